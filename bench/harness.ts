@@ -1,0 +1,99 @@
+/**
+ * Shared benchmark vocabulary. Every benchmark reports its figure beside a
+ * baseline measured in the same run, so a slow or busy machine moves both.
+ */
+import os from 'node:os';
+
+/** Whether a bigger or a smaller ratio is better. */
+export type Better = 'higher' | 'lower';
+
+/** One benchmark's outcome, as written to BENCHMARKS.md. */
+export interface BenchResult {
+  /** Which issue's benchmark this is, e.g. "validation throughput". */
+  readonly name: string;
+  /** The figure measured (median of the runs). */
+  readonly value: number;
+  /** The baseline measured in the same run (median of the runs). */
+  readonly baseline: number;
+  /** What the baseline is. */
+  readonly baselineName: string;
+  /** Unit of value and baseline, e.g. "ops/s", "ms". */
+  readonly unit: string;
+  /** How the ratio is formed and compared: value/baseline, or value-baseline for "difference" targets. */
+  readonly compare: 'ratio' | 'difference';
+  /** The target the comparison must meet, e.g. 1.1 (ratio) or 12 (ms difference). */
+  readonly target: number;
+  /** Whether the figure must be at least (`higher`) or at most (`lower`) the target. */
+  readonly better: Better;
+  /** Spread of the runs of value: [min, max]. */
+  readonly spread: readonly [number, number];
+  /** Free-form note (absolute targets, sample count). */
+  readonly note?: string;
+}
+
+/** Median of a non-empty list. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** The p-th percentile (0..100) of a non-empty list. */
+export function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const idx = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[idx]!;
+}
+
+/** Runs `fn` `runs` times and returns each run's result. */
+export async function repeat(runs: number, fn: () => Promise<number> | number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) out.push(await fn());
+  return out;
+}
+
+/** Operations per second of `fn` run `n` times in a loop. */
+export async function opsPerSecond(n: number, fn: (i: number) => unknown): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await fn(i);
+  const ns = Number(process.hrtime.bigint() - t0);
+  return n / (ns / 1e9);
+}
+
+/** Milliseconds `fn` takes. */
+export async function timeMs(fn: () => unknown): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+/** Builds a result from repeated paired runs of value and baseline. */
+export function result(
+  fields: Omit<BenchResult, 'value' | 'baseline' | 'spread'>,
+  values: readonly number[],
+  baselines: readonly number[],
+): BenchResult {
+  return {
+    ...fields,
+    value: median(values),
+    baseline: median(baselines),
+    spread: [Math.min(...values), Math.max(...values)],
+  };
+}
+
+/** The comparison figure: ratio or difference of value against baseline. */
+export function comparison(r: BenchResult): number {
+  return r.compare === 'ratio' ? r.value / r.baseline : r.value - r.baseline;
+}
+
+/** Whether a result meets its target. */
+export function meetsTarget(r: BenchResult): boolean {
+  const c = comparison(r);
+  return r.better === 'higher' ? c >= r.target : c <= r.target;
+}
+
+/** One line describing this machine. */
+export function machine(): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  return `${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}`;
+}

@@ -1,0 +1,41 @@
+// The one test command (`npm test`): typecheck, build, API report check, then
+// vitest. Ends with the plain `N passed, N failed` line that CI reads.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+
+const run = (label, cmd, args) => {
+  process.stdout.write(`\n== ${label}\n`);
+  const r = spawnSync(cmd, args, { stdio: 'inherit' });
+  return r.status ?? 1;
+};
+
+const steps = [
+  ['typecheck', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']],
+  ['build', 'npx', ['tsup']],
+  ['api report (check)', 'npx', ['api-extractor', 'run']],
+];
+for (const [label, cmd, args] of steps) {
+  if (run(label, cmd, args) !== 0) {
+    process.stdout.write(`\n${label} failed\n0 passed, 1 failed\n`);
+    process.exit(1);
+  }
+}
+
+const results = '.vitest-results.json';
+rmSync(results, { force: true });
+const status = run('vitest', 'npx', [
+  'vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile=${results}`,
+  ...process.argv.slice(2),
+]);
+let passed = 0;
+let failed = 0;
+try {
+  const report = JSON.parse(readFileSync(results, 'utf8'));
+  passed = report.numPassedTests;
+  failed = report.numFailedTests + (report.numFailedTestSuites ?? 0);
+} catch {
+  failed = 1;
+}
+if (status !== 0 && failed === 0) failed = 1;
+process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
+process.exit(status === 0 && failed === 0 ? 0 : 1);

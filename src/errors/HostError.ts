@@ -1,0 +1,72 @@
+import { ERROR_CODES, type HostErrorCode } from './registry.js';
+
+/** Optional fields of a {@link HostError} beyond its code and message. */
+export interface HostErrorFields {
+  /** Structured, JSON-serializable facts about the failure. */
+  readonly details?: Readonly<Record<string, unknown>>;
+  /** Overrides the registry's default retryability. */
+  readonly retryable?: boolean;
+  /** A positive delay before retrying, in milliseconds. */
+  readonly retry_after_ms?: number;
+  /** The code the plugin itself reported, when the host translated it. */
+  readonly source_error_code?: string;
+  /** The underlying error. */
+  readonly cause?: unknown;
+  /** Overrides the registry hint with a more specific one. */
+  readonly hint?: string;
+}
+
+/**
+ * The one error type of the library. Every expected failure is returned as a
+ * `HostError` inside an `err` Result, never thrown.
+ */
+export class HostError extends Error {
+  /** The stable code; match on this, never on the message. */
+  readonly code: HostErrorCode;
+  /** What to do about it (from the registry unless overridden). */
+  readonly hint: string;
+  /** Whether the same request may be retried unchanged. */
+  readonly retryable: boolean;
+  /** A positive delay before retrying, in milliseconds, when known. */
+  readonly retry_after_ms: number | undefined;
+  /** The plugin's own error code, when the host translated one. */
+  readonly source_error_code: string | undefined;
+  /** Structured facts about the failure. */
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: HostErrorCode, message: string, fields: HostErrorFields = {}) {
+    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    this.name = 'HostError';
+    const info = ERROR_CODES[code];
+    this.code = code;
+    this.hint = fields.hint ?? info.hint;
+    this.retryable = fields.retryable ?? info.retryable;
+    this.retry_after_ms = fields.retry_after_ms;
+    this.source_error_code = fields.source_error_code;
+    this.details = fields.details ?? {};
+  }
+
+  /** A plain object for logs and `--json` output (no stack, no cause object). */
+  toJSON(): Record<string, unknown> {
+    const out: Record<string, unknown> = {
+      code: this.code,
+      message: this.message,
+      hint: this.hint,
+      retryable: this.retryable,
+    };
+    if (this.retry_after_ms !== undefined) out.retry_after_ms = this.retry_after_ms;
+    if (this.source_error_code !== undefined) out.source_error_code = this.source_error_code;
+    if (Object.keys(this.details).length > 0) out.details = this.details;
+    return out;
+  }
+}
+
+/** Shorthand for `new HostError(...)`. */
+export function hostError(code: HostErrorCode, message: string, fields?: HostErrorFields): HostError {
+  return new HostError(code, message, fields);
+}
+
+/** Whether a value is a {@link HostError}. */
+export function isHostError(value: unknown): value is HostError {
+  return value instanceof HostError;
+}

@@ -1,0 +1,143 @@
+/**
+ * The one registry of stable host error codes.
+ *
+ * Three vocabularies meet here. The GUM contract names host codes directly
+ * (`PLUGIN_MANIFEST_INVALID`, `RATE_LIMITED`, …) and they are used verbatim.
+ * The handshake runtime names nine failure classes (`launch_failed`, …) and
+ * the mcptest protocol names five host failures (`SpawnFailed`, …) plus the
+ * JSON-RPC integer codes. Those are not separate codes: each is a spelling of
+ * one registry entry, kept in `spellings` so that a protocol adapter can show
+ * its own protocol's word (see {@link spellingOf}) while every caller of the
+ * library matches on one `code`.
+ */
+
+/** How a code is spelled by each protocol that has its own vocabulary. */
+export interface ProtocolSpellings {
+  /** The handshake runtime's failure class (seed 004). */
+  readonly handshake?: string;
+  /** The mcptest `HostError` variant (seed 002). */
+  readonly ndjson?: string;
+  /** The JSON-RPC 2.0 integer code, where one fits. */
+  readonly jsonrpc?: number;
+}
+
+/** One row of the registry. */
+export interface ErrorCodeInfo {
+  /** What the code means, in one sentence. */
+  readonly meaning: string;
+  /** Whether a caller may retry the same request unchanged by default. */
+  readonly retryable: boolean;
+  /** What the user or plugin author should do about it. */
+  readonly hint: string;
+  /** Which stage produces it. */
+  readonly stage: 'install' | 'runtime' | 'protocol' | 'host';
+  /** The code's spelling in the protocols that have their own vocabulary. */
+  readonly spellings?: ProtocolSpellings;
+}
+
+const row = (
+  stage: ErrorCodeInfo['stage'],
+  retryable: boolean,
+  meaning: string,
+  hint: string,
+  spellings?: ProtocolSpellings,
+): ErrorCodeInfo => (spellings ? { stage, retryable, meaning, hint, spellings } : { stage, retryable, meaning, hint });
+
+/**
+ * Every stable code the library can return, with its meaning, default
+ * retryability and remediation hint.
+ */
+export const ERROR_CODES = {
+  // Install and validation (GUM contract).
+  PLUGIN_MANIFEST_NOT_FOUND: row('install', false, 'No manifest file was found in the plugin directory or archive.', 'Ship manifest.json (GUM v1), a TOML contract manifest, or mcp-plugin.json at the package root.'),
+  PLUGIN_MANIFEST_INVALID: row('install', false, 'The manifest does not satisfy its schema.', 'Fix every violation listed in details.violations; each names a JSON pointer.'),
+  PLUGIN_MANIFEST_SCHEMA_UNSUPPORTED: row('install', false, 'manifest_schema_version is missing, unsupported, or nested inside [plugin].', 'Set manifest_schema_version = 1 at the top level of the manifest, never inside [plugin].'),
+  PLUGIN_SHAPE_UNSUPPORTED: row('install', false, 'The plugin declares a shape this host does not run (Shape 2 gRPC is reserved).', 'Use shape "mcp-plugin"; gRPC subprocess plugins (Shape 2) are not accepted from third parties yet.'),
+  PLUGIN_BINDING_INVALID: row('install', false, 'A tool record lacks the binding selector fields its backend_kind requires.', 'Give every mcp-plugin tool a tool_name that matches a tool the server lists.'),
+  PLUGIN_NAMESPACE_CONFLICT: row('install', false, 'The plugin claims a reserved prefix or one owned by another namespace_owner, or omits namespace_owner.', 'Declare namespace_owner, pick a plugin_id whose prefix you own, or (dev profiles only) pass the dev namespace-conflict override.'),
+  PLUGIN_EXECUTABLE_UNTRUSTED: row('install', false, 'The executable is absolute, escapes the install root, is a link or shell interpreter, or no longer matches its pinned SHA-256.', 'Ship a real entry-point file inside the package and reinstall to record its new digest.'),
+  PLUGIN_ENV_PROHIBITED: row('install', false, 'The plugin asks for an environment variable that is on the host denylist.', 'Remove the denylisted name; declare credentials through credential descriptors instead.'),
+  PLUGIN_CREDENTIAL_DESCRIPTOR_INVALID: row('install', false, 'credential_descriptors do not match needs_user_creds one to one.', 'Declare exactly one descriptor (alias, env, kind, display_name, setup_hint) per needs_user_creds entry.'),
+  PLUGIN_SCHEMA_REF_INVALID: row('install', false, 'A schema_ref is unsafe, missing, or its bundle lacks object-valued $defs.request and $defs.response.', 'Use a plain name ([A-Za-z0-9._-]) and ship schemas/<ref>.json with $defs.request and $defs.response.'),
+  SCHEMA_REF_COLLISION: row('install', false, 'A schema ref is already installed with a different canonical body.', 'Rename the schema ref or ship the identical schema body.'),
+  PROFILE_STRIP_NULLS_UNSAFE: row('install', false, 'An output profile strips nulls without declaring where that is safe.', 'Declare null_elision_safe_fields on the tool with the exact dot paths that may be elided.'),
+  PLUGIN_SANDBOX_UNSUPPORTED: row('install', false, 'No enforcing OS sandbox is available on this host.', 'Install bubblewrap (Linux) or run on macOS; enable unprivileged user namespaces if they are disabled.'),
+  PLUGIN_FS_WRITE_OUTSIDE_SANDBOX: row('install', false, 'fs_write_dir is absolute or escapes the plugin data directory.', 'Use "" or a relative path without "..".'),
+  PLUGIN_CATALOG_SCHEMA_UNSUPPORTED: row('host', false, 'plugin-catalog.json has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),
+  PLUGIN_LOCK_SCHEMA_UNSUPPORTED: row('host', false, 'plugins.lock has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),
+  PLUGIN_STATE_SCHEMA_UNSUPPORTED: row('host', false, 'plugin-state.json has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),
+  PLUGIN_ARCHIVE_INVALID: row('install', false, 'The plugin archive is malformed, over a size or entry limit, or holds a link, device, absolute or traversing entry.', 'Repackage the plugin as a plain .tgz or .zip of regular files and directories within the limits.'),
+  PLUGIN_CHECKSUM_MISMATCH: row('install', false, 'The package SHA-256 does not match the declared checksum.', 'Download the package again or correct [package].checksum.'),
+  PLUGIN_SIGNATURE_INVALID: row('install', false, 'The package signature is missing, malformed, or not made by a trusted key.', 'Sign the package digest with a key the host trusts, or install without requiring signatures.'),
+  PLUGIN_ALREADY_INSTALLED: row('install', false, 'A plugin with this id is already installed at this version.', 'Remove it first, or install a different version to upgrade.'),
+  PLUGIN_DEPENDENCY_MISSING: row('install', false, 'A declared plugin dependency is not available.', 'Install the missing dependency first or remove it from dependencies.'),
+  PLUGIN_DEPENDENCY_CYCLE: row('install', false, 'Plugin dependencies form a cycle.', 'Break the cycle named in the message.'),
+  PLUGIN_ENTRY_INVALID: row('install', false, 'The ESM entry is missing, escapes the plugin root, or does not export createPlugin(server).', 'Point entry at a module inside the package that exports createPlugin.'),
+  PLUGIN_CAPABILITY_MISMATCH: row('install', false, 'Declared capabilities and actual registrations differ under strict capabilities.', 'Declare exactly what createPlugin registers.'),
+  PLUGIN_TOOL_INVALID: row('install', false, 'A registered tool failed validation under strict tools.', 'Fix the tool definition named in details.'),
+
+  // Runtime (GUM contract).
+  RATE_LIMITED: row('runtime', true, 'The upstream service rate-limited the plugin.', 'Retry after retry_after_ms when present.'),
+  AUTH_REQUIRED: row('runtime', false, 'The plugin needs fresh credentials.', 'Run setup for this plugin to store new credentials.'),
+  SERVICE_DOWN: row('runtime', false, 'The plugin or its upstream service failed.', 'See source_error_code and the message; retry only when retryable is true.'),
+  INVALID_ARGS: row('runtime', false, 'The tool rejected its arguments.', 'Correct the arguments to match the tool input schema.'),
+  PLUGIN_QUARANTINED: row('runtime', false, 'The plugin is quarantined after failures and is not started.', 'Fix the cause, then reload or unquarantine the plugin.'),
+  VARIANT_NOT_FOUND: row('runtime', false, 'No installed, active operation has this id.', 'List plugins to see valid plug.<plugin_id>.<tool> ids.'),
+  VARIANT_QUARANTINED: row('runtime', false, 'The operation belongs to a quarantined plugin.', 'Fix the cause, then reload or unquarantine the plugin.'),
+  UNKNOWN_CAPABILITY: row('runtime', false, 'A capability name is not known to the host.', 'Use a capability the host lists.'),
+  PLUGIN_NOT_FOUND: row('runtime', false, 'No plugin with this id is installed in the profile.', 'Check the id with list.'),
+  PLUGIN_NEEDS_CONFIGURATION: row('runtime', false, 'The plugin is installed but its declared credentials are missing.', 'Run setup for this plugin.'),
+  PLUGIN_PENDING_RESTART: row('runtime', false, 'The plugin was installed while this host was open and becomes active on the next open.', 'Reopen the host.'),
+  PLUGIN_RISK_NOT_ALLOWED: row('runtime', false, 'The tool risk_class is above what the call accepts.', 'Pass a higher maxRisk for this call if the caller really intends it.'),
+  PLUGIN_CONFIRMATION_DENIED: row('runtime', false, 'A high_stakes_write tool was not confirmed.', 'Supply a confirmation callback that approves the call.'),
+  PLUGIN_TOOLS_MISMATCH: row('runtime', false, 'The tools the plugin lists differ from the tools its manifest declares.', 'Make advertised_tools match the tools/list answer exactly (unprefixed names).'),
+  PLUGIN_CANCELLED: row('runtime', false, 'The call was cancelled by its caller.', 'None; the caller aborted.'),
+  PLUGIN_FRAME_TOO_LARGE: row('protocol', false, 'The plugin wrote a frame larger than the frame cap.', 'Return smaller results, or raise the host frame cap.'),
+
+  // Protocol failures shared by the stdio shapes (handshake and mcptest spellings).
+  PLUGIN_SPAWN_FAILED: row('protocol', false, 'The plugin process could not be started.', 'Check the executable exists, is executable and matches the host architecture.', { handshake: 'launch_failed', ndjson: 'SpawnFailed' }),
+  PLUGIN_HANDSHAKE_FAILED: row('protocol', false, 'The plugin did not complete its handshake.', 'The plugin must answer the handshake with exactly one valid line.', { handshake: 'handshake_failed' }),
+  PLUGIN_TIMEOUT: row('protocol', true, 'The plugin did not answer within the timeout.', 'Raise the timeout or make the tool faster.', { handshake: 'timeout', ndjson: 'Timeout' }),
+  PLUGIN_CRASHED: row('protocol', false, 'The plugin exited or closed stdout before answering.', 'See details.stderr_tail and details.exit for the cause.', { handshake: 'crashed', ndjson: 'PluginCrashed' }),
+  PLUGIN_INVALID_JSON: row('protocol', false, 'The plugin wrote a line that is not valid JSON.', 'Write exactly one JSON object per line on stdout; log to stderr.', { handshake: 'malformed_response', ndjson: 'InvalidJson', jsonrpc: -32700 }),
+  PLUGIN_MALFORMED_RESPONSE: row('protocol', false, 'The plugin wrote JSON that does not match the protocol schema.', 'Send exactly one of result and error, with the request id echoed.', { handshake: 'malformed_response', ndjson: 'InvalidResponse', jsonrpc: -32600 }),
+  PLUGIN_METHOD_NOT_FOUND: row('protocol', false, 'The plugin does not handle the method.', 'Call a method the plugin implements.', { jsonrpc: -32601 }),
+  PLUGIN_INVALID_PARAMS: row('protocol', false, 'The plugin rejected the method params.', 'Correct the params.', { jsonrpc: -32602 }),
+  PLUGIN_INTERNAL_ERROR: row('protocol', false, 'The plugin hit an unexpected internal failure.', 'See the plugin stderr.', { jsonrpc: -32603 }),
+  PLUGIN_TOOL_NOT_EXPOSED: row('protocol', false, 'The requested tool is not in the plugin exposed_tools.', 'Call a tool the plugin exposes.', { handshake: 'tool_not_exposed' }),
+  PLUGIN_PROTOCOL_VERSION_MISMATCH: row('protocol', false, 'The plugin speaks another protocol version.', 'Build the plugin for the protocol version the host requests.', { handshake: 'protocol_version_mismatch' }),
+  PLUGIN_CAPABILITY_NOT_DECLARED: row('protocol', false, 'The host grants capabilities but the plugin did not declare the ones it requests.', 'Declare the requested capabilities in the handshake manifest.', { handshake: 'capability_not_declared' }),
+  PLUGIN_CAPABILITY_NOT_ALLOWED: row('protocol', false, 'The plugin declared a capability outside the host allow-list.', 'A plugin cannot grant itself powers; ask the host operator to allow it.', { handshake: 'capability_not_allowed' }),
+
+  // Host-side conditions.
+  CATALOG_LOCK_TIMEOUT: row('host', true, 'The profile lock was held by another process for longer than the lock timeout.', 'Retry; if it persists, check which process holds the profile lock.'),
+  CATALOG_CORRUPT: row('host', false, 'A catalog file could not be parsed and no consistent generation was found.', 'Inspect or restore the file named in details.file; it was left in place.'),
+  HOST_IO_ERROR: row('host', true, 'A file system operation of the host failed.', 'See the cause; check disk space and permissions of the profile directory.'),
+  HOST_CLOSED: row('host', false, 'The host was closed.', 'Open a new PluginHost.'),
+  HOST_INVALID_OPTIONS: row('host', false, 'The options passed to the host are invalid.', 'See the message for the option at fault.'),
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+/** Every stable error code. */
+export type HostErrorCode = keyof typeof ERROR_CODES;
+
+/** The registry row of a code. */
+export function describeErrorCode(code: HostErrorCode): ErrorCodeInfo {
+  return ERROR_CODES[code];
+}
+
+/** Whether a string is a registered host error code. */
+export function isHostErrorCode(value: unknown): value is HostErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
+}
+
+/**
+ * The spelling a protocol uses for a host code, when that protocol has its
+ * own vocabulary; `undefined` when it has no word for it.
+ */
+export function spellingOf<P extends keyof ProtocolSpellings>(
+  code: HostErrorCode,
+  protocol: P,
+): ProtocolSpellings[P] | undefined {
+  const info: ErrorCodeInfo = ERROR_CODES[code];
+  return info.spellings?.[protocol];
+}

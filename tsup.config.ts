@@ -1,0 +1,14 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig({
+  entry: { index: 'src/index.ts' },
+  format: ['esm', 'cjs'],
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  target: 'node20',
+  platform: 'node',
+  // canonicalize 4 publishes only an `import` condition, so require() of the
+  // CJS build would fail unless it is bundled in.
+  noExternal: ['canonicalize'],
+});
