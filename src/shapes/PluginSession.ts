@@ -1,0 +1,72 @@
+import type { ResultAsync } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import type { PluginProcess } from '../process/PluginProcess.js';
+
+/** The protocols a plugin can speak. */
+export type PluginShape = 'mcp-plugin' | 'ndjson-rpc' | 'handshake' | 'esm-module';
+
+/**
+ * Starts the plugin's process: verify the executable binding, sandbox, spawn.
+ * Sessions call it lazily (on first use) and again when a protocol launches
+ * once per call.
+ */
+export type ProcessLauncher = () => ResultAsync<PluginProcess, HostError>;
+
+/** A tool as the plugin describes it, names unprefixed. */
+export interface ToolDescriptor {
+  /** The tool's unprefixed name. */
+  readonly name: string;
+  /** What it does. */
+  readonly description?: string;
+  /** Its JSON Schema for arguments, when the protocol carries one. */
+  readonly inputSchema?: unknown;
+}
+
+/** Progress reported by a plugin during a call. */
+export interface CallProgress {
+  /** Units of work done so far. */
+  readonly progress: number;
+  /** Total units, when known. */
+  readonly total?: number;
+  /** A message for people. */
+  readonly message?: string;
+}
+
+/** Per-call options shared by every protocol. */
+export interface CallOptions {
+  /** Time allowed without an answer (reset by progress where the protocol has it), in ms. */
+  readonly timeoutMs?: number;
+  /** Hard cap on the whole call, progress or not, in ms. */
+  readonly maxTotalTimeoutMs?: number;
+  /** Cancels the call; the protocol tells the plugin where it can. */
+  readonly signal?: AbortSignal;
+  /** Receives progress notifications. */
+  readonly onProgress?: (progress: CallProgress) => void;
+}
+
+/** What a tool call returned, before the host maps plugin-local errors. */
+export interface ToolResult {
+  /**
+   * The protocol's payload: an MCP `CallToolResult`, an ndjson-rpc response's
+   * `result` or `error` object, or a handshake execute response.
+   */
+  readonly value: unknown;
+  /** Whether the plugin reported an application-level failure. */
+  readonly isError: boolean;
+}
+
+/**
+ * One interface over every protocol: list tools, call a tool with timeout,
+ * cancellation and progress, close. Protocol failures are `HostError`s with a
+ * registry code; application failures come back as `ToolResult.isError`.
+ */
+export interface PluginSession {
+  /** Which protocol this session speaks. */
+  readonly shape: PluginShape;
+  /** The tools the plugin offers. */
+  listTools(): ResultAsync<readonly ToolDescriptor[], HostError>;
+  /** Calls one tool. */
+  callTool(name: string, args: unknown, options?: CallOptions): ResultAsync<ToolResult, HostError>;
+  /** Ends the session and stops its process, if one runs. */
+  close(): Promise<void>;
+}
