@@ -1,0 +1,88 @@
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ResultAsync } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+
+/**
+ * Where plugin credentials live. The host reads them only to build a
+ * plugin's environment at spawn; they never appear in inventory output.
+ * Implement this over an OS keychain to keep secrets off disk.
+ */
+export interface SecretStore {
+  /** The stored values of one plugin, keyed by env var name. */
+  get(pluginId: string): ResultAsync<Readonly<Record<string, string>>, HostError>;
+  /** Merges `values` into the plugin's stored values. */
+  set(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<void, HostError>;
+  /** Forgets every value of the plugin. */
+  delete(pluginId: string): ResultAsync<void, HostError>;
+}
+
+const ioError = (what: string) => (cause: unknown): HostError =>
+  hostError('HOST_IO_ERROR', `secret store: ${what} failed`, { cause, details: { error: String(cause) } });
+
+/**
+ * The default {@link SecretStore}: one JSON file per plugin, mode 0600, in
+ * `<profile>/secrets/` (mode 0700). The sandbox hides the whole profile
+ * directory from plugins, so no plugin can read another's secrets, or its own
+ * file, except through the environment the host builds for it.
+ */
+export class FileSecretStore implements SecretStore {
+  private readonly dir: string;
+
+  /** @param profileDir - The profile directory that holds `secrets/`. */
+  constructor(profileDir: string) {
+    this.dir = join(profileDir, 'secrets');
+  }
+
+  /** {@inheritDoc SecretStore.get} */
+  get(pluginId: string): ResultAsync<Readonly<Record<string, string>>, HostError> {
+    return ResultAsync.fromPromise(this.read(pluginId), ioError(`reading secrets of '${pluginId}'`));
+  }
+
+  /** {@inheritDoc SecretStore.set} */
+  set(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<void, HostError> {
+    return ResultAsync.fromPromise(
+      (async () => {
+        const current = await this.read(pluginId);
+        await this.write(pluginId, { ...current, ...values });
+      })(),
+      ioError(`storing secrets of '${pluginId}'`),
+    );
+  }
+
+  /** {@inheritDoc SecretStore.delete} */
+  delete(pluginId: string): ResultAsync<void, HostError> {
+    return ResultAsync.fromPromise(rm(this.file(pluginId), { force: true }), ioError(`deleting secrets of '${pluginId}'`));
+  }
+
+  private file(pluginId: string): string {
+    return join(this.dir, `${encodeURIComponent(pluginId)}.json`);
+  }
+
+  private async read(pluginId: string): Promise<Record<string, string>> {
+    let text: string;
+    try {
+      text = await readFile(this.file(pluginId), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw e;
+    }
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  }
+
+  private async write(pluginId: string, values: Record<string, string>): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const target = this.file(pluginId);
+    const temp = `${target}.${process.pid}.tmp`;
+    const handle = await open(temp, 'w', 0o600);
+    try {
+      await handle.writeFile(JSON.stringify(values));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, target);
+  }
+}
