@@ -25,3 +25,38 @@ export {
   type Random,
 } from './ports/ports.js';
 export type { ExitInfo, PluginProcess, StopOptions } from './process/PluginProcess.js';
+export {
+  DEFAULT_ENV_PASS_THROUGH,
+  EnvDenylist,
+  prohibitedEnvMessage,
+  type BuildEnvInput,
+  type EnvDenyRule,
+  type EnvDenylistOptions,
+  type EnvDenylistPreset,
+  type EnvNameField,
+  type RejectedEnvEntry,
+} from './env/EnvDenylist.js';
+export {
+  NamespaceLock,
+  reservedNamespacePreset,
+  type NamespaceClaim,
+  type NamespaceConflictReason,
+  type NamespaceLockOptions,
+  type NamespaceOwnerRecord,
+  type NamespaceOwners,
+  type ProfileKind,
+  type ReservedNamespacePreset,
+} from './namespace/NamespaceLock.js';
+export {
+  PLUGIN_LOCAL_ERROR_CODES,
+  mapCallToolError,
+  mapPluginError,
+  mapPluginErrorCode,
+  mapPluginErrorEnvelope,
+  parsePluginErrorEnvelope,
+  type CallToolErrorResult,
+  type MappedPluginErrorCode,
+  type PluginErrorContext,
+  type PluginErrorEnvelope,
+  type PluginLocalErrorCode,
+} from './error-mapper/ErrorMapper.js';

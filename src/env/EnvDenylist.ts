@@ -1,0 +1,256 @@
+/**
+ * The one source of truth for environment variable names a plugin may never
+ * receive. The same rules serve install-time rejection ({@link EnvDenylist.check})
+ * and the runtime scrub ({@link EnvDenylist.buildEnv}), so a name refused at
+ * install can never slip in at spawn through another path.
+ */
+import { err, ok, type Result } from 'neverthrow';
+import denylistData from '../../etc/env-denylist.json' with { type: 'json' };
+import { HostError, hostError } from '../errors/HostError.js';
+import { silentLogger, type Logger } from '../ports/ports.js';
+import { isValidEnvName, isValidEnvValue, printableEnvName } from './envName.js';
+
+/** A named rule set shipped in `etc/env-denylist.json` on top of the base rules. */
+export type EnvDenylistPreset = 'gum' | 'neutral';
+
+/** The manifest field an env name was declared in; it is named in messages. */
+export type EnvNameField = 'needs_user_creds' | 'env_allow';
+
+/** The rule that makes a name prohibited. */
+export type EnvDenyRule =
+  | { readonly kind: 'exact'; readonly name: string }
+  | { readonly kind: 'prefix'; readonly prefix: string };
+
+/** One name {@link EnvDenylist.check} refused, as listed in `details.entries`. */
+export interface RejectedEnvEntry {
+  /** The name as declared, with control characters escaped. */
+  readonly name: string;
+  /** `denylisted`: a rule matched; `invalid_name`: empty, or contains `=` or NUL. */
+  readonly reason: 'denylisted' | 'invalid_name';
+  /** The matching rule, for `denylisted` entries. */
+  readonly rule?: EnvDenyRule;
+  /** The user-facing sentence for this entry (the contract's canonical form for `denylisted`). */
+  readonly message: string;
+}
+
+/** Options of {@link EnvDenylist}. */
+export interface EnvDenylistOptions {
+  /** Preset rules added to the base rules; `gum` (the default) adds the `GUM_` and `_GUM` prefixes. */
+  readonly preset?: EnvDenylistPreset;
+  /** The host application's own prefixes, e.g. `MYAPP_`; case-sensitive. */
+  readonly extraPrefixes?: readonly string[];
+  /** More exact names to deny; case-sensitive. */
+  readonly extraExact?: readonly string[];
+  /** Receives a warning (names only, never values) whenever the runtime scrub drops a name. */
+  readonly logger?: Logger;
+}
+
+/** What {@link EnvDenylist.buildEnv} builds a plugin's environment from. */
+export interface BuildEnvInput {
+  /** The host's environment (usually `process.env`); only allow-listed names are read from it. */
+  readonly parentEnv: Readonly<Record<string, string | undefined>>;
+  /**
+   * Names copied from `parentEnv` for every plugin; an entry ending in `*` is a
+   * prefix (`LC_*`). Defaults to {@link DEFAULT_ENV_PASS_THROUGH}.
+   */
+  readonly allowPassThrough?: readonly string[];
+  /** The plugin's declared `env_allow` names, copied from `parentEnv` when set there. */
+  readonly envAllow?: readonly string[];
+  /** Credential values from the secret store, keyed by their `needs_user_creds` name. */
+  readonly credentials?: Readonly<Record<string, string>>;
+  /** Values the host sets itself (data directory, locale…); they win over every other source. */
+  readonly fixed?: Readonly<Record<string, string>>;
+  /** The plugin's id, used in messages and logs. */
+  readonly pluginId?: string;
+}
+
+/** The names every plugin receives from the host's environment unless the host says otherwise. */
+export const DEFAULT_ENV_PASS_THROUGH: readonly string[] = Object.freeze(['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_*']);
+
+interface DenylistFile {
+  readonly exact: readonly string[];
+  readonly prefixes: readonly string[];
+  readonly presets: Readonly<Record<EnvDenylistPreset, { readonly exact: readonly string[]; readonly prefixes: readonly string[] }>>;
+}
+
+const shipped: DenylistFile = denylistData;
+
+/**
+ * The contract's canonical sentence for a prohibited name:
+ * `PLUGIN_ENV_PROHIBITED: <field> entry '<name>' on plugin '<plugin>' is a prohibited env var name.`
+ */
+export function prohibitedEnvMessage(field: EnvNameField, name: string, pluginId: string): string {
+  return `PLUGIN_ENV_PROHIBITED: ${field} entry '${printableEnvName(name)}' on plugin '${printableEnvName(pluginId)}' is a prohibited env var name.`;
+}
+
+function invalidEnvNameMessage(field: EnvNameField, name: string, pluginId: string | undefined): string {
+  const where = pluginId === undefined ? '' : ` on plugin '${printableEnvName(pluginId)}'`;
+  return `PLUGIN_ENV_PROHIBITED: ${field} entry '${printableEnvName(name)}'${where} is not a valid env var name.`;
+}
+
+function invalidOptions(message: string): HostError {
+  return hostError('HOST_INVALID_OPTIONS', message);
+}
+
+interface PassThroughRules {
+  readonly exact: ReadonlySet<string>;
+  readonly prefixes: readonly string[];
+}
+
+function parsePassThrough(patterns: readonly string[]): Result<PassThroughRules, HostError> {
+  const exact = new Set<string>();
+  const prefixes: string[] = [];
+  for (const pattern of patterns) {
+    const isPrefix = pattern.endsWith('*');
+    const body = isPrefix ? pattern.slice(0, -1) : pattern;
+    // A bare `*` would hand the whole parent environment to the plugin.
+    if (!isValidEnvName(body)) {
+      return err(invalidOptions(`allowPassThrough entry '${printableEnvName(pattern)}' is not an env var name or a non-empty prefix ending in '*'.`));
+    }
+    if (isPrefix) prefixes.push(body);
+    else exact.add(body);
+  }
+  return ok({ exact, prefixes });
+}
+
+/**
+ * Prohibited environment variable names: exact names and prefixes, matched
+ * case-sensitively, from `etc/env-denylist.json`, a preset, and the host's
+ * own additions.
+ */
+export class EnvDenylist {
+  readonly #exact: ReadonlySet<string>;
+  readonly #prefixes: readonly string[];
+  readonly #logger: Logger;
+
+  /**
+   * Builds a denylist; prefer {@link EnvDenylist.create} when options come from
+   * user configuration.
+   *
+   * @throws {@link HostError} `HOST_INVALID_OPTIONS` when the preset is unknown or
+   * an extra name or prefix is empty or contains `=` or NUL.
+   */
+  constructor(options: EnvDenylistOptions = {}) {
+    const preset = options.preset ?? 'gum';
+    const presetRules = Object.hasOwn(shipped.presets, preset) ? shipped.presets[preset] : undefined;
+    if (presetRules === undefined) throw invalidOptions(`Unknown env denylist preset '${String(preset)}'; use 'gum' or 'neutral'.`);
+    const extraPrefixes = options.extraPrefixes ?? [];
+    const extraExact = options.extraExact ?? [];
+    for (const name of [...extraPrefixes, ...extraExact]) {
+      if (!isValidEnvName(name)) {
+        throw invalidOptions(`Env denylist entry '${printableEnvName(name)}' is empty or contains '=' or NUL.`);
+      }
+    }
+    this.#exact = new Set([...shipped.exact, ...presetRules.exact, ...extraExact]);
+    this.#prefixes = [...new Set([...shipped.prefixes, ...presetRules.prefixes, ...extraPrefixes])];
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /** Builds a denylist, returning invalid options as an error instead of throwing. */
+  static create(options: EnvDenylistOptions = {}): Result<EnvDenylist, HostError> {
+    try {
+      return ok(new EnvDenylist(options));
+    } catch (cause) {
+      if (cause instanceof HostError) return err(cause);
+      throw cause;
+    }
+  }
+
+  /** The exact names denied, sorted. */
+  get exactNames(): readonly string[] {
+    return [...this.#exact].sort();
+  }
+
+  /** The prefixes denied, sorted. */
+  get prefixes(): readonly string[] {
+    return [...this.#prefixes].sort();
+  }
+
+  /** The rule that denies `name`, or `undefined` when it is allowed. */
+  ruleFor(name: string): EnvDenyRule | undefined {
+    if (this.#exact.has(name)) return { kind: 'exact', name };
+    const prefix = this.#prefixes.find((p) => name.startsWith(p));
+    return prefix === undefined ? undefined : { kind: 'prefix', prefix };
+  }
+
+  /** Whether `name` must never reach a plugin. */
+  isProhibited(name: string): boolean {
+    return this.ruleFor(name) !== undefined;
+  }
+
+  /**
+   * Install-time check of the names a manifest declares in `field`. Fails with
+   * `PLUGIN_ENV_PROHIBITED` listing every refused name in `details.entries`;
+   * the message is one canonical sentence per refused name, one per line.
+   */
+  check(pluginId: string, names: readonly string[], field: EnvNameField): Result<void, HostError> {
+    const entries: RejectedEnvEntry[] = [];
+    for (const name of new Set(names)) {
+      if (!isValidEnvName(name)) {
+        entries.push({ name: printableEnvName(name), reason: 'invalid_name', message: invalidEnvNameMessage(field, name, pluginId) });
+        continue;
+      }
+      const rule = this.ruleFor(name);
+      if (rule !== undefined) {
+        entries.push({ name: printableEnvName(name), reason: 'denylisted', rule, message: prohibitedEnvMessage(field, name, pluginId) });
+      }
+    }
+    if (entries.length === 0) return ok(undefined);
+    return err(
+      hostError('PLUGIN_ENV_PROHIBITED', entries.map((e) => e.message).join('\n'), {
+        details: { plugin_id: pluginId, field, entries },
+      }),
+    );
+  }
+
+  /**
+   * Builds a plugin's environment. Only allow-listed and `envAllow` names are
+   * read from `parentEnv`; credentials and fixed values are added on top; then
+   * every denylisted name is removed whatever its source, so a manifest or a
+   * host bug can never forward one.
+   */
+  buildEnv(input: BuildEnvInput): Result<Record<string, string>, HostError> {
+    const passThrough = parsePassThrough(input.allowPassThrough ?? DEFAULT_ENV_PASS_THROUGH);
+    if (passThrough.isErr()) return err(passThrough.error);
+    const { pluginId } = input;
+
+    const envAllow = new Set<string>();
+    for (const name of input.envAllow ?? []) {
+      if (!isValidEnvName(name)) return err(hostError('PLUGIN_ENV_PROHIBITED', invalidEnvNameMessage('env_allow', name, pluginId)));
+      envAllow.add(name);
+    }
+    const credentials = Object.entries(input.credentials ?? {});
+    for (const [name, value] of credentials) {
+      if (!isValidEnvName(name)) return err(hostError('PLUGIN_ENV_PROHIBITED', invalidEnvNameMessage('needs_user_creds', name, pluginId)));
+      if (!isValidEnvValue(value)) return err(invalidOptions(`The credential value for '${printableEnvName(name)}' contains NUL.`));
+    }
+    const fixed = Object.entries(input.fixed ?? {});
+    for (const [name, value] of fixed) {
+      if (!isValidEnvName(name)) return err(invalidOptions(`Fixed env name '${printableEnvName(name)}' is empty or contains '=' or NUL.`));
+      if (!isValidEnvValue(value)) return err(invalidOptions(`The fixed value for '${printableEnvName(name)}' contains NUL.`));
+    }
+
+    const env = new Map<string, string>();
+    for (const name of Object.keys(input.parentEnv)) {
+      const value = input.parentEnv[name];
+      if (value === undefined || !isValidEnvName(name)) continue;
+      const wanted =
+        envAllow.has(name) || passThrough.value.exact.has(name) || passThrough.value.prefixes.some((p) => name.startsWith(p));
+      if (!wanted) continue;
+      if (!isValidEnvValue(value)) return err(invalidOptions(`The host environment value of '${printableEnvName(name)}' contains NUL.`));
+      env.set(name, value);
+    }
+    for (const [name, value] of credentials) env.set(name, value);
+    for (const [name, value] of fixed) env.set(name, value);
+
+    const scrubbed = [...env.keys()].filter((name) => this.isProhibited(name));
+    for (const name of scrubbed) env.delete(name);
+    if (scrubbed.length > 0) {
+      this.#logger.warn(
+        { plugin_id: pluginId, names: scrubbed.map(printableEnvName) },
+        'Denylisted env names were scrubbed from a plugin environment.',
+      );
+    }
+    return ok(Object.fromEntries([...env].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+  }
+}
