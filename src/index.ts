@@ -60,3 +60,40 @@ export {
   type PluginErrorEnvelope,
   type PluginLocalErrorCode,
 } from './error-mapper/ErrorMapper.js';
+export type {
+  CallOptions,
+  CallProgress,
+  PluginSession,
+  PluginShape,
+  ProcessLauncher,
+  ToolDescriptor,
+  ToolResult,
+} from './shapes/PluginSession.js';
+export { DEFAULT_MAX_FRAME_BYTES, LineReader, type LineReaderHandlers } from './framing/LineReader.js';
+export {
+  DEFAULT_NDJSON_CALL_TIMEOUT_MS,
+  NdjsonRpcSession,
+  type NdjsonRpcSessionOptions,
+} from './shapes/ndjson-rpc/NdjsonRpcSession.js';
+export {
+  NDJSON_PROTOCOL_VERSION,
+  type NdjsonErrorObject,
+  type NdjsonRequest,
+  type NdjsonRequestId,
+  type NdjsonResponse,
+} from './shapes/ndjson-rpc/wire.js';
+export {
+  DEFAULT_HANDSHAKE_TIMEOUTS,
+  HandshakeSession,
+  type HandshakeSessionOptions,
+  type HandshakeTimeouts,
+} from './shapes/handshake/HandshakeSession.js';
+export {
+  HANDSHAKE_PROTOCOL_VERSION,
+  type HandshakeManifest,
+  type PluginError,
+  type PluginHandshakeRequest,
+  type PluginHandshakeResponse,
+  type PluginRequest,
+  type PluginResponse,
+} from './shapes/handshake/wire.js';

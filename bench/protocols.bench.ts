@@ -1,0 +1,120 @@
+/**
+ * Protocol overhead of the ndjson-rpc and handshake sessions, each beside a
+ * baseline that talks to the same plugin process without the session.
+ *
+ * - ndjson-rpc: one request/response round trip through NdjsonRpcSession
+ *   against writing a line to the same echo plugin and awaiting a line back.
+ *   Calls alternate between the two, so machine load hits both alike.
+ * - handshake: one full one-shot invocation (launch, handshake, execute,
+ *   teardown) against launching the same plugin and waiting for it to exit on
+ *   EOF. Both use the same unsandboxed launcher, so the difference is the
+ *   protocol's own cost ("besides the sandbox").
+ */
+import { fileURLToPath } from 'node:url';
+import { HandshakeSession } from '../src/shapes/handshake/HandshakeSession.js';
+import { NdjsonRpcSession } from '../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
+import { nodeArgv, plainLauncher, spawnPlain } from '../test/helpers/plainLauncher.js';
+import { result, type BenchResult } from './harness.js';
+
+const ECHO = fileURLToPath(new URL('../fixtures/plugins/ndjson-echo/echo.mjs', import.meta.url));
+const HANDSHAKE = fileURLToPath(new URL('../fixtures/plugins/handshake-reference/plugin.mjs', import.meta.url));
+
+const ROUND_TRIPS = 3000;
+const WARMUP = 300;
+const LAUNCHES = 40;
+
+const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** A bare line round trip over a plugin's stdio: no ids, no validation, no Result. */
+async function rawEcho(): Promise<{ roundTrip: (line: string) => Promise<void>; stop: () => Promise<unknown> }> {
+  const proc = (await spawnPlain(nodeArgv(ECHO)))._unsafeUnwrap();
+  let waiting: (() => void) | undefined;
+  proc.stdout.on('data', (chunk: Buffer) => {
+    if (chunk.includes(0x0a)) waiting?.();
+  });
+  return {
+    roundTrip: (line) =>
+      new Promise<void>((resolve) => {
+        waiting = resolve;
+        proc.stdin.write(line);
+      }),
+    stop: () => proc.stop(),
+  };
+}
+
+async function ndjsonRoundTrip(): Promise<BenchResult> {
+  const session = NdjsonRpcSession.create({ launch: plainLauncher(nodeArgv(ECHO)) })._unsafeUnwrap();
+  const raw = await rawEcho();
+  const params = { text: 'hello', n: 42 };
+  const rawLine = `${JSON.stringify({ method: 'echo', params, id: 0 })}\n`;
+  for (let i = 0; i < WARMUP; i++) {
+    (await session.callTool('echo', params))._unsafeUnwrap();
+    await raw.roundTrip(rawLine);
+  }
+  const viaSession: number[] = [];
+  const viaPipe: number[] = [];
+  for (let i = 0; i < ROUND_TRIPS; i++) {
+    let start = process.hrtime.bigint();
+    (await session.callTool('echo', params))._unsafeUnwrap();
+    viaSession.push(elapsedMs(start));
+    start = process.hrtime.bigint();
+    await raw.roundTrip(rawLine);
+    viaPipe.push(elapsedMs(start));
+  }
+  await session.close();
+  await raw.stop();
+  return result(
+    {
+      name: 'ndjson-rpc round trip p50',
+      baselineName: 'raw pipe echo to the same plugin',
+      unit: 'ms',
+      compare: 'ratio',
+      target: 1.5,
+      better: 'lower',
+      note: `p50 of ${ROUND_TRIPS} alternating round trips each, Node echo plugin, serialized session`,
+    },
+    viaSession,
+    viaPipe,
+  );
+}
+
+async function handshakeInvocation(): Promise<BenchResult> {
+  const launch = plainLauncher(nodeArgv(HANDSHAKE));
+  const session = HandshakeSession.create({ launch })._unsafeUnwrap();
+  const invocations: number[] = [];
+  const bareSpawns: number[] = [];
+  const bareSpawn = async (): Promise<void> => {
+    const proc = (await launch())._unsafeUnwrap();
+    proc.stdin.end();
+    await proc.exited;
+  };
+  await bareSpawn();
+  (await session.callTool('echo', { warm: true }))._unsafeUnwrap();
+  for (let i = 0; i < LAUNCHES; i++) {
+    let start = process.hrtime.bigint();
+    (await session.callTool('echo', { i }))._unsafeUnwrap();
+    invocations.push(elapsedMs(start));
+    start = process.hrtime.bigint();
+    await bareSpawn();
+    bareSpawns.push(elapsedMs(start));
+  }
+  await session.close();
+  return result(
+    {
+      name: 'handshake one-shot invocation',
+      baselineName: 'bare spawn and exit of the same plugin',
+      unit: 'ms',
+      compare: 'difference',
+      target: 3,
+      better: 'lower',
+      note: `median of ${LAUNCHES} alternating runs each, Node reference plugin, plain spawn (no sandbox)`,
+    },
+    invocations,
+    bareSpawns,
+  );
+}
+
+/** Runs both protocol benchmarks. */
+export async function run(): Promise<BenchResult[]> {
+  return [await ndjsonRoundTrip(), await handshakeInvocation()];
+}

@@ -1,0 +1,83 @@
+import { LineReader } from '../../framing/LineReader.js';
+import type { HostError } from '../../errors/HostError.js';
+import type { Clock } from '../../ports/ports.js';
+import type { Readable } from 'node:stream';
+
+/** What the next read from a plugin's stdout produced. */
+export type ChannelEvent =
+  | { readonly kind: 'line'; readonly line: string }
+  | { readonly kind: 'oversize'; readonly bytes: number }
+  | { readonly kind: 'end'; readonly partial: string | undefined }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'interrupted'; readonly error: HostError };
+
+type StreamEvent = Extract<ChannelEvent, { kind: 'line' | 'oversize' | 'end' }>;
+
+/**
+ * Pull-style reading of a one-shot plugin's stdout: the exchange asks for the
+ * next event with a deadline, and events that arrive early wait in order, so
+ * an unexpected extra line is seen rather than lost.
+ */
+export class LineChannel {
+  private readonly queue: StreamEvent[] = [];
+  private readonly reader: LineReader;
+  private waiter: ((event: StreamEvent) => void) | undefined;
+
+  constructor(
+    stdout: Readable,
+    maxFrameBytes: number,
+    private readonly clock: Clock,
+  ) {
+    this.reader = new LineReader(
+      stdout,
+      {
+        onLine: (line) => this.push({ kind: 'line', line }),
+        onOversize: (bytes) => this.push({ kind: 'oversize', bytes }),
+        onEnd: (partial) => this.push({ kind: 'end', partial }),
+      },
+      maxFrameBytes,
+    );
+  }
+
+  /** Whether an event arrived that nobody asked for yet. */
+  get hasQueued(): boolean {
+    return this.queue.length > 0 && this.queue[0]?.kind !== 'end';
+  }
+
+  /** The next event, `timeout` after `timeoutMs`, or `interrupted` when `interrupt` fires first. */
+  next(timeoutMs: number, interrupt: Promise<HostError>): Promise<ChannelEvent> {
+    const queued = this.queue.shift();
+    if (queued !== undefined) {
+      if (queued.kind === 'end') this.queue.unshift(queued);
+      return Promise.resolve(queued);
+    }
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (event: ChannelEvent): void => {
+        if (done) return;
+        done = true;
+        cancelTimer();
+        this.waiter = undefined;
+        resolve(event);
+      };
+      const cancelTimer = this.clock.setTimer(() => finish({ kind: 'timeout' }), timeoutMs);
+      this.waiter = finish;
+      void interrupt.then((error) => finish({ kind: 'interrupted', error }));
+    });
+  }
+
+  /** Stops reading. */
+  dispose(): void {
+    this.reader.dispose();
+  }
+
+  private push(event: StreamEvent): void {
+    const waiter = this.waiter;
+    if (waiter === undefined) {
+      this.queue.push(event);
+      return;
+    }
+    waiter(event);
+    if (event.kind === 'end') this.queue.push(event);
+  }
+}

@@ -1,0 +1,185 @@
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../../errors/HostError.js';
+import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
+import { LineReader } from '../../framing/LineReader.js';
+import type { Clock, Logger } from '../../ports/ports.js';
+import type { ExitInfo, PluginProcess } from '../../process/PluginProcess.js';
+import type { ToolResult } from '../PluginSession.js';
+import { crashDetails, rawLineDetails } from './processDiagnostics.js';
+import { parseResponseLine, type NdjsonRequest, type NdjsonRequestId } from './wire.js';
+
+/** Receives the outcome of one request exactly once. */
+export type Delivery = (outcome: Result<ToolResult, HostError>) => void;
+
+interface Pending {
+  readonly method: string;
+  readonly deliver: Delivery;
+}
+
+/** What a connection needs from its session. */
+export interface ConnectionEnvironment {
+  /** The cap on one response line, in bytes. */
+  readonly maxFrameBytes: number;
+  /** Timers. */
+  readonly clock: Clock;
+  /** Where lines that fail no request, late answers and crashes are logged. */
+  readonly logger: Logger;
+}
+
+/**
+ * How long after the process exited the host still waits for stdout to end
+ * before it declares the crash anyway (stdout can outlive the process when a
+ * grandchild holds it open).
+ */
+const STDOUT_AFTER_EXIT_GRACE_MS = 500;
+
+/** A host error with the mcptest spelling of its code in `details.protocol_code`. */
+export function ndjsonError(code: HostErrorCode, message: string, details: Record<string, unknown>, cause?: unknown): HostError {
+  const jsonrpc = spellingOf(code, 'jsonrpc');
+  return hostError(code, message, {
+    details: {
+      protocol_code: spellingOf(code, 'ndjson') ?? null,
+      ...(jsonrpc === undefined ? {} : { jsonrpc_code: jsonrpc }),
+      ...details,
+    },
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/**
+ * One running ndjson-rpc plugin process: writes requests, matches response
+ * lines to pending requests by id, and turns the end of stdout into one crash
+ * that fails every pending request.
+ */
+export class NdjsonConnection {
+  private readonly pending = new Map<NdjsonRequestId, Pending>();
+  /** Ids whose caller gave up (timeout, cancel): a late answer is dropped, not misdelivered. */
+  private readonly abandoned = new Set<NdjsonRequestId>();
+  private readonly reader: LineReader;
+  private ended = false;
+  private stopping = false;
+  private resolveCrash!: (error: HostError) => void;
+  /** Resolves with the crash error once the plugin stopped talking (never, if the host stops it first). */
+  readonly crashed: Promise<HostError> = new Promise((resolve) => (this.resolveCrash = resolve));
+  private readonly onStdinError = (error: Error): void =>
+    this.env.logger.debug({ pid: this.process.pid, error: error.message }, 'ndjson-rpc: write to plugin stdin failed');
+
+  constructor(
+    readonly process: PluginProcess,
+    private readonly env: ConnectionEnvironment,
+  ) {
+    this.reader = new LineReader(
+      process.stdout,
+      {
+        onLine: (line) => this.onLine(line),
+        onOversize: (bytes) => this.onOversize(bytes),
+        onEnd: (partial) => void this.end(partial),
+      },
+      env.maxFrameBytes,
+    );
+    process.stdin.on('error', this.onStdinError);
+    void process.exited.then(() => env.clock.setTimer(() => void this.end(undefined), STDOUT_AFTER_EXIT_GRACE_MS));
+  }
+
+  /** Whether requests can still be sent. */
+  get alive(): boolean {
+    return !this.ended && !this.stopping;
+  }
+
+  /** Writes one request line; `deliver` receives its response or a host error. */
+  send(request: NdjsonRequest, deliver: Delivery): void {
+    this.pending.set(request.id, { method: request.method, deliver });
+    this.process.stdin.write(`${JSON.stringify(request)}\n`);
+  }
+
+  /** Stops waiting for `id`; its answer, should it come, is dropped. */
+  forget(id: NdjsonRequestId): void {
+    if (this.pending.delete(id)) this.abandoned.add(id);
+  }
+
+  /** Graceful shutdown: close stdin, wait `graceMs` for the exit, then kill. */
+  stop(graceMs: number): Promise<ExitInfo> {
+    this.stopping = true;
+    this.reader.dispose();
+    this.process.stdin.off('error', this.onStdinError);
+    this.process.stdin.on('error', () => undefined);
+    return this.process.stop({ stdinGraceMs: graceMs });
+  }
+
+  private oldestPending(): [NdjsonRequestId, Pending] | undefined {
+    return this.pending.entries().next().value;
+  }
+
+  private take(id: NdjsonRequestId): Pending | undefined {
+    const found = this.pending.get(id);
+    this.pending.delete(id);
+    return found;
+  }
+
+  /** Fails the oldest pending request, the one the plugin most likely owed; logs when none waits. */
+  private failUnattributed(code: HostErrorCode, message: string, details: Record<string, unknown>): void {
+    const oldest = this.oldestPending();
+    if (oldest === undefined) {
+      this.env.logger.warn({ pid: this.process.pid, code, ...details }, `ndjson-rpc: ${message} while no request was pending; ignored`);
+      return;
+    }
+    const [id, pending] = oldest;
+    this.pending.delete(id);
+    pending.deliver(err(ndjsonError(code, message, { method: pending.method, request_id: id, ...details })));
+  }
+
+  private onLine(line: string): void {
+    const parsed = parseResponseLine(line);
+    if (parsed.kind === 'invalid-json') {
+      this.failUnattributed('PLUGIN_INVALID_JSON', `plugin wrote a line that is not JSON: ${parsed.reason}`, rawLineDetails(line));
+      return;
+    }
+    const id = parsed.kind === 'response' ? parsed.response.id : parsed.id;
+    if (id !== undefined && this.abandoned.delete(id)) {
+      this.env.logger.debug({ pid: this.process.pid, request_id: id }, 'ndjson-rpc: dropped a late answer to an abandoned request');
+      return;
+    }
+    const pending = id === undefined ? undefined : this.take(id);
+    if (pending === undefined) {
+      const reason = parsed.kind === 'response' ? `response id ${JSON.stringify(id)} matches no pending request` : parsed.reason;
+      this.failUnattributed('PLUGIN_MALFORMED_RESPONSE', `plugin sent an invalid response: ${reason}`, { reason, ...rawLineDetails(line) });
+      return;
+    }
+    if (parsed.kind === 'invalid-response') {
+      pending.deliver(
+        err(ndjsonError('PLUGIN_MALFORMED_RESPONSE', `plugin sent an invalid response: ${parsed.reason}`, { method: pending.method, request_id: id, reason: parsed.reason, ...rawLineDetails(line) })),
+      );
+      return;
+    }
+    const response = parsed.response;
+    pending.deliver(ok('error' in response ? { isError: true, value: response.error } : { isError: false, value: response.result }));
+  }
+
+  private onOversize(bytes: number): void {
+    this.failUnattributed('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a ${bytes}-byte line, over the ${this.env.maxFrameBytes}-byte frame cap`, {
+      bytes_seen: bytes,
+      max_frame_bytes: this.env.maxFrameBytes,
+    });
+  }
+
+  private async end(partial: string | undefined): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.stopping) return;
+    this.reader.dispose();
+    const details: Record<string, unknown> = {
+      ...(await crashDetails(this.process, this.env.clock)),
+      ...(partial === undefined ? {} : { partial_line: rawLineDetails(partial).raw_line }),
+    };
+    const message = `plugin stopped before answering (${this.process.exitInfo?.description ?? 'stdout closed'})`;
+    const crash = ndjsonError('PLUGIN_CRASHED', message, details);
+    this.env.logger.warn({ pid: this.process.pid, ...details }, 'ndjson-rpc: plugin crashed');
+    for (const [id, pending] of this.pending) {
+      pending.deliver(err(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details })));
+    }
+    this.pending.clear();
+    this.resolveCrash(crash);
+    // Reap: stdout may have closed while the process lives on.
+    void this.process.stop({ stdinGraceMs: 0 });
+  }
+}

@@ -1,0 +1,226 @@
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { hostError, HostError } from '../../errors/HostError.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
+import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
+import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
+import { CallTicket } from './CallTicket.js';
+import { NdjsonConnection, ndjsonError } from './NdjsonConnection.js';
+import { Permits } from './Permits.js';
+import type { NdjsonRequest } from './wire.js';
+
+/** Default time a call may take, and the grace period of the EOF shutdown: 30 s. */
+export const DEFAULT_NDJSON_CALL_TIMEOUT_MS = 30_000;
+
+/** How an {@link NdjsonRpcSession} runs its plugin. */
+export interface NdjsonRpcSessionOptions {
+  /** Starts the plugin process (verified, sandboxed); called on first use, and again after a crash only with `respawn`. */
+  readonly launch: ProcessLauncher;
+  /**
+   * The methods the plugin offers, as its manifest advertises them: the
+   * protocol has no discovery, so {@link NdjsonRpcSession.listTools} returns these.
+   */
+  readonly tools?: readonly (string | ToolDescriptor)[];
+  /** The mcptest `call_timeout`: per-call default and EOF-shutdown grace, in ms. Default 30,000. */
+  readonly callTimeoutMs?: number;
+  /**
+   * How many requests may await their answers at once. 1 (default) serializes
+   * requests as the protocol describes; more pipelines them, responses matched by id.
+   */
+  readonly maxInFlight?: number;
+  /** Launch a fresh process on the call after a crash, instead of reporting every later call as crashed. Default false. */
+  readonly respawn?: boolean;
+  /** The cap on one response line, in bytes. Default 1 MiB. */
+  readonly maxFrameBytes?: number;
+  /** Timers. */
+  readonly clock?: Clock;
+  /** Where protocol oddities that fail no call (unsolicited lines, late answers) are logged. */
+  readonly logger?: Logger;
+}
+
+type Phase = 'queued' | 'spawning' | 'awaiting_response';
+
+const positiveInteger = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
+
+/**
+ * A session over the mcptest subprocess plugin protocol v1 (newline-delimited
+ * JSON requests and responses). The process is launched on the first call,
+ * kept alive across calls, and shut down by closing its stdin.
+ *
+ * Host failures: PLUGIN_SPAWN_FAILED (first call, no process), PLUGIN_CRASHED
+ * (sticky unless `respawn`), PLUGIN_TIMEOUT and PLUGIN_INVALID_JSON /
+ * PLUGIN_MALFORMED_RESPONSE / PLUGIN_FRAME_TOO_LARGE (child left running),
+ * PLUGIN_CANCELLED, HOST_CLOSED. Each carries `details.protocol_code`, the
+ * seed's spelling (`SpawnFailed`, `PluginCrashed`, `Timeout`, `InvalidJson`,
+ * `InvalidResponse`). A response's `error` object is not a host failure: it
+ * comes back as `{ isError: true, value: error }`.
+ */
+export class NdjsonRpcSession implements PluginSession {
+  /** {@inheritDoc PluginSession.shape} */
+  readonly shape = 'ndjson-rpc' as const;
+  private readonly tools: readonly ToolDescriptor[];
+  private readonly callTimeoutMs: number;
+  private readonly permits: Permits;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly tickets = new Set<CallTicket<ToolResult>>();
+  private current: NdjsonConnection | undefined;
+  private starting: Promise<Result<NdjsonConnection, HostError>> | undefined;
+  private nextId = 1;
+  private closed = false;
+
+  private constructor(private readonly options: NdjsonRpcSessionOptions) {
+    this.tools = (options.tools ?? []).map((tool) => (typeof tool === 'string' ? { name: tool } : tool));
+    this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_NDJSON_CALL_TIMEOUT_MS;
+    this.permits = new Permits(options.maxInFlight ?? 1);
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Checks the options and builds a session; nothing is launched until the first call. */
+  static create(options: NdjsonRpcSessionOptions): Result<NdjsonRpcSession, HostError> {
+    const problems: string[] = [];
+    if (options.callTimeoutMs !== undefined && !positiveInteger(options.callTimeoutMs)) problems.push('callTimeoutMs must be a positive integer');
+    if (options.maxInFlight !== undefined && !positiveInteger(options.maxInFlight)) problems.push('maxInFlight must be a positive integer');
+    if (options.maxFrameBytes !== undefined && !positiveInteger(options.maxFrameBytes)) problems.push('maxFrameBytes must be a positive integer');
+    if (problems.length > 0) {
+      return err(hostError('HOST_INVALID_OPTIONS', `invalid ndjson-rpc session options: ${problems.join('; ')}`, { details: { problems } }));
+    }
+    return ok(new NdjsonRpcSession(options));
+  }
+
+  /** The configured methods; the protocol has no discovery, so this never launches the plugin. */
+  listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
+    if (this.closed) return errAsync(closedError());
+    return okAsync(this.tools);
+  }
+
+  /**
+   * Sends `{"method": name, "params": args, "id": n}` and waits for the answer.
+   * `options.timeoutMs` (default: the session's call timeout) bounds the whole
+   * call as the caller sees it, including the launch and waiting behind other
+   * calls; `maxTotalTimeoutMs` caps it too (v1 has no progress). The protocol
+   * has no cancel message: an abort fails the call with PLUGIN_CANCELLED and
+   * drops the plugin's late answer. `onProgress` is never called.
+   */
+  callTool(name: string, args: unknown, options: CallOptions = {}): ResultAsync<ToolResult, HostError> {
+    return new ResultAsync(this.call(name, args, options));
+  }
+
+  /**
+   * Graceful shutdown: calls still waiting fail with HOST_CLOSED, stdin is
+   * closed, the plugin gets the call timeout to exit, then it is killed.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const ticket of this.tickets) ticket.settle(err(closedError()));
+    const launching = this.starting;
+    if (launching !== undefined) await launching;
+    const connection = this.current;
+    this.current = undefined;
+    if (connection !== undefined) await connection.stop(this.callTimeoutMs);
+  }
+
+  private async call(method: string, params: unknown, options: CallOptions): Promise<Result<ToolResult, HostError>> {
+    if (this.closed) return err(closedError());
+    if (options.signal?.aborted === true) return err(cancelledError(method, 'queued'));
+    const ticket = new CallTicket<ToolResult>();
+    this.tickets.add(ticket);
+    ticket.onSettle(() => this.tickets.delete(ticket));
+    let phase: Phase = 'queued';
+    const timeoutMs = Math.min(options.timeoutMs ?? this.callTimeoutMs, options.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY);
+    ticket.onSettle(
+      this.clock.setTimer(
+        () => ticket.settle(err(ndjsonError('PLUGIN_TIMEOUT', `plugin did not answer ${method} within ${timeoutMs} ms`, { method, timeout_ms: timeoutMs, phase }))),
+        timeoutMs,
+      ),
+    );
+    const signal = options.signal;
+    if (signal !== undefined) {
+      const onAbort = (): void => ticket.settle(err(cancelledError(method, phase)));
+      signal.addEventListener('abort', onAbort, { once: true });
+      ticket.onSettle(() => signal.removeEventListener('abort', onAbort));
+    }
+
+    const settledFirst = ticket.outcome.then(() => undefined);
+    let release = this.permits.tryAcquire();
+    if (release === undefined) {
+      const acquiring = this.permits.acquire();
+      release = await Promise.race([acquiring, settledFirst]);
+      if (release === undefined || ticket.isSettled) {
+        void acquiring.then((r) => r());
+        return ticket.outcome;
+      }
+    }
+    ticket.onSettle(release);
+
+    phase = 'spawning';
+    let connection = this.current;
+    if (connection === undefined || !connection.alive) {
+      const connected = await Promise.race([this.connect(), settledFirst]);
+      if (connected === undefined || ticket.isSettled) return ticket.outcome;
+      if (connected.isErr()) {
+        ticket.settle(err(connected.error));
+        return ticket.outcome;
+      }
+      connection = connected.value;
+    }
+    phase = 'awaiting_response';
+    const request: NdjsonRequest = params === undefined ? { method, id: this.nextId } : { method, params, id: this.nextId };
+    this.nextId += 1;
+    ticket.onSettle(() => connection.forget(request.id));
+    connection.send(request, (outcome) => ticket.settle(outcome));
+    return ticket.outcome;
+  }
+
+  /** The live connection, launching the plugin if none runs and the crash policy allows it. */
+  private async connect(): Promise<Result<NdjsonConnection, HostError>> {
+    const current = this.current;
+    if (current !== undefined && current.alive) return ok(current);
+    if (current !== undefined && this.options.respawn !== true) return err(stickyCrash(await current.crashed));
+    this.starting ??= this.launch().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async launch(): Promise<Result<NdjsonConnection, HostError>> {
+    const launched = await this.options.launch();
+    if (launched.isErr()) return err(spawnFailure(launched.error));
+    const connection = new NdjsonConnection(launched.value, {
+      maxFrameBytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      clock: this.clock,
+      logger: this.logger,
+    });
+    if (this.closed) {
+      await connection.stop(this.callTimeoutMs);
+      return err(closedError());
+    }
+    this.current = connection;
+    return ok(connection);
+  }
+}
+
+function closedError(): HostError {
+  return hostError('HOST_CLOSED', 'the ndjson-rpc session is closed');
+}
+
+function cancelledError(method: string, phase: Phase): HostError {
+  return hostError('PLUGIN_CANCELLED', `call to ${method} was cancelled`, { details: { method, phase } });
+}
+
+/** A later call after a crash: same code and facts, marked sticky. */
+function stickyCrash(crash: HostError): HostError {
+  return new HostError('PLUGIN_CRASHED', `the plugin crashed earlier in this session: ${crash.message}`, {
+    details: { ...crash.details, sticky: true },
+    cause: crash,
+  });
+}
+
+/** Any launcher failure is the protocol's SpawnFailed; the launcher's own code (e.g. an untrusted binary) is kept. */
+function spawnFailure(error: HostError): HostError {
+  return new HostError(error.code, error.message, {
+    details: { ...error.details, protocol_code: 'SpawnFailed' },
+    cause: error,
+    hint: error.hint,
+    retryable: error.retryable,
+  });
+}
