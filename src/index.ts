@@ -97,3 +97,87 @@ export {
   type PluginRequest,
   type PluginResponse,
 } from './shapes/handshake/wire.js';
+export {
+  openPackageSource,
+  type PackageSourceKind,
+  type PackageSourceOptions,
+  type StagedPackage,
+} from './installer/openPackageSource.js';
+export { setExecutableMode } from './installer/setExecutableMode.js';
+export { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './installer/limits.js';
+export { parseChecksum, type PackageDigest } from './installer/checksum.js';
+export { validateEntryName, type EntryNameRefusal, type SafeEntryName } from './installer/entryName.js';
+export type { ArchiveRefusalReason } from './installer/refusal.js';
+export {
+  MANIFEST_FILE_NAMES,
+  ManifestValidator,
+  PRESET_SHAPES,
+  findManifest,
+  formFromFileName,
+  formFromJsonDocument,
+  type ManifestPreset,
+  type ManifestReport,
+  type ManifestValidatorCreateOptions,
+  type ManifestValidatorOptions,
+  type ValidateCallOptions,
+  type ValidateFileOptions,
+} from './manifest/ManifestValidator.js';
+export {
+  SUPPORTED_MANIFEST_SCHEMA_VERSION,
+  checkCredentialDescriptors,
+  checkNamespaceOwnerPresence,
+  checkSchemaVersionPlacement,
+  checkShapeGate,
+  checkStripNullsSafety,
+  pluginIdFromOpenDiscoveryName,
+  type OutputProfileResolver,
+  type ShapeGateOptions,
+  type TrustOptions,
+} from './manifest/checks.js';
+export {
+  SERVED_REF_GRAMMAR,
+  checkSchemaRefGrammar,
+  checkSchemaRefs,
+  jcsDigest,
+  schemaRefProblem,
+  type SchemaBundleReader,
+  type SchemaRefCheckOptions,
+  type SchemaRefOutcome,
+} from './manifest/schemaRefs.js';
+export { checkCapabilityHygiene, validateHandshakeManifest } from './manifest/handshake.js';
+export { CHECK_STAGES, type CheckStage, type Violation } from './manifest/violations.js';
+export {
+  RUNNABLE_SHAPES,
+  type BackendKind,
+  type CanarySpec,
+  type ConfirmationPolicy,
+  type CredentialDescriptor,
+  type DeclaredCapabilities,
+  type DeclaredRegistrations,
+  type ManifestForm,
+  type ManifestRequirements,
+  type ManifestShape,
+  type ManifestTool,
+  type NormalizedManifest,
+  type OutputProfileFacts,
+  type PackageSpec,
+  type PermissionHint,
+  type RatePolicy,
+  type ResolvedSchema,
+  type RiskClass,
+} from './manifest/model.js';
+export { spawnPluginProcess, trustedCommand, type PlainSpawnRequest } from './process/spawnPluginProcess.js';
+export { DEFAULT_STDIN_GRACE_MS, DEFAULT_TERM_GRACE_MS, type LifecycleOptions } from './process/ChildPluginProcess.js';
+export { DEFAULT_STDERR_LINE_MAX_BYTES, DEFAULT_STDERR_RING_BYTES } from './process/StderrRing.js';
+export type { VerifiedExecutable } from './process/VerifiedExecutable.js';
+export {
+  SandboxSpawner,
+  type EnforcedPolicy,
+  type SandboxPolicyRequest,
+  type SandboxSpawnRequest,
+  type SandboxSpawnerOptions,
+} from './sandbox/SandboxSpawner.js';
+export { resolveWriteDir } from './sandbox/writeDir.js';
+export { DEFAULT_SECRET_PATHS } from './sandbox/secretLocations.js';
+export { nodeRuntimePaths, type SandboxBackendName } from './sandbox/backends.js';
+export type { SandboxUnsupportedCause } from './sandbox/probe.js';

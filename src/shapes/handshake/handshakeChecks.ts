@@ -8,7 +8,9 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
 import { rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
-import type { HandshakeManifest, PluginError, PluginResponse } from './wire.js';
+import { validateHandshakeManifest } from '../../manifest/handshake.js';
+import type { HandshakeManifest } from '../../manifest/model.js';
+import type { PluginError, PluginResponse } from './wire.js';
 
 /** Where in a launch a failure happened. */
 export type HandshakePhase = 'launch' | 'handshake' | 'execute' | 'teardown';
@@ -99,16 +101,12 @@ export function checkHandshakeResponse(line: string, expect: HandshakeExpectatio
         ),
       );
     }
-    const structural =
-      nameProblem(manifest.plugin_id, 'manifest.plugin_id') ??
-      nameProblem(manifest.plugin_version, 'manifest.plugin_version') ??
-      nameListProblem(manifest.exposed_tools, 'manifest.exposed_tools', true) ??
-      (has(manifest, 'capabilities') ? nameListProblem(manifest.capabilities, 'manifest.capabilities', false) : undefined);
-    if (structural !== undefined) return failed(structural);
-
-    const pluginId = manifest.plugin_id as string;
-    const exposedTools = manifest.exposed_tools as string[];
-    const declared = has(manifest, 'capabilities') ? (manifest.capabilities as string[]) : undefined;
+    const validated = validateHandshakeManifest(manifest);
+    if (validated.isErr()) {
+      const violations = (validated.error.details.violations ?? []) as readonly { pointer: string; message: string }[];
+      return failed(violations.map((v) => `manifest${v.pointer} ${v.message}`).join('; ') || validated.error.message);
+    }
+    const { plugin_id: pluginId, exposed_tools: exposedTools, capabilities: declared } = validated.value;
     const known = { phase: 'handshake', plugin_id: pluginId };
     if (expect.pluginId !== undefined && pluginId !== expect.pluginId) {
       return failed(`manifest.plugin_id ${JSON.stringify(pluginId)} is not the bound plugin ${JSON.stringify(expect.pluginId)}`);
@@ -144,13 +142,7 @@ export function checkHandshakeResponse(line: string, expect: HandshakeExpectatio
         }),
       );
     }
-    return ok({
-      plugin_id: pluginId,
-      plugin_version: manifest.plugin_version as string,
-      protocol_version: manifest.protocol_version,
-      exposed_tools: exposedTools,
-      ...(declared === undefined ? {} : { capabilities: declared }),
-    });
+    return ok(validated.value);
   });
 }
 

@@ -6,6 +6,10 @@
  * docs/protocols-ndjson-and-handshake.md.
  */
 
+import type { HandshakeManifest } from '../../manifest/model.js';
+
+export type { HandshakeManifest };
+
 /** The protocol version the host requests unless a plugin spec names another. */
 export const HANDSHAKE_PROTOCOL_VERSION = 'handshake/v1';
 
@@ -21,19 +25,6 @@ export interface PluginHandshakeRequest {
   readonly allowed_capabilities: readonly string[];
 }
 
-/** What the plugin says about itself in its handshake response. */
-export interface HandshakeManifest {
-  /** The plugin's id. */
-  readonly plugin_id: string;
-  /** The plugin's version. */
-  readonly plugin_version: string;
-  /** The protocol version the plugin speaks. */
-  readonly protocol_version: string;
-  /** The tools it can execute (non-empty, no duplicates). */
-  readonly exposed_tools: readonly string[];
-  /** The capabilities it requests; required when the host grants any. */
-  readonly capabilities?: readonly string[];
-}
 
 /** Plugin to host: exactly one line, right after the handshake request. */
 export interface PluginHandshakeResponse {

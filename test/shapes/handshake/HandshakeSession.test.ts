@@ -103,9 +103,9 @@ describe('HandshakeSession: the nine failure classes', () => {
 
   it.each([
     ['wrong-type', /"type" must be "handshake"/],
-    ['duplicate-tool', /lists "echo" twice/],
-    ['padded-id', /surrounding whitespace/],
-    ['padded-capability', /surrounding whitespace/],
+    ['duplicate-tool', /exposed_tools must NOT have duplicate items/],
+    ['padded-id', /plugin_id must be a non-empty id without whitespace/],
+    ['padded-capability', /capabilities\/0 capability " net" is padded with whitespace/],
   ])('handshake_failed: %s', async (fault, reason) => {
     const { session: s, tracker } = session(faulty(fault), { allowedCapabilities: ['net'] });
     const error = await failure(s.callTool('echo', {}));

@@ -21,13 +21,13 @@ describe('checkHandshakeResponse', () => {
   });
 
   it.each([
-    [{ ...good, plugin_id: '' }, /plugin_id is empty/],
-    [{ ...good, plugin_version: 3 }, /plugin_version must be a string/],
-    [{ ...good, exposed_tools: [] }, /exposed_tools is empty/],
-    [{ ...good, exposed_tools: 'echo' }, /must be an array/],
-    [{ ...good, exposed_tools: ['echo', '\techo'] }, /whitespace/],
-    [{ ...good, capabilities: ['net', 'net'] }, /twice/],
-    [{ ...good, capabilities: [''] }, /is empty/],
+    [{ ...good, plugin_id: '' }, /manifest\/plugin_id must NOT have fewer than 1 characters/],
+    [{ ...good, plugin_version: 3 }, /manifest\/plugin_version must be string/],
+    [{ ...good, exposed_tools: [] }, /manifest\/exposed_tools must NOT have fewer than 1 items/],
+    [{ ...good, exposed_tools: 'echo' }, /manifest\/exposed_tools must be array/],
+    [{ ...good, exposed_tools: ['echo', '\techo'] }, /exposed_tools\/1 must be a non-empty tool name without whitespace/],
+    [{ ...good, capabilities: ['net', 'net'] }, /capability "net" is declared twice/],
+    [{ ...good, capabilities: [''] }, /capability is empty/],
   ])('fails the handshake on a structurally invalid manifest (%#)', (manifest, reason) => {
     const error = checkHandshakeResponse(line(manifest), expect0)._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_HANDSHAKE_FAILED');

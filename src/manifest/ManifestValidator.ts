@@ -1,0 +1,373 @@
+import { open, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { isRecord, own } from './access.js';
+import {
+  checkCredentialDescriptors,
+  checkDocumentIsObject,
+  checkNamespaceOwnerPresence,
+  checkSchemaVersionPlacement,
+  checkShapeGate,
+  checkStripNullsSafety,
+  checkStructure,
+  type OutputProfileResolver,
+} from './checks.js';
+import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
+import { normalizeManifest } from './normalize.js';
+import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, type ParseLimits } from './parse.js';
+import { checkSchemaRefGrammar, checkSchemaRefs, type SchemaBundleReader } from './schemaRefs.js';
+import { bundledValidator, newDraft07Ajv, type CompiledSchema } from './schemas.js';
+import { hasViolations, sortViolations, violationsError, type Violation } from './violations.js';
+
+/**
+ * Which shapes a validator accepts by default. `gum` is the GUM contract as
+ * written: JSON v1 and TOML manifests of shape `mcp-plugin` only. `neutral`
+ * accepts every shape this library runs.
+ */
+export type ManifestPreset = 'gum' | 'neutral';
+
+/** Shapes accepted under each preset unless `allowedShapes` says otherwise. */
+export const PRESET_SHAPES: Readonly<Record<ManifestPreset, readonly ManifestShape[]>> = {
+  gum: ['mcp-plugin'],
+  neutral: RUNNABLE_SHAPES,
+};
+
+/** Options of a {@link ManifestValidator}. */
+export interface ManifestValidatorOptions {
+  /** Default shape policy; `neutral` unless set. */
+  readonly preset?: ManifestPreset;
+  /** Shapes accepted, overriding the preset. */
+  readonly allowedShapes?: readonly ManifestShape[];
+  /** Validate as bundled first-party plugins (namespace_owner and a missing schema version allowed). Default false. */
+  readonly firstParty?: boolean;
+  /** Largest manifest accepted, in bytes. Default 1 MiB. */
+  readonly maxBytes?: number;
+  /** Deepest nesting accepted. Default 64. */
+  readonly maxDepth?: number;
+  /** A draft-07 schema replacing the bundled Open Discovery schema (see {@link ManifestValidator.create} to load one from a file). */
+  readonly openDiscoverySchema?: Readonly<Record<string, unknown>>;
+  /** Output profiles the manifests do not ship (host built-ins), for the strip-nulls check. */
+  readonly resolveProfile?: OutputProfileResolver;
+  /** Served schema refs already installed, with their JCS SHA-256 digests, for SCHEMA_REF_COLLISION. */
+  readonly knownSchemaDigests?: ReadonlyMap<string, string>;
+}
+
+/** Options of {@link ManifestValidator.create}. */
+export interface ManifestValidatorCreateOptions extends Omit<ManifestValidatorOptions, 'openDiscoverySchema'> {
+  /** Path of a draft-07 JSON Schema file replacing the bundled Open Discovery schema (the loader's SCHEMA_PATH). */
+  readonly openDiscoverySchemaPath?: string;
+}
+
+/** Per-call options. */
+export interface ValidateCallOptions {
+  /** The manifest form; detected from `fileName` and content when absent. */
+  readonly form?: ManifestForm;
+  /** File name used to detect the form and to label errors. */
+  readonly fileName?: string;
+  /** Overrides the validator's `firstParty` for this call. */
+  readonly firstParty?: boolean;
+}
+
+/** Per-call options of file validation. */
+export interface ValidateFileOptions extends Omit<ValidateCallOptions, 'fileName'> {
+  /** Reads `schemas/<ref>.json`; defaults to the `schemas` folder beside the manifest. */
+  readonly readSchemaBundle?: SchemaBundleReader;
+}
+
+/** The outcome of running every check on one manifest. */
+export interface ManifestReport {
+  /** What was validated (a file name or `manifest`). */
+  readonly source: string;
+  /** The form the manifest was read as. */
+  readonly form: ManifestForm;
+  /** Every violation, in check order then pointer order; empty when valid. */
+  readonly violations: readonly Violation[];
+  /** The normalized manifest, present exactly when there are no violations. */
+  readonly manifest: NormalizedManifest | undefined;
+}
+
+/** Manifest file names looked for in a plugin directory, in order. */
+export const MANIFEST_FILE_NAMES: readonly string[] = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'];
+
+const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
+
+/** The form a file name implies, when it implies one. */
+export function formFromFileName(fileName: string): ManifestForm | undefined {
+  const name = basename(fileName).toLowerCase();
+  if (name.endsWith('.toml')) return 'gum-toml';
+  if (name === 'mcp-plugin.json') return 'open-discovery';
+  if (name === 'manifest.json') return 'gum-json';
+  return undefined;
+}
+
+/** The form of a parsed JSON document with no file name to go by. */
+export function formFromJsonDocument(doc: unknown): ManifestForm {
+  const looksGum = own(doc, 'manifest_schema_version') !== undefined || own(doc, 'advertised_tools') !== undefined;
+  const looksOpenDiscovery = own(doc, 'sdk') !== undefined || own(doc, 'entry') !== undefined;
+  return looksOpenDiscovery && !looksGum ? 'open-discovery' : 'gum-json';
+}
+
+function looksLikeJson(text: string): boolean {
+  const m = /^[\uFEFF\s]*(.)/.exec(text);
+  return m?.[1] === '{' || m?.[1] === '[';
+}
+
+/**
+ * Parses and validates plugin manifests of every form (GUM JSON v1, GUM TOML
+ * contract form, Open Discovery `mcp-plugin.json`) into one
+ * {@link NormalizedManifest}, reporting every violation with its JSON
+ * pointer and stable code.
+ *
+ * Check order (the GUM contract's, shared with the Installer): parse →
+ * schema-version placement → Shape 2 gate → structure → namespace_owner
+ * presence → credential descriptors → schema refs → strip-nulls safety. A
+ * failed parse, schema version or shape gate stops there; the later checks
+ * all run and all report. The error code of a failed validation is the code
+ * of its first violation.
+ */
+export class ManifestValidator {
+  readonly #allowedShapes: readonly ManifestShape[];
+  readonly #firstParty: boolean;
+  readonly #limits: ParseLimits;
+  readonly #openDiscoverySchema: Readonly<Record<string, unknown>> | undefined;
+  readonly #resolveProfile: OutputProfileResolver | undefined;
+  readonly #knownDigests: ReadonlyMap<string, string> | undefined;
+  #openDiscoveryValidator: Result<CompiledSchema, HostError> | undefined;
+
+  /** A validator with the bundled schemas (or the given Open Discovery schema, compiled on first use). */
+  constructor(options: ManifestValidatorOptions = {}) {
+    this.#allowedShapes = options.allowedShapes ?? PRESET_SHAPES[options.preset ?? 'neutral'];
+    this.#firstParty = options.firstParty ?? false;
+    this.#limits = {
+      maxBytes: options.maxBytes ?? DEFAULT_PARSE_LIMITS.maxBytes,
+      maxDepth: options.maxDepth ?? DEFAULT_PARSE_LIMITS.maxDepth,
+    };
+    this.#openDiscoverySchema = options.openDiscoverySchema;
+    this.#resolveProfile = options.resolveProfile;
+    this.#knownDigests = options.knownSchemaDigests;
+  }
+
+  /**
+   * A validator whose Open Discovery schema is loaded from a draft-07 file.
+   * A missing, unreadable or non-draft-07 schema file fails with
+   * HOST_INVALID_OPTIONS before any manifest is seen.
+   */
+  static create(options: ManifestValidatorCreateOptions = {}): ResultAsync<ManifestValidator, HostError> {
+    const { openDiscoverySchemaPath, ...rest } = options;
+    if (openDiscoverySchemaPath === undefined) return okAsync(new ManifestValidator(rest));
+    const invalid = (why: string, cause?: unknown): HostError =>
+      hostError('HOST_INVALID_OPTIONS', `openDiscoverySchemaPath ${openDiscoverySchemaPath}: ${why}`, cause === undefined ? {} : { cause });
+    return ResultAsync.fromPromise(readFile(openDiscoverySchemaPath, 'utf8'), (cause) => invalid('cannot be read', cause))
+      .andThen((text) => {
+        const parsed = parseJsonText(text, { maxBytes: 4 * DEFAULT_PARSE_LIMITS.maxBytes, maxDepth: 256 });
+        if (parsed.isErr()) return err(invalid(parsed.error[0].message));
+        const schema = parsed.value;
+        if (!isRecord(schema)) return err(invalid('is not a JSON object'));
+        const dialect = own(schema, '$schema');
+        if (dialect !== undefined && (typeof dialect !== 'string' || !DRAFT_07.test(dialect))) {
+          return err(invalid(`declares $schema ${JSON.stringify(dialect)}; the Open Discovery schema is draft-07`));
+        }
+        const validator = new ManifestValidator({ ...rest, openDiscoverySchema: schema });
+        return validator.#openDiscovery().map(() => validator);
+      });
+  }
+
+  #openDiscovery(): Result<CompiledSchema, HostError> {
+    if (this.#openDiscoverySchema === undefined) return ok(bundledValidator('open-discovery'));
+    if (this.#openDiscoveryValidator === undefined) {
+      try {
+        this.#openDiscoveryValidator = ok(newDraft07Ajv().compile<unknown>(this.#openDiscoverySchema));
+      } catch (cause) {
+        this.#openDiscoveryValidator = err(
+          hostError('HOST_INVALID_OPTIONS', `the Open Discovery schema does not compile: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
+        );
+      }
+    }
+    return this.#openDiscoveryValidator;
+  }
+
+  #schemaFor(form: ManifestForm): Result<CompiledSchema, HostError> {
+    return form === 'open-discovery' ? this.#openDiscovery() : ok(bundledValidator(form));
+  }
+
+  /**
+   * Runs the pure checks on a parsed document. Gating stages (parse, schema
+   * version, shape) stop the run; the rest all report. Schema refs are
+   * checked against the grammar only: bundles need files (see
+   * {@link ManifestValidator.inspectFile}).
+   */
+  #pureViolations(doc: unknown, form: ManifestForm, schema: CompiledSchema, firstParty: boolean): Violation[] {
+    const trust = { firstParty };
+    for (const gate of [
+      () => checkDocumentIsObject(doc, form),
+      () => checkSchemaVersionPlacement(doc, form, trust),
+      () => checkShapeGate(doc, form, { firstParty, allowedShapes: this.#allowedShapes }),
+    ]) {
+      const found = gate();
+      if (found.length > 0) return found;
+    }
+    return [
+      ...checkStructure(doc, form, schema),
+      ...checkNamespaceOwnerPresence(doc, form, trust),
+      ...checkCredentialDescriptors(doc, form),
+      ...checkStripNullsSafety(doc, form, this.#resolveProfile),
+    ];
+  }
+
+  #report(source: string, form: ManifestForm, doc: unknown, violations: Violation[], schemas: readonly ResolvedSchema[]): ManifestReport {
+    const sorted = sortViolations(violations);
+    const manifest = sorted.length === 0 && isRecord(doc) ? normalizeManifest(doc, form, schemas) : undefined;
+    return { source, form, violations: sorted, manifest };
+  }
+
+  /** Every violation of an already parsed document (its schema refs checked by grammar only). */
+  inspectValue(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'> = {}): Result<ManifestReport, HostError> {
+    const source = call.fileName ?? 'manifest';
+    return this.#schemaFor(form).map((schema) => {
+      const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
+      return this.#report(source, form, doc, isGated(found) ? found : [...found, ...checkSchemaRefGrammar(doc, form)], []);
+    });
+  }
+
+  #parse(input: string | Uint8Array, call: ValidateCallOptions): { form: ManifestForm; parsed: Result<unknown, readonly Violation[]> } {
+    const text = typeof input === 'string' ? ok(input) : decodeManifestBytes(input, this.#limits);
+    const named = call.form ?? (call.fileName === undefined ? undefined : formFromFileName(call.fileName));
+    if (text.isErr()) return { form: named ?? 'gum-json', parsed: err(text.error) };
+    const syntax = named === 'gum-toml' || (named === undefined && !looksLikeJson(text.value)) ? 'toml' : 'json';
+    const parsed = parseManifestText(text.value, syntax, this.#limits);
+    const form = named ?? (syntax === 'toml' ? 'gum-toml' : formFromJsonDocument(parsed.unwrapOr(undefined)));
+    return { form, parsed };
+  }
+
+  /** Every violation of a manifest text or file content (schema refs by grammar only). */
+  inspectText(input: string | Uint8Array, call: ValidateCallOptions = {}): Result<ManifestReport, HostError> {
+    const { form, parsed } = this.#parse(input, call);
+    if (parsed.isErr()) return ok(this.#report(call.fileName ?? 'manifest', form, undefined, [...parsed.error], []));
+    return this.inspectValue(parsed.value, form, call);
+  }
+
+  /**
+   * Every violation of a manifest file, including the schema bundles its
+   * tools reference (`schemas/<ref>.json` beside the manifest) and their
+   * collisions with known digests. Fails only when the file cannot be read.
+   */
+  inspectFile(path: string, call: ValidateFileOptions = {}): ResultAsync<ManifestReport, HostError> {
+    const fileCall: ValidateCallOptions = { ...call, fileName: path };
+    const readBundle = call.readSchemaBundle ?? this.#bundleReader(dirname(path));
+    return this.#readLimited(path).andThen((bytes) => {
+      const { form, parsed } = this.#parse(bytes, fileCall);
+      if (parsed.isErr()) return okAsync(this.#report(path, form, undefined, [...parsed.error], []));
+      const doc = parsed.value;
+      return this.#schemaFor(form).asyncAndThen((schema) => {
+        const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
+        if (isGated(found)) {
+          return okAsync(this.#report(path, form, doc, found, []));
+        }
+        const refs = checkSchemaRefs(doc, form, {
+          readBundle,
+          ...(this.#knownDigests === undefined ? {} : { knownDigests: this.#knownDigests }),
+        });
+        return ResultAsync.fromSafePromise(refs).map((outcome) =>
+          this.#report(path, form, doc, [...found, ...outcome.violations], outcome.schemas),
+        );
+      });
+    });
+  }
+
+  /** Validates a parsed document: the normalized manifest, or the HostError of its first violation. */
+  validateValue(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'> = {}): Result<NormalizedManifest, HostError> {
+    return this.inspectValue(doc, form, call).andThen(reportResult);
+  }
+
+  /** Validates a manifest text or file content. */
+  validateText(input: string | Uint8Array, call: ValidateCallOptions = {}): Result<NormalizedManifest, HostError> {
+    return this.inspectText(input, call).andThen(reportResult);
+  }
+
+  /** Validates a manifest file, its schema bundles included. */
+  validateFile(path: string, call: ValidateFileOptions = {}): ResultAsync<NormalizedManifest, HostError> {
+    return this.inspectFile(path, call).andThen(reportResult);
+  }
+
+  /** Finds the manifest in a plugin directory and validates it. */
+  validateDirectory(dir: string, call: ValidateFileOptions = {}): ResultAsync<NormalizedManifest, HostError> {
+    return findManifest(dir).andThen((path) => this.validateFile(path, call));
+  }
+
+  #readLimited(path: string): ResultAsync<Uint8Array, HostError> {
+    const limit = this.#limits.maxBytes;
+    const read = async (): Promise<Uint8Array> => {
+      const handle = await open(path, 'r');
+      try {
+        // One byte past the limit is enough to know the file is too large.
+        const { size } = await handle.stat();
+        const buffer = Buffer.alloc(Math.min(size, limit) + 1);
+        let filled = 0;
+        while (filled < buffer.length) {
+          const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        return buffer.subarray(0, filled);
+      } finally {
+        await handle.close();
+      }
+    };
+    return ResultAsync.fromPromise(read(), (cause) => fileError(path, cause));
+  }
+
+  #bundleReader(pluginDir: string): SchemaBundleReader {
+    return async (ref) => {
+      const path = join(pluginDir, 'schemas', `${ref}.json`);
+      const bytes = await this.#readLimited(path);
+      if (bytes.isErr()) {
+        if (bytes.error.code === 'PLUGIN_MANIFEST_NOT_FOUND') return undefined;
+        throw new Error(bytes.error.message);
+      }
+      const parsed = decodeManifestBytes(bytes.value, this.#limits).andThen((text) => parseJsonText(text, this.#limits));
+      if (parsed.isErr()) throw new Error(parsed.error.map((v) => `${v.pointer || '(document)'} ${v.message}`).join('; '));
+      return parsed.value;
+    };
+  }
+}
+
+/** Whether a gating stage failed, so later checks must not run. */
+function isGated(found: readonly Violation[]): boolean {
+  return found.some((v) => v.stage === 'parse' || v.stage === 'schema_version' || v.stage === 'shape');
+}
+
+function reportResult(report: ManifestReport): Result<NormalizedManifest, HostError> {
+  if (hasViolations(report.violations)) return err(violationsError(report.source, report.violations));
+  return report.manifest === undefined
+    ? err(hostError('PLUGIN_MANIFEST_INVALID', `${report.source}: manifest is not an object`))
+    : ok(report.manifest);
+}
+
+function fileError(path: string, cause: unknown): HostError {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return hostError('PLUGIN_MANIFEST_NOT_FOUND', `${path} does not exist`, { cause });
+  if (code === 'EISDIR') return hostError('PLUGIN_MANIFEST_INVALID', `${path} is a directory, not a manifest file`, { cause });
+  return hostError('HOST_IO_ERROR', `${path} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+}
+
+/**
+ * The manifest file of a plugin directory: the first of
+ * {@link MANIFEST_FILE_NAMES} that exists as a regular file, or
+ * PLUGIN_MANIFEST_NOT_FOUND.
+ */
+export function findManifest(dir: string): ResultAsync<string, HostError> {
+  const search = async (): Promise<string | undefined> => {
+    for (const name of MANIFEST_FILE_NAMES) {
+      const path = join(dir, name);
+      const info = await stat(path).catch(() => undefined);
+      if (info?.isFile() === true) return path;
+    }
+    return undefined;
+  };
+  return ResultAsync.fromSafePromise(search()).andThen((path) =>
+    path === undefined
+      ? errAsync(hostError('PLUGIN_MANIFEST_NOT_FOUND', `${dir} holds none of ${MANIFEST_FILE_NAMES.join(', ')}`))
+      : okAsync(path),
+  );
+}

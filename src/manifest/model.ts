@@ -1,0 +1,231 @@
+/**
+ * The one typed model every manifest form normalizes into. The Installer,
+ * the PluginHost and the CLI consume only this; the form a plugin author
+ * wrote survives in `form` and `raw`.
+ */
+import type { PluginShape } from '../shapes/PluginSession.js';
+
+/** The manifest forms the validator reads. */
+export type ManifestForm = 'gum-json' | 'gum-toml' | 'open-discovery';
+
+/**
+ * Every shape a manifest can name: the runnable ones plus `grpc-subprocess`
+ * (GUM Shape 2), which only first-party fixtures may declare.
+ */
+export type ManifestShape = PluginShape | 'grpc-subprocess';
+
+/** The shapes this library can run. */
+export const RUNNABLE_SHAPES: readonly PluginShape[] = ['mcp-plugin', 'ndjson-rpc', 'handshake', 'esm-module'];
+
+/** What a tool may do, lowest risk first. */
+export type RiskClass = 'read' | 'write' | 'destructive';
+
+/** Whether a tool call needs the user's confirmation before dispatch. */
+export type ConfirmationPolicy = 'none' | 'high_stakes_write';
+
+/** A tool binding's backend kind (GUM catalog ABI). */
+export type BackendKind = 'mcp-plugin' | 'grpc-plugin';
+
+/** One tool a plugin offers, with its unprefixed name. */
+export interface ManifestTool {
+  /** Unprefixed tool name, as the plugin itself lists it; the host adds `plug.<plugin_id>.`. */
+  readonly name: string;
+  /** Human description, when given. */
+  readonly description?: string;
+  /** What the tool may do. */
+  readonly risk_class: RiskClass;
+  /** Catalog operation id (TOML form). */
+  readonly op_id?: string;
+  /** Catalog variant id (TOML form). */
+  readonly variant_id?: string;
+  /** Binding backend kind (TOML form). */
+  readonly backend_kind?: BackendKind;
+  /** Catalog interface kind (TOML form). */
+  readonly interface_kind?: string;
+  /** The MCP tool name the binding calls (TOML form; equals `name`). */
+  readonly tool_name?: string;
+  /** gRPC binding selectors of first-party Shape 2 ABI fixtures. */
+  readonly rpc_service?: string;
+  /** gRPC binding selectors of first-party Shape 2 ABI fixtures. */
+  readonly rpc_method?: string;
+  /** Schema bundle ref: `schemas/<schema_ref>.json` inside the plugin. */
+  readonly schema_ref?: string;
+  /** Output profile name. */
+  readonly output_profile?: string;
+  /** Whether the tool may return unprofiled results (TOML form). */
+  readonly raw_result_allowed?: boolean;
+  /** Confirmation policy; `none` unless declared. */
+  readonly confirmation_policy: ConfirmationPolicy;
+  /** Dot paths where an output profile may elide nulls and empty values. */
+  readonly null_elision_safe_fields: readonly string[];
+  /** Catalog capability atoms (TOML form). */
+  readonly capabilities: readonly string[];
+  /** OAuth scopes (TOML form). */
+  readonly scopes: readonly string[];
+}
+
+/** The sandbox powers a plugin declares. */
+export interface DeclaredCapabilities {
+  /** Whether the plugin may reach the network. */
+  readonly network: boolean;
+  /** `""` for no writes outside the host data dir, or a relative subtree. */
+  readonly fs_write_dir: string;
+  /** Env var names passed through from the host environment. */
+  readonly env_allow: readonly string[];
+}
+
+/** How a credential the plugin needs is presented to users, never by its raw env name. */
+export interface CredentialDescriptor {
+  /** Stable, user-facing identifier of the credential. */
+  readonly alias: string;
+  /** The env var the secret is passed in. */
+  readonly env: string;
+  /** What kind of secret it is, e.g. `api_key`. */
+  readonly kind: string;
+  /** Name shown in setup prompts. */
+  readonly display_name: string;
+  /** Where the user gets the value. */
+  readonly setup_hint: string;
+}
+
+/** A known-good call run to prove a plugin works. */
+export interface CanarySpec {
+  /** Unprefixed tool name the canary calls. */
+  readonly tool: string;
+  /** Call arguments; string values may use relative date specifiers such as `+7d`. */
+  readonly arguments: Readonly<Record<string, unknown>>;
+}
+
+/** The plugin's request budget. */
+export interface RatePolicy {
+  /** Sustained requests per minute. */
+  readonly requests_per_minute: number;
+  /** Short bursts allowed above the sustained rate. */
+  readonly burst?: number;
+}
+
+/** What a plugin needs from the host beyond its sandbox powers. */
+export interface ManifestRequirements {
+  /** Env var names of user credentials passed to the plugin. */
+  readonly needs_user_creds: readonly string[];
+  /** One descriptor per `needs_user_creds` entry. */
+  readonly credential_descriptors: readonly CredentialDescriptor[];
+  /** The plugin's canary, when declared. */
+  readonly canary?: CanarySpec;
+  /** The plugin's request budget, when declared. */
+  readonly rate_policy?: RatePolicy;
+  /** Result cache lifetime in seconds, when declared. */
+  readonly cache_ttl?: number;
+}
+
+/** Where the plugin package comes from (TOML form). */
+export interface PackageSpec {
+  /** Package source, e.g. `github-release`, `git`, `pypi`, `local`. */
+  readonly source: string;
+  /** Pinned ref: tag, commit, version or path. */
+  readonly ref: string;
+  /** Expected package SHA-256, as written (`sha256:<hex>` or `<hex>`). */
+  readonly checksum: string;
+}
+
+/** The facts of an output profile the strip-nulls safety check needs. */
+export interface OutputProfileFacts {
+  /** Whether the profile elides nulls and empty values. */
+  readonly strip_nulls?: boolean;
+  /** The fields the profile keeps; absent or empty means every field. */
+  readonly keep_fields?: readonly string[];
+}
+
+/** An Open Discovery permission hint. */
+export interface PermissionHint {
+  /** Permission id, e.g. `network`. */
+  readonly id: string;
+  /** Why the plugin wants it. */
+  readonly reason?: string;
+}
+
+/** The names an Open Discovery plugin declares it will register. */
+export interface DeclaredRegistrations {
+  /** Tool names. */
+  readonly tools: readonly string[];
+  /** Resource names. */
+  readonly resources: readonly string[];
+  /** Prompt names. */
+  readonly prompts: readonly string[];
+}
+
+/** A schema bundle resolved during file validation, with its canonical digest. */
+export interface ResolvedSchema {
+  /** The served ref: `<schema_ref>.request` or `<schema_ref>.response`. */
+  readonly ref: string;
+  /** Lowercase hex SHA-256 of the RFC 8785 (JCS) canonical body. */
+  readonly digest: string;
+  /** The schema body (`$defs.request` or `$defs.response` of the bundle). */
+  readonly schema: Readonly<Record<string, unknown>>;
+}
+
+/** A validated manifest, whichever form it was written in. */
+export interface NormalizedManifest {
+  /** The form it was written in. */
+  readonly form: ManifestForm;
+  /** `^[a-z][a-z0-9-]{0,63}$`; prefixes every tool as `plug.<plugin_id>.<tool>`. */
+  readonly plugin_id: string;
+  /** Display name. */
+  readonly name: string;
+  /** Plugin version, free-form. */
+  readonly version: string;
+  /** Description, when given. */
+  readonly description?: string;
+  /** Reverse-DNS or registry identity owning the plugin's namespace. */
+  readonly namespace_owner?: string;
+  /** How the plugin is run. */
+  readonly shape: ManifestShape;
+  /** Executable path relative to the install root (subprocess shapes). */
+  readonly executable?: string;
+  /** ESM entry relative to the plugin root (`esm-module`). */
+  readonly entry?: string;
+  /** Tools, in manifest order. */
+  readonly tools: readonly ManifestTool[];
+  /** Declared sandbox powers. */
+  readonly capabilities: DeclaredCapabilities;
+  /** Credentials, canary, rate and cache needs. */
+  readonly requirements: ManifestRequirements;
+  /** Package source (TOML form). */
+  readonly package?: PackageSpec;
+  /** Output profiles shipped inside the manifest, by name. */
+  readonly output_profiles: Readonly<Record<string, OutputProfileFacts>>;
+  /** Terms-of-service status. */
+  readonly tos?: string;
+  /** Risk statement shown at install. */
+  readonly risk?: string;
+  /** License. */
+  readonly license?: string;
+  /** Plugin ids this plugin must load after (Open Discovery). */
+  readonly dependencies: readonly string[];
+  /** SDK the plugin was built against (Open Discovery). */
+  readonly sdk?: string;
+  /** Permission hints (Open Discovery); only `network` is acted on. */
+  readonly permissions?: readonly PermissionHint[];
+  /** Free-form metadata (Open Discovery). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  /** Names the plugin declares it registers (Open Discovery). */
+  readonly registrations?: DeclaredRegistrations;
+  /** Schema bundles resolved by file validation; empty otherwise. */
+  readonly schemas: readonly ResolvedSchema[];
+  /** The parsed document, as written. */
+  readonly raw: Readonly<Record<string, unknown>>;
+}
+
+/** The manifest a handshake-shape plugin sends in its handshake response. */
+export interface HandshakeManifest {
+  /** The plugin's id. */
+  readonly plugin_id: string;
+  /** The plugin's version. */
+  readonly plugin_version: string;
+  /** The protocol version the plugin speaks. */
+  readonly protocol_version: string;
+  /** Tools the plugin exposes. */
+  readonly exposed_tools: readonly string[];
+  /** Capabilities the plugin requests; absent when it declared none. */
+  readonly capabilities?: readonly string[];
+}

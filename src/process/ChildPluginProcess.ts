@@ -1,0 +1,163 @@
+import type { ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { silentLogger, systemClock, type Clock, type Logger } from '../ports/ports.js';
+import { exitInfoOf } from './exitInfo.js';
+import type { ExitInfo, PluginProcess, StopOptions } from './PluginProcess.js';
+import { descendantsOf, sendSignal } from './processTree.js';
+import { DEFAULT_STDERR_LINE_MAX_BYTES, DEFAULT_STDERR_RING_BYTES, StderrRing } from './StderrRing.js';
+
+/** Default wait after closing stdin before SIGTERM. */
+export const DEFAULT_STDIN_GRACE_MS = 2_000;
+/** Default wait after SIGTERM before SIGKILL. */
+export const DEFAULT_TERM_GRACE_MS = 2_000;
+
+/** How long `exited` waits for stderr to drain after the exit, at most. */
+const STDERR_DRAIN_MS = 1_000;
+
+/** Lifecycle settings shared by every spawner. */
+export interface LifecycleOptions {
+  /** Wait after closing stdin before SIGTERM. Default 2,000 ms. */
+  readonly stdinGraceMs?: number;
+  /** Wait after SIGTERM before SIGKILL. Default 2,000 ms. */
+  readonly termGraceMs?: number;
+  /** Bytes of stderr kept for crash reports. Default 64 KiB. */
+  readonly stderrRingBytes?: number;
+  /** Longest stderr line passed to listeners. Default 16 KiB. */
+  readonly stderrLineMaxBytes?: number;
+  /** Timers. Default the system clock. */
+  readonly clock?: Clock;
+  /** Where lifecycle events are logged. Default silent. */
+  readonly logger?: Logger;
+}
+
+/**
+ * How a process tree is reached for signals:
+ * - `pid-namespace`: the child is a sandbox launcher (bubblewrap) whose
+ *   descendants live in their own PID namespace; SIGTERM goes to the
+ *   descendants (the launcher would turn it into an immediate SIGKILL of
+ *   everything), SIGKILL to the launcher ends the whole namespace.
+ * - `process-group`: the child leads its own process group; signals go to
+ *   the group and to any descendant that left it.
+ */
+export type TreeKind = 'pid-namespace' | 'process-group';
+
+/** What {@link ChildPluginProcess} needs besides the child. */
+export interface ChildPluginProcessOptions extends LifecycleOptions {
+  readonly tree: TreeKind;
+  /** Stderr lines of the launcher itself saying it could not execute the plugin. */
+  readonly launcherFailure?: RegExp;
+}
+
+/** A {@link PluginProcess} over a Node child process. */
+export class ChildPluginProcess implements PluginProcess {
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly exited: Promise<ExitInfo>;
+  private info: ExitInfo | undefined;
+  private stopping: Promise<ExitInfo> | undefined;
+  private hostSentKill = false;
+  private launcherFailureLine: string | undefined;
+  private readonly ring: StderrRing;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly exitedRaw: Promise<void>;
+
+  /** @param child - A child spawned with `stdio[0..2]` as pipes, after its `spawn` event. */
+  constructor(
+    private readonly child: ChildProcess,
+    private readonly options: ChildPluginProcessOptions,
+  ) {
+    if (child.pid === undefined || !child.stdin || !child.stdout || !child.stderr) {
+      throw new TypeError('ChildPluginProcess needs a spawned child with piped stdio');
+    }
+    this.pid = child.pid;
+    this.stdin = child.stdin;
+    this.stdout = child.stdout;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.ring = new StderrRing(options.stderrRingBytes ?? DEFAULT_STDERR_RING_BYTES, options.stderrLineMaxBytes ?? DEFAULT_STDERR_LINE_MAX_BYTES);
+
+    // A plugin that exits while the protocol writes would otherwise crash the host with EPIPE.
+    child.stdin.on('error', (e) => this.logger.debug({ pid: this.pid, error: e.message }, 'plugin stdin error'));
+    child.on('error', (e) => this.logger.warn({ pid: this.pid, error: e.message }, 'plugin process error'));
+    const stderr = child.stderr;
+    stderr.on('data', (chunk: Buffer) => this.ring.push(chunk));
+    const stderrClosed = new Promise<void>((resolve) => stderr.once('close', resolve));
+    stderr.once('end', () => this.ring.flush());
+    if (options.launcherFailure) {
+      const pattern = options.launcherFailure;
+      this.ring.onLine((line) => {
+        if (this.launcherFailureLine === undefined && pattern.test(line)) this.launcherFailureLine = line;
+      });
+    }
+
+    const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    this.exitedRaw = exit.then(() => undefined);
+    this.exited = exit.then(async ({ code, signal }) => {
+      if (options.tree === 'process-group') sendSignal(-this.pid, 'SIGKILL');
+      await this.within(stderrClosed, STDERR_DRAIN_MS);
+      const execFailure = code === 1 || code === 127 ? this.launcherFailureLine : undefined;
+      this.info = exitInfoOf(code, signal, {
+        hostSentKill: this.hostSentKill,
+        viaLauncher: options.tree === 'pid-namespace',
+        ...(execFailure === undefined ? {} : { execFailure }),
+      });
+      this.logger.info({ pid: this.pid, status: this.info.status, description: this.info.description }, 'plugin process exited');
+      return this.info;
+    });
+  }
+
+  get exitInfo(): ExitInfo | undefined {
+    return this.info;
+  }
+
+  stderrTail(): string {
+    return this.ring.tail();
+  }
+
+  onStderrLine(listener: (line: string) => void): () => void {
+    return this.ring.onLine(listener);
+  }
+
+  stop(options: StopOptions = {}): Promise<ExitInfo> {
+    if (this.stopping === undefined) this.stopping = this.runStop(options);
+    return this.stopping;
+  }
+
+  private async runStop(options: StopOptions): Promise<ExitInfo> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    const stdinGrace = options.stdinGraceMs ?? this.options.stdinGraceMs ?? DEFAULT_STDIN_GRACE_MS;
+    const termGrace = options.termGraceMs ?? this.options.termGraceMs ?? DEFAULT_TERM_GRACE_MS;
+    this.stdin.end();
+    if (await this.within(this.exitedRaw, stdinGrace)) return this.exited;
+    this.stdin.destroy();
+    this.logger.debug({ pid: this.pid }, 'plugin ignored EOF; sending SIGTERM to its process tree');
+    this.signalTree('SIGTERM');
+    if (await this.within(this.exitedRaw, termGrace)) return this.exited;
+    this.logger.warn({ pid: this.pid }, 'plugin ignored SIGTERM; sending SIGKILL to its process tree');
+    this.hostSentKill = true;
+    this.signalTree('SIGKILL');
+    return this.exited;
+  }
+
+  private signalTree(signal: 'SIGTERM' | 'SIGKILL'): void {
+    const descendants = descendantsOf(this.pid);
+    if (this.options.tree === 'process-group') sendSignal(-this.pid, signal);
+    else if (signal === 'SIGKILL') sendSignal(this.pid, signal);
+    for (const pid of descendants) sendSignal(pid, signal);
+  }
+
+  /** Whether `promise` settled within `ms`. */
+  private within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const cancel = this.clock.setTimer(() => resolve(false), ms);
+      void promise.then(() => {
+        cancel();
+        resolve(true);
+      });
+    });
+  }
+}

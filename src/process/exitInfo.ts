@@ -1,0 +1,44 @@
+import { constants } from 'node:os';
+import type { ExitInfo } from './PluginProcess.js';
+
+/** What the host knows about an exit beyond the raw code and signal. */
+export interface ExitContext {
+  /** Whether the host itself sent SIGKILL (stop sequence), so 137 is not an out-of-memory kill. */
+  readonly hostSentKill: boolean;
+  /**
+   * Whether a sandbox launcher sat between the host and the plugin. Launchers
+   * report a plugin killed by signal N as exit status 128 + N.
+   */
+  readonly viaLauncher: boolean;
+  /** Why the launcher could not execute the plugin, when it said so. */
+  readonly execFailure?: string;
+}
+
+const SIGKILL_STATUS = 128 + constants.signals.SIGKILL;
+
+function signalName(signo: number): string | undefined {
+  return (Object.keys(constants.signals) as (keyof typeof constants.signals)[]).find((name) => constants.signals[name] === signo);
+}
+
+function killNote(status: number, hostSentKill: boolean): string {
+  if (status !== SIGKILL_STATUS) return '';
+  return hostSentKill ? ', sent by the host after the stop grace period' : ', likely out of memory';
+}
+
+/** Builds the {@link ExitInfo} of a finished plugin process. */
+export function exitInfoOf(code: number | null, signal: NodeJS.Signals | null, context: ExitContext): ExitInfo {
+  const status = code ?? 128 + (signal === null ? 0 : constants.signals[signal]);
+  let description: string;
+  if (context.execFailure !== undefined) {
+    description = `could not execute the plugin: ${context.execFailure} (status ${status})`;
+  } else if (signal !== null) {
+    description = `killed by ${signal} (${status}${killNote(status, context.hostSentKill)})`;
+  } else {
+    const inner = context.viaLauncher && status > 128 ? signalName(status - 128) : undefined;
+    description =
+      inner === undefined
+        ? `exited with status ${status}`
+        : `exited with status ${status}: killed by ${inner} inside the sandbox${killNote(status, context.hostSentKill)}`;
+  }
+  return { code, signal, status, description };
+}

@@ -1,0 +1,61 @@
+import { spawn, type StdioOptions } from 'node:child_process';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
+import { diagnoseExecutable } from './diagnoseExecutable.js';
+import type { PluginProcess } from './PluginProcess.js';
+import type { VerifiedExecutable } from './VerifiedExecutable.js';
+
+/** One launch: the OS command that runs the plugin, possibly through a launcher. */
+export interface Launch {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  /** Extra descriptors after the executable's inherited ones, written once at spawn and closed. */
+  readonly extraInput?: Buffer;
+}
+
+/**
+ * Spawns a launch and wraps it as a {@link PluginProcess}: the shared tail
+ * of the plain spawner and of every sandbox backend. The executable's
+ * descriptors become the child's fds 3, 4, … and are released once the
+ * spawn settled, whatever its outcome.
+ */
+export function spawnChild(executable: VerifiedExecutable, launch: Launch, options: ChildPluginProcessOptions): ResultAsync<PluginProcess, HostError> {
+  const preflight = diagnoseExecutable(executable);
+  if (preflight) {
+    executable.release();
+    return errAsync(preflight);
+  }
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...executable.inheritFds];
+  if (launch.extraInput) stdio.push('pipe');
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(launch.command, [...launch.args], {
+      stdio,
+      env: { ...launch.env },
+      cwd: launch.cwd,
+      // Its own session and process group: terminal signals aimed at the host do not reach it, and stop() can signal the group.
+      detached: true,
+      windowsHide: true,
+    });
+  } catch (e) {
+    executable.release();
+    return errAsync(diagnoseExecutable(executable, e as NodeJS.ErrnoException)!);
+  }
+  const started = new Promise<HostError | undefined>((resolve) => {
+    child.once('spawn', () => resolve(undefined));
+    child.once('error', (e: NodeJS.ErrnoException) => resolve(diagnoseExecutable(executable, e)));
+  });
+  return ResultAsync.fromSafePromise(started).andThen((failure) => {
+    executable.release();
+    if (failure) return errAsync(failure);
+    if (launch.extraInput) {
+      const input = child.stdio[3 + executable.inheritFds.length] as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
+      input.on('error', () => undefined);
+      input.end(launch.extraInput);
+    }
+    return okAsync<PluginProcess, HostError>(new ChildPluginProcess(child, options));
+  });
+}

@@ -1,0 +1,166 @@
+import { accessSync, constants as fsConstants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { isAbsolute, relative, sep } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+
+/** A host system directory made visible read-only, or recreated as the same symlink (merged /usr). */
+export type SystemMount = { readonly kind: 'dir'; readonly path: string } | { readonly kind: 'symlink'; readonly path: string; readonly target: string };
+
+/** A path hidden inside the sandbox: an empty read-only directory, or an unreadable file. */
+export interface MaskedPath {
+  readonly path: string;
+  readonly kind: 'dir' | 'file';
+}
+
+/**
+ * Every host path a sandbox shows, resolved to real paths: the input of the
+ * bubblewrap argument builder and of the Seatbelt profile generator.
+ */
+export interface SandboxLayout {
+  /** Whether the plugin keeps the host's network. */
+  readonly network: boolean;
+  /** System directories and links mounted read-only. */
+  readonly system: readonly SystemMount[];
+  /** Extra read-only paths (interpreters, the data directory), parents first. */
+  readonly readOnly: readonly string[];
+  /** The plugin's install root, read-only. */
+  readonly installRoot: string;
+  /** The only writable host directory. */
+  readonly writeDir: string;
+  /** Masked paths lying inside a mounted tree other than the install root and writeDir. */
+  readonly masksOutside: readonly MaskedPath[];
+  /** Masked paths lying inside the install root or writeDir. */
+  readonly masksInside: readonly MaskedPath[];
+  /** The working directory of the plugin. */
+  readonly cwd: string;
+}
+
+/** Directories that hold the system's programs and libraries, when present. */
+export const SYSTEM_PATHS: readonly string[] = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+
+/** What {@link resolveLayout} needs. */
+export interface LayoutInput {
+  readonly network: boolean;
+  readonly installRoot: string;
+  readonly writeDir: string;
+  readonly readOnlyPaths: readonly string[];
+  readonly hiddenPaths: readonly string[];
+  readonly secretPaths: readonly string[];
+  readonly cwd?: string;
+  readonly systemPaths?: readonly string[];
+}
+
+/** Whether `path` is `root` or lies below it (both real, absolute). */
+export function isWithin(path: string, root: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+function invalid(message: string, details: Record<string, unknown>): HostError {
+  return hostError('HOST_INVALID_OPTIONS', message, { details });
+}
+
+function realDirectory(path: string, what: string): Result<string, HostError> {
+  if (!isAbsolute(path)) return err(invalid(`The sandbox ${what} must be an absolute path: ${path}`, { [what]: path }));
+  try {
+    const real = realpathSync(path);
+    if (!statSync(real).isDirectory()) return err(invalid(`The sandbox ${what} is not a directory: ${path}`, { [what]: path }));
+    return ok(real);
+  } catch (cause) {
+    return err(hostError('HOST_INVALID_OPTIONS', `The sandbox ${what} does not exist: ${path}`, { details: { [what]: path }, cause }));
+  }
+}
+
+function existingReal(path: string): { path: string; kind: 'dir' | 'file' } | undefined {
+  try {
+    const real = realpathSync(path);
+    return { path: real, kind: statSync(real).isDirectory() ? 'dir' : 'file' };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the host user could read (or, for a directory, traverse) a path:
+ * a plugin runs as that user without capabilities, so what the user cannot
+ * read needs no mask, and every mask skipped is a mount saved per spawn.
+ */
+function readableByHost(found: MaskedPath): boolean {
+  const modes = found.kind === 'dir' ? [fsConstants.R_OK, fsConstants.X_OK] : [fsConstants.R_OK];
+  return modes.some((m) => {
+    try {
+      accessSync(found.path, m);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function systemMounts(paths: readonly string[]): SystemMount[] {
+  const out: SystemMount[] = [];
+  for (const path of paths) {
+    try {
+      const st = lstatSync(path);
+      if (st.isSymbolicLink()) out.push({ kind: 'symlink', path, target: readlinkSync(path) });
+      else if (st.isDirectory()) out.push({ kind: 'dir', path });
+    } catch {
+      // Absent on this distribution.
+    }
+  }
+  return out;
+}
+
+const byDepth = (a: string, b: string): number => a.split(sep).length - b.split(sep).length || a.localeCompare(b);
+
+/**
+ * Resolves a spawn request to real host paths and decides which secret and
+ * hidden paths must be masked: only those that fall inside something the
+ * sandbox mounts (everything else is simply absent from the sandbox).
+ */
+export function resolveLayout(input: LayoutInput): Result<SandboxLayout, HostError> {
+  const installRoot = realDirectory(input.installRoot, 'installRoot');
+  if (installRoot.isErr()) return err(installRoot.error);
+  const writeDir = realDirectory(input.writeDir, 'writeDir');
+  if (writeDir.isErr()) return err(writeDir.error);
+  const root = installRoot.value;
+  const writable = writeDir.value;
+
+  const readOnly: string[] = [];
+  for (const path of input.readOnlyPaths) {
+    if (!isAbsolute(path)) return err(invalid(`A read-only sandbox path must be absolute: ${path}`, { path }));
+    const found = existingReal(path);
+    if (found && found.path !== root && !readOnly.includes(found.path)) readOnly.push(found.path);
+  }
+  readOnly.sort(byDepth);
+
+  const system = systemMounts(input.systemPaths ?? SYSTEM_PATHS);
+  const systemDirs = system.filter((m) => m.kind === 'dir').map((m) => m.path);
+  // /etc/resolv.conf is often a link into /run, which is never mounted whole (it holds host sockets).
+  const resolver = input.network ? existingReal('/etc/resolv.conf') : undefined;
+  if (resolver && ![...systemDirs, ...readOnly].some((tree) => isWithin(resolver.path, tree))) readOnly.push(resolver.path);
+  const ownTrees = [root, writable];
+  const otherTrees = [...systemDirs, ...readOnly];
+
+  const masksOutside: MaskedPath[] = [];
+  const masksInside: MaskedPath[] = [];
+  const seen = new Set<string>();
+  for (const path of [...input.hiddenPaths, ...input.secretPaths]) {
+    if (!isAbsolute(path)) return err(invalid(`A hidden sandbox path must be absolute: ${path}`, { path }));
+    const found = existingReal(path);
+    if (!found || seen.has(found.path) || !readableByHost(found)) continue;
+    seen.add(found.path);
+    if (ownTrees.includes(found.path)) {
+      return err(invalid(`The install root or writeDir is itself a hidden path: ${found.path}`, { path: found.path }));
+    }
+    if (ownTrees.some((tree) => isWithin(found.path, tree))) masksInside.push(found);
+    else if (otherTrees.some((tree) => isWithin(found.path, tree))) masksOutside.push(found);
+  }
+  masksOutside.sort((a, b) => byDepth(a.path, b.path));
+  masksInside.sort((a, b) => byDepth(a.path, b.path));
+
+  const cwd = input.cwd ?? root;
+  if (!isAbsolute(cwd)) return err(invalid(`The sandbox cwd must be absolute: ${cwd}`, { cwd }));
+  return ok({ network: input.network, system, readOnly, installRoot: root, writeDir: writable, masksOutside, masksInside, cwd });
+}
+

@@ -1,0 +1,80 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { TreeKind } from '../process/ChildPluginProcess.js';
+import { bubblewrapArgs } from './bubblewrapArgs.js';
+import { SYSTEM_PATHS, isWithin, type SandboxLayout } from './SandboxLayout.js';
+import { DARWIN_SYSTEM_PATHS, seatbeltProfile } from './seatbeltProfile.js';
+
+/** The OS mechanisms that enforce a sandbox. */
+export type SandboxBackendName = 'bubblewrap' | 'seatbelt';
+
+/** How one backend turns a layout and a command line into an OS launch. */
+export interface SandboxBackend {
+  readonly name: SandboxBackendName;
+  /** The launcher program (bwrap, sandbox-exec). */
+  readonly command: string;
+  /** System directories visible read-only. */
+  readonly systemPaths: readonly string[];
+  /** How stop() reaches the plugin's process tree. */
+  readonly tree: TreeKind;
+  /** Stderr lines of the launcher itself. */
+  readonly launcherFailure: RegExp;
+  /** Whether the plugin gets its own PID namespace and dies with the host. */
+  readonly containsTree: boolean;
+  /** Launcher arguments followed by the plugin's argv, and bytes for the descriptor after the inherited ones. */
+  launch(layout: SandboxLayout, argv: readonly string[], env: Readonly<Record<string, string>>, firstFreeFd: number): { args: string[]; extraInput?: Buffer };
+}
+
+const ENV_PROGRAM = '/usr/bin/env';
+
+/**
+ * bubblewrap always exports PWD (the working directory it changed to), even
+ * after a cleared environment. env(1), run inside the sandbox, removes it
+ * again or restores the plugin's own value, so the plugin sees exactly the
+ * environment it was given. A program name containing `=` would read as an
+ * assignment to env(1); such a plugin keeps bubblewrap's PWD.
+ */
+function exactEnvironment(argv: readonly string[], env: Readonly<Record<string, string>>): readonly string[] {
+  if (argv[0]?.includes('=') || !existsSync(ENV_PROGRAM)) return argv;
+  return env.PWD === undefined ? [ENV_PROGRAM, '-u', 'PWD', '--', ...argv] : [ENV_PROGRAM, '--', `PWD=${env.PWD}`, ...argv];
+}
+
+/** The bubblewrap backend; `seccomp` is the compiled Unix-socket filter used with `network: false`. */
+export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer): SandboxBackend {
+  return {
+    name: 'bubblewrap',
+    command: bwrapPath,
+    systemPaths: SYSTEM_PATHS,
+    tree: 'pid-namespace',
+    launcherFailure: /^bwrap: /,
+    containsTree: true,
+    launch: (layout, argv, env, firstFreeFd) =>
+      layout.network
+        ? { args: [...bubblewrapArgs(layout, undefined), ...exactEnvironment(argv, env)] }
+        : { args: [...bubblewrapArgs(layout, firstFreeFd), ...exactEnvironment(argv, env)], extraInput: seccomp },
+  };
+}
+
+/** The macOS Seatbelt backend (`sandbox-exec -p <profile>`). */
+export function seatbeltBackend(sandboxExecPath: string): SandboxBackend {
+  return {
+    name: 'seatbelt',
+    command: sandboxExecPath,
+    systemPaths: DARWIN_SYSTEM_PATHS,
+    tree: 'process-group',
+    launcherFailure: /^sandbox-exec: /,
+    containsTree: false,
+    launch: (layout, argv) => ({ args: ['-p', seatbeltProfile(layout), ...argv] }),
+  };
+}
+
+/**
+ * The host paths a sandboxed Node needs to read besides system directories:
+ * the installation prefix of the running Node when it is not under /usr
+ * (nvm, volta, a tarball). Pass them as read-only paths to run `node` inside.
+ */
+export function nodeRuntimePaths(execPath: string = process.execPath): string[] {
+  const real = realpathSync(execPath);
+  if (isWithin(real, '/usr') || isWithin(real, '/bin')) return [];
+  return [dirname(dirname(real))];
+}

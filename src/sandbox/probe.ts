@@ -1,0 +1,186 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { trustedCommand } from '../process/spawnPluginProcess.js';
+import { spawnChild } from '../process/spawnChild.js';
+import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
+import { resolveLayout } from './SandboxLayout.js';
+
+/** Why a host cannot enforce a sandbox, as reported in `details.cause` of PLUGIN_SANDBOX_UNSUPPORTED. */
+export type SandboxUnsupportedCause =
+  | 'platform_unsupported'
+  | 'architecture_unsupported'
+  | 'bubblewrap_missing'
+  | 'sandbox_exec_missing'
+  | 'user_namespaces_disabled'
+  | 'enforcement_not_proved'
+  | 'probe_failed';
+
+/** Builds PLUGIN_SANDBOX_UNSUPPORTED with a cause and a hint that names it. */
+export function sandboxUnsupported(cause: SandboxUnsupportedCause, message: string, hint: string, details: Record<string, unknown> = {}): HostError {
+  return hostError('PLUGIN_SANDBOX_UNSUPPORTED', message, { hint, details: { cause, ...details } });
+}
+
+/** What the probe script reports: for each attempt, `written`/`connected` or the error code. */
+interface ProbeReport {
+  readonly outside: string;
+  readonly inside: string;
+  readonly tcp: string;
+  readonly unix: string;
+}
+
+// Runs inside the sandbox with the host's own Node: it is the host's probe, not a plugin.
+const PROBE_SCRIPT = `
+const fs = require('fs'), net = require('net');
+const [outside, inside, port, sock] = process.argv.slice(1);
+const attempt = (f) => { try { f(); return 'written'; } catch (e) { return e.code || String(e); } };
+const connect = (o) => new Promise((done) => {
+  const s = net.connect(o);
+  s.setTimeout(3000);
+  s.on('connect', () => { s.destroy(); done('connected'); });
+  s.on('error', (e) => done(e.code || String(e)));
+  s.on('timeout', () => { s.destroy(); done('timeout'); });
+});
+(async () => {
+  const r = { outside: attempt(() => fs.writeFileSync(outside, 'x')), inside: attempt(() => fs.writeFileSync(inside, 'x')) };
+  r.tcp = await connect({ host: '127.0.0.1', port: Number(port) });
+  r.unix = await connect({ path: sock });
+  process.stdout.write(JSON.stringify(r));
+})();
+`;
+
+const PROBE_TIMEOUT_MS = 20_000;
+
+const USERNS_FAILURE = /uid map|gid map|user namespace|new namespace|unshare|clone|No permissions to creat/i;
+
+const USERNS_HINT =
+  'bubblewrap could not create its namespaces: enable unprivileged user namespaces ' +
+  '(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 on Debian kernels, ' +
+  'or on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap), ' +
+  'or run the host outside a container that forbids them.';
+
+function listen(server: Server, options: { host: string; port: number } | { path: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options, () => resolve());
+  });
+}
+
+function countingServer(): { server: Server; connections: () => number } {
+  let count = 0;
+  const server = createServer((socket) => {
+    count++;
+    socket.destroy();
+  });
+  return { server, connections: () => count };
+}
+
+function classifyFailure(backend: SandboxBackend, stderr: string, description: string): HostError {
+  const detail = stderr.trim().split('\n').slice(-5).join('\n');
+  if (backend.name === 'bubblewrap' && USERNS_FAILURE.test(detail)) {
+    return sandboxUnsupported('user_namespaces_disabled', `The bubblewrap sandbox cannot start on this host: ${detail}`, USERNS_HINT, { stderr: detail });
+  }
+  return sandboxUnsupported(
+    'probe_failed',
+    `The ${backend.name} sandbox probe did not run (${description})${detail ? `: ${detail}` : ''}`,
+    `Run ${backend.command} by hand to see why it fails on this host.`,
+    { stderr: detail, exit: description },
+  );
+}
+
+async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError>> {
+  const base = mkdtempSync(join(tmpdir(), 'mcp-sandbox-probe-'));
+  const tcp = countingServer();
+  const unix = countingServer();
+  try {
+    for (const dir of ['install', 'allowed', 'outside']) mkdirSync(join(base, dir));
+    const outsideFile = join(base, 'outside', 'written');
+    const insideFile = join(base, 'allowed', 'written');
+    const socketPath = join(base, 'allowed', 'probe.sock');
+    await listen(tcp.server, { host: '127.0.0.1', port: 0 });
+    await listen(unix.server, { path: socketPath });
+    const address = tcp.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+
+    const layout = resolveLayout({
+      network: false,
+      installRoot: join(base, 'install'),
+      writeDir: join(base, 'allowed'),
+      // The outside directory is visible, so a failed write proves confinement rather than absence.
+      readOnlyPaths: [base, ...nodeRuntimePaths()],
+      hiddenPaths: [],
+      secretPaths: [],
+      systemPaths: backend.systemPaths,
+    });
+    if (layout.isErr()) return err(layout.error);
+    const executable = trustedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath], layout.value.installRoot);
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
+    const spawned = await spawnChild(
+      executable,
+      { command: backend.command, args, env: {}, cwd: '/', ...(extraInput ? { extraInput } : {}) },
+      { tree: backend.tree, launcherFailure: backend.launcherFailure, stdinGraceMs: 0, termGraceMs: 1_000 },
+    );
+    if (spawned.isErr()) {
+      return err(sandboxUnsupported(backend.name === 'bubblewrap' ? 'bubblewrap_missing' : 'sandbox_exec_missing', `The ${backend.name} launcher cannot be started: ${spawned.error.message}`, `Install ${backend.name === 'bubblewrap' ? 'bubblewrap (Debian/Ubuntu package "bubblewrap")' : 'nothing: sandbox-exec ships with macOS'} or pass its path.`));
+    }
+    const child = spawned.value;
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    const timer = setTimeout(() => void child.stop({ stdinGraceMs: 0, termGraceMs: 1_000 }), PROBE_TIMEOUT_MS);
+    const exit = await child.exited;
+    clearTimeout(timer);
+
+    let report: ProbeReport;
+    try {
+      report = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ProbeReport;
+    } catch {
+      return err(classifyFailure(backend, child.stderrTail(), exit.description));
+    }
+    const escaped: string[] = [];
+    if (report.outside === 'written' || existsSync(outsideFile)) escaped.push('a write outside the writable directory succeeded');
+    if (report.tcp === 'connected' || tcp.connections() > 0) escaped.push('a TCP connection to a host loopback listener succeeded');
+    if (report.unix === 'connected' || unix.connections() > 0) escaped.push('a connection to a host Unix socket succeeded');
+    if (escaped.length > 0) {
+      return err(
+        sandboxUnsupported('enforcement_not_proved', `The ${backend.name} sandbox does not enforce its policy on this host: ${escaped.join('; ')}.`, 'Refusing to run plugins unconfined; check the kernel and launcher version.', { report }),
+      );
+    }
+    if (report.inside !== 'written' || !existsSync(insideFile)) {
+      return err(sandboxUnsupported('probe_failed', `The ${backend.name} sandbox blocked writes to the allowed directory too (${report.inside}).`, 'Check that the host temporary directory is writable and not mounted noexec or read-only.', { report }));
+    }
+    return ok(undefined);
+  } catch (cause) {
+    return err(sandboxUnsupported('probe_failed', `The sandbox probe could not be set up: ${(cause as Error).message}`, 'Check that the host temporary directory is writable.'));
+  } finally {
+    tcp.server.close();
+    unix.server.close();
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+const probes = new Map<string, Promise<Result<void, HostError>>>();
+
+/**
+ * Proves, once per launcher per process, that the backend really confines:
+ * inside a sandbox with `network: false` a write outside the writable
+ * directory, a TCP connection to a listener on the host's loopback and a
+ * connection to a host Unix socket must all fail while a write inside
+ * succeeds. Never trusts the mere presence of the launcher.
+ */
+export function probeSandbox(backend: SandboxBackend): Promise<Result<void, HostError>> {
+  const key = `${backend.name}:${backend.command}`;
+  let probe = probes.get(key);
+  if (probe === undefined) {
+    probe = runProbe(backend);
+    probes.set(key, probe);
+  }
+  return probe;
+}
+
+/** Forgets cached probe outcomes (tests; a host whose kernel settings changed). */
+export function forgetSandboxProbes(): void {
+  probes.clear();
+}

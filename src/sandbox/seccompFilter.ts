@@ -1,0 +1,110 @@
+/**
+ * A classic-BPF seccomp program for `bwrap --seccomp`. A new network
+ * namespace already cuts TCP, UDP, DNS and abstract Unix sockets, but a Unix
+ * socket *file* is reachable from any namespace that can see its path. So with
+ * `network: false` the sandbox refuses to create `AF_UNIX` sockets at all
+ * (`socketpair` stays allowed: it cannot reach anything outside), the
+ * multiplexed `socketcall` of 32-bit x86, and io_uring, whose socket opcode
+ * would bypass the filter.
+ */
+
+// Instruction classes and fields (linux/bpf_common.h).
+const BPF_LD_W_ABS = 0x20;
+const BPF_JMP_JEQ_K = 0x15;
+const BPF_JMP_JGE_K = 0x35;
+const BPF_RET_K = 0x06;
+
+// struct seccomp_data offsets.
+const OFFSET_NR = 0;
+const OFFSET_ARCH = 4;
+const OFFSET_ARG0_LOW = 16;
+
+const SECCOMP_RET_ALLOW = 0x7fff0000;
+const SECCOMP_RET_ERRNO = 0x00050000;
+const EPERM = 1;
+const ENOSYS = 38;
+const AF_UNIX = 1;
+const X32_SYSCALL_BIT = 0x40000000;
+
+// io_uring_setup, io_uring_enter, io_uring_register: one number on every architecture.
+const IO_URING_SYSCALLS = [425, 426, 427];
+
+/** Syscall numbers of one audit architecture. */
+interface ArchTable {
+  readonly auditArch: number;
+  readonly socket: number;
+  readonly socketcall?: number;
+  readonly rejectX32?: boolean;
+}
+
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198 };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281 };
+
+/** The architectures a process of a given Node `process.arch` host may run, native first. */
+const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
+  x64: [X86_64, I386],
+  arm64: [AARCH64, ARM],
+};
+
+type Instruction = { code: number; jt: number | string; jf: number | string; k: number } | { label: string };
+
+const load = (offset: number): Instruction => ({ code: BPF_LD_W_ABS, jt: 0, jf: 0, k: offset });
+const jumpIfEqual = (k: number, target: string): Instruction => ({ code: BPF_JMP_JEQ_K, jt: target, jf: 0, k });
+const jumpIfAtLeast = (k: number, target: string): Instruction => ({ code: BPF_JMP_JGE_K, jt: target, jf: 0, k });
+const ret = (k: number): Instruction => ({ code: BPF_RET_K, jt: 0, jf: 0, k });
+const label = (name: string): Instruction => ({ label: name });
+
+function archBlock(table: ArchTable, index: number): Instruction[] {
+  const checkFamily = `family${index}`;
+  const out: Instruction[] = [load(OFFSET_NR)];
+  if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
+  out.push(jumpIfEqual(table.socket, checkFamily));
+  if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
+  for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
+  out.push(ret(SECCOMP_RET_ALLOW));
+  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), ret(SECCOMP_RET_ALLOW));
+  return out;
+}
+
+function assemble(program: readonly Instruction[]): Buffer {
+  const positions = new Map<string, number>();
+  const real: Exclude<Instruction, { label: string }>[] = [];
+  for (const ins of program) {
+    if ('label' in ins) positions.set(ins.label, real.length);
+    else real.push(ins);
+  }
+  const offset = (target: number | string, at: number): number => {
+    if (typeof target === 'number') return target;
+    const distance = positions.get(target)! - at - 1;
+    if (distance < 0 || distance > 255) throw new RangeError(`seccomp jump to ${target} out of range`);
+    return distance;
+  };
+  const out = Buffer.alloc(real.length * 8);
+  real.forEach((ins, i) => {
+    // struct sock_filter { u16 code; u8 jt; u8 jf; u32 k; } in host byte order (little-endian on x64 and arm64).
+    out.writeUInt16LE(ins.code, i * 8);
+    out.writeUInt8(offset(ins.jt, i), i * 8 + 2);
+    out.writeUInt8(offset(ins.jf, i), i * 8 + 3);
+    out.writeUInt32LE(ins.k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
+
+/**
+ * The compiled filter for a host architecture (`process.arch`), or
+ * `undefined` when this library has no syscall table for it, in which case
+ * `network: false` cannot be enforced and spawning must fail closed.
+ */
+export function unixSocketDenyFilter(hostArch: string = process.arch): Buffer | undefined {
+  const tables = TABLES_BY_HOST_ARCH[hostArch];
+  if (tables === undefined) return undefined;
+  const program: Instruction[] = [load(OFFSET_ARCH)];
+  tables.forEach((table, i) => program.push(jumpIfEqual(table.auditArch, `arch${i}`)));
+  // A process of an architecture we have no table for gets nothing.
+  program.push(ret(SECCOMP_RET_ERRNO | ENOSYS));
+  tables.forEach((table, i) => program.push(label(`arch${i}`), ...archBlock(table, i)));
+  program.push(label('eperm'), ret(SECCOMP_RET_ERRNO | EPERM), label('enosys'), ret(SECCOMP_RET_ERRNO | ENOSYS));
+  return assemble(program);
+}

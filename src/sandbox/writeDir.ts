@@ -1,0 +1,24 @@
+import { isAbsolute, join, normalize, sep } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+
+/**
+ * The host directory a plugin may write, from its declared `fs_write_dir`:
+ * `""` is the plugin's data directory itself, a relative path a subtree of
+ * it. Absolute paths and paths that climb out (`..`) are refused with
+ * PLUGIN_FS_WRITE_OUTSIDE_SANDBOX, at install time and again before a spawn.
+ *
+ * @param dataDir - The host-managed data directory of the plugin (absolute).
+ * @param fsWriteDir - The manifest's `declared_capabilities.fs_write_dir`.
+ */
+export function resolveWriteDir(dataDir: string, fsWriteDir: string): Result<string, HostError> {
+  const refuse = (why: string): Result<string, HostError> =>
+    err(hostError('PLUGIN_FS_WRITE_OUTSIDE_SANDBOX', `fs_write_dir ${JSON.stringify(fsWriteDir)} ${why}.`, { details: { fs_write_dir: fsWriteDir } }));
+  if (fsWriteDir === '') return ok(dataDir);
+  if (fsWriteDir.includes('\0')) return refuse('contains a NUL character');
+  if (isAbsolute(fsWriteDir) || /^[A-Za-z]:/.test(fsWriteDir) || fsWriteDir.startsWith('\\')) return refuse('is absolute; use a path relative to the plugin data directory');
+  const parts = fsWriteDir.split(/[\\/]+/);
+  if (parts.includes('..')) return refuse('climbs out of the plugin data directory');
+  const relativePath = normalize(parts.filter((p) => p !== '' && p !== '.').join(sep));
+  return ok(relativePath === '.' || relativePath === '' ? dataDir : join(dataDir, relativePath));
+}

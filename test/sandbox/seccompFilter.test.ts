@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { unixSocketDenyFilter } from '../../src/sandbox/seccompFilter.js';
+
+const ALLOW = 0x7fff0000;
+const EPERM = 0x00050001;
+const ENOSYS = 0x00050026;
+const X86_64 = 0xc000003e;
+const I386 = 0x40000003;
+const AARCH64 = 0xc00000b7;
+
+/** A classic-BPF interpreter for the instructions the filter uses, over struct seccomp_data. */
+function evaluate(program: Buffer, arch: number, nr: number, arg0 = 0): number {
+  const data: Record<number, number> = { 0: nr >>> 0, 4: arch >>> 0, 16: arg0 >>> 0 };
+  let acc = 0;
+  for (let pc = 0; pc < program.length / 8; ) {
+    const code = program.readUInt16LE(pc * 8);
+    const jt = program.readUInt8(pc * 8 + 2);
+    const jf = program.readUInt8(pc * 8 + 3);
+    const k = program.readUInt32LE(pc * 8 + 4);
+    if (code === 0x20) acc = data[k] ?? 0;
+    else if (code === 0x06) return k;
+    else if (code === 0x15) { pc += 1 + (acc === k ? jt : jf); continue; }
+    else if (code === 0x35) { pc += 1 + (acc >= k ? jt : jf); continue; }
+    else throw new Error(`unexpected opcode ${code}`);
+    pc++;
+  }
+  throw new Error('fell off the end of the program');
+}
+
+describe('unixSocketDenyFilter', () => {
+  it('x86-64: refuses AF_UNIX sockets and io_uring, allows other sockets and socketpair', () => {
+    const p = unixSocketDenyFilter('x64')!;
+    expect(evaluate(p, X86_64, 41, 1)).toBe(EPERM); // socket(AF_UNIX)
+    expect(evaluate(p, X86_64, 41, 2)).toBe(ALLOW); // socket(AF_INET): the network namespace confines it
+    expect(evaluate(p, X86_64, 53, 1)).toBe(ALLOW); // socketpair(AF_UNIX)
+    expect(evaluate(p, X86_64, 42, 0)).toBe(ALLOW); // connect
+    for (const nr of [425, 426, 427]) expect(evaluate(p, X86_64, nr)).toBe(ENOSYS);
+    expect(evaluate(p, X86_64, 0x40000000 + 41, 1)).toBe(ENOSYS); // x32 ABI
+  });
+
+  it('x86-64 host: 32-bit processes cannot use socketcall or socket(AF_UNIX)', () => {
+    const p = unixSocketDenyFilter('x64')!;
+    expect(evaluate(p, I386, 102, 1)).toBe(EPERM);
+    expect(evaluate(p, I386, 359, 1)).toBe(EPERM);
+    expect(evaluate(p, I386, 359, 2)).toBe(ALLOW);
+    expect(evaluate(p, AARCH64, 198, 1)).toBe(ENOSYS); // foreign architecture: nothing
+  });
+
+  it('arm64: the same rules with its own numbers', () => {
+    const p = unixSocketDenyFilter('arm64')!;
+    expect(evaluate(p, AARCH64, 198, 1)).toBe(EPERM);
+    expect(evaluate(p, AARCH64, 198, 10)).toBe(ALLOW);
+    expect(evaluate(p, AARCH64, 425)).toBe(ENOSYS);
+  });
+
+  it('has no filter for an architecture without a syscall table (spawning must fail closed)', () => {
+    expect(unixSocketDenyFilter('mips')).toBeUndefined();
+  });
+});
