@@ -1,0 +1,138 @@
+import { constants } from 'node:fs';
+import { chmod, mkdir, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SafeEntryName } from './entryName.js';
+import type { PackageLimits } from './limits.js';
+import { refuseEntry, refuseLimit } from './refusal.js';
+import { writeAll } from './writeAll.js';
+
+/** Mode of every staged directory. */
+export const DIRECTORY_MODE = 0o755;
+/** Mode of a staged file not marked executable. */
+export const FILE_MODE = 0o644;
+/** Mode of a staged file marked executable (any of the source's 0o111 bits). */
+export const EXECUTABLE_MODE = 0o755;
+
+const CREATE_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * The tree being built inside a private staging directory. Every archive
+ * format and the directory copier feed it entries; it alone creates files,
+ * so the limits, the modes and the duplicate rules are the same for all of
+ * them. Nothing in the tree is ever a link: the tree is created from empty,
+ * only by this class, and files are created with `O_EXCL | O_NOFOLLOW`.
+ */
+export class StagingTree {
+  private entries = 0;
+  private bytes = 0;
+  private readonly named = new Set<string>();
+  private readonly directories = new Set<string>(['']);
+  private readonly files = new Set<string>();
+
+  /**
+   * @param root - An existing, empty directory only this process writes to.
+   * @param limits - The entry and byte limits to enforce.
+   */
+  constructor(
+    readonly root: string,
+    private readonly limits: PackageLimits,
+  ) {}
+
+  /** Entries added so far. */
+  get entryCount(): number {
+    return this.entries;
+  }
+
+  /** File bytes written so far. */
+  get byteCount(): number {
+    return this.bytes;
+  }
+
+  /** Counts one entry against `maxEntries`; call once per archive member, whatever its kind. */
+  countEntry(name: string): void {
+    this.entries += 1;
+    if (this.entries > this.limits.maxEntries) {
+      refuseLimit('maxEntries', this.limits.maxEntries, name, `package has more than ${this.limits.maxEntries} entries`);
+    }
+  }
+
+  /** Creates a directory entry (and any missing parents). */
+  async addDirectory(name: string, entry: SafeEntryName): Promise<void> {
+    this.claim(name, entry);
+    if (this.files.has(entry.normalized)) refuseEntry('conflict', name, `directory '${name}' collides with a file`);
+    await this.ensureDirectory(name, entry.segments);
+  }
+
+  /**
+   * Creates a file entry from a stream of its bytes. `declaredSize` comes from
+   * the archive header and is used only to refuse early; the bytes are counted
+   * as they arrive and the limit holds whatever the header claimed.
+   */
+  async addFile(
+    name: string,
+    entry: SafeEntryName,
+    executable: boolean,
+    declaredSize: number,
+    data: AsyncIterable<Uint8Array>,
+  ): Promise<void> {
+    this.claim(name, entry);
+    if (entry.segments.length === 0 || entry.trailingSlash) refuseEntry('malformed', name, `file entry '${name}' names a directory`);
+    if (this.directories.has(entry.normalized)) refuseEntry('conflict', name, `file '${name}' collides with a directory`);
+    this.checkBytes(name, this.bytes + declaredSize);
+    await this.ensureDirectory(name, entry.segments.slice(0, -1));
+    const path = join(this.root, ...entry.segments);
+    const handle = await open(path, CREATE_FILE, 0o600).catch((cause: unknown) => this.mapCreateError(cause, name));
+    this.files.add(entry.normalized);
+    try {
+      for await (const chunk of data) {
+        this.chargeBytes(name, chunk.length);
+        await writeAll(handle, chunk);
+      }
+      await handle.chmod(executable ? EXECUTABLE_MODE : FILE_MODE);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private claim(name: string, entry: SafeEntryName): void {
+    if (this.named.has(entry.normalized)) refuseEntry('duplicate', name, `entry '${name}' appears more than once`);
+    this.named.add(entry.normalized);
+  }
+
+  private chargeBytes(name: string, count: number): void {
+    this.bytes += count;
+    this.checkBytes(name, this.bytes);
+  }
+
+  private checkBytes(name: string, total: number): void {
+    if (total > this.limits.maxExtractedBytes) {
+      refuseLimit(
+        'maxExtractedBytes',
+        this.limits.maxExtractedBytes,
+        name,
+        `package extracts to more than ${this.limits.maxExtractedBytes} bytes (at '${name}')`,
+      );
+    }
+  }
+
+  private async ensureDirectory(name: string, segments: readonly string[]): Promise<void> {
+    for (let depth = 1; depth <= segments.length; depth++) {
+      const relative = segments.slice(0, depth).join('/');
+      if (this.directories.has(relative)) continue;
+      if (this.files.has(relative)) refuseEntry('conflict', name, `entry '${name}' needs '${relative}' to be a directory, but it is a file`);
+      const path = join(this.root, ...segments.slice(0, depth));
+      await mkdir(path, { mode: DIRECTORY_MODE }).catch((cause: unknown) => this.mapCreateError(cause, name));
+      await chmod(path, DIRECTORY_MODE);
+      this.directories.add(relative);
+    }
+  }
+
+  // A name this class has not created can still exist when the file system
+  // folds case or Unicode forms ("A" and "a"): that is a duplicate too.
+  private mapCreateError(cause: unknown, name: string): never {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') refuseEntry('duplicate', name, `entry '${name}' collides with another entry on this file system`);
+    if (code === 'ENAMETOOLONG') refuseEntry('segment_too_long', name, `entry '${name}' is too long for this file system`);
+    throw cause;
+  }
+}

@@ -1,0 +1,87 @@
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { validateEntryName } from './entryName.js';
+import { refuse, refuseEntry } from './refusal.js';
+import type { StagingTree } from './StagingTree.js';
+
+const CHUNK_BYTES = 1024 * 1024;
+const OPEN_SOURCE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+const linkRefused = (name: string): never =>
+  refuse('PLUGIN_EXECUTABLE_UNTRUSTED', `package entry '${name}' is a symbolic link; packages may not contain links`, {
+    details: { reason: 'symlink', entry: name },
+  });
+
+async function* chunksOf(handle: FileHandle): AsyncGenerator<Uint8Array> {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+    if (bytesRead === 0) return;
+    yield buffer.subarray(0, bytesRead);
+  }
+}
+
+/**
+ * Opens a file seen by the walk without following links, and checks that the
+ * descriptor is the same regular file the walk saw (same device and inode).
+ * A file swapped for a link after the walk fails with ELOOP; one swapped for
+ * another file, or reached through a directory swapped for a link, fails the
+ * identity check. Either way only files that were inside the tree are read.
+ */
+async function openSeen(path: string, name: string, seen: Stats): Promise<FileHandle> {
+  const handle = await open(path, OPEN_SOURCE).catch((cause: unknown) => {
+    if ((cause as NodeJS.ErrnoException).code === 'ELOOP') linkRefused(name);
+    throw cause;
+  });
+  const stat = await handle.stat();
+  if (!stat.isFile() || stat.dev !== seen.dev || stat.ino !== seen.ino) {
+    await handle.close();
+    refuseEntry('conflict', name, `package entry '${name}' changed while it was being copied`);
+  }
+  return handle;
+}
+
+async function copyFile(path: string, name: string, seen: Stats, tree: StagingTree): Promise<void> {
+  const safe = validateEntryName(name);
+  if (safe.isErr()) refuseEntry(safe.error.reason, name, `package entry '${name}': ${safe.error.message}`);
+  const handle = await openSeen(path, name, seen);
+  try {
+    await tree.addFile(name, safe.value, (seen.mode & 0o111) !== 0, seen.size, chunksOf(handle));
+  } finally {
+    await handle.close();
+  }
+}
+
+async function copyEntries(directory: string, prefix: string, tree: StagingTree): Promise<void> {
+  const names = (await readdir(directory)).sort();
+  for (const base of names) {
+    const path = join(directory, base);
+    const name = prefix === '' ? base : `${prefix}/${base}`;
+    tree.countEntry(name);
+    const stat = await lstat(path);
+    if (stat.isSymbolicLink()) linkRefused(name);
+    if (stat.isDirectory()) {
+      const safe = validateEntryName(`${name}/`);
+      if (safe.isErr()) refuseEntry(safe.error.reason, name, `package entry '${name}': ${safe.error.message}`);
+      await tree.addDirectory(name, safe.value);
+      await copyEntries(path, name, tree);
+    } else if (stat.isFile()) {
+      await copyFile(path, name, stat, tree);
+    } else {
+      refuseEntry('special_file', name, `package entry '${name}' is not a regular file or directory (device, FIFO or socket)`);
+    }
+  }
+}
+
+/**
+ * Copies a local package directory into the staging tree. The walk uses
+ * `lstat`, so links are seen as links and refused (`PLUGIN_EXECUTABLE_UNTRUSTED`,
+ * the code GUM gives a link where an executable should be); devices, FIFOs
+ * and sockets are refused as `PLUGIN_ARCHIVE_INVALID`. The same entry and
+ * byte limits as for archives apply. Executable bits are kept as 0755, every
+ * other file becomes 0644.
+ */
+export async function copyDirectory(source: string, tree: StagingTree): Promise<void> {
+  await copyEntries(source, '', tree);
+}

@@ -1,0 +1,60 @@
+import { err, ok, type Result } from 'neverthrow';
+import type { ArchiveRefusalReason } from './refusal.js';
+
+/** A package entry name that is safe to create below a staging root. */
+export interface SafeEntryName {
+  /** Path segments below the root; empty for the root itself (`.` or `./`). */
+  readonly segments: readonly string[];
+  /** The segments joined with `/`: the name duplicates are detected by. */
+  readonly normalized: string;
+  /** Whether the name ended with `/`, which archives use to mark directories. */
+  readonly trailingSlash: boolean;
+}
+
+/** Why {@link validateEntryName} refused a name. */
+export interface EntryNameRefusal {
+  /** The stable reason, as in `details.reason` of `PLUGIN_ARCHIVE_INVALID`. */
+  readonly reason: Extract<
+    ArchiveRefusalReason,
+    'empty_name' | 'nul_character' | 'control_character' | 'backslash' | 'absolute_name' | 'traversal' | 'empty_segment' | 'segment_too_long'
+  >;
+  /** One sentence for the error message. */
+  readonly message: string;
+}
+
+const MAX_SEGMENT_BYTES = 255;
+const CONTROL = /[\u0001-\u001f\u007f]/;
+const DRIVE_LETTER = /^[A-Za-z]:/;
+
+const refusal = (reason: EntryNameRefusal['reason'], message: string): Result<SafeEntryName, EntryNameRefusal> =>
+  err({ reason, message });
+
+/**
+ * Checks one archive or directory entry name, as stored (`/`-separated).
+ *
+ * Accepted names are relative, made of non-empty segments other than `..`,
+ * with no NUL, control character or backslash, no drive letter, and no segment
+ * longer than 255 bytes; `.` segments are dropped. Any name with a `..`
+ * segment is refused, even one that would resolve back inside the root,
+ * because tools disagree on how to resolve it. Never throws.
+ */
+export function validateEntryName(name: string): Result<SafeEntryName, EntryNameRefusal> {
+  if (name.length === 0) return refusal('empty_name', 'entry has an empty name');
+  if (name.includes('\0')) return refusal('nul_character', 'entry name contains a NUL character');
+  if (CONTROL.test(name)) return refusal('control_character', 'entry name contains a control character');
+  if (name.includes('\\')) return refusal('backslash', 'entry name contains a backslash');
+  if (name.startsWith('/') || DRIVE_LETTER.test(name)) return refusal('absolute_name', 'entry name is absolute');
+  const trailingSlash = name.endsWith('/');
+  const raw = (trailingSlash ? name.slice(0, -1) : name).split('/');
+  const segments: string[] = [];
+  for (const segment of raw) {
+    if (segment === '..') return refusal('traversal', 'entry name has a ".." segment');
+    if (segment === '') return refusal('empty_segment', 'entry name has an empty segment');
+    if (segment === '.') continue;
+    if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES) {
+      return refusal('segment_too_long', `entry name has a segment longer than ${MAX_SEGMENT_BYTES} bytes`);
+    }
+    segments.push(segment);
+  }
+  return ok({ segments, normalized: segments.join('/'), trailingSlash });
+}

@@ -1,0 +1,142 @@
+import { createReadStream } from 'node:fs';
+import { Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { Parser, type ReadEntry } from 'tar';
+import { validateEntryName } from './entryName.js';
+import { tarStreamCap, type PackageLimits } from './limits.js';
+import { archiveInvalid, limitRefusal, Refusal, refuseEntry, type ArchiveRefusalReason } from './refusal.js';
+import type { StagingTree } from './StagingTree.js';
+
+const CHUNK_BYTES = 1024 * 1024;
+const MAX_META_ENTRY_BYTES = 64 * 1024;
+
+const REFUSED_TYPES: Readonly<Record<string, ArchiveRefusalReason>> = {
+  SymbolicLink: 'symlink',
+  Link: 'hardlink',
+  CharacterDevice: 'device',
+  BlockDevice: 'device',
+  FIFO: 'fifo',
+};
+
+function entryKind(entry: ReadEntry): 'file' | 'directory' {
+  switch (entry.type) {
+    case 'File':
+    case 'OldFile':
+    case 'ContiguousFile':
+      return 'file';
+    case 'Directory':
+      return 'directory';
+    default:
+      return refuseEntry(
+        REFUSED_TYPES[entry.type] ?? 'unsupported_type',
+        entry.path,
+        `tar entry '${entry.path}' is a ${entry.type}; packages hold only files and directories`,
+        { type: entry.type },
+      );
+  }
+}
+
+async function stageEntry(entry: ReadEntry, tree: StagingTree): Promise<void> {
+  const name = entry.path;
+  tree.countEntry(name);
+  const kind = entryKind(entry);
+  const safe = validateEntryName(name);
+  if (safe.isErr()) refuseEntry(safe.error.reason, name, `tar entry '${name}': ${safe.error.message}`);
+  if (kind === 'directory') {
+    if (entry.size > 0) refuseEntry('malformed', name, `tar directory entry '${name}' carries data`);
+    await tree.addDirectory(name, safe.value);
+    entry.resume();
+    return;
+  }
+  await tree.addFile(name, safe.value, ((entry.mode ?? 0) & 0o111) !== 0, entry.size, entry);
+}
+
+/** Counts decompressed bytes and fails the stream once they pass the cap. */
+function decompressedCap(limits: PackageLimits): Transform {
+  const cap = tarStreamCap(limits);
+  let total = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      total += chunk.length;
+      if (total <= cap) return callback(null, chunk);
+      callback(
+        limitRefusal(
+          'maxExtractedBytes',
+          limits.maxExtractedBytes,
+          undefined,
+          `the tar stream decompresses to more than ${cap} bytes (maxExtractedBytes plus the per-entry header allowance)`,
+        ),
+      );
+    },
+  });
+}
+
+const malformed = (message: string): Refusal => new Refusal(archiveInvalid('malformed', undefined, message));
+
+/**
+ * Extracts a gzip-compressed tar into the staging tree. Decompression happens
+ * here rather than in the tar parser so that every decompressed byte is
+ * counted against a cap, including bytes after the end-of-archive marker.
+ * The first refused entry aborts the whole extraction; this function returns
+ * only once no entry is being written any more.
+ */
+export async function extractTgz(archive: string, tree: StagingTree, limits: PackageLimits): Promise<void> {
+  const abort = new AbortController();
+  let failure: unknown;
+  let current: ReadEntry | undefined;
+  const fail = (cause: unknown): void => {
+    if (failure !== undefined) return;
+    failure = cause;
+    abort.abort();
+    current?.destroy();
+  };
+
+  const parser = new Parser({ strict: true, brotli: false, zstd: false, maxMetaEntrySize: MAX_META_ENTRY_BYTES });
+  let staged: Promise<void> = Promise.resolve();
+  let sawEnd = false;
+  parser.on('entry', (entry: ReadEntry) => {
+    current = entry;
+    staged = staged
+      .then(async () => {
+        if (failure === undefined) await stageEntry(entry, tree);
+        else entry.destroy();
+      })
+      .catch(fail);
+  });
+  parser.on('ignoredEntry', (entry: ReadEntry) => {
+    const reason = entry.meta ? 'malformed' : 'unsupported_type';
+    fail(new Refusal(archiveInvalid(reason, entry.path, `tar entry '${entry.path}' (${entry.type}) is not supported`, { type: entry.type })));
+  });
+  parser.on('eof', () => {
+    sawEnd = true;
+  });
+  parser.on('error', (cause: Error) => fail(malformed(`malformed tar archive: ${cause.message}`)));
+  const parsed = new Promise<void>((resolve) => parser.once('end', resolve));
+
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      if (sawEnd || parser.write(chunk)) return callback();
+      parser.once('drain', () => callback());
+    },
+    final(callback) {
+      parser.end();
+      void parsed.then(() => staged).then(() => callback(), callback);
+    },
+  });
+
+  try {
+    await pipeline(
+      createReadStream(archive, { highWaterMark: CHUNK_BYTES }),
+      createGunzip(),
+      decompressedCap(limits),
+      sink,
+      { signal: abort.signal },
+    );
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    fail(typeof code === 'string' && code.startsWith('Z_') ? malformed(`malformed gzip stream: ${(cause as Error).message}`) : cause);
+  }
+  await staged;
+  if (failure !== undefined) throw failure;
+}

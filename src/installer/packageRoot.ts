@@ -1,0 +1,54 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { refuse } from './refusal.js';
+
+/**
+ * The manifest file names looked for at a package root, in order of
+ * precedence: GUM JSON v1, the GUM TOML contract form (two spellings), Open
+ * Discovery. The same list, in the same order, as the manifest validator's.
+ */
+export const PACKAGE_MANIFEST_NAMES = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'] as const;
+
+/** One of {@link PACKAGE_MANIFEST_NAMES}. */
+export type PackageManifestName = (typeof PACKAGE_MANIFEST_NAMES)[number];
+
+/** Where the package root is inside an extracted tree. */
+export interface PackageRoot {
+  /** The directory holding the manifest. */
+  readonly dir: string;
+  /** The manifest found there. */
+  readonly manifestFile: PackageManifestName;
+  /** The single top-level directory that was stripped, if any. */
+  readonly strippedTopDirectory?: string;
+}
+
+async function manifestIn(dir: string): Promise<{ manifest: PackageManifestName | undefined; names: string[]; onlyDirectory: string | undefined }> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const files = new Set(entries.filter((e) => e.isFile()).map((e) => e.name));
+  const only = entries.length === 1 && entries[0]?.isDirectory() === true ? entries[0].name : undefined;
+  return {
+    manifest: PACKAGE_MANIFEST_NAMES.find((name) => files.has(name)),
+    names: entries.map((e) => e.name).sort(),
+    onlyDirectory: only,
+  };
+}
+
+/**
+ * Finds the manifest at the root of an extracted tree. Archives are often
+ * made of one folder (`package/`, `<name>-1.2.0/`): when `allowStrip` is set,
+ * the root holds no manifest, and its one entry is a directory that does, that
+ * directory becomes the package root. Only one level is stripped.
+ */
+export async function locatePackageRoot(tree: string, allowStrip: boolean): Promise<PackageRoot> {
+  const top = await manifestIn(tree);
+  if (top.manifest !== undefined) return { dir: tree, manifestFile: top.manifest };
+  if (allowStrip && top.onlyDirectory !== undefined) {
+    const inner = await manifestIn(join(tree, top.onlyDirectory));
+    if (inner.manifest !== undefined) {
+      return { dir: join(tree, top.onlyDirectory), manifestFile: inner.manifest, strippedTopDirectory: top.onlyDirectory };
+    }
+  }
+  return refuse('PLUGIN_MANIFEST_NOT_FOUND', `no ${PACKAGE_MANIFEST_NAMES.join(', ')} at the package root`, {
+    details: { looked_for: [...PACKAGE_MANIFEST_NAMES], top_level: top.names.slice(0, 20) },
+  });
+}

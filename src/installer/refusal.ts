@@ -1,0 +1,91 @@
+import { hostError, isHostError, type HostError, type HostErrorFields } from '../errors/HostError.js';
+import type { HostErrorCode } from '../errors/registry.js';
+import type { PackageLimits } from './limits.js';
+
+/**
+ * Why an archive or package entry was refused; stable strings carried in
+ * `details.reason` of `PLUGIN_ARCHIVE_INVALID`.
+ */
+export type ArchiveRefusalReason =
+  | 'empty_name'
+  | 'nul_character'
+  | 'control_character'
+  | 'backslash'
+  | 'absolute_name'
+  | 'traversal'
+  | 'empty_segment'
+  | 'segment_too_long'
+  | 'symlink'
+  | 'hardlink'
+  | 'device'
+  | 'fifo'
+  | 'socket'
+  | 'special_file'
+  | 'unsupported_type'
+  | 'duplicate'
+  | 'conflict'
+  | 'encrypted'
+  | 'unsupported_compression'
+  | 'limit'
+  | 'malformed'
+  | 'unknown_format'
+  | 'not_a_file';
+
+/**
+ * Internal: a refusal raised deep inside a stream handler. It carries the
+ * final `HostError`, so the boundary only has to unwrap it; anything else that
+ * reaches the boundary is an I/O failure.
+ */
+export class Refusal extends Error {
+  constructor(readonly error: HostError) {
+    super(error.message);
+  }
+}
+
+/** A `PLUGIN_ARCHIVE_INVALID` error naming the entry (when there is one) and the reason. */
+export function archiveInvalid(
+  reason: ArchiveRefusalReason,
+  entry: string | undefined,
+  message: string,
+  extra: Readonly<Record<string, unknown>> = {},
+): HostError {
+  const details = entry === undefined ? { reason, ...extra } : { reason, entry, ...extra };
+  return hostError('PLUGIN_ARCHIVE_INVALID', message, { details });
+}
+
+/** Throws {@link archiveInvalid} as a {@link Refusal}. */
+export function refuseEntry(
+  reason: ArchiveRefusalReason,
+  entry: string | undefined,
+  message: string,
+  extra: Readonly<Record<string, unknown>> = {},
+): never {
+  throw new Refusal(archiveInvalid(reason, entry, message, extra));
+}
+
+/** A `PLUGIN_ARCHIVE_INVALID` refusal for a limit that was hit. */
+export function limitRefusal(limit: keyof PackageLimits, max: number, entry: string | undefined, message: string): Refusal {
+  return new Refusal(archiveInvalid('limit', entry, message, { limit, max }));
+}
+
+/** Throws {@link limitRefusal}. */
+export function refuseLimit(limit: keyof PackageLimits, max: number, entry: string | undefined, message: string): never {
+  throw limitRefusal(limit, max, entry, message);
+}
+
+/** Throws a refusal with any code. */
+export function refuse(code: HostErrorCode, message: string, fields: HostErrorFields = {}): never {
+  throw new Refusal(hostError(code, message, fields));
+}
+
+/** Maps whatever a staging step threw to the `HostError` the caller sees. */
+export function toHostError(cause: unknown, what: string): HostError {
+  if (cause instanceof Refusal) return cause.error;
+  if (isHostError(cause)) return cause;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    cause,
+    details: code === undefined ? {} : { errno: code },
+    ...(code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' ? { retryable: false } : {}),
+  });
+}

@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openPackageSource } from '../../src/installer/openPackageSource.js';
+import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
+
+const mode = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;
+
+let ws: Workspace;
+let pkg: string;
+beforeEach(async () => {
+  ws = await workspace();
+  pkg = join(ws.dir, 'hello-plugin');
+  await mkdir(join(pkg, 'bin'), { recursive: true });
+  await writeFile(join(pkg, 'manifest.json'), '{"manifest_schema_version":1}');
+  await writeFile(join(pkg, 'bin', 'hello'), '#!/bin/true\n');
+  await chmod(join(pkg, 'bin', 'hello'), 0o750);
+  await writeFile(join(pkg, 'secret-ish'), 'x');
+  await chmod(join(pkg, 'secret-ish'), 0o600);
+});
+afterEach(async () => {
+  await ws.dispose();
+});
+
+describe('local directory sources', () => {
+  it('copies the tree with 0755 directories, 0755 executables and 0644 files', async () => {
+    const staged = expectStaged(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }));
+    expect(staged.source).toEqual({ kind: 'directory', path: pkg });
+    expect(staged.digest).toBeUndefined();
+    expect(staged.manifestFile).toBe('manifest.json');
+    expect((await readdir(staged.root)).sort()).toEqual(['bin', 'manifest.json', 'secret-ish']);
+    expect(await readFile(join(staged.root, 'bin', 'hello'), 'utf8')).toBe('#!/bin/true\n');
+    expect(await mode(staged.root)).toBe(0o755);
+    expect(await mode(join(staged.root, 'bin'))).toBe(0o755);
+    expect(await mode(join(staged.root, 'bin', 'hello'))).toBe(0o755);
+    expect(await mode(join(staged.root, 'secret-ish'))).toBe(0o644);
+    expect(staged.stats).toEqual({ entries: 4, bytes: '{"manifest_schema_version":1}'.length + '#!/bin/true\n'.length + 1 });
+    await staged.discard();
+  });
+
+  it('never strips a folder of a directory source', async () => {
+    const outer = join(ws.dir, 'outer');
+    await mkdir(outer);
+    execFileSync('cp', ['-r', pkg, join(outer, 'inner')]);
+    await expectRefused(await openPackageSource(outer, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_MANIFEST_NOT_FOUND');
+  });
+
+  it('refuses a symbolic link anywhere in the tree', async () => {
+    await symlink('/etc/passwd', join(pkg, 'bin', 'passwd'));
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
+      reason: 'symlink',
+      entry: 'bin/passwd',
+    });
+  });
+
+  it('refuses a link to a directory inside the package too', async () => {
+    await symlink('bin', join(pkg, 'alias'));
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
+      entry: 'alias',
+    });
+  });
+
+  it('refuses a FIFO', async () => {
+    execFileSync('mkfifo', [join(pkg, 'pipe')]);
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'special_file',
+      entry: 'pipe',
+    });
+  });
+
+  it('applies the entry and byte limits', async () => {
+    await expectRefused(
+      await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, limits: { maxEntries: 3 } }),
+      ws.stagingRoot,
+      'PLUGIN_ARCHIVE_INVALID',
+      { limit: 'maxEntries', max: 3 },
+    );
+    await writeFile(join(pkg, 'big'), Buffer.alloc(2048));
+    await expectRefused(
+      await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, limits: { maxExtractedBytes: 1024 } }),
+      ws.stagingRoot,
+      'PLUGIN_ARCHIVE_INVALID',
+      { limit: 'maxExtractedBytes', entry: 'big' },
+    );
+  });
+
+  it('refuses a checksum or signature requirement, which only archives can meet', async () => {
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, requireChecksum: true }), ws.stagingRoot, 'PLUGIN_CHECKSUM_MISMATCH', {
+      reason: 'directory_source',
+    });
+    await expectRefused(
+      await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, signature: 'AAAA' }),
+      ws.stagingRoot,
+      'PLUGIN_SIGNATURE_INVALID',
+      { reason: 'directory_source' },
+    );
+  });
+
+  it('refuses a staging root inside the package being copied', async () => {
+    const inside = join(pkg, '.staging');
+    const result = await openPackageSource(pkg, { stagingRoot: inside });
+    expect(result.isErr() && result.error.code).toBe('HOST_INVALID_OPTIONS');
+    expect(await readdir(inside)).toEqual([]);
+  });
+
+  it('reports a missing source as an I/O error that is not worth retrying', async () => {
+    const result = await openPackageSource(join(ws.dir, 'nope'), { stagingRoot: ws.stagingRoot });
+    expect(result.isErr() && result.error.code).toBe('HOST_IO_ERROR');
+    expect(result.isErr() && result.error.retryable).toBe(false);
+  });
+});
+
+describe('manifest names', () => {
+  it('are the manifest validator’s, in the same order', async () => {
+    const { PACKAGE_MANIFEST_NAMES } = await import('../../src/installer/packageRoot.js');
+    const { MANIFEST_FILE_NAMES } = await import('../../src/manifest/ManifestValidator.js');
+    expect([...PACKAGE_MANIFEST_NAMES]).toEqual([...MANIFEST_FILE_NAMES]);
+  });
+
+  it('pick the first by precedence when a package has several', async () => {
+    await writeFile(join(pkg, 'mcp-plugin.json'), '{}');
+    await writeFile(join(pkg, 'plugin.toml'), '');
+    const staged = expectStaged(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }));
+    expect(staged.manifestFile).toBe('manifest.json');
+    await staged.discard();
+  });
+});
