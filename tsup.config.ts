@@ -1,7 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts' },
+  entry: { index: 'src/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts' },
+  shims: true,
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,

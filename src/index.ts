@@ -181,3 +181,71 @@ export { resolveWriteDir } from './sandbox/writeDir.js';
 export { DEFAULT_SECRET_PATHS } from './sandbox/secretLocations.js';
 export { nodeRuntimePaths, type SandboxBackendName } from './sandbox/backends.js';
 export type { SandboxUnsupportedCause } from './sandbox/probe.js';
+export {
+  CaptureServer,
+  CapturedHandle,
+  type CapturedCallback,
+  type CapturedPrompt,
+  type CapturedPromptConfig,
+  type CapturedRegistration,
+  type CapturedResource,
+  type CapturedTool,
+  type CapturedToolConfig,
+  type LiveHandle,
+  type PluginRegistrar,
+  type ResourceTemplateLike,
+} from './shapes/esm/CaptureServer.js';
+export {
+  loadInProcess,
+  loadPlugins,
+  type EsmInProcessOptions,
+  type EsmLoadReport,
+  type EsmPluginSource,
+} from './shapes/esm/loadPlugins.js';
+export { EsmPlugin, pluginsOn, type EsmPluginContext, type EsmReloadResult } from './shapes/esm/EsmPlugin.js';
+export type {
+  EsmFailedEntry,
+  EsmLoadStats,
+  EsmLoadSummary,
+  EsmLoadTimings,
+  EsmLoadedEntry,
+  EsmSkipReason,
+  EsmSkippedEntry,
+} from './shapes/esm/EsmLoadSummary.js';
+export {
+  DEFAULT_ESM_LOADER_FLAGS,
+  ESM_LOADER_ENV_NAMES,
+  esmLoaderOptionsFromEnv,
+  type EsmLoaderFlags,
+} from './shapes/esm/EsmLoaderOptions.js';
+export { orderByDependencies, type DependencyNode, type DependencyOrder } from './shapes/esm/dependencyOrder.js';
+export { ESM_RUNNER_FILE, esmRunnerCommand, type EsmRunnerCommandOptions } from './shapes/esm/esmRunnerCommand.js';
+export { EsmSession } from './shapes/esm/EsmSession.js';
+export {
+  ESM_RUNNER_CODES,
+  ESM_RUNNER_LOAD_FAILED_EXIT,
+  esmRunnerFailure,
+  formatRunnerReport,
+  parseRunnerReport,
+  type EsmRunnerReport,
+} from './shapes/esm/runnerDiagnostic.js';
+export {
+  DEFAULT_RELOAD_DEBOUNCE_MS,
+  watchPlugin,
+  type EsmReloadEvent,
+  type PluginWatcher,
+  type WatchPluginOptions,
+} from './shapes/esm/watchPlugin.js';
+export { prepareServerForPlugins } from './shapes/esm/prepareServer.js';
+export { discoverEsmPlugins } from './shapes/esm/discoverEsmPlugins.js';
+export {
+  DEFAULT_CREATE_PLUGIN_TIMEOUT_MS,
+  type PhaseTimes,
+  type PreflightOutcome,
+  type PreflightSettings,
+} from './shapes/esm/preflight.js';
+export type { LiveRegistration, RegistrationCounts } from './shapes/esm/replay.js';
+export { TOOL_NAME_PATTERN, type InvalidTool } from './shapes/esm/validateTools.js';
+export type { CapabilityKind, CapabilityMismatch } from './shapes/esm/reconcile.js';
+export { ESM_ENTRY_EXTENSIONS, type ResolvedEntry } from './shapes/esm/entry.js';
+export { ESM_MANIFEST_FILE } from './shapes/esm/manifestFile.js';

@@ -1,0 +1,44 @@
+import type { ResultAsync } from 'neverthrow';
+import type { HostError } from '../../errors/HostError.js';
+import { McpSession, type McpSessionOptions, type McpSessionStats } from '../mcp/McpSession.js';
+import type { McpToolResult } from '../mcp/McpConnection.js';
+import type { CallOptions, PluginSession, ToolDescriptor } from '../PluginSession.js';
+import { esmRunnerFailure } from './runnerDiagnostic.js';
+
+/**
+ * A {@link PluginSession} for an `esm-module` plugin run in the ESM runner
+ * subprocess (see {@link esmRunnerCommand}): an {@link McpSession} whose
+ * launcher starts the runner, with the runner's load failures reported under
+ * their own codes (PLUGIN_ENTRY_INVALID, PLUGIN_CAPABILITY_MISMATCH, …)
+ * instead of PLUGIN_CRASHED.
+ */
+export class EsmSession implements PluginSession {
+  /** Always `esm-module`. */
+  readonly shape = 'esm-module' as const;
+  readonly #inner: McpSession;
+
+  /** @param options - As for McpSession; `launch` starts the runner. */
+  constructor(options: McpSessionOptions) {
+    this.#inner = new McpSession(options);
+  }
+
+  /** Counters of the underlying MCP session. */
+  stats(): McpSessionStats {
+    return this.#inner.stats();
+  }
+
+  /** The plugin's tools, starting the runner if needed. */
+  listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
+    return this.#inner.listTools().mapErr(esmRunnerFailure);
+  }
+
+  /** Calls one tool of the plugin. */
+  callTool(name: string, args: unknown, options?: CallOptions): ResultAsync<McpToolResult, HostError> {
+    return this.#inner.callTool(name, args, options).mapErr(esmRunnerFailure);
+  }
+
+  /** Stops the runner. */
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+}

@@ -1,0 +1,88 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../../errors/HostError.js';
+import { trustedCommand } from '../../process/spawnPluginProcess.js';
+import type { VerifiedExecutable } from '../../process/VerifiedExecutable.js';
+import { nodeRuntimePaths } from '../../sandbox/backends.js';
+import { runnerArguments } from './runnerArgs.js';
+
+/** The runner's file name beside the built library (`dist/esm-runner.js`). */
+export const ESM_RUNNER_FILE = 'esm-runner.js';
+
+/** Options of {@link esmRunnerCommand}. */
+export interface EsmRunnerCommandOptions {
+  /** STRICT_CAPABILITIES inside the runner. Default false. */
+  readonly strictCapabilities?: boolean;
+  /** STRICT_TOOLS inside the runner. Default false. */
+  readonly strictTools?: boolean;
+  /** SCHEMA_PATH inside the runner (must be readable in the sandbox). */
+  readonly schemaPath?: string;
+  /** Time allowed for import plus `createPlugin`, in ms. Default 30 s. */
+  readonly createTimeoutMs?: number;
+  /** Hot reload inside the runner; the host sees `tools/list_changed`. Default false. */
+  readonly watch?: boolean;
+  /** DEBUG_REGISTRY: loader steps on the runner's stderr. Default false. */
+  readonly debugRegistry?: boolean;
+  /**
+   * The command that starts the runner script, before its arguments.
+   * Default `[process.execPath, <dir of this library>/esm-runner.js]`.
+   */
+  readonly runnerArgv?: readonly string[];
+}
+
+function thisModuleFile(): string {
+  // The CommonJS build has __filename; the ES module build has import.meta.url.
+  return typeof __filename === 'string' ? __filename : fileURLToPath(import.meta.url);
+}
+
+/** The directories a sandboxed runner must read besides the plugin root: its script and its dependencies. */
+function runnerReadPaths(script: string): string[] {
+  // Node looks modules up by path and then loads them by real path (pnpm and
+  // workspaces link node_modules), so the sandbox must expose both.
+  const paths = [script, realpathSync(script)];
+  for (let dir = dirname(script); dir !== dirname(dir); dir = dirname(dir)) {
+    if (basename(dir) === 'node_modules') return [...paths, dir, realpathSync(dir)];
+    const modules = join(dir, 'node_modules');
+    if (existsSync(join(dir, 'package.json')) && existsSync(modules)) return [...paths, modules, realpathSync(modules)];
+  }
+  return paths;
+}
+
+/**
+ * How to start the ESM runner for one plugin: an MCP-over-stdio command
+ * (`node esm-runner.js … -- <root>`) for the host's sandboxed spawner, with
+ * the paths the sandbox must let it read (the plugin root, the runner and
+ * its dependencies, Node). The host then runs it as any `mcp-plugin`, e.g.
+ * through an {@link EsmSession}. Fails with HOST_INVALID_OPTIONS when the
+ * runner script is not there (the package was not built).
+ */
+export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions = {}): Result<VerifiedExecutable, HostError> {
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(resolve(root));
+  } catch (cause) {
+    return err(hostError('PLUGIN_ENTRY_INVALID', `plugin root ${root} does not exist`, { details: { root }, cause }));
+  }
+  const runner = options.runnerArgv ?? [process.execPath, join(dirname(thisModuleFile()), ESM_RUNNER_FILE)];
+  const script = runner.at(-1);
+  if (script === undefined || runner.length < 2 || !existsSync(script)) {
+    return err(hostError('HOST_INVALID_OPTIONS', `the ESM runner script ${script ?? '(none)'} does not exist; build the package or pass runnerArgv`, { details: { runnerArgv: [...runner] } }));
+  }
+  const argv = [
+    ...runner,
+    ...runnerArguments({
+      root: realRoot,
+      strictCapabilities: options.strictCapabilities ?? false,
+      strictTools: options.strictTools ?? false,
+      ...(options.schemaPath === undefined ? {} : { schemaPath: options.schemaPath }),
+      ...(options.createTimeoutMs === undefined ? {} : { createTimeoutMs: options.createTimeoutMs }),
+      watch: options.watch ?? false,
+      debugRegistry: options.debugRegistry ?? false,
+    }),
+  ];
+  const readable = [realRoot, ...nodeRuntimePaths(), ...runnerReadPaths(resolve(script))];
+  if (options.schemaPath !== undefined) readable.push(resolve(options.schemaPath));
+  return ok(trustedCommand(argv, realRoot, [...new Set(readable)]));
+}

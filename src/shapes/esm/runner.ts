@@ -1,0 +1,100 @@
+/**
+ * The ESM runner: a subprocess that hosts exactly one Open Discovery plugin
+ * and serves it over MCP stdio, so that an ESM plugin gets the sandbox,
+ * limits and supervision of any MCP plugin. Usage:
+ * `node esm-runner.js [--strict-capabilities] [--strict-tools] [--schema-path P]
+ * [--create-timeout-ms N] [--watch] [--debug-registry] -- <pluginRoot>`.
+ *
+ * A plugin that fails to load makes the runner write one `load-failed`
+ * report line to stderr and exit with {@link ESM_RUNNER_LOAD_FAILED_EXIT}
+ * before any MCP traffic; the host turns it into the load's HostError with
+ * `esmRunnerFailure`.
+ */
+import { createWriteStream } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Logger } from '../../ports/ports.js';
+import { loadPlugins } from './loadPlugins.js';
+import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
+import { parseRunnerArguments } from './runnerArgs.js';
+import { ESM_RUNNER_LOAD_FAILED_EXIT, formatRunnerReport, loadFailedReport, type EsmRunnerReport } from './runnerDiagnostic.js';
+import { watchPlugin } from './watchPlugin.js';
+
+const report = (line: EsmRunnerReport): void => {
+  process.stderr.write(`${formatRunnerReport(line)}\n`);
+};
+
+const stderrLogger: Logger = {
+  debug: (fields, message) => process.stderr.write(`debug ${message} ${JSON.stringify(fields)}\n`),
+  info: (fields, message) => process.stderr.write(`info ${message} ${JSON.stringify(fields)}\n`),
+  warn: (fields, message) => process.stderr.write(`warn ${message} ${JSON.stringify(fields)}\n`),
+  error: (fields, message) => process.stderr.write(`error ${message} ${JSON.stringify(fields)}\n`),
+};
+
+/**
+ * MCP owns file descriptor 1. Whatever the plugin prints through console or
+ * process.stdout goes to stderr instead, so it cannot corrupt the protocol.
+ */
+function reserveStdoutForMcp(): Writable {
+  const protocolOut = createWriteStream('', { fd: 1 });
+  const toStderr = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  process.stdout.write = toStderr;
+  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+  return protocolOut;
+}
+
+async function main(): Promise<number | undefined> {
+  const settings = parseRunnerArguments(process.argv.slice(2));
+  if (settings.isErr()) {
+    report(loadFailedReport(settings.error));
+    return ESM_RUNNER_LOAD_FAILED_EXIT;
+  }
+  const { root, watch, ...flags } = settings.value;
+  const protocolOut = reserveStdoutForMcp();
+  const manifest = await esmManifestValidator(flags.schemaPath).andThen((validator) => readEsmManifest(root, validator));
+  if (manifest.isErr()) {
+    report(loadFailedReport(manifest.error));
+    return ESM_RUNNER_LOAD_FAILED_EXIT;
+  }
+  // The plugin's identity is the server's, so the host's serverInfo names the plugin.
+  const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version });
+  const loaded = await loadPlugins(server, [{ root, manifest: manifest.value }], { ...flags, trust: 'in-process', logger: stderrLogger });
+  const plugin = loaded.isOk() ? loaded.value.plugins[0] : undefined;
+  if (plugin === undefined) {
+    const error = loaded.isErr() ? loaded.error : loaded.value.summary.failed[0]?.error;
+    if (error !== undefined) report(loadFailedReport(error));
+    return ESM_RUNNER_LOAD_FAILED_EXIT;
+  }
+  report({ kind: 'loaded', plugin: plugin.id, version: plugin.version, warnings: plugin.warnings });
+  const watcher = watch
+    ? watchPlugin(plugin, (event) =>
+        report(
+          event.ok
+            ? { kind: 'reloaded', plugin: event.plugin, version: event.result.version, warnings: event.result.warnings }
+            : { kind: 'reload-failed', plugin: event.plugin, code: event.error.code, message: event.error.message },
+        ),
+      )
+    : undefined;
+  await server.connect(new StdioServerTransport(process.stdin, protocolOut));
+  process.stdin.once('end', () => {
+    watcher?.close();
+    void server.close().finally(() => process.exit(0));
+  });
+  return undefined;
+}
+
+// A failed plugin may have left timers or sockets behind: exit explicitly once stderr is flushed.
+const exitAfterStderr = (code: number): void => {
+  process.stderr.write('', () => process.exit(code));
+};
+
+main().then(
+  (exitCode) => {
+    if (exitCode !== undefined) exitAfterStderr(exitCode);
+  },
+  (cause: unknown) => {
+    process.stderr.write(`esm runner failed: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}\n`);
+    exitAfterStderr(70);
+  },
+);
