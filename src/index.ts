@@ -249,3 +249,51 @@ export { TOOL_NAME_PATTERN, type InvalidTool } from './shapes/esm/validateTools.
 export type { CapabilityKind, CapabilityMismatch } from './shapes/esm/reconcile.js';
 export { ESM_ENTRY_EXTENSIONS, type ResolvedEntry } from './shapes/esm/entry.js';
 export { ESM_MANIFEST_FILE } from './shapes/esm/manifestFile.js';
+export {
+  bindExecutable,
+  verifyExecutableBinding,
+  type BindExecutableOptions,
+  type ExecutableBindingRecord,
+  type VerifyExecutableOptions,
+} from './binding/ExecutableBinding.js';
+export type { FileIdentity, InterpreterKind, InterpreterPin } from './binding/interpreter.js';
+export type { UntrustedReason } from './binding/untrusted.js';
+export {
+  CatalogStore,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_STALE_LOCK_MS,
+  PROFILE_LOCK_FILE,
+  type CatalogMutator,
+  type CatalogStoreOptions,
+} from './catalog/CatalogStore.js';
+export {
+  listPlugins,
+  lookupPlugin,
+  putPlugin,
+  removePlugin,
+  updatePluginState,
+  type InstalledPlugin,
+  type PluginRecords,
+} from './catalog/catalogContents.js';
+export {
+  EMPTY_CONTENTS,
+  PLUGINS_LOCK_SCHEMA_VERSION,
+  PLUGIN_CATALOG_SCHEMA_VERSION,
+  PLUGIN_STATE_SCHEMA_VERSION,
+  type CanaryState,
+  type CatalogContents,
+  type CatalogSnapshot,
+  type CatalogVariant,
+  type DescribedCapabilities,
+  type DescribedCredential,
+  type GenerationStamp,
+  type LockedPlugin,
+  type NamespaceOwnerEntry,
+  type PackageSource,
+  type PluginCatalogFile,
+  type PluginDescriptor,
+  type PluginStateFile,
+  type PluginStateRecord,
+  type PluginStatus,
+  type PluginsLockFile,
+} from './catalog/catalogTypes.js';

@@ -18,7 +18,7 @@ import { normalizeManifest } from './normalize.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, type ParseLimits } from './parse.js';
 import { checkSchemaRefGrammar, checkSchemaRefs, type SchemaBundleReader } from './schemaRefs.js';
 import { bundledValidator, newDraft07Ajv, type CompiledSchema } from './schemas.js';
-import { hasViolations, sortViolations, violationsError, type Violation } from './violations.js';
+import { hasViolations, sortViolations, violationsError, type CheckStage, type Violation } from './violations.js';
 
 /**
  * Which shapes a validator accepts by default. `gum` is the GUM contract as
@@ -67,6 +67,12 @@ export interface ValidateCallOptions {
   readonly fileName?: string;
   /** Overrides the validator's `firstParty` for this call. */
   readonly firstParty?: boolean;
+  /**
+   * Checks that need host state (namespace ownership, the env denylist, the
+   * sandbox's write-dir rule). They run on the normalized manifest once the
+   * structure is valid, and their violations sort into the same check order.
+   */
+  readonly hostChecks?: (manifest: NormalizedManifest) => readonly Violation[];
 }
 
 /** Per-call options of file validation. */
@@ -89,6 +95,9 @@ export interface ManifestReport {
 
 /** Manifest file names looked for in a plugin directory, in order. */
 export const MANIFEST_FILE_NAMES: readonly string[] = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'];
+
+/** Stages whose violations leave no well-formed manifest to normalize. */
+const STRUCTURAL_STAGES: ReadonlySet<CheckStage> = new Set<CheckStage>(['parse', 'schema_version', 'shape', 'structure']);
 
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
@@ -215,10 +224,19 @@ export class ManifestValidator {
     ];
   }
 
-  #report(source: string, form: ManifestForm, doc: unknown, violations: Violation[], schemas: readonly ResolvedSchema[]): ManifestReport {
-    const sorted = sortViolations(violations);
-    const manifest = sorted.length === 0 && isRecord(doc) ? normalizeManifest(doc, form, schemas) : undefined;
-    return { source, form, violations: sorted, manifest };
+  #report(
+    source: string,
+    form: ManifestForm,
+    doc: unknown,
+    violations: Violation[],
+    schemas: readonly ResolvedSchema[],
+    hostChecks?: ValidateCallOptions['hostChecks'],
+  ): ManifestReport {
+    const structural = violations.some((v) => STRUCTURAL_STAGES.has(v.stage));
+    const normalized = !structural && isRecord(doc) ? normalizeManifest(doc, form, schemas) : undefined;
+    const all = normalized !== undefined && hostChecks !== undefined ? [...violations, ...hostChecks(normalized)] : violations;
+    const sorted = sortViolations(all);
+    return { source, form, violations: sorted, manifest: sorted.length === 0 ? normalized : undefined };
   }
 
   /** Every violation of an already parsed document (its schema refs checked by grammar only). */
@@ -226,7 +244,7 @@ export class ManifestValidator {
     const source = call.fileName ?? 'manifest';
     return this.#schemaFor(form).map((schema) => {
       const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
-      return this.#report(source, form, doc, isGated(found) ? found : [...found, ...checkSchemaRefGrammar(doc, form)], []);
+      return this.#report(source, form, doc, isGated(found) ? found : [...found, ...checkSchemaRefGrammar(doc, form)], [], call.hostChecks);
     });
   }
 
@@ -269,7 +287,7 @@ export class ManifestValidator {
           ...(this.#knownDigests === undefined ? {} : { knownDigests: this.#knownDigests }),
         });
         return ResultAsync.fromSafePromise(refs).map((outcome) =>
-          this.#report(path, form, doc, [...found, ...outcome.violations], outcome.schemas),
+          this.#report(path, form, doc, [...found, ...outcome.violations], outcome.schemas, call.hostChecks),
         );
       });
     });

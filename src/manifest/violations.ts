@@ -11,6 +11,7 @@ export const CHECK_STAGES = [
   'shape',
   'structure',
   'namespace',
+  'env',
   'credentials',
   'schema_refs',
   'strip_nulls',

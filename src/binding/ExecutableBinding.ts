@@ -1,0 +1,262 @@
+/**
+ * Executable binding: what a plugin runs, pinned at install and re-verified
+ * before every spawn.
+ *
+ * - {@link bindExecutable} (install) checks the manifest's executable path,
+ *   refuses links, escapes, shells and unknown formats, resolves a `#!`
+ *   interpreter once, and returns the record that `plugins.lock` stores.
+ * - {@link verifyExecutableBinding} (every spawn, never cached) re-hashes the
+ *   installed file while copying it to a private unnamed file and returns a
+ *   {@link VerifiedExecutable} whose argv runs that copy through an inherited
+ *   descriptor: the bytes that run are the bytes that were hashed.
+ */
+import { realpath } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { systemRandom, type Random } from '../ports/ports.js';
+import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
+import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
+import { nodeVerifiedMainImport } from './nodeLoader.js';
+import { normalizeExecutablePath } from './relativePath.js';
+import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
+import { digestsEqual, sha256OfHandle } from './sha256.js';
+import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
+import { isShellName } from './shells.js';
+import { ioFailure, untrusted } from './untrusted.js';
+import { copyWhileHashing, preparePrivateDir, type VerifiedCopy } from './verifiedCopy.js';
+
+/** The executable binding recorded in `plugins.lock` for one plugin. */
+export interface ExecutableBindingRecord {
+  /** The executable, relative to `install_root`, `/`-separated and normalized. */
+  readonly executable_path: string;
+  /** SHA-256 (lower-case hex) of the executable's bytes at install. */
+  readonly executable_sha256: string;
+  /**
+   * The command line the host runs, with absolute paths: the executable and
+   * its arguments, or for a `#!` script the pinned interpreter, its `#!`
+   * arguments, the script, and the arguments.
+   */
+  readonly argv_normalized: readonly string[];
+  /** The install root, as an absolute real path. */
+  readonly install_root: string;
+  /** For a `#!` script: its interpreter, resolved and pinned at install. */
+  readonly interpreter?: InterpreterPin;
+}
+
+/** Input of {@link bindExecutable}. */
+export interface BindExecutableOptions {
+  /** The plugin's install root (absolute; links in its own path are resolved once, here). */
+  readonly installRoot: string;
+  /** The manifest's executable, relative to the install root. */
+  readonly executable: string;
+  /** Arguments passed after the executable (default none). */
+  readonly args?: readonly string[];
+  /** The PATH used to resolve `#!/usr/bin/env <program>` (default `process.env.PATH`). Used at install only. */
+  readonly searchPath?: string;
+}
+
+/** Input of {@link verifyExecutableBinding}. */
+export interface VerifyExecutableOptions {
+  /**
+   * A host-private directory (created with mode 0700) on a file system that
+   * allows exec, e.g. `<profile>/exec`. Copies live there only for an instant
+   * before their names are removed.
+   */
+  readonly copyDir: string;
+  /** Names the temporary copies (default: Node's CSPRNG). */
+  readonly random?: Random;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** The descriptor number a child sees for the n-th inherited descriptor. */
+const childFd = (index: number): number => 3 + index;
+
+/** How a child names one of its own descriptors as a path. */
+function descriptorPath(fd: number): string {
+  return process.platform === 'linux' ? `/proc/self/fd/${fd}` : `/dev/fd/${fd}`;
+}
+
+const scriptPathOf = (root: string, relative: string): string => `${root}/${relative}`;
+
+function expectedArgvPrefix(record: Pick<ExecutableBindingRecord, 'install_root' | 'executable_path' | 'interpreter'>): string[] {
+  const script = scriptPathOf(record.install_root, record.executable_path);
+  return record.interpreter ? [record.interpreter.path, ...record.interpreter.args, script] : [script];
+}
+
+async function realInstallRoot(installRoot: string): Promise<Result<string, HostError>> {
+  if (!isAbsolute(installRoot)) {
+    return err(untrusted('invalid_path', `The install root "${installRoot}" is not absolute.`, { install_root: installRoot }));
+  }
+  try {
+    return ok(await realpath(installRoot));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      return err(untrusted('missing', `The install root ${installRoot} does not exist.`, { install_root: installRoot }));
+    }
+    return err(ioFailure('Resolving', installRoot, e));
+  }
+}
+
+async function bindOpened(
+  file: OpenedFile,
+  root: string,
+  relative: string,
+  options: BindExecutableOptions,
+): Promise<Result<ExecutableBindingRecord, HostError>> {
+  const head = await readHead(file.handle, SHEBANG_MAX_BYTES);
+  const format = formatOf(head);
+  if (format === 'unknown') {
+    return err(untrusted('unsupported_format', `${file.path} is neither a native program nor a #! script.`, { path: file.path }));
+  }
+  let interpreter: InterpreterPin | undefined;
+  if (format === 'script') {
+    const shebang = parseShebang(head, file.path);
+    if (shebang.isErr()) return err(shebang.error);
+    const pinned = await pinInterpreter(shebang.value, file.path, options.searchPath ?? process.env.PATH ?? '');
+    if (pinned.isErr()) return err(pinned.error);
+    interpreter = pinned.value;
+  }
+  const sha256 = await sha256OfHandle(file.handle);
+  const base = { install_root: root, executable_path: relative, ...(interpreter ? { interpreter } : {}) };
+  return ok({
+    executable_path: relative,
+    executable_sha256: sha256,
+    argv_normalized: [...expectedArgvPrefix(base), ...(options.args ?? [])],
+    install_root: root,
+    ...(interpreter ? { interpreter } : {}),
+  });
+}
+
+/**
+ * Pins a plugin's executable at install. Refuses, with
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` and `details.reason`: absolute paths, `..`,
+ * links anywhere below the root, files outside it, non-regular files, files
+ * others may write, shells (by name or as `#!` interpreter), files that are
+ * neither native programs nor `#!` scripts, and interpreters that cannot be
+ * resolved to a native program.
+ */
+export function bindExecutable(options: BindExecutableOptions): ResultAsync<ExecutableBindingRecord, HostError> {
+  return new ResultAsync(
+    (async (): Promise<Result<ExecutableBindingRecord, HostError>> => {
+      const relative = normalizeExecutablePath(options.executable);
+      if (relative.isErr()) return err(relative.error);
+      if (isShellName(relative.value)) {
+        return err(untrusted('shell_interpreter', `The executable "${relative.value}" is a shell; shell wrappers are refused.`, { path: relative.value }));
+      }
+      const root = await realInstallRoot(options.installRoot);
+      if (root.isErr()) return err(root.error);
+      const opened = await openInsideRoot(root.value, relative.value);
+      if (opened.isErr()) return err(opened.error);
+      try {
+        return await bindOpened(opened.value, root.value, relative.value, options);
+      } catch (e) {
+        return err(ioFailure('Reading', opened.value.path, e));
+      } finally {
+        await opened.value.handle.close().catch(() => undefined);
+      }
+    })(),
+  );
+}
+
+function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostError> {
+  const relative = normalizeExecutablePath(record.executable_path);
+  if (relative.isErr()) return relative;
+  const consistent =
+    relative.value === record.executable_path &&
+    SHA256_HEX.test(record.executable_sha256) &&
+    isAbsolute(record.install_root) &&
+    (record.interpreter === undefined || (isAbsolute(record.interpreter.path) && SHA256_HEX.test(record.interpreter.sha256))) &&
+    expectedArgvPrefix(record).every((part, i) => record.argv_normalized[i] === part);
+  if (!consistent) {
+    return err(untrusted('binding_inconsistent', 'The recorded executable binding is malformed or its argv does not match its paths.', {
+      executable_path: record.executable_path,
+    }));
+  }
+  return ok(relative.value);
+}
+
+function buildArgv(record: ExecutableBindingRecord, userArgs: readonly string[]): string[] {
+  const copyFd = childFd(0);
+  const script = scriptPathOf(record.install_root, record.executable_path);
+  const pin = record.interpreter;
+  if (pin === undefined) return [descriptorPath(copyFd), ...userArgs];
+  const interpreter = descriptorPath(childFd(1));
+  if (pin.kind === 'node') return [interpreter, ...pin.args, '--import', nodeVerifiedMainImport(copyFd), script, ...userArgs];
+  return [interpreter, ...pin.args, descriptorPath(copyFd), ...userArgs];
+}
+
+function verifiedExecutable(record: ExecutableBindingRecord, copy: VerifiedCopy, interpreter: OpenedFile | undefined): VerifiedExecutable {
+  const handles = [copy.handle, ...(interpreter ? [interpreter.handle] : [])];
+  let released = false;
+  return {
+    argv: buildArgv(record, record.argv_normalized.slice(expectedArgvPrefix(record).length)),
+    inheritFds: handles.map((h) => h.fd),
+    readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : [])],
+    installRoot: record.install_root,
+    sha256: copy.sha256,
+    release(): void {
+      if (released) return;
+      released = true;
+      for (const handle of handles) void handle.close().catch(() => undefined);
+    },
+  };
+}
+
+async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {
+  const relative = checkRecordShape(record);
+  if (relative.isErr()) return err(relative.error);
+  const root = await realInstallRoot(record.install_root);
+  if (root.isErr()) return err(root.error);
+  if (root.value !== record.install_root) {
+    return err(untrusted('link', `The install root ${record.install_root} now resolves to ${root.value}.`, { install_root: record.install_root, resolved: root.value }));
+  }
+  const dir = await preparePrivateDir(options.copyDir);
+  if (dir.isErr()) return err(dir.error);
+
+  const opened = await openInsideRoot(record.install_root, relative.value);
+  if (opened.isErr()) return err(opened.error);
+  const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
+    digestsEqual(record.executable_sha256, sha),
+  ).finally(() => opened.value.handle.close().catch(() => undefined));
+  if (copied.isErr()) return err(copied.error);
+  if ('refused' in copied.value) {
+    return err(
+      untrusted('digest_mismatch', `${opened.value.path} changed since install (SHA-256 ${copied.value.refused}, pinned ${record.executable_sha256}).`, {
+        path: opened.value.path,
+        expected_sha256: record.executable_sha256,
+        actual_sha256: copied.value.refused,
+      }),
+    );
+  }
+  const copy = copied.value;
+  if (record.interpreter === undefined) return ok(verifiedExecutable(record, copy, undefined));
+  const interpreter = await openPinnedInterpreter(record.interpreter);
+  if (interpreter.isErr()) {
+    await copy.handle.close().catch(() => undefined);
+    return err(interpreter.error);
+  }
+  return ok(verifiedExecutable(record, copy, interpreter.value));
+}
+
+/** Marks a verification failure so that the host knows to quarantine the plugin. */
+function forQuarantine(error: HostError): HostError {
+  if (error.code !== 'PLUGIN_EXECUTABLE_UNTRUSTED') return error;
+  return hostError(error.code, error.message, { details: { ...error.details, quarantine: true } });
+}
+
+/**
+ * Verifies a recorded binding just before a spawn and returns what to run.
+ * Never cached: every call re-hashes the installed executable. A mismatch is
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` with `details.reason` (`digest_mismatch`,
+ * `link`, `missing`, `interpreter_digest_mismatch`, …) and
+ * `details.quarantine: true`, which tells the host to quarantine the plugin.
+ * The caller must call `release()` once the child has been spawned.
+ */
+export function verifyExecutableBinding(
+  record: ExecutableBindingRecord,
+  options: VerifyExecutableOptions,
+): ResultAsync<VerifiedExecutable, HostError> {
+  return new ResultAsync(verify(record, options).then((r) => r.mapErr(forQuarantine)));
+}

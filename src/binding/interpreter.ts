@@ -1,0 +1,158 @@
+/**
+ * Interpreter pins. A `#!` script's interpreter is resolved once, at install
+ * (PATH lookup for `env`), to an absolute real path and pinned by SHA-256 and
+ * by its file identity. Before a spawn the identity is compared; only when it
+ * changed is the interpreter re-hashed (see docs/install-safety.md for why).
+ */
+import { stat as statPath, realpath } from 'node:fs/promises';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { BigIntStats } from 'node:fs';
+import { err, ok, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { openRegularFile, readHead, type OpenedFile } from './safeOpen.js';
+import { sha256OfHandle, digestsEqual } from './sha256.js';
+import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
+import { isNodeName, isShellName } from './shells.js';
+import { ioFailure, untrusted } from './untrusted.js';
+
+/** The identity of a file at pin time; all decimal strings (64-bit values). */
+export interface FileIdentity {
+  /** Device id. */
+  readonly dev: string;
+  /** Inode number. */
+  readonly ino: string;
+  /** Size in bytes. */
+  readonly size: string;
+  /** Modification time, nanoseconds since the epoch. */
+  readonly mtime_ns: string;
+  /** Status change time, nanoseconds since the epoch; no unprivileged user can set it back. */
+  readonly ctime_ns: string;
+}
+
+/** How an interpreter is fed the verified script. */
+export type InterpreterKind = 'node' | 'generic';
+
+/** A `#!` script's interpreter, resolved and pinned at install. */
+export interface InterpreterPin {
+  /** Absolute real path of the interpreter binary. */
+  readonly path: string;
+  /** SHA-256 (hex) of the interpreter binary. */
+  readonly sha256: string;
+  /** Arguments from the `#!` line, passed before the script. */
+  readonly args: readonly string[];
+  /** `node` interpreters read the script through a loader hook; others through a descriptor path. */
+  readonly kind: InterpreterKind;
+  /** File identity at pin time; a change forces a full re-hash before the next spawn. */
+  readonly identity: FileIdentity;
+}
+
+/** The identity fields of a `BigIntStats`. */
+export function identityOf(stat: BigIntStats): FileIdentity {
+  return {
+    dev: stat.dev.toString(),
+    ino: stat.ino.toString(),
+    size: stat.size.toString(),
+    mtime_ns: stat.mtimeNs.toString(),
+    ctime_ns: stat.ctimeNs.toString(),
+  };
+}
+
+function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtime_ns === b.mtime_ns && a.ctime_ns === b.ctime_ns;
+}
+
+async function findOnPath(program: string, searchPath: string): Promise<string | undefined> {
+  for (const dir of searchPath.split(delimiter)) {
+    // A relative PATH entry would make the answer depend on the working directory.
+    if (!isAbsolute(dir)) continue;
+    const candidate = join(dir, program);
+    try {
+      const s = await statPath(candidate);
+      if (s.isFile() && (s.mode & 0o111) !== 0) return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
+}
+
+async function refuseScriptInterpreter(file: OpenedFile): Promise<HostError> {
+  const head = await readHead(file.handle, SHEBANG_MAX_BYTES);
+  const inner = parseShebang(head, file.path);
+  if (inner.isOk() && isShellName(inner.value.program)) {
+    return untrusted('shell_interpreter', `The interpreter ${file.path} is a shell wrapper run by ${inner.value.program}.`, {
+      path: file.path,
+      interpreter: inner.value.program,
+    });
+  }
+  return untrusted('interpreter_not_native', `The interpreter ${file.path} is itself a script; point #! at a native interpreter.`, { path: file.path });
+}
+
+/** Resolves, checks and hashes the interpreter named by a `#!` line. */
+export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string): Promise<Result<InterpreterPin, HostError>> {
+  if (isShellName(shebang.program)) {
+    return err(untrusted('shell_interpreter', `${scriptPath} is a shell script (#! ${shebang.program}); shell wrappers are refused.`, { path: scriptPath, interpreter: shebang.program }));
+  }
+  const named = shebang.viaEnv ? await findOnPath(shebang.program, searchPath) : shebang.program;
+  if (named === undefined) {
+    return err(untrusted('interpreter_not_found', `The interpreter "${shebang.program}" of ${scriptPath} is not on PATH.`, { path: scriptPath, interpreter: shebang.program }));
+  }
+  let real: string;
+  try {
+    real = await realpath(named);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return err(untrusted('interpreter_not_found', `The interpreter ${named} of ${scriptPath} does not exist.`, { path: scriptPath, interpreter: named }));
+    return err(ioFailure('Resolving', named, e));
+  }
+  if (isShellName(real)) {
+    return err(untrusted('shell_interpreter', `The interpreter ${named} of ${scriptPath} is the shell ${real}.`, { path: scriptPath, interpreter: real }));
+  }
+  const opened = await openRegularFile(real);
+  if (opened.isErr()) return err(opened.error);
+  const file = opened.value;
+  try {
+    const format = formatOf(await readHead(file.handle, 4));
+    if (format === 'script') return err(await refuseScriptInterpreter(file));
+    if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
+    const sha256 = await sha256OfHandle(file.handle);
+    return ok({
+      path: real,
+      sha256,
+      args: [...shebang.args],
+      kind: isNodeName(real) || isNodeName(shebang.program) ? 'node' : 'generic',
+      identity: identityOf(file.stat),
+    });
+  } catch (e) {
+    return err(ioFailure('Hashing', real, e));
+  } finally {
+    await file.handle.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Opens the pinned interpreter for a spawn. The returned handle is what the
+ * child executes (through its descriptor), so a rename after this check
+ * cannot change which binary runs.
+ */
+export async function openPinnedInterpreter(pin: InterpreterPin): Promise<Result<OpenedFile, HostError>> {
+  const opened = await openRegularFile(pin.path);
+  if (opened.isErr()) return err(opened.error);
+  const file = opened.value;
+  if (sameIdentity(identityOf(file.stat), pin.identity)) return ok(file);
+  try {
+    const actual = await sha256OfHandle(file.handle);
+    if (digestsEqual(pin.sha256, actual)) return ok(file);
+    await file.handle.close();
+    return err(
+      untrusted('interpreter_digest_mismatch', `The interpreter ${pin.path} changed since install (SHA-256 ${actual}, pinned ${pin.sha256}).`, {
+        path: pin.path,
+        expected_sha256: pin.sha256,
+        actual_sha256: actual,
+      }),
+    );
+  } catch (e) {
+    await file.handle.close().catch(() => undefined);
+    return err(ioFailure('Hashing', pin.path, e));
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Opening a file so that what was checked is what was opened: every path
+ * component is refused if it is a link, the final open does not follow links,
+ * and the descriptor's own path (read back from /proc) must be the expected
+ * one, which catches a directory swapped for a link between the checks.
+ */
+import { constants, type BigIntStats } from 'node:fs';
+import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { ioFailure, untrusted } from './untrusted.js';
+
+/** A regular file opened read-only, with the status taken from its descriptor. */
+export interface OpenedFile {
+  /** The open handle; the caller closes it. */
+  readonly handle: FileHandle;
+  /** `fstat` of the handle. */
+  readonly stat: BigIntStats;
+  /** The absolute path that was opened. */
+  readonly path: string;
+}
+
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
+
+/** The path the kernel has for an open descriptor (Linux), or the real path of `path` elsewhere. */
+async function pathOfDescriptor(handle: FileHandle, path: string): Promise<string> {
+  if (process.platform === 'linux') return readlink(`/proc/self/fd/${handle.fd}`);
+  return realpath(path);
+}
+
+/** Opens `path` without following a final link and checks it is a regular file nobody else may write. */
+export async function openRegularFile(path: string): Promise<Result<OpenedFile, HostError>> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, OPEN_FLAGS);
+  } catch (e) {
+    const code = errnoOf(e);
+    if (code === 'ELOOP') return err(untrusted('link', `${path} is a symbolic link.`, { path }));
+    if (code === 'ENOENT' || code === 'ENOTDIR') return err(untrusted('missing', `${path} does not exist.`, { path }));
+    return err(ioFailure('Opening', path, e));
+  }
+  const checked = await checkOpened(handle, path);
+  if (checked.isErr()) await handle.close().catch(() => undefined);
+  return checked;
+}
+
+async function checkOpened(handle: FileHandle, path: string): Promise<Result<OpenedFile, HostError>> {
+  try {
+    const actual = await pathOfDescriptor(handle, path);
+    if (actual === `${path} (deleted)`) {
+      return err(untrusted('changed_during_verification', `${path} was replaced while it was being opened.`, { path }));
+    }
+    if (actual !== path) {
+      return err(untrusted('outside_install_root', `${path} resolved to ${actual} while it was opened.`, { path, resolved: actual }));
+    }
+    const stat = await handle.stat({ bigint: true });
+    if (!stat.isFile()) return err(untrusted('not_regular_file', `${path} is not a regular file.`, { path }));
+    const uid = process.getuid?.();
+    if ((stat.mode & 0o022n) !== 0n || (uid !== undefined && stat.uid !== BigInt(uid) && stat.uid !== 0n)) {
+      return err(
+        untrusted('unsafe_permissions', `${path} may be written by another user (mode ${(stat.mode & 0o7777n).toString(8)}, uid ${stat.uid}).`, {
+          path,
+          mode: Number(stat.mode & 0o7777n),
+          uid: Number(stat.uid),
+        }),
+      );
+    }
+    return ok({ handle, stat, path });
+  } catch (e) {
+    return err(ioFailure('Checking', path, e));
+  }
+}
+
+/**
+ * Opens `<root>/<relative>` (relative already normalized) after checking that
+ * no component below the root is a link. `root` must be a real path.
+ */
+export async function openInsideRoot(root: string, relative: string): Promise<Result<OpenedFile, HostError>> {
+  const segments = relative.split('/');
+  let current = root;
+  for (const [index, segment] of segments.entries()) {
+    current = join(current, segment);
+    try {
+      const stat = await lstat(current);
+      if (stat.isSymbolicLink()) {
+        return err(untrusted('link', `${current} is a symbolic link; links inside an install root are refused.`, { path: current }));
+      }
+      if (index < segments.length - 1 && !stat.isDirectory()) {
+        return err(untrusted('missing', `${current} is not a directory.`, { path: current }));
+      }
+    } catch (e) {
+      const code = errnoOf(e);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return err(untrusted('missing', `${current} does not exist.`, { path: current }));
+      return err(ioFailure('Inspecting', current, e));
+    }
+  }
+  return openRegularFile(current);
+}
+
+/** The first bytes of an open file (at most `n`). */
+export async function readHead(handle: FileHandle, n: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(n);
+  const { bytesRead } = await handle.read(buffer, 0, n, 0);
+  return buffer.subarray(0, bytesRead);
+}

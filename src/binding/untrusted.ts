@@ -1,0 +1,35 @@
+import { hostError, type HostError } from '../errors/HostError.js';
+
+/** Why an executable binding was refused, in `details.reason` of `PLUGIN_EXECUTABLE_UNTRUSTED`. */
+export type UntrustedReason =
+  | 'invalid_path'
+  | 'absolute_path'
+  | 'path_traversal'
+  | 'missing'
+  | 'link'
+  | 'outside_install_root'
+  | 'not_regular_file'
+  | 'unsafe_permissions'
+  | 'shell_interpreter'
+  | 'unsupported_format'
+  | 'unsupported_shebang'
+  | 'interpreter_not_found'
+  | 'interpreter_not_native'
+  | 'binding_inconsistent'
+  | 'changed_during_verification'
+  | 'digest_mismatch'
+  | 'interpreter_digest_mismatch';
+
+/** A `PLUGIN_EXECUTABLE_UNTRUSTED` error with its reason and facts. */
+export function untrusted(reason: UntrustedReason, message: string, details: Record<string, unknown> = {}): HostError {
+  return hostError('PLUGIN_EXECUTABLE_UNTRUSTED', message, { details: { reason, ...details } });
+}
+
+/** Wraps an unexpected file system failure. */
+export function ioFailure(action: string, path: string, cause: unknown): HostError {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return hostError('HOST_IO_ERROR', `${action} ${path} failed${code ? ` (${code})` : ''}`, {
+    details: { path, ...(code ? { errno: code } : {}) },
+    cause,
+  });
+}

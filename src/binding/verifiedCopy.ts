@@ -1,0 +1,75 @@
+/**
+ * The private copy a spawn executes. While the installed file is hashed,
+ * every hashed chunk is written to a new file in a host-private directory;
+ * once the digest matches, the copy is reopened read-only and its name
+ * removed, so the only way to reach those bytes is the descriptor handed to
+ * the child. Neither a rename nor an in-place write of the installed file
+ * after hashing can change what runs.
+ */
+import { chmod, lstat, mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import type { Random } from '../ports/ports.js';
+import { sha256OfHandle } from './sha256.js';
+import { ioFailure } from './untrusted.js';
+
+/** The hashed bytes as an unnamed read-only file, and their digest. */
+export interface VerifiedCopy {
+  /** SHA-256 (hex) of the bytes copied. */
+  readonly sha256: string;
+  /** Read-only handle on the unnamed copy (its name is already removed once `seal` ran). */
+  readonly handle: FileHandle;
+}
+
+/** Creates `dir` (mode 0700) if needed and checks it is a real directory of ours that nobody else can enter. */
+export async function preparePrivateDir(dir: string): Promise<Result<void, HostError>> {
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const s = await lstat(dir);
+    if (!s.isDirectory()) return err(ioFailure('Using copy directory', dir, Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })));
+    if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
+    return ok(undefined);
+  } catch (e) {
+    return err(ioFailure('Preparing copy directory', dir, e));
+  }
+}
+
+/**
+ * Streams `source` into a fresh file under `dir` while hashing it, then
+ * returns the digest with a read-only handle on the copy. `accept(digest)`
+ * decides whether the copy is kept; a refused copy is deleted.
+ */
+export async function copyWhileHashing(
+  source: FileHandle,
+  dir: string,
+  random: Random,
+  accept: (sha256: string) => boolean,
+): Promise<Result<VerifiedCopy | { readonly refused: string }, HostError>> {
+  const name = join(dir, `.verified-${Buffer.from(random.bytes(12)).toString('hex')}`);
+  let writer: FileHandle | undefined;
+  try {
+    writer = await open(name, 'wx', 0o500);
+    const out = writer;
+    const sha256 = await sha256OfHandle(source, async (chunk) => {
+      let written = 0;
+      while (written < chunk.length) written += (await out.write(chunk, written, chunk.length - written)).bytesWritten;
+    });
+    if (!accept(sha256)) {
+      await writer.close();
+      writer = undefined;
+      await unlink(name);
+      return ok({ refused: sha256 });
+    }
+    const reader = await open(name, 'r');
+    await unlink(name);
+    // Close the writer before anyone execs the copy: an open writer makes exec fail with ETXTBSY.
+    await writer.close();
+    writer = undefined;
+    return ok({ sha256, handle: reader });
+  } catch (e) {
+    await writer?.close().catch(() => undefined);
+    await unlink(name).catch(() => undefined);
+    return err(ioFailure('Copying verified bytes to', name, e));
+  }
+}

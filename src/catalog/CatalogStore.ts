@@ -1,0 +1,320 @@
+/**
+ * A profile's plugin catalog: `plugin-catalog.json`, `plugins.lock` and
+ * `plugin-state.json`, published together as one generation under a
+ * cross-process lock. Readers never see a mix of generations; a crash at any
+ * moment leaves either the old or the new generation (see generationFiles.ts
+ * and docs/install-safety.md).
+ */
+import { mkdir } from 'node:fs/promises';
+import { isAbsolute, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { hostError, isHostError, type HostError } from '../errors/HostError.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
+import { CATALOG_FILE_KINDS, validateFile, fileName } from './catalogFiles.js';
+import { listPlugins, lookupPlugin, type InstalledPlugin } from './catalogContents.js';
+import {
+  EMPTY_CONTENTS,
+  PLUGIN_CATALOG_SCHEMA_VERSION,
+  PLUGIN_STATE_SCHEMA_VERSION,
+  PLUGINS_LOCK_SCHEMA_VERSION,
+  type CatalogContents,
+  type CatalogSnapshot,
+} from './catalogTypes.js';
+import { publishGeneration, readGeneration, repairGeneration, type GenerationFiles, type ParseCache, type ReadOutcome } from './generationFiles.js';
+import { ProfileLock } from './ProfileLock.js';
+
+/** Options of {@link CatalogStore.open}. */
+export interface CatalogStoreOptions {
+  /** The profile's directory (absolute); created with mode 0700 if missing. */
+  readonly profileDir: string;
+  /** The profile name recorded in, and required of, every file. */
+  readonly profile: string;
+  /** Stamps `updated_at`; measures lock waits and lock ages. */
+  readonly clock?: Clock;
+  /** Makes txids and lock tokens. */
+  readonly random?: Random;
+  /** How long a transaction waits for the profile lock. Default 30,000 ms. */
+  readonly lockTimeoutMs?: number;
+  /** Age after which a lock whose owner still seems alive is taken over. Default 600,000 ms. */
+  readonly staleLockMs?: number;
+}
+
+/**
+ * A transaction's change: a pure function from the current content to the
+ * next. Return an `err` to abort without writing anything.
+ */
+export type CatalogMutator = (current: CatalogContents, snapshot: CatalogSnapshot) => Result<CatalogContents, HostError> | CatalogContents;
+
+/** Default wait for the profile lock. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
+/** Default age after which a lock held by a seemingly live owner is stale. */
+export const DEFAULT_STALE_LOCK_MS = 600_000;
+
+/** Name of the lock file inside the profile directory. */
+export const PROFILE_LOCK_FILE = '.catalog.lock';
+
+const LOCK_FREE_READ_ATTEMPTS = 5;
+const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+function snapshotOf(profile: string, files: GenerationFiles): CatalogSnapshot {
+  const { catalog, lock, state } = files;
+  if (catalog.data === undefined || lock.data === undefined || state.data === undefined) {
+    return { profile, install_generation: 0, txid: '', updated_at: '', contents: EMPTY_CONTENTS };
+  }
+  return {
+    profile,
+    install_generation: catalog.data.install_generation,
+    txid: catalog.data.txid,
+    updated_at: catalog.data.updated_at,
+    contents: {
+      variants: catalog.data.variants,
+      descriptors: catalog.data.plugins,
+      plugins: lock.data.plugins,
+      namespace_owners: lock.data.namespace_owners,
+      states: state.data.plugins,
+    },
+  };
+}
+
+function checkProfile(dir: string, profile: string, files: GenerationFiles): Result<void, HostError> {
+  for (const kind of CATALOG_FILE_KINDS) {
+    const found = files[kind].data?.profile;
+    if (found !== undefined && found !== profile) {
+      return err(
+        hostError('HOST_INVALID_OPTIONS', `${join(dir, fileName(kind))} belongs to profile "${found}", not "${profile}".`, {
+          details: { file: join(dir, fileName(kind)), profile: found, expected: profile },
+        }),
+      );
+    }
+  }
+  return ok(undefined);
+}
+
+function disagreementError(dir: string, outcome: Extract<ReadOutcome, { disagreement: unknown }>): HostError {
+  return hostError('CATALOG_CORRUPT', `The catalog files in ${dir} share no generation; they were left in place.`, {
+    details: { file: join(dir, fileName('catalog')), generations: outcome.disagreement },
+  });
+}
+
+function validateOptions(options: CatalogStoreOptions): Result<void, HostError> {
+  const bad = (message: string): Result<void, HostError> => err(hostError('HOST_INVALID_OPTIONS', message));
+  if (!isAbsolute(options.profileDir)) return bad(`profileDir must be absolute, got "${options.profileDir}".`);
+  if (!PROFILE_NAME.test(options.profile)) return bad(`profile must match ${PROFILE_NAME.source}, got "${options.profile}".`);
+  for (const key of ['lockTimeoutMs', 'staleLockMs'] as const) {
+    const v = options[key];
+    if (v !== undefined && !(Number.isFinite(v) && v >= 0)) return bad(`${key} must be a non-negative number.`);
+  }
+  return ok(undefined);
+}
+
+/** A profile's catalog store. */
+export class CatalogStore {
+  readonly #dir: string;
+  readonly #profile: string;
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly #lockTimeoutMs: number;
+  readonly #staleLockMs: number;
+  readonly #cache: ParseCache = new Map();
+
+  private constructor(options: CatalogStoreOptions) {
+    this.#dir = options.profileDir;
+    this.#profile = options.profile;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? systemRandom;
+    this.#lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS;
+  }
+
+  /**
+   * Opens (creating if needed) a profile's catalog. If a crash left the files
+   * at different generations, the newest generation all three agree on is
+   * restored under the lock. Corrupt JSON fails with `CATALOG_CORRUPT` naming
+   * the file (left in place); unsupported versions fail with
+   * `PLUGIN_CATALOG_SCHEMA_UNSUPPORTED`, `PLUGIN_LOCK_SCHEMA_UNSUPPORTED` or
+   * `PLUGIN_STATE_SCHEMA_UNSUPPORTED`.
+   */
+  static open(options: CatalogStoreOptions): ResultAsync<CatalogStore, HostError> {
+    return new ResultAsync(
+      (async (): Promise<Result<CatalogStore, HostError>> => {
+        const valid = validateOptions(options);
+        if (valid.isErr()) return err(valid.error);
+        try {
+          await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
+        } catch (cause) {
+          return err(hostError('HOST_IO_ERROR', `Creating the profile directory ${options.profileDir} failed.`, { details: { file: options.profileDir }, cause }));
+        }
+        const store = new CatalogStore(options);
+        const outcome = await readGeneration(store.#dir, store.#cache);
+        if (outcome.isErr()) return err(outcome.error);
+        if ('selected' in outcome.value && !outcome.value.selected.needsRepair) {
+          const profile = checkProfile(store.#dir, store.#profile, outcome.value.selected.files);
+          return profile.map(() => store);
+        }
+        const recovered = await store.#withLock(async () => store.#readLocked());
+        return recovered.map(() => store);
+      })(),
+    );
+  }
+
+  /** The profile this store belongs to. */
+  get profile(): string {
+    return this.#profile;
+  }
+
+  /** The profile directory. */
+  get profileDir(): string {
+    return this.#dir;
+  }
+
+  /**
+   * The current generation, read without taking the lock. Always one
+   * consistent generation: if a publish is in flight the read is retried,
+   * and after a few attempts it falls back to reading under the lock.
+   */
+  snapshot(): ResultAsync<CatalogSnapshot, HostError> {
+    return new ResultAsync(this.#snapshot());
+  }
+
+  /** Every installed plugin, sorted by id. */
+  list(): ResultAsync<InstalledPlugin[], HostError> {
+    return this.snapshot().map(listPlugins);
+  }
+
+  /** One plugin by (profile, plugin id); `undefined` when not installed or when the key names another profile. */
+  lookup(key: { readonly profile: string; readonly plugin_id: string }): ResultAsync<InstalledPlugin | undefined, HostError> {
+    return this.snapshot().map((s) => lookupPlugin(s, key));
+  }
+
+  /**
+   * Runs `mutate` on the current generation under the cross-process lock and
+   * publishes its result as generation + 1 with a new txid. Returns the new
+   * snapshot. Waits at most `lockTimeoutMs` for the lock
+   * (`CATALOG_LOCK_TIMEOUT`); an `err` from `mutate` aborts without writing.
+   */
+  transaction(mutate: CatalogMutator): ResultAsync<CatalogSnapshot, HostError> {
+    return new ResultAsync(this.#withLock(async (lock) => this.#transact(lock, mutate)));
+  }
+
+  async #snapshot(): Promise<Result<CatalogSnapshot, HostError>> {
+    for (let attempt = 0; attempt < LOCK_FREE_READ_ATTEMPTS; attempt++) {
+      const outcome = await readGeneration(this.#dir, this.#cache);
+      if (outcome.isErr()) return err(outcome.error);
+      if ('selected' in outcome.value) {
+        const files = outcome.value.selected.files;
+        return checkProfile(this.#dir, this.#profile, files).map(() => snapshotOf(this.#profile, files));
+      }
+      await sleep(2 * (attempt + 1));
+    }
+    return this.#withLock(async () => this.#readLocked());
+  }
+
+  async #withLock<T>(body: (lock: ProfileLock) => Promise<Result<T, HostError>>): Promise<Result<T, HostError>> {
+    const lock = await ProfileLock.acquire({
+      path: join(this.#dir, PROFILE_LOCK_FILE),
+      timeoutMs: this.#lockTimeoutMs,
+      staleMs: this.#staleLockMs,
+      clock: this.#clock,
+      random: this.#random,
+    });
+    if (lock.isErr()) return err(lock.error);
+    try {
+      return await body(lock.value);
+    } catch (cause) {
+      if (isHostError(cause)) return err(cause);
+      return err(hostError('HOST_INVALID_OPTIONS', `A catalog transaction failed: ${(cause as Error).message ?? String(cause)}`, { cause }));
+    } finally {
+      await lock.value.release();
+    }
+  }
+
+  /** Reads under the lock, repairing a generation left mixed by a crash. */
+  async #readLocked(): Promise<Result<CatalogSnapshot, HostError>> {
+    const outcome = await readGeneration(this.#dir, this.#cache);
+    if (outcome.isErr()) return err(outcome.error);
+    if (!('selected' in outcome.value)) return err(disagreementError(this.#dir, outcome.value));
+    const { files, needsRepair } = outcome.value.selected;
+    const profile = checkProfile(this.#dir, this.#profile, files);
+    if (profile.isErr()) return err(profile.error);
+    if (needsRepair) {
+      const repaired = await repairGeneration(this.#dir, files);
+      if (repaired.isErr()) return err(repaired.error);
+    }
+    return ok(snapshotOf(this.#profile, files));
+  }
+
+  async #transact(lock: ProfileLock, mutate: CatalogMutator): Promise<Result<CatalogSnapshot, HostError>> {
+    const current = await this.#readLocked();
+    if (current.isErr()) return current;
+    const mutated = mutate(current.value.contents, current.value);
+    const next = isResult(mutated) ? mutated : ok(mutated);
+    if (next.isErr()) return err(next.error);
+    const stamp = {
+      profile: this.#profile,
+      install_generation: current.value.install_generation + 1,
+      txid: Buffer.from(this.#random.bytes(16)).toString('hex'),
+      updated_at: new Date(this.#clock.now()).toISOString(),
+    };
+    const files = {
+      catalog: { plugin_catalog_schema_version: PLUGIN_CATALOG_SCHEMA_VERSION, ...stamp, variants: next.value.variants, plugins: next.value.descriptors },
+      lock: {
+        plugins_lock_schema_version: PLUGINS_LOCK_SCHEMA_VERSION,
+        ...stamp,
+        plugins: next.value.plugins,
+        namespace_owners: next.value.namespace_owners,
+      },
+      state: { plugin_state_schema_version: PLUGIN_STATE_SCHEMA_VERSION, ...stamp, plugins: next.value.states },
+    } as const;
+    // Entries taken over unchanged from the current generation were validated when it was read; check the rest.
+    const changed = changedPart(current.value.contents, next.value);
+    const toCheck = {
+      catalog: { ...files.catalog, variants: changed.variants, plugins: changed.descriptors },
+      lock: { ...files.lock, plugins: changed.plugins, namespace_owners: changed.namespace_owners },
+      state: { ...files.state, plugins: changed.states },
+    };
+    for (const kind of CATALOG_FILE_KINDS) {
+      const checked = validateFile(kind, toCheck[kind], fileName(kind));
+      if (checked.isErr()) {
+        return err(hostError('HOST_INVALID_OPTIONS', `The transaction produced an invalid ${fileName(kind)}: ${checked.error.message}`, { details: checked.error.details }));
+      }
+    }
+    const text = (value: object): string => `${JSON.stringify(value)}\n`;
+    if (!(await lock.stillHeld())) {
+      return err(hostError('CATALOG_LOCK_TIMEOUT', `The profile lock in ${this.#dir} was taken over during the transaction; nothing was written.`, { details: { reason: 'lock_lost' } }));
+    }
+    const published = await publishGeneration(
+      this.#dir,
+      {
+        catalog: { text: text(files.catalog), data: files.catalog },
+        lock: { text: text(files.lock), data: files.lock },
+        state: { text: text(files.state), data: files.state },
+      },
+      this.#cache,
+    );
+    if (published.isErr()) return err(published.error);
+    return ok({ profile: this.#profile, install_generation: stamp.install_generation, txid: stamp.txid, updated_at: stamp.updated_at, contents: next.value });
+  }
+}
+
+function changedEntries<T>(before: Readonly<Record<string, T>>, after: Readonly<Record<string, T>>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [key, value] of Object.entries(after)) if (before[key] !== value) out[key] = value;
+  return out;
+}
+
+/** The part of `after` that is not the very same object in `before`. */
+function changedPart(before: CatalogContents, after: CatalogContents): CatalogContents {
+  const previous = new Set(before.variants);
+  return {
+    variants: after.variants.filter((v) => !previous.has(v)),
+    descriptors: changedEntries(before.descriptors, after.descriptors),
+    plugins: changedEntries(before.plugins, after.plugins),
+    namespace_owners: changedEntries(before.namespace_owners, after.namespace_owners),
+    states: changedEntries(before.states, after.states),
+  };
+}
+
+function isResult(value: unknown): value is Result<CatalogContents, HostError> {
+  return typeof value === 'object' && value !== null && typeof (value as { isOk?: unknown }).isOk === 'function' && typeof (value as { isErr?: unknown }).isErr === 'function';
+}

@@ -1,0 +1,127 @@
+/**
+ * Pure helpers over catalog content, for transaction mutators and readers.
+ * None of them touches the disk; each returns new objects.
+ */
+import type {
+  CatalogContents,
+  CatalogSnapshot,
+  CatalogVariant,
+  LockedPlugin,
+  PluginDescriptor,
+  PluginStateRecord,
+} from './catalogTypes.js';
+
+/** Everything the catalog knows about one installed plugin. */
+export interface InstalledPlugin {
+  /** The profile it is installed in. */
+  readonly profile: string;
+  /** The plugin id. */
+  readonly plugin_id: string;
+  /** Its `plugins.lock` entry (package and executable binding). */
+  readonly lock: LockedPlugin;
+  /** Its `plugin-state.json` entry, if any. */
+  readonly state: PluginStateRecord | undefined;
+  /** Its `plugin-catalog.json` variants. */
+  readonly variants: readonly CatalogVariant[];
+  /** Its `plugin-catalog.json` descriptor, if one was recorded. */
+  readonly descriptor: PluginDescriptor | undefined;
+}
+
+/** What an install records for one plugin. */
+export interface PluginRecords {
+  /** The `plugins.lock` entry. */
+  readonly lock: LockedPlugin;
+  /** The `plugin-state.json` entry. */
+  readonly state: PluginStateRecord;
+  /** The plugin's variants (each must carry the plugin's id). */
+  readonly variants: readonly CatalogVariant[];
+  /** The plugin-level descriptor; without one, a previously recorded descriptor is dropped. */
+  readonly descriptor?: PluginDescriptor;
+}
+
+/**
+ * Adds or replaces one plugin in all three files at once. The first
+ * namespace owner recorded for the plugin id is kept; it is added here only
+ * when none is recorded yet (ownership rules themselves belong to NamespaceLock).
+ */
+export function putPlugin(contents: CatalogContents, records: PluginRecords): CatalogContents {
+  const id = records.lock.plugin_id;
+  const owner = records.lock.namespace_owner;
+  const owners =
+    owner !== undefined && contents.namespace_owners[id] === undefined
+      ? { ...contents.namespace_owners, [id]: { namespace_owner: owner, first_recorded_at: records.state.installed_at } }
+      : contents.namespace_owners;
+  return {
+    variants: [...contents.variants.filter((v) => v.plugin_id !== id), ...records.variants],
+    descriptors: records.descriptor ? { ...contents.descriptors, [id]: records.descriptor } : without(contents.descriptors, id),
+    plugins: { ...contents.plugins, [id]: records.lock },
+    namespace_owners: owners,
+    states: { ...contents.states, [id]: records.state },
+  };
+}
+
+function without<T>(record: Readonly<Record<string, T>>, key: string): Record<string, T> {
+  const { [key]: _dropped, ...rest } = record;
+  return rest;
+}
+
+/** Removes one plugin from all three files; its namespace owner stays recorded. */
+export function removePlugin(contents: CatalogContents, pluginId: string): CatalogContents {
+  return {
+    variants: contents.variants.filter((v) => v.plugin_id !== pluginId),
+    descriptors: without(contents.descriptors, pluginId),
+    plugins: without(contents.plugins, pluginId),
+    namespace_owners: contents.namespace_owners,
+    states: without(contents.states, pluginId),
+  };
+}
+
+/** Replaces one plugin's state record (e.g. quarantine); unchanged content if it is not installed. */
+export function updatePluginState(
+  contents: CatalogContents,
+  pluginId: string,
+  update: (state: PluginStateRecord) => PluginStateRecord,
+): CatalogContents {
+  const state = contents.states[pluginId];
+  if (state === undefined || contents.plugins[pluginId] === undefined) return contents;
+  return { ...contents, states: { ...contents.states, [pluginId]: update(state) } };
+}
+
+/** Every installed plugin of a snapshot, sorted by id. */
+export function listPlugins(snapshot: CatalogSnapshot): InstalledPlugin[] {
+  const { contents } = snapshot;
+  const variantsByPlugin = new Map<string, CatalogVariant[]>();
+  for (const variant of contents.variants) {
+    const list = variantsByPlugin.get(variant.plugin_id);
+    if (list) list.push(variant);
+    else variantsByPlugin.set(variant.plugin_id, [variant]);
+  }
+  return Object.keys(contents.plugins)
+    .sort()
+    .map((id) => ({
+      profile: snapshot.profile,
+      plugin_id: id,
+      lock: contents.plugins[id]!,
+      state: contents.states[id],
+      variants: variantsByPlugin.get(id) ?? [],
+      descriptor: contents.descriptors[id],
+    }));
+}
+
+/**
+ * One plugin, looked up by (profile, plugin id). A key naming another
+ * profile finds nothing: lookups never cross profiles.
+ */
+export function lookupPlugin(snapshot: CatalogSnapshot, key: { readonly profile: string; readonly plugin_id: string }): InstalledPlugin | undefined {
+  if (key.profile !== snapshot.profile) return undefined;
+  const lock = Object.prototype.hasOwnProperty.call(snapshot.contents.plugins, key.plugin_id) ? snapshot.contents.plugins[key.plugin_id] : undefined;
+  if (lock === undefined) return undefined;
+  return {
+    profile: snapshot.profile,
+    plugin_id: key.plugin_id,
+    lock,
+    state: snapshot.contents.states[key.plugin_id],
+    variants: snapshot.contents.variants.filter((v) => v.plugin_id === key.plugin_id),
+    descriptor: snapshot.contents.descriptors[key.plugin_id],
+  };
+}

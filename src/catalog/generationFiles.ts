@@ -1,0 +1,214 @@
+/**
+ * The generation protocol on disk.
+ *
+ * Publish (under the profile lock): write each file's next generation to
+ * `<name>.next` (mode 0600, fsynced), fsync the directory, rename the three
+ * `.next` files over the live names, fsync the directory.
+ *
+ * Read: if the three live files carry the same (install_generation, txid),
+ * that is the generation. Otherwise a publish is in flight or was killed
+ * during its renames; since every `.next` was durable before the first
+ * rename, each file then has the new generation either live or as `.next`,
+ * and the newest generation all three files agree on is chosen (roll
+ * forward). Stray `.next` files next to agreeing live files are a
+ * transaction killed before its first rename (roll back).
+ */
+import type { BigIntStats } from 'node:fs';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { CATALOG_FILE_KINDS, fileName, nextFileName, parseFile, type CatalogFileData, type CatalogFileKind } from './catalogFiles.js';
+
+/** One file's content as read from one name. */
+export interface FileVersion<K extends CatalogFileKind = CatalogFileKind> {
+  /** Where it was read from; `absent` stands for a live file that does not exist yet (generation 0). */
+  readonly origin: 'live' | 'next' | 'absent';
+  /** Generation and txid, `<gen>:<txid>`. */
+  readonly key: string;
+  /** Its generation. */
+  readonly generation: number;
+  /** Parsed content (undefined for `absent`). */
+  readonly data: CatalogFileData[K] | undefined;
+}
+
+/** The three files of one generation. */
+export type GenerationFiles = { readonly [K in CatalogFileKind]: FileVersion<K> };
+
+/** A consistent generation, and whether the live names must be repaired to show it. */
+export interface SelectedGeneration {
+  /** The files of the generation. */
+  readonly files: GenerationFiles;
+  /** Whether some live file is not of this generation, or stray `.next` files exist. */
+  readonly needsRepair: boolean;
+}
+
+/** Parsed live files cached by file identity, so an unchanged file is not parsed again. */
+export type ParseCache = Map<CatalogFileKind, { readonly identity: string; readonly version: FileVersion }>;
+
+const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
+
+const keyOf = (data: { install_generation: number; txid: string }): string => `${data.install_generation}:${data.txid}`;
+
+const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+
+function ioError(action: string, path: string, cause: unknown): HostError {
+  return hostError('HOST_IO_ERROR', `${action} ${path} failed (${errnoOf(cause) ?? 'error'}).`, { details: { file: path }, cause });
+}
+
+function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {
+  return { origin, key: keyOf(data), generation: data.install_generation, data };
+}
+
+const ABSENT: FileVersion = { origin: 'absent', key: '0:', generation: 0, data: undefined };
+
+/** Reads a live file through one descriptor (identity and bytes of the same inode). */
+async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): Promise<Result<FileVersion, HostError>> {
+  const path = join(dir, fileName(kind));
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch (e) {
+    if (errnoOf(e) === 'ENOENT') return ok(ABSENT);
+    return err(ioError('Opening', path, e));
+  }
+  try {
+    const identity = identityOf(await handle.stat({ bigint: true }));
+    const cached = cache.get(kind);
+    if (cached?.identity === identity) return ok(cached.version);
+    const parsed = parseFile(kind, await handle.readFile('utf8'), path);
+    if (parsed.isErr()) return err(parsed.error);
+    const version = versionOf('live', parsed.value);
+    cache.set(kind, { identity, version });
+    return ok(version);
+  } catch (e) {
+    return err(ioError('Reading', path, e));
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads a `.next` file: `undefined` when there is none; `invalid` when its
+ * write was cut short (it never counts as a generation, but is a leftover).
+ */
+async function readNext(dir: string, kind: CatalogFileKind): Promise<FileVersion | 'invalid' | undefined> {
+  const path = join(dir, nextFileName(kind));
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    return errnoOf(e) === 'ENOENT' ? undefined : 'invalid';
+  }
+  const parsed = parseFile(kind, text, path);
+  return parsed.isOk() ? versionOf('next', parsed.value) : 'invalid';
+}
+
+/** The outcome of one read: a generation, or none found (a publish moved on meanwhile, or the files disagree). */
+export type ReadOutcome = { readonly selected: SelectedGeneration } | { readonly disagreement: Readonly<Record<CatalogFileKind, string[]>> };
+
+/** Reads the newest consistent generation of the files in `dir`. */
+export async function readGeneration(dir: string, cache: ParseCache): Promise<Result<ReadOutcome, HostError>> {
+  const lives: Partial<Record<CatalogFileKind, FileVersion>> = {};
+  for (const kind of CATALOG_FILE_KINDS) {
+    const live = await readLive(dir, kind, cache);
+    if (live.isErr()) return err(live.error);
+    lives[kind] = live.value;
+  }
+  const live = lives as Record<CatalogFileKind, FileVersion>;
+  const nexts: Partial<Record<CatalogFileKind, FileVersion>> = {};
+  let strayNext = false;
+  for (const kind of CATALOG_FILE_KINDS) {
+    const next = await readNext(dir, kind);
+    if (next !== undefined) strayNext = true;
+    if (next !== undefined && next !== 'invalid') nexts[kind] = next;
+  }
+  if (live.catalog.key === live.lock.key && live.lock.key === live.state.key) {
+    return ok({ selected: { files: live as GenerationFiles, needsRepair: strayNext } });
+  }
+  const options = (kind: CatalogFileKind): FileVersion[] => [live[kind], ...(nexts[kind] ? [nexts[kind]] : [])];
+  let best: GenerationFiles | undefined;
+  for (const candidate of options('catalog')) {
+    const lock = options('lock').find((v) => v.key === candidate.key);
+    const state = options('state').find((v) => v.key === candidate.key);
+    if (lock && state && (best === undefined || candidate.generation > best.catalog.generation)) {
+      best = { catalog: candidate, lock, state } as GenerationFiles;
+    }
+  }
+  if (best) return ok({ selected: { files: best, needsRepair: true } });
+  return ok({
+    disagreement: {
+      catalog: options('catalog').map((v) => `${v.origin} ${v.key}`),
+      lock: options('lock').map((v) => `${v.origin} ${v.key}`),
+      state: options('state').map((v) => `${v.origin} ${v.key}`),
+    },
+  });
+}
+
+async function writeDurably(path: string, text: string): Promise<void> {
+  await unlink(path).catch((e: unknown) => (errnoOf(e) === 'ENOENT' ? undefined : Promise.reject(e)));
+  const handle = await open(path, 'wx', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Makes the live names show `selected` and removes stray `.next` files. Run under the profile lock. */
+export async function repairGeneration(dir: string, selected: GenerationFiles): Promise<Result<void, HostError>> {
+  try {
+    for (const kind of CATALOG_FILE_KINDS) {
+      const next = join(dir, nextFileName(kind));
+      if (selected[kind].origin === 'next') await rename(next, join(dir, fileName(kind)));
+      else await unlink(next).catch((e: unknown) => (errnoOf(e) === 'ENOENT' ? undefined : Promise.reject(e)));
+    }
+    await fsyncDir(dir);
+    return ok(undefined);
+  } catch (e) {
+    return err(ioError('Recovering the catalog in', dir, e));
+  }
+}
+
+/**
+ * Publishes one generation: `.next` files written and fsynced, directory
+ * fsynced, renamed, directory fsynced. Records the published files in
+ * `cache`, so the next transaction of this process does not parse them again.
+ */
+export async function publishGeneration(
+  dir: string,
+  files: { readonly [K in CatalogFileKind]: { readonly text: string; readonly data: CatalogFileData[K] } },
+  cache: ParseCache,
+): Promise<Result<void, HostError>> {
+  let current = dir;
+  try {
+    // The three files are written and fsynced concurrently: their fsyncs can share one journal commit.
+    await Promise.all(CATALOG_FILE_KINDS.map((kind) => writeDurably(join(dir, nextFileName(kind)), files[kind].text)));
+    current = dir;
+    await fsyncDir(dir);
+    for (const kind of CATALOG_FILE_KINDS) {
+      current = join(dir, fileName(kind));
+      await rename(join(dir, nextFileName(kind)), current);
+    }
+    current = dir;
+    await fsyncDir(dir);
+    for (const kind of CATALOG_FILE_KINDS) {
+      current = join(dir, fileName(kind));
+      // Under the lock nobody else renames these names, so this identity is the file just written.
+      cache.set(kind, { identity: identityOf(await stat(current, { bigint: true })), version: versionOf('live', files[kind].data) });
+    }
+    return ok(undefined);
+  } catch (e) {
+    return err(ioError('Publishing', current, e));
+  }
+}

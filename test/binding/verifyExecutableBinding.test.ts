@@ -1,0 +1,180 @@
+import { appendFileSync, copyFileSync, existsSync, fstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
+import { scratch, type Scratch } from './helpers/pluginTree.js';
+import { runVerified } from './helpers/runVerified.js';
+
+let s: Scratch;
+beforeEach(() => {
+  s = scratch();
+});
+afterEach(() => s.dispose());
+
+const bind = async (executable: string, args: string[] = [], searchPath = '/usr/bin'): Promise<ExecutableBindingRecord> =>
+  (await bindExecutable({ installRoot: s.root, executable, args, searchPath }))._unsafeUnwrap();
+const verify = (record: ExecutableBindingRecord) => verifyExecutableBinding(record, { copyDir: s.copyDir });
+const refusal = async (record: ExecutableBindingRecord): Promise<Record<string, unknown>> => {
+  const e = (await verify(record))._unsafeUnwrapErr();
+  expect(e.code).toBe('PLUGIN_EXECUTABLE_UNTRUSTED');
+  expect(e.details.quarantine).toBe(true);
+  return e.details;
+};
+
+const PY_ORIGINAL = '#!/usr/bin/env python3\nimport sys\nprint("ORIGINAL", *sys.argv[1:])\n';
+
+describe('verifyExecutableBinding: what runs', () => {
+  it('runs a native executable from the verified copy through fd 3', async () => {
+    s.write('bin/echo', readFileSync('/bin/echo'));
+    const exe = (await verify(await bind('bin/echo', ['hello', 'world'])))._unsafeUnwrap();
+    expect(exe.argv).toEqual(['/proc/self/fd/3', 'hello', 'world']);
+    expect(exe.inheritFds).toHaveLength(1);
+    expect(exe.readOnlyPaths).toEqual([s.root]);
+    expect(exe.installRoot).toBe(s.root);
+    const out = await runVerified(exe);
+    expect(out).toMatchObject({ code: 0, stdout: 'hello world\n' });
+    expect(readdirSync(s.copyDir)).toEqual([]);
+  });
+
+  it('runs a two-file ESM Node plugin whose relative import resolves inside the install root', async () => {
+    s.write('bin/main.mjs', "#!/usr/bin/env node\nimport { answer } from '../lib/answer.mjs';\nconsole.log('ESM', answer, import.meta.url);\n");
+    s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
+    const exe = (await verify(await bind('bin/main.mjs')))._unsafeUnwrap();
+    expect(exe.inheritFds).toHaveLength(2);
+    expect(exe.readOnlyPaths).toEqual([s.root, '/usr/bin/node']);
+    const out = await runVerified(exe);
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toBe(`ESM 42 file://${s.root}/bin/main.mjs\n`);
+  });
+
+  it('runs an extensionless CommonJS Node plugin with require() of a sibling and its arguments', async () => {
+    s.write('bin/server', "#!/usr/bin/env node\nconst { name } = require('./helper.js');\nconsole.log('CJS', name, __filename, process.argv.slice(2).join(','));\n");
+    s.write('bin/helper.js', "exports.name = 'helper';\n", 0o644);
+    const out = await runVerified((await verify(await bind('bin/server', ['--stdio', 'x'])))._unsafeUnwrap());
+    expect(out.stdout).toBe(`CJS helper ${s.root}/bin/server --stdio,x\n`);
+  });
+
+  it('runs a Python script through its pinned interpreter', async () => {
+    s.write('bin/plugin', PY_ORIGINAL);
+    const out = await runVerified((await verify(await bind('bin/plugin', ['a'])))._unsafeUnwrap());
+    expect(out).toMatchObject({ code: 0, stdout: 'ORIGINAL a\n' });
+  });
+
+  it('closes the inherited descriptors on release', async () => {
+    s.write('bin/plugin', PY_ORIGINAL);
+    const exe = (await verify(await bind('bin/plugin')))._unsafeUnwrap();
+    const fds = [...exe.inheritFds];
+    expect(() => fstatSync(fds[0]!)).not.toThrow();
+    exe.release();
+    exe.release();
+    await new Promise((r) => setTimeout(r, 50));
+    for (const fd of fds) expect(() => fstatSync(fd)).toThrow();
+  });
+});
+
+describe('verifyExecutableBinding: refusals (each marks the plugin for quarantine)', () => {
+  it('refuses an executable tampered with after install, every time (never cached)', async () => {
+    const path = s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    (await verify(record))._unsafeUnwrap().release();
+    appendFileSync(path, 'print("extra")\n');
+    const details = await refusal(record);
+    expect(details.reason).toBe('digest_mismatch');
+    expect(details.expected_sha256).toBe(record.executable_sha256);
+    expect(details.actual_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(readdirSync(s.copyDir)).toEqual([]);
+  });
+
+  it('refuses a link swapped in after install, even to identical bytes', async () => {
+    const path = s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    copyFileSync(path, join(s.base, 'same-bytes'));
+    rmSync(path);
+    symlinkSync(join(s.base, 'same-bytes'), path);
+    expect((await refusal(record)).reason).toBe('link');
+  });
+
+  it('refuses a directory of the path swapped for a link to the outside', async () => {
+    s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    renameSync(join(s.root, 'bin'), join(s.base, 'moved'));
+    symlinkSync(join(s.base, 'moved'), join(s.root, 'bin'));
+    expect((await refusal(record)).reason).toBe('link');
+  });
+
+  it('refuses an install root that became a link', async () => {
+    s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    renameSync(s.root, join(s.base, 'elsewhere'));
+    symlinkSync(join(s.base, 'elsewhere'), s.root);
+    expect((await refusal(record)).reason).toBe('link');
+  });
+
+  it('refuses a deleted executable', async () => {
+    const path = s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    rmSync(path);
+    expect((await refusal(record)).reason).toBe('missing');
+  });
+
+  it('refuses a record whose argv no longer matches its paths, or whose path escapes', async () => {
+    s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin');
+    expect((await refusal({ ...record, argv_normalized: ['/bin/sh', '-c', 'id'] })).reason).toBe('binding_inconsistent');
+    expect((await refusal({ ...record, executable_path: '../x' })).reason).toBe('path_traversal');
+    expect((await refusal({ ...record, executable_sha256: 'nothex' })).reason).toBe('binding_inconsistent');
+  });
+});
+
+describe('verifyExecutableBinding: interpreter pin', () => {
+  const setUpPinnedPython = async (): Promise<{ record: ExecutableBindingRecord; interpreter: string; pathDir: string }> => {
+    const pathDir = join(s.base, 'path1');
+    mkdirSync(pathDir);
+    const interpreter = join(pathDir, 'python3');
+    copyFileSync('/usr/bin/python3.11', interpreter);
+    s.write('bin/plugin', PY_ORIGINAL);
+    const record = await bind('bin/plugin', [], pathDir);
+    expect(record.interpreter?.path).toBe(interpreter);
+    return { record, interpreter, pathDir };
+  };
+
+  it('keeps running the pinned interpreter when another one is put first on PATH after install', async () => {
+    const { record, pathDir } = await setUpPinnedPython();
+    const marker = join(s.base, 'swapped-interpreter-ran');
+    const evil = join(s.base, 'path0');
+    mkdirSync(evil);
+    writeFileSync(join(evil, 'python3'), `#!/usr/bin/python3.11\nopen(${JSON.stringify(marker)}, 'w').write('x')\n`, { mode: 0o755 });
+    const previous = process.env.PATH;
+    process.env.PATH = `${evil}:${pathDir}:${previous ?? ''}`;
+    try {
+      const out = await runVerified((await verify(record))._unsafeUnwrap());
+      expect(out.stdout).toBe('ORIGINAL\n');
+    } finally {
+      process.env.PATH = previous;
+    }
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('refuses a pinned interpreter modified in place after install', async () => {
+    const { record, interpreter } = await setUpPinnedPython();
+    appendFileSync(interpreter, Buffer.from([0]));
+    const details = await refusal(record);
+    expect(details.reason).toBe('interpreter_digest_mismatch');
+    expect(details.path).toBe(interpreter);
+  });
+
+  it('refuses a pinned interpreter replaced by another binary', async () => {
+    const { record, interpreter } = await setUpPinnedPython();
+    copyFileSync('/usr/bin/env', `${interpreter}.new`);
+    renameSync(`${interpreter}.new`, interpreter);
+    expect((await refusal(record)).reason).toBe('interpreter_digest_mismatch');
+  });
+
+  it('accepts a pinned interpreter whose file identity changed but whose bytes did not (re-hashed)', async () => {
+    const { record, interpreter } = await setUpPinnedPython();
+    copyFileSync(interpreter, `${interpreter}.new`);
+    renameSync(`${interpreter}.new`, interpreter);
+    const out = await runVerified((await verify(record))._unsafeUnwrap());
+    expect(out.stdout).toBe('ORIGINAL\n');
+  });
+});

@@ -1,0 +1,34 @@
+/**
+ * Child process for the crash and concurrency tests: installs plugins into a
+ * profile in a loop. argv: profileDir, profile, prefix, count (0 = until
+ * killed), and optionally `wait` to start only after a line on stdin (so a
+ * test can start children ahead of time). Prints "ready" once the store is
+ * open and "done <n>" at the end.
+ */
+import { once } from 'node:events';
+import { CatalogStore } from '../../../src/catalog/CatalogStore.js';
+import { putPlugin } from '../../../src/catalog/catalogContents.js';
+import { pluginRecords } from './catalogFixtures.js';
+
+const [profileDir, profile, prefix, countArg, mode] = process.argv.slice(2);
+if (profileDir === undefined || profile === undefined || prefix === undefined) throw new Error('usage: profileDir profile prefix count [wait]');
+const count = Number(countArg ?? '0');
+
+if (mode === 'wait') await once(process.stdin, 'data');
+const store = await CatalogStore.open({ profileDir, profile });
+if (store.isErr()) {
+  process.stderr.write(`${JSON.stringify(store.error.toJSON())}\n`);
+  process.exit(2);
+}
+process.stdout.write('ready\n');
+let n = 0;
+for (let i = 0; count === 0 || i < count; i++) {
+  const result = await store.value.transaction((current) => putPlugin(current, pluginRecords(`${prefix}-${i}`)));
+  if (result.isErr()) {
+    process.stderr.write(`${JSON.stringify(result.error.toJSON())}\n`);
+    process.exit(3);
+  }
+  n++;
+}
+process.stdout.write(`done ${n}\n`);
+process.exit(0);
