@@ -297,3 +297,46 @@ export {
   type PluginStatus,
   type PluginsLockFile,
 } from './catalog/catalogTypes.js';
+export {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  PluginHost,
+  type CanaryOptions,
+  type CanaryOutcome,
+  type ConfirmationCallback,
+  type ConfirmationRequest,
+  type HostCallOptions,
+  type HostInstallOptions,
+  type InstallOutcome,
+  type InventoryResource,
+  type PluginHostOptions,
+} from './host/PluginHost.js';
+export type { CredentialView, PluginInfo, PluginRow } from './host/inventory.js';
+export { Installer, type InstallInspection, type InstallOptions, type InstallerOptions } from './installer/Installer.js';
+export { ProfileLayout, defaultProfileDir, type ProfileLocation } from './profile/ProfileLayout.js';
+export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
+export {
+  CLEAR_CRASH_STATE,
+  CRASH_BACKOFF_SCHEDULE_MS,
+  admitStart,
+  recordFailure,
+  type CrashState,
+} from './supervisor/CrashPolicy.js';
+export { effectiveStatus, type InventoryStatus, type StatusConditions } from './inventory/status.js';
+export { resolveRelativeDates } from './canary/relativeDates.js';
+export {
+  HostEvents,
+  diagnosticsChannelName,
+  type HostEventMap,
+  type HostEventName,
+} from './events/HostEvents.js';
+export {
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+  DEFAULT_MCP_CLIENT_INFO,
+  DEFAULT_MCP_MAX_IN_FLIGHT,
+  DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS,
+  DEFAULT_MCP_STARTUP_TIMEOUT_MS,
+  McpSession,
+  type McpSessionOptions,
+  type McpSessionStats,
+} from './shapes/mcp/McpSession.js';
+export type { McpToolResult, McpToolsChange, StdoutNoisePolicy } from './shapes/mcp/McpConnection.js';

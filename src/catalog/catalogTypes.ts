@@ -192,6 +192,10 @@ export interface PluginStateRecord {
   readonly last_error_code: string | null;
   /** Canary state. */
   readonly canary: CanaryState;
+  /** Whether the quarantine lasts until an explicit unquarantine. */
+  readonly permanent_quarantine?: boolean;
+  /** Whether declared credentials were missing when last checked. */
+  readonly needs_configuration?: boolean;
 }
 
 /** `plugin-state.json`. */

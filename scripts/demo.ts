@@ -1,0 +1,71 @@
+/**
+ * `npm run demo`: the library's main job, end to end, on a throwaway profile.
+ * Packages the hello fixture (a Node MCP server on the official SDK), installs
+ * it (manifest validated, executable pinned, one catalog transaction), reopens
+ * the host (the contract's restart semantics), calls it inside the OS sandbox,
+ * shows a plugin-local error mapped to a stable host code, prints the inventory,
+ * and shows a tampered executable being refused.
+ */
+import { appendFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
+import { PluginHost, type HostError } from '../src/index.js';
+
+const say = (line = ''): void => void process.stdout.write(`${line}\n`);
+const fail = (what: string, e: HostError): never => {
+  say(`✗ ${what}: ${e.code}: ${e.message}\n  hint: ${e.hint}`);
+  process.exit(1);
+};
+
+const profileDir = await mkdtemp(join(tmpdir(), 'mcp-plugin-host-demo-'));
+const pkg = await packageFixturePlugin(new URL('../fixtures/plugins/hello', import.meta.url).pathname, { bundle: ['bin/hello-mcp.mjs'] });
+try {
+  say(`profile: ${profileDir}`);
+  const first = await PluginHost.open({ profileDir, profileKind: 'dev' });
+  if (first.isErr()) fail('open', first.error);
+  const host1 = first._unsafeUnwrap();
+
+  const installed = await host1.install(pkg);
+  if (installed.isErr()) fail('install', installed.error);
+  const plugin = installed._unsafeUnwrap().plugin;
+  say(`✓ installed ${plugin.name} ${plugin.version} (${plugin.shape}), executable sha256 ${plugin.executable.sha256.slice(0, 16)}…, status ${plugin.status}`);
+  await host1.close();
+
+  const second = await PluginHost.open({ profileDir, profileKind: 'dev' });
+  if (second.isErr()) fail('reopen', second.error);
+  const host = second._unsafeUnwrap();
+  host.events.on('spawn', (e) => say(`  · spawned pid ${e.pid} (${e.sandboxed ? 'sandboxed' : 'NOT sandboxed'})`));
+
+  const info = (await host.info('hello'))._unsafeUnwrap();
+  const policy = info.enforced_capabilities;
+  say(`✓ reopened; hello is ${info.status}; sandbox: ${policy?.backend}, network ${policy?.network ? 'on' : 'off'}, writable ${policy?.writablePaths.join(', ')}`);
+
+  const ok = await host.call('plug.hello.hello', { name: 'world' });
+  if (ok.isErr()) fail('call', ok.error);
+  say(`✓ plug.hello.hello {"name":"world"} → ${JSON.stringify(ok._unsafeUnwrap().value)}`);
+
+  const bad = await host.call('plug.hello.hello', { name: '' });
+  if (bad.isOk()) {
+    say('✗ an empty name should have failed');
+    process.exit(1);
+  }
+  say(`✓ plug.hello.hello {"name":""} → ${bad.error.code} (plugin said ${bad.error.source_error_code}), retryable ${bad.error.retryable}`);
+
+  say('\ninventory:');
+  for (const row of (await host.list())._unsafeUnwrap()) {
+    say(`  ${row.name.padEnd(10)} ${row.version.padEnd(8)} ${row.shape.padEnd(12)} ${row.status.padEnd(10)} ${row.variant_count} operation(s)`);
+  }
+
+  await host.close();
+
+  await appendFile(join(info.executable.install_root, info.executable.path), '// tampered after install\n');
+  const third = (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
+  const tampered = await third.call('plug.hello.hello', { name: 'world' });
+  say(`\n✓ after tampering with the installed executable: ${tampered.isErr() ? `${tampered.error.code} (${String(tampered.error.details.reason)})` : 'NOT refused'}`);
+  say(`  status now: ${(await third.info('hello'))._unsafeUnwrap().status}`);
+  await third.close();
+} finally {
+  await rm(profileDir, { recursive: true, force: true });
+  await rm(pkg, { recursive: true, force: true });
+}

@@ -1,0 +1,63 @@
+import type { Clock } from '../ports/ports.js';
+import type { PluginSession } from '../shapes/PluginSession.js';
+
+/**
+ * One installed plugin's live session and its idle timer. The session (and
+ * with it the process) starts lazily on the first call and is closed after
+ * `idleTimeoutMs` without calls in flight; the next call starts it again.
+ */
+export class PluginRuntime {
+  #inFlight = 0;
+  #cancelIdle: (() => void) | undefined;
+  #closed = false;
+
+  /**
+   * @param session - The protocol session (it launches its process lazily).
+   * @param clock - Runs the idle timer.
+   * @param idleTimeoutMs - Idle time before the session is closed; 0 or Infinity keeps it open.
+   * @param onIdleClose - Told when the idle timer closed the session.
+   */
+  constructor(
+    readonly session: PluginSession,
+    private readonly clock: Clock,
+    private readonly idleTimeoutMs: number,
+    private readonly onIdleClose: () => void,
+  ) {}
+
+  /** Whether the session was closed (idle, failure or host close). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Calls in flight right now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Marks a call as started; the idle timer waits. */
+  begin(): void {
+    this.#inFlight += 1;
+    this.#cancelIdle?.();
+    this.#cancelIdle = undefined;
+  }
+
+  /** Marks a call as ended; arms the idle timer when nothing is in flight. */
+  end(): void {
+    this.#inFlight -= 1;
+    if (this.#inFlight > 0 || this.#closed || !(this.idleTimeoutMs > 0 && Number.isFinite(this.idleTimeoutMs))) return;
+    this.#cancelIdle = this.clock.setTimer(() => {
+      this.#cancelIdle = undefined;
+      if (this.#inFlight > 0 || this.#closed) return;
+      void this.close().then(() => this.onIdleClose());
+    }, this.idleTimeoutMs);
+  }
+
+  /** Closes the session and stops its process tree. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#cancelIdle?.();
+    this.#cancelIdle = undefined;
+    await this.session.close();
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Inventory rows and resources, assembled from the catalog the way the
+ * contract says: runtime status from plugin-state.json, dispatch metadata
+ * from plugin-catalog.json, package provenance from plugins.lock, with
+ * `metadata_warning: "lock_catalog_mismatch"` when those disagree. Raw env
+ * names never appear here; credentials are shown by alias and display name.
+ */
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { PackageSource } from '../catalog/catalogTypes.js';
+import type { InventoryStatus } from '../inventory/status.js';
+import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
+import { statusOf } from './pluginState.js';
+
+/** One row of the `plugins` inventory, sorted by name. */
+export interface PluginRow {
+  /** The plugin id. */
+  readonly name: string;
+  /** Installed version. */
+  readonly version: string;
+  /** The protocol it speaks. */
+  readonly shape: string;
+  /** Inventory status, with the contract's precedence. */
+  readonly status: InventoryStatus;
+  /** Terms-of-service status declared by the plugin. */
+  readonly tos: string | null;
+  /** Risk statement declared by the plugin. */
+  readonly risk: string | null;
+  /** How many operations it offers. */
+  readonly variant_count: number;
+}
+
+/** A credential as shown to people: never the env var name, never the value. */
+export interface CredentialView {
+  /** Stable alias. */
+  readonly alias: string;
+  /** Kind of secret. */
+  readonly kind: string;
+  /** Display name. */
+  readonly display_name: string;
+  /** How to obtain it. */
+  readonly setup_hint: string;
+}
+
+/** The `plugin/{name}` resource: everything known about one plugin. */
+export interface PluginInfo extends PluginRow {
+  /** What it does. */
+  readonly description: string | null;
+  /** Its publisher identity. */
+  readonly namespace_owner: string | null;
+  /** Its operation ids. */
+  readonly variant_ids: readonly string[];
+  /** Package provenance from plugins.lock. */
+  readonly package: PackageSource;
+  /** The catalog generation this view was read from. */
+  readonly install_generation: number;
+  /** The pinned executable: its install root, its path relative to it, and its SHA-256. */
+  readonly executable: { readonly install_root: string; readonly path: string; readonly sha256: string };
+  /** When it was installed. */
+  readonly installed_at: string | null;
+  /** When a host first activated it. */
+  readonly activated_at: string | null;
+  /** Why it is not active, when it is not. */
+  readonly reason: string | null;
+  /** When it was quarantined. */
+  readonly quarantined_at: string | null;
+  /** The last error code it produced. */
+  readonly last_error_code: string | null;
+  /** Its credentials, by alias. */
+  readonly credential_descriptors: readonly CredentialView[];
+  /** What the sandbox enforces for it on this host. */
+  readonly enforced_capabilities: EnforcedPolicy | null;
+  /** Present when the lock and the catalog disagree. */
+  readonly metadata_warning?: 'lock_catalog_mismatch';
+}
+
+/** Builds one inventory row. */
+export function pluginRow(plugin: InstalledPlugin, pendingRestart: boolean): PluginRow {
+  const d = plugin.descriptor;
+  return {
+    name: plugin.plugin_id,
+    version: plugin.lock.version,
+    shape: d?.shape ?? 'unknown',
+    status: plugin.state === undefined ? 'quarantined' : statusOf(plugin.state, pendingRestart),
+    tos: d?.tos ?? null,
+    risk: d?.risk ?? null,
+    variant_count: plugin.variants.length,
+  };
+}
+
+function reasonOf(plugin: InstalledPlugin, status: InventoryStatus): string | null {
+  const state = plugin.state;
+  switch (status) {
+    case 'active':
+      return null;
+    case 'quarantined':
+      if (state === undefined) return 'state_missing';
+      return state.permanent_quarantine ? `${state.quarantine_reason ?? 'failures'} (until unquarantined)` : (state.quarantine_reason ?? 'failures');
+    case 'needs_configuration':
+      return 'credentials_missing';
+    case 'installed_pending_restart':
+      return 'installed_after_host_opened';
+  }
+}
+
+/** Builds the full view of one plugin. */
+export function pluginInfo(
+  plugin: InstalledPlugin,
+  pendingRestart: boolean,
+  installGeneration: number,
+  enforced: EnforcedPolicy | null,
+): PluginInfo {
+  const row = pluginRow(plugin, pendingRestart);
+  const d = plugin.descriptor;
+  const mismatch = d === undefined || d.version !== plugin.lock.version || plugin.variants.length === 0;
+  return {
+    ...row,
+    description: d?.description ?? null,
+    namespace_owner: plugin.lock.namespace_owner ?? d?.namespace_owner ?? null,
+    variant_ids: plugin.variants.map((v) => v.op_id),
+    package: plugin.lock.package,
+    install_generation: installGeneration,
+    executable: {
+      install_root: plugin.lock.binding.install_root,
+      path: plugin.lock.binding.executable_path,
+      sha256: plugin.lock.binding.executable_sha256,
+    },
+    installed_at: plugin.state?.installed_at ?? null,
+    activated_at: plugin.state?.activated_at ?? null,
+    reason: reasonOf(plugin, row.status),
+    quarantined_at: plugin.state?.quarantined_at ?? null,
+    last_error_code: plugin.state?.last_error_code ?? null,
+    credential_descriptors: (d?.credential_descriptors ?? []).map((c) => ({
+      alias: c.alias,
+      kind: c.kind,
+      display_name: c.display_name,
+      setup_hint: c.setup_hint,
+    })),
+    enforced_capabilities: enforced,
+    ...(mismatch ? { metadata_warning: 'lock_catalog_mismatch' as const } : {}),
+  };
+}
