@@ -1,0 +1,202 @@
+/**
+ * PluginHost end to end, each figure beside the official SDK driving the same
+ * bundled plugin in the same run:
+ *
+ * - warm call p50: `host.call` (op lookup, quarantine and risk checks,
+ *   events, the MCP session, a bubblewrap-sandboxed process) against a bare
+ *   SDK `Client` + `StdioClientTransport` on an unsandboxed process;
+ * - 32 concurrent calls against the same 32 one after another, through the
+ *   host, on a tool that waits 5 ms as an upstream request would;
+ * - cold first call (verify the pinned executable, sandbox, spawn,
+ *   initialize, tools/list check, call) against the bare SDK's spawn,
+ *   initialize and call;
+ * - host heap per idle warm plugin: ten plugins started and left idle.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
+import { PluginHost } from '../src/index.js';
+import { percentile, result, type BenchResult } from './harness.js';
+
+const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/plugins/${name}`, import.meta.url));
+const ROUNDS = 5;
+const WARM_CALLS = 400;
+const WARMUP = 100;
+const BATCH = 32;
+const COLD_STARTS = 8;
+const IDLE_PLUGINS = 10;
+
+const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
+
+async function openHost(profileDir: string): Promise<PluginHost> {
+  const opened = await PluginHost.open({ profileDir, profileKind: 'dev', idleTimeoutMs: 0 });
+  if (opened.isErr()) throw opened.error;
+  return opened.value;
+}
+
+async function bareClient(entry: string): Promise<Client> {
+  const client = new Client({ name: 'bench-baseline', version: '0.0.0' }, { capabilities: {} });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [entry], stderr: 'pipe' }));
+  return client;
+}
+
+async function hostCall(host: PluginHost, op: string, args: unknown): Promise<void> {
+  const r = await host.call(op, args);
+  if (r.isErr()) throw r.error;
+}
+
+async function warmCall(host: PluginHost, helloEntry: string): Promise<BenchResult> {
+  const client = await bareClient(helloEntry);
+  const hostP50: number[] = [];
+  const sdkP50: number[] = [];
+  for (let i = 0; i < WARMUP; i++) {
+    await hostCall(host, 'plug.hello.hello', { name: 'bench' });
+    await client.callTool({ name: 'hello', arguments: { name: 'bench' } });
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    const h: number[] = [];
+    const s: number[] = [];
+    for (let i = 0; i < WARM_CALLS; i++) {
+      let t = process.hrtime.bigint();
+      await hostCall(host, 'plug.hello.hello', { name: 'bench' });
+      h.push(elapsedMs(t));
+      t = process.hrtime.bigint();
+      await client.callTool({ name: 'hello', arguments: { name: 'bench' } });
+      s.push(elapsedMs(t));
+    }
+    hostP50.push(percentile(h, 50));
+    sdkP50.push(percentile(s, 50));
+  }
+  await client.close();
+  return result(
+    {
+      name: 'PluginHost warm call p50 (sandboxed)',
+      unit: 'ms',
+      baselineName: 'bare SDK Client + StdioClientTransport',
+      compare: 'ratio',
+      target: 1.1,
+      better: 'lower',
+      note: `${ROUNDS} rounds × ${WARM_CALLS} alternating calls after ${WARMUP} warm-up calls each`,
+    },
+    hostP50,
+    sdkP50,
+  );
+}
+
+async function concurrency(host: PluginHost): Promise<BenchResult> {
+  const args = { message: 'x', delayMs: 5 };
+  const concurrent: number[] = [];
+  const sequential: number[] = [];
+  await hostCall(host, 'plug.mcp-faulty.echo', args);
+  for (let round = 0; round < ROUNDS; round++) {
+    let t = process.hrtime.bigint();
+    for (let i = 0; i < BATCH; i++) await hostCall(host, 'plug.mcp-faulty.echo', args);
+    sequential.push(BATCH / (elapsedMs(t) / 1000));
+    t = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: BATCH }, () => hostCall(host, 'plug.mcp-faulty.echo', args)));
+    concurrent.push(BATCH / (elapsedMs(t) / 1000));
+  }
+  return result(
+    {
+      name: '32 concurrent calls through PluginHost (5 ms tool)',
+      unit: 'calls/s',
+      baselineName: 'the same 32 calls one after another',
+      compare: 'ratio',
+      target: 3,
+      better: 'higher',
+    },
+    concurrent,
+    sequential,
+  );
+}
+
+async function coldCall(host: PluginHost, helloEntry: string): Promise<BenchResult> {
+  const hostMs: number[] = [];
+  const sdkMs: number[] = [];
+  for (let i = 0; i < COLD_STARTS; i++) {
+    (await host.unquarantine('hello'))._unsafeUnwrap();
+    let t = process.hrtime.bigint();
+    await hostCall(host, 'plug.hello.hello', { name: 'cold' });
+    hostMs.push(elapsedMs(t));
+    t = process.hrtime.bigint();
+    const client = await bareClient(helloEntry);
+    await client.callTool({ name: 'hello', arguments: { name: 'cold' } });
+    sdkMs.push(elapsedMs(t));
+    await client.close();
+  }
+  return result(
+    {
+      name: 'cold first call: verify + sandbox + spawn + initialize + tools/list + call',
+      unit: 'ms',
+      baselineName: 'bare SDK spawn + initialize + call',
+      compare: 'difference',
+      target: 25,
+      better: 'lower',
+      note: `${COLD_STARTS} cold starts each`,
+    },
+    hostMs,
+    sdkMs,
+  );
+}
+
+async function idleHeap(profileDir: string, helloPkg: string): Promise<BenchResult> {
+  const host = await openHost(profileDir);
+  const manifest = JSON.parse(await readFile(join(helloPkg, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+  for (let i = 0; i < IDLE_PLUGINS; i++) {
+    await writeFile(join(helloPkg, 'manifest.json'), JSON.stringify({ ...manifest, plugin_id: `idle-${i}`, namespace_owner: `io.example.idle-${i}` }));
+    (await host.install(helloPkg))._unsafeUnwrap();
+  }
+  await host.close();
+  const reopened = await openHost(profileDir);
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const heap = (): number => {
+    gc?.();
+    return process.memoryUsage().heapUsed / 2 ** 20;
+  };
+  await hostCall(reopened, 'plug.hello.hello', { name: 'prime' });
+  const before = heap();
+  for (let i = 0; i < IDLE_PLUGINS; i++) await hostCall(reopened, `plug.idle-${i}.hello`, { name: 'idle' });
+  await new Promise((r) => setTimeout(r, 200));
+  const after = heap();
+  await reopened.close();
+  return result(
+    {
+      name: 'host heap per idle warm plugin',
+      unit: 'MiB',
+      baselineName: 'heap before the plugins started, per plugin',
+      compare: 'difference',
+      target: 2,
+      better: 'lower',
+      note: `${IDLE_PLUGINS} plugins started and left idle; ${gc ? 'measured after gc()' : 'no gc() exposed, so the figure includes garbage'}`,
+    },
+    [after / IDLE_PLUGINS],
+    [before / IDLE_PLUGINS],
+  );
+}
+
+/** Runs the PluginHost benchmarks. */
+export async function run(): Promise<BenchResult[]> {
+  const profileDir = await mkdtemp(join(tmpdir(), 'bench-host-'));
+  const helloPkg = await packageFixturePlugin(fixture('hello'), { bundle: ['bin/hello-mcp.mjs'] });
+  const faultyPkg = await packageFixturePlugin(fixture('mcp-faulty'), { bundle: ['bin/mcp-faulty.mjs'] });
+  try {
+    const installer = await openHost(profileDir);
+    (await installer.install(helloPkg))._unsafeUnwrap();
+    (await installer.install(faultyPkg))._unsafeUnwrap();
+    await installer.close();
+    const host = await openHost(profileDir);
+    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
+    const out = [await warmCall(host, helloEntry), await concurrency(host), await coldCall(host, helloEntry)];
+    await host.close();
+    out.push(await idleHeap(profileDir, helloPkg));
+    return out;
+  } finally {
+    await rm(profileDir, { recursive: true, force: true });
+    await rm(helloPkg, { recursive: true, force: true });
+    await rm(faultyPkg, { recursive: true, force: true });
+  }
+}
