@@ -340,3 +340,4 @@ export {
   type McpSessionStats,
 } from './shapes/mcp/McpSession.js';
 export type { McpToolResult, McpToolsChange, StdoutNoisePolicy } from './shapes/mcp/McpConnection.js';
+export { PluginProcessTransport, type PluginProcessTransportOptions } from './shapes/mcp/PluginProcessTransport.js';

@@ -1,0 +1,60 @@
+/** Releases a slot taken from an {@link InFlightLimiter}; safe to call more than once. */
+export type ReleaseSlot = () => void;
+
+/**
+ * Caps how many requests one session has outstanding at a plugin. Callers
+ * over the cap wait in arrival order; a waiting caller whose signal aborts
+ * leaves the queue without ever taking a slot.
+ */
+export class InFlightLimiter {
+  private active = 0;
+  private readonly queue: { grant: (release: ReleaseSlot) => void }[] = [];
+
+  /** @param max - The number of slots, at least 1. */
+  constructor(readonly max: number) {}
+
+  /** Requests currently holding a slot. */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Requests waiting for a slot. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Takes a slot, waiting for one if needed; `undefined` when `signal` aborted first. */
+  acquire(signal?: AbortSignal): Promise<ReleaseSlot | undefined> {
+    if (signal?.aborted) return Promise.resolve(undefined);
+    if (this.active < this.max) {
+      this.active++;
+      return Promise.resolve(this.releaser());
+    }
+    return new Promise((resolve) => {
+      const entry = {
+        grant: (release: ReleaseSlot): void => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(release);
+        },
+      };
+      const onAbort = (): void => {
+        const at = this.queue.indexOf(entry);
+        if (at !== -1) this.queue.splice(at, 1);
+        resolve(undefined);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(entry);
+    });
+  }
+
+  private releaser(): ReleaseSlot {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.queue.shift();
+      if (next === undefined) this.active--;
+      else next.grant(this.releaser());
+    };
+  }
+}

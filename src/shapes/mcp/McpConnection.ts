@@ -1,0 +1,280 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Implementation,
+  type Progress,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError } from '../../errors/HostError.js';
+import type { Clock, Logger } from '../../ports/ports.js';
+import type { PluginProcess } from '../../process/PluginProcess.js';
+import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
+import { mapMcpFailure, type McpFailureContext, type McpPhase } from './mcpFailures.js';
+import { PluginProcessTransport } from './PluginProcessTransport.js';
+import { toolsMismatch } from './toolsMismatch.js';
+
+const MAX_TOOL_PAGES = 100;
+const EXIT_GRACE_MS = 1000;
+
+/** What to do with a stdout line that is not a JSON-RPC message. */
+export type StdoutNoisePolicy = 'fail' | 'tolerate';
+
+/** A tool call's outcome as MCP reports it, before plugin-local errors are mapped. */
+export interface McpToolResult {
+  /** The plugin's `CallToolResult`, validated against the MCP schema. */
+  readonly value: CallToolResult;
+  /** `value.isError`: the plugin reported an application-level failure. */
+  readonly isError: boolean;
+}
+
+/** The tool list after a `notifications/tools/list_changed`. */
+export interface McpToolsChange {
+  /** The tools the plugin lists now. */
+  readonly tools: readonly ToolDescriptor[];
+  /** `PLUGIN_TOOLS_MISMATCH` when they no longer match the manifest; calls fail with it until they match again. */
+  readonly mismatch: HostError | undefined;
+}
+
+/** Fixed settings a connection gets from its session. */
+export interface McpConnectionSettings {
+  readonly clientInfo: Implementation;
+  readonly expectedTools: readonly string[] | undefined;
+  readonly startupTimeoutMs: number;
+  readonly defaultTimeoutMs: number;
+  readonly maxTotalTimeoutMs: number;
+  readonly maxFrameBytes: number;
+  readonly stdoutNoise: StdoutNoisePolicy;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly onToolsChanged: ((change: McpToolsChange) => void) | undefined;
+  readonly onStdoutViolation: (violation: HostError) => void;
+}
+
+type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
+
+const describeTool = (tool: Tool): ToolDescriptor =>
+  tool.description === undefined
+    ? { name: tool.name, inputSchema: tool.inputSchema }
+    : { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
+
+// The SDK's callTool type also admits the pre-2024-11 `toolResult` shape, which only a caller-supplied schema produces.
+const isCallToolResult = (result: CallToolResult | { toolResult: unknown }): result is CallToolResult =>
+  Array.isArray((result as { content?: unknown }).content);
+
+function toCallProgress(progress: Progress): CallProgress {
+  return {
+    progress: progress.progress,
+    ...(progress.total === undefined ? {} : { total: progress.total }),
+    ...(progress.message === undefined ? {} : { message: progress.message }),
+  };
+}
+
+/**
+ * One plugin process with an initialized SDK `Client` on it: the unit an
+ * {@link McpSession} replaces when the process dies. Checks the tool list
+ * against the manifest at start and on every `tools/list_changed`.
+ */
+export class McpConnection {
+  private readonly client: Client;
+  private readonly transport: PluginProcessTransport;
+  private tools: readonly Tool[] = [];
+  private toolNames: ReadonlySet<string> = new Set();
+  private currentMismatch: HostError | undefined;
+  private fatal: HostError | undefined;
+  private listing: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly process: PluginProcess,
+    private readonly settings: McpConnectionSettings,
+  ) {
+    this.transport = new PluginProcessTransport(process, {
+      maxFrameBytes: settings.maxFrameBytes,
+      onViolation: (violation) => this.onStdoutViolation(violation),
+    });
+    this.client = new Client(settings.clientInfo, { capabilities: {} });
+    this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
+    this.client.onclose = () => void process.stop();
+    this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      void this.serializeListing(() => this.refreshTools());
+    });
+  }
+
+  /** Runs `initialize` and the first `tools/list` on a fresh process; stops it on any failure. */
+  static async open(process: PluginProcess, settings: McpConnectionSettings): Promise<Result<McpConnection, HostError>> {
+    const connection = new McpConnection(process, settings);
+    try {
+      await connection.client.connect(connection.transport, { timeout: settings.startupTimeoutMs });
+    } catch (error) {
+      const failure = await connection.failure(error, { phase: 'initialize', timeoutMs: settings.startupTimeoutMs });
+      await connection.end(failure);
+      return err(failure);
+    }
+    const listed = await connection.serializeListing(() => connection.listAllTools(settings.startupTimeoutMs));
+    if (listed.isErr()) {
+      await connection.end(listed.error);
+      return err(listed.error);
+    }
+    connection.adoptTools(listed.value);
+    if (connection.currentMismatch !== undefined) {
+      await connection.end(connection.currentMismatch);
+      return err(connection.currentMismatch);
+    }
+    return ok(connection);
+  }
+
+  /** Whether the process or its stdout is gone; the session then starts a new connection. */
+  get closed(): boolean {
+    return this.transport.isClosed;
+  }
+
+  /** The tools the plugin lists, as of the last `tools/list`. */
+  get toolDescriptors(): readonly ToolDescriptor[] {
+    return this.tools.map(describeTool);
+  }
+
+  /** The manifest mismatch in force, if the last tool list broke it. */
+  get mismatch(): HostError | undefined {
+    return this.currentMismatch;
+  }
+
+  /** Whether the plugin lists a tool of that name. */
+  lists(name: string): boolean {
+    return this.toolNames.has(name);
+  }
+
+  /** The protocol version negotiated by `initialize`. */
+  get protocolVersion(): string | undefined {
+    return this.transport.protocolVersion;
+  }
+
+  /** The plugin's `serverInfo`. */
+  get serverInfo(): Implementation | undefined {
+    return this.client.getServerVersion();
+  }
+
+  /** One `tools/call` with per-request timeout reset by progress, a total cap and cancellation. */
+  async callTool(name: string, args: Record<string, unknown> | undefined, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
+    const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
+    const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
+    const controller = new AbortController();
+    let abortedBy: 'caller' | 'total-timeout' | undefined;
+    const onCallerAbort = (): void => {
+      abortedBy ??= 'caller';
+      controller.abort(options.signal?.reason);
+    };
+    options.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    if (options.signal?.aborted) onCallerAbort();
+    // The SDK checks the total cap only when progress arrives; this timer enforces it without progress too.
+    const cancelTotalTimer = this.settings.clock.setTimer(() => {
+      abortedBy ??= 'total-timeout';
+      controller.abort(new Error(`total cap of ${maxTotalTimeoutMs} ms reached`));
+    }, maxTotalTimeoutMs);
+    const onProgress = options.onProgress;
+    try {
+      const result = await this.client.callTool({ name, ...(args === undefined ? {} : { arguments: args }) }, undefined, {
+        timeout: timeoutMs,
+        resetTimeoutOnProgress: true,
+        maxTotalTimeout: maxTotalTimeoutMs,
+        signal: controller.signal,
+        // Always asking for progress gives every call a progressToken, so a plugin that reports progress keeps its call alive.
+        onprogress: (progress) => {
+          if (onProgress === undefined) return;
+          try {
+            onProgress(toCallProgress(progress));
+          } catch (error) {
+            this.settings.logger.warn({ tool: name, error: String(error) }, 'onProgress callback threw');
+          }
+        },
+      });
+      if (!isCallToolResult(result)) {
+        return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
+      }
+      return ok({ value: result, isError: result.isError === true });
+    } catch (error) {
+      return err(await this.failure(error, { phase: 'tools/call', tool: name, timeoutMs, maxTotalTimeoutMs, ...(abortedBy === undefined ? {} : { abortedBy }) }));
+    } finally {
+      options.signal?.removeEventListener('abort', onCallerAbort);
+      cancelTotalTimer();
+    }
+  }
+
+  /**
+   * Ends the connection and stops the process; in-flight calls fail with
+   * `reason` (or `PLUGIN_CRASHED` when none is given).
+   */
+  async end(reason?: HostError): Promise<void> {
+    this.fatal ??= reason;
+    await this.client.close();
+    await this.process.stop();
+  }
+
+  private serializeListing<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.listing.then(run);
+    this.listing = next.catch(() => undefined);
+    return next;
+  }
+
+  private async listAllTools(timeoutMs: number): Promise<Result<Tool[], HostError>> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      try {
+        const answer = await this.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
+        tools.push(...answer.tools);
+        cursor = answer.nextCursor;
+      } catch (error) {
+        return err(await this.failure(error, { phase: 'tools/list', timeoutMs }));
+      }
+      if (cursor === undefined) return ok(tools);
+    }
+    return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's tools/list did not end after ${MAX_TOOL_PAGES} pages`, { details: { phase: 'tools/list' } }));
+  }
+
+  private adoptTools(tools: readonly Tool[]): void {
+    this.tools = tools;
+    this.toolNames = new Set(tools.map((tool) => tool.name));
+    const expected = this.settings.expectedTools;
+    this.currentMismatch = expected === undefined ? undefined : toolsMismatch(expected, [...this.toolNames]);
+  }
+
+  private async refreshTools(): Promise<void> {
+    if (this.closed) return;
+    const listed = await this.listAllTools(this.settings.defaultTimeoutMs);
+    if (listed.isErr()) {
+      this.settings.logger.warn({ pid: this.process.pid, code: listed.error.code }, 'tools/list after list_changed failed; ending the connection');
+      await this.end(listed.error);
+      return;
+    }
+    this.adoptTools(listed.value);
+    try {
+      this.settings.onToolsChanged?.({ tools: this.toolDescriptors, mismatch: this.currentMismatch });
+    } catch (error) {
+      this.settings.logger.warn({ pid: this.process.pid, error: String(error) }, 'onToolsChanged callback threw');
+    }
+  }
+
+  private onStdoutViolation(violation: HostError): void {
+    this.settings.onStdoutViolation(violation);
+    if (violation.code !== 'PLUGIN_FRAME_TOO_LARGE' && this.settings.stdoutNoise === 'tolerate') {
+      this.settings.logger.warn({ pid: this.process.pid, code: violation.code, details: violation.details }, 'ignored a stdout line that is not JSON-RPC');
+      return;
+    }
+    // The dropped line may have been any pending answer, so no pending call can be trusted to complete.
+    void this.end(violation);
+  }
+
+  private failure(error: unknown, inputs: FailureInputs): Promise<HostError> {
+    const offered = this.transport.offeredProtocolVersion;
+    return mapMcpFailure(error, {
+      ...inputs,
+      process: this.process,
+      clock: this.settings.clock,
+      exitGraceMs: EXIT_GRACE_MS,
+      fatal: this.fatal,
+      connectionClosed: this.transport.closedByPeer,
+      ...(offered === undefined ? {} : { offeredProtocolVersion: offered }),
+    });
+  }
+}

@@ -1,0 +1,238 @@
+import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import packageJson from '../../../package.json' with { type: 'json' };
+import { hostError, type HostError } from '../../errors/HostError.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
+import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
+import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
+import { InFlightLimiter } from './InFlightLimiter.js';
+import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
+
+/** Default time a `tools/call` may go without an answer or progress: 30 s. */
+export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
+/** Default cap on one `tools/call`, progress or not: 5 min. */
+export const DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS = 300_000;
+/** Default time allowed for `initialize` and the first `tools/list` of a new process: 30 s. */
+export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
+/** Default number of `tools/call` requests outstanding at one plugin: 16. */
+export const DEFAULT_MCP_MAX_IN_FLIGHT = 16;
+
+/** The `clientInfo` sent in `initialize` unless the session is given another. */
+export const DEFAULT_MCP_CLIENT_INFO: Readonly<Implementation> = Object.freeze({ name: 'mcp-plugin-host', version: packageJson.version });
+
+/** Options of an {@link McpSession}. */
+export interface McpSessionOptions {
+  /** Starts the plugin process (verified and sandboxed); called lazily, and again after the process dies. */
+  readonly launch: ProcessLauncher;
+  /**
+   * The unprefixed tool names the manifest declares. When given, the plugin's
+   * `tools/list` must name exactly these, at start and after every
+   * `tools/list_changed`, or calls fail with `PLUGIN_TOOLS_MISMATCH`. Omit to skip the check.
+   */
+  readonly expectedTools?: readonly string[];
+  /** `clientInfo` for `initialize`. Default {@link DEFAULT_MCP_CLIENT_INFO}. */
+  readonly clientInfo?: Implementation;
+  /** Per-call time without an answer, reset by each progress notification. Default {@link DEFAULT_MCP_CALL_TIMEOUT_MS}. */
+  readonly defaultTimeoutMs?: number;
+  /** Per-call hard cap, progress or not. Default {@link DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS}. */
+  readonly maxTotalTimeoutMs?: number;
+  /** Time for `initialize` plus the first `tools/list`. Default {@link DEFAULT_MCP_STARTUP_TIMEOUT_MS}. */
+  readonly startupTimeoutMs?: number;
+  /** Calls outstanding at the plugin at once; more wait in order. Default {@link DEFAULT_MCP_MAX_IN_FLIGHT}. */
+  readonly maxInFlight?: number;
+  /** Cap on one stdout line, in bytes. Default 1 MiB. */
+  readonly maxFrameBytes?: number;
+  /**
+   * A stdout line that is not JSON-RPC: `fail` (default) ends the process and
+   * fails every in-flight call with `PLUGIN_INVALID_JSON` or
+   * `PLUGIN_MALFORMED_RESPONSE`; `tolerate` drops and counts it. A frame over
+   * the cap always fails, since it was most likely an answer.
+   */
+  readonly stdoutNoise?: StdoutNoisePolicy;
+  /** Told about every `tools/list_changed` once the new list is read. */
+  readonly onToolsChanged?: (change: McpToolsChange) => void;
+  /** Timers for the total cap and exit grace. Default {@link systemClock}. */
+  readonly clock?: Clock;
+  /** Where warnings (tolerated stdout noise, failed refreshes) go. Default {@link silentLogger}. */
+  readonly logger?: Logger;
+}
+
+/** Counters of an {@link McpSession}. */
+export interface McpSessionStats {
+  /** Processes started so far. */
+  readonly launches: number;
+  /** Stdout lines dropped because they were not JSON-RPC or over the frame cap. */
+  readonly stdoutViolations: number;
+  /** Calls outstanding at the plugin now. */
+  readonly inFlight: number;
+  /** Calls waiting for a slot now. */
+  readonly waiting: number;
+}
+
+function invalidOptions(options: McpSessionOptions): HostError | undefined {
+  const numbers = {
+    defaultTimeoutMs: options.defaultTimeoutMs,
+    maxTotalTimeoutMs: options.maxTotalTimeoutMs,
+    startupTimeoutMs: options.startupTimeoutMs,
+    maxInFlight: options.maxInFlight,
+    maxFrameBytes: options.maxFrameBytes,
+  };
+  for (const [name, value] of Object.entries(numbers)) {
+    if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+      return hostError('HOST_INVALID_OPTIONS', `McpSession option ${name} must be a positive number, got ${String(value)}`);
+    }
+  }
+  if (options.maxInFlight !== undefined && !Number.isInteger(options.maxInFlight)) {
+    return hostError('HOST_INVALID_OPTIONS', `McpSession option maxInFlight must be an integer, got ${options.maxInFlight}`);
+  }
+  return undefined;
+}
+
+function isArguments(value: unknown): value is Record<string, unknown> | undefined {
+  return value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value));
+}
+
+/**
+ * A {@link PluginSession} for Shape 1 plugins: MCP over stdio, through the
+ * official SDK `Client` on a process the host launched (verified and
+ * sandboxed) rather than one the SDK spawns.
+ *
+ * The process starts on the first `listTools` or `callTool`; `initialize`
+ * and the manifest check of `tools/list` run once per process. When the
+ * process dies, the calls in flight fail (`PLUGIN_CRASHED` with the stderr
+ * tail) and the next call starts a new process; deciding when to stop
+ * retrying (quarantine) is the host's job.
+ */
+export class McpSession implements PluginSession {
+  /** Always `mcp-plugin`. */
+  readonly shape = 'mcp-plugin' as const;
+
+  private readonly settings: McpConnectionSettings;
+  private readonly limiter: InFlightLimiter;
+  private readonly optionsError: HostError | undefined;
+  private current: McpConnection | undefined;
+  private opening: Promise<Result<McpConnection, HostError>> | undefined;
+  private closing = false;
+  private launches = 0;
+  private stdoutViolations = 0;
+
+  /** @param options - The launcher, the manifest's tools, timeouts and limits. */
+  constructor(private readonly options: McpSessionOptions) {
+    this.optionsError = invalidOptions(options);
+    this.limiter = new InFlightLimiter(this.optionsError === undefined ? options.maxInFlight ?? DEFAULT_MCP_MAX_IN_FLIGHT : 1);
+    this.settings = {
+      clientInfo: options.clientInfo ?? DEFAULT_MCP_CLIENT_INFO,
+      expectedTools: options.expectedTools,
+      startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_MCP_STARTUP_TIMEOUT_MS,
+      defaultTimeoutMs: options.defaultTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS,
+      maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS,
+      maxFrameBytes: options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+      stdoutNoise: options.stdoutNoise ?? 'fail',
+      clock: options.clock ?? systemClock,
+      logger: options.logger ?? silentLogger,
+      onToolsChanged: options.onToolsChanged,
+      onStdoutViolation: () => {
+        this.stdoutViolations++;
+      },
+    };
+  }
+
+  /** The MCP protocol version negotiated with the running process, if one runs. */
+  get protocolVersion(): string | undefined {
+    return this.current?.protocolVersion;
+  }
+
+  /** The running plugin's `serverInfo`, if one runs. */
+  get serverInfo(): Implementation | undefined {
+    return this.current?.serverInfo;
+  }
+
+  /** Counters for monitoring and tests. */
+  stats(): McpSessionStats {
+    return { launches: this.launches, stdoutViolations: this.stdoutViolations, inFlight: this.limiter.inFlight, waiting: this.limiter.waiting };
+  }
+
+  /** The plugin's tools (starting it if needed); `PLUGIN_TOOLS_MISMATCH` when they do not match the manifest. */
+  listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
+    return new ResultAsync(
+      this.connection().then((connection) =>
+        connection.andThen((c) => (c.mismatch === undefined ? ok(c.toolDescriptors) : err(c.mismatch))),
+      ),
+    );
+  }
+
+  /**
+   * Calls a tool. Success and `isError: true` results both come back `ok`
+   * with the plugin's `CallToolResult`; protocol failures are `err` with a
+   * registry code (`PLUGIN_TIMEOUT`, `PLUGIN_CANCELLED`, `PLUGIN_CRASHED`, …).
+   */
+  callTool(name: string, args: unknown, options: CallOptions = {}): ResultAsync<McpToolResult, HostError> {
+    return new ResultAsync(this.call(name, args, options));
+  }
+
+  /** Fails calls in flight with `HOST_CLOSED`, stops the process, and refuses later calls. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.opening !== undefined) await this.opening;
+    const connection = this.current;
+    this.current = undefined;
+    await connection?.end(this.closedError());
+  }
+
+  private async call(name: string, args: unknown, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
+    if (!isArguments(args)) {
+      return err(hostError('INVALID_ARGS', `MCP tool arguments must be a JSON object, got ${Array.isArray(args) ? 'an array' : typeof args}`, { details: { tool: name } }));
+    }
+    const release = await this.limiter.acquire(options.signal);
+    if (release === undefined) return err(this.cancelledBeforeSending(name));
+    try {
+      const connection = await this.connection();
+      if (connection.isErr()) return err(connection.error);
+      if (options.signal?.aborted) return err(this.cancelledBeforeSending(name));
+      const c = connection.value;
+      if (c.mismatch !== undefined) return err(c.mismatch);
+      if (!c.lists(name)) {
+        return err(hostError('PLUGIN_TOOL_NOT_EXPOSED', `plugin does not list a tool named "${name}"`, { details: { tool: name, listed: c.toolDescriptors.map((t) => t.name) } }));
+      }
+      return await c.callTool(name, args, options);
+    } finally {
+      release();
+    }
+  }
+
+  private connection(): Promise<Result<McpConnection, HostError>> {
+    if (this.optionsError !== undefined) return Promise.resolve(err(this.optionsError));
+    if (this.closing) return Promise.resolve(err(this.closedError()));
+    const current = this.current;
+    if (current !== undefined && !current.closed) return Promise.resolve(ok(current));
+    this.opening ??= this.open().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+
+  private async open(): Promise<Result<McpConnection, HostError>> {
+    this.current = undefined;
+    const launched = await this.options.launch();
+    if (launched.isErr()) return err(launched.error);
+    this.launches++;
+    const opened = await McpConnection.open(launched.value, this.settings);
+    if (opened.isErr()) return opened;
+    if (this.closing) {
+      await opened.value.end(this.closedError());
+      return err(this.closedError());
+    }
+    this.current = opened.value;
+    return opened;
+  }
+
+  private closedError(): HostError {
+    return hostError('HOST_CLOSED', 'the MCP session was closed');
+  }
+
+  private cancelledBeforeSending(tool: string): HostError {
+    return hostError('PLUGIN_CANCELLED', `tools/call of "${tool}" was cancelled by its caller before it was sent`, {
+      details: { phase: 'tools/call', tool },
+    });
+  }
+}

@@ -1,0 +1,176 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { hostError, type HostError } from '../../errors/HostError.js';
+import { DEFAULT_MAX_FRAME_BYTES, LineReader } from '../../framing/LineReader.js';
+import type { PluginProcess } from '../../process/PluginProcess.js';
+
+const EXCERPT_CHARS = 200;
+/** After the process exits, how long stdout may still deliver buffered lines before the connection ends. */
+const EXIT_DRAIN_MS = 200;
+
+/** Options of a {@link PluginProcessTransport}. */
+export interface PluginProcessTransportOptions {
+  /** The cap on one stdout line, in bytes. Default 1 MiB ({@link DEFAULT_MAX_FRAME_BYTES}). */
+  readonly maxFrameBytes?: number;
+  /**
+   * Told about every stdout line that is not a JSON-RPC message
+   * (`PLUGIN_INVALID_JSON`, `PLUGIN_MALFORMED_RESPONSE`) and every frame over
+   * the cap (`PLUGIN_FRAME_TOO_LARGE`). The line is dropped either way; the
+   * listener decides whether the connection survives.
+   */
+  readonly onViolation?: (violation: HostError) => void;
+}
+
+const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
+
+/**
+ * An MCP SDK `Transport` over a {@link PluginProcess}: newline-delimited
+ * JSON-RPC on the plugin's stdin and stdout. Unlike the SDK's own stdio
+ * transport it does not spawn anything (the process arrives verified and
+ * sandboxed) and it reads stdout through the shared {@link LineReader}, so a
+ * plugin cannot make the host buffer an unbounded line. Closing the transport
+ * stops the process.
+ */
+export class PluginProcessTransport implements Transport {
+  /** Set by the SDK: the connection ended. */
+  onclose?: (() => void) | undefined;
+  /** Set by the SDK: a non-fatal error (including every dropped stdout line). */
+  onerror?: ((error: Error) => void) | undefined;
+  /** Set by the SDK: one incoming JSON-RPC message. */
+  onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
+
+  private reader: LineReader | undefined;
+  private started = false;
+  private closed = false;
+  private endedByPeer = false;
+  private negotiatedVersion: string | undefined;
+  private initializeId: string | number | undefined;
+  private offeredVersion: string | undefined;
+  private readonly waitingForDrain = new Set<() => void>();
+  private readonly onStdinError = (error: Error): void => this.onerror?.(error);
+  private readonly onDrain = (): void => this.releaseWriters();
+
+  /**
+   * @param process - The running plugin; the transport owns it from `start()` on.
+   * @param options - Frame cap and the stdout violation listener.
+   */
+  constructor(
+    private readonly process: PluginProcess,
+    private readonly options: PluginProcessTransportOptions = {},
+  ) {}
+
+  /** The protocol version the SDK negotiated with the plugin, once initialized. */
+  get protocolVersion(): string | undefined {
+    return this.negotiatedVersion;
+  }
+
+  /**
+   * The protocolVersion the plugin put in its `initialize` answer, even one
+   * the SDK then refused; for explaining a version mismatch.
+   */
+  get offeredProtocolVersion(): string | undefined {
+    return this.offeredVersion;
+  }
+
+  /** Whether the connection has ended (process gone, stdout closed, or `close()` called). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Whether the plugin ended the connection (exit or end of stdout) rather than `close()`. */
+  get closedByPeer(): boolean {
+    return this.endedByPeer;
+  }
+
+  /** Called by the SDK after `initialize` with the version both sides agreed on. */
+  setProtocolVersion(version: string): void {
+    this.negotiatedVersion = version;
+  }
+
+  /** Starts reading the plugin's stdout. Called once by `Client.connect`. */
+  start(): Promise<void> {
+    if (this.started) return Promise.reject(new Error('PluginProcessTransport already started'));
+    this.started = true;
+    this.reader = new LineReader(
+      this.process.stdout,
+      {
+        onLine: (line) => this.receive(line),
+        onOversize: (bytes) => this.violation(hostError('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a ${bytes}-byte line, over the ${this.maxFrameBytes}-byte frame cap`, { details: { bytes, max_frame_bytes: this.maxFrameBytes } })),
+        onEnd: (partial) => {
+          if (partial !== undefined && partial.trim() !== '') this.receive(partial);
+          this.finish(true);
+        },
+      },
+      this.maxFrameBytes,
+    );
+    this.process.stdin.on('error', this.onStdinError);
+    this.process.stdin.on('drain', this.onDrain);
+    void this.process.exited.then(() => {
+      if (!this.closed) setTimeout(() => this.finish(true), EXIT_DRAIN_MS).unref();
+    });
+    return Promise.resolve();
+  }
+
+  /** Writes one message as one line, waiting for the pipe to drain when it is full. */
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
+    if ('method' in message && message.method === 'initialize' && 'id' in message) this.initializeId = message.id;
+    if (this.process.stdin.write(`${JSON.stringify(message)}\n`)) return Promise.resolve();
+    return new Promise((resolve) => this.waitingForDrain.add(resolve));
+  }
+
+  /** Ends the connection and stops the plugin process (its stop sequence: EOF, SIGTERM, SIGKILL). */
+  async close(): Promise<void> {
+    this.finish(false);
+    await this.process.stop();
+  }
+
+  private get maxFrameBytes(): number {
+    return this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+  }
+
+  private receive(line: string): void {
+    if (this.closed || line.trim() === '') return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }));
+      return;
+    }
+    const message = JSONRPCMessageSchema.safeParse(parsed);
+    if (!message.success) {
+      this.violation(hostError('PLUGIN_MALFORMED_RESPONSE', 'plugin wrote JSON on stdout that is not a JSON-RPC 2.0 message', { details: { line_excerpt: excerpt(line) } }));
+      return;
+    }
+    if (this.initializeId !== undefined && 'id' in message.data && message.data.id === this.initializeId) this.noteInitializeAnswer(message.data);
+    this.onmessage?.(message.data);
+  }
+
+  private noteInitializeAnswer(message: JSONRPCMessage): void {
+    this.initializeId = undefined;
+    const version = 'result' in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
+    if (typeof version === 'string') this.offeredVersion = version;
+  }
+
+  private violation(error: HostError): void {
+    this.onerror?.(error);
+    this.options.onViolation?.(error);
+  }
+
+  private releaseWriters(): void {
+    const writers = [...this.waitingForDrain];
+    this.waitingForDrain.clear();
+    for (const resume of writers) resume();
+  }
+
+  private finish(byPeer: boolean): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.endedByPeer = byPeer;
+    this.reader?.dispose();
+    this.process.stdin.off('drain', this.onDrain);
+    this.releaseWriters();
+    this.onclose?.();
+  }
+}

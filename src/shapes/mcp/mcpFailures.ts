@@ -1,0 +1,128 @@
+import { ErrorCode, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { HostError, hostError } from '../../errors/HostError.js';
+import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
+import type { Clock } from '../../ports/ports.js';
+import type { PluginProcess } from '../../process/PluginProcess.js';
+
+/** Which exchange of the MCP session failed. */
+export type McpPhase = 'initialize' | 'tools/list' | 'tools/call';
+
+/** What the session knows when an SDK request fails. */
+export interface McpFailureContext {
+  readonly phase: McpPhase;
+  readonly process: PluginProcess;
+  readonly clock: Clock;
+  /** How long to wait for the exit status of a plugin that closed the connection. */
+  readonly exitGraceMs: number;
+  /** Why the host ended the connection, when it did (a stdout violation, the session closing). */
+  readonly fatal: HostError | undefined;
+  /** Whether the plugin ended the connection (exited or closed stdout). */
+  readonly connectionClosed: boolean;
+  /** The tool being called, for `tools/call`. */
+  readonly tool?: string;
+  /** The per-request timeout in force. */
+  readonly timeoutMs: number;
+  /** The total cap in force. */
+  readonly maxTotalTimeoutMs?: number;
+  /** Who aborted the request, when the session aborted it. */
+  readonly abortedBy?: 'caller' | 'total-timeout';
+  /** The protocolVersion the plugin answered `initialize` with, when it answered. */
+  readonly offeredProtocolVersion?: string;
+}
+
+const byJsonRpcCode = new Map<number, HostErrorCode>();
+for (const [code, info] of Object.entries(ERROR_CODES) as [HostErrorCode, ErrorCodeInfo][]) {
+  if (info.spellings?.jsonrpc !== undefined) byJsonRpcCode.set(info.spellings.jsonrpc, code);
+}
+
+function where(ctx: McpFailureContext): string {
+  return ctx.tool === undefined ? ctx.phase : `${ctx.phase} of "${ctx.tool}"`;
+}
+
+function baseDetails(ctx: McpFailureContext): Record<string, unknown> {
+  const details: Record<string, unknown> = { phase: ctx.phase, stderr_tail: ctx.process.stderrTail() };
+  if (ctx.tool !== undefined) details.tool = ctx.tool;
+  return details;
+}
+
+async function exitWithin(ctx: McpFailureContext): Promise<void> {
+  if (ctx.process.exitInfo !== undefined) return;
+  let cancel = (): void => undefined;
+  await Promise.race([ctx.process.exited, new Promise<void>((resolve) => (cancel = ctx.clock.setTimer(resolve, ctx.exitGraceMs)))]);
+  cancel();
+}
+
+async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostError> {
+  await exitWithin(ctx);
+  const exit = ctx.process.exitInfo;
+  const details = { ...baseDetails(ctx), ...(exit === undefined ? {} : { exit }) };
+  const how = exit === undefined ? 'closed its stdout' : exit.description;
+  return hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause });
+}
+
+function withContext(fatal: HostError, ctx: McpFailureContext): HostError {
+  return new HostError(fatal.code, `${fatal.message} (during ${where(ctx)})`, {
+    details: { ...baseDetails(ctx), ...fatal.details },
+    cause: fatal.cause,
+  });
+}
+
+function timeout(ctx: McpFailureContext, total: boolean, cause: unknown): HostError {
+  const details = { ...baseDetails(ctx), ...(total ? { max_total_timeout_ms: ctx.maxTotalTimeoutMs } : { timeout_ms: ctx.timeoutMs }) };
+  const message = total
+    ? `plugin did not finish ${where(ctx)} within the total cap of ${ctx.maxTotalTimeoutMs} ms`
+    : `plugin did not answer ${where(ctx)} within ${ctx.timeoutMs} ms`;
+  return hostError('PLUGIN_TIMEOUT', message, { details, cause });
+}
+
+function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
+  // The SDK reports a tool result that breaks the tool's own outputSchema as -32602/-32600;
+  // that is the plugin's malformed answer, not our params.
+  const code = /structured content/i.test(error.message) ? 'PLUGIN_MALFORMED_RESPONSE' : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
+  return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
+    details: { ...baseDetails(ctx), jsonrpc_code: error.code, ...(error.data === undefined ? {} : { jsonrpc_data: error.data }) },
+    cause: error,
+  });
+}
+
+function initializeFailure(error: unknown, ctx: McpFailureContext): HostError {
+  const offered = ctx.offeredProtocolVersion;
+  if (offered !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(offered)) {
+    return hostError('PLUGIN_PROTOCOL_VERSION_MISMATCH', `plugin speaks MCP ${offered}, which this host does not support`, {
+      details: { ...baseDetails(ctx), offered, supported: [...SUPPORTED_PROTOCOL_VERSIONS] },
+      cause: error,
+    });
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  const details = { ...baseDetails(ctx), reason, ...(error instanceof McpError ? { jsonrpc_code: error.code } : {}) };
+  return hostError('PLUGIN_HANDSHAKE_FAILED', `plugin did not complete the MCP initialize exchange: ${reason}`, { details, cause: error });
+}
+
+/**
+ * Turns whatever an SDK request rejected with into a registry error: abort
+ * and time caps first (the session knows who aborted), then a connection the
+ * host ended on purpose, then the SDK's own codes.
+ */
+export async function mapMcpFailure(error: unknown, ctx: McpFailureContext): Promise<HostError> {
+  if (ctx.abortedBy === 'caller') {
+    const details: Record<string, unknown> = { phase: ctx.phase };
+    if (ctx.tool !== undefined) details.tool = ctx.tool;
+    return hostError('PLUGIN_CANCELLED', `${where(ctx)} was cancelled by its caller`, { details, cause: error });
+  }
+  if (ctx.abortedBy === 'total-timeout') return timeout(ctx, true, error);
+  if (ctx.fatal !== undefined) return withContext(ctx.fatal, ctx);
+  if (ctx.connectionClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) return crashed(ctx, error);
+  if (ctx.phase === 'initialize') return initializeFailure(error, ctx);
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.RequestTimeout) {
+      const data = error.data as { maxTotalTimeout?: unknown } | undefined;
+      return timeout(ctx, data?.maxTotalTimeout !== undefined, error);
+    }
+    return jsonRpcFailure(error, ctx);
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered ${where(ctx)} with a result that does not match the MCP schema: ${reason}`, {
+    details: { ...baseDetails(ctx), reason },
+    cause: error,
+  });
+}

@@ -1,0 +1,149 @@
+import { PassThrough, Writable } from 'node:stream';
+import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { HostError } from '../../../src/errors/HostError.js';
+import type { ExitInfo, PluginProcess } from '../../../src/process/PluginProcess.js';
+import { PluginProcessTransport } from '../../../src/shapes/mcp/PluginProcessTransport.js';
+
+const EXIT: ExitInfo = { code: 0, signal: null, status: 0, description: 'exited with code 0' };
+
+function fakeProcess(stdin: Writable = new PassThrough()) {
+  const stdout = new PassThrough();
+  let exit!: (info: ExitInfo) => void;
+  const exited = new Promise<ExitInfo>((resolve) => (exit = resolve));
+  const stop = vi.fn(() => {
+    stdout.end();
+    exit(EXIT);
+    return exited;
+  });
+  const process: PluginProcess = {
+    pid: 4242,
+    stdin,
+    stdout,
+    exited,
+    exitInfo: undefined,
+    stderrTail: () => '',
+    onStderrLine: () => () => undefined,
+    stop,
+  };
+  return { process, stdout, stop, exit };
+}
+
+async function started(options: ConstructorParameters<typeof PluginProcessTransport>[1] = {}, stdin?: Writable) {
+  const fake = fakeProcess(stdin);
+  const transport = new PluginProcessTransport(fake.process, options);
+  const messages: JSONRPCMessage[] = [];
+  const errors: Error[] = [];
+  const closes = vi.fn();
+  transport.onmessage = (m) => messages.push(m);
+  transport.onerror = (e) => errors.push(e);
+  transport.onclose = closes;
+  await transport.start();
+  return { ...fake, transport, messages, errors, closes };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('PluginProcessTransport', () => {
+  it('writes each message as one JSON line on stdin', async () => {
+    const stdin = new PassThrough();
+    const { transport } = await started({}, stdin);
+    await transport.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(stdin.read()?.toString()).toBe('{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+  });
+
+  it('waits for the pipe to drain before resolving a send that filled it', async () => {
+    const written: string[] = [];
+    let finishWrite: (() => void) | undefined;
+    const slowPipe = new Writable({
+      highWaterMark: 8,
+      write(chunk: Buffer, _enc, callback) {
+        written.push(chunk.toString());
+        finishWrite = callback;
+      },
+    });
+    const { transport } = await started({}, slowPipe);
+    let sent = false;
+    const sending = transport.send({ jsonrpc: '2.0', id: 1, method: 'ping' }).then(() => (sent = true));
+    await tick();
+    expect(written).toHaveLength(1);
+    expect(sent).toBe(false);
+    finishWrite?.();
+    await sending;
+    expect(sent).toBe(true);
+  });
+
+  it('delivers JSON-RPC lines, ignores blank lines and strips CRLF', async () => {
+    const { stdout, messages, errors } = await started();
+    stdout.write('{"jsonrpc":"2.0","id":1,"result":{}}\r\n\n   \n{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n');
+    await tick();
+    expect(messages).toEqual([
+      { jsonrpc: '2.0', id: 1, result: {} },
+      { jsonrpc: '2.0', method: 'notifications/tools/list_changed' },
+    ]);
+    expect(errors).toEqual([]);
+  });
+
+  it('reports non-JSON, non-JSON-RPC and oversize lines as violations and keeps reading', async () => {
+    const violations: HostError[] = [];
+    const { stdout, messages, errors } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v) });
+    stdout.write('hello world\n{"not":"rpc"}\n' + `{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(100)}"}}\n` + '{"jsonrpc":"2.0","id":2,"result":{}}\n');
+    await tick();
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_FRAME_TOO_LARGE']);
+    expect(violations[0]?.details.line_excerpt).toBe('hello world');
+    expect(violations[2]?.details).toMatchObject({ max_frame_bytes: 64 });
+    expect(errors).toHaveLength(3);
+    expect(messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
+  });
+
+  it('cuts long offending lines down to an excerpt', async () => {
+    const violations: HostError[] = [];
+    const { stdout } = await started({ onViolation: (v) => violations.push(v) });
+    stdout.write(`${'y'.repeat(5000)}\n`);
+    await tick();
+    expect((violations[0]?.details.line_excerpt as string).length).toBeLessThanOrEqual(201);
+  });
+
+  it('closes once when stdout ends, delivering a final unterminated line first', async () => {
+    const { stdout, messages, closes, transport } = await started();
+    stdout.end('{"jsonrpc":"2.0","id":7,"result":{}}');
+    await tick();
+    expect(messages).toEqual([{ jsonrpc: '2.0', id: 7, result: {} }]);
+    expect(closes).toHaveBeenCalledTimes(1);
+    expect(transport.isClosed).toBe(true);
+    expect(transport.closedByPeer).toBe(true);
+    await expect(transport.send({ jsonrpc: '2.0', id: 8, method: 'ping' })).rejects.toMatchObject({ code: ErrorCode.ConnectionClosed });
+    await expect(transport.send({ jsonrpc: '2.0', id: 8, method: 'ping' })).rejects.toBeInstanceOf(McpError);
+  });
+
+  it('closes when the process exits even if stdout stays open', async () => {
+    const { exit, closes } = await started();
+    exit(EXIT);
+    await vi.waitFor(() => expect(closes).toHaveBeenCalledTimes(1));
+  });
+
+  it('stops the process on close and fires onclose once', async () => {
+    const { transport, stop, closes } = await started();
+    await transport.close();
+    await transport.close();
+    expect(stop).toHaveBeenCalled();
+    expect(closes).toHaveBeenCalledTimes(1);
+    expect(transport.closedByPeer).toBe(false);
+  });
+
+  it('refuses to start twice', async () => {
+    const { transport } = await started();
+    await expect(transport.start()).rejects.toThrow(/already started/);
+  });
+
+  it('remembers the protocol version the plugin offered in its initialize answer', async () => {
+    const { transport, stdout } = await started();
+    await transport.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+    stdout.write('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"1999-01-01","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}\n');
+    await tick();
+    expect(transport.offeredProtocolVersion).toBe('1999-01-01');
+    transport.setProtocolVersion('2025-06-18');
+    expect(transport.protocolVersion).toBe('2025-06-18');
+  });
+});
