@@ -4,11 +4,9 @@
  * time, so a pinned digest of the script would not pin what runs.
  */
 import { basename } from 'node:path';
+import shellInterpreters from '../../etc/shell-interpreters.json' with { type: 'json' };
 
-const SHELL_NAMES: ReadonlySet<string> = new Set([
-  'sh', 'bash', 'rbash', 'zsh', 'dash', 'ash', 'ksh', 'ksh93', 'mksh', 'pdksh', 'yash',
-  'fish', 'csh', 'tcsh', 'busybox', 'cmd', 'command', 'powershell', 'pwsh',
-]);
+const SHELL_NAMES: ReadonlySet<string> = new Set(shellInterpreters.names);
 
 /** A program's name as compared with the denylist: lower-case, without a Windows program suffix. */
 function programName(path: string): string {

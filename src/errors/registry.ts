@@ -92,7 +92,7 @@ export const ERROR_CODES = {
   PLUGIN_CONFIRMATION_DENIED: row('runtime', false, 'A high_stakes_write tool was not confirmed.', 'Supply a confirmation callback that approves the call.'),
   PLUGIN_TOOLS_MISMATCH: row('runtime', false, 'The tools the plugin lists differ from the tools its manifest declares.', 'Make advertised_tools match the tools/list answer exactly (unprefixed names).'),
   PLUGIN_CANCELLED: row('runtime', false, 'The call was cancelled by its caller.', 'None; the caller aborted.'),
-  PLUGIN_FRAME_TOO_LARGE: row('protocol', false, 'The plugin wrote a frame larger than the frame cap.', 'Return smaller results, or raise the host frame cap.'),
+  PLUGIN_FRAME_TOO_LARGE: row('protocol', false, 'The plugin wrote a frame larger than the frame cap.', 'Return smaller results, or raise the host frame cap.', { handshake: 'malformed_response' }),
 
   // Protocol failures shared by the stdio shapes (handshake and mcptest spellings).
   PLUGIN_SPAWN_FAILED: row('protocol', false, 'The plugin process could not be started.', 'Check the executable exists, is executable and matches the host architecture.', { handshake: 'launch_failed', ndjson: 'SpawnFailed' }),

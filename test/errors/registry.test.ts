@@ -32,7 +32,7 @@ describe('error registry', () => {
       expect(owners, c).toHaveLength(1);
     }
     const malformed = Object.keys(ERROR_CODES).filter((k) => spellingOf(k as HostErrorCode, 'handshake') === 'malformed_response');
-    expect(malformed.sort()).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE']);
+    expect(malformed.sort()).toEqual(['PLUGIN_FRAME_TOO_LARGE', 'PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE']);
   });
 
   it('spells the mcptest host failures and the JSON-RPC codes', () => {

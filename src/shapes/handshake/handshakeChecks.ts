@@ -31,10 +31,9 @@ export interface HandshakeExpectations {
 
 /**
  * A host error carrying the seed's failure class in `details.failure_class`.
- * A frame over the cap has no class of its own: it is malformed output.
  */
 export function handshakeFailure(code: HostErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): HostError {
-  const failureClass = code === 'PLUGIN_FRAME_TOO_LARGE' ? 'malformed_response' : (spellingOf(code, 'handshake') ?? null);
+  const failureClass = spellingOf(code, 'handshake') ?? null;
   return hostError(code, message, { details: { failure_class: failureClass, ...details }, ...(cause === undefined ? {} : { cause }) });
 }
 
