@@ -1,22 +1,24 @@
-import { mkdir, open, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
-import { putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
-import type { CatalogSnapshot, CatalogVariant, PluginDescriptor, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
+import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
 import type { ManifestShape, NormalizedManifest } from '../manifest/model.js';
 import { hasViolations, violation, violationsError, type Violation } from '../manifest/violations.js';
-import type { NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
+import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
-import { parseChecksum } from './checksum.js';
+import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
+import { pluginRecords } from './installRecords.js';
 import type { PackageLimits } from './limits.js';
 import { openPackageSource, type StagedPackage } from './openPackageSource.js';
+import { storeSchema, syncDirectory } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
@@ -29,7 +31,7 @@ export interface InstallerOptions {
   readonly envDenylist: EnvDenylist;
   /** Reserved prefixes and recorded owners. */
   readonly namespaceLock: NamespaceLock;
-  /** `dev` accepts local directories without checksum and the namespace override. */
+  /** `dev` accepts local directories, archives without checksum and the namespace override. */
   readonly profileKind: ProfileKind;
   /** Shape policy of the manifest validator. Default `neutral`. */
   readonly preset?: ManifestPreset;
@@ -45,13 +47,18 @@ export interface InstallerOptions {
   readonly searchPath?: string;
   /** Stamps `installed_at`. */
   readonly clock?: Clock;
-  /** Names install roots. */
+  /** Names install roots and temporary files. */
   readonly random?: Random;
 }
 
 /** Per-install choices. */
 export interface InstallOptions {
-  /** The expected package SHA-256 (`sha256:<hex>` or hex); required for archives outside dev profiles. */
+  /**
+   * The expected package SHA-256 (`sha256:<hex>` or hex); required for
+   * archives outside dev profiles. When given it is the checksum that counts;
+   * without it, an archive is checked against its manifest's
+   * `[package].checksum`.
+   */
   readonly checksum?: string;
   /** The package's Ed25519 signature over its digest (base64 or bytes); `<archive>.sig` is read otherwise. */
   readonly signature?: string | Uint8Array;
@@ -65,7 +72,7 @@ export interface InstallOptions {
 
 /** What an inspection (the CLI's `validate`) found. */
 export interface InstallInspection {
-  /** Every violation in check order, host checks included; empty when the package would install. */
+  /** Every violation in check order, host checks included; empty when the manifest passes every check. */
   readonly report: ManifestReport;
   /** How the package was read. */
   readonly package: Pick<StagedPackage, 'manifestFile' | 'source' | 'stats'> & { readonly digest?: string };
@@ -76,12 +83,17 @@ const io = (what: string) => (cause: unknown): HostError =>
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 
+const noExecutableMessage = (m: NormalizedManifest): string =>
+  `plugin '${m.plugin_id}' of shape ${m.shape} has no executable this installer can pin`;
+
 /**
  * Installs plugins into one profile in the contract's order: package source
  * (checksum, signature, limits) → parse → schema version → Shape 2 gate →
  * structure → namespace → env denylist → credential descriptors → schema refs
- * → staged copy into a fresh install root → executable binding → schema store
- * → one catalog transaction. A failure at any step leaves nothing behind.
+ * → schema store → staged copy into a fresh install root → executable mode
+ * and hash → one catalog transaction that re-checks ownership and conflicts
+ * under the profile lock. A failure at any step leaves nothing behind: no
+ * rows, no install root, no schema file it created, nothing in staging.
  */
 export class Installer {
   readonly #o: InstallerOptions;
@@ -95,7 +107,11 @@ export class Installer {
     this.#random = options.random ?? systemRandom;
   }
 
-  /** Runs every install check on a package without installing it; reports every violation. */
+  /**
+   * Runs every install check on a package without installing it and reports
+   * every violation; the catalog is only read. Package-level refusals
+   * (checksum, signature, archive limits) fail the result instead.
+   */
   inspect(source: string, options: InstallOptions = {}): ResultAsync<InstallInspection, HostError> {
     return this.#withStaged(source, options, async (staged) => {
       const snapshot = await this.#o.store.snapshot();
@@ -110,7 +126,11 @@ export class Installer {
     });
   }
 
-  /** Installs (or upgrades) a plugin from a directory or archive. */
+  /**
+   * Installs (or upgrades) a plugin from a directory or archive. An upgrade
+   * replaces the plugin's rows and deletes its previous install root once the
+   * new generation is published.
+   */
   install(source: string, options: InstallOptions = {}): ResultAsync<InstalledPlugin, HostError> {
     return this.#withStaged(source, options, async (staged) => {
       const snapshot = await this.#o.store.snapshot();
@@ -120,31 +140,34 @@ export class Installer {
       const { manifest, violations, source: manifestSource } = report.value;
       if (hasViolations(violations)) return err(violationsError(manifestSource, violations));
       if (manifest === undefined) return err(hostError('PLUGIN_MANIFEST_INVALID', `${manifestSource}: no manifest could be read`));
-      const checksum = checkDeclaredChecksum(staged, manifest);
-      if (checksum.isErr()) return err(checksum.error);
       return this.#publish(staged, manifest, options);
     });
   }
 
-  /** Removes a plugin: its rows and install root go, its namespace owner stays recorded. */
+  /**
+   * Removes a plugin: its rows and install root go, its namespace owner stays
+   * recorded. An install root recorded outside this profile's plugins
+   * directory is never deleted (`CATALOG_CORRUPT`, the rows are removed).
+   */
   remove(pluginId: string): ResultAsync<void, HostError> {
     const removed: { root?: string } = {};
     return this.#o.store
       .transaction((current) => {
-        const lock = current.plugins[pluginId];
+        const lock = Object.hasOwn(current.plugins, pluginId) ? current.plugins[pluginId] : undefined;
         if (lock === undefined) return err(hostError('PLUGIN_NOT_FOUND', `plugin '${pluginId}' is not installed`, { details: { plugin_id: pluginId } }));
         removed.root = lock.binding.install_root;
         return ok(removePlugin(current, pluginId));
       })
       .andThen(() =>
-        ResultAsync.fromPromise(
-          (async () => {
-            if (removed.root === undefined) return;
-            await rm(removed.root, { recursive: true, force: true });
-            // The per-plugin parent goes too once no install root is left in it.
-            await rmdir(dirname(removed.root)).catch(() => undefined);
-          })(),
-          io(`removing the install root of '${pluginId}'`),
+        ResultAsync.fromPromise(this.#deleteInstallRoot(pluginId, removed.root ?? ''), io(`removing the install root of '${pluginId}'`)).andThen(
+          (deleted) =>
+            deleted
+              ? ok(undefined)
+              : err(
+                  hostError('CATALOG_CORRUPT', `plugin '${pluginId}' was removed from the catalog, but its recorded install root ${removed.root ?? ''} is not one of this profile's install roots; it was left untouched`, {
+                    details: { plugin_id: pluginId, install_root: removed.root ?? null, removed: true },
+                  }),
+                ),
         ),
       );
   }
@@ -168,7 +191,7 @@ export class Installer {
       new ResultAsync(
         body(staged)
           .catch((cause: unknown) => err(io('install failed')(cause)))
-          .finally(() => staged.discard()),
+          .finally(() => staged.discard().catch(() => undefined)),
       ),
     );
   }
@@ -191,21 +214,28 @@ export class Installer {
       },
     });
     if (first.isErr()) return err(first.error);
-    const validator = new ManifestValidator({ ...base, knownSchemaDigests: knownSchemaDigests(snapshot, pluginId) });
+    const validator = new ManifestValidator({ ...base, knownSchemaDigests: knownSchemaDigests(snapshot.contents.variants, pluginId) });
     return validator.inspectFile(manifestPath, { hostChecks: (m) => this.#hostChecks(m, snapshot, options) });
   }
 
-  #hostChecks(manifest: NormalizedManifest, snapshot: CatalogSnapshot, options: InstallOptions): Violation[] {
-    const out: Violation[] = [];
-    const owners = snapshot.contents.namespace_owners;
-    const claim = {
+  #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {
+    return {
       plugin_id: manifest.plugin_id,
       ...(manifest.namespace_owner === undefined ? {} : { namespace_owner: manifest.namespace_owner }),
       firstParty: options.firstParty ?? false,
       devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false,
     };
-    const ns = this.#o.namespaceLock.check(claim, owners);
-    if (ns.isErr()) out.push(violation('namespace', ns.error.code, '/namespace_owner', ns.error.message));
+  }
+
+  #hostChecks(manifest: NormalizedManifest, snapshot: CatalogSnapshot, options: InstallOptions): Violation[] {
+    const out: Violation[] = [];
+    if (manifest.executable === undefined) {
+      out.push(violation('shape', 'PLUGIN_SHAPE_UNSUPPORTED', '', noExecutableMessage(manifest)));
+    }
+    const ns = this.#o.namespaceLock.check(this.#claimOf(manifest, options), snapshot.contents.namespace_owners);
+    // A missing owner is already the validator's own namespace violation.
+    if (ns.isErr() && ns.error.details?.reason !== 'owner_missing') out.push(violation('namespace', ns.error.code, '/namespace_owner', ns.error.message));
+    out.push(...catalogIdViolations(manifest, snapshot.contents.variants));
     const env = this.#o.envDenylist;
     for (const [field, names, pointer] of [
       ['env_allow', manifest.capabilities.env_allow, '/declared_capabilities/env_allow'],
@@ -220,197 +250,94 @@ export class Installer {
   }
 
   async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions): Promise<Result<InstalledPlugin, HostError>> {
+    const { executable, plugin_id: id } = manifest;
+    if (executable === undefined) {
+      return err(hostError('PLUGIN_SHAPE_UNSUPPORTED', noExecutableMessage(manifest), { details: { plugin_id: id, shape: manifest.shape } }));
+    }
     const layout = this.#o.layout;
-    const installRoot = layout.installRoot(manifest.plugin_id, manifest.version, hex(this.#random.bytes(6)));
+    const nonce = hex(this.#random.bytes(6));
+    const installRoot = layout.installRoot(id, manifest.version, nonce);
     const createdSchemaFiles: string[] = [];
+    let moved = false;
+    // Undo deletes only what this install created: an install root it did
+    // not move into place (the rename failed) is not its to delete.
     const undo = async (): Promise<void> => {
-      await rm(installRoot, { recursive: true, force: true });
+      if (moved) await rm(installRoot, { recursive: true, force: true });
+      await rmdir(dirname(installRoot)).catch(() => undefined);
       await Promise.all(createdSchemaFiles.map((f) => rm(f, { force: true })));
     };
+    let committed: CatalogSnapshot;
+    const replaced: { root?: string } = {};
+    let binding: ExecutableBindingRecord;
     try {
+      for (const schema of manifest.schemas) {
+        const created = await storeSchema(layout, schema, nonce);
+        if (created !== undefined) createdSchemaFiles.push(created);
+      }
+      if (manifest.schemas.length > 0) await syncDirectory(layout.schemaStoreDir);
       await mkdir(dirname(installRoot), { recursive: true, mode: 0o755 });
       await rename(staged.root, installRoot);
-      const binding = await this.#bind(installRoot, manifest);
-      if (binding.isErr()) {
+      moved = true;
+      const bound = await this.#bind(installRoot, executable);
+      if (bound.isErr()) {
         await undo();
-        return err(binding.error);
+        return err(bound.error);
       }
-      for (const schema of manifest.schemas) {
-        const file = layout.schemaFile(schema.ref, schema.digest);
-        if (await writeNewFile(file, JSON.stringify(schema.schema))) createdSchemaFiles.push(file);
-      }
+      binding = bound.value;
       const status = options.initialStatus ? await options.initialStatus(manifest) : 'installed_pending_restart';
-      const records = pluginRecords(manifest, binding.value, staged, status, new Date(this.#clock.now()).toISOString());
-      let previousRoot: string | undefined;
-      const committed = await this.#o.store.transaction((current) => {
-        // Ownership is checked again under the profile lock: another process
-        // may have claimed the prefix since the inspection.
-        const claimed = this.#o.namespaceLock.claim(
-          {
-            plugin_id: manifest.plugin_id,
-            ...(manifest.namespace_owner === undefined ? {} : { namespace_owner: manifest.namespace_owner }),
-            firstParty: options.firstParty ?? false,
-            devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false,
-          },
-          current.namespace_owners,
-        );
+      const records = pluginRecords(manifest, binding, staged, status, new Date(this.#clock.now()).toISOString());
+      const transaction = await this.#o.store.transaction((current) => {
+        // Checked again under the profile lock: another process may have
+        // claimed the prefix, an id or a schema ref since the inspection.
+        const claimed = this.#o.namespaceLock.claim(this.#claimOf(manifest, options), current.namespace_owners);
         if (claimed.isErr()) return err(claimed.error);
-        previousRoot = current.plugins[manifest.plugin_id]?.binding.install_root;
+        const conflict = conflictUnderLock(id, records.variants, current.variants);
+        if (conflict !== undefined) return err(conflict);
+        const previous = Object.hasOwn(current.plugins, id) ? current.plugins[id] : undefined;
+        if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));
       });
-      if (committed.isErr()) {
+      if (transaction.isErr()) {
         await undo();
-        return err(committed.error);
+        return err(transaction.error);
       }
-      if (previousRoot !== undefined && previousRoot !== installRoot) await rm(previousRoot, { recursive: true, force: true });
-      const installed = await this.#o.store.lookup({ profile: this.#o.store.profile, plugin_id: manifest.plugin_id });
-      if (installed.isErr()) return err(installed.error);
-      if (installed.value === undefined) return err(hostError('CATALOG_CORRUPT', `plugin '${manifest.plugin_id}' vanished right after its install`));
-      return ok(installed.value);
+      committed = transaction.value;
     } catch (cause) {
       await undo();
-      return err(io(`installing '${manifest.plugin_id}'`)(cause));
+      return err(io(`installing '${id}'`)(cause));
     }
+    // Published: from here on nothing may undo the install. A previous root
+    // that cannot be deleted now is left behind rather than failing it.
+    if (replaced.root !== undefined && replaced.root !== binding.install_root) {
+      await this.#deleteInstallRoot(id, replaced.root).catch(() => false);
+    }
+    const plugin = lookupPlugin(committed, { profile: committed.profile, plugin_id: id });
+    return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
   }
 
-  async #bind(installRoot: string, manifest: NormalizedManifest): Promise<Result<ExecutableBindingRecord, HostError>> {
-    if (manifest.executable === undefined) {
-      return err(
-        hostError('PLUGIN_SHAPE_UNSUPPORTED', `plugin '${manifest.plugin_id}' of shape ${manifest.shape} has no executable this installer can pin`, {
-          details: { plugin_id: manifest.plugin_id, shape: manifest.shape },
-        }),
-      );
-    }
-    const mode = await setExecutableMode(installRoot, manifest.executable);
+  async #bind(installRoot: string, executable: string): Promise<Result<ExecutableBindingRecord, HostError>> {
+    const mode = await setExecutableMode(installRoot, executable);
     if (mode.isErr()) return err(mode.error);
     return bindExecutable({
       installRoot,
-      executable: manifest.executable,
+      executable,
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
     });
   }
-}
 
-/** The served-schema digests already installed, except those of `ownPluginId` (its own earlier version may change them). */
-function knownSchemaDigests(snapshot: CatalogSnapshot, ownPluginId: string | undefined): Map<string, string> {
-  const known = new Map<string, string>();
-  for (const variant of snapshot.contents.variants) {
-    if (variant.plugin_id === ownPluginId) continue;
-    for (const [ref, digest] of Object.entries(variant.schema_hashes)) known.set(ref, digest);
+  /**
+   * Deletes an install root recorded in the lock, but only when it is one of
+   * this profile's install roots for that plugin (`plugins/<id>/<dir>`): a
+   * damaged or edited lock must never turn a remove into `rm -rf` elsewhere.
+   */
+  async #deleteInstallRoot(pluginId: string, root: string): Promise<boolean> {
+    const pluginsDir = await realpath(this.#o.layout.pluginsDir).catch(() => this.#o.layout.pluginsDir);
+    const parts = relative(pluginsDir, root).split(sep);
+    if (!isAbsolute(root) || parts.length !== 2 || parts[0] !== pluginId || parts[1] === '' || parts[1] === '..') return false;
+    await rm(root, { recursive: true, force: true });
+    // The per-plugin parent goes too once no install root is left in it.
+    await rmdir(dirname(root)).catch(() => undefined);
+    return true;
   }
-  return known;
 }
 
-/** An archive must match the checksum its own manifest declares, when it declares one. */
-function checkDeclaredChecksum(staged: StagedPackage, manifest: NormalizedManifest): Result<void, HostError> {
-  const declared = manifest.package?.checksum;
-  if (declared === undefined || declared === '' || staged.digest === undefined) return ok(undefined);
-  const parsed = parseChecksum(declared);
-  if (parsed.isErr()) return err(parsed.error);
-  if (parsed.value !== staged.digest) {
-    return err(
-      hostError('PLUGIN_CHECKSUM_MISMATCH', `the package digest ${staged.digest} differs from [package].checksum ${parsed.value}`, {
-        details: { expected: parsed.value, actual: staged.digest, reason: 'manifest_checksum' },
-      }),
-    );
-  }
-  return ok(undefined);
-}
-
-function pluginRecords(
-  manifest: NormalizedManifest,
-  binding: ExecutableBindingRecord,
-  staged: StagedPackage,
-  status: PluginStateRecord['status'],
-  now: string,
-): { lock: InstalledPlugin['lock']; state: PluginStateRecord; variants: CatalogVariant[]; descriptor: PluginDescriptor } {
-  const id = manifest.plugin_id;
-  const variants = manifest.tools.map((tool): CatalogVariant => {
-    const opId = tool.op_id ?? `plug.${id}.${tool.name}`;
-    const schemaHashes = Object.fromEntries(
-      manifest.schemas.filter((s) => tool.schema_ref !== undefined && s.ref.startsWith(`${tool.schema_ref}.`)).map((s) => [s.ref, s.digest]),
-    );
-    return {
-      op_id: opId,
-      variant_id: tool.variant_id ?? `${opId}@${manifest.version}`,
-      plugin_id: id,
-      tool_name: tool.tool_name ?? tool.name,
-      risk_class: tool.risk_class,
-      confirmation_policy: tool.confirmation_policy,
-      schema_hashes: schemaHashes,
-      ...(tool.description === undefined ? {} : { description: tool.description }),
-      ...(tool.backend_kind === undefined ? {} : { backend_kind: tool.backend_kind }),
-      ...(tool.output_profile === undefined ? {} : { output_profile: tool.output_profile }),
-    };
-  });
-  return {
-    lock: {
-      plugin_id: id,
-      version: manifest.version,
-      ...(manifest.namespace_owner === undefined ? {} : { namespace_owner: manifest.namespace_owner }),
-      package: {
-        source: `${staged.source.kind}:${staged.source.path}`,
-        ref: manifest.package?.ref ?? manifest.version,
-        checksum: staged.digest ?? '',
-      },
-      binding,
-    },
-    state: {
-      status,
-      installed_at: now,
-      activated_at: null,
-      retry_count: 0,
-      next_retry_at: null,
-      quarantined_at: null,
-      quarantine_reason: null,
-      last_error_code: null,
-      canary: { status: 'never_run', last_run_at: null },
-    },
-    variants,
-    descriptor: describePlugin(manifest),
-  };
-}
-
-/** The plugin-level facts the runtime needs, recorded in the catalog so a tampered manifest file cannot change them. */
-function describePlugin(m: NormalizedManifest): PluginDescriptor {
-  return {
-    plugin_id: m.plugin_id,
-    name: m.name,
-    version: m.version,
-    shape: m.shape,
-    form: m.form,
-    ...(m.description === undefined ? {} : { description: m.description }),
-    ...(m.namespace_owner === undefined ? {} : { namespace_owner: m.namespace_owner }),
-    ...(m.tos === undefined ? {} : { tos: m.tos }),
-    ...(m.risk === undefined ? {} : { risk: m.risk }),
-    capabilities: {
-      network: m.capabilities.network,
-      fs_write_dir: m.capabilities.fs_write_dir,
-      env_allow: [...m.capabilities.env_allow],
-    },
-    needs_user_creds: [...m.requirements.needs_user_creds],
-    credential_descriptors: m.requirements.credential_descriptors.map((d) => ({ ...d })),
-    ...(m.requirements.canary === undefined ? {} : { canary: { ...m.requirements.canary } }),
-  };
-}
-
-/** Writes a file that must not exist yet (0644, fsynced); `false` when an identical file is already there. */
-async function writeNewFile(path: string, text: string): Promise<boolean> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o755 });
-  try {
-    await stat(path);
-    return false;
-  } catch {
-    // Absent: write it.
-  }
-  const temp = `${path}.${process.pid}.tmp`;
-  const handle = await open(temp, 'wx', 0o644);
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, path);
-  return true;
-}

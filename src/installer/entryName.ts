@@ -51,6 +51,8 @@ export function validateEntryName(name: string): Result<SafeEntryName, EntryName
     if (segment === '..') return refusal('traversal', 'entry name has a ".." segment');
     if (segment === '') return refusal('empty_segment', 'entry name has an empty segment');
     if (segment === '.') continue;
+    // `./C:/x` normalizes to `C:/x`, absolute on Windows.
+    if (segments.length === 0 && DRIVE_LETTER.test(segment)) return refusal('absolute_name', 'entry name is absolute');
     if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES) {
       return refusal('segment_too_long', `entry name has a segment longer than ${MAX_SEGMENT_BYTES} bytes`);
     }

@@ -11,7 +11,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
-import { mapMcpFailure, type McpFailureContext, type McpPhase } from './mcpFailures.js';
+import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
 

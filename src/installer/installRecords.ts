@@ -1,0 +1,106 @@
+/**
+ * What an install records in the catalog for one validated manifest: the
+ * lock entry, the initial state, one variant per tool and the plugin
+ * descriptor. Pure; the Installer publishes the result in one transaction.
+ */
+import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import type { PluginRecords } from '../catalog/catalogContents.js';
+import type { CatalogVariant, PluginDescriptor, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { DERIVED_REF_SUFFIXES } from '../manifest/schemaRefs.js';
+import type { ManifestTool, NormalizedManifest } from '../manifest/model.js';
+import type { StagedPackage } from './openPackageSource.js';
+
+/** The catalog ids of one tool. */
+export interface ToolIds {
+  /** `op_id` as declared (TOML form) or `plug.<plugin_id>.<tool>`. */
+  readonly op_id: string;
+  /** `variant_id` as declared or `<op_id>@<version>`. */
+  readonly variant_id: string;
+}
+
+/** The ids a tool is recorded under. */
+export function toolIds(manifest: NormalizedManifest, tool: ManifestTool): ToolIds {
+  const opId = tool.op_id ?? `plug.${manifest.plugin_id}.${tool.name}`;
+  return { op_id: opId, variant_id: tool.variant_id ?? `${opId}@${manifest.version}` };
+}
+
+/** The served schema digests of one tool: exactly `<schema_ref>.request` and `<schema_ref>.response`. */
+function schemaHashesOf(manifest: NormalizedManifest, tool: ManifestTool): Record<string, string> {
+  if (tool.schema_ref === undefined) return {};
+  const refs = new Set(DERIVED_REF_SUFFIXES.map((suffix) => `${tool.schema_ref}.${suffix}`));
+  return Object.fromEntries(manifest.schemas.filter((s) => refs.has(s.ref)).map((s) => [s.ref, s.digest]));
+}
+
+/** The plugin-level facts the runtime needs, recorded so that a tampered manifest file cannot change them. */
+function describePlugin(m: NormalizedManifest): PluginDescriptor {
+  return {
+    plugin_id: m.plugin_id,
+    name: m.name,
+    version: m.version,
+    shape: m.shape,
+    form: m.form,
+    ...(m.description === undefined ? {} : { description: m.description }),
+    ...(m.namespace_owner === undefined ? {} : { namespace_owner: m.namespace_owner }),
+    ...(m.tos === undefined ? {} : { tos: m.tos }),
+    ...(m.risk === undefined ? {} : { risk: m.risk }),
+    capabilities: {
+      network: m.capabilities.network,
+      fs_write_dir: m.capabilities.fs_write_dir,
+      env_allow: [...m.capabilities.env_allow],
+    },
+    needs_user_creds: [...m.requirements.needs_user_creds],
+    credential_descriptors: m.requirements.credential_descriptors.map((d) => ({ ...d })),
+    ...(m.requirements.canary === undefined ? {} : { canary: { ...m.requirements.canary } }),
+  };
+}
+
+/** Everything one install writes to the three catalog files. */
+export function pluginRecords(
+  manifest: NormalizedManifest,
+  binding: ExecutableBindingRecord,
+  staged: Pick<StagedPackage, 'source' | 'digest'>,
+  status: PluginStateRecord['status'],
+  now: string,
+): PluginRecords {
+  const id = manifest.plugin_id;
+  const variants = manifest.tools.map((tool): CatalogVariant => {
+    const ids = toolIds(manifest, tool);
+    return {
+      ...ids,
+      plugin_id: id,
+      tool_name: tool.tool_name ?? tool.name,
+      risk_class: tool.risk_class,
+      confirmation_policy: tool.confirmation_policy,
+      schema_hashes: schemaHashesOf(manifest, tool),
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      ...(tool.backend_kind === undefined ? {} : { backend_kind: tool.backend_kind }),
+      ...(tool.output_profile === undefined ? {} : { output_profile: tool.output_profile }),
+    };
+  });
+  return {
+    lock: {
+      plugin_id: id,
+      version: manifest.version,
+      ...(manifest.namespace_owner === undefined ? {} : { namespace_owner: manifest.namespace_owner }),
+      package: {
+        source: `${staged.source.kind}:${staged.source.path}`,
+        ref: manifest.package?.ref ?? manifest.version,
+        checksum: staged.digest ?? '',
+      },
+      binding,
+    },
+    state: {
+      status,
+      installed_at: now,
+      activated_at: null,
+      retry_count: 0,
+      next_retry_at: null,
+      quarantined_at: null,
+      quarantine_reason: null,
+      last_error_code: null,
+      canary: { status: 'never_run', last_run_at: null },
+    },
+    variants,
+    descriptor: describePlugin(manifest),
+  };
+}
