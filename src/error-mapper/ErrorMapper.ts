@@ -155,7 +155,11 @@ function parseEnvelope(input: unknown, context: PluginErrorContext): Result<Plug
  * `SERVICE_DOWN` error saying why and quoting a bounded excerpt.
  */
 export function parsePluginErrorEnvelope(input: unknown, context: PluginErrorContext = {}): Result<PluginErrorEnvelope, HostError> {
-  return parseEnvelope(input, context);
+  try {
+    return parseEnvelope(input, context);
+  } catch (cause) {
+    return err(unreadable(cause, context));
+  }
 }
 
 /** Applies the mapping table to a valid envelope. */

@@ -16,9 +16,18 @@ export interface HostErrorFields {
   readonly hint?: string;
 }
 
+// Messages quote plugin output and manifest text; a control character there
+// could drive the terminal of whoever reads the message. Tab and newline stay.
+const UNPRINTABLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+function printable(message: string): string {
+  return message.replace(UNPRINTABLE, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /**
  * The one error type of the library. Every expected failure is returned as a
- * `HostError` inside an `err` Result, never thrown.
+ * `HostError` inside an `err` Result, never thrown. Control characters other
+ * than tab and newline in the message are escaped as `\xNN`.
  */
 export class HostError extends Error {
   /** The stable code; match on this, never on the message. */
@@ -35,7 +44,7 @@ export class HostError extends Error {
   readonly details: Readonly<Record<string, unknown>>;
 
   constructor(code: HostErrorCode, message: string, fields: HostErrorFields = {}) {
-    super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    super(printable(message), fields.cause === undefined ? undefined : { cause: fields.cause });
     this.name = 'HostError';
     const info = ERROR_CODES[code];
     this.code = code;

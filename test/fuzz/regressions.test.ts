@@ -1,0 +1,61 @@
+/**
+ * Counterexamples the fuzz suite found, kept as plain tests so each fix
+ * stays fixed whatever the seed of a later run.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parsePluginErrorEnvelope, mapPluginError } from '../../src/error-mapper/ErrorMapper.js';
+import { hostError } from '../../src/errors/HostError.js';
+import { parseChecksum } from '../../src/installer/checksum.js';
+import { validateEntryName } from '../../src/installer/entryName.js';
+import { ManifestValidator } from '../../src/manifest/ManifestValidator.js';
+import { checkExecuteResponse, checkHandshakeResponse } from '../../src/shapes/handshake/handshakeChecks.js';
+
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+describe('fuzz regressions: error messages cannot drive a terminal', () => {
+  it('escapes control characters in any HostError message, keeping tab and newline', () => {
+    const e = hostError('SERVICE_DOWN', 'a\u0000b\u001b[2Jc\rd\u007fe\u009bf\tg\nh');
+    expect(e.message).toBe('a\\x00b\\x1b[2Jc\\x0dd\\x7fe\\x9bf\tg\nh');
+  });
+
+  it.each([
+    ['a manifest of one NUL byte', () => new ManifestValidator().validateText(new Uint8Array([0]), { form: 'gum-json' })._unsafeUnwrapErr()],
+    ['a schema_ref with DEL', () => {
+      const doc = JSON.parse(readFileSync(join(import.meta.dirname, '../../fixtures/manifests/gum-json/valid/fli-full.json'), 'utf8'));
+      doc.advertised_tools[0].schema_ref = 'a\u007f';
+      const error = new ManifestValidator().validateText(JSON.stringify(doc), { form: 'gum-json' })._unsafeUnwrapErr();
+      expect(error.code).toBe('PLUGIN_SCHEMA_REF_INVALID');
+      return error;
+    }],
+    ['a handshake line of one NUL', () => checkHandshakeResponse('\u0000', { protocolVersion: 'v1', allowedCapabilities: [], expectedCapabilities: [] })._unsafeUnwrapErr()],
+    ['an execute line with an escape sequence', () => checkExecuteResponse('\u001b]0;x\u0007', 'r')._unsafeUnwrapErr()],
+    ['a checksum with NUL', () => parseChecksum('\u0000')._unsafeUnwrapErr()],
+  ])('%s', (_label, failure) => {
+    const error = failure();
+    expect(CONTROL.test(error.message), JSON.stringify(error.message)).toBe(false);
+  });
+});
+
+describe('fuzz regressions: parsePluginErrorEnvelope returns a Result for hostile values', () => {
+  it.each([
+    ['a throwing getter', () => ({ get success(): never { throw new Error('getter'); } })],
+    ['a throwing proxy', () => new Proxy({}, { get() { throw new Error('proxy'); } })],
+  ])('%s', (_label, make) => {
+    const parsed = parsePluginErrorEnvelope(make(), { plugin_id: 'p' });
+    expect(parsed._unsafeUnwrapErr().code).toBe('SERVICE_DOWN');
+    expect(parsed._unsafeUnwrapErr().details).toMatchObject({ plugin_id: 'p', envelope_error: 'unreadable value' });
+    expect(mapPluginError(make()).code).toBe('SERVICE_DOWN');
+  });
+});
+
+describe('fuzz regressions: archive entry names', () => {
+  it.each(['./C:/manifest.json', '././c:', './Z:x/y'])('refuses %s, whose normalized form starts with a drive letter', (name) => {
+    expect(validateEntryName(name)._unsafeUnwrapErr().reason).toBe('absolute_name');
+  });
+
+  it('still accepts a drive-letter-like segment that is not first', () => {
+    expect(validateEntryName('./a/C:x')._unsafeUnwrap().normalized).toBe('a/C:x');
+  });
+});
