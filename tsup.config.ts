@@ -1,10 +1,10 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts' },
+  entry: { index: 'src/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts', cli: 'src/cli/main.ts' },
   shims: true,
   format: ['esm', 'cjs'],
-  dts: true,
+  dts: { entry: { index: 'src/index.ts' } },
   sourcemap: true,
   clean: true,
   target: 'node20',

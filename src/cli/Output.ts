@@ -1,0 +1,134 @@
+import type { HostError } from '../index.js';
+import { cliHint } from './cliHints.js';
+import { Spinner } from './Spinner.js';
+import { colourEnabled, columns, createStyle, type OutputStream, type Style } from './style.js';
+
+/** The process surroundings a command runs in (process itself, in main.ts). */
+export interface Terminal {
+  /** Results. */
+  readonly stdout: OutputStream;
+  /** Errors, progress and prompts. */
+  readonly stderr: OutputStream;
+  /** Input for prompts and `run ... -`. */
+  readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
+  /** The environment. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** A violation as the CLI prints it. */
+export interface PrintedViolation {
+  /** JSON pointer into the manifest. */
+  readonly pointer: string;
+  /** Stable code. */
+  readonly code: string;
+  /** What is wrong. */
+  readonly message: string;
+  /** The check that found it. */
+  readonly stage: string;
+}
+
+/**
+ * Everything a command prints goes through here, so each command states
+ * what happened once and the two audiences are served consistently: people
+ * get aligned text on stdout and errors on stderr, colour only on a
+ * terminal; machines get exactly one JSON document on stdout.
+ */
+export class Output {
+  /** Whether `--json` is on. */
+  readonly json: boolean;
+  /** Decorations for stdout. */
+  readonly style: Style;
+  /** Decorations for stderr. */
+  readonly errStyle: Style;
+  readonly #terminal: Terminal;
+
+  /**
+   * @param terminal - Where to write.
+   * @param json - Machine output.
+   * @param noColor - `--no-color` was given.
+   */
+  constructor(terminal: Terminal, json: boolean, noColor: boolean) {
+    this.#terminal = terminal;
+    this.json = json;
+    this.style = createStyle(!json && colourEnabled(terminal.stdout, terminal.env, noColor));
+    this.errStyle = createStyle(colourEnabled(terminal.stderr, terminal.env, noColor));
+  }
+
+  /** One line for people (nothing in JSON mode). */
+  line(text = ''): void {
+    if (!this.json) this.#terminal.stdout.write(`${text}\n`);
+  }
+
+  /** A note for people on stderr (nothing in JSON mode). */
+  note(text: string): void {
+    if (!this.json) this.#terminal.stderr.write(`${text}\n`);
+  }
+
+  /** The one JSON document of a command (nothing in human mode). Pretty on a terminal, one line otherwise. */
+  data(value: Readonly<Record<string, unknown>>): void {
+    if (!this.json) return;
+    const pretty = this.#terminal.stdout.isTTY === true;
+    this.#terminal.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined)}\n`);
+  }
+
+  /** A progress indicator on stderr, drawn only for people on a terminal. */
+  spinner(): Spinner {
+    return new Spinner(this.#terminal.stderr, !this.json && this.#terminal.stderr.isTTY === true);
+  }
+
+  /** Aligned columns for people, the header in bold. */
+  table(header: readonly string[], rows: readonly (readonly string[])[], decorate?: (text: string, row: number, column: number) => string): void {
+    const lines = columns([header, ...rows], (text, r, c) => (r === 0 ? this.style.bold(text) : decorate ? decorate(text, r - 1, c) : text));
+    for (const l of lines) this.line(l);
+  }
+
+  /**
+   * A failed command: `error CODE: message`, any violations, `hint: ...`
+   * and the CLI's own suggestion on stderr; or
+   * `{"ok":false,"error":{...}}` on stdout. `extra` adds top-level fields
+   * to the JSON document (the command's partial result).
+   */
+  failure(error: HostError, pluginId?: string, extra: Readonly<Record<string, unknown>> = {}): void {
+    const suggestion = cliHint(error, pluginId);
+    if (this.json) {
+      this.data({ ok: false, ...extra, error: { ...error.toJSON(), ...(suggestion === undefined ? {} : { cli_hint: suggestion }) } });
+      return;
+    }
+    const s = this.errStyle;
+    const out: string[] = [`${s.red(s.bold('error'))} ${s.bold(error.code)}: ${error.message}`];
+    const facts = [
+      error.source_error_code === undefined ? undefined : `plugin code ${error.source_error_code}`,
+      error.retryable ? 'retryable' : undefined,
+      error.retry_after_ms === undefined ? undefined : `retry after ${error.retry_after_ms} ms`,
+    ].filter((f) => f !== undefined);
+    if (facts.length > 0) out.push(s.dim(`  (${facts.join(', ')})`));
+    const violations = violationsOf(error);
+    if (violations.length > 1) out.push(...this.violationLines(violations, s));
+    const tail = error.details.stderr_tail;
+    if (typeof tail === 'string' && tail.trim() !== '') {
+      out.push(s.dim('  plugin stderr (last lines):'), ...tail.trimEnd().split('\n').slice(-10).map((l) => s.dim(`    ${l}`)));
+    }
+    out.push(`${s.yellow('hint')}: ${error.hint}`);
+    if (suggestion !== undefined) out.push(`${s.yellow('try')}: ${suggestion}`);
+    this.#terminal.stderr.write(`${out.join('\n')}\n`);
+  }
+
+  /** Violations as aligned rows: pointer, code, message. */
+  violationLines(violations: readonly PrintedViolation[], s: Style = this.style): string[] {
+    return columns(
+      violations.map((v) => ['  ' + (v.pointer === '' ? '(document)' : v.pointer), v.code, v.message]),
+      (text, _r, c) => (c === 1 ? s.red(text) : c === 0 ? s.cyan(text) : text),
+    );
+  }
+}
+
+/** The violation list a refusal carries in `details.violations`, if any. */
+export function violationsOf(error: HostError): PrintedViolation[] {
+  const list = error.details.violations;
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((v: unknown): PrintedViolation[] => {
+    if (typeof v !== 'object' || v === null) return [];
+    const r = v as Record<string, unknown>;
+    return [{ pointer: String(r.pointer ?? ''), code: String(r.code ?? ''), message: String(r.message ?? ''), stage: String(r.stage ?? '') }];
+  });
+}

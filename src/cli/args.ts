@@ -1,0 +1,349 @@
+import { parseArgs } from 'node:util';
+import type { ManifestPreset, RiskClass } from '../index.js';
+
+/** Every option the CLI knows, as node:util parseArgs declares them. */
+const OPTIONS = {
+  profile: { type: 'string' },
+  'profile-dir': { type: 'string' },
+  'app-name': { type: 'string' },
+  dev: { type: 'boolean' },
+  'dev-allow-namespace-conflict': { type: 'boolean' },
+  preset: { type: 'string' },
+  json: { type: 'boolean' },
+  'no-color': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
+  checksum: { type: 'string' },
+  signature: { type: 'string' },
+  'trusted-key': { type: 'string', multiple: true },
+  'require-signatures': { type: 'boolean' },
+  'skip-canary': { type: 'boolean' },
+  canary: { type: 'boolean' },
+  live: { type: 'boolean' },
+  'canary-args': { type: 'string', multiple: true },
+  'max-risk': { type: 'string' },
+  yes: { type: 'boolean', short: 'y' },
+  timeout: { type: 'string' },
+  set: { type: 'string', multiple: true },
+} as const;
+
+/** The name of a CLI option. */
+export type OptionName = keyof typeof OPTIONS;
+
+/** Options every command accepts. */
+export const GLOBAL_OPTIONS: readonly OptionName[] = [
+  'profile',
+  'profile-dir',
+  'app-name',
+  'dev',
+  'dev-allow-namespace-conflict',
+  'preset',
+  'json',
+  'no-color',
+  'help',
+];
+
+const PACKAGE_OPTIONS: readonly OptionName[] = ['checksum', 'signature', 'trusted-key', 'require-signatures'];
+
+/** How one command is called. */
+export interface CommandSpec {
+  /** Positional arguments as help shows them; a trailing `?` marks an optional one. */
+  readonly args: readonly string[];
+  /** One line for the command list. */
+  readonly summary: string;
+  /** Options beyond {@link GLOBAL_OPTIONS}. */
+  readonly options: readonly OptionName[];
+  /** Extra help paragraphs. */
+  readonly details?: readonly string[];
+}
+
+/** The commands, in the order help lists them. */
+export const COMMANDS = {
+  validate: {
+    args: ['<dir|archive|manifest>'],
+    summary: 'run every install check on a package in a scratch profile; print every violation',
+    options: [...PACKAGE_OPTIONS, 'canary', 'live', 'timeout'],
+    details: [
+      'Nothing is installed: the checks run against a temporary profile that is deleted afterwards.',
+      'A directory or a lone manifest file is checked as a dev install; an archive as a standard one',
+      '(pass --checksum, or --dev). With --canary the plugin is also started and its tool list',
+      'compared with the manifest (--live calls the declared canary tool).',
+    ],
+  },
+  install: {
+    args: ['<dir|archive>'],
+    summary: 'install or upgrade a plugin, then run its declared canary',
+    options: [...PACKAGE_OPTIONS, 'skip-canary', 'timeout'],
+    details: [
+      'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
+      'outside dev profiles; <archive>.sig is read when --signature is not given.',
+      'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
+    ],
+  },
+  list: { args: [], summary: 'list installed plugins', options: [] },
+  info: { args: ['<name>'], summary: 'show everything known about one plugin (no env names, no secrets)', options: [] },
+  run: {
+    args: ['<plugin>', '<tool>', '<json-args|->?'],
+    summary: 'call plug.<plugin>.<tool> with a JSON object of arguments ("-" reads stdin)',
+    options: ['max-risk', 'yes', 'timeout'],
+    details: [
+      'Only read tools run unless --max-risk write|destructive allows more. A high_stakes_write',
+      'tool asks for confirmation on a terminal, or needs --yes.',
+    ],
+  },
+  remove: { args: ['<name>'], summary: 'remove a plugin (its namespace owner stays recorded)', options: [] },
+  reload: { args: ['<name>'], summary: 'clear quarantine, restart the plugin and run a passive canary', options: ['timeout'] },
+  canary: {
+    args: ['<name>'],
+    summary: "run a plugin's canary (passive: start + tool list; --live: call the canary tool)",
+    options: ['live', 'canary-args', 'timeout'],
+    details: [
+      '--canary-args k=v ... overrides the declared canary arguments; each value is read as JSON',
+      'when it parses (5, true, "x", {...}) and as a string otherwise (+7d).',
+    ],
+  },
+  setup: {
+    args: ['<name>'],
+    summary: "store a plugin's credentials and run its live canary",
+    options: ['set', 'timeout'],
+    details: [
+      '--set NAME=value stores one credential (NAME is the env name or the alias);',
+      '--set NAME alone takes the value from this process\'s environment variable NAME, which keeps',
+      'it out of the process list. Without --set, each credential is prompted for on a terminal.',
+      'Secret values are never printed.',
+    ],
+  },
+  unquarantine: { args: ['<name>'], summary: 'clear quarantine without starting anything', options: [] },
+} as const satisfies Record<string, CommandSpec>;
+
+/** A command name. */
+export type CommandName = keyof typeof COMMANDS;
+
+/** Every flag, typed and checked. */
+export interface Flags {
+  /** Profile name. */
+  readonly profile: string | undefined;
+  /** Profile directory overriding the XDG location. */
+  readonly profileDir: string | undefined;
+  /** Application name (selects `$XDG_DATA_HOME/<app-name>`). */
+  readonly appName: string | undefined;
+  /** Dev profile kind. */
+  readonly dev: boolean;
+  /** Dev-only namespace override. */
+  readonly devAllowNamespaceConflict: boolean;
+  /** Manifest preset. */
+  readonly preset: ManifestPreset | undefined;
+  /** Machine output. */
+  readonly json: boolean;
+  /** Colour off. */
+  readonly noColor: boolean;
+  /** Expected package checksum. */
+  readonly checksum: string | undefined;
+  /** Signature file. */
+  readonly signature: string | undefined;
+  /** Trusted public keys (text or files). */
+  readonly trustedKeys: readonly string[];
+  /** Refuse unsigned packages. */
+  readonly requireSignatures: boolean;
+  /** install: do not run the canary. */
+  readonly skipCanary: boolean;
+  /** validate: also start the plugin. */
+  readonly canary: boolean;
+  /** Live canary. */
+  readonly live: boolean;
+  /** canary: argument overrides. */
+  readonly canaryArgs: Readonly<Record<string, unknown>> | undefined;
+  /** run: highest accepted risk class. */
+  readonly maxRisk: RiskClass | undefined;
+  /** run: confirm high_stakes_write. */
+  readonly yes: boolean;
+  /** Call timeout in ms. */
+  readonly timeoutMs: number | undefined;
+  /** setup: credential assignments as typed (NAME=value or NAME). */
+  readonly set: readonly string[];
+}
+
+/** What the command line asks for. */
+export type Invocation =
+  | { readonly kind: 'help'; readonly command: CommandName | undefined }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'command'; readonly command: CommandName; readonly positionals: readonly string[]; readonly flags: Flags };
+
+/** A command line the CLI cannot run; `command` selects the help to point at. */
+export interface UsageProblem {
+  /** What is wrong. */
+  readonly message: string;
+  /** The command it concerns, when known. */
+  readonly command?: CommandName;
+}
+
+/** Whether the user asked for JSON, judged even on a command line that does not parse. */
+export function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/** Whether a word names a command. */
+export function isCommandName(value: string): value is CommandName {
+  return Object.prototype.hasOwnProperty.call(COMMANDS, value);
+}
+
+const KEY_VALUE = /^[A-Za-z_][A-Za-z0-9_.-]*=/;
+
+/** `--canary-args a=1 b=2` is one flag followed by several pairs; parseArgs wants one flag per value. */
+function spreadCanaryArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  let spreading = false;
+  for (const token of argv) {
+    if (token === '--canary-args') {
+      spreading = true;
+      out.push(token);
+      continue;
+    }
+    if (spreading && KEY_VALUE.test(token) && out[out.length - 1] !== '--canary-args') out.push('--canary-args');
+    else if (!(spreading && out[out.length - 1] === '--canary-args')) spreading = false;
+    out.push(token);
+  }
+  return out;
+}
+
+type Values = { readonly [K in OptionName]?: string | boolean | readonly string[] | undefined };
+
+/** Parses a command line into an {@link Invocation}, or says what is wrong with it. */
+export function parseInvocation(argv: readonly string[]): { ok: true; value: Invocation } | { ok: false; problem: UsageProblem } {
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: spreadCanaryArgs(argv), options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (cause) {
+    const first = argv.find((a) => isCommandName(a));
+    return usage(cause instanceof Error ? cause.message.split('\n')[0] ?? 'invalid command line' : 'invalid command line', first);
+  }
+  const { values } = parsed;
+  let positionals = parsed.positionals;
+  if (positionals[0] === 'help') {
+    const topic = positionals[1];
+    if (topic === undefined) return { ok: true, value: { kind: 'help', command: undefined } };
+    return isCommandName(topic) ? { ok: true, value: { kind: 'help', command: topic } } : unknownCommand(topic);
+  }
+  const name = positionals[0];
+  if (values.version === true && name === undefined) return { ok: true, value: { kind: 'version' } };
+  if (name === undefined) {
+    if (values.help === true) return { ok: true, value: { kind: 'help', command: undefined } };
+    return usage('no command given');
+  }
+  if (!isCommandName(name)) return unknownCommand(name);
+  if (values.help === true) return { ok: true, value: { kind: 'help', command: name } };
+  const spec: CommandSpec = COMMANDS[name];
+  positionals = positionals.slice(1);
+
+  const allowed = new Set<OptionName>([...GLOBAL_OPTIONS, ...spec.options]);
+  for (const option of Object.keys(values) as OptionName[]) {
+    if (!allowed.has(option)) return usage(`option --${option} does not apply to '${name}'`, name);
+  }
+  const required = spec.args.filter((a) => !a.endsWith('?')).length;
+  if (positionals.length < required) return usage(`'${name}' needs ${spec.args.join(' ')}`, name);
+  if (positionals.length > spec.args.length) return usage(`'${name}' takes ${spec.args.length === 0 ? 'no arguments' : spec.args.join(' ')}; unexpected '${positionals[spec.args.length] ?? ''}'`, name);
+
+  const flags = readFlags(values, name);
+  if (!flags.ok) return flags;
+  return { ok: true, value: { kind: 'command', command: name, positionals, flags: flags.value } };
+}
+
+function readFlags(values: Values, command: CommandName): { ok: true; value: Flags } | { ok: false; problem: UsageProblem } {
+  const text = (k: OptionName): string | undefined => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const bool = (k: OptionName): boolean => values[k] === true;
+  const list = (k: OptionName): readonly string[] => (Array.isArray(values[k]) ? (values[k] as readonly string[]) : []);
+
+  const preset = text('preset');
+  if (preset !== undefined && preset !== 'gum' && preset !== 'neutral') return usage(`--preset must be gum or neutral, not '${preset}'`, command);
+  const maxRisk = text('max-risk');
+  if (maxRisk !== undefined && maxRisk !== 'read' && maxRisk !== 'write' && maxRisk !== 'destructive') {
+    return usage(`--max-risk must be read, write or destructive, not '${maxRisk}'`, command);
+  }
+  const timeout = text('timeout');
+  let timeoutMs: number | undefined;
+  if (timeout !== undefined) {
+    timeoutMs = /^[1-9][0-9]{0,9}$/.test(timeout) ? Number(timeout) : Number.NaN;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs > 2_147_483_647) return usage(`--timeout must be a positive number of milliseconds, not '${timeout}'`, command);
+  }
+  if (bool('dev-allow-namespace-conflict') && !bool('dev')) return usage('--dev-allow-namespace-conflict works only in dev profiles: add --dev', command);
+  if (bool('live') && command === 'validate' && !bool('canary')) return usage('--live needs --canary', command);
+  for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature'] as const) {
+    if (text(k) === '') return usage(`--${k} needs a value`, command);
+  }
+  const canaryArgs = readCanaryArgs(list('canary-args'));
+  if (!canaryArgs.ok) return usage(canaryArgs.message, command);
+
+  return {
+    ok: true,
+    value: {
+      profile: text('profile'),
+      profileDir: text('profile-dir'),
+      appName: text('app-name'),
+      dev: bool('dev'),
+      devAllowNamespaceConflict: bool('dev-allow-namespace-conflict'),
+      preset,
+      json: bool('json'),
+      noColor: bool('no-color'),
+      checksum: text('checksum'),
+      signature: text('signature'),
+      trustedKeys: list('trusted-key'),
+      requireSignatures: bool('require-signatures'),
+      skipCanary: bool('skip-canary'),
+      canary: bool('canary'),
+      live: bool('live'),
+      canaryArgs: canaryArgs.value,
+      maxRisk,
+      yes: bool('yes'),
+      timeoutMs,
+      set: list('set'),
+    },
+  };
+}
+
+/** Reads one `k=v` value: JSON when it parses, the raw string otherwise. */
+function looseValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
+function readCanaryArgs(pairs: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
+  if (pairs.length === 0) return { ok: true, value: undefined };
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    if (pair.trimStart().startsWith('{')) {
+      const object = looseValue(pair);
+      if (typeof object !== 'object' || object === null || Array.isArray(object)) return { ok: false, message: '--canary-args {...} must be a JSON object' };
+      Object.assign(out, object);
+      continue;
+    }
+    const eq = pair.indexOf('=');
+    if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
+    out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
+  }
+  return { ok: true, value: out };
+}
+
+function usage(message: string, command?: CommandName): { ok: false; problem: UsageProblem } {
+  return { ok: false, problem: command === undefined ? { message } : { message, command } };
+}
+
+function unknownCommand(name: string): { ok: false; problem: UsageProblem } {
+  const near = Object.keys(COMMANDS).find((c) => editDistance(c, name) <= 2);
+  return usage(`unknown command '${name}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`);
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

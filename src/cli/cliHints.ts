@@ -1,0 +1,40 @@
+import type { HostError } from '../index.js';
+import { PROGRAM } from './help.js';
+
+/**
+ * The registry hint says what to do in library terms; this says which flag
+ * or command does it here. `undefined` when the registry hint is enough.
+ */
+export function cliHint(error: HostError, pluginId: string | undefined): string | undefined {
+  const reason = error.details.reason;
+  const id = typeof error.details.plugin_id === 'string' ? error.details.plugin_id : (pluginId ?? '<name>');
+  switch (error.code) {
+    case 'PLUGIN_CHECKSUM_MISMATCH':
+    case 'PLUGIN_SIGNATURE_INVALID':
+      if (reason === 'directory_source') return 'directories install only into dev profiles: add --dev, or pack the plugin as a .tgz or .zip';
+      if (reason === 'missing' && error.code === 'PLUGIN_CHECKSUM_MISMATCH') return 'pass --checksum sha256:<hex> (or --dev for a local test install)';
+      if (reason === 'missing') return 'pass --signature <file> or ship <archive>.sig';
+      return undefined;
+    case 'PLUGIN_NAMESPACE_CONFLICT':
+      return 'in a dev profile only: --dev --dev-allow-namespace-conflict';
+    case 'PLUGIN_ALREADY_INSTALLED':
+      return `${PROGRAM} remove ${id} first, or install a different version`;
+    case 'PLUGIN_RISK_NOT_ALLOWED':
+      return `pass --max-risk ${typeof error.details.risk_class === 'string' ? error.details.risk_class : 'write'} if you mean it`;
+    case 'PLUGIN_CONFIRMATION_DENIED':
+      return 'pass --yes to confirm, or run on a terminal to be asked';
+    case 'PLUGIN_NEEDS_CONFIGURATION':
+    case 'AUTH_REQUIRED':
+      return `${PROGRAM} setup ${id}`;
+    case 'PLUGIN_QUARANTINED':
+    case 'VARIANT_QUARANTINED':
+      return `${PROGRAM} reload ${id} (or unquarantine ${id}) once the cause is fixed`;
+    case 'PLUGIN_NOT_FOUND':
+    case 'VARIANT_NOT_FOUND':
+      return `${PROGRAM} list shows what is installed; ${PROGRAM} info <name> its operations`;
+    case 'PLUGIN_TIMEOUT':
+      return 'raise --timeout <ms>';
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,96 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
+import type { Flags } from './args.js';
+import { EXIT_CODES, exitCodeFor, type ExitCode } from './exitCodes.js';
+import type { Output, Terminal } from './Output.js';
+
+/** What every command receives. */
+export interface CommandContext {
+  /** The parsed flags. */
+  readonly flags: Flags;
+  /** The command's positional arguments. */
+  readonly positionals: readonly string[];
+  /** Where results go. */
+  readonly out: Output;
+  /** The process surroundings. */
+  readonly terminal: Terminal;
+  /** Aborted when the user interrupts. */
+  readonly signal: AbortSignal;
+}
+
+/** The profile name in effect. */
+export function profileName(flags: Flags): string {
+  return flags.profile ?? 'default';
+}
+
+/** PluginHost options from the global flags; `overrides` win. */
+export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {}): Promise<Result<PluginHostOptions, HostError>> {
+  const keys: string[] = [];
+  for (const key of flags.trustedKeys) {
+    // A key is given inline (PEM or base64) or as a file holding one.
+    if (!key.includes('\n') && existsSync(key)) {
+      try {
+        keys.push(await readFile(key, 'utf8'));
+      } catch (cause) {
+        return err(hostError('HOST_INVALID_OPTIONS', `--trusted-key ${key}: cannot read the file`, { cause, details: { option: 'trusted-key' } }));
+      }
+    } else {
+      keys.push(key);
+    }
+  }
+  return ok({
+    profile: profileName(flags),
+    profileKind: flags.dev ? 'dev' : 'standard',
+    ...(flags.appName === undefined ? {} : { appName: flags.appName }),
+    ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
+    ...(flags.preset === undefined ? {} : { preset: flags.preset }),
+    ...(keys.length === 0 ? {} : { trustedKeys: keys }),
+    ...(flags.requireSignatures ? { requireSignatures: true } : {}),
+    ...(flags.timeoutMs === undefined ? {} : { callTimeoutMs: flags.timeoutMs }),
+    ...overrides,
+  });
+}
+
+/** Install options (checksum, signature file, namespace override) from the flags. */
+export async function packageOptions(flags: Flags): Promise<Result<Omit<HostInstallOptions, 'canary'>, HostError>> {
+  let signature: string | undefined;
+  if (flags.signature !== undefined) {
+    try {
+      signature = (await readFile(flags.signature, 'utf8')).trim();
+    } catch (cause) {
+      return err(hostError('HOST_INVALID_OPTIONS', `--signature ${flags.signature}: cannot read the file`, { cause, details: { option: 'signature' } }));
+    }
+  }
+  return ok({
+    ...(flags.checksum === undefined ? {} : { checksum: flags.checksum }),
+    ...(signature === undefined ? {} : { signature }),
+    ...(flags.devAllowNamespaceConflict ? { devAllowNamespaceConflict: true } : {}),
+  });
+}
+
+/**
+ * Opens a host, runs `body`, and always closes the host (stopping every
+ * plugin process tree), however `body` ends.
+ */
+export async function withHost(
+  ctx: CommandContext,
+  body: (host: PluginHost) => Promise<ExitCode>,
+  options: { readonly overrides?: PluginHostOptions; readonly checkingPackage?: boolean } = {},
+): Promise<ExitCode> {
+  const opened = await (await hostOptions(ctx.flags, options.overrides)).asyncAndThen((o) => PluginHost.open(o));
+  if (opened.isErr()) return fail(ctx, opened.error, options.checkingPackage ?? false);
+  const host = opened.value;
+  try {
+    return await body(host);
+  } finally {
+    await host.close();
+  }
+}
+
+/** Prints a failure and returns its exit code. */
+export function fail(ctx: CommandContext, error: HostError, checkingPackage: boolean, pluginId?: string, extra?: Readonly<Record<string, unknown>>): ExitCode {
+  ctx.out.failure(error, pluginId, extra);
+  return ctx.signal.aborted ? EXIT_CODES.interrupted : exitCodeFor(error, checkingPackage);
+}

@@ -1,0 +1,88 @@
+import { COMMANDS, GLOBAL_OPTIONS, type CommandName, type CommandSpec, type OptionName } from './args.js';
+import { EXIT_CODE_LINES } from './exitCodes.js';
+import { columns, type Style } from './style.js';
+
+/** The program name, as help and messages spell it. */
+export const PROGRAM = 'mcp-plugin-host';
+
+const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
+  profile: ['--profile <name>', 'profile name (default "default")'],
+  'profile-dir': ['--profile-dir <dir>', 'profile directory, overriding $XDG_DATA_HOME/<app-name>/<profile>'],
+  'app-name': ['--app-name <name>', 'application name for the default profile location (default mcp-plugin-host)'],
+  dev: ['--dev', 'dev profile: local directories, no checksum needed, dev-only overrides'],
+  'dev-allow-namespace-conflict': ['--dev-allow-namespace-conflict', 'with --dev: install despite another recorded namespace owner'],
+  preset: ['--preset gum|neutral', 'gum: the GUM contract exactly (mcp-plugin only); neutral: every shape (default)'],
+  json: ['--json', 'print one JSON document on stdout: {"ok":true,...} or {"ok":false,"error":{...}}'],
+  'no-color': ['--no-color', 'no colour (also NO_COLOR=1); colour is used only on a terminal'],
+  help: ['-h, --help', 'show help'],
+  version: ['-V, --version', 'show the version'],
+  checksum: ['--checksum sha256:<hex>', 'expected SHA-256 of the archive'],
+  signature: ['--signature <file>', 'Ed25519 signature of the archive digest (default <archive>.sig)'],
+  'trusted-key': ['--trusted-key <pem|base64|file>', 'a public key whose signatures are trusted (repeatable)'],
+  'require-signatures': ['--require-signatures', 'refuse packages not signed by a trusted key'],
+  'skip-canary': ['--skip-canary', 'do not run the declared canary after installing'],
+  canary: ['--canary', 'also start the plugin and compare its tool list with the manifest'],
+  live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
+  'canary-args': ['--canary-args k=v ...', 'override canary arguments (values read as JSON when they parse)'],
+  'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
+  yes: ['-y, --yes', 'confirm a high_stakes_write tool without asking'],
+  timeout: ['--timeout <ms>', 'time a plugin may stay silent during a call'],
+  set: ['--set NAME=value | NAME', 'a credential to store (repeatable); NAME alone reads $NAME'],
+};
+
+function optionRows(names: readonly OptionName[]): string[] {
+  return columns(names.map((n) => ['  ' + OPTION_HELP[n][0], OPTION_HELP[n][1]]));
+}
+
+function usageLine(name: CommandName): string {
+  const spec: CommandSpec = COMMANDS[name];
+  const args = spec.args.map((a) => (a.endsWith('?') ? `[${a.slice(0, -1)}]` : a));
+  return [PROGRAM, name, ...args, '[options]'].join(' ');
+}
+
+function exitCodeRows(): string[] {
+  return columns(EXIT_CODE_LINES.map(([code, meaning]) => [`  ${code}`, meaning]));
+}
+
+/** The general help text. */
+export function generalHelp(style: Style): string {
+  const names = Object.keys(COMMANDS) as CommandName[];
+  return [
+    `${style.bold(PROGRAM)} — install, verify, sandbox and run subprocess plugins`,
+    '',
+    style.bold('Usage'),
+    `  ${PROGRAM} <command> [arguments] [options]`,
+    `  ${PROGRAM} help <command>`,
+    '',
+    style.bold('Commands'),
+    ...columns(names.map((n) => [`  ${n}`, COMMANDS[n].summary])),
+    '',
+    style.bold('Options for every command'),
+    ...optionRows(GLOBAL_OPTIONS),
+    '',
+    style.bold('Exit codes'),
+    ...exitCodeRows(),
+    '',
+    'Errors print "error CODE: message" and "hint: ..." on stderr (with --json, {"ok":false,"error":{...}} on stdout).',
+    '',
+  ].join('\n');
+}
+
+/** The help text of one command. */
+export function commandHelp(name: CommandName, style: Style): string {
+  const spec: CommandSpec = COMMANDS[name];
+  return [
+    `${style.bold('Usage')}: ${usageLine(name)}`,
+    '',
+    `  ${spec.summary}`,
+    ...(spec.details === undefined ? [] : ['', ...spec.details.map((d) => `  ${d}`)]),
+    '',
+    ...(spec.options.length === 0 ? [] : [style.bold('Options'), ...optionRows(spec.options), '']),
+    style.bold('Options for every command'),
+    ...optionRows(GLOBAL_OPTIONS),
+    '',
+    style.bold('Exit codes'),
+    ...exitCodeRows(),
+    '',
+  ].join('\n');
+}

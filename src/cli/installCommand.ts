@@ -1,0 +1,65 @@
+import { stat } from 'node:fs/promises';
+import type { PluginHost } from '../index.js';
+import { fail, packageOptions, profileName, withHost, type CommandContext } from './context.js';
+import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import { PROGRAM } from './help.js';
+import { canaryJson, canarySummary, statusText } from './present.js';
+import { usageFailure } from './usage.js';
+
+/**
+ * `install`: validate, pin and publish a plugin in one catalog transaction,
+ * then run its declared canary. The plugin becomes callable from the next
+ * process that opens the profile (the contract's restart semantics); for a
+ * CLI that is simply the next command.
+ */
+export async function installCommand(ctx: CommandContext): Promise<ExitCode> {
+  const source = ctx.positionals[0] ?? '';
+  let size: number;
+  try {
+    const info = await stat(source);
+    size = info.isFile() ? info.size : 0;
+  } catch {
+    return usageFailure(ctx, `no such file or directory: ${source}`, 'install');
+  }
+  return withHost(ctx, (host) => install(ctx, host, source, size), { checkingPackage: true });
+}
+
+async function install(ctx: CommandContext, host: PluginHost, source: string, archiveBytes: number): Promise<ExitCode> {
+  const { out, flags } = ctx;
+  const options = await packageOptions(flags);
+  if (options.isErr()) return fail(ctx, options.error, true);
+  const spinner = out.spinner();
+  spinner.update(archiveBytes > 0 ? `verifying and unpacking ${source} (${Math.ceil(archiveBytes / 1024)} KiB)` : `installing ${source}`);
+  const offSpawn = host.events.on('spawn', (e) => spinner.update(`running the canary of ${e.plugin_id}`));
+  const installed = await host.install(source, { ...options.value, canary: !flags.skipCanary });
+  offSpawn();
+  spinner.stop();
+  if (installed.isErr()) return fail(ctx, installed.error, true);
+
+  const { plugin, canary } = installed.value;
+  const canaryFailed = canary?.status === 'failed';
+  out.data({
+    ok: !canaryFailed,
+    plugin,
+    canary: canary === undefined ? null : canaryJson(canary),
+    activation: 'next-process',
+    ...(canaryFailed && canary.error !== undefined ? { error: canary.error.toJSON() } : {}),
+  });
+
+  const s = out.style;
+  out.line(`${s.green('✓')} installed ${s.bold(plugin.name)} ${plugin.version} ${s.dim(`(${plugin.shape})`)} into profile ${profileName(flags)}`);
+  out.line(`  ${s.dim('executable')}  ${plugin.executable.path}  sha256:${plugin.executable.sha256.slice(0, 16)}…`);
+  out.line(`  ${s.dim('operations')}  ${plugin.variant_ids.join(', ') || '-'}`);
+  out.line(`  ${s.dim('status    ')}  ${statusText(plugin.status, s)}`);
+  if (canary !== undefined) out.line(`  ${s.dim('canary    ')}  ${canarySummary(canary, s)}`);
+  if (plugin.status === 'needs_configuration') {
+    out.line(`  next: ${PROGRAM} setup ${plugin.name}   (store its credentials)`);
+  } else {
+    out.line(`  ${plugin.name} is callable from the next ${PROGRAM} process (restart semantics), e.g. ${PROGRAM} run ${plugin.name} <tool> '{...}'`);
+  }
+  if (canaryFailed && canary.error !== undefined) {
+    out.note(`${out.errStyle.yellow('hint')}: ${canary.error.hint} (the plugin stays quarantined until '${PROGRAM} reload ${plugin.name}' passes)`);
+    return EXIT_CODES.runtime;
+  }
+  return EXIT_CODES.ok;
+}

@@ -1,0 +1,36 @@
+import { profileName, withHost, fail, type CommandContext } from './context.js';
+import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import { infoLines, statusText } from './present.js';
+
+/** `list`: the inventory, one aligned row per plugin. */
+export function listCommand(ctx: CommandContext): Promise<ExitCode> {
+  return withHost(ctx, async (host) => {
+    const listed = await host.list();
+    if (listed.isErr()) return fail(ctx, listed.error, false);
+    const rows = listed.value;
+    const { out } = ctx;
+    out.data({ ok: true, profile: profileName(ctx.flags), profile_dir: host.profileDir, plugins: rows });
+    if (rows.length === 0) {
+      out.line(`no plugins installed in profile ${profileName(ctx.flags)} ${out.style.dim(`(${host.profileDir})`)}`);
+      return EXIT_CODES.ok;
+    }
+    out.table(
+      ['NAME', 'VERSION', 'SHAPE', 'STATUS', 'OPS'],
+      rows.map((r) => [r.name, r.version, r.shape, r.status, String(r.variant_count)]),
+      (text, _r, c) => (c === 3 ? statusText(text.trimEnd(), out.style) + text.slice(text.trimEnd().length) : text),
+    );
+    return EXIT_CODES.ok;
+  });
+}
+
+/** `info <name>`: everything known about one plugin (credential aliases, never env names or values). */
+export function infoCommand(ctx: CommandContext): Promise<ExitCode> {
+  const name = ctx.positionals[0] ?? '';
+  return withHost(ctx, async (host) => {
+    const info = await host.info(name);
+    if (info.isErr()) return fail(ctx, info.error, false, name);
+    ctx.out.data({ ok: true, plugin: info.value });
+    for (const line of infoLines(info.value, ctx.out.style)) ctx.out.line(line);
+    return EXIT_CODES.ok;
+  });
+}

@@ -1,0 +1,76 @@
+import type { CanaryOutcome, HostError, PluginHost } from '../index.js';
+import type { ResultAsync } from 'neverthrow';
+import { fail, withHost, type CommandContext } from './context.js';
+import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import { PROGRAM } from './help.js';
+import { canaryJson, canarySummary } from './present.js';
+
+function nameOf(ctx: CommandContext): string {
+  return ctx.positionals[0] ?? '';
+}
+
+/** `remove <name>`: install root and rows go; the namespace owner, data directory and credentials stay. */
+export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
+  const name = nameOf(ctx);
+  return withHost(ctx, async (host) => {
+    const removed = await host.remove(name);
+    if (removed.isErr()) return fail(ctx, removed.error, false, name);
+    ctx.out.data({ ok: true, plugin_id: name, removed: true });
+    ctx.out.line(`removed ${name} ${ctx.out.style.dim('(its namespace owner stays recorded, so the same owner can reinstall it)')}`);
+    return EXIT_CODES.ok;
+  });
+}
+
+/** `unquarantine <name>`: clears quarantine, starts nothing. */
+export function unquarantineCommand(ctx: CommandContext): Promise<ExitCode> {
+  const name = nameOf(ctx);
+  return withHost(ctx, async (host) => {
+    const cleared = await host.unquarantine(name);
+    if (cleared.isErr()) return fail(ctx, cleared.error, false, name);
+    ctx.out.data({ ok: true, plugin_id: name, quarantined: false });
+    ctx.out.line(`unquarantined ${name}`);
+    return EXIT_CODES.ok;
+  });
+}
+
+/**
+ * Prints a canary outcome as the command's result: exit 0 only when it
+ * passed. A skipped canary (credentials missing) did not prove anything, so
+ * it is not a success when a canary was what the user asked for.
+ */
+export function reportCanary(ctx: CommandContext, outcome: CanaryOutcome, verb: string, extra: Readonly<Record<string, unknown>> = {}): ExitCode {
+  const { out } = ctx;
+  const passed = outcome.status === 'passed';
+  out.data({ ok: passed, plugin_id: outcome.plugin_id, ...extra, canary: canaryJson(outcome), ...(outcome.error === undefined ? {} : { error: outcome.error.toJSON() }) });
+  const s = out.style;
+  out.line(`${passed ? s.green('✓') : s.red('✗')} ${verb} ${outcome.plugin_id}: canary ${canarySummary(outcome, s)}`);
+  if (outcome.error !== undefined) {
+    out.note(`${out.errStyle.yellow('hint')}: ${outcome.error.hint}`);
+    if (outcome.status === 'skipped') out.note(`${out.errStyle.yellow('try')}: ${PROGRAM} setup ${outcome.plugin_id}`);
+    else out.note(`${out.errStyle.yellow('try')}: fix the cause, then ${PROGRAM} reload ${outcome.plugin_id}`);
+  }
+  return passed ? EXIT_CODES.ok : EXIT_CODES.runtime;
+}
+
+function canaryRun(ctx: CommandContext, verb: string, run: (host: PluginHost, name: string) => ResultAsync<CanaryOutcome, HostError>): Promise<ExitCode> {
+  const name = nameOf(ctx);
+  return withHost(ctx, async (host) => {
+    const spinner = ctx.out.spinner();
+    spinner.update(`${verb} ${name}`);
+    const outcome = await run(host, name);
+    spinner.stop();
+    if (outcome.isErr()) return fail(ctx, outcome.error, false, name);
+    return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary');
+  });
+}
+
+/** `reload <name>`: clear quarantine, restart, passive canary. */
+export function reloadCommand(ctx: CommandContext): Promise<ExitCode> {
+  return canaryRun(ctx, 'reloading', (host, name) => host.reload(name));
+}
+
+/** `canary <name> [--live] [--canary-args k=v ...]`. */
+export function canaryCommand(ctx: CommandContext): Promise<ExitCode> {
+  const { live, canaryArgs } = ctx.flags;
+  return canaryRun(ctx, 'checking', (host, name) => host.canary(name, { live: live || canaryArgs !== undefined, ...(canaryArgs === undefined ? {} : { args: canaryArgs }) }));
+}

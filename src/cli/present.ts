@@ -1,0 +1,57 @@
+import type { CanaryOutcome, InventoryStatus, PluginInfo } from '../index.js';
+import { columns, type Style } from './style.js';
+
+/** A canary outcome as JSON: `error` is always present, `null` on success. */
+export function canaryJson(outcome: CanaryOutcome): Record<string, unknown> {
+  return { plugin_id: outcome.plugin_id, mode: outcome.mode, status: outcome.status, error: outcome.error?.toJSON() ?? null };
+}
+
+/** `passed (live)` / `failed (passive): CODE message`, coloured. */
+export function canarySummary(outcome: CanaryOutcome, style: Style): string {
+  const status =
+    outcome.status === 'passed' ? style.green('passed') : outcome.status === 'failed' ? style.red('failed') : style.yellow('skipped');
+  const why = outcome.error === undefined ? '' : `: ${outcome.error.code} ${outcome.error.message}`;
+  return `${status} (${outcome.mode})${why}`;
+}
+
+/** An inventory status, coloured by how usable it is. */
+export function statusText(status: InventoryStatus | string, style: Style): string {
+  switch (status.split(' ')[0]) {
+    case 'active':
+      return style.green(status);
+    case 'quarantined':
+      return style.red(status);
+    default:
+      return style.yellow(status);
+  }
+}
+
+/** The `info` view for people: aligned key/value lines. */
+export function infoLines(info: PluginInfo, style: Style): string[] {
+  const caps = info.enforced_capabilities;
+  const rows: [string, string][] = [
+    ['name', info.name],
+    ['version', info.version],
+    ['shape', info.shape],
+    ['status', info.status + (info.reason === null ? '' : ` (${info.reason})`)],
+    ['description', info.description ?? '-'],
+    ['namespace owner', info.namespace_owner ?? '-'],
+    ['operations', info.variant_ids.join(', ') || '-'],
+    ['executable', `${info.executable.path}  sha256:${info.executable.sha256}`],
+    ['install root', info.executable.install_root],
+    ['package', `${info.package.source}${info.package.checksum === '' ? '' : `  ${info.package.checksum}`}`],
+    ['installed at', info.installed_at ?? '-'],
+    ['activated at', info.activated_at ?? '-'],
+  ];
+  if (info.quarantined_at !== null) rows.push(['quarantined at', info.quarantined_at]);
+  if (info.last_error_code !== null) rows.push(['last error', info.last_error_code]);
+  if (info.tos !== null) rows.push(['terms of service', info.tos]);
+  if (info.risk !== null) rows.push(['risk', info.risk]);
+  for (const c of info.credential_descriptors) rows.push(['credential', `${c.alias} (${c.kind}): ${c.display_name} — ${c.setup_hint}`]);
+  if (caps !== null) {
+    rows.push(['sandbox', caps.enforced ? `${caps.backend}, network ${caps.network ? 'on' : 'off'}` : style.red('NOT ENFORCED')]);
+    rows.push(['writable', caps.writablePaths.join(', ') || '-']);
+  }
+  if (info.metadata_warning !== undefined) rows.push(['warning', style.yellow(info.metadata_warning)]);
+  return columns(rows, (text, r, c) => (c === 0 ? style.dim(text) : r === 3 && c === 1 ? statusText(text, style) : text));
+}

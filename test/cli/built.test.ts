@@ -1,0 +1,100 @@
+/**
+ * The CLI as it ships: built with tsup (the same settings the package build
+ * uses for its `bin` entry) into a temp directory, then executed directly
+ * through its `#!/usr/bin/env node` line. Also checks that the CLI is made
+ * only of the public API.
+ */
+import { readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { build } from 'tsup';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { json, packageHello, REPO, runProcess, tempDir } from './cliHarness.js';
+
+const SLOW = 180_000;
+
+describe('the built binary', () => {
+  let out: Awaited<ReturnType<typeof tempDir>>;
+  let profile: Awaited<ReturnType<typeof tempDir>>;
+  let hello: string;
+  let bin: string;
+
+  beforeAll(async () => {
+    out = await tempDir('cli-dist-');
+    profile = await tempDir('cli-dist-profile-');
+    hello = await packageHello();
+    await build({
+      entry: { cli: join(REPO, 'src/cli/main.ts') },
+      format: ['esm', 'cjs'],
+      outDir: out.path,
+      platform: 'node',
+      target: 'node20',
+      shims: true,
+      noExternal: ['canonicalize'],
+      dts: false,
+      sourcemap: false,
+      clean: false,
+      silent: true,
+      config: false,
+    });
+    // The output imports its dependencies by name, as dist/ does next to
+    // node_modules, and is ESM by its package.json, as the package's is.
+    await symlink(join(REPO, 'node_modules'), join(out.path, 'node_modules'), 'dir');
+    await writeFile(join(out.path, 'package.json'), JSON.stringify({ type: 'module' }));
+    bin = join(out.path, 'cli.js');
+  }, SLOW);
+  afterAll(async () => {
+    await out.dispose();
+    await profile.dispose();
+    await rm(hello, { recursive: true, force: true });
+  });
+
+  it('is an executable with a node shebang', { timeout: SLOW }, async () => {
+    expect((await readFile(bin, 'utf8')).startsWith('#!/usr/bin/env node\n')).toBe(true);
+    const run = await runProcess(bin, ['--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^mcp-plugin-host — /);
+  });
+
+  it('also builds and runs as CommonJS (no top-level await)', { timeout: SLOW }, async () => {
+    const run = await runProcess(process.execPath, [join(out.path, 'cli.cjs'), 'list', '--json', '--profile-dir', profile.path]);
+    expect(run.code).toBe(0);
+    expect(json(run)).toMatchObject({ ok: true, plugins: [] });
+  });
+
+  it('validates, installs and runs a plugin end to end', { timeout: SLOW }, async () => {
+    const args = (...a: string[]): string[] => [...a, '--profile-dir', profile.path];
+    const validated = await runProcess(bin, ['validate', hello, '--json']);
+    expect(validated.code).toBe(0);
+    expect(json(validated)).toMatchObject({ ok: true, violations: [] });
+
+    const installed = await runProcess(bin, args('install', hello, '--dev'));
+    expect(installed.code).toBe(0);
+    expect(installed.stdout).toContain('installed hello 0.1.0');
+
+    const called = await runProcess(bin, args('run', 'hello', 'hello', '{"name":"dist"}'));
+    expect(called.code).toBe(0);
+    expect(called.stdout).toBe('{"success":true,"data":{"greeting":"Hello, dist!"}}\n');
+
+    const refused = await runProcess(bin, args('run', 'hello', 'hello', '{"name":""}'));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error INVALID_ARGS: name must be a non-empty string$/m);
+    expect(refused.stderr).toMatch(/^hint: /m);
+  });
+});
+
+describe('the CLI is built from the public API only', () => {
+  it('imports nothing but the barrel, its own files, node built-ins and neverthrow', async () => {
+    const dir = join(REPO, 'src/cli');
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.ts'));
+    expect(files).toContain('main.ts');
+    const offending: string[] = [];
+    for (const file of files) {
+      const text = await readFile(join(dir, file), 'utf8');
+      for (const [, specifier] of text.matchAll(/\bfrom\s+'([^']+)'/g)) {
+        const allowed = specifier === '../index.js' || specifier === 'neverthrow' || specifier?.startsWith('node:') || /^\.\/[A-Za-z]+\.js$/.test(specifier ?? '');
+        if (!allowed) offending.push(`${file}: ${specifier}`);
+      }
+    }
+    expect(offending).toEqual([]);
+  });
+});
