@@ -267,6 +267,7 @@ export class McpConnection {
 
   private failure(error: unknown, inputs: FailureInputs): Promise<HostError> {
     const offered = this.transport.offeredProtocolVersion;
+    const partial = this.transport.partialLine;
     return mapMcpFailure(error, {
       ...inputs,
       process: this.process,
@@ -275,6 +276,7 @@ export class McpConnection {
       fatal: this.fatal,
       connectionClosed: this.transport.closedByPeer,
       ...(offered === undefined ? {} : { offeredProtocolVersion: offered }),
+      ...(partial === undefined ? {} : { partialLine: partial }),
     });
   }
 }

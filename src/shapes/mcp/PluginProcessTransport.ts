@@ -43,6 +43,7 @@ export class PluginProcessTransport implements Transport {
   private started = false;
   private closed = false;
   private endedByPeer = false;
+  private cutOffLine: string | undefined;
   private negotiatedVersion: string | undefined;
   private initializeId: string | number | undefined;
   private offeredVersion: string | undefined;
@@ -77,6 +78,11 @@ export class PluginProcessTransport implements Transport {
     return this.closed;
   }
 
+  /** The start of a line the plugin left unfinished when its stdout ended, if any. */
+  get partialLine(): string | undefined {
+    return this.cutOffLine;
+  }
+
   /** Whether the plugin ended the connection (exit or end of stdout) rather than `close()`. */
   get closedByPeer(): boolean {
     return this.endedByPeer;
@@ -97,7 +103,8 @@ export class PluginProcessTransport implements Transport {
         onLine: (line) => this.receive(line),
         onOversize: (bytes) => this.violation(hostError('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a ${bytes}-byte line, over the ${this.maxFrameBytes}-byte frame cap`, { details: { bytes, max_frame_bytes: this.maxFrameBytes } })),
         onEnd: (partial) => {
-          if (partial !== undefined && partial.trim() !== '') this.receive(partial);
+          // A line cut off by the end of stdout is a crash mid-message, not a message.
+          if (partial !== undefined && partial.trim() !== '') this.cutOffLine = excerpt(partial);
           this.finish(true);
         },
       },

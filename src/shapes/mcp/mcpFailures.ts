@@ -28,6 +28,8 @@ export interface McpFailureContext {
   readonly abortedBy?: 'caller' | 'total-timeout';
   /** The protocolVersion the plugin answered `initialize` with, when it answered. */
   readonly offeredProtocolVersion?: string;
+  /** The unfinished line the plugin left when its stdout ended. */
+  readonly partialLine?: string;
 }
 
 const byJsonRpcCode = new Map<number, HostErrorCode>();
@@ -55,7 +57,11 @@ async function exitWithin(ctx: McpFailureContext): Promise<void> {
 async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostError> {
   await exitWithin(ctx);
   const exit = ctx.process.exitInfo;
-  const details = { ...baseDetails(ctx), ...(exit === undefined ? {} : { exit }) };
+  const details = {
+    ...baseDetails(ctx),
+    ...(exit === undefined ? {} : { exit }),
+    ...(ctx.partialLine === undefined ? {} : { partial_line: ctx.partialLine }),
+  };
   const how = exit === undefined ? 'closed its stdout' : exit.description;
   return hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause });
 }

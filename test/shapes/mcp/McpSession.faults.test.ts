@@ -293,3 +293,19 @@ describe('initialize', () => {
     await expect(processes[0]?.exited).resolves.toBeDefined();
   });
 });
+
+describe('a line cut off by the end of stdout', () => {
+  it('is a crash carrying the partial line, not invalid JSON', async () => {
+    const script = [
+      "process.stdin.once('data', () => {",
+      "  process.stdout.write('{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVer');",
+      '  process.exit(0);',
+      '});',
+    ].join('\n');
+    const session = new McpSession({ launch: launchCommand([process.execPath, '-e', script]) });
+    sessions.push(session);
+    const error = (await session.listTools())._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_CRASHED');
+    expect(error.details.partial_line).toBe('{"jsonrpc":"2.0","id":0,"result":{"protocolVer');
+  });
+});

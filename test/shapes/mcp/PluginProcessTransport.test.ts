@@ -105,11 +105,12 @@ describe('PluginProcessTransport', () => {
     expect((violations[0]?.details.line_excerpt as string).length).toBeLessThanOrEqual(201);
   });
 
-  it('closes once when stdout ends, delivering a final unterminated line first', async () => {
+  it('closes once when stdout ends, keeping a final unterminated line as the partial line, not a message', async () => {
     const { stdout, messages, closes, transport } = await started();
     stdout.end('{"jsonrpc":"2.0","id":7,"result":{}}');
     await tick();
-    expect(messages).toEqual([{ jsonrpc: '2.0', id: 7, result: {} }]);
+    expect(messages).toEqual([]);
+    expect(transport.partialLine).toBe('{"jsonrpc":"2.0","id":7,"result":{}}');
     expect(closes).toHaveBeenCalledTimes(1);
     expect(transport.isClosed).toBe(true);
     expect(transport.closedByPeer).toBe(true);
