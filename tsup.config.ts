@@ -1,10 +1,10 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts', cli: 'src/cli/main.ts' },
+  entry: { index: 'src/index.ts', testing: 'src/testing/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts', cli: 'src/cli/main.ts' },
   shims: true,
   format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts' } },
+  dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },
   sourcemap: true,
   clean: true,
   target: 'node20',

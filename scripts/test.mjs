@@ -13,6 +13,7 @@ const steps = [
   ['typecheck', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']],
   ['build', 'npx', ['tsup']],
   ['api report (check)', 'npx', ['api-extractor', 'run']],
+  ['api report of mcp-plugin-host/testing (check)', 'npx', ['api-extractor', 'run', '-c', 'api-extractor.testing.json']],
 ];
 for (const [label, cmd, args] of steps) {
   if (run(label, cmd, args) !== 0) {

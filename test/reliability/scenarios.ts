@@ -1,0 +1,195 @@
+/**
+ * The fault-injection matrix: every fault of the issue, for every stdio
+ * protocol it applies to, with the outcome the contract promises. The
+ * reliability suites run exactly this list and the report lists exactly this
+ * list, so a scenario that fails (or never ran) still appears, as failing.
+ */
+import type { HostErrorCode } from '../../src/index.js';
+import type { FaultProtocol } from './support/faultPackages.js';
+
+/** The faults the fixtures play (see fixtures/plugins/fault/shared/faults.mjs). */
+export type FaultName =
+  | 'crash-at-start'
+  | 'crash-in-handshake'
+  | 'crash-mid-call'
+  | 'never-answer'
+  | 'late-answer'
+  | 'garbage-line'
+  | 'half-line-eof'
+  | 'oversize-line'
+  | 'flood-stdout'
+  | 'flood-stderr'
+  | 'wrong-id'
+  | 'result-and-error'
+  | 'neither'
+  | 'notifications'
+  | 'stdout-log'
+  | 'exit0-at-once'
+  | 'ignore-eof'
+  | 'ignore-sigterm'
+  | 'grandchild'
+  | 'exhaust-memory';
+
+/**
+ * What the next call to the faulty plugin must do:
+ * - `ok`: it is answered (same process, or a fresh launch for the one-shot protocol);
+ * - `fails-again`: it fails with the same code, and no quarantine is involved;
+ * - `quarantined-then-ok`: it is refused with VARIANT_QUARANTINED; once the
+ *   backoff passed, the plugin is respawned and answers;
+ * - `quarantined-then-same`: refused likewise; after the backoff the respawn fails again with the same code.
+ */
+export type NextCall = 'ok' | 'fails-again' | 'quarantined-then-ok' | 'quarantined-then-same';
+
+/** One scenario of the matrix. */
+export interface Scenario {
+  /** `<protocol>/<fault>`. */
+  readonly id: string;
+  readonly protocol: FaultProtocol;
+  readonly fault: FaultName;
+  /** Process faults are set by FAULT_MODE for the whole process; call faults by the `work` call's `fault` argument. */
+  readonly scope: 'process' | 'call';
+  /** The code of the faulty call, or `ok` when it must be answered. */
+  readonly code: HostErrorCode | 'ok';
+  readonly next: NextCall;
+  /** The faulty call's timeout. */
+  readonly timeoutMs: number;
+  /** Why this is the contract's answer, for the report. */
+  readonly why: string;
+}
+
+/** One fault's expectations per protocol; a protocol left out does not have that phase. */
+interface FaultRow {
+  readonly fault: FaultName;
+  readonly scope: 'process' | 'call';
+  readonly timeoutMs?: number;
+  readonly expect: Partial<Record<FaultProtocol, { readonly code: HostErrorCode | 'ok'; readonly next: NextCall; readonly why: string }>>;
+}
+
+const CALL_TIMEOUT_MS = 2_000;
+const FLOOD_TIMEOUT_MS = 60_000;
+
+const crash = (why: string, next: NextCall = 'quarantined-then-ok') => ({ code: 'PLUGIN_CRASHED' as const, next, why });
+const all = <T>(value: T): Record<FaultProtocol, T> => ({ 'mcp-plugin': value, 'ndjson-rpc': value, handshake: value });
+
+const ROWS: readonly FaultRow[] = [
+  { fault: 'crash-at-start', scope: 'process', expect: all(crash('exits before any protocol traffic; every respawn crashes the same way', 'quarantined-then-same')) },
+  {
+    fault: 'crash-in-handshake',
+    scope: 'process',
+    expect: {
+      'mcp-plugin': crash('exits on initialize', 'quarantined-then-same'),
+      handshake: crash('exits on the handshake request', 'quarantined-then-same'),
+    },
+  },
+  { fault: 'crash-mid-call', scope: 'call', expect: all(crash('exits while the call is pending; the next launch is healthy')) },
+  {
+    fault: 'never-answer',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'a timeout is not a protocol break: no quarantine, the plugin stays usable' }),
+  },
+  {
+    fault: 'late-answer',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'the late answer is dropped, never delivered to another call' }),
+  },
+  {
+    fault: 'garbage-line',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' }),
+  },
+  { fault: 'half-line-eof', scope: 'call', expect: all(crash('stdout ends in the middle of the answer: the seed calls that a crash')) },
+  {
+    fault: 'oversize-line',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is over the 1 MiB frame cap; its bytes are discarded' }),
+  },
+  {
+    fault: 'flood-stdout',
+    scope: 'call',
+    timeoutMs: FLOOD_TIMEOUT_MS,
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is discarded by the frame cap, never buffered' }),
+  },
+  {
+    fault: 'flood-stderr',
+    scope: 'call',
+    timeoutMs: FLOOD_TIMEOUT_MS,
+    expect: all({ code: 'ok', next: 'ok', why: 'stderr is kept in a bounded ring; the answer after the flood is delivered' }),
+  },
+  {
+    fault: 'wrong-id',
+    scope: 'call',
+    expect: {
+      'mcp-plugin': { code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'JSON-RPC: a response to an unknown id is dropped, so the call times out' },
+      'ndjson-rpc': { code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'mcptest InvalidResponse: the id matches no request' },
+      handshake: { code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'malformed_response: request_id is not the one sent' },
+    },
+  },
+  {
+    fault: 'result-and-error',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'exactly one of result and error is required' }),
+  },
+  {
+    fault: 'neither',
+    scope: 'call',
+    expect: all({ code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'exactly one of result and error is required' }),
+  },
+  {
+    fault: 'notifications',
+    scope: 'process',
+    expect: {
+      'mcp-plugin': { code: 'ok', next: 'ok', why: 'MCP allows notifications at any time; unknown ones are ignored' },
+      'ndjson-rpc': { code: 'ok', next: 'ok', why: 'a line while no request is pending fails no call (logged)' },
+      handshake: { code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-same', why: 'one response line per launch: any extra line is malformed output' },
+    },
+  },
+  {
+    fault: 'stdout-log',
+    scope: 'process',
+    expect: all({ code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' }),
+  },
+  { fault: 'exit0-at-once', scope: 'process', expect: all(crash('status 0 before answering is still an exit before a response', 'quarantined-then-same')) },
+  {
+    fault: 'ignore-eof',
+    scope: 'process',
+    expect: {
+      'mcp-plugin': { code: 'ok', next: 'ok', why: 'answers normally; close escalates from EOF to SIGTERM' },
+      'ndjson-rpc': { code: 'ok', next: 'ok', why: 'answers normally; close escalates from EOF to SIGTERM' },
+      handshake: { code: 'PLUGIN_TIMEOUT', next: 'fails-again', why: 'the one-shot protocol requires an exit after the response (teardown timeout)' },
+    },
+  },
+  {
+    fault: 'ignore-sigterm',
+    scope: 'process',
+    expect: {
+      'mcp-plugin': { code: 'ok', next: 'ok', why: 'answers normally; close escalates to SIGKILL' },
+      'ndjson-rpc': { code: 'ok', next: 'ok', why: 'answers normally; close escalates to SIGKILL' },
+      handshake: { code: 'PLUGIN_TIMEOUT', next: 'fails-again', why: 'teardown timeout; the stop escalates to SIGKILL' },
+    },
+  },
+  { fault: 'grandchild', scope: 'call', expect: all(crash('the exit is detected although a grandchild holds stdout open; the whole tree is killed')) },
+  { fault: 'exhaust-memory', scope: 'call', expect: all(crash('the V8 heap cap (64 MiB) kills it; the host reports the exit and lives on')) },
+];
+
+/** Every scenario, protocol by protocol in matrix order. */
+export const SCENARIOS: readonly Scenario[] = ROWS.flatMap((row) =>
+  (['mcp-plugin', 'ndjson-rpc', 'handshake'] as const).flatMap((protocol) => {
+    const expected = row.expect[protocol];
+    if (expected === undefined) return [];
+    return [
+      {
+        id: `${protocol}/${row.fault}`,
+        protocol,
+        fault: row.fault,
+        scope: row.scope,
+        code: expected.code,
+        next: expected.next,
+        timeoutMs: row.timeoutMs ?? CALL_TIMEOUT_MS,
+        why: expected.why,
+      },
+    ];
+  }),
+);
+
+/** The scenarios of one protocol. */
+export const scenariosOf = (protocol: FaultProtocol): readonly Scenario[] => SCENARIOS.filter((s) => s.protocol === protocol);
