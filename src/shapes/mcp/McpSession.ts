@@ -5,7 +5,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
-import { InFlightLimiter } from './InFlightLimiter.js';
+import { InFlightLimiter } from '../InFlightLimiter.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */

@@ -5,7 +5,7 @@ import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
 import { CallTicket } from './CallTicket.js';
 import { NdjsonConnection, ndjsonError } from './NdjsonConnection.js';
-import { Permits } from './Permits.js';
+import { InFlightLimiter } from '../InFlightLimiter.js';
 import type { NdjsonRequest } from './wire.js';
 
 /** Default time a call may take, and the grace period of the EOF shutdown: 30 s. */
@@ -59,7 +59,7 @@ export class NdjsonRpcSession implements PluginSession {
   readonly shape = 'ndjson-rpc' as const;
   private readonly tools: readonly ToolDescriptor[];
   private readonly callTimeoutMs: number;
-  private readonly permits: Permits;
+  private readonly permits: InFlightLimiter;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly tickets = new Set<CallTicket<ToolResult>>();
@@ -71,7 +71,7 @@ export class NdjsonRpcSession implements PluginSession {
   private constructor(private readonly options: NdjsonRpcSessionOptions) {
     this.tools = (options.tools ?? []).map((tool) => (typeof tool === 'string' ? { name: tool } : tool));
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_NDJSON_CALL_TIMEOUT_MS;
-    this.permits = new Permits(options.maxInFlight ?? 1);
+    this.permits = new InFlightLimiter(options.maxInFlight ?? 1);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
   }
@@ -148,7 +148,7 @@ export class NdjsonRpcSession implements PluginSession {
       const acquiring = this.permits.acquire();
       release = await Promise.race([acquiring, settledFirst]);
       if (release === undefined || ticket.isSettled) {
-        void acquiring.then((r) => r());
+        void acquiring.then((r) => r?.());
         return ticket.outcome;
       }
     }

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Permits } from '../../../src/shapes/ndjson-rpc/Permits.js';
 import { parseResponseLine } from '../../../src/shapes/ndjson-rpc/wire.js';
 
 describe('parseResponseLine', () => {
@@ -43,26 +42,5 @@ describe('parseResponseLine', () => {
         expect(parseResponseLine(line).kind === 'invalid-json').toBe(!parses);
       }),
     );
-  });
-});
-
-describe('Permits', () => {
-  it('grants at most n at once, in FIFO order, and ignores double releases', async () => {
-    const permits = new Permits(2);
-    const order: number[] = [];
-    const first = await permits.acquire();
-    const second = await permits.acquire();
-    const third = permits.acquire().then((release) => (order.push(3), release));
-    const fourth = permits.acquire().then((release) => (order.push(4), release));
-    await new Promise((r) => setImmediate(r));
-    expect(order).toEqual([]);
-    first();
-    first();
-    await new Promise((r) => setImmediate(r));
-    expect(order).toEqual([3]);
-    second();
-    await fourth;
-    expect(order).toEqual([3, 4]);
-    (await third)();
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InFlightLimiter } from '../../../src/shapes/mcp/InFlightLimiter.js';
+import { InFlightLimiter } from '../../src/shapes/InFlightLimiter.js';
 
 describe('InFlightLimiter', () => {
   it('grants up to max slots at once and queues the rest in arrival order', async () => {
@@ -46,6 +46,23 @@ describe('InFlightLimiter', () => {
     expect(limiter.waiting).toBe(0);
     expect(await limiter.acquire(AbortSignal.abort())).toBeUndefined();
     held?.();
+    expect(limiter.inFlight).toBe(0);
+  });
+});
+
+describe('InFlightLimiter.tryAcquire', () => {
+  it('takes a free slot without waiting, refuses when full, and hands released slots to waiters first', async () => {
+    const limiter = new InFlightLimiter(1);
+    const first = limiter.tryAcquire();
+    expect(first).toBeTypeOf('function');
+    expect(limiter.tryAcquire()).toBeUndefined();
+    const waiting = limiter.acquire();
+    first!();
+    first!();
+    const second = await waiting;
+    expect(limiter.inFlight).toBe(1);
+    expect(limiter.tryAcquire()).toBeUndefined();
+    second!();
     expect(limiter.inFlight).toBe(0);
   });
 });

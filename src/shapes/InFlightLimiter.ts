@@ -2,9 +2,10 @@
 export type ReleaseSlot = () => void;
 
 /**
- * Caps how many requests one session has outstanding at a plugin. Callers
- * over the cap wait in arrival order; a waiting caller whose signal aborts
- * leaves the queue without ever taking a slot.
+ * Caps how many requests one session has outstanding at a plugin (1
+ * serializes them, as the mcptest reference host does). Callers over the cap
+ * wait in arrival order; a waiting caller whose signal aborts leaves the
+ * queue without ever taking a slot. Shared by every protocol session.
  */
 export class InFlightLimiter {
   private active = 0;
@@ -21,6 +22,13 @@ export class InFlightLimiter {
   /** Requests waiting for a slot. */
   get waiting(): number {
     return this.queue.length;
+  }
+
+  /** A slot now, or `undefined` when none is free: no promise on the uncontended path. */
+  tryAcquire(): ReleaseSlot | undefined {
+    if (this.active >= this.max) return undefined;
+    this.active++;
+    return this.releaser();
   }
 
   /** Takes a slot, waiting for one if needed; `undefined` when `signal` aborted first. */
