@@ -308,9 +308,11 @@ export {
   type HostInstallOptions,
   type InstallOutcome,
   type InventoryResource,
+  type InventoryResourceDescriptors,
   type PluginHostOptions,
+  type RemoveOptions,
 } from './host/PluginHost.js';
-export type { CredentialView, PluginInfo, PluginRow } from './host/inventory.js';
+export type { CredentialView, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
 export { Installer, type InstallInspection, type InstallOptions, type InstallerOptions } from './installer/Installer.js';
 export { ProfileLayout, defaultProfileDir, type ProfileLocation } from './profile/ProfileLayout.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';

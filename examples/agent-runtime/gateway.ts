@@ -30,7 +30,7 @@ const server = new McpServer({ name: 'plugin-gateway', version: '0.1.0' });
 for (const row of (await host.list()).unwrapOr([])) {
   if (row.status !== 'active') continue;
   const info = (await host.info(row.name))._unsafeUnwrap();
-  for (const opId of info.variant_ids) {
+  for (const { op_id: opId } of info.operations) {
     server.registerTool(
       opId.replaceAll('.', '_'),
       { description: `${info.description ?? info.name}: ${opId}`, inputSchema: { arguments: z.record(z.string(), z.unknown()).optional() } },

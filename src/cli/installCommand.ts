@@ -49,7 +49,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   const s = out.style;
   out.line(`${s.green('✓')} installed ${s.bold(plugin.name)} ${plugin.version} ${s.dim(`(${plugin.shape})`)} into profile ${profileName(flags)}`);
   out.line(`  ${s.dim('executable')}  ${plugin.executable.path}  sha256:${plugin.executable.sha256.slice(0, 16)}…`);
-  out.line(`  ${s.dim('operations')}  ${plugin.variant_ids.join(', ') || '-'}`);
+  out.line(`  ${s.dim('operations')}  ${plugin.operations.map((o) => o.op_id).join(', ') || '-'}`);
   out.line(`  ${s.dim('status    ')}  ${statusText(plugin.status, s)}`);
   if (canary !== undefined) out.line(`  ${s.dim('canary    ')}  ${canarySummary(canary, s)}`);
   if (plugin.status === 'needs_configuration') {

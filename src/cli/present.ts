@@ -36,7 +36,7 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
     ['status', info.status + (info.reason === null ? '' : ` (${info.reason})`)],
     ['description', info.description ?? '-'],
     ['namespace owner', info.namespace_owner ?? '-'],
-    ['operations', info.variant_ids.join(', ') || '-'],
+    ['operations', info.operations.map((o) => o.op_id).join(', ') || '-'],
     ['executable', `${info.executable.path}  sha256:${info.executable.sha256}`],
     ['install root', info.executable.install_root],
     ['package', `${info.package.source}${info.package.checksum === '' ? '' : `  ${info.package.checksum}`}`],

@@ -1,9 +1,9 @@
 import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding } from '../binding/ExecutableBinding.js';
-import { lookupPlugin, listPlugins, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
+import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
-import type { CatalogSnapshot, CatalogVariant, PluginStateRecord } from '../catalog/catalogTypes.js';
+import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { resolveRelativeDates } from '../canary/relativeDates.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { mapCallToolError, type CallToolErrorResult } from '../error-mapper/ErrorMapper.js';
@@ -16,23 +16,27 @@ import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { ManifestShape, RiskClass } from '../manifest/model.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
+import type { PluginProcess } from '../process/PluginProcess.js';
 import { defaultProfileDir, ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
-import { SandboxSpawner, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
+import { SandboxSpawner, type EnforcedPolicy, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
-import type { CallProgress, PluginSession, ProcessLauncher, ToolResult } from '../shapes/PluginSession.js';
+import type { CallOptions, CallProgress, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../shapes/PluginSession.js';
 import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from '../supervisor/CrashPolicy.js';
+import { checkHostOptions } from './checkHostOptions.js';
+import { aliasesOf, credentialsByEnv } from './credentials.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';
-import { crashStateOf, statusOf, withCrashState } from './pluginState.js';
+import { findVariant, hostOpId, pluginIdOf, riskAllowed } from './operations.js';
+import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from './pluginState.js';
 import { PluginRuntime } from './PluginRuntime.js';
 
 /** Default idle time before a running plugin is stopped: 5 minutes. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
-/** Options of {@link PluginHost.open}. */
+/** Options of {@link PluginHost.open}. Every one is optional. */
 export interface PluginHostOptions {
   /** The host application's name; the default profile lives in `$XDG_DATA_HOME/<appName>/<profile>`. Default `mcp-plugin-host`. */
   readonly appName?: string;
@@ -52,7 +56,7 @@ export interface PluginHostOptions {
   readonly sandbox?: SandboxSpawnerOptions;
   /** A ready spawner, replacing the one built from `sandbox`. */
   readonly spawner?: SandboxSpawner;
-  /** Where plugin credentials live. Default a 0600 file store inside the profile. */
+  /** Where plugin credentials live. Default a 0600 file store inside the profile, which the sandbox hides. */
   readonly secretStore?: SecretStore;
   /** Extra env denylist rules on top of the preset's. */
   readonly envDenylist?: Omit<EnvDenylistOptions, 'preset'>;
@@ -60,21 +64,23 @@ export interface PluginHostOptions {
   readonly reservedNamespaces?: readonly string[];
   /** Public keys whose package signatures are trusted. */
   readonly trustedKeys?: readonly string[];
-  /** Refuse packages not signed by a trusted key. */
+  /** Refuse packages not signed by a trusted key. Default false. */
   readonly requireSignatures?: boolean;
   /** Archive limits. */
   readonly packageLimits?: Partial<PackageLimits>;
-  /** The environment plugins' allowlisted variables are read from. Default `process.env`. */
+  /** `PATH` searched once, at install, for `#!/usr/bin/env <program>` interpreters. Default `process.env.PATH`. */
+  readonly interpreterSearchPath?: string;
+  /** The environment plugins' allowlisted variables are read from (and `XDG_DATA_HOME`). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Per-call timeout without an answer (reset by progress where the protocol has it). Default 30 s. */
+  /** Per-call time without an answer (reset by progress where the protocol has it). Default 30 s. */
   readonly callTimeoutMs?: number;
   /** Per-call hard cap. Default 300 s. */
   readonly maxTotalTimeoutMs?: number;
   /** Calls in flight at one plugin at once. Default 16 (MCP) / 1 (ndjson-rpc, as its protocol says). */
   readonly maxInFlight?: number;
-  /** Idle time before a running plugin is stopped. Default {@link DEFAULT_IDLE_TIMEOUT_MS}. */
+  /** Idle time before a running plugin is stopped; 0 keeps plugins running until close. Default {@link DEFAULT_IDLE_TIMEOUT_MS}. */
   readonly idleTimeoutMs?: number;
-  /** The crash backoff ladder. Default 30, 60, 120, 240, 480 s. */
+  /** The crash backoff ladder; one failure more than it has steps quarantines for good. Default 30, 60, 120, 240, 480 s. */
   readonly backoffScheduleMs?: readonly number[];
   /** Capabilities the host grants each handshake-shape plugin (its allow-list), by plugin id. */
   readonly handshakeCapabilities?: Readonly<Record<string, readonly string[]>>;
@@ -85,9 +91,9 @@ export interface PluginHostOptions {
    * (the contract's restart semantics) or `immediate`. Default `next-open`.
    */
   readonly activation?: 'next-open' | 'immediate';
-  /** Time source (tests run the quarantine schedule in milliseconds with a fake). */
+  /** Time source for supervision, idle stops, protocol timeouts and canary dates. Default the system clock. */
   readonly clock?: Clock;
-  /** Randomness for txids and install roots. */
+  /** Randomness for txids, install roots and request ids. */
   readonly random?: Random;
   /** Structured logs (pino-compatible). Default silent. */
   readonly logger?: Logger;
@@ -105,7 +111,7 @@ export interface ConfirmationRequest {
   readonly args: unknown;
 }
 
-/** Approves or refuses a `high_stakes_write` call. */
+/** Approves (`true`) or refuses a `high_stakes_write` call. A throw or rejection refuses. */
 export type ConfirmationCallback = (request: ConfirmationRequest) => boolean | Promise<boolean>;
 
 /** Per-call options of {@link PluginHost.call}. */
@@ -134,6 +140,8 @@ export interface CanaryOutcome {
   readonly status: 'passed' | 'failed' | 'skipped';
   /** Why it failed or was skipped. */
   readonly error?: HostError;
+  /** What the canary tool returned, for a live canary that passed. */
+  readonly result?: unknown;
 }
 
 /** What {@link PluginHost.install} returns. */
@@ -146,7 +154,7 @@ export interface InstallOutcome {
 
 /** Options of {@link PluginHost.install}. */
 export interface HostInstallOptions extends Omit<InstallOptions, 'initialStatus'> {
-  /** Run the declared canary right after the install (live when credentials are present). Default true. */
+  /** Run the declared canary right after the install (skipped, with needs_configuration, when credentials are missing). Default true. */
   readonly canary?: boolean;
 }
 
@@ -154,11 +162,11 @@ export interface HostInstallOptions extends Omit<InstallOptions, 'initialStatus'
 export interface CanaryOptions {
   /** Call the canary tool (live) instead of only starting the plugin and listing its tools. Default false. */
   readonly live?: boolean;
-  /** Arguments overriding the declared canary arguments. */
+  /** Arguments overriding the declared canary arguments (relative dates are resolved in these too). */
   readonly args?: Readonly<Record<string, unknown>>;
 }
 
-/** An MCP resource payload a host can serve for its inventory. */
+/** An MCP resource payload a host can serve for its inventory (`resources/read`). */
 export interface InventoryResource {
   /** The resource's URI. */
   readonly uri: string;
@@ -168,7 +176,24 @@ export interface InventoryResource {
   readonly text: string;
 }
 
-const RISK_RANK: Readonly<Record<RiskClass, number>> = { read: 0, write: 1, destructive: 2 };
+/** How a host advertises the inventory resources (`resources/list`, `resources/templates/list`). */
+export interface InventoryResourceDescriptors {
+  /** The fixed `plugins` resource. */
+  readonly resources: readonly { readonly uri: string; readonly name: string; readonly description: string; readonly mimeType: 'application/json' }[];
+  /** The `plugin/{name}` template. */
+  readonly resourceTemplates: readonly {
+    readonly uriTemplate: string;
+    readonly name: string;
+    readonly description: string;
+    readonly mimeType: 'application/json';
+  }[];
+}
+
+/** Options of {@link PluginHost.remove}. */
+export interface RemoveOptions {
+  /** Also forget the plugin's stored credentials. Default false: a reinstall finds them again. */
+  readonly forgetSecrets?: boolean;
+}
 
 /** Failures that count toward quarantine: the plugin could not be started or broke its protocol. */
 const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
@@ -183,11 +208,16 @@ const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
   'PLUGIN_PROTOCOL_VERSION_MISMATCH',
 ]);
 
-const OP_ID = /^plug\.([a-z][a-z0-9-]{0,63})\.(.+)$/;
+/** Why a dispatch runs: a caller's call feeds the crash ladder; a canary keeps its own books. */
+type DispatchPurpose = 'call' | 'canary';
 
-interface ResolvedOperation {
-  readonly plugin: InstalledPlugin;
-  readonly variant: CatalogVariant;
+interface OpenParts {
+  readonly layout: ProfileLayout;
+  readonly store: CatalogStore;
+  readonly spawner: SandboxSpawner;
+  readonly env: EnvDenylist;
+  readonly namespaceLock: NamespaceLock;
+  readonly snapshot: CatalogSnapshot;
 }
 
 /**
@@ -196,9 +226,12 @@ interface ResolvedOperation {
  * typed `Result`; expected failures are `HostError`s with stable codes.
  *
  * Plugins start on their first call, stay alive between calls and stop after
- * an idle period. A plugin that fails to start or breaks its protocol is
- * quarantined on the contract's backoff ladder (30, 60, 120, 240, 480 s) and
- * then permanently until `unquarantine`; the state survives host restarts.
+ * an idle period; the executable binding is verified again before every
+ * spawn. A plugin that fails to start or breaks its protocol waits on the
+ * contract's backoff ladder (30, 60, 120, 240, 480 s); one more failure
+ * quarantines it until `unquarantine` or `reload`. A failed canary holds it
+ * until a canary passes. That state lives in plugin-state.json, so it
+ * survives host restarts and is shared by every host on the profile.
  */
 export class PluginHost {
   /** Typed events (also published on `node:diagnostics_channel`). */
@@ -213,23 +246,14 @@ export class PluginHost {
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #logger: Logger;
-  readonly #activeAtOpen: Set<string>;
+  /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
+  readonly #active: Set<string>;
   readonly #runtimes = new Map<string, PluginRuntime>();
   #snapshot: CatalogSnapshot;
   #closed = false;
   #callSeq = 0;
 
-  private constructor(
-    options: PluginHostOptions,
-    parts: {
-      layout: ProfileLayout;
-      store: CatalogStore;
-      spawner: SandboxSpawner;
-      env: EnvDenylist;
-      namespaceLock: NamespaceLock;
-      snapshot: CatalogSnapshot;
-    },
-  ) {
+  private constructor(options: PluginHostOptions, parts: OpenParts) {
     this.#o = options;
     this.#layout = parts.layout;
     this.#store = parts.store;
@@ -240,7 +264,7 @@ export class PluginHost {
     this.#logger = options.logger ?? silentLogger;
     this.#secrets = options.secretStore ?? new FileSecretStore(parts.layout.root);
     this.#snapshot = parts.snapshot;
-    this.#activeAtOpen = new Set(Object.keys(parts.snapshot.contents.plugins));
+    this.#active = new Set(Object.keys(parts.snapshot.contents.plugins));
     this.#installer = new Installer({
       store: parts.store,
       layout: parts.layout,
@@ -253,6 +277,7 @@ export class PluginHost {
       ...(options.trustedKeys === undefined ? {} : { trustedKeys: options.trustedKeys }),
       ...(options.requireSignatures === undefined ? {} : { requireSignatures: options.requireSignatures }),
       ...(options.packageLimits === undefined ? {} : { limits: options.packageLimits }),
+      ...(options.interpreterSearchPath === undefined ? {} : { searchPath: options.interpreterSearchPath }),
     });
   }
 
@@ -262,52 +287,33 @@ export class PluginHost {
    * store. Plugins installed since the last open become active now.
    */
   static open(options: PluginHostOptions = {}): ResultAsync<PluginHost, HostError> {
+    const checked = checkHostOptions(options);
+    if (checked.isErr()) return errAsync(checked.error);
     const preset = options.preset ?? 'neutral';
     const profile = options.profile ?? 'default';
+    const profileKind = options.profileKind ?? 'standard';
     const profileDir =
       options.profileDir ?? defaultProfileDir({ appName: options.appName ?? 'mcp-plugin-host', profile, ...(options.env ? { env: options.env } : {}) });
     const layout = new ProfileLayout(profileDir);
-    const env = EnvDenylist.create({ preset, ...options.envDenylist });
+    const env = EnvDenylist.create({ preset, ...options.envDenylist, ...(options.logger ? { logger: options.logger } : {}) });
     if (env.isErr()) return errAsync(env.error);
     const namespaceLock = NamespaceLock.create({
       preset,
-      profileKind: options.profileKind ?? 'standard',
+      profileKind,
       ...(options.reservedNamespaces === undefined ? {} : { reserved: options.reservedNamespaces }),
     });
     if (namespaceLock.isErr()) return errAsync(namespaceLock.error);
     const spawner: ResultAsync<SandboxSpawner, HostError> = options.spawner
       ? okAsync(options.spawner)
-      : SandboxSpawner.create({
-          profileKind: options.profileKind ?? 'standard',
-          ...(options.logger ? { logger: options.logger } : {}),
-          ...options.sandbox,
-        });
+      : SandboxSpawner.create({ profileKind, ...(options.logger ? { logger: options.logger } : {}), ...options.sandbox });
     const clock = options.clock ?? systemClock;
     return spawner.andThen((sandbox) =>
-      CatalogStore.open({
-        profileDir: layout.root,
-        profile,
-        clock,
-        ...(options.random ? { random: options.random } : {}),
-      }).andThen((store) =>
-        store
-          .transaction((current) => {
-            const now = new Date(clock.now()).toISOString();
-            let next = current;
-            for (const [id, row] of Object.entries(current.states)) {
-              if (row.activated_at !== null) continue;
-              next = updatePluginState(next, id, (r) => {
-                const activated = { ...r, activated_at: now };
-                return { ...activated, status: statusOf(activated, false) };
-              });
-            }
-            return next;
-          })
-          .map(
-            (snapshot) =>
-              new PluginHost(options, { layout, store, spawner: sandbox, env: env.value, namespaceLock: namespaceLock.value, snapshot }),
-          ),
-      ),
+      CatalogStore.open({ profileDir: layout.root, profile, clock, ...(options.random ? { random: options.random } : {}) })
+        .andThen((store) => activateInstalled(store, clock).map((snapshot) => ({ store, snapshot })))
+        .map(
+          ({ store, snapshot }) =>
+            new PluginHost(options, { layout, store, spawner: sandbox, env: env.value, namespaceLock: namespaceLock.value, snapshot }),
+        ),
     );
   }
 
@@ -316,56 +322,91 @@ export class PluginHost {
     return this.#layout.root;
   }
 
-  /** Installs (or upgrades) a plugin from a directory or a `.tgz`/`.zip` archive, then runs its canary. */
+  /** Whether {@link PluginHost.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Installs (or upgrades) a plugin from a directory (dev profiles) or a
+   * `.tgz`/`.zip` archive, then runs its declared canary. Until the next
+   * open the plugin is inventory-only (`installed_pending_restart`) unless
+   * the host was opened with `activation: 'immediate'`.
+   */
   install(source: string, options: HostInstallOptions = {}): ResultAsync<InstallOutcome, HostError> {
     if (this.#closed) return errAsync(closedError());
     const { canary: runCanary = true, ...installOptions } = options;
+    const immediate = this.#o.activation === 'immediate';
     return this.#installer
       .install(source, {
         ...installOptions,
-        initialStatus: async (m) => ((await this.#missingCredentials(m.plugin_id, m.requirements.needs_user_creds)).length > 0 ? 'needs_configuration' : 'installed_pending_restart'),
+        initialStatus: async (m) =>
+          (await this.#missingCredentials(m.plugin_id, m.requirements.needs_user_creds)).length > 0 ? 'needs_configuration' : 'installed_pending_restart',
       })
       .andThen((installed) => {
         const id = installed.plugin_id;
-        return this.#markNeedsConfiguration(id, installed.state?.status === 'needs_configuration')
+        if (immediate) this.#active.add(id);
+        else this.#active.delete(id);
+        const needsConfiguration = installed.state?.status === 'needs_configuration';
+        const now = this.#isoNow();
+        return this.#updateState(id, (row) => ({
+          ...row,
+          needs_configuration: needsConfiguration,
+          ...(immediate ? { activated_at: now } : {}),
+        }))
           .andThen(() => this.#stopRuntime(id))
           .andThen(() => {
-            if ((this.#o.activation ?? 'next-open') === 'immediate') this.#activeAtOpen.add(id);
-            const declared = installed.descriptor?.canary !== undefined;
-            if (!runCanary || !declared) return okAsync<CanaryOutcome | undefined, HostError>(undefined);
+            if (!runCanary || installed.descriptor?.canary === undefined) return okAsync<CanaryOutcome | undefined, HostError>(undefined);
             return this.canary(id, { live: true }).map((c): CanaryOutcome | undefined => c);
           })
-          .andThen((canary) =>
-            this.info(id).map((plugin): InstallOutcome => (canary === undefined ? { plugin } : { plugin, canary })),
-          );
+          .andThen((canary) => this.#stopRuntime(id).map(() => canary))
+          .andThen((canary) => this.info(id).map((plugin): InstallOutcome => (canary === undefined ? { plugin } : { plugin, canary })));
       });
   }
 
-  /** Runs every install check on a package without installing it (what the CLI's `validate` prints). */
+  /** Runs every install check on a package without installing it (what a CLI's `validate` prints). */
   inspect(source: string, options: Omit<InstallOptions, 'initialStatus'> = {}): ReturnType<Installer['inspect']> {
+    if (this.#closed) return errAsync(closedError());
     return this.#installer.inspect(source, options);
   }
 
   /** The `plugins` inventory, sorted by name. */
   list(): ResultAsync<readonly PluginRow[], HostError> {
+    if (this.#closed) return errAsync(closedError());
     return this.#refresh().map((snapshot) => listPlugins(snapshot).map((p) => pluginRow(p, this.#pending(p.plugin_id))));
   }
 
-  /** The `plugin/{name}` view of one plugin. */
+  /** The `plugin/{name}` view of one plugin: status, operations, provenance, safe credential descriptors, enforced sandbox. */
   info(pluginId: string): ResultAsync<PluginInfo, HostError> {
-    return this.#refresh().andThen((snapshot) => {
-      const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: pluginId });
-      if (plugin === undefined) return err(notInstalled(pluginId));
-      return ok(pluginInfo(plugin, this.#pending(pluginId), snapshot.install_generation, this.#enforcedPolicy(plugin)));
-    });
+    if (this.#closed) return errAsync(closedError());
+    return this.#plugin(pluginId).map((plugin) =>
+      pluginInfo(plugin, this.#pending(pluginId), this.#snapshot.install_generation, this.#enforcedPolicy(plugin)),
+    );
+  }
+
+  /** The URI scheme of the inventory resources: the app name. */
+  get #scheme(): string {
+    return this.#o.appName ?? 'mcp-plugin-host';
+  }
+
+  /** What a host's MCP server lists for the inventory: `<scheme>://plugins` and the `<scheme>://plugin/{name}` template. */
+  resourceDescriptors(): InventoryResourceDescriptors {
+    const scheme = this.#scheme;
+    return {
+      resources: [{ uri: `${scheme}://plugins`, name: 'plugins', description: 'Installed plugins and their status', mimeType: 'application/json' }],
+      resourceTemplates: [
+        { uriTemplate: `${scheme}://plugin/{name}`, name: 'plugin', description: 'One installed plugin in detail', mimeType: 'application/json' },
+      ],
+    };
   }
 
   /**
-   * The inventory as MCP resource payloads: `<scheme>://plugins` and
-   * `<scheme>://plugin/{name}`, where the scheme defaults to the app name.
+   * The inventory as MCP resource payloads: `<scheme>://plugins` (rows under
+   * `plugins`) and `<scheme>://plugin/{name}`, where the scheme is the app name.
    */
   resource(uri: string): ResultAsync<InventoryResource, HostError> {
-    const scheme = this.#o.appName ?? 'mcp-plugin-host';
+    if (this.#closed) return errAsync(closedError());
+    const scheme = this.#scheme;
     const asResource = (value: unknown): InventoryResource => ({ uri, mimeType: 'application/json', text: JSON.stringify(value) });
     if (uri === `${scheme}://plugins`) return this.list().map((rows) => asResource({ plugins: rows }));
     const prefix = `${scheme}://plugin/`;
@@ -373,12 +414,16 @@ export class PluginHost {
     return errAsync(hostError('VARIANT_NOT_FOUND', `no inventory resource at ${uri}`, { details: { uri } }));
   }
 
-  /** Removes a plugin (install root and rows; its namespace owner stays recorded). Its data directory and secrets are kept. */
-  remove(pluginId: string): ResultAsync<void, HostError> {
+  /** Removes a plugin (install root and rows; its namespace owner stays recorded). Its data directory is kept. */
+  remove(pluginId: string, options: RemoveOptions = {}): ResultAsync<void, HostError> {
     if (this.#closed) return errAsync(closedError());
     return this.#stopRuntime(pluginId)
       .andThen(() => this.#installer.remove(pluginId))
-      .andThen(() => this.#refresh().map(() => undefined));
+      .andThen(() => (options.forgetSecrets === true ? this.#secrets.delete(pluginId) : okAsync(undefined)))
+      .andThen(() => {
+        this.#active.delete(pluginId);
+        return this.#refresh().map(() => undefined);
+      });
   }
 
   /** Clears quarantine, restarts the plugin and runs a passive canary (start + tool list check). */
@@ -386,34 +431,29 @@ export class PluginHost {
     return this.unquarantine(pluginId).andThen(() => this.canary(pluginId, { live: false }));
   }
 
-  /** Clears quarantine (backoff or permanent) without running anything. */
+  /** Clears quarantine (backoff, hold or permanent) without running anything. */
   unquarantine(pluginId: string): ResultAsync<void, HostError> {
     if (this.#closed) return errAsync(closedError());
-    return this.#stopRuntime(pluginId).andThen(() =>
-      this.#updateState(pluginId, (row) => withCrashState(row, CLEAR_CRASH_STATE)).map(() => {
+    return this.#stopRuntime(pluginId)
+      .andThen(() => this.#updateState(pluginId, (row) => withCrashState(row, CLEAR_CRASH_STATE)))
+      .map(() => {
+        this.#logger.info({ plugin_id: pluginId }, 'plugin unquarantined');
         this.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
-      }),
-    );
+      });
   }
 
   /**
-   * Stores a plugin's credentials (keyed by the names in `needs_user_creds`)
-   * and runs the live canary; success clears `needs_configuration`.
+   * Stores a plugin's credentials and runs the live canary; a pass clears
+   * `needs_configuration`. Keys are the descriptors' aliases (what people
+   * see) or the declared env names; nothing undeclared is accepted.
    */
   setup(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<CanaryOutcome, HostError> {
     if (this.#closed) return errAsync(closedError());
     return this.#plugin(pluginId).andThen((plugin) => {
-      const needed = plugin.descriptor?.needs_user_creds ?? [];
-      const unknown = Object.keys(values).filter((k) => !needed.includes(k));
-      if (unknown.length > 0) {
-        return errAsync(
-          hostError('HOST_INVALID_OPTIONS', `plugin '${pluginId}' does not declare ${unknown.length} of the given credentials`, {
-            details: { plugin_id: pluginId, undeclared_count: unknown.length },
-          }),
-        );
-      }
+      const byEnv = credentialsByEnv(plugin, values);
+      if (byEnv.isErr()) return errAsync(byEnv.error);
       return this.#secrets
-        .set(pluginId, values)
+        .set(pluginId, byEnv.value)
         .andThen(() => this.#stopRuntime(pluginId))
         .andThen(() => this.canary(pluginId, { live: true }));
     });
@@ -421,82 +461,88 @@ export class PluginHost {
 
   /**
    * Runs a plugin's canary. Passive: start it and check its tool list. Live:
-   * call the declared canary tool (relative dates like `+7d` resolved). A
-   * failure soft-quarantines the plugin; missing credentials skip the canary
-   * and record `needs_configuration`; a pass clears a canary quarantine.
+   * call the declared canary tool (relative dates like `+7d` resolved with
+   * the host clock); without a declared canary, live runs the passive check.
+   * A failure holds the plugin in quarantine until a canary passes; missing
+   * credentials skip the canary and record `needs_configuration`; only a live
+   * pass clears `needs_configuration`. A permanently quarantined plugin is
+   * refused (unquarantine or reload it first).
    */
   canary(pluginId: string, options: CanaryOptions = {}): ResultAsync<CanaryOutcome, HostError> {
     if (this.#closed) return errAsync(closedError());
     const mode = options.live === true ? 'live' : 'passive';
-    return this.#plugin(pluginId).andThen((plugin) =>
-      ResultAsync.fromSafePromise(this.#missingCredentials(pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
+    return this.#plugin(pluginId).andThen((plugin) => {
+      if (plugin.state?.permanent_quarantine === true) {
+        const refused = admitStart(crashStateOf(plugin.state), this.#clock.now(), pluginId, 'PLUGIN_QUARANTINED');
+        if (refused.isErr()) return errAsync(refused.error);
+      }
+      return ResultAsync.fromSafePromise(this.#missingCredentials(pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
         if (missing.length > 0) {
-          return this.#recordCanary(pluginId, 'skipped', true).map(
-            (): CanaryOutcome => ({
-              plugin_id: pluginId,
-              mode,
-              status: 'skipped',
-              error: hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s); run setup`, {
-                details: { plugin_id: pluginId, missing_aliases: this.#aliasesOf(plugin, missing) },
-              }),
-            }),
-          );
+          const error = hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s); run setup`, {
+            details: { plugin_id: pluginId, missing_aliases: aliasesOf(plugin, missing) },
+          });
+          return this.#recordCanary(pluginId, { status: 'skipped' }).map((): CanaryOutcome => ({ plugin_id: pluginId, mode, status: 'skipped', error }));
         }
-        const spec = plugin.descriptor?.canary;
-        const run: ResultAsync<unknown, HostError> =
-          mode === 'live' && spec !== undefined
-            ? this.#dispatch(plugin, spec.tool, resolveRelativeDates(options.args ?? spec.arguments, this.#clock.now()), {}, `canary:${spec.tool}`)
-            : this.#runtime(plugin).andThen((rt) => rt.session.listTools());
-        return new ResultAsync(
-          (async (): Promise<Result<CanaryOutcome, HostError>> => {
-            const outcome = await run;
-            if (outcome.isOk()) {
-              const recorded = await this.#recordCanary(pluginId, 'passed', false);
-              return recorded.map(() => ({ plugin_id: pluginId, mode, status: 'passed' as const }));
-            }
-            const failure = outcome.error;
-            const recorded = await this.#recordCanary(pluginId, 'failed', false).andThen(() =>
-              this.#quarantine(pluginId, failure, 'canary_failed'),
-            );
-            return recorded.map(() => ({ plugin_id: pluginId, mode, status: 'failed' as const, error: failure }));
-          })(),
-        );
-      }),
-    );
+        return new ResultAsync(this.#runCanary(plugin, mode, options));
+      });
+    });
   }
 
   /**
-   * Calls an operation, `plug.<plugin_id>.<tool>`. Refuses unknown,
-   * pending, unconfigured, quarantined, too-risky and unconfirmed calls with
-   * their codes. An MCP `isError` result comes back as the mapped host error
-   * (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN, INVALID_ARGS).
+   * Calls an operation, `plug.<plugin_id>.<tool>`. Refuses, in this order:
+   * an unknown id (VARIANT_NOT_FOUND), a quarantined plugin
+   * (VARIANT_QUARANTINED, with `retry_after_ms` inside a backoff window), one
+   * missing credentials (PLUGIN_NEEDS_CONFIGURATION), one installed after
+   * this host opened (PLUGIN_PENDING_RESTART), a tool above `maxRisk`
+   * (PLUGIN_RISK_NOT_ALLOWED) and an unconfirmed `high_stakes_write` tool
+   * (PLUGIN_CONFIRMATION_DENIED). An MCP `isError` result comes back as the
+   * mapped host error (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN,
+   * INVALID_ARGS); the other protocols' application errors come back as
+   * `ok` results with `isError: true`.
    */
   call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<ToolResult, HostError> {
     if (this.#closed) return errAsync(closedError());
-    const resolved = this.#resolve(opId);
-    if (resolved.isErr()) return errAsync(resolved.error);
-    const { plugin, variant } = resolved.value;
-    const id = plugin.plugin_id;
-    if (this.#pending(id)) {
-      return errAsync(hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was installed after this host opened`, { details: { plugin_id: id, op_id: opId } }));
+    const id = pluginIdOf(opId);
+    const plugin = id === undefined ? undefined : this.#snapshotPlugin(id);
+    const variant = plugin === undefined ? undefined : findVariant(plugin.variants, opId);
+    if (plugin === undefined || variant === undefined) {
+      return errAsync(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is installed`, { details: { op_id: opId } }));
     }
-    if (plugin.state?.needs_configuration === true) {
-      return errAsync(hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${id}' needs its credentials; run setup`, { details: { plugin_id: id, op_id: opId } }));
-    }
+    const pluginId = plugin.plugin_id;
+    const refused = this.#refusal(plugin, opId);
+    if (refused !== undefined) return errAsync(refused);
     const maxRisk = options.maxRisk ?? 'read';
-    if (RISK_RANK[variant.risk_class] > RISK_RANK[maxRisk]) {
+    if (!riskAllowed(variant.risk_class, maxRisk)) {
       return errAsync(
         hostError('PLUGIN_RISK_NOT_ALLOWED', `${opId} is a ${variant.risk_class} operation; the call accepts at most ${maxRisk}`, {
           details: { op_id: opId, risk_class: variant.risk_class, max_risk: maxRisk },
         }),
       );
     }
-    const confirmed: ResultAsync<void, HostError> =
-      variant.confirmation_policy === 'high_stakes_write' ? this.#confirm(options.confirm ?? this.#o.confirm, { op_id: opId, plugin_id: id, risk_class: variant.risk_class, args }) : okAsync(undefined);
-    return confirmed.andThen(() => this.#dispatch(plugin, variant.tool_name, args, options, opId, 'VARIANT_QUARANTINED'));
+    const confirmed =
+      variant.confirmation_policy === 'high_stakes_write'
+        ? confirm(options.confirm ?? this.#o.confirm, { op_id: opId, plugin_id: pluginId, risk_class: variant.risk_class, args })
+        : okAsync(undefined);
+    return confirmed.andThen(() => this.#dispatch(plugin, variant.tool_name, args, options, opId, 'call'));
   }
 
-  /** Stops every plugin (whole process trees) and refuses further calls. */
+  /**
+   * The tools the plugin offers, as it lists them now (MCP `tools/list`,
+   * handshake `exposed_tools`; ndjson-rpc has no discovery, so its declared
+   * tools). Starts the plugin if it is not running, through the same checks
+   * and sandbox as a call; a list that differs from the manifest is
+   * PLUGIN_TOOLS_MISMATCH with the undeclared and missing names.
+   */
+  tools(pluginId: string): ResultAsync<readonly ToolDescriptor[], HostError> {
+    if (this.#closed) return errAsync(closedError());
+    const plugin = this.#snapshotPlugin(pluginId);
+    if (plugin === undefined) return errAsync(notInstalled(pluginId));
+    const refused = this.#refusal(plugin, `plug.${pluginId}`);
+    if (refused !== undefined) return errAsync(refused);
+    return this.#runtime(plugin).andThen((runtime) => runtime.session.listTools());
+  }
+
+  /** Stops every plugin (whole process trees, calls in flight fail with HOST_CLOSED); every later operation fails with HOST_CLOSED. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -505,43 +551,82 @@ export class PluginHost {
     await Promise.all(runtimes.map((rt) => rt.close()));
   }
 
+  /** Why a call of `plugin` must not run now, by status precedence, or undefined. */
+  #refusal(plugin: InstalledPlugin, opId: string): HostError | undefined {
+    const id = plugin.plugin_id;
+    const state = plugin.state;
+    if (state === undefined) {
+      return hostError('VARIANT_QUARANTINED', `plugin '${id}' has no runtime state; reinstall it`, { details: { plugin_id: id, op_id: opId, reason: 'state_missing' } });
+    }
+    const admitted = admitStart(crashStateOf(state), this.#clock.now(), id, 'VARIANT_QUARANTINED');
+    if (admitted.isErr()) return admitted.error;
+    if (state.needs_configuration === true) {
+      return hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${id}' needs its credentials; run setup`, {
+        details: { plugin_id: id, op_id: opId, credential_aliases: aliasesOf(plugin, plugin.descriptor?.needs_user_creds ?? []) },
+      });
+    }
+    if (this.#pending(id)) {
+      return hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was installed after this host opened; it becomes callable on the next open`, {
+        details: { plugin_id: id, op_id: opId },
+      });
+    }
+    return undefined;
+  }
+
+  async #runCanary(plugin: InstalledPlugin, mode: 'live' | 'passive', options: CanaryOptions): Promise<Result<CanaryOutcome, HostError>> {
+    const id = plugin.plugin_id;
+    const spec = plugin.descriptor?.canary;
+    let outcome: Result<unknown, HostError>;
+    if (mode === 'live' && spec !== undefined) {
+      const variant = plugin.variants.find((v) => v.tool_name === spec.tool);
+      const opId = variant === undefined ? `plug.${id}.${spec.tool}` : hostOpId(variant);
+      const args = resolveRelativeDates(options.args ?? spec.arguments, this.#clock.now());
+      outcome = await this.#dispatch(plugin, spec.tool, args, {}, opId, 'canary').map((r) => r.value);
+    } else {
+      outcome = await this.#runtime(plugin).andThen((rt) => rt.session.listTools());
+    }
+    if (outcome.isErr() || !this.#active.has(id)) await this.#stopRuntime(id);
+    if (outcome.isOk()) {
+      const recorded = await this.#recordCanary(id, { status: 'passed', live: mode === 'live' });
+      const result = mode === 'live' && spec !== undefined ? { result: outcome.value } : {};
+      return recorded.map((): CanaryOutcome => ({ plugin_id: id, mode, status: 'passed', ...result }));
+    }
+    const failure = outcome.error;
+    this.#logger.warn({ plugin_id: id, code: failure.code, mode }, 'plugin canary failed');
+    const recorded = await this.#recordCanary(id, { status: 'failed', code: failure.code });
+    return recorded.map((): CanaryOutcome => ({ plugin_id: id, mode, status: 'failed', error: failure }));
+  }
+
   #dispatch(
     plugin: InstalledPlugin,
     tool: string,
     args: unknown,
     options: HostCallOptions,
     opId: string,
-    quarantineCode: 'PLUGIN_QUARANTINED' | 'VARIANT_QUARANTINED' = 'PLUGIN_QUARANTINED',
+    purpose: DispatchPurpose,
   ): ResultAsync<ToolResult, HostError> {
     const id = plugin.plugin_id;
-    const current = this.#snapshotPlugin(id) ?? plugin;
-    if (current.state !== undefined) {
-      const admitted = admitStart(crashStateOf(current.state), this.#clock.now(), id, quarantineCode);
-      if (admitted.isErr()) return errAsync(admitted.error);
-    }
-    const callId = ++this.#callSeq;
-    const started = this.#clock.now();
-    this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
-    return this.#runtime(current).andThen((runtime) => {
+    return this.#runtime(plugin).andThen((runtime) => {
+      const callId = ++this.#callSeq;
+      const started = this.#clock.now();
+      this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
       runtime.begin();
-      const callOptions = {
-        ...(options.timeoutMs === undefined ? (this.#o.callTimeoutMs === undefined ? {} : { timeoutMs: this.#o.callTimeoutMs }) : { timeoutMs: options.timeoutMs }),
-        ...(options.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: options.maxTotalTimeoutMs }),
-        ...(options.signal === undefined ? {} : { signal: options.signal }),
-        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-      };
       return new ResultAsync(
         (async (): Promise<Result<ToolResult, HostError>> => {
-          const result = await runtime.session.callTool(tool, args, callOptions);
-          runtime.end();
-          const mapped = result.andThen((r) => (r.isError && runtime.session.shape !== 'ndjson-rpc' && runtime.session.shape !== 'handshake' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
+          let result: Result<ToolResult, HostError>;
+          try {
+            result = await runtime.session.callTool(tool, args, this.#callOptions(options));
+          } finally {
+            runtime.end();
+          }
+          result = result.orElse((e) => err(stoppedBySibling(e, runtime, this.#closed)));
+          const mapped = result.andThen((r) => (r.isError && runtime.session.shape === 'mcp-plugin' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
           const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
           this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
           if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
-            await this.#stopRuntime(id);
-            this.events.emit('crash', { plugin_id: id, code: result.error.code, stderr_tail: String(result.error.details.stderr_tail ?? '') });
-            const recorded = await this.#quarantine(id, result.error, 'crash');
-            if (recorded.isErr()) this.#logger.error({ plugin_id: id, code: recorded.error.code }, 'could not record a plugin failure');
+            await this.#pluginFailed(id, runtime, result.error, purpose);
+          } else if (result.isOk() && purpose === 'call') {
+            await this.#clearBackoff(id);
           }
           return mapped;
         })(),
@@ -549,7 +634,37 @@ export class PluginHost {
     });
   }
 
+  #callOptions(options: HostCallOptions): CallOptions {
+    const timeoutMs = options.timeoutMs ?? this.#o.callTimeoutMs;
+    return {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(options.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: options.maxTotalTimeoutMs }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+    };
+  }
+
+  /**
+   * A plugin failed: stop its session and (for calls) put it on the backoff
+   * ladder, once per process however many calls saw the process die. A
+   * handshake session launches a process per call, so each failed launch
+   * counts and the session's other calls go on.
+   */
+  async #pluginFailed(pluginId: string, runtime: PluginRuntime, failure: HostError, purpose: DispatchPurpose): Promise<void> {
+    if (runtime.session.shape !== 'handshake') {
+      const first = runtime.claimFailure(failure);
+      await this.#stopRuntime(pluginId, runtime);
+      if (!first) return;
+    }
+    this.#logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
+    this.events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
+    if (purpose !== 'call') return;
+    const recorded = await this.#recordCrash(pluginId, failure);
+    if (recorded.isErr()) this.#logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
+  }
+
   #runtime(plugin: InstalledPlugin): ResultAsync<PluginRuntime, HostError> {
+    if (this.#closed) return errAsync(closedError());
     const id = plugin.plugin_id;
     const existing = this.#runtimes.get(id);
     if (existing !== undefined && !existing.closed) return okAsync(existing);
@@ -557,6 +672,7 @@ export class PluginHost {
     if (session.isErr()) return errAsync(session.error);
     const runtime = new PluginRuntime(session.value, this.#clock, this.#o.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, () => {
       if (this.#runtimes.get(id) === runtime) this.#runtimes.delete(id);
+      this.#logger.debug({ plugin_id: id }, 'idle plugin stopped');
     });
     this.#runtimes.set(id, runtime);
     return okAsync(runtime);
@@ -564,6 +680,7 @@ export class PluginHost {
 
   #session(plugin: InstalledPlugin): Result<PluginSession, HostError> {
     const id = plugin.plugin_id;
+    const o = this.#o;
     const launch = this.#launcher(plugin);
     const shape = (plugin.descriptor?.shape ?? 'mcp-plugin') as ManifestShape;
     const tools = [...new Set(plugin.variants.map((v) => v.tool_name))];
@@ -574,9 +691,9 @@ export class PluginHost {
           new McpSession({
             ...common,
             expectedTools: tools,
-            ...(this.#o.callTimeoutMs === undefined ? {} : { defaultTimeoutMs: this.#o.callTimeoutMs }),
-            ...(this.#o.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: this.#o.maxTotalTimeoutMs }),
-            ...(this.#o.maxInFlight === undefined ? {} : { maxInFlight: this.#o.maxInFlight }),
+            ...(o.callTimeoutMs === undefined ? {} : { defaultTimeoutMs: o.callTimeoutMs }),
+            ...(o.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: o.maxTotalTimeoutMs }),
+            ...(o.maxInFlight === undefined ? {} : { maxInFlight: o.maxInFlight }),
           }),
         );
       case 'ndjson-rpc':
@@ -584,104 +701,107 @@ export class PluginHost {
           ...common,
           tools,
           respawn: true,
-          ...(this.#o.callTimeoutMs === undefined ? {} : { callTimeoutMs: this.#o.callTimeoutMs }),
-          ...(this.#o.maxInFlight === undefined ? {} : { maxInFlight: this.#o.maxInFlight }),
+          ...(o.callTimeoutMs === undefined ? {} : { callTimeoutMs: o.callTimeoutMs }),
+          ...(o.maxInFlight === undefined ? {} : { maxInFlight: o.maxInFlight }),
         });
       case 'handshake':
         return HandshakeSession.create({
           ...common,
           random: this.#random,
           pluginId: id,
-          allowedCapabilities: this.#o.handshakeCapabilities?.[id] ?? [],
+          allowedCapabilities: o.handshakeCapabilities?.[id] ?? [],
         });
       default:
         return err(hostError('PLUGIN_SHAPE_UNSUPPORTED', `plugin '${id}' has shape ${shape}, which this host cannot run from an install`, { details: { plugin_id: id, shape } }));
     }
   }
 
+  /**
+   * Starts one process of `plugin`: checks the catalog still pins the binding
+   * this session was built for, builds the environment from the allowlist
+   * and the declared credentials only, verifies the executable and spawns it
+   * in the sandbox.
+   */
   #launcher(plugin: InstalledPlugin): ProcessLauncher {
     const id = plugin.plugin_id;
-    const layout = this.#layout;
+    const binding = plugin.lock.binding;
     const caps = plugin.descriptor?.capabilities ?? { network: false, fs_write_dir: '', env_allow: [] };
+    const declared = plugin.descriptor?.needs_user_creds ?? [];
+    const dataDir = this.#layout.dataDir(id);
     return () => {
       if (this.#closed) return errAsync(closedError());
-      const dataDir = layout.dataDir(id);
       const writeDir = resolveWriteDir(dataDir, caps.fs_write_dir);
       if (writeDir.isErr()) return errAsync(writeDir.error);
-      return ResultAsync.fromPromise(
-        mkdir(writeDir.value, { recursive: true, mode: 0o700 }),
-        (cause) => hostError('HOST_IO_ERROR', `cannot create the data directory of '${id}'`, { cause }),
-      )
+      return this.#checkStillInstalled(plugin)
+        .andThen(() =>
+          ResultAsync.fromPromise(mkdir(writeDir.value, { recursive: true, mode: 0o700 }), (cause) =>
+            hostError('HOST_IO_ERROR', `cannot create the data directory of '${id}'`, { cause }),
+          ),
+        )
         .andThen(() => this.#secrets.get(id))
-        .andThen((credentials) =>
+        .andThen((stored) =>
           this.#env.buildEnv({
             parentEnv: this.#o.env ?? process.env,
             envAllow: caps.env_allow,
-            credentials: Object.fromEntries(Object.entries(credentials).filter(([k]) => (plugin.descriptor?.needs_user_creds ?? []).includes(k))),
+            credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
             fixed: { HOME: dataDir, TMPDIR: writeDir.value },
             pluginId: id,
           }),
         )
         .andThen((env) =>
-          verifyExecutableBinding(plugin.lock.binding, { copyDir: layout.execDir, random: this.#random }).andThen((executable) =>
-            new ResultAsync(
-              (async () => {
-                const spawned = await this.#spawner.spawn({
-                  executable,
-                  env,
-                  network: caps.network,
-                  writeDir: writeDir.value,
-                  hiddenPaths: [layout.root],
-                  readOnlyPaths: [dataDir],
-                });
-                executable.release();
-                return spawned;
-              })(),
-            ),
+          // The spawner releases the verified descriptors whatever the outcome.
+          verifyExecutableBinding(binding, { copyDir: this.#layout.execDir, random: this.#random }).andThen((executable) =>
+            this.#spawner.spawn({ executable, env, network: caps.network, writeDir: writeDir.value, hiddenPaths: [this.#layout.root], readOnlyPaths: [dataDir] }),
           ),
         )
-        .map((process) => {
-          this.events.emit('spawn', { plugin_id: id, pid: process.pid, sandboxed: this.#spawner.describe({ installRoot: plugin.lock.binding.install_root, network: caps.network, writeDir: writeDir.value, hiddenPaths: [layout.root] }).enforced, sha256: plugin.lock.binding.executable_sha256 });
-          const off = process.onStderrLine((line) => this.events.emit('stderr', { plugin_id: id, line }));
-          void process.exited.then((exit) => {
-            off();
-            this.events.emit('exit', { plugin_id: id, pid: process.pid, exit });
-          });
-          return process;
-        });
+        .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
   }
 
-  #enforcedPolicy(plugin: InstalledPlugin): ReturnType<SandboxSpawner['describe']> | null {
+  /** Another process may have upgraded or removed the plugin since this session was built; it then waits for the next open. */
+  #checkStillInstalled(plugin: InstalledPlugin): ResultAsync<void, HostError> {
+    const id = plugin.plugin_id;
+    return this.#refresh().andThen((snapshot) => {
+      const now = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+      if (now === undefined) return err(notInstalled(id));
+      const before = plugin.lock.binding;
+      if (now.lock.binding.install_root !== before.install_root || now.lock.binding.executable_sha256 !== before.executable_sha256) {
+        return err(
+          hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was reinstalled since this host started it; the new version is callable on the next open`, {
+            details: { plugin_id: id },
+          }),
+        );
+      }
+      return ok(undefined);
+    });
+  }
+
+  /** Wires a fresh process into the events, or stops it when the host closed while it was starting. */
+  #adopt(pluginId: string, process: PluginProcess, sha256: string): ResultAsync<PluginProcess, HostError> {
+    if (this.#closed) return ResultAsync.fromSafePromise(process.stop()).andThen(() => errAsync(closedError()));
+    this.#logger.debug({ plugin_id: pluginId, pid: process.pid }, 'plugin process started');
+    this.events.emit('spawn', { plugin_id: pluginId, pid: process.pid, sandboxed: this.#spawner.backendName !== 'none', sha256 });
+    const off = process.onStderrLine((line) => this.events.emit('stderr', { plugin_id: pluginId, line }));
+    void process.exited.then((exit) => {
+      off();
+      this.events.emit('exit', { plugin_id: pluginId, pid: process.pid, exit });
+    });
+    return okAsync(process);
+  }
+
+  #enforcedPolicy(plugin: InstalledPlugin): EnforcedPolicy | null {
     const caps = plugin.descriptor?.capabilities;
     if (caps === undefined) return null;
-    const writeDir = resolveWriteDir(this.#layout.dataDir(plugin.plugin_id), caps.fs_write_dir);
+    const dataDir = this.#layout.dataDir(plugin.plugin_id);
+    const writeDir = resolveWriteDir(dataDir, caps.fs_write_dir);
     if (writeDir.isErr()) return null;
     return this.#spawner.describe({
       installRoot: plugin.lock.binding.install_root,
       network: caps.network,
       writeDir: writeDir.value,
       hiddenPaths: [this.#layout.root],
-      readOnlyPaths: [this.#layout.dataDir(plugin.plugin_id)],
+      readOnlyPaths: [dataDir],
     });
-  }
-
-  #confirm(callback: ConfirmationCallback | undefined, request: ConfirmationRequest): ResultAsync<void, HostError> {
-    const denied = (why: string): HostError =>
-      hostError('PLUGIN_CONFIRMATION_DENIED', `${request.op_id} needs confirmation: ${why}`, { details: { op_id: request.op_id } });
-    if (callback === undefined) return errAsync(denied('no confirmation callback is configured'));
-    return ResultAsync.fromPromise(Promise.resolve(callback(request)), () => denied('the confirmation callback failed')).andThen((yes) =>
-      yes ? okAsync(undefined) : errAsync(denied('the confirmation callback refused it')),
-    );
-  }
-
-  #resolve(opId: string): Result<ResolvedOperation, HostError> {
-    const notFound = (): HostError => hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is installed`, { details: { op_id: opId } });
-    const m = OP_ID.exec(opId);
-    const plugin = m ? this.#snapshotPlugin(m[1]!) : undefined;
-    const variant = plugin?.variants.find((v) => v.op_id === opId);
-    if (plugin === undefined || variant === undefined) return err(notFound());
-    return ok({ plugin, variant });
   }
 
   #snapshotPlugin(pluginId: string): InstalledPlugin | undefined {
@@ -696,7 +816,11 @@ export class PluginHost {
   }
 
   #pending(pluginId: string): boolean {
-    return !this.#activeAtOpen.has(pluginId);
+    return !this.#active.has(pluginId);
+  }
+
+  #isoNow(): string {
+    return new Date(this.#clock.now()).toISOString();
   }
 
   #refresh(): ResultAsync<CatalogSnapshot, HostError> {
@@ -706,65 +830,96 @@ export class PluginHost {
     });
   }
 
-  #updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord): ResultAsync<void, HostError> {
+  /** Rewrites one plugin's state row in a catalog transaction; returns the row as written. */
+  #updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord): ResultAsync<PluginStateRecord, HostError> {
     return this.#store
       .transaction((current) => {
-        if (current.plugins[pluginId] === undefined) return err(notInstalled(pluginId));
-        return ok(updatePluginState(current, pluginId, update));
+        if (current.plugins[pluginId] === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
+        return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
       })
       .map((snapshot) => {
         this.#snapshot = snapshot;
+        return snapshot.contents.states[pluginId]!;
       });
   }
 
-  #quarantine(pluginId: string, failure: HostError, reason: string): ResultAsync<void, HostError> {
+  #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {
     const permanent = failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED';
-    let entered: PluginStateRecord | undefined;
-    return this.#updateState(pluginId, (row) => {
-      const crash = recordFailure(
-        crashStateOf(row),
-        { code: failure.code, reason: permanent ? String(failure.details.reason ?? 'digest_mismatch') : reason, now: this.#clock.now(), permanent },
-        this.#o.backoffScheduleMs ?? CRASH_BACKOFF_SCHEDULE_MS,
-      );
-      entered = withCrashState(row, crash);
-      return entered;
-    }).map(() => {
-      if (entered === undefined) return;
-      const next = entered.next_retry_at === null ? {} : { next_retry_at: Date.parse(entered.next_retry_at) };
+    const reason = permanent ? String(failure.details.reason ?? 'digest_mismatch') : 'crash';
+    return this.#updateState(pluginId, (row) =>
+      withCrashState(
+        row,
+        recordFailure(crashStateOf(row), { code: failure.code, reason, now: this.#clock.now(), permanent }, this.#o.backoffScheduleMs ?? CRASH_BACKOFF_SCHEDULE_MS),
+      ),
+    ).map((row) => {
+      const permanentNow = row.permanent_quarantine === true;
+      this.#logger.warn({ plugin_id: pluginId, retry_count: row.retry_count, permanent: permanentNow, next_retry_at: row.next_retry_at }, 'plugin quarantined');
       this.events.emit('quarantine', {
         plugin_id: pluginId,
         quarantined: true,
-        permanent: entered.permanent_quarantine === true,
-        retry_count: entered.retry_count,
-        ...next,
+        permanent: permanentNow,
+        retry_count: row.retry_count,
+        ...(row.next_retry_at === null ? {} : { next_retry_at: Date.parse(row.next_retry_at) }),
       });
     });
   }
 
-  #recordCanary(pluginId: string, status: 'passed' | 'failed' | 'skipped', needsConfiguration: boolean): ResultAsync<void, HostError> {
-    const now = new Date(this.#clock.now()).toISOString();
-    return this.#updateState(pluginId, (row) => {
-      const failures = status === 'failed' ? (row.canary.consecutive_failures ?? 0) + 1 : 0;
-      const cleared = status === 'passed' && row.quarantine_reason === 'canary_failed' ? withCrashState(row, CLEAR_CRASH_STATE) : row;
-      const next: PluginStateRecord = {
-        ...cleared,
-        needs_configuration: needsConfiguration,
-        canary: { status, last_run_at: now, consecutive_failures: failures },
-      };
-      return { ...next, status: statusOf(next, next.activated_at === null) };
+  /** After a successful start inside a backoff window, the failure history is cleared. */
+  #clearBackoff(pluginId: string): ResultAsync<void, HostError> {
+    const state = this.#snapshotPlugin(pluginId)?.state;
+    if (state === undefined || !inBackoff(state)) return okAsync(undefined);
+    return this.#updateState(pluginId, (row) => (inBackoff(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).map(() => {
+      this.#logger.info({ plugin_id: pluginId }, 'plugin recovered; failure history cleared');
+      this.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
     });
   }
 
-  #markNeedsConfiguration(pluginId: string, needs: boolean): ResultAsync<void, HostError> {
-    if (!needs) return okAsync(undefined);
-    return this.#updateState(pluginId, (row) => ({ ...row, needs_configuration: true }));
+  #recordCanary(
+    pluginId: string,
+    outcome: { readonly status: 'passed'; readonly live: boolean } | { readonly status: 'failed'; readonly code: string } | { readonly status: 'skipped' },
+  ): ResultAsync<void, HostError> {
+    const now = this.#clock.now();
+    const canaryAt = new Date(now).toISOString();
+    let wasQuarantined = false;
+    return this.#updateState(pluginId, (row) => {
+      wasQuarantined = row.quarantined_at !== null;
+      switch (outcome.status) {
+        case 'passed': {
+          const cleared = row.permanent_quarantine === true ? row : withCrashState(row, CLEAR_CRASH_STATE);
+          return {
+            ...cleared,
+            needs_configuration: outcome.live ? false : row.needs_configuration === true,
+            canary: { status: 'passed', last_run_at: canaryAt, consecutive_failures: 0 },
+          };
+        }
+        case 'failed':
+          return {
+            ...withCrashState(row, canaryHold(row, outcome.code, now)),
+            canary: { status: 'failed', last_run_at: canaryAt, consecutive_failures: (row.canary.consecutive_failures ?? 0) + 1 },
+          };
+        case 'skipped':
+          return { ...row, needs_configuration: true, canary: { status: 'skipped', last_run_at: canaryAt, consecutive_failures: row.canary.consecutive_failures ?? 0 } };
+      }
+    }).map((row) => {
+      const quarantined = row.quarantined_at !== null;
+      if (quarantined === wasQuarantined && outcome.status !== 'failed') return;
+      this.events.emit('quarantine', {
+        plugin_id: pluginId,
+        quarantined,
+        permanent: row.permanent_quarantine === true,
+        retry_count: row.retry_count,
+      });
+    });
   }
 
-  #stopRuntime(pluginId: string): ResultAsync<void, HostError> {
-    const runtime = this.#runtimes.get(pluginId);
-    if (runtime === undefined) return okAsync(undefined);
+  /** Stops the plugin's running session, or only `runtime` when given (a newer session is left alone). */
+  #stopRuntime(pluginId: string, runtime?: PluginRuntime): ResultAsync<void, HostError> {
+    const current = this.#runtimes.get(pluginId);
+    if (current === undefined || (runtime !== undefined && current !== runtime)) {
+      return runtime === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(runtime.close());
+    }
     this.#runtimes.delete(pluginId);
-    return ResultAsync.fromSafePromise(runtime.close());
+    return ResultAsync.fromSafePromise(current.close());
   }
 
   async #missingCredentials(pluginId: string, needed: readonly string[]): Promise<string[]> {
@@ -773,11 +928,50 @@ export class PluginHost {
     const values = stored.isOk() ? stored.value : {};
     return needed.filter((name) => values[name] === undefined || values[name] === '');
   }
+}
 
-  #aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]): string[] {
-    const descriptors = plugin.descriptor?.credential_descriptors ?? [];
-    return envNames.map((name) => descriptors.find((d) => d.env === name)?.alias ?? 'unnamed');
-  }
+/** Marks every plugin installed since the last open as activated (one transaction, only when there is one). */
+function activateInstalled(store: CatalogStore, clock: Clock): ResultAsync<CatalogSnapshot, HostError> {
+  const activate = (current: CatalogContents): CatalogContents => {
+    const now = new Date(clock.now()).toISOString();
+    let next = current;
+    for (const [id, row] of Object.entries(current.states)) {
+      if (row.activated_at === null) next = updatePluginState(next, id, (r) => withStatus({ ...r, activated_at: now }));
+    }
+    return next;
+  };
+  return store.snapshot().andThen((snapshot) =>
+    Object.values(snapshot.contents.states).some((row) => row.activated_at === null) ? store.transaction(activate) : okAsync(snapshot),
+  );
+}
+
+/** A row with the status its conditions give (pending restart = never activated). */
+function withStatus(row: PluginStateRecord): PluginStateRecord {
+  return { ...row, status: statusOf(row, row.activated_at === null) };
+}
+
+function confirm(callback: ConfirmationCallback | undefined, request: ConfirmationRequest): ResultAsync<void, HostError> {
+  const denied = (why: string): HostError =>
+    hostError('PLUGIN_CONFIRMATION_DENIED', `${request.op_id} needs confirmation: ${why}`, { details: { op_id: request.op_id, plugin_id: request.plugin_id } });
+  if (callback === undefined) return errAsync(denied('no confirmation callback is configured'));
+  return ResultAsync.fromPromise(
+    (async () => callback(request))(),
+    () => denied('the confirmation callback failed'),
+  ).andThen((approved) => (approved === true ? okAsync(undefined) : errAsync(denied('the confirmation callback refused it'))));
+}
+
+/**
+ * A call whose session the host stopped because another call failed gets
+ * that failure's code (its session reports HOST_CLOSED, which would wrongly
+ * suggest the host itself was closed).
+ */
+function stoppedBySibling(error: HostError, runtime: PluginRuntime, hostClosed: boolean): HostError {
+  const cause = runtime.failure;
+  if (error.code !== 'HOST_CLOSED' || hostClosed || cause === undefined) return error;
+  return hostError(cause.code, `the plugin was stopped because another call failed: ${cause.message}`, {
+    details: { ...cause.details, stopped_by_other_call: true },
+    cause,
+  });
 }
 
 function closedError(): HostError {

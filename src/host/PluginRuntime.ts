@@ -1,3 +1,4 @@
+import type { HostError } from '../errors/HostError.js';
 import type { Clock } from '../ports/ports.js';
 import type { PluginSession } from '../shapes/PluginSession.js';
 
@@ -10,6 +11,7 @@ export class PluginRuntime {
   #inFlight = 0;
   #cancelIdle: (() => void) | undefined;
   #closed = false;
+  #failure: HostError | undefined;
 
   /**
    * @param session - The protocol session (it launches its process lazily).
@@ -32,6 +34,21 @@ export class PluginRuntime {
   /** Calls in flight right now. */
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  /**
+   * Claims the one failure this session may record: when a process dies
+   * with several calls in flight, each call fails, but the plugin failed once.
+   */
+  claimFailure(failure: HostError): boolean {
+    if (this.#failure !== undefined) return false;
+    this.#failure = failure;
+    return true;
+  }
+
+  /** The failure that stopped this session, when one did. */
+  get failure(): HostError | undefined {
+    return this.#failure;
   }
 
   /** Marks a call as started; the idle timer waits. */

@@ -8,7 +8,9 @@
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
 import type { InventoryStatus } from '../inventory/status.js';
+import type { ConfirmationPolicy, RiskClass } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
+import { hostOpId } from './operations.js';
 import { statusOf } from './pluginState.js';
 
 /** One row of the `plugins` inventory, sorted by name. */
@@ -41,14 +43,32 @@ export interface CredentialView {
   readonly setup_hint: string;
 }
 
+/** One operation of a plugin, as a host offers it. */
+export interface OperationView {
+  /** The id to call it by, `plug.<plugin_id>.<tool>`. */
+  readonly op_id: string;
+  /** The stable variant id. */
+  readonly variant_id: string;
+  /** The tool name the plugin itself lists. */
+  readonly tool_name: string;
+  /** What it may do. */
+  readonly risk_class: RiskClass;
+  /** Whether a call needs the host's confirmation. */
+  readonly confirmation_policy: ConfirmationPolicy;
+  /** What it does, when the manifest says. */
+  readonly description: string | null;
+}
+
 /** The `plugin/{name}` resource: everything known about one plugin. */
 export interface PluginInfo extends PluginRow {
   /** What it does. */
   readonly description: string | null;
   /** Its publisher identity. */
   readonly namespace_owner: string | null;
-  /** Its operation ids. */
+  /** Its variant ids. */
   readonly variant_ids: readonly string[];
+  /** Its operations, with the ids they are called by. */
+  readonly operations: readonly OperationView[];
   /** Package provenance from plugins.lock. */
   readonly package: PackageSource;
   /** The catalog generation this view was read from. */
@@ -111,12 +131,27 @@ export function pluginInfo(
 ): PluginInfo {
   const row = pluginRow(plugin, pendingRestart);
   const d = plugin.descriptor;
-  const mismatch = d === undefined || d.version !== plugin.lock.version || plugin.variants.length === 0;
+  const lock = plugin.lock;
+  const mismatch =
+    d === undefined ||
+    d.version !== lock.version ||
+    plugin.variants.length === 0 ||
+    (d.namespace_owner !== undefined && lock.namespace_owner !== undefined && d.namespace_owner !== lock.namespace_owner);
   return {
     ...row,
     description: d?.description ?? null,
     namespace_owner: plugin.lock.namespace_owner ?? d?.namespace_owner ?? null,
-    variant_ids: plugin.variants.map((v) => v.op_id),
+    variant_ids: plugin.variants.map((v) => v.variant_id),
+    operations: plugin.variants.map(
+      (v): OperationView => ({
+        op_id: hostOpId(v),
+        variant_id: v.variant_id,
+        tool_name: v.tool_name,
+        risk_class: v.risk_class,
+        confirmation_policy: v.confirmation_policy,
+        description: typeof v.description === 'string' ? v.description : null,
+      }),
+    ),
     package: plugin.lock.package,
     install_generation: installGeneration,
     executable: {

@@ -36,6 +36,34 @@ export function statusOf(row: PluginStateRecord, pendingRestart: boolean): Inven
   });
 }
 
+/** The reason recorded when a failed canary quarantines a plugin. */
+export const CANARY_FAILED_REASON = 'canary_failed';
+
+/**
+ * The crash history after a failed canary: quarantined with no automatic
+ * retry (only a passing canary or an unquarantine lifts it), the backoff
+ * ladder left where it was. A permanent quarantine stays permanent.
+ */
+export function canaryHold(row: PluginStateRecord, code: string, now: number): CrashState {
+  const current = crashStateOf(row);
+  if (current.permanent_quarantine) return { ...current, last_error_code: code };
+  return {
+    retry_count: current.retry_count,
+    quarantined: true,
+    permanent_quarantine: false,
+    quarantined_at: current.quarantined_at ?? now,
+    last_error_code: code,
+    quarantine_reason: CANARY_FAILED_REASON,
+  };
+}
+
+/** Whether a row carries failures a successful start should clear (a backoff window, not a hold or a permanent quarantine). */
+export function inBackoff(row: PluginStateRecord): boolean {
+  if (row.permanent_quarantine === true) return false;
+  if (row.quarantined_at !== null) return row.next_retry_at !== null;
+  return row.retry_count > 0;
+}
+
 /** A row with a new crash history, its status recomputed. */
 export function withCrashState(row: PluginStateRecord, crash: CrashState): PluginStateRecord {
   const next: PluginStateRecord = {

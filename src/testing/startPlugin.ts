@@ -15,7 +15,6 @@ import {
   type ToolDescriptor,
   type ToolResult,
 } from '../index.js';
-import { declaredTools, liveTools } from './liveTools.js';
 import { makeScratchDir, MemorySecretStore, removeScratchDir } from './scratchProfile.js';
 
 /** Options of {@link startPlugin}. */
@@ -50,7 +49,6 @@ export class PluginUnderTest {
     readonly pluginId: string,
     /** The throwaway profile directory. */
     readonly profileDir: string,
-    private readonly listLive: () => ResultAsync<readonly ToolDescriptor[], HostError>,
   ) {}
 
   /**
@@ -74,7 +72,7 @@ export class PluginUnderTest {
 
   /** The tools the plugin lists when started (for ndjson-rpc, which has no discovery, the declared ones). */
   listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
-    return this.listLive();
+    return this.host.tools(this.pluginId);
   }
 
   /**
@@ -83,23 +81,20 @@ export class PluginUnderTest {
    * naming the undeclared and the missing tools otherwise.
    */
   async expectToolsMatchManifest(): Promise<readonly ToolDescriptor[]> {
-    const [manifestTools, listed] = await Promise.all([declaredTools({ profileDir: this.profileDir, pluginId: this.pluginId }), this.listTools()]);
-    if (manifestTools.isErr()) throw new AssertionError({ message: `cannot read the installed manifest: ${manifestTools.error.code}: ${manifestTools.error.message}` });
-    if (listed.isErr()) throw new AssertionError({ message: `the plugin did not list its tools: ${listed.error.code}: ${listed.error.message}` });
-    const declared = manifestTools.value;
-    const names = [...new Set(listed.value.map((t) => t.name))].sort();
-    const undeclared = names.filter((n) => !declared.includes(n));
-    const missing = declared.filter((n) => !names.includes(n));
-    if (undeclared.length > 0 || missing.length > 0) {
-      throw new AssertionError({
-        message: `PLUGIN_TOOLS_MISMATCH: the plugin lists undeclared tools [${undeclared.join(', ')}] and misses declared tools [${missing.join(', ')}]`,
-        actual: names,
-        expected: declared,
-        operator: 'expectToolsMatchManifest',
-      });
-    }
-    return listed.value;
+    const listed = await this.listTools();
+    if (listed.isOk()) return listed.value;
+    const { code, message, details } = listed.error;
+    if (code !== 'PLUGIN_TOOLS_MISMATCH') throw new AssertionError({ message: `the plugin did not list its tools: ${code}: ${message}` });
+    const undeclared = (details.undeclared ?? []) as readonly string[];
+    const missing = (details.missing ?? []) as readonly string[];
+    throw new AssertionError({
+      message: `PLUGIN_TOOLS_MISMATCH: the plugin lists undeclared tools [${undeclared.join(', ')}] and misses declared tools [${missing.join(', ')}]`,
+      actual: { undeclared },
+      expected: { missing: [] },
+      operator: 'expectToolsMatchManifest',
+    });
   }
+
 
   /** Stops the plugin (its whole process tree) and deletes the throwaway profile. */
   async close(): Promise<void> {
@@ -141,19 +136,7 @@ export function startPlugin(dir: string, options: StartPluginOptions = {}): Resu
         const pluginId = plugin.name;
         const handshakeCapabilities = options.handshakeCapabilities ?? [];
         return PluginHost.open({ ...hostOptions, handshakeCapabilities: { [pluginId]: handshakeCapabilities } }).map(
-          (host) =>
-            new PluginUnderTest(host, pluginId, profileDir, () =>
-              liveTools({
-                profileDir,
-                pluginId,
-                profileKind: hostOptions.profileKind ?? 'dev',
-                preset: options.preset ?? 'neutral',
-                sandbox: options.sandbox,
-                env,
-                secrets,
-                handshakeCapabilities,
-              }),
-            ),
+          (host) => new PluginUnderTest(host, pluginId, profileDir),
         );
       })
       .orElse((error) => ResultAsync.fromSafePromise(removeScratchDir(profileDir)).andThen(() => errAsync<PluginUnderTest, HostError>(error)));

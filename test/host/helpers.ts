@@ -1,0 +1,170 @@
+/** Shared pieces of the PluginHost tests: a fake clock, packaged fixtures, temp profiles, process scans. */
+import { mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { PluginHost, type PluginHostOptions } from '../../src/host/PluginHost.js';
+import type { Clock } from '../../src/ports/ports.js';
+import type { ToolResult } from '../../src/shapes/PluginSession.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** A clock whose time moves only when a test says so; timers fire as it passes them. */
+export class FakeClock implements Clock {
+  #now: number;
+  #timers = new Map<number, { at: number; fn: () => void }>();
+  #seq = 0;
+
+  constructor(start = Date.UTC(2026, 0, 15, 12, 0, 0)) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimer(fn: () => void, ms: number): () => void {
+    const id = ++this.#seq;
+    this.#timers.set(id, { at: this.#now + ms, fn });
+    return () => void this.#timers.delete(id);
+  }
+
+  /** Moves time forward, firing every timer that falls due, in order. */
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      const due = [...this.#timers.entries()].filter(([, t]) => t.at <= target).sort((a, b) => a[1].at - b[1].at)[0];
+      if (due === undefined) break;
+      this.#timers.delete(due[0]);
+      this.#now = Math.max(this.#now, due[1].at);
+      due[1].fn();
+    }
+    this.#now = target;
+  }
+
+  /** Timers not yet fired. */
+  get pending(): number {
+    return this.#timers.size;
+  }
+}
+
+/** The fixture plugins PluginHost tests install, with the Node entries packagePlugin bundles. */
+export const FIXTURES = {
+  probe: { dir: 'host-probe', bundle: ['bin/probe.mjs'] },
+  canary: { dir: 'host-canary', bundle: ['bin/canary.mjs'] },
+  ndjson: { dir: 'host-ndjson', bundle: ['bin/echo.mjs'] },
+  handshake: { dir: 'host-handshake', bundle: ['bin/plugin.mjs'] },
+  everything: { dir: 'host-everything', bundle: ['bin/everything.mjs'] },
+  filesystem: { dir: 'host-filesystem', bundle: ['bin/filesystem.mjs'] },
+  memory: { dir: 'host-memory', bundle: ['bin/memory.mjs'] },
+  helloPython: { dir: 'hello-python', bundle: [] },
+} as const;
+
+/** Names of {@link FIXTURES}. */
+export type FixtureName = keyof typeof FIXTURES;
+
+const packages = new Map<FixtureName, Promise<string>>();
+
+/** The installable package of a fixture, built once per test file. */
+export function packaged(name: FixtureName): Promise<string> {
+  let pkg = packages.get(name);
+  if (pkg === undefined) {
+    const fixture = FIXTURES[name];
+    pkg = packageFixturePlugin(join(root, 'fixtures/plugins', fixture.dir), { bundle: fixture.bundle });
+    packages.set(name, pkg);
+  }
+  return pkg;
+}
+
+/** Removes every package built by {@link packaged}. */
+export async function removePackages(): Promise<void> {
+  const dirs = await Promise.all(packages.values());
+  packages.clear();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+}
+
+/** A fresh profile directory (real path, so it matches what plugins report). */
+export async function tempProfile(): Promise<string> {
+  return realpath(await mkdtemp(join(tmpdir(), 'host-test-')));
+}
+
+/** Opens hosts for a test and closes them (and removes their profiles) afterwards. */
+export class HostPool {
+  readonly #hosts: PluginHost[] = [];
+  readonly #dirs: string[] = [];
+
+  /** A new temp profile directory, removed by {@link HostPool.cleanup}. */
+  async profile(): Promise<string> {
+    const dir = await tempProfile();
+    this.#dirs.push(dir);
+    return dir;
+  }
+
+  /** Opens a dev-profile host on `profileDir` (python3 resolved outside pyenv shims). */
+  async open(profileDir: string, options: PluginHostOptions = {}): Promise<PluginHost> {
+    const opened = await PluginHost.open({ profileDir, profileKind: 'dev', interpreterSearchPath: '/usr/bin:/bin', ...options });
+    if (opened.isErr()) throw opened.error;
+    this.#hosts.push(opened.value);
+    return opened.value;
+  }
+
+  /** Installs fixtures with a first host, closes it, and returns a host opened afterwards (the plugins are active). */
+  async installed(profileDir: string, names: readonly FixtureName[], options: PluginHostOptions = {}): Promise<PluginHost> {
+    const installer = await this.open(profileDir, options);
+    for (const name of names) {
+      const result = await installer.install(await packaged(name), { canary: false });
+      if (result.isErr()) throw result.error;
+    }
+    await installer.close();
+    return this.open(profileDir, options);
+  }
+
+  /** Closes every host and removes every profile. */
+  async cleanup(): Promise<void> {
+    await Promise.all(this.#hosts.splice(0).map((h) => h.close()));
+    await Promise.all(this.#dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+  }
+}
+
+/** Pids of live processes whose command line mentions `marker` (e.g. a profile directory). */
+export async function processesMentioning(marker: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // A zombie has exited; only its parent has not reaped it yet.
+      if (cmdline.includes(marker) && !/^\d+ \(.*\) Z /.test(stat)) pids.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return pids;
+}
+
+/** Polls until `check` holds (or throws after `timeoutMs`). */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The JSON payload of an MCP tool result whose first content block is JSON text. */
+export function jsonOf<T = Record<string, unknown>>(result: ToolResult): T {
+  const value = result.value as { content?: { type: string; text?: string }[] };
+  const text = value.content?.[0]?.text;
+  if (text === undefined) throw new Error(`no text content in ${JSON.stringify(result.value)}`);
+  return JSON.parse(text) as T;
+}
+
+/** The text of an MCP tool result's first content block. */
+export function textOf(result: ToolResult): string {
+  const value = result.value as { content?: { type: string; text?: string }[] };
+  const text = value.content?.[0]?.text;
+  if (text === undefined) throw new Error(`no text content in ${JSON.stringify(result.value)}`);
+  return text;
+}
