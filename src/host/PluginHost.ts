@@ -249,6 +249,8 @@ export class PluginHost {
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
   readonly #runtimes = new Map<string, PluginRuntime>();
+  /** When this host last recorded a failure of each plugin (epoch ms). */
+  readonly #lastFailureAt = new Map<string, number>();
   #snapshot: CatalogSnapshot;
   #closed = false;
   #callSeq = 0;
@@ -626,7 +628,7 @@ export class PluginHost {
           if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
             await this.#pluginFailed(id, runtime, result.error, purpose);
           } else if (result.isOk() && purpose === 'call') {
-            await this.#clearBackoff(id);
+            await this.#clearBackoff(id, started);
           }
           return mapped;
         })(),
@@ -846,6 +848,7 @@ export class PluginHost {
   #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {
     const permanent = failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED';
     const reason = permanent ? String(failure.details.reason ?? 'digest_mismatch') : 'crash';
+    this.#lastFailureAt.set(pluginId, this.#clock.now());
     return this.#updateState(pluginId, (row) =>
       withCrashState(
         row,
@@ -864,11 +867,17 @@ export class PluginHost {
     });
   }
 
-  /** After a successful start inside a backoff window, the failure history is cleared. */
-  #clearBackoff(pluginId: string): ResultAsync<void, HostError> {
+  /**
+   * A call that started at `callStarted` succeeded: the failure history is
+   * cleared, unless a failure was recorded after that call began (a call
+   * beside a failed launch proves nothing about the next launch).
+   */
+  #clearBackoff(pluginId: string, callStarted: number): ResultAsync<void, HostError> {
+    // A failure recorded by an earlier host necessarily predates this call.
+    const failedBefore = (row: PluginStateRecord): boolean => inBackoff(row) && (this.#lastFailureAt.get(pluginId) ?? -Infinity) < callStarted;
     const state = this.#snapshotPlugin(pluginId)?.state;
-    if (state === undefined || !inBackoff(state)) return okAsync(undefined);
-    return this.#updateState(pluginId, (row) => (inBackoff(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).map(() => {
+    if (state === undefined || !failedBefore(state)) return okAsync(undefined);
+    return this.#updateState(pluginId, (row) => (failedBefore(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).map(() => {
       this.#logger.info({ plugin_id: pluginId }, 'plugin recovered; failure history cleared');
       this.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
     });
