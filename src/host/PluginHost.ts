@@ -252,6 +252,8 @@ export class PluginHost {
   /** When this host last recorded a failure of each plugin (epoch ms). */
   readonly #lastFailureAt = new Map<string, number>();
   #snapshot: CatalogSnapshot;
+  #indexed: CatalogSnapshot | undefined;
+  #index = new Map<string, InstalledPlugin>();
   #closed = false;
   #callSeq = 0;
 
@@ -521,11 +523,10 @@ export class PluginHost {
         }),
       );
     }
-    const confirmed =
-      variant.confirmation_policy === 'high_stakes_write'
-        ? confirm(options.confirm ?? this.#o.confirm, { op_id: opId, plugin_id: pluginId, risk_class: variant.risk_class, args })
-        : okAsync(undefined);
-    return confirmed.andThen(() => this.#dispatch(plugin, variant.tool_name, args, options, opId, 'call'));
+    if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatch(plugin, variant.tool_name, args, options, opId, 'call');
+    return confirm(options.confirm ?? this.#o.confirm, { op_id: opId, plugin_id: pluginId, risk_class: variant.risk_class, args }).andThen(() =>
+      this.#dispatch(plugin, variant.tool_name, args, options, opId, 'call'),
+    );
   }
 
   /**
@@ -541,7 +542,7 @@ export class PluginHost {
     if (plugin === undefined) return errAsync(notInstalled(pluginId));
     const refused = this.#refusal(plugin, `plug.${pluginId}`);
     if (refused !== undefined) return errAsync(refused);
-    return this.#runtime(plugin).andThen((runtime) => runtime.session.listTools());
+    return this.#runtime(plugin).asyncAndThen((runtime) => runtime.session.listTools());
   }
 
   /** Stops every plugin (whole process trees, calls in flight fail with HOST_CLOSED); every later operation fails with HOST_CLOSED. */
@@ -585,7 +586,7 @@ export class PluginHost {
       const args = resolveRelativeDates(options.args ?? spec.arguments, this.#clock.now());
       outcome = await this.#dispatch(plugin, spec.tool, args, {}, opId, 'canary').map((r) => r.value);
     } else {
-      outcome = await this.#runtime(plugin).andThen((rt) => rt.session.listTools());
+      outcome = await this.#runtime(plugin).asyncAndThen((rt) => rt.session.listTools());
     }
     if (outcome.isErr() || !this.#active.has(id)) await this.#stopRuntime(id);
     if (outcome.isOk()) {
@@ -608,32 +609,33 @@ export class PluginHost {
     purpose: DispatchPurpose,
   ): ResultAsync<ToolResult, HostError> {
     const id = plugin.plugin_id;
-    return this.#runtime(plugin).andThen((runtime) => {
-      const callId = ++this.#callSeq;
-      const started = this.#clock.now();
-      this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
-      runtime.begin();
-      return new ResultAsync(
-        (async (): Promise<Result<ToolResult, HostError>> => {
-          let result: Result<ToolResult, HostError>;
-          try {
-            result = await runtime.session.callTool(tool, args, this.#callOptions(options));
-          } finally {
-            runtime.end();
-          }
-          result = result.orElse((e) => err(stoppedBySibling(e, runtime, this.#closed)));
-          const mapped = result.andThen((r) => (r.isError && runtime.session.shape === 'mcp-plugin' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
-          const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
-          this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
-          if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
-            await this.#pluginFailed(id, runtime, result.error, purpose);
-          } else if (result.isOk() && purpose === 'call') {
-            await this.#clearBackoff(id, started);
-          }
-          return mapped;
-        })(),
-      );
-    });
+    const taken = this.#runtime(plugin);
+    if (taken.isErr()) return errAsync(taken.error);
+    const runtime = taken.value;
+    const callId = ++this.#callSeq;
+    const started = this.#clock.now();
+    this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
+    runtime.begin();
+    return new ResultAsync(
+      (async (): Promise<Result<ToolResult, HostError>> => {
+        let result: Result<ToolResult, HostError>;
+        try {
+          result = await runtime.session.callTool(tool, args, this.#callOptions(options));
+        } finally {
+          runtime.end();
+        }
+        result = result.orElse((e) => err(stoppedBySibling(e, runtime, this.#closed)));
+        const mapped = result.andThen((r) => (r.isError && runtime.session.shape === 'mcp-plugin' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
+        const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
+        this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
+        if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
+          await this.#pluginFailed(id, runtime, result.error, purpose);
+        } else if (result.isOk() && purpose === 'call' && inBackoffNow(this.#snapshotPlugin(id))) {
+          await this.#clearBackoff(id, started);
+        }
+        return mapped;
+      })(),
+    );
   }
 
   #callOptions(options: HostCallOptions): CallOptions {
@@ -665,19 +667,19 @@ export class PluginHost {
     if (recorded.isErr()) this.#logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
-  #runtime(plugin: InstalledPlugin): ResultAsync<PluginRuntime, HostError> {
-    if (this.#closed) return errAsync(closedError());
+  #runtime(plugin: InstalledPlugin): Result<PluginRuntime, HostError> {
+    if (this.#closed) return err(closedError());
     const id = plugin.plugin_id;
     const existing = this.#runtimes.get(id);
-    if (existing !== undefined && !existing.closed) return okAsync(existing);
+    if (existing !== undefined && !existing.closed) return ok(existing);
     const session = this.#session(plugin);
-    if (session.isErr()) return errAsync(session.error);
+    if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, this.#clock, this.#o.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, () => {
       if (this.#runtimes.get(id) === runtime) this.#runtimes.delete(id);
       this.#logger.debug({ plugin_id: id }, 'idle plugin stopped');
     });
     this.#runtimes.set(id, runtime);
-    return okAsync(runtime);
+    return ok(runtime);
   }
 
   #session(plugin: InstalledPlugin): Result<PluginSession, HostError> {
@@ -807,7 +809,12 @@ export class PluginHost {
   }
 
   #snapshotPlugin(pluginId: string): InstalledPlugin | undefined {
-    return lookupPlugin(this.#snapshot, { profile: this.#snapshot.profile, plugin_id: pluginId });
+    // Calls look plugins up on every dispatch; index the snapshot once.
+    if (this.#indexed !== this.#snapshot) {
+      this.#indexed = this.#snapshot;
+      this.#index = new Map(listPlugins(this.#snapshot).map((p) => [p.plugin_id, p]));
+    }
+    return this.#index.get(pluginId);
   }
 
   #plugin(pluginId: string): ResultAsync<InstalledPlugin, HostError> {
@@ -967,6 +974,11 @@ function confirm(callback: ConfirmationCallback | undefined, request: Confirmati
     (async () => callback(request))(),
     () => denied('the confirmation callback failed'),
   ).andThen((approved) => (approved === true ? okAsync(undefined) : errAsync(denied('the confirmation callback refused it'))));
+}
+
+/** Whether the plugin is inside a backoff window (the common case, no window, costs no await). */
+function inBackoffNow(plugin: InstalledPlugin | undefined): boolean {
+  return plugin?.state !== undefined && inBackoff(plugin.state);
 }
 
 /**
