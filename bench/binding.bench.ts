@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bindExecutable, verifyExecutableBinding } from '../src/binding/ExecutableBinding.js';
 import { sha256OfHandle } from '../src/binding/sha256.js';
-import { median, result, timeMs, type BenchResult } from './harness.js';
+import { result, timeMs, type BenchResult } from './harness.js';
 
 const MiB = 1 << 20;
 

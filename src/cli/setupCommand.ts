@@ -1,7 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { CatalogStore, type DescribedCredential, type HostError, type PluginHost } from '../index.js';
 import { fail, profileName, withHost, type CommandContext } from './context.js';
-import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import type { ExitCode } from './exitCodes.js';
 import { reportCanary } from './lifecycleCommands.js';
 import { ask } from './prompt.js';
 import { usageError } from './usage.js';
