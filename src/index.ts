@@ -285,7 +285,6 @@ export {
   type CatalogSnapshot,
   type CatalogVariant,
   type DescribedCapabilities,
-  type DescribedCredential,
   type GenerationStamp,
   type LockedPlugin,
   type NamespaceOwnerEntry,
@@ -311,6 +310,7 @@ export {
   type InventoryResourceDescriptors,
   type PluginHostOptions,
   type RemoveOptions,
+  type SetupOutcome,
 } from './host/PluginHost.js';
 export type { CredentialView, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
 export { Installer, type InstallInspection, type InstallOptions, type InstallerOptions } from './installer/Installer.js';
@@ -343,3 +343,9 @@ export {
 } from './shapes/mcp/McpSession.js';
 export type { McpToolResult, McpToolsChange, StdoutNoisePolicy } from './shapes/mcp/McpConnection.js';
 export { PluginProcessTransport, type PluginProcessTransportOptions } from './shapes/mcp/PluginProcessTransport.js';
+export {
+  bindModuleEntry,
+  verifyModuleEntry,
+  type BindModuleEntryOptions,
+  type VerifiedModuleEntry,
+} from './binding/ModuleEntryBinding.js';

@@ -42,6 +42,12 @@ export interface ExecutableBindingRecord {
   readonly install_root: string;
   /** For a `#!` script: its interpreter, resolved and pinned at install. */
   readonly interpreter?: InterpreterPin;
+  /**
+   * `esm-entry` when the pinned file is the entry module of an `esm-module`
+   * plugin, run by the ESM runner (see `bindModuleEntry`); absent for an
+   * executable.
+   */
+  readonly kind?: 'esm-entry';
 }
 
 /** Input of {@link bindExecutable}. */
@@ -85,7 +91,8 @@ function expectedArgvPrefix(record: Pick<ExecutableBindingRecord, 'install_root'
   return record.interpreter ? [record.interpreter.path, ...record.interpreter.args, script] : [script];
 }
 
-async function realInstallRoot(installRoot: string): Promise<Result<string, HostError>> {
+/** The real path of an absolute install root; a relative or missing root is PLUGIN_EXECUTABLE_UNTRUSTED. */
+export async function realInstallRoot(installRoot: string): Promise<Result<string, HostError>> {
   if (!isAbsolute(installRoot)) {
     return err(untrusted('invalid_path', `The install root "${installRoot}" is not absolute.`, { install_root: installRoot }));
   }
@@ -164,6 +171,7 @@ function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostE
   const relative = normalizeExecutablePath(record.executable_path);
   if (relative.isErr()) return relative;
   const consistent =
+    record.kind === undefined &&
     relative.value === record.executable_path &&
     SHA256_HEX.test(record.executable_sha256) &&
     isAbsolute(record.install_root) &&
@@ -241,7 +249,7 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
 }
 
 /** Marks a verification failure so that the host knows to quarantine the plugin. */
-function forQuarantine(error: HostError): HostError {
+export function forQuarantine(error: HostError): HostError {
   if (error.code !== 'PLUGIN_EXECUTABLE_UNTRUSTED') return error;
   return hostError(error.code, error.message, { details: { ...error.details, quarantine: true } });
 }

@@ -4,7 +4,7 @@
  * every read and write.
  */
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import type { ConfirmationPolicy, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, CredentialDescriptor, RiskClass } from '../manifest/model.js';
 
 /** `plugin_catalog_schema_version` this host reads and writes. */
 export const PLUGIN_CATALOG_SCHEMA_VERSION = 1;
@@ -55,19 +55,6 @@ export interface DescribedCapabilities {
   readonly env_allow: readonly string[];
 }
 
-/** A credential a plugin needs, as shown to users (never with its value). */
-export interface DescribedCredential {
-  /** Stable alias used in prompts and inventory. */
-  readonly alias: string;
-  /** The environment variable the value is passed in (never shown in inventory). */
-  readonly env: string;
-  /** What kind of secret it is. */
-  readonly kind: string;
-  /** Display name for people. */
-  readonly display_name: string;
-  /** How to obtain it. */
-  readonly setup_hint: string;
-}
 
 /**
  * Plugin-level facts recorded in `plugin-catalog.json` at install, so that
@@ -98,7 +85,7 @@ export interface PluginDescriptor {
   /** Credential env names the plugin needs from the secret store. */
   readonly needs_user_creds?: readonly string[];
   /** One descriptor per needed credential. */
-  readonly credential_descriptors?: readonly DescribedCredential[];
+  readonly credential_descriptors?: readonly CredentialDescriptor[];
   /** The canary: a tool call with arguments (relative dates allowed). */
   readonly canary?: { readonly tool: string; readonly arguments: Readonly<Record<string, unknown>> };
   /** Further facts. */

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding } from '../binding/ExecutableBinding.js';
+import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -17,10 +18,13 @@ import type { ManifestShape, RiskClass } from '../manifest/model.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
+import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { defaultProfileDir, ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { SandboxSpawner, type EnforcedPolicy, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
+import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
+import { EsmSession } from '../shapes/esm/EsmSession.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
@@ -82,6 +86,13 @@ export interface PluginHostOptions {
   readonly idleTimeoutMs?: number;
   /** The crash backoff ladder; one failure more than it has steps quarantines for good. Default 30, 60, 120, 240, 480 s. */
   readonly backoffScheduleMs?: readonly number[];
+  /**
+   * The command that starts the ESM runner for `esm-module` plugins, before
+   * its arguments (see `esmRunnerCommand`). Default: this Node binary
+   * running `esm-runner.js` beside the built library, which exists in the built package;
+   * code run from source (tsx, vitest) must point it at a built runner.
+   */
+  readonly esmRunnerArgv?: readonly string[];
   /** Capabilities the host grants each handshake-shape plugin (its allow-list), by plugin id. */
   readonly handshakeCapabilities?: Readonly<Record<string, readonly string[]>>;
   /** Approves `high_stakes_write` calls; without it they are refused. */
@@ -142,6 +153,12 @@ export interface CanaryOutcome {
   readonly error?: HostError;
   /** What the canary tool returned, for a live canary that passed. */
   readonly result?: unknown;
+}
+
+/** What {@link PluginHost.setup} returns: the live canary's outcome and what was stored. */
+export interface SetupOutcome extends CanaryOutcome {
+  /** The aliases of the credentials stored by this call (never their env names or values). */
+  readonly stored: readonly string[];
 }
 
 /** What {@link PluginHost.install} returns. */
@@ -451,15 +468,17 @@ export class PluginHost {
    * `needs_configuration`. Keys are the descriptors' aliases (what people
    * see) or the declared env names; nothing undeclared is accepted.
    */
-  setup(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<CanaryOutcome, HostError> {
+  setup(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<SetupOutcome, HostError> {
     if (this.#closed) return errAsync(closedError());
     return this.#plugin(pluginId).andThen((plugin) => {
       const byEnv = credentialsByEnv(plugin, values);
       if (byEnv.isErr()) return errAsync(byEnv.error);
+      const stored = aliasesOf(plugin, Object.keys(byEnv.value));
       return this.#secrets
         .set(pluginId, byEnv.value)
         .andThen(() => this.#stopRuntime(pluginId))
-        .andThen(() => this.canary(pluginId, { live: true }));
+        .andThen(() => this.canary(pluginId, { live: true }))
+        .map((canary): SetupOutcome => ({ ...canary, stored }));
     });
   }
 
@@ -689,17 +708,19 @@ export class PluginHost {
     const shape = (plugin.descriptor?.shape ?? 'mcp-plugin') as ManifestShape;
     const tools = [...new Set(plugin.variants.map((v) => v.tool_name))];
     const common = { launch, clock: this.#clock, logger: this.#logger };
+    const mcp = {
+      ...common,
+      expectedTools: tools,
+      ...(o.callTimeoutMs === undefined ? {} : { defaultTimeoutMs: o.callTimeoutMs }),
+      ...(o.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: o.maxTotalTimeoutMs }),
+      ...(o.maxInFlight === undefined ? {} : { maxInFlight: o.maxInFlight }),
+    };
     switch (shape) {
       case 'mcp-plugin':
-        return ok(
-          new McpSession({
-            ...common,
-            expectedTools: tools,
-            ...(o.callTimeoutMs === undefined ? {} : { defaultTimeoutMs: o.callTimeoutMs }),
-            ...(o.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: o.maxTotalTimeoutMs }),
-            ...(o.maxInFlight === undefined ? {} : { maxInFlight: o.maxInFlight }),
-          }),
-        );
+        return ok(new McpSession(mcp));
+      case 'esm-module':
+        // The ESM runner serves the plugin over MCP; its launcher starts the runner on the verified entry.
+        return ok(new EsmSession(mcp));
       case 'ndjson-rpc':
         return NdjsonRpcSession.create({
           ...common,
@@ -754,12 +775,27 @@ export class PluginHost {
         )
         .andThen((env) =>
           // The spawner releases the verified descriptors whatever the outcome.
-          verifyExecutableBinding(binding, { copyDir: this.#layout.execDir, random: this.#random }).andThen((executable) =>
+          this.#verifiedCode(plugin).andThen((executable) =>
             this.#spawner.spawn({ executable, env, network: caps.network, writeDir: writeDir.value, hiddenPaths: [this.#layout.root], readOnlyPaths: [dataDir] }),
           ),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
+  }
+
+  /**
+   * Verifies the pinned code just before a spawn (never cached): the
+   * executable, or for an `esm-module` plugin its entry module, whose
+   * verified bytes the ESM runner inherits and evaluates.
+   */
+  #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
+    const binding = plugin.lock.binding;
+    const options = { copyDir: this.#layout.execDir, random: this.#random };
+    if (plugin.descriptor?.shape !== 'esm-module') return verifyExecutableBinding(binding, options);
+    const runnerArgv = this.#o.esmRunnerArgv;
+    return verifyModuleEntry(binding, options).andThen((verifiedEntry) =>
+      esmRunnerCommand(binding.install_root, { verifiedEntry, ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+    );
   }
 
   /** Another process may have upgraded or removed the plugin since this session was built; it then waits for the next open. */

@@ -22,9 +22,13 @@ export function credentialsByEnv(plugin: InstalledPlugin, values: Readonly<Recor
   }
   if (undeclared > 0 || empty > 0) {
     return err(
-      hostError('HOST_INVALID_OPTIONS', `setup of '${id}' got ${undeclared} undeclared and ${empty} empty credential(s)`, {
-        details: { plugin_id: id, undeclared_count: undeclared, empty_count: empty, aliases: descriptors.map((d) => d.alias) },
-      }),
+      hostError(
+        'HOST_INVALID_OPTIONS',
+        `setup of '${id}' got ${undeclared} undeclared and ${empty} empty credential(s); it declares: ${descriptors.map((d) => `${d.alias} (${d.display_name})`).join(', ') || 'none'}`,
+        {
+          details: { plugin_id: id, undeclared_count: undeclared, empty_count: empty, aliases: descriptors.map((d) => d.alias) },
+        },
+      ),
     );
   }
   return ok(out);

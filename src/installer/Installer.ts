@@ -2,6 +2,7 @@ import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -87,11 +88,31 @@ const noExecutableMessage = (m: NormalizedManifest): string =>
   `plugin '${m.plugin_id}' of shape ${m.shape} has no executable this installer can pin`;
 
 /**
+ * The owner a plugin claims its namespace for. An Open Discovery manifest has
+ * no `namespace_owner`: its registry identity is its `name` (the registry
+ * installs it as `<name>@<version>`), so that is the owner recorded, under an
+ * `open-discovery:` prefix no reverse-DNS owner can spell. Another package
+ * of any form then cannot take the plugin id over with another owner.
+ */
+function namespaceOwnerOf(m: NormalizedManifest): string | undefined {
+  if (m.namespace_owner !== undefined || m.form !== 'open-discovery') return m.namespace_owner;
+  return `open-discovery:${m.plugin_id}`;
+}
+
+/** The file an install pins: an executable, or the entry module of an `esm-module` plugin. */
+type PinnedCode = { readonly kind: 'executable'; readonly path: string } | { readonly kind: 'esm-entry'; readonly path: string };
+
+function pinnedCodeOf(m: NormalizedManifest): PinnedCode | undefined {
+  if (m.shape === 'esm-module') return m.entry === undefined ? undefined : { kind: 'esm-entry', path: m.entry };
+  return m.executable === undefined ? undefined : { kind: 'executable', path: m.executable };
+}
+
+/**
  * Installs plugins into one profile in the contract's order: package source
  * (checksum, signature, limits) → parse → schema version → Shape 2 gate →
  * structure → namespace → env denylist → credential descriptors → schema refs
  * → schema store → staged copy into a fresh install root → executable mode
- * and hash → one catalog transaction that re-checks ownership and conflicts
+ * and hash (for `esm-module`, the entry module's hash) → one catalog transaction that re-checks ownership and conflicts
  * under the profile lock. A failure at any step leaves nothing behind: no
  * rows, no install root, no schema file it created, nothing in staging.
  */
@@ -219,9 +240,10 @@ export class Installer {
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {
+    const owner = namespaceOwnerOf(manifest);
     return {
       plugin_id: manifest.plugin_id,
-      ...(manifest.namespace_owner === undefined ? {} : { namespace_owner: manifest.namespace_owner }),
+      ...(owner === undefined ? {} : { namespace_owner: owner }),
       firstParty: options.firstParty ?? false,
       devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false,
     };
@@ -229,7 +251,7 @@ export class Installer {
 
   #hostChecks(manifest: NormalizedManifest, snapshot: CatalogSnapshot, options: InstallOptions): Violation[] {
     const out: Violation[] = [];
-    if (manifest.executable === undefined) {
+    if (pinnedCodeOf(manifest) === undefined) {
       out.push(violation('shape', 'PLUGIN_SHAPE_UNSUPPORTED', '', noExecutableMessage(manifest)));
     }
     const ns = this.#o.namespaceLock.check(this.#claimOf(manifest, options), snapshot.contents.namespace_owners);
@@ -250,8 +272,9 @@ export class Installer {
   }
 
   async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions): Promise<Result<InstalledPlugin, HostError>> {
-    const { executable, plugin_id: id } = manifest;
-    if (executable === undefined) {
+    const { plugin_id: id } = manifest;
+    const code = pinnedCodeOf(manifest);
+    if (code === undefined) {
       return err(hostError('PLUGIN_SHAPE_UNSUPPORTED', noExecutableMessage(manifest), { details: { plugin_id: id, shape: manifest.shape } }));
     }
     const layout = this.#o.layout;
@@ -278,7 +301,7 @@ export class Installer {
       await mkdir(dirname(installRoot), { recursive: true, mode: 0o755 });
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, executable);
+      const bound = await this.#bind(installRoot, code);
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -315,7 +338,10 @@ export class Installer {
     return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
   }
 
-  async #bind(installRoot: string, executable: string): Promise<Result<ExecutableBindingRecord, HostError>> {
+  async #bind(installRoot: string, code: PinnedCode): Promise<Result<ExecutableBindingRecord, HostError>> {
+    // An entry module is imported by the runner, never executed: it keeps its mode.
+    if (code.kind === 'esm-entry') return bindModuleEntry({ installRoot, entry: code.path });
+    const executable = code.path;
     const mode = await setExecutableMode(installRoot, executable);
     if (mode.isErr()) return err(mode.error);
     return bindExecutable({

@@ -183,7 +183,7 @@ describe('plugin lifecycle through the CLI', () => {
   it('setup refuses a credential the plugin does not declare, naming the declared ones by alias', { timeout: SLOW }, async () => {
     const run = await inProfile(['setup', 'greeter', '--set', `OTHER=${SECRET}`]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("greeter does not declare a credential named 'OTHER'; it declares: greeter-token (Greeter token)");
+    expect(run.stderr).toContain("setup of 'greeter' got 1 undeclared and 0 empty credential(s); it declares: greeter-token (Greeter token)");
     expect(run.stderr).not.toContain(SECRET);
   });
 

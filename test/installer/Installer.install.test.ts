@@ -164,11 +164,50 @@ describe('installing a local directory on a dev profile', () => {
     expect(Object.keys(plugin.variants[1]!.schema_hashes).sort()).toEqual(['weather.alerts.request', 'weather.alerts.response']);
   });
 
-  it('refuses an esm-module plugin (no executable to pin) with PLUGIN_SHAPE_UNSUPPORTED, before writing anything', async () => {
+  it('installs an esm-module plugin by pinning its entry module, with one variant per declared tool', async () => {
     const p = await profile('dev');
+    const plugin = unwrap(await p.installer.install(join(FIXTURES, 'esm-all-capabilities')));
+    const root = plugin.lock.binding.install_root;
+    expect(plugin.lock.binding).toEqual({
+      executable_path: 'dist/index.mjs',
+      executable_sha256: await sha256Of(join(FIXTURES, 'esm-all-capabilities', 'dist', 'index.mjs')),
+      argv_normalized: ['esm-runner', '--', root],
+      install_root: root,
+      kind: 'esm-entry',
+    });
+    // Imported by the runner, never executed: the entry keeps its mode.
+    expect(await modeOf(join(root, 'dist', 'index.mjs'))).toBe(0o644);
+    expect(plugin.variants.map((v) => v.op_id)).toEqual(['plug.all-capabilities.echo', 'plug.all-capabilities.add']);
+    expect(plugin.descriptor).toMatchObject({ shape: 'esm-module', form: 'open-discovery' });
+    // An Open Discovery manifest has no namespace_owner: its registry name is the recorded owner.
+    expect(await p.census()).toMatchObject({ staging: [], owners: { 'all-capabilities': 'open-discovery:all-capabilities' } });
+  });
+
+  it.each(['../outside.mjs', '/etc/passwd.mjs'])('refuses an esm-module entry %j outside the package before copying anything', async (entry) => {
+    const p = await profile('dev');
+    const pkg = await p.copyFixture('esm-all-capabilities');
+    const manifestPath = join(pkg, 'mcp-plugin.json');
+    await writeFile(manifestPath, JSON.stringify({ ...JSON.parse(await readFile(manifestPath, 'utf8')), entry }));
     const before = await p.census();
-    const error = refusedWith(await p.installer.install(join(FIXTURES, 'esm-all-capabilities')), 'PLUGIN_SHAPE_UNSUPPORTED');
-    expect(error.message).toContain("plugin 'all-capabilities' of shape esm-module has no executable this installer can pin");
+    const error = refusedWith(await p.installer.install(pkg), 'PLUGIN_ENTRY_INVALID');
+    expect(error.details.violations).toEqual([expect.objectContaining({ pointer: '/entry', code: 'PLUGIN_ENTRY_INVALID' })]);
+    expect(await p.census()).toEqual(before);
+  });
+
+  it.each([
+    ['dist/index.cjs', 'unsupported_format'],
+    ['dist/missing.mjs', 'missing'],
+  ])('refuses an esm-module entry %j (%s) and leaves nothing behind', async (entry, reason) => {
+    const p = await profile('dev');
+    const pkg = await p.copyFixture('esm-all-capabilities');
+    const manifestPath = join(pkg, 'mcp-plugin.json');
+    const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { entry: string };
+    manifest.entry = entry;
+    await writeFile(manifestPath, JSON.stringify(manifest));
+    await writeFile(join(pkg, 'dist', 'index.cjs'), 'module.exports = {};\n');
+    const before = await p.census();
+    const error = refusedWith(await p.installer.install(pkg), 'PLUGIN_EXECUTABLE_UNTRUSTED');
+    expect(error.details.reason).toBe(reason);
     expect(await p.census()).toEqual(before);
   });
 });

@@ -140,9 +140,10 @@ describe('inspect()', () => {
     expect(unwrap(await p.store.snapshot()).install_generation).toBe(0);
   });
 
-  it('reports the esm-module refusal that install() would give', async () => {
+  it('reports no violation for an esm-module package, whose entry module is what gets pinned', async () => {
     p = await testProfile('dev');
     const inspection = unwrap(await p.installer.inspect(join(FIXTURES, 'esm-all-capabilities')));
-    expect(inspection.report.violations[0]).toMatchObject({ stage: 'shape', code: 'PLUGIN_SHAPE_UNSUPPORTED' });
+    expect(inspection.report.violations).toEqual([]);
+    expect(inspection.report.manifest).toMatchObject({ shape: 'esm-module', entry: 'dist/index.mjs' });
   });
 });

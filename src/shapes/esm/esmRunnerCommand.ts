@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { trustedCommand } from '../../process/spawnPluginProcess.js';
+import type { VerifiedModuleEntry } from '../../binding/ModuleEntryBinding.js';
 import type { VerifiedExecutable } from '../../process/VerifiedExecutable.js';
 import { nodeRuntimePaths } from '../../sandbox/backends.js';
 import { runnerArguments } from './runnerArgs.js';
@@ -30,6 +31,13 @@ export interface EsmRunnerCommandOptions {
    * Default `[process.execPath, <dir of this library>/esm-runner.js]`.
    */
   readonly runnerArgv?: readonly string[];
+  /**
+   * The entry as verified just before this start (see `verifyModuleEntry`):
+   * the runner inherits its descriptor and evaluates those bytes instead of
+   * reading the entry from the plugin root. The command takes ownership: its
+   * `release()` (or a failure here) releases the entry.
+   */
+  readonly verifiedEntry?: VerifiedModuleEntry;
 }
 
 function thisModuleFile(): string {
@@ -59,6 +67,12 @@ function runnerReadPaths(script: string): string[] {
  * runner script is not there (the package was not built).
  */
 export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions = {}): Result<VerifiedExecutable, HostError> {
+  const command = runnerCommand(root, options);
+  if (command.isErr()) options.verifiedEntry?.release();
+  return command;
+}
+
+function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<VerifiedExecutable, HostError> {
   let realRoot: string;
   try {
     realRoot = realpathSync(resolve(root));
@@ -70,6 +84,13 @@ export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions 
   if (script === undefined || runner.length < 2 || !existsSync(script)) {
     return err(hostError('HOST_INVALID_OPTIONS', `the ESM runner script ${script ?? '(none)'} does not exist; build the package or pass runnerArgv`, { details: { runnerArgv: [...runner] } }));
   }
+  const entry = options.verifiedEntry;
+  if (entry !== undefined && entry.installRoot !== realRoot) {
+    return err(hostError('HOST_INVALID_OPTIONS', `the verified entry belongs to ${entry.installRoot}, not to ${realRoot}`, { details: { root: realRoot, install_root: entry.installRoot } }));
+  }
+  if (entry !== undefined && options.watch === true) {
+    return err(hostError('HOST_INVALID_OPTIONS', 'watch reloads the entry from disk and cannot be combined with a verified entry', { details: { option: 'watch' } }));
+  }
   const argv = [
     ...runner,
     ...runnerArguments({
@@ -80,9 +101,13 @@ export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions 
       ...(options.createTimeoutMs === undefined ? {} : { createTimeoutMs: options.createTimeoutMs }),
       watch: options.watch ?? false,
       debugRegistry: options.debugRegistry ?? false,
+      // The child sees its first inherited descriptor as fd 3.
+      ...(entry === undefined ? {} : { verifiedEntry: { path: entry.entryPath, sha256: entry.sha256, fd: 3 } }),
     }),
   ];
   const readable = [realRoot, ...nodeRuntimePaths(), ...runnerReadPaths(resolve(script))];
   if (options.schemaPath !== undefined) readable.push(resolve(options.schemaPath));
-  return ok(trustedCommand(argv, realRoot, [...new Set(readable)]));
+  const command = trustedCommand(argv, realRoot, [...new Set(readable)]);
+  if (entry === undefined) return ok(command);
+  return ok({ ...command, inheritFds: [entry.fd], sha256: entry.sha256, release: () => entry.release() });
 }

@@ -10,6 +10,7 @@ import { orderByDependencies } from './dependencyOrder.js';
 import { DEFAULT_ESM_LOADER_FLAGS, type EsmLoaderFlags } from './EsmLoaderOptions.js';
 import type { EsmFailedEntry, EsmLoadedEntry, EsmLoadSummary, EsmSkippedEntry } from './EsmLoadSummary.js';
 import { EsmPlugin, pluginsOn, type EsmPluginContext } from './EsmPlugin.js';
+import type { ResolvedEntry } from './entry.js';
 import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
 import { DEFAULT_CREATE_PLUGIN_TIMEOUT_MS, preflightPlugin, zeroPhaseTimes, type PhaseTimes } from './preflight.js';
 
@@ -23,6 +24,12 @@ export type EsmPluginSource =
       readonly manifest?: NormalizedManifest;
       /** Whether the installer verified the package signature (checked under `requireSignatures`). */
       readonly signatureVerified?: boolean;
+      /**
+       * The entry, already resolved and verified by the caller: the loader
+       * imports exactly this path instead of resolving the manifest's entry
+       * again (the ESM runner passes the pinned entry it serves from verified bytes).
+       */
+      readonly entry?: ResolvedEntry;
     };
 
 /**
@@ -53,6 +60,7 @@ export interface EsmLoadReport {
 interface Candidate {
   readonly root: string;
   readonly manifest: NormalizedManifest;
+  readonly entry?: ResolvedEntry;
 }
 
 const rounded = (ms: number): number => Math.round(ms * 1000) / 1000;
@@ -140,7 +148,7 @@ async function readCandidates(run: LoadRun, server: McpServer, sources: readonly
       run.skipped.push({ name: id, root: source.root, reason: 'duplicate', message: `${id} appears more than once; the first one is loaded` });
       continue;
     }
-    candidates.push({ root: source.root, manifest: manifest.value });
+    candidates.push({ root: source.root, manifest: manifest.value, ...(source.entry === undefined ? {} : { entry: source.entry }) });
   }
   return candidates;
 }
@@ -154,14 +162,14 @@ async function loadInOrder(run: LoadRun, server: McpServer, candidates: readonly
   for (const [id, error] of ordering.failed) run.fail(id, byId.get(id)!.root, error);
   const settings = { strictCapabilities: run.flags.strictCapabilities, strictTools: run.flags.strictTools, createTimeoutMs, now: run.now };
   for (const id of ordering.order) {
-    const { root, manifest } = byId.get(id)!;
+    const { root, manifest, entry } = byId.get(id)!;
     const brokenDependency = manifest.dependencies.find((dep) => run.failed.some((f) => f.name === dep));
     if (brokenDependency !== undefined) {
       run.fail(id, root, hostError('PLUGIN_DEPENDENCY_MISSING', `${id} depends on ${brokenDependency}, which failed to load`, { details: { plugin: id, dependency: brokenDependency } }));
       continue;
     }
     run.debug({ plugin: id, root }, 'preflight');
-    const outcome = await preflightPlugin(manifest, root, { ...settings, fresh: false }, run.times);
+    const outcome = await preflightPlugin(manifest, root, { ...settings, fresh: false }, run.times, entry);
     if (outcome.isErr()) {
       run.fail(id, root, outcome.error);
       continue;

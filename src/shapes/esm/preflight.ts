@@ -1,4 +1,4 @@
-import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import type { NormalizedManifest } from '../../manifest/model.js';
 import { CaptureServer, type CapturedRegistration, type CapturedTool } from './CaptureServer.js';
@@ -130,18 +130,25 @@ function gate(
 
 /**
  * The preflight of one plugin whose manifest is valid: resolve the entry
- * inside the root, import it, run `createPlugin` against a
+ * inside the root (unless `resolved` is given), import it, run `createPlugin` against a
  * {@link CaptureServer}, reconcile capabilities, validate tools. Nothing
  * reaches a real server here; a failure at any step returns its HostError.
  */
-export function preflightPlugin(manifest: NormalizedManifest, root: string, settings: PreflightSettings, times: PhaseTimes): ResultAsync<PreflightOutcome, HostError> {
+export function preflightPlugin(
+  manifest: NormalizedManifest,
+  root: string,
+  settings: PreflightSettings,
+  times: PhaseTimes,
+  resolved?: ResolvedEntry,
+): ResultAsync<PreflightOutcome, HostError> {
   const entryName = manifest.entry;
   if (entryName === undefined) {
     return new ResultAsync(Promise.resolve(err(hostError('PLUGIN_ENTRY_INVALID', `${manifest.plugin_id}: the manifest names no entry`, { details: { root } }))));
   }
   const capture = new CaptureServer();
   const importStart = settings.now();
-  return resolveEntry(root, entryName).andThen((entry) =>
+  const located = resolved === undefined ? resolveEntry(root, entryName) : okAsync<ResolvedEntry, HostError>(resolved);
+  return located.andThen((entry) =>
     importCreatePlugin(entry, settings.fresh)
       .andThen((createPlugin) => new ResultAsync(runCreatePlugin(createPlugin, capture, manifest, settings.createTimeoutMs)))
       .map(() => {

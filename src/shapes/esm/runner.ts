@@ -3,7 +3,10 @@
  * and serves it over MCP stdio, so that an ESM plugin gets the sandbox,
  * limits and supervision of any MCP plugin. Usage:
  * `node esm-runner.js [--strict-capabilities] [--strict-tools] [--schema-path P]
- * [--create-timeout-ms N] [--watch] [--debug-registry] -- <pluginRoot>`.
+ * [--create-timeout-ms N] [--watch] [--debug-registry]
+ * [--entry <path> --entry-sha256 <hex> --entry-fd <n>] -- <pluginRoot>`.
+ * With `--entry…` the entry module is evaluated from the verified bytes on
+ * descriptor `n` (see `serveVerifiedEntry`), never read from the root.
  *
  * A plugin that fails to load makes the runner write one `load-failed`
  * report line to stderr and exit with {@link ESM_RUNNER_LOAD_FAILED_EXIT}
@@ -14,10 +17,12 @@ import { createWriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { ok } from 'neverthrow';
 import type { Logger } from '../../ports/ports.js';
 import { loadPlugins } from './loadPlugins.js';
 import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
 import { parseRunnerArguments } from './runnerArgs.js';
+import { serveVerifiedEntry } from './verifiedEntry.js';
 import { ESM_RUNNER_LOAD_FAILED_EXIT, formatRunnerReport, loadFailedReport, type EsmRunnerReport } from './runnerDiagnostic.js';
 import { watchPlugin } from './watchPlugin.js';
 
@@ -50,16 +55,22 @@ async function main(): Promise<number | undefined> {
     report(loadFailedReport(settings.error));
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
-  const { root, watch, ...flags } = settings.value;
+  const { root, watch, verifiedEntry, ...flags } = settings.value;
   const protocolOut = reserveStdoutForMcp();
   const manifest = await esmManifestValidator(flags.schemaPath).andThen((validator) => readEsmManifest(root, validator));
   if (manifest.isErr()) {
     report(loadFailedReport(manifest.error));
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
+  const pinned = verifiedEntry === undefined ? ok(undefined) : serveVerifiedEntry(root, manifest.value.entry, verifiedEntry);
+  if (pinned.isErr()) {
+    report(loadFailedReport(pinned.error));
+    return ESM_RUNNER_LOAD_FAILED_EXIT;
+  }
   // The plugin's identity is the server's, so the host's serverInfo names the plugin.
   const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version });
-  const loaded = await loadPlugins(server, [{ root, manifest: manifest.value }], { ...flags, trust: 'in-process', logger: stderrLogger });
+  const source = { root, manifest: manifest.value, ...(pinned.value === undefined ? {} : { entry: pinned.value }) };
+  const loaded = await loadPlugins(server, [source], { ...flags, trust: 'in-process', logger: stderrLogger });
   const plugin = loaded.isOk() ? loaded.value.plugins[0] : undefined;
   if (plugin === undefined) {
     const error = loaded.isErr() ? loaded.error : loaded.value.summary.failed[0]?.error;

@@ -18,7 +18,21 @@ export interface EsmRunnerSettings {
   readonly watch: boolean;
   /** DEBUG_REGISTRY: log loader steps to stderr. */
   readonly debugRegistry: boolean;
+  /** The pinned entry, served from verified bytes instead of read from the plugin root. */
+  readonly verifiedEntry?: EsmRunnerVerifiedEntry;
 }
+
+/** Where the runner finds the entry bytes the host verified, and what it checks them against. */
+export interface EsmRunnerVerifiedEntry {
+  /** The pinned entry, relative to the plugin root, `/`-separated; the manifest's `entry` must name it. */
+  readonly path: string;
+  /** The pinned SHA-256 (hex) the bytes must still have. */
+  readonly sha256: string;
+  /** The inherited descriptor holding the verified bytes. */
+  readonly fd: number;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The runner's arguments (after the runner script) for some settings. */
 export function runnerArguments(settings: EsmRunnerSettings): string[] {
@@ -29,6 +43,8 @@ export function runnerArguments(settings: EsmRunnerSettings): string[] {
   if (settings.createTimeoutMs !== undefined) args.push('--create-timeout-ms', String(settings.createTimeoutMs));
   if (settings.watch) args.push('--watch');
   if (settings.debugRegistry) args.push('--debug-registry');
+  const entry = settings.verifiedEntry;
+  if (entry !== undefined) args.push('--entry', entry.path, '--entry-sha256', entry.sha256, '--entry-fd', String(entry.fd));
   args.push('--', settings.root);
   return args;
 }
@@ -48,6 +64,9 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
         'create-timeout-ms': { type: 'string' },
         watch: { type: 'boolean', default: false },
         'debug-registry': { type: 'boolean', default: false },
+        entry: { type: 'string' },
+        'entry-sha256': { type: 'string' },
+        'entry-fd': { type: 'string' },
       },
     });
   } catch (cause) {
@@ -60,6 +79,11 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
   if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
     return err(hostError('HOST_INVALID_OPTIONS', `esm runner: --create-timeout-ms must be a positive number`));
   }
+  const verifiedEntry = parseVerifiedEntry(values.entry, values['entry-sha256'], values['entry-fd']);
+  if (verifiedEntry.isErr()) return err(verifiedEntry.error);
+  if (verifiedEntry.value !== undefined && values.watch) {
+    return err(hostError('HOST_INVALID_OPTIONS', 'esm runner: --watch reloads the entry from disk and cannot be combined with a verified --entry'));
+  }
   return ok({
     root,
     strictCapabilities: values['strict-capabilities'],
@@ -68,5 +92,15 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
     ...(timeout === undefined ? {} : { createTimeoutMs: timeout }),
     watch: values.watch,
     debugRegistry: values['debug-registry'],
+    ...(verifiedEntry.value === undefined ? {} : { verifiedEntry: verifiedEntry.value }),
   });
+}
+
+function parseVerifiedEntry(path: string | undefined, sha256: string | undefined, fd: string | undefined): Result<EsmRunnerVerifiedEntry | undefined, HostError> {
+  if (path === undefined && sha256 === undefined && fd === undefined) return ok(undefined);
+  const descriptor = Number(fd);
+  if (path === undefined || path === '' || sha256 === undefined || !SHA256_HEX.test(sha256) || !Number.isInteger(descriptor) || descriptor < 3) {
+    return err(hostError('HOST_INVALID_OPTIONS', 'esm runner: --entry, --entry-sha256 (hex) and --entry-fd (3 or more) go together'));
+  }
+  return ok({ path, sha256, fd: descriptor });
 }

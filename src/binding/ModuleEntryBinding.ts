@@ -1,0 +1,176 @@
+/**
+ * Module-entry binding: the code of an `esm-module` plugin is its entry
+ * module, so that file is what gets pinned at install and re-verified before
+ * every start of the ESM runner.
+ *
+ * - {@link bindModuleEntry} (install) applies the path refusals of
+ *   executables (absolute, `..`, links, outside the root, not a regular file,
+ *   writable by others) plus the ES module extensions, and records the
+ *   entry's SHA-256 in the same lock record shape, marked `kind: 'esm-entry'`.
+ * - {@link verifyModuleEntry} (every start, never cached) re-hashes the entry
+ *   while copying it to a private unnamed file and hands back a descriptor on
+ *   that copy. The runner inherits the descriptor and imports the entry's
+ *   source from it, so the bytes it evaluates are the bytes that were hashed.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { extname, isAbsolute } from 'node:path';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { systemRandom } from '../ports/ports.js';
+import { ESM_ENTRY_EXTENSIONS } from '../shapes/esm/entry.js';
+import { forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
+import { normalizeExecutablePath } from './relativePath.js';
+import { openInsideRoot } from './safeOpen.js';
+import { digestsEqual, sha256OfHandle } from './sha256.js';
+import { ioFailure, untrusted } from './untrusted.js';
+import { copyWhileHashing, preparePrivateDir } from './verifiedCopy.js';
+
+/** Input of {@link bindModuleEntry}. */
+export interface BindModuleEntryOptions {
+  /** The plugin's install root (absolute; links in its own path are resolved once, here). */
+  readonly installRoot: string;
+  /** The manifest's `entry`, relative to the install root. */
+  readonly entry: string;
+}
+
+/** An entry module verified just before a start of the ESM runner. */
+export interface VerifiedModuleEntry {
+  /** The install root, as recorded (a real path). */
+  readonly installRoot: string;
+  /** The entry, relative to the install root, `/`-separated. */
+  readonly entryPath: string;
+  /** The SHA-256 (hex) of the verified bytes. */
+  readonly sha256: string;
+  /** A read-only descriptor on an unnamed copy of exactly the verified bytes; the runner inherits it. */
+  readonly fd: number;
+  /** Closes the descriptor; call once the runner has been spawned (or spawning failed). */
+  release(): void;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/**
+ * What the lock records as `argv_normalized` of an entry binding. It only
+ * describes the launch (the ESM runner serving the install root); the real
+ * command is built at each start, since the runner's location belongs to the
+ * host's installation of this library, not to the plugin.
+ */
+export function moduleEntryArgv(installRoot: string): string[] {
+  return ['esm-runner', '--', installRoot];
+}
+
+function checkExtension(relative: string): Result<string, HostError> {
+  if (ESM_ENTRY_EXTENSIONS.includes(extname(relative))) return ok(relative);
+  return err(
+    untrusted('unsupported_format', `The entry "${relative}" is not an ES module file (${ESM_ENTRY_EXTENSIONS.join(', ')}).`, { path: relative }),
+  );
+}
+
+/**
+ * Pins an `esm-module` plugin's entry module at install. Refuses, with
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` and `details.reason`: absolute paths, `..`,
+ * links anywhere below the root, files outside it, non-regular files, files
+ * others may write, and extensions other than `.mjs` / `.js`.
+ */
+export function bindModuleEntry(options: BindModuleEntryOptions): ResultAsync<ExecutableBindingRecord, HostError> {
+  return new ResultAsync(
+    (async (): Promise<Result<ExecutableBindingRecord, HostError>> => {
+      const relative = normalizeExecutablePath(options.entry).andThen(checkExtension);
+      if (relative.isErr()) return err(relative.error);
+      const root = await realInstallRoot(options.installRoot);
+      if (root.isErr()) return err(root.error);
+      const opened = await openInsideRoot(root.value, relative.value);
+      if (opened.isErr()) return err(opened.error);
+      try {
+        const sha256 = await sha256OfHandle(opened.value.handle);
+        return ok({
+          executable_path: relative.value,
+          executable_sha256: sha256,
+          argv_normalized: moduleEntryArgv(root.value),
+          install_root: root.value,
+          kind: 'esm-entry',
+        });
+      } catch (e) {
+        return err(ioFailure('Reading', opened.value.path, e));
+      } finally {
+        await opened.value.handle.close().catch(() => undefined);
+      }
+    })(),
+  );
+}
+
+function checkEntryRecord(record: ExecutableBindingRecord): Result<string, HostError> {
+  const relative = normalizeExecutablePath(record.executable_path).andThen(checkExtension);
+  const argv = isAbsolute(record.install_root) ? moduleEntryArgv(record.install_root) : [];
+  const consistent =
+    relative.isOk() &&
+    relative.value === record.executable_path &&
+    record.kind === 'esm-entry' &&
+    record.interpreter === undefined &&
+    SHA256_HEX.test(record.executable_sha256) &&
+    argv.length > 0 &&
+    record.argv_normalized.length === argv.length &&
+    argv.every((part, i) => record.argv_normalized[i] === part);
+  if (!consistent) {
+    return err(
+      untrusted('binding_inconsistent', 'The recorded entry binding is malformed or is not an esm-entry binding.', {
+        executable_path: record.executable_path,
+      }),
+    );
+  }
+  return ok(record.executable_path);
+}
+
+function verifiedEntry(record: ExecutableBindingRecord, sha256: string, handle: FileHandle): VerifiedModuleEntry {
+  let released = false;
+  return {
+    installRoot: record.install_root,
+    entryPath: record.executable_path,
+    sha256,
+    fd: handle.fd,
+    release(): void {
+      if (released) return;
+      released = true;
+      void handle.close().catch(() => undefined);
+    },
+  };
+}
+
+async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedModuleEntry, HostError>> {
+  const relative = checkEntryRecord(record);
+  if (relative.isErr()) return err(relative.error);
+  const root = await realInstallRoot(record.install_root);
+  if (root.isErr()) return err(root.error);
+  if (root.value !== record.install_root) {
+    return err(untrusted('link', `The install root ${record.install_root} now resolves to ${root.value}.`, { install_root: record.install_root, resolved: root.value }));
+  }
+  const dir = await preparePrivateDir(options.copyDir);
+  if (dir.isErr()) return err(dir.error);
+  const opened = await openInsideRoot(record.install_root, relative.value);
+  if (opened.isErr()) return err(opened.error);
+  const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
+    digestsEqual(record.executable_sha256, sha),
+  ).finally(() => opened.value.handle.close().catch(() => undefined));
+  if (copied.isErr()) return err(copied.error);
+  if ('refused' in copied.value) {
+    return err(
+      untrusted('digest_mismatch', `${opened.value.path} changed since install (SHA-256 ${copied.value.refused}, pinned ${record.executable_sha256}).`, {
+        path: opened.value.path,
+        expected_sha256: record.executable_sha256,
+        actual_sha256: copied.value.refused,
+      }),
+    );
+  }
+  return ok(verifiedEntry(record, copied.value.sha256, copied.value.handle));
+}
+
+/**
+ * Verifies a recorded entry binding just before the ESM runner starts.
+ * Never cached: every call re-hashes the installed entry (opened without
+ * following links, compared in constant time). A mismatch is
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` with `details.reason` (`digest_mismatch`,
+ * `link`, `missing`, `binding_inconsistent`, …) and `details.quarantine: true`. The caller must call `release()` once the runner has been spawned.
+ */
+export function verifyModuleEntry(record: ExecutableBindingRecord, options: VerifyExecutableOptions): ResultAsync<VerifiedModuleEntry, HostError> {
+  return new ResultAsync(verify(record, options).then((r) => r.mapErr(forQuarantine)));
+}

@@ -1,0 +1,178 @@
+/**
+ * Open Discovery `esm-module` plugins through PluginHost, for real: the
+ * all-capabilities fixture packaged as its author would ship it (entry
+ * bundled, no dependencies), installed into a dev profile, run by the ESM
+ * runner inside the OS sandbox, its entry module pinned at install and
+ * re-verified before every start.
+ */
+import { appendFile, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ResultAsync } from 'neverthrow';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { bindModuleEntry, verifyModuleEntry } from '../../src/binding/ModuleEntryBinding.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { esmRunnerCommand } from '../../src/shapes/esm/esmRunnerCommand.js';
+import { EsmSession } from '../../src/shapes/esm/EsmSession.js';
+import { buildEsmRunner, type BuiltRunner } from './esmRunner.js';
+import { FakeClock, HostPool, textOf } from './helpers.js';
+
+const FIXTURE = join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-all-capabilities');
+const ID = 'all-capabilities';
+const ECHO = `plug.${ID}.echo`;
+const ADD = `plug.${ID}.add`;
+// Tools without annotations are destructive by MCP's defaults, so the caller must accept that risk.
+const CALL = { maxRisk: 'destructive' } as const;
+
+const pool = new HostPool();
+let runner: BuiltRunner;
+const packages: string[] = [];
+
+async function esmPackage(): Promise<string> {
+  const dir = await packageFixturePlugin(FIXTURE, { bundle: ['dist/index.mjs'] });
+  packages.push(dir);
+  return dir;
+}
+
+async function stateRow(profileDir: string): Promise<Record<string, unknown>> {
+  const file = JSON.parse(await readFile(join(profileDir, 'plugin-state.json'), 'utf8')) as { plugins: Record<string, Record<string, unknown>> };
+  return file.plugins[ID]!;
+}
+
+/** Installs the packaged fixture with one host, closes it, and returns a host opened afterwards (the plugin is active). */
+async function installedHost(profileDir: string, options: { clock?: FakeClock; idleTimeoutMs?: number } = {}): Promise<PluginHost> {
+  const hostOptions = { esmRunnerArgv: runner.argv, ...options };
+  const installer = await pool.open(profileDir, hostOptions);
+  (await installer.install(await esmPackage(), { canary: false }))._unsafeUnwrap();
+  await installer.close();
+  return pool.open(profileDir, hostOptions);
+}
+
+beforeAll(async () => {
+  runner = await buildEsmRunner();
+}, 120_000);
+afterEach(() => pool.cleanup());
+afterAll(async () => {
+  await runner.remove();
+  await Promise.all(packages.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+describe('esm-module plugins through PluginHost', () => {
+  it('inspects a packaged ESM plugin without violations', async () => {
+    const host = await pool.open(await pool.profile(), { esmRunnerArgv: runner.argv });
+    const inspection = (await host.inspect(await esmPackage()))._unsafeUnwrap();
+    expect(inspection.report.violations).toEqual([]);
+  });
+
+  it('installs, reopens and calls the tools in the sandboxed runner, one process across calls', async () => {
+    const host = await installedHost(await pool.profile());
+    const spawns: boolean[] = [];
+    host.events.on('spawn', (e) => spawns.push(e.sandboxed));
+
+    expect(textOf((await host.call(ECHO, { text: 'through the host' }, CALL))._unsafeUnwrap())).toBe('through the host');
+    expect(textOf((await host.call(ADD, { a: 2, b: 3 }, CALL))._unsafeUnwrap())).toBe('5');
+    const tools = (await host.tools(ID))._unsafeUnwrap();
+    expect(tools.map((t) => t.name).sort()).toEqual(['add', 'echo']);
+    expect(spawns).toEqual([true]);
+    expect((await host.info(ID))._unsafeUnwrap()).toMatchObject({ shape: 'esm-module', status: 'active', executable: { path: 'dist/index.mjs' } });
+  }, 90_000);
+
+  it('refuses a tampered entry with PLUGIN_EXECUTABLE_UNTRUSTED and quarantines the plugin for good', async () => {
+    const clock = new FakeClock();
+    const dir = await pool.profile();
+    const host = await installedHost(dir, { clock, idleTimeoutMs: 1_000 });
+    expect((await host.call(ECHO, { text: 'before' }, CALL)).isOk()).toBe(true);
+    clock.advance(1_000); // idle stop: the next call starts the runner again
+
+    const info = (await host.info(ID))._unsafeUnwrap();
+    await appendFile(join(info.executable.install_root, info.executable.path), '\n// tampered\n');
+    const refused = (await host.call(ECHO, { text: 'after' }, CALL))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch', quarantine: true } });
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
+    clock.advance(86_400_000);
+    expect((await host.call(ECHO, { text: 'later' }, CALL))._unsafeUnwrapErr()).toMatchObject({ code: 'VARIANT_QUARANTINED', retryable: false });
+  }, 90_000);
+
+  it('refuses a manifest whose entry no longer names the pinned one (the runner checks it) and quarantines for good', async () => {
+    const dir = await pool.profile();
+    const host = await installedHost(dir);
+    const info = (await host.info(ID))._unsafeUnwrap();
+    const root = info.executable.install_root;
+    await writeFile(join(root, 'dist', 'other.mjs'), 'export function createPlugin() {}\n', { mode: 0o644 });
+    const manifestPath = join(root, 'mcp-plugin.json');
+    await writeFile(manifestPath, JSON.stringify({ ...JSON.parse(await readFile(manifestPath, 'utf8')), entry: 'dist/other.mjs' }));
+
+    const refused = (await host.call(ECHO, { text: 'x' }, CALL))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'binding_inconsistent', pinned: 'dist/index.mjs' } });
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true });
+  }, 90_000);
+
+  it('fails a start with HOST_INVALID_OPTIONS, without quarantine, when the runner script is not there', async () => {
+    const dir = await pool.profile();
+    await installedHost(dir);
+    const host = await pool.open(dir, { esmRunnerArgv: [process.execPath, join(dir, 'no-such-runner.js')] });
+    expect((await host.call(ECHO, { text: 'x' }, CALL))._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS' });
+    expect((await host.info(ID))._unsafeUnwrap()).toMatchObject({ status: 'active', quarantined_at: null });
+  }, 90_000);
+
+  it('refuses at install an entry that escapes the package through a link, installing nothing', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'esm-outside-'));
+    packages.push(outside);
+    const pkg = await esmPackage();
+    await writeFile(join(outside, 'index.mjs'), await readFile(join(pkg, 'dist', 'index.mjs')));
+    await rm(join(pkg, 'dist', 'index.mjs'));
+    await symlink(join(outside, 'index.mjs'), join(pkg, 'dist', 'index.mjs'));
+
+    const host = await pool.open(await pool.profile(), { esmRunnerArgv: runner.argv });
+    expect((await host.install(pkg, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'symlink' } });
+    expect((await host.list())._unsafeUnwrap()).toEqual([]);
+  });
+});
+
+describe('the runner evaluates the verified bytes', () => {
+  it('runs the entry as verified even when the file on disk changes between verification and start', async () => {
+    const root = await esmPackage();
+    const base = await mkdtemp(join(tmpdir(), 'esm-window-'));
+    packages.push(base);
+    const record = (await bindModuleEntry({ installRoot: root, entry: 'dist/index.mjs' }))._unsafeUnwrap();
+    const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
+    const session = new EsmSession({
+      launch: () =>
+        verifyModuleEntry(record, { copyDir: join(base, 'exec') })
+          // The window: whatever is on disk now must not be what runs.
+          .andTee(() => writeFile(join(root, 'dist', 'index.mjs'), 'throw new Error("evaluated from disk");\n'))
+          .andThen((verifiedEntry) => esmRunnerCommand(root, { verifiedEntry, runnerArgv: runner.argv }))
+          .andThen((executable) => spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] })),
+      startupTimeoutMs: 30_000,
+    });
+    try {
+      expect(textOf((await session.callTool('echo', { text: 'verified' }))._unsafeUnwrap())).toBe('verified');
+    } finally {
+      await session.close();
+    }
+  }, 90_000);
+
+  it('refuses, in the runner, bytes that do not have the pinned SHA-256', async () => {
+    const root = await esmPackage();
+    const base = await mkdtemp(join(tmpdir(), 'esm-digest-'));
+    packages.push(base);
+    const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
+    const session = new EsmSession({
+      launch: () =>
+        ResultAsync.fromSafePromise(open(join(root, 'dist', 'index.mjs'), 'r')).andThen((handle) => {
+          const wrongPin = { installRoot: root, entryPath: 'dist/index.mjs', sha256: '0'.repeat(64), fd: handle.fd, release: () => void handle.close() };
+          return esmRunnerCommand(root, { verifiedEntry: wrongPin, runnerArgv: runner.argv }).asyncAndThen((executable) =>
+            spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] }),
+          );
+        }),
+      startupTimeoutMs: 30_000,
+    });
+    try {
+      expect((await session.listTools())._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch' } });
+    } finally {
+      await session.close();
+    }
+  }, 90_000);
+});

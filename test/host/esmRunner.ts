@@ -1,0 +1,39 @@
+/**
+ * The ESM runner as the package ships it, for host tests that run from
+ * source: tsup bundles src/shapes/esm/runner.ts into one file placed under
+ * the repository's node_modules, so it resolves its dependencies from an
+ * enclosing node_modules exactly as node_modules/mcp-plugin-host/dist/esm-runner.js does.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'tsup';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** A built runner: the argv prefix that starts it (for `esmRunnerArgv`) and a way to remove it. */
+export interface BuiltRunner {
+  readonly argv: readonly string[];
+  remove(): Promise<void>;
+}
+
+/** Builds the runner into a fresh directory; call `remove()` when done. */
+export async function buildEsmRunner(): Promise<BuiltRunner> {
+  await mkdir(join(REPO, 'node_modules', '.cache'), { recursive: true });
+  const dir = await mkdtemp(join(REPO, 'node_modules', '.cache', 'esm-runner-host-'));
+  await writeFile(join(dir, 'package.json'), '{ "type": "module" }\n');
+  await build({
+    entry: { 'esm-runner': join(REPO, 'src/shapes/esm/runner.ts') },
+    outDir: join(dir, 'dist'),
+    format: ['esm'],
+    platform: 'node',
+    target: 'node20',
+    dts: false,
+    silent: true,
+    config: false,
+  });
+  return {
+    argv: [process.execPath, join(dir, 'dist', 'esm-runner.js')],
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
+}
