@@ -212,9 +212,16 @@ function verifiedExecutable(record: ExecutableBindingRecord, copy: VerifiedCopy,
   };
 }
 
-async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {
-  const relative = checkRecordShape(record);
-  if (relative.isErr()) return err(relative.error);
+/**
+ * The step both bindings share before a spawn: the install root must still
+ * be itself, and the pinned file is copied into the host-private directory
+ * while it is hashed; the copy is returned only if the digest is the pinned one.
+ */
+export async function copyPinnedFile(
+  record: ExecutableBindingRecord,
+  relative: string,
+  options: VerifyExecutableOptions,
+): Promise<Result<VerifiedCopy, HostError>> {
   const root = await realInstallRoot(record.install_root);
   if (root.isErr()) return err(root.error);
   if (root.value !== record.install_root) {
@@ -222,8 +229,7 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
   }
   const dir = await preparePrivateDir(options.copyDir);
   if (dir.isErr()) return err(dir.error);
-
-  const opened = await openInsideRoot(record.install_root, relative.value);
+  const opened = await openInsideRoot(record.install_root, relative);
   if (opened.isErr()) return err(opened.error);
   const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
     digestsEqual(record.executable_sha256, sha),
@@ -238,6 +244,14 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
       }),
     );
   }
+  return ok(copied.value);
+}
+
+async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {
+  const relative = checkRecordShape(record);
+  if (relative.isErr()) return err(relative.error);
+  const copied = await copyPinnedFile(record, relative.value, options);
+  if (copied.isErr()) return err(copied.error);
   const copy = copied.value;
   if (record.interpreter === undefined) return ok(verifiedExecutable(record, copy, undefined));
   const interpreter = await openPinnedInterpreter(record.interpreter);

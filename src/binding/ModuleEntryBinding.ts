@@ -16,14 +16,12 @@ import type { FileHandle } from 'node:fs/promises';
 import { extname, isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { systemRandom } from '../ports/ports.js';
 import { ESM_ENTRY_EXTENSIONS } from '../shapes/esm/entry.js';
-import { forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
+import { copyPinnedFile, forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot } from './safeOpen.js';
-import { digestsEqual, sha256OfHandle } from './sha256.js';
+import { sha256OfHandle } from './sha256.js';
 import { ioFailure, untrusted } from './untrusted.js';
-import { copyWhileHashing, preparePrivateDir } from './verifiedCopy.js';
 
 /** Input of {@link bindModuleEntry}. */
 export interface BindModuleEntryOptions {
@@ -139,28 +137,8 @@ function verifiedEntry(record: ExecutableBindingRecord, sha256: string, handle: 
 async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedModuleEntry, HostError>> {
   const relative = checkEntryRecord(record);
   if (relative.isErr()) return err(relative.error);
-  const root = await realInstallRoot(record.install_root);
-  if (root.isErr()) return err(root.error);
-  if (root.value !== record.install_root) {
-    return err(untrusted('link', `The install root ${record.install_root} now resolves to ${root.value}.`, { install_root: record.install_root, resolved: root.value }));
-  }
-  const dir = await preparePrivateDir(options.copyDir);
-  if (dir.isErr()) return err(dir.error);
-  const opened = await openInsideRoot(record.install_root, relative.value);
-  if (opened.isErr()) return err(opened.error);
-  const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
-    digestsEqual(record.executable_sha256, sha),
-  ).finally(() => opened.value.handle.close().catch(() => undefined));
+  const copied = await copyPinnedFile(record, relative.value, options);
   if (copied.isErr()) return err(copied.error);
-  if ('refused' in copied.value) {
-    return err(
-      untrusted('digest_mismatch', `${opened.value.path} changed since install (SHA-256 ${copied.value.refused}, pinned ${record.executable_sha256}).`, {
-        path: opened.value.path,
-        expected_sha256: record.executable_sha256,
-        actual_sha256: copied.value.refused,
-      }),
-    );
-  }
   return ok(verifiedEntry(record, copied.value.sha256, copied.value.handle));
 }
 
