@@ -183,10 +183,12 @@ export class McpSession implements PluginSession {
     if (!isArguments(args)) {
       return err(hostError('INVALID_ARGS', `MCP tool arguments must be a JSON object, got ${Array.isArray(args) ? 'an array' : typeof args}`, { details: { tool: name } }));
     }
-    const release = await this.limiter.acquire(options.signal);
+    // Warm and uncontended, the common case, takes no promise hop before the request.
+    const release = (options.signal?.aborted === true ? undefined : this.limiter.tryAcquire()) ?? (await this.limiter.acquire(options.signal));
     if (release === undefined) return err(this.cancelledBeforeSending(name));
     try {
-      const connection = await this.connection();
+      const live = this.current;
+      const connection = live !== undefined && !live.closed && !this.closing && this.optionsError === undefined ? ok(live) : await this.connection();
       if (connection.isErr()) return err(connection.error);
       if (options.signal?.aborted) return err(this.cancelledBeforeSending(name));
       const c = connection.value;
