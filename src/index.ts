@@ -171,6 +171,7 @@ export { DEFAULT_STDIN_GRACE_MS, DEFAULT_TERM_GRACE_MS, type LifecycleOptions } 
 export { DEFAULT_STDERR_LINE_MAX_BYTES, DEFAULT_STDERR_RING_BYTES } from './process/StderrRing.js';
 export type { VerifiedExecutable } from './process/VerifiedExecutable.js';
 export {
+  DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES,
   SandboxSpawner,
   type EnforcedPolicy,
   type SandboxPolicyRequest,

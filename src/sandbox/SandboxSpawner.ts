@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants } from 'node:fs';
+import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -14,6 +14,9 @@ import { probeSandbox, sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { unixSocketDenyFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
+
+/** Default cap on each plugin's data memory: 2 GiB. */
+export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
 /** Options of {@link SandboxSpawner.create}. */
 export interface SandboxSpawnerOptions extends LifecycleOptions {
@@ -38,6 +41,16 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly searchPath?: string;
   /** Where sandbox decisions are logged. Default silent. */
   readonly logger?: Logger;
+  /**
+   * Cap on each plugin's data memory (RLIMIT_DATA: heap and private writable
+   * mappings), inherited by every process of the plugin; allocations beyond it
+   * fail inside the plugin instead of exhausting the machine. Applied on Linux
+   * through util-linux `prlimit`. Default {@link DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES};
+   * `false` leaves the host's own limit.
+   */
+  readonly memoryLimitBytes?: number | false;
+  /** The util-linux `prlimit` binary. Default `/usr/bin/prlimit` or `/bin/prlimit` when present. */
+  readonly prlimitPath?: string;
 }
 
 /** What a plugin may do, before anything is spawned. */
@@ -86,6 +99,8 @@ export interface EnforcedPolicy {
   readonly diesWithHost: boolean;
   /** Whether the plugin runs with all capabilities dropped. */
   readonly capabilitiesDropped: boolean;
+  /** The data-memory cap of each plugin process, in bytes, or `null` when none applies. */
+  readonly memoryLimitBytes: number | null;
   /** Names of the environment variables passed, when known. */
   readonly envNames?: readonly string[];
 }
@@ -122,6 +137,7 @@ function isExecutableFile(path: string): boolean {
  */
 export class SandboxSpawner {
   private readonly secretPaths: readonly string[];
+  private readonly prlimitPath: string | undefined;
   private readonly logger: Logger;
 
   private constructor(
@@ -131,6 +147,10 @@ export class SandboxSpawner {
     const home = options.homeDir;
     this.secretPaths = (options.secretPaths ?? DEFAULT_SECRET_PATHS).map((p) => expandHome(p, home));
     this.logger = options.logger ?? silentLogger;
+    this.prlimitPath = options.prlimitPath ?? (backend?.name === 'bubblewrap' ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
+    if (backend?.name === 'bubblewrap' && options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
+      this.logger.warn({}, 'util-linux prlimit not found: plugins run without a memory limit');
+    }
   }
 
   /**
@@ -223,11 +243,22 @@ export class SandboxSpawner {
     }
     const { args, extraInput } = this.backend.launch(layout.value, executable.argv, request.env, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
+    const limit = this.memoryLimit();
+    const launch =
+      limit === undefined
+        ? { command: this.backend.command, args }
+        : { command: this.prlimitPath!, args: [`--data=${limit}`, '--', this.backend.command, ...args] };
     return spawnChild(
       executable,
-      { command: this.backend.command, args, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}) },
+      { ...launch, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}) },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     );
+  }
+
+  /** The data-memory cap applied to spawns, when one is configured and `prlimit` exists. */
+  private memoryLimit(): number | undefined {
+    const limit = this.options.memoryLimitBytes ?? DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES;
+    return limit === false || this.prlimitPath === undefined ? undefined : limit;
   }
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */
@@ -247,6 +278,7 @@ export class SandboxSpawner {
         ownPidNamespace: false,
         diesWithHost: false,
         capabilitiesDropped: false,
+        memoryLimitBytes: null,
         ...envNames,
       };
     }
@@ -262,6 +294,7 @@ export class SandboxSpawner {
       ownPidNamespace: backend.containsTree,
       diesWithHost: backend.containsTree,
       capabilitiesDropped: backend.name === 'bubblewrap',
+      memoryLimitBytes: this.memoryLimit() ?? null,
       ...envNames,
     };
   }

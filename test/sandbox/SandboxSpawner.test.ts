@@ -65,6 +65,26 @@ async function start(argv: string[], overrides: Partial<SandboxSpawnRequest> = {
   return result.value;
 }
 
+/** Everything a stream carries until it ends. */
+async function allOutput(stream: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of stream) text += String(chunk);
+  return text;
+}
+
+/** The first line a stream carries. */
+function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    stream.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+      const nl = text.indexOf('\n');
+      if (nl !== -1) resolve(text.slice(0, nl));
+    });
+    stream.on('end', () => reject(new Error(`stream ended before a line: ${JSON.stringify(text)}`)));
+  });
+}
+
 /** Runs probe.mjs in the sandbox with the given attempts and returns its report. */
 async function probe(actions: string[], overrides: Partial<SandboxSpawnRequest> = {}): Promise<Record<string, unknown>> {
   const p = await start([join(installRoot, 'probe.mjs'), ...actions], overrides);
@@ -174,6 +194,30 @@ describe('SandboxSpawner on Linux (real bubblewrap)', () => {
       expect(report[`read:${join(home, '.ssh', 'id_ed25519')}`]).toBe('ENOENT');
       expect(report[`read:${join(home, 'notes.txt')}`]).toBe('ok');
       expect(report[`read:${join(installRoot, 'probe.mjs')}`]).toBe('ok');
+    });
+  });
+
+  describe('memory', () => {
+    const allocate = (mib: number): string =>
+      `try { const held = []; for (let i = 0; i < ${mib / 16}; i++) held.push(Buffer.alloc(16 << 20, 1)); console.log('allocated'); } catch { console.log('refused'); }`;
+
+    it('caps each plugin process (and its children) at memoryLimitBytes, reported by describe()', async () => {
+      const capped = (await SandboxSpawner.create({ homeDir: home, memoryLimitBytes: 256 * 2 ** 20 }))._unsafeUnwrap();
+      expect(capped.describe({ installRoot, network: false, writeDir: dataDir, hiddenPaths: [profile] }).memoryLimitBytes).toBe(256 * 2 ** 20);
+      // Past the cap an allocation either throws or V8 aborts the process; it never succeeds.
+      const direct = await start(['-e', allocate(512)], {}, capped);
+      expect(await allOutput(direct.stdout)).not.toContain('allocated');
+      const viaChild = `require('node:child_process').spawn(process.execPath, ['-e', ${JSON.stringify(allocate(512))}], { stdio: 'inherit' }).on('exit', (code, signal) => console.log('child ended', code ?? signal))`;
+      const grandchild = await start(['-e', viaChild], {}, capped);
+      const said = await allOutput(grandchild.stdout);
+      expect(said).toContain('child ended');
+      expect(said).not.toContain('allocated');
+    });
+
+    it('lets a plugin use memory under the default cap (2 GiB)', async () => {
+      expect(spawner.describe({ installRoot, network: false, writeDir: dataDir, hiddenPaths: [profile] }).memoryLimitBytes).toBe(2 * 2 ** 30);
+      const p = await start(['-e', allocate(512)]);
+      expect(await firstLine(p.stdout)).toBe('allocated');
     });
   });
 
