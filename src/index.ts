@@ -285,7 +285,6 @@ export {
   type CatalogContents,
   type CatalogSnapshot,
   type CatalogVariant,
-  type DescribedCapabilities,
   type GenerationStamp,
   type LockedPlugin,
   type NamespaceOwnerEntry,

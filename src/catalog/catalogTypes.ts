@@ -4,7 +4,7 @@
  * every read and write.
  */
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import type { ConfirmationPolicy, CredentialDescriptor, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, CredentialDescriptor, DeclaredCapabilities, RiskClass } from '../manifest/model.js';
 
 /** `plugin_catalog_schema_version` this host reads and writes. */
 export const PLUGIN_CATALOG_SCHEMA_VERSION = 1;
@@ -45,15 +45,6 @@ export interface CatalogVariant {
   readonly [field: string]: unknown;
 }
 
-/** The sandbox powers a plugin declared, as recorded at install. */
-export interface DescribedCapabilities {
-  /** Whether the plugin may use the network. */
-  readonly network: boolean;
-  /** Its writable subtree of the data directory (`""` = the whole data directory). */
-  readonly fs_write_dir: string;
-  /** Names passed through from the host environment. */
-  readonly env_allow: readonly string[];
-}
 
 
 /**
@@ -81,7 +72,7 @@ export interface PluginDescriptor {
   /** Risk statement shown at install. */
   readonly risk?: string;
   /** Declared sandbox powers. */
-  readonly capabilities?: DescribedCapabilities;
+  readonly capabilities?: DeclaredCapabilities;
   /** Credential env names the plugin needs from the secret store. */
   readonly needs_user_creds?: readonly string[];
   /** One descriptor per needed credential. */
