@@ -63,6 +63,11 @@ export class HostEvents {
     return () => set.delete(entry);
   }
 
+  /** Whether anyone listens to an event, here or on its diagnostics channel (so a hot path can skip building its payload). */
+  wants(event: HostEventName): boolean {
+    return (this.listeners.get(event)?.size ?? 0) > 0 || this.channel(event).hasSubscribers;
+  }
+
   /** Delivers an event. */
   emit<E extends HostEventName>(event: E, payload: HostEventMap[E]): void {
     for (const listener of this.listeners.get(event) ?? []) {
@@ -72,11 +77,16 @@ export class HostEvents {
         // A listener's failure is the listener's business; delivery goes on.
       }
     }
+    const channel = this.channel(event);
+    if (channel.hasSubscribers) channel.publish(payload);
+  }
+
+  private channel(event: HostEventName): diagnostics_channel.Channel {
     let channel = this.channels.get(event);
     if (!channel) {
       channel = diagnostics_channel.channel(diagnosticsChannelName(event));
       this.channels.set(event, channel);
     }
-    if (channel.hasSubscribers) channel.publish(payload);
+    return channel;
   }
 }

@@ -577,6 +577,8 @@ export class PluginHost {
   #refusal(plugin: InstalledPlugin, opId: string): HostError | undefined {
     const id = plugin.plugin_id;
     const state = plugin.state;
+    // The common case, a healthy active plugin, is decided without building its crash history.
+    if (state !== undefined && state.quarantined_at === null && state.needs_configuration !== true && !this.#pending(id)) return undefined;
     if (state === undefined) {
       return hostError('VARIANT_QUARANTINED', `plugin '${id}' has no runtime state; reinstall it`, { details: { plugin_id: id, op_id: opId, reason: 'state_missing' } });
     }
@@ -633,7 +635,7 @@ export class PluginHost {
     const runtime = taken.value;
     const callId = ++this.#callSeq;
     const started = this.#clock.now();
-    this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
+    if (this.events.wants('call:start')) this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
     runtime.begin();
     return new ResultAsync(
       (async (): Promise<Result<ToolResult, HostError>> => {
@@ -645,8 +647,10 @@ export class PluginHost {
         }
         result = result.orElse((e) => err(stoppedBySibling(e, runtime, this.#closed)));
         const mapped = result.andThen((r) => (r.isError && runtime.session.shape === 'mcp-plugin' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
-        const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
-        this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
+        if (this.events.wants('call:end')) {
+          const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
+          this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
+        }
         if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
           await this.#pluginFailed(id, runtime, result.error, purpose);
         } else if (result.isOk() && purpose === 'call' && inBackoffNow(this.#snapshotPlugin(id))) {

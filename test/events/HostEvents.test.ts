@@ -21,3 +21,19 @@ describe('HostEvents', () => {
     expect(published).toEqual([{ plugin_id: 'p', line: 'one' }, { plugin_id: 'p', line: 'two' }]);
   });
 });
+
+describe('HostEvents.wants', () => {
+  it('is true only while a listener or a diagnostics channel subscriber exists', () => {
+    const events = new HostEvents();
+    expect(events.wants('exit')).toBe(false);
+    const off = events.on('exit', () => undefined);
+    expect(events.wants('exit')).toBe(true);
+    off();
+    expect(events.wants('exit')).toBe(false);
+    const onMessage = (): void => undefined;
+    diagnostics_channel.subscribe(diagnosticsChannelName('exit'), onMessage);
+    expect(events.wants('exit')).toBe(true);
+    diagnostics_channel.unsubscribe(diagnosticsChannelName('exit'), onMessage);
+    expect(events.wants('exit')).toBe(false);
+  });
+});
