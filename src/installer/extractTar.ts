@@ -37,7 +37,32 @@ function entryKind(entry: ReadEntry): 'file' | 'directory' {
   }
 }
 
-async function stageEntry(entry: ReadEntry, tree: StagingTree): Promise<void> {
+/**
+ * The entry's data, ending with the abort's reason once the extraction is
+ * aborted. A tar entry destroyed before its consumer started reading never
+ * ends or errors when iterated, so the abort must end the iteration.
+ */
+export async function* chunksUntilAborted(data: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncGenerator<Uint8Array> {
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  const chunks = data[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await Promise.race([chunks.next(), aborted]);
+      if (next.done === true) return;
+      yield next.value;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+async function stageEntry(entry: ReadEntry, tree: StagingTree, signal: AbortSignal): Promise<void> {
   const name = entry.path;
   tree.countEntry(name);
   const kind = entryKind(entry);
@@ -49,7 +74,7 @@ async function stageEntry(entry: ReadEntry, tree: StagingTree): Promise<void> {
     entry.resume();
     return;
   }
-  await tree.addFile(name, safe.value, ((entry.mode ?? 0) & 0o111) !== 0, entry.size, entry);
+  await tree.addFile(name, safe.value, ((entry.mode ?? 0) & 0o111) !== 0, entry.size, chunksUntilAborted(entry, signal));
 }
 
 /** Counts decompressed bytes and fails the stream once they pass the cap. */
@@ -99,7 +124,7 @@ export async function extractTgz(archive: string, tree: StagingTree, limits: Pac
     current = entry;
     staged = staged
       .then(async () => {
-        if (failure === undefined) await stageEntry(entry, tree);
+        if (failure === undefined) await stageEntry(entry, tree, abort.signal);
         else entry.destroy();
       })
       .catch(fail);

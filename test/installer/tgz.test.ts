@@ -204,3 +204,33 @@ describe('tgz sources', () => {
     });
   });
 });
+
+describe('chunksUntilAborted', () => {
+  it('ends the iteration of an entry that was destroyed before anyone read it, once the extraction aborts', async () => {
+    const { Minipass } = await import('minipass');
+    const { chunksUntilAborted } = await import('../../src/installer/extractTar.js');
+    const entry = new Minipass<Buffer>();
+    entry.write(Buffer.from('partial'));
+    entry.destroy();
+    const abort = new AbortController();
+    const reading = (async () => {
+      const seen: number[] = [];
+      for await (const chunk of chunksUntilAborted(entry as unknown as AsyncIterable<Uint8Array>, abort.signal)) seen.push(chunk.length);
+      return seen;
+    })();
+    abort.abort(new Error('extraction aborted'));
+    await expect(reading).rejects.toThrow('extraction aborted');
+  });
+
+  it('passes every chunk through and ends with the data when nothing aborts', async () => {
+    const { chunksUntilAborted } = await import('../../src/installer/extractTar.js');
+    async function* three(): AsyncGenerator<Uint8Array> {
+      yield Buffer.from('a');
+      yield Buffer.from('bb');
+      yield Buffer.from('ccc');
+    }
+    const seen: number[] = [];
+    for await (const chunk of chunksUntilAborted(three(), new AbortController().signal)) seen.push(chunk.length);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+});
