@@ -8,13 +8,15 @@
  * from disk, but nothing written to the install root after verification can
  * change the code that is evaluated.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { normalizeExecutablePath } from '../../binding/relativePath.js';
+import { digestsEqual } from '../../binding/sha256.js';
+import { untrusted } from '../../binding/untrusted.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import type { ResolvedEntry } from './entry.js';
 import type { EsmRunnerVerifiedEntry } from './runnerArgs.js';
@@ -29,9 +31,6 @@ export async function load(url, context, nextLoad) {
 }
 `;
 
-const untrusted = (reason: string, message: string, details: Record<string, unknown>): HostError =>
-  hostError('PLUGIN_EXECUTABLE_UNTRUSTED', message, { details: { reason, ...details } });
-
 function readDescriptor(fd: number): Buffer {
   const size = fstatSync(fd).size;
   const bytes = Buffer.alloc(size);
@@ -42,11 +41,6 @@ function readDescriptor(fd: number): Buffer {
     offset += n;
   }
   return bytes.subarray(0, offset);
-}
-
-function sameDigest(expectedHex: string, actual: Buffer): boolean {
-  const expected = Buffer.from(expectedHex, 'hex');
-  return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
 /**
@@ -72,7 +66,7 @@ export function serveVerifiedEntry(root: string, manifestEntry: string | undefin
   } catch (cause) {
     return err(hostError('HOST_IO_ERROR', `esm runner: cannot read the verified entry from descriptor ${pin.fd}`, { details: { fd: pin.fd }, cause }));
   }
-  if (!sameDigest(pin.sha256, createHash('sha256').update(source).digest())) {
+  if (!digestsEqual(pin.sha256, createHash('sha256').update(source).digest('hex'))) {
     return err(untrusted('digest_mismatch', `the entry bytes handed to the runner do not have the pinned SHA-256 ${pin.sha256}`, { pinned: pin.sha256 }));
   }
   // Node before 20.6 has no register(); starting without the hook would run unverified code.
