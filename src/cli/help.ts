@@ -57,15 +57,15 @@ export function generalHelp(style: Style): string {
     style.bold('Commands'),
     ...columns(names.map((n) => [`  ${n}`, COMMANDS[n].summary])),
     '',
-    style.bold('Options for every command'),
-    ...optionRows(GLOBAL_OPTIONS),
-    '',
-    style.bold('Exit codes'),
-    ...exitCodeRows(),
-    '',
+    ...sharedSections(style),
     'Errors print "error CODE: message" and "hint: ..." on stderr (with --json, {"ok":false,"error":{...}} on stdout).',
     '',
   ].join('\n');
+}
+
+/** The sections every help text ends with: the global options and the exit codes. */
+function sharedSections(style: Style): string[] {
+  return [style.bold('Options for every command'), ...optionRows(GLOBAL_OPTIONS), '', style.bold('Exit codes'), ...exitCodeRows(), ''];
 }
 
 /** The help text of one command. */
@@ -78,11 +78,6 @@ export function commandHelp(name: CommandName, style: Style): string {
     ...(spec.details === undefined ? [] : ['', ...spec.details.map((d) => `  ${d}`)]),
     '',
     ...(spec.options.length === 0 ? [] : [style.bold('Options'), ...optionRows(spec.options), '']),
-    style.bold('Options for every command'),
-    ...optionRows(GLOBAL_OPTIONS),
-    '',
-    style.bold('Exit codes'),
-    ...exitCodeRows(),
-    '',
+    ...sharedSections(style),
   ].join('\n');
 }

@@ -135,9 +135,7 @@ export class Installer {
    */
   inspect(source: string, options: InstallOptions = {}): ResultAsync<InstallInspection, HostError> {
     return this.#withStaged(source, options, async (staged) => {
-      const snapshot = await this.#o.store.snapshot();
-      if (snapshot.isErr()) return err(snapshot.error);
-      const report = await this.#inspectStaged(staged, snapshot.value, options);
+      const report = await this.#inspectStaged(staged, options);
       if (report.isErr()) return err(report.error);
       const digest = staged.digest;
       return ok({
@@ -154,9 +152,7 @@ export class Installer {
    */
   install(source: string, options: InstallOptions = {}): ResultAsync<InstalledPlugin, HostError> {
     return this.#withStaged(source, options, async (staged) => {
-      const snapshot = await this.#o.store.snapshot();
-      if (snapshot.isErr()) return err(snapshot.error);
-      const report = await this.#inspectStaged(staged, snapshot.value, options);
+      const report = await this.#inspectStaged(staged, options);
       if (report.isErr()) return err(report.error);
       const { manifest, violations, source: manifestSource } = report.value;
       if (hasViolations(violations)) return err(violationsError(manifestSource, violations));
@@ -217,7 +213,11 @@ export class Installer {
     );
   }
 
-  async #inspectStaged(staged: StagedPackage, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport, HostError>> {
+  /** Every check of the staged package against the profile as it is now. */
+  async #inspectStaged(staged: StagedPackage, options: InstallOptions): Promise<Result<ManifestReport, HostError>> {
+    const current = await this.#o.store.snapshot();
+    if (current.isErr()) return err(current.error);
+    const snapshot = current.value;
     const manifestPath = join(staged.root, staged.manifestFile);
     const firstParty = options.firstParty ?? false;
     const base = {
