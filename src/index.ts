@@ -258,6 +258,7 @@ export {
   type VerifyExecutableOptions,
 } from './binding/ExecutableBinding.js';
 export type { FileIdentity, InterpreterKind, InterpreterPin } from './binding/interpreter.js';
+export type { NodeMainLoading } from './binding/nodeMain.js';
 export type { UntrustedReason } from './binding/untrusted.js';
 export {
   CatalogStore,

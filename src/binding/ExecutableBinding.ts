@@ -6,11 +6,12 @@
  *   refuses links, escapes, shells and unknown formats, resolves a `#!`
  *   interpreter once, and returns the record that `plugins.lock` stores.
  * - {@link verifyExecutableBinding} (every spawn, never cached) re-hashes the
- *   installed file while copying it to a private unnamed file and returns a
- *   {@link VerifiedExecutable} whose argv runs that copy through an inherited
- *   descriptor: the bytes that run are the bytes that were hashed.
+ *   installed file and returns a {@link VerifiedExecutable} whose argv can only
+ *   run the bytes that were hashed: a private unnamed copy run through an
+ *   inherited descriptor, or, for Node with an integrity policy, the script
+ *   by its path with Node itself refusing any other bytes (see nodeMain.ts).
  */
-import { realpath } from 'node:fs/promises';
+import { realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -18,13 +19,14 @@ import { systemRandom, type Random } from '../ports/ports.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport } from './nodeLoader.js';
+import { integrityPolicy, integrityPolicyOptions } from './nodeMain.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
 import { digestsEqual, sha256OfHandle } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
 import { isShellName } from './shells.js';
 import { ioFailure, untrusted } from './untrusted.js';
-import { copyWhileHashing, preparePrivateDir, type VerifiedCopy } from './verifiedCopy.js';
+import { copyWhileHashing, preparePrivateDir, writeUnnamedFile, type VerifiedCopy } from './verifiedCopy.js';
 
 /** The executable binding recorded in `plugins.lock` for one plugin. */
 export interface ExecutableBindingRecord {
@@ -185,31 +187,67 @@ function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostE
   return ok(relative.value);
 }
 
-function buildArgv(record: ExecutableBindingRecord, userArgs: readonly string[]): string[] {
-  const copyFd = childFd(0);
-  const script = scriptPathOf(record.install_root, record.executable_path);
-  const pin = record.interpreter;
-  if (pin === undefined) return [descriptorPath(copyFd), ...userArgs];
-  const interpreter = descriptorPath(childFd(1));
-  if (pin.kind === 'node') return [interpreter, ...pin.args, '--import', nodeVerifiedMainImport(copyFd), script, ...userArgs];
-  return [interpreter, ...pin.args, descriptorPath(copyFd), ...userArgs];
+/** The inherited descriptors of a spawn, in order, and the argv that names them. */
+interface Launch {
+  readonly argv: string[];
+  readonly handles: readonly FileHandle[];
 }
 
-function verifiedExecutable(record: ExecutableBindingRecord, copy: VerifiedCopy, interpreter: OpenedFile | undefined): VerifiedExecutable {
-  const handles = [copy.handle, ...(interpreter ? [interpreter.handle] : [])];
+function launchVerifiedCopy(record: ExecutableBindingRecord, copy: VerifiedCopy, interpreter: OpenedFile | undefined): Launch {
+  const userArgs = record.argv_normalized.slice(expectedArgvPrefix(record).length);
+  const copyPath = descriptorPath(childFd(0));
+  const pin = record.interpreter;
+  if (pin === undefined || interpreter === undefined) return { argv: [copyPath, ...userArgs], handles: [copy.handle] };
+  const handles = [copy.handle, interpreter.handle];
+  const program = descriptorPath(childFd(1));
+  if (pin.kind === 'node') {
+    const script = scriptPathOf(record.install_root, record.executable_path);
+    return { argv: [program, ...pin.args, '--import', nodeVerifiedMainImport(childFd(0)), script, ...userArgs], handles };
+  }
+  return { argv: [program, ...pin.args, copyPath, ...userArgs], handles };
+}
+
+function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin, policy: FileHandle, interpreter: OpenedFile): Launch {
+  const userArgs = record.argv_normalized.slice(expectedArgvPrefix(record).length);
+  const script = scriptPathOf(record.install_root, record.executable_path);
+  return {
+    argv: [descriptorPath(childFd(1)), ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0))), script, ...userArgs],
+    handles: [policy, interpreter.handle],
+  };
+}
+
+function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, launch: Launch, interpreter: OpenedFile | undefined): VerifiedExecutable {
   let released = false;
   return {
-    argv: buildArgv(record, record.argv_normalized.slice(expectedArgvPrefix(record).length)),
-    inheritFds: handles.map((h) => h.fd),
+    argv: launch.argv,
+    inheritFds: launch.handles.map((h) => h.fd),
     readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : [])],
     installRoot: record.install_root,
-    sha256: copy.sha256,
+    sha256,
     release(): void {
       if (released) return;
       released = true;
-      for (const handle of handles) void handle.close().catch(() => undefined);
+      for (const handle of launch.handles) void handle.close().catch(() => undefined);
     },
   };
+}
+
+/** Opens the pinned file, after checking that the install root still resolves to itself. */
+async function openPinnedFile(record: ExecutableBindingRecord, relative: string): Promise<Result<OpenedFile, HostError>> {
+  const root = await realInstallRoot(record.install_root);
+  if (root.isErr()) return err(root.error);
+  if (root.value !== record.install_root) {
+    return err(untrusted('link', `The install root ${record.install_root} now resolves to ${root.value}.`, { install_root: record.install_root, resolved: root.value }));
+  }
+  return openInsideRoot(record.install_root, relative);
+}
+
+function digestMismatch(path: string, record: ExecutableBindingRecord, actual: string): HostError {
+  return untrusted('digest_mismatch', `${path} changed since install (SHA-256 ${actual}, pinned ${record.executable_sha256}).`, {
+    path,
+    expected_sha256: record.executable_sha256,
+    actual_sha256: actual,
+  });
 }
 
 /**
@@ -222,44 +260,74 @@ export async function copyPinnedFile(
   relative: string,
   options: VerifyExecutableOptions,
 ): Promise<Result<VerifiedCopy, HostError>> {
-  const root = await realInstallRoot(record.install_root);
-  if (root.isErr()) return err(root.error);
-  if (root.value !== record.install_root) {
-    return err(untrusted('link', `The install root ${record.install_root} now resolves to ${root.value}.`, { install_root: record.install_root, resolved: root.value }));
-  }
   const dir = await preparePrivateDir(options.copyDir);
   if (dir.isErr()) return err(dir.error);
-  const opened = await openInsideRoot(record.install_root, relative);
+  const opened = await openPinnedFile(record, relative);
   if (opened.isErr()) return err(opened.error);
   const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
     digestsEqual(record.executable_sha256, sha),
   ).finally(() => opened.value.handle.close().catch(() => undefined));
   if (copied.isErr()) return err(copied.error);
-  if ('refused' in copied.value) {
-    return err(
-      untrusted('digest_mismatch', `${opened.value.path} changed since install (SHA-256 ${copied.value.refused}, pinned ${record.executable_sha256}).`, {
-        path: opened.value.path,
-        expected_sha256: record.executable_sha256,
-        actual_sha256: copied.value.refused,
-      }),
-    );
-  }
+  if ('refused' in copied.value) return err(digestMismatch(opened.value.path, record, copied.value.refused));
   return ok(copied.value);
+}
+
+/** Hashes the pinned file where it is; for launches where the interpreter re-checks the bytes it loads. */
+async function hashPinnedFile(record: ExecutableBindingRecord, relative: string): Promise<Result<string, HostError>> {
+  const opened = await openPinnedFile(record, relative);
+  if (opened.isErr()) return err(opened.error);
+  const { handle, path } = opened.value;
+  try {
+    const actual = await sha256OfHandle(handle);
+    return digestsEqual(record.executable_sha256, actual) ? ok(actual) : err(digestMismatch(path, record, actual));
+  } catch (e) {
+    return err(ioFailure('Hashing', path, e));
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A Node script whose interpreter checks the main module against a policy:
+ * the host hashes the installed file (to refuse and quarantine early), and
+ * Node hashes the buffer it compiles, so bytes swapped in between never run.
+ */
+async function verifyUnderPolicy(
+  record: ExecutableBindingRecord,
+  relative: string,
+  pin: InterpreterPin,
+  options: VerifyExecutableOptions,
+): Promise<Result<VerifiedExecutable, HostError>> {
+  const hashed = await hashPinnedFile(record, relative);
+  if (hashed.isErr()) return err(hashed.error);
+  const dir = await preparePrivateDir(options.copyDir);
+  if (dir.isErr()) return err(dir.error);
+  const policyText = integrityPolicy(scriptPathOf(record.install_root, record.executable_path), record.executable_sha256);
+  const policy = await writeUnnamedFile(options.copyDir, options.random ?? systemRandom, policyText);
+  if (policy.isErr()) return err(policy.error);
+  const interpreter = await openPinnedInterpreter(pin);
+  if (interpreter.isErr()) {
+    await policy.value.close().catch(() => undefined);
+    return err(interpreter.error);
+  }
+  return ok(verifiedExecutable(record, hashed.value, launchUnderPolicy(record, pin, policy.value, interpreter.value), interpreter.value));
 }
 
 async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {
   const relative = checkRecordShape(record);
   if (relative.isErr()) return err(relative.error);
+  const pin = record.interpreter;
+  if (pin?.kind === 'node' && pin.node_main === 'integrity_policy') return verifyUnderPolicy(record, relative.value, pin, options);
   const copied = await copyPinnedFile(record, relative.value, options);
   if (copied.isErr()) return err(copied.error);
   const copy = copied.value;
-  if (record.interpreter === undefined) return ok(verifiedExecutable(record, copy, undefined));
-  const interpreter = await openPinnedInterpreter(record.interpreter);
+  if (pin === undefined) return ok(verifiedExecutable(record, copy.sha256, launchVerifiedCopy(record, copy, undefined), undefined));
+  const interpreter = await openPinnedInterpreter(pin);
   if (interpreter.isErr()) {
     await copy.handle.close().catch(() => undefined);
     return err(interpreter.error);
   }
-  return ok(verifiedExecutable(record, copy, interpreter.value));
+  return ok(verifiedExecutable(record, copy.sha256, launchVerifiedCopy(record, copy, interpreter.value), interpreter.value));
 }
 
 /** Marks a verification failure so that the host knows to quarantine the plugin. */

@@ -12,6 +12,7 @@ import type { HostError } from '../errors/HostError.js';
 import { openRegularFile, readHead, type OpenedFile } from './safeOpen.js';
 import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
+import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
 import { isNodeName, isShellName } from './shells.js';
 import { ioFailure, untrusted } from './untrusted.js';
 
@@ -40,10 +41,16 @@ export interface InterpreterPin {
   readonly sha256: string;
   /** Arguments from the `#!` line, passed before the script. */
   readonly args: readonly string[];
-  /** `node` interpreters read the script through a loader hook; others through a descriptor path. */
+  /** `node` interpreters run the script by its path under `node_main`'s check; others read it through a descriptor path. */
   readonly kind: InterpreterKind;
   /** File identity at pin time; a change forces a full re-hash before the next spawn. */
   readonly identity: FileIdentity;
+  /**
+   * For `node`: how it is made to evaluate only the verified main module,
+   * chosen at install from its version. Absent (pins recorded before this
+   * field existed) means `loader_hook`.
+   */
+  readonly node_main?: NodeMainLoading;
 }
 
 /** The identity fields of a `BigIntStats`. */
@@ -116,12 +123,14 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
     if (format === 'script') return err(await refuseScriptInterpreter(file));
     if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
     const sha256 = await sha256OfHandle(file.handle);
+    const kind: InterpreterKind = isNodeName(real) || isNodeName(shebang.program) ? 'node' : 'generic';
     return ok({
       path: real,
       sha256,
       args: [...shebang.args],
-      kind: isNodeName(real) || isNodeName(shebang.program) ? 'node' : 'generic',
+      kind,
       identity: identityOf(file.stat),
+      ...(kind === 'node' ? { node_main: await probeNodeMainLoading(real) } : {}),
     });
   } catch (e) {
     return err(ioFailure('Hashing', real, e));

@@ -73,3 +73,28 @@ export async function copyWhileHashing(
     return err(ioFailure('Copying verified bytes to', name, e));
   }
 }
+
+/**
+ * Writes `contents` to a fresh file under `dir` and returns a read-only
+ * handle on it with its name already removed: a file only the holder of the
+ * descriptor (and the child it is handed to) can read, and nobody can change.
+ */
+export async function writeUnnamedFile(dir: string, random: Random, contents: string): Promise<Result<FileHandle, HostError>> {
+  const name = join(dir, `.unnamed-${Buffer.from(random.bytes(12)).toString('hex')}`);
+  let reader: FileHandle | undefined;
+  try {
+    const writer = await open(name, 'wx', 0o400);
+    try {
+      await writer.writeFile(contents);
+    } finally {
+      await writer.close();
+    }
+    reader = await open(name, 'r');
+    await unlink(name);
+    return ok(reader);
+  } catch (e) {
+    await reader?.close().catch(() => undefined);
+    await unlink(name).catch(() => undefined);
+    return err(ioFailure('Writing', name, e));
+  }
+}

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable } from '../../src/binding/ExecutableBinding.js';
+import { nodeMainLoadingFor } from '../../src/binding/nodeMain.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 
 let s: Scratch;
@@ -145,6 +146,13 @@ describe('bindExecutable: shells and interpreters', () => {
     const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run', searchPath: '/usr/bin' }))._unsafeUnwrap();
     expect(r.interpreter?.kind).toBe('node');
     expect(r.interpreter?.args).toEqual([]);
+    expect(r.interpreter?.node_main).toBe(nodeMainLoadingFor(execFileSync(r.interpreter!.path, ['--version'], { encoding: 'utf8' })));
+  });
+
+  it('records no Node loading method for other interpreters', async () => {
+    s.write('bin/run', '#!/usr/bin/python3\n');
+    const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run' }))._unsafeUnwrap();
+    expect(r.interpreter).not.toHaveProperty('node_main');
   });
 
   it('passes the rest of a direct #! line as one argument, as the kernel does', async () => {

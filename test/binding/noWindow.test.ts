@@ -5,12 +5,12 @@
  * verified executables run inside bubblewrap.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
-import { runVerified } from './helpers/runVerified.js';
+import { runVerified, type RunOutcome } from './helpers/runVerified.js';
 
 let s: Scratch;
 let swapper: ChildProcess | undefined;
@@ -29,45 +29,93 @@ afterEach(async () => {
 
 const bind = async (executable: string): Promise<ExecutableBindingRecord> =>
   (await bindExecutable({ installRoot: s.root, executable, searchPath: '/usr/bin' }))._unsafeUnwrap();
+/** The same record launched through the loader hook, as on a Node without integrity policies. */
+const withLoaderHook = (record: ExecutableBindingRecord): ExecutableBindingRecord => ({
+  ...record,
+  interpreter: { ...record.interpreter!, node_main: 'loader_hook' },
+});
 const verify = (record: ExecutableBindingRecord) => verifyExecutableBinding(record, { copyDir: s.copyDir });
 
 interface Plugin {
   readonly file: string;
   readonly original: string;
   readonly swapped: (marker: string) => string;
+  /** Whether a swap after verification still runs the verified bytes, or makes the interpreter refuse to start. */
+  readonly onSwap: 'runs_original' | 'interpreter_refuses';
+  readonly bind?: (record: ExecutableBindingRecord) => ExecutableBindingRecord;
 }
 const PYTHON: Plugin = {
   file: 'bin/plugin',
   original: '#!/usr/bin/env python3\nprint("ORIGINAL")\n',
   swapped: (marker) => `#!/usr/bin/env python3\nopen(${JSON.stringify(marker)}, "w").write("ran")\nprint("SWAPPED")\n`,
+  onSwap: 'runs_original',
 };
 const NODE: Plugin = {
   file: 'bin/plugin.mjs',
   original: "#!/usr/bin/env node\nconsole.log('ORIGINAL');\n",
   swapped: (marker) => `#!/usr/bin/env node\nimport { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\nconsole.log('SWAPPED');\n`,
+  onSwap: 'interpreter_refuses',
 };
+const NODE_LOADER_HOOK: Plugin = { ...NODE, onSwap: 'runs_original', bind: withLoaderHook };
+
+/** Checks a run after a possible swap: the original ran, or Node refused the main module's bytes before running any. */
+function expectOnlyOriginal(plugin: Plugin, out: RunOutcome): 'ran' | 'refused' {
+  if (plugin.onSwap === 'interpreter_refuses' && out.stdout === '') {
+    expect(out.stderr).toContain('ERR_MANIFEST_ASSERT_INTEGRITY');
+    expect(out.code).not.toBe(0);
+    return 'refused';
+  }
+  expect(out.stdout).toBe('ORIGINAL\n');
+  return 'ran';
+}
 
 describe('a swap after verification never runs', () => {
   it.each([
     ['python', PYTHON],
-    ['node', NODE],
+    ['node (integrity policy)', NODE],
+    ['node (loader hook)', NODE_LOADER_HOOK],
   ])('%s script: swapped by rename, then in place, between verify and spawn', async (_name, plugin) => {
     const marker = join(s.base, 'marker');
     const path = s.write(plugin.file, plugin.original);
-    const record = await bind(plugin.file);
+    const record = (plugin.bind ?? ((r) => r))(await bind(plugin.file));
+    const expected = plugin.onSwap === 'runs_original' ? 'ran' : 'refused';
+
+    expect((await runVerified((await verify(record))._unsafeUnwrap())).stdout).toBe('ORIGINAL\n');
 
     const first = (await verify(record))._unsafeUnwrap();
     writeFileSync(`${path}.tmp`, plugin.swapped(marker));
     renameSync(`${path}.tmp`, path);
-    expect((await runVerified(first)).stdout).toBe('ORIGINAL\n');
+    expect(expectOnlyOriginal(plugin, await runVerified(first))).toBe(expected);
 
     writeFileSync(path, plugin.original);
     const second = (await verify(record))._unsafeUnwrap();
     writeFileSync(path, plugin.swapped(marker)); // same inode, rewritten in place
-    expect((await runVerified(second)).stdout).toBe('ORIGINAL\n');
+    expect(expectOnlyOriginal(plugin, await runVerified(second))).toBe(expected);
 
     expect(existsSync(marker)).toBe(false);
     expect((await verify(record))._unsafeUnwrapErr().details.reason).toBe('digest_mismatch');
+  });
+
+  it('node (integrity policy): a link swapped in for the script or its folder after verification is refused by Node', async () => {
+    const marker = join(s.base, 'marker');
+    const path = s.write(NODE.file, NODE.original);
+    const record = await bind(NODE.file);
+    const elsewhere = join(s.base, 'elsewhere');
+    mkdirSync(join(elsewhere, 'bin'), { recursive: true });
+    writeFileSync(join(elsewhere, 'bin', 'plugin.mjs'), NODE.swapped(marker));
+
+    const beforeFileSwap = (await verify(record))._unsafeUnwrap();
+    rmSync(path);
+    symlinkSync(join(elsewhere, 'bin', 'plugin.mjs'), path);
+    expect(expectOnlyOriginal(NODE, await runVerified(beforeFileSwap))).toBe('refused');
+
+    rmSync(path);
+    writeFileSync(path, NODE.original);
+    const beforeFolderSwap = (await verify(record))._unsafeUnwrap();
+    renameSync(join(s.root, 'bin'), join(s.root, 'bin.old'));
+    symlinkSync(join(elsewhere, 'bin'), join(s.root, 'bin'));
+    expect(expectOnlyOriginal(NODE, await runVerified(beforeFolderSwap))).toBe('refused');
+    expect(existsSync(marker)).toBe(false);
   });
 
   it('native executable: rewritten in place between verify and spawn', async () => {
@@ -97,11 +145,12 @@ function startSwapper(path: string, original: string, swapped: string): ChildPro
 describe('race: swapping in a tight loop while spawning repeatedly', () => {
   it.each([
     ['python', PYTHON, 80],
-    ['node', NODE, 16],
+    ['node (integrity policy)', NODE, 16],
+    ['node (loader hook)', NODE_LOADER_HOOK, 16],
   ])('%s: only the original runs or the spawn is refused', { timeout: 120_000 }, async (_name, plugin, spawns) => {
     const marker = join(s.base, 'marker');
     const path = s.write(plugin.file, plugin.original);
-    const record = await bind(plugin.file);
+    const record = (plugin.bind ?? ((r) => r))(await bind(plugin.file));
     swapper = startSwapper(path, plugin.original, plugin.swapped(marker));
 
     let ran = 0;
@@ -114,9 +163,8 @@ describe('race: swapping in a tight loop while spawning repeatedly', () => {
         refused++;
         continue;
       }
-      const out = await runVerified(verified.value);
-      expect(out.stdout).toBe('ORIGINAL\n');
-      ran++;
+      if (expectOnlyOriginal(plugin, await runVerified(verified.value)) === 'ran') ran++;
+      else refused++;
     }
     expect(existsSync(marker)).toBe(false);
     expect(ran + refused).toBe(spawns);

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
+import type { NodeMainLoading } from '../../src/binding/nodeMain.js';
 
 let s: Scratch;
 beforeEach(() => {
@@ -36,22 +37,31 @@ describe('verifyExecutableBinding: what runs', () => {
     expect(readdirSync(s.copyDir)).toEqual([]);
   });
 
-  it('runs a two-file ESM Node plugin whose relative import resolves inside the install root', async () => {
+  const nodeMethods = [['integrity_policy'], ['loader_hook']] as const;
+  const launchedWith = (record: ExecutableBindingRecord, method: NodeMainLoading): ExecutableBindingRecord => ({
+    ...record,
+    interpreter: { ...record.interpreter!, node_main: method },
+  });
+
+  it.each(nodeMethods)('runs a two-file ESM Node plugin whose relative import resolves inside the install root (%s)', async (method) => {
     s.write('bin/main.mjs', "#!/usr/bin/env node\nimport { answer } from '../lib/answer.mjs';\nconsole.log('ESM', answer, import.meta.url);\n");
     s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
-    const exe = (await verify(await bind('bin/main.mjs')))._unsafeUnwrap();
+    const exe = (await verify(launchedWith(await bind('bin/main.mjs'), method)))._unsafeUnwrap();
     expect(exe.inheritFds).toHaveLength(2);
     expect(exe.readOnlyPaths).toEqual([s.root, '/usr/bin/node']);
+    expect(exe.argv.includes(`--experimental-policy=/proc/self/fd/3`)).toBe(method === 'integrity_policy');
     const out = await runVerified(exe);
     expect(out.stderr).toBe('');
     expect(out.stdout).toBe(`ESM 42 file://${s.root}/bin/main.mjs\n`);
+    expect(readdirSync(s.copyDir)).toEqual([]);
   });
 
-  it('runs an extensionless CommonJS Node plugin with require() of a sibling and its arguments', async () => {
-    s.write('bin/server', "#!/usr/bin/env node\nconst { name } = require('./helper.js');\nconsole.log('CJS', name, __filename, process.argv.slice(2).join(','));\n");
+  it.each(nodeMethods)('runs an extensionless CommonJS Node plugin with require() of a sibling and its arguments (%s)', async (method) => {
+    s.write('bin/server', "#!/usr/bin/env node\nconst { name } = require('./helper.js');\nconsole.log('CJS', name, __filename, require.main === module, process.argv.slice(2).join(','));\n");
     s.write('bin/helper.js', "exports.name = 'helper';\n", 0o644);
-    const out = await runVerified((await verify(await bind('bin/server', ['--stdio', 'x'])))._unsafeUnwrap());
-    expect(out.stdout).toBe(`CJS helper ${s.root}/bin/server --stdio,x\n`);
+    const out = await runVerified((await verify(launchedWith(await bind('bin/server', ['--stdio', 'x']), method)))._unsafeUnwrap());
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toBe(`CJS helper ${s.root}/bin/server true --stdio,x\n`);
   });
 
   it('runs a Python script through its pinned interpreter', async () => {

@@ -1,0 +1,70 @@
+/**
+ * How a pinned Node interpreter is made to evaluate only the verified bytes
+ * of a plugin's main module. Two ways, chosen once at install from the
+ * interpreter's version (the interpreter is pinned by digest, so the choice
+ * cannot go stale):
+ *
+ * - `integrity_policy` (Node 20.11+ and 21.3+, before policies were removed
+ *   in 22): Node is given a policy naming the main module's URL with its
+ *   SHA-256, and checks the digest of the very buffer it is about to compile;
+ *   other modules load as usual. No extra thread, so it costs about what
+ *   hashing the file costs.
+ * - `loader_hook` (every other Node from 20.6): a module-loader hook serves
+ *   the main module's source from the descriptor of the verified copy (see
+ *   nodeLoader.ts). Node runs such hooks on a worker thread, which adds about
+ *   20 ms to every start.
+ */
+import { execFile } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
+
+/** How a Node interpreter is made to evaluate only the verified main module. */
+export type NodeMainLoading = 'integrity_policy' | 'loader_hook';
+
+const VERSION = /^v(\d+)\.(\d+)\.\d+/;
+const VERSION_PROBE_TIMEOUT_MS = 10_000;
+
+/** The loading method for a Node version string such as `v20.20.2`. */
+export function nodeMainLoadingFor(version: string): NodeMainLoading {
+  const match = VERSION.exec(version.trim());
+  if (!match) return 'loader_hook';
+  const major = Number(match[1]);
+  const minor = Number(match[2]);
+  // The policy needs --disable-warning (20.11, 21.3) to keep plugins' stderr free of its warning.
+  if ((major === 20 && minor >= 11) || (major === 21 && minor >= 3)) return 'integrity_policy';
+  return 'loader_hook';
+}
+
+/**
+ * Asks the interpreter at `path` for its version (`--version` exits before
+ * any script runs) and picks the loading method. Anything unexpected picks
+ * `loader_hook`, which works on every Node that can run plugins at all.
+ */
+export function probeNodeMainLoading(path: string): Promise<NodeMainLoading> {
+  return new Promise((resolve) => {
+    execFile(path, ['--version'], { env: {}, timeout: VERSION_PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout) => {
+      resolve(error ? 'loader_hook' : nodeMainLoadingFor(stdout));
+    });
+  });
+}
+
+/**
+ * The policy text for a main module at `scriptPath` pinned to `sha256Hex`.
+ * The main module's URL must match exactly; every other `file:` module keeps
+ * loading without a digest, as it would without a policy.
+ */
+export function integrityPolicy(scriptPath: string, sha256Hex: string): string {
+  const integrity = `sha256-${Buffer.from(sha256Hex, 'hex').toString('base64')}`;
+  return JSON.stringify({
+    resources: { [pathToFileURL(scriptPath).href]: { integrity, dependencies: true } },
+    scopes: { 'file:': { integrity: true, dependencies: true } },
+  });
+}
+
+/**
+ * The Node options that apply the policy read from `policyPath`. The main
+ * module keeps its own path as its URL, even if a link were swapped in, so
+ * the policy entry always applies to it.
+ */
+export function integrityPolicyOptions(policyPath: string): string[] {
+  return ['--preserve-symlinks-main', '--disable-warning=ExperimentalWarning', `--experimental-policy=${policyPath}`];
+}

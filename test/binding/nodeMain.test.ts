@@ -1,0 +1,54 @@
+/**
+ * Choosing how a pinned Node interpreter is made to evaluate only the
+ * verified main module, and the policy text it is given.
+ */
+import { describe, expect, it } from 'vitest';
+import { integrityPolicy, integrityPolicyOptions, nodeMainLoadingFor, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
+
+describe('nodeMainLoadingFor', () => {
+  it.each([
+    ['v20.11.0', 'integrity_policy'],
+    ['v20.20.2\n', 'integrity_policy'],
+    ['v21.3.0', 'integrity_policy'],
+    ['v20.10.0', 'loader_hook'],
+    ['v21.2.0', 'loader_hook'],
+    ['v22.15.0', 'loader_hook'],
+    ['v18.20.0', 'loader_hook'],
+    ['not a version', 'loader_hook'],
+  ])('%s → %s', (version, method) => {
+    expect(nodeMainLoadingFor(version)).toBe(method);
+  });
+});
+
+describe('probeNodeMainLoading', () => {
+  it('asks the interpreter itself for its version', async () => {
+    expect(await probeNodeMainLoading(process.execPath)).toBe(nodeMainLoadingFor(process.version));
+  });
+
+  it('falls back to the loader hook when the program cannot answer', async () => {
+    expect(await probeNodeMainLoading('/usr/bin/false')).toBe('loader_hook');
+    expect(await probeNodeMainLoading('/nonexistent/node')).toBe('loader_hook');
+  });
+});
+
+describe('integrityPolicy', () => {
+  const digest = 'ab'.repeat(32);
+
+  it('pins the main module by URL with its SHA-256 in Subresource Integrity form and leaves other file modules free', () => {
+    const policy = JSON.parse(integrityPolicy('/plugins/p 1/bin/main.mjs', digest)) as Record<string, unknown>;
+    expect(policy).toEqual({
+      resources: {
+        'file:///plugins/p%201/bin/main.mjs': { integrity: `sha256-${Buffer.from(digest, 'hex').toString('base64')}`, dependencies: true },
+      },
+      scopes: { 'file:': { integrity: true, dependencies: true } },
+    });
+  });
+
+  it('keeps the main module at its own path so a swapped-in link cannot move it out of the policy', () => {
+    expect(integrityPolicyOptions('/proc/self/fd/3')).toEqual([
+      '--preserve-symlinks-main',
+      '--disable-warning=ExperimentalWarning',
+      '--experimental-policy=/proc/self/fd/3',
+    ]);
+  });
+});
