@@ -18,7 +18,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { systemRandom, type Random } from '../ports/ports.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
-import { nodeVerifiedMainImport } from './nodeLoader.js';
+import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions } from './nodeMain.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
@@ -202,7 +202,8 @@ function launchVerifiedCopy(record: ExecutableBindingRecord, copy: VerifiedCopy,
   const program = descriptorPath(childFd(1));
   if (pin.kind === 'node') {
     const script = scriptPathOf(record.install_root, record.executable_path);
-    return { argv: [program, ...pin.args, '--import', nodeVerifiedMainImport(childFd(0)), script, ...userArgs], handles };
+    const bootstrap = pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0)) : nodeVerifiedMainImport(childFd(0));
+    return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
   }
   return { argv: [program, ...pin.args, copyPath, ...userArgs], handles };
 }

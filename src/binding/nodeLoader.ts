@@ -2,22 +2,23 @@
  * Node reads its main module by path and resolves the module's relative
  * imports from that path. To run the verified bytes while keeping the
  * install root's layout, a Node interpreter is started with a tiny `--import`
- * bootstrap (a `data:` URL, so nothing on disk can be swapped) that registers
- * one loader hook: when the main module's URL is loaded, its source comes
- * from the inherited descriptor of the verified copy; every other module
- * loads normally. Needs Node 20.6+ (`module.register`); older Node fails to
- * start instead of running unverified code.
+ * bootstrap (a `data:` URL, so nothing on disk can be swapped) that installs
+ * one module-loader hook: when the main module's URL is loaded, its source
+ * comes from the inherited descriptor of the verified copy; every other
+ * module loads normally.
+ *
+ * Two flavours of the same hook: in-thread (`module.registerHooks`, Node
+ * 22.15+ and 23.5+) and on Node's loader worker (`module.register`, Node
+ * 20.6+), which costs about 20–30 ms more per start. A Node without the
+ * chosen API fails to start instead of running unverified code.
  */
 
-const HOOKS_SOURCE = `
-import { closeSync, fstatSync, readSync } from 'node:fs';
-let main;
-export function initialize(data) { main = data; }
-export async function load(url, context, nextLoad) {
-  if (main === undefined || url !== main.url) return nextLoad(url, context);
-  const { fd } = main;
-  main = undefined;
-  const size = fstatSync(fd).size;
+/** Reads the whole file behind descriptor `fd` and closes it; shared by both hook flavours. */
+const READ_VERIFIED_SOURCE = `
+function readVerified(fd) {
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) throw new Error('mcp-plugin-host: descriptor ' + fd + ' is not the verified main module (a forked Node child inherits the flags but not the descriptor)');
+  const size = stat.size;
   const source = Buffer.alloc(size);
   let offset = 0;
   while (offset < size) {
@@ -26,17 +27,51 @@ export async function load(url, context, nextLoad) {
     offset += n;
   }
   closeSync(fd);
-  return { format: context.format ?? 'commonjs', source: source.subarray(0, offset), shortCircuit: true };
+  return source.subarray(0, offset);
+}
+`;
+
+const WORKER_HOOKS_SOURCE = `
+import { closeSync, fstatSync, readSync } from 'node:fs';
+${READ_VERIFIED_SOURCE}
+let main;
+export function initialize(data) { main = data; }
+export async function load(url, context, nextLoad) {
+  if (main === undefined || url !== main.url) return nextLoad(url, context);
+  const { fd } = main;
+  main = undefined;
+  return { format: context.format ?? 'commonjs', source: readVerified(fd), shortCircuit: true };
 }
 `;
 
 const dataUrl = (source: string): string => `data:text/javascript,${encodeURIComponent(source)}`;
 
-/** The `--import` argument that makes Node run the main module's source from descriptor `fd`. */
+/** The `--import` argument that makes Node (20.6+) run the main module's source from descriptor `fd`, through a hook on the loader worker. */
 export function nodeVerifiedMainImport(fd: number): string {
   const bootstrap =
     `import { register } from 'node:module';` +
     `import { pathToFileURL } from 'node:url';` +
-    `register(${JSON.stringify(dataUrl(HOOKS_SOURCE))}, { data: { url: pathToFileURL(process.argv[1]).href, fd: ${fd} } });`;
+    `register(${JSON.stringify(dataUrl(WORKER_HOOKS_SOURCE))}, { data: { url: pathToFileURL(process.argv[1]).href, fd: ${fd} } });`;
+  return dataUrl(bootstrap);
+}
+
+/** The `--import` argument that makes Node (22.15+, 23.5+) run the main module's source from descriptor `fd`, through an in-thread hook. */
+export function nodeVerifiedMainImportInThread(fd: number): string {
+  const bootstrap = `
+import { registerHooks } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { closeSync, fstatSync, readSync } from 'node:fs';
+${READ_VERIFIED_SOURCE}
+const mainUrl = pathToFileURL(process.argv[1]).href;
+let fd = ${fd};
+registerHooks({
+  load(url, context, nextLoad) {
+    if (fd === undefined || url !== mainUrl) return nextLoad(url, context);
+    const source = readVerified(fd);
+    fd = undefined;
+    return { format: context.format ?? 'commonjs', source, shortCircuit: true };
+  },
+});
+`;
   return dataUrl(bootstrap);
 }

@@ -7,10 +7,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified, type RunOutcome } from './helpers/runVerified.js';
+import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
 
 let s: Scratch;
 let swapper: ChildProcess | undefined;
@@ -27,8 +28,12 @@ afterEach(async () => {
   s.dispose();
 });
 
-const bind = async (executable: string): Promise<ExecutableBindingRecord> =>
-  (await bindExecutable({ installRoot: s.root, executable, searchPath: '/usr/bin' }))._unsafeUnwrap();
+const bind = async (executable: string, searchPath = '/usr/bin'): Promise<ExecutableBindingRecord> =>
+  (await bindExecutable({ installRoot: s.root, executable, searchPath }))._unsafeUnwrap();
+let node22Bin: string;
+beforeAll(async () => {
+  node22Bin = await nodeBinDir();
+}, 300_000);
 /** The same record launched through the loader hook, as on a Node without integrity policies. */
 const withLoaderHook = (record: ExecutableBindingRecord): ExecutableBindingRecord => ({
   ...record,
@@ -43,6 +48,8 @@ interface Plugin {
   /** Whether a swap after verification still runs the verified bytes, or makes the interpreter refuse to start. */
   readonly onSwap: 'runs_original' | 'interpreter_refuses';
   readonly bind?: (record: ExecutableBindingRecord) => ExecutableBindingRecord;
+  /** Where `#!/usr/bin/env` finds the interpreter (default /usr/bin). */
+  readonly searchPath?: () => string;
 }
 const PYTHON: Plugin = {
   file: 'bin/plugin',
@@ -57,6 +64,13 @@ const NODE: Plugin = {
   onSwap: 'interpreter_refuses',
 };
 const NODE_LOADER_HOOK: Plugin = { ...NODE, onSwap: 'runs_original', bind: withLoaderHook };
+const NODE_22_IN_THREAD: Plugin = { ...NODE, onSwap: 'runs_original', searchPath: () => node22Bin };
+
+/** Binds `plugin` as the test variant needs it. */
+async function bindPlugin(plugin: Plugin): Promise<ExecutableBindingRecord> {
+  const record = await bind(plugin.file, plugin.searchPath?.());
+  return plugin.bind ? plugin.bind(record) : record;
+}
 
 /** Checks a run after a possible swap: the original ran, or Node refused the main module's bytes before running any. */
 function expectOnlyOriginal(plugin: Plugin, out: RunOutcome): 'ran' | 'refused' {
@@ -74,10 +88,11 @@ describe('a swap after verification never runs', () => {
     ['python', PYTHON],
     ['node (integrity policy)', NODE],
     ['node (loader hook)', NODE_LOADER_HOOK],
+    [`node ${NODE_22} (in-thread hook)`, NODE_22_IN_THREAD],
   ])('%s script: swapped by rename, then in place, between verify and spawn', async (_name, plugin) => {
     const marker = join(s.base, 'marker');
     const path = s.write(plugin.file, plugin.original);
-    const record = (plugin.bind ?? ((r) => r))(await bind(plugin.file));
+    const record = await bindPlugin(plugin);
     const expected = plugin.onSwap === 'runs_original' ? 'ran' : 'refused';
 
     expect((await runVerified((await verify(record))._unsafeUnwrap())).stdout).toBe('ORIGINAL\n');
@@ -147,10 +162,11 @@ describe('race: swapping in a tight loop while spawning repeatedly', () => {
     ['python', PYTHON, 80],
     ['node (integrity policy)', NODE, 16],
     ['node (loader hook)', NODE_LOADER_HOOK, 16],
+    [`node ${NODE_22} (in-thread hook)`, NODE_22_IN_THREAD, 16],
   ])('%s: only the original runs or the spawn is refused', { timeout: 120_000 }, async (_name, plugin, spawns) => {
     const marker = join(s.base, 'marker');
     const path = s.write(plugin.file, plugin.original);
-    const record = (plugin.bind ?? ((r) => r))(await bind(plugin.file));
+    const record = await bindPlugin(plugin);
     swapper = startSwapper(path, plugin.original, plugin.swapped(marker));
 
     let ran = 0;

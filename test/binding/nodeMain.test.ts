@@ -12,7 +12,11 @@ describe('nodeMainLoadingFor', () => {
     ['v21.3.0', 'integrity_policy'],
     ['v20.10.0', 'loader_hook'],
     ['v21.2.0', 'loader_hook'],
-    ['v22.15.0', 'loader_hook'],
+    ['v22.14.0', 'loader_hook'],
+    ['v22.15.0', 'in_thread_hook'],
+    ['v23.4.0', 'loader_hook'],
+    ['v23.5.0', 'in_thread_hook'],
+    ['v24.0.0', 'in_thread_hook'],
     ['v18.20.0', 'loader_hook'],
     ['not a version', 'loader_hook'],
   ])('%s → %s', (version, method) => {

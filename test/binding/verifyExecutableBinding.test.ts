@@ -1,10 +1,11 @@
 import { appendFileSync, copyFileSync, existsSync, fstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
 import type { NodeMainLoading } from '../../src/binding/nodeMain.js';
+import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
 
 let s: Scratch;
 beforeEach(() => {
@@ -38,6 +39,31 @@ describe('verifyExecutableBinding: what runs', () => {
   });
 
   const nodeMethods = [['integrity_policy'], ['loader_hook']] as const;
+
+  describe(`on Node ${NODE_22}`, () => {
+    let node22Bin: string;
+    beforeAll(async () => {
+      node22Bin = await nodeBinDir();
+    }, 300_000);
+
+    it('pins the interpreter with the in-thread hook and runs a two-file ESM plugin and an extensionless CommonJS plugin', async () => {
+      s.write('bin/main.mjs', "#!/usr/bin/env node\nimport { answer } from '../lib/answer.mjs';\nconsole.log('ESM', answer, import.meta.url, process.version);\n");
+      s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
+      const esm = await bind('bin/main.mjs', [], node22Bin);
+      expect(esm.interpreter).toMatchObject({ path: join(node22Bin, 'node'), node_main: 'in_thread_hook' });
+      const exe = (await verify(esm))._unsafeUnwrap();
+      expect(exe.argv).toContain('--import');
+      const out = await runVerified(exe);
+      expect(out.stderr).toBe('');
+      expect(out.stdout).toBe(`ESM 42 file://${s.root}/bin/main.mjs v${NODE_22}\n`);
+
+      s.write('bin/server', "#!/usr/bin/env node\nconst { name } = require('./helper.js');\nconsole.log('CJS', name, __filename, require.main === module);\n");
+      s.write('bin/helper.js', "exports.name = 'helper';\n", 0o644);
+      const cjs = await runVerified((await verify(await bind('bin/server', [], node22Bin)))._unsafeUnwrap());
+      expect(cjs.stderr).toBe('');
+      expect(cjs.stdout).toBe(`CJS helper ${s.root}/bin/server true\n`);
+    });
+  });
   const launchedWith = (record: ExecutableBindingRecord, method: NodeMainLoading): ExecutableBindingRecord => ({
     ...record,
     interpreter: { ...record.interpreter!, node_main: method },
