@@ -20,6 +20,7 @@ import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions } from './nodeMain.js';
+import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
 import { digestsEqual, sha256OfHandle } from './sha256.js';
@@ -204,6 +205,10 @@ function launchVerifiedCopy(record: ExecutableBindingRecord, copy: VerifiedCopy,
     const script = scriptPathOf(record.install_root, record.executable_path);
     const bootstrap = pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0)) : nodeVerifiedMainImport(childFd(0));
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
+  }
+  if (pin.kind === 'python') {
+    const script = scriptPathOf(record.install_root, record.executable_path);
+    return { argv: [program, ...pin.args, '-c', pythonVerifiedMainProgram(childFd(0)), script, ...userArgs], handles };
   }
   return { argv: [program, ...pin.args, copyPath, ...userArgs], handles };
 }

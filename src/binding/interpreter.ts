@@ -13,7 +13,7 @@ import { openRegularFile, readHead, type OpenedFile } from './safeOpen.js';
 import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
 import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
-import { isNodeName, isShellName } from './shells.js';
+import { isNodeName, isPythonName, isShellName } from './shells.js';
 import { ioFailure, untrusted } from './untrusted.js';
 
 /** The identity of a file at pin time; all decimal strings (64-bit values). */
@@ -31,7 +31,7 @@ export interface FileIdentity {
 }
 
 /** How an interpreter is fed the verified script. */
-export type InterpreterKind = 'node' | 'generic';
+export type InterpreterKind = 'node' | 'python' | 'generic';
 
 /** A `#!` script's interpreter, resolved and pinned at install. */
 export interface InterpreterPin {
@@ -41,7 +41,11 @@ export interface InterpreterPin {
   readonly sha256: string;
   /** Arguments from the `#!` line, passed before the script. */
   readonly args: readonly string[];
-  /** `node` interpreters run the script by its path under `node_main`'s check; others read it through a descriptor path. */
+  /**
+   * `node` runs the script by its path under `node_main`'s check; `python`
+   * runs the verified source under the script's path; `generic` reads the
+   * script through a descriptor path.
+   */
   readonly kind: InterpreterKind;
   /** File identity at pin time; a change forces a full re-hash before the next spawn. */
   readonly identity: FileIdentity;
@@ -66,6 +70,12 @@ export function identityOf(stat: BigIntStats): FileIdentity {
 
 function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtime_ns === b.mtime_ns && a.ctime_ns === b.ctime_ns;
+}
+
+function interpreterKindOf(real: string, named: string): InterpreterKind {
+  if (isNodeName(real) || isNodeName(named)) return 'node';
+  if (isPythonName(real) || isPythonName(named)) return 'python';
+  return 'generic';
 }
 
 async function findOnPath(program: string, searchPath: string): Promise<string | undefined> {
@@ -123,7 +133,7 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
     if (format === 'script') return err(await refuseScriptInterpreter(file));
     if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
     const sha256 = await sha256OfHandle(file.handle);
-    const kind: InterpreterKind = isNodeName(real) || isNodeName(shebang.program) ? 'node' : 'generic';
+    const kind = interpreterKindOf(real, shebang.program);
     return ok({
       path: real,
       sha256,

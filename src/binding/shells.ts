@@ -18,6 +18,11 @@ export function isShellName(path: string): boolean {
   return SHELL_NAMES.has(programName(path));
 }
 
+/** Whether a resolved interpreter is CPython, which runs the verified source under the script's own path. */
+export function isPythonName(path: string): boolean {
+  return /^python(\d+(\.\d+)?)?$/.test(programName(path));
+}
+
 /** Whether a resolved interpreter is Node.js, which gets the verified-source loader. */
 export function isNodeName(path: string): boolean {
   return /^node(js)?(\d+)?$/.test(programName(path));

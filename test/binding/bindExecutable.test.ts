@@ -136,7 +136,7 @@ describe('bindExecutable: shells and interpreters', () => {
     expect(r.interpreter?.path).toBe('/usr/bin/python3.11');
     expect(r.interpreter?.sha256).toBe(sha('/usr/bin/python3.11'));
     expect(r.interpreter?.args).toEqual(['-u']);
-    expect(r.interpreter?.kind).toBe('generic');
+    expect(r.interpreter?.kind).toBe('python');
     expect(r.interpreter?.identity.size).toBe(String(readFileSync('/usr/bin/python3.11').length));
     expect(r.argv_normalized).toEqual(['/usr/bin/python3.11', '-u', `${s.root}/bin/run`, 'x']);
   });
@@ -147,6 +147,12 @@ describe('bindExecutable: shells and interpreters', () => {
     expect(r.interpreter?.kind).toBe('node');
     expect(r.interpreter?.args).toEqual([]);
     expect(r.interpreter?.node_main).toBe(nodeMainLoadingFor(execFileSync(r.interpreter!.path, ['--version'], { encoding: 'utf8' })));
+  });
+
+  it('marks other interpreters generic', async () => {
+    s.write('bin/run', '#!/usr/bin/perl\n');
+    const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run' }))._unsafeUnwrap();
+    expect(r.interpreter?.kind).toBe('generic');
   });
 
   it('records no Node loading method for other interpreters', async () => {

@@ -96,6 +96,38 @@ describe('verifyExecutableBinding: what runs', () => {
     expect(out).toMatchObject({ code: 0, stdout: 'ORIGINAL a\n' });
   });
 
+  it('runs a two-file Python plugin as a plain `python script` would: sibling import, __file__, argv, __main__', async () => {
+    s.write(
+      'bin/server.py',
+      [
+        '#!/usr/bin/env python3',
+        'import sys',
+        'from helper import NAME',
+        'def main():',
+        '    print(NAME, __file__, sys.argv, __name__, sys.modules["__main__"].__file__)',
+        'if __name__ == "__main__":',
+        '    main()',
+        '',
+      ].join('\n'),
+    );
+    s.write('bin/helper.py', 'NAME = "helper"\n', 0o644);
+    const exe = (await verify(await bind('bin/server.py', ['--stdio'])))._unsafeUnwrap();
+    expect(exe.argv).toContain('-c');
+    const out = await runVerified(exe);
+    expect(out.stderr).toBe('');
+    const script = `${s.root}/bin/server.py`;
+    expect(out.stdout).toBe(`helper ${script} ['${script}', '--stdio'] __main__ ${script}\n`);
+  });
+
+  it('runs a Python plugin whose exit status and uncaught error come through unchanged', async () => {
+    s.write('bin/plugin', '#!/usr/bin/env python3\nimport sys\nif len(sys.argv) > 1:\n    raise ValueError("boom")\nsys.exit(7)\n');
+    expect((await runVerified((await verify(await bind('bin/plugin')))._unsafeUnwrap())).code).toBe(7);
+    const failed = await runVerified((await verify(await bind('bin/plugin', ['fail'])))._unsafeUnwrap());
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('ValueError: boom');
+    expect(failed.stderr).toContain(`File "${s.root}/bin/plugin", line 4`);
+  });
+
   it('closes the inherited descriptors on release', async () => {
     s.write('bin/plugin', PY_ORIGINAL);
     const exe = (await verify(await bind('bin/plugin')))._unsafeUnwrap();

@@ -1,0 +1,32 @@
+/**
+ * Python finds a script's sibling modules through `sys.path[0]`, the
+ * script's directory. Running the verified copy as `/proc/self/fd/3` would
+ * make that directory `/proc/self/fd`, so a CPython interpreter is instead
+ * given a short `-c` program (in argv, so nothing on disk can be swapped)
+ * that reads the source from the inherited descriptor and runs it as
+ * `__main__` under the script's own path: `sys.argv[0]`, `__file__` and
+ * `sys.path[0]` are what a plain `python script` would give.
+ */
+
+const RUN_VERIFIED_MAIN = `
+def _run_verified_main(fd):
+    import builtins, os, stat, sys
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise SystemExit('mcp-plugin-host: descriptor %d is not the verified main module' % fd)
+    with os.fdopen(fd, 'rb') as f:
+        source = f.read()
+    script = sys.argv[1]
+    del sys.argv[0]
+    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    code = compile(source, script, 'exec')
+    main = sys.modules['__main__'].__dict__
+    main.clear()
+    main.update(__name__='__main__', __file__=script, __builtins__=builtins, __doc__=None,
+                __loader__=None, __package__=None, __spec__=None, __cached__=None)
+    exec(code, main)
+`;
+
+/** The `-c` argument that makes CPython run the script whose verified source is on descriptor `fd`; the script's path follows it in argv. */
+export function pythonVerifiedMainProgram(fd: number): string {
+  return `${RUN_VERIFIED_MAIN}_run_verified_main(${fd})\n`;
+}
