@@ -17,6 +17,7 @@ import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { esmRunnerCommand } from '../../src/shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../../src/shapes/esm/EsmSession.js';
 import { buildEsmRunner, type BuiltRunner } from './esmRunner.js';
+import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
 import { FakeClock, HostPool, textOf } from './helpers.js';
 
 const FIXTURE = join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-all-capabilities');
@@ -132,7 +133,15 @@ describe('esm-module plugins through PluginHost', () => {
 });
 
 describe('the runner evaluates the verified bytes', () => {
-  it('runs the entry as verified even when the file on disk changes between verification and start', async () => {
+  let node22: string;
+  beforeAll(async () => {
+    node22 = join(await nodeBinDir(), 'node');
+  }, 300_000);
+
+  it.each([
+    ['this Node (loader worker hook)', () => runner.argv],
+    [`Node ${NODE_22} (in-thread hook)`, () => [node22, ...runner.argv.slice(1)]],
+  ])('runs the entry as verified even when the file on disk changes between verification and start, on %s', async (_name, runnerArgv) => {
     const root = await esmPackage();
     const base = await mkdtemp(join(tmpdir(), 'esm-window-'));
     packages.push(base);
@@ -143,7 +152,7 @@ describe('the runner evaluates the verified bytes', () => {
         verifyModuleEntry(record, { copyDir: join(base, 'exec') })
           // The window: whatever is on disk now must not be what runs.
           .andTee(() => writeFile(join(root, 'dist', 'index.mjs'), 'throw new Error("evaluated from disk");\n'))
-          .andThen((verifiedEntry) => esmRunnerCommand(root, { verifiedEntry, runnerArgv: runner.argv }))
+          .andThen((verifiedEntry) => esmRunnerCommand(root, { verifiedEntry, runnerArgv: runnerArgv() }))
           .andThen((executable) => spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] })),
       startupTimeoutMs: 30_000,
     });

@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
@@ -105,7 +105,10 @@ function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<V
       ...(entry === undefined ? {} : { verifiedEntry: { path: entry.entryPath, sha256: entry.sha256, fd: 3 } }),
     }),
   ];
-  const readable = [realRoot, ...nodeRuntimePaths(), ...runnerReadPaths(resolve(script))];
+  // The runner's own Node (runner[0]) may live outside the host's installation.
+  const program = runner[0]!;
+  const runtime = isAbsolute(program) && existsSync(program) ? nodeRuntimePaths(program) : nodeRuntimePaths();
+  const readable = [realRoot, ...runtime, ...runnerReadPaths(resolve(script))];
   if (options.schemaPath !== undefined) readable.push(resolve(options.schemaPath));
   const command = trustedCommand(argv, realRoot, [...new Set(readable)]);
   if (entry === undefined) return ok(command);
