@@ -23,17 +23,19 @@ import { PluginHost } from '../src/index.js';
 import { percentile, result, type BenchResult } from './harness.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/plugins/${name}`, import.meta.url));
-const ROUNDS = 5;
-const WARM_CALLS = 400;
-const WARMUP = 100;
+const ROUNDS = 8;
+const WARM_CALLS = 800;
+const WARMUP = 200;
+const CONCURRENCY_ROUNDS = 5;
 const BATCH = 32;
 const COLD_STARTS = 8;
 const IDLE_PLUGINS = 10;
 
 const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
 
-async function openHost(profileDir: string): Promise<PluginHost> {
-  const opened = await PluginHost.open({ profileDir, profileKind: 'dev', idleTimeoutMs: 0 });
+/** `keepIdle` keeps idle plugins running (idleTimeoutMs 0); otherwise the host's default idle timeout applies, as in use. */
+async function openHost(profileDir: string, keepIdle = false): Promise<PluginHost> {
+  const opened = await PluginHost.open({ profileDir, profileKind: 'dev', ...(keepIdle ? { idleTimeoutMs: 0 } : {}) });
   if (opened.isErr()) throw opened.error;
   return opened.value;
 }
@@ -49,29 +51,60 @@ async function hostCall(host: PluginHost, op: string, args: unknown): Promise<vo
   if (r.isErr()) throw r.error;
 }
 
+/**
+ * Where the OS places two server processes on two busy cores moves a round
+ * trip by more than the overhead measured, so every round starts a fresh pair
+ * (in alternating order), and within a round which side goes first
+ * alternates too; the figure is the median over rounds of each round's p50.
+ */
 async function warmCall(host: PluginHost, helloEntry: string): Promise<BenchResult> {
-  const client = await bareClient(helloEntry);
   const hostP50: number[] = [];
   const sdkP50: number[] = [];
-  for (let i = 0; i < WARMUP; i++) {
-    await hostCall(host, 'plug.hello.hello', { name: 'bench' });
-    await client.callTool({ name: 'hello', arguments: { name: 'bench' } });
-  }
+  const viaHost = (): Promise<void> => hostCall(host, 'plug.hello.hello', { name: 'bench' });
+  const timedHost = async (into: number[]): Promise<void> => {
+    const t = process.hrtime.bigint();
+    await viaHost();
+    into.push(elapsedMs(t));
+  };
   for (let round = 0; round < ROUNDS; round++) {
+    // Stops the plugin, so the next call starts a fresh process.
+    (await host.unquarantine('hello'))._unsafeUnwrap();
+    let client: Client;
+    if (round % 2 === 0) {
+      await viaHost();
+      client = await bareClient(helloEntry);
+    } else {
+      client = await bareClient(helloEntry);
+      await viaHost();
+    }
+    const viaSdk = async (): Promise<void> => {
+      await client.callTool({ name: 'hello', arguments: { name: 'bench' } });
+    };
+    const timedSdk = async (into: number[]): Promise<void> => {
+      const t = process.hrtime.bigint();
+      await viaSdk();
+      into.push(elapsedMs(t));
+    };
+    for (let i = 0; i < WARMUP; i++) {
+      await viaHost();
+      await viaSdk();
+    }
     const h: number[] = [];
     const s: number[] = [];
     for (let i = 0; i < WARM_CALLS; i++) {
-      let t = process.hrtime.bigint();
-      await hostCall(host, 'plug.hello.hello', { name: 'bench' });
-      h.push(elapsedMs(t));
-      t = process.hrtime.bigint();
-      await client.callTool({ name: 'hello', arguments: { name: 'bench' } });
-      s.push(elapsedMs(t));
+      // The second call of a pair meets the first server's wind-down, so the order alternates.
+      if (i % 2 === 0) {
+        await timedHost(h);
+        await timedSdk(s);
+      } else {
+        await timedSdk(s);
+        await timedHost(h);
+      }
     }
     hostP50.push(percentile(h, 50));
     sdkP50.push(percentile(s, 50));
+    await client.close();
   }
-  await client.close();
   return result(
     {
       name: 'PluginHost warm call p50 (sandboxed)',
@@ -80,7 +113,7 @@ async function warmCall(host: PluginHost, helloEntry: string): Promise<BenchResu
       compare: 'ratio',
       target: 1.1,
       better: 'lower',
-      note: `${ROUNDS} rounds × ${WARM_CALLS} alternating calls after ${WARMUP} warm-up calls each`,
+      note: `${ROUNDS} rounds, each a fresh pair of hello processes (the same bundled bytes), ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; host with its default idle timeout; p50 per round, median over rounds`,
     },
     hostP50,
     sdkP50,
@@ -92,7 +125,7 @@ async function concurrency(host: PluginHost): Promise<BenchResult> {
   const concurrent: number[] = [];
   const sequential: number[] = [];
   await hostCall(host, 'plug.mcp-faulty.echo', args);
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < CONCURRENCY_ROUNDS; round++) {
     let t = process.hrtime.bigint();
     for (let i = 0; i < BATCH; i++) await hostCall(host, 'plug.mcp-faulty.echo', args);
     sequential.push(BATCH / (elapsedMs(t) / 1000));
@@ -144,14 +177,14 @@ async function coldCall(host: PluginHost, helloEntry: string): Promise<BenchResu
 }
 
 async function idleHeap(profileDir: string, helloPkg: string): Promise<BenchResult> {
-  const host = await openHost(profileDir);
+  const host = await openHost(profileDir, true);
   const manifest = JSON.parse(await readFile(join(helloPkg, 'manifest.json'), 'utf8')) as Record<string, unknown>;
   for (let i = 0; i < IDLE_PLUGINS; i++) {
     await writeFile(join(helloPkg, 'manifest.json'), JSON.stringify({ ...manifest, plugin_id: `idle-${i}`, namespace_owner: `io.example.idle-${i}` }));
     (await host.install(helloPkg))._unsafeUnwrap();
   }
   await host.close();
-  const reopened = await openHost(profileDir);
+  const reopened = await openHost(profileDir, true);
   const gc = (globalThis as { gc?: () => void }).gc;
   const heap = (): number => {
     gc?.();

@@ -33,7 +33,7 @@ import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure
 import { checkHostOptions } from './checkHostOptions.js';
 import { aliasesOf, credentialsByEnv } from './credentials.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';
-import { findVariant, hostOpId, pluginIdOf, riskAllowed } from './operations.js';
+import { hostOpId, operationIndex, riskAllowed, type NamedOperation } from './operations.js';
 import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from './pluginState.js';
 import { PluginRuntime } from './PluginRuntime.js';
 
@@ -228,6 +228,17 @@ const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
 /** Why a dispatch runs: a caller's call feeds the crash ladder; a canary keeps its own books. */
 type DispatchPurpose = 'call' | 'canary';
 
+/** What a dispatched call carries to its end. */
+interface DispatchedCall {
+  readonly id: string;
+  readonly opId: string;
+  readonly callId: number;
+  readonly started: number;
+  readonly purpose: DispatchPurpose;
+}
+
+const NO_CALL_OPTIONS: CallOptions = Object.freeze({});
+
 interface OpenParts {
   readonly layout: ProfileLayout;
   readonly store: CatalogStore;
@@ -271,6 +282,7 @@ export class PluginHost {
   #snapshot: CatalogSnapshot;
   #indexed: CatalogSnapshot | undefined;
   #index = new Map<string, InstalledPlugin>();
+  #operations: ReadonlyMap<string, NamedOperation<InstalledPlugin>> = new Map();
   #closed = false;
   #callSeq = 0;
 
@@ -525,12 +537,11 @@ export class PluginHost {
    */
   call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<ToolResult, HostError> {
     if (this.#closed) return errAsync(closedError());
-    const id = pluginIdOf(opId);
-    const plugin = id === undefined ? undefined : this.#snapshotPlugin(id);
-    const variant = plugin === undefined ? undefined : findVariant(plugin.variants, opId);
-    if (plugin === undefined || variant === undefined) {
+    const operation = this.#operation(opId);
+    if (operation === undefined) {
       return errAsync(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is installed`, { details: { op_id: opId } }));
     }
+    const { plugin, variant } = operation;
     const pluginId = plugin.plugin_id;
     const refused = this.#refusal(plugin, opId);
     if (refused !== undefined) return errAsync(refused);
@@ -637,37 +648,48 @@ export class PluginHost {
     const started = this.#clock.now();
     if (this.events.wants('call:start')) this.events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
     runtime.begin();
-    return new ResultAsync(
-      (async (): Promise<Result<ToolResult, HostError>> => {
-        let result: Result<ToolResult, HostError>;
-        try {
-          result = await runtime.session.callTool(tool, args, this.#callOptions(options));
-        } finally {
-          runtime.end();
-        }
-        result = result.orElse((e) => err(stoppedBySibling(e, runtime, this.#closed)));
-        const mapped = result.andThen((r) => (r.isError && runtime.session.shape === 'mcp-plugin' ? err(mapCallToolError(r.value as CallToolErrorResult)) : ok(r)));
-        if (this.events.wants('call:end')) {
-          const ended = { plugin_id: id, op_id: opId, call_id: callId, duration_ms: this.#clock.now() - started, ok: mapped.isOk() };
-          this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
-        }
-        if (result.isErr() && QUARANTINE_CODES.has(result.error.code)) {
-          await this.#pluginFailed(id, runtime, result.error, purpose);
-        } else if (result.isOk() && purpose === 'call' && inBackoffNow(this.#snapshotPlugin(id))) {
-          await this.#clearBackoff(id, started);
-        }
-        return mapped;
-      })(),
-    );
+    return new ResultAsync(this.#settle(runtime, tool, args, options, { id, opId, callId, started, purpose }));
+  }
+
+  /** Runs a dispatched call to its end: the session call, error mapping, the call:end event and the crash books. */
+  async #settle(runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<ToolResult, HostError>> {
+    let result: Result<ToolResult, HostError>;
+    try {
+      result = await runtime.session.callTool(tool, args, this.#callOptions(options));
+    } finally {
+      runtime.end();
+    }
+    const { id, purpose } = call;
+    let failure: HostError | undefined;
+    let mapped = result;
+    if (result.isErr()) {
+      failure = stoppedBySibling(result.error, runtime, this.#closed);
+      mapped = failure === result.error ? result : err(failure);
+    } else if (result.value.isError && runtime.session.shape === 'mcp-plugin') {
+      mapped = err(mapCallToolError(result.value.value as CallToolErrorResult));
+    }
+    if (this.events.wants('call:end')) {
+      const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: this.#clock.now() - call.started, ok: mapped.isOk() };
+      this.events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
+    }
+    if (failure !== undefined) {
+      if (QUARANTINE_CODES.has(failure.code)) await this.#pluginFailed(id, runtime, failure, purpose);
+    } else if (purpose === 'call' && inBackoffNow(this.#snapshotPlugin(id))) {
+      await this.#clearBackoff(id, call.started);
+    }
+    return mapped;
   }
 
   #callOptions(options: HostCallOptions): CallOptions {
     const timeoutMs = options.timeoutMs ?? this.#o.callTimeoutMs;
+    const { maxTotalTimeoutMs, signal, onProgress } = options;
+    // The common call sets none of them; it shares one empty object.
+    if (timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined) return NO_CALL_OPTIONS;
     return {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      ...(options.maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs: options.maxTotalTimeoutMs }),
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+      ...(maxTotalTimeoutMs === undefined ? {} : { maxTotalTimeoutMs }),
+      ...(signal === undefined ? {} : { signal }),
+      ...(onProgress === undefined ? {} : { onProgress }),
     };
   }
 
@@ -849,12 +871,23 @@ export class PluginHost {
   }
 
   #snapshotPlugin(pluginId: string): InstalledPlugin | undefined {
-    // Calls look plugins up on every dispatch; index the snapshot once.
+    return this.#indexSnapshot().get(pluginId);
+  }
+
+  #operation(opId: string): NamedOperation<InstalledPlugin> | undefined {
+    this.#indexSnapshot();
+    return this.#operations.get(opId);
+  }
+
+  /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */
+  #indexSnapshot(): ReadonlyMap<string, InstalledPlugin> {
     if (this.#indexed !== this.#snapshot) {
       this.#indexed = this.#snapshot;
-      this.#index = new Map(listPlugins(this.#snapshot).map((p) => [p.plugin_id, p]));
+      const plugins = listPlugins(this.#snapshot);
+      this.#index = new Map(plugins.map((p) => [p.plugin_id, p]));
+      this.#operations = operationIndex(plugins);
     }
-    return this.#index.get(pluginId);
+    return this.#index;
   }
 
   #plugin(pluginId: string): ResultAsync<InstalledPlugin, HostError> {

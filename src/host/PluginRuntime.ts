@@ -10,6 +10,7 @@ import type { PluginSession } from '../shapes/PluginSession.js';
 export class PluginRuntime {
   #inFlight = 0;
   #cancelIdle: (() => void) | undefined;
+  #idleSince = 0;
   #closed = false;
   #failure: HostError | undefined;
 
@@ -54,19 +55,29 @@ export class PluginRuntime {
   /** Marks a call as started; the idle timer waits. */
   begin(): void {
     this.#inFlight += 1;
-    this.#cancelIdle?.();
-    this.#cancelIdle = undefined;
   }
 
-  /** Marks a call as ended; arms the idle timer when nothing is in flight. */
+  /** Marks a call as ended; the idle time counts from the last call to end. */
   end(): void {
     this.#inFlight -= 1;
     if (this.#inFlight > 0 || this.#closed || !(this.idleTimeoutMs > 0 && Number.isFinite(this.idleTimeoutMs))) return;
+    this.#idleSince = this.clock.now();
+    // One timer serves many calls: it is armed once and, when it fires early, armed again for the rest of the idle time.
+    if (this.#cancelIdle === undefined) this.#armIdle(this.idleTimeoutMs);
+  }
+
+  #armIdle(ms: number): void {
     this.#cancelIdle = this.clock.setTimer(() => {
       this.#cancelIdle = undefined;
+      // A call in flight re-arms the timer when it ends.
       if (this.#inFlight > 0 || this.#closed) return;
+      const remaining = Math.min(this.#idleSince + this.idleTimeoutMs - this.clock.now(), this.idleTimeoutMs);
+      if (remaining > 0) {
+        this.#armIdle(remaining);
+        return;
+      }
       void this.close().then(() => this.onIdleClose());
-    }, this.idleTimeoutMs);
+    }, ms);
   }
 
   /** Closes the session and stops its process tree. */

@@ -20,9 +20,29 @@ export function pluginIdOf(opId: string): string | undefined {
   return OP_PLUGIN.exec(opId)?.[1];
 }
 
-/** The variant of a plugin an operation id names. */
-export function findVariant(variants: readonly CatalogVariant[], opId: string): CatalogVariant | undefined {
-  return variants.find((v) => hostOpId(v) === opId);
+/** A plugin and one of its variants, as an operation id names them. */
+export interface NamedOperation<P> {
+  readonly plugin: P;
+  readonly variant: CatalogVariant;
+}
+
+/**
+ * Every operation id the plugins answer to, each to its plugin and variant:
+ * the variant whose host id it is, in the plugin the id names (the first
+ * such variant when several share an id). Built once per catalog snapshot,
+ * so a call finds its operation with one lookup.
+ */
+export function operationIndex<P extends { readonly plugin_id: string; readonly variants: readonly CatalogVariant[] }>(
+  plugins: Iterable<P>,
+): ReadonlyMap<string, NamedOperation<P>> {
+  const index = new Map<string, NamedOperation<P>>();
+  for (const plugin of plugins) {
+    for (const variant of plugin.variants) {
+      const opId = hostOpId(variant);
+      if (pluginIdOf(opId) === plugin.plugin_id && !index.has(opId)) index.set(opId, { plugin, variant });
+    }
+  }
+  return index;
 }
 
 const RISK_RANK: Readonly<Record<RiskClass, number>> = { read: 0, write: 1, destructive: 2 };

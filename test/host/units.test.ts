@@ -13,7 +13,7 @@ import type { CatalogVariant, PluginStateRecord } from '../../src/catalog/catalo
 import { checkHostOptions } from '../../src/host/checkHostOptions.js';
 import { aliasesOf, credentialsByEnv } from '../../src/host/credentials.js';
 import { pluginInfo, pluginRow } from '../../src/host/inventory.js';
-import { findVariant, hostOpId, pluginIdOf, riskAllowed } from '../../src/host/operations.js';
+import { hostOpId, operationIndex, pluginIdOf, riskAllowed } from '../../src/host/operations.js';
 import { PluginHost } from '../../src/host/PluginHost.js';
 import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from '../../src/host/pluginState.js';
 import { PluginRuntime } from '../../src/host/PluginRuntime.js';
@@ -77,10 +77,16 @@ describe('operation ids', () => {
     expect(hostOpId(variant('notes.search', 'search'))).toBe('plug.notes.search');
     // A TOML plugin may be called "plug" itself.
     expect(hostOpId(variant('plug.search', 'search', { plugin_id: 'plug' }))).toBe('plug.plug.search');
-    const variants = [variant('notes.search', 'search'), variant('notes.find', 'search_v2')];
-    expect(findVariant(variants, 'plug.notes.find')?.tool_name).toBe('search_v2');
-    expect(findVariant(variants, 'notes.search')).toBeUndefined();
-    expect(findVariant(variants, 'plug.notes.search_v2')).toBeUndefined();
+    const notes = { plugin_id: 'notes', variants: [variant('notes.search', 'search'), variant('notes.find', 'search_v2'), variant('notes.find', 'shadowed')] };
+    // A variant whose id names another plugin is not callable through this one.
+    const stray = { plugin_id: 'stray', variants: [variant('notes.other', 'other', { plugin_id: 'stray' })] };
+    const index = operationIndex([notes, stray]);
+    expect(index.get('plug.notes.find')?.variant.tool_name).toBe('search_v2');
+    expect(index.get('plug.notes.find')?.plugin).toBe(notes);
+    expect(index.get('plug.notes.search')?.variant.tool_name).toBe('search');
+    expect(index.get('notes.search')).toBeUndefined();
+    expect(index.get('plug.notes.search_v2')).toBeUndefined();
+    expect(index.get('plug.notes.other')).toBeUndefined();
     expect(pluginIdOf('plug.notes.search')).toBe('notes');
     expect(pluginIdOf('plug.Notes.search')).toBeUndefined();
     expect(pluginIdOf('notes.search')).toBeUndefined();
@@ -207,7 +213,7 @@ describe('PluginRuntime', () => {
     rt.end();
     clock.advance(999);
     expect(session.closes).toBe(0);
-    rt.begin(); // a new call cancels the armed timer
+    rt.begin(); // a call in flight holds off the armed timer
     clock.advance(5_000);
     expect(session.closes).toBe(0);
     rt.end();
@@ -219,6 +225,29 @@ describe('PluginRuntime', () => {
     expect(rt.closed).toBe(true);
     await rt.close();
     expect(session.closes).toBe(1);
+  });
+
+  it('counts the idle time from the last call to end, with one timer for many calls', async () => {
+    const clock = new FakeClock();
+    const session = fakeSession();
+    const rt = new PluginRuntime(session, clock, 1_000, () => undefined);
+    rt.begin();
+    rt.end();
+    expect(clock.pending).toBe(1);
+    clock.advance(600);
+    rt.begin();
+    rt.end();
+    expect(clock.pending).toBe(1);
+    clock.advance(400); // the first timer fires 400 ms after the last call: armed again for the rest
+    await Promise.resolve();
+    expect(session.closes).toBe(0);
+    expect(clock.pending).toBe(1);
+    clock.advance(599);
+    expect(session.closes).toBe(0);
+    clock.advance(1);
+    await Promise.resolve();
+    expect(session.closes).toBe(1);
+    expect(clock.pending).toBe(0);
   });
 
   it('lets exactly one failure be recorded per session, and remembers it', () => {

@@ -11,6 +11,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
+import { CallAbort } from './CallAbort.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
@@ -62,6 +63,8 @@ const describeTool = (tool: Tool): ToolDescriptor =>
 // The SDK's callTool type also admits the pre-2024-11 `toolResult` shape, which only a caller-supplied schema produces.
 const isCallToolResult = (result: CallToolResult | { toolResult: unknown }): result is CallToolResult =>
   Array.isArray((result as { content?: unknown }).content);
+
+const ignoreProgress = (): void => undefined;
 
 function toCallProgress(progress: Progress): CallProgress {
   return {
@@ -158,44 +161,29 @@ export class McpConnection {
   async callTool(name: string, args: Record<string, unknown> | undefined, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
     const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
-    const controller = new AbortController();
-    let abortedBy: 'caller' | 'total-timeout' | undefined;
-    const onCallerAbort = (): void => {
-      abortedBy ??= 'caller';
-      controller.abort(options.signal?.reason);
-    };
-    options.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    if (options.signal?.aborted) onCallerAbort();
+    const abort = new CallAbort();
+    const unfollowCaller = options.signal === undefined ? undefined : abort.follow(options.signal);
     // The SDK checks the total cap only when progress arrives; this timer enforces it without progress too.
-    const cancelTotalTimer = this.settings.clock.setTimer(() => {
-      abortedBy ??= 'total-timeout';
-      controller.abort(new Error(`total cap of ${maxTotalTimeoutMs} ms reached`));
-    }, maxTotalTimeoutMs);
+    const cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${maxTotalTimeoutMs} ms reached`)), maxTotalTimeoutMs);
     const onProgress = options.onProgress;
     try {
-      const result = await this.client.callTool({ name, ...(args === undefined ? {} : { arguments: args }) }, undefined, {
+      const result = await this.client.callTool(args === undefined ? { name } : { name, arguments: args }, undefined, {
         timeout: timeoutMs,
         resetTimeoutOnProgress: true,
         maxTotalTimeout: maxTotalTimeoutMs,
-        signal: controller.signal,
+        signal: abort.asSignal(),
         // Always asking for progress gives every call a progressToken, so a plugin that reports progress keeps its call alive.
-        onprogress: (progress) => {
-          if (onProgress === undefined) return;
-          try {
-            onProgress(toCallProgress(progress));
-          } catch (error) {
-            this.settings.logger.warn({ tool: name, error: String(error) }, 'onProgress callback threw');
-          }
-        },
+        onprogress: onProgress === undefined ? ignoreProgress : (progress) => this.reportProgress(name, onProgress, progress),
       });
       if (!isCallToolResult(result)) {
         return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
       }
       return ok({ value: result, isError: result.isError === true });
     } catch (error) {
+      const abortedBy = abort.by;
       return err(await this.failure(error, { phase: 'tools/call', tool: name, timeoutMs, maxTotalTimeoutMs, ...(abortedBy === undefined ? {} : { abortedBy }) }));
     } finally {
-      options.signal?.removeEventListener('abort', onCallerAbort);
+      unfollowCaller?.();
       cancelTotalTimer();
     }
   }
@@ -208,6 +196,14 @@ export class McpConnection {
     this.fatal ??= reason;
     await this.client.close();
     await this.process.stop();
+  }
+
+  private reportProgress(tool: string, onProgress: (progress: CallProgress) => void, progress: Progress): void {
+    try {
+      onProgress(toCallProgress(progress));
+    } catch (error) {
+      this.settings.logger.warn({ tool, error: String(error) }, 'onProgress callback threw');
+    }
   }
 
   private serializeListing<T>(run: () => Promise<T>): Promise<T> {

@@ -187,11 +187,13 @@ export class McpSession implements PluginSession {
     const release = (options.signal?.aborted === true ? undefined : this.limiter.tryAcquire()) ?? (await this.limiter.acquire(options.signal));
     if (release === undefined) return err(this.cancelledBeforeSending(name));
     try {
-      const live = this.current;
-      const connection = live !== undefined && !live.closed && !this.closing && this.optionsError === undefined ? ok(live) : await this.connection();
-      if (connection.isErr()) return err(connection.error);
+      let c = this.current;
+      if (c === undefined || c.closed || this.closing || this.optionsError !== undefined) {
+        const connection = await this.connection();
+        if (connection.isErr()) return err(connection.error);
+        c = connection.value;
+      }
       if (options.signal?.aborted) return err(this.cancelledBeforeSending(name));
-      const c = connection.value;
       if (c.mismatch !== undefined) return err(c.mismatch);
       if (!c.lists(name)) {
         return err(hostError('PLUGIN_TOOL_NOT_EXPOSED', `plugin does not list a tool named "${name}"`, { details: { tool: name, listed: c.toolDescriptors.map((t) => t.name) } }));
