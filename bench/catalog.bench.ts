@@ -12,7 +12,7 @@ import type { CatalogContents } from '../src/catalog/catalogTypes.js';
 import { pluginRecords } from '../test/catalog/helpers/catalogFixtures.js';
 import { result, timeMs, type BenchResult } from './harness.js';
 
-const SAMPLES = 15;
+const SAMPLES = 60;
 
 async function storeWith(dir: string, installed: number): Promise<CatalogStore> {
   const store = (await CatalogStore.open({ profileDir: dir, profile: 'bench' }))._unsafeUnwrap();
@@ -26,12 +26,9 @@ async function storeWith(dir: string, installed: number): Promise<CatalogStore> 
   return store;
 }
 
-async function installLatencies(store: CatalogStore, tag: string): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    out.push(await timeMs(async () => (await store.transaction((c) => putPlugin(c, pluginRecords(`${tag}-${i}`))))._unsafeUnwrap()));
-  }
-  return out;
+/** Milliseconds of one transaction installing plugin `id` into `store`. */
+async function installLatency(store: CatalogStore, id: string): Promise<number> {
+  return timeMs(async () => (await store.transaction((c) => putPlugin(c, pluginRecords(id))))._unsafeUnwrap());
 }
 
 /** Runs the catalog benchmarks. */
@@ -43,12 +40,15 @@ export async function run(): Promise<BenchResult[]> {
       hundred: await storeWith(join(base, 'p100'), 99),
       thousand: await storeWith(join(base, 'p1000'), 999),
     };
-    // Interleave the three sizes so that machine load moves all of them alike.
+    // Interleave the three sizes transaction by transaction (rotating which goes first), so that
+    // load from other processes on a shared machine moves all of them alike.
     const lat = { one: [] as number[], hundred: [] as number[], thousand: [] as number[] };
-    for (let round = 0; round < 3; round++) {
-      lat.one.push(...(await installLatencies(stores.one, `r${round}`)));
-      lat.hundred.push(...(await installLatencies(stores.hundred, `r${round}`)));
-      lat.thousand.push(...(await installLatencies(stores.thousand, `r${round}`)));
+    const sizes = ['one', 'hundred', 'thousand'] as const;
+    for (let i = 0; i < SAMPLES; i++) {
+      for (let k = 0; k < sizes.length; k++) {
+        const size = sizes[(i + k) % sizes.length]!;
+        lat[size].push(await installLatency(stores[size], `new-${i}`));
+      }
     }
     const latency = (name: string, values: number[]): BenchResult =>
       result(

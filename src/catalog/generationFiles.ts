@@ -18,6 +18,7 @@ import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { EncodedFile } from './CatalogEncoder.js';
 import { CATALOG_FILE_KINDS, fileName, nextFileName, parseFile, type CatalogFileData, type CatalogFileKind } from './catalogFiles.js';
 
 /** One file's content as read from one name. */
@@ -145,11 +146,13 @@ export async function readGeneration(dir: string, cache: ParseCache): Promise<Re
   });
 }
 
-async function writeDurably(path: string, text: string): Promise<void> {
+async function writeDurably(path: string, file: EncodedFile): Promise<void> {
   await unlink(path).catch((e: unknown) => (errnoOf(e) === 'ENOENT' ? undefined : Promise.reject(e)));
   const handle = await open(path, 'wx', 0o600);
   try {
-    await handle.writeFile(text);
+    // libuv repeats writev until every chunk is written; a shortfall here means the disk refused the rest.
+    const { bytesWritten } = await handle.writev(file.chunks);
+    if (bytesWritten !== file.byteLength) throw Object.assign(new Error(`short write: ${bytesWritten} of ${file.byteLength} bytes`), { code: 'EIO' });
     await handle.sync();
   } finally {
     await handle.close();
@@ -187,13 +190,13 @@ export async function repairGeneration(dir: string, selected: GenerationFiles): 
  */
 export async function publishGeneration(
   dir: string,
-  files: { readonly [K in CatalogFileKind]: { readonly text: string; readonly data: CatalogFileData[K] } },
+  files: { readonly [K in CatalogFileKind]: { readonly encoded: EncodedFile; readonly data: CatalogFileData[K] } },
   cache: ParseCache,
 ): Promise<Result<void, HostError>> {
   let current = dir;
   try {
     // The three files are written and fsynced concurrently: their fsyncs can share one journal commit.
-    await Promise.all(CATALOG_FILE_KINDS.map((kind) => writeDurably(join(dir, nextFileName(kind)), files[kind].text)));
+    await Promise.all(CATALOG_FILE_KINDS.map((kind) => writeDurably(join(dir, nextFileName(kind)), files[kind].encoded)));
     current = dir;
     await fsyncDir(dir);
     for (const kind of CATALOG_FILE_KINDS) {

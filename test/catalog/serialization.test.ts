@@ -21,6 +21,11 @@ describe('catalog files on disk', () => {
       (c: Parameters<typeof putPlugin>[0]) => updatePluginState(c, 'alpha', (s) => ({ ...s, retry_count: 2, last_error_code: 'PLUGIN_CRASHED' })),
       (c: Parameters<typeof putPlugin>[0]) => removePlugin(c, 'beta'),
       (c: Parameters<typeof putPlugin>[0]) => putPlugin(c, pluginRecords('beta', '2026-06-01T00:00:00.000Z')),
+      (c: Parameters<typeof putPlugin>[0]) => {
+        const records = pluginRecords('gamma');
+        return putPlugin(c, { ...records, descriptor: { ...records.descriptor!, name: 'Γάμμα "quoted" ✓ 🚀', description: 'tab\there\u2028' } });
+      },
+      (c: Parameters<typeof putPlugin>[0]) => putPlugin(c, pluginRecords('delta')),
     ];
     for (const step of steps) {
       (await store.transaction((current) => step(current)))._unsafeUnwrap();
@@ -33,6 +38,8 @@ describe('catalog files on disk', () => {
     }
     const state = JSON.parse(await readFile(join(dir, 'plugin-state.json'), 'utf8'));
     expect(state.plugins.alpha).toMatchObject({ retry_count: 2, last_error_code: 'PLUGIN_CRASHED' });
-    expect(Object.keys(state.plugins).sort()).toEqual(['alpha', 'beta']);
+    expect(Object.keys(state.plugins).sort()).toEqual(['alpha', 'beta', 'delta', 'gamma']);
+    const catalog = JSON.parse(await readFile(join(dir, 'plugin-catalog.json'), 'utf8'));
+    expect(catalog.plugins.gamma.name).toBe('Γάμμα "quoted" ✓ 🚀');
   });
 });

@@ -1,0 +1,252 @@
+/**
+ * Encodes catalog files as bytes, exactly `JSON.stringify(file) + "\n"` in
+ * UTF-8. Every transaction rewrites all three files although it changes one
+ * or two entries, so each entry's bytes (an element of a top-level array or a
+ * member of a top-level object) are kept per entry object and reused while
+ * that very object stays in the catalog. Catalog content is immutable (a
+ * mutator returns new objects for what it changes), so an object's bytes never
+ * go stale; the same assumption lets a transaction schema-check only the
+ * entries that are not the very objects of the previous generation.
+ *
+ * An entry is cached the second time it is written (when it was already in
+ * the collection this encoder last wrote under the same name). The first time
+ * it is stringified together with its uncached neighbours, so the first
+ * transaction of a process, which meets every entry, costs no more than
+ * `JSON.stringify` of the whole file.
+ *
+ * Building the file from cached bytes avoids both stringifying the whole
+ * catalog and encoding a megabyte-long string to UTF-8 on every transaction.
+ */
+
+/** A byte range of a buffer. */
+interface Segment {
+  buffer: Uint8Array;
+  start: number;
+  end: number;
+}
+
+/** An entry's bytes: `,` then its JSON (`,"key":value` for an object member). */
+interface EncodedEntry extends Readonly<Segment> {
+  /** The member name it was encoded under, or `undefined` for an array element. */
+  readonly key: string | undefined;
+}
+
+/** A file's bytes as consecutive chunks, to be written with one `writev`. */
+export interface EncodedFile {
+  /** The chunks, in order. */
+  readonly chunks: readonly Uint8Array[];
+  /** Their total length. */
+  readonly byteLength: number;
+}
+
+/** Text of this encoding, not turned into bytes yet. */
+interface Pending {
+  readonly segment: Segment;
+  readonly text: string;
+  /** Leading bytes left out of the output (the comma of a first entry). */
+  readonly skip: number;
+  /** The entry to cache the bytes for. */
+  readonly entry: object | undefined;
+  readonly key: string | undefined;
+}
+
+const utf8 = new TextEncoder();
+const NOT_YET = new Uint8Array(0);
+
+/** Thrown inside `encode` when a value needs `JSON.stringify`'s own handling (e.g. `toJSON`); the file is then stringified whole. */
+class NotPlain extends Error {}
+
+/** Plain data: an array, or an object of the default prototype without `toJSON`. `JSON.stringify` treats these alike at any depth. */
+function isPlainContainer(value: object): boolean {
+  if (Array.isArray(value)) return true;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+}
+
+function whole(file: object): EncodedFile {
+  const bytes = utf8.encode(`${JSON.stringify(file)}\n`);
+  return { chunks: [bytes], byteLength: bytes.byteLength };
+}
+
+/** One encoding in progress: the file's segments in order, and the text still to encode. */
+class FileBuilder {
+  readonly segments: Readonly<Segment>[] = [];
+  readonly pending: Pending[] = [];
+  /** Whether the next entry of the current collection is its first (written without a comma). */
+  first = true;
+
+  text(text: string, skip = 0, entry?: object, key?: string): void {
+    const segment: Segment = { buffer: NOT_YET, start: 0, end: 0 };
+    this.segments.push(segment);
+    this.pending.push({ segment, text, skip, entry, key });
+  }
+
+  /** One entry's text, which starts with its comma. */
+  entryText(text: string, entry?: object, key?: string): void {
+    this.text(text, this.first ? 1 : 0, entry, key);
+    this.first = false;
+  }
+
+  reuse(bytes: EncodedEntry): void {
+    this.segments.push(this.first ? { buffer: bytes.buffer, start: bytes.start + 1, end: bytes.end } : bytes);
+    this.first = false;
+  }
+
+  /** Entries stringified together as `[…]` or `{…}`, brackets dropped. */
+  run(json: string): void {
+    if (json.length > 2) this.entryText(`,${json.slice(1, -1)}`);
+  }
+}
+
+/** Encodes catalog files, reusing the bytes of entries already encoded by this encoder. */
+export class CatalogEncoder {
+  readonly #entries = new WeakMap<object, EncodedEntry>();
+  /** Per file, the collections last encoded, by member name. */
+  readonly #previous = new Map<string, ReadonlyMap<string, object>>();
+
+  /** `JSON.stringify(file) + "\n"` as UTF-8 bytes; `slot` names the file, so that its next generation is compared with this one. */
+  encode(slot: string, file: object): EncodedFile {
+    const previous = this.#previous.get(slot);
+    this.#previous.delete(slot);
+    if (!isPlainContainer(file) || Array.isArray(file)) return whole(file);
+    const out = new FileBuilder();
+    const collections = new Map<string, object>();
+    try {
+      let separator = '{';
+      for (const key of Object.keys(file)) {
+        const value = (file as Record<string, unknown>)[key];
+        const head = `${separator}${JSON.stringify(key)}:`;
+        if (typeof value === 'object' && value !== null) {
+          if (!isPlainContainer(value)) throw new NotPlain();
+          out.text(`${head}${Array.isArray(value) ? '[' : '{'}`);
+          out.first = true;
+          if (Array.isArray(value)) this.#addArray(out, value, previous?.get(key));
+          else this.#addRecord(out, value as Readonly<Record<string, unknown>>, previous?.get(key));
+          out.text(Array.isArray(value) ? ']' : '}');
+          collections.set(key, value);
+        } else {
+          const json = JSON.stringify(value) as string | undefined;
+          if (json === undefined) continue;
+          out.text(`${head}${json}`);
+        }
+        separator = ',';
+      }
+      out.text(separator === '{' ? '{}\n' : '}\n');
+    } catch (e) {
+      if (e instanceof NotPlain) return whole(file);
+      throw e;
+    }
+    this.#encodePending(out.pending);
+    this.#previous.set(slot, collections);
+    return joinSegments(out.segments);
+  }
+
+  #addArray(out: FileBuilder, items: readonly unknown[], previous: object | undefined): void {
+    const before = Array.isArray(previous) ? (previous as readonly unknown[]) : [];
+    let runStart = -1;
+    const endRun = (end: number): void => {
+      if (runStart < 0) return;
+      out.run(JSON.stringify(runStart === 0 && end === items.length ? items : items.slice(runStart, end)));
+      runStart = -1;
+    };
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item === 'object' && item !== null) {
+        const cached = this.#entries.get(item);
+        if (cached !== undefined && cached.key === undefined) {
+          endRun(i);
+          out.reuse(cached);
+          continue;
+        }
+        if (!isPlainContainer(item)) throw new NotPlain();
+        // Compared by position only: an entry moved by a removal before it is cached a generation later.
+        if (before[i] === item) {
+          endRun(i);
+          out.entryText(`,${JSON.stringify(item)}`, item, undefined);
+          continue;
+        }
+      }
+      if (runStart < 0) runStart = i;
+    }
+    endRun(items.length);
+  }
+
+  #addRecord(out: FileBuilder, record: Readonly<Record<string, unknown>>, previous: object | undefined): void {
+    const before = previous !== undefined && !Array.isArray(previous) ? (previous as Readonly<Record<string, unknown>>) : undefined;
+    const keys = Object.keys(record);
+    let run: string[] = [];
+    const endRun = (): void => {
+      if (run.length === 0) return;
+      if (run.length === keys.length) {
+        out.run(JSON.stringify(record));
+      } else {
+        // A null prototype keeps a member named "__proto__" an ordinary member.
+        const part = Object.create(null) as Record<string, unknown>;
+        for (const key of run) part[key] = record[key];
+        out.run(JSON.stringify(part));
+      }
+      run = [];
+    };
+    for (const key of keys) {
+      const value = record[key];
+      if (typeof value === 'object' && value !== null) {
+        const cached = this.#entries.get(value);
+        if (cached !== undefined && cached.key === key) {
+          endRun();
+          out.reuse(cached);
+          continue;
+        }
+        if (!isPlainContainer(value)) throw new NotPlain();
+        if (before !== undefined && Object.hasOwn(before, key) && before[key] === value) {
+          endRun();
+          out.entryText(`,${JSON.stringify(key)}:${JSON.stringify(value)}`, value, key);
+          continue;
+        }
+      }
+      run.push(key);
+    }
+    endRun();
+  }
+
+  /**
+   * Encodes all pending text with one UTF-8 encoding into one buffer and
+   * points each pending segment at its part. New entries remember their
+   * part, so the buffer lives while one of them is still cached.
+   */
+  #encodePending(pending: readonly Pending[]): void {
+    const joined = pending.map((p) => p.text).join('');
+    const buffer = utf8.encode(joined);
+    // Equal lengths mean pure ASCII, where string offsets are byte offsets.
+    const ascii = buffer.byteLength === joined.length;
+    let offset = 0;
+    for (const p of pending) {
+      const end = offset + (ascii ? p.text.length : Buffer.byteLength(p.text));
+      if (p.entry !== undefined) this.#entries.set(p.entry, { key: p.key, buffer, start: offset, end });
+      p.segment.buffer = buffer;
+      p.segment.start = offset + p.skip;
+      p.segment.end = end;
+      offset = end;
+    }
+  }
+}
+
+/** Views of the segments, adjacent ranges of one buffer merged into one view (consecutive entries usually are). */
+function joinSegments(segments: readonly Readonly<Segment>[]): EncodedFile {
+  const chunks: Uint8Array[] = [];
+  let byteLength = 0;
+  let run: Segment | undefined;
+  const flush = (): void => {
+    if (run === undefined || run.end === run.start) return;
+    chunks.push(run.buffer.subarray(run.start, run.end));
+    byteLength += run.end - run.start;
+  };
+  for (const segment of segments) {
+    if (run !== undefined && run.buffer === segment.buffer && run.end === segment.start) run.end = segment.end;
+    else {
+      flush();
+      run = { buffer: segment.buffer, start: segment.start, end: segment.end };
+    }
+  }
+  flush();
+  return { chunks, byteLength };
+}
