@@ -25,7 +25,7 @@ const FAULTY = fileURLToPath(new URL('../fixtures/plugins/mcp-faulty/bin/mcp-fau
 const ARGV = [process.execPath, HELLO];
 const ARGS = { name: 'bench' };
 
-const ROUNDS = 8;
+const ROUNDS = 12;
 const WARM_CALLS = 1500;
 const WARMUP = 300;
 const RUNS = 5;
