@@ -708,7 +708,7 @@ export class PluginHost {
     this.#logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
     this.events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
     if (purpose !== 'call') return;
-    const recorded = await this.#recordCrash(pluginId, failure);
+    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, failure));
     if (recorded.isErr()) this.#logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
@@ -923,6 +923,23 @@ export class PluginHost {
         this.#snapshot = snapshot;
         return snapshot.contents.states[pluginId]!;
       });
+  }
+
+  /**
+   * Checks the pinned code again after a failure. A plugin whose code changed
+   * on disk is quarantined for good now, not after the backoff ladder; this
+   * also covers a Node plugin whose interpreter refused bytes swapped in
+   * between the host's check and its own (the integrity policy).
+   */
+  async #untrustedCause(pluginId: string, failure: HostError): Promise<HostError> {
+    const plugin = this.#snapshotPlugin(pluginId);
+    if (failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' || plugin === undefined) return failure;
+    const verified = await this.#verifiedCode(plugin);
+    if (verified.isOk()) {
+      verified.value.release();
+      return failure;
+    }
+    return verified.error.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' ? verified.error : failure;
   }
 
   #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {

@@ -4,11 +4,13 @@
  * across host restarts, recovery, unquarantine, reload, tampered executables.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
+import { existsSync, writeFileSync } from 'node:fs';
 import { appendFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { CRASH_BACKOFF_SCHEDULE_MS } from '../../src/supervisor/CrashPolicy.js';
 import { FakeClock, HostPool, jsonOf, removePackages } from './helpers.js';
 
@@ -196,6 +198,46 @@ describe('executable binding', () => {
     await host.unquarantine('host-probe');
     expect((await host.call(ECHO, {})).isOk()).toBe(true);
     expect(seen.spawns).toBe(2);
+  });
+});
+
+describe('a failure whose cause is changed code', () => {
+  it('quarantines for good at once when the executable changed on disk before a crash', async () => {
+    const clock = new FakeClock();
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['probe'], { clock });
+    const seen = record(host);
+    expect((await host.call(ECHO, {})).isOk()).toBe(true);
+    const info = (await host.info('host-probe'))._unsafeUnwrap();
+    await appendFile(join(info.executable.install_root, info.executable.path), '\n// tampered\n');
+
+    expect((await host.call('plug.host-probe.crash', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_CRASHED');
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, quarantine_reason: 'digest_mismatch', last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
+    expect(seen.quarantine).toEqual([{ plugin_id: 'host-probe', quarantined: true, permanent: true, retry_count: 1 }]);
+  });
+
+  it('a Node plugin whose script is swapped after the host verified it refuses to start, and is quarantined for good', async () => {
+    const clock = new FakeClock();
+    const dir = await pool.profile();
+    const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
+    const host = await pool.installed(dir, ['probe'], { clock, spawner });
+    const info = (await host.info('host-probe'))._unsafeUnwrap();
+    const script = join(info.executable.install_root, info.executable.path);
+    // The plugin's own writable directory, so that the swapped code could leave its mark if it ever ran.
+    await setMode(dir, 'normal');
+    const marker = join(dir, 'data', 'host-probe', 'swapped-code-ran');
+    const spawn = spawner.spawn.bind(spawner);
+    // The window: the host has verified the file and is about to start it.
+    spawner.spawn = (request) => {
+      writeFileSync(script, `#!/usr/bin/env node\nimport { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+      return spawn(request);
+    };
+
+    const failed = (await host.call(ECHO, {}))._unsafeUnwrapErr();
+    expect(['PLUGIN_CRASHED', 'PLUGIN_HANDSHAKE_FAILED']).toContain(failed.code);
+    expect(String(failed.details.stderr_tail)).toContain('ERR_MANIFEST_ASSERT_INTEGRITY');
+    expect(existsSync(marker)).toBe(false);
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, quarantine_reason: 'digest_mismatch', last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
   });
 });
 
