@@ -4,8 +4,9 @@
  * make that directory `/proc/self/fd`, so a CPython interpreter is instead
  * given a short `-c` program (in argv, so nothing on disk can be swapped)
  * that reads the source from the inherited descriptor and runs it as
- * `__main__` under the script's own path: `sys.argv[0]`, `__file__` and
- * `sys.path[0]` are what a plain `python script` would give.
+ * `__main__` under the script's own path: `sys.argv`, `__file__` and
+ * `sys.path` are what a plain `python script` would give (with `-I` or `-P`
+ * in the `#!` line, no script directory is added, as Python does).
  */
 
 const RUN_VERIFIED_MAIN = `
@@ -17,7 +18,8 @@ def _run_verified_main(fd):
         source = f.read()
     script = sys.argv[1]
     del sys.argv[0]
-    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    if not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False)):
+        sys.path[0] = os.path.dirname(os.path.realpath(script))
     code = compile(source, script, 'exec')
     main = sys.modules['__main__'].__dict__
     main.clear()

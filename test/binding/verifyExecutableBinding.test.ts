@@ -1,4 +1,5 @@
 import { appendFileSync, copyFileSync, existsSync, fstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
@@ -118,6 +119,18 @@ describe('verifyExecutableBinding: what runs', () => {
     const script = `${s.root}/bin/server.py`;
     expect(out.stdout).toBe(`helper ${script} ['${script}', '--stdio'] __main__ ${script}\n`);
   });
+
+  it.each([['#!/usr/bin/env python3'], ['#!/usr/bin/python3 -I'], ['#!/usr/bin/python3 -P']])(
+    'gives the script the sys.argv, sys.path and __file__ a plain run of it gives (%s)',
+    async (shebang) => {
+      const script = s.write('bin/show.py', `${shebang}\nimport json, sys\nprint(json.dumps([sys.argv, sys.path, __file__, __name__]))\n`);
+      const record = await bind('bin/show.py', ['--x']);
+      const verified = await runVerified((await verify(record))._unsafeUnwrap());
+      const plain = spawnSync(record.interpreter!.path, [...record.interpreter!.args, script, '--x'], { cwd: s.root, encoding: 'utf8' });
+      expect(verified.stderr).toBe('');
+      expect(verified.stdout).toBe(plain.stdout);
+    },
+  );
 
   it('runs a Python plugin whose exit status and uncaught error come through unchanged', async () => {
     s.write('bin/plugin', '#!/usr/bin/env python3\nimport sys\nif len(sys.argv) > 1:\n    raise ValueError("boom")\nsys.exit(7)\n');
