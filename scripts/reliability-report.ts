@@ -91,11 +91,10 @@ if (load === undefined) {
 lines.push(
   '## Known gaps',
   '',
-  '- The sandbox applies no memory limit (no rlimit, no cgroup). The memory-exhaustion fault is bounded by the plugin\'s own',
-  '  `#!/usr/bin/env -S node --max-old-space-size=64` line, so what is measured is that the host reports the abort and survives;',
-  '  a native plugin that allocates without a cap is stopped only by the kernel\'s out-of-memory killer.',
-  '- The frame cap reports an over-long line when its newline (or the end of stdout) arrives; a plugin that writes an endless line',
-  '  without a newline is bounded in memory but detected only by the call timeout.',
+  '- Each plugin\'s data memory is capped per process (RLIMIT_DATA, 2 GiB by default, inherited by its children), not per',
+  '  process tree: a plugin that forks many processes can use more in total, up to the kernel\'s out-of-memory killer.',
+  '  The memory-exhaustion fault runs with its own `--max-old-space-size=64`, so what is measured is that the host reports',
+  '  the abort and survives.',
   '',
 );
 

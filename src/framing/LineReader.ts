@@ -11,8 +11,14 @@ export interface LineReaderHandlers {
   /** A complete line, without its `\n` (and without a trailing `\r`). */
   readonly onLine: (line: string) => void;
   /**
-   * A line grew past the cap. Its bytes are discarded up to the next newline;
-   * reading then resumes, so the protocol decides whether to stop the plugin.
+   * A line grew past the cap. Called once per such line, as soon as the bytes
+   * received for it exceed `maxFrameBytes`: before its newline arrives, so a
+   * line that never ends is reported too. `bytesSeen` counts the line's bytes
+   * received so far (a trailing `\r` included): more than the cap, and by how
+   * much depends on how the stream was chunked, at most one chunk. The rest of
+   * the line is discarded silently up to and including its newline; reading
+   * then resumes with the next line, so the protocol decides whether to stop
+   * the plugin. A stream that ends while discarding reports `onEnd(undefined)`.
    */
   readonly onOversize?: (bytesSeen: number) => void;
   /** The stream ended; `partial` holds bytes after the last newline, if any. */
@@ -22,14 +28,14 @@ export interface LineReaderHandlers {
 /**
  * Splits a byte stream into UTF-8 lines with a hard cap on line length, so a
  * plugin cannot make the host buffer unbounded output. Shared by every stdio
- * protocol (MCP, ndjson-rpc, handshake).
+ * protocol (MCP, ndjson-rpc, handshake). After `dispose()` no handler is
+ * called again, even for the rest of a chunk being split.
  */
 export class LineReader {
   private readonly chunks: Buffer[] = [];
   private pendingBytes = 0;
   private discarding = false;
-  private discardedBytes = 0;
-  private ended = false;
+  private stopped = false;
   private readonly onData = (chunk: Buffer): void => this.push(chunk);
   private readonly onStreamEnd = (): void => this.finish();
 
@@ -50,6 +56,7 @@ export class LineReader {
 
   /** Stops listening to the stream. */
   dispose(): void {
+    this.stopped = true;
     this.stream.off('data', this.onData);
     this.stream.off('end', this.onStreamEnd);
     this.stream.off('close', this.onStreamEnd);
@@ -57,37 +64,29 @@ export class LineReader {
 
   private push(chunk: Buffer): void {
     let start = 0;
-    while (start < chunk.length) {
+    while (start < chunk.length && !this.stopped) {
       const nl = chunk.indexOf(NEWLINE, start);
       const end = nl === -1 ? chunk.length : nl;
-      const piece = chunk.subarray(start, end);
-      if (this.discarding) {
-        this.discardedBytes += piece.length;
-      } else if (this.pendingBytes + piece.length > this.maxFrameBytes) {
-        this.discarding = true;
-        this.discardedBytes = this.pendingBytes + piece.length;
-        this.chunks.length = 0;
-        this.pendingBytes = 0;
-      } else if (piece.length > 0) {
-        this.chunks.push(piece);
-        this.pendingBytes += piece.length;
-      }
-      if (nl === -1) return;
-      this.completeLine();
+      if (!this.discarding) this.keep(chunk.subarray(start, end));
+      if (nl === -1 || this.stopped) return;
+      if (this.discarding) this.discarding = false;
+      else this.handlers.onLine(this.takePending());
       start = nl + 1;
     }
   }
 
-  private completeLine(): void {
-    if (this.discarding) {
-      const seen = this.discardedBytes;
-      this.discarding = false;
-      this.discardedBytes = 0;
+  /** Adds a piece of the current line, or drops the line once it crosses the cap. */
+  private keep(piece: Buffer): void {
+    const seen = this.pendingBytes + piece.length;
+    if (seen > this.maxFrameBytes) {
+      this.discarding = true;
+      this.chunks.length = 0;
+      this.pendingBytes = 0;
       this.handlers.onOversize?.(seen);
-      return;
+    } else if (piece.length > 0) {
+      this.chunks.push(piece);
+      this.pendingBytes = seen;
     }
-    const line = this.takePending();
-    this.handlers.onLine(line);
   }
 
   private takePending(): string {
@@ -99,14 +98,11 @@ export class LineReader {
   }
 
   private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    if (this.discarding) {
-      this.discarding = false;
-      this.handlers.onOversize?.(this.discardedBytes);
-      this.handlers.onEnd?.(undefined);
-      return;
-    }
-    this.handlers.onEnd?.(this.pendingBytes > 0 ? this.takePending() : undefined);
+    if (this.stopped) return;
+    this.stopped = true;
+    // An oversize line cut off by the end was reported when it crossed the cap.
+    const partial = !this.discarding && this.pendingBytes > 0 ? this.takePending() : undefined;
+    this.discarding = false;
+    this.handlers.onEnd?.(partial);
   }
 }

@@ -1,5 +1,5 @@
 import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
-import { dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
@@ -12,14 +12,16 @@ import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../
 import type { ManifestShape, NormalizedManifest } from '../manifest/model.js';
 import { hasViolations, violation, violationsError, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
-import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
+import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
 import { pluginRecords } from './installRecords.js';
 import type { PackageLimits } from './limits.js';
 import { openPackageSource, type StagedPackage } from './openPackageSource.js';
-import { storeSchema, syncDirectory } from './schemaStore.js';
+import { collectSchemaGarbage } from './schemaGarbage.js';
+import { unpin, writePin } from './schemaPins.js';
+import { storeSchema, syncDirectory, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
@@ -50,6 +52,8 @@ export interface InstallerOptions {
   readonly clock?: Clock;
   /** Names install roots and temporary files. */
   readonly random?: Random;
+  /** Told when cleaning up after a committed install or remove fails; the operation still succeeds. */
+  readonly logger?: Logger;
 }
 
 /** Per-install choices. */
@@ -115,17 +119,22 @@ function pinnedCodeOf(m: NormalizedManifest): PinnedCode | undefined {
  * and hash (for `esm-module`, the entry module's hash) → one catalog transaction that re-checks ownership and conflicts
  * under the profile lock. A failure at any step leaves nothing behind: no
  * rows, no install root, no schema file it created, nothing in staging.
+ * After every remove, and every install that got as far as the schema
+ * store (committed or not), schema files no installed plugin references any
+ * more are deleted (see {@link Installer.collectUnreferencedSchemas}).
  */
 export class Installer {
   readonly #o: InstallerOptions;
   readonly #clock: Clock;
   readonly #random: Random;
+  readonly #logger: Logger;
 
   /** @param options - The profile's store and the host's policies. */
   constructor(options: InstallerOptions) {
     this.#o = options;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? systemRandom;
+    this.#logger = options.logger ?? silentLogger;
   }
 
   /**
@@ -163,8 +172,9 @@ export class Installer {
 
   /**
    * Removes a plugin: its rows and install root go, its namespace owner stays
-   * recorded. An install root recorded outside this profile's plugins
-   * directory is never deleted (`CATALOG_CORRUPT`, the rows are removed).
+   * recorded, and its schema files go unless another plugin uses the same
+   * body. An install root recorded outside this profile's plugins directory
+   * is never deleted (`CATALOG_CORRUPT`, the rows are removed).
    */
   remove(pluginId: string): ResultAsync<void, HostError> {
     const removed: { root?: string } = {};
@@ -175,18 +185,58 @@ export class Installer {
         removed.root = lock.binding.install_root;
         return ok(removePlugin(current, pluginId));
       })
+      .andThen(() => ResultAsync.fromSafePromise(this.#collectAfterCommit(pluginId)))
       .andThen(() =>
-        ResultAsync.fromPromise(this.#deleteInstallRoot(pluginId, removed.root ?? ''), io(`removing the install root of '${pluginId}'`)).andThen(
-          (deleted) =>
-            deleted
-              ? ok(undefined)
-              : err(
-                  hostError('CATALOG_CORRUPT', `plugin '${pluginId}' was removed from the catalog, but its recorded install root ${removed.root ?? ''} is not one of this profile's install roots; it was left untouched`, {
-                    details: { plugin_id: pluginId, install_root: removed.root ?? null, removed: true },
-                  }),
-                ),
-        ),
+        ResultAsync.fromPromise(this.#deleteInstallRoot(pluginId, removed.root ?? ''), io(`removing the install root of '${pluginId}'`)),
+      )
+      .andThen((deleted) =>
+        deleted
+          ? ok(undefined)
+          : err(
+              hostError('CATALOG_CORRUPT', `plugin '${pluginId}' was removed from the catalog, but its recorded install root ${removed.root ?? ''} is not one of this profile's install roots; it was left untouched`, {
+                details: { plugin_id: pluginId, install_root: removed.root ?? null, removed: true },
+              }),
+            ),
       );
+  }
+
+  /**
+   * Deletes the schema-store files that no installed plugin of the profile
+   * references and no install in progress (in any process) relies on, and
+   * temporary files a crashed install left; returns the deleted file names.
+   * Install and remove call it themselves; a host calls it to collect what
+   * a process killed between a commit and its collection left behind,
+   * without waiting for the next install or remove.
+   */
+  collectUnreferencedSchemas(): ResultAsync<string[], HostError> {
+    return ResultAsync.fromPromise(
+      collectSchemaGarbage(this.#o.layout, this.#o.store, { clock: this.#clock, random: this.#random }),
+      io('collecting the schema store'),
+    ).andThen((collected) => collected);
+  }
+
+  /** A collection after a committed change: its failure leaves files for the next one and does not fail the change. */
+  async #collectAfterCommit(pluginId: string): Promise<void> {
+    const collected = await this.collectUnreferencedSchemas();
+    if (collected.isErr()) {
+      this.#logger.warn({ plugin_id: pluginId, code: collected.error.code }, `schema files were not collected: ${collected.error.message}`);
+    }
+  }
+
+  /**
+   * Writes the install's schema files under the schema store's lock, pinned
+   * first so that no collection deletes them before the install's
+   * transaction has committed or failed. The pin's path is left in `pin`
+   * as soon as it exists, so that a failure after it can remove it.
+   */
+  async #storeSchemasPinned(schemas: NormalizedManifest['schemas'], nonce: string, pin: { path?: string }): Promise<Result<void, HostError>> {
+    const layout = this.#o.layout;
+    return withSchemaStoreLock(layout, { clock: this.#clock, random: this.#random }, async () => {
+      const files = schemas.map((s) => basename(layout.schemaFile(s.ref, s.digest)));
+      pin.path = await writePin(layout, nonce, files, this.#clock);
+      for (const schema of schemas) await storeSchema(layout, schema, nonce);
+      await syncDirectory(layout.schemaStoreDir);
+    });
   }
 
   #withStaged<T>(
@@ -280,24 +330,31 @@ export class Installer {
     const layout = this.#o.layout;
     const nonce = hex(this.#random.bytes(6));
     const installRoot = layout.installRoot(id, manifest.version, nonce);
-    const createdSchemaFiles: string[] = [];
+    const pin: { path?: string } = {};
     let moved = false;
     // Undo deletes only what this install created: an install root it did
-    // not move into place (the rename failed) is not its to delete.
+    // not move into place (the rename failed) is not its to delete. Its
+    // schema files go with the collection once its pin is gone; files
+    // another plugin references or another install has pinned stay.
     const undo = async (): Promise<void> => {
       if (moved) await rm(installRoot, { recursive: true, force: true });
       await rmdir(dirname(installRoot)).catch(() => undefined);
-      await Promise.all(createdSchemaFiles.map((f) => rm(f, { force: true })));
+      if (pin.path !== undefined) {
+        await unpin(pin.path);
+        await this.collectUnreferencedSchemas();
+      }
     };
     let committed: CatalogSnapshot;
     const replaced: { root?: string } = {};
     let binding: ExecutableBindingRecord;
     try {
-      for (const schema of manifest.schemas) {
-        const created = await storeSchema(layout, schema, nonce);
-        if (created !== undefined) createdSchemaFiles.push(created);
+      if (manifest.schemas.length > 0) {
+        const stored = await this.#storeSchemasPinned(manifest.schemas, nonce, pin);
+        if (stored.isErr()) {
+          await undo();
+          return err(stored.error);
+        }
       }
-      if (manifest.schemas.length > 0) await syncDirectory(layout.schemaStoreDir);
       await mkdir(dirname(installRoot), { recursive: true, mode: 0o755 });
       await rename(staged.root, installRoot);
       moved = true;
@@ -330,10 +387,13 @@ export class Installer {
       return err(io(`installing '${id}'`)(cause));
     }
     // Published: from here on nothing may undo the install. A previous root
-    // that cannot be deleted now is left behind rather than failing it.
+    // or schema file that cannot be deleted now is left behind rather than
+    // failing it.
+    if (pin.path !== undefined) await unpin(pin.path).catch(() => undefined);
     if (replaced.root !== undefined && replaced.root !== binding.install_root) {
       await this.#deleteInstallRoot(id, replaced.root).catch(() => false);
     }
+    await this.#collectAfterCommit(id);
     const plugin = lookupPlugin(committed, { profile: committed.profile, plugin_id: id });
     return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
   }

@@ -1,4 +1,5 @@
 import { err, ok, type Result } from 'neverthrow';
+import windowsReservedNames from '../../etc/windows-reserved-names.json' with { type: 'json' };
 import type { ArchiveRefusalReason } from './refusal.js';
 
 /** A package entry name that is safe to create below a staging root. */
@@ -16,15 +17,36 @@ export interface EntryNameRefusal {
   /** The stable reason, as in `details.reason` of `PLUGIN_ARCHIVE_INVALID`. */
   readonly reason: Extract<
     ArchiveRefusalReason,
-    'empty_name' | 'nul_character' | 'control_character' | 'backslash' | 'absolute_name' | 'traversal' | 'empty_segment' | 'segment_too_long'
+    | 'empty_name'
+    | 'nul_character'
+    | 'control_character'
+    | 'backslash'
+    | 'absolute_name'
+    | 'colon'
+    | 'reserved_name'
+    | 'traversal'
+    | 'empty_segment'
+    | 'segment_too_long'
   >;
   /** One sentence for the error message. */
   readonly message: string;
 }
 
 const MAX_SEGMENT_BYTES = 255;
-const CONTROL = /[\u0001-\u001f\u007f]/;
+// C0, DEL and C1: Windows refuses C0 in names, and none of them belong in a file name anywhere.
+const CONTROL = /[\u0001-\u001f\u007f-\u009f]/;
 const DRIVE_LETTER = /^[A-Za-z]:/;
+const RESERVED = new Set(windowsReservedNames.names);
+
+/**
+ * Whether Win32 would open a device for this segment: its base name (before
+ * the first `.`, trailing spaces dropped) is a reserved name, in any case.
+ */
+function isWindowsDeviceName(segment: string): boolean {
+  const dot = segment.indexOf('.');
+  const base = (dot === -1 ? segment : segment.slice(0, dot)).replace(/ +$/, '');
+  return RESERVED.has(base.toUpperCase());
+}
 
 const refusal = (reason: EntryNameRefusal['reason'], message: string): Result<SafeEntryName, EntryNameRefusal> =>
   err({ reason, message });
@@ -33,10 +55,15 @@ const refusal = (reason: EntryNameRefusal['reason'], message: string): Result<Sa
  * Checks one archive or directory entry name, as stored (`/`-separated).
  *
  * Accepted names are relative, made of non-empty segments other than `..`,
- * with no NUL, control character or backslash, no drive letter, and no segment
- * longer than 255 bytes; `.` segments are dropped. Any name with a `..`
- * segment is refused, even one that would resolve back inside the root,
- * because tools disagree on how to resolve it. Never throws.
+ * with no NUL, control character, backslash or `:`, no drive letter, no
+ * Windows device name (`CON`, `nul.txt`, `COM1`, …; see
+ * `etc/windows-reserved-names.json`), and no segment longer than 255 bytes;
+ * `.` segments are dropped. Names are refused that are harmless on Linux but
+ * would leave the root or mean something else on a Windows or macOS host:
+ * a `:` selects a drive or an NTFS alternate data stream and is the path
+ * separator of the macOS Carbon APIs. Any name with a `..` segment is
+ * refused, even one that would resolve back inside the root, because tools
+ * disagree on how to resolve it. Never throws.
  */
 export function validateEntryName(name: string): Result<SafeEntryName, EntryNameRefusal> {
   if (name.length === 0) return refusal('empty_name', 'entry has an empty name');
@@ -53,6 +80,12 @@ export function validateEntryName(name: string): Result<SafeEntryName, EntryName
     if (segment === '.') continue;
     // `./C:/x` normalizes to `C:/x`, absolute on Windows.
     if (segments.length === 0 && DRIVE_LETTER.test(segment)) return refusal('absolute_name', 'entry name is absolute');
+    if (segment.includes(':')) {
+      return refusal('colon', `entry name segment ${JSON.stringify(segment)} contains ":", a drive or alternate-data-stream separator on Windows`);
+    }
+    if (isWindowsDeviceName(segment)) {
+      return refusal('reserved_name', `entry name segment ${JSON.stringify(segment)} is a Windows device name`);
+    }
     if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES) {
       return refusal('segment_too_long', `entry name has a segment longer than ${MAX_SEGMENT_BYTES} bytes`);
     }

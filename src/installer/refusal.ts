@@ -12,6 +12,8 @@ export type ArchiveRefusalReason =
   | 'control_character'
   | 'backslash'
   | 'absolute_name'
+  | 'colon'
+  | 'reserved_name'
   | 'traversal'
   | 'empty_segment'
   | 'segment_too_long'

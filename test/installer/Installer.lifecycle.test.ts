@@ -33,10 +33,16 @@ const rivalOwner = (m: Record<string, unknown>): void => {
   m.namespace_owner = 'io.example.rival';
 };
 
-/** Makes `store.snapshot()` return what it returned now, as if the inspection ran before another process's install. */
+/**
+ * Makes the next `store.snapshot()` (the inspection's) return what it returns
+ * now, as if the inspection ran before another process's install; later
+ * reads (the schema collection's) see the catalog as it is.
+ */
 const freezeSnapshot = async (store: CatalogStore): Promise<void> => {
   const stale = unwrap(await store.snapshot());
-  Object.defineProperty(store, 'snapshot', { value: () => okAsync(stale) });
+  const current = store.snapshot.bind(store);
+  let reads = 0;
+  Object.defineProperty(store, 'snapshot', { value: () => (reads++ === 0 ? okAsync(stale) : current()) });
 };
 
 describe('namespace ownership', () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
@@ -58,6 +58,20 @@ describe('local directory sources', () => {
     await symlink('bin', join(pkg, 'alias'));
     await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
       entry: 'alias',
+    });
+  });
+
+  it('refuses file and folder names a Windows host could not create faithfully, as archives do', async () => {
+    await writeFile(join(pkg, 'bin', 'notes:stream'), 'x');
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'colon',
+      entry: 'bin/notes:stream',
+    });
+    await rm(join(pkg, 'bin', 'notes:stream'));
+    await mkdir(join(pkg, 'aux'));
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'reserved_name',
+      entry: 'aux',
     });
   });
 

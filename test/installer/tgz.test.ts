@@ -111,6 +111,35 @@ describe('tgz sources', () => {
     await refuse([{ path: '..\\evil', data: 'x' }], { reason: 'backslash' });
   });
 
+  it('refuses names that are harmless here but hazardous on Windows or macOS, with the one name check', async () => {
+    const file = (path: string) => [{ path: 'manifest.json', data: MANIFEST }, { path, data: 'x' }];
+    await refuse(file('a/C:x'), { reason: 'colon', entry: 'a/C:x' });
+    await refuse(file('C:foo'), { reason: 'absolute_name', entry: 'C:foo' });
+    await refuse(file('bin/server:secret'), { reason: 'colon', entry: 'bin/server:secret' });
+    await refuse(file('a\\b'), { reason: 'backslash', entry: 'a\\b' });
+    await refuse(file('a/b\u0007'), { reason: 'control_character', entry: 'a/b\u0007' });
+    await refuse(file('lib/CON'), { reason: 'reserved_name', entry: 'lib/CON' });
+    await refuse(file('lib/nul.txt'), { reason: 'reserved_name', entry: 'lib/nul.txt' });
+    await refuse(file('Com1.js'), { reason: 'reserved_name', entry: 'Com1.js' });
+    const refused = await refuse([{ path: 'manifest.json', data: MANIFEST }, { path: 'lpt9/', type: 'Directory' }], { reason: 'reserved_name', entry: 'lpt9/' });
+    expect(refused.message).toBe(`tar entry 'lpt9/': entry name segment "lpt9" is a Windows device name`);
+  });
+
+  it('still stages names that only resemble device names or drive letters', async () => {
+    const archive = await ws.file(
+      'p.tgz',
+      tgzOf([
+        { path: 'manifest.json', data: MANIFEST },
+        { path: 'lib/console.js', data: 'x' },
+        { path: 'COM10.txt', data: 'x' },
+        { path: 'C-drive', data: 'x' },
+      ]),
+    );
+    const staged = expectStaged(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }));
+    expect((await readdir(staged.root)).sort()).toEqual(['C-drive', 'COM10.txt', 'lib', 'manifest.json']);
+    await staged.discard();
+  });
+
   it('refuses symbolic links, hard links, devices and FIFOs', async () => {
     await refuse([{ path: 'manifest.json', data: MANIFEST }, { path: 'link', type: 'SymbolicLink', linkpath: '/etc/passwd' }], {
       reason: 'symlink',

@@ -76,6 +76,19 @@ describe('zip sources', () => {
     await refuse([{ name: '..\\evil.txt', data: 'x' }], { reason: 'backslash', entry: '..\\evil.txt' });
   });
 
+  it('refuses Windows drive, stream and device names with the same check as tar', async () => {
+    const file = (name: string) => [{ name: 'manifest.json', data: '{}' }, { name, data: 'x' }];
+    await refuse(file('a/C:x'), { reason: 'colon', entry: 'a/C:x' });
+    await refuse(file('C:foo'), { reason: 'absolute_name', entry: 'C:foo' });
+    await refuse(file('data/notes.txt:hidden'), { reason: 'colon', entry: 'data/notes.txt:hidden' });
+    await refuse(file('a\\C:x'), { reason: 'backslash', entry: 'a\\C:x' });
+    await refuse(file('x\u001b[2J'), { reason: 'control_character', entry: 'x\u001b[2J' });
+    await refuse(file('AUX.json'), { reason: 'reserved_name', entry: 'AUX.json' });
+    await refuse(file('bin/prn'), { reason: 'reserved_name', entry: 'bin/prn' });
+    const refused = await refuse([{ name: 'manifest.json', data: '{}' }, { name: 'conout$/', directory: true }], { reason: 'reserved_name', entry: 'conout$/' });
+    expect(refused.message).toBe(`zip entry 'conout$/': entry name segment "conout$" is a Windows device name`);
+  });
+
   it('refuses symbolic links, devices and FIFOs marked in the external attributes', async () => {
     await refuse([{ name: 'manifest.json', data: '{}' }, { name: 'link', data: '/etc/passwd', mode: 0o120777 }], {
       reason: 'symlink',

@@ -18,6 +18,7 @@ export type FaultName =
   | 'half-line-eof'
   | 'oversize-line'
   | 'flood-stdout'
+  | 'endless-line'
   | 'flood-stderr'
   | 'wrong-id'
   | 'result-and-error'
@@ -101,13 +102,20 @@ const ROWS: readonly FaultRow[] = [
   {
     fault: 'oversize-line',
     scope: 'call',
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is over the 1 MiB frame cap; its bytes are discarded' }),
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' }),
   },
   {
     fault: 'flood-stdout',
     scope: 'call',
     timeoutMs: FLOOD_TIMEOUT_MS,
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is discarded by the frame cap, never buffered' }),
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is reported at the frame cap, never buffered' }),
+  },
+  {
+    // The long timeout makes the code the proof: detection by the call timeout would give PLUGIN_TIMEOUT.
+    fault: 'endless-line',
+    scope: 'call',
+    timeoutMs: FLOOD_TIMEOUT_MS,
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a line with no newline is reported once it crosses the 1 MiB frame cap, not left to the call timeout' }),
   },
   {
     fault: 'flood-stderr',

@@ -299,12 +299,14 @@ export class HandshakeSession implements PluginSession {
           timeout_ms: timeoutMs,
           stderr_tail: process.stderrTail(),
         });
-      case 'oversize':
-        return handshakeFailure('PLUGIN_FRAME_TOO_LARGE', `the plugin wrote a ${event.bytes}-byte ${phase} line, over the frame cap`, {
+      case 'oversize': {
+        const maxFrameBytes = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+        return handshakeFailure('PLUGIN_FRAME_TOO_LARGE', `the plugin wrote a ${phase} line longer than the ${maxFrameBytes}-byte frame cap (${event.bytesSeen} bytes seen)`, {
           phase,
-          bytes_seen: event.bytes,
-          max_frame_bytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+          bytes_seen: event.bytesSeen,
+          max_frame_bytes: maxFrameBytes,
         });
+      }
       case 'end': {
         const details = await crashDetails(process, this.clock);
         return handshakeFailure('PLUGIN_CRASHED', `the plugin stopped before a valid ${phase} response (${process.exitInfo?.description ?? 'stdout closed'})`, {

@@ -6,7 +6,8 @@ import type { Readable } from 'node:stream';
 /** What the next read from a plugin's stdout produced. */
 export type ChannelEvent =
   | { readonly kind: 'line'; readonly line: string }
-  | { readonly kind: 'oversize'; readonly bytes: number }
+  /** A line crossed the frame cap (reported at the crossing; the rest of it is discarded). */
+  | { readonly kind: 'oversize'; readonly bytesSeen: number }
   | { readonly kind: 'end'; readonly partial: string | undefined }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'interrupted'; readonly error: HostError };
@@ -32,7 +33,7 @@ export class LineChannel {
       stdout,
       {
         onLine: (line) => this.push({ kind: 'line', line }),
-        onOversize: (bytes) => this.push({ kind: 'oversize', bytes }),
+        onOversize: (bytesSeen) => this.push({ kind: 'oversize', bytesSeen }),
         onEnd: (partial) => this.push({ kind: 'end', partial }),
       },
       maxFrameBytes,

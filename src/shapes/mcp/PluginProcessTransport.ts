@@ -15,8 +15,9 @@ export interface PluginProcessTransportOptions {
   /**
    * Told about every stdout line that is not a JSON-RPC message
    * (`PLUGIN_INVALID_JSON`, `PLUGIN_MALFORMED_RESPONSE`) and every frame over
-   * the cap (`PLUGIN_FRAME_TOO_LARGE`). The line is dropped either way; the
-   * listener decides whether the connection survives.
+   * the cap (`PLUGIN_FRAME_TOO_LARGE`, told as soon as the line crosses the
+   * cap, before its newline). The line is dropped either way; the listener
+   * decides whether the connection survives.
    */
   readonly onViolation?: (violation: HostError) => void;
 }
@@ -101,7 +102,12 @@ export class PluginProcessTransport implements Transport {
       this.process.stdout,
       {
         onLine: (line) => this.receive(line),
-        onOversize: (bytes) => this.violation(hostError('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a ${bytes}-byte line, over the ${this.maxFrameBytes}-byte frame cap`, { details: { bytes, max_frame_bytes: this.maxFrameBytes } })),
+        onOversize: (bytesSeen) =>
+          this.violation(
+            hostError('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a line longer than the ${this.maxFrameBytes}-byte frame cap (${bytesSeen} bytes seen)`, {
+              details: { bytes_seen: bytesSeen, max_frame_bytes: this.maxFrameBytes },
+            }),
+          ),
         onEnd: (partial) => {
           // A line cut off by the end of stdout is a crash mid-message, not a message.
           if (partial !== undefined && partial.trim() !== '') this.cutOffLine = excerpt(partial);

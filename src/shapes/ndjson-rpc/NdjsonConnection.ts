@@ -155,9 +155,9 @@ export class NdjsonConnection {
     pending.deliver(ok('error' in response ? { isError: true, value: response.error } : { isError: false, value: response.result }));
   }
 
-  private onOversize(bytes: number): void {
-    this.failUnattributed('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a ${bytes}-byte line, over the ${this.env.maxFrameBytes}-byte frame cap`, {
-      bytes_seen: bytes,
+  private onOversize(bytesSeen: number): void {
+    this.failUnattributed('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a line longer than the ${this.env.maxFrameBytes}-byte frame cap (${bytesSeen} bytes seen)`, {
+      bytes_seen: bytesSeen,
       max_frame_bytes: this.env.maxFrameBytes,
     });
   }

@@ -10,7 +10,7 @@ import { pathLike } from '../arbitraries/strings.js';
 import { expectResult, fuzzTarget } from '../harness.js';
 
 const ROOT = '/staging/root';
-const REASONS = ['empty_name', 'nul_character', 'control_character', 'backslash', 'absolute_name', 'traversal', 'empty_segment', 'segment_too_long'];
+const REASONS = ['empty_name', 'nul_character', 'control_character', 'backslash', 'absolute_name', 'traversal', 'empty_segment', 'segment_too_long', 'colon', 'reserved_name'];
 
 const inside = (resolved: string, root: string, sep: string): boolean => resolved === root || resolved.startsWith(root + sep);
 

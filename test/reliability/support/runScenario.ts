@@ -51,15 +51,15 @@ async function timed(call: PromiseLike<Result<ToolResult, HostError>>, boundMs: 
 
 const codeOf = (o: Outcome): string => (o.kind === 'hung' ? 'HUNG' : o.result.isOk() ? 'ok' : o.result.error.code);
 
-/** The facts that explain a failure: how the process ended, how many bytes the frame cap discarded. */
+/** The facts that explain a failure: how the process ended, how much of a line the frame cap saw before reporting it. */
 function detailNote(o: Outcome): string {
   if (o.kind !== 'done' || o.result.isOk()) return '';
   const details = o.result.error.details;
   const exit = details.exit as { description?: unknown } | null | undefined;
-  const discarded = details.bytes_seen ?? details.bytes;
+  const seen = details.bytes_seen;
   const notes = [
     ...(typeof exit?.description === 'string' ? [exit.description] : []),
-    ...(typeof discarded === 'number' ? [`${discarded} bytes discarded`] : []),
+    ...(typeof seen === 'number' ? [`reported after ${seen} bytes of the line`] : []),
   ];
   return notes.length === 0 ? '' : ` (${notes.join('; ')})`;
 }

@@ -200,6 +200,16 @@ describe('HandshakeSession: the nine failure classes', () => {
     expect(error.details).toMatchObject({ failure_class: 'malformed_response', phase: 'handshake', max_frame_bytes: 16 * 1024 });
   });
 
+  it('malformed_response: a handshake line that never ends fails at the frame cap, not the timeout, and the plugin is stopped', async () => {
+    const { session: s, tracker } = session(faulty('endless-handshake'), { allowedCapabilities: ['net'], maxFrameBytes: 16 * 1024, timeouts: { handshakeMs: 60_000 } });
+    const error = await failure(s.callTool('echo', {}));
+    expect(error.code).toBe('PLUGIN_FRAME_TOO_LARGE');
+    expect(error.details).toMatchObject({ failure_class: 'malformed_response', phase: 'handshake', max_frame_bytes: 16 * 1024 });
+    expect(error.details.bytes_seen as number).toBeGreaterThan(16 * 1024);
+    expect(error.message).toMatch(/handshake line longer than the 16384-byte frame cap \(\d+ bytes seen\)/);
+    expect(allProcessesGone(tracker)).toBe(true);
+  });
+
   it('tool_not_exposed: the requested tool is not in exposed_tools', async () => {
     const { session: s, tracker } = session(faulty('tool-missing'), { allowedCapabilities: ['net'] });
     const error = await failure(s.callTool('echo', {}));

@@ -221,7 +221,9 @@ describe('crashes and malformed output', () => {
     const error = (await session.callTool('big', { bytes: 200_000 }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_FRAME_TOO_LARGE');
     expect(error.details).toMatchObject({ tool: 'big', max_frame_bytes: 64 * 1024 });
-    expect(error.details.bytes as number).toBeGreaterThan(200_000);
+    // Reported when the line crossed the cap, long before its 200 kB were all written.
+    expect(error.details.bytes_seen as number).toBeGreaterThan(64 * 1024);
+    expect(error.details.bytes_seen as number).toBeLessThan(200_000);
     const fits = (await session.callTool('big', { bytes: 1000 }))._unsafeUnwrap();
     expect(textOf(fits.value)).toHaveLength(1000);
     expect(session.stats().launches).toBe(2);

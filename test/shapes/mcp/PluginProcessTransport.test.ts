@@ -92,8 +92,23 @@ describe('PluginProcessTransport', () => {
     await tick();
     expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_FRAME_TOO_LARGE']);
     expect(violations[0]?.details.line_excerpt).toBe('hello world');
-    expect(violations[2]?.details).toMatchObject({ max_frame_bytes: 64 });
+    expect(violations[2]?.details).toMatchObject({ max_frame_bytes: 64, bytes_seen: 144 });
     expect(errors).toHaveLength(3);
+    expect(messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
+  });
+
+  it('reports a line over the cap as soon as it crosses it, before any newline', async () => {
+    const violations: HostError[] = [];
+    const { stdout, messages } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v) });
+    stdout.write('{"jsonrpc":"2.0","id":1,"result":{"pad":"');
+    stdout.write('x'.repeat(100));
+    await tick();
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_FRAME_TOO_LARGE']);
+    expect(violations[0]?.details).toEqual({ bytes_seen: 141, max_frame_bytes: 64 });
+    expect(violations[0]?.message).toBe('plugin wrote a line longer than the 64-byte frame cap (141 bytes seen)');
+    stdout.write(`${'x'.repeat(1000)}"}}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
+    await tick();
+    expect(violations).toHaveLength(1);
     expect(messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
   });
 

@@ -67,10 +67,10 @@ describe('mapMcpFailure', () => {
   });
 
   it('prefers the reason the host ended the connection for', async () => {
-    const fatal = hostError('PLUGIN_FRAME_TOO_LARGE', 'too big', { details: { bytes: 9 } });
+    const fatal = hostError('PLUGIN_FRAME_TOO_LARGE', 'too big', { details: { bytes_seen: 9 } });
     const error = await mapMcpFailure(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), context({ fatal, connectionClosed: true }));
     expect(error.code).toBe('PLUGIN_FRAME_TOO_LARGE');
-    expect(error.details).toMatchObject({ bytes: 9, phase: 'tools/call', stderr_tail: 'Traceback: oops\n' });
+    expect(error.details).toMatchObject({ bytes_seen: 9, phase: 'tools/call', stderr_tail: 'Traceback: oops\n' });
   });
 
   it('maps initialize failures to PLUGIN_HANDSHAKE_FAILED, or PLUGIN_PROTOCOL_VERSION_MISMATCH for an unsupported version', async () => {

@@ -216,8 +216,20 @@ describe('NdjsonRpcSession: host failures', () => {
     const error = await failure(session.callTool('echo', 'x'.repeat(5000)));
     expect(error.code).toBe('PLUGIN_FRAME_TOO_LARGE');
     expect(error.details).toMatchObject({ max_frame_bytes: 1024, request_id: 1 });
-    expect(Number(error.details.bytes_seen)).toBeGreaterThan(5000);
+    expect(Number(error.details.bytes_seen)).toBeGreaterThan(1024);
+    expect(error.message).toMatch(/longer than the 1024-byte frame cap \(\d+ bytes seen\)/);
     expect(await value(session, 'echo', 'small')).toEqual({ isError: false, value: 'small' });
+  });
+
+  it('PLUGIN_FRAME_TOO_LARGE for an answer line that never ends, at the cap rather than the call timeout; close() stops the writer', async () => {
+    const tracker = trackLaunches(nodeEcho('endless'));
+    const session = open(tracker, { maxFrameBytes: 1024, callTimeoutMs: 60_000 });
+    const error = await failure(session.callTool('echo', 'x'));
+    expect(error.code).toBe('PLUGIN_FRAME_TOO_LARGE');
+    expect(error.details).toMatchObject({ max_frame_bytes: 1024, request_id: 1 });
+    expect(Number(error.details.bytes_seen)).toBeGreaterThan(1024);
+    await session.close();
+    expect(tracker.processes[0]?.exitInfo).toBeDefined();
   });
 
   it('cancels through an AbortSignal, and an already aborted call launches nothing', async () => {

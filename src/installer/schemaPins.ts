@@ -1,0 +1,113 @@
+/**
+ * Pins: the schema files an install in progress relies on before its catalog
+ * transaction has committed. A pin is written, together with the files it
+ * names, under the schema store's lock, and removed once the transaction has
+ * committed or failed; a collection, holding the same lock, keeps every file
+ * a live pin names. A pin outlives its install only when the install's
+ * process died, and is then stale.
+ */
+import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import { hostname as osHostname } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from '../ports/ports.js';
+import type { ProfileLayout } from '../profile/ProfileLayout.js';
+
+/** What a pin file records. */
+interface SchemaPin {
+  readonly pid: number;
+  readonly hostname: string;
+  readonly started_at_ms: number;
+  /** Schema store file names (`<ref>.<sha256>.json`). */
+  readonly files: readonly string[];
+}
+
+/**
+ * A pin of another host, whose process cannot be checked, is stale after a
+ * day: no install takes that long, and a pin that lives too long only keeps
+ * files longer. A pin of this host is stale exactly when its process is
+ * gone (a reused pid keeps it, which again only keeps files).
+ */
+export const PIN_STALE_MS = 24 * 60 * 60 * 1000;
+
+const PIN_NAME = /^[0-9a-f]+\.json$/;
+
+/** The directory of pin files: `<profile>/.schema-pins/`. */
+export function pinsDir(layout: ProfileLayout): string {
+  return join(layout.root, '.schema-pins');
+}
+
+/** Writes the pin of one install. Returns its path, for {@link unpin}. */
+export async function writePin(layout: ProfileLayout, nonce: string, files: readonly string[], clock: Clock): Promise<string> {
+  const dir = pinsDir(layout);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, `${nonce}.json`);
+  const pin: SchemaPin = { pid: process.pid, hostname: osHostname(), started_at_ms: clock.now(), files };
+  const handle = await open(path, 'wx', 0o600);
+  try {
+    await handle.writeFile(JSON.stringify(pin));
+  } finally {
+    await handle.close();
+  }
+  return path;
+}
+
+/** Removes a pin; a missing one is fine. */
+export async function unpin(path: string): Promise<void> {
+  await rm(path, { force: true });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function parsePin(text: string): SchemaPin | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<SchemaPin>;
+    const valid =
+      typeof v.pid === 'number' &&
+      typeof v.hostname === 'string' &&
+      typeof v.started_at_ms === 'number' &&
+      Array.isArray(v.files) &&
+      v.files.every((f) => typeof f === 'string');
+    return valid ? (v as SchemaPin) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The files named by live pins. Call it holding the schema store's lock:
+ * pins are written under it, so an unreadable pin is one whose writer died
+ * mid-write. Stale and unreadable pins are deleted.
+ */
+export async function pinnedFiles(layout: ProfileLayout, clock: Clock): Promise<Set<string>> {
+  const dir = pinsDir(layout);
+  const names = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return [];
+    throw e;
+  });
+  const files = new Set<string>();
+  const host = osHostname();
+  for (const name of names.filter((n) => PIN_NAME.test(n))) {
+    const path = join(dir, name);
+    const text = await readFile(path, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      // Unpinned meanwhile: its install committed or failed, which is not under the lock.
+      if (e.code === 'ENOENT') return undefined;
+      throw e;
+    });
+    if (text === undefined) continue;
+    const pin = parsePin(text);
+    const stale = pin === undefined || (pin.hostname === host ? !processAlive(pin.pid) : clock.now() - pin.started_at_ms > PIN_STALE_MS);
+    if (stale) {
+      await unpin(path);
+      continue;
+    }
+    for (const file of pin.files) files.add(file);
+  }
+  return files;
+}
