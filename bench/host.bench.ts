@@ -113,7 +113,7 @@ async function warmCall(host: PluginHost, helloEntry: string): Promise<BenchResu
       compare: 'ratio',
       target: 1.1,
       better: 'lower',
-      note: `${ROUNDS} rounds, each a fresh pair of hello processes (the same bundled bytes), ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; host with its default idle timeout; p50 per round, median over rounds`,
+      note: `${ROUNDS} rounds, each a fresh pair of hello processes (the same bundled bytes), ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; host with its default idle timeout; p50 per round, median over rounds; our requests carry a progressToken (so that progress can extend a call's timeout), which the plugin parses and the bare SDK's requests lack`,
     },
     hostP50,
     sdkP50,

@@ -5,9 +5,10 @@
  * - warm call p50: McpSession.callTool against a bare SDK `Client` over the
  *   SDK's own `StdioClientTransport`, each on its own warm process, calls
  *   alternating so machine load hits both alike;
- * - 32 concurrent calls against the same calls one after another, through
- *   one McpSession on one process (maxInFlight 32): once on hello, whose tool
- *   does no I/O, and once on a tool that waits 5 ms as an upstream call would;
+ * - 32 concurrent calls through one McpSession on one process (maxInFlight
+ *   32): on hello, whose tool does no I/O, beside the bare SDK Client with 32
+ *   in flight; and on a tool that waits 5 ms as an upstream call would,
+ *   against the same calls one after another;
  * - cold first call: McpSession (spawn, initialize, tools/list + manifest
  *   check, call) against the bare SDK (spawn, initialize, call). Both spawn
  *   unverified and unsandboxed; verification and the sandbox add their own
@@ -111,7 +112,7 @@ async function warmCallP50(): Promise<BenchResult> {
       compare: 'ratio',
       target: 1.1,
       better: 'lower',
-      note: `${ROUNDS} rounds, each a fresh pair of hello processes (Node SDK server) and ${WARM_CALLS} alternating calls; p50 per round, median over rounds`,
+      note: `${ROUNDS} rounds, each a fresh pair of hello processes (Node SDK server) and ${WARM_CALLS} alternating calls; p50 per round, median over rounds; our requests carry a progressToken (so that progress can extend a call's timeout), which the plugin parses and the bare SDK's requests lack`,
     },
     values,
     baselines,
@@ -129,35 +130,44 @@ async function throughput(calls: number, batches: number, call: () => Promise<vo
   return { sequential, concurrent };
 }
 
+/**
+ * On a tool that does no I/O, 32 calls in flight gain only from pipelining,
+ * bounded by the plugin's single thread, so the figure set against a target
+ * is our 32-in-flight throughput beside the bare SDK Client's on the same
+ * plugin; both sides' gains over sequential calls are in the note.
+ */
 async function concurrentThroughput(): Promise<BenchResult> {
   const s = session(ARGV, BATCH);
   const client = await bareClient();
   for (let i = 0; i < WARMUP; i++) await sessionCall(s);
   const calls = BATCH * BATCHES;
-  const concurrent: number[] = [];
-  const sequential: number[] = [];
-  const sdkRatios: number[] = [];
+  const ours: number[] = [];
+  const sdk: number[] = [];
+  const ourGains: number[] = [];
+  const sdkGains: number[] = [];
   for (let run = 0; run < RUNS; run++) {
-    const ours = await throughput(calls, BATCHES, () => sessionCall(s));
-    sequential.push(ours.sequential);
-    concurrent.push(ours.concurrent);
-    const sdk = await throughput(calls, BATCHES, () => bareCall(client));
-    sdkRatios.push(sdk.concurrent / sdk.sequential);
+    // Alternate which side runs first, so drift in machine load falls on both.
+    const order = run % 2 === 0 ? (['ours', 'sdk'] as const) : (['sdk', 'ours'] as const);
+    for (const side of order) {
+      const measured = side === 'ours' ? await throughput(calls, BATCHES, () => sessionCall(s)) : await throughput(calls, BATCHES, () => bareCall(client));
+      (side === 'ours' ? ours : sdk).push(measured.concurrent);
+      (side === 'ours' ? ourGains : sdkGains).push(measured.concurrent / measured.sequential);
+    }
   }
   await Promise.all([s.close(), client.close()]);
-  const sdkRatio = [...sdkRatios].sort((a, b) => a - b)[Math.floor(sdkRatios.length / 2)] ?? Number.NaN;
+  const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
   return result(
     {
-      name: 'MCP 32 concurrent calls vs sequential, hello (no I/O)',
-      baselineName: 'same calls sequentially',
+      name: 'MCP 32 concurrent calls, hello (no I/O): McpSession vs bare SDK Client',
+      baselineName: 'bare SDK Client, 32 in flight, same plugin',
       unit: 'calls/s',
       compare: 'ratio',
-      target: 3,
+      target: 0.9,
       better: 'higher',
-      note: `${RUNS} runs of ${calls} calls each way, maxInFlight 32. The tool does no I/O, so the gain is pipelining alone and both processes compete for the cores; the bare SDK Client reached ${sdkRatio.toFixed(2)}× on the same plugin in the same run`,
+      note: `${RUNS} runs of ${calls} calls each side, maxInFlight 32. Gain over the same calls one after another: McpSession ${median(ourGains).toFixed(2)}×, bare SDK ${median(sdkGains).toFixed(2)}× (pipelining alone; the issue's ≥ 3× target is measured on the next row, where the tool waits on I/O)`,
     },
-    concurrent,
-    sequential,
+    ours,
+    sdk,
   );
 }
 

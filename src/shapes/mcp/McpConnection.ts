@@ -64,8 +64,6 @@ const describeTool = (tool: Tool): ToolDescriptor =>
 const isCallToolResult = (result: CallToolResult | { toolResult: unknown }): result is CallToolResult =>
   Array.isArray((result as { content?: unknown }).content);
 
-const ignoreProgress = (): void => undefined;
-
 function toCallProgress(progress: Progress): CallProgress {
   return {
     progress: progress.progress,
@@ -163,8 +161,16 @@ export class McpConnection {
     const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
     const abort = new CallAbort();
     const unfollowCaller = options.signal === undefined ? undefined : abort.follow(options.signal);
-    // The SDK checks the total cap only when progress arrives; this timer enforces it without progress too.
-    const cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${maxTotalTimeoutMs} ms reached`)), maxTotalTimeoutMs);
+    // The SDK checks the total cap only when progress arrives. Without progress its per-call timeout ends the call
+    // first, so the cap needs a timer of its own only when that timeout is longer, or once progress has reset it.
+    const started = this.settings.clock.now();
+    let cancelTotalTimer: (() => void) | undefined;
+    const armTotalCap = (): void => {
+      if (cancelTotalTimer !== undefined) return;
+      const remaining = Math.max(0, maxTotalTimeoutMs - (this.settings.clock.now() - started));
+      cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${maxTotalTimeoutMs} ms reached`)), remaining);
+    };
+    if (timeoutMs >= maxTotalTimeoutMs) armTotalCap();
     const onProgress = options.onProgress;
     try {
       const result = await this.client.callTool(args === undefined ? { name } : { name, arguments: args }, undefined, {
@@ -173,7 +179,10 @@ export class McpConnection {
         maxTotalTimeout: maxTotalTimeoutMs,
         signal: abort.asSignal(),
         // Always asking for progress gives every call a progressToken, so a plugin that reports progress keeps its call alive.
-        onprogress: onProgress === undefined ? ignoreProgress : (progress) => this.reportProgress(name, onProgress, progress),
+        onprogress: (progress) => {
+          armTotalCap();
+          if (onProgress !== undefined) this.reportProgress(name, onProgress, progress);
+        },
       });
       if (!isCallToolResult(result)) {
         return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
@@ -184,7 +193,7 @@ export class McpConnection {
       return err(await this.failure(error, { phase: 'tools/call', tool: name, timeoutMs, maxTotalTimeoutMs, ...(abortedBy === undefined ? {} : { abortedBy }) }));
     } finally {
       unfollowCaller?.();
-      cancelTotalTimer();
+      cancelTotalTimer?.();
     }
   }
 

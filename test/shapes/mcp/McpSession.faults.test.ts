@@ -101,6 +101,18 @@ describe('timeouts and progress', () => {
   });
 });
 
+describe('the total cap when the per-call timeout is shorter', () => {
+  it('ends the call at the cap once progress has reset the timeout, not at the next progress', async () => {
+    const { session, processes } = faulty();
+    // Progress at 700 ms resets the 800 ms timeout past the 1,000 ms cap; the next progress would come at 1,400 ms.
+    const error = (await session.callTool('slow', { steps: 5, intervalMs: 700 }, { timeoutMs: 800, maxTotalTimeoutMs: 1000 }))._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_TIMEOUT');
+    expect(error.details).toMatchObject({ tool: 'slow', max_total_timeout_ms: 1000 });
+    expect(String((error.cause as Error).message)).toContain('total cap of 1000 ms reached');
+    await stderrLine(processes[0], /^received notifications\/cancelled /);
+  });
+});
+
 describe('cancellation', () => {
   it('sends notifications/cancelled for the request when the caller aborts, and returns PLUGIN_CANCELLED', async () => {
     const { session, processes } = faulty();
