@@ -1,7 +1,14 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', testing: 'src/testing/index.ts', 'esm-runner': 'src/shapes/esm/runner.ts', cli: 'src/cli/main.ts' },
+  entry: {
+    index: 'src/index.ts',
+    testing: 'src/testing/index.ts',
+    'esm-runner': 'src/shapes/esm/runner.ts',
+    cli: 'src/cli/main.ts',
+    // Found next to the built modules at run time (see src/binding/nodeMain.ts).
+    nodeMainGuard: 'src/binding/nodeMainGuard.cjs',
+  },
   shims: true,
   format: ['esm', 'cjs'],
   dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },

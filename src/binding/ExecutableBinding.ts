@@ -11,6 +11,7 @@
  *   inherited descriptor, or, for Node with an integrity policy, the script
  *   by its path with Node itself refusing any other bytes (see nodeMain.ts).
  */
+import { existsSync } from 'node:fs';
 import { realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
@@ -19,7 +20,7 @@ import { systemRandom, type Random } from '../ports/ports.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
-import { integrityPolicy, integrityPolicyOptions } from './nodeMain.js';
+import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
@@ -75,6 +76,13 @@ export interface VerifyExecutableOptions {
   readonly copyDir: string;
   /** Names the temporary copies (default: Node's CSPRNG). */
   readonly random?: Random;
+  /**
+   * Where the Node main-module guard (`nodeMainGuard.cjs`) is; by default
+   * next to this library's own modules. A bundler that moves this library
+   * elsewhere can copy the file and name it here. Without the file, Node
+   * plugins pinned for the integrity policy run through the loader hook.
+   */
+  readonly nodeMainGuardPath?: string;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -128,7 +136,12 @@ async function bindOpened(
     if (pinned.isErr()) return err(pinned.error);
     interpreter = pinned.value;
   }
-  const sha256 = await sha256OfHandle(file.handle);
+  const checksUtf8 = interpreter?.node_main === 'integrity_policy';
+  const chunks: Buffer[] = [];
+  const sha256 = await sha256OfHandle(file.handle, checksUtf8 ? async (chunk) => void chunks.push(Buffer.from(chunk)) : undefined);
+  if (checksUtf8 && interpreter !== undefined) {
+    interpreter = { ...interpreter, node_main: nodeMainLoadingForScript('integrity_policy', Buffer.concat(chunks)) };
+  }
   const base = { install_root: root, executable_path: relative, ...(interpreter ? { interpreter } : {}) };
   return ok({
     executable_path: relative,
@@ -170,7 +183,8 @@ export function bindExecutable(options: BindExecutableOptions): ResultAsync<Exec
   );
 }
 
-function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostError> {
+/** Checks an executable binding record's own consistency; returns its relative path. */
+export function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostError> {
   const relative = normalizeExecutablePath(record.executable_path);
   if (relative.isErr()) return relative;
   const consistent =
@@ -188,37 +202,40 @@ function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostE
   return ok(relative.value);
 }
 
-/** The inherited descriptors of a spawn, in order, and the argv that names them. */
+/** The inherited descriptors of a spawn, in order, the argv that names them, and extra files the child must read. */
 interface Launch {
   readonly argv: string[];
   readonly handles: readonly FileHandle[];
+  readonly readOnlyPaths?: readonly string[];
 }
 
-function launchVerifiedCopy(record: ExecutableBindingRecord, copy: VerifiedCopy, interpreter: OpenedFile | undefined): Launch {
-  const userArgs = record.argv_normalized.slice(expectedArgvPrefix(record).length);
-  const copyPath = descriptorPath(childFd(0));
-  const pin = record.interpreter;
-  if (pin === undefined || interpreter === undefined) return { argv: [copyPath, ...userArgs], handles: [copy.handle] };
+const userArgsOf = (record: ExecutableBindingRecord): string[] => record.argv_normalized.slice(expectedArgvPrefix(record).length);
+
+/** A native program: the verified copy itself is executed. */
+function launchNative(record: ExecutableBindingRecord, copy: VerifiedCopy): Launch {
+  return { argv: [descriptorPath(childFd(0)), ...userArgsOf(record)], handles: [copy.handle] };
+}
+
+/** A `#!` script: the pinned interpreter (through its descriptor) runs the verified copy's bytes. */
+function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: InterpreterPin, interpreter: OpenedFile): Launch {
   const handles = [copy.handle, interpreter.handle];
   const program = descriptorPath(childFd(1));
+  const script = scriptPathOf(record.install_root, record.executable_path);
+  const userArgs = userArgsOf(record);
   if (pin.kind === 'node') {
-    const script = scriptPathOf(record.install_root, record.executable_path);
     const bootstrap = pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0)) : nodeVerifiedMainImport(childFd(0));
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
   }
-  if (pin.kind === 'python') {
-    const script = scriptPathOf(record.install_root, record.executable_path);
-    return { argv: [program, ...pin.args, '-c', pythonVerifiedMainProgram(childFd(0)), script, ...userArgs], handles };
-  }
-  return { argv: [program, ...pin.args, copyPath, ...userArgs], handles };
+  if (pin.kind === 'python') return { argv: [program, ...pin.args, '-c', pythonVerifiedMainProgram(childFd(0)), script, ...userArgs], handles };
+  return { argv: [program, ...pin.args, descriptorPath(childFd(0)), ...userArgs], handles };
 }
 
-function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin, policy: FileHandle, interpreter: OpenedFile): Launch {
-  const userArgs = record.argv_normalized.slice(expectedArgvPrefix(record).length);
+function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin, policy: FileHandle, interpreter: OpenedFile, guard: string): Launch {
   const script = scriptPathOf(record.install_root, record.executable_path);
   return {
-    argv: [descriptorPath(childFd(1)), ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0))), script, ...userArgs],
+    argv: [descriptorPath(childFd(1)), ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...userArgsOf(record)],
     handles: [policy, interpreter.handle],
+    readOnlyPaths: [guard],
   };
 }
 
@@ -227,7 +244,7 @@ function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, lau
   return {
     argv: launch.argv,
     inheritFds: launch.handles.map((h) => h.fd),
-    readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : [])],
+    readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : []), ...(launch.readOnlyPaths ?? [])],
     installRoot: record.install_root,
     sha256,
     release(): void {
@@ -278,8 +295,8 @@ export async function copyPinnedFile(
   return ok(copied.value);
 }
 
-/** Hashes the pinned file where it is; for launches where the interpreter re-checks the bytes it loads. */
-async function hashPinnedFile(record: ExecutableBindingRecord, relative: string): Promise<Result<string, HostError>> {
+/** Hashes the pinned file where it is, without copying it; returns the digest when it is the pinned one. */
+export async function hashPinnedFile(record: ExecutableBindingRecord, relative: string): Promise<Result<string, HostError>> {
   const opened = await openPinnedFile(record, relative);
   if (opened.isErr()) return err(opened.error);
   const { handle, path } = opened.value;
@@ -303,6 +320,7 @@ async function verifyUnderPolicy(
   relative: string,
   pin: InterpreterPin,
   options: VerifyExecutableOptions,
+  guard: string,
 ): Promise<Result<VerifiedExecutable, HostError>> {
   const hashed = await hashPinnedFile(record, relative);
   if (hashed.isErr()) return err(hashed.error);
@@ -316,24 +334,25 @@ async function verifyUnderPolicy(
     await policy.value.close().catch(() => undefined);
     return err(interpreter.error);
   }
-  return ok(verifiedExecutable(record, hashed.value, launchUnderPolicy(record, pin, policy.value, interpreter.value), interpreter.value));
+  return ok(verifiedExecutable(record, hashed.value, launchUnderPolicy(record, pin, policy.value, interpreter.value, guard), interpreter.value));
 }
 
 async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {
   const relative = checkRecordShape(record);
   if (relative.isErr()) return err(relative.error);
   const pin = record.interpreter;
-  if (pin?.kind === 'node' && pin.node_main === 'integrity_policy') return verifyUnderPolicy(record, relative.value, pin, options);
+  const guard = options.nodeMainGuardPath ?? NODE_MAIN_GUARD;
+  if (pin?.kind === 'node' && pin.node_main === 'integrity_policy' && existsSync(guard)) return verifyUnderPolicy(record, relative.value, pin, options, guard);
   const copied = await copyPinnedFile(record, relative.value, options);
   if (copied.isErr()) return err(copied.error);
   const copy = copied.value;
-  if (pin === undefined) return ok(verifiedExecutable(record, copy.sha256, launchVerifiedCopy(record, copy, undefined), undefined));
+  if (pin === undefined) return ok(verifiedExecutable(record, copy.sha256, launchNative(record, copy), undefined));
   const interpreter = await openPinnedInterpreter(pin);
   if (interpreter.isErr()) {
     await copy.handle.close().catch(() => undefined);
     return err(interpreter.error);
   }
-  return ok(verifiedExecutable(record, copy.sha256, launchVerifiedCopy(record, copy, interpreter.value), interpreter.value));
+  return ok(verifiedExecutable(record, copy.sha256, launchScript(record, copy, pin, interpreter.value), interpreter.value));
 }
 
 /** Marks a verification failure so that the host knows to quarantine the plugin. */

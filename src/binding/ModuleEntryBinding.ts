@@ -97,7 +97,8 @@ export function bindModuleEntry(options: BindModuleEntryOptions): ResultAsync<Ex
   );
 }
 
-function checkEntryRecord(record: ExecutableBindingRecord): Result<string, HostError> {
+/** Checks an `esm-entry` binding record's own consistency; returns its entry path. */
+export function checkEntryRecord(record: ExecutableBindingRecord): Result<string, HostError> {
   const relative = normalizeExecutablePath(record.executable_path).andThen(checkExtension);
   const argv = isAbsolute(record.install_root) ? moduleEntryArgv(record.install_root) : [];
   const consistent =

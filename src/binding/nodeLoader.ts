@@ -5,7 +5,10 @@
  * bootstrap (a `data:` URL, so nothing on disk can be swapped) that installs
  * one module-loader hook: when the main module's URL is loaded, its source
  * comes from the inherited descriptor of the verified copy; every other
- * module loads normally.
+ * module loads normally. The first module Node loads must be the main
+ * module's exact URL: Node resolves a main script that is not a file to a
+ * sibling with an extension or to a directory's index, and such a file put
+ * in the script's place must not run.
  *
  * Two flavours of the same hook: in-thread (`module.registerHooks`, Node
  * 22.15+ and 23.5+) and on Node's loader worker (`module.register`, Node
@@ -13,8 +16,11 @@
  * chosen API fails to start instead of running unverified code.
  */
 
-/** Reads the whole file behind descriptor `fd` and closes it; shared by both hook flavours. */
+/** Shared by both hook flavours: the entry check, and reading the whole file behind descriptor `fd` (then closing it). */
 const READ_VERIFIED_SOURCE = `
+function checkEntry(url, mainUrl) {
+  if (url !== mainUrl) throw new Error('mcp-plugin-host: the main module resolved to ' + url + ', not to the verified ' + mainUrl);
+}
 function readVerified(fd) {
   const stat = fstatSync(fd);
   if (!stat.isFile()) throw new Error('mcp-plugin-host: descriptor ' + fd + ' is not the verified main module (a forked Node child inherits the flags but not the descriptor)');
@@ -35,12 +41,13 @@ const WORKER_HOOKS_SOURCE = `
 import { closeSync, fstatSync, readSync } from 'node:fs';
 ${READ_VERIFIED_SOURCE}
 let main;
+let served = false;
 export function initialize(data) { main = data; }
 export async function load(url, context, nextLoad) {
-  if (main === undefined || url !== main.url) return nextLoad(url, context);
-  const { fd } = main;
-  main = undefined;
-  return { format: context.format ?? 'commonjs', source: readVerified(fd), shortCircuit: true };
+  if (served) return nextLoad(url, context);
+  checkEntry(url, main.url);
+  served = true;
+  return { format: context.format ?? 'commonjs', source: readVerified(main.fd), shortCircuit: true };
 }
 `;
 
@@ -63,13 +70,13 @@ import { pathToFileURL } from 'node:url';
 import { closeSync, fstatSync, readSync } from 'node:fs';
 ${READ_VERIFIED_SOURCE}
 const mainUrl = pathToFileURL(process.argv[1]).href;
-let fd = ${fd};
+let served = false;
 registerHooks({
   load(url, context, nextLoad) {
-    if (fd === undefined || url !== mainUrl) return nextLoad(url, context);
-    const source = readVerified(fd);
-    fd = undefined;
-    return { format: context.format ?? 'commonjs', source, shortCircuit: true };
+    if (served) return nextLoad(url, context);
+    checkEntry(url, mainUrl);
+    served = true;
+    return { format: context.format ?? 'commonjs', source: readVerified(${fd}), shortCircuit: true };
   },
 });
 `;

@@ -16,7 +16,7 @@
  *   loader worker thread, which adds 20–30 ms to every start.
  */
 import { execFile } from 'node:child_process';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** How a Node interpreter is made to evaluate only the verified main module. */
 export type NodeMainLoading = 'integrity_policy' | 'in_thread_hook' | 'loader_hook';
@@ -50,23 +50,49 @@ export function probeNodeMainLoading(path: string): Promise<NodeMainLoading> {
 }
 
 /**
+ * The CommonJS preload that makes Node resolve the main script to exactly
+ * its path, with no extension or directory fallback. It sits next to this
+ * module both in the sources and in the built package.
+ */
+export const NODE_MAIN_GUARD = fileURLToPath(new URL('./nodeMainGuard.cjs', import.meta.url));
+
+/**
  * The policy text for a main module at `scriptPath` pinned to `sha256Hex`.
- * The main module's URL must match exactly; every other `file:` module keeps
- * loading without a digest, as it would without a policy.
+ * The main module's URL must match exactly; every other `file:` and `data:`
+ * module keeps loading without a digest, as it would without a policy.
  */
 export function integrityPolicy(scriptPath: string, sha256Hex: string): string {
   const integrity = `sha256-${Buffer.from(sha256Hex, 'hex').toString('base64')}`;
   return JSON.stringify({
     resources: { [pathToFileURL(scriptPath).href]: { integrity, dependencies: true } },
-    scopes: { 'file:': { integrity: true, dependencies: true } },
+    scopes: { 'file:': { integrity: true, dependencies: true }, 'data:': { integrity: true, dependencies: true } },
   });
 }
 
 /**
  * The Node options that apply the policy read from `policyPath`. The main
- * module keeps its own path as its URL, even if a link were swapped in, so
- * the policy entry always applies to it.
+ * module is resolved to exactly its path (the guard) and keeps that path as
+ * its URL even if a link were swapped in (`--preserve-symlinks-main`), so
+ * the policy entry is the one that applies to it. The sandbox must let the
+ * child read the guard.
  */
-export function integrityPolicyOptions(policyPath: string): string[] {
-  return ['--preserve-symlinks-main', '--disable-warning=ExperimentalWarning', `--experimental-policy=${policyPath}`];
+export function integrityPolicyOptions(policyPath: string, guardPath: string = NODE_MAIN_GUARD): string[] {
+  return ['--preserve-symlinks-main', '--disable-warning=ExperimentalWarning', `--experimental-policy=${policyPath}`, '--require', guardPath];
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Node checks a CommonJS main module's digest on its text decoded as UTF-8,
+ * so bytes that are not valid UTF-8 never match their own digest; such a
+ * script gets the loader hook instead of the policy.
+ */
+export function nodeMainLoadingForScript(interpreterMethod: NodeMainLoading, script: Uint8Array): NodeMainLoading {
+  if (interpreterMethod !== 'integrity_policy') return interpreterMethod;
+  try {
+    utf8.decode(script);
+    return interpreterMethod;
+  } catch {
+    return 'loader_hook';
+  }
 }

@@ -133,6 +133,37 @@ describe('a swap after verification never runs', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it.each([
+    ['integrity policy', NODE],
+    ['loader hook', NODE_LOADER_HOOK],
+    [`Node ${NODE_22} in-thread hook`, NODE_22_IN_THREAD],
+  ])('node (%s): a file Node would fall back to when the script is gone, or a directory in its place, never runs', async (_name, plugin) => {
+    const marker = join(s.base, 'marker');
+    const evil = `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');\n`;
+    const path = s.write(plugin.file, plugin.original);
+    const record = await bindPlugin(plugin);
+
+    const beforeDelete = (await verify(record))._unsafeUnwrap();
+    rmSync(path);
+    writeFileSync(`${path}.js`, evil);
+    const fellBack = await runVerified(beforeDelete);
+    expect(fellBack.code).not.toBe(0);
+    expect(fellBack.stdout).toBe('');
+    rmSync(`${path}.js`);
+
+    writeFileSync(path, plugin.original);
+    const beforeDirectory = (await verify(record))._unsafeUnwrap();
+    rmSync(path);
+    mkdirSync(path);
+    writeFileSync(join(path, 'package.json'), '{ "main": "evil.js" }');
+    writeFileSync(join(path, 'evil.js'), evil);
+    writeFileSync(join(path, 'index.js'), evil);
+    const directory = await runVerified(beforeDirectory);
+    expect(directory.code).not.toBe(0);
+    expect(directory.stdout).toBe('');
+    expect(existsSync(marker)).toBe(false);
+  });
+
   it('native executable: rewritten in place between verify and spawn', async () => {
     const path = s.write('bin/tool', readFileSync('/bin/echo'));
     const record = (await bindExecutable({ installRoot: s.root, executable: 'bin/tool', args: ['still', 'echo'] }))._unsafeUnwrap();

@@ -3,7 +3,8 @@
  * verified main module, and the policy text it is given.
  */
 import { describe, expect, it } from 'vitest';
-import { integrityPolicy, integrityPolicyOptions, nodeMainLoadingFor, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
+import { existsSync } from 'node:fs';
+import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingFor, nodeMainLoadingForScript, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
 
 describe('nodeMainLoadingFor', () => {
   it.each([
@@ -44,15 +45,26 @@ describe('integrityPolicy', () => {
       resources: {
         'file:///plugins/p%201/bin/main.mjs': { integrity: `sha256-${Buffer.from(digest, 'hex').toString('base64')}`, dependencies: true },
       },
-      scopes: { 'file:': { integrity: true, dependencies: true } },
+      scopes: { 'file:': { integrity: true, dependencies: true }, 'data:': { integrity: true, dependencies: true } },
     });
   });
 
-  it('keeps the main module at its own path so a swapped-in link cannot move it out of the policy', () => {
+  it('keeps the main module at exactly its own path (guard, no link resolution) so that the policy entry applies to it', () => {
     expect(integrityPolicyOptions('/proc/self/fd/3')).toEqual([
       '--preserve-symlinks-main',
       '--disable-warning=ExperimentalWarning',
       '--experimental-policy=/proc/self/fd/3',
+      '--require',
+      NODE_MAIN_GUARD,
     ]);
+    expect(existsSync(NODE_MAIN_GUARD)).toBe(true);
+  });
+});
+
+describe('nodeMainLoadingForScript', () => {
+  it('keeps the policy for a script that is valid UTF-8 and falls back to the loader hook otherwise (Node checks the decoded text)', () => {
+    expect(nodeMainLoadingForScript('integrity_policy', Buffer.from('// café\n'))).toBe('integrity_policy');
+    expect(nodeMainLoadingForScript('integrity_policy', Buffer.from([0x2f, 0x2f, 0x20, 0x63, 0x61, 0x66, 0xe9, 0x0a]))).toBe('loader_hook');
+    expect(nodeMainLoadingForScript('in_thread_hook', Buffer.from([0xe9]))).toBe('in_thread_hook');
   });
 });

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
-import type { NodeMainLoading } from '../../src/binding/nodeMain.js';
+import { NODE_MAIN_GUARD, type NodeMainLoading } from '../../src/binding/nodeMain.js';
 import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
 
 let s: Scratch;
@@ -75,12 +75,38 @@ describe('verifyExecutableBinding: what runs', () => {
     s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
     const exe = (await verify(launchedWith(await bind('bin/main.mjs'), method)))._unsafeUnwrap();
     expect(exe.inheritFds).toHaveLength(2);
-    expect(exe.readOnlyPaths).toEqual([s.root, '/usr/bin/node']);
+    expect(exe.readOnlyPaths).toEqual([s.root, '/usr/bin/node', ...(method === 'integrity_policy' ? [NODE_MAIN_GUARD] : [])]);
     expect(exe.argv.includes(`--experimental-policy=/proc/self/fd/3`)).toBe(method === 'integrity_policy');
     const out = await runVerified(exe);
     expect(out.stderr).toBe('');
     expect(out.stdout).toBe(`ESM 42 file://${s.root}/bin/main.mjs\n`);
     expect(readdirSync(s.copyDir)).toEqual([]);
+  });
+
+  it('runs a Node plugin that imports a data: URL under the integrity policy', async () => {
+    s.write('bin/main.mjs', "#!/usr/bin/env node\nconst m = await import('data:text/javascript,export default 42');\nconsole.log('data', m.default);\n");
+    const record = await bind('bin/main.mjs');
+    expect(record.interpreter?.node_main).toBe('integrity_policy');
+    const out = await runVerified((await verify(record))._unsafeUnwrap());
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toBe('data 42\n');
+  });
+
+  it('runs a Node script pinned for the integrity policy through the loader hook when the guard file is not where it was said to be', async () => {
+    s.write('bin/main.mjs', "#!/usr/bin/env node\nconsole.log('hooked');\n");
+    const record = await bind('bin/main.mjs');
+    expect(record.interpreter?.node_main).toBe('integrity_policy');
+    const exe = (await verifyExecutableBinding(record, { copyDir: s.copyDir, nodeMainGuardPath: join(s.base, 'no-guard.cjs') }))._unsafeUnwrap();
+    expect(exe.argv).toContain('--import');
+    expect(exe.argv.some((a) => a.startsWith('--experimental-policy'))).toBe(false);
+    expect((await runVerified(exe)).stdout).toBe('hooked\n');
+  });
+
+  it('pins a Node script that is not valid UTF-8 with the loader hook, and runs it', async () => {
+    s.write('bin/latin1.cjs', Buffer.concat([Buffer.from("#!/usr/bin/env node\n// caf"), Buffer.from([0xe9]), Buffer.from("\nconsole.log('latin-1 ok');\n")]));
+    const record = await bind('bin/latin1.cjs');
+    expect(record.interpreter?.node_main).toBe('loader_hook');
+    expect((await runVerified((await verify(record))._unsafeUnwrap())).stdout).toBe('latin-1 ok\n');
   });
 
   it.each(nodeMethods)('runs an extensionless CommonJS Node plugin with require() of a sibling and its arguments (%s)', async (method) => {

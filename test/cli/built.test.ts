@@ -4,6 +4,7 @@
  * through its `#!/usr/bin/env node` line. Also checks that the CLI is made
  * only of the public API.
  */
+import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'tsup';
@@ -23,7 +24,7 @@ describe('the built binary', () => {
     profile = await tempDir('cli-dist-profile-');
     hello = await packageHello();
     await build({
-      entry: { cli: join(REPO, 'src/cli/main.ts') },
+      entry: { cli: join(REPO, 'src/cli/main.ts'), nodeMainGuard: join(REPO, 'src/binding/nodeMainGuard.cjs') },
       format: ['esm', 'cjs'],
       outDir: out.path,
       platform: 'node',
@@ -46,6 +47,10 @@ describe('the built binary', () => {
     await out.dispose();
     await profile.dispose();
     await rm(hello, { recursive: true, force: true });
+  });
+
+  it('ships the Node main-module guard next to the built modules, where verification looks for it', () => {
+    expect(existsSync(join(out.path, 'nodeMainGuard.cjs'))).toBe(true);
   });
 
   it('is an executable with a node shebang', { timeout: SLOW }, async () => {
