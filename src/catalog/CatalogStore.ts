@@ -44,6 +44,16 @@ export interface CatalogStoreOptions {
 /**
  * A transaction's change: a pure function from the current content to the
  * next. Return an `err` to abort without writing anything.
+ *
+ * It must return new objects for everything it changes and must never
+ * modify `current` (or `snapshot`) in place, at any depth: copy the path down
+ * to what changes and share the rest, as `putPlugin`, `removePlugin` and
+ * `updatePluginState` do. The transaction takes an entry that is the very
+ * object of the current generation as unchanged: it writes that entry's
+ * cached bytes and skips its schema check, so an edit made in place is lost
+ * on disk, unchecked, and leaves this process's cached catalog disagreeing
+ * with the files. The contents are `readonly` types but are not frozen at
+ * run time (freezing costs a fresh open too much; see docs/install-safety.md).
  */
 export type CatalogMutator = (current: CatalogContents, snapshot: CatalogSnapshot) => Result<CatalogContents, HostError> | CatalogContents;
 

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
-import { verifyExecutableBinding } from '../binding/ExecutableBinding.js';
+import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
+import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -277,6 +278,8 @@ export class PluginHost {
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
   readonly #runtimes = new Map<string, PluginRuntime>();
+  /** The binding each runtime was built from: its launcher only ever starts that one. */
+  readonly #runtimeBindings = new WeakMap<PluginRuntime, ExecutableBindingRecord>();
   /** When this host last recorded a failure of each plugin (epoch ms). */
   readonly #lastFailureAt = new Map<string, number>();
   #snapshot: CatalogSnapshot;
@@ -708,7 +711,7 @@ export class PluginHost {
     this.#logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
     this.events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
     if (purpose !== 'call') return;
-    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, failure));
+    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure));
     if (recorded.isErr()) this.#logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
@@ -724,6 +727,7 @@ export class PluginHost {
       this.#logger.debug({ plugin_id: id }, 'idle plugin stopped');
     });
     this.#runtimes.set(id, runtime);
+    this.#runtimeBindings.set(runtime, plugin.lock.binding);
     return ok(runtime);
   }
 
@@ -830,8 +834,7 @@ export class PluginHost {
     return this.#refresh().andThen((snapshot) => {
       const now = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
       if (now === undefined) return err(notInstalled(id));
-      const before = plugin.lock.binding;
-      if (now.lock.binding.install_root !== before.install_root || now.lock.binding.executable_sha256 !== before.executable_sha256) {
+      if (!sameBinding(now.lock.binding, plugin.lock.binding)) {
         return err(
           hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was reinstalled since this host started it; the new version is callable on the next open`, {
             details: { plugin_id: id },
@@ -926,20 +929,24 @@ export class PluginHost {
   }
 
   /**
-   * Checks the pinned code again after a failure. A plugin whose code changed
-   * on disk is quarantined for good now, not after the backoff ladder; this
-   * also covers a Node plugin whose interpreter refused bytes swapped in
-   * between the host's check and its own (the integrity policy).
+   * Checks the code `runtime` ran again after it failed. A plugin whose code
+   * changed on disk is quarantined for good now, not after the backoff
+   * ladder; this also covers a Node plugin whose interpreter refused bytes
+   * swapped in between the host's check and its own (the integrity policy).
+   * Only while the catalog still pins that very binding: another process may
+   * have upgraded the plugin and deleted the old install root meanwhile, and
+   * the new install must not pay for the old one's missing files. An upgrade
+   * publishes before it deletes, so reading the catalog after the check sees it.
    */
-  async #untrustedCause(pluginId: string, failure: HostError): Promise<HostError> {
-    const plugin = this.#snapshotPlugin(pluginId);
-    if (failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' || plugin === undefined) return failure;
-    const verified = await this.#verifiedCode(plugin);
-    if (verified.isOk()) {
-      verified.value.release();
-      return failure;
-    }
-    return verified.error.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' ? verified.error : failure;
+  async #untrustedCause(pluginId: string, runtime: PluginRuntime, failure: HostError): Promise<HostError> {
+    const ran = this.#runtimeBindings.get(runtime);
+    if (failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' || ran === undefined) return failure;
+    const checked = await recheckPinnedCode(ran);
+    if (checked.isOk() || checked.error.code !== 'PLUGIN_EXECUTABLE_UNTRUSTED') return failure;
+    const refreshed = await this.#refresh();
+    if (refreshed.isErr()) return failure;
+    const current = lookupPlugin(refreshed.value, { profile: refreshed.value.profile, plugin_id: pluginId });
+    return current !== undefined && sameBinding(current.lock.binding, ran) ? checked.error : failure;
   }
 
   #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {
@@ -1083,6 +1090,11 @@ function stoppedBySibling(error: HostError, runtime: PluginRuntime, hostClosed: 
     details: { ...cause.details, stopped_by_other_call: true },
     cause,
   });
+}
+
+/** Whether two catalog entries pin the same installed code (the same install root and digest). */
+function sameBinding(a: ExecutableBindingRecord, b: ExecutableBindingRecord): boolean {
+  return a.install_root === b.install_root && a.executable_sha256 === b.executable_sha256;
 }
 
 function closedError(): HostError {

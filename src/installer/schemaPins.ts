@@ -4,7 +4,8 @@
  * names, under the schema store's lock, and removed once the transaction has
  * committed or failed; a collection, holding the same lock, keeps every file
  * a live pin names. A pin outlives its install only when the install's
- * process died, and is then stale.
+ * process died, and is then stale once that is certain enough (see
+ * {@link DEAD_PIN_MIN_AGE_MS} and {@link PIN_STALE_MS}).
  */
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
@@ -24,10 +25,19 @@ interface SchemaPin {
 /**
  * A pin of another host, whose process cannot be checked, is stale after a
  * day: no install takes that long, and a pin that lives too long only keeps
- * files longer. A pin of this host is stale exactly when its process is
- * gone (a reused pid keeps it, which again only keeps files).
+ * files longer.
  */
 export const PIN_STALE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A pin naming this host whose process looks gone is stale only once it is
+ * this old (15 minutes; no install holds its pin that long). Looking is not
+ * proof: two containers sharing a profile volume and a hostname (a pod
+ * without a shared PID namespace) cannot see each other's processes. A
+ * process that is alive keeps its pin at any age (a reused pid too, which
+ * again only keeps files).
+ */
+export const DEAD_PIN_MIN_AGE_MS = 15 * 60 * 1000;
 
 const PIN_NAME = /^[0-9a-f]+\.json$/;
 
@@ -63,6 +73,12 @@ function processAlive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+function isStale(pin: SchemaPin, host: string, now: number): boolean {
+  const age = now - pin.started_at_ms;
+  if (pin.hostname !== host) return age > PIN_STALE_MS;
+  return age > DEAD_PIN_MIN_AGE_MS && !processAlive(pin.pid);
 }
 
 function parsePin(text: string): SchemaPin | undefined {
@@ -102,7 +118,7 @@ export async function pinnedFiles(layout: ProfileLayout, clock: Clock): Promise<
     });
     if (text === undefined) continue;
     const pin = parsePin(text);
-    const stale = pin === undefined || (pin.hostname === host ? !processAlive(pin.pid) : clock.now() - pin.started_at_ms > PIN_STALE_MS);
+    const stale = pin === undefined || isStale(pin, host, clock.now());
     if (stale) {
       await unpin(path);
       continue;

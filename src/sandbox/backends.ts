@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
 import { SYSTEM_PATHS, isWithin, type SandboxLayout } from './SandboxLayout.js';
@@ -69,12 +69,16 @@ export function seatbeltBackend(sandboxExecPath: string): SandboxBackend {
 }
 
 /**
- * The host paths a sandboxed Node needs to read besides system directories:
- * the installation prefix of the running Node when it is not under /usr
- * (nvm, volta, a tarball). Pass them as read-only paths to run `node` inside.
+ * The host paths a sandboxed Node needs to read besides system directories,
+ * for a Node binary not under /usr or /bin (nvm, volta, a tarball): its
+ * installation prefix when the binary is laid out as `<prefix>/bin/node`,
+ * otherwise the binary alone. Whatever holds a binary placed elsewhere
+ * (`/opt/node`, `~/node`) may be `/` or a home directory, which the sandbox
+ * must not expose. Pass them as read-only paths to run `node` inside.
  */
 export function nodeRuntimePaths(execPath: string = process.execPath): string[] {
   const real = realpathSync(execPath);
   if (isWithin(real, '/usr') || isWithin(real, '/bin')) return [];
-  return [dirname(dirname(real))];
+  const binDir = dirname(real);
+  return basename(binDir) === 'bin' ? [dirname(binDir)] : [real];
 }

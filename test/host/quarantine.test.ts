@@ -12,7 +12,7 @@ import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { CRASH_BACKOFF_SCHEDULE_MS } from '../../src/supervisor/CrashPolicy.js';
-import { FakeClock, HostPool, jsonOf, removePackages } from './helpers.js';
+import { FakeClock, HostPool, jsonOf, packaged, removePackages } from './helpers.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -238,6 +238,31 @@ describe('a failure whose cause is changed code', () => {
     expect(String(failed.details.stderr_tail)).toContain('ERR_MANIFEST_ASSERT_INTEGRITY');
     expect(existsSync(marker)).toBe(false);
     expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, quarantine_reason: 'digest_mismatch', last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
+  });
+
+  it('does not blame a new install when the old version, upgraded by another host and its files deleted, crashes', async () => {
+    const clock = new FakeClock();
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['probe'], { clock });
+    const seen = record(host);
+    expect((await host.call(ECHO, {})).isOk()).toBe(true);
+    const oldRoot = (await host.info('host-probe'))._unsafeUnwrap().executable.install_root;
+
+    // Another host (another process) upgrades the plugin while the old version runs here.
+    const other = await pool.open(dir, { clock });
+    expect((await other.install(await packaged('probe'), { canary: false })).isOk()).toBe(true);
+    const newRoot = (await other.info('host-probe'))._unsafeUnwrap().executable.install_root;
+    expect(newRoot).not.toBe(oldRoot);
+    expect(existsSync(oldRoot)).toBe(false);
+
+    expect((await host.call('plug.host-probe.crash', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_CRASHED');
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: false, quarantine_reason: 'crash', last_error_code: 'PLUGIN_CRASHED', retry_count: 1 });
+    expect(seen.quarantine).toEqual([{ plugin_id: 'host-probe', quarantined: true, permanent: false, retry_count: 1, next_retry_at: clock.now() + 30_000 }]);
+
+    // The new install runs once its backoff window has passed.
+    clock.advance(30_000);
+    const next = await pool.open(dir, { clock });
+    expect(jsonOf((await next.call(ECHO, {}))._unsafeUnwrap())).toMatchObject({ success: true });
   });
 });
 

@@ -11,7 +11,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { jcsDigest } from '../../src/manifest/schemaRefs.js';
-import { pinsDir } from '../../src/installer/schemaPins.js';
+import type { Installer } from '../../src/installer/Installer.js';
+import { DEAD_PIN_MIN_AGE_MS, pinsDir } from '../../src/installer/schemaPins.js';
 import { SCHEMA_STORE_LOCK_FILE } from '../../src/installer/schemaStore.js';
 import { bundleScript } from '../catalog/helpers/bundle.js';
 import { startHelper, type Helper } from '../catalog/helpers/childProcess.js';
@@ -176,7 +177,7 @@ describe('pins: an install in progress keeps its files', () => {
     expect(await pins()).toEqual([]);
   });
 
-  it('a pin of a dead process, an unreadable pin and an old pin of another host stop protecting; live pins keep protecting', async () => {
+  it('an old pin of a dead process of this host, an unreadable pin and an old pin of another host stop protecting; live and fresh pins keep protecting', async () => {
     p = await testProfile('dev');
     const dir = pinsDir(p.layout);
     await mkdir(dir, { recursive: true });
@@ -186,19 +187,26 @@ describe('pins: an install in progress keeps its files', () => {
       await writeFile(join(p.layout.schemaStoreDir, file), '{}');
       await writeFile(join(dir, `${name}.json`), JSON.stringify({ ...owner, files: [file] }));
     };
-    const now = Date.now();
-    await pin('01', { pid: deadPid(), hostname: hostname(), started_at_ms: now }, body('1'));
+    const now = Date.UTC(2026, 0, 15, 12, 0, 0);
+    const at = (ms: number): Installer => p.installerWith({ clock: { now: () => ms, setTimer: () => () => undefined } });
+    const minutes = 60 * 1000;
+    // A process of this host that looks dead may live in another container sharing the hostname: a fresh pin keeps protecting.
+    await pin('01', { pid: deadPid(), hostname: hostname(), started_at_ms: now - 14 * minutes }, body('1'));
     await pin('02', { pid: process.pid, hostname: hostname(), started_at_ms: now }, body('2'));
     await pin('03', { pid: 1, hostname: 'elsewhere.example', started_at_ms: now }, body('3'));
-    await pin('04', { pid: 1, hostname: 'elsewhere.example', started_at_ms: now - 25 * 60 * 60 * 1000 }, body('4'));
+    await pin('04', { pid: 1, hostname: 'elsewhere.example', started_at_ms: now - 25 * 60 * minutes }, body('4'));
     await writeFile(join(dir, '05.json'), '{"pid":');
+    await pin('06', { pid: deadPid(), hostname: hostname(), started_at_ms: now - 16 * minutes }, body('6'));
 
-    expect(unwrap(await p.installer.collectUnreferencedSchemas())).toEqual([body('1'), body('4')]);
+    expect(unwrap(await at(now).collectUnreferencedSchemas())).toEqual([body('4'), body('6')]);
+    expect((await readdir(dir)).sort()).toEqual(['01.json', '02.json', '03.json']);
+
+    // Two minutes later the dead process's pin is old enough to be stale.
+    expect(unwrap(await at(now + 2 * minutes).collectUnreferencedSchemas())).toEqual([body('1')]);
     expect((await readdir(dir)).sort()).toEqual(['02.json', '03.json']);
 
     // A day later the other host's pin is stale too; this process's own pin never is while it runs.
-    const later = p.installerWith({ clock: { now: () => now + 25 * 60 * 60 * 1000, setTimer: () => () => undefined } });
-    expect(unwrap(await later.collectUnreferencedSchemas())).toEqual([body('3')]);
+    expect(unwrap(await at(now + 25 * 60 * minutes).collectUnreferencedSchemas())).toEqual([body('3')]);
     expect(await readdir(dir)).toEqual(['02.json']);
   });
 });
@@ -216,7 +224,12 @@ describe('crashes: leftovers are collected by the next install', () => {
     expect(await pins()).toHaveLength(1);
     expect((await installed(p, 'weather'))!.lock.version).toBe('1.0.0');
 
-    unwrap(await p.installer.install(await p.copyFixture('install-node')));
+    // Fresh, the dead install's pin still protects its files: that process may live in another container.
+    expect(unwrap(await p.installer.collectUnreferencedSchemas())).toEqual([]);
+    expect(await pins()).toHaveLength(1);
+
+    const later = Date.now() + DEAD_PIN_MIN_AGE_MS + 60_000;
+    unwrap(await p.installerWith({ clock: { now: () => later, setTimer: () => () => undefined } }).install(await p.copyFixture('install-node')));
     expect(await schemaFiles()).toEqual(before);
     expect(await pins()).toEqual([]);
     expect(await expectReferencedFilesIntact()).toEqual(before);
