@@ -12,6 +12,7 @@ import type { HostError } from '../errors/HostError.js';
 import { openRegularFile, readHead, type OpenedFile } from './safeOpen.js';
 import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
+import interpreterArguments from '../../etc/interpreter-arguments.json' with { type: 'json' };
 import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
 import { isNodeName, isPythonName, isShellName } from './shells.js';
 import { ioFailure, untrusted } from './untrusted.js';
@@ -70,6 +71,17 @@ export function identityOf(stat: BigIntStats): FileIdentity {
 
 function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtime_ns === b.mtime_ns && a.ctime_ns === b.ctime_ns;
+}
+
+const ALLOWED_ARGUMENTS: Readonly<Record<InterpreterKind, readonly RegExp[]>> = {
+  node: interpreterArguments.node.map((pattern) => new RegExp(`^(?:${pattern})$`)),
+  python: interpreterArguments.python.map((pattern) => new RegExp(`^(?:${pattern})$`)),
+  generic: interpreterArguments.generic.map((pattern) => new RegExp(`^(?:${pattern})$`)),
+};
+
+/** The first `#!` argument that could change what runs (see etc/interpreter-arguments.json), if any. */
+export function unsafeInterpreterArgument(kind: InterpreterKind, args: readonly string[]): string | undefined {
+  return args.find((arg) => !ALLOWED_ARGUMENTS[kind].some((allowed) => allowed.test(arg)));
 }
 
 function interpreterKindOf(real: string, named: string): InterpreterKind {
@@ -132,8 +144,18 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
     const format = formatOf(await readHead(file.handle, 4));
     if (format === 'script') return err(await refuseScriptInterpreter(file));
     if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
-    const sha256 = await sha256OfHandle(file.handle);
     const kind = interpreterKindOf(real, shebang.program);
+    const unsafe = unsafeInterpreterArgument(kind, shebang.args);
+    if (unsafe !== undefined) {
+      return err(
+        untrusted('interpreter_argument', `The #! line of ${scriptPath} passes ${JSON.stringify(unsafe)} to ${real}, which is not an option that leaves the pinned script in charge of what runs.`, {
+          path: scriptPath,
+          interpreter: real,
+          argument: unsafe,
+        }),
+      );
+    }
+    const sha256 = await sha256OfHandle(file.handle);
     return ok({
       path: real,
       sha256,

@@ -6,12 +6,16 @@
 // to exactly that path means a file put beside it or in its place is never
 // run; a missing main fails to load instead. Node resolves a CommonJS main
 // twice (once to choose the loader, once to load it), so the rule stays.
-const Module = require('node:module');
-const { resolve } = require('node:path');
+// Worker threads inherit the preload but have no main script of their own.
+const { isMainThread } = require('node:worker_threads');
 
-const main = resolve(process.argv[1]);
-const findPath = Module._findPath;
-Module._findPath = function findMainExactly(request, paths, isMain) {
-  if (isMain === true && request === main) return main;
-  return findPath.apply(this, arguments);
-};
+if (isMainThread && typeof process.argv[1] === 'string') {
+  const Module = require('node:module');
+  const { resolve } = require('node:path');
+  const main = resolve(process.argv[1]);
+  const findPath = Module._findPath;
+  Module._findPath = function findMainExactly(request, paths, isMain) {
+    if (isMain === true && request === main) return main;
+    return findPath.apply(this, arguments);
+  };
+}

@@ -6,20 +6,30 @@
  * that reads the source from the inherited descriptor and runs it as
  * `__main__` under the script's own path: `sys.argv`, `__file__` and
  * `sys.path` are what a plain `python script` would give (with `-I` or `-P`
- * in the `#!` line, no script directory is added, as Python does).
+ * in the `#!` line, no script directory is added, as Python does). The
+ * working directory, which `-c` puts first on `sys.path`, is removed before
+ * the program imports anything, so no file in the install root can stand in
+ * for a standard module. Child processes that re-run the main script by path
+ * (`multiprocessing` with spawn or forkserver) or start `sys.executable`
+ * (the interpreter's descriptor path) do not work.
  */
 
 const RUN_VERIFIED_MAIN = `
 def _run_verified_main(fd):
-    import builtins, os, stat, sys
+    import sys
+    # -c puts the working directory (the install root) first on sys.path: drop it before importing anything else.
+    script_dir_first = not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False))
+    if script_dir_first and sys.path and sys.path[0] == '':
+        del sys.path[0]
+    import builtins, os, stat
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         raise SystemExit('mcp-plugin-host: descriptor %d is not the verified main module' % fd)
     with os.fdopen(fd, 'rb') as f:
         source = f.read()
     script = sys.argv[1]
     del sys.argv[0]
-    if not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False)):
-        sys.path[0] = os.path.dirname(os.path.realpath(script))
+    if script_dir_first:
+        sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
     code = compile(source, script, 'exec')
     main = sys.modules['__main__'].__dict__
     main.clear()

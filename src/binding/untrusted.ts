@@ -15,6 +15,7 @@ export type UntrustedReason =
   | 'unsupported_shebang'
   | 'interpreter_not_found'
   | 'interpreter_not_native'
+  | 'interpreter_argument'
   | 'binding_inconsistent'
   | 'changed_during_verification'
   | 'digest_mismatch'

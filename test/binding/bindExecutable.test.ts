@@ -162,8 +162,34 @@ describe('bindExecutable: shells and interpreters', () => {
   });
 
   it('passes the rest of a direct #! line as one argument, as the kernel does', async () => {
-    s.write('bin/run', '#!/usr/bin/python3 -u -B\n');
+    s.write('bin/run', '#!/usr/bin/python3 -uB\n');
     const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run' }))._unsafeUnwrap();
-    expect(r.interpreter?.args).toEqual(['-u -B']);
+    expect(r.interpreter?.args).toEqual(['-uB']);
+    s.write('bin/two', '#!/usr/bin/python3 -u -B\n');
+    expect(await reasonOf('bin/two')).toBe('interpreter_argument');
   });
+
+  it.each([
+    '#!/usr/bin/env -S node ./bin/other.js',
+    '#!/usr/bin/env -S node --env-file=.env',
+    '#!/usr/bin/env -S node --require ./preload.cjs',
+    '#!/usr/bin/env -S node --import ./x.mjs',
+    '#!/usr/bin/env -S node -e 1',
+    '#!/usr/bin/env -S node --',
+    '#!/usr/bin/env -S python3 -m evilmod',
+    '#!/usr/bin/env -S python3 -c pass',
+    '#!/usr/bin/python3 -i',
+    '#!/usr/bin/perl -w',
+  ])('refuses #! arguments that could decide what runs instead of the pinned script: %s', async (line) => {
+    s.write('bin/run', `${line}\n`);
+    expect(await reasonOf('bin/run')).toBe('interpreter_argument');
+  });
+
+  it.each(['#!/usr/bin/env -S node --max-old-space-size=64 --enable-source-maps', '#!/usr/bin/env -S python3 -u -Xutf8=1', '#!/usr/bin/python3 -I'])(
+    'accepts #! arguments that only tune the interpreter: %s',
+    async (line) => {
+      s.write('bin/run', `${line}\n`);
+      expect((await bindExecutable({ installRoot: s.root, executable: 'bin/run', searchPath: '/usr/bin' })).isOk()).toBe(true);
+    },
+  );
 });

@@ -41,6 +41,26 @@ describe('verifyExecutableBinding: what runs', () => {
 
   const nodeMethods = [['integrity_policy'], ['loader_hook']] as const;
 
+  const WORKER_MAIN = `#!/usr/bin/env node
+const { openSync } = require('node:fs');
+const { Worker } = require('node:worker_threads');
+// Takes the lowest free descriptor, which the launch's own descriptor left free.
+openSync(__dirname + '/state.txt', 'r');
+new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker exit', code));
+`;
+  const writeWorkerPlugin = (): void => {
+    s.write('bin/main.cjs', WORKER_MAIN);
+    s.write('bin/worker.js', "console.log('worker ran its own file');\n", 0o644);
+    s.write('bin/state.txt', "console.log('state.txt RAN AS CODE');\n", 0o644);
+  };
+
+  it.each(nodeMethods)('lets a worker thread run its own file, and never serves a reused descriptor as code (%s)', async (method) => {
+    writeWorkerPlugin();
+    const out = await runVerified((await verify(launchedWith(await bind('bin/main.cjs'), method)))._unsafeUnwrap());
+    expect(out.stderr).toBe('');
+    expect(out.stdout).toBe('worker ran its own file\nworker exit 0\n');
+  });
+
   describe(`on Node ${NODE_22}`, () => {
     let node22Bin: string;
     beforeAll(async () => {
@@ -63,6 +83,21 @@ describe('verifyExecutableBinding: what runs', () => {
       const cjs = await runVerified((await verify(await bind('bin/server', [], node22Bin)))._unsafeUnwrap());
       expect(cjs.stderr).toBe('');
       expect(cjs.stdout).toBe(`CJS helper ${s.root}/bin/server true\n`);
+    });
+
+    it('lets a worker thread run its own file, and never serves a reused descriptor as code', async () => {
+      writeWorkerPlugin();
+      const out = await runVerified((await verify(await bind('bin/main.cjs', [], node22Bin)))._unsafeUnwrap());
+      expect(out.stderr).toBe('');
+      expect(out.stdout).toBe('worker ran its own file\nworker exit 0\n');
+    });
+
+    it('runs an extensionless main written as an ES module, as plain Node 22 does (its format is detected)', async () => {
+      const script = s.write('bin/server', "#!/usr/bin/env node\nimport { sep } from 'node:path';\nconsole.log('esm syntax', sep);\n");
+      const plain = spawnSync(join(node22Bin, 'node'), [script], { encoding: 'utf8' });
+      const out = await runVerified((await verify(await bind('bin/server', [], node22Bin)))._unsafeUnwrap());
+      expect(out.stdout).toBe('esm syntax /\n');
+      expect(out.stdout).toBe(plain.stdout);
     });
   });
   const launchedWith = (record: ExecutableBindingRecord, method: NodeMainLoading): ExecutableBindingRecord => ({
@@ -157,6 +192,18 @@ describe('verifyExecutableBinding: what runs', () => {
       expect(verified.stdout).toBe(plain.stdout);
     },
   );
+
+  it('imports no module from the install root (its working directory) before running the script, even with -S', async () => {
+    s.write('os.py', 'print("EVIL os.py from the working directory")\n', 0o644);
+    s.write('stat.py', 'print("EVIL stat.py from the working directory")\n', 0o644);
+    s.write('bin/plugin', '#!/usr/bin/python3 -S\nprint("ORIGINAL")\n');
+    const record = await bind('bin/plugin');
+    // Python 3.11+ imports os and stat frozen; turning that off makes them come from sys.path as on older Pythons.
+    const args = ['-S', '-Xfrozen_modules=off'];
+    const unfrozen = { ...record, interpreter: { ...record.interpreter!, args }, argv_normalized: [record.interpreter!.path, ...args, `${s.root}/bin/plugin`] };
+    const out = await runVerified((await verify(unfrozen))._unsafeUnwrap());
+    expect(out).toMatchObject({ code: 0, stdout: 'ORIGINAL\n' });
+  });
 
   it('runs a Python plugin whose exit status and uncaught error come through unchanged', async () => {
     s.write('bin/plugin', '#!/usr/bin/env python3\nimport sys\nif len(sys.argv) > 1:\n    raise ValueError("boom")\nsys.exit(7)\n');
