@@ -103,11 +103,12 @@ export {
   type PackageSourceOptions,
   type StagedPackage,
 } from './installer/openPackageSource.js';
+export { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from './installer/packageRoot.js';
 export { setExecutableMode } from './installer/setExecutableMode.js';
 export { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './installer/limits.js';
 export { parseChecksum, type PackageDigest } from './installer/checksum.js';
 export { validateEntryName, type EntryNameRefusal, type SafeEntryName } from './installer/entryName.js';
-export type { ArchiveRefusalReason } from './installer/refusal.js';
+export type { ArchiveRefusalReason, EntryNameRefusalReason } from './installer/refusal.js';
 export {
   MANIFEST_FILE_NAMES,
   ManifestValidator,

@@ -1,6 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import windowsReservedNames from '../../etc/windows-reserved-names.json' with { type: 'json' };
-import type { ArchiveRefusalReason } from './refusal.js';
+import type { EntryNameRefusalReason } from './refusal.js';
 
 /** A package entry name that is safe to create below a staging root. */
 export interface SafeEntryName {
@@ -15,19 +15,7 @@ export interface SafeEntryName {
 /** Why {@link validateEntryName} refused a name. */
 export interface EntryNameRefusal {
   /** The stable reason, as in `details.reason` of `PLUGIN_ARCHIVE_INVALID`. */
-  readonly reason: Extract<
-    ArchiveRefusalReason,
-    | 'empty_name'
-    | 'nul_character'
-    | 'control_character'
-    | 'backslash'
-    | 'absolute_name'
-    | 'colon'
-    | 'reserved_name'
-    | 'traversal'
-    | 'empty_segment'
-    | 'segment_too_long'
-  >;
+  readonly reason: EntryNameRefusalReason;
   /** One sentence for the error message. */
   readonly message: string;
 }

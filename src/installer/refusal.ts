@@ -2,11 +2,8 @@ import { hostError, isHostError, type HostError, type HostErrorFields } from '..
 import type { HostErrorCode } from '../errors/registry.js';
 import type { PackageLimits } from './limits.js';
 
-/**
- * Why an archive or package entry was refused; stable strings carried in
- * `details.reason` of `PLUGIN_ARCHIVE_INVALID`.
- */
-export type ArchiveRefusalReason =
+/** Why an entry's name was refused (by `validateEntryName`, for archives and directories alike). */
+export type EntryNameRefusalReason =
   | 'empty_name'
   | 'nul_character'
   | 'control_character'
@@ -16,7 +13,14 @@ export type ArchiveRefusalReason =
   | 'reserved_name'
   | 'traversal'
   | 'empty_segment'
-  | 'segment_too_long'
+  | 'segment_too_long';
+
+/**
+ * Why an archive or package entry was refused; stable strings carried in
+ * `details.reason` of `PLUGIN_ARCHIVE_INVALID`.
+ */
+export type ArchiveRefusalReason =
+  | EntryNameRefusalReason
   | 'symlink'
   | 'hardlink'
   | 'device'
