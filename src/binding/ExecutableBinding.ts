@@ -223,8 +223,7 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
   const script = scriptPathOf(record.install_root, record.executable_path);
   const userArgs = userArgsOf(record);
   if (pin.kind === 'node') {
-    const bootstrap =
-      pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0), copy.sha256) : nodeVerifiedMainImport(childFd(0), copy.sha256);
+    const bootstrap = pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0)) : nodeVerifiedMainImport(childFd(0));
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
   }
   if (pin.kind === 'python') return { argv: [program, ...pin.args, '-c', pythonVerifiedMainProgram(childFd(0)), script, ...userArgs], handles };

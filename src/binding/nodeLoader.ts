@@ -18,14 +18,15 @@
 
 /**
  * Shared by both hook flavours: the entry check, and reading the whole file
- * behind descriptor `fd` (then closing it) and checking its digest, so that
- * a descriptor number reused by something else is never served as code.
+ * behind descriptor `fd` (then closing it). The hook reads it when the main
+ * module loads, before any plugin code has run, and worker threads install
+ * no hook, so descriptor 3 is still the verified copy when it is read.
  */
 const READ_VERIFIED_SOURCE = `
 function checkEntry(url, mainUrl) {
   if (url !== mainUrl) throw new Error('mcp-plugin-host: the main module resolved to ' + url + ', not to the verified ' + mainUrl);
 }
-function readVerified(fd, sha256) {
+function readVerified(fd) {
   const stat = fstatSync(fd);
   if (!stat.isFile()) throw new Error('mcp-plugin-host: descriptor ' + fd + ' is not the verified main module (a forked Node child inherits the flags but not the descriptor)');
   const size = stat.size;
@@ -37,15 +38,12 @@ function readVerified(fd, sha256) {
     offset += n;
   }
   closeSync(fd);
-  const bytes = source.subarray(0, offset);
-  if (createHash('sha256').update(bytes).digest('hex') !== sha256) throw new Error('mcp-plugin-host: descriptor ' + fd + ' does not hold the verified main module');
-  return bytes;
+  return source.subarray(0, offset);
 }
 `;
 
 // Node leaves the format open for an extensionless or package-less .js main (newer Node then detects it from the syntax); asking the next loader settles it.
 const WORKER_HOOKS_SOURCE = `
-import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, readSync } from 'node:fs';
 ${READ_VERIFIED_SOURCE}
 let main;
@@ -56,7 +54,7 @@ export async function load(url, context, nextLoad) {
   checkEntry(url, main.url);
   served = true;
   const format = context.format ?? (await nextLoad(url, context)).format ?? 'commonjs';
-  return { format, source: readVerified(main.fd, main.sha256), shortCircuit: true };
+  return { format, source: readVerified(main.fd), shortCircuit: true };
 }
 `;
 
@@ -64,23 +62,21 @@ const dataUrl = (source: string): string => `data:text/javascript,${encodeURICom
 
 /**
  * The `--import` argument that makes Node (20.6+) run the main module's
- * source from descriptor `fd`, which must hold bytes with SHA-256
- * `sha256`, through a hook on the loader worker. Worker threads inherit the
- * argument; only the main thread installs the hook.
+ * source from descriptor `fd`, through a hook on the loader worker. Worker
+ * threads inherit the argument; only the main thread installs the hook.
  */
-export function nodeVerifiedMainImport(fd: number, sha256: string): string {
+export function nodeVerifiedMainImport(fd: number): string {
   const bootstrap =
     `import { register } from 'node:module';` +
     `import { pathToFileURL } from 'node:url';` +
     `import { isMainThread } from 'node:worker_threads';` +
-    `if (isMainThread) register(${JSON.stringify(dataUrl(WORKER_HOOKS_SOURCE))}, { data: { url: pathToFileURL(process.argv[1]).href, fd: ${fd}, sha256: ${JSON.stringify(sha256)} } });`;
+    `if (isMainThread) register(${JSON.stringify(dataUrl(WORKER_HOOKS_SOURCE))}, { data: { url: pathToFileURL(process.argv[1]).href, fd: ${fd} } });`;
   return dataUrl(bootstrap);
 }
 
 /** The same as {@link nodeVerifiedMainImport} for Node 22.15+ and 23.5+, through an in-thread hook. */
-export function nodeVerifiedMainImportInThread(fd: number, sha256: string): string {
+export function nodeVerifiedMainImportInThread(fd: number): string {
   const bootstrap = `
-import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -95,7 +91,7 @@ if (isMainThread) {
       checkEntry(url, mainUrl);
       served = true;
       const format = context.format ?? nextLoad(url, context).format ?? 'commonjs';
-      return { format, source: readVerified(${fd}, ${JSON.stringify(sha256)}), shortCircuit: true };
+      return { format, source: readVerified(${fd}), shortCircuit: true };
     },
   });
 }
