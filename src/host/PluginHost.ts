@@ -15,14 +15,14 @@ import { HostEvents } from '../events/HostEvents.js';
 import { Installer, type InstallOptions } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
-import type { ManifestShape, RiskClass } from '../manifest/model.js';
+import type { DeclaredCapabilities, ManifestShape, RiskClass } from '../manifest/model.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { defaultProfileDir, ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
-import { SandboxSpawner, type EnforcedPolicy, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
+import { SandboxSpawner, type EnforcedPolicy, type SandboxPolicyRequest, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
 import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../shapes/esm/EsmSession.js';
@@ -35,7 +35,7 @@ import { checkHostOptions } from './checkHostOptions.js';
 import { aliasesOf, credentialsByEnv } from './credentials.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';
 import { hostOpId, operationIndex, riskAllowed, type NamedOperation } from './operations.js';
-import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from './pluginState.js';
+import { canaryHold, crashStateOf, inBackoff, withCrashState, withStatus } from './pluginState.js';
 import { PluginRuntime } from './PluginRuntime.js';
 
 /** Default idle time before a running plugin is stopped: 5 minutes. */
@@ -783,13 +783,14 @@ export class PluginHost {
     const caps = plugin.descriptor?.capabilities ?? { network: false, fs_write_dir: '', env_allow: [] };
     const declared = plugin.descriptor?.needs_user_creds ?? [];
     const dataDir = this.#layout.dataDir(id);
+    const policy = this.#sandboxPolicy(id, caps);
     return () => {
       if (this.#closed) return errAsync(closedError());
-      const writeDir = resolveWriteDir(dataDir, caps.fs_write_dir);
-      if (writeDir.isErr()) return errAsync(writeDir.error);
+      if (policy.isErr()) return errAsync(policy.error);
+      const { writeDir } = policy.value;
       return this.#checkStillInstalled(plugin)
         .andThen(() =>
-          ResultAsync.fromPromise(mkdir(writeDir.value, { recursive: true, mode: 0o700 }), (cause) =>
+          ResultAsync.fromPromise(mkdir(writeDir, { recursive: true, mode: 0o700 }), (cause) =>
             hostError('HOST_IO_ERROR', `cannot create the data directory of '${id}'`, { cause }),
           ),
         )
@@ -799,15 +800,13 @@ export class PluginHost {
             parentEnv: this.#o.env ?? process.env,
             envAllow: caps.env_allow,
             credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
-            fixed: { HOME: dataDir, TMPDIR: writeDir.value },
+            fixed: { HOME: dataDir, TMPDIR: writeDir },
             pluginId: id,
           }),
         )
         .andThen((env) =>
           // The spawner releases the verified descriptors whatever the outcome.
-          this.#verifiedCode(plugin).andThen((executable) =>
-            this.#spawner.spawn({ executable, env, network: caps.network, writeDir: writeDir.value, hiddenPaths: [this.#layout.root], readOnlyPaths: [dataDir] }),
-          ),
+          this.#verifiedCode(plugin).andThen((executable) => this.#spawner.spawn({ ...policy.value, executable, env })),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
@@ -831,18 +830,15 @@ export class PluginHost {
   /** Another process may have upgraded or removed the plugin since this session was built; it then waits for the next open. */
   #checkStillInstalled(plugin: InstalledPlugin): ResultAsync<void, HostError> {
     const id = plugin.plugin_id;
-    return this.#refresh().andThen((snapshot) => {
-      const now = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
-      if (now === undefined) return err(notInstalled(id));
-      if (!sameBinding(now.lock.binding, plugin.lock.binding)) {
-        return err(
-          hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was reinstalled since this host started it; the new version is callable on the next open`, {
-            details: { plugin_id: id },
-          }),
-        );
-      }
-      return ok(undefined);
-    });
+    return this.#plugin(id).andThen((now) =>
+      sameBinding(now.lock.binding, plugin.lock.binding)
+        ? ok(undefined)
+        : err(
+            hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was reinstalled since this host started it; the new version is callable on the next open`, {
+              details: { plugin_id: id },
+            }),
+          ),
+    );
   }
 
   /** Wires a fresh process into the events, or stops it when the host closed while it was starting. */
@@ -858,19 +854,22 @@ export class PluginHost {
     return okAsync(process);
   }
 
+  /** What a plugin's sandbox allows: what `spawn` enforces and `info()` reports. */
+  #sandboxPolicy(pluginId: string, caps: DeclaredCapabilities): Result<SandboxPolicyRequest, HostError> {
+    const dataDir = this.#layout.dataDir(pluginId);
+    return resolveWriteDir(dataDir, caps.fs_write_dir).map((writeDir) => ({
+      network: caps.network,
+      writeDir,
+      hiddenPaths: [this.#layout.root],
+      readOnlyPaths: [dataDir],
+    }));
+  }
+
   #enforcedPolicy(plugin: InstalledPlugin): EnforcedPolicy | null {
     const caps = plugin.descriptor?.capabilities;
     if (caps === undefined) return null;
-    const dataDir = this.#layout.dataDir(plugin.plugin_id);
-    const writeDir = resolveWriteDir(dataDir, caps.fs_write_dir);
-    if (writeDir.isErr()) return null;
-    return this.#spawner.describe({
-      installRoot: plugin.lock.binding.install_root,
-      network: caps.network,
-      writeDir: writeDir.value,
-      hiddenPaths: [this.#layout.root],
-      readOnlyPaths: [dataDir],
-    });
+    const policy = this.#sandboxPolicy(plugin.plugin_id, caps);
+    return policy.isErr() ? null : this.#spawner.describe({ ...policy.value, installRoot: plugin.lock.binding.install_root });
   }
 
   #snapshotPlugin(pluginId: string): InstalledPlugin | undefined {
@@ -1059,10 +1058,6 @@ function activateInstalled(store: CatalogStore, clock: Clock): ResultAsync<Catal
 }
 
 /** A row with the status its conditions give (pending restart = never activated). */
-function withStatus(row: PluginStateRecord): PluginStateRecord {
-  return { ...row, status: statusOf(row, row.activated_at === null) };
-}
-
 function confirm(callback: ConfirmationCallback | undefined, request: ConfirmationRequest): ResultAsync<void, HostError> {
   const denied = (why: string): HostError =>
     hostError('PLUGIN_CONFIRMATION_DENIED', `${request.op_id} needs confirmation: ${why}`, { details: { op_id: request.op_id, plugin_id: request.plugin_id } });

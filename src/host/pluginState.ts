@@ -64,6 +64,11 @@ export function inBackoff(row: PluginStateRecord): boolean {
   return row.retry_count > 0;
 }
 
+/** A row with its status recomputed from its other fields. */
+export function withStatus(row: PluginStateRecord): PluginStateRecord {
+  return { ...row, status: statusOf(row, row.activated_at === null) };
+}
+
 /** A row with a new crash history, its status recomputed. */
 export function withCrashState(row: PluginStateRecord, crash: CrashState): PluginStateRecord {
   const next: PluginStateRecord = {
@@ -75,5 +80,5 @@ export function withCrashState(row: PluginStateRecord, crash: CrashState): Plugi
     last_error_code: crash.last_error_code ?? null,
     permanent_quarantine: crash.permanent_quarantine,
   };
-  return { ...next, status: statusOf(next, row.activated_at === null) };
+  return withStatus(next);
 }
