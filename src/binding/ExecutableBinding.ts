@@ -24,7 +24,7 @@ import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadi
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
-import { digestsEqual, sha256OfHandle } from './sha256.js';
+import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
 import { isShellName } from './shells.js';
 import { ioFailure, untrusted } from './untrusted.js';
@@ -85,7 +85,6 @@ export interface VerifyExecutableOptions {
   readonly nodeMainGuardPath?: string;
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The descriptor number a child sees for the n-th inherited descriptor. */
 const childFd = (index: number): number => 3 + index;
@@ -190,9 +189,9 @@ export function checkRecordShape(record: ExecutableBindingRecord): Result<string
   const consistent =
     record.kind === undefined &&
     relative.value === record.executable_path &&
-    SHA256_HEX.test(record.executable_sha256) &&
+    isSha256Hex(record.executable_sha256) &&
     isAbsolute(record.install_root) &&
-    (record.interpreter === undefined || (isAbsolute(record.interpreter.path) && SHA256_HEX.test(record.interpreter.sha256))) &&
+    (record.interpreter === undefined || (isAbsolute(record.interpreter.path) && isSha256Hex(record.interpreter.sha256))) &&
     expectedArgvPrefix(record).every((part, i) => record.argv_normalized[i] === part);
   if (!consistent) {
     return err(untrusted('binding_inconsistent', 'The recorded executable binding is malformed or its argv does not match its paths.', {
@@ -216,6 +215,11 @@ function launchNative(record: ExecutableBindingRecord, copy: VerifiedCopy): Laun
   return { argv: [descriptorPath(childFd(0)), ...userArgsOf(record)], handles: [copy.handle] };
 }
 
+// The verified copy is always the child's first inherited descriptor, so the bootstraps never change.
+const NODE_WORKER_BOOTSTRAP = nodeVerifiedMainImport(childFd(0));
+const NODE_IN_THREAD_BOOTSTRAP = nodeVerifiedMainImportInThread(childFd(0));
+const PYTHON_BOOTSTRAP = pythonVerifiedMainProgram(childFd(0));
+
 /** A `#!` script: the pinned interpreter (through its descriptor) runs the verified copy's bytes. */
 function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: InterpreterPin, interpreter: OpenedFile): Launch {
   const handles = [copy.handle, interpreter.handle];
@@ -223,10 +227,10 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
   const script = scriptPathOf(record.install_root, record.executable_path);
   const userArgs = userArgsOf(record);
   if (pin.kind === 'node') {
-    const bootstrap = pin.node_main === 'in_thread_hook' ? nodeVerifiedMainImportInThread(childFd(0)) : nodeVerifiedMainImport(childFd(0));
+    const bootstrap = pin.node_main === 'in_thread_hook' ? NODE_IN_THREAD_BOOTSTRAP : NODE_WORKER_BOOTSTRAP;
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
   }
-  if (pin.kind === 'python') return { argv: [program, ...pin.args, '-c', pythonVerifiedMainProgram(childFd(0)), script, ...userArgs], handles };
+  if (pin.kind === 'python') return { argv: [program, ...pin.args, '-c', PYTHON_BOOTSTRAP, script, ...userArgs], handles };
   return { argv: [program, ...pin.args, descriptorPath(childFd(0)), ...userArgs], handles };
 }
 

@@ -20,7 +20,7 @@ import { ESM_ENTRY_EXTENSIONS } from '../shapes/esm/entry.js';
 import { copyPinnedFile, forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot } from './safeOpen.js';
-import { sha256OfHandle } from './sha256.js';
+import { isSha256Hex, sha256OfHandle } from './sha256.js';
 import { ioFailure, untrusted } from './untrusted.js';
 
 /** Input of {@link bindModuleEntry}. */
@@ -45,7 +45,6 @@ export interface VerifiedModuleEntry {
   release(): void;
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * What the lock records as `argv_normalized` of an entry binding. It only
@@ -53,7 +52,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
  * command is built at each start, since the runner's location belongs to the
  * host's installation of this library, not to the plugin.
  */
-export function moduleEntryArgv(installRoot: string): string[] {
+function moduleEntryArgv(installRoot: string): string[] {
   return ['esm-runner', '--', installRoot];
 }
 
@@ -106,7 +105,7 @@ export function checkEntryRecord(record: ExecutableBindingRecord): Result<string
     relative.value === record.executable_path &&
     record.kind === 'esm-entry' &&
     record.interpreter === undefined &&
-    SHA256_HEX.test(record.executable_sha256) &&
+    isSha256Hex(record.executable_sha256) &&
     argv.length > 0 &&
     record.argv_normalized.length === argv.length &&
     argv.every((part, i) => record.argv_normalized[i] === part);

@@ -73,14 +73,15 @@ function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtime_ns === b.mtime_ns && a.ctime_ns === b.ctime_ns;
 }
 
+const wholeArgument = (patterns: readonly string[]): RegExp[] => patterns.map((pattern) => new RegExp(`^(?:${pattern})$`));
 const ALLOWED_ARGUMENTS: Readonly<Record<InterpreterKind, readonly RegExp[]>> = {
-  node: interpreterArguments.node.map((pattern) => new RegExp(`^(?:${pattern})$`)),
-  python: interpreterArguments.python.map((pattern) => new RegExp(`^(?:${pattern})$`)),
-  generic: interpreterArguments.generic.map((pattern) => new RegExp(`^(?:${pattern})$`)),
+  node: wholeArgument(interpreterArguments.node),
+  python: wholeArgument(interpreterArguments.python),
+  generic: wholeArgument(interpreterArguments.generic),
 };
 
 /** The first `#!` argument that could change what runs (see etc/interpreter-arguments.json), if any. */
-export function unsafeInterpreterArgument(kind: InterpreterKind, args: readonly string[]): string | undefined {
+function unsafeInterpreterArgument(kind: InterpreterKind, args: readonly string[]): string | undefined {
   return args.find((arg) => !ALLOWED_ARGUMENTS[kind].some((allowed) => allowed.test(arg)));
 }
 

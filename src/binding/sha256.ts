@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 
 /** Read size of every streamed digest. */
-export const HASH_CHUNK_BYTES = 1 << 20;
+const HASH_CHUNK_BYTES = 1 << 20;
 
 /** Receives each hashed chunk, in order, before the next one is hashed. */
 export type ChunkSink = (chunk: Buffer) => Promise<void>;
@@ -47,6 +47,11 @@ export async function sha256OfHandle(file: FileHandle, sink?: ChunkSink): Promis
     throw error;
   }
   return hash.digest('hex');
+}
+
+/** Whether `value` is a SHA-256 digest as the lock records it: 64 lower-case hex digits. */
+export function isSha256Hex(value: string): boolean {
+  return /^[0-9a-f]{64}$/.test(value);
 }
 
 /** Whether two hex digests are equal, compared in constant time. */

@@ -179,8 +179,3 @@ export function probeSandbox(backend: SandboxBackend): Promise<Result<void, Host
   }
   return probe;
 }
-
-/** Forgets cached probe outcomes (tests; a host whose kernel settings changed). */
-export function forgetSandboxProbes(): void {
-  probes.clear();
-}

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { isSha256Hex } from '../../binding/sha256.js';
 
 /** What the runner subprocess is told on its command line. */
 export interface EsmRunnerSettings {
@@ -32,7 +33,6 @@ export interface EsmRunnerVerifiedEntry {
   readonly fd: number;
 }
 
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The runner's arguments (after the runner script) for some settings. */
 export function runnerArguments(settings: EsmRunnerSettings): string[] {
@@ -99,7 +99,7 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
 function parseVerifiedEntry(path: string | undefined, sha256: string | undefined, fd: string | undefined): Result<EsmRunnerVerifiedEntry | undefined, HostError> {
   if (path === undefined && sha256 === undefined && fd === undefined) return ok(undefined);
   const descriptor = Number(fd);
-  if (path === undefined || path === '' || sha256 === undefined || !SHA256_HEX.test(sha256) || !Number.isInteger(descriptor) || descriptor < 3) {
+  if (path === undefined || path === '' || sha256 === undefined || !isSha256Hex(sha256) || !Number.isInteger(descriptor) || descriptor < 3) {
     return err(hostError('HOST_INVALID_OPTIONS', 'esm runner: --entry, --entry-sha256 (hex) and --entry-fd (3 or more) go together'));
   }
   return ok({ path, sha256, fd: descriptor });
