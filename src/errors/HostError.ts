@@ -75,6 +75,20 @@ export function hostError(code: HostErrorCode, message: string, fields?: HostErr
   return new HostError(code, message, fields);
 }
 
+/**
+ * The same failure with more facts: `extra` is merged over the details, and
+ * the code, message, hint and retryability are kept; the original becomes the
+ * cause. `retry_after_ms` and `source_error_code` are not carried over.
+ */
+export function withDetails(error: HostError, extra: Readonly<Record<string, unknown>>): HostError {
+  return new HostError(error.code, error.message, {
+    details: { ...error.details, ...extra },
+    cause: error,
+    hint: error.hint,
+    retryable: error.retryable,
+  });
+}
+
 /** Whether a value is a {@link HostError}. */
 export function isHostError(value: unknown): value is HostError {
   return value instanceof HostError;

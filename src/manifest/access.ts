@@ -12,6 +12,11 @@ export function isRecord(value: unknown): value is JsonRecord {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether `key` is an own property of `o`, never an inherited one. */
+export function has(o: object, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(o, key);
+}
+
 /** An own property of a record, never an inherited one. */
 export function own(record: unknown, key: string): unknown {
   return isRecord(record) && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;

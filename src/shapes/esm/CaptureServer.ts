@@ -1,3 +1,4 @@
+import { isRecord } from '../../manifest/access.js';
 import { schemaKind } from './schemaKinds.js';
 
 /** A tool callback, as the plugin wrote it. */
@@ -170,8 +171,6 @@ export interface PluginRegistrar {
   /** No-op during preflight. */
   sendPromptListChanged(): void;
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function requireName(what: string, name: unknown): string {
   if (typeof name !== 'string' || name === '') throw new TypeError(`${what} name must be a non-empty string`);

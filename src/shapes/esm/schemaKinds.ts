@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from '../../manifest/access.js';
 
 /**
  * What a tool's `inputSchema`/`outputSchema` is. McpServer (SDK 1.x) takes
@@ -7,26 +8,24 @@ import { z } from 'zod';
  */
 export type SchemaKind = 'absent' | 'zod-raw-shape' | 'zod-object' | 'json-schema' | 'unsupported';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Whether a value is a zod 3 or zod 4 schema (by its internals, since the plugin may bundle its own zod). */
 export function isZodSchema(value: unknown): boolean {
-  return isObject(value) && ('_zod' in value || '_def' in value);
+  return isRecord(value) && ('_zod' in value || '_def' in value);
 }
 
 function isZodObjectSchema(value: unknown): boolean {
-  if (!isObject(value)) return false;
+  if (!isRecord(value)) return false;
   const v4 = value['_zod'];
-  if (isObject(v4) && isObject(v4['def'])) return v4['def']['type'] === 'object';
+  if (isRecord(v4) && isRecord(v4['def'])) return v4['def']['type'] === 'object';
   const v3 = value['_def'];
-  return isObject(v3) && v3['typeName'] === 'ZodObject';
+  return isRecord(v3) && v3['typeName'] === 'ZodObject';
 }
 
 /** Classifies a schema value; an empty object is a raw shape with no fields, as the SDK reads it. */
 export function schemaKind(value: unknown): SchemaKind {
   if (value === undefined) return 'absent';
   if (isZodSchema(value)) return isZodObjectSchema(value) ? 'zod-object' : 'unsupported';
-  if (!isObject(value)) return 'unsupported';
+  if (!isRecord(value)) return 'unsupported';
   const fields = Object.values(value);
   if (fields.length === 0 || fields.every(isZodSchema)) return 'zod-raw-shape';
   return value['type'] === 'object' ? 'json-schema' : 'unsupported';

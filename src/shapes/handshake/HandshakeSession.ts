@@ -1,9 +1,9 @@
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import { HostError, hostError } from '../../errors/HostError.js';
+import { HostError, hostError, withDetails } from '../../errors/HostError.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
-import { crashDetails, exitWithin } from '../ndjson-rpc/processDiagnostics.js';
+import { crashDetails, exitDetails, exitWithin, rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
 import {
   checkExecuteResponse,
@@ -215,15 +215,7 @@ export class HandshakeSession implements PluginSession {
       return err(first === 'timeout' ? handshakeFailure('PLUGIN_TIMEOUT', `the plugin was not started within ${launchMs} ms`, { phase: 'launch', timeout_ms: launchMs }) : first);
     }
     if (first.isErr()) {
-      const cause = first.error;
-      return err(
-        new HostError(cause.code, cause.message, {
-          details: { ...cause.details, failure_class: 'launch_failed', phase: 'launch' },
-          cause,
-          hint: cause.hint,
-          retryable: cause.retryable,
-        }),
-      );
+      return err(withDetails(first.error, { failure_class: 'launch_failed', phase: 'launch' }));
     }
     return ok(first.value);
   }
@@ -312,7 +304,7 @@ export class HandshakeSession implements PluginSession {
         return handshakeFailure('PLUGIN_CRASHED', `the plugin stopped before a valid ${phase} response (${process.exitInfo?.description ?? 'stdout closed'})`, {
           phase,
           ...details,
-          ...(event.partial === undefined ? {} : { partial_line: event.partial.slice(0, 2048) }),
+          ...(event.partial === undefined ? {} : { partial_line: rawLineDetails(event.partial).raw_line }),
         });
       }
     }
@@ -335,7 +327,7 @@ export class HandshakeSession implements PluginSession {
       return err(
         handshakeFailure('PLUGIN_CRASHED', `the plugin ${exit.description} after its response`, {
           phase: 'teardown',
-          exit: { code: exit.code, signal: exit.signal, status: exit.status, description: exit.description },
+          exit: exitDetails(exit),
           stderr_tail: process.stderrTail(),
         }),
       );

@@ -8,6 +8,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
 import { rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
+import { has, isRecord } from '../../manifest/access.js';
 import { validateHandshakeManifest } from '../../manifest/handshake.js';
 import type { HandshakeManifest } from '../../manifest/model.js';
 import type { PluginError, PluginResponse } from './wire.js';
@@ -35,12 +36,6 @@ export interface HandshakeExpectations {
 export function handshakeFailure(code: HostErrorCode, message: string, details: Record<string, unknown> = {}, cause?: unknown): HostError {
   const failureClass = spellingOf(code, 'handshake') ?? null;
   return hostError(code, message, { details: { failure_class: failureClass, ...details }, ...(cause === undefined ? {} : { cause }) });
-}
-
-const has = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Why `value` is not a clean name (non-empty, no surrounding whitespace), or `undefined`. */

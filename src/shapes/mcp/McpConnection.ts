@@ -80,7 +80,7 @@ function toCallProgress(progress: Progress): CallProgress {
 export class McpConnection {
   private readonly client: Client;
   private readonly transport: PluginProcessTransport;
-  private tools: readonly Tool[] = [];
+  private descriptors: readonly ToolDescriptor[] = [];
   private toolNames: ReadonlySet<string> = new Set();
   private currentMismatch: HostError | undefined;
   private fatal: HostError | undefined;
@@ -132,7 +132,7 @@ export class McpConnection {
 
   /** The tools the plugin lists, as of the last `tools/list`. */
   get toolDescriptors(): readonly ToolDescriptor[] {
-    return this.tools.map(describeTool);
+    return this.descriptors;
   }
 
   /** The manifest mismatch in force, if the last tool list broke it. */
@@ -238,10 +238,11 @@ export class McpConnection {
   }
 
   private adoptTools(tools: readonly Tool[]): void {
-    this.tools = tools;
-    this.toolNames = new Set(tools.map((tool) => tool.name));
+    this.descriptors = Object.freeze(tools.map(describeTool));
+    const names = tools.map((tool) => tool.name);
+    this.toolNames = new Set(names);
     const expected = this.settings.expectedTools;
-    this.currentMismatch = expected === undefined ? undefined : toolsMismatch(expected, [...this.toolNames]);
+    this.currentMismatch = expected === undefined ? undefined : toolsMismatch(expected, names);
   }
 
   private async refreshTools(): Promise<void> {

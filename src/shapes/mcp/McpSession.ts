@@ -5,6 +5,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
+import { isRecord } from '../../manifest/access.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 
@@ -89,7 +90,7 @@ function invalidOptions(options: McpSessionOptions): HostError | undefined {
 }
 
 function isArguments(value: unknown): value is Record<string, unknown> | undefined {
-  return value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value));
+  return value === undefined || isRecord(value);
 }
 
 /**

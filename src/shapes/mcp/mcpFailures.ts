@@ -3,6 +3,8 @@ import { HostError, hostError } from '../../errors/HostError.js';
 import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
+import { exitWithin } from '../ndjson-rpc/processDiagnostics.js';
+import type { AbortedBy } from './CallAbort.js';
 
 /** Which exchange of the MCP session failed. */
 export type McpPhase = 'initialize' | 'tools/list' | 'tools/call';
@@ -25,7 +27,7 @@ export interface McpFailureContext {
   /** The total cap in force. */
   readonly maxTotalTimeoutMs?: number;
   /** Who aborted the request, when the session aborted it. */
-  readonly abortedBy?: 'caller' | 'total-timeout';
+  readonly abortedBy?: AbortedBy;
   /** The protocolVersion the plugin answered `initialize` with, when it answered. */
   readonly offeredProtocolVersion?: string;
   /** The unfinished line the plugin left when its stdout ended. */
@@ -47,16 +49,8 @@ function baseDetails(ctx: McpFailureContext): Record<string, unknown> {
   return details;
 }
 
-async function exitWithin(ctx: McpFailureContext): Promise<void> {
-  if (ctx.process.exitInfo !== undefined) return;
-  let cancel = (): void => undefined;
-  await Promise.race([ctx.process.exited, new Promise<void>((resolve) => (cancel = ctx.clock.setTimer(resolve, ctx.exitGraceMs)))]);
-  cancel();
-}
-
 async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostError> {
-  await exitWithin(ctx);
-  const exit = ctx.process.exitInfo;
+  const exit = await exitWithin(ctx.process, ctx.exitGraceMs, ctx.clock);
   const details = {
     ...baseDetails(ctx),
     ...(exit === undefined ? {} : { exit }),

@@ -1,5 +1,5 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
-import { hostError, HostError } from '../../errors/HostError.js';
+import { hostError, HostError, withDetails } from '../../errors/HostError.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
@@ -217,10 +217,5 @@ function stickyCrash(crash: HostError): HostError {
 
 /** Any launcher failure is the protocol's SpawnFailed; the launcher's own code (e.g. an untrusted binary) is kept. */
 function spawnFailure(error: HostError): HostError {
-  return new HostError(error.code, error.message, {
-    details: { ...error.details, protocol_code: 'SpawnFailed' },
-    cause: error,
-    hint: error.hint,
-    retryable: error.retryable,
-  });
+  return withDetails(error, { protocol_code: 'SpawnFailed' });
 }

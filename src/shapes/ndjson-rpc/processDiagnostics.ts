@@ -34,12 +34,17 @@ export function exitWithin(process: PluginProcess, waitMs: number, clock: Clock)
  */
 export const EXIT_STATUS_WAIT_MS = 250;
 
+/** The JSON-safe facts of an exit for `HostError.details`. */
+export function exitDetails(exit: ExitInfo): Record<string, unknown> {
+  return { code: exit.code, signal: exit.signal, status: exit.status, description: exit.description };
+}
+
 /** `{ exit, stderr_tail }` of a process that stopped talking, waiting briefly for its exit status. */
 export async function crashDetails(process: PluginProcess, clock: Clock): Promise<Record<string, unknown>> {
   const exit = await exitWithin(process, EXIT_STATUS_WAIT_MS, clock);
   return {
     pid: process.pid,
-    ...(exit === undefined ? { exit: null } : { exit: { code: exit.code, signal: exit.signal, status: exit.status, description: exit.description } }),
+    ...(exit === undefined ? { exit: null } : { exit: exitDetails(exit) }),
     stderr_tail: process.stderrTail(),
   };
 }

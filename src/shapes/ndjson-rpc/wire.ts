@@ -3,6 +3,8 @@
  * object per line each way, close to JSON-RPC 2.0 but without its envelope.
  */
 
+import { has, isRecord } from '../../manifest/access.js';
+
 /** The protocol version this host speaks; additive changes stay under v1. */
 export const NDJSON_PROTOCOL_VERSION = 'v1';
 
@@ -40,17 +42,14 @@ export type ParsedLine =
   | { readonly kind: 'invalid-response'; readonly id: NdjsonRequestId | undefined; readonly reason: string }
   | { readonly kind: 'response'; readonly response: NdjsonResponse };
 
-const has = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
-
 function isRequestId(value: unknown): value is NdjsonRequestId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 }
 
 function errorObjectProblem(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return '"error" is not an object';
-  const record = value as Record<string, unknown>;
-  if (!Number.isInteger(record.code)) return '"error.code" is not an integer';
-  if (typeof record.message !== 'string') return '"error.message" is not a string';
+  if (!isRecord(value)) return '"error" is not an object';
+  if (!Number.isInteger(value.code)) return '"error.code" is not an integer';
+  if (typeof value.message !== 'string') return '"error.message" is not a string';
   return undefined;
 }
 
@@ -62,21 +61,20 @@ export function parseResponseLine(line: string): ParsedLine {
   } catch (error) {
     return { kind: 'invalid-json', reason: error instanceof Error ? error.message : String(error) };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isRecord(value)) {
     return { kind: 'invalid-response', id: undefined, reason: 'the line is not a JSON object' };
   }
-  const record = value as Record<string, unknown>;
-  const id = isRequestId(record.id) ? record.id : undefined;
+  const id = isRequestId(value.id) ? value.id : undefined;
   if (id === undefined) return { kind: 'invalid-response', id, reason: '"id" is missing or not a string or number' };
-  const hasResult = has(record, 'result');
-  const hasError = has(record, 'error');
+  const hasResult = has(value, 'result');
+  const hasError = has(value, 'error');
   if (hasResult === hasError) {
     return { kind: 'invalid-response', id, reason: hasResult ? 'both "result" and "error" are present' : 'neither "result" nor "error" is present' };
   }
   if (hasError) {
-    const problem = errorObjectProblem(record.error);
+    const problem = errorObjectProblem(value.error);
     if (problem !== undefined) return { kind: 'invalid-response', id, reason: problem };
-    return { kind: 'response', response: { id, error: record.error as NdjsonErrorObject } };
+    return { kind: 'response', response: { id, error: value.error as NdjsonErrorObject } };
   }
-  return { kind: 'response', response: { id, result: record.result } };
+  return { kind: 'response', response: { id, result: value.result } };
 }
