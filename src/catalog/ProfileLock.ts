@@ -49,11 +49,11 @@ const UNREADABLE_GRACE_MS = 2_000;
 /** A steal ticket is held for a few system calls; one older than this belongs to a dead stealer. */
 const TICKET_STALE_MS = 10_000;
 
-const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
-
+/** The errno code (`ENOENT`, `EEXIST`, …) of a failed system call, if it has one. */
+export const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 /** Whether a process of this host is still running (a zombie counts as gone). */
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (e) {

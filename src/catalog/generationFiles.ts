@@ -20,6 +20,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { EncodedFile } from './CatalogEncoder.js';
 import { CATALOG_FILE_KINDS, fileName, nextFileName, parseFile, type CatalogFileData, type CatalogFileKind } from './catalogFiles.js';
+import { errnoOf } from './ProfileLock.js';
 
 /** One file's content as read from one name. */
 export interface FileVersion<K extends CatalogFileKind = CatalogFileKind> {
@@ -46,8 +47,6 @@ export interface SelectedGeneration {
 
 /** Parsed live files cached by file identity, so an unchanged file is not parsed again. */
 export type ParseCache = Map<CatalogFileKind, { readonly identity: string; readonly version: FileVersion }>;
-
-const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 const keyOf = (data: { install_generation: number; txid: string }): string => `${data.install_generation}:${data.txid}`;
 
@@ -159,7 +158,8 @@ async function writeDurably(path: string, file: EncodedFile): Promise<void> {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
+/** Makes the creations, renames and unlinks in a directory durable (fsync of the directory itself). */
+export async function syncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();
@@ -176,7 +176,7 @@ export async function repairGeneration(dir: string, selected: GenerationFiles): 
       if (selected[kind].origin === 'next') await rename(next, join(dir, fileName(kind)));
       else await unlink(next).catch((e: unknown) => (errnoOf(e) === 'ENOENT' ? undefined : Promise.reject(e)));
     }
-    await fsyncDir(dir);
+    await syncDirectory(dir);
     return ok(undefined);
   } catch (e) {
     return err(ioError('Recovering the catalog in', dir, e));
@@ -198,13 +198,13 @@ export async function publishGeneration(
     // The three files are written and fsynced concurrently: their fsyncs can share one journal commit.
     await Promise.all(CATALOG_FILE_KINDS.map((kind) => writeDurably(join(dir, nextFileName(kind)), files[kind].encoded)));
     current = dir;
-    await fsyncDir(dir);
+    await syncDirectory(dir);
     for (const kind of CATALOG_FILE_KINDS) {
       current = join(dir, fileName(kind));
       await rename(join(dir, nextFileName(kind)), current);
     }
     current = dir;
-    await fsyncDir(dir);
+    await syncDirectory(dir);
     for (const kind of CATALOG_FILE_KINDS) {
       current = join(dir, fileName(kind));
       // Under the lock nobody else renames these names, so this identity is the file just written.

@@ -135,8 +135,6 @@ export interface Flags {
   readonly preset: ManifestPreset | undefined;
   /** Machine output. */
   readonly json: boolean;
-  /** Colour off. */
-  readonly noColor: boolean;
   /** Expected package checksum. */
   readonly checksum: string | undefined;
   /** Signature file. */
@@ -284,7 +282,6 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       devAllowNamespaceConflict: bool('dev-allow-namespace-conflict'),
       preset,
       json: bool('json'),
-      noColor: bool('no-color'),
       checksum: text('checksum'),
       signature: text('signature'),
       trustedKeys: list('trusted-key'),

@@ -44,10 +44,12 @@ export async function runCli(argv: readonly string[], terminal: Terminal, signal
       else terminal.stdout.write(help);
       return EXIT_CODES.ok;
     }
-    case 'version':
-      out.data({ ok: true, version: packageVersion() });
-      out.line(packageVersion());
+    case 'version': {
+      const version = packageVersion();
+      out.data({ ok: true, version });
+      out.line(version);
       return EXIT_CODES.ok;
+    }
     case 'command': {
       const ctx: CommandContext = { flags: invocation.flags, positionals: invocation.positionals, out, terminal, signal };
       try {

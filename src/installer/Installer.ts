@@ -1,11 +1,12 @@
 import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { syncDirectory } from '../catalog/generationFiles.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
@@ -21,7 +22,7 @@ import type { PackageLimits } from './limits.js';
 import { openPackageSource, type StagedPackage } from './openPackageSource.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
-import { storeSchema, syncDirectory, withSchemaStoreLock } from './schemaStore.js';
+import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
@@ -232,7 +233,7 @@ export class Installer {
   async #storeSchemasPinned(schemas: NormalizedManifest['schemas'], nonce: string, pin: { path?: string }): Promise<Result<void, HostError>> {
     const layout = this.#o.layout;
     return withSchemaStoreLock(layout, { clock: this.#clock, random: this.#random }, async () => {
-      const files = schemas.map((s) => basename(layout.schemaFile(s.ref, s.digest)));
+      const files = schemas.map((s) => layout.schemaFileName(s.ref, s.digest));
       pin.path = await writePin(layout, nonce, files, this.#clock);
       for (const schema of schemas) await storeSchema(layout, schema, nonce);
       await syncDirectory(layout.schemaStoreDir);
@@ -276,9 +277,12 @@ export class Installer {
       ...(this.#o.allowedShapes === undefined ? {} : { allowedShapes: this.#o.allowedShapes }),
     } as const;
     // The plugin id is needed to tell a collision with another plugin's schema
-    // from this plugin's own previous version, so a first pass reads it.
+    // from this plugin's own previous version, so a first pass reads it. It
+    // skips the bundles: schema_refs violations are not structural, so they
+    // never decide whether the id is reached.
     let pluginId: string | undefined;
     const first = await new ManifestValidator(base).inspectFile(manifestPath, {
+      readSchemaBundle: () => Promise.resolve(undefined),
       hostChecks: (m) => {
         pluginId = m.plugin_id;
         return [];

@@ -1,7 +1,7 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { validateEntryName } from './entryName.js';
+import { safeEntryName } from './entryName.js';
 import { refuse, refuseEntry } from './refusal.js';
 import type { StagingTree } from './StagingTree.js';
 
@@ -13,8 +13,8 @@ const linkRefused = (name: string): never =>
     details: { reason: 'symlink', entry: name },
   });
 
-async function* chunksOf(handle: FileHandle): AsyncGenerator<Uint8Array> {
-  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+/** Yields views of `buffer`, each overwritten by the next read: the consumer must be done with one before asking for the next. */
+async function* chunksOf(handle: FileHandle, buffer: Buffer): AsyncGenerator<Uint8Array> {
   for (;;) {
     const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
     if (bytesRead === 0) return;
@@ -42,18 +42,17 @@ async function openSeen(path: string, name: string, seen: Stats): Promise<FileHa
   return handle;
 }
 
-async function copyFile(path: string, name: string, seen: Stats, tree: StagingTree): Promise<void> {
-  const safe = validateEntryName(name);
-  if (safe.isErr()) refuseEntry(safe.error.reason, name, `package entry '${name}': ${safe.error.message}`);
+async function copyFile(path: string, name: string, seen: Stats, tree: StagingTree, buffer: Buffer): Promise<void> {
+  const safe = safeEntryName('package', name);
   const handle = await openSeen(path, name, seen);
   try {
-    await tree.addFile(name, safe.value, (seen.mode & 0o111) !== 0, seen.size, chunksOf(handle));
+    await tree.addFile(name, safe, (seen.mode & 0o111) !== 0, seen.size, chunksOf(handle, buffer));
   } finally {
     await handle.close();
   }
 }
 
-async function copyEntries(directory: string, prefix: string, tree: StagingTree): Promise<void> {
+async function copyEntries(directory: string, prefix: string, tree: StagingTree, buffer: Buffer): Promise<void> {
   const names = (await readdir(directory)).sort();
   for (const base of names) {
     const path = join(directory, base);
@@ -62,12 +61,10 @@ async function copyEntries(directory: string, prefix: string, tree: StagingTree)
     const stat = await lstat(path);
     if (stat.isSymbolicLink()) linkRefused(name);
     if (stat.isDirectory()) {
-      const safe = validateEntryName(`${name}/`);
-      if (safe.isErr()) refuseEntry(safe.error.reason, name, `package entry '${name}': ${safe.error.message}`);
-      await tree.addDirectory(name, safe.value);
-      await copyEntries(path, name, tree);
+      await tree.addDirectory(name, safeEntryName('package', name, `${name}/`));
+      await copyEntries(path, name, tree, buffer);
     } else if (stat.isFile()) {
-      await copyFile(path, name, stat, tree);
+      await copyFile(path, name, stat, tree, buffer);
     } else {
       refuseEntry('special_file', name, `package entry '${name}' is not a regular file or directory (device, FIFO or socket)`);
     }
@@ -83,5 +80,6 @@ async function copyEntries(directory: string, prefix: string, tree: StagingTree)
  * other file becomes 0644.
  */
 export async function copyDirectory(source: string, tree: StagingTree): Promise<void> {
-  await copyEntries(source, '', tree);
+  // One read buffer for the whole walk: files are copied one after another, each fully written before the next is opened.
+  await copyEntries(source, '', tree, Buffer.allocUnsafe(CHUNK_BYTES));
 }

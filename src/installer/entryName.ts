@@ -1,6 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import windowsReservedNames from '../../etc/windows-reserved-names.json' with { type: 'json' };
-import type { EntryNameRefusalReason } from './refusal.js';
+import { refuseEntry, type EntryNameRefusalReason } from './refusal.js';
 
 /** A package entry name that is safe to create below a staging root. */
 export interface SafeEntryName {
@@ -80,4 +80,18 @@ export function validateEntryName(name: string): Result<SafeEntryName, EntryName
     segments.push(segment);
   }
   return ok({ segments, normalized: segments.join('/'), trailingSlash });
+}
+
+/**
+ * The safe form of an entry name, or a thrown PLUGIN_ARCHIVE_INVALID refusal
+ * (see {@link refuseEntry}) whose message names the entry as
+ * `<kind> entry '<name>'`.
+ *
+ * @param stored - The name as validated, when it differs from the one
+ * reported (a directory walk adds the trailing `/` archives would carry).
+ */
+export function safeEntryName(kind: 'tar' | 'zip' | 'package', name: string, stored: string = name): SafeEntryName {
+  const safe = validateEntryName(stored);
+  if (safe.isErr()) refuseEntry(safe.error.reason, name, `${kind} entry '${name}': ${safe.error.message}`);
+  return safe.value;
 }

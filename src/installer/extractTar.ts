@@ -3,7 +3,7 @@ import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
-import { validateEntryName } from './entryName.js';
+import { safeEntryName } from './entryName.js';
 import { tarStreamCap, type PackageLimits } from './limits.js';
 import { archiveInvalid, limitRefusal, Refusal, refuseEntry, type ArchiveRefusalReason } from './refusal.js';
 import type { StagingTree } from './StagingTree.js';
@@ -66,15 +66,14 @@ async function stageEntry(entry: ReadEntry, tree: StagingTree, signal: AbortSign
   const name = entry.path;
   tree.countEntry(name);
   const kind = entryKind(entry);
-  const safe = validateEntryName(name);
-  if (safe.isErr()) refuseEntry(safe.error.reason, name, `tar entry '${name}': ${safe.error.message}`);
+  const safe = safeEntryName('tar', name);
   if (kind === 'directory') {
     if (entry.size > 0) refuseEntry('malformed', name, `tar directory entry '${name}' carries data`);
-    await tree.addDirectory(name, safe.value);
+    await tree.addDirectory(name, safe);
     entry.resume();
     return;
   }
-  await tree.addFile(name, safe.value, ((entry.mode ?? 0) & 0o111) !== 0, entry.size, chunksUntilAborted(entry, signal));
+  await tree.addFile(name, safe, ((entry.mode ?? 0) & 0o111) !== 0, entry.size, chunksUntilAborted(entry, signal));
 }
 
 /** Counts decompressed bytes and fails the stream once they pass the cap. */

@@ -1,5 +1,5 @@
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { validateEntryName } from './entryName.js';
+import { safeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
 import { archiveInvalid, Refusal, refuseEntry, refuseLimit, type ArchiveRefusalReason } from './refusal.js';
 import type { StagingTree } from './StagingTree.js';
@@ -42,12 +42,11 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
   const name = entryName(entry);
   tree.countEntry(name);
   const kind = entryKind(entry, name);
-  const safe = validateEntryName(name);
-  if (safe.isErr()) refuseEntry(safe.error.reason, name, `zip entry '${name}': ${safe.error.message}`);
+  const safe = safeEntryName('zip', name);
   if ((entry.generalPurposeBitFlag & ENCRYPTED_FLAG) !== 0) refuseEntry('encrypted', name, `zip entry '${name}' is encrypted`);
   if (kind === 'directory') {
     if (entry.uncompressedSize > 0) refuseEntry('malformed', name, `zip directory entry '${name}' carries data`);
-    await tree.addDirectory(name, safe.value);
+    await tree.addDirectory(name, safe);
     return;
   }
   if (entry.compressionMethod !== STORED && entry.compressionMethod !== DEFLATED) {
@@ -63,7 +62,7 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
   // after the iterator has let go, which must not become an uncaught exception.
   data.on('error', () => undefined);
   try {
-    await tree.addFile(name, safe.value, executable, entry.uncompressedSize, data);
+    await tree.addFile(name, safe, executable, entry.uncompressedSize, data);
   } catch (cause) {
     // yauzl reports a deflate stream that lies about its size, or a bad CRC, as a stream error.
     if (cause instanceof Refusal || (cause as NodeJS.ErrnoException).syscall !== undefined) throw cause;

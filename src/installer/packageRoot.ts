@@ -5,7 +5,7 @@ import { refuse } from './refusal.js';
 /**
  * The manifest file names looked for at a package root, in order of
  * precedence: GUM JSON v1, the GUM TOML contract form (two spellings), Open
- * Discovery. The same list, in the same order, as the manifest validator's.
+ * Discovery. The manifest validator's `MANIFEST_FILE_NAMES` is this list.
  */
 export const PACKAGE_MANIFEST_NAMES = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'] as const;
 

@@ -19,10 +19,10 @@ const STORE_FILE = /^[a-z0-9][a-z0-9._-]*\.[0-9a-f]{64}\.json$/;
 const TEMP_FILE = /^[a-z0-9][a-z0-9._-]*\.[0-9a-f]{64}\.json\.[0-9a-f]+\.tmp$/;
 
 /** The store file names the variants refer to. */
-export function referencedSchemaFiles(variants: readonly CatalogVariant[]): Set<string> {
+export function referencedSchemaFiles(layout: ProfileLayout, variants: readonly CatalogVariant[]): Set<string> {
   const names = new Set<string>();
   for (const variant of variants) {
-    for (const [ref, digest] of Object.entries(variant.schema_hashes)) names.add(`${ref}.${digest}.json`);
+    for (const [ref, digest] of Object.entries(variant.schema_hashes)) names.add(layout.schemaFileName(ref, digest));
   }
   return names;
 }
@@ -40,7 +40,7 @@ export async function collectSchemaGarbage(layout: ProfileLayout, store: Catalog
     const keep = await pinnedFiles(layout, ports.clock);
     const snapshot = await store.snapshot();
     if (snapshot.isErr()) return err(snapshot.error);
-    for (const name of referencedSchemaFiles(snapshot.value.contents.variants)) keep.add(name);
+    for (const name of referencedSchemaFiles(layout, snapshot.value.contents.variants)) keep.add(name);
     const entries = await readdir(layout.schemaStoreDir, { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
       if (e.code === 'ENOENT') return [];
       throw e;

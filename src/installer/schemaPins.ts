@@ -10,6 +10,7 @@
 import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
+import { processAlive } from '../catalog/ProfileLock.js';
 import type { Clock } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 
@@ -41,14 +42,9 @@ export const DEAD_PIN_MIN_AGE_MS = 15 * 60 * 1000;
 
 const PIN_NAME = /^[0-9a-f]+\.json$/;
 
-/** The directory of pin files: `<profile>/.schema-pins/`. */
-export function pinsDir(layout: ProfileLayout): string {
-  return join(layout.root, '.schema-pins');
-}
-
 /** Writes the pin of one install. Returns its path, for {@link unpin}. */
 export async function writePin(layout: ProfileLayout, nonce: string, files: readonly string[], clock: Clock): Promise<string> {
-  const dir = pinsDir(layout);
+  const dir = layout.schemaPinsDir;
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, `${nonce}.json`);
   const pin: SchemaPin = { pid: process.pid, hostname: osHostname(), started_at_ms: clock.now(), files };
@@ -64,15 +60,6 @@ export async function writePin(layout: ProfileLayout, nonce: string, files: read
 /** Removes a pin; a missing one is fine. */
 export async function unpin(path: string): Promise<void> {
   await rm(path, { force: true });
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 function isStale(pin: SchemaPin, host: string, now: number): boolean {
@@ -102,7 +89,7 @@ function parsePin(text: string): SchemaPin | undefined {
  * mid-write. Stale and unreadable pins are deleted.
  */
 export async function pinnedFiles(layout: ProfileLayout, clock: Clock): Promise<Set<string>> {
-  const dir = pinsDir(layout);
+  const dir = layout.schemaPinsDir;
   const names = await readdir(dir).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT') return [];
     throw e;

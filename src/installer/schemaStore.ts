@@ -6,7 +6,7 @@
  * store's own cross-process lock (see {@link withSchemaStoreLock}).
  */
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_STALE_LOCK_MS } from '../catalog/CatalogStore.js';
 import { ProfileLock } from '../catalog/ProfileLock.js';
@@ -15,9 +15,6 @@ import type { ResolvedSchema } from '../manifest/model.js';
 import { jcsDigest } from '../manifest/schemaRefs.js';
 import type { Clock, Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
-
-/** Name of the schema store's lock file inside the profile directory. */
-export const SCHEMA_STORE_LOCK_FILE = '.schema-store.lock';
 
 /** The ports the store's lock needs. */
 export interface SchemaStorePorts {
@@ -34,7 +31,7 @@ export interface SchemaStorePorts {
 export async function withSchemaStoreLock<T>(layout: ProfileLayout, ports: SchemaStorePorts, body: () => Promise<T>): Promise<Result<T, HostError>> {
   await mkdir(layout.root, { recursive: true, mode: 0o700 });
   const lock = await ProfileLock.acquire({
-    path: join(layout.root, SCHEMA_STORE_LOCK_FILE),
+    path: layout.schemaStoreLockFile,
     timeoutMs: DEFAULT_LOCK_TIMEOUT_MS,
     staleMs: DEFAULT_STALE_LOCK_MS,
     clock: ports.clock,
@@ -81,15 +78,5 @@ export async function storeSchema(layout: ProfileLayout, schema: ResolvedSchema,
   } catch (cause) {
     await rm(temp, { force: true });
     throw cause;
-  }
-}
-
-/** Makes the renames in a directory durable before the catalog refers to them. */
-export async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }

@@ -39,7 +39,7 @@ function parseKey(text: string, index: number): Result<TrustedKey, HostError> {
       return err(invalidOption(index, `is not a readable PEM public key (${String(cause)})`));
     }
   } else {
-    const raw = BASE64.test(trimmed) ? Buffer.from(trimmed, trimmed.includes('-') || trimmed.includes('_') ? 'base64url' : 'base64') : undefined;
+    const raw = decodeBase64(trimmed);
     if (raw?.length !== ED25519_KEY_BYTES) {
       return err(invalidOption(index, 'is neither a PEM public key nor a base64 raw 32-byte Ed25519 key'));
     }

@@ -2,6 +2,7 @@ import { open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { PACKAGE_MANIFEST_NAMES } from '../installer/packageRoot.js';
 import { isRecord, own } from './access.js';
 import {
   checkCredentialDescriptors,
@@ -94,7 +95,7 @@ export interface ManifestReport {
 }
 
 /** Manifest file names looked for in a plugin directory, in order. */
-export const MANIFEST_FILE_NAMES: readonly string[] = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'];
+export const MANIFEST_FILE_NAMES: readonly string[] = PACKAGE_MANIFEST_NAMES;
 
 /** Stages whose violations leave no well-formed manifest to normalize. */
 const STRUCTURAL_STAGES: ReadonlySet<CheckStage> = new Set<CheckStage>(['parse', 'schema_version', 'shape', 'structure']);

@@ -58,9 +58,27 @@ export class ProfileLayout {
     return join(this.root, 'plugin-schemas');
   }
 
+  /**
+   * The name of a served schema's file in the schema store,
+   * `<ref>.<sha256>.json`: the digest of its content is part of the name.
+   */
+  schemaFileName(ref: string, sha256: string): string {
+    return `${ref}.${sha256}.json`;
+  }
+
   /** The stored copy of one served schema. */
   schemaFile(ref: string, sha256: string): string {
-    return join(this.schemaStoreDir, `${ref}.${sha256}.json`);
+    return join(this.schemaStoreDir, this.schemaFileName(ref, sha256));
+  }
+
+  /** The pins of installs in progress, which keep the schema files they rely on from being collected. */
+  get schemaPinsDir(): string {
+    return join(this.root, '.schema-pins');
+  }
+
+  /** The lock file held while schema files are written, pinned or collected. */
+  get schemaStoreLockFile(): string {
+    return join(this.root, '.schema-store.lock');
   }
 
   /** Host-private directory for the verified copies that spawns execute. */

@@ -12,8 +12,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { jcsDigest } from '../../src/manifest/schemaRefs.js';
 import type { Installer } from '../../src/installer/Installer.js';
-import { DEAD_PIN_MIN_AGE_MS, pinsDir } from '../../src/installer/schemaPins.js';
-import { SCHEMA_STORE_LOCK_FILE } from '../../src/installer/schemaStore.js';
+import { DEAD_PIN_MIN_AGE_MS } from '../../src/installer/schemaPins.js';
 import { bundleScript } from '../catalog/helpers/bundle.js';
 import { startHelper, type Helper } from '../catalog/helpers/childProcess.js';
 import { editManifest, installed, testProfile, unwrap, type TestProfile } from './InstallerHarness.js';
@@ -65,7 +64,7 @@ const climate = async (): Promise<string> => {
 
 const schemaFiles = async (): Promise<string[]> => (await p.census()).schemaFiles;
 const prefixes = (names: readonly string[]): string[] => names.map((n) => n.replace(/\.[0-9a-f]{64}\.json$/, ''));
-const pins = (): Promise<string[]> => readdir(pinsDir(p.layout)).catch(() => []);
+const pins = (): Promise<string[]> => readdir(p.layout.schemaPinsDir).catch(() => []);
 
 /** Every file the committed catalog references is in the store, with the body its name promises. */
 const expectReferencedFilesIntact = async (): Promise<string[]> => {
@@ -179,7 +178,7 @@ describe('pins: an install in progress keeps its files', () => {
 
   it('an old pin of a dead process of this host, an unreadable pin and an old pin of another host stop protecting; live and fresh pins keep protecting', async () => {
     p = await testProfile('dev');
-    const dir = pinsDir(p.layout);
+    const dir = p.layout.schemaPinsDir;
     await mkdir(dir, { recursive: true });
     await mkdir(p.layout.schemaStoreDir, { recursive: true });
     const body = (n: string): string => `orphan.request.${n.repeat(64)}.json`;
@@ -242,7 +241,7 @@ describe('crashes: leftovers are collected by the next install', () => {
     const upgrader = childProcess('install', await weatherV2());
     await upgrader.waitFor('stored');
     // Holding the store's lock (as a live process) stops the child's collection, which follows its commit.
-    const lock = join(p.layout.root, SCHEMA_STORE_LOCK_FILE);
+    const lock = p.layout.schemaStoreLockFile;
     await writeFile(lock, JSON.stringify({ pid: process.pid, hostname: hostname(), started_at: new Date().toISOString(), started_at_ms: Date.now(), token: 'e'.repeat(32) }));
     upgrader.child.stdin.write('go\n');
     for (let i = 0; i < 600 && (await installed(p, 'weather'))?.lock.version !== '2.0.0'; i++) await new Promise((r) => setTimeout(r, 50));
