@@ -16,7 +16,7 @@ import {
 } from './checks.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
 import { normalizeManifest } from './normalize.js';
-import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, type ParseLimits } from './parse.js';
+import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, plainValueOf, type ParseLimits } from './parse.js';
 import { checkSchemaRefGrammar, checkSchemaRefs, type SchemaBundleReader } from './schemaRefs.js';
 import { bundledValidator, newDraft07Ajv, type CompiledSchema } from './schemas.js';
 import { hasViolations, sortViolations, violationsError, type CheckStage, type Violation } from './violations.js';
@@ -240,8 +240,18 @@ export class ManifestValidator {
     return { source, form, violations: sorted, manifest: sorted.length === 0 ? normalized : undefined };
   }
 
-  /** Every violation of an already parsed document (its schema refs checked by grammar only). */
+  /**
+   * Every violation of an already parsed document (its schema refs checked
+   * by grammar only). The document is first copied into ordinary objects,
+   * with the key and depth checks parsed text gets.
+   */
   inspectValue(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'> = {}): Result<ManifestReport, HostError> {
+    const plain = plainValueOf(doc, this.#limits);
+    if (plain.isErr()) return ok(this.#report(call.fileName ?? 'manifest', form, undefined, [...plain.error], []));
+    return this.#inspectParsed(plain.value, form, call);
+  }
+
+  #inspectParsed(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'>): Result<ManifestReport, HostError> {
     const source = call.fileName ?? 'manifest';
     return this.#schemaFor(form).map((schema) => {
       const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
@@ -263,7 +273,7 @@ export class ManifestValidator {
   inspectText(input: string | Uint8Array, call: ValidateCallOptions = {}): Result<ManifestReport, HostError> {
     const { form, parsed } = this.#parse(input, call);
     if (parsed.isErr()) return ok(this.#report(call.fileName ?? 'manifest', form, undefined, [...parsed.error], []));
-    return this.inspectValue(parsed.value, form, call);
+    return this.#inspectParsed(parsed.value, form, call);
   }
 
   /**

@@ -94,6 +94,21 @@ export function parseJsonText(text: string, limits: ParseLimits): Result<unknown
   });
 }
 
+/**
+ * A caller's already parsed value as a tree of ordinary arrays and objects,
+ * checked like parsed text. Values built elsewhere may carry null or foreign
+ * prototypes, getters or proxies that the schema validator's equality and
+ * walk would call into (and throw from); after the copy it sees own data
+ * properties only. A value that cannot be read is a violation, not a throw.
+ */
+export function plainValueOf(value: unknown, limits: ParseLimits): Result<unknown, NonEmptyViolations> {
+  try {
+    return inspectTree(value, limits.maxDepth, true);
+  } catch (cause) {
+    return fail(`manifest value cannot be read: ${cause instanceof Error ? firstLine(cause.message) : String(cause)}`);
+  }
+}
+
 /** Parses TOML text into a plain JSON-like value (dates become ISO strings). */
 export function parseTomlText(text: string, limits: ParseLimits): Result<unknown, NonEmptyViolations> {
   return checkTextSize(text, limits).andThen((t) => {

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { parsePluginErrorEnvelope, mapPluginError } from '../../src/error-mapper/ErrorMapper.js';
 import { hostError } from '../../src/errors/HostError.js';
@@ -57,5 +58,37 @@ describe('fuzz regressions: archive entry names', () => {
 
   it('refuses a drive-letter-like segment that is not first (a colon is never portable)', () => {
     expect(validateEntryName('./a/C:x')._unsafeUnwrapErr().reason).toBe('colon');
+  });
+});
+
+describe('fuzz regressions: validateValue on values with null prototypes', () => {
+  // FUZZ_RUNS=200000, fast-check seed 20726530, path 146415:6:13:9:11:6:13:6:6:22:22:22:22: smol-toml
+  // builds tables without a prototype, and Ajv's uniqueItems equality called valueOf on them.
+  const fliToml = readFileSync(join(import.meta.dirname, '../../fixtures/manifests/gum-toml/valid/fli.toml'), 'utf8');
+  const twoEmptyTables = `${fliToml.replace('env_allow = []\n', '')}\n[[declared_capabilities.env_allow]]\n[[declared_capabilities.env_allow]]\n`;
+
+  it('reports two empty env_allow tables parsed by smol-toml as duplicate items', () => {
+    const parsed = parseToml(twoEmptyTables) as { declared_capabilities: { env_allow: object[] } };
+    expect(Object.getPrototypeOf(parsed.declared_capabilities.env_allow[0])).toBeNull();
+    const error = new ManifestValidator().validateValue(parsed, 'gum-toml')._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_MANIFEST_INVALID');
+    expect(error.details.violations).toContainEqual(expect.objectContaining({ pointer: '/declared_capabilities/env_allow', stage: 'structure' }));
+    expect(new ManifestValidator().validateText(twoEmptyTables, { form: 'gum-toml' })._unsafeUnwrapErr().details.violations).toEqual(error.details.violations);
+  });
+
+  it('accepts a valid manifest built from null-prototype objects as the same manifest', () => {
+    const plain = parseToml(fliToml);
+    const nullPrototyped = JSON.parse(JSON.stringify(plain), (_key, value: unknown) =>
+      typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.assign(Object.create(null), value) : value,
+    ) as unknown;
+    const validator = new ManifestValidator();
+    expect(validator.validateValue(nullPrototyped, 'gum-toml')._unsafeUnwrap()).toEqual(validator.validateValue(plain, 'gum-toml')._unsafeUnwrap());
+  });
+
+  it('reports a value whose getter throws instead of throwing', () => {
+    const doc = { get manifest_schema_version(): never { throw new Error('getter'); } };
+    const error = new ManifestValidator().validateValue(doc, 'gum-toml')._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_MANIFEST_INVALID');
+    expect(error.details.violations).toEqual([expect.objectContaining({ stage: 'parse', pointer: '' })]);
   });
 });
