@@ -99,6 +99,25 @@ function decompressedCap(limits: PackageLimits): Transform {
 const malformed = (message: string): Refusal => new Refusal(archiveInvalid('malformed', undefined, message));
 
 /**
+ * The refusal of a metadata entry (PAX extended header, GNU long name or long
+ * link name) whose text holds a NUL before its end, or `undefined`. The tar
+ * library cuts such values at the NUL before the entry they describe is seen,
+ * so `a.js\0/../../x` would be staged as `a.js` without this check. A GNU
+ * long name ends with NUL padding, which is allowed; a PAX record ends with a
+ * newline, so a NUL in any record is never at the end.
+ */
+function metaNulRefusal(meta: string): Refusal | undefined {
+  const text = meta.replace(/\0+$/, '');
+  const at = text.indexOf('\0');
+  if (at === -1) return undefined;
+  // The name as the library would have cut it: for a PAX record, its value up to the NUL.
+  const cut = text.slice(text.lastIndexOf('\n', at) + 1, at).replace(/^\d+ [^=]*=/, '');
+  return new Refusal(
+    archiveInvalid('nul_character', cut, `tar entry '${cut}': its PAX or GNU long name record holds a NUL character, where the name would be cut`),
+  );
+}
+
+/**
  * Extracts a gzip-compressed tar into the staging tree. Decompression happens
  * here rather than in the tar parser so that every decompressed byte is
  * counted against a cap, including bytes after the end-of-archive marker.
@@ -131,6 +150,10 @@ export async function extractTgz(archive: string, tree: StagingTree, limits: Pac
   parser.on('ignoredEntry', (entry: ReadEntry) => {
     const reason = entry.meta ? 'malformed' : 'unsupported_type';
     fail(new Refusal(archiveInvalid(reason, entry.path, `tar entry '${entry.path}' (${entry.type}) is not supported`, { type: entry.type })));
+  });
+  parser.on('meta', (meta: string) => {
+    const refused = metaNulRefusal(meta);
+    if (refused !== undefined) fail(refused);
   });
   parser.on('eof', () => {
     sawEnd = true;

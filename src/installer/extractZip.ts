@@ -15,6 +15,8 @@ const FILE_TYPES: ReadonlyMap<number, 'file' | 'directory' | ArchiveRefusalReaso
   [0o140000, 'socket'],
 ] as const);
 const ENCRYPTED_FLAG = 0x1;
+const DATA_DESCRIPTOR_FLAG = 0x8;
+const ZIP64_MARKER = 0xffffffff;
 const STORED = 0;
 const DEFLATED = 8;
 
@@ -38,11 +40,55 @@ function entryKind(entry: Entry, name: string): 'file' | 'directory' {
   });
 }
 
+/** The extra fields of a local header, as yauzl parses those of the central directory. */
+function extraFieldsOf(raw: Buffer): { id: number; data: Buffer }[] {
+  const fields: { id: number; data: Buffer }[] = [];
+  for (let at = 0; at + 4 <= raw.length; ) {
+    const size = raw.readUInt16LE(at + 2);
+    fields.push({ id: raw.readUInt16LE(at), data: raw.subarray(at + 4, at + 4 + size) });
+    at += 4 + size;
+  }
+  return fields;
+}
+
+/**
+ * Refuses an entry whose local file header disagrees with its central
+ * directory record. Tools differ on which of the two they trust (a streaming
+ * unzip reads only local headers), so a package whose two views differ would
+ * install other files than another tool shows. The sizes and CRC are only in
+ * the local header when no data descriptor follows the data (flag bit 3).
+ */
+async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promise<void> {
+  const local = await zip.readLocalFileHeaderPromise(entry).catch((cause: unknown) => {
+    throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' has no readable local header: ${String(cause)}`));
+  });
+  const mismatch = (field: string, central: unknown, inLocal: unknown): never =>
+    refuseEntry('header_mismatch', name, `zip entry '${name}': its local header disagrees with the central directory on ${field}`, {
+      field,
+      central,
+      local: inLocal,
+    });
+  const localName = yauzl.getFileNameLowLevel(local.generalPurposeBitFlag, local.fileName, extraFieldsOf(local.extraField), true);
+  if (!local.fileName.equals(entry.fileNameRaw) || localName !== name) mismatch('name', name, localName);
+  if (local.compressionMethod !== entry.compressionMethod) mismatch('compression_method', entry.compressionMethod, local.compressionMethod);
+  if ((local.generalPurposeBitFlag & ENCRYPTED_FLAG) !== (entry.generalPurposeBitFlag & ENCRYPTED_FLAG)) {
+    mismatch('encryption', entry.generalPurposeBitFlag & ENCRYPTED_FLAG, local.generalPurposeBitFlag & ENCRYPTED_FLAG);
+  }
+  if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) return;
+  // ZIP64 entries carry 0xffffffff here and their sizes in an extra field; yauzl checks those against the data.
+  if (local.compressedSize !== ZIP64_MARKER && local.compressedSize !== entry.compressedSize) mismatch('compressed_size', entry.compressedSize, local.compressedSize);
+  if (local.uncompressedSize !== ZIP64_MARKER && local.uncompressedSize !== entry.uncompressedSize) {
+    mismatch('uncompressed_size', entry.uncompressedSize, local.uncompressedSize);
+  }
+  if (local.crc32 !== entry.crc32) mismatch('crc32', entry.crc32, local.crc32);
+}
+
 async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promise<void> {
   const name = entryName(entry);
   tree.countEntry(name);
   const kind = entryKind(entry, name);
   const safe = safeEntryName('zip', name);
+  await checkLocalHeader(zip, entry, name);
   if ((entry.generalPurposeBitFlag & ENCRYPTED_FLAG) !== 0) refuseEntry('encrypted', name, `zip entry '${name}' is encrypted`);
   if (kind === 'directory') {
     if (entry.uncompressedSize > 0) refuseEntry('malformed', name, `zip directory entry '${name}' carries data`);

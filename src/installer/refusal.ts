@@ -32,6 +32,7 @@ export type ArchiveRefusalReason =
   | 'conflict'
   | 'encrypted'
   | 'unsupported_compression'
+  | 'header_mismatch'
   | 'limit'
   | 'malformed'
   | 'unknown_format'

@@ -11,7 +11,19 @@ import yazl from 'yazl';
 /** One tar member to encode. */
 export interface TarMember {
   readonly path: string;
-  readonly type?: 'File' | 'Directory' | 'SymbolicLink' | 'Link' | 'CharacterDevice' | 'BlockDevice' | 'FIFO' | 'GNUDumpDir' | 'SparseFile';
+  readonly type?:
+    | 'File'
+    | 'Directory'
+    | 'SymbolicLink'
+    | 'Link'
+    | 'CharacterDevice'
+    | 'BlockDevice'
+    | 'FIFO'
+    | 'GNUDumpDir'
+    | 'SparseFile'
+    | 'ExtendedHeader'
+    | 'NextFileHasLongPath'
+    | 'NextFileHasLongLinkpath';
   readonly data?: Buffer | string;
   readonly mode?: number;
   readonly linkpath?: string;
@@ -36,6 +48,19 @@ function encodeMember(member: TarMember): Buffer[] {
   header.encode(block, 0);
   const padding = Buffer.alloc((BLOCK - (data.length % BLOCK)) % BLOCK);
   return [block, data, padding];
+}
+
+/** One PAX record, `<length> <key>=<value>\n`, whose length counts its own digits. */
+function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  let length = Buffer.byteLength(body);
+  while (String(length).length + Buffer.byteLength(body) !== length) length = String(length).length + Buffer.byteLength(body);
+  return `${length}${body}`;
+}
+
+/** A PAX extended header member ('x') holding the records, for the member that follows it. */
+export function paxHeader(records: Readonly<Record<string, string>>): TarMember {
+  return { path: 'PaxHeader/entry', type: 'ExtendedHeader', data: Object.entries(records).map(([k, v]) => paxRecord(k, v)).join('') };
 }
 
 /** An uncompressed tar of the members, ended by two zero blocks, then `trailingBytes` of zeros. */
@@ -69,7 +94,7 @@ export async function zipOf(members: readonly ZipMember[]): Promise<Buffer> {
   const zip = new yazl.ZipFile();
   const patches: Array<[string, string]> = [];
   members.forEach((member, index) => {
-    const needsPatch = /(^|\/)\.\.(\/|$)|^\/|\\|^[A-Za-z]:/.test(member.name);
+    const needsPatch = /(^|\/)\.\.(\/|$)|^\/|\\|^[A-Za-z]:|\0/.test(member.name);
     const stored = needsPatch ? placeholderFor(index, Buffer.byteLength(member.name)) : member.name;
     if (needsPatch) patches.push([stored, member.name]);
     if (member.directory === true) {
@@ -131,4 +156,26 @@ export function patchZipEntries(zip: Buffer, fields: { flags?: number; method?: 
     if (fields.method !== undefined) out.writeUInt16LE(fields.method, base + 2);
   }
   return out;
+}
+
+/**
+ * Rewrites fields of the local file header of the `index`-th entry only,
+ * leaving its central directory record as it was: a name of the same byte
+ * length, a compression method, a CRC.
+ */
+export function patchLocalHeader(zip: Buffer, index: number, fields: { name?: string; method?: number; crc32?: number }): Buffer {
+  const out = Buffer.from(zip);
+  let seen = -1;
+  for (let at = 0; at + 30 <= out.length; at++) {
+    if (out.readUInt32LE(at) !== LOCAL_HEADER || ++seen !== index) continue;
+    if (fields.method !== undefined) out.writeUInt16LE(fields.method, at + 8);
+    if (fields.crc32 !== undefined) out.writeUInt32LE(fields.crc32, at + 14);
+    if (fields.name !== undefined) {
+      const name = Buffer.from(fields.name);
+      if (name.length !== out.readUInt16LE(at + 26)) throw new Error('a patched local name must keep its byte length');
+      name.copy(out, at + 30);
+    }
+    return out;
+  }
+  throw new Error(`no local header number ${index}`);
 }

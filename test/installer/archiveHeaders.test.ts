@@ -1,0 +1,121 @@
+/**
+ * What an archive says about an entry in more than one place must agree:
+ * a PAX or GNU long-name record cut at a NUL, or a zip local header naming
+ * another file than the central directory, is refused rather than staged
+ * under whichever name the parser happened to keep.
+ */
+import { readdir } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openPackageSource } from '../../src/installer/openPackageSource.js';
+import { patchLocalHeader, paxHeader, tgzOf, zipOf, type TarMember } from './craftArchives.js';
+import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
+
+const MANIFEST = JSON.stringify({ manifest_schema_version: 1, plugin: { id: 'hello' } });
+
+let ws: Workspace;
+beforeEach(async () => {
+  ws = await workspace();
+});
+afterEach(async () => {
+  await ws.dispose();
+});
+
+const stage = async (name: string, bytes: Buffer) => openPackageSource(await ws.file(name, bytes), { stagingRoot: ws.stagingRoot });
+const refusedTgz = async (members: readonly TarMember[], details: Record<string, unknown>) =>
+  expectRefused(await stage('hostile.tgz', tgzOf(members)), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', details);
+
+describe('NUL characters in tar metadata records', () => {
+  it('refuses a PAX path holding a NUL (the tar library would stage it as the name cut at the NUL)', async () => {
+    await refusedTgz(
+      [
+        { path: 'manifest.json', data: MANIFEST },
+        paxHeader({ path: 'evil.js\0/../../../escape.js' }),
+        { path: 'placeholder.js', data: 'x' },
+      ],
+      { reason: 'nul_character', entry: 'evil.js' },
+    );
+  });
+
+  it('refuses a PAX linkpath holding a NUL', async () => {
+    await refusedTgz(
+      [{ path: 'manifest.json', data: MANIFEST }, paxHeader({ linkpath: 'target\0x' }), { path: 'data.bin', data: 'x' }],
+      { reason: 'nul_character', entry: 'target' },
+    );
+  });
+
+  it('refuses a GNU long name holding a NUL before its end', async () => {
+    await refusedTgz(
+      [
+        { path: 'manifest.json', data: MANIFEST },
+        { path: '././@LongLink', type: 'NextFileHasLongPath', data: 'evil.js\0../../x\0' },
+        { path: 'placeholder.js', data: 'x' },
+      ],
+      { reason: 'nul_character', entry: 'evil.js' },
+    );
+  });
+
+  it('still stages a GNU long name that only ends with its NUL terminator, and a clean PAX path', async () => {
+    const long = `${'d'.repeat(120)}.js`;
+    const staged = expectStaged(
+      await stage(
+        'clean.tgz',
+        tgzOf([
+          { path: 'manifest.json', data: MANIFEST },
+          { path: '././@LongLink', type: 'NextFileHasLongPath', data: `${long}\0` },
+          { path: 'short-placeholder.js', data: 'a' },
+          paxHeader({ path: 'from-pax.js' }),
+          { path: 'other-placeholder.js', data: 'b' },
+        ]),
+      ),
+    );
+    expect((await readdir(staged.root)).sort()).toEqual([long, 'from-pax.js', 'manifest.json'].sort());
+    await staged.discard();
+  });
+
+  it('refuses a zip entry name holding a NUL', async () => {
+    const zip = await zipOf([
+      { name: 'manifest.json', data: MANIFEST },
+      { name: 'evil.js\0/x', data: 'x' },
+    ]);
+    await expectRefused(await stage('nul.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'nul_character' });
+  });
+});
+
+describe('zip local headers that disagree with the central directory', () => {
+  const twoFiles = () =>
+    zipOf([
+      { name: 'manifest.json', data: MANIFEST },
+      { name: 'aaaa.js', data: 'console.log(1)\n', compress: false },
+    ]);
+
+  it('stages the unpatched archive', async () => {
+    const staged = expectStaged(await stage('plain.zip', await twoFiles()));
+    expect((await readdir(staged.root)).sort()).toEqual(['aaaa.js', 'manifest.json']);
+    await staged.discard();
+  });
+
+  it('refuses a local header naming another file', async () => {
+    const zip = patchLocalHeader(await twoFiles(), 1, { name: 'bbbb.js' });
+    await expectRefused(await stage('names.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'header_mismatch',
+      entry: 'aaaa.js',
+      field: 'name',
+      local: 'bbbb.js',
+    });
+  });
+
+  it('refuses a local header with another compression method', async () => {
+    const zip = patchLocalHeader(await twoFiles(), 1, { method: 8 });
+    await expectRefused(await stage('method.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'header_mismatch',
+      field: 'compression_method',
+      central: 0,
+      local: 8,
+    });
+  });
+
+  it('refuses a local header with another CRC', async () => {
+    const zip = patchLocalHeader(await twoFiles(), 1, { crc32: 0x12345678 });
+    await expectRefused(await stage('crc.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'header_mismatch', field: 'crc32' });
+  });
+});
