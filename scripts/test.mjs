@@ -1,5 +1,6 @@
 // The one test command (`npm test`): typecheck, build, API report check, then
-// vitest. Ends with the plain `N passed, N failed` line that CI reads.
+// vitest. Ends with the plain `N passed, N failed, N skipped` line that CI reads;
+// skipped counts skipped and todo tests, so a skip cannot hide in the total.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 
@@ -17,7 +18,7 @@ const steps = [
 ];
 for (const [label, cmd, args] of steps) {
   if (run(label, cmd, args) !== 0) {
-    process.stdout.write(`\n${label} failed\n0 passed, 1 failed\n`);
+    process.stdout.write(`\n${label} failed\n0 passed, 1 failed, 0 skipped\n`);
     process.exit(1);
   }
 }
@@ -30,13 +31,15 @@ const status = run('vitest', 'npx', [
 ]);
 let passed = 0;
 let failed = 0;
+let skipped = 0;
 try {
   const report = JSON.parse(readFileSync(results, 'utf8'));
   passed = report.numPassedTests;
   failed = report.numFailedTests + (report.numFailedTestSuites ?? 0);
+  skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 } catch {
   failed = 1;
 }
 if (status !== 0 && failed === 0) failed = 1;
-process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
+process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
 process.exit(status === 0 && failed === 0 ? 0 : 1);
