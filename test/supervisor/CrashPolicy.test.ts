@@ -2,12 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from '../../src/supervisor/CrashPolicy.js';
 import { effectiveStatus } from '../../src/inventory/status.js';
 
+/** GUM spec §8.6, written out here so a change to the code's constant cannot move the expectation with it. */
+const CONTRACT_WAITS_MS = [30_000, 60_000, 120_000, 240_000, 480_000];
+const CONTRACT_RETRIES_BEFORE_PERMANENT = 5;
+
 describe('crash quarantine schedule (GUM spec §8.6)', () => {
   it('waits 30, 60, 120, 240, 480 s after failures 1..5 and quarantines permanently at the 6th', () => {
     let state = CLEAR_CRASH_STATE;
     let now = 1_000_000;
     const waits: number[] = [];
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < CONTRACT_RETRIES_BEFORE_PERMANENT; i++) {
       state = recordFailure(state, { code: 'PLUGIN_CRASHED', reason: 'crash', now });
       expect(state.permanent_quarantine).toBe(false);
       waits.push(state.next_retry_at! - now);
@@ -17,7 +21,8 @@ describe('crash quarantine schedule (GUM spec §8.6)', () => {
       expect(admitStart(state, state.next_retry_at!, 'p').isOk()).toBe(true);
       now = state.next_retry_at!;
     }
-    expect(waits).toEqual([...CRASH_BACKOFF_SCHEDULE_MS]);
+    expect(waits).toEqual(CONTRACT_WAITS_MS);
+    expect(CRASH_BACKOFF_SCHEDULE_MS).toEqual(CONTRACT_WAITS_MS);
     state = recordFailure(state, { code: 'PLUGIN_CRASHED', reason: 'crash', now });
     expect(state.permanent_quarantine).toBe(true);
     expect(state.next_retry_at).toBeUndefined();
