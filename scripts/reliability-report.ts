@@ -71,11 +71,14 @@ if (load === undefined) {
   lines.push('**FAILING (no result)**: the load test did not record a result.', '');
 } else {
   lines.push(
-    `${load.installed} plugins installed, ${load.running} running (5 MCP, 4 ndjson-rpc, 1 handshake), ${load.calls} calls from 32 concurrent callers, ${load.faulty_calls} of them with a random fault.`,
+    `${load.installed} plugins installed, ${load.running} running (5 MCP, 4 ndjson-rpc, 1 handshake), ${load.calls} calls from 32 concurrent callers, ${load.faulty_calls} of them with a random fault, all to 2 of the MCP and 2 of the ndjson-rpc plugins. ` +
+      'Calls to the other plugins must all be answered; on the faulted plugins a call may fail only with its own fault\'s code, ' +
+      'with the code of a fault that ended the process under it, or with VARIANT_QUARANTINED during the backoff that follows.',
     '',
     '| measure | value |',
     '|---|---|',
     `| result | ${load.passed ? 'pass' : `**FAILING**: ${cell(load.problems.join('; '))}`} |`,
+    `| calls to plugins that never got a fault / failed | ${load.unfaulted_plugin_calls} / ${Object.values(load.unfaulted_plugin_failures).reduce((a, b) => a + b, 0)} |`,
     `| answered with a result | ${load.answered_ok} |`,
     `| answered with a stable error | ${Object.entries(load.stable_errors).sort().map(([c, n]) => `${c} ${n}`).join(', ') || 'none'} |`,
     `| lost (never settled) | ${load.lost} |`,

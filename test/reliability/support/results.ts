@@ -39,6 +39,10 @@ export interface LoadRecord {
   readonly running: number;
   readonly calls: number;
   readonly faulty_calls: number;
+  /** Calls to the running plugins that never get a fault. */
+  readonly unfaulted_plugin_calls: number;
+  /** Their failures by code: the test requires none. */
+  readonly unfaulted_plugin_failures: Readonly<Record<string, number>>;
   readonly answered_ok: number;
   readonly stable_errors: Readonly<Record<string, number>>;
   readonly lost: number;
