@@ -315,7 +315,7 @@ export {
   type SetupOutcome,
 } from './host/PluginHost.js';
 export type { CredentialView, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
-export { Installer, type InstallInspection, type InstallOptions, type InstallerOptions } from './installer/Installer.js';
+export { Installer, type InstallInspection, type InstallOptions, type InstallResult, type InstallerOptions } from './installer/Installer.js';
 export { ProfileLayout, defaultProfileDir, type ProfileLocation } from './profile/ProfileLayout.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
 export {

@@ -18,6 +18,8 @@ const OPTIONS = {
   'trusted-key': { type: 'string', multiple: true },
   'require-signatures': { type: 'boolean' },
   'skip-canary': { type: 'boolean' },
+  force: { type: 'boolean' },
+  'allow-downgrade': { type: 'boolean' },
   canary: { type: 'boolean' },
   live: { type: 'boolean' },
   'canary-args': { type: 'string', multiple: true },
@@ -73,10 +75,12 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, 'skip-canary', 'timeout'],
+    options: [...PACKAGE_OPTIONS, 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
+      'Installing the installed version again from the same package changes nothing; from other',
+      'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
     ],
   },
@@ -145,6 +149,10 @@ export interface Flags {
   readonly requireSignatures: boolean;
   /** install: do not run the canary. */
   readonly skipCanary: boolean;
+  /** install: replace the installed package at the same version. */
+  readonly force: boolean;
+  /** install: accept a lower version than the installed one. */
+  readonly allowDowngrade: boolean;
   /** validate: also start the plugin. */
   readonly canary: boolean;
   /** Live canary. */
@@ -287,6 +295,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       trustedKeys: list('trusted-key'),
       requireSignatures: bool('require-signatures'),
       skipCanary: bool('skip-canary'),
+      force: bool('force'),
+      allowDowngrade: bool('allow-downgrade'),
       canary: bool('canary'),
       live: bool('live'),
       canaryArgs: canaryArgs.value,

@@ -18,7 +18,9 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
     case 'PLUGIN_NAMESPACE_CONFLICT':
       return 'in a dev profile only: --dev --dev-allow-namespace-conflict';
     case 'PLUGIN_ALREADY_INSTALLED':
-      return `${PROGRAM} remove ${id} first, or install a different version`;
+      return 'the same version from other bytes: pass --force to replace it, or install a new version';
+    case 'PLUGIN_DOWNGRADE_REFUSED':
+      return 'pass --allow-downgrade to install the lower version anyway';
     case 'PLUGIN_RISK_NOT_ALLOWED':
       return `pass --max-risk ${typeof error.details.risk_class === 'string' ? error.details.risk_class : 'write'} if you mean it`;
     case 'PLUGIN_CONFIRMATION_DENIED':

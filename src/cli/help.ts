@@ -21,6 +21,8 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'trusted-key': ['--trusted-key <pem|base64|file>', 'a public key whose signatures are trusted (repeatable)'],
   'require-signatures': ['--require-signatures', 'refuse packages not signed by a trusted key'],
   'skip-canary': ['--skip-canary', 'do not run the declared canary after installing'],
+  force: ['--force', 'replace the installed package when the same version comes from other bytes'],
+  'allow-downgrade': ['--allow-downgrade', 'install a lower version than the one installed'],
   canary: ['--canary', 'also start the plugin and compare its tool list with the manifest'],
   live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
   'canary-args': ['--canary-args k=v ...', 'override canary arguments (values read as JSON when they parse)'],

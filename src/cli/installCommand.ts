@@ -31,22 +31,32 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   const spinner = out.spinner();
   spinner.update(archiveBytes > 0 ? `verifying and unpacking ${source} (${Math.ceil(archiveBytes / 1024)} KiB)` : `installing ${source}`);
   const offSpawn = host.events.on('spawn', (e) => spinner.update(`running the canary of ${e.plugin_id}`));
-  const installed = await host.install(source, { ...options.value, canary: !flags.skipCanary });
+  const installed = await host.install(source, {
+    ...options.value,
+    canary: !flags.skipCanary,
+    ...(flags.force ? { replace: true } : {}),
+    ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+  });
   offSpawn();
   spinner.stop();
   if (installed.isErr()) return fail(ctx, installed.error, true);
 
-  const { plugin, canary } = installed.value;
+  const { plugin, canary, unchanged } = installed.value;
   const canaryFailed = canary?.status === 'failed';
   out.data({
     ok: !canaryFailed,
     plugin,
+    unchanged: unchanged === true,
     canary: canary === undefined ? null : canaryJson(canary),
     activation: 'next-process',
     ...(canaryFailed && canary.error !== undefined ? { error: canary.error.toJSON() } : {}),
   });
 
   const s = out.style;
+  if (unchanged === true) {
+    out.line(`${s.green('✓')} ${s.bold(plugin.name)} ${plugin.version} is already installed from the same package; nothing changed`);
+    return EXIT_CODES.ok;
+  }
   out.line(`${s.green('✓')} installed ${s.bold(plugin.name)} ${plugin.version} ${s.dim(`(${plugin.shape})`)} into profile ${profileName(flags)}`);
   out.line(`  ${s.dim('executable')}  ${plugin.executable.path}  sha256:${plugin.executable.sha256.slice(0, 16)}…`);
   out.line(`  ${s.dim('operations')}  ${plugin.operations.map((o) => o.op_id).join(', ') || '-'}`);

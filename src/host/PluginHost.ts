@@ -168,6 +168,11 @@ export interface InstallOutcome {
   readonly plugin: PluginInfo;
   /** The install-time canary, when the plugin declares one. */
   readonly canary?: CanaryOutcome;
+  /**
+   * Present when the same package was already installed at this version:
+   * nothing was written, no canary ran and a running plugin was left alone.
+   */
+  readonly unchanged?: true;
 }
 
 /** Options of {@link PluginHost.install}. */
@@ -381,6 +386,7 @@ export class PluginHost {
       })
       .andThen((installed) => {
         const id = installed.plugin_id;
+        if (installed.unchanged === true) return this.info(id).map((plugin): InstallOutcome => ({ plugin, unchanged: true }));
         if (immediate) this.#active.add(id);
         else this.#active.delete(id);
         const needsConfiguration = installed.state?.status === 'needs_configuration';

@@ -71,7 +71,7 @@ describe('namespace ownership', () => {
     p = await testProfile('dev');
     unwrap(await p.installer.install(await greeter('greeter')));
     const rival = await greeter('rival', rivalOwner);
-    const plugin = unwrap(await p.installer.install(rival, { devAllowNamespaceConflict: true }));
+    const plugin = unwrap(await p.installer.install(rival, { devAllowNamespaceConflict: true, replace: true }));
     expect(plugin.lock.namespace_owner).toBe('io.example.rival');
     expect((await p.census()).owners).toEqual({ greeter: 'io.example.greeter' });
 
@@ -155,10 +155,10 @@ describe('remove', () => {
 });
 
 describe('reinstall and upgrade', () => {
-  it('replaces the rows of a reinstall (same version) and deletes the old install root', async () => {
+  it('replaces the rows of a forced reinstall (same version, other bytes) and deletes the old install root', async () => {
     p = await testProfile('dev');
     const first = unwrap(await p.installer.install(await greeter('greeter')));
-    const second = unwrap(await p.installer.install(await greeter('greeter-again')));
+    const second = unwrap(await p.installer.install(await greeter('greeter-again', (m) => (m.description = 'Greets again')), { replace: true }));
     expect(second.lock.binding.install_root).not.toBe(first.lock.binding.install_root);
     expect(await exists(first.lock.binding.install_root)).toBe(false);
     const census = await p.census();

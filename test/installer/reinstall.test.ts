@@ -1,0 +1,116 @@
+/**
+ * Installing a plugin id that is already installed: the same package again
+ * changes nothing; other bytes under the same version are refused unless
+ * the caller asks to replace them; a lower version is refused unless the
+ * caller allows the downgrade. The same rules hold under the profile lock.
+ */
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { okAsync } from 'neverthrow';
+import { afterEach, describe, expect, it } from 'vitest';
+import { compareVersions } from '../../src/installer/versionOrder.js';
+import { digestOf } from './craftArchives.js';
+import { editManifest, installed, refusedWith, testProfile, tgzOfDirectory, unwrap, type TestProfile } from './InstallerHarness.js';
+
+let p: TestProfile;
+afterEach(async () => {
+  await p.dispose();
+});
+
+const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+const greeter = async (as: string, edit: (m: Record<string, unknown>) => void = () => undefined): Promise<string> => {
+  const pkg = await p.copyFixture('install-node', as);
+  await editManifest(pkg, edit);
+  return pkg;
+};
+
+describe('same version', () => {
+  it('installs the same directory again as an unchanged install: same root, same rows, nothing written', async () => {
+    p = await testProfile('dev');
+    const first = unwrap(await p.installer.install(await greeter('greeter')));
+    const before = unwrap(await p.store.snapshot());
+    const again = unwrap(await p.installer.install(await greeter('greeter-copy')));
+    expect(again.unchanged).toBe(true);
+    expect(again.lock).toEqual(first.lock);
+    expect(await exists(first.lock.binding.install_root)).toBe(true);
+    const after = unwrap(await p.store.snapshot());
+    expect(after.install_generation).toBe(before.install_generation);
+    expect(await readdir(join(p.layout.pluginsDir, 'greeter'))).toHaveLength(1);
+    expect((await p.census()).staging).toEqual([]);
+  });
+
+  it('refuses other bytes under the installed version with PLUGIN_ALREADY_INSTALLED and keeps the installed code', async () => {
+    p = await testProfile('dev');
+    const first = unwrap(await p.installer.install(await greeter('greeter')));
+    const changed = await greeter('greeter-changed');
+    await writeFile(join(changed, 'bin', 'greeter.mjs'), '#!/usr/bin/env node\nprocess.exit(0);\n', { mode: 0o755 });
+    const error = refusedWith(await p.installer.install(changed), 'PLUGIN_ALREADY_INSTALLED');
+    expect(error.details).toMatchObject({ plugin_id: 'greeter', version: '1.0.0', installed_version: '1.0.0' });
+    expect(await installed(p, 'greeter')).toEqual(first);
+    expect(await readdir(join(p.layout.pluginsDir, 'greeter'))).toHaveLength(1);
+    expect((await p.census()).staging).toEqual([]);
+  });
+
+  it('replaces other bytes under the installed version when asked to (replace: true)', async () => {
+    p = await testProfile('dev');
+    const first = unwrap(await p.installer.install(await greeter('greeter')));
+    const replaced = unwrap(await p.installer.install(await greeter('greeter-b', (m) => (m.description = 'Changed')), { replace: true }));
+    expect(replaced.unchanged).toBeUndefined();
+    expect(replaced.lock.binding.install_root).not.toBe(first.lock.binding.install_root);
+    expect(await exists(first.lock.binding.install_root)).toBe(false);
+  });
+
+  it('tells archives apart by their digest: the same archive is unchanged, another archive of the same version is refused', async () => {
+    p = await testProfile('standard');
+    const pkg = await greeter('greeter');
+    const bytes = await tgzOfDirectory(pkg, join(p.dir, 'greeter-1.tgz'));
+    const archive = join(p.dir, 'greeter-1.tgz');
+    const first = unwrap(await p.installer.install(archive, { checksum: digestOf(bytes) }));
+    const again = unwrap(await p.installer.install(archive, { checksum: digestOf(bytes) }));
+    expect(again.unchanged).toBe(true);
+    expect(again.lock).toEqual(first.lock);
+    await editManifest(pkg, (m) => (m.description = 'Repacked'));
+    const otherBytes = await tgzOfDirectory(pkg, join(p.dir, 'greeter-1b.tgz'));
+    const error = refusedWith(await p.installer.install(join(p.dir, 'greeter-1b.tgz'), { checksum: digestOf(otherBytes) }), 'PLUGIN_ALREADY_INSTALLED');
+    expect(error.details).toMatchObject({ installed_checksum: digestOf(bytes), checksum: digestOf(otherBytes) });
+    expect(await installed(p, 'greeter')).toEqual(first);
+  });
+
+  it('refuses under the profile lock when another process installed the same version meanwhile', async () => {
+    p = await testProfile('dev');
+    const store = p.store;
+    const stale = unwrap(await store.snapshot());
+    // Another installer on the same profile gets there first.
+    const rival = p.installerWith({}, await p.openStore());
+    unwrap(await rival.install(await greeter('greeter')));
+    const current = store.snapshot.bind(store);
+    let reads = 0;
+    Object.defineProperty(store, 'snapshot', { value: () => (reads++ < 2 ? okAsync(stale) : current()) });
+    refusedWith(await p.installer.install(await greeter('greeter-mine', (m) => (m.description = 'Mine'))), 'PLUGIN_ALREADY_INSTALLED');
+  });
+});
+
+describe('downgrade', () => {
+  it('refuses a lower version with PLUGIN_DOWNGRADE_REFUSED unless allowDowngrade is set', async () => {
+    p = await testProfile('dev');
+    const v2 = unwrap(await p.installer.install(await greeter('greeter-v2', (m) => (m.version = '2.0.0'))));
+    const v1 = await greeter('greeter-v1');
+    const error = refusedWith(await p.installer.install(v1), 'PLUGIN_DOWNGRADE_REFUSED');
+    expect(error.details).toMatchObject({ plugin_id: 'greeter', version: '1.0.0', installed_version: '2.0.0' });
+    expect(await installed(p, 'greeter')).toEqual(v2);
+    const down = unwrap(await p.installer.install(v1, { allowDowngrade: true }));
+    expect(down.lock.version).toBe('1.0.0');
+    expect(await exists(v2.lock.binding.install_root)).toBe(false);
+  });
+
+  it('orders versions by semver precedence, prereleases below releases, and leaves non-semver unordered', () => {
+    expect(compareVersions('1.10.0', '1.9.9')).toBe(1);
+    expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1);
+    expect(compareVersions('1.0.0-alpha.2', '1.0.0-alpha.10')).toBe(-1);
+    expect(compareVersions('1.0.0-alpha', '1.0.0-alpha.1')).toBe(-1);
+    expect(compareVersions('1.0.0-beta', '1.0.0-1')).toBe(1);
+    expect(compareVersions('1.0.0+build.5', '1.0.0')).toBe(0);
+    expect(compareVersions('2024.1', '2023.9')).toBeUndefined();
+    expect(compareVersions('2024.1', '2024.1')).toBe(0);
+  });
+});
