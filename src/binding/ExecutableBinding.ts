@@ -21,6 +21,7 @@ import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
+import type { PackageTreePin } from './packageTree.js';
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
@@ -52,6 +53,12 @@ export interface ExecutableBindingRecord {
    * executable.
    */
   readonly kind?: 'esm-entry';
+  /**
+   * Every file of the install root, pinned by a file list whose digest this
+   * records (see `pinPackageTree`). Absent in bindings recorded before whole
+   * trees were pinned: those pin only the file above (reinstall to pin all).
+   */
+  readonly tree?: PackageTreePin;
 }
 
 /** Input of {@link bindExecutable}. */

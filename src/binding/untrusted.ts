@@ -19,7 +19,10 @@ export type UntrustedReason =
   | 'binding_inconsistent'
   | 'changed_during_verification'
   | 'digest_mismatch'
-  | 'interpreter_digest_mismatch';
+  | 'interpreter_digest_mismatch'
+  | 'file_changed'
+  | 'file_added'
+  | 'file_removed';
 
 /** A `PLUGIN_EXECUTABLE_UNTRUSTED` error with its reason and facts. */
 export function untrusted(reason: UntrustedReason, message: string, details: Record<string, unknown> = {}): HostError {

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
+import { recheckPinnedCode, verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -168,11 +168,6 @@ export interface InstallOutcome {
   readonly plugin: PluginInfo;
   /** The install-time canary, when the plugin declares one. */
   readonly canary?: CanaryOutcome;
-  /**
-   * Present when the same package was already installed at this version:
-   * nothing was written, no canary ran and a running plugin was left alone.
-   */
-  readonly unchanged?: true;
 }
 
 /** Options of {@link PluginHost.install}. */
@@ -386,7 +381,6 @@ export class PluginHost {
       })
       .andThen((installed) => {
         const id = installed.plugin_id;
-        if (installed.unchanged === true) return this.info(id).map((plugin): InstallOutcome => ({ plugin, unchanged: true }));
         if (immediate) this.#active.add(id);
         else this.#active.delete(id);
         const needsConfiguration = installed.state?.status === 'needs_configuration';
@@ -824,6 +818,12 @@ export class PluginHost {
    * verified bytes the ESM runner inherits and evaluates.
    */
   #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
+    const binding = plugin.lock.binding;
+    return verifyBindingTree(binding).andThen(() => this.#verifiedMain(plugin));
+  }
+
+  /** The pinned main file (the executable or the ESM entry), verified and ready to run. */
+  #verifiedMain(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
     const options = { copyDir: this.#layout.execDir, random: this.#random };
     if (plugin.descriptor?.shape !== 'esm-module') return verifyExecutableBinding(binding, options);

@@ -1,0 +1,448 @@
+/**
+ * Package tree pins: every file and directory of an installed package, not
+ * only the file the host starts, pinned at install and checked before every
+ * spawn.
+ *
+ * At install, {@link pinPackageTree} walks the install root, hashes every
+ * file and writes the list (path, mode, size, SHA-256 and the stat identity
+ * of each file, and each directory with its identity) into the install root
+ * under {@link PACKAGE_TREE_LIST_NAME}, a name no package entry can have (a
+ * `:` is refused in entry names). The lock row pins the list by its SHA-256.
+ *
+ * Before a spawn, {@link verifyPackageTree} compares the tree with the list.
+ * A file whose stat identity (device, inode, size, mtime, ctime) is the one
+ * recorded is taken as unchanged without reading it: nobody but root can
+ * set a ctime back, and every write, rename, link or mode change moves it.
+ * A directory whose identity is unchanged has the same entries, for the same
+ * reason; one whose identity moved is listed again to find added or removed
+ * entries. Any file whose identity moved is hashed again. Identities found
+ * to hold the pinned bytes are remembered for the life of the process, so a
+ * tree that was copied or restored (new inodes) is hashed once, not at every
+ * spawn. The system calls are synchronous (they are several times cheaper
+ * than their promise forms) and run in slices between which the event loop
+ * gets its turn.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { openInsideRoot } from './safeOpen.js';
+import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
+import { ioFailure, untrusted } from './untrusted.js';
+
+/** The name of the file list inside an install root. The `:` keeps it apart from every package entry. */
+export const PACKAGE_TREE_LIST_NAME = '.mcp-plugin-host:files';
+
+/** What the lock row records about a package tree. */
+export interface PackageTreePin {
+  /** SHA-256 (lower-case hex) of the file list at `<install_root>/.mcp-plugin-host:files`. */
+  readonly sha256: string;
+  /** How many files the list pins (the list itself not counted). */
+  readonly files: number;
+  /** How many bytes those files hold together. */
+  readonly bytes: number;
+}
+
+const LIST_HEADER = 'mcp-plugin-host package tree 1';
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+const READ_CHUNK_BYTES = 1 << 20;
+/** Stat calls between two turns of the event loop (a few milliseconds of work). */
+const STATS_PER_SLICE = 2048;
+/** Bytes hashed between two turns of the event loop. */
+const BYTES_PER_SLICE = 16 << 20;
+/** Parsed lists kept per process; one per installed version is plenty. */
+const MAX_CACHED_TREES = 256;
+
+/** The stat identity of a file or directory, as the list records it. */
+interface Identity {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+interface TreeFile {
+  readonly path: string;
+  readonly mode: number;
+  readonly size: bigint;
+  readonly sha256: string;
+  /** The identity last seen holding the pinned bytes. */
+  known: Identity;
+}
+
+interface TreeDirectory {
+  readonly path: string;
+  readonly mode: number;
+  /** Entry names, the list's own file excluded. */
+  readonly children: ReadonlySet<string>;
+  known: Identity;
+}
+
+/** A parsed list: directories parent first, then files. */
+interface Tree {
+  readonly directories: readonly TreeDirectory[];
+  readonly files: readonly TreeFile[];
+}
+
+/** What happened to one path of a tree. */
+export type TreeChange = 'changed' | 'added' | 'removed';
+
+/** The outcome of a tree check that found the tree intact. */
+export interface PackageTreeCheck {
+  /** Files checked by identity alone. */
+  readonly unchanged: number;
+  /** Files hashed again because their identity moved (and found to hold the pinned bytes). */
+  readonly rehashed: number;
+}
+
+const identityOf = (s: BigIntStats): Identity => ({ dev: s.dev, ino: s.ino, size: s.size, mtimeNs: s.mtimeNs, ctimeNs: s.ctimeNs });
+
+const sameIdentity = (a: Identity, s: BigIntStats): boolean =>
+  a.ctimeNs === s.ctimeNs && a.ino === s.ino && a.mtimeNs === s.mtimeNs && a.size === s.size && a.dev === s.dev;
+
+const modeOf = (s: BigIntStats): number => Number(s.mode & 0o7777n);
+
+const join = (root: string, relative: string): string => (relative === '.' ? root : `${root}/${relative}`);
+
+const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
+
+/** A thrown refusal, caught at the entry points: the walks are plain loops over synchronous calls. */
+class Refusal extends Error {
+  constructor(readonly error: HostError) {
+    super(error.message);
+  }
+}
+
+/** A file or directory of the tree that is not what was pinned. */
+function treeChange(root: string, relative: string, change: TreeChange, what: string, facts: Record<string, unknown> = {}): Refusal {
+  const reason = change === 'changed' ? 'file_changed' : change === 'added' ? 'file_added' : 'file_removed';
+  const path = join(root, relative);
+  return new Refusal(
+    untrusted(reason, `${relative} in the install root ${root} ${what} since install; reinstall the plugin to trust the files as they are now.`, {
+      path,
+      file: relative,
+      change,
+      install_root: root,
+      ...facts,
+    }),
+  );
+}
+
+let readBuffer: Buffer | undefined;
+
+/**
+ * Reads and hashes one file by descriptor, checking it is the regular file
+ * `seen` described. Synchronous from open to close, so one read buffer
+ * serves every caller.
+ */
+function hashFile(path: string, seen: BigIntStats | undefined): { sha256: string; stat: BigIntStats } {
+  readBuffer ??= Buffer.allocUnsafe(READ_CHUNK_BYTES);
+  const buffer = readBuffer;
+  const fd = openSync(path, OPEN_FLAGS);
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    if (!stat.isFile() || (seen !== undefined && (stat.dev !== seen.dev || stat.ino !== seen.ino))) {
+      throw Object.assign(new Error(`${path} was replaced while it was read`), { code: 'ECHANGED' });
+    }
+    const hash = createHash('sha256');
+    for (;;) {
+      const n = readSync(fd, buffer, 0, buffer.length, null);
+      hash.update(buffer.subarray(0, n));
+      // A regular file reads short only at its end: one read for a file smaller than the buffer.
+      if (n < buffer.length) break;
+    }
+    return { sha256: hash.digest('hex'), stat };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Yields to the event loop every `STATS_PER_SLICE` calls or `BYTES_PER_SLICE` bytes. */
+class Slicer {
+  #calls = 0;
+  #bytes = 0;
+
+  async tick(bytes = 0): Promise<void> {
+    this.#calls++;
+    this.#bytes += bytes;
+    if (this.#calls >= STATS_PER_SLICE || this.#bytes >= BYTES_PER_SLICE) {
+      this.#calls = 0;
+      this.#bytes = 0;
+      await nextTurn();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- install
+
+function listLine(fields: readonly (string | number | bigint)[], path: string): string {
+  return `${fields.join(' ')} ${path}\n`;
+}
+
+async function walkForPin(root: string): Promise<{ lines: string[]; files: number; bytes: number }> {
+  const lines: string[] = [];
+  const slicer = new Slicer();
+  let files = 0;
+  let bytes = 0;
+  const fileLines: string[] = [];
+  const visit = async (relative: string): Promise<void> => {
+    const abs = join(root, relative);
+    const stat = lstatSync(abs, { bigint: true });
+    if (!stat.isDirectory()) throw new Refusal(untrusted('not_regular_file', `${abs} is not a directory.`, { path: abs }));
+    lines.push(listLine(['d', modeOf(stat).toString(8), stat.dev, stat.ino, stat.mtimeNs, stat.ctimeNs], relative));
+    const names = readdirSync(abs).sort();
+    const subdirectories: string[] = [];
+    for (const name of names) {
+      if (relative === '.' && name === PACKAGE_TREE_LIST_NAME) continue;
+      const child = relative === '.' ? name : `${relative}/${name}`;
+      if (/[\n\r]/.test(name)) throw new Refusal(untrusted('invalid_path', `${join(root, child)} has a line break in its name.`, { path: join(root, child) }));
+      const childPath = join(root, child);
+      const s = lstatSync(childPath, { bigint: true });
+      if (s.isDirectory()) {
+        subdirectories.push(child);
+      } else if (s.isFile()) {
+        const hashed = hashFile(childPath, s);
+        const st = hashed.stat;
+        fileLines.push(listLine(['f', modeOf(st).toString(8), st.size, hashed.sha256, st.dev, st.ino, st.mtimeNs, st.ctimeNs], child));
+        files++;
+        bytes += Number(st.size);
+        await slicer.tick(Number(st.size));
+      } else {
+        const reason = s.isSymbolicLink() ? 'link' : 'not_regular_file';
+        throw new Refusal(untrusted(reason, `${childPath} is a link or special file; an install root holds only files and directories.`, { path: childPath }));
+      }
+    }
+    for (const sub of subdirectories) await visit(sub);
+  };
+  await visit('.');
+  return { lines: [`${LIST_HEADER}\n`, ...lines, ...fileLines], files, bytes };
+}
+
+async function pin(installRoot: string): Promise<Result<PackageTreePin, HostError>> {
+  const listPath = `${installRoot}/${PACKAGE_TREE_LIST_NAME}`;
+  let fd: number;
+  try {
+    // Created before the walk, so that the root's identity the list records is the final one.
+    fd = openSync(listPath, CREATE_FLAGS, 0o644);
+  } catch (e) {
+    return err(ioFailure('Creating', listPath, e));
+  }
+  try {
+    const walked = await walkForPin(installRoot);
+    const text = Buffer.from(walked.lines.join(''), 'utf8');
+    let written = 0;
+    while (written < text.length) written += writeSync(fd, text, written, text.length - written);
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    return ok({ sha256, files: walked.files, bytes: walked.bytes });
+  } catch (e) {
+    if (e instanceof Refusal) return err(e.error);
+    return err(ioFailure('Pinning the files of', installRoot, e));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Pins every file of a freshly installed package: hashes each file, writes
+ * the list into the install root (`installRoot` must be a real path) and
+ * returns what the lock row records. Refuses links and special files
+ * (`PLUGIN_EXECUTABLE_UNTRUSTED`). Call it after the last change the
+ * installer makes to the tree (e.g. the executable's mode).
+ */
+export function pinPackageTree(installRoot: string): ResultAsync<PackageTreePin, HostError> {
+  return new ResultAsync(pin(installRoot));
+}
+
+// ---------------------------------------------------------------------------------------------- spawn
+
+const cachedTrees = new Map<string, Tree>();
+
+function parseIdentity(fields: readonly string[], at: number): Identity {
+  return { dev: BigInt(fields[at]!), ino: BigInt(fields[at + 1]!), size: 0n, mtimeNs: BigInt(fields[at + 2]!), ctimeNs: BigInt(fields[at + 3]!) };
+}
+
+/** Splits `count` space-separated fields off the front of a line; the rest is the path. */
+function splitLine(line: string, count: number): { fields: string[]; path: string } | undefined {
+  const fields: string[] = [];
+  let start = 0;
+  for (let i = 0; i < count; i++) {
+    const space = line.indexOf(' ', start);
+    if (space < 0) return undefined;
+    fields.push(line.slice(start, space));
+    start = space + 1;
+  }
+  return { fields, path: line.slice(start) };
+}
+
+/** Parses a list whose digest was already checked; anything unexpected is `binding_inconsistent`. */
+function parseList(text: string, root: string): Result<Tree, HostError> {
+  const bad = (line: number): Result<Tree, HostError> =>
+    err(untrusted('binding_inconsistent', `The file list of ${root} is malformed (line ${line}).`, { install_root: root, line }));
+  const lines = text.split('\n');
+  if (lines[0] !== LIST_HEADER || lines[lines.length - 1] !== '') return bad(1);
+  const directories: TreeDirectory[] = [];
+  const childrenOf = new Map<string, Set<string>>();
+  const files: TreeFile[] = [];
+  const addChild = (path: string): boolean => {
+    const slash = path.lastIndexOf('/');
+    const parent = childrenOf.get(slash < 0 ? '.' : path.slice(0, slash));
+    if (parent === undefined) return false;
+    parent.add(path.slice(slash + 1));
+    return true;
+  };
+  for (let i = 1; i < lines.length - 1; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('d ')) {
+      const split = splitLine(line.slice(2), 5);
+      if (split === undefined) return bad(i + 1);
+      const children = new Set<string>();
+      if (split.path !== '.' && !addChild(split.path)) return bad(i + 1);
+      childrenOf.set(split.path, children);
+      directories.push({ path: split.path, mode: parseInt(split.fields[0]!, 8), children, known: parseIdentity(split.fields, 1) });
+    } else if (line.startsWith('f ')) {
+      const split = splitLine(line.slice(2), 7);
+      if (split === undefined || !isSha256Hex(split.fields[2]!) || !addChild(split.path)) return bad(i + 1);
+      const [mode, size, sha256] = split.fields as [string, string, string];
+      const known = parseIdentity(split.fields, 3);
+      known.size = BigInt(size);
+      files.push({ path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, known });
+    } else {
+      return bad(i + 1);
+    }
+  }
+  // Directory identities are compared without their size (it moves with the entries, which are compared by name).
+  for (const d of directories) d.known.size = -1n;
+  if (directories[0]?.path !== '.') return bad(2);
+  return ok({ directories, files });
+}
+
+/** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
+async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree, HostError>> {
+  const key = `${pin.sha256}\0${root}`;
+  const cached = cachedTrees.get(key);
+  if (cached !== undefined) return ok(cached);
+  const opened = await openInsideRoot(root, PACKAGE_TREE_LIST_NAME);
+  if (opened.isErr()) return err(opened.error);
+  const chunks: Buffer[] = [];
+  let actual: string;
+  try {
+    actual = await sha256OfHandle(opened.value.handle, async (chunk) => void chunks.push(Buffer.from(chunk)));
+  } catch (e) {
+    return err(ioFailure('Reading', opened.value.path, e));
+  } finally {
+    await opened.value.handle.close().catch(() => undefined);
+  }
+  if (!digestsEqual(pin.sha256, actual)) {
+    return err(
+      untrusted('digest_mismatch', `The file list ${opened.value.path} changed since install (SHA-256 ${actual}, pinned ${pin.sha256}).`, {
+        path: opened.value.path,
+        expected_sha256: pin.sha256,
+        actual_sha256: actual,
+      }),
+    );
+  }
+  const parsed = parseList(Buffer.concat(chunks).toString('utf8'), root);
+  if (parsed.isErr()) return parsed;
+  if (cachedTrees.size >= MAX_CACHED_TREES) cachedTrees.delete(cachedTrees.keys().next().value!);
+  cachedTrees.set(key, parsed.value);
+  return parsed;
+}
+
+function lstatOrUndefined(path: string): BigIntStats | undefined {
+  return lstatSync(path, { bigint: true, throwIfNoEntry: false });
+}
+
+function checkDirectory(root: string, dir: TreeDirectory): void {
+  const abs = join(root, dir.path);
+  const stat = lstatOrUndefined(abs);
+  if (stat === undefined) throw treeChange(root, dir.path, 'removed', 'was removed');
+  if (!stat.isDirectory()) throw treeChange(root, dir.path, 'changed', 'is no longer a directory');
+  if (modeOf(stat) !== dir.mode) throw treeChange(root, dir.path, 'changed', `changed mode (${modeOf(stat).toString(8)}, pinned ${dir.mode.toString(8)})`);
+  const k = dir.known;
+  if (k.ctimeNs === stat.ctimeNs && k.ino === stat.ino && k.mtimeNs === stat.mtimeNs && k.dev === stat.dev) return;
+  const names = readdirSync(abs);
+  for (const name of names) {
+    if (dir.path === '.' && name === PACKAGE_TREE_LIST_NAME) continue;
+    if (!dir.children.has(name)) throw treeChange(root, dir.path === '.' ? name : `${dir.path}/${name}`, 'added', 'was added');
+  }
+  // Every name listed is one of the children; a count below theirs means one is gone (found below, by its lstat).
+  dir.known = { ...identityOf(stat), size: -1n };
+}
+
+/** Checks one file; returns -1 when its identity vouched for it, else the bytes hashed to check it. */
+function checkFile(root: string, file: TreeFile, executablePath: string | undefined): number {
+  const abs = join(root, file.path);
+  const stat = lstatOrUndefined(abs);
+  if (stat === undefined) throw treeChange(root, file.path, 'removed', 'was removed');
+  if (!stat.isFile()) throw treeChange(root, file.path, 'changed', stat.isSymbolicLink() ? 'was replaced by a link' : 'is no longer a regular file');
+  if (modeOf(stat) !== file.mode) throw treeChange(root, file.path, 'changed', `changed mode (${modeOf(stat).toString(8)}, pinned ${file.mode.toString(8)})`);
+  if (sameIdentity(file.known, stat)) return -1;
+  let hashed: { sha256: string; stat: BigIntStats };
+  try {
+    hashed = hashFile(abs, stat);
+  } catch (e) {
+    const code = errnoOf(e);
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ECHANGED') throw treeChange(root, file.path, 'changed', 'was replaced while it was checked');
+    throw e;
+  }
+  if (hashed.stat.size !== file.size || !digestsEqual(file.sha256, hashed.sha256)) {
+    if (file.path === executablePath) {
+      throw new Refusal(
+        untrusted('digest_mismatch', `${abs} changed since install (SHA-256 ${hashed.sha256}, pinned ${file.sha256}).`, {
+          path: abs,
+          file: file.path,
+          change: 'changed',
+          expected_sha256: file.sha256,
+          actual_sha256: hashed.sha256,
+        }),
+      );
+    }
+    throw treeChange(root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: hashed.sha256 });
+  }
+  file.known = identityOf(hashed.stat);
+  return Number(hashed.stat.size);
+}
+
+async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
+  const tree = await loadTree(root, pin);
+  if (tree.isErr()) return err(tree.error);
+  const { directories, files } = tree.value;
+  const slicer = new Slicer();
+  let rehashed = 0;
+  try {
+    for (const dir of directories) {
+      checkDirectory(root, dir);
+      await slicer.tick();
+    }
+    for (const file of files) {
+      const hashedBytes = checkFile(root, file, executablePath);
+      if (hashedBytes >= 0) rehashed++;
+      await slicer.tick(Math.max(hashedBytes, 0));
+    }
+  } catch (e) {
+    if (e instanceof Refusal) return err(e.error);
+    return err(ioFailure('Checking the files of', root, e));
+  }
+  return ok({ unchanged: files.length - rehashed, rehashed });
+}
+
+/**
+ * Checks an install root against its pinned file list just before a spawn.
+ * `executablePath` (relative) names the file the binding pins itself, whose
+ * mismatch keeps the reason `digest_mismatch`. A file changed, added or
+ * removed is `PLUGIN_EXECUTABLE_UNTRUSTED` with `details.reason`
+ * `file_changed`, `file_added` or `file_removed`, `details.path` (absolute),
+ * `details.file` (relative to the root) and `details.change`; a list that
+ * is missing or not the pinned one is `missing` or `digest_mismatch`.
+ */
+export function verifyPackageTree(installRoot: string, pin: PackageTreePin, executablePath?: string): ResultAsync<PackageTreeCheck, HostError> {
+  return new ResultAsync(verify(installRoot, pin, executablePath));
+}
+
+/** Forgets every list and identity this process remembered (for benchmarks that measure a first check). */
+export function forgetPackageTrees(): void {
+  cachedTrees.clear();
+}
