@@ -168,6 +168,11 @@ export interface InstallOutcome {
   readonly plugin: PluginInfo;
   /** The install-time canary, when the plugin declares one. */
   readonly canary?: CanaryOutcome;
+  /**
+   * Present when the same package was already installed at this version:
+   * nothing was written, no canary ran and a running plugin was left alone.
+   */
+  readonly unchanged?: true;
 }
 
 /** Options of {@link PluginHost.install}. */
@@ -381,6 +386,7 @@ export class PluginHost {
       })
       .andThen((installed) => {
         const id = installed.plugin_id;
+        if (installed.unchanged === true) return this.info(id).map((plugin): InstallOutcome => ({ plugin, unchanged: true }));
         if (immediate) this.#active.add(id);
         else this.#active.delete(id);
         const needsConfiguration = installed.state?.status === 'needs_configuration';
@@ -813,9 +819,11 @@ export class PluginHost {
   }
 
   /**
-   * Verifies the pinned code just before a spawn (never cached): the
-   * executable, or for an `esm-module` plugin its entry module, whose
-   * verified bytes the ESM runner inherits and evaluates.
+   * Verifies the pinned code just before a spawn: every file of the install
+   * root against the binding's file list (unchanged stat identities vouch
+   * for unchanged files), then the executable, or for an `esm-module` plugin
+   * its entry module, re-hashed and copied (never cached), whose verified
+   * bytes the child runs.
    */
   #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
