@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { recheckPinnedCode, verifyBindingTree } from '../binding/recheckPinnedCode.js';
+import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -57,7 +57,12 @@ export interface PluginHostOptions {
    * base denylist. Default `neutral`.
    */
   readonly preset?: ManifestPreset;
-  /** Sandbox options (bubblewrap path, secret paths, grace periods, the dev-only unsandboxed mode). */
+  /**
+   * Sandbox options (bubblewrap path, secret paths, grace periods, the dev-only
+   * unsandboxed mode), including the caps of each plugin's whole process tree:
+   * `memoryLimitBytes` and `maxProcesses` for every plugin, `pluginLimits` by
+   * plugin id, `requireTreeLimits` to refuse hosts without control groups.
+   */
   readonly sandbox?: SandboxSpawnerOptions;
   /** A ready spawner, replacing the one built from `sandbox`. */
   readonly spawner?: SandboxSpawner;
@@ -222,6 +227,7 @@ export interface RemoveOptions {
 const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
   'PLUGIN_SPAWN_FAILED',
   'PLUGIN_CRASHED',
+  'PLUGIN_RESOURCE_LIMIT',
   'PLUGIN_HANDSHAKE_FAILED',
   'PLUGIN_TOOLS_MISMATCH',
   'PLUGIN_INVALID_JSON',
@@ -819,19 +825,11 @@ export class PluginHost {
   }
 
   /**
-   * Verifies the pinned code just before a spawn: every file of the install
-   * root against the binding's file list (unchanged stat identities vouch
-   * for unchanged files), then the executable, or for an `esm-module` plugin
-   * its entry module, re-hashed and copied (never cached), whose verified
-   * bytes the child runs.
+   * Verifies the pinned code just before a spawn (never cached): the
+   * executable, or for an `esm-module` plugin its entry module, whose
+   * verified bytes the ESM runner inherits and evaluates.
    */
   #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
-    const binding = plugin.lock.binding;
-    return verifyBindingTree(binding).andThen(() => this.#verifiedMain(plugin));
-  }
-
-  /** The pinned main file (the executable or the ESM entry), verified and ready to run. */
-  #verifiedMain(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
     const options = { copyDir: this.#layout.execDir, random: this.#random };
     if (plugin.descriptor?.shape !== 'esm-module') return verifyExecutableBinding(binding, options);
@@ -876,6 +874,7 @@ export class PluginHost {
       writeDir,
       hiddenPaths: [this.#layout.root],
       readOnlyPaths: [dataDir],
+      pluginId,
     }));
   }
 

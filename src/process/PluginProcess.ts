@@ -13,6 +13,24 @@ export interface ExitInfo {
   readonly status: number;
   /** One line a person can read, e.g. `killed by SIGKILL (137, likely out of memory)`. */
   readonly description: string;
+  /** The cap of the plugin's process tree it reached, when that is why it ended. */
+  readonly limit?: ResourceLimitHit;
+}
+
+/**
+ * How a plugin's tree limits are enforced: a cgroup v1 or v2 control group
+ * around the whole tree, or (the fallback) per-process rlimits.
+ */
+export type TreeLimitMechanism = 'cgroup-v1' | 'cgroup-v2' | 'rlimit';
+
+/** A tree limit a plugin reached, as read from the kernel's event counters. */
+export interface ResourceLimitHit {
+  /** Which cap: the tree's memory (tmpfs included) or its number of tasks. */
+  readonly limit: 'memory' | 'processes';
+  /** The cap, in bytes or tasks. */
+  readonly value: number;
+  /** What enforced it. */
+  readonly mechanism: TreeLimitMechanism;
 }
 
 /**

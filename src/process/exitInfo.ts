@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
-import type { ExitInfo } from './PluginProcess.js';
+import { HostError } from '../errors/HostError.js';
+import type { ExitInfo, ResourceLimitHit } from './PluginProcess.js';
 
 /** What the host knows about an exit beyond the raw code and signal. */
 export interface ExitContext {
@@ -41,4 +42,28 @@ export function exitInfoOf(code: number | null, signal: NodeJS.Signals | null, c
         : `exited with status ${status}: killed by ${inner} inside the sandbox${killNote(status, context.hostSentKill)}`;
   }
   return { code, signal, status, description };
+}
+
+/** "memory limit (268435456 bytes, cgroup-v1)": the cap a limit hit names. */
+export function describeLimitHit(hit: ResourceLimitHit): string {
+  return hit.limit === 'memory' ? `memory limit (${hit.value} bytes, ${hit.mechanism})` : `process limit (${hit.value} tasks, ${hit.mechanism})`;
+}
+
+/** The exit of a plugin the host stopped because its tree reached `hit`. */
+export function withLimitHit(exit: ExitInfo, hit: ResourceLimitHit): ExitInfo {
+  return { ...exit, limit: hit, description: `stopped: the plugin's process tree reached its ${describeLimitHit(hit)}; ${exit.description}` };
+}
+
+/**
+ * A crash whose exit names a tree limit becomes PLUGIN_RESOURCE_LIMIT, with
+ * the crash's details (stderr tail, exit) and which cap was reached; any
+ * other error comes back unchanged.
+ */
+export function crashOrLimit(crash: HostError, exit: ExitInfo | undefined): HostError {
+  const hit = exit?.limit;
+  if (hit === undefined || crash.code !== 'PLUGIN_CRASHED') return crash;
+  return new HostError('PLUGIN_RESOURCE_LIMIT', `the plugin's process tree reached its ${describeLimitHit(hit)} and was stopped`, {
+    details: { ...crash.details, limit: hit.limit, limit_value: hit.value, mechanism: hit.mechanism },
+    cause: crash,
+  });
 }

@@ -33,6 +33,8 @@ export interface SandboxLayout {
   readonly masksInside: readonly MaskedPath[];
   /** The working directory of the plugin. */
   readonly cwd: string;
+  /** The size of the sandbox's own /dev/shm tmpfs in bytes (the plugin's memory cap); unset: bubblewrap's default. */
+  readonly shmBytes?: number;
 }
 
 /** Directories that hold the system's programs and libraries, when present. */

@@ -10,13 +10,15 @@ import { spawnChild } from '../process/spawnChild.js';
 import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
-import { probeSandbox, sandboxUnsupported } from './probe.js';
+import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { unixSocketDenyFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
+import type { PluginGroup, TreeLimits } from './controlGroups.js';
+import { DEFAULT_TREE_LIMITS, joinGroupLaunch, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
 
-/** Default cap on each plugin's data memory: 2 GiB. */
-export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
+/** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
+export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes ?? 2 * 1024 ** 3;
 
 /** Options of {@link SandboxSpawner.create}. */
 export interface SandboxSpawnerOptions extends LifecycleOptions {
@@ -42,13 +44,36 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   /** Where sandbox decisions are logged. Default silent. */
   readonly logger?: Logger;
   /**
-   * Cap on each plugin's data memory (RLIMIT_DATA: heap and private writable
-   * mappings), inherited by every process of the plugin; allocations beyond it
-   * fail inside the plugin instead of exhausting the machine. Applied on Linux
-   * through util-linux `prlimit`. Default {@link DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES};
-   * `false` leaves the host's own limit.
+   * Cap on the memory of each plugin's whole process tree, tmpfs such as
+   * /dev/shm included, enforced by a control group around the tree (see
+   * `controlGroups`); also each process's data segment (RLIMIT_DATA, through
+   * util-linux `prlimit`) and the size of the sandbox's /dev/shm, which are
+   * all that remains where no control group can be used. Default
+   * {@link DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES}; `false` lifts the cap.
    */
   readonly memoryLimitBytes?: number | false;
+  /**
+   * Cap on the tasks (processes and threads: an idle Node process has about
+   * ten) of each plugin's whole tree, enforced by a control group; where none
+   * can be used, RLIMIT_NPROC of the plugin's own user when the host runs as
+   * root (plugins then run as users of their own), and no cap otherwise.
+   * Default 512 (`etc/sandbox/tree-limits.json`); `false` lifts the cap.
+   */
+  readonly maxProcesses?: number | false;
+  /** Per-plugin caps by plugin id, overriding `memoryLimitBytes` and `maxProcesses` for that plugin. */
+  readonly pluginLimits?: Readonly<Record<string, TreeLimitOverride>>;
+  /**
+   * `auto` (default) caps each plugin's tree with a control group (cgroup v2,
+   * else the v1 `memory` and `pids` hierarchies) when a probe proves it works;
+   * `off` uses the per-process rlimit fallback only.
+   */
+  readonly controlGroups?: 'auto' | 'off';
+  /**
+   * Refuse to run plugins (PLUGIN_SANDBOX_UNSUPPORTED, cause
+   * `tree_limits_unavailable`) when no control group can cap their trees,
+   * instead of falling back to per-process rlimits. Default false.
+   */
+  readonly requireTreeLimits?: boolean;
   /** The util-linux `prlimit` binary. Default `/usr/bin/prlimit` or `/bin/prlimit` when present. */
   readonly prlimitPath?: string;
 }
@@ -63,6 +88,8 @@ export interface SandboxPolicyRequest {
   readonly hiddenPaths: readonly string[];
   /** Further host paths readable inside (e.g. the plugin's data directory). */
   readonly readOnlyPaths?: readonly string[];
+  /** The plugin, whose entry in `pluginLimits` applies. */
+  readonly pluginId?: string;
 }
 
 /** A request to spawn one plugin in its sandbox. */
@@ -101,6 +128,8 @@ export interface EnforcedPolicy {
   readonly capabilitiesDropped: boolean;
   /** The data-memory cap of each plugin process, in bytes, or `null` when none applies. */
   readonly memoryLimitBytes: number | null;
+  /** The caps of the plugin's whole process tree and what enforces them. */
+  readonly limits: EnforcedTreeLimits;
   /** Names of the environment variables passed, when known. */
   readonly envNames?: readonly string[];
 }
@@ -128,6 +157,9 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+const TREE_LIMITS_HINT =
+  "Run the host where it can create control groups: as root with the cgroup v1 memory and pids hierarchies, or in a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes …); or drop requireTreeLimits to accept per-process rlimits.";
+
 /**
  * Spawns plugins with exactly their declared powers. On Linux through
  * bubblewrap, on macOS through Seatbelt; anywhere else, or where a real probe
@@ -143,6 +175,7 @@ export class SandboxSpawner {
   private constructor(
     private readonly backend: SandboxBackend | undefined,
     private readonly options: SandboxSpawnerOptions,
+    private readonly treeSupport: TreeLimitSupport = { tree: undefined, cause: 'no sandbox backend' },
   ) {
     const home = options.homeDir;
     this.secretPaths = (options.secretPaths ?? DEFAULT_SECRET_PATHS).map((p) => expandHome(p, home));
@@ -203,14 +236,30 @@ export class SandboxSpawner {
         sandboxUnsupported('platform_unsupported', `No OS sandbox backend exists for platform ${platform}; plugins are not run unconfined.`, 'Run the host on Linux (bubblewrap) or macOS (Seatbelt).', { platform }),
       );
     }
-    return ResultAsync.fromSafePromise(probeSandbox(backend)).andThen((proved) => {
+    const treeSupport: Promise<TreeLimitSupport> =
+      backend.name !== 'bubblewrap'
+        ? Promise.resolve({ tree: undefined, cause: `control groups do not exist on ${platform}` })
+        : options.controlGroups === 'off'
+          ? Promise.resolve({ tree: undefined, cause: 'control groups turned off by the host (controlGroups: "off")' })
+          : probeTreeLimits();
+    return ResultAsync.fromSafePromise(Promise.all([probeSandbox(backend), treeSupport])).andThen(([proved, limits]) => {
       if (proved.isErr()) return errAsync(proved.error);
       logger.info({ backend: backend.name, launcher: backend.command }, 'sandbox enforcement proved');
+      if (limits.tree === undefined) {
+        if (options.requireTreeLimits === true) {
+          return errAsync(
+            sandboxUnsupported('tree_limits_unavailable', `No control group can cap a plugin's whole process tree on this host: ${limits.cause}.`, TREE_LIMITS_HINT, { limits_cause: limits.cause }),
+          );
+        }
+        logger.warn({ cause: limits.cause }, 'plugin trees are not capped as a whole: falling back to per-process rlimits and a sized /dev/shm');
+      } else {
+        logger.info({ mechanism: limits.tree.mechanism, parents: limits.tree.parents }, 'plugin process trees capped by control groups');
+      }
       const leaking = inheritableDescriptors();
       if (leaking.length > 0) {
         logger.warn({ fds: leaking }, 'the host process holds descriptors without close-on-exec; every plugin inherits them (fix whatever starts the host)');
       }
-      return okAsync(new SandboxSpawner(backend, options));
+      return okAsync(new SandboxSpawner(backend, options, limits));
     });
   }
 
@@ -241,24 +290,84 @@ export class SandboxSpawner {
       executable.release();
       return errAsync(layout.error);
     }
-    const { args, extraInput } = this.backend.launch(layout.value, executable.argv, request.env, 3 + executable.inheritFds.length);
+    const limits = this.treeLimits(request.pluginId);
+    const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
+    const { args, extraInput } = this.backend.launch(sized, executable.argv, request.env, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
-    const limit = this.memoryLimit();
-    const launch =
-      limit === undefined
-        ? { command: this.backend.command, args }
-        : { command: this.prlimitPath!, args: [`--data=${limit}`, '--', this.backend.command, ...args] };
+    const rlimits = this.rlimitArgs(limits);
+    let launch =
+      rlimits.length === 0 ? { command: this.backend.command, args } : { command: this.prlimitPath!, args: [...rlimits, '--', this.backend.command, ...args] };
+    const tree = this.treeSupport.tree;
+    let group: PluginGroup | undefined;
+    if (tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null)) {
+      const created = tree.create(limits);
+      if (created.isErr()) {
+        executable.release();
+        return errAsync(
+          hostError('PLUGIN_SPAWN_FAILED', `cannot create the control group that caps the plugin's process tree: ${created.error}`, {
+            details: { mechanism: tree.mechanism, cause: created.error },
+            hint: 'Check that the host may still create groups under its own control group (the probe could at start).',
+          }),
+        );
+      }
+      group = created.value;
+      launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args);
+    }
     return spawnChild(
       executable,
       { ...launch, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}) },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
+    )
+      .map((child): PluginProcess => (group === undefined ? child : new TreeLimitedProcess(child, group, this.logger)))
+      .mapErr((error) => {
+        group?.remove();
+        return error;
+      });
+  }
+
+  /** The tree limits of `pluginId` (its `pluginLimits` entry over the host's options over the defaults). */
+  private treeLimits(pluginId: string | undefined): TreeLimits {
+    const o = this.options;
+    return resolveTreeLimits(
+      {
+        ...(o.memoryLimitBytes === undefined ? {} : { memoryBytes: o.memoryLimitBytes }),
+        ...(o.maxProcesses === undefined ? {} : { maxProcesses: o.maxProcesses }),
+      },
+      pluginId === undefined ? undefined : o.pluginLimits?.[pluginId],
     );
   }
 
+  /**
+   * `prlimit` options: the data segment of each process always; RLIMIT_NPROC
+   * only as the fallback and only for a root host, whose plugins run as users
+   * of their own (for a shared user it would count the host's own processes).
+   */
+  private rlimitArgs(limits: TreeLimits): string[] {
+    if (this.prlimitPath === undefined) return [];
+    const args = limits.memoryBytes === null ? [] : [`--data=${limits.memoryBytes}`];
+    if (this.treeSupport.tree === undefined && limits.maxProcesses !== null && process.getuid?.() === 0) args.push(`--nproc=${limits.maxProcesses}`);
+    return args;
+  }
+
+  /** How the tree limits of `pluginId` are enforced, for `describe`. */
+  private enforcedLimits(pluginId: string | undefined): EnforcedTreeLimits {
+    if (this.backend?.name !== 'bubblewrap') return { mechanism: 'none', memoryBytes: null, maxProcesses: null };
+    const limits = this.treeLimits(pluginId);
+    const tree = this.treeSupport.tree;
+    if (tree !== undefined) return { mechanism: tree.mechanism, ...limits };
+    const nproc = this.rlimitArgs(limits).some((a) => a.startsWith('--nproc='));
+    return {
+      mechanism: 'rlimit',
+      memoryBytes: this.prlimitPath === undefined ? null : limits.memoryBytes,
+      maxProcesses: nproc ? limits.maxProcesses : null,
+      fallbackCause: this.treeSupport.cause,
+    };
+  }
+
   /** The data-memory cap applied to spawns, when one is configured and `prlimit` exists. */
-  private memoryLimit(): number | undefined {
-    const limit = this.options.memoryLimitBytes ?? DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES;
-    return limit === false || this.prlimitPath === undefined ? undefined : limit;
+  private memoryLimit(pluginId: string | undefined): number | undefined {
+    const limit = this.treeLimits(pluginId).memoryBytes;
+    return limit === null || this.prlimitPath === undefined ? undefined : limit;
   }
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */
@@ -279,6 +388,7 @@ export class SandboxSpawner {
         diesWithHost: false,
         capabilitiesDropped: false,
         memoryLimitBytes: null,
+        limits: { mechanism: 'none', memoryBytes: null, maxProcesses: null },
         ...envNames,
       };
     }
@@ -294,7 +404,8 @@ export class SandboxSpawner {
       ownPidNamespace: backend.containsTree,
       diesWithHost: backend.containsTree,
       capabilitiesDropped: backend.name === 'bubblewrap',
-      memoryLimitBytes: this.memoryLimit() ?? null,
+      memoryLimitBytes: this.memoryLimit(request.pluginId) ?? null,
+      limits: this.enforcedLimits(request.pluginId),
       ...envNames,
     };
   }

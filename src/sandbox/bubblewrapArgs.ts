@@ -25,7 +25,10 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
     if (mount.kind === 'dir') args.push('--ro-bind', mount.path, mount.path);
     else args.push('--symlink', mount.target, mount.path);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev');
+  // Shared memory is a tmpfs: sized, it cannot hold more than the plugin's memory cap even where no control group charges it.
+  if (layout.shmBytes !== undefined) args.push('--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
+  args.push('--tmpfs', '/tmp');
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push(...maskArgs(layout.masksOutside));
   const own: [string, string][] = [

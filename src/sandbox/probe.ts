@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,9 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { trustedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
+import { currentCgroupSystem, discoverGroupTree, type CgroupSystem, type GroupTree } from './controlGroups.js';
 import { resolveLayout } from './SandboxLayout.js';
+import { joinGroupLaunch } from './treeLimits.js';
 
 /** Why a host cannot enforce a sandbox, as reported in `details.cause` of PLUGIN_SANDBOX_UNSUPPORTED. */
 export type SandboxUnsupportedCause =
@@ -17,7 +20,8 @@ export type SandboxUnsupportedCause =
   | 'sandbox_exec_missing'
   | 'user_namespaces_disabled'
   | 'enforcement_not_proved'
-  | 'probe_failed';
+  | 'probe_failed'
+  | 'tree_limits_unavailable';
 
 /** Builds PLUGIN_SANDBOX_UNSUPPORTED with a cause and a hint that names it. */
 export function sandboxUnsupported(cause: SandboxUnsupportedCause, message: string, hint: string, details: Record<string, unknown> = {}): HostError {
@@ -176,6 +180,66 @@ export function probeSandbox(backend: SandboxBackend): Promise<Result<void, Host
   if (probe === undefined) {
     probe = runProbe(backend);
     probes.set(key, probe);
+  }
+  return probe;
+}
+
+/** Whether control groups can cap plugin trees here: the tree to create them in, or why not. */
+export type TreeLimitSupport = { readonly tree: GroupTree } | { readonly tree: undefined; readonly cause: string };
+
+function hostAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Runs `sh -c script` inside `procsFiles`' group through the same join step plugin launches use. */
+function runJoined(procsFiles: readonly string[], script: string): Promise<number | null> {
+  const launch = joinGroupLaunch(procsFiles, '/bin/sh', ['-c', script]);
+  return new Promise((resolve) => {
+    const child = spawn(launch.command, launch.args, { stdio: 'ignore', env: {} });
+    child.once('error', () => resolve(null));
+    child.once('exit', (code) => resolve(code));
+  });
+}
+
+async function runTreeLimitProbe(system: CgroupSystem): Promise<TreeLimitSupport> {
+  const found = discoverGroupTree(system);
+  if (found.isErr()) return { tree: undefined, cause: found.error };
+  const tree = found.value;
+  tree.collectStale(hostAlive);
+  // One task allowed: the shell itself. Its first fork must be refused and counted, which proves the whole chain.
+  const group = tree.create({ memoryBytes: 64 * 2 ** 20, maxProcesses: 1 });
+  if (group.isErr()) return { tree: undefined, cause: `${tree.mechanism}: ${group.error}` };
+  try {
+    const status = await runJoined(group.value.procsFiles, '/bin/true; /bin/true');
+    const hit = group.value.limitHit();
+    if (status === 125) return { tree: undefined, cause: `${tree.mechanism}: a process cannot join a group the host created` };
+    if (hit?.limit !== 'processes') return { tree: undefined, cause: `${tree.mechanism}: a group's process cap was not enforced (a fork past it was not refused)` };
+    return { tree };
+  } finally {
+    group.value.remove();
+  }
+}
+
+const treeProbes = new Map<string, Promise<TreeLimitSupport>>();
+
+/**
+ * Finds, once per host process, where plugin groups can be created and
+ * proves they cap a tree: a probe process joins a fresh group whose task
+ * cap is one, and its first fork must be refused and counted by the kernel.
+ * Collects the empty groups of hosts that died (a dead pid in the group's
+ * name) on the way. `system` replaces the host's own view in tests.
+ */
+export function probeTreeLimits(system: CgroupSystem = currentCgroupSystem()): Promise<TreeLimitSupport> {
+  const key = `${system.hostPid}:${system.procSelfCgroup}`;
+  let probe = treeProbes.get(key);
+  if (probe === undefined) {
+    probe = runTreeLimitProbe(system);
+    treeProbes.set(key, probe);
   }
   return probe;
 }

@@ -2,6 +2,7 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { HostError, hostError, withDetails } from '../../errors/HostError.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../../ports/ports.js';
+import { crashOrLimit } from '../../process/exitInfo.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import { crashDetails, exitDetails, exitWithin, rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
@@ -301,11 +302,14 @@ export class HandshakeSession implements PluginSession {
       }
       case 'end': {
         const details = await crashDetails(process, this.clock);
-        return handshakeFailure('PLUGIN_CRASHED', `the plugin stopped before a valid ${phase} response (${process.exitInfo?.description ?? 'stdout closed'})`, {
-          phase,
-          ...details,
-          ...(event.partial === undefined ? {} : { partial_line: rawLineDetails(event.partial).raw_line }),
-        });
+        return crashOrLimit(
+          handshakeFailure('PLUGIN_CRASHED', `the plugin stopped before a valid ${phase} response (${process.exitInfo?.description ?? 'stdout closed'})`, {
+            phase,
+            ...details,
+            ...(event.partial === undefined ? {} : { partial_line: rawLineDetails(event.partial).raw_line }),
+          }),
+          process.exitInfo,
+        );
       }
     }
   }
@@ -325,11 +329,14 @@ export class HandshakeSession implements PluginSession {
     }
     if (exit.status !== 0) {
       return err(
-        handshakeFailure('PLUGIN_CRASHED', `the plugin ${exit.description} after its response`, {
-          phase: 'teardown',
-          exit: exitDetails(exit),
-          stderr_tail: process.stderrTail(),
-        }),
+        crashOrLimit(
+          handshakeFailure('PLUGIN_CRASHED', `the plugin ${exit.description} after its response`, {
+            phase: 'teardown',
+            exit: exitDetails(exit),
+            stderr_tail: process.stderrTail(),
+          }),
+          exit,
+        ),
       );
     }
     return ok(undefined);

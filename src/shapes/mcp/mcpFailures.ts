@@ -3,6 +3,7 @@ import { HostError, hostError } from '../../errors/HostError.js';
 import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
+import { crashOrLimit } from '../../process/exitInfo.js';
 import { exitWithin } from '../ndjson-rpc/processDiagnostics.js';
 import type { AbortedBy } from './CallAbort.js';
 
@@ -57,7 +58,7 @@ async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostErro
     ...(ctx.partialLine === undefined ? {} : { partial_line: ctx.partialLine }),
   };
   const how = exit === undefined ? 'closed its stdout' : exit.description;
-  return hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause });
+  return crashOrLimit(hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause }), exit);
 }
 
 function withContext(fatal: HostError, ctx: McpFailureContext): HostError {

@@ -3,6 +3,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
 import { LineReader } from '../../framing/LineReader.js';
 import type { Clock, Logger } from '../../ports/ports.js';
+import { crashOrLimit } from '../../process/exitInfo.js';
 import type { ExitInfo, PluginProcess } from '../../process/PluginProcess.js';
 import type { ToolResult } from '../PluginSession.js';
 import { crashDetails, rawLineDetails } from './processDiagnostics.js';
@@ -172,10 +173,11 @@ export class NdjsonConnection {
       ...(partial === undefined ? {} : { partial_line: rawLineDetails(partial).raw_line }),
     };
     const message = `plugin stopped before answering (${this.process.exitInfo?.description ?? 'stdout closed'})`;
-    const crash = ndjsonError('PLUGIN_CRASHED', message, details);
+    const exit = this.process.exitInfo;
+    const crash = crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, details), exit);
     this.env.logger.warn({ pid: this.process.pid, ...details }, 'ndjson-rpc: plugin crashed');
     for (const [id, pending] of this.pending) {
-      pending.deliver(err(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details })));
+      pending.deliver(err(crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details }), exit)));
     }
     this.pending.clear();
     this.resolveCrash(crash);

@@ -209,7 +209,7 @@ function cancelledError(method: string, phase: Phase): HostError {
 
 /** A later call after a crash: same code and facts, marked sticky. */
 function stickyCrash(crash: HostError): HostError {
-  return new HostError('PLUGIN_CRASHED', `the plugin crashed earlier in this session: ${crash.message}`, {
+  return new HostError(crash.code, `the plugin crashed earlier in this session: ${crash.message}`, {
     details: { ...crash.details, sticky: true },
     cause: crash,
   });

@@ -36,7 +36,7 @@ export const EXIT_STATUS_WAIT_MS = 250;
 
 /** The JSON-safe facts of an exit for `HostError.details`. */
 export function exitDetails(exit: ExitInfo): Record<string, unknown> {
-  return { code: exit.code, signal: exit.signal, status: exit.status, description: exit.description };
+  return { code: exit.code, signal: exit.signal, status: exit.status, description: exit.description, ...(exit.limit === undefined ? {} : { limit: exit.limit }) };
 }
 
 /** `{ exit, stderr_tail }` of a process that stopped talking, waiting briefly for its exit status. */

@@ -1,0 +1,351 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import treeLimitData from '../../etc/sandbox/tree-limits.json' with { type: 'json' };
+import type { ResourceLimitHit, TreeLimitMechanism } from '../process/PluginProcess.js';
+
+/** The caps of one plugin's whole process tree; `null` leaves that resource uncapped. */
+export interface TreeLimits {
+  /** Bytes of memory of every process of the plugin together, tmpfs pages (such as /dev/shm) included. */
+  readonly memoryBytes: number | null;
+  /** Tasks (processes and threads) of the plugin together. */
+  readonly maxProcesses: number | null;
+}
+
+/**
+ * The file operations control groups need, so that the cgroup v2 logic can be
+ * exercised against a plain directory standing in for cgroupfs.
+ */
+export interface CgroupFs {
+  read(path: string): string;
+  write(path: string, text: string): void;
+  exists(path: string): boolean;
+  mkdir(path: string): void;
+  rmdir(path: string): void;
+  list(dir: string): string[];
+}
+
+/** The real cgroupfs. */
+export const nodeCgroupFs: CgroupFs = {
+  read: (path) => readFileSync(path, 'utf8'),
+  write: (path, text) => writeFileSync(path, text),
+  exists: (path) => existsSync(path),
+  mkdir: (path) => mkdirSync(path),
+  rmdir: (path) => rmdirSync(path),
+  list: (dir) => readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name),
+};
+
+/** The control group of one running plugin process and everything it forks. */
+export interface PluginGroup {
+  /** The group's name (the same in every hierarchy it spans). */
+  readonly name: string;
+  /** The `cgroup.procs` files a process writes its pid into to join the group, one per hierarchy. */
+  readonly procsFiles: readonly string[];
+  /** Which cap the tree reached, read from the kernel's event counters, if any. */
+  limitHit(): ResourceLimitHit | undefined;
+  /** Pids in the group, as the host sees them. */
+  members(): number[];
+  /** Removes the group; `false` while the kernel still holds tasks in it. */
+  remove(): boolean;
+}
+
+/** Where this host creates plugin groups, for one cgroup version. */
+export interface GroupTree {
+  readonly mechanism: Exclude<TreeLimitMechanism, 'rlimit'>;
+  /** The directories plugin groups are created in. */
+  readonly parents: readonly string[];
+  /** Creates a group carrying `limits`; the error says why not. */
+  create(limits: TreeLimits): Result<PluginGroup, string>;
+  /** Removes empty groups left by hosts that are no longer running; returns their paths. */
+  collectStale(isAlive: (pid: number) => boolean): string[];
+}
+
+const GROUP_PREFIX: string = treeLimitData.groupPrefix;
+const OWN_GROUP = new RegExp(`^${GROUP_PREFIX.replace(/[^a-z0-9]/gi, '\\$&')}-(\\d+)-(\\d+|host)$`);
+
+const errorCode = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? String(e);
+
+function counter(text: string, key: string): number {
+  const match = new RegExp(`^${key} (\\d+)$`, 'm').exec(text);
+  return match === null ? 0 : Number(match[1]);
+}
+
+function readOr(fs: CgroupFs, path: string, fallback: string): string {
+  try {
+    return fs.read(path);
+  } catch {
+    return fallback;
+  }
+}
+
+function pidsIn(fs: CgroupFs, dir: string): number[] {
+  return readOr(fs, join(dir, 'cgroup.procs'), '')
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line))
+    .map(Number);
+}
+
+/** Removes `dirs`, counting ones already gone as removed. */
+function removeAll(fs: CgroupFs, dirs: readonly string[]): boolean {
+  let removed = true;
+  for (const dir of dirs) {
+    try {
+      fs.rmdir(dir);
+    } catch (e) {
+      if (errorCode(e) !== 'ENOENT') removed = false;
+    }
+  }
+  return removed;
+}
+
+/** Creates a fresh group directory in each parent, undoing the ones made when a later one fails. */
+function makeGroupDirs(fs: CgroupFs, parents: readonly string[], name: string): Result<string[], string> {
+  const made: string[] = [];
+  for (const parent of parents) {
+    const dir = join(parent, name);
+    try {
+      fs.mkdir(dir);
+      made.push(dir);
+    } catch (e) {
+      removeAll(fs, made);
+      return err(`cannot create control group ${dir}: ${errorCode(e)}`);
+    }
+  }
+  return ok(made);
+}
+
+function collectIn(fs: CgroupFs, parents: readonly string[], isAlive: (pid: number) => boolean): string[] {
+  const collected: string[] = [];
+  for (const parent of parents) {
+    let names: string[];
+    try {
+      names = fs.list(parent);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const owner = OWN_GROUP.exec(name)?.[1];
+      if (owner === undefined || isAlive(Number(owner))) continue;
+      // A group still holding tasks is left alone: the host never kills what it did not start in this run.
+      if (removeAll(fs, [join(parent, name)])) collected.push(join(parent, name));
+    }
+  }
+  return collected;
+}
+
+let sequence = 0;
+const nextName = (hostPid: number): string => `${GROUP_PREFIX}-${hostPid}-${++sequence}`;
+
+/**
+ * Plugin groups in the cgroup v1 hierarchies of the `memory` and `pids`
+ * controllers, created under the host's own current group in each (so they
+ * nest within whatever limit the host itself already has).
+ */
+export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs): GroupTree {
+  return {
+    mechanism: 'cgroup-v1',
+    parents: [memoryParent, pidsParent],
+    create(limits) {
+      const name = nextName(hostPid);
+      const made = makeGroupDirs(fs, [memoryParent, pidsParent], name);
+      if (made.isErr()) return err(made.error);
+      const [memory, pids] = made.value as [string, string];
+      try {
+        if (limits.memoryBytes !== null) {
+          fs.write(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+          // With swap accounting, memory plus swap gets the same cap, so the tree cannot spill into swap.
+          if (fs.exists(join(memory, 'memory.memsw.limit_in_bytes'))) fs.write(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
+        }
+        if (limits.maxProcesses !== null) fs.write(join(pids, 'pids.max'), String(limits.maxProcesses));
+      } catch (e) {
+        removeAll(fs, made.value);
+        return err(`cannot set the limits of control group ${name}: ${errorCode(e)}`);
+      }
+      return ok({
+        name,
+        procsFiles: [join(memory, 'cgroup.procs'), join(pids, 'cgroup.procs')],
+        limitHit() {
+          if (limits.memoryBytes !== null && counter(readOr(fs, join(memory, 'memory.oom_control'), ''), 'oom_kill') > 0) {
+            return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v1' };
+          }
+          if (limits.maxProcesses !== null && counter(readOr(fs, join(pids, 'pids.events'), ''), 'max') > 0) {
+            return { limit: 'processes', value: limits.maxProcesses, mechanism: 'cgroup-v1' };
+          }
+          return undefined;
+        },
+        members: () => [...new Set([...pidsIn(fs, memory), ...pidsIn(fs, pids)])],
+        remove: () => removeAll(fs, made.value),
+      });
+    },
+    collectStale: (isAlive) => collectIn(fs, [memoryParent, pidsParent], isAlive),
+  };
+}
+
+const V2_CONTROLLERS = ['memory', 'pids'] as const;
+
+/**
+ * Makes `base` able to hold limited child groups: its `memory` and `pids`
+ * controllers are enabled for its children. cgroup v2 refuses that while
+ * `base` itself holds processes; when the only one is the host, the host
+ * moves into a leaf group of its own first.
+ */
+function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Result<void, string> {
+  const available = readOr(fs, join(base, 'cgroup.controllers'), '').split(/\s+/);
+  const missing = V2_CONTROLLERS.filter((c) => !available.includes(c));
+  if (missing.length > 0) return err(`the ${missing.join(' and ')} controller${missing.length > 1 ? 's are' : ' is'} not delegated to ${base}`);
+  const enabled = readOr(fs, join(base, 'cgroup.subtree_control'), '').split(/\s+/);
+  if (V2_CONTROLLERS.every((c) => enabled.includes(c))) return ok(undefined);
+  const enable = (): void => fs.write(join(base, 'cgroup.subtree_control'), V2_CONTROLLERS.map((c) => `+${c}`).join(' '));
+  try {
+    enable();
+    return ok(undefined);
+  } catch (e) {
+    if (errorCode(e) !== 'EBUSY') return err(`cannot enable the memory and pids controllers in ${base}: ${errorCode(e)}`);
+  }
+  const occupants = pidsIn(fs, base);
+  if (occupants.some((pid) => pid !== hostPid)) {
+    return err(`cannot enable the memory and pids controllers in ${base}: other processes share the host's group (cgroup v2 allows controllers only for groups without processes)`);
+  }
+  const leaf = join(base, `${GROUP_PREFIX}-${hostPid}-host`);
+  try {
+    if (!fs.exists(leaf)) fs.mkdir(leaf);
+    fs.write(join(leaf, 'cgroup.procs'), String(hostPid));
+    enable();
+    return ok(undefined);
+  } catch (e) {
+    return err(`cannot move the host into ${leaf} to enable controllers in ${base}: ${errorCode(e)}`);
+  }
+}
+
+/**
+ * Plugin groups in the cgroup v2 unified hierarchy, created in `base` (the
+ * host's own group in a delegated subtree). Fails when the `memory` and
+ * `pids` controllers cannot be enabled there.
+ */
+export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs): Result<GroupTree, string> {
+  return enableV2Controllers(fs, base, hostPid).map(() => ({
+    mechanism: 'cgroup-v2' as const,
+    parents: [base],
+    create(limits: TreeLimits): Result<PluginGroup, string> {
+      const name = nextName(hostPid);
+      const made = makeGroupDirs(fs, [base], name);
+      if (made.isErr()) return err(made.error);
+      const dir = made.value[0]!;
+      try {
+        if (limits.memoryBytes !== null) {
+          fs.write(join(dir, 'memory.max'), String(limits.memoryBytes));
+          if (fs.exists(join(dir, 'memory.swap.max'))) fs.write(join(dir, 'memory.swap.max'), '0');
+          // One OOM kill takes the whole tree, so a plugin never limps on without the process that was killed.
+          if (fs.exists(join(dir, 'memory.oom.group'))) fs.write(join(dir, 'memory.oom.group'), '1');
+        }
+        if (limits.maxProcesses !== null) fs.write(join(dir, 'pids.max'), String(limits.maxProcesses));
+      } catch (e) {
+        removeAll(fs, [dir]);
+        return err(`cannot set the limits of control group ${dir}: ${errorCode(e)}`);
+      }
+      return ok({
+        name,
+        procsFiles: [join(dir, 'cgroup.procs')],
+        limitHit() {
+          if (limits.memoryBytes !== null && counter(readOr(fs, join(dir, 'memory.events'), ''), 'oom_kill') > 0) {
+            return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v2' };
+          }
+          if (limits.maxProcesses !== null && counter(readOr(fs, join(dir, 'pids.events'), ''), 'max') > 0) {
+            return { limit: 'processes', value: limits.maxProcesses, mechanism: 'cgroup-v2' };
+          }
+          return undefined;
+        },
+        members: () => pidsIn(fs, dir),
+        remove: () => removeAll(fs, [dir]),
+      });
+    },
+    collectStale: (isAlive: (pid: number) => boolean) => collectIn(fs, [base], isAlive),
+  }));
+}
+
+/** One line of /proc/self/mountinfo, the parts that matter here. */
+interface Mount {
+  readonly root: string;
+  readonly mountPoint: string;
+  readonly fsType: string;
+  readonly superOptions: readonly string[];
+}
+
+function parseMountinfo(text: string): Mount[] {
+  const mounts: Mount[] = [];
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (left === undefined || right === undefined) continue;
+    const fields = left.split(' ');
+    const [fsType, , superOptions] = right.split(' ');
+    if (fields[3] === undefined || fields[4] === undefined || fsType === undefined) continue;
+    const unescape = (s: string): string => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    mounts.push({ root: unescape(fields[3]), mountPoint: unescape(fields[4]), fsType, superOptions: (superOptions ?? '').split(',') });
+  }
+  return mounts;
+}
+
+/** The directory of group `path` in a hierarchy mounted as `mount`, or `undefined` when the mount does not show it. */
+function groupDir(mount: Mount, path: string): string | undefined {
+  const inside = posix.relative(mount.root, path);
+  if (inside.startsWith('..')) return undefined;
+  return join(mount.mountPoint, inside);
+}
+
+/** What {@link discoverGroupTree} reads: the host's groups and the mount table. */
+export interface CgroupSystem {
+  /** Text of /proc/self/cgroup. */
+  readonly procSelfCgroup: string;
+  /** Text of /proc/self/mountinfo. */
+  readonly mountinfo: string;
+  readonly hostPid: number;
+  readonly fs: CgroupFs;
+}
+
+/** The running host's view of its control groups. */
+export function currentCgroupSystem(): CgroupSystem {
+  return {
+    procSelfCgroup: readOr(nodeCgroupFs, '/proc/self/cgroup', ''),
+    mountinfo: readOr(nodeCgroupFs, '/proc/self/mountinfo', ''),
+    hostPid: process.pid,
+    fs: nodeCgroupFs,
+  };
+}
+
+/**
+ * Finds where this host can create plugin groups: the cgroup v2 unified
+ * hierarchy when its `memory` and `pids` controllers are delegated to the
+ * host's group, otherwise the cgroup v1 `memory` and `pids` hierarchies
+ * (the hybrid layout). The error lists why neither is usable.
+ */
+export function discoverGroupTree(system: CgroupSystem): Result<GroupTree, string> {
+  const groups = new Map<string, string>();
+  let unifiedPath: string | undefined;
+  for (const line of system.procSelfCgroup.split('\n')) {
+    const match = /^\d+:([^:]*):(.*)$/.exec(line);
+    if (match === null) continue;
+    const [, controllers, path] = match as unknown as [string, string, string];
+    if (controllers === '') unifiedPath = path;
+    else for (const c of controllers.split(',')) groups.set(c, path);
+  }
+  const mounts = parseMountinfo(system.mountinfo);
+  const reasons: string[] = [];
+  const unified = mounts.find((m) => m.fsType === 'cgroup2');
+  if (unified !== undefined && unifiedPath !== undefined) {
+    const base = groupDir(unified, unifiedPath);
+    if (base === undefined) reasons.push(`cgroup v2: the host's group ${unifiedPath} is outside the mounted hierarchy`);
+    else {
+      const tree = cgroupV2Tree(base, system.hostPid, system.fs);
+      if (tree.isOk()) return tree;
+      reasons.push(`cgroup v2: ${tree.error}`);
+    }
+  } else reasons.push('cgroup v2: no unified hierarchy is mounted');
+  const v1Dirs = ['memory', 'pids'].map((controller) => {
+    const mount = mounts.find((m) => m.fsType === 'cgroup' && m.superOptions.includes(controller));
+    const path = groups.get(controller);
+    return mount === undefined || path === undefined ? undefined : groupDir(mount, path);
+  });
+  if (v1Dirs[0] !== undefined && v1Dirs[1] !== undefined) return ok(cgroupV1Tree(v1Dirs[0], v1Dirs[1], system.hostPid, system.fs));
+  reasons.push('cgroup v1: the memory and pids controllers are not both mounted');
+  return err(reasons.join('; '));
+}

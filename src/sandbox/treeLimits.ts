@@ -1,0 +1,132 @@
+import type { Readable, Writable } from 'node:stream';
+import treeLimitData from '../../etc/sandbox/tree-limits.json' with { type: 'json' };
+import { silentLogger, type Logger } from '../ports/ports.js';
+import { withLimitHit } from '../process/exitInfo.js';
+import type { ExitInfo, PluginProcess, ResourceLimitHit, StopOptions, TreeLimitMechanism } from '../process/PluginProcess.js';
+import { sendSignal } from '../process/processTree.js';
+import type { PluginGroup, TreeLimits } from './controlGroups.js';
+
+/** The default cap on a plugin's whole tree: memory 2 GiB and 512 tasks (from `etc/sandbox/tree-limits.json`). */
+export const DEFAULT_TREE_LIMITS: TreeLimits = { memoryBytes: treeLimitData.memoryBytes, maxProcesses: treeLimitData.maxProcesses };
+
+/** Caps that replace the defaults; `false` lifts a cap, an omitted field keeps the level below. */
+export interface TreeLimitOverride {
+  /** Bytes of memory of the whole tree, tmpfs included. */
+  readonly memoryBytes?: number | false;
+  /** Tasks (processes and threads) of the whole tree. */
+  readonly maxProcesses?: number | false;
+}
+
+/** The limits of one plugin: its own override, else the host's, else {@link DEFAULT_TREE_LIMITS}. */
+export function resolveTreeLimits(host: TreeLimitOverride, plugin: TreeLimitOverride | undefined): TreeLimits {
+  const pick = (key: keyof TreeLimitOverride): number | null => {
+    const value = plugin?.[key] ?? host[key] ?? DEFAULT_TREE_LIMITS[key];
+    return value === false ? null : value;
+  };
+  return { memoryBytes: pick('memoryBytes'), maxProcesses: pick('maxProcesses') };
+}
+
+/** How a plugin's tree limits are enforced, as `info().enforced_capabilities.limits` reports it. */
+export interface EnforcedTreeLimits {
+  /** `cgroup-v1`/`cgroup-v2` cap the whole tree; `rlimit` is the per-process fallback; `none` caps nothing. */
+  readonly mechanism: TreeLimitMechanism | 'none';
+  /** The memory cap in bytes (for `rlimit`: each process's data segment, and the size of /dev/shm), or `null`. */
+  readonly memoryBytes: number | null;
+  /** The task cap (for `rlimit`: RLIMIT_NPROC of the plugin's uid), or `null`. */
+  readonly maxProcesses: number | null;
+  /** Why control groups are not used, when they are not. */
+  readonly fallbackCause?: string;
+}
+
+const JOIN_PROGRAM = '/bin/sh';
+// Runs in the host's child before it execs the launcher chain, so the whole
+// plugin tree is born inside the group: membership is inherited at fork and
+// moving a process later would leave already-forked children behind.
+const JOIN_SCRIPT =
+  'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+
+/** Prefixes `command args` with a shell that writes its own pid into each `procsFiles` and then execs the command. */
+export function joinGroupLaunch(procsFiles: readonly string[], command: string, args: readonly string[]): { command: string; args: string[] } {
+  return { command: JOIN_PROGRAM, args: ['-c', JOIN_SCRIPT, 'mcp-plugin-host-join', ...procsFiles, '--', command, ...args] };
+}
+
+const WATCH_INTERVAL_MS: number = treeLimitData.watchIntervalMs;
+const REMOVE_ATTEMPTS: number = treeLimitData.removeAttempts;
+const REMOVE_RETRY_MS: number = treeLimitData.removeRetryMs;
+
+/**
+ * Removes a group once the kernel has let go of the dead tree's tasks, which
+ * can take a moment after the launcher died. A group that stays busy is left
+ * for stale collection by a later host.
+ */
+export function removeGroup(group: PluginGroup, logger: Logger, attempt = 1): void {
+  if (group.remove()) return;
+  if (attempt >= REMOVE_ATTEMPTS) {
+    logger.warn({ group: group.name }, 'plugin control group still busy after its tree exited; left for stale collection');
+    return;
+  }
+  setTimeout(() => removeGroup(group, logger, attempt + 1), REMOVE_RETRY_MS);
+}
+
+/**
+ * A plugin process inside its own control group. The group's limit events
+ * are watched while it runs: the first hit (an OOM kill in the tree, a fork
+ * refused at the task cap) stops the whole tree, because a plugin that lost
+ * a process or cannot fork is not one to keep serving calls. Its exit then
+ * names the limit, which the shapes turn into PLUGIN_RESOURCE_LIMIT. The
+ * group is removed once the tree is gone.
+ */
+export class TreeLimitedProcess implements PluginProcess {
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly exited: Promise<ExitInfo>;
+  #info: ExitInfo | undefined;
+  #hit: ResourceLimitHit | undefined;
+
+  constructor(
+    private readonly inner: PluginProcess,
+    private readonly group: PluginGroup,
+    private readonly logger: Logger = silentLogger,
+  ) {
+    this.pid = inner.pid;
+    this.stdin = inner.stdin;
+    this.stdout = inner.stdout;
+    const watch = setInterval(() => this.#check(), WATCH_INTERVAL_MS);
+    watch.unref();
+    this.exited = inner.exited.then((exit) => {
+      clearInterval(watch);
+      const hit = this.#hit ?? group.limitHit();
+      this.#info = hit === undefined ? exit : withLimitHit(exit, hit);
+      removeGroup(group, this.logger);
+      return this.#info;
+    });
+  }
+
+  get exitInfo(): ExitInfo | undefined {
+    return this.#info;
+  }
+
+  stderrTail(): string {
+    return this.inner.stderrTail();
+  }
+
+  onStderrLine(listener: (line: string) => void): () => void {
+    return this.inner.onStderrLine(listener);
+  }
+
+  stop(options?: StopOptions): Promise<ExitInfo> {
+    return this.inner.stop(options).then(() => this.exited);
+  }
+
+  #check(): void {
+    if (this.#hit !== undefined || this.inner.exitInfo !== undefined) return;
+    const hit = this.group.limitHit();
+    if (hit === undefined) return;
+    this.#hit = hit;
+    this.logger.warn({ pid: this.pid, group: this.group.name, limit: hit.limit, value: hit.value }, 'plugin reached a tree limit; stopping its whole tree');
+    // The launcher first (bubblewrap's namespace dies with it), then anything else still in the group: all of it is this plugin's.
+    sendSignal(this.pid, 'SIGKILL');
+    for (const pid of this.group.members()) sendSignal(pid, 'SIGKILL');
+  }
+}

@@ -1,0 +1,125 @@
+// The cgroup v2 logic against a plain directory standing in for cgroupfs:
+// this machine's unified hierarchy has no controllers, so v2 cannot be
+// exercised on the real kernel here (the v1 path is, in treeLimits.test.ts).
+// The kernel's side (a write to cgroup.procs moving a process, EBUSY) is
+// played by the directory and by a wrapper around its writes.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { discoverGroupTree, nodeCgroupFs, type CgroupFs, type CgroupSystem } from '../../src/sandbox/controlGroups.js';
+
+const HOST_PID = 4242;
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** A fake unified hierarchy mounted at a temp directory, the host in /user.slice/host.scope. */
+function unifiedHierarchy(procs: string = `${HOST_PID}\n`, controllers = 'cpu io memory pids'): { mount: string; base: string; system: (fs?: CgroupFs) => CgroupSystem } {
+  const mount = mkdtempSync(join(tmpdir(), 'fake-cgroup2-'));
+  dirs.push(mount);
+  const base = join(mount, 'user.slice', 'host.scope');
+  mkdirSync(base, { recursive: true });
+  writeFileSync(join(base, 'cgroup.controllers'), `${controllers}\n`);
+  writeFileSync(join(base, 'cgroup.subtree_control'), '\n');
+  writeFileSync(join(base, 'cgroup.procs'), procs);
+  return {
+    mount,
+    base,
+    system: (fs = nodeCgroupFs) => ({
+      procSelfCgroup: '0::/user.slice/host.scope\n',
+      mountinfo: `25 1 0:22 / /proc rw - proc proc rw\n41 31 0:38 / ${mount} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n`,
+      hostPid: HOST_PID,
+      fs,
+    }),
+  };
+}
+
+/** Files a kernel creates in a new v2 group once its parent enables the controllers. */
+function withKernelFiles(fs: CgroupFs): CgroupFs {
+  return {
+    ...fs,
+    mkdir(path) {
+      fs.mkdir(path);
+      for (const file of ['memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cgroup.procs']) writeFileSync(join(path, file), '');
+    },
+  };
+}
+
+/** Refuses to enable controllers (EBUSY) while the group itself still lists processes, as cgroup v2 does. */
+function noInternalProcesses(fs: CgroupFs, base: string): CgroupFs {
+  let hostMoved = false;
+  return {
+    ...fs,
+    write(path, text) {
+      if (path === join(base, 'cgroup.subtree_control') && !hostMoved) throw Object.assign(new Error('busy'), { code: 'EBUSY' });
+      if (path.endsWith('-host/cgroup.procs') && text === String(HOST_PID)) hostMoved = true;
+      fs.write(path, text);
+    },
+  };
+}
+
+describe('cgroup v2 (fake cgroupfs)', () => {
+  it('enables memory and pids for child groups and writes each limit of a new plugin group', () => {
+    const h = unifiedHierarchy('');
+    const tree = discoverGroupTree(h.system(withKernelFiles(nodeCgroupFs)))._unsafeUnwrap();
+    expect(tree.mechanism).toBe('cgroup-v2');
+    expect(tree.parents).toEqual([h.base]);
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+    const group = tree.create({ memoryBytes: 128 * 2 ** 20, maxProcesses: 32 })._unsafeUnwrap();
+    const dir = join(h.base, group.name);
+    expect(group.name).toMatch(new RegExp(`^mcp-plugin-host-${HOST_PID}-\\d+$`));
+    expect(group.procsFiles).toEqual([join(dir, 'cgroup.procs')]);
+    expect(readFileSync(join(dir, 'memory.max'), 'utf8')).toBe(String(128 * 2 ** 20));
+    expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
+    expect(readFileSync(join(dir, 'memory.oom.group'), 'utf8')).toBe('1');
+    expect(readFileSync(join(dir, 'pids.max'), 'utf8')).toBe('32');
+  });
+
+  it('reads limit hits from memory.events (oom_kill) and pids.events (max)', () => {
+    const h = unifiedHierarchy('');
+    const tree = discoverGroupTree(h.system())._unsafeUnwrap();
+    const group = tree.create({ memoryBytes: 64 * 2 ** 20, maxProcesses: 16 })._unsafeUnwrap();
+    const dir = join(h.base, group.name);
+    writeFileSync(join(dir, 'memory.events'), 'low 0\nhigh 0\nmax 12\noom 0\noom_kill 0\n');
+    writeFileSync(join(dir, 'pids.events'), 'max 0\n');
+    expect(group.limitHit()).toBeUndefined();
+    writeFileSync(join(dir, 'pids.events'), 'max 3\n');
+    expect(group.limitHit()).toEqual({ limit: 'processes', value: 16, mechanism: 'cgroup-v2' });
+    writeFileSync(join(dir, 'memory.events'), 'low 0\nhigh 0\nmax 40\noom 1\noom_kill 1\n');
+    expect(group.limitHit()).toEqual({ limit: 'memory', value: 64 * 2 ** 20, mechanism: 'cgroup-v2' });
+    for (const file of ['memory.events', 'pids.events', 'memory.max', 'pids.max']) rmSync(join(dir, file));
+    expect(group.remove()).toBe(true);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('moves the host into a leaf of its own when it is the only process in its group (no internal processes)', () => {
+    const h = unifiedHierarchy();
+    const tree = discoverGroupTree(h.system(noInternalProcesses(nodeCgroupFs, h.base)));
+    expect(tree._unsafeUnwrap().mechanism).toBe('cgroup-v2');
+    expect(readFileSync(join(h.base, `mcp-plugin-host-${HOST_PID}-host`, 'cgroup.procs'), 'utf8')).toBe(String(HOST_PID));
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+  });
+
+  it('never moves processes that are not the host: the group is unusable and v1 is tried next', () => {
+    const h = unifiedHierarchy(`${HOST_PID}\n999\n`);
+    const reason = discoverGroupTree(h.system(noInternalProcesses(nodeCgroupFs, h.base)))._unsafeUnwrapErr();
+    expect(reason).toContain('other processes share');
+    expect(reason).toContain('cgroup v1');
+    expect(existsSync(join(h.base, `mcp-plugin-host-${HOST_PID}-host`))).toBe(false);
+  });
+
+  it('is not used when memory or pids is not delegated', () => {
+    const h = unifiedHierarchy('', 'cpu io');
+    expect(discoverGroupTree(h.system())._unsafeUnwrapErr()).toContain('memory and pids controllers are not delegated');
+  });
+
+  it('collects stale groups of dead hosts only, never foreign or non-empty ones', () => {
+    const h = unifiedHierarchy('');
+    const tree = discoverGroupTree(h.system())._unsafeUnwrap();
+    for (const name of ['mcp-plugin-host-111-1', 'mcp-plugin-host-111-host', 'mcp-plugin-host-222-1', 'mcp-plugin-host-111-x', 'other-111-1']) mkdirSync(join(h.base, name));
+    writeFileSync(join(h.base, 'mcp-plugin-host-111-1', 'cgroup.procs'), '');
+    const collected = tree.collectStale((pid) => pid === 222);
+    expect(collected).toEqual([join(h.base, 'mcp-plugin-host-111-host')]);
+    for (const kept of ['mcp-plugin-host-111-1', 'mcp-plugin-host-222-1', 'mcp-plugin-host-111-x', 'other-111-1']) expect(existsSync(join(h.base, kept))).toBe(true);
+  });
+});

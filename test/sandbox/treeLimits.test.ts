@@ -1,0 +1,191 @@
+// Tree limits on the real kernel: this machine has the hybrid cgroup v1 layout
+// (memory and pids hierarchies), real bubblewrap and real child processes.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/controlGroups.js';
+import { probeTreeLimits } from '../../src/sandbox/probe.js';
+import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { eventually } from '../process/support.js';
+
+const MiB = 2 ** 20;
+const base = mkdtempSync(join(tmpdir(), 'tree-limits-'));
+const installRoot = join(base, 'install');
+const writeDir = join(base, 'data');
+const home = join(base, 'home');
+for (const d of [installRoot, writeDir, home]) mkdirSync(d, { recursive: true });
+const started: PluginProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+async function spawner(options: SandboxSpawnerOptions = {}): Promise<SandboxSpawner> {
+  return (await SandboxSpawner.create({ homeDir: home, ...options }))._unsafeUnwrap();
+}
+
+function request(script: string, overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
+  return {
+    executable: trustedCommand([process.execPath, '-e', script], installRoot, nodeRuntimePaths()),
+    env: {},
+    network: false,
+    writeDir,
+    hiddenPaths: [],
+    pluginId: 'tree-test',
+    ...overrides,
+  };
+}
+
+async function start(using: SandboxSpawner, script: string, overrides: Partial<SandboxSpawnRequest> = {}): Promise<PluginProcess> {
+  const result = await using.spawn(request(script, overrides));
+  if (result.isErr()) throw result.error;
+  started.push(result.value);
+  return result.value;
+}
+
+async function allOutput(stream: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of stream) text += String(chunk);
+  return text;
+}
+
+/** The control group directories the launcher (and so the plugin tree) lives in, per v1 hierarchy. */
+function groupDirsOf(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+    .split('\n')
+    .map((line) => /^\d+:(memory|pids):(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && m[2]!.includes('mcp-plugin-host-'))
+    .map((m) => join('/sys/fs/cgroup', m[1]!, m[2]!));
+}
+
+// Each child allocates and touches `mib` MiB, says so, and keeps it.
+const childrenHolding = (count: number, mib: number): string => `
+const { spawn } = require('node:child_process');
+const hold = "const b = Buffer.alloc(${mib} * 1024 * 1024, 1); console.log('held'); setInterval(() => b[0]++, 1000);";
+for (let i = 0; i < ${count}; i++) spawn(process.execPath, ['-e', hold], { stdio: ['ignore', 'inherit', 'inherit'] });
+setInterval(() => undefined, 1000);`;
+
+// Starts `count` sleepers, reporting how many the kernel allowed, and keeps running.
+const sleepers = (count: number): string => `
+const { spawn } = require('node:child_process');
+let ok = 0, refused = 0;
+for (let i = 0; i < ${count}; i++) {
+  const c = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+  c.on('spawn', () => { ok++; if (ok + refused === ${count}) console.log('spawned ' + ok); });
+  c.on('error', () => { refused++; if (ok + refused === ${count}) console.log('spawned ' + ok); });
+}
+setInterval(() => undefined, 1000);`;
+
+const fillShm = (mib: number): string => `
+const fs = require('node:fs');
+const fd = fs.openSync('/dev/shm/fill', 'w'), chunk = Buffer.alloc(1024 * 1024, 7);
+let written = 0;
+try { for (let i = 0; i < ${mib}; i++) written += fs.writeSync(fd, chunk); console.log('wrote ' + written); }
+catch (e) { console.log(e.code + ' after ' + written); }
+setInterval(() => undefined, 1000);`;
+
+describe('tree limits with control groups (cgroup v1 here)', () => {
+  it('probes control groups once and reports them in describe()', async () => {
+    const s = await spawner({ memoryLimitBytes: 256 * MiB, maxProcesses: 40 });
+    const limits = s.describe({ installRoot, network: false, writeDir, hiddenPaths: [], pluginId: 'tree-test' }).limits;
+    expect(limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 256 * MiB, maxProcesses: 40 });
+    expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).limits.mechanism).toBe('cgroup-v1');
+  });
+
+  it('stops a tree whose two children each hold more than half the memory cap, naming the limit', async () => {
+    const s = await spawner({ memoryLimitBytes: 192 * MiB });
+    const p = await start(s, childrenHolding(2, 112));
+    const exit = await p.exited;
+    expect(exit.limit).toEqual({ limit: 'memory', value: 192 * MiB, mechanism: 'cgroup-v1' });
+    expect(exit.description).toContain('memory limit');
+  });
+
+  it('charges /dev/shm to the tree: writing past the cap stops the plugin', async () => {
+    const s = await spawner({ memoryLimitBytes: 128 * MiB });
+    const p = await start(s, fillShm(256));
+    const [said, exit] = await Promise.all([allOutput(p.stdout), p.exited]);
+    expect(said).not.toContain('wrote 268435456');
+    expect(exit.limit?.limit).toBe('memory');
+  });
+
+  it('stops a process swarm at the task cap while a neighbour keeps running and the host can still fork', async () => {
+    const s = await spawner({ maxProcesses: 32 });
+    const neighbour = await start(s, 'process.stdin.on("data", (d) => process.stdout.write(d));', { pluginId: 'neighbour' });
+    const swarm = await start(s, sleepers(200));
+    const exit = await swarm.exited;
+    expect(exit.limit).toEqual({ limit: 'processes', value: 32, mechanism: 'cgroup-v1' });
+    expect(spawnSync('/bin/true').status).toBe(0);
+    neighbour.stdin.write('still here\n');
+    const echoed = await new Promise<string>((resolve) => neighbour.stdout.once('data', (c: Buffer) => resolve(c.toString())));
+    expect(echoed).toBe('still here\n');
+    expect(neighbour.exitInfo).toBeUndefined();
+  });
+
+  it("lets a plugin's own limits override the host's", async () => {
+    const s = await spawner({ maxProcesses: 24, pluginLimits: { roomy: { maxProcesses: 128 } } });
+    expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [], pluginId: 'roomy' }).limits.maxProcesses).toBe(128);
+    const roomy = await start(s, sleepers(40), { pluginId: 'roomy' });
+    const line = await new Promise<string>((resolve) => roomy.stdout.once('data', (c: Buffer) => resolve(c.toString())));
+    expect(line.trim()).toBe('spawned 40');
+    const tight = await start(s, sleepers(40), { pluginId: 'tight' });
+    expect((await tight.exited).limit?.limit).toBe('processes');
+  });
+
+  it('removes the group after the tree exits, and collects stale groups of dead hosts only', async () => {
+    const s = await spawner();
+    const p = await start(s, 'console.log("up"); setInterval(() => undefined, 1000)');
+    await new Promise((resolve) => p.stdout.once('data', resolve));
+    const dirs = groupDirsOf(p.pid);
+    expect(dirs).toHaveLength(2);
+    for (const dir of dirs) expect(readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim()).not.toBe('');
+    expect(readFileSync(join(dirs.find((d) => d.includes('/pids/'))!, 'pids.max'), 'utf8').trim()).toBe('512');
+    await p.stop({ stdinGraceMs: 0, termGraceMs: 0 });
+    expect(await eventually(() => dirs.every((d) => !existsSync(d)))).toBe(true);
+
+    const tree = discoverGroupTree(currentCgroupSystem())._unsafeUnwrap();
+    const deadPid = spawnSync('/bin/true').pid!;
+    const stale = tree.parents.map((parent) => join(parent, `mcp-plugin-host-${deadPid}-7`));
+    const alive = tree.parents.map((parent) => join(parent, `mcp-plugin-host-${process.pid}-999999`));
+    const foreign = tree.parents.map((parent) => join(parent, `someone-else-${deadPid}-7`));
+    for (const dir of [...stale, ...alive, ...foreign]) mkdirSync(dir);
+    try {
+      const system = currentCgroupSystem();
+      // A fresh key: the probe (which collects) runs once per host view.
+      const support = await probeTreeLimits({ ...system, procSelfCgroup: `${system.procSelfCgroup}\n` });
+      expect(support.tree?.mechanism).toBe('cgroup-v1');
+      expect(stale.filter((d) => existsSync(d))).toEqual([]);
+      expect(alive.every((d) => existsSync(d))).toBe(true);
+      expect(foreign.every((d) => existsSync(d))).toBe(true);
+    } finally {
+      for (const dir of [...stale, ...alive, ...foreign]) if (existsSync(dir)) rmdirSync(dir);
+    }
+  });
+});
+
+describe('fallback without control groups (controlGroups: "off")', () => {
+  it('reports rlimit with the cause, and fails closed when tree limits are required', async () => {
+    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
+    const limits = s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).limits;
+    expect(limits.mechanism).toBe('rlimit');
+    expect(limits.memoryBytes).toBe(64 * MiB);
+    expect(limits.fallbackCause).toContain('controlGroups');
+    const refused = await SandboxSpawner.create({ homeDir: home, controlGroups: 'off', requireTreeLimits: true });
+    expect(refused._unsafeUnwrapErr().code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
+    expect(refused._unsafeUnwrapErr().details.cause).toBe('tree_limits_unavailable');
+    expect((await SandboxSpawner.create({ homeDir: home, requireTreeLimits: true })).isOk()).toBe(true);
+  });
+
+  it('sizes /dev/shm to the memory cap: writes past it fail with ENOSPC', async () => {
+    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
+    const p = await start(s, fillShm(128));
+    const line = await new Promise<string>((resolve) => p.stdout.once('data', (c: Buffer) => resolve(c.toString())));
+    expect(line.trim()).toMatch(/^ENOSPC after \d+$/);
+    expect(Number(line.trim().split(' ').pop())).toBeLessThanOrEqual(64 * MiB);
+  });
+});
