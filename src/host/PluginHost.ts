@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
+import { recheckPinnedCode, verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -825,11 +825,19 @@ export class PluginHost {
   }
 
   /**
-   * Verifies the pinned code just before a spawn (never cached): the
-   * executable, or for an `esm-module` plugin its entry module, whose
-   * verified bytes the ESM runner inherits and evaluates.
+   * Verifies the pinned code just before a spawn: every file of the install
+   * root against the binding's file list (unchanged stat identities vouch
+   * for unchanged files), then the executable, or for an `esm-module` plugin
+   * its entry module, re-hashed and copied (never cached), whose verified
+   * bytes the child runs.
    */
   #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
+    const binding = plugin.lock.binding;
+    return verifyBindingTree(binding).andThen(() => this.#verifiedMain(plugin));
+  }
+
+  /** The pinned main file (the executable or the ESM entry), verified and ready to run. */
+  #verifiedMain(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
     const options = { copyDir: this.#layout.execDir, random: this.#random };
     if (plugin.descriptor?.shape !== 'esm-module') return verifyExecutableBinding(binding, options);

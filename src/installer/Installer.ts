@@ -6,7 +6,7 @@ import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinPackageTree } from '../binding/packageTree.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
-import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
+import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { syncDirectory } from '../catalog/generationFiles.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -21,10 +21,12 @@ import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './in
 import { pluginRecords } from './installRecords.js';
 import type { PackageLimits } from './limits.js';
 import { openPackageSource, type StagedPackage } from './openPackageSource.js';
+import { sameTree } from './sameTree.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
+import { compareVersions } from './versionOrder.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
 export interface InstallerOptions {
@@ -73,6 +75,14 @@ export interface InstallOptions {
   readonly devAllowNamespaceConflict?: boolean;
   /** Install as bundled first-party code (reserved prefixes and a missing namespace_owner allowed). */
   readonly firstParty?: boolean;
+  /**
+   * Replace the installed package when the same version is installed from
+   * other bytes (otherwise `PLUGIN_ALREADY_INSTALLED`). The same bytes again
+   * are never replaced: that install succeeds with `unchanged: true`.
+   */
+  readonly replace?: boolean;
+  /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
+  readonly allowDowngrade?: boolean;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
   readonly initialStatus?: (manifest: NormalizedManifest) => Promise<PluginStateRecord['status']> | PluginStateRecord['status'];
 }
@@ -84,6 +94,19 @@ export interface InstallInspection {
   /** How the package was read. */
   readonly package: Pick<StagedPackage, 'manifestFile' | 'source' | 'stats'> & { readonly digest?: string };
 }
+
+/** What {@link Installer.install} did: the plugin as installed now. */
+export interface InstallResult extends InstalledPlugin {
+  /**
+   * Present when the same package (same digest, or for directory sources
+   * the same files and bytes) was already installed at this version:
+   * nothing was written and the running code was left alone.
+   */
+  readonly unchanged?: true;
+}
+
+/** How an install relates to what is installed under its plugin id. */
+type Reinstall = { readonly kind: 'new' } | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin };
 
 const io = (what: string) => (cause: unknown): HostError =>
   hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
@@ -111,6 +134,33 @@ type PinnedCode = { readonly kind: 'executable'; readonly path: string } | { rea
 function pinnedCodeOf(m: NormalizedManifest): PinnedCode | undefined {
   if (m.shape === 'esm-module') return m.entry === undefined ? undefined : { kind: 'esm-entry', path: m.entry };
   return m.executable === undefined ? undefined : { kind: 'executable', path: m.executable };
+}
+
+/**
+ * Why a package may not replace the installed version, or `undefined`: the
+ * same version is `PLUGIN_ALREADY_INSTALLED` unless `replace` (an unchanged
+ * package never gets here), a lower one `PLUGIN_DOWNGRADE_REFUSED` unless
+ * `allowDowngrade`. Versions that are not semver have no order: only the
+ * same string is the same version.
+ */
+function versionRefusal(
+  installed: LockedPlugin,
+  manifest: NormalizedManifest,
+  staged: Pick<StagedPackage, 'digest'>,
+  options: InstallOptions,
+): HostError | undefined {
+  const id = manifest.plugin_id;
+  const order = compareVersions(manifest.version, installed.version);
+  const details = { plugin_id: id, version: manifest.version, installed_version: installed.version };
+  if (order === 0 && options.replace !== true) {
+    return hostError('PLUGIN_ALREADY_INSTALLED', `plugin '${id}' ${installed.version} is already installed from other bytes; pass replace to replace it`, {
+      details: { ...details, installed_checksum: installed.package.checksum, checksum: staged.digest ?? '' },
+    });
+  }
+  if (order === -1 && options.allowDowngrade !== true) {
+    return hostError('PLUGIN_DOWNGRADE_REFUSED', `plugin '${id}' ${installed.version} is installed; ${manifest.version} is lower`, { details });
+  }
+  return undefined;
 }
 
 /**
@@ -161,15 +211,45 @@ export class Installer {
    * replaces the plugin's rows and deletes its previous install root once the
    * new generation is published.
    */
-  install(source: string, options: InstallOptions = {}): ResultAsync<InstalledPlugin, HostError> {
+  install(source: string, options: InstallOptions = {}): ResultAsync<InstallResult, HostError> {
     return this.#withStaged(source, options, async (staged) => {
-      const report = await this.#inspectStaged(staged, options);
+      const current = await this.#o.store.snapshot();
+      if (current.isErr()) return err(current.error);
+      const report = await this.#inspectStaged(staged, options, current.value);
       if (report.isErr()) return err(report.error);
       const { manifest, violations, source: manifestSource } = report.value;
       if (hasViolations(violations)) return err(violationsError(manifestSource, violations));
       if (manifest === undefined) return err(hostError('PLUGIN_MANIFEST_INVALID', `${manifestSource}: no manifest could be read`));
+      const reinstall = await this.#reinstall(staged, manifest, options, current.value);
+      if (reinstall.isErr()) return err(reinstall.error);
+      if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
       return this.#publish(staged, manifest, options);
     });
+  }
+
+  /**
+   * Compares the package with the version installed under its id: the same
+   * version from the same bytes is an unchanged install, from other bytes
+   * it is refused unless `replace`; a lower version is refused unless
+   * `allowDowngrade`. The version rules run again under the profile lock
+   * (see {@link versionRefusal}), since another process may install meanwhile.
+   * `snapshot` is the one the inspection checked ownership on.
+   */
+  async #reinstall(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<Reinstall, HostError>> {
+    const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: manifest.plugin_id });
+    if (plugin === undefined) return ok({ kind: 'new' });
+    if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
+      return ok({ kind: 'unchanged', plugin });
+    }
+    const refused = versionRefusal(plugin.lock, manifest, staged, options);
+    return refused === undefined ? ok({ kind: 'new' }) : err(refused);
+  }
+
+  /** Same package digest when both have one (archives); otherwise the same files with the same bytes. */
+  async #samePackage(staged: StagedPackage, installed: LockedPlugin): Promise<boolean> {
+    const recorded = installed.package.checksum;
+    if (staged.digest !== undefined && recorded !== '') return staged.digest === recorded;
+    return sameTree(staged.root, installed.binding.install_root);
   }
 
   /**
@@ -265,9 +345,9 @@ export class Installer {
     );
   }
 
-  /** Every check of the staged package against the profile as it is now. */
-  async #inspectStaged(staged: StagedPackage, options: InstallOptions): Promise<Result<ManifestReport, HostError>> {
-    const current = await this.#o.store.snapshot();
+  /** Every check of the staged package against the profile as it is now, or as `read` (an already taken snapshot) shows it. */
+  async #inspectStaged(staged: StagedPackage, options: InstallOptions, read?: CatalogSnapshot): Promise<Result<ManifestReport, HostError>> {
+    const current = read === undefined ? await this.#o.store.snapshot() : ok(read);
     if (current.isErr()) return err(current.error);
     const snapshot = current.value;
     const manifestPath = join(staged.root, staged.manifestFile);
@@ -379,6 +459,8 @@ export class Installer {
         const conflict = conflictUnderLock(id, records.variants, current.variants);
         if (conflict !== undefined) return err(conflict);
         const previous = Object.hasOwn(current.plugins, id) ? current.plugins[id] : undefined;
+        const refused = previous === undefined ? undefined : versionRefusal(previous, manifest, staged, options);
+        if (refused !== undefined) return err(refused);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));
       });
