@@ -75,18 +75,19 @@ describe('timeouts and progress', () => {
   it('resets the timeout on every progress notification and reports progress', async () => {
     const { session } = faulty();
     const progress: CallProgress[] = [];
-    // 12 steps of 150 ms take ~1.8 s, far beyond the 1 s timeout, but no gap between progress reaches it.
-    const result = await session.callTool('slow', { steps: 12, intervalMs: 150 }, { timeoutMs: 1000, onProgress: (p) => progress.push(p) });
-    expect(JSON.parse(textOf(result._unsafeUnwrap().value))).toEqual({ done: 12 });
+    // 6 steps of 800 ms take ~4.8 s, far beyond the 2.5 s timeout, but each gap between progress leaves it
+    // 1.7 s of margin, which a loaded machine does not eat.
+    const result = await session.callTool('slow', { steps: 6, intervalMs: 800 }, { timeoutMs: 2500, onProgress: (p) => progress.push(p) });
+    expect(JSON.parse(textOf(result._unsafeUnwrap().value))).toEqual({ done: 6 });
     // The SDK dispatches notifications a microtask later than responses, so a progress sent right before the
     // result may arrive after the call settled; every earlier one is delivered in order.
-    expect(progress.map((p) => p.progress).slice(0, 11)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
-    expect(progress[0]).toEqual({ progress: 1, total: 12, message: 'step 1' });
+    expect(progress.map((p) => p.progress).slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
+    expect(progress[0]).toEqual({ progress: 1, total: 6, message: 'step 1' });
   });
 
   it('times out the same slow work when the plugin sends no progress', async () => {
     const { session } = faulty();
-    const error = (await session.callTool('slow', { steps: 12, intervalMs: 150, progress: false }, { timeoutMs: 1000 }))._unsafeUnwrapErr();
+    const error = (await session.callTool('slow', { steps: 6, intervalMs: 800, progress: false }, { timeoutMs: 2500 }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_TIMEOUT');
   });
 
@@ -104,11 +105,17 @@ describe('timeouts and progress', () => {
 describe('the total cap when the per-call timeout is shorter', () => {
   it('ends the call at the cap once progress has reset the timeout, not at the next progress', async () => {
     const { session, processes } = faulty();
-    // Progress at 700 ms resets the 800 ms timeout past the 1,000 ms cap; the next progress would come at 1,400 ms.
-    const error = (await session.callTool('slow', { steps: 5, intervalMs: 700 }, { timeoutMs: 800, maxTotalTimeoutMs: 1000 }))._unsafeUnwrapErr();
+    // The 4 s timeout is shorter than the 5 s cap, so the cap's own timer starts only with the first progress
+    // (at 2 s, 2 s before the timeout). Progress at 2 s and 4 s resets the timeout past the cap, and the SDK
+    // alone would notice the cap only at the progress of 6 s. Each of those moments is a second or more apart.
+    const progress: CallProgress[] = [];
+    const error = (
+      await session.callTool('slow', { steps: 5, intervalMs: 2000 }, { timeoutMs: 4000, maxTotalTimeoutMs: 5000, onProgress: (p) => progress.push(p) })
+    )._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_TIMEOUT');
-    expect(error.details).toMatchObject({ tool: 'slow', max_total_timeout_ms: 1000 });
-    expect(String((error.cause as Error).message)).toContain('total cap of 1000 ms reached');
+    expect(error.details).toMatchObject({ tool: 'slow', max_total_timeout_ms: 5000 });
+    expect(progress.length).toBeGreaterThan(0);
+    expect(String((error.cause as Error).message)).toContain('total cap of 5000 ms reached');
     await stderrLine(processes[0], /^received notifications\/cancelled /);
   });
 });
@@ -297,7 +304,8 @@ describe('initialize', () => {
     const processes: PluginProcess[] = [];
     const session = new McpSession({
       launch: launchCommand([process.execPath, '-e', 'process.stdin.resume(); console.error("listening, never answering")'], { onSpawn: (p) => processes.push(p) }),
-      startupTimeoutMs: 500,
+      // Long enough for node to start and print its line on a loaded machine; the process never answers anyway.
+      startupTimeoutMs: 5000,
     });
     sessions.push(session);
     const error = (await session.callTool('anything', {}))._unsafeUnwrapErr();
