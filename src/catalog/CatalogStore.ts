@@ -12,6 +12,7 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
 import { CatalogEncoder } from './CatalogEncoder.js';
+import { inconsistencyError } from './catalogConsistency.js';
 import { CATALOG_FILE_KINDS, validateFile, fileName } from './catalogFiles.js';
 import { listPlugins, lookupPlugin, type InstalledPlugin } from './catalogContents.js';
 import {
@@ -143,7 +144,9 @@ export class CatalogStore {
    * Opens (creating if needed) a profile's catalog. If a crash left the files
    * at different generations, the newest generation all three agree on is
    * restored under the lock. Corrupt JSON fails with `CATALOG_CORRUPT` naming
-   * the file (left in place); unsupported versions fail with
+   * the file (left in place); files that do not all name the same plugins
+   * fail with `CATALOG_INCONSISTENT` (left in place: a plugin is never
+   * hidden or dropped); unsupported versions fail with
    * `PLUGIN_CATALOG_SCHEMA_UNSUPPORTED`, `PLUGIN_LOCK_SCHEMA_UNSUPPORTED` or
    * `PLUGIN_STATE_SCHEMA_UNSUPPORTED`.
    */
@@ -160,12 +163,16 @@ export class CatalogStore {
         const store = new CatalogStore(options);
         const outcome = await readGeneration(store.#dir, store.#cache);
         if (outcome.isErr()) return err(outcome.error);
+        let opened: Result<CatalogSnapshot, HostError>;
         if ('selected' in outcome.value && !outcome.value.selected.needsRepair) {
-          const profile = checkProfile(store.#dir, store.#profile, outcome.value.selected.files);
-          return profile.map(() => store);
+          const files = outcome.value.selected.files;
+          opened = checkProfile(store.#dir, store.#profile, files).map(() => snapshotOf(store.#profile, files));
+        } else {
+          opened = await store.#withLock(async () => store.#readLocked());
         }
-        const recovered = await store.#withLock(async () => store.#readLocked());
-        return recovered.map(() => store);
+        if (opened.isErr()) return err(opened.error);
+        const inconsistent = inconsistencyError(store.#dir, opened.value.contents);
+        return inconsistent === undefined ? ok(store) : err(inconsistent);
       })(),
     );
   }

@@ -113,6 +113,7 @@ export const ERROR_CODES = {
 
   // Host-side conditions.
   CATALOG_LOCK_TIMEOUT: row('host', true, 'The profile lock was held by another process for longer than the lock timeout.', 'Retry; if it persists, check which process holds the profile lock.'),
+  CATALOG_INCONSISTENT: row('host', false, 'The three catalog files do not name the same plugins: one was edited, restored or replaced on its own.', 'Restore all three files from one backup, or edit them so that each names the plugins listed in details.plugins; they were left in place.'),
   CATALOG_CORRUPT: row('host', false, 'A catalog file could not be parsed and no consistent generation was found.', 'Inspect or restore the file named in details.file; it was left in place.'),
   HOST_IO_ERROR: row('host', true, 'A file system operation of the host failed.', 'See the cause; check disk space and permissions of the profile directory.'),
   HOST_CLOSED: row('host', false, 'The host was closed.', 'Open a new PluginHost.'),
