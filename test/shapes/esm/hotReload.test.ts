@@ -123,11 +123,20 @@ describe('watchPlugin', () => {
 
   it('stops reloading once closed', async () => {
     const { root, plugin, call } = await loadedPlugin('unwatched');
-    const { watcher } = eventsOf(plugin);
-    watcher.close();
+    // The closed watcher has the shorter debounce, and reloads of one plugin run in order: were it still
+    // watching, its reload would be queued first and its event delivered before the open watcher's.
+    const closedEvents: EsmReloadEvent[] = [];
+    const closedWatcher = watchPlugin(plugin, (event) => closedEvents.push(event), { debounceMs: 20 });
+    cleanups.push(() => closedWatcher.close());
+    const open = new Promise<EsmReloadEvent>((resolve) => {
+      const watcher = watchPlugin(plugin, resolve, { debounceMs: 1_000 });
+      cleanups.push(() => watcher.close());
+    });
+    closedWatcher.close();
     await replaceFile(join(root, 'index.mjs'), echoToolsSource(['hot'], 'v2:'));
-    await new Promise((r) => setTimeout(r, 400));
-    expect(await call()).toBe('v1:x');
+    expect((await open).ok).toBe(true);
+    expect(closedEvents).toEqual([]);
+    expect(await call()).toBe('v2:x');
   });
 });
 
