@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable } from '../../src/binding/ExecutableBinding.js';
 import { nodeMainLoadingFor } from '../../src/binding/nodeMain.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
+import { PYTHON3_DIR, PYTHON3_REAL } from '../helpers/python.js';
 
 let s: Scratch;
 beforeEach(() => {
@@ -105,7 +106,7 @@ describe('bindExecutable: shells and interpreters', () => {
 
   it('refuses an interpreter that is itself a shell wrapper script (a pyenv-style shim)', async () => {
     mkdirSync(join(s.base, 'shims'));
-    writeFileSync(join(s.base, 'shims/python3'), '#!/usr/bin/env bash\nexec python3.11 "$@"\n', { mode: 0o755 });
+    writeFileSync(join(s.base, 'shims/python3'), `#!/usr/bin/env bash\nexec ${PYTHON3_REAL} "$@"\n`, { mode: 0o755 });
     s.write('bin/run', '#!/usr/bin/env python3\nprint(1)\n');
     expect(await reasonOf('bin/run', join(s.base, 'shims'))).toBe('shell_interpreter');
   });
@@ -132,13 +133,13 @@ describe('bindExecutable: shells and interpreters', () => {
 
   it('resolves #!/usr/bin/env once, at install, to a pinned real path with its SHA-256 and identity', async () => {
     s.write('bin/run', '#!/usr/bin/env -S python3 -u\nprint(1)\n');
-    const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run', args: ['x'], searchPath: `relative/dir:${s.base}:/usr/bin` }))._unsafeUnwrap();
-    expect(r.interpreter?.path).toBe('/usr/bin/python3.11');
-    expect(r.interpreter?.sha256).toBe(sha('/usr/bin/python3.11'));
+    const r = (await bindExecutable({ installRoot: s.root, executable: 'bin/run', args: ['x'], searchPath: `relative/dir:${s.base}:${PYTHON3_DIR}` }))._unsafeUnwrap();
+    expect(r.interpreter?.path).toBe(PYTHON3_REAL);
+    expect(r.interpreter?.sha256).toBe(sha(PYTHON3_REAL));
     expect(r.interpreter?.args).toEqual(['-u']);
     expect(r.interpreter?.kind).toBe('python');
-    expect(r.interpreter?.identity.size).toBe(String(readFileSync('/usr/bin/python3.11').length));
-    expect(r.argv_normalized).toEqual(['/usr/bin/python3.11', '-u', `${s.root}/bin/run`, 'x']);
+    expect(r.interpreter?.identity.size).toBe(String(readFileSync(PYTHON3_REAL).length));
+    expect(r.argv_normalized).toEqual([PYTHON3_REAL, '-u', `${s.root}/bin/run`, 'x']);
   });
 
   it('marks Node interpreters so they get the verified-source loader', async () => {

@@ -7,6 +7,7 @@ import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
 import { NODE_MAIN_GUARD, type NodeMainLoading } from '../../src/binding/nodeMain.js';
 import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
+import { PYTHON3_REAL } from '../helpers/python.js';
 
 let s: Scratch;
 beforeEach(() => {
@@ -285,7 +286,7 @@ describe('verifyExecutableBinding: interpreter pin', () => {
     const pathDir = join(s.base, 'path1');
     mkdirSync(pathDir);
     const interpreter = join(pathDir, 'python3');
-    copyFileSync('/usr/bin/python3.11', interpreter);
+    copyFileSync(PYTHON3_REAL, interpreter);
     s.write('bin/plugin', PY_ORIGINAL);
     const record = await bind('bin/plugin', [], pathDir);
     expect(record.interpreter?.path).toBe(interpreter);
@@ -297,7 +298,7 @@ describe('verifyExecutableBinding: interpreter pin', () => {
     const marker = join(s.base, 'swapped-interpreter-ran');
     const evil = join(s.base, 'path0');
     mkdirSync(evil);
-    writeFileSync(join(evil, 'python3'), `#!/usr/bin/python3.11\nopen(${JSON.stringify(marker)}, 'w').write('x')\n`, { mode: 0o755 });
+    writeFileSync(join(evil, 'python3'), `#!${PYTHON3_REAL}\nopen(${JSON.stringify(marker)}, 'w').write('x')\n`, { mode: 0o755 });
     const previous = process.env.PATH;
     process.env.PATH = `${evil}:${pathDir}:${previous ?? ''}`;
     try {
