@@ -109,7 +109,11 @@ export async function runScenario(s: Scenario, packages: ScenarioPackages): Prom
     if (observedCode !== s.code) problems.push(`the faulty call gave ${observedCode}, expected ${s.code}`);
     if ((await healthyDuring).kind !== 'done' || codeOf(await healthyDuring) !== 'ok') problems.push(`the healthy plugin gave ${codeOf(await healthyDuring)} during the fault`);
 
-    const next = await observeNext(s, clock, () => timed(echo('faulty', 'next'), bound), bound);
+    let faultySpawns = 0;
+    host.events.on('spawn', (e) => {
+      if (e.plugin_id === 'faulty') faultySpawns += 1;
+    });
+    const next = await observeNext(s, observedCode, clock, () => timed(echo('faulty', 'next'), bound), () => faultySpawns, bound);
     if (next.problem !== undefined) problems.push(next.problem);
     const healthyAfter = await timed(echo('healthy', 'after'), bound);
     if (codeOf(healthyAfter) !== 'ok') problems.push(`the healthy plugin gave ${codeOf(healthyAfter)} after the fault`);
@@ -145,10 +149,23 @@ export async function runScenario(s: Scenario, packages: ScenarioPackages): Prom
   }
 }
 
+/** A later call's outcome in the report's words, relative to the faulty call's observed code. */
+function outcomeWords(code: string, faultyCode: string): string {
+  if (code === 'ok') return 'answered';
+  return code === faultyCode ? 'failed the same way' : `failed with ${code}`;
+}
+
+/**
+ * Makes the next call(s) and describes what they did, in the words of
+ * {@link expectedText} when the observation matches, so the report's
+ * "observed" column is always what happened, never the expectation.
+ */
 async function observeNext(
   s: Scenario,
+  faultyCode: string,
   clock: SkewClock,
   callNext: () => Promise<Outcome>,
+  spawnCount: () => number,
   bound: number,
 ): Promise<{ readonly words: string; readonly problem?: string }> {
   const first = await callNext();
@@ -158,17 +175,21 @@ async function observeNext(
     case 'ok':
     case 'fails-again': {
       const problem = expectCode(s.next === 'ok' ? 'ok' : s.code, firstCode);
-      return problem === undefined ? { words: NEXT_WORDS[s.next] } : { words: firstCode, problem };
+      const words = firstCode === 'ok' ? 'answered' : firstCode === faultyCode ? 'fails again the same way' : `fails with ${firstCode}`;
+      return problem === undefined ? { words } : { words, problem };
     }
     case 'quarantined-then-ok':
     case 'quarantined-then-same': {
       const refused = expectCode('VARIANT_QUARANTINED', firstCode, ' during the backoff');
+      const spawnsBefore = spawnCount();
       clock.advance(PAST_BACKOFF_MS);
       const after = await Promise.race([callNext(), new Promise<Outcome>((r) => setTimeout(() => r({ kind: 'hung', ms: bound }), bound).unref())]);
       const afterCode = codeOf(after);
+      const respawned = spawnCount() > spawnsBefore;
       const wanted = s.next === 'quarantined-then-ok' ? 'ok' : s.code;
-      const problem = refused ?? expectCode(wanted, afterCode, ' after the backoff');
-      return problem === undefined ? { words: NEXT_WORDS[s.next] } : { words: `${firstCode}, then ${afterCode} after the backoff`, problem };
+      const problem = refused ?? expectCode(wanted, afterCode, ' after the backoff') ?? (respawned ? undefined : 'the plugin was not respawned after the backoff');
+      const words = `${firstCode}, then ${respawned ? 'respawned' : 'not respawned'} after the backoff and ${outcomeWords(afterCode, faultyCode)}`;
+      return problem === undefined ? { words } : { words, problem };
     }
   }
 }
