@@ -49,7 +49,9 @@ export async function copyWhileHashing(
   const name = join(dir, `.verified-${Buffer.from(random.bytes(12)).toString('hex')}`);
   let writer: FileHandle | undefined;
   try {
-    writer = await open(name, 'wx', 0o500);
+    // Readable and executable by everyone: a plugin running as its own user (root host) execs it through the inherited
+    // descriptor, which checks the mode; nobody else can reach it, as it lives in a 0700 directory until unlinked.
+    writer = await open(name, 'wx', 0o555);
     const out = writer;
     const sha256 = await sha256OfHandle(source, async (chunk) => {
       let written = 0;
@@ -83,7 +85,8 @@ export async function writeUnnamedFile(dir: string, random: Random, contents: st
   const name = join(dir, `.unnamed-${Buffer.from(random.bytes(12)).toString('hex')}`);
   let reader: FileHandle | undefined;
   try {
-    const writer = await open(name, 'wx', 0o400);
+    // Readable by everyone for the same reason as the verified copies: reopened by a plugin's user through /proc/self/fd.
+    const writer = await open(name, 'wx', 0o444);
     try {
       await writer.writeFile(contents);
     } finally {

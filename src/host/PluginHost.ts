@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
@@ -21,7 +21,9 @@ import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type 
 import type { PluginProcess } from '../process/PluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { defaultProfileDir, ProfileLayout } from '../profile/ProfileLayout.js';
-import { resolveWriteDir } from '../sandbox/writeDir.js';
+import { openPluginDirectories, pluginDirectoryPaths } from '../sandbox/pluginDirectories.js';
+import { writeDirComponents } from '../sandbox/writeDir.js';
+import { pluginSearchPath } from '../env/pluginPath.js';
 import { SandboxSpawner, type EnforcedPolicy, type SandboxPolicyRequest, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
 import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
@@ -794,31 +796,43 @@ export class PluginHost {
     const binding = plugin.lock.binding;
     const caps = plugin.descriptor?.capabilities ?? { network: false, fs_write_dir: '', env_allow: [] };
     const declared = plugin.descriptor?.needs_user_creds ?? [];
-    const dataDir = this.#layout.dataDir(id);
+    const dataRoot = dirname(this.#layout.dataDir(id));
     const policy = this.#sandboxPolicy(id, caps);
+    const writeComponents = writeDirComponents(caps.fs_write_dir);
+    const interpreter = binding.interpreter?.path ?? (plugin.descriptor?.shape === 'esm-module' ? (this.#o.esmRunnerArgv?.[0] ?? process.execPath) : undefined);
     return () => {
       if (this.#closed) return errAsync(closedError());
       if (policy.isErr()) return errAsync(policy.error);
-      const { writeDir } = policy.value;
+      if (writeComponents.isErr()) return errAsync(writeComponents.error);
       return this.#checkStillInstalled(plugin)
-        .andThen(() =>
-          ResultAsync.fromPromise(mkdir(writeDir, { recursive: true, mode: 0o700 }), (cause) =>
-            hostError('HOST_IO_ERROR', `cannot create the data directory of '${id}'`, { cause }),
+        .andThen(() => this.#spawner.pluginIdentity(dataRoot, id))
+        .andThen((identity) =>
+          openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) }).map(
+            (directories) => ({ identity, directories }),
           ),
         )
-        .andThen(() => this.#secrets.get(id))
-        .andThen((stored) =>
-          this.#env.buildEnv({
-            parentEnv: this.#o.env ?? process.env,
-            envAllow: caps.env_allow,
-            credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
-            fixed: { HOME: dataDir, TMPDIR: writeDir },
-            pluginId: id,
-          }),
-        )
-        .andThen((env) =>
-          // The spawner releases the verified descriptors whatever the outcome.
-          this.#verifiedCode(plugin).andThen((executable) => this.#spawner.spawn({ ...policy.value, executable, env })),
+        .andThen(({ identity, directories }) =>
+          this.#secrets
+            .get(id)
+            .andThen((stored) =>
+              this.#env.buildEnv({
+                parentEnv: this.#o.env ?? process.env,
+                envAllow: caps.env_allow,
+                credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
+                fixed: { HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
+                pluginId: id,
+              }),
+            )
+            .andThen((env) =>
+              // The spawner releases the verified descriptors and the directories whatever the outcome.
+              this.#verifiedCode(plugin).andThen((executable) =>
+                this.#spawner.spawn({ ...policy.value, writeDir: directories.write.path, executable, env, directories, ...(identity === undefined ? {} : { identity }) }),
+              ),
+            )
+            .orElse((error) => {
+              directories.close();
+              return errAsync(error);
+            }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
@@ -877,20 +891,23 @@ export class PluginHost {
   /** What a plugin's sandbox allows: what `spawn` enforces and `info()` reports. */
   #sandboxPolicy(pluginId: string, caps: DeclaredCapabilities): Result<SandboxPolicyRequest, HostError> {
     const dataDir = this.#layout.dataDir(pluginId);
-    return resolveWriteDir(dataDir, caps.fs_write_dir).map((writeDir) => ({
-      network: caps.network,
-      writeDir,
-      hiddenPaths: [this.#layout.root],
-      readOnlyPaths: [dataDir],
-      pluginId,
-    }));
+    return writeDirComponents(caps.fs_write_dir).map((components) => {
+      const paths = pluginDirectoryPaths(dirname(dataDir), pluginId, components);
+      return { network: caps.network, writeDir: paths.write, hiddenPaths: [this.#layout.root], readOnlyPaths: [paths.data], pluginId };
+    });
   }
 
   #enforcedPolicy(plugin: InstalledPlugin): EnforcedPolicy | null {
     const caps = plugin.descriptor?.capabilities;
     if (caps === undefined) return null;
     const policy = this.#sandboxPolicy(plugin.plugin_id, caps);
-    return policy.isErr() ? null : this.#spawner.describe({ ...policy.value, installRoot: plugin.lock.binding.install_root });
+    if (policy.isErr()) return null;
+    const identity = this.#spawner.pluginIdentity(dirname(this.#layout.dataDir(plugin.plugin_id)), plugin.plugin_id);
+    return this.#spawner.describe({
+      ...policy.value,
+      installRoot: plugin.lock.binding.install_root,
+      ...(identity.isOk() && identity.value !== undefined ? { identity: identity.value } : {}),
+    });
   }
 
   #snapshotPlugin(pluginId: string): InstalledPlugin | undefined {

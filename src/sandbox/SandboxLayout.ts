@@ -2,9 +2,23 @@ import { accessSync, constants as fsConstants, lstatSync, readlinkSync, realpath
 import { isAbsolute, relative, sep } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { PluginIdentity } from './pluginIdentity.js';
 
 /** A host system directory made visible read-only, or recreated as the same symlink (merged /usr). */
 export type SystemMount = { readonly kind: 'dir'; readonly path: string } | { readonly kind: 'symlink'; readonly path: string; readonly target: string };
+
+/**
+ * A directory the launcher binds from an open descriptor rather than a path,
+ * so nothing done to the path after it was verified changes what is mounted.
+ */
+export interface BoundDirectory {
+  /** Where it appears inside the sandbox: its verified real host path. */
+  readonly path: string;
+  /** The descriptor number as the launcher process sees it. */
+  readonly fd: number;
+  /** Whether the plugin may write it. */
+  readonly writable: boolean;
+}
 
 /** A path hidden inside the sandbox: an empty read-only directory, or an unreadable file. */
 export interface MaskedPath {
@@ -27,6 +41,10 @@ export interface SandboxLayout {
   readonly installRoot: string;
   /** The only writable host directory. */
   readonly writeDir: string;
+  /** The plugin's directories bound from descriptors (its data directory read-only, its writable directory); the writable one is `writeDir`. */
+  readonly boundDirectories?: readonly BoundDirectory[];
+  /** The host user the plugin runs as, when the launcher switches users (a root host); otherwise the host's own. */
+  readonly identity?: PluginIdentity;
   /** Masked paths lying inside a mounted tree other than the install root and writeDir. */
   readonly masksOutside: readonly MaskedPath[];
   /** Masked paths lying inside the install root or writeDir. */
@@ -50,6 +68,9 @@ export interface LayoutInput {
   readonly secretPaths: readonly string[];
   readonly cwd?: string;
   readonly systemPaths?: readonly string[];
+  /** Directories bound from descriptors; a writable one replaces `writeDir`, which must name the same path. */
+  readonly boundDirectories?: readonly BoundDirectory[];
+  readonly identity?: PluginIdentity;
 }
 
 /** Whether `path` is `root` or lies below it (both real, absolute). */
@@ -123,16 +144,23 @@ const byDepth = (a: string, b: string): number => a.split(sep).length - b.split(
 export function resolveLayout(input: LayoutInput): Result<SandboxLayout, HostError> {
   const installRoot = realDirectory(input.installRoot, 'installRoot');
   if (installRoot.isErr()) return err(installRoot.error);
-  const writeDir = realDirectory(input.writeDir, 'writeDir');
+  const boundDirectories = input.boundDirectories ?? [];
+  const boundWritable = boundDirectories.find((d) => d.writable);
+  if (boundWritable !== undefined && boundWritable.path !== input.writeDir) {
+    return err(invalid(`The writable bound directory ${boundWritable.path} is not writeDir ${input.writeDir}`, { writeDir: input.writeDir, bound: boundWritable.path }));
+  }
+  // A bound directory was verified on its descriptor; resolving its path again would follow whatever is there now.
+  const writeDir = boundWritable === undefined ? realDirectory(input.writeDir, 'writeDir') : ok(boundWritable.path);
   if (writeDir.isErr()) return err(writeDir.error);
   const root = installRoot.value;
   const writable = writeDir.value;
+  const boundPaths = boundDirectories.map((d) => d.path);
 
   const readOnly: string[] = [];
   for (const path of input.readOnlyPaths) {
     if (!isAbsolute(path)) return err(invalid(`A read-only sandbox path must be absolute: ${path}`, { path }));
     const found = existingReal(path);
-    if (found && found.path !== root && !readOnly.includes(found.path)) readOnly.push(found.path);
+    if (found && found.path !== root && !boundPaths.includes(path) && !readOnly.includes(found.path)) readOnly.push(found.path);
   }
   readOnly.sort(byDepth);
 
@@ -141,7 +169,7 @@ export function resolveLayout(input: LayoutInput): Result<SandboxLayout, HostErr
   // /etc/resolv.conf is often a link into /run, which is never mounted whole (it holds host sockets).
   const resolver = input.network ? existingReal('/etc/resolv.conf') : undefined;
   if (resolver && ![...systemDirs, ...readOnly].some((tree) => isWithin(resolver.path, tree))) readOnly.push(resolver.path);
-  const ownTrees = [root, writable];
+  const ownTrees = [root, writable, ...boundPaths];
   const otherTrees = [...systemDirs, ...readOnly];
 
   const masksOutside: MaskedPath[] = [];
@@ -163,6 +191,17 @@ export function resolveLayout(input: LayoutInput): Result<SandboxLayout, HostErr
 
   const cwd = input.cwd ?? root;
   if (!isAbsolute(cwd)) return err(invalid(`The sandbox cwd must be absolute: ${cwd}`, { cwd }));
-  return ok({ network: input.network, system, readOnly, installRoot: root, writeDir: writable, masksOutside, masksInside, cwd });
+  return ok({
+    network: input.network,
+    system,
+    readOnly,
+    installRoot: root,
+    writeDir: writable,
+    boundDirectories,
+    ...(input.identity === undefined ? {} : { identity: input.identity }),
+    masksOutside,
+    masksInside,
+    cwd,
+  });
 }
 

@@ -1,6 +1,6 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { silentLogger, type Logger } from '../ports/ports.js';
 import type { LifecycleOptions } from '../process/ChildPluginProcess.js';
@@ -10,8 +10,10 @@ import { spawnChild } from '../process/spawnChild.js';
 import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import type { PluginDirectories } from './pluginDirectories.js';
+import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
-import { resolveLayout } from './SandboxLayout.js';
+import { resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { unixSocketDenyFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
@@ -76,6 +78,14 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly requireTreeLimits?: boolean;
   /** The util-linux `prlimit` binary. Default `/usr/bin/prlimit` or `/bin/prlimit` when present. */
   readonly prlimitPath?: string;
+  /**
+   * The host user ids plugins run as when the host runs as root (bubblewrap),
+   * one per plugin, group id equal to user id. Default
+   * {@link DEFAULT_PLUGIN_UID_RANGE} (`etc/sandbox/plugin-uids.json`).
+   */
+  readonly pluginUidRange?: PluginUidRange;
+  /** The util-linux `setpriv` binary that switches to a plugin's user. Default `/usr/bin/setpriv` or `/bin/setpriv` when present. */
+  readonly setprivPath?: string;
 }
 
 /** What a plugin may do, before anything is spawned. */
@@ -100,6 +110,15 @@ export interface SandboxSpawnRequest extends SandboxPolicyRequest {
   readonly env: Readonly<Record<string, string>>;
   /** Working directory inside the sandbox. Default the install root. */
   readonly cwd?: string;
+  /**
+   * The plugin's data and writable directories, opened without following
+   * links (`openPluginDirectories`): bound from their descriptors instead of
+   * by path, `writeDir` must be `directories.write.path`. Closed whatever the
+   * outcome, like the executable's descriptors.
+   */
+  readonly directories?: PluginDirectories;
+  /** The user the plugin runs as (see {@link SandboxSpawner.pluginIdentity}); without it, the host's user. */
+  readonly identity?: PluginIdentity;
 }
 
 /** The enforced policy of a plugin, as a plain object for `info` and logs. */
@@ -130,6 +149,8 @@ export interface EnforcedPolicy {
   readonly memoryLimitBytes: number | null;
   /** The caps of the plugin's whole process tree and what enforces them. */
   readonly limits: EnforcedTreeLimits;
+  /** The host user and group the plugin runs as, when the host switches users (it runs as root); `null`: the host's own user. */
+  readonly runsAs?: PluginIdentity | null;
   /** Names of the environment variables passed, when known. */
   readonly envNames?: readonly string[];
 }
@@ -146,6 +167,34 @@ function findOnPath(name: string, searchPath: string | undefined): string | unde
     }
   }
   return undefined;
+}
+
+/** The executable with the directories' descriptors inherited after its own, released together. */
+function withDirectories(executable: VerifiedExecutable, directories: PluginDirectories | undefined): VerifiedExecutable {
+  if (directories === undefined) return executable;
+  return {
+    argv: executable.argv,
+    inheritFds: [...executable.inheritFds, ...boundFds(directories)],
+    readOnlyPaths: executable.readOnlyPaths,
+    installRoot: executable.installRoot,
+    sha256: executable.sha256,
+    release: () => {
+      executable.release();
+      directories.close();
+    },
+  };
+}
+
+/** The host descriptors of the directories to bind: the writable one, and the data directory when it is another. */
+function boundFds(directories: PluginDirectories): number[] {
+  return directories.data.fd === directories.write.fd ? [directories.write.fd] : [directories.write.fd, directories.data.fd];
+}
+
+/** The directories as the launcher sees them, inherited from `firstFd` on in the order of {@link boundFds}. */
+function boundDirectories(directories: PluginDirectories, firstFd: number): BoundDirectory[] {
+  const bound: BoundDirectory[] = [{ path: directories.write.path, fd: firstFd, writable: true }];
+  if (directories.data.fd !== directories.write.fd) bound.push({ path: directories.data.path, fd: firstFd + 1, writable: false });
+  return bound;
 }
 
 function isExecutableFile(path: string): boolean {
@@ -170,6 +219,7 @@ const TREE_LIMITS_HINT =
 export class SandboxSpawner {
   private readonly secretPaths: readonly string[];
   private readonly prlimitPath: string | undefined;
+  private readonly setprivPath: string | undefined;
   private readonly logger: Logger;
 
   private constructor(
@@ -181,6 +231,7 @@ export class SandboxSpawner {
     this.secretPaths = (options.secretPaths ?? DEFAULT_SECRET_PATHS).map((p) => expandHome(p, home));
     this.logger = options.logger ?? silentLogger;
     this.prlimitPath = options.prlimitPath ?? (backend?.name === 'bubblewrap' ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
+    this.setprivPath = options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
     if (backend?.name === 'bubblewrap' && options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
       this.logger.warn({}, 'util-linux prlimit not found: plugins run without a memory limit');
     }
@@ -224,7 +275,7 @@ export class SandboxSpawner {
           sandboxUnsupported('architecture_unsupported', `Cannot enforce network: false on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
         );
       }
-      backend = bubblewrapBackend(bwrap, filter);
+      backend = bubblewrapBackend(bwrap, filter, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)));
     } else if (platform === 'darwin') {
       const sandboxExec = options.sandboxExecPath ?? '/usr/bin/sandbox-exec';
       if (!isExecutableFile(sandboxExec)) {
@@ -268,13 +319,42 @@ export class SandboxSpawner {
     return this.backend?.name ?? 'none';
   }
 
-  /** Spawns a plugin in its sandbox. The executable's descriptors are released whatever the outcome. */
+  /** Whether plugins run as users of their own: the host is root and the backend is bubblewrap. */
+  get switchesUsers(): boolean {
+    return this.backend?.name === 'bubblewrap' && process.getuid?.() === 0;
+  }
+
+  /**
+   * The user a plugin runs as (see `pluginIdentity`), or `undefined` when
+   * plugins run as the host's user (the host is not root, or not bubblewrap).
+   *
+   * @param dataRoot - The parent of every plugin's data directory.
+   */
+  pluginIdentity(dataRoot: string, pluginId: string): Result<PluginIdentity | undefined, HostError> {
+    if (!this.switchesUsers) return ok(undefined);
+    return checkUidRange(this.options.pluginUidRange ?? DEFAULT_PLUGIN_UID_RANGE).andThen((range) => pluginIdentity(dataRoot, pluginId, range));
+  }
+
+  /**
+   * Spawns a plugin in its sandbox. The executable's descriptors (and the
+   * request's directories) are released whatever the outcome.
+   */
   spawn(request: SandboxSpawnRequest): ResultAsync<PluginProcess, HostError> {
     const lifecycle = this.lifecycle();
-    const { executable } = request;
+    const { directories } = request;
+    const executable = withDirectories(request.executable, directories);
+    if (request.identity !== undefined && (this.backend?.name !== 'bubblewrap' || this.setprivPath === undefined)) {
+      executable.release();
+      return errAsync(
+        sandboxUnsupported('probe_failed', 'Cannot run the plugin as its own user: util-linux setpriv was not found (or the backend cannot switch users).', 'Install util-linux (setpriv) or pass setprivPath.', {
+          setpriv_path: this.setprivPath ?? null,
+        }),
+      );
+    }
     if (this.backend === undefined) {
       this.logger.warn({ argv0: executable.argv[0] }, 'spawning a plugin UNSANDBOXED (dangerouslyRunUnsandboxed)');
-      return spawnPluginProcess({ ...lifecycle, executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
+      directories?.close();
+      return spawnPluginProcess({ ...lifecycle, executable: request.executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
     }
     const layout = resolveLayout({
       network: request.network,
@@ -285,6 +365,8 @@ export class SandboxSpawner {
       secretPaths: this.secretPaths,
       systemPaths: this.backend.systemPaths,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
+      ...(directories === undefined ? {} : { boundDirectories: boundDirectories(directories, 3 + request.executable.inheritFds.length) }),
+      ...(request.identity === undefined ? {} : { identity: request.identity }),
     });
     if (layout.isErr()) {
       executable.release();
@@ -371,7 +453,7 @@ export class SandboxSpawner {
   }
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */
-  describe(request: SandboxPolicyRequest & { readonly installRoot: string; readonly envNames?: readonly string[] }): EnforcedPolicy {
+  describe(request: SandboxPolicyRequest & { readonly installRoot: string; readonly envNames?: readonly string[]; readonly identity?: PluginIdentity }): EnforcedPolicy {
     const backend = this.backend;
     const envNames = request.envNames === undefined ? {} : { envNames: [...request.envNames].sort() };
     if (backend === undefined) {
@@ -406,6 +488,7 @@ export class SandboxSpawner {
       capabilitiesDropped: backend.name === 'bubblewrap',
       memoryLimitBytes: this.memoryLimit(request.pluginId) ?? null,
       limits: this.enforcedLimits(request.pluginId),
+      runsAs: request.identity ?? null,
       ...envNames,
     };
   }

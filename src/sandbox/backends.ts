@@ -39,8 +39,41 @@ function exactEnvironment(argv: readonly string[], env: Readonly<Record<string, 
   return env.PWD === undefined ? [ENV_PROGRAM, '-u', 'PWD', '--', ...argv] : [ENV_PROGRAM, '--', `PWD=${env.PWD}`, ...argv];
 }
 
-/** The bubblewrap backend; `seccomp` is the compiled Unix-socket filter used with `network: false`. */
-export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer): SandboxBackend {
+/**
+ * The plugin's command line behind util-linux setpriv when the layout names
+ * a user: inside the sandbox, setpriv takes the user and group ids (real,
+ * effective and saved), drops supplementary groups, empties the bounding and
+ * inheritable capability sets (which also leaves the permitted and effective
+ * sets empty once the ids are not 0) and sets no_new_privs, then executes the
+ * plugin.
+ */
+function asPluginUser(layout: SandboxLayout, argv: readonly string[], setprivPath: string | undefined): readonly string[] {
+  const identity = layout.identity;
+  if (identity === undefined) return argv;
+  // The spawner refuses to spawn for a user without setpriv; an empty program makes a slip fail instead of running as root.
+  return [
+    setprivPath ?? '',
+    '--reuid',
+    String(identity.uid),
+    '--regid',
+    String(identity.gid),
+    '--clear-groups',
+    '--bounding-set',
+    '-all',
+    '--inh-caps',
+    '-all',
+    '--no-new-privs',
+    '--',
+    ...argv,
+  ];
+}
+
+/**
+ * The bubblewrap backend; `seccomp` is the compiled Unix-socket filter used
+ * with `network: false`, `setprivPath` the util-linux setpriv that switches to
+ * a layout's user (needed only when the host runs as root).
+ */
+export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer, setprivPath?: string): SandboxBackend {
   return {
     name: 'bubblewrap',
     command: bwrapPath,
@@ -50,8 +83,8 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer): SandboxBa
     containsTree: true,
     launch: (layout, argv, env, firstFreeFd) =>
       layout.network
-        ? { args: [...bubblewrapArgs(layout, undefined), ...exactEnvironment(argv, env)] }
-        : { args: [...bubblewrapArgs(layout, firstFreeFd), ...exactEnvironment(argv, env)], extraInput: seccomp },
+        ? { args: [...bubblewrapArgs(layout, undefined), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)] }
+        : { args: [...bubblewrapArgs(layout, firstFreeFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)], extraInput: seccomp },
   };
 }
 

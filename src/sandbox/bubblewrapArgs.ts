@@ -1,9 +1,27 @@
-import { sep } from 'node:path';
-import type { MaskedPath, SandboxLayout } from './SandboxLayout.js';
+import { dirname, sep } from 'node:path';
+import { isWithin, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
 
 function maskArgs(masks: readonly MaskedPath[]): string[] {
   // An empty tmpfs hides a directory; /dev/null, bound without device access, makes a file unreadable.
   return masks.flatMap((m) => (m.kind === 'dir' ? ['--tmpfs', m.path] : ['--ro-bind', '/dev/null', m.path]));
+}
+
+/**
+ * Directories bubblewrap creates for mount points are mode 0700 when it runs
+ * as root, which the plugin's own user could not cross to reach its install
+ * root or data directory; created beforehand with 0755 they only let it
+ * pass (they are empty but for the mount points).
+ */
+function traversableParents(layout: SandboxLayout): string[] {
+  const systemDirs = layout.system.filter((m) => m.kind === 'dir').map((m) => m.path);
+  const targets = [layout.installRoot, layout.writeDir, ...layout.readOnly, ...(layout.boundDirectories ?? []).map((d) => d.path)];
+  const parents = new Set<string>();
+  for (const target of targets) {
+    for (let dir = dirname(target); dir !== dirname(dir); dir = dirname(dir)) {
+      if (!systemDirs.some((s) => isWithin(dir, s))) parents.add(dir);
+    }
+  }
+  return [...parents].sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b)).flatMap((dir) => ['--perms', '0755', '--dir', dir]);
 }
 
 /**
@@ -18,9 +36,18 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * @param seccompFd - The descriptor number bubblewrap reads the seccomp program from (`network: false`).
  */
 export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined): string[] {
-  const args = ['--unshare-all'];
-  if (layout.network) args.push('--share-net');
-  args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL');
+  const args: string[] = [];
+  if (layout.identity === undefined) {
+    args.push('--unshare-all');
+    if (layout.network) args.push('--share-net');
+    args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL');
+  } else {
+    // Run by root, a user namespace would map uid 0 alone and no other user could exist inside. Without one, the
+    // sandbox keeps just what setpriv needs to become the plugin's user; setpriv then drops all of it before the plugin runs.
+    args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try');
+    if (!layout.network) args.push('--unshare-net');
+    args.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP');
+  }
   for (const mount of layout.system) {
     if (mount.kind === 'dir') args.push('--ro-bind', mount.path, mount.path);
     else args.push('--symlink', mount.target, mount.path);
@@ -30,13 +57,17 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   if (layout.shmBytes !== undefined) args.push('--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
   args.push('--tmpfs', '/tmp');
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
+  if (layout.identity !== undefined) args.push(...traversableParents(layout));
   args.push(...maskArgs(layout.masksOutside));
-  const own: [string, string][] = [
-    ['--ro-bind', layout.installRoot],
-    ['--bind', layout.writeDir],
+  const boundDirectories = layout.boundDirectories ?? [];
+  const bound = boundDirectories.filter((d) => d.writable || !boundDirectories.some((w) => w.writable && w.path === d.path));
+  const own: { args: string[]; path: string }[] = [
+    { args: ['--ro-bind', layout.installRoot], path: layout.installRoot },
+    ...bound.map((d) => ({ args: [d.writable ? '--bind-fd' : '--ro-bind-fd', String(d.fd)], path: d.path })),
   ];
-  own.sort((a, b) => a[1].split(sep).length - b[1].split(sep).length);
-  for (const [flag, path] of own) args.push(flag, path, path);
+  if (!boundDirectories.some((d) => d.writable)) own.push({ args: ['--bind', layout.writeDir], path: layout.writeDir });
+  own.sort((a, b) => a.path.split(sep).length - b.path.split(sep).length);
+  for (const mount of own) args.push(...mount.args, mount.path);
   args.push(...maskArgs(layout.masksInside));
   for (const m of [...layout.masksOutside, ...layout.masksInside]) if (m.kind === 'dir') args.push('--remount-ro', m.path);
   // The sandbox's root and /tmp are tmpfs that only hold mount points; left writable they would be scratch space outside writeDir.

@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import type { SecretStore } from '../../src/secrets/SecretStore.js';
+import { pluginSearchPath } from '../../src/env/pluginPath.js';
 import { FakeClock, HostPool, jsonOf, packaged, removePackages } from './helpers.js';
 
 const pool = new HostPool();
@@ -158,7 +159,7 @@ describe('secrets stay secret', () => {
     expect((await host.setup('host-canary', { 'booking-token': GOOD }))._unsafeUnwrap().status).toBe('passed');
 
     const canaryEnv = jsonOf<{ data: { env: Record<string, string> } }>((await host.call('plug.host-canary.env', {}))._unsafeUnwrap()).data.env;
-    expect(canaryEnv).toMatchObject({ HOST_CANARY_TOKEN: GOOD, HOME: join(dir, 'data', 'host-canary'), PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' });
+    expect(canaryEnv).toMatchObject({ HOST_CANARY_TOKEN: GOOD, HOME: join(dir, 'data', 'host-canary'), PATH: pluginSearchPath('/usr/bin/node'), LANG: 'C.UTF-8' });
     expect(Object.keys(canaryEnv)).not.toContain('UNRELATED_SECRET');
     expect(Object.keys(canaryEnv)).not.toContain('ANTHROPIC_API_KEY');
     expect(Object.keys(canaryEnv)).not.toContain('PROBE_GREETING');

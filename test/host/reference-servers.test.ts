@@ -7,6 +7,7 @@ import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CallProgress } from '../../src/shapes/PluginSession.js';
+import { pluginSearchPath } from '../../src/env/pluginPath.js';
 import { HostPool, removePackages, textOf } from './helpers.js';
 
 const pool = new HostPool();
@@ -29,7 +30,7 @@ describe('@modelcontextprotocol/server-everything', () => {
 
     const env = JSON.parse(textOf((await host.call('plug.host-everything.get-env', {}))._unsafeUnwrap())) as Record<string, string>;
     expect(env.HOME).toBe(join(dir, 'data', 'host-everything'));
-    expect(env.PATH).toBe('/usr/bin:/bin');
+    expect(env.PATH).toBe(pluginSearchPath('/usr/bin/node'));
     expect(Object.keys(env)).not.toContain('UNRELATED_SECRET');
 
     // Its toggles are write tools: refused under the default read risk.

@@ -101,3 +101,30 @@ describe('bubblewrapArgs', () => {
     expect(pairs(args, '--remount-ro')).toEqual([profile, join(home, '.ssh'), join(installRoot, '.aws'), '/tmp', '/']);
   });
 });
+
+describe('bubblewrapArgs for a bound, switched-user layout', () => {
+  const bound = layout({
+    boundDirectories: [
+      { path: join(writeDir, 'cache'), fd: 7, writable: true },
+      { path: writeDir, fd: 8, writable: false },
+    ],
+    writeDir: join(writeDir, 'cache'),
+    identity: { uid: 1_900_000_001, gid: 1_900_000_001 },
+  });
+
+  it('binds the plugin directories from descriptors, never by path, the data directory before its writable subtree', () => {
+    const args = bubblewrapArgs(bound, 9);
+    expect(pairs(args, '--bind')).toEqual([]);
+    expect(args.join(' ')).toContain(`--ro-bind-fd 8 ${writeDir} --bind-fd 7 ${join(writeDir, 'cache')}`);
+  });
+
+  it('keeps only the capabilities setpriv needs, without a user namespace, and makes mount-point parents traversable', () => {
+    const args = bubblewrapArgs(bound, 9);
+    expect(args).not.toContain('--unshare-all');
+    for (const flag of ['--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).toContain(flag);
+    expect(pairs(args, '--cap-drop')).toEqual(['ALL']);
+    expect(pairs(args, '--cap-add')).toEqual(['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP']);
+    expect(pairs(args, '--dir')).toContain(join(profile, 'data'));
+    expect(pairs(args, '--perms').every((p) => p === '0755')).toBe(true);
+  });
+});
