@@ -1,9 +1,11 @@
 /**
  * CatalogStore benchmarks: install transaction latency with 1, 100 and 1,000
  * plugins installed (each compared with the latency at 1 plugin, measured in
- * the same run), and listing 1,000 plugins.
+ * the same run), and listing 1,000 plugins. Every transaction starts from a
+ * fresh copy of its store, so each sample installs into exactly as many
+ * plugins as its label says.
  */
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CatalogStore } from '../src/catalog/CatalogStore.js';
@@ -26,8 +28,15 @@ async function storeWith(dir: string, installed: number): Promise<CatalogStore> 
   return store;
 }
 
-/** Milliseconds of one transaction installing plugin `id` into `store`. */
-async function installLatency(store: CatalogStore, id: string): Promise<number> {
+/**
+ * Milliseconds of one transaction installing plugin `id` into a fresh copy of
+ * the store in `template` (copied and opened before the clock starts).
+ */
+async function installLatency(template: string, scratch: string, id: string): Promise<number> {
+  rmSync(scratch, { recursive: true, force: true });
+  cpSync(template, scratch, { recursive: true });
+  const store = (await CatalogStore.open({ profileDir: scratch, profile: 'bench' }))._unsafeUnwrap();
+  (await store.snapshot())._unsafeUnwrap();
   return timeMs(async () => (await store.transaction((c) => putPlugin(c, pluginRecords(id))))._unsafeUnwrap());
 }
 
@@ -35,10 +44,11 @@ async function installLatency(store: CatalogStore, id: string): Promise<number> 
 export async function run(): Promise<BenchResult[]> {
   const base = mkdtempSync(join(tmpdir(), 'bench-catalog-'));
   try {
+    const templates = { one: join(base, 'p1'), hundred: join(base, 'p100'), thousand: join(base, 'p1000') };
     const stores = {
-      one: await storeWith(join(base, 'p1'), 1),
-      hundred: await storeWith(join(base, 'p100'), 99),
-      thousand: await storeWith(join(base, 'p1000'), 999),
+      one: await storeWith(templates.one, 1),
+      hundred: await storeWith(templates.hundred, 100),
+      thousand: await storeWith(templates.thousand, 1000),
     };
     // Interleave the three sizes transaction by transaction (rotating which goes first), so that
     // load from other processes on a shared machine moves all of them alike.
@@ -47,7 +57,7 @@ export async function run(): Promise<BenchResult[]> {
     for (let i = 0; i < SAMPLES; i++) {
       for (let k = 0; k < sizes.length; k++) {
         const size = sizes[(i + k) % sizes.length]!;
-        lat[size].push(await installLatency(stores[size], `new-${i}`));
+        lat[size].push(await installLatency(templates[size], join(base, 'scratch'), `new-${i}`));
       }
     }
     const latency = (name: string, values: number[]): BenchResult =>
@@ -59,7 +69,7 @@ export async function run(): Promise<BenchResult[]> {
           compare: 'ratio',
           target: 3,
           better: 'lower',
-          note: `${values.length} transactions (lock, read, validate, write three files with fsync, rename, directory fsync).`,
+          note: `${values.length} transactions, each into a fresh copy of the store (lock, read, validate, write three files with fsync, rename, directory fsync); the baseline likewise into a 1-plugin store.`,
         },
         values,
         lat.one,
@@ -86,7 +96,7 @@ export async function run(): Promise<BenchResult[]> {
         name: `list ${count} plugins from a freshly opened store (read, parse, validate three files)`,
         baselineName: 'readFileSync + JSON.parse of the three files',
         unit: 'ms',
-        compare: 'difference',
+        compare: 'absolute',
         target: 10,
         better: 'lower',
       },
@@ -98,7 +108,7 @@ export async function run(): Promise<BenchResult[]> {
         name: `list ${count} plugins from an open store (unchanged files are not parsed again)`,
         baselineName: 'readFileSync + JSON.parse of the three files',
         unit: 'ms',
-        compare: 'difference',
+        compare: 'absolute',
         target: 10,
         better: 'lower',
       },
@@ -108,8 +118,8 @@ export async function run(): Promise<BenchResult[]> {
     return [
       latency('install transaction with 100 plugins installed', lat.hundred),
       latency('install transaction with 1,000 plugins installed', lat.thousand),
-      { ...coldResult, note: `absolute ${coldResult.value.toFixed(2)} ms (issue target ≤ 10 ms: ${coldResult.value <= 10 ? 'met' : 'not met'}).` },
-      { ...warmResult, note: `absolute ${warmResult.value.toFixed(2)} ms (issue target ≤ 10 ms: ${warmResult.value <= 10 ? 'met' : 'not met'}).` },
+      { ...coldResult, note: `${cold.length} runs; the issue's target is the listing time itself (≤ 10 ms), the parse baseline is context.` },
+      { ...warmResult, note: `${warm.length} runs; the issue's target is the listing time itself (≤ 10 ms), the parse baseline is context.` },
     ];
   } finally {
     rmSync(base, { recursive: true, force: true });

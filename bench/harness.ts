@@ -7,6 +7,14 @@ import os from 'node:os';
 /** Whether a bigger or a smaller ratio is better. */
 export type Better = 'higher' | 'lower';
 
+/** A bound on the figure itself, checked beside the comparison (an issue target stated in units, not as a ratio). */
+export interface AbsoluteTarget {
+  readonly target: number;
+  readonly better: Better;
+  /** Which figure must meet it: the median (default) or the worst run of the spread. */
+  readonly on?: 'median' | 'worst';
+}
+
 /** One benchmark's outcome, as written to BENCHMARKS.md. */
 export interface BenchResult {
   /** Which issue's benchmark this is, e.g. "validation throughput". */
@@ -19,15 +27,27 @@ export interface BenchResult {
   readonly baselineName: string;
   /** Unit of value and baseline, e.g. "ops/s", "ms". */
   readonly unit: string;
-  /** How the ratio is formed and compared: value/baseline, or value-baseline for "difference" targets. */
-  readonly compare: 'ratio' | 'difference';
+  /**
+   * How the target is checked: value/baseline (`ratio`), value-baseline
+   * (`difference`), or the value itself (`absolute`, when the target names the
+   * figure; the baseline is then shown for context only).
+   */
+  readonly compare: 'ratio' | 'difference' | 'absolute';
   /** The target the comparison must meet, e.g. 1.1 (ratio) or 12 (ms difference). */
   readonly target: number;
   /** Whether the figure must be at least (`higher`) or at most (`lower`) the target. */
   readonly better: Better;
   /** Spread of the runs of value: [min, max]. */
   readonly spread: readonly [number, number];
-  /** Free-form note (absolute targets, sample count). */
+  /** A bound on the figure itself that must hold as well as the comparison's target. */
+  readonly absolute?: AbsoluteTarget;
+  /**
+   * `design`: a measurement kept for the record whose baseline cannot win or
+   * lose by construction (it does work the measured side skips by design);
+   * reported as a design note, outside the count of targets. Default `target`.
+   */
+  readonly role?: 'target' | 'design';
+  /** Free-form note (sample count, what is measured). */
   readonly note?: string;
 }
 
@@ -81,16 +101,28 @@ export function result(
   };
 }
 
-/** The comparison figure: ratio or difference of value against baseline. */
+/** The comparison figure: ratio or difference of value against baseline, or the value itself. */
 export function comparison(r: BenchResult): number {
+  if (r.compare === 'absolute') return r.value;
   return r.compare === 'ratio' ? r.value / r.baseline : r.value - r.baseline;
 }
 
-/** Whether a result meets its target. */
-export function meetsTarget(r: BenchResult): boolean {
-  const c = comparison(r);
-  return r.better === 'higher' ? c >= r.target : c <= r.target;
+const within = (figure: number, target: number, better: Better): boolean => (better === 'higher' ? figure >= target : figure <= target);
+
+/** The figure an absolute target is checked on. */
+export function absoluteFigure(r: BenchResult, absolute: AbsoluteTarget): number {
+  if (absolute.on !== 'worst') return r.value;
+  return absolute.better === 'higher' ? r.spread[0] : r.spread[1];
 }
+
+/** Whether a result meets its target and, when it has one, its absolute target. */
+export function meetsTarget(r: BenchResult): boolean {
+  const absoluteMet = r.absolute === undefined || within(absoluteFigure(r, r.absolute), r.absolute.target, r.absolute.better);
+  return within(comparison(r), r.target, r.better) && absoluteMet;
+}
+
+/** Whether a result counts towards the targets (design notes do not). */
+export const isCounted = (r: BenchResult): boolean => r.role !== 'design';
 
 /** One line describing this machine. */
 export function machine(): string {

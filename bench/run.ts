@@ -1,12 +1,13 @@
 /**
  * Runs every `bench/*.bench.ts` (each exports `run(): Promise<BenchResult[]>`)
  * and writes BENCHMARKS.md. `npm run bench -- name` runs only files whose name
- * contains `name`.
+ * contains `name` and writes its partial report to temp/benchmarks-<name>.md,
+ * never over BENCHMARKS.md.
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { comparison, machine, meetsTarget, type BenchResult } from './harness.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { absoluteFigure, comparison, isCounted, machine, meetsTarget, type BenchResult } from './harness.js';
 
 const filter = process.argv[2] ?? '';
 const dir = new URL('.', import.meta.url).pathname;
@@ -19,13 +20,23 @@ for (const file of files) {
   for (const r of await mod.run()) {
     all.push(r);
     const c = comparison(r);
+    const verdict = !isCounted(r) ? 'note' : meetsTarget(r) ? 'ok  ' : 'MISS';
     process.stdout.write(
-      `  ${meetsTarget(r) ? 'ok  ' : 'MISS'} ${r.name}: ${r.value.toFixed(3)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(3)} → ${r.compare} ${c.toFixed(3)} (target ${r.better === 'higher' ? '≥' : '≤'} ${r.target})\n`,
+      `  ${verdict} ${r.name}: ${r.value.toFixed(3)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(3)} → ${r.compare} ${c.toFixed(3)} (target ${targetText(r)})\n`,
     );
   }
 }
 
+function targetText(r: BenchResult): string {
+  const sign = (better: BenchResult['better']): string => (better === 'higher' ? '≥' : '≤');
+  const main = `${sign(r.better)} ${r.target}${r.compare === 'ratio' ? '×' : ` ${r.unit}`}`;
+  if (r.absolute === undefined) return main;
+  return `${main} and ${sign(r.absolute.better)} ${r.absolute.target} ${r.unit}${r.absolute.on === 'worst' ? ' (worst run)' : ''}`;
+}
+
 const fmt = (n: number): string => (Math.abs(n) >= 100 ? n.toFixed(0) : n.toFixed(3));
+const counted = all.filter(isCounted);
+const met = counted.filter(meetsTarget).length;
 const lines = [
   '# Benchmarks',
   '',
@@ -34,18 +45,32 @@ const lines = [
   `Machine: ${machine()}.`,
   '',
   'Each figure is the median of several runs, its spread [min, max] beside it, compared with a baseline measured in the same run.',
+  'A target in units (no ×) is checked on the figure itself; "and" adds an absolute bound to a comparison. Rows marked',
+  '"design note" keep a measurement whose baseline cannot win or lose by construction; they are not targets.',
+  '',
+  `Targets met: ${met} of ${counted.length}${counted.length === all.length ? '' : ` (${all.length - counted.length} design notes not counted)`}.`,
   '',
   '| benchmark | figure | spread | baseline | comparison | target | met |',
   '|---|---|---|---|---|---|---|',
   ...all.map((r) => {
     const c = comparison(r);
-    const cmp = r.compare === 'ratio' ? `${c.toFixed(3)}×` : `${c >= 0 ? '+' : ''}${fmt(c)} ${r.unit}`;
-    const target = `${r.better === 'higher' ? '≥' : '≤'} ${r.target}${r.compare === 'ratio' ? '×' : ` ${r.unit}`}`;
-    return `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${fmt(r.spread[0])}–${fmt(r.spread[1])} | ${r.baselineName}: ${fmt(r.baseline)} ${r.unit} | ${cmp} | ${target} | ${meetsTarget(r) ? 'yes' : '**no**'} |`;
+    const cmp =
+      r.compare === 'ratio'
+        ? `${c.toFixed(3)}×`
+        : r.compare === 'difference'
+          ? `${c >= 0 ? '+' : ''}${fmt(c)} ${r.unit}`
+          : `${fmt(c)} ${r.unit} (${(r.value / r.baseline).toFixed(2)}× the baseline)`;
+    const absolute = r.absolute === undefined ? '' : `; ${r.absolute.on === 'worst' ? 'worst run' : 'figure'} ${fmt(absoluteFigure(r, r.absolute))} ${r.unit}`;
+    const verdict = !isCounted(r) ? 'design note' : meetsTarget(r) ? 'yes' : '**no**';
+    return `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${fmt(r.spread[0])}–${fmt(r.spread[1])} | ${r.baselineName}: ${fmt(r.baseline)} ${r.unit} | ${cmp}${absolute} | ${isCounted(r) ? targetText(r) : `(${targetText(r)})`} | ${verdict} |`;
   }),
   '',
   ...all.filter((r) => r.note).map((r) => `- ${r.name}: ${r.note}`),
   '',
 ];
-if (!filter) writeFileSync(new URL('../BENCHMARKS.md', import.meta.url), lines.join('\n'));
-process.stdout.write(`${all.filter(meetsTarget).length}/${all.length} targets met\n`);
+const out = filter
+  ? join(fileURLToPath(new URL('../temp/', import.meta.url)), `benchmarks-${filter.replace(/[^A-Za-z0-9_-]+/g, '_')}.md`)
+  : fileURLToPath(new URL('../BENCHMARKS.md', import.meta.url));
+if (filter) mkdirSync(join(out, '..'), { recursive: true });
+writeFileSync(out, lines.join('\n'));
+process.stdout.write(`${met}/${counted.length} targets met; report written to ${out}\n`);

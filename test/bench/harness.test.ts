@@ -1,0 +1,40 @@
+// The "met" column of BENCHMARKS.md: a target in units is checked on the figure it names, an absolute bound
+// must hold beside a comparison, and design notes stay out of the count.
+import { describe, expect, it } from 'vitest';
+import { comparison, isCounted, meetsTarget, type BenchResult } from '../../bench/harness.js';
+
+const row = (fields: Partial<BenchResult>): BenchResult => ({
+  name: 'row',
+  value: 1,
+  baseline: 1,
+  baselineName: 'baseline',
+  unit: 'ms',
+  compare: 'ratio',
+  target: 1,
+  better: 'lower',
+  spread: [1, 1],
+  ...fields,
+});
+
+describe('benchmark targets', () => {
+  it('checks an absolute target on the figure itself, not on its difference from the baseline', () => {
+    // The fresh-open listing of the report: 11.98 ms against a 4.54 ms parse baseline, target ≤ 10 ms.
+    const listing = row({ value: 11.981, baseline: 4.544, compare: 'absolute', target: 10 });
+    expect(comparison(listing)).toBe(11.981);
+    expect(meetsTarget(listing)).toBe(false);
+    expect(meetsTarget({ ...listing, value: 9.5 })).toBe(true);
+  });
+
+  it('requires an absolute bound as well as the comparison, on the worst run when asked', () => {
+    const throughput = row({ value: 1873, baseline: 1949, unit: 'MB/s', target: 0.9, better: 'higher', spread: [700, 1900] });
+    expect(meetsTarget(throughput)).toBe(true);
+    expect(meetsTarget({ ...throughput, absolute: { target: 800, better: 'higher' } })).toBe(true);
+    expect(meetsTarget({ ...throughput, absolute: { target: 800, better: 'higher', on: 'worst' } })).toBe(false);
+    expect(meetsTarget({ ...throughput, absolute: { target: 2000, better: 'higher' } })).toBe(false);
+  });
+
+  it('keeps design notes out of the target count', () => {
+    expect(isCounted(row({}))).toBe(true);
+    expect(isCounted(row({ role: 'design' }))).toBe(false);
+  });
+});
