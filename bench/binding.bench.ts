@@ -36,18 +36,24 @@ async function hashThroughput(dir: string): Promise<BenchResult[]> {
   const streamed: number[] = [];
   const raw: number[] = [];
   const nodeStream: number[] = [];
+  const sides: ReadonlyArray<readonly [number[], () => Promise<unknown> | unknown]> = [
+    [raw, () => createHash('sha256').update(bytes).digest()],
+    [nodeStream, () => pipeline(createReadStream(file), createHash('sha256'))],
+    [
+      streamed,
+      async () => {
+        const handle = await open(file, 'r');
+        await sha256OfHandle(handle);
+        await handle.close();
+      },
+    ],
+  ];
   for (let i = 0; i < 10; i++) {
-    raw.push(mbps(await timeMs(() => createHash('sha256').update(bytes).digest())));
-    nodeStream.push(mbps(await timeMs(() => pipeline(createReadStream(file), createHash('sha256')))));
-    streamed.push(
-      mbps(
-        await timeMs(async () => {
-          const handle = await open(file, 'r');
-          await sha256OfHandle(handle);
-          await handle.close();
-        }),
-      ),
-    );
+    // Rotate which side goes first, so none always runs on the cache state another left.
+    for (let k = 0; k < sides.length; k++) {
+      const [into, fn] = sides[(i + k) % sides.length]!;
+      into.push(mbps(await timeMs(fn)));
+    }
   }
   // The first pair warms the page cache and the JIT.
   streamed.shift();
@@ -61,6 +67,7 @@ async function hashThroughput(dir: string): Promise<BenchResult[]> {
       compare: 'ratio',
       target: 0.9,
       better: 'higher',
+      absolute: { target: 800, better: 'higher' },
     },
     streamed,
     raw,
@@ -73,12 +80,14 @@ async function hashThroughput(dir: string): Promise<BenchResult[]> {
       compare: 'ratio',
       target: 0.9,
       better: 'higher',
+      role: 'design',
+      note: 'Design note: the baseline reads in 64 KiB chunks, a weaker reader than ours by construction; it shows why 1 MiB chunks are used.',
     },
     streamed,
     nodeStream,
   );
   return [
-    { ...r, note: `128 MiB file, 9 paired runs after one warm-up; absolute ${r.value.toFixed(0)} MB/s (issue target ≥ 800 MB/s: ${r.value >= 800 ? 'met' : 'not met'}).` },
+    { ...r, note: '128 MiB file, 9 runs of each side after one warm-up, the order rotated each run; the issue target is ≥ 800 MB/s on the figure itself, beside the ratio.' },
     versusStream,
   ];
 }
@@ -155,7 +164,8 @@ async function interpreterPin(dir: string): Promise<BenchResult> {
       compare: 'ratio',
       target: 0.2,
       better: 'lower',
-      note: 'Design measurement (no issue target): why the interpreter is pinned by identity plus digest instead of re-hashed at every spawn.',
+      role: 'design',
+      note: 'Design note (no issue target): the baseline re-hashes the whole interpreter, which the pinned side skips by design; it shows why the interpreter is pinned by identity plus digest instead of re-hashed at every spawn.',
     },
     pinned,
     rehash,
