@@ -179,7 +179,10 @@ export {
   type SandboxSpawnRequest,
   type SandboxSpawnerOptions,
 } from './sandbox/SandboxSpawner.js';
-export { resolveWriteDir } from './sandbox/writeDir.js';
+export { resolveWriteDir, writeDirComponents } from './sandbox/writeDir.js';
+export { openPluginDirectories, pluginDirectoryPaths, type OpenedDirectory, type PluginDirectories, type PluginDirectoryRequest } from './sandbox/pluginDirectories.js';
+export { DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './sandbox/pluginIdentity.js';
+export { PLUGIN_SYSTEM_PATH, pluginSearchPath } from './env/pluginPath.js';
 export { DEFAULT_SECRET_PATHS } from './sandbox/secretLocations.js';
 export { nodeRuntimePaths, type SandboxBackendName } from './sandbox/backends.js';
 export type { SandboxUnsupportedCause } from './sandbox/probe.js';

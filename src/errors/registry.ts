@@ -62,7 +62,7 @@ export const ERROR_CODES = {
   SCHEMA_REF_COLLISION: row('install', false, 'A schema ref is already installed with a different canonical body.', 'Rename the schema ref or ship the identical schema body.'),
   PROFILE_STRIP_NULLS_UNSAFE: row('install', false, 'An output profile strips nulls without declaring where that is safe.', 'Declare null_elision_safe_fields on the tool with the exact dot paths that may be elided.'),
   PLUGIN_SANDBOX_UNSUPPORTED: row('install', false, 'No enforcing OS sandbox is available on this host.', 'Install bubblewrap (Linux) or run on macOS; enable unprivileged user namespaces if they are disabled.'),
-  PLUGIN_FS_WRITE_OUTSIDE_SANDBOX: row('install', false, 'fs_write_dir is absolute or escapes the plugin data directory.', 'Use "" or a relative path without "..".'),
+  PLUGIN_FS_WRITE_OUTSIDE_SANDBOX: row('install', false, 'fs_write_dir is absolute, escapes the plugin data directory, or resolves through a link, file or moved directory inside it.', 'Use "" or a relative path without ".."; remove a link or file the plugin left at the named component.'),
   PLUGIN_CATALOG_SCHEMA_UNSUPPORTED: row('host', false, 'plugin-catalog.json has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),
   PLUGIN_LOCK_SCHEMA_UNSUPPORTED: row('host', false, 'plugins.lock has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),
   PLUGIN_STATE_SCHEMA_UNSUPPORTED: row('host', false, 'plugin-state.json has a schema version this host does not read.', 'Upgrade the host, or restore the file from a backup written by this version.'),

@@ -342,7 +342,10 @@ export class SandboxSpawner {
   spawn(request: SandboxSpawnRequest): ResultAsync<PluginProcess, HostError> {
     const lifecycle = this.lifecycle();
     const { directories } = request;
-    const executable = withDirectories(request.executable, directories);
+    // Only bubblewrap mounts descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
+    const bindsDescriptors = this.backend?.name === 'bubblewrap';
+    const executable = withDirectories(request.executable, bindsDescriptors ? directories : undefined);
+    if (!bindsDescriptors) directories?.close();
     if (request.identity !== undefined && (this.backend?.name !== 'bubblewrap' || this.setprivPath === undefined)) {
       executable.release();
       return errAsync(
@@ -353,8 +356,7 @@ export class SandboxSpawner {
     }
     if (this.backend === undefined) {
       this.logger.warn({ argv0: executable.argv[0] }, 'spawning a plugin UNSANDBOXED (dangerouslyRunUnsandboxed)');
-      directories?.close();
-      return spawnPluginProcess({ ...lifecycle, executable: request.executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
+      return spawnPluginProcess({ ...lifecycle, executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
     }
     const layout = resolveLayout({
       network: request.network,
@@ -365,7 +367,7 @@ export class SandboxSpawner {
       secretPaths: this.secretPaths,
       systemPaths: this.backend.systemPaths,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
-      ...(directories === undefined ? {} : { boundDirectories: boundDirectories(directories, 3 + request.executable.inheritFds.length) }),
+      ...(directories === undefined || !bindsDescriptors ? {} : { boundDirectories: boundDirectories(directories, 3 + request.executable.inheritFds.length) }),
       ...(request.identity === undefined ? {} : { identity: request.identity }),
     });
     if (layout.isErr()) {

@@ -10,7 +10,7 @@
  * the data directory's, and the descriptor (not the path) is what the
  * sandbox binds, so a rename after the check cannot redirect the mount.
  */
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -52,11 +52,27 @@ const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_
 
 const procPath = (fd: number, name?: string): string => (name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`);
 
+// Without /proc (macOS) names are reached through the parent's path and checked against the descriptor by identity.
+const VIA_PROC = process.platform === 'linux';
+
+/** How `name` inside the directory open as `parentFd` (at `parentPath`) is reached. */
+const entryPath = (parentFd: number, parentPath: string, name: string): string => (VIA_PROC ? procPath(parentFd, name) : join(parentPath, name));
+
+/** The real path of the directory open as `fd`, expected to be `expected`. */
+function realPathOf(fd: number, expected: string): string {
+  if (VIA_PROC) return readlinkSync(procPath(fd));
+  const real = realpathSync(expected);
+  const opened = fstatSync(fd);
+  const named = statSync(real);
+  return opened.dev === named.dev && opened.ino === named.ino ? real : `${real} (not the directory that was opened)`;
+}
+
 /** What sits at `name` inside the directory `parentFd`, for an error's details. */
-function describeEntry(parentFd: number, name: string): Record<string, unknown> {
+function describeEntry(parentFd: number, parentPath: string, name: string): Record<string, unknown> {
   try {
-    const st = lstatSync(procPath(parentFd, name));
-    if (st.isSymbolicLink()) return { found: 'symlink', link_target: readlinkSync(procPath(parentFd, name)) };
+    const path = entryPath(parentFd, parentPath, name);
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) return { found: 'symlink', link_target: readlinkSync(path) };
     if (st.isFile()) return { found: 'file' };
     if (st.isDirectory()) return { found: 'directory' };
     return { found: 'special file' };
@@ -83,7 +99,7 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) return err(refuse(name, { found: 'invalid name' }));
   let created = false;
   try {
-    mkdirSync(procPath(parentFd, name), 0o700);
+    mkdirSync(entryPath(parentFd, parentPath, name), 0o700);
     created = true;
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code !== 'EEXIST') {
@@ -92,16 +108,16 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
   }
   let fd: number;
   try {
-    fd = openSync(procPath(parentFd, name), OPEN_DIRECTORY);
+    fd = openSync(entryPath(parentFd, parentPath, name), OPEN_DIRECTORY);
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENOENT') return err(refuse(name, describeEntry(parentFd, name)));
+    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENOENT') return err(refuse(name, describeEntry(parentFd, parentPath, name)));
     return err(hostError('HOST_IO_ERROR', `cannot open ${join(parentPath, name)}`, { cause, details: { path: join(parentPath, name) } }));
   }
   const expected = join(parentPath, name);
   let real: string;
   try {
-    real = readlinkSync(procPath(fd));
+    real = realPathOf(fd, expected);
   } catch (cause) {
     closeQuietly(fd);
     return err(hostError('HOST_IO_ERROR', `cannot read where ${expected} is`, { cause }));
@@ -114,7 +130,8 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
 }
 
 /**
- * Gives a plugin's data directory tree to its user, never following a link:
+ * Gives a plugin's data directory tree to its user (Linux: only a root host
+ * running bubblewrap switches users), never following a link:
  * directories are entered through O_NOFOLLOW descriptors, everything else
  * changes owner with lchown. A file with several names is left as it is: one
  * of its other names may lie outside the data directory.
@@ -164,7 +181,7 @@ export function openPluginDirectories(request: PluginDirectoryRequest): Result<P
     mkdirSync(dataRoot, { recursive: true, mode: 0o700 });
     const rootFd = openSync(dataRoot, constants.O_RDONLY | constants.O_DIRECTORY);
     opened.push(rootFd);
-    const rootPath = readlinkSync(procPath(rootFd));
+    const rootPath = realPathOf(rootFd, dataRoot);
     const data = openChild(rootFd, rootPath, pluginId, refuse);
     if (data.isErr()) {
       closeAll();
