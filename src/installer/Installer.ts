@@ -4,13 +4,12 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinPackageTree } from '../binding/packageTree.js';
-import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { syncDirectory } from '../catalog/generationFiles.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
-import { hostError, type HostError } from '../errors/HostError.js';
+import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
 import type { ManifestShape, NormalizedManifest } from '../manifest/model.js';
 import { hasViolations, violation, violationsError, type Violation } from '../manifest/violations.js';
@@ -20,6 +19,7 @@ import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
 import { pluginRecords } from './installRecords.js';
+import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import type { PackageLimits } from './limits.js';
 import { openPackageSource, type StagedPackage } from './openPackageSource.js';
 import { sameTree } from './sameTree.js';
@@ -107,10 +107,7 @@ export interface InstallResult extends InstalledPlugin {
 }
 
 /** How an install relates to what is installed under its plugin id. */
-type Reinstall =
-  | { readonly kind: 'new' }
-  | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin }
-  | { readonly kind: 'repair'; readonly root: string };
+type Reinstall = { readonly kind: 'new' } | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin };
 
 const io = (what: string) => (cause: unknown): HostError =>
   hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
@@ -216,6 +213,17 @@ export class Installer {
    * new generation is published.
    */
   install(source: string, options: InstallOptions = {}): ResultAsync<InstallResult, HostError> {
+    // Collected after the install, so that the install's own inspection is its first catalog read.
+    return new ResultAsync(
+      (async () => {
+        const result = await this.#install(source, options);
+        await this.#collectLeftovers();
+        return result;
+      })(),
+    );
+  }
+
+  #install(source: string, options: InstallOptions): ResultAsync<InstallResult, HostError> {
     return this.#withStaged(source, options, async (staged) => {
       const current = await this.#o.store.snapshot();
       if (current.isErr()) return err(current.error);
@@ -227,7 +235,7 @@ export class Installer {
       const reinstall = await this.#reinstall(staged, manifest, options, current.value);
       if (reinstall.isErr()) return err(reinstall.error);
       if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
-      return this.#publish(staged, manifest, options, reinstall.value.kind === 'repair' ? reinstall.value.root : undefined);
+      return this.#publish(staged, manifest, options);
     });
   }
 
@@ -243,9 +251,7 @@ export class Installer {
     const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: manifest.plugin_id });
     if (plugin === undefined) return ok({ kind: 'new' });
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
-      // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins.
-      const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
-      return ok(intact ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
+      return ok({ kind: 'unchanged', plugin });
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
     return refused === undefined ? ok({ kind: 'new' }) : err(refused);
@@ -303,6 +309,25 @@ export class Installer {
     ).andThen((collected) => collected);
   }
 
+  /**
+   * Deletes what installs killed mid-way left: staging directories of dead
+   * installs, and install roots that neither the lock nor an install in
+   * progress (in any process) names. Every install runs it when done; a host
+   * calls it to clean up without waiting for the next install.
+   */
+  collectInstallLeftovers(): ResultAsync<CollectedLeftovers, HostError> {
+    return ResultAsync.fromPromise(collectInstallLeftovers(this.#o.layout, this.#o.store, this.#clock), (cause) =>
+      isHostError(cause) ? cause : io('collecting install leftovers')(cause),
+    );
+  }
+
+  /** A collection after an install: its failure leaves the leftovers for the next one and does not change the install's result. */
+  async #collectLeftovers(): Promise<void> {
+    const collected = await this.collectInstallLeftovers();
+    if (collected.isErr()) this.#logger.warn({ code: collected.error.code }, `install leftovers were not collected: ${collected.error.message}`);
+    else if (collected.value.staging.length + collected.value.installRoots.length > 0) this.#logger.info({ ...collected.value }, 'install leftovers collected');
+  }
+
   /** A collection after a committed change: its failure leaves files for the next one and does not fail the change. */
   async #collectAfterCommit(pluginId: string): Promise<void> {
     const collected = await this.collectUnreferencedSchemas();
@@ -335,6 +360,7 @@ export class Installer {
     const o = this.#o;
     const opened = openPackageSource(source, {
       stagingRoot: o.layout.stagingDir,
+      clock: this.#clock,
       requireChecksum: o.profileKind !== 'dev',
       ...(options.checksum === undefined ? {} : { checksum: options.checksum }),
       ...(options.signature === undefined ? {} : { signature: options.signature }),
@@ -412,8 +438,7 @@ export class Installer {
     return out;
   }
 
-  /** `repairs`: the install root of the same package whose tree changed (or was never pinned); it may be replaced while still installed. */
-  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
+  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions): Promise<Result<InstalledPlugin, HostError>> {
     const { plugin_id: id } = manifest;
     const code = pinnedCodeOf(manifest);
     if (code === undefined) {
@@ -448,6 +473,8 @@ export class Installer {
         }
       }
       await mkdir(dirname(installRoot), { recursive: true, mode: 0o755 });
+      // Named before it exists, so that no collection of leftovers takes it for one.
+      await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
       const bound = await this.#bind(installRoot, code);
@@ -466,7 +493,7 @@ export class Installer {
         const conflict = conflictUnderLock(id, records.variants, current.variants);
         if (conflict !== undefined) return err(conflict);
         const previous = Object.hasOwn(current.plugins, id) ? current.plugins[id] : undefined;
-        const refused = previous === undefined || previous.binding.install_root === repairs ? undefined : versionRefusal(previous, manifest, staged, options);
+        const refused = previous === undefined ? undefined : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));

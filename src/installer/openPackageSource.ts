@@ -2,8 +2,10 @@ import { mkdir, mkdtemp, realpath, rename, rm, rmdir, chmod, stat } from 'node:f
 import { join, resolve, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { systemClock, type Clock } from '../ports/ports.js';
 import { copyAndHash, digestsEqual, parseChecksum, type PackageDigest } from './checksum.js';
 import { copyDirectory } from './copyDirectory.js';
+import { claimStage, STAGE_PREFIX } from './installLeftovers.js';
 import { extractTgz } from './extractTar.js';
 import { extractZip } from './extractZip.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
@@ -38,6 +40,8 @@ export interface PackageSourceOptions {
   readonly requireSignatures?: boolean;
   /** Overrides of {@link DEFAULT_PACKAGE_LIMITS}. */
   readonly limits?: Partial<PackageLimits>;
+  /** Stamps the staging directory's owner record (see installLeftovers.ts). */
+  readonly clock?: Clock;
 }
 
 /** A package staged in a private directory, verified and ready for manifest validation. */
@@ -190,12 +194,13 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
   let stage: string;
   try {
     await mkdir(options.stagingRoot, { recursive: true });
-    stage = await mkdtemp(join(options.stagingRoot, '.stage-'));
+    stage = await mkdtemp(join(options.stagingRoot, STAGE_PREFIX));
   } catch (cause) {
     return err(toHostError(cause, `cannot create a staging directory in '${options.stagingRoot}'`));
   }
   const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
   try {
+    await claimStage(stage, options.clock ?? systemClock);
     const staged = await (isDirectory ? stageDirectory : stageArchive)(absolute, stage, options, v);
     const found = await locatePackageRoot(staged.tree.root, staged.kind !== 'directory');
     const root = join(stage, 'package');

@@ -62,7 +62,13 @@ export async function unpin(path: string): Promise<void> {
   await rm(path, { force: true });
 }
 
-function isStale(pin: SchemaPin, host: string, now: number): boolean {
+/**
+ * Whether a record written by an install (a schema pin, a staging owner) may
+ * be taken as left by a dead process: another host's after
+ * {@link PIN_STALE_MS}, this host's once its process looks gone and it is
+ * older than {@link DEAD_PIN_MIN_AGE_MS}.
+ */
+export function isStale(pin: Pick<SchemaPin, 'pid' | 'hostname' | 'started_at_ms'>, host: string, now: number): boolean {
   const age = now - pin.started_at_ms;
   if (pin.hostname !== host) return age > PIN_STALE_MS;
   return age > DEAD_PIN_MIN_AGE_MS && !processAlive(pin.pid);

@@ -107,9 +107,13 @@ describe('failure injection: each step leaves nothing behind', () => {
     const root = p.layout.installRoot('greeter', '1.0.0', '070707070707');
     await mkdir(root, { recursive: true });
     await writeFile(join(root, 'keep.txt'), 'not the installer’s');
+    // Named by a live install (this process), so the collection of leftovers after the install keeps it too.
+    const stage = join(p.layout.stagingDir, '.stage-other');
+    await mkdir(stage, { recursive: true });
+    await writeFile(join(stage, 'owner.json'), JSON.stringify({ pid: process.pid, hostname: hostname(), started_at_ms: Date.now(), install_root: root }));
     refusedWith(await p.installer.install(await p.copyFixture('install-node')), 'HOST_IO_ERROR');
     expect(await readFile(join(root, 'keep.txt'), 'utf8')).toBe('not the installer’s');
-    expect(await p.census()).toMatchObject({ plugins: [], schemaFiles: [], staging: [] });
+    expect(await p.census()).toMatchObject({ plugins: [], schemaFiles: [], staging: ['.stage-other'] });
   });
 
   it('a failed install of a plugin that reuses a schema body keeps the shared file', async () => {
