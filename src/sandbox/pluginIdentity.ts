@@ -7,13 +7,17 @@ import { hostError, type HostError } from '../errors/HostError.js';
 
 /** The host user and group a plugin's processes run as. */
 export interface PluginIdentity {
+  /** The host user id (real, effective, saved and file-system). */
   readonly uid: number;
+  /** The host group id; no supplementary groups. */
   readonly gid: number;
 }
 
 /** A range of host user ids given to plugins, one per plugin: `first` up to `first + count - 1`. */
 export interface PluginUidRange {
+  /** The lowest id of the range. */
   readonly first: number;
+  /** How many ids the range holds. */
   readonly count: number;
 }
 
