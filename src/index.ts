@@ -262,6 +262,14 @@ export {
   type VerifyExecutableOptions,
 } from './binding/ExecutableBinding.js';
 export type { FileIdentity, InterpreterKind, InterpreterPin } from './binding/interpreter.js';
+export {
+  PACKAGE_TREE_LIST_NAME,
+  pinPackageTree,
+  verifyPackageTree,
+  type PackageTreeCheck,
+  type PackageTreePin,
+  type TreeChange,
+} from './binding/packageTree.js';
 export type { NodeMainLoading } from './binding/nodeMain.js';
 export type { UntrustedReason } from './binding/untrusted.js';
 export {

@@ -113,7 +113,7 @@ export interface LockedPlugin {
   readonly namespace_owner?: string;
   /** Package provenance. */
   readonly package: PackageSource;
-  /** The executable binding verified before every spawn. */
+  /** The executable binding verified before every spawn, with the digest of the install root's file list (`tree`). */
   readonly binding: ExecutableBindingRecord;
 }
 
