@@ -192,8 +192,9 @@ export function openPluginDirectories(request: PluginDirectoryRequest): Result<P
     if (owner !== undefined) {
       const st = fstatSync(data.value.fd);
       if (st.uid !== owner.uid || st.gid !== owner.gid) {
-        fchownSync(data.value.fd, owner.uid, owner.gid);
+        // The directory itself last: an interrupted migration is walked again at the next spawn.
         giveTree(data.value.fd, owner);
+        fchownSync(data.value.fd, owner.uid, owner.gid);
       }
       if ((st.mode & 0o777) !== 0o700) fchmodSync(data.value.fd, 0o700);
     }
