@@ -24,7 +24,7 @@ export {
   type Logger,
   type Random,
 } from './ports/ports.js';
-export type { ExitInfo, PluginProcess, StopOptions } from './process/PluginProcess.js';
+export type { ExitInfo, PluginProcess, ResourceLimitHit, StopOptions, TreeLimitMechanism } from './process/PluginProcess.js';
 export {
   DEFAULT_ENV_PASS_THROUGH,
   EnvDenylist,
@@ -186,6 +186,8 @@ export { PLUGIN_SYSTEM_PATH, pluginSearchPath } from './env/pluginPath.js';
 export { DEFAULT_SECRET_PATHS } from './sandbox/secretLocations.js';
 export { nodeRuntimePaths, type SandboxBackendName } from './sandbox/backends.js';
 export type { SandboxUnsupportedCause } from './sandbox/probe.js';
+export { DEFAULT_TREE_LIMITS, type EnforcedTreeLimits, type TreeLimitOverride } from './sandbox/treeLimits.js';
+export type { TreeLimits } from './sandbox/controlGroups.js';
 export {
   CaptureServer,
   CapturedHandle,

@@ -53,6 +53,12 @@ export interface PluginProcess {
   /** Subscribes to complete stderr lines; returns an unsubscribe function. */
   onStderrLine(listener: (line: string) => void): () => void;
   /**
+   * The cap of its process tree the plugin reached, read from the kernel when
+   * asked (so a crash report can name it before the exit is known); present
+   * only on processes whose tree is capped as a whole.
+   */
+  limitHit?(): ResourceLimitHit | undefined;
+  /**
    * Stops the plugin and its whole process tree: close stdin, wait, SIGTERM,
    * wait, SIGKILL. Resolves with how it ended; safe to call more than once.
    */

@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { HostError } from '../errors/HostError.js';
-import type { ExitInfo, ResourceLimitHit } from './PluginProcess.js';
+import type { ExitInfo, PluginProcess, ResourceLimitHit } from './PluginProcess.js';
 
 /** What the host knows about an exit beyond the raw code and signal. */
 export interface ExitContext {
@@ -55,12 +55,13 @@ export function withLimitHit(exit: ExitInfo, hit: ResourceLimitHit): ExitInfo {
 }
 
 /**
- * A crash whose exit names a tree limit becomes PLUGIN_RESOURCE_LIMIT, with
- * the crash's details (stderr tail, exit) and which cap was reached; any
- * other error comes back unchanged.
+ * A crash of a plugin whose tree reached a cap (named by its exit, or by the
+ * process when the exit is not known yet) becomes PLUGIN_RESOURCE_LIMIT,
+ * with the crash's details (stderr tail, exit) and which cap was reached;
+ * any other error comes back unchanged.
  */
-export function crashOrLimit(crash: HostError, exit: ExitInfo | undefined): HostError {
-  const hit = exit?.limit;
+export function crashOrLimit(crash: HostError, process: PluginProcess, exit: ExitInfo | undefined = process.exitInfo): HostError {
+  const hit = exit?.limit ?? process.limitHit?.();
   if (hit === undefined || crash.code !== 'PLUGIN_CRASHED') return crash;
   return new HostError('PLUGIN_RESOURCE_LIMIT', `the plugin's process tree reached its ${describeLimitHit(hit)} and was stopped`, {
     details: { ...crash.details, limit: hit.limit, limit_value: hit.value, mechanism: hit.mechanism },

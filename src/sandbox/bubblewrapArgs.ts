@@ -53,8 +53,9 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
     else args.push('--symlink', mount.target, mount.path);
   }
   args.push('--proc', '/proc', '--dev', '/dev');
-  // Shared memory is a tmpfs: sized, it cannot hold more than the plugin's memory cap even where no control group charges it.
-  if (layout.shmBytes !== undefined) args.push('--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
+  // Shared memory is a tmpfs: sized, it cannot hold more than the plugin's memory cap even where no control group
+  // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
+  if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
   args.push('--tmpfs', '/tmp');
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   if (layout.identity !== undefined) args.push(...traversableParents(layout));

@@ -115,12 +115,17 @@ export class TreeLimitedProcess implements PluginProcess {
     return this.inner.onStderrLine(listener);
   }
 
+  limitHit(): ResourceLimitHit | undefined {
+    this.#check();
+    return this.#hit ?? this.#info?.limit;
+  }
+
   stop(options?: StopOptions): Promise<ExitInfo> {
     return this.inner.stop(options).then(() => this.exited);
   }
 
   #check(): void {
-    if (this.#hit !== undefined || this.inner.exitInfo !== undefined) return;
+    if (this.#hit !== undefined || this.#info !== undefined || this.inner.exitInfo !== undefined) return;
     const hit = this.group.limitHit();
     if (hit === undefined) return;
     this.#hit = hit;

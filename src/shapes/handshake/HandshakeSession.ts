@@ -308,7 +308,7 @@ export class HandshakeSession implements PluginSession {
             ...details,
             ...(event.partial === undefined ? {} : { partial_line: rawLineDetails(event.partial).raw_line }),
           }),
-          process.exitInfo,
+          process,
         );
       }
     }
@@ -335,6 +335,7 @@ export class HandshakeSession implements PluginSession {
             exit: exitDetails(exit),
             stderr_tail: process.stderrTail(),
           }),
+          process,
           exit,
         ),
       );

@@ -58,7 +58,7 @@ async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostErro
     ...(ctx.partialLine === undefined ? {} : { partial_line: ctx.partialLine }),
   };
   const how = exit === undefined ? 'closed its stdout' : exit.description;
-  return crashOrLimit(hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause }), exit);
+  return crashOrLimit(hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause }), ctx.process, exit);
 }
 
 function withContext(fatal: HostError, ctx: McpFailureContext): HostError {

@@ -173,11 +173,10 @@ export class NdjsonConnection {
       ...(partial === undefined ? {} : { partial_line: rawLineDetails(partial).raw_line }),
     };
     const message = `plugin stopped before answering (${this.process.exitInfo?.description ?? 'stdout closed'})`;
-    const exit = this.process.exitInfo;
-    const crash = crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, details), exit);
+    const crash = crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, details), this.process);
     this.env.logger.warn({ pid: this.process.pid, ...details }, 'ndjson-rpc: plugin crashed');
     for (const [id, pending] of this.pending) {
-      pending.deliver(err(crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details }), exit)));
+      pending.deliver(err(crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details }), this.process)));
     }
     this.pending.clear();
     this.resolveCrash(crash);

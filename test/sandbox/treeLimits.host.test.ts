@@ -1,0 +1,81 @@
+// Tree limits through PluginHost: real bubblewrap, real control groups (v1
+// here), a real MCP plugin that spends memory, shared memory and processes
+// across its tree. A limit hit fails that plugin with PLUGIN_RESOURCE_LIMIT;
+// the host and its other plugin keep working.
+import { spawnSync } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import type { HostError } from '../../src/errors/HostError.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { HostPool, packaged } from '../host/helpers.js';
+
+const MiB = 2 ** 20;
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pool = new HostPool();
+let hogPackage: string;
+let host: PluginHost;
+
+beforeAll(async () => {
+  hogPackage = await packageFixturePlugin(join(root, 'fixtures/plugins/host-hog'), { bundle: ['bin/hog.mjs'] });
+  const dir = await pool.profile();
+  const options = {
+    // A plugin's own limits beat the host's: the hog gets small caps, its neighbour the host's defaults.
+    sandbox: { pluginLimits: { 'host-hog': { memoryBytes: 192 * MiB, maxProcesses: 32 } } },
+    backoffScheduleMs: [1, 1, 1, 1, 1, 1, 1, 1],
+    callTimeoutMs: 60_000,
+  };
+  const installer = await pool.open(dir, options);
+  for (const pkg of [hogPackage, await packaged('probe')]) (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+  await installer.close();
+  host = await pool.open(dir, options);
+}, 120_000);
+
+afterAll(async () => {
+  await pool.cleanup();
+  await rm(hogPackage, { recursive: true, force: true });
+});
+
+/** Calls a hog tool once its backoff (1 ms) has passed. */
+async function hogCall(tool: string, args: Record<string, unknown>): Promise<HostError> {
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const result = await host.call(`plug.host-hog.${tool}`, args);
+  if (result.isOk()) throw new Error(`${tool} answered: ${JSON.stringify(result.value)}`);
+  return result.error;
+}
+
+describe('PluginHost with tree limits', () => {
+  it('reports each plugin’s limits and mechanism in enforced_capabilities', async () => {
+    const hog = (await host.info('host-hog'))._unsafeUnwrap().enforced_capabilities;
+    const neighbour = (await host.info('host-probe'))._unsafeUnwrap().enforced_capabilities;
+    expect(hog?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 192 * MiB, maxProcesses: 32 });
+    expect(neighbour?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 2 * 1024 * MiB, maxProcesses: 512 });
+  });
+
+  it('fails a plugin whose two children each hold more than half its memory cap with PLUGIN_RESOURCE_LIMIT', async () => {
+    const error = await hogCall('hog_children', { count: 2, mib: 112 });
+    expect(error.code).toBe('PLUGIN_RESOURCE_LIMIT');
+    expect(error.details).toMatchObject({ limit: 'memory', limit_value: 192 * MiB, mechanism: 'cgroup-v1' });
+    expect(typeof error.details.stderr_tail).toBe('string');
+    expect((await host.call('plug.host-probe.echo', { message: 'still here' })).isOk()).toBe(true);
+  }, 60_000);
+
+  it('fails a plugin that writes past its memory cap into /dev/shm', async () => {
+    const error = await hogCall('fill_shm', { mib: 256 });
+    expect(error.code).toBe('PLUGIN_RESOURCE_LIMIT');
+    expect(error.details.limit).toBe('memory');
+  }, 60_000);
+
+  it('stops a process swarm at the task cap; the neighbour answers and the host still forks', async () => {
+    const error = await hogCall('swarm', { count: 500 });
+    expect(error.code).toBe('PLUGIN_RESOURCE_LIMIT');
+    expect(error.details).toMatchObject({ limit: 'processes', limit_value: 32 });
+    expect(spawnSync('/bin/true').status).toBe(0);
+    expect((await host.call('plug.host-probe.echo', { message: 'still here' })).isOk()).toBe(true);
+    // After its backoff the same plugin starts again, in a fresh group.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect((await host.call('plug.host-hog.echo', {})).isOk()).toBe(true);
+  }, 60_000);
+});
