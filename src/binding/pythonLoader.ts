@@ -12,11 +12,17 @@
  * for a standard module. Child processes that re-run the main script by path
  * (`multiprocessing` with spawn or forkserver) or start `sys.executable`
  * (the interpreter's descriptor path) do not work.
+ *
+ * Bytecode is never written: the install root is read-only in the sandbox,
+ * and without one a `__pycache__` the interpreter left there would be a
+ * file the package tree pin does not list.
  */
 
 const RUN_VERIFIED_MAIN = `
 def _run_verified_main(fd):
     import sys
+    # A .pyc written next to a module would be a file the package tree pin never saw (refused at the next start).
+    sys.dont_write_bytecode = True
     # -c puts the working directory (the install root) first on sys.path: drop it before importing anything else.
     script_dir_first = not (sys.flags.isolated or getattr(sys.flags, 'safe_path', False))
     if script_dir_first and sys.path and sys.path[0] == '':

@@ -4,6 +4,7 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinPackageTree } from '../binding/packageTree.js';
+import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -107,7 +108,10 @@ export interface InstallResult extends InstalledPlugin {
 }
 
 /** How an install relates to what is installed under its plugin id. */
-type Reinstall = { readonly kind: 'new' } | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin };
+type Reinstall =
+  | { readonly kind: 'new' }
+  | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin }
+  | { readonly kind: 'repair'; readonly root: string };
 
 const io = (what: string) => (cause: unknown): HostError =>
   hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
@@ -235,7 +239,7 @@ export class Installer {
       const reinstall = await this.#reinstall(staged, manifest, options, current.value);
       if (reinstall.isErr()) return err(reinstall.error);
       if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
-      return this.#publish(staged, manifest, options);
+      return this.#publish(staged, manifest, options, reinstall.value.kind === 'repair' ? reinstall.value.root : undefined);
     });
   }
 
@@ -251,7 +255,9 @@ export class Installer {
     const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: manifest.plugin_id });
     if (plugin === undefined) return ok({ kind: 'new' });
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
-      return ok({ kind: 'unchanged', plugin });
+      // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins.
+      const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
+      return ok(intact ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
     return refused === undefined ? ok({ kind: 'new' }) : err(refused);
@@ -438,7 +444,8 @@ export class Installer {
     return out;
   }
 
-  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions): Promise<Result<InstalledPlugin, HostError>> {
+  /** `repairs`: the install root of the same package whose tree changed (or was never pinned); it may be replaced while still installed. */
+  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
     const { plugin_id: id } = manifest;
     const code = pinnedCodeOf(manifest);
     if (code === undefined) {
@@ -493,7 +500,7 @@ export class Installer {
         const conflict = conflictUnderLock(id, records.variants, current.variants);
         if (conflict !== undefined) return err(conflict);
         const previous = Object.hasOwn(current.plugins, id) ? current.plugins[id] : undefined;
-        const refused = previous === undefined ? undefined : versionRefusal(previous, manifest, staged, options);
+        const refused = previous === undefined || previous.binding.install_root === repairs ? undefined : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));

@@ -5,6 +5,7 @@
  * under node_modules or a Python module changed, added or removed on disk.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -221,5 +222,15 @@ describe('other runtimes: what the main file imports is pinned too', () => {
       code: 'PLUGIN_EXECUTABLE_UNTRUSTED',
       details: { reason: 'file_changed', file: 'bin/hello_impl.py', path: impl },
     });
+  });
+
+  it('a Python plugin run without a sandbox writes no bytecode next to its modules, so it starts again', async () => {
+    const options = { sandbox: { dangerouslyRunUnsandboxed: true } };
+    const { host, clock, root } = await install(await pythonPackage(), 'hello-python', options);
+    const hello = 'plug.hello-python.hello';
+    expect(jsonOf((await host.call(hello, { name: 'one' }))._unsafeUnwrap())).toEqual({ success: true, data: { greeting: 'Hello, one!' } });
+    expect(existsSync(join(root, 'bin', '__pycache__'))).toBe(false);
+    clock.advance(1_000);
+    expect(jsonOf((await host.call(hello, { name: 'two' }))._unsafeUnwrap())).toEqual({ success: true, data: { greeting: 'Hello, two!' } });
   });
 });

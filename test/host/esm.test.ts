@@ -96,7 +96,7 @@ describe('esm-module plugins through PluginHost', () => {
     expect((await host.call(ECHO, { text: 'later' }, CALL))._unsafeUnwrapErr()).toMatchObject({ code: 'VARIANT_QUARANTINED', retryable: false });
   }, 90_000);
 
-  it('refuses a manifest whose entry no longer names the pinned one (the runner checks it) and quarantines for good', async () => {
+  it('refuses a manifest whose entry no longer names the pinned one (the package tree pin sees the new file before the runner would) and quarantines for good', async () => {
     const dir = await pool.profile();
     const host = await installedHost(dir);
     const info = (await host.info(ID))._unsafeUnwrap();
@@ -106,7 +106,7 @@ describe('esm-module plugins through PluginHost', () => {
     await writeFile(manifestPath, JSON.stringify({ ...JSON.parse(await readFile(manifestPath, 'utf8')), entry: 'dist/other.mjs' }));
 
     const refused = (await host.call(ECHO, { text: 'x' }, CALL))._unsafeUnwrapErr();
-    expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'binding_inconsistent', pinned: 'dist/index.mjs' } });
+    expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_added', file: 'dist/other.mjs' } });
     expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true });
   }, 90_000);
 

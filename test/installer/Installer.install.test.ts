@@ -174,6 +174,7 @@ describe('installing a local directory on a dev profile', () => {
       argv_normalized: ['esm-runner', '--', root],
       install_root: root,
       kind: 'esm-entry',
+      tree: { sha256: expect.stringMatching(/^[0-9a-f]{64}$/), files: 2, bytes: expect.any(Number) },
     });
     // Imported by the runner, never executed: the entry keeps its mode.
     expect(await modeOf(join(root, 'dist', 'index.mjs'))).toBe(0o644);
