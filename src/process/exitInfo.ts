@@ -51,7 +51,8 @@ export function describeLimitHit(hit: ResourceLimitHit): string {
 
 /** The exit of a plugin the host stopped because its tree reached `hit`. */
 export function withLimitHit(exit: ExitInfo, hit: ResourceLimitHit): ExitInfo {
-  return { ...exit, limit: hit, description: `stopped: the plugin's process tree reached its ${describeLimitHit(hit)}; ${exit.description}` };
+  // Whoever delivered the final signal (the kernel's OOM killer or the host), the cause is the cap, not the signal.
+  return { ...exit, limit: hit, description: `stopped: the plugin's process tree reached its ${describeLimitHit(hit)} (status ${exit.status})` };
 }
 
 /**

@@ -29,7 +29,8 @@ export type FaultName =
   | 'ignore-eof'
   | 'ignore-sigterm'
   | 'grandchild'
-  | 'exhaust-memory';
+  | 'exhaust-memory'
+  | 'fork-swarm';
 
 /**
  * What the next call to the faulty plugin must do:
@@ -70,6 +71,7 @@ const CALL_TIMEOUT_MS = 2_000;
 const FLOOD_TIMEOUT_MS = 60_000;
 
 const crash = (why: string, next: NextCall = 'quarantined-then-ok') => ({ code: 'PLUGIN_CRASHED' as const, next, why });
+const resourceLimit = (why: string) => ({ code: 'PLUGIN_RESOURCE_LIMIT' as const, next: 'quarantined-then-ok' as const, why });
 const all = <T>(value: T): Record<FaultProtocol, T> => ({ 'mcp-plugin': value, 'ndjson-rpc': value, handshake: value });
 
 const ROWS: readonly FaultRow[] = [
@@ -177,6 +179,13 @@ const ROWS: readonly FaultRow[] = [
   },
   { fault: 'grandchild', scope: 'call', expect: all(crash('the exit is detected although a grandchild holds stdout open; the whole tree is killed')) },
   { fault: 'exhaust-memory', scope: 'call', expect: all(crash('the V8 heap cap (64 MiB) kills it; the host reports the exit and lives on')) },
+  {
+    fault: 'fork-swarm',
+    scope: 'call',
+    // Starting ~500 processes one after another takes a few seconds on a loaded 2-core machine.
+    timeoutMs: 30_000,
+    expect: all(resourceLimit("the plugin's task cap (512, one control group per plugin) refuses a fork; the host stops its whole tree, the healthy plugin keeps answering")),
+  },
 ];
 
 /** Every scenario, protocol by protocol in matrix order. */
