@@ -22,7 +22,7 @@
  * than their promise forms) and run in slices between which the event loop
  * gets its turn.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
@@ -52,8 +52,8 @@ const READ_CHUNK_BYTES = 1 << 20;
 const STATS_PER_SLICE = 2048;
 /** Bytes hashed between two turns of the event loop. */
 const BYTES_PER_SLICE = 16 << 20;
-/** Parsed lists kept per process; one per installed version is plenty. */
-const MAX_CACHED_TREES = 256;
+/** Parsed lists kept per process (a 5,000-file list takes about a megabyte); a host with more plugins parses a list again at a spawn. */
+const MAX_CACHED_TREES = 64;
 
 /** The stat identity of a file or directory, as the list records it. */
 interface Identity {
@@ -176,8 +176,6 @@ class Slicer {
   }
 }
 
-// ---------------------------------------------------------------------------------------------- install
-
 function listLine(fields: readonly (string | number | bigint)[], path: string): string {
   return `${fields.join(' ')} ${path}\n`;
 }
@@ -235,6 +233,8 @@ async function pin(installRoot: string): Promise<Result<PackageTreePin, HostErro
     const text = Buffer.from(walked.lines.join(''), 'utf8');
     let written = 0;
     while (written < text.length) written += writeSync(fd, text, written, text.length - written);
+    // On disk before the lock row that pins it is published: a list lost to a crash would quarantine the plugin.
+    fsyncSync(fd);
     const sha256 = createHash('sha256').update(text).digest('hex');
     return ok({ sha256, files: walked.files, bytes: walked.bytes });
   } catch (e) {
@@ -256,16 +256,21 @@ export function pinPackageTree(installRoot: string): ResultAsync<PackageTreePin,
   return new ResultAsync(pin(installRoot));
 }
 
-// ---------------------------------------------------------------------------------------------- spawn
-
 const cachedTrees = new Map<string, Tree>();
 
 function parseIdentity(fields: readonly string[], at: number): Identity {
   return { dev: BigInt(fields[at]!), ino: BigInt(fields[at + 1]!), size: 0n, mtimeNs: BigInt(fields[at + 2]!), ctimeNs: BigInt(fields[at + 3]!) };
 }
 
-/** Splits `count` space-separated fields off the front of a line; the rest is the path. */
-function splitLine(line: string, count: number): { fields: string[]; path: string } | undefined {
+const DECIMAL = /^[0-9]+$/;
+const OCTAL_MODE = /^[0-7]{1,4}$/;
+
+/**
+ * Splits `count` space-separated fields off the front of a line (the rest is
+ * the path); the first is an octal mode, the last four and those at
+ * `decimals` are decimal numbers.
+ */
+function splitLine(line: string, count: number, decimals: readonly number[] = []): { fields: string[]; path: string } | undefined {
   const fields: string[] = [];
   let start = 0;
   for (let i = 0; i < count; i++) {
@@ -274,6 +279,8 @@ function splitLine(line: string, count: number): { fields: string[]; path: strin
     fields.push(line.slice(start, space));
     start = space + 1;
   }
+  const numeric = [...decimals, count - 4, count - 3, count - 2, count - 1];
+  if (!OCTAL_MODE.test(fields[0]!) || numeric.some((i) => !DECIMAL.test(fields[i]!))) return undefined;
   return { fields, path: line.slice(start) };
 }
 
@@ -303,7 +310,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
       childrenOf.set(split.path, children);
       directories.push({ path: split.path, mode: parseInt(split.fields[0]!, 8), children, known: parseIdentity(split.fields, 1) });
     } else if (line.startsWith('f ')) {
-      const split = splitLine(line.slice(2), 7);
+      const split = splitLine(line.slice(2), 7, [1]);
       if (split === undefined || !isSha256Hex(split.fields[2]!) || !addChild(split.path)) return bad(i + 1);
       const [mode, size, sha256] = split.fields as [string, string, string];
       const known = parseIdentity(split.fields, 3);
@@ -323,7 +330,12 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
 async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree, HostError>> {
   const key = `${pin.sha256}\0${root}`;
   const cached = cachedTrees.get(key);
-  if (cached !== undefined) return ok(cached);
+  if (cached !== undefined) {
+    // Moved to the back: the list evicted first is the one used least recently.
+    cachedTrees.delete(key);
+    cachedTrees.set(key, cached);
+    return ok(cached);
+  }
   const opened = await openInsideRoot(root, PACKAGE_TREE_LIST_NAME);
   if (opened.isErr()) return err(opened.error);
   const chunks: Buffer[] = [];
