@@ -206,6 +206,24 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/** HOST_INVALID_OPTIONS for the first tree limit option that is neither a positive integer nor `false`. */
+function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined {
+  const given: [string, unknown][] = [
+    ['memoryLimitBytes', options.memoryLimitBytes],
+    ['maxProcesses', options.maxProcesses],
+    ...Object.entries(options.pluginLimits ?? {}).flatMap(([id, limits]): [string, unknown][] => [
+      [`pluginLimits.${id}.memoryBytes`, limits.memoryBytes],
+      [`pluginLimits.${id}.maxProcesses`, limits.maxProcesses],
+    ]),
+  ];
+  const bad = given.find(([, value]) => value !== undefined && value !== false && !(Number.isSafeInteger(value) && (value as number) > 0));
+  if (bad === undefined) return undefined;
+  return hostError('HOST_INVALID_OPTIONS', `${bad[0]} must be a positive integer or false`, {
+    details: { option: bad[0], value: String(bad[1]) },
+    hint: 'Give the cap in bytes (memory) or tasks (processes), or false to lift it.',
+  });
+}
+
 const TREE_LIMITS_HINT =
   "Run the host where it can create control groups: as root with the cgroup v1 memory and pids hierarchies, or in a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes …); or drop requireTreeLimits to accept per-process rlimits.";
 
@@ -243,6 +261,8 @@ export class SandboxSpawner {
    */
   static create(options: SandboxSpawnerOptions = {}): ResultAsync<SandboxSpawner, HostError> {
     const logger = options.logger ?? silentLogger;
+    const invalid = invalidTreeLimit(options);
+    if (invalid !== undefined) return errAsync(invalid);
     if (options.dangerouslyRunUnsandboxed === true) {
       if (options.profileKind !== 'dev') {
         return errAsync(

@@ -168,6 +168,16 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
   });
 });
 
+describe('limit options', () => {
+  it('refuses caps that are not positive integers (or false), host-wide and per plugin', async () => {
+    for (const options of [{ maxProcesses: 0 }, { memoryLimitBytes: 1.5 }, { pluginLimits: { p: { memoryBytes: -1 } } }, { pluginLimits: { p: { maxProcesses: Number.NaN } } }]) {
+      const refused = await SandboxSpawner.create({ homeDir: home, ...options });
+      expect(refused._unsafeUnwrapErr().code, JSON.stringify(options)).toBe('HOST_INVALID_OPTIONS');
+    }
+    expect((await SandboxSpawner.create({ homeDir: home, maxProcesses: false, pluginLimits: { p: { memoryBytes: false } } })).isOk()).toBe(true);
+  });
+});
+
 describe('fallback without control groups (controlGroups: "off")', () => {
   it('reports rlimit with the cause, and fails closed when tree limits are required', async () => {
     const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
