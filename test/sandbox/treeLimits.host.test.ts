@@ -3,6 +3,7 @@
 // across its tree. A limit hit fails that plugin with PLUGIN_RESOURCE_LIMIT;
 // the host and its other plugin keep working.
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,5 +78,46 @@ describe('PluginHost with tree limits', () => {
     // After its backoff the same plugin starts again, in a fresh group.
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect((await host.call('plug.host-hog.echo', {})).isOk()).toBe(true);
+  }, 60_000);
+});
+
+describe('PluginHost without control groups (controlGroups: "off"), root host', () => {
+  /** Tasks (threads included, as RLIMIT_NPROC counts them) of processes whose real uid is `uid`. */
+  function tasksOfUid(uid: number): number {
+    let tasks = 0;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const status = readFileSync(`/proc/${entry}/status`, 'utf8');
+        if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid) tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      } catch {
+        // Exited while we looked.
+      }
+    }
+    return tasks;
+  }
+
+  it.runIf(process.getuid?.() === 0)('caps the plugin user’s tasks with RLIMIT_NPROC and says so in enforced_capabilities', async () => {
+    const fallbackPool = new HostPool();
+    try {
+      const dir = await fallbackPool.profile();
+      const options = { sandbox: { controlGroups: 'off' as const, maxProcesses: 32 }, callTimeoutMs: 3_000 };
+      const installer = await fallbackPool.open(dir, options);
+      (await installer.install(hogPackage, { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const fallbackHost = await fallbackPool.open(dir, options);
+      const caps = (await fallbackHost.info('host-hog'))._unsafeUnwrap().enforced_capabilities;
+      expect(caps?.limits).toMatchObject({ mechanism: 'rlimit', memoryBytes: 2 * 1024 * MiB, maxProcesses: 32 });
+      const uid = caps?.runsAs?.uid;
+      expect(uid).toBeGreaterThan(0);
+      // The swarm never answers; by the time its call times out the kernel has refused every fork past the cap.
+      const swarm = await fallbackHost.call('plug.host-hog.swarm', { count: 200 });
+      expect(swarm._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
+      const tasks = tasksOfUid(uid!);
+      expect(tasks).toBeGreaterThan(16);
+      expect(tasks).toBeLessThanOrEqual(32);
+    } finally {
+      await fallbackPool.cleanup();
+    }
   }, 60_000);
 });
