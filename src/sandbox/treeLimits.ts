@@ -7,7 +7,10 @@ import { sendSignal } from '../process/processTree.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 
 /** The default cap on a plugin's whole tree: memory 2 GiB and 512 tasks (from `etc/sandbox/tree-limits.json`). */
-export const DEFAULT_TREE_LIMITS: TreeLimits = { memoryBytes: treeLimitData.memoryBytes, maxProcesses: treeLimitData.maxProcesses };
+export const DEFAULT_TREE_LIMITS: { readonly memoryBytes: number; readonly maxProcesses: number } = {
+  memoryBytes: treeLimitData.memoryBytes,
+  maxProcesses: treeLimitData.maxProcesses,
+};
 
 /** Caps that replace the defaults; `false` lifts a cap, an omitted field keeps the level below. */
 export interface TreeLimitOverride {
