@@ -14,7 +14,7 @@ import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
 import { resolveLayout, type BoundDirectory } from './SandboxLayout.js';
-import { unixSocketDenyFilter } from './seccompFilter.js';
+import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
@@ -289,13 +289,14 @@ export class SandboxSpawner {
           ),
         );
       }
-      const filter = unixSocketDenyFilter();
-      if (filter === undefined) {
+      const offline = pluginSeccompFilter(false);
+      const networked = pluginSeccompFilter(true);
+      if (offline === undefined || networked === undefined) {
         return errAsync(
-          sandboxUnsupported('architecture_unsupported', `Cannot enforce network: false on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
+          sandboxUnsupported('architecture_unsupported', `Cannot enforce the sandbox on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
         );
       }
-      backend = bubblewrapBackend(bwrap, filter, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)));
+      backend = bubblewrapBackend(bwrap, { offline, networked }, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)));
     } else if (platform === 'darwin') {
       const sandboxExec = options.sandboxExecPath ?? '/usr/bin/sandbox-exec';
       if (!isExecutableFile(sandboxExec)) {

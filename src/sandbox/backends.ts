@@ -69,11 +69,12 @@ function asPluginUser(layout: SandboxLayout, argv: readonly string[], setprivPat
 }
 
 /**
- * The bubblewrap backend; `seccomp` is the compiled Unix-socket filter used
- * with `network: false`, `setprivPath` the util-linux setpriv that switches to
- * a layout's user (needed only when the host runs as root).
+ * The bubblewrap backend; `seccomp` holds the compiled filters of plugins
+ * without and with network (`pluginSeccompFilter`), one of which every
+ * plugin gets; `setprivPath` the util-linux setpriv that switches to a
+ * layout's user (needed only when the host runs as root).
  */
-export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer, setprivPath?: string): SandboxBackend {
+export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline: Buffer; readonly networked: Buffer }, setprivPath?: string): SandboxBackend {
   return {
     name: 'bubblewrap',
     command: bwrapPath,
@@ -81,10 +82,10 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: Buffer, setprivPat
     tree: 'pid-namespace',
     launcherFailure: /^bwrap: /,
     containsTree: true,
-    launch: (layout, argv, env, firstFreeFd) =>
-      layout.network
-        ? { args: [...bubblewrapArgs(layout, undefined), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)] }
-        : { args: [...bubblewrapArgs(layout, firstFreeFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)], extraInput: seccomp },
+    launch: (layout, argv, env, firstFreeFd) => ({
+      args: [...bubblewrapArgs(layout, firstFreeFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)],
+      extraInput: layout.network ? seccomp.networked : seccomp.offline,
+    }),
   };
 }
 

@@ -33,7 +33,7 @@ function traversableParents(layout: SandboxLayout): string[] {
  * come after the trees that contain them, and the plugin's own directories
  * come after masks that would otherwise cover them.
  *
- * @param seccompFd - The descriptor number bubblewrap reads the seccomp program from (`network: false`).
+ * @param seccompFd - The descriptor number bubblewrap reads the seccomp program from (every plugin has one; see `pluginSeccompFilter`).
  */
 export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined): string[] {
   const args: string[] = [];

@@ -6,6 +6,12 @@
  * (`socketpair` stays allowed: it cannot reach anything outside), the
  * multiplexed `socketcall` of 32-bit x86, and io_uring, whose socket opcode
  * would bypass the filter.
+ *
+ * Every plugin, with or without network, is refused the kernel keyring calls
+ * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
+ * process keeps the session keyring of whoever started it across bubblewrap
+ * and a change of user, possessing (reading, adding to) every key in it: the
+ * host's Kerberos tickets, file-system and VPN keys.
  */
 
 // Instruction classes and fields (linux/bpf_common.h).
@@ -33,14 +39,16 @@ const IO_URING_SYSCALLS = [425, 426, 427];
 interface ArchTable {
   readonly auditArch: number;
   readonly socket: number;
+  /** add_key, request_key, keyctl. */
+  readonly keyring: readonly number[];
   readonly socketcall?: number;
   readonly rejectX32?: boolean;
 }
 
-const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, rejectX32: true };
-const I386: ArchTable = { auditArch: 0x40000003, socket: 359, socketcall: 102 };
-const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198 };
-const ARM: ArchTable = { auditArch: 0x40000028, socket: 281 };
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219] };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311] };
 
 /** The architectures a process of a given Node `process.arch` host may run, native first. */
 const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
@@ -56,10 +64,12 @@ const jumpIfAtLeast = (k: number, target: string): Instruction => ({ code: BPF_J
 const ret = (k: number): Instruction => ({ code: BPF_RET_K, jt: 0, jf: 0, k });
 const label = (name: string): Instruction => ({ label: name });
 
-function archBlock(table: ArchTable, index: number): Instruction[] {
+function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): Instruction[] {
   const checkFamily = `family${index}`;
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
+  for (const nr of table.keyring) out.push(jumpIfEqual(nr, 'eperm'));
+  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW)];
   out.push(jumpIfEqual(table.socket, checkFamily));
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
@@ -93,18 +103,20 @@ function assemble(program: readonly Instruction[]): Buffer {
 }
 
 /**
- * The compiled filter for a host architecture (`process.arch`), or
- * `undefined` when this library has no syscall table for it, in which case
- * `network: false` cannot be enforced and spawning must fail closed.
+ * The compiled filter of every plugin for a host architecture
+ * (`process.arch`): keyring calls refused, and with `network: false` Unix
+ * sockets and io_uring too. `undefined` when this library has no syscall
+ * table for the architecture, in which case the sandbox cannot be enforced
+ * and spawning must fail closed.
  */
-export function unixSocketDenyFilter(hostArch: string = process.arch): Buffer | undefined {
+export function pluginSeccompFilter(network: boolean, hostArch: string = process.arch): Buffer | undefined {
   const tables = TABLES_BY_HOST_ARCH[hostArch];
   if (tables === undefined) return undefined;
   const program: Instruction[] = [load(OFFSET_ARCH)];
   tables.forEach((table, i) => program.push(jumpIfEqual(table.auditArch, `arch${i}`)));
   // A process of an architecture we have no table for gets nothing.
   program.push(ret(SECCOMP_RET_ERRNO | ENOSYS));
-  tables.forEach((table, i) => program.push(label(`arch${i}`), ...archBlock(table, i)));
+  tables.forEach((table, i) => program.push(label(`arch${i}`), ...archBlock(table, i, !network)));
   program.push(label('eperm'), ret(SECCOMP_RET_ERRNO | EPERM), label('enosys'), ret(SECCOMP_RET_ERRNO | ENOSYS));
   return assemble(program);
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { unixSocketDenyFilter } from '../../src/sandbox/seccompFilter.js';
+import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
+
+const unixSocketDenyFilter = (arch: string): Buffer | undefined => pluginSeccompFilter(false, arch);
 
 const ALLOW = 0x7fff0000;
 const EPERM = 0x00050001;
@@ -53,7 +55,23 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(p, AARCH64, 425)).toBe(ENOSYS);
   });
 
+  it('refuses the keyring calls with and without network, and leaves Unix sockets and io_uring alone with network', () => {
+    for (const network of [false, true]) {
+      const x64 = pluginSeccompFilter(network, 'x64')!;
+      for (const nr of [248, 249, 250]) expect(evaluate(x64, X86_64, nr)).toBe(EPERM);
+      for (const nr of [286, 287, 288]) expect(evaluate(x64, I386, nr)).toBe(EPERM);
+      const arm64 = pluginSeccompFilter(network, 'arm64')!;
+      for (const nr of [217, 218, 219]) expect(evaluate(arm64, AARCH64, nr)).toBe(EPERM);
+    }
+    const networked = pluginSeccompFilter(true, 'x64')!;
+    expect(evaluate(networked, X86_64, 41, 1)).toBe(ALLOW);
+    expect(evaluate(networked, X86_64, 425)).toBe(ALLOW);
+    expect(evaluate(networked, I386, 102, 1)).toBe(ALLOW);
+    expect(evaluate(networked, X86_64, 0x40000000 + 41, 1)).toBe(ENOSYS);
+  });
+
   it('has no filter for an architecture without a syscall table (spawning must fail closed)', () => {
     expect(unixSocketDenyFilter('mips')).toBeUndefined();
+    expect(pluginSeccompFilter(true, 'mips')).toBeUndefined();
   });
 });
