@@ -214,26 +214,34 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
       utimesSync(path, s.atime, s.mtime);
     }
   };
-  moveEveryCtime();
   const check = async (): Promise<void> => void (await verifyPackageTree(root, pin))._unsafeUnwrap();
   const unchanged: number[] = [];
   const rehash: number[] = [];
   const plainRead: number[] = [];
   const inMemory: number[] = [];
+  const firstCheck: number[] = [];
   const contents = paths.map((p) => readFileSync(p));
   for (let i = 0; i < 12; i++) {
-    forgetPackageTrees();
+    // The host already holds the parsed list (it is read once per process); every identity has moved.
+    moveEveryCtime();
     rehash.push(await timeMs(check));
     unchanged.push(await timeMs(check));
     plainRead.push(await timeMs(() => paths.forEach((p) => createHash('sha256').update(readFileSync(p)).digest('hex'))));
     inMemory.push(await timeMs(() => contents.forEach((c) => createHash('sha256').update(c).digest('hex'))));
   }
   for (const runs of [unchanged, rehash, plainRead, inMemory]) runs.splice(0, 2);
+  // Pinned afresh, so that the identities in the list hold: a host process's first check of an unchanged tree.
+  rmSync(join(root, PACKAGE_TREE_LIST_NAME));
+  const repinned = (await pinPackageTree(root))._unsafeUnwrap();
+  for (let i = 0; i < 5; i++) {
+    forgetPackageTrees();
+    firstCheck.push(await timeMs(async () => void (await verifyPackageTree(root, repinned))._unsafeUnwrap()));
+  }
   const mbps = (ms: number): number => pin.bytes / MiB / (ms / 1000);
   const spawnCheck = result(
     {
       name: 'verify a 5,000-file, 20 MB package tree at spawn, unchanged (stat identities)',
-      baselineName: 'full re-hash of the same tree (every ctime moved)',
+      baselineName: 'full re-hash of the same tree (every ctime moved, list already parsed)',
       unit: 'ms',
       compare: 'ratio',
       target: 0.1,
@@ -258,7 +266,7 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
   return [
     {
       ...spawnCheck,
-      note: `10 paired runs after two warm-ups; absolute ${spawnCheck.value.toFixed(1)} ms (issue target ≤ 5 ms absolute or ≤ 0.1× the re-hash: ${spawnCheck.value <= 5 || comparison(spawnCheck) <= 0.1 ? 'met' : 'not met'}). One lstat per file and directory, synchronous (measured faster than fs.promises.lstat, all at once or in batches).`,
+      note: `10 paired runs after two warm-ups; absolute ${spawnCheck.value.toFixed(1)} ms (issue target ≤ 5 ms absolute or ≤ 0.1× the re-hash: ${spawnCheck.value <= 5 || comparison(spawnCheck) <= 0.1 ? 'met' : 'not met'}). One synchronous lstat per file and directory (faster than fs.promises.lstat, all at once or in batches), which puts a floor of about 5,250 lstat calls under any check that looks at every file. The first check in a process also reads and parses the 850 KB list: ${median(firstCheck).toFixed(1)} ms in all.`,
     },
     {
       ...throughput,

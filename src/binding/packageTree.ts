@@ -52,6 +52,8 @@ const READ_CHUNK_BYTES = 1 << 20;
 const STATS_PER_SLICE = 2048;
 /** Bytes hashed between two turns of the event loop. */
 const BYTES_PER_SLICE = 16 << 20;
+/** After this many files in a row needed a re-hash, the next ones are opened without an `lstat` first, until one does not. */
+const REHASHES_BEFORE_OPENING_FIRST = 16;
 /** Parsed lists kept per process (a 5,000-file list takes about a megabyte); a host with more plugins parses a list again at a spawn. */
 const MAX_CACHED_TREES = 64;
 
@@ -134,45 +136,52 @@ function treeChange(root: string, relative: string, change: TreeChange, what: st
 let readBuffer: Buffer | undefined;
 
 /**
- * Reads and hashes one file by descriptor, checking it is the regular file
- * `seen` described. Synchronous from open to close, so one read buffer
- * serves every caller.
+ * The SHA-256 of everything readable from `fd`. Synchronous, so one read
+ * buffer serves every caller.
  */
-function hashFile(path: string, seen: BigIntStats | undefined): { sha256: string; stat: BigIntStats } {
+function hashDescriptor(fd: number): string {
   readBuffer ??= Buffer.allocUnsafe(READ_CHUNK_BYTES);
   const buffer = readBuffer;
+  const hash = createHash('sha256');
+  for (;;) {
+    const n = readSync(fd, buffer, 0, buffer.length, null);
+    hash.update(buffer.subarray(0, n));
+    // A regular file reads short only at its end: one read for a file smaller than the buffer.
+    if (n < buffer.length) break;
+  }
+  return hash.digest('hex');
+}
+
+/** Reads and hashes one file by descriptor, checking it is the regular file `seen` described. */
+function hashFile(path: string, seen: BigIntStats): { sha256: string; stat: BigIntStats } {
   const fd = openSync(path, OPEN_FLAGS);
   try {
     const stat = fstatSync(fd, { bigint: true });
-    if (!stat.isFile() || (seen !== undefined && (stat.dev !== seen.dev || stat.ino !== seen.ino))) {
+    if (!stat.isFile() || stat.dev !== seen.dev || stat.ino !== seen.ino) {
       throw Object.assign(new Error(`${path} was replaced while it was read`), { code: 'ECHANGED' });
     }
-    const hash = createHash('sha256');
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      hash.update(buffer.subarray(0, n));
-      // A regular file reads short only at its end: one read for a file smaller than the buffer.
-      if (n < buffer.length) break;
-    }
-    return { sha256: hash.digest('hex'), stat };
+    return { sha256: hashDescriptor(fd), stat };
   } finally {
     closeSync(fd);
   }
 }
 
-/** Yields to the event loop every `STATS_PER_SLICE` calls or `BYTES_PER_SLICE` bytes. */
+/**
+ * Counts the work of a walk: `due` says when the event loop's turn has come
+ * (every `STATS_PER_SLICE` calls or `BYTES_PER_SLICE` bytes). The caller
+ * awaits only then, since an `await` per file would cost more than its `lstat`.
+ */
 class Slicer {
   #calls = 0;
   #bytes = 0;
 
-  async tick(bytes = 0): Promise<void> {
+  due(bytes = 0): boolean {
     this.#calls++;
     this.#bytes += bytes;
-    if (this.#calls >= STATS_PER_SLICE || this.#bytes >= BYTES_PER_SLICE) {
-      this.#calls = 0;
-      this.#bytes = 0;
-      await nextTurn();
-    }
+    if (this.#calls < STATS_PER_SLICE && this.#bytes < BYTES_PER_SLICE) return false;
+    this.#calls = 0;
+    this.#bytes = 0;
+    return true;
   }
 }
 
@@ -207,7 +216,7 @@ async function walkForPin(root: string): Promise<{ lines: string[]; files: numbe
         fileLines.push(listLine(['f', modeOf(st).toString(8), st.size, hashed.sha256, st.dev, st.ino, st.mtimeNs, st.ctimeNs], child));
         files++;
         bytes += Number(st.size);
-        await slicer.tick(Number(st.size));
+        if (slicer.due(Number(st.size))) await nextTurn();
       } else {
         const reason = s.isSymbolicLink() ? 'link' : 'not_regular_file';
         throw new Refusal(untrusted(reason, `${childPath} is a link or special file; an install root holds only files and directories.`, { path: childPath }));
@@ -384,13 +393,18 @@ function checkDirectory(root: string, dir: TreeDirectory): void {
   dir.known = { ...identityOf(stat), size: -1n };
 }
 
-/** Checks one file; returns -1 when its identity vouched for it, else the bytes hashed to check it. */
+/** The checks a file's status must pass before its identity or bytes count. */
+function checkStatus(root: string, file: TreeFile, stat: BigIntStats): void {
+  if (!stat.isFile()) throw treeChange(root, file.path, 'changed', stat.isSymbolicLink() ? 'was replaced by a link' : 'is no longer a regular file');
+  if (modeOf(stat) !== file.mode) throw treeChange(root, file.path, 'changed', `changed mode (${modeOf(stat).toString(8)}, pinned ${file.mode.toString(8)})`);
+}
+
+/** Checks one file by its `lstat`; returns -1 when its identity vouched for it, else the bytes hashed to check it. */
 function checkFile(root: string, file: TreeFile, executablePath: string | undefined): number {
   const abs = join(root, file.path);
   const stat = lstatOrUndefined(abs);
   if (stat === undefined) throw treeChange(root, file.path, 'removed', 'was removed');
-  if (!stat.isFile()) throw treeChange(root, file.path, 'changed', stat.isSymbolicLink() ? 'was replaced by a link' : 'is no longer a regular file');
-  if (modeOf(stat) !== file.mode) throw treeChange(root, file.path, 'changed', `changed mode (${modeOf(stat).toString(8)}, pinned ${file.mode.toString(8)})`);
+  checkStatus(root, file, stat);
   if (sameIdentity(file.known, stat)) return -1;
   let hashed: { sha256: string; stat: BigIntStats };
   try {
@@ -400,6 +414,38 @@ function checkFile(root: string, file: TreeFile, executablePath: string | undefi
     if (code === 'ENOENT' || code === 'ELOOP' || code === 'ECHANGED') throw treeChange(root, file.path, 'changed', 'was replaced while it was checked');
     throw e;
   }
+  return checkHashed(root, file, abs, hashed, executablePath);
+}
+
+/**
+ * Checks one file by opening it first (`O_NOFOLLOW`) and taking its status
+ * from the descriptor: three calls where the identity vouches for the file,
+ * but no `lstat` before the open where it does not. Used while most files
+ * of a tree need a re-hash (a tree copied or restored).
+ */
+function checkFileOpened(root: string, file: TreeFile, executablePath: string | undefined): number {
+  const abs = join(root, file.path);
+  let fd: number;
+  try {
+    fd = openSync(abs, OPEN_FLAGS);
+  } catch (e) {
+    const code = errnoOf(e);
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw treeChange(root, file.path, 'removed', 'was removed');
+    if (code === 'ELOOP') throw treeChange(root, file.path, 'changed', 'was replaced by a link');
+    throw e;
+  }
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    checkStatus(root, file, stat);
+    if (sameIdentity(file.known, stat)) return -1;
+    return checkHashed(root, file, abs, { sha256: hashDescriptor(fd), stat }, executablePath);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Compares a re-hashed file with its pin, and remembers its identity when it holds the pinned bytes. */
+function checkHashed(root: string, file: TreeFile, abs: string, hashed: { sha256: string; stat: BigIntStats }, executablePath: string | undefined): number {
   if (hashed.stat.size !== file.size || !digestsEqual(file.sha256, hashed.sha256)) {
     if (file.path === executablePath) {
       throw new Refusal(
@@ -424,15 +470,22 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
   const { directories, files } = tree.value;
   const slicer = new Slicer();
   let rehashed = 0;
+  let rehashedInARow = 0;
   try {
     for (const dir of directories) {
       checkDirectory(root, dir);
-      await slicer.tick();
+      if (slicer.due()) await nextTurn();
     }
     for (const file of files) {
-      const hashedBytes = checkFile(root, file, executablePath);
-      if (hashedBytes >= 0) rehashed++;
-      await slicer.tick(Math.max(hashedBytes, 0));
+      const check = rehashedInARow >= REHASHES_BEFORE_OPENING_FIRST ? checkFileOpened : checkFile;
+      const hashedBytes = check(root, file, executablePath);
+      if (hashedBytes >= 0) {
+        rehashed++;
+        rehashedInARow++;
+      } else {
+        rehashedInARow = 0;
+      }
+      if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();
     }
   } catch (e) {
     if (e instanceof Refusal) return err(e.error);

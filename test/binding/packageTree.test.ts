@@ -1,0 +1,96 @@
+/**
+ * pinPackageTree and verifyPackageTree on real directories: what the list
+ * holds, the identity shortcut and when it gives way to a re-hash, a tree
+ * whose every identity moved (checked opening files first), and a list that
+ * is missing or was edited.
+ */
+import { appendFile, mkdir, mkdtemp, readFile, realpath, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, pinPackageTree, verifyPackageTree } from '../../src/binding/packageTree.js';
+
+const FILES = 40;
+const dirs: string[] = [];
+afterEach(async () => {
+  forgetPackageTrees();
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+/** A package of FILES modules under lib/ (sorted names: m00.js … m39.js) and a main file. */
+async function tree(): Promise<string> {
+  const root = await realpath(await mkdtemp(join(tmpdir(), 'tree-unit-')));
+  dirs.push(root);
+  await mkdir(join(root, 'lib'));
+  await writeFile(join(root, 'main.js'), 'require("./lib/m00.js");\n');
+  for (let i = 0; i < FILES; i++) await writeFile(join(root, 'lib', `m${String(i).padStart(2, '0')}.js`), `module.exports = ${i};\n`);
+  return root;
+}
+
+/** Rewrites every module with its own bytes: every identity moves, no content changes. */
+async function moveEveryIdentity(root: string): Promise<void> {
+  for (let i = 0; i < FILES; i++) {
+    const path = join(root, 'lib', `m${String(i).padStart(2, '0')}.js`);
+    const bytes = await readFile(path);
+    await unlink(path);
+    await writeFile(path, bytes);
+  }
+}
+
+describe('package tree pins', () => {
+  it('checks an unchanged tree by identity alone, re-hashes files whose identity moved, and remembers them', async () => {
+    const root = await tree();
+    const pin = (await pinPackageTree(root))._unsafeUnwrap();
+    expect(pin).toMatchObject({ files: FILES + 1 });
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES + 1, rehashed: 0 });
+    await moveEveryIdentity(root);
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: 1, rehashed: FILES });
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES + 1, rehashed: 0 });
+  });
+
+  // m00…m15 are re-hashed after an lstat each; from m16 on, files are opened first.
+  it('catches a changed, a removed and a linked file while most identities moved (files opened first)', async () => {
+    const root = await tree();
+    const pin = (await pinPackageTree(root))._unsafeUnwrap();
+    await moveEveryIdentity(root);
+    await appendFile(join(root, 'lib', 'm16.js'), '// changed\n');
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrapErr().details).toMatchObject({ reason: 'file_changed', file: 'lib/m16.js', change: 'changed' });
+
+    forgetPackageTrees();
+    await writeFile(join(root, 'lib', 'm16.js'), 'module.exports = 16;\n');
+    await moveEveryIdentity(root);
+    await unlink(join(root, 'lib', 'm16.js'));
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrapErr().details).toMatchObject({ reason: 'file_removed', file: 'lib/m16.js' });
+
+    forgetPackageTrees();
+    await writeFile(join(root, 'lib', 'm16.js'), 'module.exports = 16;\n');
+    await moveEveryIdentity(root);
+    await unlink(join(root, 'lib', 'm16.js'));
+    await symlink(join(root, 'lib', 'm00.js'), join(root, 'lib', 'm16.js'));
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrapErr().details).toMatchObject({ reason: 'file_changed', file: 'lib/m16.js' });
+  });
+
+  it('keeps digest_mismatch for the main file and names added files and directories', async () => {
+    const root = await tree();
+    const pin = (await pinPackageTree(root))._unsafeUnwrap();
+    await mkdir(join(root, 'lib', 'extra'));
+    expect((await verifyPackageTree(root, pin, 'main.js'))._unsafeUnwrapErr().details).toMatchObject({ reason: 'file_added', file: 'lib/extra' });
+    await rm(join(root, 'lib', 'extra'), { recursive: true });
+    await appendFile(join(root, 'main.js'), '// changed\n');
+    expect((await verifyPackageTree(root, pin, 'main.js'))._unsafeUnwrapErr().details).toMatchObject({ reason: 'digest_mismatch', file: 'main.js' });
+  });
+
+  it('refuses a list that is missing or is not the pinned one, and a link at pin time', async () => {
+    const root = await tree();
+    const pin = (await pinPackageTree(root))._unsafeUnwrap();
+    const list = join(root, PACKAGE_TREE_LIST_NAME);
+    await appendFile(list, 'f 644 1 0000000000000000000000000000000000000000000000000000000000000000 1 1 1 1 lib/ghost.js\n');
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrapErr().details).toMatchObject({ reason: 'digest_mismatch', path: list });
+    await unlink(list);
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrapErr().details).toMatchObject({ reason: 'missing' });
+
+    const linked = await tree();
+    await symlink('/etc/passwd', join(linked, 'lib', 'passwd'));
+    expect((await pinPackageTree(linked))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'link' } });
+  });
+});
