@@ -88,6 +88,7 @@ export const ERROR_CODES = {
   UNKNOWN_CAPABILITY: row('runtime', false, 'A capability name is not known to the host.', 'Use a capability the host lists.'),
   PLUGIN_NOT_FOUND: row('runtime', false, 'No plugin with this id is installed in the profile.', 'Check the id with list.'),
   PLUGIN_NEEDS_CONFIGURATION: row('runtime', false, 'The plugin is installed but its declared credentials are missing.', 'Run setup for this plugin.'),
+  PLUGIN_CALL_INTERRUPTED: row('runtime', true, 'The call was stopped because its plugin was removed or upgraded (details.reason) while it ran, and it did not finish within the drain deadline.', 'Retry the call: an upgraded plugin answers with its new version (after the next open unless activation is immediate), a removed one with VARIANT_NOT_FOUND. Pass a longer drainTimeoutMs to remove or install to let calls finish.'),
   PLUGIN_PENDING_RESTART: row('runtime', false, 'The plugin was installed while this host was open and becomes active on the next open.', 'Reopen the host.'),
   PLUGIN_RISK_NOT_ALLOWED: row('runtime', false, 'The tool risk_class is above what the call accepts.', 'Pass a higher maxRisk for this call if the caller really intends it.'),
   PLUGIN_CONFIRMATION_DENIED: row('runtime', false, 'A high_stakes_write tool was not confirmed.', 'Supply a confirmation callback that approves the call.'),

@@ -43,6 +43,12 @@ import { PluginRuntime } from './PluginRuntime.js';
 /** Default idle time before a running plugin is stopped: 5 minutes. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
+/**
+ * Default time a remove or an upgrade lets the plugin's calls in flight
+ * finish before stopping it, when the host has no `callTimeoutMs`: 30 s.
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+
 /** Options of {@link PluginHost.open}. Every one is optional. */
 export interface PluginHostOptions {
   /** The host application's name; the default profile lives in `$XDG_DATA_HOME/<appName>/<profile>`. Default `mcp-plugin-host`. */
@@ -186,6 +192,8 @@ export interface InstallOutcome {
 export interface HostInstallOptions extends Omit<InstallOptions, 'initialStatus'> {
   /** Run the declared canary right after the install (skipped, with needs_configuration, when credentials are missing). Default true. */
   readonly canary?: boolean;
+  /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */
+  readonly drainTimeoutMs?: number;
 }
 
 /** Options of {@link PluginHost.canary}. */
@@ -223,6 +231,12 @@ export interface InventoryResourceDescriptors {
 export interface RemoveOptions {
   /** Also forget the plugin's stored credentials. Default false: a reinstall finds them again. */
   readonly forgetSecrets?: boolean;
+  /**
+   * How long calls in flight may run before the plugin is stopped; a call
+   * still running then fails with PLUGIN_CALL_INTERRUPTED. Default the
+   * host's `callTimeoutMs`, else {@link DEFAULT_DRAIN_TIMEOUT_MS}.
+   */
+  readonly drainTimeoutMs?: number;
 }
 
 /** Failures that count toward quarantine: the plugin could not be started or broke its protocol. */
@@ -291,6 +305,10 @@ export class PluginHost {
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
   readonly #runtimes = new Map<string, PluginRuntime>();
+  /** Sessions of removed or upgraded plugins whose calls in flight are draining; close stops them too. */
+  readonly #draining = new Set<PluginRuntime>();
+  /** Plugins being removed or upgraded here: a call that would start them fails with this error meanwhile. */
+  readonly #retiring = new Map<string, HostError>();
   /** The binding each runtime was built from: its launcher only ever starts that one. */
   readonly #runtimeBindings = new WeakMap<PluginRuntime, ExecutableBindingRecord>();
   /** When this host last recorded a failure of each plugin (epoch ms). */
@@ -384,7 +402,7 @@ export class PluginHost {
    */
   install(source: string, options: HostInstallOptions = {}): ResultAsync<InstallOutcome, HostError> {
     if (this.#closed) return errAsync(closedError());
-    const { canary: runCanary = true, ...installOptions } = options;
+    const { canary: runCanary = true, drainTimeoutMs, ...installOptions } = options;
     const immediate = this.#o.activation === 'immediate';
     return this.#installer
       .install(source, {
@@ -404,7 +422,7 @@ export class PluginHost {
           needs_configuration: needsConfiguration,
           ...(immediate ? { activated_at: now } : {}),
         }))
-          .andThen(() => this.#stopRuntime(id))
+          .andThen(() => this.#retireRuntime(id, 'upgraded', drainTimeoutMs))
           .andThen(() => {
             if (!runCanary || installed.descriptor?.canary === undefined) return okAsync<CanaryOutcome | undefined, HostError>(undefined);
             return this.canary(id, { live: true }).map((c): CanaryOutcome | undefined => c);
@@ -467,13 +485,20 @@ export class PluginHost {
   /** Removes a plugin (install root and rows; its namespace owner stays recorded). Its data directory is kept. */
   remove(pluginId: string, options: RemoveOptions = {}): ResultAsync<void, HostError> {
     if (this.#closed) return errAsync(closedError());
-    return this.#stopRuntime(pluginId)
+    const removing = this.#retireRuntime(pluginId, 'removed', options.drainTimeoutMs, { keepRefusing: true })
       .andThen(() => this.#installer.remove(pluginId))
       .andThen(() => (options.forgetSecrets === true ? this.#secrets.delete(pluginId) : okAsync(undefined)))
       .andThen(() => {
         this.#active.delete(pluginId);
         return this.#refresh().map(() => undefined);
       });
+    return new ResultAsync(
+      (async () => {
+        const result = await removing;
+        this.#retiring.delete(pluginId);
+        return result;
+      })(),
+    );
   }
 
   /** Clears quarantine, restarts the plugin and runs a passive canary (start + tool list check). */
@@ -596,7 +621,7 @@ export class PluginHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const runtimes = [...this.#runtimes.values()];
+    const runtimes = [...this.#runtimes.values(), ...this.#draining];
     this.#runtimes.clear();
     await Promise.all(runtimes.map((rt) => rt.close()));
   }
@@ -680,7 +705,7 @@ export class PluginHost {
     let failure: HostError | undefined;
     let mapped = result;
     if (result.isErr()) {
-      failure = stoppedBySibling(result.error, runtime, this.#closed);
+      failure = stoppedBySibling(stoppedByRetirement(result.error, runtime, this.#closed), runtime, this.#closed);
       mapped = failure === result.error ? result : err(failure);
     } else if (result.value.isError && runtime.session.shape === 'mcp-plugin') {
       mapped = err(mapCallToolError(result.value.value as CallToolErrorResult));
@@ -732,6 +757,8 @@ export class PluginHost {
   #runtime(plugin: InstalledPlugin): Result<PluginRuntime, HostError> {
     if (this.#closed) return err(closedError());
     const id = plugin.plugin_id;
+    const retiring = this.#retiring.get(id);
+    if (retiring !== undefined) return err(retiring);
     const existing = this.#runtimes.get(id);
     if (existing !== undefined && !existing.closed) return ok(existing);
     const session = this.#session(plugin);
@@ -1062,6 +1089,41 @@ export class PluginHost {
     });
   }
 
+  /**
+   * Stops the plugin's session for a remove or an upgrade: no new call
+   * starts it meanwhile (they fail with PLUGIN_CALL_INTERRUPTED), the calls
+   * in flight get `drainTimeoutMs` to finish, and those still running then
+   * fail with PLUGIN_CALL_INTERRUPTED rather than HOST_CLOSED. With
+   * `keepRefusing` new calls stay refused until the caller clears
+   * `#retiring` (a remove, until its rows are gone).
+   */
+  #retireRuntime(
+    pluginId: string,
+    reason: 'removed' | 'upgraded',
+    drainTimeoutMs: number | undefined,
+    options: { readonly keepRefusing?: boolean } = {},
+  ): ResultAsync<void, HostError> {
+    const interrupted = hostError('PLUGIN_CALL_INTERRUPTED', `plugin '${pluginId}' was ${reason} while this call ran; the call was stopped`, {
+      details: { plugin_id: pluginId, reason },
+    });
+    this.#retiring.set(pluginId, interrupted);
+    const runtime = this.#runtimes.get(pluginId);
+    const drainMs = drainTimeoutMs ?? this.#o.callTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    const retire = async (): Promise<void> => {
+      if (runtime !== undefined) {
+        this.#runtimes.delete(pluginId);
+        this.#draining.add(runtime);
+        try {
+          await runtime.retire(interrupted, drainMs);
+        } finally {
+          this.#draining.delete(runtime);
+        }
+      }
+      if (options.keepRefusing !== true) this.#retiring.delete(pluginId);
+    };
+    return ResultAsync.fromSafePromise(retire());
+  }
+
   /** Stops the plugin's running session, or only `runtime` when given (a newer session is left alone). */
   #stopRuntime(pluginId: string, runtime?: PluginRuntime): ResultAsync<void, HostError> {
     const current = this.#runtimes.get(pluginId);
@@ -1123,6 +1185,16 @@ function stoppedBySibling(error: HostError, runtime: PluginRuntime, hostClosed: 
     details: { ...cause.details, stopped_by_other_call: true },
     cause,
   });
+}
+
+/**
+ * A call cut short because its plugin was removed or upgraded gets the
+ * retirement's PLUGIN_CALL_INTERRUPTED (its session reports HOST_CLOSED,
+ * which would wrongly suggest the host itself was closed).
+ */
+function stoppedByRetirement(error: HostError, runtime: PluginRuntime, hostClosed: boolean): HostError {
+  const retiredBy = runtime.retiredBy;
+  return error.code === 'HOST_CLOSED' && !hostClosed && retiredBy !== undefined ? retiredBy : error;
 }
 
 /** Whether two catalog entries pin the same installed code (the same install root and digest). */

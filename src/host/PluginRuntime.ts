@@ -13,6 +13,8 @@ export class PluginRuntime {
   #idleSince = 0;
   #closed = false;
   #failure: HostError | undefined;
+  #retiredBy: HostError | undefined;
+  #onDrained: (() => void) | undefined;
 
   /**
    * @param session - The protocol session (it launches its process lazily).
@@ -57,9 +59,44 @@ export class PluginRuntime {
     this.#inFlight += 1;
   }
 
+  /**
+   * Why the host retired this session (its plugin was removed or upgraded),
+   * once it did: the error for a call the retirement cut short.
+   */
+  get retiredBy(): HostError | undefined {
+    return this.#retiredBy;
+  }
+
+  /**
+   * Lets the calls in flight finish, for at most `drainMs`, then closes the
+   * session; a call still running then ends with the session's close, which
+   * the host reports as `reason`. The caller has already stopped sending new
+   * calls here.
+   */
+  async retire(reason: HostError, drainMs: number): Promise<void> {
+    this.#retiredBy ??= reason;
+    if (this.#inFlight > 0 && drainMs > 0 && !this.#closed) {
+      await new Promise<void>((resolve) => {
+        const cancel = this.clock.setTimer(() => this.#drained(), drainMs);
+        this.#onDrained = () => {
+          cancel();
+          resolve();
+        };
+      });
+    }
+    await this.close();
+  }
+
+  #drained(): void {
+    const done = this.#onDrained;
+    this.#onDrained = undefined;
+    done?.();
+  }
+
   /** Marks a call as ended; the idle time counts from the last call to end. */
   end(): void {
     this.#inFlight -= 1;
+    if (this.#inFlight === 0) this.#drained();
     if (this.#inFlight > 0 || this.#closed || !(this.idleTimeoutMs > 0 && Number.isFinite(this.idleTimeoutMs))) return;
     this.#idleSince = this.clock.now();
     // One timer serves many calls: it is armed once and, when it fires early, armed again for the rest of the idle time.
@@ -82,6 +119,7 @@ export class PluginRuntime {
 
   /** Closes the session and stops its process tree. */
   async close(): Promise<void> {
+    this.#drained();
     if (this.#closed) return;
     this.#closed = true;
     this.#cancelIdle?.();

@@ -53,7 +53,7 @@ describe('plugin lifecycle through the CLI', () => {
     const run = await inProfile(['install', greeter, '--dev', '--json']);
     expect(run.code).toBe(0);
     const out = json(run);
-    expect(Object.keys(out)).toEqual(['ok', 'plugin', 'canary', 'activation']);
+    expect(Object.keys(out)).toEqual(['ok', 'plugin', 'unchanged', 'canary', 'activation']);
     expect(out).toMatchObject({
       ok: true,
       activation: 'next-process',

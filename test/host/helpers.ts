@@ -1,5 +1,5 @@
 /** Shared pieces of the PluginHost tests: a fake clock, packaged fixtures, temp profiles, process scans. */
-import { mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,9 +77,23 @@ export function packaged(name: FixtureName): Promise<string> {
   return pkg;
 }
 
+/**
+ * The package of a fixture with another version in its manifest: an
+ * upgrade (installing the same package again would change nothing).
+ */
+export async function packagedVersion(name: FixtureName, version: string): Promise<string> {
+  const fixture = FIXTURES[name];
+  const dir = await packageFixturePlugin(join(root, 'fixtures/plugins', fixture.dir), { bundle: fixture.bundle });
+  const manifest = join(dir, 'manifest.json');
+  await writeFile(manifest, JSON.stringify({ ...(JSON.parse(await readFile(manifest, 'utf8')) as object), version }));
+  versioned.push(dir);
+  return dir;
+}
+const versioned: string[] = [];
+
 /** Removes every package built by {@link packaged}. */
 export async function removePackages(): Promise<void> {
-  const dirs = await Promise.all(packages.values());
+  const dirs = [...(await Promise.all(packages.values())), ...versioned.splice(0)];
   packages.clear();
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 }

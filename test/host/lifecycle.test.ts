@@ -11,7 +11,7 @@ import * as tar from 'tar';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import { PluginHost, type ConfirmationRequest } from '../../src/host/PluginHost.js';
-import { eventually, FakeClock, HostPool, jsonOf, packaged, processesMentioning, removePackages } from './helpers.js';
+import { eventually, FakeClock, HostPool, jsonOf, packaged, packagedVersion, processesMentioning, removePackages } from './helpers.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -59,7 +59,7 @@ describe('restart semantics', () => {
     const exits: number[] = [];
     host.events.on('exit', (e) => exits.push(e.pid));
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);
-    expect((await host.install(await packaged('probe'))).isOk()).toBe(true);
+    expect((await host.install(await packagedVersion('probe', '1.1.0'))).isOk()).toBe(true);
     await eventually(() => exits.length === 1);
     expect(exits).toEqual(spawns);
     expect((await host.call('plug.host-probe.echo', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_PENDING_RESTART');

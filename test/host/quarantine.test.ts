@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
-import { FakeClock, HostPool, jsonOf, packaged, removePackages } from './helpers.js';
+import { FakeClock, HostPool, jsonOf, packagedVersion, removePackages } from './helpers.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -252,7 +252,7 @@ describe('a failure whose cause is changed code', () => {
 
     // Another host (another process) upgrades the plugin while the old version runs here.
     const other = await pool.open(dir, { clock });
-    expect((await other.install(await packaged('probe'), { canary: false })).isOk()).toBe(true);
+    expect((await other.install(await packagedVersion('probe', '1.1.0'), { canary: false })).isOk()).toBe(true);
     const newRoot = (await other.info('host-probe'))._unsafeUnwrap().executable.install_root;
     expect(newRoot).not.toBe(oldRoot);
     expect(existsSync(oldRoot)).toBe(false);

@@ -1,0 +1,118 @@
+/**
+ * Remove and upgrade while a call is in flight: the call finishes (the
+ * host drains the plugin's calls before stopping it, up to a deadline), and
+ * one still running at the deadline fails with the retryable
+ * PLUGIN_CALL_INTERRUPTED saying why, never with HOST_CLOSED ("open a new
+ * PluginHost") from a host that is still open. The same holds when another
+ * PluginHost on the profile removes or upgrades the plugin.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Result } from 'neverthrow';
+import type { HostError } from '../../src/errors/HostError.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { HostPool, jsonOf, packagedVersion, removePackages } from './helpers.js';
+
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => removePackages());
+
+const ECHO = 'plug.host-probe.echo';
+
+/** The value of a call that must have answered, or a failure naming its error. */
+const answered = <T>(result: Result<T, HostError>): T => {
+  if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message} (hint: ${result.error.hint})`);
+  return result.value;
+};
+
+/**
+ * Starts a call of the probe's echo that answers after `delayMs`, and
+ * resolves once the host has spawned the plugin for it. The call comes back
+ * inside an object: a ResultAsync is a thenable, which an async function
+ * would await.
+ */
+const callInFlight = async (host: PluginHost, delayMs: number) => {
+  const started = new Promise<void>((resolve) => {
+    const off = host.events.on('spawn', () => {
+      off();
+      resolve();
+    });
+  });
+  const call = host.call(ECHO, { message: 'in flight', delayMs });
+  await started;
+  return { call };
+};
+
+describe('a call in flight when its plugin is removed or upgraded by the same host', () => {
+  it('finishes before the remove stops the plugin; later calls find no operation', async () => {
+    const host = await pool.installed(await pool.profile(), ['probe']);
+    const { call } = await callInFlight(host, 800);
+    const removed = await host.remove('host-probe');
+    expect(removed.isOk(), removed.isErr() ? removed.error.message : '').toBe(true);
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
+    expect((await host.call(ECHO, {}))._unsafeUnwrapErr().code).toBe('VARIANT_NOT_FOUND');
+  });
+
+  it('fails a call still running at the drain deadline with PLUGIN_CALL_INTERRUPTED (retryable, reason removed)', async () => {
+    const host = await pool.installed(await pool.profile(), ['probe']);
+    const { call } = await callInFlight(host, 60_000);
+    expect((await host.remove('host-probe', { drainTimeoutMs: 50 })).isOk()).toBe(true);
+    const error = (await call)._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_CALL_INTERRUPTED');
+    expect(error.retryable).toBe(true);
+    expect(error.details).toMatchObject({ plugin_id: 'host-probe', reason: 'removed' });
+    expect(error.hint).not.toContain('Open a new PluginHost');
+  });
+
+  it('finishes before an upgrade stops the old version', async () => {
+    const host = await pool.installed(await pool.profile(), ['probe'], { activation: 'immediate' });
+    const { call } = await callInFlight(host, 800);
+    const upgraded = await host.install(await packagedVersion('probe', '1.1.0'), { canary: false });
+    expect(upgraded.isOk(), upgraded.isErr() ? upgraded.error.message : '').toBe(true);
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true });
+    expect((await host.info('host-probe'))._unsafeUnwrap().version).toBe('1.1.0');
+    expect((await host.call(ECHO, {})).isOk()).toBe(true);
+  });
+
+  it('fails an upgrade-interrupted call with reason upgraded', async () => {
+    const host = await pool.installed(await pool.profile(), ['probe'], { activation: 'immediate' });
+    const { call } = await callInFlight(host, 60_000);
+    expect((await host.install(await packagedVersion('probe', '1.1.0'), { canary: false, drainTimeoutMs: 50 })).isOk()).toBe(true);
+    const error = (await call)._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_CALL_INTERRUPTED');
+    expect(error.details).toMatchObject({ plugin_id: 'host-probe', reason: 'upgraded' });
+  });
+});
+
+/** Starts a long call on a plugin that is already running (an earlier call started it), once the host has sent it. */
+const callOnWarmPlugin = async (host: PluginHost, delayMs: number) => {
+  answered(await host.call(ECHO, {}));
+  const sent = new Promise<void>((resolve) => {
+    const off = host.events.on('call:start', () => {
+      off();
+      resolve();
+    });
+  });
+  const call = host.call(ECHO, { message: 'in flight', delayMs });
+  await sent;
+  return { call };
+};
+
+describe('a call in flight when another PluginHost on the profile removes or upgrades its plugin', () => {
+  it('finishes when the other host removes the plugin', async () => {
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['probe']);
+    const other = await pool.open(dir);
+    const { call } = await callOnWarmPlugin(host, 800);
+    expect((await other.remove('host-probe')).isOk()).toBe(true);
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true });
+  });
+
+  it('finishes when the other host upgrades the plugin', async () => {
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['probe']);
+    const other = await pool.open(dir);
+    const { call } = await callOnWarmPlugin(host, 800);
+    expect((await other.install(await packagedVersion('probe', '1.1.0'), { canary: false })).isOk()).toBe(true);
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true });
+  });
+});
