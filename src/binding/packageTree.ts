@@ -23,7 +23,7 @@
  * gets its turn.
  */
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -71,6 +71,8 @@ interface TreeFile {
   readonly mode: number;
   readonly size: bigint;
   readonly sha256: string;
+  /** The same digest as bytes, compared with each re-hash without hex conversions. */
+  readonly digest: Buffer;
   /** The identity last seen holding the pinned bytes. */
   known: Identity;
 }
@@ -139,7 +141,7 @@ let readBuffer: Buffer | undefined;
  * The SHA-256 of everything readable from `fd`. Synchronous, so one read
  * buffer serves every caller.
  */
-function hashDescriptor(fd: number): string {
+function hashDescriptor(fd: number): Buffer {
   readBuffer ??= Buffer.allocUnsafe(READ_CHUNK_BYTES);
   const buffer = readBuffer;
   const hash = createHash('sha256');
@@ -149,18 +151,24 @@ function hashDescriptor(fd: number): string {
     // A regular file reads short only at its end: one read for a file smaller than the buffer.
     if (n < buffer.length) break;
   }
-  return hash.digest('hex');
+  return hash.digest();
+}
+
+/** A re-hashed file: its digest and the status of the descriptor it was read from. */
+interface Hashed {
+  readonly digest: Buffer;
+  readonly stat: BigIntStats;
 }
 
 /** Reads and hashes one file by descriptor, checking it is the regular file `seen` described. */
-function hashFile(path: string, seen: BigIntStats): { sha256: string; stat: BigIntStats } {
+function hashFile(path: string, seen: BigIntStats): Hashed {
   const fd = openSync(path, OPEN_FLAGS);
   try {
     const stat = fstatSync(fd, { bigint: true });
     if (!stat.isFile() || stat.dev !== seen.dev || stat.ino !== seen.ino) {
       throw Object.assign(new Error(`${path} was replaced while it was read`), { code: 'ECHANGED' });
     }
-    return { sha256: hashDescriptor(fd), stat };
+    return { digest: hashDescriptor(fd), stat };
   } finally {
     closeSync(fd);
   }
@@ -213,7 +221,7 @@ async function walkForPin(root: string): Promise<{ lines: string[]; files: numbe
       } else if (s.isFile()) {
         const hashed = hashFile(childPath, s);
         const st = hashed.stat;
-        fileLines.push(listLine(['f', modeOf(st).toString(8), st.size, hashed.sha256, st.dev, st.ino, st.mtimeNs, st.ctimeNs], child));
+        fileLines.push(listLine(['f', modeOf(st).toString(8), st.size, hashed.digest.toString('hex'), st.dev, st.ino, st.mtimeNs, st.ctimeNs], child));
         files++;
         bytes += Number(st.size);
         if (slicer.due(Number(st.size))) await nextTurn();
@@ -324,7 +332,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
       const [mode, size, sha256] = split.fields as [string, string, string];
       const known = parseIdentity(split.fields, 3);
       known.size = BigInt(size);
-      files.push({ path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, known });
+      files.push({ path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
     } else {
       return bad(i + 1);
     }
@@ -406,7 +414,7 @@ function checkFile(root: string, file: TreeFile, executablePath: string | undefi
   if (stat === undefined) throw treeChange(root, file.path, 'removed', 'was removed');
   checkStatus(root, file, stat);
   if (sameIdentity(file.known, stat)) return -1;
-  let hashed: { sha256: string; stat: BigIntStats };
+  let hashed: Hashed;
   try {
     hashed = hashFile(abs, stat);
   } catch (e) {
@@ -438,27 +446,28 @@ function checkFileOpened(root: string, file: TreeFile, executablePath: string | 
     const stat = fstatSync(fd, { bigint: true });
     checkStatus(root, file, stat);
     if (sameIdentity(file.known, stat)) return -1;
-    return checkHashed(root, file, abs, { sha256: hashDescriptor(fd), stat }, executablePath);
+    return checkHashed(root, file, abs, { digest: hashDescriptor(fd), stat }, executablePath);
   } finally {
     closeSync(fd);
   }
 }
 
 /** Compares a re-hashed file with its pin, and remembers its identity when it holds the pinned bytes. */
-function checkHashed(root: string, file: TreeFile, abs: string, hashed: { sha256: string; stat: BigIntStats }, executablePath: string | undefined): number {
-  if (hashed.stat.size !== file.size || !digestsEqual(file.sha256, hashed.sha256)) {
+function checkHashed(root: string, file: TreeFile, abs: string, hashed: Hashed, executablePath: string | undefined): number {
+  if (hashed.stat.size !== file.size || !timingSafeEqual(file.digest, hashed.digest)) {
+    const actual = hashed.digest.toString('hex');
     if (file.path === executablePath) {
       throw new Refusal(
-        untrusted('digest_mismatch', `${abs} changed since install (SHA-256 ${hashed.sha256}, pinned ${file.sha256}).`, {
+        untrusted('digest_mismatch', `${abs} changed since install (SHA-256 ${actual}, pinned ${file.sha256}).`, {
           path: abs,
           file: file.path,
           change: 'changed',
           expected_sha256: file.sha256,
-          actual_sha256: hashed.sha256,
+          actual_sha256: actual,
         }),
       );
     }
-    throw treeChange(root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: hashed.sha256 });
+    throw treeChange(root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: actual });
   }
   file.known = identityOf(hashed.stat);
   return Number(hashed.stat.size);
