@@ -312,6 +312,7 @@ export {
   type PluginsLockFile,
 } from './catalog/catalogTypes.js';
 export {
+  DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
   PluginHost,
   type CanaryOptions,
