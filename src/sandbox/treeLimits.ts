@@ -46,7 +46,7 @@ const JOIN_PROGRAM = '/bin/sh';
 // plugin tree is born inside the group: membership is inherited at fork and
 // moving a process later would leave already-forked children behind.
 const JOIN_SCRIPT =
-  'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+  'while [ "$1" != -- ]; do echo "$$" > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /** Prefixes `command args` with a shell that writes its own pid into each `procsFiles` and then execs the command. */
 export function joinGroupLaunch(procsFiles: readonly string[], command: string, args: readonly string[]): { command: string; args: string[] } {
