@@ -59,11 +59,11 @@ const MAX_CACHED_TREES = 64;
 
 /** The stat identity of a file or directory, as the list records it. */
 interface Identity {
-  dev: bigint;
-  ino: bigint;
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
 }
 
 interface TreeFile {
@@ -275,9 +275,12 @@ export function pinPackageTree(installRoot: string): ResultAsync<PackageTreePin,
 
 const cachedTrees = new Map<string, Tree>();
 
-function parseIdentity(fields: readonly string[], at: number): Identity {
-  return { dev: BigInt(fields[at]!), ino: BigInt(fields[at + 1]!), size: 0n, mtimeNs: BigInt(fields[at + 2]!), ctimeNs: BigInt(fields[at + 3]!) };
+function parseIdentity(fields: readonly string[], at: number, size: bigint): Identity {
+  return { dev: BigInt(fields[at]!), ino: BigInt(fields[at + 1]!), size, mtimeNs: BigInt(fields[at + 2]!), ctimeNs: BigInt(fields[at + 3]!) };
 }
+
+/** A directory's size moves with its entries, which are compared by name instead: it is never part of its identity. */
+const DIRECTORY_SIZE = -1n;
 
 const DECIMAL = /^[0-9]+$/;
 const OCTAL_MODE = /^[0-7]{1,4}$/;
@@ -325,20 +328,17 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
       const children = new Set<string>();
       if (split.path !== '.' && !addChild(split.path)) return bad(i + 1);
       childrenOf.set(split.path, children);
-      directories.push({ path: split.path, mode: parseInt(split.fields[0]!, 8), children, known: parseIdentity(split.fields, 1) });
+      directories.push({ path: split.path, mode: parseInt(split.fields[0]!, 8), children, known: parseIdentity(split.fields, 1, DIRECTORY_SIZE) });
     } else if (line.startsWith('f ')) {
       const split = splitLine(line.slice(2), 7, [1]);
       if (split === undefined || !isSha256Hex(split.fields[2]!) || !addChild(split.path)) return bad(i + 1);
       const [mode, size, sha256] = split.fields as [string, string, string];
-      const known = parseIdentity(split.fields, 3);
-      known.size = BigInt(size);
+      const known = parseIdentity(split.fields, 3, BigInt(size));
       files.push({ path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
     } else {
       return bad(i + 1);
     }
   }
-  // Directory identities are compared without their size (it moves with the entries, which are compared by name).
-  for (const d of directories) d.known.size = -1n;
   if (directories[0]?.path !== '.') return bad(2);
   return ok({ directories, files });
 }
@@ -398,7 +398,7 @@ function checkDirectory(root: string, dir: TreeDirectory): void {
     if (!dir.children.has(name)) throw treeChange(root, dir.path === '.' ? name : `${dir.path}/${name}`, 'added', 'was added');
   }
   // Every name listed is one of the children; a count below theirs means one is gone (found below, by its lstat).
-  dir.known = { ...identityOf(stat), size: -1n };
+  dir.known = { ...identityOf(stat), size: DIRECTORY_SIZE };
 }
 
 /** The checks a file's status must pass before its identity or bytes count. */
