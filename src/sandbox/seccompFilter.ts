@@ -11,13 +11,20 @@
  * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
  * process keeps the session keyring of whoever started it across bubblewrap
  * and a change of user, possessing (reading, adding to) every key in it: the
- * host's Kerberos tickets, file-system and VPN keys.
+ * host's Kerberos tickets, file-system and VPN keys. Nor may a plugin make a
+ * user namespace of its own (`unshare` or `clone` with CLONE_NEWUSER): inside
+ * one it holds every capability over its own network and mounts, which opens
+ * the kernel code only privileged users reach (netfilter, traffic control,
+ * file systems), the usual way out of a sandbox. `clone3` passes its flags in
+ * memory a filter cannot read, so it fails with ENOSYS and the C library
+ * falls back to `clone`.
  */
 
 // Instruction classes and fields (linux/bpf_common.h).
 const BPF_LD_W_ABS = 0x20;
 const BPF_JMP_JEQ_K = 0x15;
 const BPF_JMP_JGE_K = 0x35;
+const BPF_JMP_JSET_K = 0x45;
 const BPF_RET_K = 0x06;
 
 // struct seccomp_data offsets.
@@ -31,9 +38,11 @@ const EPERM = 1;
 const ENOSYS = 38;
 const AF_UNIX = 1;
 const X32_SYSCALL_BIT = 0x40000000;
+const CLONE_NEWUSER = 0x10000000;
 
 // io_uring_setup, io_uring_enter, io_uring_register: one number on every architecture.
 const IO_URING_SYSCALLS = [425, 426, 427];
+const CLONE3 = 435;
 
 /** Syscall numbers of one audit architecture. */
 interface ArchTable {
@@ -41,14 +50,16 @@ interface ArchTable {
   readonly socket: number;
   /** add_key, request_key, keyctl. */
   readonly keyring: readonly number[];
+  /** clone and unshare, whose first argument holds the namespace flags. */
+  readonly namespaceFlags: readonly number[];
   readonly socketcall?: number;
   readonly rejectX32?: boolean;
 }
 
-const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], rejectX32: true };
-const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], socketcall: 102 };
-const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219] };
-const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311] };
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], namespaceFlags: [56, 272], rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], namespaceFlags: [120, 310], socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], namespaceFlags: [220, 97] };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], namespaceFlags: [120, 337] };
 
 /** The architectures a process of a given Node `process.arch` host may run, native first. */
 const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
@@ -61,20 +72,25 @@ type Instruction = { code: number; jt: number | string; jf: number | string; k: 
 const load = (offset: number): Instruction => ({ code: BPF_LD_W_ABS, jt: 0, jf: 0, k: offset });
 const jumpIfEqual = (k: number, target: string): Instruction => ({ code: BPF_JMP_JEQ_K, jt: target, jf: 0, k });
 const jumpIfAtLeast = (k: number, target: string): Instruction => ({ code: BPF_JMP_JGE_K, jt: target, jf: 0, k });
+const jumpIfAnyBit = (k: number, target: string): Instruction => ({ code: BPF_JMP_JSET_K, jt: target, jf: 0, k });
 const ret = (k: number): Instruction => ({ code: BPF_RET_K, jt: 0, jf: 0, k });
 const label = (name: string): Instruction => ({ label: name });
 
 function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): Instruction[] {
   const checkFamily = `family${index}`;
+  const checkFlags = `flags${index}`;
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
   for (const nr of table.keyring) out.push(jumpIfEqual(nr, 'eperm'));
-  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW)];
+  for (const nr of table.namespaceFlags) out.push(jumpIfEqual(nr, checkFlags));
+  out.push(jumpIfEqual(CLONE3, 'enosys'));
+  const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
+  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...namespaceBlock];
   out.push(jumpIfEqual(table.socket, checkFamily));
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   out.push(ret(SECCOMP_RET_ALLOW));
-  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), ret(SECCOMP_RET_ALLOW));
+  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
   return out;
 }
 
@@ -104,7 +120,7 @@ function assemble(program: readonly Instruction[]): Buffer {
 
 /**
  * The compiled filter of every plugin for a host architecture
- * (`process.arch`): keyring calls refused, and with `network: false` Unix
+ * (`process.arch`): keyring calls and new user namespaces refused, and with `network: false` Unix
  * sockets and io_uring too. `undefined` when this library has no syscall
  * table for the architecture, in which case the sandbox cannot be enforced
  * and spawning must fail closed.

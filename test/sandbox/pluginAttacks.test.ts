@@ -26,13 +26,38 @@ out['add'] = call(add_key, b'user', b'planted-by-plugin', b'x', 1, KEY_SPEC_SESS
 print(json.dumps(out))
 `;
 
+// A user namespace of its own gives a process every capability inside it (CAP_NET_ADMIN, CAP_SYS_ADMIN over
+// its own network and mounts), and with them the kernel code that only privileged users reach: netfilter,
+// traffic control, file systems, the usual way from a sandbox to the kernel. Each way in is tried: unshare,
+// clone with CLONE_NEWUSER, and clone3 (whose flags a seccomp filter cannot read); a child that got in leaves.
+const USER_NAMESPACE_PROBE = `
+import ctypes, json, os, platform, struct
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+clone_nr = {'x86_64': 56, 'aarch64': 220}[platform.machine()]
+def outcome(r):
+    if r == 0:
+        os._exit(0)
+    if r > 0:
+        os.waitpid(r, 0)
+    return {'ok': r >= 0, 'errno': 0 if r >= 0 else ctypes.get_errno()}
+out = {}
+out['clone'] = outcome(libc.syscall(clone_nr, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0))
+args = ctypes.create_string_buffer(struct.pack('=11Q', CLONE_NEWUSER, 0, 0, 0, SIGCHLD, 0, 0, 0, 0, 0, 0), 88)
+out['clone3'] = outcome(libc.syscall(435, args, 88))
+# Last: once in a namespace of its own without a uid map, the process could not make another one anyway.
+r = libc.unshare(CLONE_NEWUSER)
+out['unshare'] = {'ok': r == 0, 'errno': 0 if r == 0 else ctypes.get_errno()}
+print(json.dumps(out))
+`;
+
 const ATTACKER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
 import { execFileSync } from 'node:child_process';
 const act = (p) => {
   try {
     switch (p.op) {
-      case 'keyring': return { ok: true, value: JSON.parse(execFileSync('/usr/bin/python3', ['-c', p.script], { encoding: 'utf8' })) };
+      case 'python': return { ok: true, value: JSON.parse(execFileSync('/usr/bin/python3', ['-c', p.script], { encoding: 'utf8' })) };
       default: return { ok: false, code: 'unknown op' };
     }
   } catch (e) {
@@ -71,17 +96,21 @@ async function attackerPackage(pluginId: string, network: boolean): Promise<stri
   return dir;
 }
 
-async function installedAttacker(pluginId: string, network: boolean): Promise<Awaited<ReturnType<HostPool['open']>>> {
+type Host = Awaited<ReturnType<HostPool['open']>>;
+
+async function installedAttackers(pluginIds: readonly string[], network: boolean, options: Parameters<HostPool['open']>[1] = {}): Promise<Host> {
   const profile = await pool.profile();
-  const installer = await pool.open(profile);
-  (await installer.install(await attackerPackage(pluginId, network), { canary: false }))._unsafeUnwrap();
+  const installer = await pool.open(profile, options);
+  for (const id of pluginIds) (await installer.install(await attackerPackage(id, network), { canary: false }))._unsafeUnwrap();
   await installer.close();
-  return pool.open(profile);
+  return pool.open(profile, options);
 }
+
+const installedAttacker = (pluginId: string, network: boolean): Promise<Host> => installedAttackers([pluginId], network);
 
 type ActResult = { ok: boolean; code?: string; value?: unknown };
 
-async function act(host: Awaited<ReturnType<HostPool['open']>>, pluginId: string, params: Record<string, unknown>): Promise<ActResult> {
+async function act(host: Host, pluginId: string, params: Record<string, unknown>): Promise<ActResult> {
   const result = await host.call(`plug.${pluginId}.act`, params);
   if (result.isErr()) throw result.error;
   return result.value.value as ActResult;
@@ -92,8 +121,19 @@ describe.runIf(['x64', 'arm64'].includes(process.arch))('kernel keyrings', () =>
     it(`refuse a plugin with network: ${network} its session keyring (the host's) and adding keys to it`, async () => {
       const id = network ? 'keyring-net' : 'keyring-offline';
       const host = await installedAttacker(id, network);
-      const result = await act(host, id, { op: 'keyring', script: KEYRING_PROBE });
+      const result = await act(host, id, { op: 'python', script: KEYRING_PROBE });
       expect(result).toEqual({ ok: true, value: { session: { ok: false, errno: 1 }, add: { ok: false, errno: 1 } } });
+    });
+  }
+});
+
+describe.runIf(['x64', 'arm64'].includes(process.arch))('user namespaces', () => {
+  for (const network of [false, true]) {
+    it(`refuse a plugin with network: ${network} a user namespace of its own, by every system call that makes one`, async () => {
+      const id = network ? 'userns-net' : 'userns-offline';
+      const host = await installedAttacker(id, network);
+      const result = await act(host, id, { op: 'python', script: USER_NAMESPACE_PROBE });
+      expect(result).toEqual({ ok: true, value: { unshare: { ok: false, errno: 1 }, clone: { ok: false, errno: 1 }, clone3: { ok: false, errno: 38 } } });
     });
   }
 });

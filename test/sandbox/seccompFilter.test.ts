@@ -23,6 +23,7 @@ function evaluate(program: Buffer, arch: number, nr: number, arg0 = 0): number {
     else if (code === 0x06) return k;
     else if (code === 0x15) { pc += 1 + (acc === k ? jt : jf); continue; }
     else if (code === 0x35) { pc += 1 + (acc >= k ? jt : jf); continue; }
+    else if (code === 0x45) { pc += 1 + ((acc & k) !== 0 ? jt : jf); continue; }
     else throw new Error(`unexpected opcode ${code}`);
     pc++;
   }
@@ -68,6 +69,25 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(networked, X86_64, 425)).toBe(ALLOW);
     expect(evaluate(networked, I386, 102, 1)).toBe(ALLOW);
     expect(evaluate(networked, X86_64, 0x40000000 + 41, 1)).toBe(ENOSYS);
+  });
+
+  it('refuses a new user namespace through clone or unshare on every table, and clone3 whose flags it cannot read', () => {
+    const CLONE_NEWUSER = 0x10000000;
+    const THREAD = 0x3d0f00; // what pthread_create passes
+    for (const network of [false, true]) {
+      const x64 = pluginSeccompFilter(network, 'x64')!;
+      for (const [arch, nrs] of [[X86_64, [56, 272]], [I386, [120, 310]]] as const) {
+        for (const nr of nrs) {
+          expect(evaluate(x64, arch, nr, CLONE_NEWUSER | 17)).toBe(EPERM);
+          expect(evaluate(x64, arch, nr, THREAD)).toBe(ALLOW);
+        }
+      }
+      expect(evaluate(x64, X86_64, 435)).toBe(ENOSYS);
+      const arm64 = pluginSeccompFilter(network, 'arm64')!;
+      for (const nr of [220, 97]) expect(evaluate(arm64, AARCH64, nr, CLONE_NEWUSER)).toBe(EPERM);
+      expect(evaluate(arm64, AARCH64, 220, 17)).toBe(ALLOW);
+      expect(evaluate(arm64, AARCH64, 435)).toBe(ENOSYS);
+    }
   });
 
   it('has no filter for an architecture without a syscall table (spawning must fail closed)', () => {
