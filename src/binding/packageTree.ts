@@ -125,7 +125,7 @@ function treeChange(root: string, relative: string, change: TreeChange, what: st
   const reason = change === 'changed' ? 'file_changed' : change === 'added' ? 'file_added' : 'file_removed';
   const path = join(root, relative);
   return new Refusal(
-    untrusted(reason, `${relative} in the install root ${root} ${what} since install; reinstall the plugin to trust the files as they are now.`, {
+    untrusted(reason, `${relative === '.' ? `The install root ${root}` : `${relative} in the install root ${root}`} ${what} since install; install the plugin again to trust its files as they are now.`, {
       path,
       file: relative,
       change,
