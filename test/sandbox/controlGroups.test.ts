@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discoverGroupTree, nodeCgroupFs, type CgroupFs, type CgroupSystem } from '../../src/sandbox/controlGroups.js';
+import { probeTreeLimits } from '../../src/sandbox/probe.js';
 
 const HOST_PID = 4242;
 const dirs: string[] = [];
@@ -121,5 +122,29 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     const collected = tree.collectStale((pid) => pid === 222);
     expect(collected).toEqual([join(h.base, 'mcp-plugin-host-111-host')]);
     for (const kept of ['mcp-plugin-host-111-1', 'mcp-plugin-host-222-1', 'mcp-plugin-host-111-x', 'other-111-1']) expect(existsSync(join(h.base, kept))).toBe(true);
+  });
+});
+
+describe('the tree limit probe', () => {
+  it('refuses groups whose limits are written but not enforced (a plain directory posing as cgroup v1)', async () => {
+    const mount = mkdtempSync(join(tmpdir(), 'fake-cgroup1-'));
+    dirs.push(mount);
+    for (const controller of ['memory', 'pids']) mkdirSync(join(mount, controller, 'host'), { recursive: true });
+    const support = await probeTreeLimits({
+      procSelfCgroup: '8:pids:/host\n4:memory:/host\n0::/\n',
+      mountinfo: [
+        `35 31 0:32 / ${join(mount, 'memory')} rw - cgroup cgroup rw,memory`,
+        `39 31 0:36 / ${join(mount, 'pids')} rw - cgroup cgroup rw,pids`,
+      ].join('\n'),
+      hostPid: HOST_PID,
+      fs: nodeCgroupFs,
+    });
+    expect(support.tree).toBeUndefined();
+    expect(support.tree === undefined && support.cause).toContain('was not enforced');
+  });
+
+  it('reports why when no hierarchy is usable', async () => {
+    const support = await probeTreeLimits({ procSelfCgroup: '0::/\n', mountinfo: '', hostPid: HOST_PID, fs: nodeCgroupFs });
+    expect(support.tree === undefined && support.cause).toBe('cgroup v2: no unified hierarchy is mounted; cgroup v1: the memory and pids controllers are not both mounted');
   });
 });
