@@ -255,6 +255,8 @@ function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, lau
   return {
     argv: launch.argv,
     inheritFds: launch.handles.map((h) => h.fd),
+    // Both launches of a `#!` script hand the interpreter over second (childFd(1)), and argv[0] names it.
+    ...(interpreter ? { programFile: { index: 1, path: interpreter.path } } : {}),
     readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : []), ...(launch.readOnlyPaths ?? [])],
     installRoot: record.install_root,
     sha256,

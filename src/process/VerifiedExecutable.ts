@@ -15,6 +15,15 @@ export interface VerifiedExecutable {
    * 4, …; `argv` refers to them by those numbers.
    */
   readonly inheritFds: readonly number[];
+  /**
+   * When `argv[0]` names an inherited descriptor on a host file that is not a
+   * private copy (a pinned interpreter): its position in `inheritFds` and its
+   * host path. A launcher that can mount the descriptor read-only at that
+   * path runs the program by path and keeps the descriptor from the child:
+   * a descriptor on a file the plugin's user owns could be reopened for
+   * writing through `/proc/self/fd`, read-only mounts notwithstanding.
+   */
+  readonly programFile?: { readonly index: number; readonly path: string };
   /** Host paths the child must be able to read (install root, interpreter). */
   readonly readOnlyPaths: readonly string[];
   /** The plugin's install root; the child's working directory. */

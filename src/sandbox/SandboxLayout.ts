@@ -8,8 +8,9 @@ import type { PluginIdentity } from './pluginIdentity.js';
 export type SystemMount = { readonly kind: 'dir'; readonly path: string } | { readonly kind: 'symlink'; readonly path: string; readonly target: string };
 
 /**
- * A directory the launcher binds from an open descriptor rather than a path,
- * so nothing done to the path after it was verified changes what is mounted.
+ * A directory (or a pinned interpreter file) the launcher binds from an open
+ * descriptor rather than a path, so nothing done to the path after it was
+ * verified changes what is mounted.
  */
 export interface BoundDirectory {
   /** Where it appears inside the sandbox: its verified real host path. */

@@ -379,6 +379,14 @@ export class SandboxSpawner {
       this.logger.warn({ argv0: executable.argv[0] }, 'spawning a plugin UNSANDBOXED (dangerouslyRunUnsandboxed)');
       return spawnPluginProcess({ ...lifecycle, executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
     }
+    // bubblewrap mounts a pinned interpreter read-only from its descriptor and closes the descriptor: the plugin runs it
+    // by path and never holds a descriptor through which a file its user owns could be reopened for writing.
+    const program = bindsDescriptors ? request.executable.programFile : undefined;
+    const argv = program === undefined ? executable.argv : [program.path, ...executable.argv.slice(1)];
+    const bound: BoundDirectory[] = [
+      ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
+      ...(directories === undefined || !bindsDescriptors ? [] : boundDirectories(directories, 3 + request.executable.inheritFds.length)),
+    ];
     const layout = resolveLayout({
       network: request.network,
       installRoot: executable.installRoot,
@@ -388,7 +396,7 @@ export class SandboxSpawner {
       secretPaths: this.secretPaths,
       systemPaths: this.backend.systemPaths,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
-      ...(directories === undefined || !bindsDescriptors ? {} : { boundDirectories: boundDirectories(directories, 3 + request.executable.inheritFds.length) }),
+      ...(bound.length === 0 ? {} : { boundDirectories: bound }),
       ...(request.identity === undefined ? {} : { identity: request.identity }),
     });
     if (layout.isErr()) {
@@ -397,7 +405,7 @@ export class SandboxSpawner {
     }
     const limits = this.treeLimits(request.pluginId);
     const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
-    const { args, extraInput } = this.backend.launch(sized, executable.argv, request.env, 3 + executable.inheritFds.length);
+    const { args, extraInput } = this.backend.launch(sized, argv, request.env, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const rlimits = this.rlimitArgs(limits);
     let launch =

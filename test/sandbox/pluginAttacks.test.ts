@@ -3,9 +3,12 @@
  * through a real host, real bubblewrap and a plugin whose `act` tool runs one
  * attack per call.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { chmod, chown, copyFile, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool } from '../host/helpers.js';
 
@@ -136,4 +139,86 @@ describe.runIf(['x64', 'arm64'].includes(process.arch))('user namespaces', () =>
       expect(result).toEqual({ ok: true, value: { unshare: { ok: false, errno: 1 }, clone: { ok: false, errno: 1 }, clone3: { ok: false, errno: 38 } } });
     });
   }
+});
+
+// The host below runs as an ordinary user, the way most hosts do: plugins then run as that user too, and an
+// interpreter from pyenv, nvm or a virtualenv is a file that user owns.
+const NON_ROOT_HOST = `
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PluginHost } from '${join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'host', 'PluginHost.js')}';
+const [profile, pkg, searchPath, code] = process.argv.slice(2);
+const open = async () => (await PluginHost.open({ profileDir: profile, profileKind: 'dev', interpreterSearchPath: searchPath }))._unsafeUnwrap();
+const installer = await open();
+(await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+await installer.close();
+const host = await open();
+const result = await host.call('plug.interp-writer.act', { code });
+await host.close();
+process.stdout.write(JSON.stringify(result.isOk() ? result.value.value : { error: result.error.code }));
+`;
+
+// A Python plugin that runs the code it is sent. The attack: leave the interpreter (exec another program, keeping the
+// descriptor the host handed over on the pinned interpreter; while it runs, the kernel refuses writes with ETXTBSY)
+// and rewrite the interpreter through that descriptor. The host user's next run of it runs the plugin's code, unsandboxed.
+const PYTHON_RUNNER = `#!/usr/bin/env python3
+import json, os, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    scope = {'os': os, 'request_id': request['id']}
+    exec(request['params']['code'], scope)
+    sys.stdout.write(json.dumps({'id': request['id'], 'result': scope['result']}) + '\\n')
+    sys.stdout.flush()
+`;
+
+const REWRITE_INTERPRETER = `
+exe = os.readlink('/proc/self/exe')
+held = [int(n) for n in os.listdir('/proc/self/fd') if os.path.exists('/proc/self/fd/' + n) and os.readlink('/proc/self/fd/' + n) == exe]
+if not held:
+    result = {'ok': True, 'value': 'no descriptor on the interpreter'}
+else:
+    os.set_inheritable(held[0], True)
+    writer = 'import os, sys, json\\ntry:\\n    w = os.open("/proc/self/fd/%d", os.O_WRONLY | os.O_TRUNC)\\n    os.write(w, b"#!/bin/sh\\\\necho rewritten by a plugin\\\\n")\\n    value = "rewrote the interpreter"\\nexcept OSError as e:\\n    value = e.strerror\\nsys.stdout.write(json.dumps({"id": %d, "result": {"ok": True, "value": value}}) + "\\\\n")\\n' % (held[0], request_id)
+    os.execv('/usr/bin/python3', ['python3', '-c', writer])
+`;
+
+describe.runIf(process.platform === 'linux')('the descriptor on a pinned interpreter', () => {
+  it('cannot be used by a plugin of a non-root host to rewrite an interpreter the host user owns', async () => {
+    const asRoot = process.getuid?.() === 0;
+    const work = await mkdtemp(join(tmpdir(), 'interp-writer-'));
+    scratch.push(work);
+    const interpreterDir = join(work, 'interpreter', 'bin');
+    await mkdir(interpreterDir, { recursive: true });
+    const interpreter = join(interpreterDir, 'python3');
+    await copyFile(await realpath('/usr/bin/python3'), interpreter);
+    await chmod(interpreter, 0o755);
+    const original = await readFile(interpreter);
+    const pkg = join(work, 'pkg');
+    await mkdir(join(pkg, 'bin'), { recursive: true });
+    await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
+    const manifest = {
+      manifest_schema_version: 1,
+      plugin_id: 'interp-writer',
+      name: 'Interpreter writer',
+      version: '1.0.0',
+      description: 'Runs the code it is sent',
+      namespace_owner: 'io.example.interp-writer',
+      shape: 'ndjson-rpc',
+      executable: 'bin/runner.py',
+      advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
+      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+    };
+    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
+    const script = join(work, 'host.mts');
+    await writeFile(script, NON_ROOT_HOST);
+    await mkdir(join(work, 'profile'));
+    const user = 65534;
+    if (asRoot) await Promise.all([work, join(work, 'interpreter'), interpreterDir, interpreter, join(work, 'profile')].map((p) => chown(p, user, user)));
+    const tsx = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin', 'tsx');
+    const argv = [tsx, script, join(work, 'profile'), pkg, `${interpreterDir}:/usr/bin:/bin`, REWRITE_INTERPRETER];
+    const command = asRoot ? ['/usr/bin/setpriv', '--reuid', String(user), '--regid', String(user), '--clear-groups', '--', ...argv] : argv;
+    const { stdout } = await promisify(execFile)(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: work } });
+    expect(JSON.parse(stdout)).toEqual({ ok: true, value: 'no descriptor on the interpreter' });
+    expect((await readFile(interpreter)).equals(original)).toBe(true);
+  }, 60_000);
 });
