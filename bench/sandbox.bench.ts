@@ -51,7 +51,7 @@ export async function run(): Promise<BenchResult[]> {
     // The control-group step (create the group, a /bin/sh that joins it and execs the launcher, remove the group) against the same sandbox without it.
     const withoutGroups = (await SandboxSpawner.create({ controlGroups: 'off' }))._unsafeUnwrap();
     const ungrouped = async () => {
-      const p = (await withoutGroups.spawn({ executable: executable(), env: {}, network: false, writeDir: dir, hiddenPaths: [] }))._unsafeUnwrap();
+      const p = (await withoutGroups.spawn({ executable: executable(), env: {}, ...policy }))._unsafeUnwrap();
       await p.exited;
     };
     await ungrouped();
