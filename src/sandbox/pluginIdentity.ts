@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import pluginUids from '../../etc/sandbox/plugin-uids.json' with { type: 'json' };
@@ -24,7 +24,30 @@ export interface PluginUidRange {
 /** The default range, from `etc/sandbox/plugin-uids.json`. */
 export const DEFAULT_PLUGIN_UID_RANGE: PluginUidRange = { first: pluginUids.first, count: pluginUids.count };
 
-/** Checks a configured range: positive integers, above the root and system ids, below 2^32 - 1 (the "no id" value). */
+/** The user and group ids the host's account files name (`/etc/passwd`, `/etc/group`), with one of their names. */
+function localAccountIds(): Map<number, string> {
+  const ids = new Map<number, string>();
+  for (const file of pluginUids.accountDatabases) {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const [name, , id] = line.split(':');
+      if (name && id && /^\d+$/.test(id) && !ids.has(Number(id))) ids.set(Number(id), name);
+    }
+  }
+  return ids;
+}
+
+/**
+ * Checks a configured range: positive integers, above the root and system
+ * ids, below 2^32 - 1 (the "no id" value), and holding no id an account of
+ * the host has (as user or group), since a plugin would share that account's
+ * files, limits and kernel accounting.
+ */
 export function checkUidRange(range: PluginUidRange): Result<PluginUidRange, HostError> {
   const { first, count } = range;
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 1000 || count < 1 || first + count > 0xffff_ffff) {
@@ -32,6 +55,15 @@ export function checkUidRange(range: PluginUidRange): Result<PluginUidRange, Hos
       hostError('HOST_INVALID_OPTIONS', `pluginUidRange ${JSON.stringify(range)} is not a range of ordinary user ids`, {
         details: { option: 'pluginUidRange', first, count },
         hint: 'Pass integers with first >= 1000, count >= 1 and first + count <= 4294967295, a range no real user or other service uses.',
+      }),
+    );
+  }
+  const taken = [...localAccountIds()].find(([id]) => inRange(id, range));
+  if (taken !== undefined) {
+    return err(
+      hostError('HOST_INVALID_OPTIONS', `pluginUidRange ${JSON.stringify(range)} holds id ${taken[0]} of the host account '${taken[1]}'`, {
+        details: { option: 'pluginUidRange', first, count, account_id: taken[0], account: taken[1] },
+        hint: 'Pass a range no user or group of the host uses (the default starts at 1900000000); plugins must never run as an existing account.',
       }),
     );
   }

@@ -60,6 +60,7 @@ import { execFileSync } from 'node:child_process';
 const act = (p) => {
   try {
     switch (p.op) {
+      case 'uid': return { ok: true, value: process.getuid() };
       case 'python': return { ok: true, value: JSON.parse(execFileSync('/usr/bin/python3', ['-c', p.script], { encoding: 'utf8' })) };
       default: return { ok: false, code: 'unknown op' };
     }
@@ -221,4 +222,13 @@ describe.runIf(process.platform === 'linux')('the descriptor on a pinned interpr
     expect(JSON.parse(stdout)).toEqual({ ok: true, value: 'no descriptor on the interpreter' });
     expect((await readFile(interpreter)).equals(original)).toBe(true);
   }, 60_000);
+});
+
+describe.runIf(process.getuid?.() === 0)('plugin users on a root host', () => {
+  it('are never an account of the host: a range holding nobody (65534) is refused instead of running the plugin as nobody', async () => {
+    // nobody owns what NFS squashes and runs daemons (dnsmasq); a plugin sharing its uid shares their files, limits and kernel accounting.
+    const host = await installedAttackers(['as-nobody'], false, { sandbox: { pluginUidRange: { first: 65_534, count: 1 } } });
+    const call = await host.call('plug.as-nobody.act', { op: 'uid' });
+    expect(call.isErr() ? call.error.code : call.value.value).toBe('HOST_INVALID_OPTIONS');
+  });
 });
