@@ -853,7 +853,16 @@ export class PluginHost {
             .andThen((env) =>
               // The spawner releases the verified descriptors and the directories whatever the outcome.
               this.#verifiedCode(plugin).andThen((executable) =>
-                this.#spawner.spawn({ ...policy.value, writeDir: directories.write.path, executable, env, directories, ...(identity === undefined ? {} : { identity }) }),
+                this.#spawner.spawn({
+                  ...policy.value,
+                  writeDir: directories.write.path,
+                  executable,
+                  env,
+                  directories,
+                  ...(identity === undefined ? {} : { identity }),
+                  // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it passed.
+                  gate: () => verifyBindingTree(binding),
+                }),
               ),
             )
             .orElse((error) => {
@@ -866,15 +875,17 @@ export class PluginHost {
   }
 
   /**
-   * Verifies the pinned code just before a spawn: every file of the install
-   * root against the binding's file list (unchanged stat identities vouch
-   * for unchanged files), then the executable, or for an `esm-module` plugin
-   * its entry module, re-hashed and copied (never cached), whose verified
-   * bytes the child runs.
+   * Verifies the pinned code just before a spawn: the executable, or for an
+   * `esm-module` plugin its entry module, re-hashed and copied (never
+   * cached), whose verified bytes the child runs. Every other file of the
+   * install root is checked against the binding's file list (unchanged stat
+   * identities vouch for unchanged files) by the spawn's gate, before the
+   * plugin runs.
    */
   #verifiedCode(plugin: InstalledPlugin): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
-    return verifyBindingTree(binding).andThen(() => this.#verifiedMain(plugin));
+    // A refused main file is reported as the tree check reports it, naming the file within its install root.
+    return this.#verifiedMain(plugin).orElse((error) => verifyBindingTree(binding).andThen(() => errAsync(error)));
   }
 
   /** The pinned main file (the executable or the ESM entry), verified and ready to run. */

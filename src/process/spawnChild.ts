@@ -1,9 +1,10 @@
 import { spawn, type StdioOptions } from 'node:child_process';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
 import { diagnoseExecutable } from './diagnoseExecutable.js';
 import type { PluginProcess } from './PluginProcess.js';
+import { descendantsOf, sendSignal } from './processTree.js';
 import type { VerifiedExecutable } from './VerifiedExecutable.js';
 
 /** One launch: the OS command that runs the plugin, possibly through a launcher. */
@@ -14,6 +15,30 @@ export interface Launch {
   readonly cwd: string;
   /** Extra descriptors after the executable's inherited ones, written once at spawn and closed. */
   readonly extraInput?: Buffer;
+  /**
+   * A check that must pass before any code of the plugin runs, for a launcher
+   * that waits for a release byte on the descriptor after `extraInput`'s (see
+   * `SandboxLayout.gated`). It starts once the launcher is running, so that
+   * the two overlap; when it fails, the launcher's whole tree is killed
+   * before the descriptor closes, and the spawn fails with its error.
+   */
+  readonly gate?: () => ResultAsync<void, HostError>;
+}
+
+/**
+ * Releases a gated launcher when its check passed; otherwise kills the
+ * launcher's tree, waits until it is gone (end of file would release it
+ * too) and only then closes the descriptor.
+ */
+async function released(plugin: PluginProcess, release: NodeJS.WritableStream & { destroy(): void }, check: Result<void, HostError>): Promise<Result<PluginProcess, HostError>> {
+  if (check.isOk()) {
+    release.end(Buffer.of(1));
+    return check.map(() => plugin);
+  }
+  for (const pid of [plugin.pid, ...descendantsOf(plugin.pid)]) sendSignal(pid, 'SIGKILL');
+  await plugin.exited;
+  release.destroy();
+  return check.map(() => plugin);
 }
 
 /**
@@ -30,6 +55,7 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   }
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...executable.inheritFds];
   if (launch.extraInput) stdio.push('pipe');
+  if (launch.gate) stdio.push('pipe');
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(launch.command, [...launch.args], {
@@ -51,11 +77,17 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   return ResultAsync.fromSafePromise(started).andThen((failure) => {
     executable.release();
     if (failure) return errAsync(failure);
+    type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
     if (launch.extraInput) {
-      const input = child.stdio[3 + executable.inheritFds.length] as NodeJS.WritableStream & { on(e: 'error', f: () => void): void };
+      const input = child.stdio[3 + executable.inheritFds.length] as Input;
       input.on('error', () => undefined);
       input.end(launch.extraInput);
     }
-    return okAsync<PluginProcess, HostError>(new ChildPluginProcess(child, options));
+    const plugin = new ChildPluginProcess(child, options);
+    const gate = launch.gate;
+    if (!gate) return okAsync<PluginProcess, HostError>(plugin);
+    const release = child.stdio[3 + executable.inheritFds.length + (launch.extraInput ? 1 : 0)] as Input;
+    release.on('error', () => undefined);
+    return new ResultAsync((async () => released(plugin, release, await gate()))());
   });
 }

@@ -17,7 +17,7 @@ import { resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
-import { DEFAULT_TREE_LIMITS, joinGroupLaunch, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
+import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;
@@ -119,6 +119,13 @@ export interface SandboxSpawnRequest extends SandboxPolicyRequest {
   readonly directories?: PluginDirectories;
   /** The user the plugin runs as (see {@link SandboxSpawner.pluginIdentity}); without it, the host's user. */
   readonly identity?: PluginIdentity;
+  /**
+   * A check that must pass before any code of the plugin runs (the package
+   * tree check). bubblewrap sets the sandbox up while it runs and waits for
+   * it before running the plugin; other launchers run it first. A failed
+   * check fails the spawn with its error, the plugin never having run.
+   */
+  readonly gate?: () => ResultAsync<void, HostError>;
 }
 
 /** The enforced policy of a plugin, as a plain object for `info` and logs. */
@@ -361,6 +368,16 @@ export class SandboxSpawner {
    * request's directories) are released whatever the outcome.
    */
   spawn(request: SandboxSpawnRequest): ResultAsync<PluginProcess, HostError> {
+    if (request.gate !== undefined && this.backend?.name !== 'bubblewrap') {
+      const { gate, ...ungated } = request;
+      return gate()
+        .orElse((error) => {
+          request.executable.release();
+          request.directories?.close();
+          return errAsync(error);
+        })
+        .andThen(() => this.spawn(ungated));
+    }
     const lifecycle = this.lifecycle();
     const { directories } = request;
     // Only bubblewrap mounts descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
@@ -404,7 +421,7 @@ export class SandboxSpawner {
       return errAsync(layout.error);
     }
     const limits = this.treeLimits(request.pluginId);
-    const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
+    const sized = { ...layout.value, ...(limits.memoryBytes === null ? {} : { shmBytes: limits.memoryBytes }), ...(request.gate === undefined ? {} : { gated: true }) };
     const { args, extraInput } = this.backend.launch(sized, argv, request.env, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const rlimits = this.rlimitArgs(limits);
@@ -428,12 +445,13 @@ export class SandboxSpawner {
     }
     return spawnChild(
       executable,
-      { ...launch, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}) },
+      { ...launch, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}), ...(request.gate === undefined ? {} : { gate: request.gate }) },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     )
       .map((child): PluginProcess => (group === undefined ? child : new TreeLimitedProcess(child, group, this.logger)))
       .mapErr((error) => {
-        group?.remove();
+        // A tree killed by a failed gate may take a moment to leave the group.
+        if (group !== undefined) removeGroup(group, this.logger);
         return error;
       });
   }

@@ -57,8 +57,8 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
   if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
   args.push('--tmpfs', '/tmp');
-  for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   if (layout.identity !== undefined) args.push(...traversableParents(layout));
+  for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push(...maskArgs(layout.masksOutside));
   const boundDirectories = layout.boundDirectories ?? [];
   const bound = boundDirectories.filter((d) => d.writable || !boundDirectories.some((w) => w.writable && w.path === d.path));
@@ -75,6 +75,8 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   args.push('--remount-ro', '/tmp', '--remount-ro', '/');
   args.push('--chdir', layout.cwd);
   if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
+  // bubblewrap reads the block descriptor after its mounts, right before it runs the command; end of file releases it too.
+  if (layout.gated === true && seccompFd !== undefined) args.push('--block-fd', String(seccompFd + 1));
   args.push('--');
   return args;
 }

@@ -229,15 +229,41 @@ describe('a failure whose cause is changed code', () => {
     await setMode(dir, 'normal');
     const marker = join(dir, 'data', 'host-probe', 'swapped-code-ran');
     const spawn = spawner.spawn.bind(spawner);
-    // The window: the host has verified the file and is about to start it.
+    // The window: the host has verified the file and checked its tree (the spawn's gate), and is about to release it.
+    spawner.spawn = (request) =>
+      spawn({
+        ...request,
+        gate: () =>
+          request.gate!().map(() => {
+            writeFileSync(script, `#!/usr/bin/env node\nimport { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+          }),
+      });
+
+    const failed = (await host.call(ECHO, {}))._unsafeUnwrapErr();
+    expect(['PLUGIN_CRASHED', 'PLUGIN_HANDSHAKE_FAILED']).toContain(failed.code);
+    expect(String(failed.details.stderr_tail)).toContain('ERR_MANIFEST_ASSERT_INTEGRITY');
+    expect(existsSync(marker)).toBe(false);
+    expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, quarantine_reason: 'digest_mismatch', last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
+  });
+
+  it('a Node plugin whose script is swapped while its sandbox is set up is refused by the tree check before any of it runs', async () => {
+    const dir = await pool.profile();
+    const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
+    const host = await pool.installed(dir, ['probe'], { clock: new FakeClock(), spawner });
+    const info = (await host.info('host-probe'))._unsafeUnwrap();
+    const script = join(info.executable.install_root, info.executable.path);
+    await setMode(dir, 'normal');
+    // The swapped code's first statement leaves a mark in the plugin's own writable directory.
+    const marker = join(dir, 'data', 'host-probe', 'swapped-code-ran');
+    const spawn = spawner.spawn.bind(spawner);
+    // The main file is verified and copied; the launcher starts while the rest of the tree is being checked.
     spawner.spawn = (request) => {
       writeFileSync(script, `#!/usr/bin/env node\nimport { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`);
       return spawn(request);
     };
 
-    const failed = (await host.call(ECHO, {}))._unsafeUnwrapErr();
-    expect(['PLUGIN_CRASHED', 'PLUGIN_HANDSHAKE_FAILED']).toContain(failed.code);
-    expect(String(failed.details.stderr_tail)).toContain('ERR_MANIFEST_ASSERT_INTEGRITY');
+    const refused = (await host.call(ECHO, {}))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch', file: info.executable.path, quarantine: true } });
     expect(existsSync(marker)).toBe(false);
     expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true, quarantine_reason: 'digest_mismatch', last_error_code: 'PLUGIN_EXECUTABLE_UNTRUSTED' });
   });

@@ -1,0 +1,103 @@
+/**
+ * The spawn gate: bubblewrap sets a plugin's sandbox up while the host
+ * checks the plugin's package tree, and runs the plugin only once the check
+ * passed. A plugin whose tree was changed never runs at all: its first
+ * statement writes a marker into its writable directory, which stays absent.
+ */
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ResultAsync } from 'neverthrow';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
+import type { HostError } from '../../src/errors/HostError.js';
+import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { eventually, killAllWith, processesWith } from '../process/support.js';
+
+const base = mkdtempSync(join(tmpdir(), 'spawn-gate-'));
+const started: PluginProcess[] = [];
+let spawner: SandboxSpawner;
+
+beforeAll(async () => {
+  spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home') }))._unsafeUnwrap();
+});
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
+  killAllWith(base);
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+interface Package {
+  readonly root: string;
+  readonly writeDir: string;
+  readonly marker: string;
+  readonly pin: PackageTreePin;
+}
+
+/** A package whose start script first writes a marker into its writable directory, then reads its library; pinned. */
+async function pinnedPackage(name: string): Promise<Package> {
+  const root = join(base, name, 'install');
+  const writeDir = join(base, name, 'data');
+  mkdirSync(join(root, 'lib'), { recursive: true });
+  mkdirSync(writeDir, { recursive: true });
+  const marker = join(writeDir, 'ran');
+  writeFileSync(join(root, 'start.sh'), `echo ran > ${marker}\ncat ${join(root, 'lib', 'greeting.txt')}\n`);
+  chmodSync(join(root, 'start.sh'), 0o755);
+  writeFileSync(join(root, 'lib', 'greeting.txt'), 'hello\n');
+  const pin = (await pinPackageTree(root))._unsafeUnwrap();
+  return { root, writeDir, marker, pin };
+}
+
+/**
+ * Spawns the package's start script with its tree check as the gate; the
+ * gate first waits until the launcher's sandbox process exists and records
+ * whether the marker was written by then.
+ */
+async function spawnGated(pkg: Package): Promise<{ result: Awaited<ReturnType<SandboxSpawner['spawn']>>; launcherUp: boolean; ranBeforeRelease: boolean }> {
+  let launcherUp = false;
+  let ranBeforeRelease = true;
+  const gate = (): ResultAsync<void, HostError> =>
+    new ResultAsync(
+      (async () => {
+        // The launcher and its sandbox child carry the install root in their command lines.
+        launcherUp = await eventually(() => processesWith(pkg.root).length >= 2);
+        ranBeforeRelease = existsSync(pkg.marker);
+        return verifyPackageTree(pkg.root, pkg.pin).map(() => undefined);
+      })(),
+    );
+  const result = await spawner.spawn({
+    executable: trustedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root),
+    env: {},
+    network: false,
+    writeDir: pkg.writeDir,
+    hiddenPaths: [],
+    gate,
+  });
+  if (result.isOk()) started.push(result.value);
+  return { result, launcherUp, ranBeforeRelease };
+}
+
+describe('the spawn gate (real bubblewrap)', () => {
+  it('checks the tree while the sandbox is being set up and runs the plugin once the check passed', async () => {
+    const pkg = await pinnedPackage('intact');
+    const { result, launcherUp, ranBeforeRelease } = await spawnGated(pkg);
+    expect(launcherUp).toBe(true);
+    expect(ranBeforeRelease).toBe(false);
+    const plugin = result._unsafeUnwrap();
+    expect((await plugin.exited).status).toBe(0);
+    expect(readFileSync(pkg.marker, 'utf8')).toBe('ran\n');
+  });
+
+  it('never runs a plugin whose tree changed: the launcher is killed before its release, the spawn fails with the check error', async () => {
+    const pkg = await pinnedPackage('tampered');
+    appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
+    const { result, launcherUp, ranBeforeRelease } = await spawnGated(pkg);
+    expect(launcherUp).toBe(true);
+    expect(ranBeforeRelease).toBe(false);
+    expect(result._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed', file: 'lib/greeting.txt' } });
+    expect(processesWith(pkg.root)).toEqual([]);
+    expect(existsSync(pkg.marker)).toBe(false);
+  });
+});
