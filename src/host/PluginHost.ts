@@ -2,6 +2,7 @@ import { dirname } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
+import { NODE_MAIN_GUARD } from '../binding/nodeMain.js';
 import { recheckPinnedCode, verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
@@ -941,8 +942,12 @@ export class PluginHost {
     const policy = this.#sandboxPolicy(plugin.plugin_id, caps);
     if (policy.isErr()) return null;
     const identity = this.#spawner.pluginIdentity(dirname(this.#layout.dataDir(plugin.plugin_id)), plugin.plugin_id);
+    // The launch also mounts the pinned interpreter and, for Node under an integrity policy, the main-module guard.
+    const pin = plugin.lock.binding.interpreter;
+    const runtime = pin === undefined ? [] : [pin.path, ...(pin.kind === 'node' && pin.node_main === 'integrity_policy' ? [NODE_MAIN_GUARD] : [])];
     return this.#spawner.describe({
       ...policy.value,
+      readOnlyPaths: [...(policy.value.readOnlyPaths ?? []), ...runtime],
       installRoot: plugin.lock.binding.install_root,
       ...(identity.isOk() && identity.value !== undefined ? { identity: identity.value } : {}),
     });

@@ -13,7 +13,7 @@ import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBa
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
-import { resolveLayout, type BoundDirectory } from './SandboxLayout.js';
+import { isWithin, resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
@@ -529,7 +529,7 @@ export class SandboxSpawner {
       network: request.network,
       unixSocketsBlocked: !request.network,
       writablePaths: [request.writeDir],
-      readablePaths: [request.installRoot, ...(request.readOnlyPaths ?? []), request.writeDir],
+      readablePaths: [...new Set([request.installRoot, ...(request.readOnlyPaths ?? []).filter((p) => !backend.systemPaths.some((s) => isWithin(p, s))), request.writeDir])],
       systemPaths: [...backend.systemPaths],
       hiddenPaths: [...request.hiddenPaths, ...this.secretPaths].filter((p) => isAbsolute(p)),
       ownPidNamespace: backend.containsTree,

@@ -232,3 +232,43 @@ describe.runIf(process.getuid?.() === 0)('plugin users on a root host', () => {
     expect(call.isErr() ? call.error.code : call.value.value).toBe('HOST_INVALID_OPTIONS');
   });
 });
+
+describe('info().enforced_capabilities.readablePaths', () => {
+  it('names the pinned interpreter a plugin can read when it lies outside the system directories, and each path once', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'readable-'));
+    scratch.push(work);
+    const interpreterDir = join(work, 'bin');
+    await mkdir(interpreterDir);
+    const interpreter = join(interpreterDir, 'python3');
+    await copyFile(await realpath('/usr/bin/python3'), interpreter);
+    await chmod(interpreter, 0o755);
+    const pkg = join(work, 'pkg');
+    await mkdir(join(pkg, 'bin'), { recursive: true });
+    await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
+    const manifest = {
+      manifest_schema_version: 1,
+      plugin_id: 'reader',
+      name: 'Reader',
+      version: '1.0.0',
+      description: 'Runs the code it is sent',
+      namespace_owner: 'io.example.reader',
+      shape: 'ndjson-rpc',
+      executable: 'bin/runner.py',
+      advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
+      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+    };
+    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
+    const profile = await pool.profile();
+    const options = { interpreterSearchPath: `${interpreterDir}:/usr/bin:/bin` };
+    const installer = await pool.open(profile, options);
+    (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(profile, options);
+    const read = `result = {'ok': True, 'value': len(open(${JSON.stringify(interpreter)}, 'rb').read())}`;
+    const call = (await host.call('plug.reader.act', { code: read }))._unsafeUnwrap().value as ActResult;
+    expect(call.value).toBeGreaterThan(0);
+    const readable = (await host.info('reader'))._unsafeUnwrap().enforced_capabilities?.readablePaths ?? [];
+    expect(readable).toContain(interpreter);
+    expect(new Set(readable).size).toBe(readable.length);
+  });
+});
