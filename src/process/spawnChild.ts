@@ -1,5 +1,5 @@
 import { spawn, type StdioOptions } from 'node:child_process';
-import { errAsync, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
 import { diagnoseExecutable } from './diagnoseExecutable.js';
@@ -16,29 +16,35 @@ export interface Launch {
   /** Extra descriptors after the executable's inherited ones, written once at spawn and closed. */
   readonly extraInput?: Buffer;
   /**
-   * A check that must pass before any code of the plugin runs, for a launcher
-   * that waits for a release byte on the descriptor after `extraInput`'s (see
-   * `SandboxLayout.gated`). It starts once the launcher is running, so that
-   * the two overlap; when it fails, the launcher's whole tree is killed
-   * before the descriptor closes, and the spawn fails with its error.
+   * A check that must pass before any code of the plugin runs. It starts
+   * once the launcher is running, and `extraInput` is held back until it
+   * passed: for a launcher that reads `extraInput` to its end only after its
+   * own setup, right before it runs the plugin, and refuses to run it on an
+   * empty input (bubblewrap's seccomp program), the two overlap and the
+   * plugin cannot run unchecked, even if the host dies meanwhile. When the
+   * check fails, the launcher's whole tree is killed before the input
+   * closes, and the spawn fails with the check's error. Without
+   * `extraInput`, the check runs before the spawn.
    */
   readonly gate?: () => ResultAsync<void, HostError>;
 }
 
+type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
+
 /**
- * Releases a gated launcher when its check passed; otherwise kills the
- * launcher's tree, waits until it is gone (end of file would release it
- * too) and only then closes the descriptor.
+ * Hands a gated launcher its input when the check passed; otherwise kills
+ * the launcher's tree, waits until it is gone and only then closes the
+ * input, unwritten.
  */
-async function released(plugin: PluginProcess, release: NodeJS.WritableStream & { destroy(): void }, check: Result<void, HostError>): Promise<Result<PluginProcess, HostError>> {
+async function released(plugin: PluginProcess, input: Input, bytes: Buffer, check: Result<void, HostError>): Promise<Result<PluginProcess, HostError>> {
   if (check.isOk()) {
-    release.end(Buffer.of(1));
-    return check.map(() => plugin);
+    input.end(bytes);
+    return ok(plugin);
   }
   for (const pid of [plugin.pid, ...descendantsOf(plugin.pid)]) sendSignal(pid, 'SIGKILL');
   await plugin.exited;
-  release.destroy();
-  return check.map(() => plugin);
+  input.destroy();
+  return err(check.error);
 }
 
 /**
@@ -48,6 +54,15 @@ async function released(plugin: PluginProcess, release: NodeJS.WritableStream & 
  * spawn settled, whatever its outcome.
  */
 export function spawnChild(executable: VerifiedExecutable, launch: Launch, options: ChildPluginProcessOptions): ResultAsync<PluginProcess, HostError> {
+  if (launch.gate && !launch.extraInput) {
+    const { gate, ...ungated } = launch;
+    return gate()
+      .orElse((error) => {
+        executable.release();
+        return errAsync(error);
+      })
+      .andThen(() => spawnChild(executable, ungated, options));
+  }
   const preflight = diagnoseExecutable(executable);
   if (preflight) {
     executable.release();
@@ -55,7 +70,6 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   }
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...executable.inheritFds];
   if (launch.extraInput) stdio.push('pipe');
-  if (launch.gate) stdio.push('pipe');
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(launch.command, [...launch.args], {
@@ -77,17 +91,15 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   return ResultAsync.fromSafePromise(started).andThen((failure) => {
     executable.release();
     if (failure) return errAsync(failure);
-    type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
-    if (launch.extraInput) {
-      const input = child.stdio[3 + executable.inheritFds.length] as Input;
-      input.on('error', () => undefined);
-      input.end(launch.extraInput);
-    }
     const plugin = new ChildPluginProcess(child, options);
-    const gate = launch.gate;
-    if (!gate) return okAsync<PluginProcess, HostError>(plugin);
-    const release = child.stdio[3 + executable.inheritFds.length + (launch.extraInput ? 1 : 0)] as Input;
-    release.on('error', () => undefined);
-    return new ResultAsync((async () => released(plugin, release, await gate()))());
+    const { extraInput, gate } = launch;
+    if (!extraInput) return okAsync<PluginProcess, HostError>(plugin);
+    const input = child.stdio[3 + executable.inheritFds.length] as Input;
+    input.on('error', () => undefined);
+    if (!gate) {
+      input.end(extraInput);
+      return okAsync<PluginProcess, HostError>(plugin);
+    }
+    return new ResultAsync((async () => released(plugin, input, extraInput, await gate()))());
   });
 }

@@ -54,12 +54,6 @@ export interface SandboxLayout {
   readonly cwd: string;
   /** The size of the sandbox's own /dev/shm tmpfs in bytes (the plugin's memory cap); unset: bubblewrap's default. */
   readonly shmBytes?: number;
-  /**
-   * Whether the launcher, its own setup done, waits for the host's release
-   * (a byte on the descriptor after the seccomp program's) before it runs the
-   * plugin: the host then checks the plugin's files while the sandbox is set up.
-   */
-  readonly gated?: boolean;
 }
 
 /** Directories that hold the system's programs and libraries, when present. */

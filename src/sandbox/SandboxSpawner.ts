@@ -121,9 +121,11 @@ export interface SandboxSpawnRequest extends SandboxPolicyRequest {
   readonly identity?: PluginIdentity;
   /**
    * A check that must pass before any code of the plugin runs (the package
-   * tree check). bubblewrap sets the sandbox up while it runs and waits for
-   * it before running the plugin; other launchers run it first. A failed
-   * check fails the spawn with its error, the plugin never having run.
+   * tree check). bubblewrap sets the sandbox up while it runs: the seccomp
+   * program, which bubblewrap reads after its mounts and right before it runs
+   * the plugin, is written only once the check passed. Other launchers run
+   * it first. A failed check fails the spawn with its error, the plugin
+   * never having run.
    */
   readonly gate?: () => ResultAsync<void, HostError>;
 }
@@ -421,7 +423,7 @@ export class SandboxSpawner {
       return errAsync(layout.error);
     }
     const limits = this.treeLimits(request.pluginId);
-    const sized = { ...layout.value, ...(limits.memoryBytes === null ? {} : { shmBytes: limits.memoryBytes }), ...(request.gate === undefined ? {} : { gated: true }) };
+    const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
     const { args, extraInput } = this.backend.launch(sized, argv, request.env, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const rlimits = this.rlimitArgs(limits);

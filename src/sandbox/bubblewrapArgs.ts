@@ -75,8 +75,6 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   args.push('--remount-ro', '/tmp', '--remount-ro', '/');
   args.push('--chdir', layout.cwd);
   if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
-  // bubblewrap reads the block descriptor after its mounts, right before it runs the command; end of file releases it too.
-  if (layout.gated === true && seccompFd !== undefined) args.push('--block-fd', String(seccompFd + 1));
   args.push('--');
   return args;
 }

@@ -100,13 +100,6 @@ describe('bubblewrapArgs', () => {
     expect(at('--ro-bind', installRoot)).toBeLessThan(at('--tmpfs', join(installRoot, '.aws')));
     expect(pairs(args, '--remount-ro')).toEqual([profile, join(home, '.ssh'), join(installRoot, '.aws'), '/tmp', '/']);
   });
-
-  it('waits for the release on the descriptor after the seccomp program only when the layout is gated', () => {
-    expect(bubblewrapArgs(layout(), 5)).not.toContain('--block-fd');
-    const gated = bubblewrapArgs({ ...layout(), gated: true }, 5);
-    expect(pairs(gated, '--block-fd')).toEqual(['6']);
-    expect(gated.indexOf('--block-fd')).toBeLessThan(gated.indexOf('--'));
-  });
 });
 
 describe('bubblewrapArgs for a bound, switched-user layout', () => {

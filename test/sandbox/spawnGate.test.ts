@@ -4,6 +4,7 @@
  * passed. A plugin whose tree was changed never runs at all: its first
  * statement writes a marker into its writable directory, which stays absent.
  */
+import { spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
-import { eventually, killAllWith, processesWith } from '../process/support.js';
+import { eventually, FIXTURES, killAllWith, processesWith } from '../process/support.js';
 
 const base = mkdtempSync(join(tmpdir(), 'spawn-gate-'));
 const started: PluginProcess[] = [];
@@ -100,4 +101,22 @@ describe('the spawn gate (real bubblewrap)', () => {
     expect(processesWith(pkg.root)).toEqual([]);
     expect(existsSync(pkg.marker)).toBe(false);
   });
+
+  it('never runs the plugin when the host dies while the check is running: the launcher fails on its unwritten seccomp program', async () => {
+    const m = `gate-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    const writeDir = join(base, m);
+    mkdirSync(writeDir);
+    const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-gated-host.ts'), m, writeDir], { stdio: 'ignore' });
+    try {
+      // The sandbox's own process waits in read(2) (syscall 0 on x86-64) for the seccomp program, its mounts done.
+      const waiting = (): boolean => processesWith(m).some((pid) => readFileSync(`/proc/${pid}/syscall`, 'utf8').startsWith('0 '));
+      expect(await eventually(() => processesWith(m).length >= 2 && waiting(), 30_000)).toBe(true);
+      host.kill('SIGKILL');
+      expect(await eventually(() => processesWith(m).length === 0)).toBe(true);
+      expect(existsSync(join(writeDir, 'ran'))).toBe(false);
+    } finally {
+      host.kill('SIGKILL');
+      killAllWith(m);
+    }
+  }, 60_000);
 });
