@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ResultAsync } from 'neverthrow';
+import { okAsync, ResultAsync } from 'neverthrow';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
 import type { HostError } from '../../src/errors/HostError.js';
@@ -100,6 +100,19 @@ describe('the spawn gate (real bubblewrap)', () => {
     expect(result._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed', file: 'lib/greeting.txt' } });
     expect(processesWith(pkg.root)).toEqual([]);
     expect(existsSync(pkg.marker)).toBe(false);
+  });
+
+  it('runs the check before the spawn where the launcher cannot wait for it (unsandboxed dev mode)', async () => {
+    const unsandboxed = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
+    const pkg = await pinnedPackage('unsandboxed');
+    appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
+    const request = { executable: trustedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [] };
+    const refused = await unsandboxed.spawn({ ...request, gate: () => verifyPackageTree(pkg.root, pkg.pin).map(() => undefined) });
+    expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed' } });
+    expect(existsSync(pkg.marker)).toBe(false);
+    const started = (await unsandboxed.spawn({ ...request, gate: () => okAsync(undefined) }))._unsafeUnwrap();
+    expect((await started.exited).status).toBe(0);
+    expect(existsSync(pkg.marker)).toBe(true);
   });
 
   it('never runs the plugin when the host dies while the check is running: the launcher fails on its unwritten seccomp program', async () => {
