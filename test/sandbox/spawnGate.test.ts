@@ -121,8 +121,9 @@ describe('the spawn gate (real bubblewrap)', () => {
     mkdirSync(writeDir);
     const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-gated-host.ts'), m, writeDir], { stdio: 'ignore' });
     try {
-      // The sandbox's own process waits in read(2) (syscall 0 on x86-64) for the seccomp program, its mounts done.
-      const waiting = (): boolean => processesWith(m).some((pid) => readFileSync(`/proc/${pid}/syscall`, 'utf8').startsWith('0 '));
+      // The sandbox's own process waits in read(2) for the seccomp program, its mounts done.
+      const read = process.arch === 'arm64' ? '63 ' : '0 ';
+      const waiting = (): boolean => processesWith(m).some((pid) => readFileSync(`/proc/${pid}/syscall`, 'utf8').startsWith(read));
       expect(await eventually(() => processesWith(m).length >= 2 && waiting(), 30_000)).toBe(true);
       host.kill('SIGKILL');
       expect(await eventually(() => processesWith(m).length === 0)).toBe(true);
