@@ -123,7 +123,14 @@ describe('the spawn gate (real bubblewrap)', () => {
     try {
       // The sandbox's own process waits in read(2) for the seccomp program, its mounts done.
       const read = process.arch === 'arm64' ? '63 ' : '0 ';
-      const waiting = (): boolean => processesWith(m).some((pid) => readFileSync(`/proc/${pid}/syscall`, 'utf8').startsWith(read));
+      const inRead = (pid: number): boolean => {
+        try {
+          return readFileSync(`/proc/${pid}/syscall`, 'utf8').startsWith(read);
+        } catch {
+          return false;
+        }
+      };
+      const waiting = (): boolean => processesWith(m).some(inRead);
       expect(await eventually(() => processesWith(m).length >= 2 && waiting(), 30_000)).toBe(true);
       host.kill('SIGKILL');
       expect(await eventually(() => processesWith(m).length === 0)).toBe(true);
