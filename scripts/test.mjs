@@ -35,7 +35,12 @@ let skipped = 0;
 try {
   const report = JSON.parse(readFileSync(results, 'utf8'));
   passed = report.numPassedTests;
-  failed = report.numFailedTests + (report.numFailedTestSuites ?? 0);
+  // A file that fails without a failing test (an import or hook error) counts once; a file whose tests failed is
+  // already counted by its tests.
+  const brokenFiles = (report.testResults ?? []).filter(
+    (file) => file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed'),
+  ).length;
+  failed = report.numFailedTests + brokenFiles;
   skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 } catch {
   failed = 1;
