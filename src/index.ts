@@ -339,9 +339,9 @@ export {
   admitStart,
   recordFailure,
   type CrashState,
-} from './supervisor/CrashPolicy.js';
-export { effectiveStatus, type InventoryStatus, type StatusConditions } from './inventory/status.js';
-export { resolveRelativeDates } from './canary/relativeDates.js';
+} from './host/CrashPolicy.js';
+export { effectiveStatus, type InventoryStatus, type StatusConditions } from './host/inventoryStatus.js';
+export { resolveRelativeDates } from './host/relativeDates.js';
 export {
   HostEvents,
   diagnosticsChannelName,

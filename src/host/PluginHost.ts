@@ -7,7 +7,7 @@ import { recheckPinnedCode, verifyBindingTree } from '../binding/recheckPinnedCo
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
-import { resolveRelativeDates } from '../canary/relativeDates.js';
+import { resolveRelativeDates } from './relativeDates.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { mapCallToolError, type CallToolErrorResult } from '../error-mapper/ErrorMapper.js';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -33,7 +33,7 @@ import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
 import type { CallOptions, CallProgress, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../shapes/PluginSession.js';
-import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from '../supervisor/CrashPolicy.js';
+import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from './CrashPolicy.js';
 import { checkHostOptions } from './checkHostOptions.js';
 import { aliasesOf, credentialsByEnv } from './credentials.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';

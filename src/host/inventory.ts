@@ -7,7 +7,7 @@
  */
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
-import type { InventoryStatus } from '../inventory/status.js';
+import type { InventoryStatus } from './inventoryStatus.js';
 import type { ConfirmationPolicy, RiskClass } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 import { hostOpId } from './operations.js';

@@ -4,8 +4,8 @@
  * from the conditions a plugin is in.
  */
 import type { PluginStateRecord } from '../catalog/catalogTypes.js';
-import { effectiveStatus, type InventoryStatus } from '../inventory/status.js';
-import { CLEAR_CRASH_STATE, type CrashState } from '../supervisor/CrashPolicy.js';
+import { effectiveStatus, type InventoryStatus } from './inventoryStatus.js';
+import { CLEAR_CRASH_STATE, type CrashState } from './CrashPolicy.js';
 
 const toMs = (iso: string | null): number | undefined => (iso === null ? undefined : Date.parse(iso));
 const toIso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());

@@ -18,7 +18,7 @@ import { PluginHost } from '../../src/host/PluginHost.js';
 import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from '../../src/host/pluginState.js';
 import { PluginRuntime } from '../../src/host/PluginRuntime.js';
 import type { PluginSession } from '../../src/shapes/PluginSession.js';
-import { recordFailure } from '../../src/supervisor/CrashPolicy.js';
+import { recordFailure } from '../../src/host/CrashPolicy.js';
 import { FakeClock, packaged, removePackages, tempProfile } from './helpers.js';
 
 afterAll(() => removePackages());

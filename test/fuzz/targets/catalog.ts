@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect } from 'vitest';
-import { resolveRelativeDates } from '../../../src/canary/relativeDates.js';
+import { resolveRelativeDates } from '../../../src/host/relativeDates.js';
 import { parseFile, type CatalogFileKind } from '../../../src/catalog/catalogFiles.js';
 import { applyMutations, applyTextMutations, keysOf, mutation, textMutation, withOwnKey } from '../arbitraries/json.js';
 import { expectResult, fuzzTarget } from '../harness.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from '../../src/supervisor/CrashPolicy.js';
-import { effectiveStatus } from '../../src/inventory/status.js';
+import { admitStart, CLEAR_CRASH_STATE, CRASH_BACKOFF_SCHEDULE_MS, recordFailure } from '../../src/host/CrashPolicy.js';
+import { effectiveStatus } from '../../src/host/inventoryStatus.js';
 
 /** GUM spec §8.6, written out here so a change to the code's constant cannot move the expectation with it. */
 const CONTRACT_WAITS_MS = [30_000, 60_000, 120_000, 240_000, 480_000];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolveRelativeDates } from '../../src/canary/relativeDates.js';
+import { resolveRelativeDates } from '../../src/host/relativeDates.js';
 
 describe('canary relative date specifiers', () => {
   const now = Date.UTC(2026, 10, 25, 21, 0, 0);
