@@ -1,22 +1,40 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
 
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    testing: 'src/testing/index.ts',
-    'esm-runner': 'src/shapes/esm/runner.ts',
-    cli: 'src/cli/main.ts',
-    // Found next to the built modules at run time (see src/binding/nodeMain.ts).
-    nodeMainGuard: 'src/binding/nodeMainGuard.cjs',
-  },
+const shared = {
   shims: true,
-  format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },
   sourcemap: true,
-  clean: true,
   target: 'node20',
   platform: 'node',
   // canonicalize 4 publishes only an `import` condition, so require() of the
   // CJS build would fail unless it is bundled in.
   noExternal: ['canonicalize'],
-});
+} satisfies Options;
+
+/** Built on its own, without shared chunks: the sandbox mounts this one file and Node requires it under the policy. */
+const NODE_MAIN_GUARD = 'nodeMainGuard.cjs';
+
+export default defineConfig([
+  {
+    ...shared,
+    entry: {
+      index: 'src/index.ts',
+      testing: 'src/testing/index.ts',
+      'esm-runner': 'src/shapes/esm/runner.ts',
+      cli: 'src/cli/main.ts',
+    },
+    format: ['esm', 'cjs'],
+    // Shared chunks in CommonJS too (tsup's opt-in for cjs), so `mcp-plugin-host` and `mcp-plugin-host/testing`
+    // load one copy of the library: without it each .cjs entry bundles its own PluginHost and HostError classes.
+    splitting: true,
+    dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },
+    // Both builds write to dist/ at the same time; the guard's files are the other build's.
+    clean: [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`],
+  },
+  {
+    ...shared,
+    // Found next to the built modules at run time (see src/binding/nodeMain.ts).
+    entry: { nodeMainGuard: 'src/binding/nodeMainGuard.cjs' },
+    format: ['cjs'],
+    splitting: false,
+  },
+]);
