@@ -1,10 +1,42 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Pure-logic test files: no subprocess, no sandbox, no fuzz budget, no reliability scenario, no load test.
+ * `npm run test:fast` runs only these; `npm test` runs them with everything else. Named by file (any folder, so a
+ * file moved between folders stays in); a file not named here runs as an integration test.
+ */
+const UNIT = [
+  'nodeMain', 'recheckPinnedCode', 'shellInterpreters', 'moduleEntryBinding', 'packageTree',
+  'CatalogEncoder', 'consistency', 'serialization',
+  'args',
+  'adversarialMap', 'docsIndex',
+  'EnvDenylist.property', 'ErrorMapper', 'registry', 'HostEvents',
+  'LineReader',
+  'harness', 'regressions',
+  'CrashPolicy', 'relativeDates',
+  'archiveHeaders', 'entryName', 'zip', 'verification', 'StagingTree',
+  'corpus', 'forms', 'matrix', 'robustness', 'schemaRefs',
+  'NamespaceLock',
+  'StderrRing',
+  'bubblewrapArgs', 'controlGroups', 'nodeRuntimePaths', 'pluginIdentity', 'seatbeltProfile', 'seccompFilter', 'writeDir',
+  'FileSecretStore',
+  'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
+  'CallAbort', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
+  'assertions',
+].map((name) => `test/**/${name}.test.ts`);
+// Names also used by integration files elsewhere.
+UNIT.push('test/shapes/esm/units.test.ts');
+
+const ALL = ['test/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      { extends: true, test: { name: 'integration', include: ALL, exclude: UNIT } },
+    ],
   },
 });
