@@ -1,5 +1,6 @@
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { HostError, hostError, withDetails } from '../../errors/HostError.js';
+import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../../ports/ports.js';
 import { crashOrLimit } from '../../process/exitInfo.js';
@@ -15,7 +16,7 @@ import {
   type HandshakeExpectations,
   type HandshakePhase,
 } from './handshakeChecks.js';
-import { LineChannel, type ChannelEvent } from './LineChannel.js';
+import { PullChannel, type ChannelEvent } from './PullChannel.js';
 import { HANDSHAKE_PROTOCOL_VERSION, type HandshakeManifest, type PluginHandshakeRequest, type PluginRequest } from './wire.js';
 
 /** The host-owned deadlines of one launch, in ms. */
@@ -157,7 +158,7 @@ export class HandshakeSession implements PluginSession {
   /** Stops every launch in progress (their calls fail with HOST_CLOSED) and refuses new ones. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const interrupt of this.active) interrupt.trigger(hostError('HOST_CLOSED', 'the handshake session was closed'));
+    for (const interrupt of this.active) interrupt.trigger(sessionClosedError(this.shape));
     await Promise.all(this.running);
   }
 
@@ -168,7 +169,7 @@ export class HandshakeSession implements PluginSession {
   }
 
   private async invoke(tool: string | undefined, input: unknown, options: CallOptions): Promise<Result<LaunchOutcome, HostError>> {
-    if (this.closed) return err(hostError('HOST_CLOSED', 'the handshake session is closed'));
+    if (this.closed) return err(sessionClosedError(this.shape));
     const interrupt = new Interrupt();
     if (options.signal?.aborted === true) return err(cancelled(tool));
     const onAbort = (): void => interrupt.trigger(cancelled(tool));
@@ -185,7 +186,7 @@ export class HandshakeSession implements PluginSession {
       const launched = await this.launchProcess(interrupt);
       if (launched.isErr()) return err(launched.error);
       const process = launched.value;
-      const channel = new LineChannel(process.stdout, this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, this.clock);
+      const channel = new PullChannel(process, this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, this.clock);
       try {
         const outcome = await this.exchange(process, channel, tool, input, options.timeoutMs ?? this.timeouts.invokeMs, interrupt);
         if (outcome.isErr()) {
@@ -221,13 +222,13 @@ export class HandshakeSession implements PluginSession {
     return ok(first.value);
   }
 
-  private write(process: PluginProcess, message: PluginHandshakeRequest | PluginRequest): void {
-    process.stdin.write(`${JSON.stringify(message)}\n`);
+  private write(channel: PullChannel, message: PluginHandshakeRequest | PluginRequest): void {
+    void channel.send(JSON.stringify(message));
   }
 
   private async exchange(
     process: PluginProcess,
-    channel: LineChannel,
+    channel: PullChannel,
     tool: string | undefined,
     input: unknown,
     invokeMs: number,
@@ -240,7 +241,7 @@ export class HandshakeSession implements PluginSession {
       ...(this.options.pluginId === undefined ? {} : { pluginId: this.options.pluginId }),
       ...(tool === undefined ? {} : { tool }),
     };
-    this.write(process, {
+    this.write(channel, {
       type: 'handshake',
       protocol_version: expectations.protocolVersion,
       ...(tool === undefined ? {} : { tool }),
@@ -256,7 +257,7 @@ export class HandshakeSession implements PluginSession {
     let result: ToolResult | undefined;
     if (tool !== undefined) {
       const requestId = Buffer.from(this.random.bytes(12)).toString('hex');
-      this.write(process, { type: 'execute', request_id: requestId, tool, input: input === undefined ? {} : input });
+      this.write(channel, { type: 'execute', request_id: requestId, tool, input: input === undefined ? {} : input });
       const responseLine = await this.expectLine(process, channel, 'execute', invokeMs, interrupt);
       if (responseLine.isErr()) return err(responseLine.error);
       const response = checkExecuteResponse(responseLine.value, requestId);
@@ -272,7 +273,7 @@ export class HandshakeSession implements PluginSession {
   /** Reads the one line a phase expects, classifying everything else. */
   private async expectLine(
     process: PluginProcess,
-    channel: LineChannel,
+    channel: PullChannel,
     phase: HandshakePhase,
     timeoutMs: number,
     interrupt: Interrupt,
@@ -293,10 +294,10 @@ export class HandshakeSession implements PluginSession {
           stderr_tail: process.stderrTail(),
         });
       case 'oversize': {
-        const maxFrameBytes = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-        return handshakeFailure('PLUGIN_FRAME_TOO_LARGE', `the plugin wrote a ${phase} line longer than the ${maxFrameBytes}-byte frame cap (${event.bytesSeen} bytes seen)`, {
+        const { bytes_seen: bytesSeen, max_frame_bytes: maxFrameBytes } = event.violation.details;
+        return handshakeFailure('PLUGIN_FRAME_TOO_LARGE', `the plugin wrote a ${phase} line longer than the ${String(maxFrameBytes)}-byte frame cap (${String(bytesSeen)} bytes seen)`, {
           phase,
-          bytes_seen: event.bytesSeen,
+          bytes_seen: bytesSeen,
           max_frame_bytes: maxFrameBytes,
         });
       }
@@ -315,7 +316,7 @@ export class HandshakeSession implements PluginSession {
   }
 
   /** Closes stdin and requires a quiet, successful exit within the teardown timeout. */
-  private async teardown(process: PluginProcess, channel: LineChannel, interrupt: Interrupt): Promise<Result<void, HostError>> {
+  private async teardown(process: PluginProcess, channel: PullChannel, interrupt: Interrupt): Promise<Result<void, HostError>> {
     const teardownMs = this.timeouts.teardownMs;
     const started = this.clock.now();
     process.stdin.end();

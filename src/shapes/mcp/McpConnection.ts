@@ -93,6 +93,7 @@ export class McpConnection {
     this.transport = new PluginProcessTransport(process, {
       maxFrameBytes: settings.maxFrameBytes,
       onViolation: (violation) => this.onStdoutViolation(violation),
+      clock: settings.clock,
     });
     this.client = new Client(settings.clientInfo, { capabilities: {} });
     this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');

@@ -2,11 +2,13 @@ import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
 import { isRecord } from '../../manifest/access.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
+import { LazyStart } from '../LazyStart.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */
@@ -111,9 +113,7 @@ export class McpSession implements PluginSession {
   private readonly settings: McpConnectionSettings;
   private readonly limiter: InFlightLimiter;
   private readonly optionsError: HostError | undefined;
-  private current: McpConnection | undefined;
-  private opening: Promise<Result<McpConnection, HostError>> | undefined;
-  private closing = false;
+  private readonly connections: LazyStart<McpConnection>;
   private launches = 0;
   private stdoutViolations = 0;
 
@@ -136,16 +136,22 @@ export class McpSession implements PluginSession {
         this.stdoutViolations++;
       },
     };
+    this.connections = new LazyStart({
+      start: () => this.open(),
+      isLive: (connection) => !connection.closed,
+      discard: (connection) => connection.end(sessionClosedError(this.shape)),
+      closedError: () => sessionClosedError(this.shape),
+    });
   }
 
   /** The MCP protocol version negotiated with the running process, if one runs. */
   get protocolVersion(): string | undefined {
-    return this.current?.protocolVersion;
+    return this.connections.live?.protocolVersion;
   }
 
   /** The running plugin's `serverInfo`, if one runs. */
   get serverInfo(): Implementation | undefined {
-    return this.current?.serverInfo;
+    return this.connections.live?.serverInfo;
   }
 
   /** Counters for monitoring and tests. */
@@ -173,11 +179,8 @@ export class McpSession implements PluginSession {
 
   /** Fails calls in flight with `HOST_CLOSED`, stops the process, and refuses later calls. */
   async close(): Promise<void> {
-    this.closing = true;
-    if (this.opening !== undefined) await this.opening;
-    const connection = this.current;
-    this.current = undefined;
-    await connection?.end(this.closedError());
+    const connection = await this.connections.close();
+    await connection?.end(sessionClosedError(this.shape));
   }
 
   private async call(name: string, args: unknown, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
@@ -188,8 +191,8 @@ export class McpSession implements PluginSession {
     const release = (options.signal?.aborted === true ? undefined : this.limiter.tryAcquire()) ?? (await this.limiter.acquire(options.signal));
     if (release === undefined) return err(this.cancelledBeforeSending(name));
     try {
-      let c = this.current;
-      if (c === undefined || c.closed || this.closing || this.optionsError !== undefined) {
+      let c = this.optionsError === undefined ? this.connections.live : undefined;
+      if (c === undefined) {
         const connection = await this.connection();
         if (connection.isErr()) return err(connection.error);
         c = connection.value;
@@ -207,32 +210,14 @@ export class McpSession implements PluginSession {
 
   private connection(): Promise<Result<McpConnection, HostError>> {
     if (this.optionsError !== undefined) return Promise.resolve(err(this.optionsError));
-    if (this.closing) return Promise.resolve(err(this.closedError()));
-    const current = this.current;
-    if (current !== undefined && !current.closed) return Promise.resolve(ok(current));
-    this.opening ??= this.open().finally(() => {
-      this.opening = undefined;
-    });
-    return this.opening;
+    return this.connections.get();
   }
 
   private async open(): Promise<Result<McpConnection, HostError>> {
-    this.current = undefined;
     const launched = await this.options.launch();
     if (launched.isErr()) return err(launched.error);
     this.launches++;
-    const opened = await McpConnection.open(launched.value, this.settings);
-    if (opened.isErr()) return opened;
-    if (this.closing) {
-      await opened.value.end(this.closedError());
-      return err(this.closedError());
-    }
-    this.current = opened.value;
-    return opened;
-  }
-
-  private closedError(): HostError {
-    return hostError('HOST_CLOSED', 'the MCP session was closed');
+    return McpConnection.open(launched.value, this.settings);
   }
 
   private cancelledBeforeSending(tool: string): HostError {

@@ -1,7 +1,9 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
-import { DEFAULT_MAX_FRAME_BYTES, LineReader } from '../../framing/LineReader.js';
+import { LineChannel } from '../../framing/LineChannel.js';
+import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
+import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 
 const EXCERPT_CHARS = 200;
@@ -20,6 +22,8 @@ export interface PluginProcessTransportOptions {
    * decides whether the connection survives.
    */
   readonly onViolation?: (violation: HostError) => void;
+  /** Runs the wait for stdout after the process exited. Default the system clock. */
+  readonly clock?: Clock;
 }
 
 const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
@@ -28,9 +32,10 @@ const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line
  * An MCP SDK `Transport` over a {@link PluginProcess}: newline-delimited
  * JSON-RPC on the plugin's stdin and stdout. Unlike the SDK's own stdio
  * transport it does not spawn anything (the process arrives verified and
- * sandboxed) and it reads stdout through the shared {@link LineReader}, so a
- * plugin cannot make the host buffer an unbounded line. Closing the transport
- * stops the process.
+ * sandboxed) and it speaks through the shared {@link LineChannel}, so a
+ * plugin cannot make the host buffer an unbounded line, and a plugin that
+ * stops reading makes `send` wait for the pipe to drain. Closing the
+ * transport stops the process.
  */
 export class PluginProcessTransport implements Transport {
   /** Set by the SDK: the connection ended. */
@@ -40,7 +45,7 @@ export class PluginProcessTransport implements Transport {
   /** Set by the SDK: one incoming JSON-RPC message. */
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
 
-  private reader: LineReader | undefined;
+  private channel: LineChannel | undefined;
   private started = false;
   private closed = false;
   private endedByPeer = false;
@@ -48,9 +53,6 @@ export class PluginProcessTransport implements Transport {
   private negotiatedVersion: string | undefined;
   private initializeId: string | number | undefined;
   private offeredVersion: string | undefined;
-  private readonly waitingForDrain = new Set<() => void>();
-  private readonly onStdinError = (error: Error): void => this.onerror?.(error);
-  private readonly onDrain = (): void => this.releaseWriters();
 
   /**
    * @param process - The running plugin; the transport owns it from `start()` on.
@@ -98,48 +100,36 @@ export class PluginProcessTransport implements Transport {
   start(): Promise<void> {
     if (this.started) return Promise.reject(new Error('PluginProcessTransport already started'));
     this.started = true;
-    this.reader = new LineReader(
-      this.process.stdout,
+    this.channel = new LineChannel(
+      this.process,
       {
         onLine: (line) => this.receive(line),
-        onOversize: (bytesSeen) =>
-          this.violation(
-            hostError('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a line longer than the ${this.maxFrameBytes}-byte frame cap (${bytesSeen} bytes seen)`, {
-              details: { bytes_seen: bytesSeen, max_frame_bytes: this.maxFrameBytes },
-            }),
-          ),
-        onEnd: (partial) => {
+        onOversize: (violation) => this.violation(violation),
+        onEnd: ({ byPeer, partial }) => {
           // A line cut off by the end of stdout is a crash mid-message, not a message.
           if (partial !== undefined && partial.trim() !== '') this.cutOffLine = excerpt(partial);
-          this.finish(true);
+          this.finish(byPeer);
         },
+        onWriteError: (error) => this.onerror?.(error),
       },
-      this.maxFrameBytes,
+      { maxFrameBytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, clock: this.options.clock ?? systemClock, stdoutGraceAfterExitMs: EXIT_DRAIN_MS },
     );
-    this.process.stdin.on('error', this.onStdinError);
-    this.process.stdin.on('drain', this.onDrain);
-    void this.process.exited.then(() => {
-      if (!this.closed) setTimeout(() => this.finish(true), EXIT_DRAIN_MS).unref();
-    });
     return Promise.resolve();
   }
 
   /** Writes one message as one line, waiting for the pipe to drain when it is full. */
   send(message: JSONRPCMessage): Promise<void> {
-    if (this.closed) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
+    const channel = this.channel;
+    if (this.closed || channel === undefined) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
     if ('method' in message && message.method === 'initialize' && 'id' in message) this.initializeId = message.id;
-    if (this.process.stdin.write(`${JSON.stringify(message)}\n`)) return Promise.resolve();
-    return new Promise((resolve) => this.waitingForDrain.add(resolve));
+    return channel.send(JSON.stringify(message)).then(() => undefined);
   }
 
   /** Ends the connection and stops the plugin process (its stop sequence: EOF, SIGTERM, SIGKILL). */
   async close(): Promise<void> {
+    this.channel?.close();
     this.finish(false);
     await this.process.stop();
-  }
-
-  private get maxFrameBytes(): number {
-    return this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
   }
 
   private receive(line: string): void {
@@ -171,19 +161,10 @@ export class PluginProcessTransport implements Transport {
     this.options.onViolation?.(error);
   }
 
-  private releaseWriters(): void {
-    const writers = [...this.waitingForDrain];
-    this.waitingForDrain.clear();
-    for (const resume of writers) resume();
-  }
-
   private finish(byPeer: boolean): void {
     if (this.closed) return;
     this.closed = true;
     this.endedByPeer = byPeer;
-    this.reader?.dispose();
-    this.process.stdin.off('drain', this.onDrain);
-    this.releaseWriters();
     this.onclose?.();
   }
 }

@@ -1,7 +1,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
-import { LineReader } from '../../framing/LineReader.js';
+import { LineChannel } from '../../framing/LineChannel.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import { crashOrLimit } from '../../process/exitInfo.js';
 import type { ExitInfo, PluginProcess } from '../../process/PluginProcess.js';
@@ -15,6 +15,8 @@ export type Delivery = (outcome: Result<ToolResult, HostError>) => void;
 interface Pending {
   readonly method: string;
   readonly deliver: Delivery;
+  /** Takes the request's line back out of the write queue, when it had to wait there. */
+  readonly withdraw: AbortController | undefined;
 }
 
 /** What a connection needs from its session. */
@@ -56,54 +58,61 @@ export class NdjsonConnection {
   private readonly pending = new Map<NdjsonRequestId, Pending>();
   /** Ids whose caller gave up (timeout, cancel): a late answer is dropped, not misdelivered. */
   private readonly abandoned = new Set<NdjsonRequestId>();
-  private readonly reader: LineReader;
-  private ended = false;
-  private stopping = false;
+  private readonly channel: LineChannel;
   private resolveCrash!: (error: HostError) => void;
   /** Resolves with the crash error once the plugin stopped talking (never, if the host stops it first). */
   readonly crashed: Promise<HostError> = new Promise((resolve) => (this.resolveCrash = resolve));
-  private readonly onStdinError = (error: Error): void =>
-    this.env.logger.debug({ pid: this.process.pid, error: error.message }, 'ndjson-rpc: write to plugin stdin failed');
 
   constructor(
     readonly process: PluginProcess,
     private readonly env: ConnectionEnvironment,
   ) {
-    this.reader = new LineReader(
-      process.stdout,
+    this.channel = new LineChannel(
+      process,
       {
         onLine: (line) => this.onLine(line),
-        onOversize: (bytes) => this.onOversize(bytes),
-        onEnd: (partial) => void this.end(partial),
+        onOversize: (violation) => this.failUnattributed(violation.code, violation.message, violation.details),
+        onEnd: ({ byPeer, partial }) => {
+          if (byPeer) void this.crash(partial);
+        },
+        onWriteError: (error) => env.logger.debug({ pid: process.pid, error: error.message }, 'ndjson-rpc: write to plugin stdin failed'),
       },
-      env.maxFrameBytes,
+      { maxFrameBytes: env.maxFrameBytes, clock: env.clock, stdoutGraceAfterExitMs: STDOUT_AFTER_EXIT_GRACE_MS },
     );
-    process.stdin.on('error', this.onStdinError);
-    void process.exited.then(() => env.clock.setTimer(() => void this.end(undefined), STDOUT_AFTER_EXIT_GRACE_MS));
   }
 
   /** Whether requests can still be sent. */
   get alive(): boolean {
-    return !this.ended && !this.stopping;
+    return !this.channel.isEnded;
   }
 
-  /** Writes one request line; `deliver` receives its response or a host error. */
+  /** Bytes the host holds for the plugin's stdin (see {@link LineChannel.queuedBytes}). */
+  get queuedBytes(): number {
+    return this.channel.queuedBytes;
+  }
+
+  /**
+   * Writes one request line, or queues it while the plugin's stdin is full;
+   * `deliver` receives its response or a host error.
+   */
   send(request: NdjsonRequest, deliver: Delivery): void {
-    this.pending.set(request.id, { method: request.method, deliver });
-    this.process.stdin.write(`${JSON.stringify(request)}\n`);
+    const withdraw = this.channel.isBackedUp ? new AbortController() : undefined;
+    this.pending.set(request.id, { method: request.method, deliver, withdraw });
+    void this.channel.send(JSON.stringify(request), withdraw?.signal);
   }
 
-  /** Stops waiting for `id`; its answer, should it come, is dropped. */
+  /** Stops waiting for `id`: a line still queued is dropped, an answer that comes anyway is dropped too. */
   forget(id: NdjsonRequestId): void {
-    if (this.pending.delete(id)) this.abandoned.add(id);
+    const pending = this.pending.get(id);
+    if (pending === undefined) return;
+    this.pending.delete(id);
+    pending.withdraw?.abort();
+    this.abandoned.add(id);
   }
 
   /** Graceful shutdown: close stdin, wait `graceMs` for the exit, then kill. */
   stop(graceMs: number): Promise<ExitInfo> {
-    this.stopping = true;
-    this.reader.dispose();
-    this.process.stdin.off('error', this.onStdinError);
-    this.process.stdin.on('error', () => undefined);
+    this.channel.close();
     return this.process.stop({ stdinGraceMs: graceMs });
   }
 
@@ -156,18 +165,7 @@ export class NdjsonConnection {
     pending.deliver(ok('error' in response ? { isError: true, value: response.error } : { isError: false, value: response.result }));
   }
 
-  private onOversize(bytesSeen: number): void {
-    this.failUnattributed('PLUGIN_FRAME_TOO_LARGE', `plugin wrote a line longer than the ${this.env.maxFrameBytes}-byte frame cap (${bytesSeen} bytes seen)`, {
-      bytes_seen: bytesSeen,
-      max_frame_bytes: this.env.maxFrameBytes,
-    });
-  }
-
-  private async end(partial: string | undefined): Promise<void> {
-    if (this.ended) return;
-    this.ended = true;
-    if (this.stopping) return;
-    this.reader.dispose();
+  private async crash(partial: string | undefined): Promise<void> {
     const details: Record<string, unknown> = {
       ...(await crashDetails(this.process, this.env.clock)),
       ...(partial === undefined ? {} : { partial_line: rawLineDetails(partial).raw_line }),

@@ -1,11 +1,13 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, HostError, withDetails } from '../../errors/HostError.js';
+import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
 import { CallTicket } from './CallTicket.js';
 import { NdjsonConnection, ndjsonError } from './NdjsonConnection.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
+import { LazyStart } from '../LazyStart.js';
 import type { NdjsonRequest } from './wire.js';
 
 /** Default time a call may take, and the grace period of the EOF shutdown: 30 s. */
@@ -63,10 +65,8 @@ export class NdjsonRpcSession implements PluginSession {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly tickets = new Set<CallTicket<ToolResult>>();
-  private current: NdjsonConnection | undefined;
-  private starting: Promise<Result<NdjsonConnection, HostError>> | undefined;
+  private readonly connections: LazyStart<NdjsonConnection>;
   private nextId = 1;
-  private closed = false;
 
   private constructor(private readonly options: NdjsonRpcSessionOptions) {
     this.tools = (options.tools ?? []).map((tool) => (typeof tool === 'string' ? { name: tool } : tool));
@@ -74,6 +74,15 @@ export class NdjsonRpcSession implements PluginSession {
     this.permits = new InFlightLimiter(options.maxInFlight ?? 1);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    this.connections = new LazyStart({
+      start: () => this.launch(),
+      isLive: (connection) => connection.alive,
+      refuseRestart: async (dead) => (options.respawn === true ? undefined : stickyCrash(await dead.crashed)),
+      discard: async (connection) => {
+        await connection.stop(this.callTimeoutMs);
+      },
+      closedError,
+    });
   }
 
   /** Checks the options and builds a session; nothing is launched until the first call. */
@@ -90,7 +99,7 @@ export class NdjsonRpcSession implements PluginSession {
 
   /** The configured methods; the protocol has no discovery, so this never launches the plugin. */
   listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
-    if (this.closed) return errAsync(closedError());
+    if (this.connections.isClosed) return errAsync(closedError());
     return okAsync(this.tools);
   }
 
@@ -111,18 +120,15 @@ export class NdjsonRpcSession implements PluginSession {
    * closed, the plugin gets the call timeout to exit, then it is killed.
    */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.connections.isClosed) return;
+    const closing = this.connections.close();
     for (const ticket of this.tickets) ticket.settle(err(closedError()));
-    const launching = this.starting;
-    if (launching !== undefined) await launching;
-    const connection = this.current;
-    this.current = undefined;
+    const connection = await closing;
     if (connection !== undefined) await connection.stop(this.callTimeoutMs);
   }
 
   private async call(method: string, params: unknown, options: CallOptions): Promise<Result<ToolResult, HostError>> {
-    if (this.closed) return err(closedError());
+    if (this.connections.isClosed) return err(closedError());
     if (options.signal?.aborted === true) return err(cancelledError(method, 'queued'));
     const ticket = new CallTicket<ToolResult>();
     this.tickets.add(ticket);
@@ -155,9 +161,9 @@ export class NdjsonRpcSession implements PluginSession {
     ticket.onSettle(release);
 
     phase = 'spawning';
-    let connection = this.current;
-    if (connection === undefined || !connection.alive) {
-      const connected = await Promise.race([this.connect(), settledFirst]);
+    let connection = this.connections.live;
+    if (connection === undefined) {
+      const connected = await Promise.race([this.connections.get(), settledFirst]);
       if (connected === undefined || ticket.isSettled) return ticket.outcome;
       if (connected.isErr()) {
         ticket.settle(err(connected.error));
@@ -173,34 +179,21 @@ export class NdjsonRpcSession implements PluginSession {
     return ticket.outcome;
   }
 
-  /** The live connection, launching the plugin if none runs and the crash policy allows it. */
-  private async connect(): Promise<Result<NdjsonConnection, HostError>> {
-    const current = this.current;
-    if (current !== undefined && current.alive) return ok(current);
-    if (current !== undefined && this.options.respawn !== true) return err(stickyCrash(await current.crashed));
-    this.starting ??= this.launch().finally(() => (this.starting = undefined));
-    return this.starting;
-  }
-
   private async launch(): Promise<Result<NdjsonConnection, HostError>> {
     const launched = await this.options.launch();
     if (launched.isErr()) return err(spawnFailure(launched.error));
-    const connection = new NdjsonConnection(launched.value, {
-      maxFrameBytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
-      clock: this.clock,
-      logger: this.logger,
-    });
-    if (this.closed) {
-      await connection.stop(this.callTimeoutMs);
-      return err(closedError());
-    }
-    this.current = connection;
-    return ok(connection);
+    return ok(
+      new NdjsonConnection(launched.value, {
+        maxFrameBytes: this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES,
+        clock: this.clock,
+        logger: this.logger,
+      }),
+    );
   }
 }
 
 function closedError(): HostError {
-  return hostError('HOST_CLOSED', 'the ndjson-rpc session is closed');
+  return sessionClosedError('ndjson-rpc');
 }
 
 function cancelledError(method: string, phase: Phase): HostError {

@@ -2,6 +2,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import type { HostError } from '../../../src/errors/HostError.js';
+import type { Clock } from '../../../src/ports/ports.js';
 import type { ExitInfo, PluginProcess } from '../../../src/process/PluginProcess.js';
 import { PluginProcessTransport } from '../../../src/shapes/mcp/PluginProcessTransport.js';
 
@@ -137,6 +138,18 @@ describe('PluginProcessTransport', () => {
     const { exit, closes } = await started();
     exit(EXIT);
     await vi.waitFor(() => expect(closes).toHaveBeenCalledTimes(1));
+  });
+
+  it('waits for stdout after the exit on the clock it is given, not on a timer of its own', async () => {
+    const timers: { ms: number; fire: () => void }[] = [];
+    const clock: Clock = { now: () => 0, setTimer: (fire, ms) => (timers.push({ ms, fire }), () => undefined) };
+    const { exit, closes, transport } = await started({ clock });
+    exit(EXIT);
+    await vi.waitFor(() => expect(timers.map((t) => t.ms)).toEqual([200]));
+    expect(closes).not.toHaveBeenCalled();
+    timers[0]?.fire();
+    expect(closes).toHaveBeenCalledTimes(1);
+    expect(transport.closedByPeer).toBe(true);
   });
 
   it('stops the process on close and fires onclose once', async () => {

@@ -1,13 +1,13 @@
-import { LineReader } from '../../framing/LineReader.js';
 import type { HostError } from '../../errors/HostError.js';
+import { LineChannel } from '../../framing/LineChannel.js';
 import type { Clock } from '../../ports/ports.js';
-import type { Readable } from 'node:stream';
+import type { PluginProcess } from '../../process/PluginProcess.js';
 
 /** What the next read from a plugin's stdout produced. */
 export type ChannelEvent =
   | { readonly kind: 'line'; readonly line: string }
   /** A line crossed the frame cap (reported at the crossing; the rest of it is discarded). */
-  | { readonly kind: 'oversize'; readonly bytesSeen: number }
+  | { readonly kind: 'oversize'; readonly violation: HostError }
   | { readonly kind: 'end'; readonly partial: string | undefined }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'interrupted'; readonly error: HostError };
@@ -15,29 +15,37 @@ export type ChannelEvent =
 type StreamEvent = Extract<ChannelEvent, { kind: 'line' | 'oversize' | 'end' }>;
 
 /**
- * Pull-style reading of a one-shot plugin's stdout: the exchange asks for the
- * next event with a deadline, and events that arrive early wait in order, so
- * an unexpected extra line is seen rather than lost.
+ * Pull-style use of the shared {@link LineChannel} for a one-shot plugin: the
+ * exchange asks for the next event with a deadline, and events that arrive
+ * early wait in order, so an unexpected extra line is seen rather than lost.
+ * Only the end of stdout ends it: the teardown checks the exit itself.
  */
-export class LineChannel {
+export class PullChannel {
   private readonly queue: StreamEvent[] = [];
-  private readonly reader: LineReader;
+  private readonly channel: LineChannel;
   private waiter: ((event: StreamEvent) => void) | undefined;
 
   constructor(
-    stdout: Readable,
+    process: PluginProcess,
     maxFrameBytes: number,
     private readonly clock: Clock,
   ) {
-    this.reader = new LineReader(
-      stdout,
+    this.channel = new LineChannel(
+      process,
       {
         onLine: (line) => this.push({ kind: 'line', line }),
-        onOversize: (bytesSeen) => this.push({ kind: 'oversize', bytesSeen }),
-        onEnd: (partial) => this.push({ kind: 'end', partial }),
+        onOversize: (violation) => this.push({ kind: 'oversize', violation }),
+        onEnd: ({ byPeer, partial }) => {
+          if (byPeer) this.push({ kind: 'end', partial });
+        },
       },
-      maxFrameBytes,
+      { maxFrameBytes, clock },
     );
+  }
+
+  /** Writes one message as a line (see {@link LineChannel.send}). */
+  send(text: string): Promise<boolean> {
+    return this.channel.send(text);
   }
 
   /** Whether an event arrived that nobody asked for yet. */
@@ -69,7 +77,7 @@ export class LineChannel {
 
   /** Stops reading. */
   dispose(): void {
-    this.reader.dispose();
+    this.channel.close();
   }
 
   private push(event: StreamEvent): void {
