@@ -17,6 +17,7 @@ import { isWithin, resolveLayout, type BoundDirectory } from './SandboxLayout.js
 import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
+import { numberProblem, type NumberKind } from '../options/optionRules.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
@@ -217,17 +218,17 @@ function isExecutableFile(path: string): boolean {
 
 /** HOST_INVALID_OPTIONS for the first tree limit option that is neither a positive integer nor `false`. */
 function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined {
-  const given: [string, unknown][] = [
-    ['memoryLimitBytes', options.memoryLimitBytes],
-    ['maxProcesses', options.maxProcesses],
-    ...Object.entries(options.pluginLimits ?? {}).flatMap(([id, limits]): [string, unknown][] => [
-      [`pluginLimits.${id}.memoryBytes`, limits.memoryBytes],
-      [`pluginLimits.${id}.maxProcesses`, limits.maxProcesses],
+  const given: [string, unknown, NumberKind][] = [
+    ['memoryLimitBytes', options.memoryLimitBytes, 'bytes'],
+    ['maxProcesses', options.maxProcesses, 'count'],
+    ...Object.entries(options.pluginLimits ?? {}).flatMap(([id, limits]): [string, unknown, NumberKind][] => [
+      [`pluginLimits.${id}.memoryBytes`, limits.memoryBytes, 'bytes'],
+      [`pluginLimits.${id}.maxProcesses`, limits.maxProcesses, 'count'],
     ]),
   ];
-  const bad = given.find(([, value]) => value !== undefined && value !== false && !(Number.isSafeInteger(value) && (value as number) > 0));
+  const bad = given.find(([, value, kind]) => value !== undefined && value !== false && numberProblem(kind, value) !== undefined);
   if (bad === undefined) return undefined;
-  return hostError('HOST_INVALID_OPTIONS', `${bad[0]} must be a positive integer or false`, {
+  return hostError('HOST_INVALID_OPTIONS', `${bad[0]} ${numberProblem(bad[2], bad[1])!.replace(', got', ' or false, got')}`, {
     details: { option: bad[0], value: String(bad[1]) },
     hint: 'Give the cap in bytes (memory) or tasks (processes), or false to lift it.',
   });

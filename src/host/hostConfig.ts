@@ -1,0 +1,244 @@
+/**
+ * The host's options, checked and defaulted once into one complete, frozen
+ * {@link HostConfig}; and each call's budget (timeout, total cap, signal,
+ * progress), resolved once from the call's options and the config. Every
+ * shape's session reads its limits from these, never from the raw options.
+ */
+import { err, ok, type Result } from 'neverthrow';
+import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
+import type { EnvDenylistOptions } from '../env/EnvDenylist.js';
+import type { HostError } from '../errors/HostError.js';
+import type { PackageLimits } from '../installer/limits.js';
+import type { ManifestPreset } from '../manifest/ManifestValidator.js';
+import type { ProfileKind } from '../namespace/NamespaceLock.js';
+import { checkOptions, invalidOption, isPlainObject, type OptionSchema } from '../options/optionRules.js';
+import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
+import { defaultProfileDir } from '../profile/ProfileLayout.js';
+import type { SandboxSpawner, SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
+import type { SecretStore } from '../secrets/SecretStore.js';
+import type { CallOptions } from '../shapes/PluginSession.js';
+import type { ConfirmationCallback, HostCallOptions, PluginHostOptions } from './PluginHost.js';
+
+/** The shapes whose sessions take a limit on calls in flight. */
+export type InFlightShape = keyof typeof hostOptionData.defaults.maxInFlight;
+
+/** Every option of {@link PluginHost.open}, checked, with its default filled in; frozen. */
+export interface HostConfig {
+  readonly appName: string;
+  readonly profile: string;
+  /** The profile directory: the option, else `<data home>/<appName>/<profile>`. */
+  readonly profileDir: string;
+  readonly profileKind: ProfileKind;
+  readonly preset: ManifestPreset;
+  /** The sandbox options, with the host's profile kind and logger unless they set their own. */
+  readonly sandbox: SandboxSpawnerOptions;
+  readonly spawner: SandboxSpawner | undefined;
+  readonly secretStore: SecretStore | undefined;
+  readonly envDenylist: Omit<EnvDenylistOptions, 'preset'>;
+  readonly reservedNamespaces: readonly string[] | undefined;
+  readonly trustedKeys: readonly string[] | undefined;
+  readonly requireSignatures: boolean;
+  readonly packageLimits: Partial<PackageLimits> | undefined;
+  readonly interpreterSearchPath: string | undefined;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly callTimeoutMs: number;
+  readonly maxTotalTimeoutMs: number;
+  /** Calls in flight at one plugin, by shape: the option for every shape, else each protocol's own default. */
+  readonly maxInFlight: Readonly<Record<InFlightShape, number>>;
+  readonly idleTimeoutMs: number;
+  /** How long a remove or upgrade lets calls in flight finish: the host's `callTimeoutMs` when set, else 30 s. */
+  readonly drainTimeoutMs: number;
+  readonly backoffScheduleMs: readonly number[];
+  readonly esmRunnerArgv: readonly string[] | undefined;
+  readonly handshakeCapabilities: Readonly<Record<string, readonly string[]>>;
+  readonly confirm: ConfirmationCallback | undefined;
+  readonly activation: 'next-open' | 'immediate';
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly logger: Logger;
+}
+
+const DEFAULTS = hostOptionData.defaults;
+
+const TREE_LIMIT_FIELDS: OptionSchema = { memoryBytes: { number: 'bytes', orFalse: true }, maxProcesses: { number: 'count', orFalse: true } };
+
+/** The options of `sandbox` (those of `SandboxSpawner.create`). */
+const SANDBOX_SCHEMA: OptionSchema = {
+  dangerouslyRunUnsandboxed: 'boolean',
+  profileKind: { oneOf: ['standard', 'dev'] },
+  bwrapPath: 'string',
+  sandboxExecPath: 'string',
+  platform: 'string',
+  secretPaths: 'strings',
+  homeDir: 'string',
+  searchPath: 'string',
+  logger: 'object',
+  memoryLimitBytes: { number: 'bytes', orFalse: true },
+  maxProcesses: { number: 'count', orFalse: true },
+  pluginLimits: { recordOf: { fields: TREE_LIMIT_FIELDS } },
+  controlGroups: { oneOf: ['auto', 'off'] },
+  requireTreeLimits: 'boolean',
+  prlimitPath: 'string',
+  pluginUidRange: { fields: { first: 'count', count: 'count' } },
+  setprivPath: 'string',
+};
+
+/** The options of {@link PluginHost.open}. */
+const HOST_SCHEMA: OptionSchema = {
+  appName: 'pathSegment',
+  profile: 'pathSegment',
+  profileDir: 'string',
+  profileKind: { oneOf: ['standard', 'dev'] },
+  preset: { oneOf: ['neutral', 'gum'] },
+  sandbox: { fields: SANDBOX_SCHEMA },
+  spawner: 'object',
+  secretStore: 'object',
+  envDenylist: { fields: { extraPrefixes: 'strings', extraExact: 'strings', logger: 'object' } },
+  reservedNamespaces: 'strings',
+  trustedKeys: 'strings',
+  requireSignatures: 'boolean',
+  packageLimits: { fields: { maxArchiveBytes: 'bytes', maxExtractedBytes: 'bytes', maxEntries: 'count' } },
+  interpreterSearchPath: 'string',
+  env: 'stringRecord',
+  callTimeoutMs: 'milliseconds',
+  maxTotalTimeoutMs: 'milliseconds',
+  maxInFlight: 'count',
+  idleTimeoutMs: 'millisecondsOrZero',
+  backoffScheduleMs: { listOf: 'milliseconds' },
+  esmRunnerArgv: 'strings',
+  handshakeCapabilities: { recordOf: 'strings' },
+  confirm: 'function',
+  activation: { oneOf: ['next-open', 'immediate'] },
+  clock: 'object',
+  random: 'object',
+  logger: 'object',
+};
+
+/** The per-call options of {@link PluginHost.call}. */
+const CALL_SCHEMA: OptionSchema = {
+  maxRisk: { oneOf: ['read', 'write', 'destructive'] },
+  confirm: 'function',
+  timeoutMs: 'milliseconds',
+  maxTotalTimeoutMs: 'milliseconds',
+  signal: 'abortSignal',
+  onProgress: 'function',
+};
+
+const INSPECT_SCHEMA: OptionSchema = {
+  checksum: 'string',
+  signature: 'signature',
+  devAllowNamespaceConflict: 'boolean',
+  firstParty: 'boolean',
+  replace: 'boolean',
+  allowDowngrade: 'boolean',
+};
+
+/** The options of each public method that takes some, checked before the method does anything. */
+export const METHOD_OPTION_SCHEMAS = {
+  call: CALL_SCHEMA,
+  install: { ...INSPECT_SCHEMA, canary: 'boolean', drainTimeoutMs: 'milliseconds' },
+  inspect: INSPECT_SCHEMA,
+  remove: { forgetSecrets: 'boolean', drainTimeoutMs: 'milliseconds' },
+  canary: { live: 'boolean', args: 'object' },
+} as const satisfies Readonly<Record<string, OptionSchema>>;
+
+/**
+ * Checks the options of {@link PluginHost.open} (the object itself, unknown
+ * keys at every level, each value by its kind) and fills every default.
+ */
+export function resolveHostConfig(options: unknown): Result<HostConfig, HostError> {
+  const refused = checkOptions(options, HOST_SCHEMA, 'PluginHost.open');
+  if (refused !== undefined) return err(refused);
+  const o = (options ?? {}) as PluginHostOptions;
+  const profileKind = o.profileKind ?? (DEFAULTS.profileKind as ProfileKind);
+  const profile = o.profile ?? DEFAULTS.profile;
+  const appName = o.appName ?? DEFAULTS.appName;
+  const env = o.env ?? process.env;
+  const logger = o.logger ?? silentLogger;
+  const maxInFlight = o.maxInFlight;
+  return ok(
+    Object.freeze({
+      appName,
+      profile,
+      profileDir: o.profileDir ?? defaultProfileDir({ appName, profile, env }),
+      profileKind,
+      preset: o.preset ?? (DEFAULTS.preset as ManifestPreset),
+      sandbox: Object.freeze({ profileKind, ...(o.logger === undefined ? {} : { logger }), ...o.sandbox }),
+      spawner: o.spawner,
+      secretStore: o.secretStore,
+      envDenylist: Object.freeze({ ...o.envDenylist, ...(o.logger === undefined ? {} : { logger }) }),
+      reservedNamespaces: o.reservedNamespaces,
+      trustedKeys: o.trustedKeys,
+      requireSignatures: o.requireSignatures ?? DEFAULTS.requireSignatures,
+      packageLimits: o.packageLimits,
+      interpreterSearchPath: o.interpreterSearchPath,
+      env,
+      callTimeoutMs: o.callTimeoutMs ?? DEFAULTS.callTimeoutMs,
+      maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? DEFAULTS.maxTotalTimeoutMs,
+      maxInFlight: Object.freeze(
+        maxInFlight === undefined ? { ...DEFAULTS.maxInFlight } : { 'mcp-plugin': maxInFlight, 'esm-module': maxInFlight, 'ndjson-rpc': maxInFlight },
+      ),
+      idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+      drainTimeoutMs: o.callTimeoutMs ?? DEFAULTS.drainTimeoutMs,
+      backoffScheduleMs: Object.freeze([...(o.backoffScheduleMs ?? DEFAULTS.backoffScheduleMs)]),
+      esmRunnerArgv: o.esmRunnerArgv,
+      handshakeCapabilities: o.handshakeCapabilities ?? {},
+      confirm: o.confirm,
+      activation: o.activation ?? (DEFAULTS.activation as HostConfig['activation']),
+      clock: o.clock ?? systemClock,
+      random: o.random ?? systemRandom,
+      logger,
+    }),
+  );
+}
+
+/**
+ * A call's budget: its own timeout and total cap, else the host's, with its
+ * signal and progress callback. Calls that set neither share one object per host.
+ */
+export function callBudget(config: HostConfig, options: HostCallOptions): CallOptions {
+  const { timeoutMs, maxTotalTimeoutMs, signal, onProgress } = options;
+  if (timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined) return defaultBudget(config);
+  return {
+    timeoutMs: timeoutMs ?? config.callTimeoutMs,
+    maxTotalTimeoutMs: maxTotalTimeoutMs ?? config.maxTotalTimeoutMs,
+    ...(signal === undefined ? {} : { signal }),
+    ...(onProgress === undefined ? {} : { onProgress }),
+  };
+}
+
+const defaultBudgets = new WeakMap<HostConfig, CallOptions>();
+
+function defaultBudget(config: HostConfig): CallOptions {
+  let budget = defaultBudgets.get(config);
+  if (budget === undefined) {
+    budget = Object.freeze({ timeoutMs: config.callTimeoutMs, maxTotalTimeoutMs: config.maxTotalTimeoutMs });
+    defaultBudgets.set(config, budget);
+  }
+  return budget;
+}
+
+/** A public method's arguments: each named string argument must be a string, and its options must fit the method's schema. */
+export function checkArguments(
+  method: string,
+  strings: Readonly<Record<string, unknown>>,
+  options?: { readonly value: unknown; readonly schema: OptionSchema },
+): HostError | undefined {
+  for (const [name, value] of Object.entries(strings)) {
+    if (typeof value !== 'string') return invalidOption(name, `of PluginHost.${method} must be a string, got ${describeArgument(value)}`);
+  }
+  return options === undefined ? undefined : checkOptions(options.value, options.schema, `PluginHost.${method}`);
+}
+
+function describeArgument(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+}
+
+/** The arguments of {@link PluginHost.setup}: a plugin id and credential values, each a string. */
+export function checkSetupArguments(pluginId: unknown, values: unknown): HostError | undefined {
+  const refused = checkArguments('setup', { pluginId });
+  if (refused !== undefined) return refused;
+  if (!isPlainObject(values)) return invalidOption('values', `of PluginHost.setup must map credential names to strings, got ${describeArgument(values)}`);
+  const bad = Object.entries(values).find(([, value]) => typeof value !== 'string');
+  return bad === undefined ? undefined : invalidOption(`values.${bad[0]}`, `of PluginHost.setup must be a string, got ${describeArgument(bad[1])}`);
+}

@@ -1,0 +1,75 @@
+/**
+ * One complete, frozen config from the host's options, one budget per call,
+ * one rule per kind of number (shared with the sandbox and the CLI), and the
+ * did-you-mean that names the closest valid option.
+ */
+import { describe, expect, it } from 'vitest';
+import { callBudget, resolveHostConfig } from '../../src/host/hostConfig.js';
+import { closestName } from '../../src/options/closestName.js';
+import { numberProblem } from '../../src/options/optionRules.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+
+describe('the resolved HostConfig', () => {
+  it('is frozen and fills every default, the same for each shape it applies to', () => {
+    const config = resolveHostConfig({ profileDir: '/tmp/p' })._unsafeUnwrap();
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(config).toMatchObject({
+      appName: 'mcp-plugin-host',
+      profile: 'default',
+      profileKind: 'standard',
+      preset: 'neutral',
+      callTimeoutMs: 30_000,
+      maxTotalTimeoutMs: 300_000,
+      idleTimeoutMs: 300_000,
+      drainTimeoutMs: 30_000,
+      activation: 'next-open',
+      requireSignatures: false,
+      maxInFlight: { 'mcp-plugin': 16, 'esm-module': 16, 'ndjson-rpc': 1 },
+      backoffScheduleMs: [30_000, 60_000, 120_000, 240_000, 480_000],
+      sandbox: { profileKind: 'standard' },
+    });
+    const set = resolveHostConfig({ profileDir: '/tmp/p', maxInFlight: 3, callTimeoutMs: 7_000 })._unsafeUnwrap();
+    expect(set.maxInFlight).toEqual({ 'mcp-plugin': 3, 'esm-module': 3, 'ndjson-rpc': 3 });
+    expect(set.drainTimeoutMs).toBe(7_000);
+  });
+
+  it('gives every call a complete budget: its own timeout and cap, else the host\'s', () => {
+    const config = resolveHostConfig({ profileDir: '/tmp/p', callTimeoutMs: 5_000, maxTotalTimeoutMs: 9_000 })._unsafeUnwrap();
+    expect(callBudget(config, {})).toEqual({ timeoutMs: 5_000, maxTotalTimeoutMs: 9_000 });
+    expect(callBudget(config, { maxRisk: 'write' })).toBe(callBudget(config, {}));
+    const signal = new AbortController().signal;
+    expect(callBudget(config, { timeoutMs: 100, signal })).toEqual({ timeoutMs: 100, maxTotalTimeoutMs: 9_000, signal });
+  });
+});
+
+describe('closestName', () => {
+  it('suggests the nearest name, and nothing when no name is near', () => {
+    expect(closestName('timeoutMS', ['timeoutMs', 'maxTotalTimeoutMs', 'signal'])).toBe('timeoutMs');
+    expect(closestName('canery', ['canary', 'checksum'])).toBe('canary');
+    expect(closestName('zzzz', ['canary', 'checksum'])).toBeUndefined();
+    expect(closestName('x', [])).toBeUndefined();
+  });
+});
+
+describe('one rule per kind of number', () => {
+  it('accepts whole milliseconds up to what a timer can wait, and whole counts and bytes', () => {
+    expect(numberProblem('milliseconds', 1)).toBeUndefined();
+    expect(numberProblem('milliseconds', 2 ** 31 - 1)).toBeUndefined();
+    expect(numberProblem('milliseconds', 2 ** 31)).toContain('must be a whole number of milliseconds');
+    expect(numberProblem('milliseconds', 0.5)).toContain('got 0.5');
+    expect(numberProblem('millisecondsOrZero', 0)).toBeUndefined();
+    expect(numberProblem('count', 3)).toBeUndefined();
+    expect(numberProblem('count', '3')).toContain('got "3"');
+    expect(numberProblem('bytes', Number.NaN)).toContain('got NaN');
+  });
+
+  it('is the rule the sandbox spawner holds its own tree limits to', async () => {
+    expect((await SandboxSpawner.create({ maxProcesses: 2.5 }))._unsafeUnwrapErr()).toMatchObject({
+      code: 'HOST_INVALID_OPTIONS',
+      message: `maxProcesses ${numberProblem('count', 2.5)!.replace(', got', ' or false, got')}`,
+    });
+    expect((await SandboxSpawner.create({ pluginLimits: { p: { memoryBytes: -1 } } }))._unsafeUnwrapErr().message).toBe(
+      `pluginLimits.p.memoryBytes ${numberProblem('bytes', -1)!.replace(', got', ' or false, got')}`,
+    );
+  });
+});
