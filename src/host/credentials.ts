@@ -5,6 +5,7 @@
 import { err, ok, type Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { SecretStore } from '../secrets/SecretStore.js';
 
 /** Maps setup values keyed by alias or env name to declared env names; anything else is refused. */
 export function credentialsByEnv(plugin: InstalledPlugin, values: Readonly<Record<string, string>>): Result<Record<string, string>, HostError> {
@@ -40,3 +41,11 @@ export function aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]):
   return envNames.map((name) => descriptors.find((d) => d.env === name)?.alias ?? 'unnamed');
 }
 
+
+/** The declared credentials `secrets` holds no value for (an empty value counts as missing). */
+export async function missingCredentials(secrets: SecretStore, pluginId: string, needed: readonly string[]): Promise<string[]> {
+  if (needed.length === 0) return [];
+  const stored = await secrets.get(pluginId);
+  const values = stored.isOk() ? stored.value : {};
+  return needed.filter((name) => values[name] === undefined || values[name] === '');
+}

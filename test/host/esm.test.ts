@@ -16,9 +16,10 @@ import type { PluginHost } from '../../src/host/PluginHost.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { esmRunnerCommand } from '../../src/shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../../src/shapes/esm/EsmSession.js';
-import { buildEsmRunner, type BuiltRunner } from './esmRunner.js';
-import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
-import { FakeClock, HostPool, textOf } from './helpers.js';
+import { buildEsmRunner, type BuiltRunner } from '../support/esmRunner.js';
+import { NODE_22, nodeBinDir } from '../support/otherNode.js';
+import { FakeClock, HostPool, textOf } from '../support/hostHarness.js';
+import { readStateRow } from '../support/pluginState.js';
 
 const FIXTURE = join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-all-capabilities');
 const ID = 'all-capabilities';
@@ -37,10 +38,7 @@ async function esmPackage(): Promise<string> {
   return dir;
 }
 
-async function stateRow(profileDir: string): Promise<Record<string, unknown>> {
-  const file = JSON.parse(await readFile(join(profileDir, 'plugin-state.json'), 'utf8')) as { plugins: Record<string, Record<string, unknown>> };
-  return file.plugins[ID]!;
-}
+const stateRow = (profileDir: string): Promise<Record<string, unknown>> => readStateRow(profileDir, ID);
 
 /** Installs the packaged fixture with one host, closes it, and returns a host opened afterwards (the plugin is active). */
 async function installedHost(profileDir: string, options: { clock?: FakeClock; idleTimeoutMs?: number } = {}): Promise<PluginHost> {
@@ -108,6 +106,23 @@ describe('esm-module plugins through PluginHost', () => {
     const refused = (await host.call(ECHO, { text: 'x' }, CALL))._unsafeUnwrapErr();
     expect(refused).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_added', file: 'dist/other.mjs' } });
     expect(await stateRow(dir)).toMatchObject({ status: 'quarantined', permanent_quarantine: true });
+  }, 90_000);
+
+  it('maps an error envelope returned as an isError result to the same host code as an mcp-plugin does', async () => {
+    const dir = await pool.profile();
+    const hostOptions = { esmRunnerArgv: runner.argv };
+    const installer = await pool.open(dir, hostOptions);
+    const pkg = await packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-error-envelope'), { bundle: ['dist/index.mjs'] });
+    packages.push(pkg);
+    (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(dir, hostOptions);
+
+    const limited = (await host.call('plug.error-envelope.fail', { code: 'RATE_LIMIT' }, CALL))._unsafeUnwrapErr();
+    expect(limited).toMatchObject({ code: 'RATE_LIMITED', retryable: true, retry_after_ms: 1500, source_error_code: 'RATE_LIMIT' });
+    const auth = (await host.call('plug.error-envelope.fail', { code: 'AUTH_EXPIRED' }, CALL))._unsafeUnwrapErr();
+    expect(auth).toMatchObject({ code: 'AUTH_REQUIRED', retryable: false });
+    expect((await host.info('error-envelope'))._unsafeUnwrap()).toMatchObject({ status: 'active', last_error_code: null });
   }, 90_000);
 
   it('fails a start with HOST_INVALID_OPTIONS, without quarantine, when the runner script is not there', async () => {

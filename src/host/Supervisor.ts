@@ -1,0 +1,195 @@
+/**
+ * Supervision of a host's plugins: the crash books (the backoff ladder,
+ * quarantine, the canary hold) kept in plugin-state.json, so they survive
+ * host restarts and are shared by every host on the profile.
+ */
+import { ResultAsync, okAsync } from 'neverthrow';
+import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
+import { lookupPlugin } from '../catalog/catalogContents.js';
+import type { PluginStateRecord } from '../catalog/catalogTypes.js';
+import type { HostError } from '../errors/HostError.js';
+import type { HostErrorCode } from '../errors/registry.js';
+import type { HostEvents } from '../events/HostEvents.js';
+import type { Clock, Logger } from '../ports/ports.js';
+import { CLEAR_CRASH_STATE, recordFailure } from './CrashPolicy.js';
+import { sameBinding, type HostCatalog } from './hostCatalog.js';
+import { canaryHold, crashStateOf, inBackoff, withCrashState } from './pluginState.js';
+import type { PluginRuntime } from './PluginRuntime.js';
+import type { PluginRuntimes } from './runtimes.js';
+
+/** Failures that count toward quarantine: the plugin could not be started or broke its protocol. */
+const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
+  'PLUGIN_SPAWN_FAILED',
+  'PLUGIN_CRASHED',
+  'PLUGIN_RESOURCE_LIMIT',
+  'PLUGIN_HANDSHAKE_FAILED',
+  'PLUGIN_TOOLS_MISMATCH',
+  'PLUGIN_INVALID_JSON',
+  'PLUGIN_MALFORMED_RESPONSE',
+  'PLUGIN_FRAME_TOO_LARGE',
+  'PLUGIN_EXECUTABLE_UNTRUSTED',
+  'PLUGIN_PROTOCOL_VERSION_MISMATCH',
+]);
+
+/** Why a dispatch runs: a caller's call feeds the crash ladder; a canary keeps its own books. */
+export type DispatchPurpose = 'call' | 'canary';
+
+/** What a canary run records. */
+export type CanaryRecord = { readonly status: 'passed'; readonly live: boolean } | { readonly status: 'failed'; readonly code: string } | { readonly status: 'skipped' };
+
+/** What the supervisor works with. */
+export interface SupervisorParts {
+  readonly catalog: HostCatalog;
+  readonly runtimes: PluginRuntimes;
+  readonly events: HostEvents;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The crash backoff ladder. */
+  readonly backoffScheduleMs: readonly number[];
+}
+
+/** Keeps each plugin's crash books and decides what a failure costs it. */
+export class Supervisor {
+  readonly #parts: SupervisorParts;
+  /** When this host last recorded a failure of each plugin (epoch ms). */
+  readonly #lastFailureAt = new Map<string, number>();
+
+  constructor(parts: SupervisorParts) {
+    this.#parts = parts;
+  }
+
+  /** Whether `failure` is the plugin's (it could not start or broke its protocol) rather than the call's. */
+  countsAgainstPlugin(failure: HostError): boolean {
+    return QUARANTINE_CODES.has(failure.code);
+  }
+
+  /**
+   * A plugin failed: stop its session and (for calls) put it on the backoff
+   * ladder, once per process however many calls saw the process die. A
+   * session that launches a process per call (handshake) counts each failed
+   * launch, and its other calls go on.
+   */
+  async pluginFailed(pluginId: string, runtime: PluginRuntime, failure: HostError, purpose: DispatchPurpose): Promise<void> {
+    const { runtimes, events, logger } = this.#parts;
+    if (runtimes.originOf(runtime)?.adapter.processPerCall !== true) {
+      const first = runtime.claimFailure(failure);
+      await runtimes.stop(pluginId, runtime);
+      if (!first) return;
+    }
+    logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
+    events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
+    if (purpose !== 'call') return;
+    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure));
+    if (recorded.isErr()) logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
+  }
+
+  /**
+   * A call that started at `callStarted` succeeded: the failure history is
+   * cleared, unless a failure was recorded after that call began (a call
+   * beside a failed launch proves nothing about the next launch). The common
+   * case, no backoff window, costs no await.
+   */
+  callSucceeded(pluginId: string, callStarted: number): ResultAsync<void, HostError> | undefined {
+    // A failure recorded by an earlier host necessarily predates this call.
+    const failedBefore = (row: PluginStateRecord): boolean => inBackoff(row) && (this.#lastFailureAt.get(pluginId) ?? -Infinity) < callStarted;
+    const state = this.#parts.catalog.cachedPlugin(pluginId)?.state;
+    if (state === undefined || !inBackoff(state)) return undefined;
+    if (!failedBefore(state)) return okAsync(undefined);
+    return this.#parts.catalog.updateState(pluginId, (row) => (failedBefore(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).map(() => {
+      this.#parts.logger.info({ plugin_id: pluginId }, 'plugin recovered; failure history cleared');
+      this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
+    });
+  }
+
+  /** Clears quarantine (backoff, hold or permanent). */
+  unquarantine(pluginId: string): ResultAsync<void, HostError> {
+    return this.#parts.catalog.updateState(pluginId, (row) => withCrashState(row, CLEAR_CRASH_STATE)).map(() => {
+      this.#parts.logger.info({ plugin_id: pluginId }, 'plugin unquarantined');
+      this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
+    });
+  }
+
+  /** Records a canary's outcome: a pass lifts a hold and the backoff, a failure holds the plugin until a canary passes. */
+  recordCanary(pluginId: string, outcome: CanaryRecord): ResultAsync<void, HostError> {
+    const now = this.#parts.clock.now();
+    const canaryAt = new Date(now).toISOString();
+    let wasQuarantined = false;
+    return this.#parts.catalog
+      .updateState(pluginId, (row) => {
+        wasQuarantined = row.quarantined_at !== null;
+        switch (outcome.status) {
+          case 'passed': {
+            const cleared = row.permanent_quarantine === true ? row : withCrashState(row, CLEAR_CRASH_STATE);
+            return {
+              ...cleared,
+              needs_configuration: outcome.live ? false : row.needs_configuration === true,
+              canary: { status: 'passed', last_run_at: canaryAt, consecutive_failures: 0 },
+            };
+          }
+          case 'failed':
+            return {
+              ...withCrashState(row, canaryHold(row, outcome.code, now)),
+              canary: { status: 'failed', last_run_at: canaryAt, consecutive_failures: (row.canary.consecutive_failures ?? 0) + 1 },
+            };
+          case 'skipped':
+            return { ...row, needs_configuration: true, canary: { status: 'skipped', last_run_at: canaryAt, consecutive_failures: row.canary.consecutive_failures ?? 0 } };
+        }
+      })
+      .map((row) => {
+        const quarantined = row.quarantined_at !== null;
+        if (quarantined === wasQuarantined && outcome.status !== 'failed') return;
+        this.#parts.events.emit('quarantine', {
+          plugin_id: pluginId,
+          quarantined,
+          permanent: row.permanent_quarantine === true,
+          retry_count: row.retry_count,
+        });
+      });
+  }
+
+  #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {
+    const { clock, logger, events } = this.#parts;
+    const permanent = failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED';
+    const reason = permanent ? String(failure.details.reason ?? 'digest_mismatch') : 'crash';
+    this.#lastFailureAt.set(pluginId, clock.now());
+    return this.#parts.catalog
+      .updateState(pluginId, (row) =>
+        withCrashState(
+          row,
+          recordFailure(crashStateOf(row), { code: failure.code, reason, now: clock.now(), permanent }, this.#parts.backoffScheduleMs),
+        ),
+      )
+      .map((row) => {
+        const permanentNow = row.permanent_quarantine === true;
+        logger.warn({ plugin_id: pluginId, retry_count: row.retry_count, permanent: permanentNow, next_retry_at: row.next_retry_at }, 'plugin quarantined');
+        events.emit('quarantine', {
+          plugin_id: pluginId,
+          quarantined: true,
+          permanent: permanentNow,
+          retry_count: row.retry_count,
+          ...(row.next_retry_at === null ? {} : { next_retry_at: Date.parse(row.next_retry_at) }),
+        });
+      });
+  }
+
+  /**
+   * Checks the code `runtime` ran again after it failed. A plugin whose code
+   * changed on disk is quarantined for good now, not after the backoff
+   * ladder; this also covers a Node plugin whose interpreter refused bytes
+   * swapped in between the host's check and its own (the integrity policy).
+   * Only while the catalog still pins that very binding: another process may
+   * have upgraded the plugin and deleted the old install root meanwhile, and
+   * the new install must not pay for the old one's missing files. An upgrade
+   * publishes before it deletes, so reading the catalog after the check sees it.
+   */
+  async #untrustedCause(pluginId: string, runtime: PluginRuntime, failure: HostError): Promise<HostError> {
+    const ran = this.#parts.runtimes.originOf(runtime)?.binding;
+    if (failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED' || ran === undefined) return failure;
+    const checked = await recheckPinnedCode(ran);
+    if (checked.isOk() || checked.error.code !== 'PLUGIN_EXECUTABLE_UNTRUSTED') return failure;
+    const refreshed = await this.#parts.catalog.refresh();
+    if (refreshed.isErr()) return failure;
+    const current = lookupPlugin(refreshed.value, { profile: refreshed.value.profile, plugin_id: pluginId });
+    return current !== undefined && sameBinding(current.lock.binding, ran) ? checked.error : failure;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Canaries: the check that a plugin starts and answers, run at install, at
+ * setup, on reload and on demand. A failure holds the plugin in quarantine
+ * until a canary passes.
+ */
+import { errAsync, ResultAsync, type Result } from 'neverthrow';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { Clock, Logger } from '../ports/ports.js';
+import type { SecretStore } from '../secrets/SecretStore.js';
+import { admitStart } from './CrashPolicy.js';
+import { aliasesOf, missingCredentials } from './credentials.js';
+import type { CallDispatcher } from './dispatch.js';
+import type { HostCatalog } from './hostCatalog.js';
+import { hostOpId } from './operations.js';
+import { crashStateOf } from './pluginState.js';
+import { resolveRelativeDates } from './relativeDates.js';
+import type { PluginRuntimes } from './runtimes.js';
+import type { Supervisor } from './Supervisor.js';
+
+/** The result of a canary run. */
+export interface CanaryOutcome {
+  /** The plugin. */
+  readonly plugin_id: string;
+  /** `passive`: start and list tools; `live`: call the declared canary tool. */
+  readonly mode: 'passive' | 'live';
+  /** What happened. */
+  readonly status: 'passed' | 'failed' | 'skipped';
+  /** Why it failed or was skipped. */
+  readonly error?: HostError;
+  /** What the canary tool returned, for a live canary that passed. */
+  readonly result?: unknown;
+}
+
+/** Options of {@link PluginHost.canary}. */
+export interface CanaryOptions {
+  /** Call the canary tool (live) instead of only starting the plugin and listing its tools. Default false. */
+  readonly live?: boolean;
+  /** Arguments overriding the declared canary arguments (relative dates are resolved in these too). */
+  readonly args?: Readonly<Record<string, unknown>>;
+}
+
+/** What the canary runner works with. */
+export interface CanaryParts {
+  readonly catalog: HostCatalog;
+  readonly secrets: SecretStore;
+  readonly runtimes: PluginRuntimes;
+  readonly dispatcher: CallDispatcher;
+  readonly supervisor: Supervisor;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Whether the plugin is callable in this host (a canary of an inactive plugin stops it afterwards). */
+  readonly isActive: (pluginId: string) => boolean;
+}
+
+/** Runs canaries and records their outcome in the plugin's state row. */
+export class Canaries {
+  readonly #parts: CanaryParts;
+
+  constructor(parts: CanaryParts) {
+    this.#parts = parts;
+  }
+
+  /** Runs `pluginId`'s canary; see {@link PluginHost.canary}. */
+  run(pluginId: string, options: CanaryOptions): ResultAsync<CanaryOutcome, HostError> {
+    const { catalog, secrets, supervisor, clock } = this.#parts;
+    const mode = options.live === true ? 'live' : 'passive';
+    return catalog.plugin(pluginId).andThen((plugin) => {
+      if (plugin.state?.permanent_quarantine === true) {
+        const refused = admitStart(crashStateOf(plugin.state), clock.now(), pluginId, 'PLUGIN_QUARANTINED');
+        if (refused.isErr()) return errAsync(refused.error);
+      }
+      return ResultAsync.fromSafePromise(missingCredentials(secrets, pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
+        if (missing.length > 0) {
+          const error = hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s); run setup`, {
+            details: { plugin_id: pluginId, missing_aliases: aliasesOf(plugin, missing) },
+          });
+          return supervisor.recordCanary(pluginId, { status: 'skipped' }).map((): CanaryOutcome => ({ plugin_id: pluginId, mode, status: 'skipped', error }));
+        }
+        return new ResultAsync(this.#runCanary(plugin, mode, options));
+      });
+    });
+  }
+
+  async #runCanary(plugin: InstalledPlugin, mode: 'live' | 'passive', options: CanaryOptions): Promise<Result<CanaryOutcome, HostError>> {
+    const { runtimes, dispatcher, supervisor, clock, logger, isActive } = this.#parts;
+    const id = plugin.plugin_id;
+    const spec = plugin.descriptor?.canary;
+    let outcome: Result<unknown, HostError>;
+    if (mode === 'live' && spec !== undefined) {
+      const variant = plugin.variants.find((v) => v.tool_name === spec.tool);
+      const opId = variant === undefined ? `plug.${id}.${spec.tool}` : hostOpId(variant);
+      const args = resolveRelativeDates(options.args ?? spec.arguments, clock.now());
+      outcome = await dispatcher.dispatch(plugin, spec.tool, args, {}, opId, 'canary').map((r) => r.value);
+    } else {
+      outcome = await runtimes.take(plugin).asyncAndThen((rt) => rt.session.listTools());
+    }
+    if (outcome.isErr() || !isActive(id)) await runtimes.stop(id);
+    if (outcome.isOk()) {
+      const recorded = await supervisor.recordCanary(id, { status: 'passed', live: mode === 'live' });
+      const result = mode === 'live' && spec !== undefined ? { result: outcome.value } : {};
+      return recorded.map((): CanaryOutcome => ({ plugin_id: id, mode, status: 'passed', ...result }));
+    }
+    const failure = outcome.error;
+    logger.warn({ plugin_id: id, code: failure.code, mode }, 'plugin canary failed');
+    const recorded = await supervisor.recordCanary(id, { status: 'failed', code: failure.code });
+    return recorded.map((): CanaryOutcome => ({ plugin_id: id, mode, status: 'failed', error: failure }));
+  }
+}

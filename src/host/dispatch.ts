@@ -1,0 +1,122 @@
+/**
+ * Running one admitted call on its plugin's session: the session call, the
+ * shape's result mapping, the call events and the crash books.
+ */
+import { err, errAsync, ResultAsync, type Result } from 'neverthrow';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostEvents } from '../events/HostEvents.js';
+import type { RiskClass } from '../manifest/model.js';
+import type { Clock } from '../ports/ports.js';
+import type { CallProgress, ToolResult } from '../shapes/PluginSession.js';
+import type { ConfirmationCallback } from './admission.js';
+import { stoppedByRetirement } from './drain.js';
+import { callBudget, type HostConfig } from './hostConfig.js';
+import type { PluginRuntime } from './PluginRuntime.js';
+import type { PluginRuntimes } from './runtimes.js';
+import type { DispatchPurpose, Supervisor } from './Supervisor.js';
+
+/** Per-call options of {@link PluginHost.call}. */
+export interface HostCallOptions {
+  /** The highest risk class the caller accepts. Default `read`. */
+  readonly maxRisk?: RiskClass;
+  /** Overrides the host's confirmation callback for this call. */
+  readonly confirm?: ConfirmationCallback;
+  /** Time without an answer, in ms. */
+  readonly timeoutMs?: number;
+  /** Hard cap on the call, in ms. */
+  readonly maxTotalTimeoutMs?: number;
+  /** Cancels the call. */
+  readonly signal?: AbortSignal;
+  /** Receives progress. */
+  readonly onProgress?: (progress: CallProgress) => void;
+}
+
+/** What a dispatched call carries to its end. */
+interface DispatchedCall {
+  readonly id: string;
+  readonly opId: string;
+  readonly callId: number;
+  readonly started: number;
+  readonly purpose: DispatchPurpose;
+}
+
+/** What the dispatcher works with. */
+export interface DispatcherParts {
+  readonly runtimes: PluginRuntimes;
+  readonly supervisor: Supervisor;
+  readonly events: HostEvents;
+  readonly clock: Clock;
+  readonly config: HostConfig;
+  readonly isClosed: () => boolean;
+}
+
+/** Sends admitted calls to their plugins and settles them. */
+export class CallDispatcher {
+  readonly #parts: DispatcherParts;
+  #callSeq = 0;
+
+  constructor(parts: DispatcherParts) {
+    this.#parts = parts;
+  }
+
+  /** Calls `tool` of `plugin` (started if it is not running); `purpose` says whose crash books a failure feeds. */
+  dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<ToolResult, HostError> {
+    const { runtimes, events, clock } = this.#parts;
+    const id = plugin.plugin_id;
+    const taken = runtimes.take(plugin);
+    if (taken.isErr()) return errAsync(taken.error);
+    const runtime = taken.value;
+    const callId = ++this.#callSeq;
+    const started = clock.now();
+    if (events.wants('call:start')) events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
+    runtime.begin();
+    return new ResultAsync(this.#settle(runtime, tool, args, options, { id, opId, callId, started, purpose }));
+  }
+
+  /** Runs a dispatched call to its end: the session call, result mapping, the call:end event and the crash books. */
+  async #settle(runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<ToolResult, HostError>> {
+    const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
+    let result: Result<ToolResult, HostError>;
+    try {
+      result = await runtime.session.callTool(tool, args, callBudget(this.#parts.config, options));
+    } finally {
+      runtime.end();
+    }
+    const { id, purpose } = call;
+    let failure: HostError | undefined;
+    let mapped = result;
+    if (result.isErr()) {
+      failure = stoppedBySibling(stoppedByRetirement(result.error, runtime, isClosed()), runtime, isClosed());
+      mapped = failure === result.error ? result : err(failure);
+    } else if (result.value.isError) {
+      const adapter = runtimes.originOf(runtime)?.adapter;
+      if (adapter !== undefined) mapped = adapter.mapResult(result.value);
+    }
+    if (events.wants('call:end')) {
+      const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
+      events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
+    }
+    if (failure !== undefined) {
+      if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(id, runtime, failure, purpose);
+    } else if (purpose === 'call') {
+      const cleared = supervisor.callSucceeded(id, call.started);
+      if (cleared !== undefined) await cleared;
+    }
+    return mapped;
+  }
+}
+
+/**
+ * A call whose session the host stopped because another call failed gets
+ * that failure's code (its session reports HOST_CLOSED, which would wrongly
+ * suggest the host itself was closed).
+ */
+function stoppedBySibling(error: HostError, runtime: PluginRuntime, hostClosed: boolean): HostError {
+  const cause = runtime.failure;
+  if (error.code !== 'HOST_CLOSED' || hostClosed || cause === undefined) return error;
+  return hostError(cause.code, `the plugin was stopped because another call failed: ${cause.message}`, {
+    details: { ...cause.details, stopped_by_other_call: true },
+    cause,
+  });
+}

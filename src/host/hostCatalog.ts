@@ -1,0 +1,114 @@
+/**
+ * The host's view of its profile's catalog: the latest snapshot, indexed
+ * once per snapshot for the call path, and the one way this host rewrites a
+ * plugin's state row.
+ */
+import { err, ok, okAsync, type ResultAsync } from 'neverthrow';
+import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
+import type { CatalogStore } from '../catalog/CatalogStore.js';
+import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { Clock } from '../ports/ports.js';
+import { operationIndex, type NamedOperation } from './operations.js';
+import { withStatus } from './pluginState.js';
+
+/** The catalog as one host sees it; every concern of the host reads plugins through it. */
+export class HostCatalog {
+  readonly #store: CatalogStore;
+  #snapshot: CatalogSnapshot;
+  #indexed: CatalogSnapshot | undefined;
+  #index = new Map<string, InstalledPlugin>();
+  #operations: ReadonlyMap<string, NamedOperation<InstalledPlugin>> = new Map();
+
+  constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
+    this.#store = store;
+    this.#snapshot = snapshot;
+  }
+
+  /** The snapshot last read or written by this host. */
+  get snapshot(): CatalogSnapshot {
+    return this.#snapshot;
+  }
+
+  /** Reads the catalog again (another host may have changed it). */
+  refresh(): ResultAsync<CatalogSnapshot, HostError> {
+    return this.#store.snapshot().map((snapshot) => {
+      this.#snapshot = snapshot;
+      return snapshot;
+    });
+  }
+
+  /** One plugin as the catalog holds it now, or PLUGIN_NOT_FOUND. */
+  plugin(pluginId: string): ResultAsync<InstalledPlugin, HostError> {
+    return this.refresh().andThen((snapshot) => {
+      const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: pluginId });
+      return plugin === undefined ? err(notInstalled(pluginId)) : ok(plugin);
+    });
+  }
+
+  /** One plugin as the last snapshot holds it, without reading the catalog. */
+  cachedPlugin(pluginId: string): InstalledPlugin | undefined {
+    return this.#indexSnapshot().get(pluginId);
+  }
+
+  /** The operation `opId` in the last snapshot. */
+  operation(opId: string): NamedOperation<InstalledPlugin> | undefined {
+    this.#indexSnapshot();
+    return this.#operations.get(opId);
+  }
+
+  /** Rewrites one plugin's state row in a catalog transaction; returns the row as written. */
+  updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord): ResultAsync<PluginStateRecord, HostError> {
+    return this.#store
+      .transaction((current) => {
+        if (current.plugins[pluginId] === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
+        return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
+      })
+      .map((snapshot) => {
+        this.#snapshot = snapshot;
+        return snapshot.contents.states[pluginId]!;
+      });
+  }
+
+  /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */
+  #indexSnapshot(): ReadonlyMap<string, InstalledPlugin> {
+    if (this.#indexed !== this.#snapshot) {
+      this.#indexed = this.#snapshot;
+      const plugins = listPlugins(this.#snapshot);
+      this.#index = new Map(plugins.map((p) => [p.plugin_id, p]));
+      this.#operations = operationIndex(plugins);
+    }
+    return this.#index;
+  }
+}
+
+/** Marks every plugin installed since the last open as activated (one transaction, only when there is one). */
+export function activateInstalled(store: CatalogStore, clock: Clock): ResultAsync<CatalogSnapshot, HostError> {
+  const activate = (current: CatalogContents): CatalogContents => {
+    const now = new Date(clock.now()).toISOString();
+    let next = current;
+    for (const [id, row] of Object.entries(current.states)) {
+      if (row.activated_at === null) next = updatePluginState(next, id, (r) => withStatus({ ...r, activated_at: now }));
+    }
+    return next;
+  };
+  return store.snapshot().andThen((snapshot) =>
+    Object.values(snapshot.contents.states).some((row) => row.activated_at === null) ? store.transaction(activate) : okAsync(snapshot),
+  );
+}
+
+/** Whether two catalog entries pin the same installed code (the same install root and digest). */
+export function sameBinding(a: ExecutableBindingRecord, b: ExecutableBindingRecord): boolean {
+  return a.install_root === b.install_root && a.executable_sha256 === b.executable_sha256;
+}
+
+/** Every operation of a closed host fails with this. */
+export function closedError(): HostError {
+  return hostError('HOST_CLOSED', 'this PluginHost was closed');
+}
+
+/** The plugin is not in this profile's catalog. */
+export function notInstalled(pluginId: string): HostError {
+  return hostError('PLUGIN_NOT_FOUND', `plugin '${pluginId}' is not installed in this profile`, { details: { plugin_id: pluginId } });
+}

@@ -1,0 +1,190 @@
+/**
+ * Starting one process of a plugin, the way go-plugin's client does: check
+ * the catalog still pins the code the session was built for, open the data
+ * directories, build the environment from the allowlist and the declared
+ * credentials only, verify the pinned code, describe the sandbox, spawn.
+ */
+import { dirname } from 'node:path';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { NODE_MAIN_GUARD } from '../binding/nodeMain.js';
+import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { EnvDenylist } from '../env/EnvDenylist.js';
+import { pluginSearchPath } from '../env/pluginPath.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostEvents } from '../events/HostEvents.js';
+import type { DeclaredCapabilities } from '../manifest/model.js';
+import type { Logger, Random } from '../ports/ports.js';
+import type { PluginProcess } from '../process/PluginProcess.js';
+import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
+import type { ProfileLayout } from '../profile/ProfileLayout.js';
+import { openPluginDirectories, pluginDirectoryPaths } from '../sandbox/pluginDirectories.js';
+import type { EnforcedPolicy, SandboxPolicyRequest, SandboxSpawner } from '../sandbox/SandboxSpawner.js';
+import { writeDirComponents } from '../sandbox/writeDir.js';
+import type { SecretStore } from '../secrets/SecretStore.js';
+import type { ProcessLauncher } from '../shapes/PluginSession.js';
+import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
+import type { HostConfig } from './hostConfig.js';
+import type { ProtocolAdapter } from './protocolAdapters.js';
+
+/** What the launcher works with: the host's profile, sandbox, secrets and environment rules. */
+export interface LauncherParts {
+  readonly layout: ProfileLayout;
+  readonly spawner: SandboxSpawner;
+  readonly secrets: SecretStore;
+  readonly env: EnvDenylist;
+  readonly catalog: HostCatalog;
+  readonly events: HostEvents;
+  readonly logger: Logger;
+  readonly random: Random;
+  readonly config: HostConfig;
+  /** Whether the host was closed (a process starting then is stopped at once). */
+  readonly isClosed: () => boolean;
+}
+
+/** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
+export class PluginLauncher {
+  readonly #parts: LauncherParts;
+
+  constructor(parts: LauncherParts) {
+    this.#parts = parts;
+  }
+
+  /** Whether plugins run inside an OS sandbox. */
+  get sandboxed(): boolean {
+    return this.#parts.spawner.backendName !== 'none';
+  }
+
+  /**
+   * The launcher of `plugin`'s sessions: each call starts one process of the
+   * binding the catalog pinned when the session was built, and only that one.
+   */
+  launcherFor(plugin: InstalledPlugin, adapter: ProtocolAdapter): ProcessLauncher {
+    const { layout, spawner, secrets, env, config } = this.#parts;
+    const id = plugin.plugin_id;
+    const binding = plugin.lock.binding;
+    const caps = plugin.descriptor?.capabilities ?? { network: false, fs_write_dir: '', env_allow: [] };
+    const declared = plugin.descriptor?.needs_user_creds ?? [];
+    const dataRoot = dirname(layout.dataDir(id));
+    const policy = this.sandboxPolicy(id, caps);
+    const writeComponents = writeDirComponents(caps.fs_write_dir);
+    const interpreter = binding.interpreter?.path ?? adapter.runnerPath(config);
+    return () => {
+      if (this.#parts.isClosed()) return errAsync(closedError());
+      if (policy.isErr()) return errAsync(policy.error);
+      if (writeComponents.isErr()) return errAsync(writeComponents.error);
+      return this.#checkStillInstalled(plugin)
+        .andThen(() => spawner.pluginIdentity(dataRoot, id))
+        .andThen((identity) =>
+          openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) }).map(
+            (directories) => ({ identity, directories }),
+          ),
+        )
+        .andThen(({ identity, directories }) =>
+          secrets
+            .get(id)
+            .andThen((stored) =>
+              env.buildEnv({
+                parentEnv: config.env,
+                envAllow: caps.env_allow,
+                credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
+                fixed: { HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
+                pluginId: id,
+              }),
+            )
+            .andThen((pluginEnv) =>
+              // The spawner releases the verified descriptors and the directories whatever the outcome.
+              this.#verifiedCode(plugin, adapter).andThen((executable) =>
+                spawner.spawn({
+                  ...policy.value,
+                  writeDir: directories.write.path,
+                  executable,
+                  env: pluginEnv,
+                  directories,
+                  ...(identity === undefined ? {} : { identity }),
+                  // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it passed.
+                  gate: () => verifyBindingTree(binding),
+                }),
+              ),
+            )
+            .orElse((error) => {
+              directories.close();
+              return errAsync(error);
+            }),
+        )
+        .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
+    };
+  }
+
+  /** What a plugin's sandbox allows: what `spawn` enforces and `info()` reports. */
+  sandboxPolicy(pluginId: string, caps: DeclaredCapabilities): Result<SandboxPolicyRequest, HostError> {
+    const layout = this.#parts.layout;
+    const dataDir = layout.dataDir(pluginId);
+    return writeDirComponents(caps.fs_write_dir).map((components) => {
+      const paths = pluginDirectoryPaths(dirname(dataDir), pluginId, components);
+      return { network: caps.network, writeDir: paths.write, hiddenPaths: [layout.root], readOnlyPaths: [paths.data], pluginId };
+    });
+  }
+
+  /** The sandbox a launch of `plugin` gets, as `info()` reports it; null when the plugin declares no capabilities. */
+  enforcedPolicy(plugin: InstalledPlugin): EnforcedPolicy | null {
+    const { layout, spawner } = this.#parts;
+    const caps = plugin.descriptor?.capabilities;
+    if (caps === undefined) return null;
+    const policy = this.sandboxPolicy(plugin.plugin_id, caps);
+    if (policy.isErr()) return null;
+    const identity = spawner.pluginIdentity(dirname(layout.dataDir(plugin.plugin_id)), plugin.plugin_id);
+    // The launch also mounts the pinned interpreter and, for Node under an integrity policy, the main-module guard.
+    const pin = plugin.lock.binding.interpreter;
+    const runtime = pin === undefined ? [] : [pin.path, ...(pin.kind === 'node' && pin.node_main === 'integrity_policy' ? [NODE_MAIN_GUARD] : [])];
+    return spawner.describe({
+      ...policy.value,
+      readOnlyPaths: [...(policy.value.readOnlyPaths ?? []), ...runtime],
+      installRoot: plugin.lock.binding.install_root,
+      ...(identity.isOk() && identity.value !== undefined ? { identity: identity.value } : {}),
+    });
+  }
+
+  /**
+   * Verifies the pinned code just before a spawn: the executable, or for an
+   * `esm-module` plugin its entry module, re-hashed and copied (never
+   * cached), whose verified bytes the child runs. Every other file of the
+   * install root is checked against the binding's file list (unchanged stat
+   * identities vouch for unchanged files) by the spawn's gate, before the
+   * plugin runs.
+   */
+  #verifiedCode(plugin: InstalledPlugin, adapter: ProtocolAdapter): ResultAsync<VerifiedExecutable, HostError> {
+    const binding = plugin.lock.binding;
+    const context = { copyDir: this.#parts.layout.execDir, random: this.#parts.random, config: this.#parts.config };
+    // A refused main file is reported as the tree check reports it, naming the file within its install root.
+    return adapter.verifyMain(binding, context).orElse((error) => verifyBindingTree(binding).andThen(() => errAsync(error)));
+  }
+
+  /** Another process may have upgraded or removed the plugin since this session was built; it then waits for the next open. */
+  #checkStillInstalled(plugin: InstalledPlugin): ResultAsync<void, HostError> {
+    const id = plugin.plugin_id;
+    return this.#parts.catalog.plugin(id).andThen((now) =>
+      sameBinding(now.lock.binding, plugin.lock.binding)
+        ? ok(undefined)
+        : err(
+            hostError('PLUGIN_PENDING_RESTART', `plugin '${id}' was reinstalled since this host started it; the new version is callable on the next open`, {
+              details: { plugin_id: id },
+            }),
+          ),
+    );
+  }
+
+  /** Wires a fresh process into the events, or stops it when the host closed while it was starting. */
+  #adopt(pluginId: string, process: PluginProcess, sha256: string): ResultAsync<PluginProcess, HostError> {
+    const { events, logger } = this.#parts;
+    if (this.#parts.isClosed()) return ResultAsync.fromSafePromise(process.stop()).andThen(() => errAsync(closedError()));
+    logger.debug({ plugin_id: pluginId, pid: process.pid }, 'plugin process started');
+    events.emit('spawn', { plugin_id: pluginId, pid: process.pid, sandboxed: this.sandboxed, sha256 });
+    const off = process.onStderrLine((line) => events.emit('stderr', { plugin_id: pluginId, line }));
+    void process.exited.then((exit) => {
+      off();
+      events.emit('exit', { plugin_id: pluginId, pid: process.pid, exit });
+    });
+    return okAsync(process);
+  }
+}

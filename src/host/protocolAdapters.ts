@@ -1,0 +1,167 @@
+/**
+ * One adapter per plugin shape: everything the host does differently for a
+ * protocol lives here, so the host itself never switches on the shape.
+ */
+import { err, ok, type Result, type ResultAsync } from 'neverthrow';
+import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { mapCallToolError, type CallToolErrorResult } from '../error-mapper/ErrorMapper.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { Clock, Logger, Random } from '../ports/ports.js';
+import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
+import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
+import { EsmSession } from '../shapes/esm/EsmSession.js';
+import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
+import { McpSession } from '../shapes/mcp/McpSession.js';
+import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
+import type { PluginSession, PluginShape, ProcessLauncher, ToolResult } from '../shapes/PluginSession.js';
+import type { HostConfig } from './hostConfig.js';
+
+/** What an adapter builds a session from. */
+export interface SessionContext {
+  /** The installed plugin. */
+  readonly plugin: InstalledPlugin;
+  /** Starts one verified, sandboxed process of the plugin. */
+  readonly launch: ProcessLauncher;
+  /** The host's resolved options. */
+  readonly config: HostConfig;
+  /** Time source for the protocol's timeouts. */
+  readonly clock: Clock;
+  /** Structured logs. */
+  readonly logger: Logger;
+  /** Randomness for request ids. */
+  readonly random: Random;
+}
+
+/** What an adapter verifies a plugin's main file with. */
+export interface VerifyContext {
+  /** Where verified copies of executables are written. */
+  readonly copyDir: string;
+  /** Randomness for the copies' names. */
+  readonly random: Random;
+  /** The host's resolved options. */
+  readonly config: HostConfig;
+}
+
+/** How the host runs plugins of one shape. */
+export interface ProtocolAdapter {
+  /** The shape this adapter serves. */
+  readonly shape: PluginShape;
+  /**
+   * Whether each call launches its own process: a failed launch is then that
+   * call's, and the session's other calls go on; otherwise a failure is the
+   * shared process's and stops the session.
+   */
+  readonly processPerCall: boolean;
+  /** The plugin's protocol session (it launches its process lazily). */
+  createSession(context: SessionContext): Result<PluginSession, HostError>;
+  /** The pinned main file (the executable, or the ESM entry under the runner), verified and ready to run. */
+  verifyMain(binding: ExecutableBindingRecord, context: VerifyContext): ResultAsync<VerifiedExecutable, HostError>;
+  /** The program the process starts with when the binding pins no interpreter (its directory goes on the plugin's PATH). */
+  runnerPath(config: HostConfig): string | undefined;
+  /** A result the plugin returned: an application error the protocol defines becomes the mapped host error. */
+  mapResult(result: ToolResult): Result<ToolResult, HostError>;
+}
+
+const toolNames = (plugin: InstalledPlugin): string[] => [...new Set(plugin.variants.map((v) => v.tool_name))];
+
+/** The options every MCP-speaking session takes from the host. */
+function mcpSessionOptions(context: SessionContext): ConstructorParameters<typeof McpSession>[0] {
+  const config = context.config;
+  return {
+    launch: context.launch,
+    clock: context.clock,
+    logger: context.logger,
+    expectedTools: toolNames(context.plugin),
+    defaultTimeoutMs: config.callTimeoutMs,
+    maxTotalTimeoutMs: config.maxTotalTimeoutMs,
+  };
+}
+
+/** An MCP `isError` result carries a plugin-local error envelope; the error mapper gives it a stable host code. */
+function mapMcpResult(result: ToolResult): Result<ToolResult, HostError> {
+  return result.isError ? err(mapCallToolError(result.value as CallToolErrorResult)) : ok(result);
+}
+
+/** Protocols whose application errors reach the caller as `isError` results. */
+const keepResult = (result: ToolResult): Result<ToolResult, HostError> => ok(result);
+
+const verifyExecutable = (binding: ExecutableBindingRecord, context: VerifyContext): ResultAsync<VerifiedExecutable, HostError> =>
+  verifyExecutableBinding(binding, { copyDir: context.copyDir, random: context.random });
+
+const mcpPlugin: ProtocolAdapter = {
+  shape: 'mcp-plugin',
+  processPerCall: false,
+  createSession: (context) => ok(new McpSession({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['mcp-plugin'] })),
+  verifyMain: verifyExecutable,
+  runnerPath: () => undefined,
+  mapResult: mapMcpResult,
+};
+
+const esmModule: ProtocolAdapter = {
+  shape: 'esm-module',
+  processPerCall: false,
+  // The ESM runner serves the plugin over MCP; its launcher starts the runner on the verified entry.
+  createSession: (context) => ok(new EsmSession({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['esm-module'] })),
+  verifyMain: (binding, context) => {
+    const runnerArgv = context.config.esmRunnerArgv;
+    return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>
+      esmRunnerCommand(binding.install_root, { verifiedEntry, ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+    );
+  },
+  runnerPath: (config) => config.esmRunnerArgv?.[0] ?? process.execPath,
+  mapResult: mapMcpResult,
+};
+
+const ndjsonRpc: ProtocolAdapter = {
+  shape: 'ndjson-rpc',
+  processPerCall: false,
+  createSession: (context) => {
+    const config = context.config;
+    return NdjsonRpcSession.create({
+      launch: context.launch,
+      clock: context.clock,
+      logger: context.logger,
+      tools: toolNames(context.plugin),
+      respawn: true,
+      callTimeoutMs: config.callTimeoutMs,
+      maxTotalTimeoutMs: config.maxTotalTimeoutMs,
+      maxInFlight: config.maxInFlight['ndjson-rpc'],
+    });
+  },
+  verifyMain: verifyExecutable,
+  runnerPath: () => undefined,
+  mapResult: keepResult,
+};
+
+const handshake: ProtocolAdapter = {
+  shape: 'handshake',
+  processPerCall: true,
+  createSession: (context) => {
+    const id = context.plugin.plugin_id;
+    return HandshakeSession.create({
+      launch: context.launch,
+      clock: context.clock,
+      logger: context.logger,
+      random: context.random,
+      pluginId: id,
+      allowedCapabilities: context.config.handshakeCapabilities[id] ?? [],
+      maxTotalTimeoutMs: context.config.maxTotalTimeoutMs,
+    });
+  },
+  verifyMain: verifyExecutable,
+  runnerPath: () => undefined,
+  mapResult: keepResult,
+};
+
+const ADAPTERS: ReadonlyMap<string, ProtocolAdapter> = new Map([mcpPlugin, esmModule, ndjsonRpc, handshake].map((a) => [a.shape, a]));
+
+/** The adapter of `plugin`'s shape, or PLUGIN_SHAPE_UNSUPPORTED for a shape no adapter runs. */
+export function protocolAdapter(plugin: InstalledPlugin): Result<ProtocolAdapter, HostError> {
+  const shape = plugin.descriptor?.shape ?? 'mcp-plugin';
+  const adapter = ADAPTERS.get(shape);
+  if (adapter !== undefined) return ok(adapter);
+  const id = plugin.plugin_id;
+  return err(hostError('PLUGIN_SHAPE_UNSUPPORTED', `plugin '${id}' has shape ${shape}, which this host cannot run from an install`, { details: { plugin_id: id, shape } }));
+}

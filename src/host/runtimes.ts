@@ -1,0 +1,106 @@
+/**
+ * The running sessions of a host's plugins: one per plugin, started on the
+ * first call, stopped when idle, on a failure, on retirement or on close.
+ */
+import { err, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { HostError } from '../errors/HostError.js';
+import type { Clock, Logger, Random } from '../ports/ports.js';
+import { RuntimeDrains, type RetireReason } from './drain.js';
+import { closedError } from './hostCatalog.js';
+import type { HostConfig } from './hostConfig.js';
+import type { PluginLauncher } from './launcher.js';
+import { PluginRuntime } from './PluginRuntime.js';
+import { protocolAdapter, type ProtocolAdapter } from './protocolAdapters.js';
+
+/** What a runtime was started from: the binding its launcher only ever starts, and its shape's adapter. */
+export interface RuntimeOrigin {
+  readonly binding: ExecutableBindingRecord;
+  readonly adapter: ProtocolAdapter;
+}
+
+/** What the runtimes are built with. */
+export interface RuntimeParts {
+  readonly launcher: PluginLauncher;
+  readonly config: HostConfig;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly random: Random;
+  readonly isClosed: () => boolean;
+}
+
+/** The host's plugin sessions by plugin id, and the ones draining after a remove or an upgrade. */
+export class PluginRuntimes {
+  readonly #parts: RuntimeParts;
+  readonly #running = new Map<string, PluginRuntime>();
+  readonly #origins = new WeakMap<PluginRuntime, RuntimeOrigin>();
+  readonly #drains = new RuntimeDrains();
+
+  constructor(parts: RuntimeParts) {
+    this.#parts = parts;
+  }
+
+  /** The running session of `plugin`, started (lazily: its process starts with the first call) when there is none. */
+  take(plugin: InstalledPlugin): Result<PluginRuntime, HostError> {
+    if (this.#parts.isClosed()) return err(closedError());
+    const id = plugin.plugin_id;
+    const retiring = this.#drains.refusal(id);
+    if (retiring !== undefined) return err(retiring);
+    const existing = this.#running.get(id);
+    if (existing !== undefined && !existing.closed) return ok(existing);
+    const adapter = protocolAdapter(plugin);
+    if (adapter.isErr()) return err(adapter.error);
+    const { launcher, config, clock, logger, random } = this.#parts;
+    const launch = launcher.launcherFor(plugin, adapter.value);
+    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random });
+    if (session.isErr()) return err(session.error);
+    const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
+      if (this.#running.get(id) === runtime) this.#running.delete(id);
+      logger.debug({ plugin_id: id }, 'idle plugin stopped');
+    });
+    this.#running.set(id, runtime);
+    this.#origins.set(runtime, { binding: plugin.lock.binding, adapter: adapter.value });
+    return ok(runtime);
+  }
+
+  /** What `runtime` was started from. */
+  originOf(runtime: PluginRuntime): RuntimeOrigin | undefined {
+    return this.#origins.get(runtime);
+  }
+
+  /** Stops the plugin's running session, or only `runtime` when given (a newer session is left alone). */
+  stop(pluginId: string, runtime?: PluginRuntime): ResultAsync<void, HostError> {
+    const current = this.#running.get(pluginId);
+    if (current === undefined || (runtime !== undefined && current !== runtime)) {
+      return runtime === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(runtime.close());
+    }
+    this.#running.delete(pluginId);
+    return ResultAsync.fromSafePromise(current.close());
+  }
+
+  /**
+   * Stops the plugin's session for a remove or an upgrade: no new call
+   * starts it meanwhile (they fail with PLUGIN_CALL_INTERRUPTED), the calls
+   * in flight get `drainTimeoutMs` to finish, and those still running then
+   * fail with PLUGIN_CALL_INTERRUPTED rather than HOST_CLOSED. With
+   * `keepRefusing` new calls stay refused until {@link PluginRuntimes.release}.
+   */
+  retire(pluginId: string, reason: RetireReason, drainMs: number, options: { readonly keepRefusing?: boolean } = {}): ResultAsync<void, HostError> {
+    const runtime = this.#running.get(pluginId);
+    if (runtime !== undefined) this.#running.delete(pluginId);
+    return ResultAsync.fromSafePromise(this.#drains.retire(pluginId, runtime, reason, drainMs, options.keepRefusing === true));
+  }
+
+  /** Lets calls start a retired plugin again. */
+  release(pluginId: string): void {
+    this.#drains.release(pluginId);
+  }
+
+  /** Stops every session, the draining ones too. */
+  async closeAll(): Promise<void> {
+    const runtimes = [...this.#running.values(), ...this.#drains.draining];
+    this.#running.clear();
+    await Promise.all(runtimes.map((rt) => rt.close()));
+  }
+}
