@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpSession } from '../src/shapes/mcp/McpSession.js';
-import { launchCommand } from '../test/helpers/mcp-launch.js';
+import { launchCommand } from '../test/support/mcpLaunch.js';
 import { percentile, result, type BenchResult } from './harness.js';
 
 const HELLO = fileURLToPath(new URL('../fixtures/plugins/hello/bin/hello-mcp.mjs', import.meta.url));

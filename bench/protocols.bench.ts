@@ -13,7 +13,7 @@
 import { fileURLToPath } from 'node:url';
 import { HandshakeSession } from '../src/shapes/handshake/HandshakeSession.js';
 import { NdjsonRpcSession } from '../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
-import { nodeArgv, plainLauncher, spawnPlain } from '../test/helpers/plainLauncher.js';
+import { nodeArgv, plainLauncher, spawnPlain } from '../test/support/plainLauncher.js';
 import { result, type BenchResult } from './harness.js';
 
 const ECHO = fileURLToPath(new URL('../fixtures/plugins/ndjson-echo/echo.mjs', import.meta.url));

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable } from '../../src/binding/ExecutableBinding.js';
 import { nodeMainLoadingFor } from '../../src/binding/nodeMain.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
-import { PYTHON3_DIR, PYTHON3_REAL } from '../helpers/python.js';
+import { PYTHON3_DIR, PYTHON3_REAL } from '../support/python.js';
 
 let s: Scratch;
 beforeEach(() => {

@@ -11,7 +11,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified, type RunOutcome } from './helpers/runVerified.js';
-import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
+import { NODE_22, nodeBinDir } from '../support/otherNode.js';
 
 let s: Scratch;
 let swapper: ChildProcess | undefined;

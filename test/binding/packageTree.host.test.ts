@@ -12,8 +12,9 @@ import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { PluginHost, PluginHostOptions } from '../../src/host/PluginHost.js';
-import { buildEsmRunner, type BuiltRunner } from '../host/esmRunner.js';
-import { FakeClock, HostPool, jsonOf, textOf } from '../host/helpers.js';
+import { buildEsmRunner, type BuiltRunner } from '../support/esmRunner.js';
+import { FakeClock, HostPool, jsonOf, textOf } from '../support/hostHarness.js';
+import { readStateRow } from '../support/pluginState.js';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'plugins');
 const pool = new HostPool();
@@ -92,11 +93,6 @@ async function install(pkg: string, pluginId: string, options: PluginHostOptions
   return { host, clock, profile, root: info.executable.install_root };
 }
 
-async function stateRow(profile: string, pluginId: string): Promise<Record<string, unknown>> {
-  const file = JSON.parse(await readFile(join(profile, 'plugin-state.json'), 'utf8')) as { plugins: Record<string, Record<string, unknown>> };
-  return file.plugins[pluginId]!;
-}
-
 const NODE_ECHO = 'plug.host-ndjson.echo';
 const NODE_PING = 'plug.host-ndjson.ping';
 
@@ -123,7 +119,7 @@ describe('a Node plugin: every file of the install root is pinned', () => {
       details: { reason: 'file_changed', change: 'changed', file: 'lib/server.mjs', path: server },
     });
     expect(refused.message).toContain('lib/server.mjs');
-    expect(await stateRow(profile, 'host-ndjson')).toMatchObject({
+    expect(await readStateRow(profile, 'host-ndjson')).toMatchObject({
       status: 'quarantined',
       permanent_quarantine: true,
       quarantine_reason: 'file_changed',

@@ -6,8 +6,8 @@ import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord }
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
 import { NODE_MAIN_GUARD, type NodeMainLoading } from '../../src/binding/nodeMain.js';
-import { NODE_22, nodeBinDir } from '../helpers/otherNode.js';
-import { PYTHON3_REAL } from '../helpers/python.js';
+import { NODE_22, nodeBinDir } from '../support/otherNode.js';
+import { PYTHON3_REAL } from '../support/python.js';
 
 let s: Scratch;
 beforeEach(() => {

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CatalogStore } from '../../src/catalog/CatalogStore.js';
 import { listPlugins } from '../../src/catalog/catalogContents.js';
-import { bundleScript } from './helpers/bundle.js';
-import { startHelper } from './helpers/childProcess.js';
+import { bundleScript } from '../support/bundleScript.js';
+import { startHelper } from '../support/childHelper.js';
 
 let helper: { file: string; dir: string };
 let base: string;

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CatalogStore } from '../../src/catalog/CatalogStore.js';
-import { bundleScript } from './helpers/bundle.js';
-import { startHelper, type Helper } from './helpers/childProcess.js';
+import { bundleScript } from '../support/bundleScript.js';
+import { startHelper, type Helper } from '../support/childHelper.js';
 
 const KILLS = 100;
 /** Far more kills than a machine needs to land one inside a publish; only reached if none ever does. */

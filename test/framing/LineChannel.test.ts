@@ -4,7 +4,7 @@ import type { HostError } from '../../src/errors/HostError.js';
 import { LineChannel, type LineChannelEnd } from '../../src/framing/LineChannel.js';
 import { systemClock, type Clock } from '../../src/ports/ports.js';
 import type { ExitInfo, PluginProcess } from '../../src/process/PluginProcess.js';
-import { spawnPlain } from '../helpers/plainLauncher.js';
+import { spawnPlain } from '../support/plainLauncher.js';
 
 const LINE_BYTES = 64 * 1024;
 

@@ -11,7 +11,8 @@ import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import type { SecretStore } from '../../src/secrets/SecretStore.js';
 import { pluginSearchPath } from '../../src/env/pluginPath.js';
-import { FakeClock, HostPool, jsonOf, packaged, removePackages } from './helpers.js';
+import { FakeClock, HostPool, jsonOf, packaged, removePackages } from '../support/hostHarness.js';
+import { readStateRow } from '../support/pluginState.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -21,11 +22,6 @@ const DAY = 86_400_000;
 const LOOKUP = 'plug.host-canary.lookup';
 const GOOD = 'good-4f1e8d0c';
 const BAD = 'bad-77aa';
-
-async function stateRow(profileDir: string, id: string): Promise<Record<string, unknown>> {
-  const file = JSON.parse(await readFile(join(profileDir, 'plugin-state.json'), 'utf8')) as { plugins: Record<string, Record<string, unknown>> };
-  return file.plugins[id]!;
-}
 
 /** Everything a host application could show or serve about the inventory, as one string. */
 async function inventoryText(host: PluginHost): Promise<string> {
@@ -47,7 +43,7 @@ describe('needs_configuration and setup', () => {
     // needs_configuration outranks installed_pending_restart.
     expect(installed.plugin.status).toBe('needs_configuration');
     expect(installed.canary).toMatchObject({ mode: 'live', status: 'skipped', error: { code: 'PLUGIN_NEEDS_CONFIGURATION', details: { missing_aliases: ['booking-token'] } } });
-    expect(await stateRow(dir, 'host-canary')).toMatchObject({ status: 'needs_configuration', needs_configuration: true, canary: { status: 'skipped' } });
+    expect(await readStateRow(dir, 'host-canary')).toMatchObject({ status: 'needs_configuration', needs_configuration: true, canary: { status: 'skipped' } });
     expect(installed.plugin.credential_descriptors).toEqual([
       { alias: 'booking-token', kind: 'api_key', display_name: 'Booking API token', setup_hint: 'Create a token in the booking service settings' },
     ]);
@@ -60,7 +56,7 @@ describe('needs_configuration and setup', () => {
     // Credentials the upstream refuses: the live canary fails, the plugin is held, and still needs configuration.
     const failed = (await later.setup('host-canary', { 'booking-token': BAD }))._unsafeUnwrap();
     expect(failed).toMatchObject({ mode: 'live', status: 'failed', error: { code: 'AUTH_REQUIRED' } });
-    expect(await stateRow(dir, 'host-canary')).toMatchObject({ status: 'quarantined', needs_configuration: true, quarantine_reason: 'canary_failed' });
+    expect(await readStateRow(dir, 'host-canary')).toMatchObject({ status: 'quarantined', needs_configuration: true, quarantine_reason: 'canary_failed' });
     expect((await later.call(LOOKUP, {}))._unsafeUnwrapErr().code).toBe('VARIANT_QUARANTINED');
     await later.unquarantine('host-canary');
     expect((await later.info('host-canary'))._unsafeUnwrap().status).toBe('needs_configuration');
@@ -72,7 +68,7 @@ describe('needs_configuration and setup', () => {
     expect(jsonOf({ value: passed.result, isError: false })).toMatchObject({
       data: { received: { from: iso(clock.now() + 7 * DAY), to: iso(clock.now() + 14 * DAY), city: 'Lisbon' } },
     });
-    expect(await stateRow(dir, 'host-canary')).toMatchObject({ status: 'active', needs_configuration: false, canary: { status: 'passed' } });
+    expect(await readStateRow(dir, 'host-canary')).toMatchObject({ status: 'active', needs_configuration: false, canary: { status: 'passed' } });
     expect((await later.call(LOOKUP, { from: '2026-02-01', to: '2026-02-03', city: 'Porto' })).isOk()).toBe(true);
     // The host that saw the install still treats it as pending a restart.
     expect((await host.info('host-canary'))._unsafeUnwrap().status).toBe('installed_pending_restart');

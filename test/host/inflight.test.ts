@@ -10,7 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Result } from 'neverthrow';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
-import { HostPool, jsonOf, packagedVersion, removePackages } from './helpers.js';
+import { HostPool, jsonOf, packagedVersion, removePackages } from '../support/hostHarness.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());

@@ -11,7 +11,9 @@ import * as tar from 'tar';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import { PluginHost, type ConfirmationRequest } from '../../src/host/PluginHost.js';
-import { eventually, FakeClock, HostPool, jsonOf, packaged, packagedVersion, processesMentioning, removePackages } from './helpers.js';
+import { waitUntil } from '../support/eventually.js';
+import { FakeClock, HostPool, jsonOf, packaged, packagedVersion, removePackages } from '../support/hostHarness.js';
+import { processesWith } from '../support/processes.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -60,7 +62,7 @@ describe('restart semantics', () => {
     host.events.on('exit', (e) => exits.push(e.pid));
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);
     expect((await host.install(await packagedVersion('probe', '1.1.0'))).isOk()).toBe(true);
-    await eventually(() => exits.length === 1);
+    await waitUntil(() => exits.length === 1);
     expect(exits).toEqual(spawns);
     expect((await host.call('plug.host-probe.echo', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_PENDING_RESTART');
   });
@@ -176,7 +178,7 @@ describe('events', () => {
     }
     const spawn = seen.find((e) => e.name === 'spawn')?.payload as HostEventMap['spawn'];
     expect(spawn).toMatchObject({ plugin_id: 'host-probe', sandboxed: true, sha256: (await host.info('host-probe'))._unsafeUnwrap().executable.sha256 });
-    await eventually(() => seen.some((e) => e.name === 'stderr'));
+    await waitUntil(() => seen.some((e) => e.name === 'stderr'));
     expect(seen.find((e) => e.name === 'stderr')?.payload).toMatchObject({ plugin_id: 'host-probe', line: expect.stringMatching(/^probe-started \d+$/) });
     const ends = seen.filter((e) => e.name === 'call:end').map((e) => e.payload as HostEventMap['call:end']);
     expect(ends).toEqual([
@@ -187,7 +189,7 @@ describe('events', () => {
     expect(seen.filter((e) => e.name === 'call:start').map((e) => (e.payload as HostEventMap['call:start']).call_id)).toEqual(ends.map((e) => e.call_id));
     expect(channelEnds).toEqual(ends);
     await host.close();
-    await eventually(() => seen.some((e) => e.name === 'exit'));
+    await waitUntil(() => seen.some((e) => e.name === 'exit'));
     expect(seen.find((e) => e.name === 'exit')?.payload).toMatchObject({ plugin_id: 'host-probe', pid: spawn.pid });
   });
 });
@@ -208,9 +210,9 @@ describe('idle stop', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(exits).toEqual([]);
     clock.advance(1);
-    await eventually(() => exits.length === 1);
+    await waitUntil(() => exits.length === 1);
     expect(exits).toEqual(spawns);
-    expect((await processesMentioning(host.profileDir)).length).toBe(0);
+    expect((await processesWith(host.profileDir)).length).toBe(0);
 
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);
     expect(spawns).toHaveLength(2);
@@ -235,10 +237,10 @@ describe('close', () => {
     const host = await pool.installed(dir, ['probe', 'ndjson']);
     expect((await host.call('plug.host-ndjson.ping', undefined)).isOk()).toBe(true);
     const inFlight = host.call('plug.host-probe.echo', { delayMs: 20_000 });
-    await eventually(async () => (await processesMentioning(dir)).length >= 2);
+    await waitUntil(async () => (await processesWith(dir)).length >= 2);
     await host.close();
     expect((await inFlight)._unsafeUnwrapErr().code).toBe('HOST_CLOSED');
-    expect(await processesMentioning(dir)).toEqual([]);
+    expect(await processesWith(dir)).toEqual([]);
     expect(host.closed).toBe(true);
 
     const pkg = await packaged('probe');
@@ -267,7 +269,7 @@ describe('remove', () => {
     const root = (await host.info('host-probe'))._unsafeUnwrap().executable.install_root;
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);
     expect((await host.remove('host-probe')).isOk()).toBe(true);
-    expect(await processesMentioning(dir)).toEqual([]);
+    expect(await processesWith(dir)).toEqual([]);
     await expect(access(root)).rejects.toThrow();
     expect((await host.list())._unsafeUnwrap()).toEqual([]);
     expect((await host.call('plug.host-probe.echo', {}))._unsafeUnwrapErr().code).toBe('VARIANT_NOT_FOUND');

@@ -11,7 +11,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
-import { FakeClock, HostPool, jsonOf, packagedVersion, removePackages } from './helpers.js';
+import { FakeClock, HostPool, jsonOf, packagedVersion, removePackages } from '../support/hostHarness.js';
+import { readStateRow } from '../support/pluginState.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -27,10 +28,7 @@ async function setMode(profileDir: string, mode: 'exit-on-start' | 'extra-tool' 
   else await writeFile(join(dataDir, 'mode'), mode);
 }
 
-async function stateRow(profileDir: string): Promise<Record<string, unknown>> {
-  const file = JSON.parse(await readFile(join(profileDir, 'plugin-state.json'), 'utf8')) as { plugins: Record<string, Record<string, unknown>> };
-  return file.plugins['host-probe']!;
-}
+const stateRow = (profileDir: string): Promise<Record<string, unknown>> => readStateRow(profileDir, 'host-probe');
 
 function record(host: PluginHost): { spawns: number; quarantine: HostEventMap['quarantine'][]; crashes: HostEventMap['crash'][] } {
   const seen = { spawns: 0, quarantine: [] as HostEventMap['quarantine'][], crashes: [] as HostEventMap['crash'][] };

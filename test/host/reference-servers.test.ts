@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CallProgress } from '../../src/shapes/PluginSession.js';
 import { pluginSearchPath } from '../../src/env/pluginPath.js';
-import { HostPool, removePackages, textOf } from './helpers.js';
+import { HostPool, removePackages, textOf } from '../support/hostHarness.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());

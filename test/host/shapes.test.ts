@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { FakeClock, HostPool, jsonOf, removePackages } from './helpers.js';
+import { FakeClock, HostPool, jsonOf, removePackages } from '../support/hostHarness.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());

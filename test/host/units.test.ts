@@ -19,7 +19,8 @@ import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from '.
 import { PluginRuntime } from '../../src/host/PluginRuntime.js';
 import type { PluginSession } from '../../src/shapes/PluginSession.js';
 import { recordFailure } from '../../src/host/CrashPolicy.js';
-import { FakeClock, packaged, removePackages, tempProfile } from './helpers.js';
+import { FakeClock, packaged, removePackages, tempProfile } from '../support/hostHarness.js';
+import { pluginState } from '../support/pluginState.js';
 
 afterAll(() => removePackages());
 
@@ -34,18 +35,8 @@ const variant = (op_id: string, tool_name: string, extra: Partial<CatalogVariant
   ...extra,
 });
 
-const row = (fields: Partial<PluginStateRecord> = {}): PluginStateRecord => ({
-  status: 'active',
-  installed_at: '2026-01-01T00:00:00.000Z',
-  activated_at: '2026-01-01T00:00:01.000Z',
-  retry_count: 0,
-  next_retry_at: null,
-  quarantined_at: null,
-  quarantine_reason: null,
-  last_error_code: null,
-  canary: { status: 'never_run', last_run_at: null },
-  ...fields,
-});
+const row = (fields: Partial<PluginStateRecord> = {}): PluginStateRecord =>
+  pluginState({ installed_at: '2026-01-01T00:00:00.000Z', activated_at: '2026-01-01T00:00:01.000Z', ...fields });
 
 const plugin = (fields: Partial<InstalledPlugin> = {}): InstalledPlugin => ({
   profile: 'default',

@@ -13,8 +13,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { jcsDigest } from '../../src/manifest/schemaRefs.js';
 import type { Installer } from '../../src/installer/Installer.js';
 import { DEAD_PIN_MIN_AGE_MS } from '../../src/installer/schemaPins.js';
-import { bundleScript } from '../catalog/helpers/bundle.js';
-import { startHelper, type Helper } from '../catalog/helpers/childProcess.js';
+import { bundleScript } from '../support/bundleScript.js';
+import { startHelper, type Helper } from '../support/childHelper.js';
 import { editManifest, installed, testProfile, unwrap, type TestProfile } from './InstallerHarness.js';
 
 let p: TestProfile;

@@ -6,7 +6,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { spawnPluginProcess, trustedCommand } from '../../src/process/spawnPluginProcess.js';
 import { descendantsOf } from '../../src/process/processTree.js';
-import { eventually, FIXTURES, firstJsonLine, killAllWith, LIFECYCLE, processesWith, PROBE } from './support.js';
+import { eventually } from '../support/eventually.js';
+import { FIXTURES, firstJsonLine, killAllWith, LIFECYCLE, processesWith, PROBE } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plain-spawn-'));
 const markers: string[] = [];

@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { isHostErrorCode, PluginHost } from '../../src/index.js';
-import { FaultPackages, type FaultProtocol } from './support/faultPackages.js';
+import { FaultPackages, type FaultProtocol } from '../support/faultPackages.js';
 import { MemorySampler } from './support/memory.js';
 import { killMarked, processesWithMarker, survivorsAfter } from './support/processScan.js';
 import { ResultsFile, type LoadRecord } from './support/results.js';

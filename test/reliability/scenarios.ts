@@ -5,7 +5,7 @@
  * list, so a scenario that fails (or never ran) still appears, as failing.
  */
 import type { HostErrorCode } from '../../src/index.js';
-import type { FaultProtocol } from './support/faultPackages.js';
+import type { FaultProtocol } from '../support/faultPackages.js';
 
 /** The faults the fixtures play (see fixtures/plugins/fault/shared/faults.mjs). */
 export type FaultName =

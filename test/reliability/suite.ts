@@ -4,7 +4,7 @@
  * each result for the report whether it passed or not.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FaultPackages, type FaultProtocol } from './support/faultPackages.js';
+import { FaultPackages, type FaultProtocol } from '../support/faultPackages.js';
 import { ResultsFile } from './support/results.js';
 import { expectedText, runScenario, type ScenarioPackages } from './support/runScenario.js';
 import { scenariosOf } from './scenarios.js';

@@ -9,7 +9,8 @@ import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
-import { eventually, FIXTURES, firstJsonLine, killAllWith, LIFECYCLE, processesWith, PROBE } from '../process/support.js';
+import { eventually } from '../support/eventually.js';
+import { FIXTURES, firstJsonLine, killAllWith, LIFECYCLE, processesWith, PROBE } from '../support/processes.js';
 import { dnsServer, tcpServer, udpEchoServer, unixServer } from './servers.js';
 
 const base = mkdtempSync(join(tmpdir(), 'sandbox-spawner-'));

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { HostPool } from '../host/helpers.js';
+import { HostPool } from '../support/hostHarness.js';
 
 // Kernel keyrings are not namespaced: a process keeps the session keyring of whoever started it across bubblewrap and
 // setpriv, and "possesses" every key in it. Node has no keyctl binding; Python's ctypes makes the raw syscalls.

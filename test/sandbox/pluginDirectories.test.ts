@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { pluginSearchPath } from '../../src/env/pluginPath.js';
 import { DEFAULT_PLUGIN_UID_RANGE } from '../../src/sandbox/pluginIdentity.js';
-import { HostPool } from '../host/helpers.js';
+import { HostPool } from '../support/hostHarness.js';
 
 const ACTOR = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';

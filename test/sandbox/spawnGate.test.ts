@@ -15,7 +15,8 @@ import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
-import { eventually, FIXTURES, killAllWith, processesWith } from '../process/support.js';
+import { eventually } from '../support/eventually.js';
+import { FIXTURES, killAllWith, processesWith } from '../support/processes.js';
 
 const base = mkdtempSync(join(tmpdir(), 'spawn-gate-'));
 const started: PluginProcess[] = [];

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
-import { HostPool, packaged } from '../host/helpers.js';
+import { HostPool, packaged } from '../support/hostHarness.js';
 
 const MiB = 2 ** 20;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -11,7 +11,7 @@ import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/controlGroups.js';
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
 import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
-import { eventually } from '../process/support.js';
+import { eventually } from '../support/eventually.js';
 
 const MiB = 2 ** 20;
 const base = mkdtempSync(join(tmpdir(), 'tree-limits-'));

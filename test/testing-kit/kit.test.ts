@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PluginHost } from '../../src/index.js';
 import { expectHostError, expectOk, startPlugin, validatePluginDir } from '../../src/testing/index.js';
-import { FaultPackages } from '../reliability/support/faultPackages.js';
+import { FaultPackages } from '../support/faultPackages.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/plugin-author/', import.meta.url));
 let scratch: string;

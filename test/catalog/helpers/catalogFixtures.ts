@@ -1,5 +1,6 @@
 /** Records for catalog tests: a plausible installed plugin, parameterized by id. */
 import type { PluginRecords } from '../../../src/catalog/catalogContents.js';
+import { pluginState } from '../../support/pluginState.js';
 
 const HEX = (seed: string): string => Buffer.from(seed.padEnd(32, '0').slice(0, 32)).toString('hex');
 
@@ -19,17 +20,7 @@ export function pluginRecords(id: string, installedAt = '2026-05-19T00:00:00.000
         install_root: root,
       },
     },
-    state: {
-      status: 'active',
-      installed_at: installedAt,
-      activated_at: null,
-      retry_count: 0,
-      next_retry_at: null,
-      quarantined_at: null,
-      quarantine_reason: null,
-      last_error_code: null,
-      canary: { status: 'never_run', last_run_at: null },
-    },
+    state: pluginState({ installed_at: installedAt }),
     descriptor: { plugin_id: id, name: `Plugin ${id}`, version: '1.0.0', shape: 'mcp-plugin', capabilities: { network: false, fs_write_dir: '', env_allow: [] } },
     variants: [
       {

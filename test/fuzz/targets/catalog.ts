@@ -8,6 +8,7 @@ import { resolveRelativeDates } from '../../../src/host/relativeDates.js';
 import { parseFile, type CatalogFileKind } from '../../../src/catalog/catalogFiles.js';
 import { applyMutations, applyTextMutations, keysOf, mutation, textMutation, withOwnKey } from '../arbitraries/json.js';
 import { expectResult, fuzzTarget } from '../harness.js';
+import { pluginState } from '../../support/pluginState.js';
 
 const SHA = 'a'.repeat(64);
 const STAMP = { profile: 'default', install_generation: 3, txid: '0123456789abcdef0123456789abcdef', updated_at: '2026-05-19T00:00:00.000Z' };
@@ -40,17 +41,7 @@ const VALID: Readonly<Record<CatalogFileKind, unknown>> = {
     plugin_state_schema_version: 1,
     ...STAMP,
     plugins: {
-      fli: {
-        status: 'active',
-        installed_at: '2026-05-19T00:00:00.000Z',
-        activated_at: null,
-        retry_count: 0,
-        next_retry_at: null,
-        quarantined_at: null,
-        quarantine_reason: null,
-        last_error_code: null,
-        canary: { status: 'never_run', last_run_at: null },
-      },
+      fli: pluginState(),
     },
   },
 };

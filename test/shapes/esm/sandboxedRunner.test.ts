@@ -6,7 +6,7 @@ import type { PluginProcess } from '../../../src/process/PluginProcess.js';
 import { SandboxSpawner } from '../../../src/sandbox/SandboxSpawner.js';
 import { esmRunnerCommand } from '../../../src/shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../../../src/shapes/esm/EsmSession.js';
-import { buildEsmRunner, type BuiltRunner } from '../../host/esmRunner.js';
+import { buildEsmRunner, type BuiltRunner } from '../../support/esmRunner.js';
 import { ESM_FIXTURES, firstText } from './helpers.js';
 
 // The runner as the package ships it: bundled into one file that resolves its

@@ -5,8 +5,8 @@ import type { HostError } from '../../../src/errors/HostError.js';
 import { HandshakeSession, type HandshakeSessionOptions } from '../../../src/shapes/handshake/HandshakeSession.js';
 import { HANDSHAKE_PROTOCOL_VERSION } from '../../../src/shapes/handshake/wire.js';
 import type { ProcessLauncher } from '../../../src/shapes/PluginSession.js';
-import { trackLaunches, type LaunchTracker } from '../../helpers/launchTracker.js';
-import { nodeArgv, plainLauncher } from '../../helpers/plainLauncher.js';
+import { trackLaunches, type LaunchTracker } from '../../support/launchTracker.js';
+import { nodeArgv, plainLauncher } from '../../support/plainLauncher.js';
 
 const fixture = (path: string): string => fileURLToPath(new URL(`../../../fixtures/plugins/${path}`, import.meta.url));
 const REFERENCE = fixture('handshake-reference/plugin.mjs');

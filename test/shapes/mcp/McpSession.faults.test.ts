@@ -3,8 +3,8 @@ import type { PluginProcess } from '../../../src/process/PluginProcess.js';
 import { McpSession, type McpSessionOptions } from '../../../src/shapes/mcp/McpSession.js';
 import type { McpToolsChange } from '../../../src/shapes/mcp/McpConnection.js';
 import type { CallProgress } from '../../../src/shapes/PluginSession.js';
-import { FAULTY_TOOLS, launchFaulty } from '../../helpers/mcp-fixtures.js';
-import { launchCommand, stopAllTestProcesses } from '../../helpers/mcp-launch.js';
+import { FAULTY_TOOLS, launchFaulty } from '../../support/mcpFixtures.js';
+import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
 const sessions: McpSession[] = [];
 

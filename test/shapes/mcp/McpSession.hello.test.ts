@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { hostError } from '../../../src/errors/HostError.js';
 import { McpSession, DEFAULT_MCP_CLIENT_INFO } from '../../../src/shapes/mcp/McpSession.js';
 import type { PluginProcess } from '../../../src/process/PluginProcess.js';
-import { FAULTY_TOOLS, launchFaulty, launchHello, launchHelloPython } from '../../helpers/mcp-fixtures.js';
-import { stopAllTestProcesses } from '../../helpers/mcp-launch.js';
+import { FAULTY_TOOLS, launchFaulty, launchHello, launchHelloPython } from '../../support/mcpFixtures.js';
+import { stopAllTestProcesses } from '../../support/mcpLaunch.js';
 import packageJson from '../../../package.json' with { type: 'json' };
 
 const sessions: McpSession[] = [];

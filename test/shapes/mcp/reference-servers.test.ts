@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
 import type { CallProgress } from '../../../src/shapes/PluginSession.js';
-import { npmServerEntry } from '../../helpers/mcp-fixtures.js';
-import { launchCommand, stopAllTestProcesses } from '../../helpers/mcp-launch.js';
+import { npmServerEntry } from '../../support/mcpFixtures.js';
+import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
 let dir: string;
 const sessions: McpSession[] = [];

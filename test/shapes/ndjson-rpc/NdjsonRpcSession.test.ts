@@ -5,8 +5,8 @@ import type { HostError } from '../../../src/errors/HostError.js';
 import { NdjsonRpcSession, type NdjsonRpcSessionOptions } from '../../../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
 import { NDJSON_PROTOCOL_VERSION } from '../../../src/shapes/ndjson-rpc/wire.js';
 import type { ProcessLauncher, ToolResult } from '../../../src/shapes/PluginSession.js';
-import { recordingLogger, trackLaunches, type LaunchTracker } from '../../helpers/launchTracker.js';
-import { nodeArgv, plainLauncher } from '../../helpers/plainLauncher.js';
+import { recordingLogger, trackLaunches, type LaunchTracker } from '../../support/launchTracker.js';
+import { nodeArgv, plainLauncher } from '../../support/plainLauncher.js';
 
 const ECHO_MJS = fileURLToPath(new URL('../../../fixtures/plugins/ndjson-echo/echo.mjs', import.meta.url));
 const ECHO_PY = fileURLToPath(new URL('../../../fixtures/plugins/ndjson-echo/echo.py', import.meta.url));

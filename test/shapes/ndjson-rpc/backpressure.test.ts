@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NdjsonRpcSession } from '../../../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
-import { trackLaunches, type LaunchTracker } from '../../helpers/launchTracker.js';
-import { plainLauncher } from '../../helpers/plainLauncher.js';
+import { trackLaunches, type LaunchTracker } from '../../support/launchTracker.js';
+import { plainLauncher } from '../../support/plainLauncher.js';
 
 /** A plugin that never reads its stdin, so the pipe fills and stays full. */
 const DEAF = [process.execPath, '-e', 'setInterval(() => {}, 1000)'];

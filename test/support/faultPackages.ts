@@ -8,7 +8,7 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { packageFixturePlugin } from '../../../fixtures/packagePlugin.js';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 
 /** The stdio protocols the fault plugins speak. */
 export type FaultProtocol = 'mcp-plugin' | 'ndjson-rpc' | 'handshake';
@@ -16,7 +16,7 @@ export type FaultProtocol = 'mcp-plugin' | 'ndjson-rpc' | 'handshake';
 /** Every fault protocol, in report order. */
 export const FAULT_PROTOCOLS: readonly FaultProtocol[] = ['mcp-plugin', 'ndjson-rpc', 'handshake'];
 
-const FAULT_ROOT = fileURLToPath(new URL('../../../fixtures/plugins/fault/', import.meta.url));
+const FAULT_ROOT = fileURLToPath(new URL('../../fixtures/plugins/fault/', import.meta.url));
 
 const SOURCES: Readonly<Record<FaultProtocol, { readonly dir: string; readonly entry: string }>> = {
   'mcp-plugin': { dir: 'mcp', entry: 'bin/fault-mcp.mjs' },

@@ -1,5 +1,5 @@
-/** Shared pieces of the PluginHost tests: a fake clock, packaged fixtures, temp profiles, process scans. */
-import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+/** Shared pieces of the PluginHost tests: a fake clock, packaged fixtures, temp profiles, hosts that close themselves. */
+import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -138,32 +138,6 @@ export class HostPool {
   async cleanup(): Promise<void> {
     await Promise.all(this.#hosts.splice(0).map((h) => h.close()));
     await Promise.all(this.#dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-  }
-}
-
-/** Pids of live processes whose command line mentions `marker` (e.g. a profile directory). */
-export async function processesMentioning(marker: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8');
-      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
-      // A zombie has exited; only its parent has not reaped it yet.
-      if (cmdline.includes(marker) && !/^\d+ \(.*\) Z /.test(stat)) pids.push(Number(entry));
-    } catch {
-      // Gone while we looked.
-    }
-  }
-  return pids;
-}
-
-/** Polls until `check` holds (or throws after `timeoutMs`). */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 25));
   }
 }
 

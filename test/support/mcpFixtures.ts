@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchCommand, type TestLaunchOptions } from './mcp-launch.js';
+import { launchCommand, type TestLaunchOptions } from './mcpLaunch.js';
 import type { ProcessLauncher } from '../../src/shapes/PluginSession.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

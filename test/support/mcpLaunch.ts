@@ -1,6 +1,6 @@
 /**
  * Launchers for the MCP session tests and benchmark: the plain spawner of
- * test/helpers/plainLauncher.ts, plus a registry of what was started so that
+ * test/support/plainLauncher.ts, plus a registry of what was started so that
  * a suite can stop every process it left running.
  */
 import type { ResultAsync } from 'neverthrow';

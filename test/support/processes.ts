@@ -12,7 +12,7 @@ export const LIFECYCLE = join(FIXTURES, 'lifecycle.mjs');
 export function processesWith(marker: string): number[] {
   const out: number[] = [];
   for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
       const state = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.[0];
@@ -22,16 +22,6 @@ export function processesWith(marker: string): number[] {
     }
   }
   return out;
-}
-
-/** Polls `check` until it returns true or `ms` pass; returns its last answer. */
-export async function eventually(check: () => boolean, ms = 10_000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
 }
 
 /** Resolves with the first stdout line parsed as JSON. */
