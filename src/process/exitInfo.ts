@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { HostError } from '../errors/HostError.js';
+import type { Clock } from '../ports/ports.js';
 import type { ExitInfo, PluginProcess, ResourceLimitHit } from './PluginProcess.js';
 
 /** What the host knows about an exit beyond the raw code and signal. */
@@ -67,5 +68,21 @@ export function crashOrLimit(crash: HostError, process: PluginProcess, exit: Exi
   return new HostError('PLUGIN_RESOURCE_LIMIT', `the plugin's process tree reached its ${describeLimitHit(hit)} and was stopped`, {
     details: { ...crash.details, limit: hit.limit, limit_value: hit.value, mechanism: hit.mechanism },
     cause: crash,
+  });
+}
+
+/**
+ * The one wait for a plugin's exit every protocol uses (crash reports, the
+ * handshake teardown): resolves with the exit, or `undefined` when the process
+ * has not exited within `waitMs` on `clock`.
+ */
+export function exitWithin(process: PluginProcess, waitMs: number, clock: Clock): Promise<ExitInfo | undefined> {
+  if (process.exitInfo !== undefined) return Promise.resolve(process.exitInfo);
+  return new Promise((resolve) => {
+    const cancel = clock.setTimer(() => resolve(undefined), waitMs);
+    void process.exited.then((info) => {
+      cancel();
+      resolve(info);
+    });
   });
 }

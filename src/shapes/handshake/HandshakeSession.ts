@@ -3,9 +3,9 @@ import { HostError, hostError, withDetails } from '../../errors/HostError.js';
 import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../../ports/ports.js';
-import { crashOrLimit } from '../../process/exitInfo.js';
+import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
-import { crashDetails, exitDetails, exitWithin, rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
+import { crashDetails, exitDetails, rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
 import {
   checkExecuteResponse,

@@ -3,8 +3,7 @@ import { HostError, hostError } from '../../errors/HostError.js';
 import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
-import { crashOrLimit } from '../../process/exitInfo.js';
-import { exitWithin } from '../ndjson-rpc/processDiagnostics.js';
+import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
 import type { AbortedBy } from './CallAbort.js';
 
 /** Which exchange of the MCP session failed. */

@@ -4,6 +4,7 @@
  * the process ended. Shared by the ndjson-rpc and handshake sessions.
  */
 import type { Clock } from '../../ports/ports.js';
+import { exitWithin } from '../../process/exitInfo.js';
 import type { ExitInfo, PluginProcess } from '../../process/PluginProcess.js';
 
 /** The most characters of a plugin line copied into error details. */
@@ -14,18 +15,6 @@ export function rawLineDetails(line: string): Record<string, unknown> {
   return line.length <= RAW_LINE_LIMIT
     ? { raw_line: line }
     : { raw_line: line.slice(0, RAW_LINE_LIMIT), raw_line_truncated: true, raw_line_length: line.length };
-}
-
-/** Resolves with the exit, or `undefined` when the process has not exited within `waitMs`. */
-export function exitWithin(process: PluginProcess, waitMs: number, clock: Clock): Promise<ExitInfo | undefined> {
-  if (process.exitInfo !== undefined) return Promise.resolve(process.exitInfo);
-  return new Promise((resolve) => {
-    const cancel = clock.setTimer(() => resolve(undefined), waitMs);
-    void process.exited.then((info) => {
-      cancel();
-      resolve(info);
-    });
-  });
 }
 
 /**
