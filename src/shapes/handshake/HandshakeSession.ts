@@ -56,6 +56,8 @@ export interface HandshakeSessionOptions {
   readonly expectedCapabilities?: readonly string[];
   /** Per-plugin timeouts; unset ones fall back to {@link DEFAULT_HANDSHAKE_TIMEOUTS}. */
   readonly timeouts?: Partial<HandshakeTimeouts>;
+  /** The cap on a launch whose call sets no `maxTotalTimeoutMs` of its own (tool listing included), in ms. Default none. */
+  readonly maxTotalTimeoutMs?: number;
   /** The cap on one protocol line, in bytes. Default 1 MiB. */
   readonly maxFrameBytes?: number;
   /** Timers. */
@@ -168,7 +170,8 @@ export class HandshakeSession implements PluginSession {
     return promise;
   }
 
-  private async invoke(tool: string | undefined, input: unknown, options: CallOptions): Promise<Result<LaunchOutcome, HostError>> {
+  private async invoke(tool: string | undefined, input: unknown, callOptions: CallOptions): Promise<Result<LaunchOutcome, HostError>> {
+    const options = callOptions.maxTotalTimeoutMs === undefined && this.options.maxTotalTimeoutMs !== undefined ? { ...callOptions, maxTotalTimeoutMs: this.options.maxTotalTimeoutMs } : callOptions;
     if (this.closed) return err(sessionClosedError(this.shape));
     const interrupt = new Interrupt();
     if (options.signal?.aborted === true) return err(cancelled(tool));

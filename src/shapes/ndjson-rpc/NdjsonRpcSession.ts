@@ -24,6 +24,8 @@ export interface NdjsonRpcSessionOptions {
   readonly tools?: readonly (string | ToolDescriptor)[];
   /** The mcptest `call_timeout`: per-call default and EOF-shutdown grace, in ms. Default 30,000. */
   readonly callTimeoutMs?: number;
+  /** The cap on a call that sets no `maxTotalTimeoutMs` of its own, in ms. Default none. */
+  readonly maxTotalTimeoutMs?: number;
   /**
    * How many requests may await their answers at once. 1 (default) serializes
    * requests as the protocol describes; more pipelines them, responses matched by id.
@@ -134,7 +136,7 @@ export class NdjsonRpcSession implements PluginSession {
     this.tickets.add(ticket);
     ticket.onSettle(() => this.tickets.delete(ticket));
     let phase: Phase = 'queued';
-    const timeoutMs = Math.min(options.timeoutMs ?? this.callTimeoutMs, options.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY);
+    const timeoutMs = Math.min(options.timeoutMs ?? this.callTimeoutMs, options.maxTotalTimeoutMs ?? this.options.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY);
     ticket.onSettle(
       this.clock.setTimer(
         () => ticket.settle(err(ndjsonError('PLUGIN_TIMEOUT', `plugin did not answer ${method} within ${timeoutMs} ms`, { method, timeout_ms: timeoutMs, phase }))),
