@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyExecutableBinding } from '../../src/binding/ExecutableBinding.js';
 import { pluginState } from '../support/pluginState.js';
+import { stoppedClock } from '../support/clocks.js';
 import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
 import {
   converse,
@@ -26,7 +27,7 @@ import {
 } from './InstallerHarness.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
-const fixedClock = { now: () => NOW, setTimer: () => () => undefined };
+const fixedClock = stoppedClock(NOW);
 const sha256Of = async (path: string): Promise<string> => createHash('sha256').update(await readFile(path)).digest('hex');
 const EMPTY: Omit<Census, 'owners'> = { plugins: [], opIds: [], installRoots: [], schemaFiles: [], staging: [] };
 

@@ -15,6 +15,7 @@ import type { Installer } from '../../src/installer/Installer.js';
 import { DEAD_PIN_MIN_AGE_MS } from '../../src/installer/schemaPins.js';
 import { bundleScript } from '../support/bundleScript.js';
 import { startHelper, type Helper } from '../support/childHelper.js';
+import { stoppedClock } from '../support/clocks.js';
 import { editManifest, installed, testProfile, unwrap, type TestProfile } from './InstallerHarness.js';
 
 let p: TestProfile;
@@ -187,7 +188,7 @@ describe('pins: an install in progress keeps its files', () => {
       await writeFile(join(dir, `${name}.json`), JSON.stringify({ ...owner, files: [file] }));
     };
     const now = Date.UTC(2026, 0, 15, 12, 0, 0);
-    const at = (ms: number): Installer => p.installerWith({ clock: { now: () => ms, setTimer: () => () => undefined } });
+    const at = (ms: number): Installer => p.installerWith({ clock: stoppedClock(ms) });
     const minutes = 60 * 1000;
     // A process of this host that looks dead may live in another container sharing the hostname: a fresh pin keeps protecting.
     await pin('01', { pid: deadPid(), hostname: hostname(), started_at_ms: now - 14 * minutes }, body('1'));
@@ -228,7 +229,7 @@ describe('crashes: leftovers are collected by the next install', () => {
     expect(await pins()).toHaveLength(1);
 
     const later = Date.now() + DEAD_PIN_MIN_AGE_MS + 60_000;
-    unwrap(await p.installerWith({ clock: { now: () => later, setTimer: () => () => undefined } }).install(await p.copyFixture('install-node')));
+    unwrap(await p.installerWith({ clock: stoppedClock(later) }).install(await p.copyFixture('install-node')));
     expect(await schemaFiles()).toEqual(before);
     expect(await pins()).toEqual([]);
     expect(await expectReferencedFilesIntact()).toEqual(before);

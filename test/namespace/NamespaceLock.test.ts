@@ -10,9 +10,9 @@ import {
   type NamespaceClaim,
   type NamespaceOwners,
 } from '../../src/namespace/NamespaceLock.js';
-import type { Clock } from '../../src/ports/ports.js';
+import { stoppedClock } from '../support/clocks.js';
 
-const fixedClock: Clock = { now: () => Date.UTC(2026, 4, 19), setTimer: () => () => undefined };
+const fixedClock = stoppedClock(Date.UTC(2026, 4, 19));
 const standard = new NamespaceLock({ profileKind: 'standard', clock: fixedClock });
 const dev = new NamespaceLock({ profileKind: 'dev', clock: fixedClock });
 
@@ -26,7 +26,7 @@ describe('namespace ownership', () => {
 
   it('lets the same owner claim again without changing the record', () => {
     const owners = standard.claim(fli, {})._unsafeUnwrap();
-    const later = new NamespaceLock({ profileKind: 'standard', clock: { ...fixedClock, now: () => Date.UTC(2027, 0, 1) } });
+    const later = new NamespaceLock({ profileKind: 'standard', clock: stoppedClock(Date.UTC(2027, 0, 1)) });
     expect(later.claim(fli, owners)._unsafeUnwrap()).toEqual(owners);
   });
 
