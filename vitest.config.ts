@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
  * `npm run test:fast` runs only these; `npm test` runs them with everything else. Named by file (any folder, so a
  * file moved between folders stays in); a file not named here runs as an integration test.
  */
-const UNIT = [
+export const UNIT = [
   'nodeMain', 'recheckPinnedCode', 'shellInterpreters', 'moduleEntryBinding', 'packageTree',
   'CatalogEncoder', 'consistency', 'serialization',
   'args',
@@ -22,7 +22,7 @@ const UNIT = [
   'FileSecretStore',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
   'CallAbort', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
-  'assertions',
+  'assertions', 'testProjects',
 ].map((name) => `test/**/${name}.test.ts`);
 // Names also used by integration files elsewhere.
 UNIT.push('test/shapes/esm/units.test.ts');
