@@ -153,6 +153,11 @@ export class LineChannel {
     });
   }
 
+  /** Whether the line sent with `withdrawn` still waits in the queue (not yet handed to the pipe). */
+  isQueued(withdrawn: AbortSignal): boolean {
+    return this.queue.some((queued) => queued.signal === withdrawn);
+  }
+
   /** Ends the channel from the host's side; the process itself is the caller's to stop. */
   close(): void {
     this.end(false, undefined);

@@ -53,6 +53,8 @@ export class PluginProcessTransport implements Transport {
   private negotiatedVersion: string | undefined;
   private initializeId: string | number | undefined;
   private offeredVersion: string | undefined;
+  /** Requests sent while the pipe was full, by id, until their line reaches the pipe. */
+  private readonly queuedRequests = new Map<string | number, AbortController>();
 
   /**
    * @param process - The running plugin; the transport owns it from `start()` on.
@@ -122,8 +124,10 @@ export class PluginProcessTransport implements Transport {
     const channel = this.channel;
     if (this.closed || channel === undefined) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
     if ('method' in message && message.method === 'initialize' && 'id' in message) this.initializeId = message.id;
+    const text = JSON.stringify(message);
     // The SDK only awaits a send; handing on the channel's promise spares one promise per message on the warm path.
-    return channel.send(JSON.stringify(message)) as Promise<unknown> as Promise<void>;
+    if (!channel.isBackedUp) return channel.send(text) as Promise<unknown> as Promise<void>;
+    return this.sendBehindFullPipe(channel, message, text);
   }
 
   /** Ends the connection and stops the plugin process (its stop sequence: EOF, SIGTERM, SIGKILL). */
@@ -131,6 +135,36 @@ export class PluginProcessTransport implements Transport {
     this.channel?.close();
     this.finish(false);
     await this.process.stop();
+  }
+
+  /**
+   * A plugin that stops reading its stdin must not make the host hold the
+   * requests the SDK has given up on: the SDK cancels a timed-out request with
+   * `notifications/cancelled`, and when that request's line still waits in the
+   * queue, the line is taken back and the plugin, which never saw it, gets no
+   * cancellation either.
+   */
+  private async sendBehindFullPipe(channel: LineChannel, message: JSONRPCMessage, text: string): Promise<void> {
+    if ('method' in message && message.method === 'notifications/cancelled' && !('id' in message)) {
+      const requestId = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      const queued = typeof requestId === 'string' || typeof requestId === 'number' ? this.queuedRequests.get(requestId) : undefined;
+      if (queued !== undefined && channel.isQueued(queued.signal)) {
+        queued.abort();
+        return;
+      }
+    }
+    if (!('method' in message && 'id' in message)) {
+      await channel.send(text);
+      return;
+    }
+    const id = message.id;
+    const withdraw = new AbortController();
+    this.queuedRequests.set(id, withdraw);
+    try {
+      await channel.send(text, withdraw.signal);
+    } finally {
+      this.queuedRequests.delete(id);
+    }
   }
 
   private receive(line: string): void {

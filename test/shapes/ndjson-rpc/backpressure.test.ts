@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LineChannel } from '../../../src/framing/LineChannel.js';
 import { NdjsonRpcSession } from '../../../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
 import { trackLaunches, type LaunchTracker } from '../../support/launchTracker.js';
 import { plainLauncher } from '../../support/plainLauncher.js';
@@ -8,12 +9,25 @@ const DEAF = [process.execPath, '-e', 'setInterval(() => {}, 1000)'];
 const PARAM_BYTES = 64 * 1024;
 
 const trackers: LaunchTracker[] = [];
+
+/** Every LineChannel that sends from now on, to read how many bytes it holds. */
+function watchChannels(): Set<LineChannel> {
+  const channels = new Set<LineChannel>();
+  const send = LineChannel.prototype.send;
+  vi.spyOn(LineChannel.prototype, 'send').mockImplementation(function (this: LineChannel, ...args) {
+    channels.add(this);
+    return send.apply(this, args);
+  });
+  return channels;
+}
 afterEach(async () => {
   await Promise.all(trackers.splice(0).map((t) => t.stopAll()));
+  vi.restoreAllMocks();
 });
 
 describe('NdjsonRpcSession: a plugin that stops reading its stdin', () => {
   it('keeps the host-side buffer to about one request however many calls time out', async () => {
+    const channels = watchChannels();
     const tracker = trackLaunches(plainLauncher(DEAF));
     trackers.push(tracker);
     const session = NdjsonRpcSession.create({ launch: tracker.launch, callTimeoutMs: 200 })._unsafeUnwrap();
@@ -24,7 +38,11 @@ describe('NdjsonRpcSession: a plugin that stops reading its stdin', () => {
     }
     const stdin = tracker.processes[0]!.stdin;
     // Writing past a full pipe (as before) left every timed-out request in Node's buffer: 28 lines, about 1.8 MB.
-    expect(stdin.writableLength).toBeLessThanOrEqual(PARAM_BYTES + 64 + stdin.writableHighWaterMark);
+    const bound = PARAM_BYTES + 64 + stdin.writableHighWaterMark;
+    expect(stdin.writableLength).toBeLessThanOrEqual(bound);
+    // The channel's count covers the pipe's buffer and the lines waiting for it.
+    expect(channels.size).toBe(1);
+    for (const channel of channels) expect(channel.queuedBytes).toBeLessThanOrEqual(bound);
     await session.close();
   });
 });
