@@ -12,6 +12,11 @@ const shared = {
 
 /** Built on its own, without shared chunks: the sandbox mounts this one file and Node requires it under the policy. */
 const NODE_MAIN_GUARD = 'nodeMainGuard.cjs';
+/**
+ * Also built on its own: a sandboxed runner sees its own file and the node_modules around the library, so a
+ * `dist/` outside node_modules (this repository, a vendored copy) would lack the shared chunks it imports.
+ */
+const ESM_RUNNER = 'esm-runner.js';
 
 export default defineConfig([
   {
@@ -19,7 +24,6 @@ export default defineConfig([
     entry: {
       index: 'src/index.ts',
       testing: 'src/testing/index.ts',
-      'esm-runner': 'src/shapes/esm/runner.ts',
       cli: 'src/cli/main.ts',
     },
     format: ['esm', 'cjs'],
@@ -27,14 +31,20 @@ export default defineConfig([
     // load one copy of the library: without it each .cjs entry bundles its own PluginHost and HostError classes.
     splitting: true,
     dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },
-    // Both builds write to dist/ at the same time; the guard's files are the other build's.
-    clean: [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`],
+    // The builds write to dist/ at the same time; the guard's and the runner's files are the other builds'.
+    clean: [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`],
   },
   {
     ...shared,
     // Found next to the built modules at run time (see src/binding/nodeMain.ts).
     entry: { nodeMainGuard: 'src/binding/nodeMainGuard.cjs' },
     format: ['cjs'],
+    splitting: false,
+  },
+  {
+    ...shared,
+    entry: { 'esm-runner': 'src/shapes/esm/runner.ts' },
+    format: ['esm'],
     splitting: false,
   },
 ]);
