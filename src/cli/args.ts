@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import type { ManifestPreset, RiskClass } from '../index.js';
-import { numberProblem } from '../options/optionRules.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -271,7 +270,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   let timeoutMs: number | undefined;
   if (timeout !== undefined) {
     timeoutMs = /^[1-9][0-9]{0,9}$/.test(timeout) ? Number(timeout) : Number.NaN;
-    if (numberProblem('milliseconds', timeoutMs) !== undefined) return usage(`--timeout must be a positive number of milliseconds, not '${timeout}'`, command);
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs > 2_147_483_647) return usage(`--timeout must be a positive number of milliseconds, not '${timeout}'`, command);
   }
   if (bool('dev-allow-namespace-conflict') && !bool('dev')) return usage('--dev-allow-namespace-conflict works only in dev profiles: add --dev', command);
   if (bool('live') && command === 'validate' && !bool('canary')) return usage('--live needs --canary', command);
