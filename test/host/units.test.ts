@@ -10,7 +10,7 @@ import { okAsync } from 'neverthrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { InstalledPlugin } from '../../src/catalog/catalogContents.js';
 import type { CatalogVariant, PluginStateRecord } from '../../src/catalog/catalogTypes.js';
-import { checkHostOptions } from '../../src/host/checkHostOptions.js';
+import { resolveHostConfig } from '../../src/host/hostConfig.js';
 import { aliasesOf, credentialsByEnv } from '../../src/host/credentials.js';
 import { pluginInfo, pluginRow } from '../../src/host/inventory.js';
 import { hostOpId, operationIndex, pluginIdOf, riskAllowed } from '../../src/host/operations.js';
@@ -251,12 +251,12 @@ describe('PluginRuntime', () => {
   });
 });
 
-describe('checkHostOptions', () => {
+describe('resolveHostConfig', () => {
   it('accepts the defaults and rejects out-of-range values', () => {
-    expect(checkHostOptions({}).isOk()).toBe(true);
-    expect(checkHostOptions({ idleTimeoutMs: 0, backoffScheduleMs: [1], activation: 'immediate', maxInFlight: 4 }).isOk()).toBe(true);
-    expect(checkHostOptions({ maxTotalTimeoutMs: -5 })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'maxTotalTimeoutMs' } });
-    expect(checkHostOptions({ idleTimeoutMs: Number.NaN })._unsafeUnwrapErr().details.option).toBe('idleTimeoutMs');
+    expect(resolveHostConfig({}).isOk()).toBe(true);
+    expect(resolveHostConfig({ idleTimeoutMs: 0, backoffScheduleMs: [1], activation: 'immediate', maxInFlight: 4 }).isOk()).toBe(true);
+    expect(resolveHostConfig({ maxTotalTimeoutMs: -5 })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'maxTotalTimeoutMs' } });
+    expect(resolveHostConfig({ idleTimeoutMs: Number.NaN })._unsafeUnwrapErr().details.option).toBe('idleTimeoutMs');
   });
 });
 
