@@ -1,9 +1,10 @@
 import { err, ok, type Result } from 'neverthrow';
+import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { HostErrorCode } from '../errors/registry.js';
 
-/** The contract's wait ladder before retry attempt 1..5: 30, 60, 120, 240, 480 seconds. */
-export const CRASH_BACKOFF_SCHEDULE_MS: readonly number[] = [30_000, 60_000, 120_000, 240_000, 480_000];
+/** The contract's wait ladder before retry attempt 1..5: 30, 60, 120, 240, 480 seconds (from `etc/host-options.json`). */
+export const CRASH_BACKOFF_SCHEDULE_MS: readonly number[] = Object.freeze([...hostOptionData.defaults.backoffScheduleMs]);
 
 /** The supervisor's view of one plugin's crash history, persisted in plugin-state.json. */
 export interface CrashState {

@@ -20,7 +20,7 @@ import { aliasesOf, credentialsByEnv, missingCredentials } from './credentials.j
 import { CallDispatcher, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
-import { checkArguments, checkSetupArguments, METHOD_OPTION_SCHEMAS, resolveHostConfig, type HostConfig } from './hostConfig.js';
+import { checkArguments, checkSetupArguments, HOST_OPTION_DEFAULTS, METHOD_OPTION_SCHEMAS, resolveHostConfig, type HostConfig } from './hostConfig.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';
 import { PluginLauncher } from './launcher.js';
 import { inventoryDescriptors, readInventoryResource, type InventoryResource, type InventoryResourceDescriptors } from './resources.js';
@@ -33,14 +33,14 @@ export type { HostCallOptions } from './dispatch.js';
 export type { RemoveOptions } from './drain.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
 
-/** Default idle time before a running plugin is stopped: 5 minutes. */
-export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+/** Default idle time before a running plugin is stopped: 5 minutes (from `etc/host-options.json`). */
+export const DEFAULT_IDLE_TIMEOUT_MS: number = HOST_OPTION_DEFAULTS.idleTimeoutMs;
 
 /**
  * Default time a remove or an upgrade lets the plugin's calls in flight
- * finish before stopping it, when the host has no `callTimeoutMs`: 30 s.
+ * finish before stopping it, when the host has no `callTimeoutMs`: 30 s (from `etc/host-options.json`).
  */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+export const DEFAULT_DRAIN_TIMEOUT_MS: number = HOST_OPTION_DEFAULTS.drainTimeoutMs;
 
 /** Options of {@link PluginHost.open}. Every one is optional. */
 export interface PluginHostOptions {

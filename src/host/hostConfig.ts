@@ -58,7 +58,10 @@ export interface HostConfig {
   readonly logger: Logger;
 }
 
-const DEFAULTS = hostOptionData.defaults;
+/** The defaults of the host's options, as `etc/host-options.json` lists them. */
+export const HOST_OPTION_DEFAULTS = hostOptionData.defaults;
+
+const DEFAULTS = HOST_OPTION_DEFAULTS;
 
 const TREE_LIMIT_FIELDS: OptionSchema = { memoryBytes: { number: 'bytes', orFalse: true }, maxProcesses: { number: 'count', orFalse: true } };
 

@@ -30,11 +30,11 @@ const NUMBER_RULES: Readonly<Record<NumberKind, { readonly accepts: (n: number) 
 /** What is wrong with `value` as a number of `kind` (a phrase like "must be …, got …"), or undefined when it is fine. */
 export function numberProblem(kind: NumberKind, value: unknown): string | undefined {
   const rule = NUMBER_RULES[kind];
-  return typeof value === 'number' && rule.accepts(value) ? undefined : `must be ${rule.says}, got ${describe(value)}`;
+  return typeof value === 'number' && rule.accepts(value) ? undefined : `must be ${rule.says}, got ${describeValue(value)}`;
 }
 
 /** How a rejected value is shown in a message: short, and never a secret's whole text. */
-export function describe(value: unknown): string {
+function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return value.length > 40 ? 'a long string' : JSON.stringify(value);
@@ -86,7 +86,7 @@ export function isPlainObject(value: unknown): value is Readonly<Record<string, 
  */
 export function checkOptions(value: unknown, schema: OptionSchema, where: string, prefix = ''): HostError | undefined {
   if (value === undefined) return undefined;
-  if (!isPlainObject(value)) return invalidOption(prefix === '' ? where : prefix.slice(0, -1), `must be an object, got ${describe(value)}`);
+  if (!isPlainObject(value)) return invalidOption(prefix === '' ? where : prefix.slice(0, -1), `must be an object, got ${describeValue(value)}`);
   const known = Object.keys(schema);
   for (const [key, field] of Object.entries(value)) {
     const path = `${prefix}${key}`;
@@ -107,23 +107,23 @@ function checkRule(value: unknown, rule: OptionRule, where: string, path: string
   if (typeof rule === 'string') {
     switch (rule) {
       case 'string':
-        return problem(typeof value === 'string' ? undefined : `must be a string, got ${describe(value)}`);
+        return problem(typeof value === 'string' ? undefined : `must be a string, got ${describeValue(value)}`);
       case 'boolean':
-        return problem(typeof value === 'boolean' ? undefined : `must be true or false, got ${describe(value)}`);
+        return problem(typeof value === 'boolean' ? undefined : `must be true or false, got ${describeValue(value)}`);
       case 'function':
-        return problem(typeof value === 'function' ? undefined : `must be a function, got ${describe(value)}`);
+        return problem(typeof value === 'function' ? undefined : `must be a function, got ${describeValue(value)}`);
       case 'object':
-        return problem(typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `must be an object, got ${describe(value)}`);
+        return problem(typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `must be an object, got ${describeValue(value)}`);
       case 'strings':
-        return problem(Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `must be a list of strings, got ${describe(value)}`);
+        return problem(Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `must be a list of strings, got ${describeValue(value)}`);
       case 'stringRecord':
         return problem(isPlainObject(value) && Object.values(value).every((v) => v === undefined || typeof v === 'string') ? undefined : `must map names to strings`);
       case 'pathSegment':
         return problem(pathSegmentProblem(value));
       case 'signature':
-        return problem(typeof value === 'string' || value instanceof Uint8Array ? undefined : `must be a string or bytes, got ${describe(value)}`);
+        return problem(typeof value === 'string' || value instanceof Uint8Array ? undefined : `must be a string or bytes, got ${describeValue(value)}`);
       case 'abortSignal':
-        return problem(value instanceof AbortSignal ? undefined : `must be an AbortSignal, got ${describe(value)}`);
+        return problem(value instanceof AbortSignal ? undefined : `must be an AbortSignal, got ${describeValue(value)}`);
       default:
         return problem(numberProblem(rule, value));
     }
@@ -132,16 +132,16 @@ function checkRule(value: unknown, rule: OptionRule, where: string, path: string
     if (rule.oneOf.includes(value as string)) return undefined;
     const near = typeof value === 'string' ? closestName(value, rule.oneOf.filter((v): v is string => typeof v === 'string')) : undefined;
     const allowed = rule.oneOf.map((v) => JSON.stringify(v)).join(' or ');
-    return problem(`must be ${allowed}, got ${describe(value)}${near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`}`);
+    return problem(`must be ${allowed}, got ${describeValue(value)}${near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`}`);
   }
   if ('orFalse' in rule) return problem(value === false ? undefined : numberProblem(rule.number, value)?.replace(', got', ' or false, got'));
   if ('listOf' in rule) {
-    if (!Array.isArray(value) || value.length === 0) return problem(`must list at least one value, got ${describe(value)}`);
+    if (!Array.isArray(value) || value.length === 0) return problem(`must list at least one value, got ${describeValue(value)}`);
     const bad = value.find((v) => numberProblem(rule.listOf, v) !== undefined);
-    return bad === undefined ? undefined : problem(`lists ${describe(bad)}: each ${numberProblem(rule.listOf, bad)!.replace(/, got .*$/, '')}`);
+    return bad === undefined ? undefined : problem(`lists ${describeValue(bad)}: each ${numberProblem(rule.listOf, bad)!.replace(/, got .*$/, '')}`);
   }
   if ('fields' in rule) return checkOptions(value, rule.fields, where, `${path}.`);
-  if (!isPlainObject(value)) return problem(`must be an object, got ${describe(value)}`);
+  if (!isPlainObject(value)) return problem(`must be an object, got ${describeValue(value)}`);
   for (const [key, entry] of Object.entries(value)) {
     if (entry === undefined) continue;
     const bad = checkRule(entry, rule.recordOf, where, `${path}.${key}`);
@@ -152,8 +152,8 @@ function checkRule(value: unknown, rule: OptionRule, where: string, path: string
 
 /** What makes `value` unfit as one directory name inside another (a name that could climb out or nest), or undefined. */
 function pathSegmentProblem(value: unknown): string | undefined {
-  if (typeof value !== 'string') return `must be a string, got ${describe(value)}`;
-  if (value === '' || value === '.' || value === '..') return `must name a directory, got ${describe(value)}`;
-  if (/[/\\\0]/.test(value)) return `must be one directory name, without / or \\, got ${describe(value)}`;
+  if (typeof value !== 'string') return `must be a string, got ${describeValue(value)}`;
+  if (value === '' || value === '.' || value === '..') return `must name a directory, got ${describeValue(value)}`;
+  if (/[/\\\0]/.test(value)) return `must be one directory name, without / or \\, got ${describeValue(value)}`;
   return undefined;
 }
