@@ -52,6 +52,16 @@ export function readInventoryResource(uri: string, scheme: string, source: Inven
   const asResource = (value: unknown): InventoryResource => ({ uri, mimeType: 'application/json', text: JSON.stringify(value) });
   if (uri === `${scheme}://plugins`) return source.list().map((rows) => asResource({ plugins: rows }));
   const prefix = `${scheme}://plugin/`;
-  if (uri.startsWith(prefix)) return source.info(decodeURIComponent(uri.slice(prefix.length))).map(asResource);
+  const name = uri.startsWith(prefix) ? decodedName(uri.slice(prefix.length)) : undefined;
+  if (name !== undefined) return source.info(name).map(asResource);
   return errAsync(hostError('VARIANT_NOT_FOUND', `no inventory resource at ${uri}`, { details: { uri } }));
+}
+
+/** A percent-encoded plugin name, decoded; undefined when its escapes are malformed (no plugin has that name). */
+function decodedName(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
 }

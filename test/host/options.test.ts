@@ -142,4 +142,11 @@ describe('public methods given arguments of the wrong type', () => {
     }
     expect((await host.install(await packaged('probe'), { canary: false })).isOk()).toBe(true);
   });
+
+  it('answer a malformed inventory URI with VARIANT_NOT_FOUND instead of throwing', async () => {
+    const host = await pool.open(await pool.profile());
+    let answered: ReturnType<PluginHost['resource']> | undefined;
+    expect(() => (answered = host.resource('mcp-plugin-host://plugin/%E0%A4%A'))).not.toThrow();
+    expect((await answered!)._unsafeUnwrapErr()).toMatchObject({ code: 'VARIANT_NOT_FOUND', details: { uri: 'mcp-plugin-host://plugin/%E0%A4%A' } });
+  });
 });
