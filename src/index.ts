@@ -64,7 +64,6 @@ export type {
   CallOptions,
   CallProgress,
   PluginSession,
-  PluginShape,
   ProcessLauncher,
   ToolDescriptor,
   ToolResult,
@@ -103,7 +102,6 @@ export {
   type PackageSourceOptions,
   type StagedPackage,
 } from './installer/openPackageSource.js';
-export { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from './installer/packageRoot.js';
 export { setExecutableMode } from './installer/setExecutableMode.js';
 export { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './installer/limits.js';
 export { parseChecksum, type PackageDigest } from './installer/checksum.js';
@@ -111,6 +109,8 @@ export { validateEntryName, type EntryNameRefusal, type SafeEntryName } from './
 export type { ArchiveRefusalReason, EntryNameRefusalReason } from './installer/refusal.js';
 export {
   MANIFEST_FILE_NAMES,
+  PACKAGE_MANIFEST_NAMES,
+  type PackageManifestName,
   ManifestValidator,
   PRESET_SHAPES,
   findManifest,
@@ -163,6 +163,7 @@ export {
   type OutputProfileFacts,
   type PackageSpec,
   type PermissionHint,
+  type PluginShape,
   type RatePolicy,
   type ResolvedSchema,
   type RiskClass,
@@ -254,7 +255,7 @@ export {
 export type { LiveRegistration, RegistrationCounts } from './shapes/esm/replay.js';
 export { TOOL_NAME_PATTERN, type InvalidTool } from './shapes/esm/validateTools.js';
 export type { CapabilityKind, CapabilityMismatch } from './shapes/esm/reconcile.js';
-export { ESM_ENTRY_EXTENSIONS, type ResolvedEntry } from './shapes/esm/entry.js';
+export type { ResolvedEntry } from './shapes/esm/entry.js';
 export { ESM_MANIFEST_FILE } from './shapes/esm/manifestFile.js';
 export {
   bindExecutable,
@@ -361,6 +362,7 @@ export {
 export type { McpToolResult, McpToolsChange, StdoutNoisePolicy } from './shapes/mcp/McpConnection.js';
 export { PluginProcessTransport, type PluginProcessTransportOptions } from './shapes/mcp/PluginProcessTransport.js';
 export {
+  ESM_ENTRY_EXTENSIONS,
   bindModuleEntry,
   verifyModuleEntry,
   type BindModuleEntryOptions,

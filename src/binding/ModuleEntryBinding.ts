@@ -16,7 +16,6 @@ import type { FileHandle } from 'node:fs/promises';
 import { extname, isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { ESM_ENTRY_EXTENSIONS } from '../shapes/esm/entry.js';
 import { copyPinnedFile, forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot } from './safeOpen.js';
@@ -55,6 +54,9 @@ export interface VerifiedModuleEntry {
 function moduleEntryArgv(installRoot: string): string[] {
   return ['esm-runner', '--', installRoot];
 }
+
+/** Extensions Node loads as ES modules without asking a package.json (`.js` as ESM needs `"type": "module"`). */
+export const ESM_ENTRY_EXTENSIONS: readonly string[] = ['.mjs', '.js'];
 
 function checkExtension(relative: string): Result<string, HostError> {
   if (ESM_ENTRY_EXTENSIONS.includes(extname(relative))) return ok(relative);

@@ -15,7 +15,8 @@ import { EsmSession } from '../shapes/esm/EsmSession.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
-import type { PluginSession, PluginShape, ProcessLauncher, ToolResult } from '../shapes/PluginSession.js';
+import type { PluginShape } from '../manifest/model.js';
+import type { PluginSession, ProcessLauncher, ToolResult } from '../shapes/PluginSession.js';
 import type { HostConfig } from './hostConfig.js';
 
 /** What an adapter builds a session from. */

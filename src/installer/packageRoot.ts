@@ -1,16 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from '../manifest/ManifestValidator.js';
 import { refuse } from './refusal.js';
-
-/**
- * The manifest file names looked for at a package root, in order of
- * precedence: GUM JSON v1, the GUM TOML contract form (two spellings), Open
- * Discovery. The manifest validator's `MANIFEST_FILE_NAMES` is this list.
- */
-export const PACKAGE_MANIFEST_NAMES = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'] as const;
-
-/** One of {@link PACKAGE_MANIFEST_NAMES}. */
-export type PackageManifestName = (typeof PACKAGE_MANIFEST_NAMES)[number];
 
 /** Where the package root is inside an extracted tree. */
 export interface PackageRoot {

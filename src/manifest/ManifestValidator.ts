@@ -2,7 +2,6 @@ import { open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
-import { PACKAGE_MANIFEST_NAMES } from '../installer/packageRoot.js';
 import { isRecord, own } from './access.js';
 import {
   checkCredentialDescriptors,
@@ -94,7 +93,17 @@ export interface ManifestReport {
   readonly manifest: NormalizedManifest | undefined;
 }
 
-/** Manifest file names looked for in a plugin directory, in order. */
+/**
+ * The manifest file names looked for at a package root, in order of
+ * precedence: GUM JSON v1, the GUM TOML contract form (two spellings), Open
+ * Discovery.
+ */
+export const PACKAGE_MANIFEST_NAMES = ['manifest.json', 'plugin.toml', 'manifest.toml', 'mcp-plugin.json'] as const;
+
+/** One of {@link PACKAGE_MANIFEST_NAMES}. */
+export type PackageManifestName = (typeof PACKAGE_MANIFEST_NAMES)[number];
+
+/** Manifest file names looked for in a plugin directory, in order: {@link PACKAGE_MANIFEST_NAMES}. */
 export const MANIFEST_FILE_NAMES: readonly string[] = PACKAGE_MANIFEST_NAMES;
 
 /** Stages whose violations leave no well-formed manifest to normalize. */

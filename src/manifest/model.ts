@@ -3,7 +3,9 @@
  * the PluginHost and the CLI consume only this; the form a plugin author
  * wrote survives in `form` and `raw`.
  */
-import type { PluginShape } from '../shapes/PluginSession.js';
+
+/** The protocols a plugin can speak. */
+export type PluginShape = 'mcp-plugin' | 'ndjson-rpc' | 'handshake' | 'esm-module';
 
 /** The manifest forms the validator reads. */
 export type ManifestForm = 'gum-json' | 'gum-toml' | 'open-discovery';

@@ -1,9 +1,7 @@
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
+import type { PluginShape } from '../manifest/model.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
-
-/** The protocols a plugin can speak. */
-export type PluginShape = 'mcp-plugin' | 'ndjson-rpc' | 'handshake' | 'esm-module';
 
 /**
  * Starts the plugin's process: verify the executable binding, sandbox, spawn.

