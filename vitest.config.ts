@@ -10,7 +10,7 @@ export const UNIT = [
   'CatalogEncoder', 'consistency', 'serialization',
   'args',
   'adversarialMap', 'docsIndex',
-  'EnvDenylist.property', 'ErrorMapper', 'registry', 'HostEvents',
+  'EnvDenylist.property', 'ErrorMapper', 'registry', 'ioError', 'HostEvents',
   'LineReader',
   'harness', 'regressions',
   'CrashPolicy', 'relativeDates',

@@ -9,7 +9,8 @@ import { mkdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import { hostError, isHostError, type HostError } from '../errors/HostError.js';
+import { hostError, internalError, isHostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
 import { CatalogEncoder } from './CatalogEncoder.js';
 import { inconsistencyError } from './catalogConsistency.js';
@@ -158,7 +159,7 @@ export class CatalogStore {
         try {
           await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
         } catch (cause) {
-          return err(hostError('HOST_IO_ERROR', `Creating the profile directory ${options.profileDir} failed.`, { details: { file: options.profileDir }, cause }));
+          return err(ioError('Creating the profile directory', options.profileDir, cause));
         }
         const store = new CatalogStore(options);
         const outcome = await readGeneration(store.#dir, store.#cache);
@@ -242,7 +243,7 @@ export class CatalogStore {
       return await body(lock.value);
     } catch (cause) {
       if (isHostError(cause)) return err(cause);
-      return err(hostError('HOST_INVALID_OPTIONS', `A catalog transaction failed: ${(cause as Error).message ?? String(cause)}`, { cause }));
+      return err(internalError(`A catalog transaction failed: ${cause instanceof Error ? cause.message : String(cause)}`, cause));
     } finally {
       await lock.value.release();
     }
@@ -295,7 +296,7 @@ export class CatalogStore {
     for (const kind of CATALOG_FILE_KINDS) {
       const checked = validateFile(kind, toCheck[kind], fileName(kind));
       if (checked.isErr()) {
-        return err(hostError('HOST_INVALID_OPTIONS', `The transaction produced an invalid ${fileName(kind)}: ${checked.error.message}`, { details: checked.error.details }));
+        return err(hostError('HOST_INTERNAL_ERROR', `The transaction produced an invalid ${fileName(kind)}: ${checked.error.message}`, { details: checked.error.details }));
       }
     }
     const encoded = { catalog: this.#encoder.encode('catalog', files.catalog), lock: this.#encoder.encode('lock', files.lock), state: this.#encoder.encode('state', files.state) };

@@ -14,6 +14,7 @@ import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import type { Clock, Random } from '../ports/ports.js';
 
 /** What the lock file records about its holder. */
@@ -157,7 +158,7 @@ export class ProfileLock {
 }
 
 function lockIoError(path: string, cause: unknown): HostError {
-  return hostError('HOST_IO_ERROR', `Using the profile lock ${path} failed (${errnoOf(cause) ?? 'error'}).`, { details: { lock: path }, cause });
+  return ioError('Using the profile lock', path, cause);
 }
 
 /**

@@ -17,7 +17,8 @@ import type { BigIntStats } from 'node:fs';
 import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
-import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import type { EncodedFile } from './CatalogEncoder.js';
 import { CATALOG_FILE_KINDS, fileName, nextFileName, parseFile, type CatalogFileData, type CatalogFileKind } from './catalogFiles.js';
 import { errnoOf } from './ProfileLock.js';
@@ -51,10 +52,6 @@ export type ParseCache = Map<CatalogFileKind, { readonly identity: string; reado
 const keyOf = (data: { install_generation: number; txid: string }): string => `${data.install_generation}:${data.txid}`;
 
 const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
-
-function ioError(action: string, path: string, cause: unknown): HostError {
-  return hostError('HOST_IO_ERROR', `${action} ${path} failed (${errnoOf(cause) ?? 'error'}).`, { details: { file: path }, cause });
-}
 
 function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {
   return { origin, key: keyOf(data), generation: data.install_generation, data };

@@ -89,6 +89,15 @@ export function withDetails(error: HostError, extra: Readonly<Record<string, unk
   });
 }
 
+/**
+ * A `HOST_INTERNAL_ERROR`: the host broke one of its own invariants (code of
+ * ours threw where it should have returned a Result). `cause` is what was
+ * thrown; its message is kept in the error's message.
+ */
+export function internalError(message: string, cause?: unknown): HostError {
+  return new HostError('HOST_INTERNAL_ERROR', message, cause === undefined ? {} : { cause });
+}
+
 /** Whether a value is a {@link HostError}. */
 export function isHostError(value: unknown): value is HostError {
   return value instanceof HostError;

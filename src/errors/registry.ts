@@ -116,9 +116,10 @@ export const ERROR_CODES = {
   CATALOG_LOCK_TIMEOUT: row('host', true, 'The profile lock was held by another process for longer than the lock timeout.', 'Retry; if it persists, check which process holds the profile lock.'),
   CATALOG_INCONSISTENT: row('host', false, 'The three catalog files do not name the same plugins: one was edited, restored or replaced on its own.', 'Restore all three files from one backup, or edit them so that each names the plugins listed in details.plugins; they were left in place.'),
   CATALOG_CORRUPT: row('host', false, 'A catalog file could not be parsed and no consistent generation was found.', 'Inspect or restore the file named in details.file; it was left in place.'),
-  HOST_IO_ERROR: row('host', true, 'A file system operation of the host failed.', 'See the cause; check disk space and permissions of the profile directory.'),
+  HOST_IO_ERROR: row('host', true, 'A file system operation of the host failed.', 'See details.operation, details.path and details.errno; check disk space and permissions of the profile directory.'),
   HOST_CLOSED: row('host', false, 'The host was closed.', 'Open a new PluginHost.'),
   HOST_INVALID_OPTIONS: row('host', false, 'The options passed to the host are invalid.', 'See the message for the option at fault.'),
+  HOST_INTERNAL_ERROR: row('host', false, 'The host broke one of its own rules (an invariant); nothing the caller passed caused it.', 'This is a bug in mcp-plugin-host; report it with details.'),
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** Every stable error code. */

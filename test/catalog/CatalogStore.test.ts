@@ -101,11 +101,27 @@ describe('CatalogStore generations', () => {
     expect(existsSync(join(dir, PROFILE_LOCK_FILE))).toBe(false);
   });
 
+  it('reports a mutator that throws as a host bug (HOST_INTERNAL_ERROR), writes nothing and releases the lock', async () => {
+    const store = await must(open());
+    await install(store, 'fli');
+    const before = readFileSync(join(dir, 'plugins.lock'), 'utf8');
+    const r = await store.transaction(() => {
+      throw new TypeError('invariant broken');
+    });
+    const e = r._unsafeUnwrapErr();
+    expect(e.code).toBe('HOST_INTERNAL_ERROR');
+    expect(e.retryable).toBe(false);
+    expect(e.hint).toBe('This is a bug in mcp-plugin-host; report it with details.');
+    expect(e.message).toContain('invariant broken');
+    expect(readFileSync(join(dir, 'plugins.lock'), 'utf8')).toBe(before);
+    expect(existsSync(join(dir, PROFILE_LOCK_FILE))).toBe(false);
+  });
+
   it('refuses a mutation that would write a file its schema rejects', async () => {
     const store = await must(open());
     const bad = pluginRecords('x');
     const r = await store.transaction((c) => putPlugin(c, { ...bad, state: { ...bad.state, status: 'sleeping' as 'active' } }));
-    expect(r._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
+    expect(r._unsafeUnwrapErr().code).toBe('HOST_INTERNAL_ERROR');
     expect(readdirSync(dir)).toEqual([]);
   });
 });
