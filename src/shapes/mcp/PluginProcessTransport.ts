@@ -32,7 +32,7 @@ const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line
  * An MCP SDK `Transport` over a {@link PluginProcess}: newline-delimited
  * JSON-RPC on the plugin's stdin and stdout. Unlike the SDK's own stdio
  * transport it does not spawn anything (the process arrives verified and
- * sandboxed) and it speaks through the shared {@link LineChannel}, so a
+ * sandboxed) and it speaks through the shared line channel (`LineChannel`), so a
  * plugin cannot make the host buffer an unbounded line, and a plugin that
  * stops reading makes `send` wait for the pipe to drain. Closing the
  * transport stops the process.

@@ -86,7 +86,7 @@ export class NdjsonConnection {
     return !this.channel.isEnded;
   }
 
-  /** Bytes the host holds for the plugin's stdin (see {@link LineChannel.queuedBytes}). */
+  /** Bytes the host holds for the plugin's stdin (see `LineChannel.queuedBytes`). */
   get queuedBytes(): number {
     return this.channel.queuedBytes;
   }
