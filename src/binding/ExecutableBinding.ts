@@ -28,7 +28,8 @@ import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
 import { isShellName } from './shells.js';
-import { ioFailure, untrusted } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
+import { untrusted } from './untrusted.js';
 import { copyWhileHashing, preparePrivateDir, writeUnnamedFile, type VerifiedCopy } from './verifiedCopy.js';
 
 /** The executable binding recorded in `plugins.lock` for one plugin. */
@@ -119,7 +120,7 @@ export async function realInstallRoot(installRoot: string): Promise<Result<strin
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
       return err(untrusted('missing', `The install root ${installRoot} does not exist.`, { install_root: installRoot }));
     }
-    return err(ioFailure('Resolving', installRoot, e));
+    return err(ioError('Resolving', installRoot, e));
   }
 }
 
@@ -181,7 +182,7 @@ export function bindExecutable(options: BindExecutableOptions): ResultAsync<Exec
       try {
         return await bindOpened(opened.value, root.value, relative.value, options);
       } catch (e) {
-        return err(ioFailure('Reading', opened.value.path, e));
+        return err(ioError('Reading', opened.value.path, e));
       } finally {
         await opened.value.handle.close().catch(() => undefined);
       }
@@ -317,7 +318,7 @@ export async function hashPinnedFile(record: ExecutableBindingRecord, relative: 
     const actual = await sha256OfHandle(handle);
     return digestsEqual(record.executable_sha256, actual) ? ok(actual) : err(digestMismatch(path, record, actual));
   } catch (e) {
-    return err(ioFailure('Hashing', path, e));
+    return err(ioError('Hashing', path, e));
   } finally {
     await handle.close().catch(() => undefined);
   }

@@ -20,7 +20,8 @@ import { copyPinnedFile, forQuarantine, realInstallRoot, type ExecutableBindingR
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot } from './safeOpen.js';
 import { isSha256Hex, sha256OfHandle } from './sha256.js';
-import { ioFailure, untrusted } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
+import { untrusted } from './untrusted.js';
 
 /** Input of {@link bindModuleEntry}. */
 export interface BindModuleEntryOptions {
@@ -90,7 +91,7 @@ export function bindModuleEntry(options: BindModuleEntryOptions): ResultAsync<Ex
           kind: 'esm-entry',
         });
       } catch (e) {
-        return err(ioFailure('Reading', opened.value.path, e));
+        return err(ioError('Reading', opened.value.path, e));
       } finally {
         await opened.value.handle.close().catch(() => undefined);
       }

@@ -15,7 +15,8 @@ import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './sheba
 import interpreterArguments from '../../etc/interpreter-arguments.json' with { type: 'json' };
 import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
 import { isNodeName, isPythonName, isShellName } from './shells.js';
-import { ioFailure, untrusted } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
+import { untrusted } from './untrusted.js';
 
 /** The identity of a file at pin time; all decimal strings (64-bit values). */
 export interface FileIdentity {
@@ -133,7 +134,7 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return err(untrusted('interpreter_not_found', `The interpreter ${named} of ${scriptPath} does not exist.`, { path: scriptPath, interpreter: named }));
-    return err(ioFailure('Resolving', named, e));
+    return err(ioError('Resolving', named, e));
   }
   if (isShellName(real)) {
     return err(untrusted('shell_interpreter', `The interpreter ${named} of ${scriptPath} is the shell ${real}.`, { path: scriptPath, interpreter: real }));
@@ -166,7 +167,7 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
       ...(kind === 'node' ? { node_main: await probeNodeMainLoading(real) } : {}),
     });
   } catch (e) {
-    return err(ioFailure('Hashing', real, e));
+    return err(ioError('Hashing', real, e));
   } finally {
     await file.handle.close().catch(() => undefined);
   }
@@ -195,6 +196,6 @@ export async function openPinnedInterpreter(pin: InterpreterPin): Promise<Result
     );
   } catch (e) {
     await file.handle.close().catch(() => undefined);
-    return err(ioFailure('Hashing', pin.path, e));
+    return err(ioError('Hashing', pin.path, e));
   }
 }

@@ -34,7 +34,8 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { openInsideRoot } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
-import { ioFailure, untrusted } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
+import { untrusted } from './untrusted.js';
 
 /** The name of the file list inside an install root. The `:` keeps it apart from every package entry. */
 export const PACKAGE_TREE_LIST_NAME = '.mcp-plugin-host:files';
@@ -254,7 +255,7 @@ async function pin(installRoot: string): Promise<Result<PackageTreePin, HostErro
     // Created before the walk, so that the root's identity the list records is the final one.
     fd = openSync(listPath, CREATE_FLAGS, 0o644);
   } catch (e) {
-    return err(ioFailure('Creating', listPath, e));
+    return err(ioError('Creating', listPath, e));
   }
   try {
     const walked = await walkForPin(installRoot);
@@ -267,7 +268,7 @@ async function pin(installRoot: string): Promise<Result<PackageTreePin, HostErro
     return ok({ sha256, files: walked.files, bytes: walked.bytes });
   } catch (e) {
     if (e instanceof Refusal) return err(e.error);
-    return err(ioFailure('Pinning the files of', installRoot, e));
+    return err(ioError('Pinning the files of', installRoot, e));
   } finally {
     closeSync(fd);
   }
@@ -381,7 +382,7 @@ async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree,
   try {
     actual = await sha256OfHandle(opened.value.handle, async (chunk) => void chunks.push(Buffer.from(chunk)));
   } catch (e) {
-    return err(ioFailure('Reading', opened.value.path, e));
+    return err(ioError('Reading', opened.value.path, e));
   } finally {
     await opened.value.handle.close().catch(() => undefined);
   }
@@ -513,7 +514,7 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     }
   } catch (e) {
     if (e instanceof Refusal) return err(e.error);
-    return err(ioFailure('Checking the files of', root, e));
+    return err(ioError('Checking the files of', root, e));
   }
   return ok({ unchanged: files.length - rehashed, rehashed });
 }

@@ -9,7 +9,8 @@ import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promis
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { ioFailure, untrusted } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
+import { untrusted } from './untrusted.js';
 
 /** A regular file opened read-only, with the status taken from its descriptor. */
 export interface OpenedFile {
@@ -40,7 +41,7 @@ export async function openRegularFile(path: string): Promise<Result<OpenedFile, 
     const code = errnoOf(e);
     if (code === 'ELOOP') return err(untrusted('link', `${path} is a symbolic link.`, { path }));
     if (code === 'ENOENT' || code === 'ENOTDIR') return err(untrusted('missing', `${path} does not exist.`, { path }));
-    return err(ioFailure('Opening', path, e));
+    return err(ioError('Opening', path, e));
   }
   const checked = await checkOpened(handle, path);
   if (checked.isErr()) await handle.close().catch(() => undefined);
@@ -70,7 +71,7 @@ async function checkOpened(handle: FileHandle, path: string): Promise<Result<Ope
     }
     return ok({ handle, stat, path });
   } catch (e) {
-    return err(ioFailure('Checking', path, e));
+    return err(ioError('Checking', path, e));
   }
 }
 
@@ -94,7 +95,7 @@ export async function openInsideRoot(root: string, relative: string): Promise<Re
     } catch (e) {
       const code = errnoOf(e);
       if (code === 'ENOENT' || code === 'ENOTDIR') return err(untrusted('missing', `${current} does not exist.`, { path: current }));
-      return err(ioFailure('Inspecting', current, e));
+      return err(ioError('Inspecting', current, e));
     }
   }
   return openRegularFile(current);

@@ -28,12 +28,3 @@ export type UntrustedReason =
 export function untrusted(reason: UntrustedReason, message: string, details: Record<string, unknown> = {}): HostError {
   return hostError('PLUGIN_EXECUTABLE_UNTRUSTED', message, { details: { reason, ...details } });
 }
-
-/** Wraps an unexpected file system failure. */
-export function ioFailure(action: string, path: string, cause: unknown): HostError {
-  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
-  return hostError('HOST_IO_ERROR', `${action} ${path} failed${code ? ` (${code})` : ''}`, {
-    details: { path, ...(code ? { errno: code } : {}) },
-    cause,
-  });
-}

@@ -12,7 +12,7 @@ import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { Random } from '../ports/ports.js';
 import { sha256OfHandle } from './sha256.js';
-import { ioFailure } from './untrusted.js';
+import { ioError } from '../errors/ioError.js';
 
 /** The hashed bytes as an unnamed read-only file, and their digest. */
 export interface VerifiedCopy {
@@ -27,11 +27,11 @@ export async function preparePrivateDir(dir: string): Promise<Result<void, HostE
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const s = await lstat(dir);
-    if (!s.isDirectory()) return err(ioFailure('Using copy directory', dir, Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })));
+    if (!s.isDirectory()) return err(ioError('Using copy directory', dir, Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })));
     if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
     return ok(undefined);
   } catch (e) {
-    return err(ioFailure('Preparing copy directory', dir, e));
+    return err(ioError('Preparing copy directory', dir, e));
   }
 }
 
@@ -72,7 +72,7 @@ export async function copyWhileHashing(
   } catch (e) {
     await writer?.close().catch(() => undefined);
     await unlink(name).catch(() => undefined);
-    return err(ioFailure('Copying verified bytes to', name, e));
+    return err(ioError('Copying verified bytes to', name, e));
   }
 }
 
@@ -98,6 +98,6 @@ export async function writeUnnamedFile(dir: string, random: Random, contents: st
   } catch (e) {
     await reader?.close().catch(() => undefined);
     await unlink(name).catch(() => undefined);
-    return err(ioFailure('Writing', name, e));
+    return err(ioError('Writing', name, e));
   }
 }

@@ -11,6 +11,7 @@ import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalo
 import { syncDirectory } from '../catalog/generationFiles.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
 import type { ManifestShape, NormalizedManifest } from '../manifest/model.js';
 import { hasViolations, violation, violationsError, type Violation } from '../manifest/violations.js';
@@ -113,8 +114,7 @@ type Reinstall =
   | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin }
   | { readonly kind: 'repair'; readonly root: string };
 
-const io = (what: string) => (cause: unknown): HostError =>
-  hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+const io = (operation: string) => (cause: unknown): HostError => ioError(operation, undefined, cause);
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
 
@@ -287,7 +287,7 @@ export class Installer {
       })
       .andThen(() => ResultAsync.fromSafePromise(this.#collectAfterCommit(pluginId)))
       .andThen(() =>
-        ResultAsync.fromPromise(this.#deleteInstallRoot(pluginId, removed.root ?? ''), io(`removing the install root of '${pluginId}'`)),
+        ResultAsync.fromPromise(this.#deleteInstallRoot(pluginId, removed.root ?? ''), io(`Removing the install root of '${pluginId}'`)),
       )
       .andThen((deleted) =>
         deleted
@@ -311,7 +311,7 @@ export class Installer {
   collectUnreferencedSchemas(): ResultAsync<string[], HostError> {
     return ResultAsync.fromPromise(
       collectSchemaGarbage(this.#o.layout, this.#o.store, { clock: this.#clock, random: this.#random }),
-      io('collecting the schema store'),
+      io('Collecting the schema store'),
     ).andThen((collected) => collected);
   }
 
@@ -323,7 +323,7 @@ export class Installer {
    */
   collectInstallLeftovers(): ResultAsync<CollectedLeftovers, HostError> {
     return ResultAsync.fromPromise(collectInstallLeftovers(this.#o.layout, this.#o.store, this.#clock), (cause) =>
-      isHostError(cause) ? cause : io('collecting install leftovers')(cause),
+      isHostError(cause) ? cause : io('Collecting install leftovers')(cause),
     );
   }
 
@@ -377,7 +377,7 @@ export class Installer {
     return opened.andThen((staged) =>
       new ResultAsync(
         body(staged)
-          .catch((cause: unknown) => err(io('install failed')(cause)))
+          .catch((cause: unknown) => err(io('Installing the package')(cause)))
           .finally(() => staged.discard().catch(() => undefined)),
       ),
     );
@@ -512,7 +512,7 @@ export class Installer {
       committed = transaction.value;
     } catch (cause) {
       await undo();
-      return err(io(`installing '${id}'`)(cause));
+      return err(io(`Installing '${id}'`)(cause));
     }
     // Published: from here on nothing may undo the install. A previous root
     // or schema file that cannot be deleted now is left behind rather than

@@ -189,7 +189,7 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
     if (!info.isDirectory() && !info.isFile()) refuseEntry('not_a_file', undefined, `'${absolute}' is neither a directory nor a regular file`);
     isDirectory = info.isDirectory();
   } catch (cause) {
-    return err(toHostError(cause, `cannot read package source '${absolute}'`));
+    return err(toHostError(cause, 'Reading the package source', absolute));
   }
 
   let stage: string;
@@ -197,7 +197,7 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
     await mkdir(options.stagingRoot, { recursive: true });
     stage = await mkdtemp(join(options.stagingRoot, STAGE_PREFIX));
   } catch (cause) {
-    return err(toHostError(cause, `cannot create a staging directory in '${options.stagingRoot}'`));
+    return err(toHostError(cause, 'Creating a staging directory in', options.stagingRoot));
   }
   const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
   try {
@@ -219,7 +219,7 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
       ...(found.strippedTopDirectory === undefined ? {} : { strippedTopDirectory: found.strippedTopDirectory }),
     });
   } catch (cause) {
-    const error = toHostError(cause, `staging '${absolute}' failed`);
+    const error = toHostError(cause, 'Staging', absolute);
     await discard().catch(() => undefined);
     return err(error);
   }

@@ -1,5 +1,6 @@
 import { hostError, isHostError, type HostError, type HostErrorFields } from '../errors/HostError.js';
 import type { HostErrorCode } from '../errors/registry.js';
+import { ioError } from '../errors/ioError.js';
 import type { PackageLimits } from './limits.js';
 
 /** Why an entry's name was refused (by `validateEntryName`, for archives and directories alike). */
@@ -85,14 +86,12 @@ export function refuse(code: HostErrorCode, message: string, fields: HostErrorFi
   throw new Refusal(hostError(code, message, fields));
 }
 
-/** Maps whatever a staging step threw to the `HostError` the caller sees. */
-export function toHostError(cause: unknown, what: string): HostError {
+/**
+ * Maps whatever a staging step threw to the `HostError` the caller sees;
+ * `path` is the path the user named (never the staging copy's).
+ */
+export function toHostError(cause: unknown, operation: string, path: string): HostError {
   if (cause instanceof Refusal) return cause.error;
   if (isHostError(cause)) return cause;
-  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
-  return hostError('HOST_IO_ERROR', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, {
-    cause,
-    details: code === undefined ? {} : { errno: code },
-    ...(code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' ? { retryable: false } : {}),
-  });
+  return ioError(operation, path, cause);
 }

@@ -51,6 +51,6 @@ export function setExecutableMode(root: string, relPath: string): ResultAsync<vo
     return errAsync(untrusted(relPath, 'not_a_file', `executable path '${relPath}' names a directory`));
   }
   return ResultAsync.fromPromise(markExecutable(root, relPath, name.value.segments), (cause) =>
-    toHostError(cause, `cannot make '${relPath}' executable`),
+    toHostError(cause, 'Making executable', relPath),
   );
 }

@@ -2,6 +2,7 @@ import { open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import { isRecord, own } from './access.js';
 import {
   checkCredentialDescriptors,
@@ -386,7 +387,7 @@ function fileError(path: string, cause: unknown): HostError {
   const code = (cause as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return hostError('PLUGIN_MANIFEST_NOT_FOUND', `${path} does not exist`, { cause });
   if (code === 'EISDIR') return hostError('PLUGIN_MANIFEST_INVALID', `${path} is a directory, not a manifest file`, { cause });
-  return hostError('HOST_IO_ERROR', `${path} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  return ioError('Reading', path, cause);
 }
 
 /**

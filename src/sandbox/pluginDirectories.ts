@@ -14,6 +14,7 @@ import { closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, ls
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 import type { PluginIdentity } from './pluginIdentity.js';
 
 /** A directory opened for binding: its verified real path and the host descriptor on it. */
@@ -103,7 +104,7 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
     created = true;
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code !== 'EEXIST') {
-      return err(hostError('HOST_IO_ERROR', `cannot create ${join(parentPath, name)}`, { cause, details: { path: join(parentPath, name) } }));
+      return err(ioError('Creating', join(parentPath, name), cause));
     }
   }
   let fd: number;
@@ -112,7 +113,7 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENOENT') return err(refuse(name, describeEntry(parentFd, parentPath, name)));
-    return err(hostError('HOST_IO_ERROR', `cannot open ${join(parentPath, name)}`, { cause, details: { path: join(parentPath, name) } }));
+    return err(ioError('Opening', join(parentPath, name), cause));
   }
   const expected = join(parentPath, name);
   let real: string;
@@ -120,7 +121,7 @@ function openChild(parentFd: number, parentPath: string, name: string, refuse: (
     real = realPathOf(fd, expected);
   } catch (cause) {
     closeQuietly(fd);
-    return err(hostError('HOST_IO_ERROR', `cannot read where ${expected} is`, { cause }));
+    return err(ioError('Resolving', expected, cause));
   }
   if (real !== expected) {
     closeQuietly(fd);
@@ -220,7 +221,7 @@ export function openPluginDirectories(request: PluginDirectoryRequest): Result<P
     return ok({ data: { path: dataPath, fd: dataFd }, write: { path: parentPath, fd: writeFd }, close: closeAll });
   } catch (cause) {
     closeAll();
-    return err(hostError('HOST_IO_ERROR', `cannot prepare the data directory of '${pluginId}'`, { cause, details: { plugin_id: pluginId } }));
+    return err(ioError(`Preparing the data directory of '${pluginId}'`, undefined, cause));
   }
 }
 

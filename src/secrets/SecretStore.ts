@@ -1,7 +1,8 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ResultAsync } from 'neverthrow';
-import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
 
 /**
  * Where plugin credentials live. The host reads them only to build a
@@ -17,8 +18,7 @@ export interface SecretStore {
   delete(pluginId: string): ResultAsync<void, HostError>;
 }
 
-const ioError = (what: string) => (cause: unknown): HostError =>
-  hostError('HOST_IO_ERROR', `secret store: ${what} failed`, { cause, details: { error: String(cause) } });
+const storeError = (operation: string, path: string) => (cause: unknown): HostError => ioError(operation, path, cause);
 
 /**
  * The default {@link SecretStore}: one JSON file per plugin, mode 0600, in
@@ -36,7 +36,7 @@ export class FileSecretStore implements SecretStore {
 
   /** {@inheritDoc SecretStore.get} */
   get(pluginId: string): ResultAsync<Readonly<Record<string, string>>, HostError> {
-    return ResultAsync.fromPromise(this.read(pluginId), ioError(`reading secrets of '${pluginId}'`));
+    return ResultAsync.fromPromise(this.read(pluginId), storeError('Reading the secrets in', this.file(pluginId)));
   }
 
   /** {@inheritDoc SecretStore.set} */
@@ -46,13 +46,13 @@ export class FileSecretStore implements SecretStore {
         const current = await this.read(pluginId);
         await this.write(pluginId, { ...current, ...values });
       })(),
-      ioError(`storing secrets of '${pluginId}'`),
+      storeError('Storing the secrets in', this.file(pluginId)),
     );
   }
 
   /** {@inheritDoc SecretStore.delete} */
   delete(pluginId: string): ResultAsync<void, HostError> {
-    return ResultAsync.fromPromise(rm(this.file(pluginId), { force: true }), ioError(`deleting secrets of '${pluginId}'`));
+    return ResultAsync.fromPromise(rm(this.file(pluginId), { force: true }), storeError('Deleting the secrets in', this.file(pluginId)));
   }
 
   private file(pluginId: string): string {

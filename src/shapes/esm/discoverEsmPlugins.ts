@@ -1,7 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ResultAsync } from 'neverthrow';
-import { hostError, type HostError } from '../../errors/HostError.js';
+import type { HostError } from '../../errors/HostError.js';
+import { ioError } from '../../errors/ioError.js';
 import { esmManifestPath } from './manifestFile.js';
 
 /**
@@ -27,7 +28,5 @@ export function discoverEsmPlugins(installDir: string): ResultAsync<string[], Ho
     }
     return roots;
   };
-  return ResultAsync.fromPromise(find(), (cause) =>
-    hostError('HOST_IO_ERROR', `cannot list the plugin install directory ${dir}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
-  );
+  return ResultAsync.fromPromise(find(), (cause) => ioError('Listing the plugin install directory', dir, cause));
 }

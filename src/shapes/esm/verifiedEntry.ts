@@ -20,6 +20,7 @@ import { normalizeExecutablePath } from '../../binding/relativePath.js';
 import { digestsEqual } from '../../binding/sha256.js';
 import { untrusted } from '../../binding/untrusted.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { ioError } from '../../errors/ioError.js';
 import type { ResolvedEntry } from './entry.js';
 import type { EsmRunnerVerifiedEntry } from './runnerArgs.js';
 
@@ -82,7 +83,7 @@ export function serveVerifiedEntry(root: string, manifestEntry: string | undefin
     source = readDescriptor(pin.fd);
     closeSync(pin.fd);
   } catch (cause) {
-    return err(hostError('HOST_IO_ERROR', `esm runner: cannot read the verified entry from descriptor ${pin.fd}`, { details: { fd: pin.fd }, cause }));
+    return err(ioError(`Reading the verified entry from descriptor ${pin.fd}`, undefined, cause));
   }
   if (!digestsEqual(pin.sha256, createHash('sha256').update(source).digest('hex'))) {
     return err(untrusted('digest_mismatch', `the entry bytes handed to the runner do not have the pinned SHA-256 ${pin.sha256}`, { pinned: pin.sha256 }));
