@@ -346,8 +346,10 @@ export { resolveRelativeDates } from './host/relativeDates.js';
 export {
   HostEvents,
   diagnosticsChannelName,
+  type HostEventListener,
   type HostEventMap,
   type HostEventName,
+  type HostEventSubscriptions,
 } from './events/HostEvents.js';
 export {
   DEFAULT_MCP_CALL_TIMEOUT_MS,

@@ -41,18 +41,43 @@ export function diagnosticsChannelName(event: HostEventName): string {
   return `mcp-plugin-host:${event}`;
 }
 
+/** A listener of one event. */
+export type HostEventListener<E extends HostEventName> = (payload: HostEventMap[E]) => void;
+
+/**
+ * What `PluginHost.events` gives a host application: listeners come and go,
+ * only the host emits. A frozen object, so no cast reaches the emitter.
+ */
+export interface HostEventSubscriptions {
+  /** Subscribes to one event; returns a function that unsubscribes. */
+  on<E extends HostEventName>(event: E, listener: HostEventListener<E>): () => void;
+  /** Subscribes to the next occurrence of one event only; returns a function that unsubscribes before it. */
+  once<E extends HostEventName>(event: E, listener: HostEventListener<E>): () => void;
+  /** Unsubscribes a listener given to `on` or `once` for this event (nothing happens when it was not subscribed). */
+  off<E extends HostEventName>(event: E, listener: HostEventListener<E>): void;
+}
+
 /**
  * Typed events of one host. Each event is delivered to listeners registered
  * here and published on a `node:diagnostics_channel` channel
  * (`mcp-plugin-host:<event>`) for tracing tools that subscribe process-wide.
  * A throwing listener is isolated: it cannot break the host or other listeners.
  */
-export class HostEvents {
+export class HostEvents implements HostEventSubscriptions {
   private readonly listeners = new Map<HostEventName, Set<(payload: never) => void>>();
+  /** The wrapper `once` registered for a listener, so `off` with the listener the caller holds finds it. */
+  private readonly onceWrappers = new Map<HostEventName, Map<(payload: never) => void, (payload: never) => void>>();
   private readonly channels = new Map<HostEventName, diagnostics_channel.Channel>();
 
+  /** The subscribe-only view handed to host applications. */
+  readonly subscriptions: HostEventSubscriptions = Object.freeze({
+    on: <E extends HostEventName>(event: E, listener: HostEventListener<E>) => this.on(event, listener),
+    once: <E extends HostEventName>(event: E, listener: HostEventListener<E>) => this.once(event, listener),
+    off: <E extends HostEventName>(event: E, listener: HostEventListener<E>) => this.off(event, listener),
+  });
+
   /** Subscribes to one event; returns a function that unsubscribes. */
-  on<E extends HostEventName>(event: E, listener: (payload: HostEventMap[E]) => void): () => void {
+  on<E extends HostEventName>(event: E, listener: HostEventListener<E>): () => void {
     let set = this.listeners.get(event);
     if (!set) {
       set = new Set();
@@ -61,6 +86,30 @@ export class HostEvents {
     const entry = listener as (payload: never) => void;
     set.add(entry);
     return () => set.delete(entry);
+  }
+
+  /** Subscribes to the next occurrence of one event only; returns a function that unsubscribes before it. */
+  once<E extends HostEventName>(event: E, listener: HostEventListener<E>): () => void {
+    const wrappers = this.onceWrappers.get(event) ?? new Map<(payload: never) => void, (payload: never) => void>();
+    this.onceWrappers.set(event, wrappers);
+    const key = listener as (payload: never) => void;
+    const wrapper: HostEventListener<E> = (payload) => {
+      this.off(event, listener);
+      listener(payload);
+    };
+    wrappers.set(key, wrapper as (payload: never) => void);
+    this.on(event, wrapper);
+    return () => this.off(event, listener);
+  }
+
+  /** Unsubscribes a listener given to `on` or `once` for this event. */
+  off<E extends HostEventName>(event: E, listener: HostEventListener<E>): void {
+    const key = listener as (payload: never) => void;
+    const wrapper = this.onceWrappers.get(event)?.get(key);
+    this.onceWrappers.get(event)?.delete(key);
+    const set = this.listeners.get(event);
+    set?.delete(key);
+    if (wrapper !== undefined) set?.delete(wrapper);
   }
 
   /** Whether anyone listens to an event, here or on its diagnostics channel (so a hot path can skip building its payload). */

@@ -4,8 +4,8 @@ import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
-import { HostEvents } from '../events/HostEvents.js';
-import { Installer, type InstallOptions } from '../installer/Installer.js';
+import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js';
+import { Installer, type InstallInspection, type InstallOptions } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
@@ -167,8 +167,7 @@ interface OpenParts {
  * survives host restarts and is shared by every host on the profile.
  */
 export class PluginHost {
-  /** Typed events (also published on `node:diagnostics_channel`). */
-  readonly events = new HostEvents();
+  readonly #events = new HostEvents();
   readonly #config: HostConfig;
   readonly #layout: ProfileLayout;
   readonly #secrets: SecretStore;
@@ -183,9 +182,14 @@ export class PluginHost {
   readonly #active: Set<string>;
   #closed = false;
 
+  /** Typed events, subscribe-only (each is also published on `node:diagnostics_channel`). */
+  get events(): HostEventSubscriptions {
+    return this.#events.subscriptions;
+  }
+
   private constructor(config: HostConfig, parts: OpenParts) {
     const { clock, random, logger } = config;
-    const events = this.events;
+    const events = this.#events;
     const isClosed = (): boolean => this.#closed;
     this.#config = config;
     this.#layout = parts.layout;
@@ -302,7 +306,7 @@ export class PluginHost {
   }
 
   /** Runs every install check on a package without installing it (what a CLI's `validate` prints). */
-  inspect(source: string, options: Omit<InstallOptions, 'initialStatus'> = {}): ReturnType<Installer['inspect']> {
+  inspect(source: string, options: Omit<InstallOptions, 'initialStatus'> = {}): ResultAsync<InstallInspection, HostError> {
     if (this.#closed) return errAsync(closedError());
     const refused = checkArguments('inspect', { source }, { value: options, schema: METHOD_OPTION_SCHEMAS.inspect });
     if (refused !== undefined) return errAsync(refused);

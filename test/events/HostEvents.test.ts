@@ -37,3 +37,32 @@ describe('HostEvents.wants', () => {
     expect(events.wants('exit')).toBe(false);
   });
 });
+
+describe('HostEvents.subscriptions (what PluginHost.events gives)', () => {
+  it('subscribes and unsubscribes, and gives no way to emit', () => {
+    const events = new HostEvents();
+    const view = events.subscriptions;
+    const seen: string[] = [];
+    const listener = (p: { readonly line: string }): void => void seen.push(p.line);
+    view.on('stderr', listener);
+    events.emit('stderr', { plugin_id: 'p', line: 'one' });
+    view.off('stderr', listener);
+    events.emit('stderr', { plugin_id: 'p', line: 'two' });
+    expect(seen).toEqual(['one']);
+    expect(Object.keys(view).sort()).toEqual(['off', 'on', 'once']);
+    expect(Object.isFrozen(view)).toBe(true);
+  });
+
+  it('delivers a once listener one time, and off removes it before it fires', () => {
+    const events = new HostEvents();
+    const seen: string[] = [];
+    events.subscriptions.once('stderr', (p) => seen.push(`once:${p.line}`));
+    const removed = (p: { readonly line: string }): void => void seen.push(`removed:${p.line}`);
+    events.subscriptions.once('stderr', removed);
+    events.subscriptions.off('stderr', removed);
+    events.emit('stderr', { plugin_id: 'p', line: 'one' });
+    events.emit('stderr', { plugin_id: 'p', line: 'two' });
+    expect(seen).toEqual(['once:one']);
+    expect(events.wants('stderr')).toBe(false);
+  });
+});

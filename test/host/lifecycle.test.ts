@@ -60,6 +60,8 @@ describe('restart semantics', () => {
     host.events.on('spawn', (e) => spawns.push(e.pid));
     const exits: number[] = [];
     host.events.on('exit', (e) => exits.push(e.pid));
+    // Events are subscribe-only: the host alone emits.
+    expect('emit' in host.events).toBe(false);
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);
     expect((await host.install(await packagedVersion('probe', '1.1.0'))).isOk()).toBe(true);
     await waitUntil(() => exits.length === 1);
