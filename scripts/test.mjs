@@ -1,4 +1,4 @@
-// The one test command (`npm test`): typecheck, build, API report check, then
+// The one test command (`npm test`): typecheck, lint, build, API report check, then
 // vitest. Ends with the plain `N passed, N failed, N skipped` line that CI reads;
 // skipped counts skipped and todo tests, so a skip cannot hide in the total.
 import { spawnSync } from 'node:child_process';
@@ -12,6 +12,7 @@ const run = (label, cmd, args) => {
 
 const steps = [
   ['typecheck', 'npx', ['tsc', '--noEmit', '-p', 'tsconfig.json']],
+  ['lint', 'npx', ['eslint', 'src']],
   ['build', 'npx', ['tsup']],
   ['api report (check)', 'npx', ['api-extractor', 'run']],
   ['api report of mcp-plugin-host/testing (check)', 'npx', ['api-extractor', 'run', '-c', 'api-extractor.testing.json']],

@@ -3,7 +3,7 @@
  * quarantine, the canary hold) kept in plugin-state.json, so they survive
  * host restarts and are shared by every host on the profile.
  */
-import { ResultAsync, okAsync } from 'neverthrow';
+import { ResultAsync } from 'neverthrow';
 import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
 import { lookupPlugin } from '../catalog/catalogContents.js';
 import type { PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -73,7 +73,8 @@ export class Supervisor {
     const { runtimes, events, logger } = this.#parts;
     if (runtimes.originOf(runtime)?.adapter.processPerCall !== true) {
       const first = runtime.claimFailure(failure);
-      await runtimes.stop(pluginId, runtime);
+      const stopped = await runtimes.stop(pluginId, runtime);
+      if (stopped.isErr()) logger.warn({ plugin_id: pluginId, code: stopped.error.code }, `the failed session did not stop: ${stopped.error.message}`);
       if (!first) return;
     }
     logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
@@ -87,18 +88,23 @@ export class Supervisor {
    * A call that started at `callStarted` succeeded: the failure history is
    * cleared, unless a failure was recorded after that call began (a call
    * beside a failed launch proves nothing about the next launch). The common
-   * case, no backoff window, costs no await.
+   * case, no backoff window, costs no await. A history that cannot be cleared
+   * (the catalog write failed) is logged: the call itself succeeded, and the
+   * next success tries again.
    */
-  callSucceeded(pluginId: string, callStarted: number): ResultAsync<void, HostError> | undefined {
+  callSucceeded(pluginId: string, callStarted: number): Promise<void> | undefined {
     // A failure recorded by an earlier host necessarily predates this call.
     const failedBefore = (row: PluginStateRecord): boolean => inBackoff(row) && (this.#lastFailureAt.get(pluginId) ?? -Infinity) < callStarted;
     const state = this.#parts.catalog.cachedPlugin(pluginId)?.state;
     if (state === undefined || !inBackoff(state)) return undefined;
-    if (!failedBefore(state)) return okAsync(undefined);
-    return this.#parts.catalog.updateState(pluginId, (row) => (failedBefore(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).map(() => {
-      this.#parts.logger.info({ plugin_id: pluginId }, 'plugin recovered; failure history cleared');
-      this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
-    });
+    if (!failedBefore(state)) return Promise.resolve();
+    return this.#parts.catalog.updateState(pluginId, (row) => (failedBefore(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).match(
+      () => {
+        this.#parts.logger.info({ plugin_id: pluginId }, 'plugin recovered; failure history cleared');
+        this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
+      },
+      (error) => this.#parts.logger.warn({ plugin_id: pluginId, code: error.code }, `the failure history was not cleared: ${error.message}`),
+    );
   }
 
   /** Clears quarantine (backoff, hold or permanent). */

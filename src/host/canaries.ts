@@ -95,7 +95,10 @@ export class Canaries {
     } else {
       outcome = await runtimes.take(plugin).asyncAndThen((rt) => rt.session.listTools());
     }
-    if (outcome.isErr() || !isActive(id)) await runtimes.stop(id);
+    if (outcome.isErr() || !isActive(id)) {
+      const stopped = await runtimes.stop(id);
+      if (stopped.isErr()) logger.warn({ plugin_id: id, code: stopped.error.code }, `the canary's session did not stop: ${stopped.error.message}`);
+    }
     if (outcome.isOk()) {
       const recorded = await supervisor.recordCanary(id, { status: 'passed', live: mode === 'live' });
       const result = mode === 'live' && spec !== undefined ? { result: outcome.value } : {};

@@ -334,7 +334,7 @@ export class Installer {
     else if (collected.value.staging.length + collected.value.installRoots.length > 0) this.#logger.info({ ...collected.value }, 'install leftovers collected');
   }
 
-  /** A collection after a committed change: its failure leaves files for the next one and does not fail the change. */
+  /** A collection after a committed or undone change: its failure leaves files for the next one and does not change the outcome. */
   async #collectAfterCommit(pluginId: string): Promise<void> {
     const collected = await this.collectUnreferencedSchemas();
     if (collected.isErr()) {
@@ -465,7 +465,7 @@ export class Installer {
       await rmdir(dirname(installRoot)).catch(() => undefined);
       if (pin.path !== undefined) {
         await unpin(pin.path);
-        await this.collectUnreferencedSchemas();
+        await this.#collectAfterCommit(id);
       }
     };
     let committed: CatalogSnapshot;

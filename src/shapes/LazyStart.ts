@@ -58,7 +58,8 @@ export class LazyStart<C> {
   /** Refuses later uses, waits for a start in progress, and hands back the connection left running for the caller to end. */
   async close(): Promise<C | undefined> {
     this.closed = true;
-    if (this.starting !== undefined) await this.starting;
+    // The start's failure is its caller's to see; closing only waits for it to settle.
+    if (this.starting !== undefined) void (await this.starting);
     const current = this.current;
     this.current = undefined;
     return current;
