@@ -48,6 +48,7 @@ export {
   type ReservedNamespacePreset,
 } from './namespace/NamespaceLock.js';
 export {
+  ErrorMapper,
   PLUGIN_LOCAL_ERROR_CODES,
   mapCallToolError,
   mapPluginError,
@@ -257,6 +258,7 @@ export { TOOL_NAME_PATTERN, type InvalidTool } from './shapes/esm/validateTools.
 export type { CapabilityKind, CapabilityMismatch } from './shapes/esm/reconcile.js';
 export type { ResolvedEntry } from './shapes/esm/entry.js';
 export { ESM_MANIFEST_FILE } from './shapes/esm/manifestFile.js';
+export { ExecutableBinding } from './binding/bindingModule.js';
 export {
   bindExecutable,
   verifyExecutableBinding,

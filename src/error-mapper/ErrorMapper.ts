@@ -212,3 +212,39 @@ export function mapCallToolError(result: CallToolErrorResult, context: PluginErr
     return unreadable(cause, context);
   }
 }
+
+/**
+ * The design card's ErrorMapper: a plugin's error envelope, or an MCP
+ * `isError` tool result, to a host error with a stable code and the seeds'
+ * retry rules (RATE_LIMIT → RATE_LIMITED, AUTH_EXPIRED → AUTH_REQUIRED,
+ * PARSE_FAILURE and SERVICE_DOWN → SERVICE_DOWN, INVALID_INPUT →
+ * INVALID_ARGS, anything else → SERVICE_DOWN, not retryable). Never throws.
+ */
+export class ErrorMapper {
+  private constructor() {}
+
+  /** Maps an envelope given as JSON text or a parsed value; input that is no valid envelope maps to SERVICE_DOWN. */
+  static map(input: unknown, context: PluginErrorContext = {}): HostError {
+    return mapPluginError(input, context);
+  }
+
+  /** Maps an MCP `CallToolResult` with `isError: true` by the envelope in its first text block (SERVICE_DOWN without one). */
+  static mapCallToolError(result: CallToolErrorResult, context: PluginErrorContext = {}): HostError {
+    return mapCallToolError(result, context);
+  }
+
+  /** The host code a plugin-local error code maps to. */
+  static mapCode(pluginCode: string): MappedPluginErrorCode {
+    return mapPluginErrorCode(pluginCode);
+  }
+
+  /** Parses and validates an envelope; failure is a SERVICE_DOWN error saying why. Extra fields are ignored. */
+  static parseEnvelope(input: unknown, context: PluginErrorContext = {}): Result<PluginErrorEnvelope, HostError> {
+    return parsePluginErrorEnvelope(input, context);
+  }
+
+  /** Applies the mapping table to a valid envelope. */
+  static mapEnvelope(envelope: PluginErrorEnvelope, context: PluginErrorContext = {}): HostError {
+    return mapPluginErrorEnvelope(envelope, context);
+  }
+}
