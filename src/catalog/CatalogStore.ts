@@ -8,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, ok, ResultAsync, safeTry, type Result } from 'neverthrow';
 import { hostError, internalError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
@@ -152,30 +152,26 @@ export class CatalogStore {
    * `PLUGIN_STATE_SCHEMA_UNSUPPORTED`.
    */
   static open(options: CatalogStoreOptions): ResultAsync<CatalogStore, HostError> {
-    return new ResultAsync(
-      (async (): Promise<Result<CatalogStore, HostError>> => {
-        const valid = validateOptions(options);
-        if (valid.isErr()) return err(valid.error);
-        try {
-          await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
-        } catch (cause) {
-          return err(ioError('Creating the profile directory', options.profileDir, cause));
-        }
-        const store = new CatalogStore(options);
-        const outcome = await readGeneration(store.#dir, store.#cache);
-        if (outcome.isErr()) return err(outcome.error);
-        let opened: Result<CatalogSnapshot, HostError>;
-        if ('selected' in outcome.value && !outcome.value.selected.needsRepair) {
-          const files = outcome.value.selected.files;
-          opened = checkProfile(store.#dir, store.#profile, files).map(() => snapshotOf(store.#profile, files));
-        } else {
-          opened = await store.#withLock(async () => store.#readLocked());
-        }
-        if (opened.isErr()) return err(opened.error);
-        const inconsistent = inconsistencyError(store.#dir, opened.value.contents);
-        return inconsistent === undefined ? ok(store) : err(inconsistent);
-      })(),
-    );
+    return safeTry(async function* () {
+      yield* validateOptions(options);
+      try {
+        await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
+      } catch (cause) {
+        return err(ioError('Creating the profile directory', options.profileDir, cause));
+      }
+      const store = new CatalogStore(options);
+      const outcome = yield* await readGeneration(store.#dir, store.#cache);
+      let opened: Result<CatalogSnapshot, HostError>;
+      if ('selected' in outcome && !outcome.selected.needsRepair) {
+        const files = outcome.selected.files;
+        opened = checkProfile(store.#dir, store.#profile, files).map(() => snapshotOf(store.#profile, files));
+      } else {
+        opened = await store.#withLock(async () => store.#readLocked());
+      }
+      const snapshot = yield* opened;
+      const inconsistent = inconsistencyError(store.#dir, snapshot.contents);
+      return inconsistent === undefined ? ok(store) : err(inconsistent);
+    });
   }
 
   /** The profile this store belongs to. */
@@ -250,18 +246,18 @@ export class CatalogStore {
   }
 
   /** Reads under the lock, repairing a generation left mixed by a crash. */
-  async #readLocked(): Promise<Result<CatalogSnapshot, HostError>> {
-    const outcome = await readGeneration(this.#dir, this.#cache);
-    if (outcome.isErr()) return err(outcome.error);
-    if (!('selected' in outcome.value)) return err(disagreementError(this.#dir, outcome.value));
-    const { files, needsRepair } = outcome.value.selected;
-    const profile = checkProfile(this.#dir, this.#profile, files);
-    if (profile.isErr()) return err(profile.error);
-    if (needsRepair) {
-      const repaired = await repairGeneration(this.#dir, files);
-      if (repaired.isErr()) return err(repaired.error);
-    }
-    return ok(snapshotOf(this.#profile, files));
+  #readLocked(): ResultAsync<CatalogSnapshot, HostError> {
+    const dir = this.#dir;
+    const profile = this.#profile;
+    const cache = this.#cache;
+    return safeTry(async function* () {
+      const outcome = yield* await readGeneration(dir, cache);
+      if (!('selected' in outcome)) return err(disagreementError(dir, outcome));
+      const { files, needsRepair } = outcome.selected;
+      yield* checkProfile(dir, profile, files);
+      if (needsRepair) yield* await repairGeneration(dir, files);
+      return ok(snapshotOf(profile, files));
+    });
   }
 
   async #transact(lock: ProfileLock, mutate: CatalogMutator): Promise<Result<CatalogSnapshot, HostError>> {
