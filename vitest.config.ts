@@ -17,7 +17,7 @@ export const UNIT = [
   'archiveHeaders', 'entryName', 'zip', 'verification', 'StagingTree',
   'corpus', 'forms', 'matrix', 'robustness', 'schemaRefs',
   'NamespaceLock',
-  'StderrRing',
+  'StderrRing', 'childPluginProcessCreate',
   'bubblewrapArgs', 'controlGroups', 'nodeRuntimePaths', 'pluginIdentity', 'seatbeltProfile', 'seccompFilter', 'writeDir',
   'FileSecretStore',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',

@@ -1,5 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
+import { err, ok, type Result } from 'neverthrow';
 import type { Readable, Writable } from 'node:stream';
+import { internalError, type HostError } from '../errors/HostError.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../ports/ports.js';
 import { exitInfoOf } from './exitInfo.js';
 import type { ExitInfo, PluginProcess, StopOptions } from './PluginProcess.js';
@@ -63,25 +65,35 @@ export class ChildPluginProcess implements PluginProcess {
   private readonly logger: Logger;
   private readonly exitedRaw: Promise<void>;
 
-  /** @param child - A child spawned with `stdio[0..2]` as pipes, after its `spawn` event. */
-  constructor(
+  /**
+   * Wraps `child`, which must have been spawned with `stdio[0..2]` as pipes
+   * and have emitted its `spawn` event; anything else is a bug of the caller
+   * (HOST_INTERNAL_ERROR).
+   */
+  static create(child: ChildProcess, options: ChildPluginProcessOptions): Result<ChildPluginProcess, HostError> {
+    const { pid, stdin, stdout, stderr } = child;
+    if (pid === undefined || !stdin || !stdout || !stderr) {
+      return err(internalError('ChildPluginProcess needs a spawned child with piped stdio'));
+    }
+    return ok(new ChildPluginProcess(child, { pid, stdin, stdout, stderr }, options));
+  }
+
+  private constructor(
     private readonly child: ChildProcess,
+    pipes: { readonly pid: number; readonly stdin: Writable; readonly stdout: Readable; readonly stderr: Readable },
     private readonly options: ChildPluginProcessOptions,
   ) {
-    if (child.pid === undefined || !child.stdin || !child.stdout || !child.stderr) {
-      throw new TypeError('ChildPluginProcess needs a spawned child with piped stdio');
-    }
-    this.pid = child.pid;
-    this.stdin = child.stdin;
-    this.stdout = child.stdout;
+    this.pid = pipes.pid;
+    this.stdin = pipes.stdin;
+    this.stdout = pipes.stdout;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     this.ring = new StderrRing(options.stderrRingBytes ?? DEFAULT_STDERR_RING_BYTES, options.stderrLineMaxBytes ?? DEFAULT_STDERR_LINE_MAX_BYTES);
 
     // A plugin that exits while the protocol writes would otherwise crash the host with EPIPE.
-    child.stdin.on('error', (e) => this.logger.debug({ pid: this.pid, error: e.message }, 'plugin stdin error'));
+    pipes.stdin.on('error', (e) => this.logger.debug({ pid: this.pid, error: e.message }, 'plugin stdin error'));
     child.on('error', (e) => this.logger.warn({ pid: this.pid, error: e.message }, 'plugin process error'));
-    const stderr = child.stderr;
+    const stderr = pipes.stderr;
     stderr.on('data', (chunk: Buffer) => this.ring.push(chunk));
     const stderrClosed = new Promise<void>((resolve) => stderr.once('close', resolve));
     stderr.once('end', () => this.ring.flush());

@@ -91,7 +91,9 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   return ResultAsync.fromSafePromise(started).andThen((failure) => {
     executable.release();
     if (failure) return errAsync(failure);
-    const plugin = new ChildPluginProcess(child, options);
+    const created = ChildPluginProcess.create(child, options);
+    if (created.isErr()) return errAsync(created.error);
+    const plugin = created.value;
     const { extraInput, gate } = launch;
     if (!extraInput) return okAsync<PluginProcess, HostError>(plugin);
     const input = child.stdio[3 + executable.inheritFds.length] as Input;
