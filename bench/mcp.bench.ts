@@ -45,11 +45,11 @@ async function timed(fn: () => Promise<void>): Promise<number> {
 }
 
 function session(argv: readonly string[] = ARGV, maxInFlight?: number): McpSession {
-  return new McpSession({
+  return McpSession.create({
     launch: launchCommand(argv),
     ...(argv === ARGV ? { expectedTools: ['hello'] } : {}),
     ...(maxInFlight === undefined ? {} : { maxInFlight }),
-  });
+  })._unsafeUnwrap();
 }
 
 async function bareClient(): Promise<Client> {

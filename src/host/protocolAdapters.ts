@@ -68,7 +68,7 @@ export interface ProtocolAdapter {
 const toolNames = (plugin: InstalledPlugin): string[] => [...new Set(plugin.variants.map((v) => v.tool_name))];
 
 /** The options every MCP-speaking session takes from the host. */
-function mcpSessionOptions(context: SessionContext): ConstructorParameters<typeof McpSession>[0] {
+function mcpSessionOptions(context: SessionContext): Parameters<typeof McpSession.create>[0] {
   const config = context.config;
   return {
     launch: context.launch,
@@ -94,7 +94,7 @@ const verifyExecutable = (binding: ExecutableBindingRecord, context: VerifyConte
 const mcpPlugin: ProtocolAdapter = {
   shape: 'mcp-plugin',
   processPerCall: false,
-  createSession: (context) => ok(new McpSession({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['mcp-plugin'] })),
+  createSession: (context) => McpSession.create({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['mcp-plugin'] }),
   verifyMain: verifyExecutable,
   runnerPath: () => undefined,
   mapResult: mapMcpResult,
@@ -104,7 +104,7 @@ const esmModule: ProtocolAdapter = {
   shape: 'esm-module',
   processPerCall: false,
   // The ESM runner serves the plugin over MCP; its launcher starts the runner on the verified entry.
-  createSession: (context) => ok(new EsmSession({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['esm-module'] })),
+  createSession: (context) => EsmSession.create({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['esm-module'] }),
   verifyMain: (binding, context) => {
     const runnerArgv = context.config.esmRunnerArgv;
     return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>

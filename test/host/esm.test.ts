@@ -162,7 +162,7 @@ describe('the runner evaluates the verified bytes', () => {
     packages.push(base);
     const record = (await bindModuleEntry({ installRoot: root, entry: 'dist/index.mjs' }))._unsafeUnwrap();
     const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
-    const session = new EsmSession({
+    const session = EsmSession.create({
       launch: () =>
         verifyModuleEntry(record, { copyDir: join(base, 'exec') })
           // The window: whatever is on disk now must not be what runs.
@@ -170,7 +170,7 @@ describe('the runner evaluates the verified bytes', () => {
           .andThen((verifiedEntry) => esmRunnerCommand(root, { verifiedEntry, runnerArgv: runnerArgv() }))
           .andThen((executable) => spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] })),
       startupTimeoutMs: 30_000,
-    });
+    })._unsafeUnwrap();
     try {
       expect(textOf((await session.callTool('echo', { text: 'verified' }))._unsafeUnwrap())).toBe('verified');
     } finally {
@@ -183,7 +183,7 @@ describe('the runner evaluates the verified bytes', () => {
     const base = await mkdtemp(join(tmpdir(), 'esm-digest-'));
     packages.push(base);
     const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
-    const session = new EsmSession({
+    const session = EsmSession.create({
       launch: () =>
         ResultAsync.fromSafePromise(open(join(root, 'dist', 'index.mjs'), 'r')).andThen((handle) => {
           const wrongPin = { installRoot: root, entryPath: 'dist/index.mjs', sha256: '0'.repeat(64), fd: handle.fd, release: () => void handle.close() };
@@ -192,7 +192,7 @@ describe('the runner evaluates the verified bytes', () => {
           );
         }),
       startupTimeoutMs: 30_000,
-    });
+    })._unsafeUnwrap();
     try {
       expect((await session.listTools())._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch' } });
     } finally {

@@ -11,7 +11,7 @@ const neverLaunched: ProcessLauncher = () => errAsync(hostError('PLUGIN_SPAWN_FA
 describe('a closed session, whatever its protocol', () => {
   it('refuses calls with HOST_CLOSED and one text, naming its shape in the details', async () => {
     const sessions = [
-      new McpSession({ launch: neverLaunched }),
+      McpSession.create({ launch: neverLaunched })._unsafeUnwrap(),
       NdjsonRpcSession.create({ launch: neverLaunched })._unsafeUnwrap(),
       HandshakeSession.create({ launch: neverLaunched })._unsafeUnwrap(),
     ];

@@ -1,4 +1,4 @@
-import type { ResultAsync } from 'neverthrow';
+import type { Result, ResultAsync } from 'neverthrow';
 import type { HostError } from '../../errors/HostError.js';
 import { McpSession, type McpSessionOptions, type McpSessionStats } from '../mcp/McpSession.js';
 import type { McpToolResult } from '../mcp/McpConnection.js';
@@ -17,9 +17,13 @@ export class EsmSession implements PluginSession {
   readonly shape = 'esm-module' as const;
   readonly #inner: McpSession;
 
-  /** @param options - As for McpSession; `launch` starts the runner. */
-  constructor(options: McpSessionOptions) {
-    this.#inner = new McpSession(options);
+  /** Checks the options as {@link McpSession.create} does; `launch` starts the runner. Nothing is launched yet. */
+  static create(options: McpSessionOptions): Result<EsmSession, HostError> {
+    return McpSession.create(options).map((inner) => new EsmSession(inner));
+  }
+
+  private constructor(inner: McpSession) {
+    this.#inner = inner;
   }
 
   /** Counters of the underlying MCP session. */

@@ -112,15 +112,23 @@ export class McpSession implements PluginSession {
 
   private readonly settings: McpConnectionSettings;
   private readonly limiter: InFlightLimiter;
-  private readonly optionsError: HostError | undefined;
   private readonly connections: LazyStart<McpConnection>;
   private launches = 0;
   private stdoutViolations = 0;
 
-  /** @param options - The launcher, the manifest's tools, timeouts and limits. */
-  constructor(private readonly options: McpSessionOptions) {
-    this.optionsError = invalidOptions(options);
-    this.limiter = new InFlightLimiter(this.optionsError === undefined ? options.maxInFlight ?? DEFAULT_MCP_MAX_IN_FLIGHT : 1);
+  /**
+   * Checks the options (HOST_INVALID_OPTIONS) and builds a session; nothing
+   * is launched until the first call.
+   *
+   * @param options - The launcher, the manifest's tools, timeouts and limits.
+   */
+  static create(options: McpSessionOptions): Result<McpSession, HostError> {
+    const invalid = invalidOptions(options);
+    return invalid === undefined ? ok(new McpSession(options)) : err(invalid);
+  }
+
+  private constructor(private readonly options: McpSessionOptions) {
+    this.limiter = new InFlightLimiter(options.maxInFlight ?? DEFAULT_MCP_MAX_IN_FLIGHT);
     this.settings = {
       clientInfo: options.clientInfo ?? DEFAULT_MCP_CLIENT_INFO,
       expectedTools: options.expectedTools,
@@ -191,7 +199,7 @@ export class McpSession implements PluginSession {
     const release = (options.signal?.aborted === true ? undefined : this.limiter.tryAcquire()) ?? (await this.limiter.acquire(options.signal));
     if (release === undefined) return err(this.cancelledBeforeSending(name));
     try {
-      let c = this.optionsError === undefined ? this.connections.live : undefined;
+      let c = this.connections.live;
       if (c === undefined) {
         const connection = await this.connection();
         if (connection.isErr()) return err(connection.error);
@@ -209,7 +217,6 @@ export class McpSession implements PluginSession {
   }
 
   private connection(): Promise<Result<McpConnection, HostError>> {
-    if (this.optionsError !== undefined) return Promise.resolve(err(this.optionsError));
     return this.connections.get();
   }
 

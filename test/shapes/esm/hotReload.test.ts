@@ -145,7 +145,7 @@ describe('hot reload inside the runner', () => {
     const root = await ws.plugin({ name: 'runner-hot', tools: ['hot'], source: echoToolsSource(['hot'], 'v1:') });
     const reports: string[] = [];
     let proc: PluginProcess | undefined;
-    const session = new EsmSession({
+    const session = EsmSession.create({
       launch: () =>
         spawnPluginProcess({ executable: esmRunnerCommand(root, { runnerArgv: RUNNER_ARGV, watch: true })._unsafeUnwrap(), env: { PATH: process.env.PATH ?? '' } }).map((p) => {
           proc = p;
@@ -156,7 +156,7 @@ describe('hot reload inside the runner', () => {
           return p;
         }),
       startupTimeoutMs: 20_000,
-    });
+    })._unsafeUnwrap();
     cleanups.push(async () => {
       await session.close();
       await proc?.stop({ stdinGraceMs: 500, termGraceMs: 500 });

@@ -30,7 +30,7 @@ const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir() };
 
 /** An EsmSession whose launcher runs the runner as a plain child (no sandbox). */
 function plainSession(root: string, options: EsmRunnerCommandOptions = {}): EsmSession {
-  const session = new EsmSession({
+  const session = EsmSession.create({
     launch: () => {
       const executable = esmRunnerCommand(root, { runnerArgv: RUNNER_ARGV, ...options })._unsafeUnwrap();
       return spawnPluginProcess({ executable, env: ENV }).map((p) => {
@@ -39,7 +39,7 @@ function plainSession(root: string, options: EsmRunnerCommandOptions = {}): EsmS
       });
     },
     startupTimeoutMs: 20_000,
-  });
+  })._unsafeUnwrap();
   sessions.push(session);
   return session;
 }

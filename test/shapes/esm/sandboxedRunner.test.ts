@@ -29,7 +29,7 @@ afterAll(async () => {
 
 it('runs an ESM plugin in the bundled runner inside the OS sandbox, like any MCP plugin', async () => {
   const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
-  const session = new EsmSession({
+  const session = EsmSession.create({
     launch: () => {
       const executable = esmRunnerCommand(ESM_FIXTURES.allCapabilities, { runnerArgv: runner.argv })._unsafeUnwrap();
       return spawner
@@ -40,7 +40,7 @@ it('runs an ESM plugin in the bundled runner inside the OS sandbox, like any MCP
         });
     },
     startupTimeoutMs: 20_000,
-  });
+  })._unsafeUnwrap();
   try {
     const result = (await session.callTool('echo', { text: 'sandboxed' }))._unsafeUnwrap();
     expect(firstText(result.value)).toBe('sandboxed');

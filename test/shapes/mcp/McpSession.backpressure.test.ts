@@ -29,7 +29,7 @@ describe('McpSession: a plugin that stops reading its stdin', () => {
   it('keeps the host-side buffer to about one request however many calls time out', async () => {
     const channels = watchChannels();
     const processes: PluginProcess[] = [];
-    const session = new McpSession({ launch: launchFaulty('deaf-on-hang', { onSpawn: (p) => processes.push(p) }), expectedTools: FAULTY_TOOLS });
+    const session = McpSession.create({ launch: launchFaulty('deaf-on-hang', { onSpawn: (p) => processes.push(p) }), expectedTools: FAULTY_TOOLS })._unsafeUnwrap();
     sessions.push(session);
     // mcp-faulty stops reading stdin once it runs `hang`.
     expect((await session.callTool('hang', {}, { timeoutMs: 200 }))._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');

@@ -19,11 +19,11 @@ function faulty(
   { checkTools = true, ...options }: Partial<McpSessionOptions> & { checkTools?: boolean } = {},
 ): { session: McpSession; processes: PluginProcess[] } {
   const processes: PluginProcess[] = [];
-  const session = new McpSession({
+  const session = McpSession.create({
     launch: launchFaulty(mode, { onSpawn: (p) => processes.push(p) }),
     ...(checkTools ? { expectedTools: FAULTY_TOOLS } : {}),
     ...options,
-  });
+  })._unsafeUnwrap();
   sessions.push(session);
   return { session, processes };
 }
@@ -293,7 +293,7 @@ describe('initialize', () => {
     });`;
 
   it('refuses a plugin that answers with an unsupported protocol version', async () => {
-    const session = new McpSession({ launch: launchCommand([process.execPath, '-e', answerWithVersion]) });
+    const session = McpSession.create({ launch: launchCommand([process.execPath, '-e', answerWithVersion]) })._unsafeUnwrap();
     sessions.push(session);
     const error = (await session.listTools())._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_PROTOCOL_VERSION_MISMATCH');
@@ -302,11 +302,11 @@ describe('initialize', () => {
 
   it('fails with PLUGIN_HANDSHAKE_FAILED when initialize is not answered within the startup timeout', async () => {
     const processes: PluginProcess[] = [];
-    const session = new McpSession({
+    const session = McpSession.create({
       launch: launchCommand([process.execPath, '-e', 'process.stdin.resume(); console.error("listening, never answering")'], { onSpawn: (p) => processes.push(p) }),
       // Long enough for node to start and print its line on a loaded machine; the process never answers anyway.
       startupTimeoutMs: 5000,
-    });
+    })._unsafeUnwrap();
     sessions.push(session);
     const error = (await session.callTool('anything', {}))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_HANDSHAKE_FAILED');
@@ -324,7 +324,7 @@ describe('a line cut off by the end of stdout', () => {
       '  process.exit(0);',
       '});',
     ].join('\n');
-    const session = new McpSession({ launch: launchCommand([process.execPath, '-e', script]) });
+    const session = McpSession.create({ launch: launchCommand([process.execPath, '-e', script]) })._unsafeUnwrap();
     sessions.push(session);
     const error = (await session.listTools())._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_CRASHED');

@@ -9,8 +9,8 @@ import { stopAllTestProcesses } from '../../support/mcpLaunch.js';
 import packageJson from '../../../package.json' with { type: 'json' };
 
 const sessions: McpSession[] = [];
-const open = (options: ConstructorParameters<typeof McpSession>[0]): McpSession => {
-  const session = new McpSession(options);
+const open = (options: Parameters<typeof McpSession.create>[0]): McpSession => {
+  const session = McpSession.create(options)._unsafeUnwrap();
   sessions.push(session);
   return session;
 };
@@ -144,11 +144,9 @@ describe('hello plugin, protocol details', () => {
     expect(session.stats().launches).toBe(0);
   });
 
-  it('reports invalid options as HOST_INVALID_OPTIONS on use instead of throwing', async () => {
-    const session = open({ launch: launchHello(), maxInFlight: 0 });
-    expect((await session.listTools())._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
-    const other = open({ launch: launchHello(), defaultTimeoutMs: Number.NaN });
-    expect((await other.callTool('hello', { name: 'x' }))._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
+  it('reports invalid options as HOST_INVALID_OPTIONS from create() instead of throwing', () => {
+    expect(McpSession.create({ launch: launchHello(), maxInFlight: 0 })._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
+    expect(McpSession.create({ launch: launchHello(), defaultTimeoutMs: Number.NaN })._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
   });
 
   it('passes a launcher failure through unchanged', async () => {

@@ -38,7 +38,7 @@ describe('@modelcontextprotocol/server-everything', () => {
   const launch = () => launchCommand([process.execPath, npmServerEntry('@modelcontextprotocol/server-everything'), 'stdio']);
 
   it('lists its tools and echoes', async () => {
-    const session = open(new McpSession({ launch: launch() }));
+    const session = open(McpSession.create({ launch: launch() })._unsafeUnwrap());
     const names = (await session.listTools())._unsafeUnwrap().map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['echo', 'get-sum', 'trigger-long-running-operation']));
     const result = (await session.callTool('echo', { message: 'hi from the host' }))._unsafeUnwrap();
@@ -47,7 +47,7 @@ describe('@modelcontextprotocol/server-everything', () => {
   });
 
   it('reports progress of its long-running operation and finishes under a timeout shorter than the whole run', async () => {
-    const session = open(new McpSession({ launch: launch() }));
+    const session = open(McpSession.create({ launch: launch() })._unsafeUnwrap());
     const progress: CallProgress[] = [];
     const result = await session.callTool(
       'trigger-long-running-operation',
@@ -60,7 +60,7 @@ describe('@modelcontextprotocol/server-everything', () => {
   });
 
   it('returns its own validation failure for bad arguments as an isError result', async () => {
-    const session = open(new McpSession({ launch: launch() }));
+    const session = open(McpSession.create({ launch: launch() })._unsafeUnwrap());
     const result = (await session.callTool('get-sum', { a: 'one', b: 2 }))._unsafeUnwrap();
     expect(result.isError).toBe(true);
     expect(textOf(result.value)).toContain('Input validation error');
@@ -72,7 +72,7 @@ describe('@modelcontextprotocol/server-filesystem', () => {
 
   it('lists and reads files inside the directory passed as argv', async () => {
     await writeFile(join(dir, 'notes.txt'), 'plugins live in subprocesses\n');
-    const session = open(new McpSession({ launch: launch(dir) }));
+    const session = open(McpSession.create({ launch: launch(dir) })._unsafeUnwrap());
     const listing = (await session.callTool('list_directory', { path: dir }))._unsafeUnwrap();
     expect(listing.isError).toBe(false);
     expect(textOf(listing.value)).toContain('[FILE] notes.txt');
@@ -82,7 +82,7 @@ describe('@modelcontextprotocol/server-filesystem', () => {
   });
 
   it('answers a read outside the allowed directory with an isError result', async () => {
-    const session = open(new McpSession({ launch: launch(dir) }));
+    const session = open(McpSession.create({ launch: launch(dir) })._unsafeUnwrap());
     const result = (await session.callTool('read_text_file', { path: '/etc/hostname' }))._unsafeUnwrap();
     expect(result.isError).toBe(true);
     expect(textOf(result.value)).toMatch(/denied|outside/i);
@@ -93,9 +93,9 @@ describe('@modelcontextprotocol/server-memory', () => {
   it('stores entities (structured output validated by the SDK) and reads the graph back', async () => {
     const memoryFile = join(dir, 'memory.jsonl');
     const session = open(
-      new McpSession({
+      McpSession.create({
         launch: launchCommand([process.execPath, npmServerEntry('@modelcontextprotocol/server-memory')], { env: { MEMORY_FILE_PATH: memoryFile } }),
-      }),
+      })._unsafeUnwrap(),
     );
     const entity = { name: 'mcp-plugin-host', entityType: 'library', observations: ['runs plugins in subprocesses'] };
     const created = (await session.callTool('create_entities', { entities: [entity] }))._unsafeUnwrap();
