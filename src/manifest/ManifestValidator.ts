@@ -16,7 +16,7 @@ import {
 } from './checks.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
 import { normalizeManifest } from './normalize.js';
-import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, plainValueOf, type ParseLimits } from './parse.js';
+import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, plainValueOf, unreadableValue, type ParseLimits } from './parse.js';
 import { checkSchemaRefGrammar, checkSchemaRefs, type SchemaBundleReader } from './schemaRefs.js';
 import { bundledValidator, newDraft07Ajv, type CompiledSchema } from './schemas.js';
 import { hasViolations, sortViolations, violationsError, type CheckStage, type Violation } from './violations.js';
@@ -258,7 +258,12 @@ export class ManifestValidator {
   inspectValue(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'> = {}): Result<ManifestReport, HostError> {
     const plain = plainValueOf(doc, this.#limits);
     if (plain.isErr()) return ok(this.#report(call.fileName ?? 'manifest', form, undefined, [...plain.error], []));
-    return this.#inspectParsed(plain.value, form, call);
+    try {
+      return this.#inspectParsed(plain.value, form, call);
+    } catch (cause) {
+      // An ordinary-looking value is validated in place; a getter or proxy trap that throws on a later read lands here.
+      return ok(this.#report(call.fileName ?? 'manifest', form, undefined, [...unreadableValue(cause)], []));
+    }
   }
 
   #inspectParsed(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'>): Result<ManifestReport, HostError> {

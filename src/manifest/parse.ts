@@ -103,10 +103,17 @@ export function parseJsonText(text: string, limits: ParseLimits): Result<unknown
  */
 export function plainValueOf(value: unknown, limits: ParseLimits): Result<unknown, NonEmptyViolations> {
   try {
-    return inspectTree(value, limits.maxDepth, true);
+    // Copying costs about half of a validation; a tree of ordinary objects and arrays (what JSON.parse and most
+    // callers build) is checked in place, and the validator catches what a getter or proxy throws later.
+    return inspectTree(value, limits.maxDepth, !isOrdinaryTree(value, limits.maxDepth));
   } catch (cause) {
-    return fail(`manifest value cannot be read: ${cause instanceof Error ? firstLine(cause.message) : String(cause)}`);
+    return err(unreadableValue(cause));
   }
+}
+
+/** The violation of a caller's value whose getter or proxy trap threw while it was read. */
+export function unreadableValue(cause: unknown): NonEmptyViolations {
+  return [violation('parse', 'PLUGIN_MANIFEST_INVALID', '', `manifest value cannot be read: ${cause instanceof Error ? firstLine(cause.message) : String(cause)}`)];
 }
 
 /** Parses TOML text into a plain JSON-like value (dates become ISO strings). */
@@ -151,6 +158,31 @@ function framePointer(frame: Frame | undefined, last?: string | number): string 
   const tokens: Array<string | number> = last === undefined ? [] : [last];
   for (let f = frame; f !== undefined && f.key !== undefined; f = f.parent) tokens.push(f.key);
   return pointerOf(...tokens.reverse());
+}
+
+/**
+ * Whether every container of `root` (down to `maxDepth`) is an array or an
+ * object whose prototype is `Object.prototype`: the schema validator's
+ * equality checks call methods such a tree inherits, which a null or foreign
+ * prototype lacks.
+ */
+function isOrdinaryTree(root: unknown, maxDepth: number): boolean {
+  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= maxDepth) continue;
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype === Array.prototype) {
+      if (!Array.isArray(value)) return false;
+      for (const item of value as unknown[]) stack.push({ value: item, depth: depth + 1 });
+    } else if (prototype === Object.prototype) {
+      for (const key of Object.keys(value)) stack.push({ value: (value as Record<string, unknown>)[key], depth: depth + 1 });
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 function isPlainContainer(value: unknown): value is Record<string, unknown> | unknown[] {

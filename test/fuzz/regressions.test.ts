@@ -91,4 +91,18 @@ describe('fuzz regressions: validateValue on values with null prototypes', () =>
     expect(error.code).toBe('PLUGIN_MANIFEST_INVALID');
     expect(error.details.violations).toEqual([expect.objectContaining({ stage: 'parse', pointer: '' })]);
   });
+
+  it('reports an ordinary value whose getter throws only on a later read (validated in place) instead of throwing', () => {
+    let reads = 0;
+    const doc = {
+      get manifest_schema_version(): number {
+        reads += 1;
+        if (reads > 2) throw new Error('third read');
+        return 1;
+      },
+    };
+    const error = new ManifestValidator().validateValue(doc, 'gum-json')._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_MANIFEST_INVALID');
+    expect(error.details.violations).toEqual([expect.objectContaining({ stage: 'parse', message: expect.stringContaining('third read') })]);
+  });
 });
