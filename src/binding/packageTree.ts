@@ -34,7 +34,7 @@ import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { openInsideRoot } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
-import { ioError } from '../errors/ioError.js';
+import { errnoOf, ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
 
 /** The name of the file list inside an install root. The `:` keeps it apart from every package entry. */
@@ -123,7 +123,6 @@ const permissionsOf = (s: Stats): number => s.mode & 0o7777;
 
 const join = (root: string, relative: string): string => (relative === '.' ? root : `${root}/${relative}`);
 
-const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 /** A thrown refusal, caught at the entry points: the walks are plain loops over synchronous calls. */
 class Refusal extends Error {

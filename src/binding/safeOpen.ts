@@ -9,7 +9,7 @@ import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promis
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { ioError } from '../errors/ioError.js';
+import { errnoOf, ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
 
 /** A regular file opened read-only, with the status taken from its descriptor. */
@@ -24,7 +24,6 @@ export interface OpenedFile {
 
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 /** The path the kernel has for an open descriptor (Linux), or the real path of `path` elsewhere. */
 async function pathOfDescriptor(handle: FileHandle, path: string): Promise<string> {

@@ -14,7 +14,7 @@ import { hostname as osHostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
-import { ioError } from '../errors/ioError.js';
+import { errnoOf, ioError } from '../errors/ioError.js';
 import type { Clock, Random } from '../ports/ports.js';
 
 /** What the lock file records about its holder. */
@@ -49,9 +49,6 @@ export interface ProfileLockOptions {
 const UNREADABLE_GRACE_MS = 2_000;
 /** A steal ticket is held for a few system calls; one older than this belongs to a dead stealer. */
 const TICKET_STALE_MS = 10_000;
-
-/** The errno code (`ENOENT`, `EEXIST`, …) of a failed system call, if it has one. */
-export const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | undefined)?.code;
 
 /** Whether a process of this host is still running (a zombie counts as gone). */
 export function processAlive(pid: number): boolean {

@@ -21,7 +21,7 @@ import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import type { EncodedFile } from './CatalogEncoder.js';
 import { CATALOG_FILE_KINDS, fileName, nextFileName, parseFile, type CatalogFileData, type CatalogFileKind } from './catalogFiles.js';
-import { errnoOf } from './ProfileLock.js';
+import { errnoOf } from '../errors/ioError.js';
 
 /** One file's content as read from one name. */
 export interface FileVersion<K extends CatalogFileKind = CatalogFileKind> {

@@ -16,7 +16,8 @@ export type IoErrorDetails = {
 // Retrying unchanged cannot make a missing or forbidden path appear.
 const PERMANENT_ERRNOS: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'EISDIR']);
 
-function errnoOf(cause: unknown): string | undefined {
+/** The Node error code a thrown value carries (`ENOENT`, `EACCES`, …), if any. */
+export function errnoOf(cause: unknown): string | undefined {
   const code = (cause as NodeJS.ErrnoException | null | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
 }
