@@ -323,6 +323,7 @@ export {
   type ConfirmationCallback,
   type ConfirmationRequest,
   type HostCallOptions,
+  type HostInspectOptions,
   type HostInstallOptions,
   type InstallOutcome,
   type InventoryResource,
@@ -346,7 +347,6 @@ export {
 export { effectiveStatus, type InventoryStatus, type StatusConditions } from './host/inventoryStatus.js';
 export { resolveRelativeDates } from './host/relativeDates.js';
 export {
-  HostEvents,
   diagnosticsChannelName,
   type HostEventListener,
   type HostEventMap,

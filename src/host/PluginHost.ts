@@ -5,7 +5,7 @@ import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js';
-import { Installer, type InstallInspection, type InstallOptions } from '../installer/Installer.js';
+import { Installer, type InstallInspection } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
@@ -136,8 +136,33 @@ export interface InstallOutcome {
   readonly unchanged?: true;
 }
 
+/** Options of {@link PluginHost.inspect}: how a package is trusted and checked. */
+export interface HostInspectOptions {
+  /**
+   * The expected package SHA-256 (`sha256:<hex>` or hex); required for
+   * archives outside dev profiles. When given it is the checksum that counts;
+   * without it, an archive is checked against its manifest's
+   * `[package].checksum`.
+   */
+  readonly checksum?: string;
+  /** The package's Ed25519 signature over its digest (base64 or bytes); `<archive>.sig` is read otherwise. */
+  readonly signature?: string | Uint8Array;
+  /** Dev profiles only: install despite another recorded namespace owner. */
+  readonly devAllowNamespaceConflict?: boolean;
+  /** Install as bundled first-party code (reserved prefixes and a missing namespace_owner allowed). */
+  readonly firstParty?: boolean;
+  /**
+   * Replace the installed package when the same version is installed from
+   * other bytes (otherwise `PLUGIN_ALREADY_INSTALLED`). The same bytes again
+   * are never replaced: that install succeeds with `unchanged: true`.
+   */
+  readonly replace?: boolean;
+  /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
+  readonly allowDowngrade?: boolean;
+}
+
 /** Options of {@link PluginHost.install}. */
-export interface HostInstallOptions extends Omit<InstallOptions, 'initialStatus'> {
+export interface HostInstallOptions extends HostInspectOptions {
   /** Run the declared canary right after the install (skipped, with needs_configuration, when credentials are missing). Default true. */
   readonly canary?: boolean;
   /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */
@@ -306,7 +331,7 @@ export class PluginHost {
   }
 
   /** Runs every install check on a package without installing it (what a CLI's `validate` prints). */
-  inspect(source: string, options: Omit<InstallOptions, 'initialStatus'> = {}): ResultAsync<InstallInspection, HostError> {
+  inspect(source: string, options: HostInspectOptions = {}): ResultAsync<InstallInspection, HostError> {
     if (this.#closed) return errAsync(closedError());
     const refused = checkArguments('inspect', { source }, { value: options, schema: METHOD_OPTION_SCHEMAS.inspect });
     if (refused !== undefined) return errAsync(refused);
