@@ -2,9 +2,8 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, extname, join } from 'node:path';
 import {
-  MANIFEST_FILE_NAMES,
+  ManifestValidator,
   describeErrorCode,
-  formFromJsonDocument,
   hostError,
   isHostErrorCode,
   type CanaryOutcome,
@@ -29,10 +28,10 @@ const MANIFEST_EXTENSIONS = new Set(['.json', '.toml']);
 /** The file name a lone manifest is checked under, so the validator reads it as the right form. */
 async function manifestFileName(path: string): Promise<string> {
   const name = basename(path);
-  if (MANIFEST_FILE_NAMES.includes(name)) return name;
+  if (ManifestValidator.fileNames.includes(name)) return name;
   if (extname(name).toLowerCase() === '.toml') return 'plugin.toml';
   try {
-    return formFromJsonDocument(JSON.parse(await readFile(path, 'utf8'))) === 'open-discovery' ? 'mcp-plugin.json' : 'manifest.json';
+    return ManifestValidator.formOf(JSON.parse(await readFile(path, 'utf8'))) === 'open-discovery' ? 'mcp-plugin.json' : 'manifest.json';
   } catch {
     // Unparsable JSON is reported by the validator itself, with its pointer.
     return 'manifest.json';

@@ -147,6 +147,14 @@ function looksLikeJson(text: string): boolean {
  * of its first violation.
  */
 export class ManifestValidator {
+  /** Manifest file names looked for in a plugin directory, in order (what a CLI accepts as a manifest file). */
+  static readonly fileNames: readonly string[] = MANIFEST_FILE_NAMES;
+
+  /** The form of a parsed JSON manifest with no file name to go by (`open-discovery` or `gum-json`). */
+  static formOf(doc: unknown): ManifestForm {
+    return formFromJsonDocument(doc);
+  }
+
   readonly #allowedShapes: readonly ManifestShape[];
   readonly #firstParty: boolean;
   readonly #limits: ParseLimits;
