@@ -333,7 +333,7 @@ export {
   type SetupOutcome,
 } from './host/PluginHost.js';
 export type { CredentialView, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
-export { Installer, type InstallInspection, type InstallOptions, type InstallResult, type InstallerOptions } from './installer/Installer.js';
+export { Installer, type InstallInspection, type InstallOptions, type InstallResult, type InstallerOptions, type PackageInstallChoices } from './installer/Installer.js';
 export type { CollectedLeftovers } from './installer/installLeftovers.js';
 export { ProfileLayout, defaultProfileDir, type ProfileLocation } from './profile/ProfileLayout.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';

@@ -5,7 +5,7 @@ import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js';
-import { Installer, type InstallInspection } from '../installer/Installer.js';
+import { Installer, type InstallInspection, type PackageInstallChoices } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
@@ -137,29 +137,7 @@ export interface InstallOutcome {
 }
 
 /** Options of {@link PluginHost.inspect}: how a package is trusted and checked. */
-export interface HostInspectOptions {
-  /**
-   * The expected package SHA-256 (`sha256:<hex>` or hex); required for
-   * archives outside dev profiles. When given it is the checksum that counts;
-   * without it, an archive is checked against its manifest's
-   * `[package].checksum`.
-   */
-  readonly checksum?: string;
-  /** The package's Ed25519 signature over its digest (base64 or bytes); `<archive>.sig` is read otherwise. */
-  readonly signature?: string | Uint8Array;
-  /** Dev profiles only: install despite another recorded namespace owner. */
-  readonly devAllowNamespaceConflict?: boolean;
-  /** Install as bundled first-party code (reserved prefixes and a missing namespace_owner allowed). */
-  readonly firstParty?: boolean;
-  /**
-   * Replace the installed package when the same version is installed from
-   * other bytes (otherwise `PLUGIN_ALREADY_INSTALLED`). The same bytes again
-   * are never replaced: that install succeeds with `unchanged: true`.
-   */
-  readonly replace?: boolean;
-  /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
-  readonly allowDowngrade?: boolean;
-}
+export type HostInspectOptions = PackageInstallChoices;
 
 /** Options of {@link PluginHost.install}. */
 export interface HostInstallOptions extends HostInspectOptions {

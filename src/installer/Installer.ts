@@ -63,8 +63,8 @@ export interface InstallerOptions {
   readonly logger?: Logger;
 }
 
-/** Per-install choices. */
-export interface InstallOptions {
+/** What a caller decides about one package: the checks it must pass and the replacements it may make. */
+export interface PackageInstallChoices {
   /**
    * The expected package SHA-256 (`sha256:<hex>` or hex); required for
    * archives outside dev profiles. When given it is the checksum that counts;
@@ -86,6 +86,10 @@ export interface InstallOptions {
   readonly replace?: boolean;
   /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
   readonly allowDowngrade?: boolean;
+}
+
+/** Per-install choices. */
+export interface InstallOptions extends PackageInstallChoices {
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
   readonly initialStatus?: (manifest: NormalizedManifest) => Promise<PluginStateRecord['status']> | PluginStateRecord['status'];
 }
