@@ -3,6 +3,7 @@ import { chmod, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SafeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
+import { linkTargetInside } from './packageLinks.js';
 import { refuseEntry, refuseLimit } from './refusal.js';
 import { writeAll } from './writeAll.js';
 
@@ -20,7 +21,9 @@ const CREATE_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | 
  * format and the directory copier feed it entries; it alone creates files,
  * so the limits, the modes and the duplicate rules are the same for all of
  * them. Nothing in the tree is ever a link: the tree is created from empty,
- * only by this class, and files are created with `O_EXCL | O_NOFOLLOW`.
+ * only by this class, and files are created with `O_EXCL | O_NOFOLLOW`. A
+ * link in the package that stays inside it (npm's `node_modules/.bin/*`) is
+ * counted and dropped, never created (see {@link StagingTree.dropLink}).
  */
 export class StagingTree {
   private entries = 0;
@@ -28,6 +31,7 @@ export class StagingTree {
   private readonly named = new Set<string>();
   private readonly directories = new Set<string>(['']);
   private readonly files = new Set<string>();
+  private readonly dropped: string[] = [];
 
   /**
    * @param root - An existing, empty directory only this process writes to.
@@ -46,6 +50,30 @@ export class StagingTree {
   /** File bytes written so far. */
   get byteCount(): number {
     return this.bytes;
+  }
+
+  /** Names of the links dropped so far, in the order they were seen. */
+  get droppedLinks(): readonly string[] {
+    return this.dropped;
+  }
+
+  /**
+   * Takes note of a symbolic link whose target stays inside the package and
+   * leaves it out of the tree; returns `false`, changing nothing, when the
+   * target leaves the package (the caller refuses the package with its own
+   * code). Links are dropped rather than recreated because the executable
+   * binding and the package tree pin accept no link anywhere below the
+   * install root: a link is a name whose meaning can change after it was
+   * pinned. What npm links (`.bin` entries for scripts and `npx`) is never
+   * read by a server that is started by its own file.
+   */
+  dropLink(name: string, entry: SafeEntryName, target: string): boolean {
+    if (entry.segments.length === 0 || linkTargetInside(entry.segments, target) === undefined) return false;
+    this.claim(name, entry);
+    // Held as a file name, so that a later entry below the link is a conflict rather than a directory made in its place.
+    this.files.add(entry.normalized);
+    this.dropped.push(entry.normalized);
+    return true;
   }
 
   /** Counts one entry against `maxEntries`; call once per archive member, whatever its kind. */

@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readdir, readlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { safeEntryName } from './entryName.js';
 import { refuse, refuseEntry } from './refusal.js';
@@ -8,10 +8,14 @@ import type { StagingTree } from './StagingTree.js';
 const CHUNK_BYTES = 1024 * 1024;
 const OPEN_SOURCE = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-const linkRefused = (name: string): never =>
-  refuse('PLUGIN_EXECUTABLE_UNTRUSTED', `package entry '${name}' is a symbolic link; packages may not contain links`, {
-    details: { reason: 'symlink', entry: name },
-  });
+const linkRefused = (name: string, target?: string): never =>
+  refuse(
+    'PLUGIN_EXECUTABLE_UNTRUSTED',
+    target === undefined
+      ? `package entry '${name}' is a symbolic link where a file was seen`
+      : `package entry '${name}' is a symbolic link to '${target}', outside the package; only links that stay inside it are accepted (and left out)`,
+    { details: { reason: 'symlink', entry: name, ...(target === undefined ? {} : { target }) } },
+  );
 
 /** Yields views of `buffer`, each overwritten by the next read: the consumer must be done with one before asking for the next. */
 async function* chunksOf(handle: FileHandle, buffer: Buffer): AsyncGenerator<Uint8Array> {
@@ -59,8 +63,10 @@ async function copyEntries(directory: string, prefix: string, tree: StagingTree,
     const name = prefix === '' ? base : `${prefix}/${base}`;
     tree.countEntry(name);
     const stat = await lstat(path);
-    if (stat.isSymbolicLink()) linkRefused(name);
-    if (stat.isDirectory()) {
+    if (stat.isSymbolicLink()) {
+      const target = await readlink(path);
+      if (!tree.dropLink(name, safeEntryName('package', name), target)) linkRefused(name, target);
+    } else if (stat.isDirectory()) {
       await tree.addDirectory(name, safeEntryName('package', name, `${name}/`));
       await copyEntries(path, name, tree, buffer);
     } else if (stat.isFile()) {
@@ -73,8 +79,10 @@ async function copyEntries(directory: string, prefix: string, tree: StagingTree,
 
 /**
  * Copies a local package directory into the staging tree. The walk uses
- * `lstat`, so links are seen as links and refused (`PLUGIN_EXECUTABLE_UNTRUSTED`,
- * the code GUM gives a link where an executable should be); devices, FIFOs
+ * `lstat`, so links are seen as links and never followed: one whose target
+ * stays inside the package (npm's `node_modules/.bin/*`) is left out, one that
+ * leads outside is refused (`PLUGIN_EXECUTABLE_UNTRUSTED`, the code GUM gives
+ * a link where an executable should be); devices, FIFOs
  * and sockets are refused as `PLUGIN_ARCHIVE_INVALID`. The same entry and
  * byte limits as for archives apply. Executable bits are kept as 0755, every
  * other file becomes 0644.

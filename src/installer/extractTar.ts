@@ -12,15 +12,16 @@ const CHUNK_BYTES = 1024 * 1024;
 const MAX_META_ENTRY_BYTES = 64 * 1024;
 
 const REFUSED_TYPES: Readonly<Record<string, ArchiveRefusalReason>> = {
-  SymbolicLink: 'symlink',
   Link: 'hardlink',
   CharacterDevice: 'device',
   BlockDevice: 'device',
   FIFO: 'fifo',
 };
 
-function entryKind(entry: ReadEntry): 'file' | 'directory' {
+function entryKind(entry: ReadEntry): 'file' | 'directory' | 'symlink' {
   switch (entry.type) {
+    case 'SymbolicLink':
+      return 'symlink';
     case 'File':
     case 'OldFile':
     case 'ContiguousFile':
@@ -67,6 +68,14 @@ async function stageEntry(entry: ReadEntry, tree: StagingTree, signal: AbortSign
   tree.countEntry(name);
   const kind = entryKind(entry);
   const safe = safeEntryName('tar', name);
+  if (kind === 'symlink') {
+    const target = entry.linkpath ?? '';
+    if (!tree.dropLink(name, safe, target)) {
+      refuseEntry('symlink', name, `tar entry '${name}' is a symbolic link to '${target}', outside the package`, { target });
+    }
+    entry.resume();
+    return;
+  }
   if (kind === 'directory') {
     if (entry.size > 0) refuseEntry('malformed', name, `tar directory entry '${name}' carries data`);
     await tree.addDirectory(name, safe);

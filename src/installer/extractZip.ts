@@ -1,5 +1,6 @@
+import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { safeEntryName } from './entryName.js';
+import { safeEntryName, type SafeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
 import { archiveInvalid, Refusal, refuseEntry, refuseLimit, type ArchiveRefusalReason } from './refusal.js';
 import type { StagingTree } from './StagingTree.js';
@@ -18,6 +19,7 @@ const ENCRYPTED_FLAG = 0x1;
 const DATA_DESCRIPTOR_FLAG = 0x8;
 const ZIP64_MARKER = 0xffffffff;
 const STORED = 0;
+const MAX_LINK_TARGET_BYTES = 4096;
 const DEFLATED = 8;
 
 /**
@@ -29,12 +31,12 @@ function entryName(entry: Entry): string {
   return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, true);
 }
 
-function entryKind(entry: Entry, name: string): 'file' | 'directory' {
+function entryKind(entry: Entry, name: string): 'file' | 'directory' | 'symlink' {
   const unixMode = entry.externalFileAttributes >>> 16;
   const type = unixMode & S_IFMT;
   if (type === 0) return name.endsWith('/') ? 'directory' : 'file';
   const kind = FILE_TYPES.get(type) ?? 'unsupported_type';
-  if (kind === 'file' || kind === 'directory') return kind;
+  if (kind === 'file' || kind === 'directory' || kind === 'symlink') return kind;
   return refuseEntry(kind, name, `zip entry '${name}' is a ${kind}; packages hold only files and directories`, {
     mode: unixMode.toString(8),
   });
@@ -83,6 +85,24 @@ async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promi
   if (local.crc32 !== entry.crc32) mismatch('crc32', entry.crc32, local.crc32);
 }
 
+/** A zip symbolic link stores its target as its data: read it (it is short) and drop the link, or refuse one that leaves the package. */
+async function stageLink(name: string, safe: SafeEntryName, entry: Entry, data: Readable, tree: StagingTree): Promise<void> {
+  data.on('error', () => undefined);
+  if (entry.uncompressedSize > MAX_LINK_TARGET_BYTES) refuseEntry('malformed', name, `zip entry '${name}' is a symbolic link with a target over ${MAX_LINK_TARGET_BYTES} bytes`);
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of data) chunks.push(chunk as Buffer);
+  } catch (cause) {
+    throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' is corrupt: ${String(cause)}`));
+  } finally {
+    data.destroy();
+  }
+  const target = Buffer.concat(chunks).toString('utf8');
+  if (!tree.dropLink(name, safe, target)) {
+    refuseEntry('symlink', name, `zip entry '${name}' is a symbolic link to '${target}', outside the package`, { target });
+  }
+}
+
 async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promise<void> {
   const name = entryName(entry);
   tree.countEntry(name);
@@ -100,10 +120,14 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
       method: entry.compressionMethod,
     });
   }
-  const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
   const data = await zip.openReadStreamPromise(entry).catch((cause: unknown) => {
     throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' cannot be read: ${String(cause)}`));
   });
+  if (kind === 'symlink') {
+    await stageLink(name, safe, entry, data, tree);
+    return;
+  }
+  const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
   // The first error reaches addFile through iteration; yauzl can emit another
   // after the iterator has let go, which must not become an uncaught exception.
   data.on('error', () => undefined);

@@ -1,4 +1,5 @@
 import { err, ok, type Result } from 'neverthrow';
+import packageLimits from '../../etc/package-limits.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
 
 /** Size and count limits applied while a package is staged. */
@@ -11,11 +12,15 @@ export interface PackageLimits {
   readonly maxEntries: number;
 }
 
-/** The default limits: 32 MiB archive, 32 MiB extracted, 4,096 entries. */
+/**
+ * The default limits (etc/package-limits.json): 256 MiB archive, 256 MiB
+ * extracted, 50,000 entries. Sized for published servers with their
+ * dependency trees (about 5,000 files and 17–35 MB each), with room to spare.
+ */
 export const DEFAULT_PACKAGE_LIMITS: PackageLimits = Object.freeze({
-  maxArchiveBytes: 32 * 1024 * 1024,
-  maxExtractedBytes: 32 * 1024 * 1024,
-  maxEntries: 4096,
+  maxArchiveBytes: packageLimits.maxArchiveBytes,
+  maxExtractedBytes: packageLimits.maxExtractedBytes,
+  maxEntries: packageLimits.maxEntries,
 });
 
 /**

@@ -65,6 +65,12 @@ export interface StagedPackage {
   readonly strippedTopDirectory?: string;
   /** Entries and file bytes staged. */
   readonly stats: { readonly entries: number; readonly bytes: number };
+  /**
+   * Symbolic links of the package that stayed inside it and were left out of
+   * the staged tree (npm's `node_modules/.bin/*`), by entry name; absent when
+   * there were none. Links that lead outside the package refuse it.
+   */
+  readonly droppedLinks?: readonly string[];
   /** Removes the staging directory and whatever is still in it; safe to call twice. */
   discard(): Promise<void>;
 }
@@ -213,6 +219,7 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
       manifestFile: found.manifestFile,
       source: { kind: staged.kind, path: absolute },
       stats: { entries: staged.tree.entryCount, bytes: staged.tree.byteCount },
+      ...(staged.tree.droppedLinks.length === 0 ? {} : { droppedLinks: staged.tree.droppedLinks }),
       discard,
       ...(staged.digest === undefined ? {} : { digest: staged.digest }),
       ...(staged.signer === undefined ? {} : { signature: { keyFingerprint: staged.signer.fingerprint } }),
@@ -236,11 +243,15 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
  * hashed; checksum; signature; format; every entry while extracting; the
  * manifest at the root. The first failure wins and leaves nothing behind.
  *
- * Fails with `PLUGIN_ARCHIVE_INVALID` (malformed archive, limit hit, link,
- * device, absolute, traversing, duplicate entries; `details.reason`,
- * `details.entry`, `details.limit`), `PLUGIN_CHECKSUM_MISMATCH`,
+ * Symbolic links whose target stays inside the package are left out (see
+ * {@link StagedPackage.droppedLinks}); links are never followed.
+ *
+ * Fails with `PLUGIN_ARCHIVE_INVALID` (malformed archive, limit hit, a link
+ * leading outside the package, a hard link, device, absolute, traversing,
+ * duplicate entries; `details.reason`, `details.entry`, `details.limit`,
+ * `details.target`), `PLUGIN_CHECKSUM_MISMATCH`,
  * `PLUGIN_SIGNATURE_INVALID`, `PLUGIN_MANIFEST_NOT_FOUND`,
- * `PLUGIN_EXECUTABLE_UNTRUSTED` (a link in a directory source),
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` (a link leading outside a directory source),
  * `HOST_INVALID_OPTIONS` or `HOST_IO_ERROR`.
  */
 export function openPackageSource(path: string, options: PackageSourceOptions): ResultAsync<StagedPackage, HostError> {

@@ -46,19 +46,32 @@ describe('local directory sources', () => {
     await expectRefused(await openPackageSource(outer, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_MANIFEST_NOT_FOUND');
   });
 
-  it('refuses a symbolic link anywhere in the tree', async () => {
+  it('refuses a symbolic link that leads outside the package, anywhere in the tree', async () => {
     await symlink('/etc/passwd', join(pkg, 'bin', 'passwd'));
     await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
       reason: 'symlink',
       entry: 'bin/passwd',
+      target: '/etc/passwd',
+    });
+    await rm(join(pkg, 'bin', 'passwd'));
+    await symlink('../../hello-plugin', join(pkg, 'bin', 'up'));
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
+      entry: 'bin/up',
     });
   });
 
-  it('refuses a link to a directory inside the package too', async () => {
+  it('leaves out links that stay inside the package (npm node_modules/.bin), without following them', async () => {
+    await mkdir(join(pkg, 'node_modules', 'tool'), { recursive: true });
+    await mkdir(join(pkg, 'node_modules', '.bin'));
+    await writeFile(join(pkg, 'node_modules', 'tool', 'cli.js'), 'console.log(1)\n');
+    await symlink('../tool/cli.js', join(pkg, 'node_modules', '.bin', 'tool'));
     await symlink('bin', join(pkg, 'alias'));
-    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_EXECUTABLE_UNTRUSTED', {
-      entry: 'alias',
-    });
+    const staged = expectStaged(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }));
+    expect(staged.droppedLinks).toEqual(['alias', 'node_modules/.bin/tool']);
+    expect((await readdir(staged.root)).sort()).toEqual(['bin', 'manifest.json', 'node_modules', 'secret-ish']);
+    expect(await readdir(join(staged.root, 'node_modules', '.bin'))).toEqual([]);
+    expect(await readFile(join(staged.root, 'node_modules', 'tool', 'cli.js'), 'utf8')).toBe('console.log(1)\n');
+    await staged.discard();
   });
 
   it('refuses file and folder names a Windows host could not create faithfully, as archives do', async () => {

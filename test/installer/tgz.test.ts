@@ -3,6 +3,7 @@ import { chmod, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promis
 import { join } from 'node:path';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_PACKAGE_LIMITS } from '../../src/installer/limits.js';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
 import { tgzOf, type TarMember } from './craftArchives.js';
 import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
@@ -32,9 +33,17 @@ async function packWithTar(): Promise<string> {
   return archive;
 }
 
+// The bomb tests keep the limits they were written for: the mechanism is what they check, not the default sizes.
+const BOMB_LIMITS = { maxArchiveBytes: 32 * 1024 * 1024, maxExtractedBytes: 32 * 1024 * 1024, maxEntries: 4096 };
+
 const refuse = async (members: readonly TarMember[], details: Record<string, unknown>, trailing = 0) => {
   const archive = await ws.file('hostile.tgz', tgzOf(members, trailing));
-  return expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', details);
+  return expectRefused(
+    await openPackageSource(archive, { stagingRoot: ws.stagingRoot, limits: BOMB_LIMITS }),
+    ws.stagingRoot,
+    'PLUGIN_ARCHIVE_INVALID',
+    details,
+  );
 };
 
 describe('tgz sources', () => {
@@ -140,10 +149,46 @@ describe('tgz sources', () => {
     await staged.discard();
   });
 
-  it('refuses symbolic links, hard links, devices and FIFOs', async () => {
+  it('leaves out symbolic links that stay inside the package, as npm lays out node_modules/.bin', async () => {
+    const archive = await ws.file(
+      'bin-links.tgz',
+      tgzOf([
+        { path: 'package/manifest.json', data: MANIFEST },
+        { path: 'package/node_modules/tool/cli.js', data: 'console.log(1)\n' },
+        { path: 'package/node_modules/.bin/tool', type: 'SymbolicLink', linkpath: '../tool/cli.js' },
+        { path: 'package/self', type: 'SymbolicLink', linkpath: '.' },
+      ]),
+    );
+    const staged = expectStaged(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }));
+    expect(staged.droppedLinks).toEqual(['package/node_modules/.bin/tool', 'package/self']);
+    expect(await readdir(join(staged.root, 'node_modules'))).toEqual(['tool']);
+    expect((await readdir(staged.root)).sort()).toEqual(['manifest.json', 'node_modules']);
+    await staged.discard();
+  });
+
+  it('refuses a link whose target leaves the package, and an entry written through a dropped link', async () => {
+    for (const linkpath of ['../../../outside', '../tool/../../../x', 'C:/x']) {
+      await refuse([{ path: 'manifest.json', data: MANIFEST }, { path: 'node_modules/.bin/x', type: 'SymbolicLink', linkpath }], {
+        reason: 'symlink',
+        entry: 'node_modules/.bin/x',
+        target: linkpath,
+      });
+    }
+    await refuse(
+      [
+        { path: 'manifest.json', data: MANIFEST },
+        { path: 'lib', type: 'SymbolicLink', linkpath: 'dist' },
+        { path: 'lib/evil.js', data: 'x' },
+      ],
+      { reason: 'conflict', entry: 'lib/evil.js' },
+    );
+  });
+
+  it('refuses symbolic links out of the package, hard links, devices and FIFOs', async () => {
     await refuse([{ path: 'manifest.json', data: MANIFEST }, { path: 'link', type: 'SymbolicLink', linkpath: '/etc/passwd' }], {
       reason: 'symlink',
       entry: 'link',
+      target: '/etc/passwd',
     });
     await refuse([{ path: 'manifest.json', data: MANIFEST }, { path: 'hard', type: 'Link', linkpath: 'manifest.json' }], {
       reason: 'hardlink',
@@ -171,7 +216,7 @@ describe('tgz sources', () => {
     const bomb = tgzOf([{ path: 'manifest.json', data: MANIFEST }, { path: 'zeros', data: Buffer.alloc(40 * 1024 * 1024) }]);
     expect(bomb.length).toBeLessThan(256 * 1024);
     const archive = await ws.file('bomb.tgz', bomb);
-    await expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+    await expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot, limits: BOMB_LIMITS }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
       reason: 'limit',
       limit: 'maxExtractedBytes',
       max: 32 * 1024 * 1024,
@@ -192,6 +237,20 @@ describe('tgz sources', () => {
 
   it('counts decompressed bytes the tar headers never mention (zeros after the end marker)', async () => {
     await refuse([{ path: 'manifest.json', data: MANIFEST }], { reason: 'limit', limit: 'maxExtractedBytes' }, 60 * 1024 * 1024);
+  });
+
+  it('accepts packages sized like published servers by default: 50,000 entries and 256 MiB', () => {
+    expect(DEFAULT_PACKAGE_LIMITS.maxEntries).toBeGreaterThanOrEqual(50_000);
+    expect(DEFAULT_PACKAGE_LIMITS.maxExtractedBytes).toBeGreaterThanOrEqual(256 * 1024 * 1024);
+    expect(DEFAULT_PACKAGE_LIMITS.maxArchiveBytes).toBeGreaterThanOrEqual(DEFAULT_PACKAGE_LIMITS.maxExtractedBytes);
+  });
+
+  it('stages 5,000 entries with the default limits', async () => {
+    const members = Array.from({ length: 5000 }, (_, i) => ({ path: `node_modules/dep${i % 50}/f${i}.js`, data: 'module.exports = 1;\n' }));
+    const archive = await ws.file('many.tgz', tgzOf([{ path: 'manifest.json', data: MANIFEST }, ...members]));
+    const staged = expectStaged(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }));
+    expect(staged.stats.entries).toBe(5001);
+    await staged.discard();
   });
 
   it('refuses more than 4,096 entries', async () => {

@@ -16,9 +16,17 @@ afterEach(async () => {
   await ws.dispose();
 });
 
+// The bomb tests keep the limits they were written for: the mechanism is what they check, not the default sizes.
+const BOMB_LIMITS = { maxArchiveBytes: 32 * 1024 * 1024, maxExtractedBytes: 32 * 1024 * 1024, maxEntries: 4096 };
+
 const refuse = async (members: readonly ZipMember[], details: Record<string, unknown>) => {
   const archive = await ws.file('hostile.zip', await zipOf(members));
-  return expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', details);
+  return expectRefused(
+    await openPackageSource(archive, { stagingRoot: ws.stagingRoot, limits: BOMB_LIMITS }),
+    ws.stagingRoot,
+    'PLUGIN_ARCHIVE_INVALID',
+    details,
+  );
 };
 
 describe('zip sources', () => {
@@ -89,10 +97,30 @@ describe('zip sources', () => {
     expect(refused.message).toBe(`zip entry 'conout$/': entry name segment "conout$" is a Windows device name`);
   });
 
-  it('refuses symbolic links, devices and FIFOs marked in the external attributes', async () => {
+  it('leaves out symbolic links that stay inside the package', async () => {
+    const archive = await ws.file(
+      'bin-links.zip',
+      await zipOf([
+        { name: 'manifest.json', data: '{}' },
+        { name: 'node_modules/tool/cli.js', data: 'console.log(1)\n' },
+        { name: 'node_modules/.bin/tool', data: '../tool/cli.js', mode: 0o120777 },
+      ]),
+    );
+    const staged = expectStaged(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }));
+    expect(staged.droppedLinks).toEqual(['node_modules/.bin/tool']);
+    expect(await readdir(join(staged.root, 'node_modules'))).toEqual(['tool']);
+    await staged.discard();
+  });
+
+  it('refuses symbolic links out of the package, devices and FIFOs marked in the external attributes', async () => {
     await refuse([{ name: 'manifest.json', data: '{}' }, { name: 'link', data: '/etc/passwd', mode: 0o120777 }], {
       reason: 'symlink',
       entry: 'link',
+      target: '/etc/passwd',
+    });
+    await refuse([{ name: 'manifest.json', data: '{}' }, { name: 'a/link', data: '../../etc', mode: 0o120777 }], {
+      reason: 'symlink',
+      entry: 'a/link',
     });
     await refuse([{ name: 'tty', data: '', mode: 0o020644 }], { reason: 'device', entry: 'tty' });
     await refuse([{ name: 'pipe', data: '', mode: 0o010644 }], { reason: 'fifo', entry: 'pipe' });
@@ -109,7 +137,7 @@ describe('zip sources', () => {
     const bomb = await zipOf([{ name: 'manifest.json', data: '{}' }, { name: 'zeros.bin', data: Buffer.alloc(40 * 1024 * 1024) }]);
     expect(bomb.length).toBeLessThan(256 * 1024);
     const archive = await ws.file('bomb.zip', bomb);
-    await expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+    await expectRefused(await openPackageSource(archive, { stagingRoot: ws.stagingRoot, limits: BOMB_LIMITS }), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
       reason: 'limit',
       limit: 'maxExtractedBytes',
       entry: 'zeros.bin',
