@@ -164,6 +164,7 @@ export {
   type OutputProfileFacts,
   type PackageSpec,
   type PermissionHint,
+  type PluginGrant,
   type PluginShape,
   type RatePolicy,
   type ResolvedSchema,
@@ -332,7 +333,7 @@ export {
   type RemoveOptions,
   type SetupOutcome,
 } from './host/PluginHost.js';
-export type { CredentialView, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
+export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
 export { Installer, type InstallInspection, type InstallOptions, type InstallResult, type InstallerOptions, type PackageInstallChoices } from './installer/Installer.js';
 export type { CollectedLeftovers } from './installer/installLeftovers.js';
 export { ProfileLayout, defaultProfileDir, type ProfileLocation } from './profile/ProfileLayout.js';

@@ -4,7 +4,7 @@
  * every read and write.
  */
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import type { ConfirmationPolicy, CredentialDescriptor, DeclaredCapabilities, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, CredentialDescriptor, DeclaredCapabilities, PluginGrant, RiskClass } from '../manifest/model.js';
 
 /** `plugin_catalog_schema_version` this host reads and writes. */
 export const PLUGIN_CATALOG_SCHEMA_VERSION = 1;
@@ -71,8 +71,10 @@ export interface PluginDescriptor {
   readonly tos?: string;
   /** Risk statement shown at install. */
   readonly risk?: string;
-  /** Declared sandbox powers. */
+  /** The sandbox powers the plugin runs with: the declaration (or host default) as the install grant narrowed or widened it. */
   readonly capabilities?: DeclaredCapabilities;
+  /** `host_default` when the source declared no sandbox powers (see `NormalizedManifest.capabilities_source`). */
+  readonly capabilities_source?: 'declared' | 'host_default';
   /** Credential env names the plugin needs from the secret store. */
   readonly needs_user_creds?: readonly string[];
   /** One descriptor per needed credential. */
@@ -115,6 +117,8 @@ export interface LockedPlugin {
   readonly package: PackageSource;
   /** The executable binding verified before every spawn, with the digest of the install root's file list (`tree`). */
   readonly binding: ExecutableBindingRecord;
+  /** The sandbox powers granted at install, as given; absent when the install granted nothing (the declaration, or the host default, applies). */
+  readonly grant?: PluginGrant;
 }
 
 /** Who owns a plugin id prefix; kept across removes (same shape as the NamespaceLock owners record). */

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { ManifestPreset, RiskClass } from '../index.js';
+import type { ManifestPreset, PluginGrant, RiskClass } from '../index.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -27,6 +27,10 @@ const OPTIONS = {
   yes: { type: 'boolean', short: 'y' },
   timeout: { type: 'string' },
   set: { type: 'string', multiple: true },
+  'grant-network': { type: 'boolean' },
+  'grant-write-dir': { type: 'string' },
+  'grant-env': { type: 'string', multiple: true },
+  'grant-egress': { type: 'string', multiple: true },
 } as const;
 
 /** The name of a CLI option. */
@@ -46,6 +50,8 @@ export const GLOBAL_OPTIONS: readonly OptionName[] = [
 ];
 
 const PACKAGE_OPTIONS: readonly OptionName[] = ['checksum', 'signature', 'trusted-key', 'require-signatures'];
+
+const GRANT_OPTIONS: readonly OptionName[] = ['grant-network', 'grant-write-dir', 'grant-env', 'grant-egress'];
 
 /** How one command is called. */
 export interface CommandSpec {
@@ -75,13 +81,17 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
       'Installing the installed version again from the same package changes nothing; from other',
       'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
+      'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
+      'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
+      'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
+      'no writable dir beyond its data dir, no host env. Any grant flag replaces the whole grant.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -167,6 +177,8 @@ export interface Flags {
   readonly timeoutMs: number | undefined;
   /** setup: credential assignments as typed (NAME=value or NAME). */
   readonly set: readonly string[];
+  /** install: the sandbox grant, when any grant flag was given. */
+  readonly grant: PluginGrant | undefined;
 }
 
 /** What the command line asks for. */
@@ -274,7 +286,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   }
   if (bool('dev-allow-namespace-conflict') && !bool('dev')) return usage('--dev-allow-namespace-conflict works only in dev profiles: add --dev', command);
   if (bool('live') && command === 'validate' && !bool('canary')) return usage('--live needs --canary', command);
-  for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature'] as const) {
+  for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature', 'grant-write-dir'] as const) {
     if (text(k) === '') return usage(`--${k} needs a value`, command);
   }
   const canaryArgs = readCanaryArgs(list('canary-args'));
@@ -304,8 +316,15 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       yes: bool('yes'),
       timeoutMs,
       set: list('set'),
+      grant: grantOf(bool('grant-network'), text('grant-write-dir'), list('grant-env'), list('grant-egress')),
     },
   };
+}
+
+/** The grant the grant flags spell; undefined when none was given (the install keeps the declaration or the default). */
+function grantOf(network: boolean, writeDir: string | undefined, env: readonly string[], egress: readonly string[]): PluginGrant | undefined {
+  if (!network && writeDir === undefined && env.length === 0 && egress.length === 0) return undefined;
+  return { network, fs_write_dir: writeDir ?? '', env_allow: [...env], ...(egress.length === 0 ? {} : { egress: [...egress] }) };
 }
 
 /** Reads one `k=v` value: JSON when it parses, the raw string otherwise. */

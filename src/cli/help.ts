@@ -30,6 +30,10 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   yes: ['-y, --yes', 'confirm a high_stakes_write tool without asking'],
   timeout: ['--timeout <ms>', 'time a plugin may stay silent during a call'],
   set: ['--set NAME=value | NAME', 'a credential to store (repeatable); NAME alone reads $NAME'],
+  'grant-network': ['--grant-network', 'grant the plugin the network'],
+  'grant-write-dir': ['--grant-write-dir <dir>', 'grant a writable directory inside its data dir'],
+  'grant-env': ['--grant-env NAME', 'grant a host environment variable (repeatable)'],
+  'grant-egress': ['--grant-egress host[:port]', 'grant a network destination (repeatable)'],
 };
 
 function optionRows(names: readonly OptionName[]): string[] {

@@ -36,6 +36,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     canary: !flags.skipCanary,
     ...(flags.force ? { replace: true } : {}),
     ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+    ...(flags.grant === undefined ? {} : { grant: flags.grant }),
   });
   offSpawn();
   spinner.stop();

@@ -134,6 +134,7 @@ const INSPECT_SCHEMA: OptionSchema = {
   firstParty: 'boolean',
   replace: 'boolean',
   allowDowngrade: 'boolean',
+  grant: { fields: { network: 'boolean', fs_write_dir: 'string', env_allow: 'strings', egress: 'strings' } },
 };
 
 /** The options of each public method that takes some, checked before the method does anything. */

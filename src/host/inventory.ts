@@ -8,7 +8,7 @@
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
 import type { InventoryStatus } from './inventoryStatus.js';
-import type { ConfirmationPolicy, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, PluginGrant, RiskClass } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 import { hostOpId } from './operations.js';
 import { statusOf } from './pluginState.js';
@@ -59,6 +59,22 @@ export interface OperationView {
   readonly description: string | null;
 }
 
+/** The sandbox powers an install gave a plugin, and what they came from. */
+export interface GrantedCapabilities {
+  /** Whole-network access. */
+  readonly network: boolean;
+  /** The writable directory inside the data dir (`""`: the data dir itself). */
+  readonly fs_write_dir: string;
+  /** Env var names passed through from the host environment. */
+  readonly env_allow: readonly string[];
+  /** Network destinations granted, when the grant named some. */
+  readonly egress?: readonly string[];
+  /** What the grant narrowed (`declared`: the manifest's declaration) or widened (`host_default`: the source declared nothing). */
+  readonly basis: 'declared' | 'host_default';
+  /** The grant given at install, as recorded in the lock; null when none was given. */
+  readonly grant: PluginGrant | null;
+}
+
 /** The `plugin/{name}` resource: everything known about one plugin. */
 export interface PluginInfo extends PluginRow {
   /** What it does. */
@@ -87,6 +103,8 @@ export interface PluginInfo extends PluginRow {
   readonly last_error_code: string | null;
   /** Its credentials, by alias. */
   readonly credential_descriptors: readonly CredentialView[];
+  /** What the install gave it (declaration or host default, with the grant applied); null when the catalog records no capabilities. */
+  readonly granted_capabilities: GrantedCapabilities | null;
   /** What the sandbox enforces for it on this host. */
   readonly enforced_capabilities: EnforcedPolicy | null;
   /** Present when the lock and the catalog disagree. */
@@ -104,6 +122,20 @@ export function pluginRow(plugin: InstalledPlugin, pendingRestart: boolean): Plu
     tos: d?.tos ?? null,
     risk: d?.risk ?? null,
     variant_count: plugin.variants.length,
+  };
+}
+
+function grantedOf(plugin: InstalledPlugin): GrantedCapabilities | null {
+  const caps = plugin.descriptor?.capabilities;
+  if (caps === undefined) return null;
+  const grant = plugin.lock.grant;
+  return {
+    network: caps.network,
+    fs_write_dir: caps.fs_write_dir,
+    env_allow: [...caps.env_allow],
+    ...(grant?.egress === undefined ? {} : { egress: [...grant.egress] }),
+    basis: plugin.descriptor?.capabilities_source ?? 'declared',
+    grant: grant ?? null,
   };
 }
 
@@ -170,6 +202,7 @@ export function pluginInfo(
       display_name: c.display_name,
       setup_hint: c.setup_hint,
     })),
+    granted_capabilities: grantedOf(plugin),
     enforced_capabilities: enforced,
     ...(mismatch ? { metadata_warning: 'lock_catalog_mismatch' as const } : {}),
   };

@@ -13,13 +13,14 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
-import type { ManifestShape, NormalizedManifest } from '../manifest/model.js';
-import { hasViolations, violation, violationsError, type Violation } from '../manifest/violations.js';
+import type { DeclaredCapabilities, ManifestShape, NormalizedManifest, PluginGrant } from '../manifest/model.js';
+import { hasViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
+import { grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import type { PackageLimits } from './limits.js';
@@ -86,6 +87,15 @@ export interface PackageInstallChoices {
   readonly replace?: boolean;
   /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
   readonly allowDowngrade?: boolean;
+  /**
+   * Sandbox powers granted to the plugin: they narrow what its manifest
+   * declares (asking for more is `PLUGIN_GRANT_EXCEEDS_DECLARATION`), or for
+   * a source that declares nothing, they are what it gets beyond the host
+   * default (no network, no writable dir beyond the data dir, no env).
+   * Recorded in the lock; the same package installed again with another
+   * grant is installed again under it.
+   */
+  readonly grant?: PluginGrant;
 }
 
 /** Per-install choices. */
@@ -121,6 +131,20 @@ type Reinstall =
 const io = (operation: string) => (cause: unknown): HostError => ioError(operation, undefined, cause);
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
+
+/** The error of a refused install; a grant beyond the declaration gets the hint that names its field. */
+function installRefusal(source: string, violations: NonEmptyViolations): HostError {
+  const error = violationsError(source, violations);
+  const first = violations[0];
+  if (first.code !== 'PLUGIN_GRANT_EXCEEDS_DECLARATION') return error;
+  return hostError(first.code, error.message, { ...(error.details === undefined ? {} : { details: error.details }), hint: grantExceedsHint(first.pointer.replace(/^\/grant\/?/, '')) });
+}
+
+/** Where a refused grant is reported: under `/grant/<field>` when one field is at fault. */
+const grantPointer = (error: HostError): string => {
+  const field = error.details?.['field'] ?? error.details?.['option'];
+  return typeof field === 'string' ? `/grant/${field.replace(/^grant\.?/, '')}`.replace(/\/$/, '') : '/grant';
+};
 
 const noExecutableMessage = (m: NormalizedManifest): string =>
   `plugin '${m.plugin_id}' of shape ${m.shape} has no executable this installer can pin`;
@@ -238,7 +262,7 @@ export class Installer {
       const report = await this.#inspectStaged(staged, options, current.value);
       if (report.isErr()) return err(report.error);
       const { manifest, violations, source: manifestSource } = report.value;
-      if (hasViolations(violations)) return err(violationsError(manifestSource, violations));
+      if (hasViolations(violations)) return err(installRefusal(manifestSource, violations));
       if (manifest === undefined) return err(hostError('PLUGIN_MANIFEST_INVALID', `${manifestSource}: no manifest could be read`));
       const reinstall = await this.#reinstall(staged, manifest, options, current.value);
       if (reinstall.isErr()) return err(reinstall.error);
@@ -259,9 +283,10 @@ export class Installer {
     const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: manifest.plugin_id });
     if (plugin === undefined) return ok({ kind: 'new' });
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
-      // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins.
+      // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins; under another grant they are installed again.
       const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
-      return ok(intact ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
+      const unchanged = intact && sameGrant(plugin.lock.grant, options.grant);
+      return ok(unchanged ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
     return refused === undefined ? ok({ kind: 'new' }) : err(refused);
@@ -428,6 +453,9 @@ export class Installer {
 
   #hostChecks(manifest: NormalizedManifest, snapshot: CatalogSnapshot, options: InstallOptions): Violation[] {
     const out: Violation[] = [];
+    const granted = grantedCapabilities(manifest, options.grant);
+    if (granted.isErr()) out.push(violation('structure', granted.error.code, grantPointer(granted.error), granted.error.message));
+    const capabilities: DeclaredCapabilities = granted.unwrapOr(manifest.capabilities);
     if (pinnedCodeOf(manifest) === undefined) {
       out.push(violation('shape', 'PLUGIN_SHAPE_UNSUPPORTED', '', noExecutableMessage(manifest)));
     }
@@ -437,13 +465,13 @@ export class Installer {
     out.push(...catalogIdViolations(manifest, snapshot.contents.variants));
     const env = this.#o.envDenylist;
     for (const [field, names, pointer] of [
-      ['env_allow', manifest.capabilities.env_allow, '/declared_capabilities/env_allow'],
+      ['env_allow', capabilities.env_allow, '/declared_capabilities/env_allow'],
       ['needs_user_creds', manifest.requirements.needs_user_creds, '/requirements/needs_user_creds'],
     ] as const) {
       const checked = env.check(manifest.plugin_id, names, field);
       if (checked.isErr()) out.push(violation('env', checked.error.code, pointer, checked.error.message));
     }
-    const write = resolveWriteDir(this.#o.layout.dataDir(manifest.plugin_id), manifest.capabilities.fs_write_dir);
+    const write = resolveWriteDir(this.#o.layout.dataDir(manifest.plugin_id), capabilities.fs_write_dir);
     if (write.isErr()) out.push(violation('structure', write.error.code, '/declared_capabilities/fs_write_dir', write.error.message));
     return out;
   }
@@ -495,7 +523,13 @@ export class Installer {
       }
       binding = bound.value;
       const status = options.initialStatus ? await options.initialStatus(manifest) : 'installed_pending_restart';
-      const records = pluginRecords(manifest, binding, staged, status, new Date(this.#clock.now()).toISOString());
+      const capabilities = grantedCapabilities(manifest, options.grant);
+      if (capabilities.isErr()) {
+        await undo();
+        return err(capabilities.error);
+      }
+      const granted = { capabilities: capabilities.value, ...(options.grant === undefined ? {} : { grant: options.grant }) };
+      const records = pluginRecords(manifest, binding, staged, status, new Date(this.#clock.now()).toISOString(), granted);
       const transaction = await this.#o.store.transaction((current) => {
         // Checked again under the profile lock: another process may have
         // claimed the prefix, an id or a schema ref since the inspection.

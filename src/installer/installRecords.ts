@@ -6,8 +6,9 @@
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { PluginRecords } from '../catalog/catalogContents.js';
 import type { CatalogVariant, PluginDescriptor, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { recordedGrant } from './grant.js';
 import { DERIVED_REF_SUFFIXES } from '../manifest/schemaRefs.js';
-import type { ManifestTool, NormalizedManifest } from '../manifest/model.js';
+import type { DeclaredCapabilities, ManifestTool, NormalizedManifest, PluginGrant } from '../manifest/model.js';
 import type { StagedPackage } from './openPackageSource.js';
 
 /** The catalog ids of one tool. */
@@ -31,8 +32,16 @@ function schemaHashesOf(manifest: NormalizedManifest, tool: ManifestTool): Recor
   return Object.fromEntries(manifest.schemas.filter((s) => refs.has(s.ref)).map((s) => [s.ref, s.digest]));
 }
 
+/** What an install gives the plugin: the capabilities it runs with, and the grant they came from when the caller gave one. */
+export interface InstallGrant {
+  /** The declaration (or host default) as the grant narrowed or widened it. */
+  readonly capabilities: DeclaredCapabilities;
+  /** The grant as given, recorded in the lock. */
+  readonly grant?: PluginGrant;
+}
+
 /** The plugin-level facts the runtime needs, recorded so that a tampered manifest file cannot change them. */
-function describePlugin(m: NormalizedManifest): PluginDescriptor {
+function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilities): PluginDescriptor {
   return {
     plugin_id: m.plugin_id,
     name: m.name,
@@ -44,10 +53,11 @@ function describePlugin(m: NormalizedManifest): PluginDescriptor {
     ...(m.tos === undefined ? {} : { tos: m.tos }),
     ...(m.risk === undefined ? {} : { risk: m.risk }),
     capabilities: {
-      network: m.capabilities.network,
-      fs_write_dir: m.capabilities.fs_write_dir,
-      env_allow: [...m.capabilities.env_allow],
+      network: capabilities.network,
+      fs_write_dir: capabilities.fs_write_dir,
+      env_allow: [...capabilities.env_allow],
     },
+    ...(m.capabilities_source === undefined ? {} : { capabilities_source: m.capabilities_source }),
     needs_user_creds: [...m.requirements.needs_user_creds],
     credential_descriptors: m.requirements.credential_descriptors.map((d) => ({ ...d })),
     ...(m.requirements.canary === undefined ? {} : { canary: { ...m.requirements.canary } }),
@@ -61,6 +71,7 @@ export function pluginRecords(
   staged: Pick<StagedPackage, 'source' | 'digest'>,
   status: PluginStateRecord['status'],
   now: string,
+  granted: InstallGrant = { capabilities: manifest.capabilities },
 ): PluginRecords {
   const id = manifest.plugin_id;
   const variants = manifest.tools.map((tool): CatalogVariant => {
@@ -88,6 +99,7 @@ export function pluginRecords(
         checksum: staged.digest ?? '',
       },
       binding,
+      ...(granted.grant === undefined ? {} : { grant: recordedGrant(granted.grant) }),
     },
     state: {
       status,
@@ -101,6 +113,6 @@ export function pluginRecords(
       canary: { status: 'never_run', last_run_at: null },
     },
     variants,
-    descriptor: describePlugin(manifest),
+    descriptor: describePlugin(manifest, granted.capabilities),
   };
 }

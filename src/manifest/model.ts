@@ -76,6 +76,24 @@ export interface DeclaredCapabilities {
   readonly env_allow: readonly string[];
 }
 
+/**
+ * Sandbox powers granted at install (`grant` install option). Against a
+ * manifest that declares capabilities it may only narrow them; for a source
+ * that declares none (MCP Bundles, npm packages without a manifest) it is
+ * what the plugin gets beyond the host default. Each field left out keeps
+ * the declaration, or the default.
+ */
+export interface PluginGrant {
+  /** Whole-network access. */
+  readonly network?: boolean;
+  /** The writable directory: `""` (the data dir itself) or a relative path inside it. */
+  readonly fs_write_dir?: string;
+  /** Env var names passed through from the host environment. */
+  readonly env_allow?: readonly string[];
+  /** Network destinations (`api.github.com:443`, `*.example.com`, `10.0.0.5:8080`), recorded with the grant. */
+  readonly egress?: readonly string[];
+}
+
 /** How a credential the plugin needs is presented to users, never by its raw env name. */
 export interface CredentialDescriptor {
   /** Stable, user-facing identifier of the credential. */
@@ -190,6 +208,13 @@ export interface NormalizedManifest {
   readonly tools: readonly ManifestTool[];
   /** Declared sandbox powers. */
   readonly capabilities: DeclaredCapabilities;
+  /**
+   * `host_default` when the source declares no sandbox powers (an MCP Bundle,
+   * an npm package without a manifest): `capabilities` is then the host
+   * default and an install grant widens it instead of narrowing it. Absent
+   * means `declared`.
+   */
+  readonly capabilities_source?: 'declared' | 'host_default';
   /** Credentials, canary, rate and cache needs. */
   readonly requirements: ManifestRequirements;
   /** Package source (TOML form). */

@@ -1,0 +1,131 @@
+/**
+ * The install-time grant: what sandbox powers an install gives a plugin.
+ * A manifest that declares capabilities (GUM, Open Discovery) is the ceiling
+ * and a grant may only narrow it; a source that declares nothing (an MCP
+ * Bundle, an npm package without a manifest) starts from the host default in
+ * etc/default-grant.json and gets exactly what the grant adds.
+ */
+import { err, ok, type Result } from 'neverthrow';
+import defaultGrant from '../../etc/default-grant.json' with { type: 'json' };
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { DeclaredCapabilities, NormalizedManifest, PluginGrant } from '../manifest/model.js';
+import { writeDirComponents } from '../sandbox/writeDir.js';
+
+/** The capabilities a source that declares none runs with when nothing is granted: no network, no writable dir beyond the data dir, no env. */
+export const DEFAULT_CAPABILITIES: DeclaredCapabilities = Object.freeze({
+  network: defaultGrant.network,
+  fs_write_dir: defaultGrant.fs_write_dir,
+  env_allow: Object.freeze([...defaultGrant.env_allow]),
+});
+
+const GRANT_FIELDS: ReadonlySet<string> = new Set(['network', 'fs_write_dir', 'env_allow', 'egress']);
+
+function invalidGrant(field: string, problem: string): HostError {
+  return hostError('HOST_INVALID_OPTIONS', `option grant${field === '' ? '' : `.${field}`} ${problem}`, { details: { option: `grant${field === '' ? '' : `.${field}`}` } });
+}
+
+const isStringList = (value: unknown): value is readonly string[] => Array.isArray(value) && value.every((item) => typeof item === 'string' && item !== '');
+
+/** Checks a grant's own form (known fields, value types), whatever the manifest declares. */
+export function checkGrant(grant: unknown): Result<PluginGrant, HostError> {
+  if (typeof grant !== 'object' || grant === null || Array.isArray(grant)) return err(invalidGrant('', 'must be an object'));
+  const fields = grant as Readonly<Record<string, unknown>>;
+  const unknown = Object.keys(fields).find((key) => !GRANT_FIELDS.has(key));
+  if (unknown !== undefined) return err(invalidGrant(unknown, `is not a grant field (${[...GRANT_FIELDS].join(', ')})`));
+  if (fields['network'] !== undefined && typeof fields['network'] !== 'boolean') return err(invalidGrant('network', 'must be a boolean'));
+  if (fields['fs_write_dir'] !== undefined && typeof fields['fs_write_dir'] !== 'string') return err(invalidGrant('fs_write_dir', 'must be a string'));
+  for (const list of ['env_allow', 'egress'] as const) {
+    if (fields[list] !== undefined && !isStringList(fields[list])) return err(invalidGrant(list, 'must be a list of non-empty strings'));
+  }
+  return ok(fields as PluginGrant);
+}
+
+/** Whether the manifest's capabilities are the source's own declaration rather than the host default. */
+export function declaresCapabilities(manifest: NormalizedManifest): boolean {
+  return manifest.capabilities_source !== 'host_default';
+}
+
+/** The remedy of a PLUGIN_GRANT_EXCEEDS_DECLARATION, naming the grant field at fault. */
+export function grantExceedsHint(field: string): string {
+  return `Narrow grant.${field} to what the manifest's declared_capabilities allow, or leave grant.${field} out to keep the declaration.`;
+}
+
+function exceeds(pluginId: string, field: keyof PluginGrant, granted: unknown, declared: unknown, why: string): HostError {
+  return hostError('PLUGIN_GRANT_EXCEEDS_DECLARATION', `the grant for '${pluginId}' asks for more than its manifest declares: ${field} ${why}`, {
+    details: { plugin_id: pluginId, field, granted, declared },
+    hint: grantExceedsHint(field),
+  });
+}
+
+/** The grant's own fields only, lists copied: what the lock records. */
+export function recordedGrant(grant: PluginGrant): PluginGrant {
+  return {
+    ...(grant.network === undefined ? {} : { network: grant.network }),
+    ...(grant.fs_write_dir === undefined ? {} : { fs_write_dir: grant.fs_write_dir }),
+    ...(grant.env_allow === undefined ? {} : { env_allow: [...grant.env_allow] }),
+    ...(grant.egress === undefined ? {} : { egress: [...grant.egress] }),
+  };
+}
+
+/** Whether two grants give the same powers (both absent counts as the same). */
+export function sameGrant(a: PluginGrant | undefined, b: PluginGrant | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const x = recordedGrant(a);
+  const y = recordedGrant(b);
+  const sameList = (l?: readonly string[], r?: readonly string[]): boolean =>
+    l === undefined || r === undefined ? l === r : l.length === r.length && [...l].sort().every((v, i) => v === [...r].sort()[i]);
+  return x.network === y.network && x.fs_write_dir === y.fs_write_dir && sameList(x.env_allow, y.env_allow) && sameList(x.egress, y.egress);
+}
+
+/** Whether `inner` names `outer` or a directory below it (both already checked relative paths). */
+function isWithin(inner: readonly string[], outer: readonly string[]): boolean {
+  return inner.length >= outer.length && outer.every((part, i) => inner[i] === part);
+}
+
+function narrowWriteDir(pluginId: string, declared: string, granted: string): Result<string, HostError> {
+  const outer = writeDirComponents(declared);
+  const inner = writeDirComponents(granted);
+  if (inner.isErr()) return err(inner.error);
+  if (outer.isErr()) return err(outer.error);
+  // "" names the data dir, the floor every plugin writes; a declared "" has nothing below it to grant.
+  if (inner.value.length === 0 || (outer.value.length > 0 && isWithin(inner.value, outer.value))) return ok(granted);
+  return err(exceeds(pluginId, 'fs_write_dir', granted, declared, `${JSON.stringify(granted)} is not ${JSON.stringify(declared)} or a directory inside it`));
+}
+
+/**
+ * The capabilities an install gives the plugin: the declaration narrowed by
+ * the grant, or for a source that declares nothing, the default widened by
+ * it. Asking a declaring manifest for more fails with
+ * PLUGIN_GRANT_EXCEEDS_DECLARATION (`details.field` names the field); a
+ * malformed grant or write dir fails with its own code.
+ */
+export function grantedCapabilities(manifest: NormalizedManifest, grant: PluginGrant | undefined): Result<DeclaredCapabilities, HostError> {
+  if (grant === undefined) return ok(manifest.capabilities);
+  const form = checkGrant(grant);
+  if (form.isErr()) return err(form.error);
+  const id = manifest.plugin_id;
+  if (!declaresCapabilities(manifest)) {
+    const fsWriteDir = grant.fs_write_dir ?? manifest.capabilities.fs_write_dir;
+    const checked = writeDirComponents(fsWriteDir);
+    if (checked.isErr()) return err(checked.error);
+    return ok({
+      network: grant.network ?? manifest.capabilities.network,
+      fs_write_dir: fsWriteDir,
+      env_allow: [...new Set(grant.env_allow ?? manifest.capabilities.env_allow)],
+    });
+  }
+  const declared = manifest.capabilities;
+  if (grant.network === true && !declared.network) return err(exceeds(id, 'network', true, false, 'is not declared'));
+  if (grant.egress !== undefined && grant.egress.length > 0 && !declared.network) {
+    return err(exceeds(id, 'egress', grant.egress, false, 'needs the network, which is not declared'));
+  }
+  const undeclared = (grant.env_allow ?? []).filter((name) => !declared.env_allow.includes(name));
+  if (undeclared.length > 0) return err(exceeds(id, 'env_allow', undeclared, declared.env_allow, `names ${undeclared.join(', ')}, which are not declared`));
+  const fsWriteDir = grant.fs_write_dir === undefined ? ok(declared.fs_write_dir) : narrowWriteDir(id, declared.fs_write_dir, grant.fs_write_dir);
+  if (fsWriteDir.isErr()) return err(fsWriteDir.error);
+  return ok({
+    network: grant.network ?? declared.network,
+    fs_write_dir: fsWriteDir.value,
+    env_allow: grant.env_allow === undefined ? declared.env_allow : [...new Set(grant.env_allow)],
+  });
+}
