@@ -2,10 +2,10 @@
  * Executable binding: what a plugin runs, pinned at install and re-verified
  * before every spawn.
  *
- * - {@link bindExecutable} (install) checks the manifest's executable path,
+ * - {@link ExecutableBinding.bind} (install) checks the manifest's executable path,
  *   refuses links, escapes, shells and unknown formats, resolves a `#!`
  *   interpreter once, and returns the record that `plugins.lock` stores.
- * - {@link verifyExecutableBinding} (every spawn, never cached) re-hashes the
+ * - {@link ExecutableBinding.verify} (every spawn, never cached) re-hashes the
  *   installed file and returns a {@link VerifiedExecutable} whose argv can only
  *   run the bytes that were hashed: a private unnamed copy run through an
  *   inherited descriptor, or, for Node with an integrity policy, the script
@@ -62,7 +62,7 @@ export interface ExecutableBindingRecord {
   readonly tree?: PackageTreePin;
 }
 
-/** Input of {@link bindExecutable}. */
+/** Input of {@link ExecutableBinding.bind}. */
 export interface BindExecutableOptions {
   /** The plugin's install root (absolute; links in its own path are resolved once, here). */
   readonly installRoot: string;
@@ -74,7 +74,7 @@ export interface BindExecutableOptions {
   readonly searchPath?: string;
 }
 
-/** Input of {@link verifyExecutableBinding}. */
+/** Input of {@link ExecutableBinding.verify}. */
 export interface VerifyExecutableOptions {
   /**
    * A host-private directory (created with mode 0700) on a file system that

@@ -3,7 +3,7 @@
  * module, so that file is what gets pinned at install and re-verified before
  * every start of the ESM runner.
  *
- * - {@link bindModuleEntry} (install) applies the path refusals of
+ * - {@link ExecutableBinding.bindModuleEntry} (install) applies the path refusals of
  *   executables (absolute, `..`, links, outside the root, not a regular file,
  *   writable by others) plus the ES module extensions, and records the
  *   entry's SHA-256 in the same lock record shape, marked `kind: 'esm-entry'`.
@@ -23,7 +23,7 @@ import { isSha256Hex, sha256OfHandle } from './sha256.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
 
-/** Input of {@link bindModuleEntry}. */
+/** Input of {@link ExecutableBinding.bindModuleEntry}. */
 export interface BindModuleEntryOptions {
   /** The plugin's install root (absolute; links in its own path are resolved once, here). */
   readonly installRoot: string;

@@ -51,7 +51,7 @@ export interface BuildEnvInput {
   readonly parentEnv: Readonly<Record<string, string | undefined>>;
   /**
    * Names copied from `parentEnv` for every plugin; an entry ending in `*` is a
-   * prefix (`LC_*`). Defaults to {@link DEFAULT_ENV_PASS_THROUGH}.
+   * prefix (`LC_*`). Defaults to `PATH`, `HOME`, `TMPDIR`, `LANG` and `LC_*`.
    */
   readonly allowPassThrough?: readonly string[];
   /** The plugin's declared `env_allow` names, copied from `parentEnv` when set there. */

@@ -61,6 +61,9 @@ export class EsmPlugin {
   /**
    * Registers a plugin that passed its preflight; fails with
    * PLUGIN_NAMESPACE_CONFLICT, registering nothing, if the server refuses a name.
+   * Only the loader calls it, so it stays out of the published types.
+   *
+   * @internal
    */
   static register(context: EsmPluginContext, outcome: PreflightOutcome, times: PhaseTimes): Result<EsmPlugin, HostError> {
     const start = context.settings.now();

@@ -36,7 +36,7 @@ export type EsmPluginSource =
  * Options of in-process loading. `trust: 'in-process'` is required: it is the
  * host saying that these plugins may run inside its own process, with its
  * privileges and no sandbox. Untrusted plugins go through the runner
- * subprocess instead (see {@link esmRunnerCommand}).
+ * subprocess instead (see `esmRunnerCommand`).
  */
 export interface EsmInProcessOptions extends Partial<EsmLoaderFlags> {
   /** The explicit opt-in to run plugin code in this process. */
