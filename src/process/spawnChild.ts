@@ -1,4 +1,5 @@
 import { spawn, type StdioOptions } from 'node:child_process';
+import { Socket } from 'node:net';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
@@ -27,6 +28,13 @@ export interface Launch {
    * `extraInput`, the check runs before the spawn.
    */
   readonly gate?: () => ResultAsync<void, HostError>;
+  /**
+   * Receives the connections a launcher hands back (the egress bridge): the
+   * child gets a Node IPC socket pair after every other descriptor, and each
+   * `connection` message carrying a socket is passed here. Anything else
+   * arriving on it is closed.
+   */
+  readonly onConnection?: (socket: Socket) => void;
 }
 
 type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
@@ -70,6 +78,7 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   }
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...executable.inheritFds];
   if (launch.extraInput) stdio.push('pipe');
+  if (launch.onConnection) stdio.push('ipc');
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(launch.command, [...launch.args], {
@@ -83,6 +92,15 @@ export function spawnChild(executable: VerifiedExecutable, launch: Launch, optio
   } catch (e) {
     executable.release();
     return errAsync(diagnoseExecutable(executable, e as NodeJS.ErrnoException)!);
+  }
+  const { onConnection } = launch;
+  if (onConnection) {
+    child.on('message', (message: unknown, handle: unknown) => {
+      if (message === 'connection' && handle instanceof Socket) onConnection(handle);
+      else if (handle instanceof Socket) handle.destroy();
+      // A listening server or datagram socket handed over by a compromised bridge: nothing to serve.
+      else (handle as { close?: () => void } | undefined)?.close?.();
+    });
   }
   const started = new Promise<HostError | undefined>((resolve) => {
     child.once('spawn', () => resolve(undefined));

@@ -9,7 +9,7 @@ import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
-import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import { bubblewrapBackend, nodeRuntimePaths, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
@@ -19,6 +19,11 @@ import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
+import type { Socket } from 'node:net';
+import { bridgedArgv, proxyEnvironment } from '../egress/bridge.js';
+import { egressPolicy } from '../egress/destinations.js';
+import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
+import { probeEgress } from '../egress/probeEgress.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;
@@ -87,6 +92,10 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly pluginUidRange?: PluginUidRange;
   /** The util-linux `setpriv` binary that switches to a plugin's user. Default `/usr/bin/setpriv` or `/bin/setpriv` when present. */
   readonly setprivPath?: string;
+  /** How the egress proxy resolves destination names. Default the system resolver. */
+  readonly egressResolver?: EgressResolver;
+  /** Receives every connection and request a plugin makes through the egress proxy, allowed or refused. */
+  readonly onEgress?: (event: EgressEvent) => void;
 }
 
 /** What a plugin may do, before anything is spawned. */
@@ -101,6 +110,12 @@ export interface SandboxPolicyRequest {
   readonly readOnlyPaths?: readonly string[];
   /** The plugin, whose entry in `pluginLimits` applies. */
   readonly pluginId?: string;
+  /**
+   * Destinations the plugin may reach through the host's egress proxy
+   * (`declared_capabilities.egress`, narrowed by the install grant), with
+   * `network: false`. Empty or absent: no network at all.
+   */
+  readonly egress?: readonly string[];
 }
 
 /** A request to spawn one plugin in its sandbox. */
@@ -163,6 +178,8 @@ export interface EnforcedPolicy {
   readonly runsAs?: PluginIdentity | null;
   /** Names of the environment variables passed, when known. */
   readonly envNames?: readonly string[];
+  /** The destinations reachable through the host's egress proxy, when the plugin has a list (its only way out). */
+  readonly egress?: readonly string[];
 }
 
 function findOnPath(name: string, searchPath: string | undefined): string | undefined {
@@ -249,6 +266,7 @@ export class SandboxSpawner {
   private readonly prlimitPath: string | undefined;
   private readonly setprivPath: string | undefined;
   private readonly logger: Logger;
+  private egressProxy: EgressProxy | undefined;
 
   private constructor(
     private readonly backend: SandboxBackend | undefined,
@@ -381,6 +399,44 @@ export class SandboxSpawner {
         })
         .andThen(() => this.spawn(ungated));
     }
+    const destinations = request.network ? [] : (request.egress ?? []);
+    if (destinations.length > 0 && this.backend !== undefined) {
+      return this.egressRoute(request, destinations).andThen((onConnection) => this.spawnConfined(request, onConnection));
+    }
+    return this.spawnConfined(request, undefined);
+  }
+
+  /**
+   * The entry of a plugin's connections into the host's egress proxy, once
+   * the destination list parsed and the egress path was proved on this host;
+   * otherwise PLUGIN_SANDBOX_UNSUPPORTED (cause `egress_unavailable`) and the
+   * request's descriptors released: a plugin with a list never starts
+   * without the proxy, nor with the whole network.
+   */
+  private egressRoute(request: SandboxSpawnRequest, destinations: readonly string[]): ResultAsync<(socket: Socket) => void, HostError> {
+    const backend = this.backend;
+    const refuse = (error: HostError): ResultAsync<never, HostError> => {
+      request.executable.release();
+      request.directories?.close();
+      return errAsync(error);
+    };
+    if (backend?.name !== 'bubblewrap') {
+      return refuse(sandboxUnsupported('egress_unavailable', `Egress destination lists are enforced with bubblewrap only, not ${backend?.name ?? 'no sandbox'}.`, 'Run plugins with an egress list on Linux, or give the plugin network: true.'));
+    }
+    const policy = egressPolicy(destinations, '/declared_capabilities/egress');
+    if (policy.isErr()) return refuse(policy.error);
+    return ResultAsync.fromSafePromise(probeEgress(backend, { installRoot: request.executable.installRoot, writeDir: request.writeDir })).andThen((proved) => {
+      if (proved.isErr()) return refuse(proved.error);
+      this.egressProxy ??= new EgressProxy({
+        ...(this.options.egressResolver === undefined ? {} : { resolver: this.options.egressResolver }),
+        ...(this.options.onEgress === undefined ? {} : { onEvent: this.options.onEgress }),
+      });
+      return okAsync(this.egressProxy.attach(request.pluginId ?? '', policy.value));
+    });
+  }
+
+  /** Spawns in the sandbox; with `onConnection`, the plugin runs behind the egress bridge, which hands its connections there. */
+  private spawnConfined(request: SandboxSpawnRequest, onConnection: ((socket: Socket) => void) | undefined): ResultAsync<PluginProcess, HostError> {
     const lifecycle = this.lifecycle();
     const { directories } = request;
     // Only bubblewrap mounts descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
@@ -402,7 +458,11 @@ export class SandboxSpawner {
     // bubblewrap mounts a pinned interpreter read-only from its descriptor and closes the descriptor: the plugin runs it
     // by path and never holds a descriptor through which a file its user owns could be reopened for writing.
     const program = bindsDescriptors ? request.executable.programFile : undefined;
-    const argv = program === undefined ? executable.argv : [program.path, ...executable.argv.slice(1)];
+    const pluginArgv = program === undefined ? executable.argv : [program.path, ...executable.argv.slice(1)];
+    // Behind the bridge the plugin gets its environment from the bridge; bubblewrap and the bridge's own Node get none of it.
+    const launchEnv = onConnection === undefined ? request.env : {};
+    const pluginFds = request.executable.inheritFds.map((_, i) => 3 + i).filter((fd) => program === undefined || fd !== 3 + program.index);
+    const argv = onConnection === undefined ? pluginArgv : bridgedArgv(process.execPath, pluginFds, { ...request.env, ...proxyEnvironment() }, pluginArgv);
     const bound: BoundDirectory[] = [
       ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
       ...(directories === undefined || !bindsDescriptors ? [] : boundDirectories(directories, 3 + request.executable.inheritFds.length)),
@@ -411,7 +471,7 @@ export class SandboxSpawner {
       network: request.network,
       installRoot: executable.installRoot,
       writeDir: request.writeDir,
-      readOnlyPaths: [...executable.readOnlyPaths, ...(request.readOnlyPaths ?? [])],
+      readOnlyPaths: [...executable.readOnlyPaths, ...(request.readOnlyPaths ?? []), ...(onConnection === undefined ? [] : nodeRuntimePaths())],
       hiddenPaths: request.hiddenPaths,
       secretPaths: this.secretPaths,
       systemPaths: this.backend.systemPaths,
@@ -425,7 +485,7 @@ export class SandboxSpawner {
     }
     const limits = this.treeLimits(request.pluginId);
     const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
-    const { args, extraInput } = this.backend.launch(sized, argv, request.env, 3 + executable.inheritFds.length);
+    const { args, extraInput } = this.backend.launch(sized, argv, launchEnv, 3 + executable.inheritFds.length);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const rlimits = this.rlimitArgs(limits);
     let launch =
@@ -448,7 +508,14 @@ export class SandboxSpawner {
     }
     return spawnChild(
       executable,
-      { ...launch, env: request.env, cwd: '/', ...(extraInput ? { extraInput } : {}), ...(request.gate === undefined ? {} : { gate: request.gate }) },
+      {
+        ...launch,
+        env: launchEnv,
+        cwd: '/',
+        ...(extraInput ? { extraInput } : {}),
+        ...(request.gate === undefined ? {} : { gate: request.gate }),
+        ...(onConnection === undefined ? {} : { onConnection }),
+      },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     )
       .map((child): PluginProcess => (group === undefined ? child : new TreeLimitedProcess(child, group, this.logger)))
@@ -542,6 +609,7 @@ export class SandboxSpawner {
       limits: this.enforcedLimits(request.pluginId),
       runsAs: request.identity ?? null,
       ...envNames,
+      ...(request.network || (request.egress ?? []).length === 0 ? {} : { egress: [...(request.egress ?? [])] }),
     };
   }
 

@@ -21,7 +21,8 @@ export type SandboxUnsupportedCause =
   | 'user_namespaces_disabled'
   | 'enforcement_not_proved'
   | 'probe_failed'
-  | 'tree_limits_unavailable';
+  | 'tree_limits_unavailable'
+  | 'egress_unavailable';
 
 /** Builds PLUGIN_SANDBOX_UNSUPPORTED with a cause and a hint that names it. */
 export function sandboxUnsupported(cause: SandboxUnsupportedCause, message: string, hint: string, details: Record<string, unknown> = {}): HostError {

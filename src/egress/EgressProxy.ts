@@ -1,0 +1,245 @@
+import { lookup } from 'node:dns/promises';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, isIP, type Socket } from 'node:net';
+import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import { canonicalAddress, refusedKind, type RefusedAddressKind } from './addresses.js';
+import { checkDestination, listsAddress, type DestinationRefusal, type EgressPolicy } from './destinations.js';
+
+/**
+ * How the egress proxy turns a name into addresses. The proxy resolves
+ * every name itself (a plugin never does: it has no route to a resolver)
+ * and checks each address before it dials it.
+ */
+export interface EgressResolver {
+  /** The addresses of `hostname`, in the order to try them. Default: the system resolver (`dns.lookup`, all addresses). */
+  resolve(hostname: string): Promise<readonly string[]>;
+  /**
+   * Where a checked address is really dialled. Default: the address itself.
+   * Tests route a public test address to a loopback origin with it, so that
+   * no traffic leaves the machine while the real checks run.
+   */
+  route?(address: string, port: number): { readonly host: string; readonly port: number };
+}
+
+/** Why the proxy refused a connection. */
+export type EgressRefusalReason = DestinationRefusal | 'refused_address' | 'resolution_failed' | 'connect_failed' | 'bad_request';
+
+/** One connection or request a plugin made through the egress proxy, allowed or refused. */
+export interface EgressEvent {
+  readonly plugin_id: string;
+  readonly allowed: boolean;
+  /** `CONNECT` for a tunnel (HTTPS), else the plain HTTP method. */
+  readonly method: string;
+  /** The destination as the plugin asked for it. */
+  readonly host: string;
+  readonly port: number;
+  /** The address dialled (allowed) or the last one refused, when resolution got that far. */
+  readonly address?: string;
+  readonly reason?: EgressRefusalReason;
+  /** For `refused_address`: the kind of range the address lies in. */
+  readonly refused_kind?: RefusedAddressKind;
+}
+
+/** Options of {@link EgressProxy}. */
+export interface EgressProxyOptions {
+  readonly resolver?: EgressResolver;
+  /** Called for every connection and request, allowed or refused. */
+  readonly onEvent?: (event: EgressEvent) => void;
+}
+
+interface Attachment {
+  readonly pluginId: string;
+  readonly policy: EgressPolicy;
+}
+
+type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
+
+const systemResolver: EgressResolver = {
+  resolve: async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address),
+};
+
+/** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
+const HOP_HEADERS = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+  const named = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase()),
+  );
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_HEADERS.has(name) && !named.has(name)) out[name] = value;
+  return out;
+}
+
+/** `host` and `port` of a CONNECT target (`host:port`, `[v6]:port`). */
+function connectTarget(target: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]{1,5})$/.exec(target);
+  const port = Number(match?.[3]);
+  if (match === null || !(port >= 1 && port <= 65535)) return undefined;
+  return { host: match[1] ?? match[2] ?? '', port };
+}
+
+function dialOnce(host: string, port: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const fail = (): void => {
+      socket.destroy();
+      resolve(undefined);
+    };
+    socket.setTimeout(proxySettings.connectTimeoutMs, fail);
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      socket.removeListener('error', fail);
+      resolve(socket);
+    });
+  });
+}
+
+/**
+ * The host's egress proxy: one per host, serving every plugin that has a
+ * destination list, each connection under the policy of the plugin whose
+ * sandbox it came from. It never listens anywhere: each plugin's bridge
+ * hands it the connections the plugin opened to its proxy address, so the
+ * only way in is from a sandbox, and the sandbox a connection came from is
+ * known by the channel it arrived on, not by anything the plugin says.
+ *
+ * It speaks HTTP CONNECT (tunnels, so HTTPS stays end to end) and plain
+ * HTTP with absolute URLs; not SOCKS. For each request it checks the
+ * destination against the list, resolves the name itself, refuses
+ * addresses in the ranges of `etc/egress/refused-ranges.json` unless the
+ * list names the address, dials exactly the checked address and checks the
+ * connected peer again. A name that resolves to a public address once and
+ * to a private one later (DNS rebinding) is thus refused on the later
+ * request: nothing but the proxy ever resolves, and the check is on what
+ * is dialled.
+ */
+export class EgressProxy {
+  private readonly server: Server;
+  private readonly attached = new WeakMap<Socket, Attachment>();
+  private readonly resolver: EgressResolver;
+  private readonly onEvent: (event: EgressEvent) => void;
+
+  constructor(options: EgressProxyOptions = {}) {
+    this.resolver = options.resolver ?? systemResolver;
+    this.onEvent = options.onEvent ?? (() => undefined);
+    this.server = createServer({ headersTimeout: proxySettings.headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: proxySettings.headersTimeoutMs });
+    this.server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
+    this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.forward(req, res));
+    this.server.on('clientError', (_e, socket: Socket) => socket.destroy());
+  }
+
+  /**
+   * The entry point of one plugin's connections: a function that serves a
+   * connection under `policy` and reports it as `pluginId`'s.
+   */
+  attach(pluginId: string, policy: EgressPolicy): (socket: Socket) => void {
+    const attachment: Attachment = { pluginId, policy };
+    return (socket) => {
+      this.attached.set(socket, attachment);
+      socket.on('error', () => socket.destroy());
+      this.server.emit('connection', socket);
+    };
+  }
+
+  private report(attachment: Attachment, method: string, host: string, port: number, outcome: Dialled | { refusal: EgressRefusalReason }): void {
+    const base = { plugin_id: attachment.pluginId, method, host, port };
+    if ('socket' in outcome) this.onEvent({ ...base, allowed: true, address: outcome.address });
+    else this.onEvent({ ...base, allowed: false, reason: outcome.refusal, ...('address' in outcome && outcome.address !== undefined ? { address: outcome.address } : {}), ...('kind' in outcome && outcome.kind !== undefined ? { refused_kind: outcome.kind } : {}) });
+  }
+
+  /** Checks, resolves and dials a destination for a plugin; the connected socket or why not. */
+  private async dial(policy: EgressPolicy, host: string, port: number): Promise<Dialled> {
+    const checked = checkDestination(policy, host, port);
+    if (!checked.allowed) return { refusal: checked.reason };
+    let addresses: readonly string[];
+    try {
+      addresses = checked.isAddress ? [checked.host] : await this.resolver.resolve(checked.host);
+    } catch {
+      return { refusal: 'resolution_failed' };
+    }
+    let refused: Dialled | undefined;
+    for (const address of addresses) {
+      const kind = isIP(address) === 0 ? 'reserved' : refusedKind(address);
+      if (kind !== undefined && !listsAddress(policy, address, port)) {
+        refused ??= { refusal: 'refused_address', address, kind };
+        continue;
+      }
+      const target = this.resolver.route?.(address, port) ?? { host: address, port };
+      const socket = await dialOnce(target.host, target.port);
+      if (socket === undefined) continue;
+      // The peer the kernel connected is the one checked: nothing between the check and the dial resolved anything.
+      if (canonicalAddress(socket.remoteAddress ?? '') !== canonicalAddress(target.host)) {
+        socket.destroy();
+        continue;
+      }
+      return { socket, address };
+    }
+    return refused ?? (addresses.length === 0 ? { refusal: 'resolution_failed' } : { refusal: 'connect_failed', ...(addresses[0] === undefined ? {} : { address: addresses[0] }) });
+  }
+
+  private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
+    const attachment = this.attached.get(client);
+    if (attachment === undefined) return void client.destroy();
+    const target = connectTarget(req.url ?? '');
+    if (target === undefined) {
+      this.report(attachment, 'CONNECT', req.url ?? '', 0, { refusal: 'bad_request' });
+      return void client.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    }
+    const dialled = await this.dial(attachment.policy, target.host, target.port);
+    this.report(attachment, 'CONNECT', target.host, target.port, dialled);
+    if (!('socket' in dialled)) {
+      const status = dialled.refusal === 'connect_failed' || dialled.refusal === 'resolution_failed' ? '502 Bad Gateway' : '403 Forbidden';
+      return void client.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\nX-Egress-Refused: ${dialled.refusal}\r\n\r\n`);
+    }
+    const upstream = dialled.socket;
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const attachment = this.attached.get(req.socket);
+    if (attachment === undefined) return void req.socket.destroy();
+    let url: URL | undefined;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      url = undefined;
+    }
+    const method = req.method ?? 'GET';
+    if (url?.protocol !== 'http:') {
+      this.report(attachment, method, url?.hostname ?? '', 0, { refusal: 'bad_request' });
+      res.writeHead(400, { connection: 'close' }).end();
+      return;
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = url.port === '' ? 80 : Number(url.port);
+    const dialled = await this.dial(attachment.policy, host, port);
+    this.report(attachment, method, host, port, dialled);
+    if (!('socket' in dialled)) {
+      const status = dialled.refusal === 'connect_failed' || dialled.refusal === 'resolution_failed' ? 502 : 403;
+      res.writeHead(status, { 'x-egress-refused': dialled.refusal, 'content-length': 0 }).end();
+      return;
+    }
+    const socket = dialled.socket;
+    const upstream = httpRequest({ method, path: `${url.pathname}${url.search}`, headers: forwardedHeaders(req.headers), createConnection: () => socket });
+    upstream.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, forwardedHeaders(answer.headers));
+      answer.pipe(res);
+    });
+    upstream.on('error', () => {
+      socket.destroy();
+      if (!res.headersSent) res.writeHead(502, { 'content-length': 0 }).end();
+      else res.destroy();
+    });
+    res.on('close', () => socket.destroy());
+    req.pipe(upstream);
+  }
+}

@@ -1,0 +1,130 @@
+import { createServer, type Socket } from 'node:net';
+import { err, ok, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { trustedCommand } from '../process/spawnPluginProcess.js';
+import { spawnChild } from '../process/spawnChild.js';
+import { nodeRuntimePaths, type SandboxBackend } from '../sandbox/backends.js';
+import { sandboxUnsupported } from '../sandbox/probe.js';
+import { resolveLayout } from '../sandbox/SandboxLayout.js';
+import { bridgedArgv, SANDBOX_PROXY_PORT } from './bridge.js';
+
+/** What the probe plugin reports: the bridged exchange (`ok` or an error code) and a direct connection attempt. */
+interface EgressProbeReport {
+  readonly bridged: string;
+  readonly direct: string;
+}
+
+// Runs behind the bridge in place of a plugin, with the host's own Node.
+const PROBE_SCRIPT = `
+const net = require('net');
+const [proxyPort, hostPort] = process.argv.slice(1).map(Number);
+const exchange = (port, say) => new Promise((done) => {
+  const s = net.connect({ host: '127.0.0.1', port });
+  let heard = '';
+  s.setTimeout(3000);
+  s.on('connect', () => { if (say) s.write(say); else { s.destroy(); done('connected'); } });
+  s.on('data', (d) => { heard += d; });
+  s.on('end', () => done(heard));
+  s.on('error', (e) => done(e.code || String(e)));
+  s.on('timeout', () => { s.destroy(); done('timeout'); });
+});
+(async () => {
+  const r = { bridged: await exchange(proxyPort, 'egress-probe'), direct: await exchange(hostPort) };
+  process.stdout.write(JSON.stringify(r));
+})();
+`;
+
+const PROBE_TIMEOUT_MS = 20_000;
+
+const HINT = 'Plugins with an egress list need the host Node to run inside the sandbox and a loopback interface in a new network namespace; run the plugin with network: true or without destinations, or fix the cause named here.';
+
+/** Directories that already exist, to mount as the probe's install root and writable directory: the probe writes nothing, and makes no file a host killed meanwhile would leave behind. */
+export interface EgressProbeDirectories {
+  readonly installRoot: string;
+  readonly writeDir: string;
+}
+
+async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeDirectories): Promise<Result<void, HostError>> {
+  // A listener on the host's loopback: reached from inside, the sandbox would not have a network namespace of its own.
+  const hostListener = createServer((socket) => {
+    directHits++;
+    socket.destroy();
+  });
+  let directHits = 0;
+  let bridgedHits = 0;
+  const served = (socket: Socket): void => {
+    bridgedHits++;
+    socket.once('data', (data: Buffer) => socket.end(data.toString() === 'egress-probe' ? 'ok' : 'unexpected'));
+    socket.on('error', () => socket.destroy());
+  };
+  try {
+    const hostPort = await new Promise<number>((resolve, reject) => {
+      hostListener.once('error', reject);
+      hostListener.listen({ host: '127.0.0.1', port: 0 }, () => {
+        const address = hostListener.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : 0);
+      });
+    });
+    const layout = resolveLayout({
+      network: false,
+      installRoot: directories.installRoot,
+      writeDir: directories.writeDir,
+      readOnlyPaths: nodeRuntimePaths(),
+      hiddenPaths: [],
+      secretPaths: [],
+      systemPaths: backend.systemPaths,
+    });
+    if (layout.isErr()) return err(layout.error);
+    const argv = bridgedArgv(process.execPath, [], {}, [process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)]);
+    const executable = trustedCommand(argv, layout.value.installRoot);
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
+    const spawned = await spawnChild(
+      executable,
+      { command: backend.command, args, env: {}, cwd: '/', onConnection: served, ...(extraInput ? { extraInput } : {}) },
+      { tree: backend.tree, launcherFailure: backend.launcherFailure, stdinGraceMs: 0, termGraceMs: 1_000 },
+    );
+    if (spawned.isErr()) return err(sandboxUnsupported('egress_unavailable', `The egress bridge probe could not start: ${spawned.error.message}`, HINT));
+    const child = spawned.value;
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    const timer = setTimeout(() => void child.stop({ stdinGraceMs: 0, termGraceMs: 1_000 }), PROBE_TIMEOUT_MS);
+    const exit = await child.exited;
+    clearTimeout(timer);
+    let report: EgressProbeReport;
+    try {
+      report = JSON.parse(Buffer.concat(chunks).toString('utf8')) as EgressProbeReport;
+    } catch {
+      return err(sandboxUnsupported('egress_unavailable', `The egress bridge probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
+    }
+    if (report.direct === 'connected' || directHits > 0) {
+      return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process behind the egress bridge reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel and bubblewrap version.', { report }));
+    }
+    if (report.bridged !== 'ok' || bridgedHits !== 1) {
+      return err(sandboxUnsupported('egress_unavailable', `The egress bridge did not hand a sandboxed connection to the host (${report.bridged}).`, HINT, { report }));
+    }
+    return ok(undefined);
+  } catch (cause) {
+    return err(sandboxUnsupported('egress_unavailable', `The egress probe could not be set up: ${(cause as Error).message}`, HINT));
+  } finally {
+    hostListener.close();
+  }
+}
+
+const probes = new Map<string, Promise<Result<void, HostError>>>();
+
+/**
+ * Proves, once per launcher per process, that the egress path works and is
+ * the only one: behind the bridge, in a sandbox without network, a
+ * connection to the proxy address reaches the host through the bridge, and
+ * a connection to a listener on the host's loopback does not. Runs in the
+ * directories of the first plugin that needs it.
+ */
+export function probeEgress(backend: SandboxBackend, directories: EgressProbeDirectories): Promise<Result<void, HostError>> {
+  const key = `${backend.name}:${backend.command}`;
+  let probe = probes.get(key);
+  if (probe === undefined) {
+    probe = runEgressProbe(backend, directories);
+    probes.set(key, probe);
+  }
+  return probe;
+}

@@ -1,0 +1,209 @@
+/**
+ * The egress allowlist end to end: real bubblewrap sandboxes, the real
+ * bridge, the host's proxy, loopback HTTP and HTTPS origins standing in for
+ * remote APIs. Test names resolve, through the proxy's resolver hook, to
+ * public documentation addresses (TEST-NET-3) that the hook's route dials on
+ * loopback, so every check runs on real addresses and no traffic leaves the
+ * machine.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
+import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { eventually } from '../support/eventually.js';
+import { nodeBinDir } from '../support/otherNode.js';
+import { killAllWith, processesWith } from '../support/processes.js';
+import { PYTHON3_REAL } from '../support/python.js';
+
+const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'egress');
+const base = mkdtempSync(join(tmpdir(), 'egress-sandbox-'));
+const installRoot = join(base, 'plugin');
+const dataDir = join(base, 'data');
+const certFile = join(installRoot, 'cert.pem');
+
+const ADDRESSES: Readonly<Record<string, string>> = {
+  'api.test': '203.0.113.10',
+  'other.test': '203.0.113.11',
+  'private.test': '10.20.30.40',
+  'meta.test': '169.254.169.254',
+};
+const DESTINATIONS = ['api.test', 'private.test', 'meta.test', 'rebind.test:80'];
+
+let httpPort = 0;
+let httpsPort = 0;
+const origins: Server[] = [];
+const reached: string[] = [];
+const events: EgressEvent[] = [];
+let rebindLookups = 0;
+let spawner: SandboxSpawner;
+let node22: string;
+const started: PluginProcess[] = [];
+const markers: string[] = [];
+
+const resolver: EgressResolver = {
+  resolve: (name) => {
+    // The first answer is public, every later one loopback: a rebinding name.
+    if (name === 'rebind.test') return Promise.resolve([rebindLookups++ === 0 ? '203.0.113.12' : '127.0.0.1']);
+    const address = ADDRESSES[name];
+    return address === undefined ? Promise.reject(new Error(`ENOTFOUND ${name}`)) : Promise.resolve([address]);
+  },
+  route: (address, port) => (address.startsWith('203.0.113.') ? { host: '127.0.0.1', port: port === 443 ? httpsPort : httpPort } : { host: address, port }),
+};
+
+function answer(req: IncomingMessage, res: ServerResponse): void {
+  reached.push(`${req.headers.host ?? ''}${req.url ?? ''}`);
+  res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`);
+}
+
+function listening(server: Server): Promise<number> {
+  origins.push(server);
+  return new Promise((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, () => resolve((server.address() as AddressInfo).port)));
+}
+
+beforeAll(async () => {
+  mkdirSync(installRoot, { recursive: true });
+  mkdirSync(dataDir, { recursive: true });
+  const key = join(base, 'key.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', certFile, '-days', '1', '-subj', '/CN=api.test', '-addext', 'subjectAltName=DNS:api.test'], { stdio: 'ignore' });
+  httpPort = await listening(createHttpServer(answer));
+  httpsPort = await listening(createHttpsServer({ key: readFileSync(key), cert: readFileSync(certFile) }, answer));
+  node22 = join(await nodeBinDir(), 'node');
+  spawner = (await SandboxSpawner.create({ egressResolver: resolver, onEgress: (e) => events.push(e) }))._unsafeUnwrap();
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
+  markers.forEach(killAllWith);
+  for (const server of origins) server.close();
+  rmSync(base, { recursive: true, force: true });
+});
+
+function request(argv: readonly string[], readable: readonly string[], overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
+  return {
+    executable: trustedCommand(argv, installRoot, readable),
+    env: { NODE_EXTRA_CA_CERTS: certFile, PLUGIN_OWN: 'kept' },
+    network: false,
+    egress: DESTINATIONS,
+    writeDir: dataDir,
+    hiddenPaths: [],
+    pluginId: 'io.example.egress',
+    ...overrides,
+  };
+}
+
+/** Runs a client plugin to its end and parses the JSON line it prints. */
+async function run(req: SandboxSpawnRequest): Promise<Record<string, unknown>> {
+  const spawned = await spawner.spawn(req);
+  if (spawned.isErr()) throw spawned.error;
+  const plugin = spawned.value;
+  started.push(plugin);
+  plugin.stdin.end();
+  let out = '';
+  for await (const chunk of plugin.stdout) out += String(chunk);
+  const exit = await plugin.exited;
+  if (out.trim() === '') throw new Error(`no output (${exit.description}): ${plugin.stderrTail()}`);
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+const eventsFor = (host: string): EgressEvent[] => events.filter((e) => e.host === host);
+
+describe('egress allowlist through the host proxy', () => {
+  it("lets Node 22's fetch reach a listed host over HTTPS and HTTP, and refuses everything else", async () => {
+    const out = await run(
+      request(
+        [
+          node22,
+          join(FIXTURES, 'client.mjs'),
+          'https://api.test/node',
+          'http://api.test/plain',
+          'https://other.test/',
+          'http://203.0.113.10/',
+          'https://private.test/',
+          'http://meta.test/latest/meta-data/',
+          `tcp://127.0.0.1:${httpPort}`,
+          'tcp://203.0.113.10:443',
+          'env',
+        ],
+        [...nodeRuntimePaths(node22), FIXTURES],
+      ),
+    );
+    expect(out['https://api.test/node']).toBe('200 origin api.test/node');
+    expect(out['http://api.test/plain']).toBe('200 origin api.test/plain');
+    expect(out['https://other.test/']).toMatch(/^error /);
+    // Node's fetch tunnels plain HTTP through CONNECT too, so a refusal is a failed fetch rather than a 403 answer.
+    expect(out['http://203.0.113.10/']).toMatch(/^error /);
+    expect(out['https://private.test/']).toMatch(/^error /);
+    expect(out['http://meta.test/latest/meta-data/']).toMatch(/^error /);
+    // Direct sockets: the plugin's namespace has no route anywhere, not even to the host's loopback.
+    expect(out[`tcp://127.0.0.1:${httpPort}`]).toBe('ECONNREFUSED');
+    expect(out['tcp://203.0.113.10:443']).toBe('ENETUNREACH');
+    expect(out.env).toEqual(['HTTPS_PROXY', 'HTTP_PROXY', 'NODE_EXTRA_CA_CERTS', 'NODE_USE_ENV_PROXY', 'NO_PROXY', 'PLUGIN_OWN', 'http_proxy', 'https_proxy', 'no_proxy']);
+    expect(reached).toEqual(expect.arrayContaining(['api.test/node', 'api.test/plain']));
+    expect(reached.filter((r) => !r.startsWith('api.test/'))).toEqual([]);
+
+    expect(eventsFor('api.test')).toEqual(
+      expect.arrayContaining([
+        { plugin_id: 'io.example.egress', allowed: true, method: 'CONNECT', host: 'api.test', port: 443, address: '203.0.113.10' },
+        { plugin_id: 'io.example.egress', allowed: true, method: 'CONNECT', host: 'api.test', port: 80, address: '203.0.113.10' },
+      ]),
+    );
+    expect(eventsFor('other.test')).toEqual([{ plugin_id: 'io.example.egress', allowed: false, method: 'CONNECT', host: 'other.test', port: 443, reason: 'not_listed' }]);
+    expect(eventsFor('203.0.113.10')).toEqual([{ plugin_id: 'io.example.egress', allowed: false, method: 'CONNECT', host: '203.0.113.10', port: 80, reason: 'ip_literal_not_listed' }]);
+    expect(eventsFor('private.test')).toEqual([expect.objectContaining({ allowed: false, reason: 'refused_address', address: '10.20.30.40', refused_kind: 'private' })]);
+    expect(eventsFor('meta.test')).toEqual([expect.objectContaining({ allowed: false, reason: 'refused_address', address: '169.254.169.254', refused_kind: 'metadata' })]);
+  });
+
+  it("lets Python's urllib reach a listed host and refuses one not listed", async () => {
+    const prefix = execFileSync(PYTHON3_REAL, ['-c', 'import sys; print(sys.prefix)'], { encoding: 'utf8' }).trim();
+    const out = await run(request([PYTHON3_REAL, join(FIXTURES, 'client.py'), certFile, 'https://api.test/python', 'http://api.test/python-plain', 'https://other.test/python'], [prefix, FIXTURES]));
+    expect(out).toEqual({
+      'https://api.test/python': '200 origin api.test/python',
+      'http://api.test/python-plain': '200 origin api.test/python-plain',
+      'https://other.test/python': expect.stringMatching(/^error .*403/),
+    });
+    // urllib sends plain HTTP to the proxy as an absolute-form request, which the proxy forwards itself.
+    expect(eventsFor('api.test')).toEqual(expect.arrayContaining([{ plugin_id: 'io.example.egress', allowed: true, method: 'GET', host: 'api.test', port: 80, address: '203.0.113.10' }]));
+  });
+
+  it('refuses a name that rebinds to loopback after its first answer: the check is on the address dialled', async () => {
+    const out = await run(request([node22, join(FIXTURES, 'client.mjs'), 'http://rebind.test/first', 'http://rebind.test/second'], [...nodeRuntimePaths(node22), FIXTURES]));
+    expect(out).toEqual({ 'http://rebind.test/first': '200 origin rebind.test/first', 'http://rebind.test/second': expect.stringMatching(/^error /) });
+    expect(eventsFor('rebind.test')).toEqual([
+      expect.objectContaining({ allowed: true, address: '203.0.113.12' }),
+      expect.objectContaining({ allowed: false, reason: 'refused_address', address: '127.0.0.1', refused_kind: 'loopback' }),
+    ]);
+  });
+
+  it('fails closed on a malformed destination list: the plugin does not start', async () => {
+    const spawned = await spawner.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'env'], [...nodeRuntimePaths(node22), FIXTURES], { egress: ['api.test:99999'] }));
+    expect(spawned._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EGRESS_DESTINATION_INVALID', details: { pointer: '/declared_capabilities/egress/0' } });
+  });
+
+  it('describes the destinations as the only way out', () => {
+    const policy = spawner.describe({ network: false, egress: DESTINATIONS, writeDir: dataDir, installRoot, hiddenPaths: [] });
+    expect(policy).toMatchObject({ network: false, unixSocketsBlocked: true, egress: DESTINATIONS });
+  });
+
+  it('a host killed by SIGKILL leaves no plugin, bridge or file behind', async () => {
+    const marker = `egress-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    markers.push(marker);
+    const tmpBefore = readdirSync(tmpdir()).sort();
+    const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-host.ts'), marker, dataDir, String(httpPort), join(node22, '..')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const ready = await new Promise<string>((resolve) => host.stdout.on('data', (c: Buffer) => resolve(c.toString())));
+    expect(ready).toBe('ready origin api.test/\n');
+    // The plugin and the bridge in front of it, both carrying the marker on their command lines.
+    expect(processesWith(marker).length).toBeGreaterThanOrEqual(2);
+    host.kill('SIGKILL');
+    expect(await eventually(() => processesWith(marker).length === 0)).toBe(true);
+    expect(readdirSync(tmpdir()).filter((name) => !tmpBefore.includes(name) && name.includes('egress'))).toEqual([]);
+  });
+});
