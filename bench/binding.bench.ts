@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { bindExecutable, verifyExecutableBinding } from '../src/binding/ExecutableBinding.js';
 import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, pinPackageTree, verifyPackageTree, type PackageTreePin } from '../src/binding/packageTree.js';
 import { sha256OfHandle } from '../src/binding/sha256.js';
-import { trustedCommand } from '../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../src/sandbox/SandboxSpawner.js';
 import { comparison, median, result, timeMs, type BenchResult } from './harness.js';
 
@@ -303,7 +303,7 @@ async function spawnLatency(dir: string, root: string, pin: PackageTreePin): Pro
   mkdirSync(writeDir, { recursive: true });
   const treeCheck = () => verifyPackageTree(root, pin).map(() => undefined);
   const spawnAndWait = async (gate?: typeof treeCheck): Promise<void> => {
-    const p = (await spawner.spawn({ executable: trustedCommand(['/bin/true'], root), env: {}, network: false, writeDir, hiddenPaths: [], ...(gate ? { gate } : {}) }))._unsafeUnwrap();
+    const p = (await spawner.spawn({ executable: unverifiedCommand(['/bin/true'], root), env: {}, network: false, writeDir, hiddenPaths: [], ...(gate ? { gate } : {}) }))._unsafeUnwrap();
     await p.exited;
   };
   const gated: number[] = [];

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnPluginProcess, trustedCommand } from '../src/process/spawnPluginProcess.js';
+import { spawnPluginProcess, unverifiedCommand } from '../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../src/sandbox/SandboxSpawner.js';
 import { median, result, timeMs, type BenchResult } from './harness.js';
 
@@ -16,7 +16,7 @@ export async function run(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'sandbox-bench-'));
   try {
     const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
-    const executable = () => trustedCommand(['/bin/true'], dir);
+    const executable = () => unverifiedCommand(['/bin/true'], dir);
     // The policy PluginHost gives a plugin without network (see its #sandboxPolicy): the profile directory
     // hidden, the plugin's data directory readable, one writable directory inside it; the spawner adds its
     // secret-path masks to every policy.

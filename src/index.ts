@@ -115,7 +115,8 @@ export type { BindModuleEntryOptions, VerifiedModuleEntry } from './binding/Modu
 export type { FileIdentity, InterpreterKind, InterpreterPin } from './binding/interpreter.js';
 export type { NodeMainLoading } from './binding/nodeMain.js';
 export type { PackageTreePin } from './binding/packageTree.js';
-export type { VerifiedExecutable } from './process/VerifiedExecutable.js';
+export type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from './process/VerifiedExecutable.js';
+export { unverifiedCommand } from './process/spawnPluginProcess.js';
 export { CatalogStore, type CatalogMutator, type CatalogStoreOptions } from './catalog/CatalogStore.js';
 export type { InstalledPlugin } from './catalog/catalogContents.js';
 export type {

@@ -17,7 +17,7 @@ import { isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { systemRandom, type Random } from '../ports/ports.js';
-import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
+import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
@@ -30,6 +30,7 @@ import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
 import { isShellName } from './shells.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
+import { markVerified } from './verified.js';
 import { copyWhileHashing, preparePrivateDir, writeUnnamedFile, type VerifiedCopy } from './verifiedCopy.js';
 
 /** The executable binding recorded in `plugins.lock` for one plugin. */
@@ -253,20 +254,20 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
 
 function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, launch: Launch, interpreter: OpenedFile | undefined): VerifiedExecutable {
   let released = false;
-  return {
+  const command: PluginCommand = {
     argv: launch.argv,
     inheritFds: launch.handles.map((h) => h.fd),
     // Both launches of a `#!` script hand the interpreter over second (childFd(1)), and argv[0] names it.
     ...(interpreter ? { programFile: { index: 1, path: interpreter.path } } : {}),
     readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : []), ...(launch.readOnlyPaths ?? [])],
     installRoot: record.install_root,
-    sha256,
     release(): void {
       if (released) return;
       released = true;
       for (const handle of launch.handles) void handle.close().catch(() => undefined);
     },
   };
+  return markVerified(command, sha256);
 }
 
 /** Opens the pinned file, after checking that the install root still resolves to itself. */

@@ -16,12 +16,14 @@ import type { FileHandle } from 'node:fs/promises';
 import { extname, isAbsolute } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
+import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { copyPinnedFile, forQuarantine, realInstallRoot, type ExecutableBindingRecord, type VerifyExecutableOptions } from './ExecutableBinding.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot } from './safeOpen.js';
 import { isSha256Hex, sha256OfHandle } from './sha256.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
+import { markVerified } from './verified.js';
 
 /** Input of {@link ExecutableBinding.bindModuleEntry}. */
 export interface BindModuleEntryOptions {
@@ -143,6 +145,28 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
   const copied = await copyPinnedFile(record, relative.value, options);
   if (copied.isErr()) return err(copied.error);
   return ok(verifiedEntry(record, copied.value.sha256, copied.value.handle));
+}
+
+/**
+ * The command that runs a verified entry: the ESM runner's `command`, whose
+ * arguments tell it to read the entry from fd 3, inherits the entry's
+ * descriptor as fd 3 and carries its digest. Releasing it releases the
+ * entry.
+ */
+export function runVerifiedEntry(command: PluginCommand, entry: VerifiedModuleEntry): VerifiedExecutable {
+  return markVerified(
+    {
+      argv: command.argv,
+      inheritFds: [entry.fd],
+      readOnlyPaths: command.readOnlyPaths,
+      installRoot: command.installRoot,
+      release: () => {
+        command.release();
+        entry.release();
+      },
+    },
+    entry.sha256,
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createServer, type Socket } from 'node:net';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { trustedCommand } from '../process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from '../sandbox/backends.js';
 import { sandboxUnsupported } from '../sandbox/probe.js';
@@ -76,7 +76,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     });
     if (layout.isErr()) return err(layout.error);
     const argv = bridgedArgv(process.execPath, [], {}, [process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)]);
-    const executable = trustedCommand(argv, layout.value.installRoot);
+    const executable = unverifiedCommand(argv, layout.value.installRoot);
     const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
     const spawned = await spawnChild(
       executable,

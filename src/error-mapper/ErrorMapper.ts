@@ -20,7 +20,7 @@ export type MappedPluginErrorCode = 'RATE_LIMITED' | 'AUTH_REQUIRED' | 'SERVICE_
 export interface PluginErrorEnvelope {
   /** Always `false` in an error envelope. */
   readonly success: false;
-  /** One of {@link PLUGIN_LOCAL_ERROR_CODES}; anything else is mapped as unknown. */
+  /** One of `RATE_LIMIT`, `AUTH_EXPIRED`, `PARSE_FAILURE`, `SERVICE_DOWN`, `INVALID_INPUT`; anything else is mapped as unknown. */
   readonly error_code: string;
   /** A human-readable message. */
   readonly error: string;
@@ -38,7 +38,7 @@ export interface PluginErrorContext {
   readonly op_id?: string;
 }
 
-/** The subset of an MCP `CallToolResult` that {@link mapCallToolError} reads. */
+/** The subset of an MCP `CallToolResult` that {@link ErrorMapper.mapCallToolError} reads. */
 export interface CallToolErrorResult {
   /** The result's content blocks; the first `text` block carries the envelope. */
   readonly content?: readonly unknown[];

@@ -1,9 +1,11 @@
 /**
- * What a spawner runs: the result of verifying an executable binding just
- * before a spawn. Produced by `verifyExecutableBinding`, consumed by the
- * spawners, so that what was hashed is what is executed.
+ * What a spawner runs: a command line with the descriptors the child
+ * inherits and the host paths it must be able to read. The spawners take
+ * either a {@link VerifiedExecutable} (the binding module hashed exactly
+ * these bytes) or an {@link UnverifiedCommand} (nothing was checked), and the
+ * two types say which one a caller holds.
  */
-export interface VerifiedExecutable {
+export interface PluginCommand {
   /**
    * The command line to execute, first element the program. Paths are as
    * the child will see them (they may name inherited descriptors, e.g.
@@ -28,8 +30,32 @@ export interface VerifiedExecutable {
   readonly readOnlyPaths: readonly string[];
   /** The plugin's install root; the child's working directory. */
   readonly installRoot: string;
-  /** The SHA-256 (hex) that was verified, for logs and events. */
-  readonly sha256: string;
   /** Closes the inherited descriptors; call once the child has been spawned (or spawning failed). */
   release(): void;
+}
+
+// A type-level mark with no runtime value: code outside the binding module cannot name the key, so it cannot
+// build an object of the branded type without a cast.
+declare const verifiedByBinding: unique symbol;
+
+/**
+ * A command whose code the binding module verified just before the spawn
+ * (`ExecutableBinding.verify`, or an `esm-module` entry run through the ESM
+ * runner), so that what was hashed is what is executed. Only the binding
+ * module produces one.
+ */
+export interface VerifiedExecutable extends PluginCommand {
+  /** The SHA-256 (hex) that was verified, for logs and events. */
+  readonly sha256: string;
+  /** The binding module's mark. */
+  readonly [verifiedByBinding]: true;
+}
+
+/**
+ * A command the host runs without verifying anything (dev profiles, the
+ * sandbox probe, tests of protocol modules); `unverifiedCommand` builds one.
+ */
+export interface UnverifiedCommand extends PluginCommand {
+  /** Says at run time that no hash was checked. */
+  readonly verified: false;
 }

@@ -1,7 +1,7 @@
 import { closeSync, constants as fsConstants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { hostError, type HostError } from '../errors/HostError.js';
-import type { VerifiedExecutable } from './VerifiedExecutable.js';
+import type { PluginCommand } from './VerifiedExecutable.js';
 
 const ELF_MAGIC = Buffer.from([0x7f, 0x45, 0x4c, 0x46]);
 const INHERITED_FD_PATH = /^\/(?:proc\/self\/fd|dev\/fd)\/(\d+)$/;
@@ -42,7 +42,7 @@ interface ProgramFacts {
   readonly head: Buffer;
 }
 
-function readFacts(program: string, executable: VerifiedExecutable): ProgramFacts | NodeJS.ErrnoException {
+function readFacts(program: string, executable: PluginCommand): ProgramFacts | NodeJS.ErrnoException {
   const inherited = INHERITED_FD_PATH.exec(program);
   const hostFd = inherited ? executable.inheritFds[Number(inherited[1]) - 3] : undefined;
   try {
@@ -113,7 +113,7 @@ function problemOf(facts: ProgramFacts, platform: NodeJS.Platform, arch: string)
  * @param spawnError - The error a spawn attempt already produced, if any; its errno is reported.
  */
 export function diagnoseExecutable(
-  executable: VerifiedExecutable,
+  executable: PluginCommand,
   spawnError?: NodeJS.ErrnoException,
   platform: NodeJS.Platform = process.platform,
   arch: string = process.arch,

@@ -6,7 +6,7 @@ import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPlugi
 import { diagnoseExecutable } from './diagnoseExecutable.js';
 import type { PluginProcess } from './PluginProcess.js';
 import { descendantsOf, sendSignal } from './processTree.js';
-import type { VerifiedExecutable } from './VerifiedExecutable.js';
+import type { PluginCommand } from './VerifiedExecutable.js';
 
 /** One launch: the OS command that runs the plugin, possibly through a launcher. */
 export interface Launch {
@@ -61,7 +61,7 @@ async function released(plugin: PluginProcess, input: Input, bytes: Buffer, chec
  * descriptors become the child's fds 3, 4, … and are released once the
  * spawn settled, whatever its outcome.
  */
-export function spawnChild(executable: VerifiedExecutable, launch: Launch, options: ChildPluginProcessOptions): ResultAsync<PluginProcess, HostError> {
+export function spawnChild(executable: PluginCommand, launch: Launch, options: ChildPluginProcessOptions): ResultAsync<PluginProcess, HostError> {
   if (launch.gate && !launch.extraInput) {
     const { gate, ...ungated } = launch;
     return gate()

@@ -4,12 +4,12 @@ import type { HostError } from '../errors/HostError.js';
 import type { LifecycleOptions } from './ChildPluginProcess.js';
 import type { PluginProcess } from './PluginProcess.js';
 import { spawnChild } from './spawnChild.js';
-import type { VerifiedExecutable } from './VerifiedExecutable.js';
+import type { UnverifiedCommand, VerifiedExecutable } from './VerifiedExecutable.js';
 
 /** A request to run a plugin without a sandbox. */
 export interface PlainSpawnRequest extends LifecycleOptions {
-  /** What to run. */
-  readonly executable: VerifiedExecutable;
+  /** What to run: verified by the binding module, or a dev command nothing checked. */
+  readonly executable: VerifiedExecutable | UnverifiedCommand;
   /** The complete environment of the plugin; nothing of the host's is added. */
   readonly env: Readonly<Record<string, string>>;
   /** Working directory. Default the install root. */
@@ -63,17 +63,18 @@ export function spawnPluginProcess(request: PlainSpawnRequest): ResultAsync<Plug
 }
 
 /**
- * A {@link VerifiedExecutable} for a command the host itself trusts (dev
- * profiles, tests of protocol modules): no hash was verified and no
- * descriptor is inherited.
+ * A command the host runs as it is (dev profiles, the sandbox probe, tests
+ * of protocol modules): nothing is verified and no descriptor is inherited.
+ * The spawners accept it beside a {@link VerifiedExecutable}, whose type
+ * only the binding module produces.
  */
-export function trustedCommand(argv: readonly string[], installRoot: string, readOnlyPaths: readonly string[] = []): VerifiedExecutable {
+export function unverifiedCommand(argv: readonly string[], installRoot: string, readOnlyPaths: readonly string[] = []): UnverifiedCommand {
   return {
     argv: [...argv],
     inheritFds: [],
     readOnlyPaths: [...readOnlyPaths],
     installRoot,
-    sha256: '',
+    verified: false,
     release: () => undefined,
   };
 }

@@ -8,7 +8,7 @@ import type { PluginProcess } from '../process/PluginProcess.js';
 import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
-import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
+import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { bubblewrapBackend, nodeRuntimePaths, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
@@ -43,7 +43,7 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly sandboxExecPath?: string;
   /** The platform to sandbox for. Default `process.platform`. */
   readonly platform?: NodeJS.Platform;
-  /** The secret locations hidden from plugins (`~/` = home). Default {@link DEFAULT_SECRET_PATHS}. */
+  /** The secret locations hidden from plugins (`~/` = home). Default `DEFAULT_SECRET_PATHS` (`etc/sandbox/secret-locations.json`). */
   readonly secretPaths?: readonly string[];
   /** The home directory that `~/` means. Default `os.homedir()`. */
   readonly homeDir?: string;
@@ -57,7 +57,7 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * `controlGroups`); also each process's data segment (RLIMIT_DATA, through
    * util-linux `prlimit`) and the size of the sandbox's /dev/shm, which are
    * all that remains where no control group can be used. Default
-   * {@link DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES}; `false` lifts the cap.
+   * `DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES` (`etc/sandbox/tree-limits.json`); `false` lifts the cap.
    */
   readonly memoryLimitBytes?: number | false;
   /**
@@ -87,7 +87,7 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   /**
    * The host user ids plugins run as when the host runs as root (bubblewrap),
    * one per plugin, group id equal to user id. Default
-   * {@link DEFAULT_PLUGIN_UID_RANGE} (`etc/sandbox/plugin-uids.json`).
+   * `DEFAULT_PLUGIN_UID_RANGE` (`etc/sandbox/plugin-uids.json`).
    */
   readonly pluginUidRange?: PluginUidRange;
   /** The util-linux `setpriv` binary that switches to a plugin's user. Default `/usr/bin/setpriv` or `/bin/setpriv` when present. */
@@ -120,8 +120,11 @@ export interface SandboxPolicyRequest {
 
 /** A request to spawn one plugin in its sandbox. */
 export interface SandboxSpawnRequest extends SandboxPolicyRequest {
-  /** What to run, as verified just before this spawn. */
-  readonly executable: VerifiedExecutable;
+  /**
+   * What to run: an executable the binding module verified just before this
+   * spawn, or a dev command nothing checked (`unverifiedCommand`).
+   */
+  readonly executable: VerifiedExecutable | UnverifiedCommand;
   /** The complete environment of the plugin (from EnvDenylist); nothing else of the host's is passed. */
   readonly env: Readonly<Record<string, string>>;
   /** Working directory inside the sandbox. Default the install root. */
@@ -197,14 +200,11 @@ function findOnPath(name: string, searchPath: string | undefined): string | unde
 }
 
 /** The executable with the directories' descriptors inherited after its own, released together. */
-function withDirectories(executable: VerifiedExecutable, directories: PluginDirectories | undefined): VerifiedExecutable {
+function withDirectories<Command extends PluginCommand>(executable: Command, directories: PluginDirectories | undefined): Command {
   if (directories === undefined) return executable;
   return {
-    argv: executable.argv,
+    ...executable,
     inheritFds: [...executable.inheritFds, ...boundFds(directories)],
-    readOnlyPaths: executable.readOnlyPaths,
-    installRoot: executable.installRoot,
-    sha256: executable.sha256,
     release: () => {
       executable.release();
       directories.close();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
-import { trustedCommand } from '../process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
 import { currentCgroupSystem, discoverGroupTree, type CgroupSystem, type GroupTree } from './controlGroups.js';
@@ -121,7 +121,7 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const executable = trustedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath], layout.value.installRoot);
+    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath], layout.value.installRoot);
     const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
     const spawned = await spawnChild(
       executable,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
@@ -89,7 +89,7 @@ afterAll(async () => {
 
 function request(argv: readonly string[], readable: readonly string[], overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
   return {
-    executable: trustedCommand(argv, installRoot, readable),
+    executable: unverifiedCommand(argv, installRoot, readable),
     env: { NODE_EXTRA_CA_CERTS: certFile, PLUGIN_OWN: 'kept' },
     network: false,
     egress: DESTINATIONS,

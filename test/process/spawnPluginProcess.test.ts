@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { spawnPluginProcess, trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { spawnPluginProcess, unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { descendantsOf } from '../../src/process/processTree.js';
 import { eventually } from '../support/eventually.js';
 import { FIXTURES, firstJsonLine, killAllWith, LIFECYCLE, processesWith, PROBE } from '../support/processes.js';
@@ -25,7 +25,7 @@ function marker(): string {
 }
 
 async function run(args: string[], options: Partial<Parameters<typeof spawnPluginProcess>[0]> = {}): Promise<PluginProcess> {
-  const result = await spawnPluginProcess({ executable: trustedCommand([process.execPath, ...args], FIXTURES), env: {}, ...options });
+  const result = await spawnPluginProcess({ executable: unverifiedCommand([process.execPath, ...args], FIXTURES), env: {}, ...options });
   if (result.isErr()) throw result.error;
   started.push(result.value);
   return result.value;
@@ -54,7 +54,7 @@ describe('spawnPluginProcess (real processes)', () => {
     writeFileSync(b, 'second descriptor');
     const fds = [openSync(a, 'r'), openSync(b, 'r')];
     let released = false;
-    const executable = { ...trustedCommand([process.execPath, PROBE, 'readfd:3', 'readfd:4'], FIXTURES), inheritFds: fds, release: () => { released = true; fds.forEach(closeSync); } };
+    const executable = { ...unverifiedCommand([process.execPath, PROBE, 'readfd:3', 'readfd:4'], FIXTURES), inheritFds: fds, release: () => { released = true; fds.forEach(closeSync); } };
     const result = await spawnPluginProcess({ executable, env: {} });
     expect(result.isOk()).toBe(true);
     started.push(result._unsafeUnwrap());
@@ -129,7 +129,7 @@ describe('spawnPluginProcess (real processes)', () => {
   it('fails with PLUGIN_SPAWN_FAILED and diagnostics when the program cannot run, spawning nothing', async () => {
     const before = descendantsOf(process.pid).length;
     let released = false;
-    const executable = { ...trustedCommand([join(dir, 'does-not-exist')], FIXTURES), release: () => { released = true; } };
+    const executable = { ...unverifiedCommand([join(dir, 'does-not-exist')], FIXTURES), release: () => { released = true; } };
     const result = await spawnPluginProcess({ executable, env: {} });
     expect(result._unsafeUnwrapErr().code).toBe('PLUGIN_SPAWN_FAILED');
     expect(result._unsafeUnwrapErr().details).toMatchObject({ path: join(dir, 'does-not-exist'), errno: 'ENOENT' });
@@ -138,7 +138,7 @@ describe('spawnPluginProcess (real processes)', () => {
   });
 
   it('fails with PLUGIN_SPAWN_FAILED when a bare program name is not on PATH', async () => {
-    const result = await spawnPluginProcess({ executable: trustedCommand(['no-such-plugin-binary'], FIXTURES), env: { PATH: dir }, setprivPath: false });
+    const result = await spawnPluginProcess({ executable: unverifiedCommand(['no-such-plugin-binary'], FIXTURES), env: { PATH: dir }, setprivPath: false });
     expect(result._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SPAWN_FAILED', details: { errno: 'ENOENT' } });
   });
 

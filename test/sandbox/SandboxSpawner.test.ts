@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/ports/ports.js';
 import { descendantsOf, inheritableDescriptors } from '../../src/process/processTree.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
@@ -50,7 +50,7 @@ function marker(): string {
 
 function request(argv: string[], overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
   return {
-    executable: trustedCommand([process.execPath, ...argv], installRoot, nodeRuntimePaths()),
+    executable: unverifiedCommand([process.execPath, ...argv], installRoot, nodeRuntimePaths()),
     env: {},
     network: false,
     writeDir: dataDir,
@@ -240,7 +240,7 @@ describe('SandboxSpawner on Linux (real bubblewrap)', () => {
       writeFileSync(file, 'through the descriptor');
       const fd = openSync(file, 'r');
       let released = false;
-      const executable = { ...trustedCommand([process.execPath, join(installRoot, 'probe.mjs'), 'readfd:3'], installRoot, nodeRuntimePaths()), inheritFds: [fd], release: () => { released = true; closeSync(fd); } };
+      const executable = { ...unverifiedCommand([process.execPath, join(installRoot, 'probe.mjs'), 'readfd:3'], installRoot, nodeRuntimePaths()), inheritFds: [fd], release: () => { released = true; closeSync(fd); } };
       const p = (await spawner.spawn({ ...request([]), executable }))._unsafeUnwrap();
       started.push(p);
       expect(released).toBe(true);
@@ -249,7 +249,7 @@ describe('SandboxSpawner on Linux (real bubblewrap)', () => {
 
     it('leaves the plugin no descriptor besides stdio and its own (the seccomp one is closed)', async () => {
       const fd = openSync(PROBE, 'r');
-      const executable = { ...trustedCommand(['/bin/ls', '/proc/self/fd'], installRoot), inheritFds: [fd], release: () => closeSync(fd) };
+      const executable = { ...unverifiedCommand(['/bin/ls', '/proc/self/fd'], installRoot), inheritFds: [fd], release: () => closeSync(fd) };
       const p = (await spawner.spawn({ ...request([]), executable }))._unsafeUnwrap();
       started.push(p);
       const chunks: Buffer[] = [];
@@ -303,7 +303,7 @@ describe('SandboxSpawner on Linux (real bubblewrap)', () => {
     const script = join(installRoot, 'not-executable.sh');
     writeFileSync(script, '#!/bin/sh\necho hi\n');
     chmodSync(script, 0o644);
-    const result = await spawner.spawn({ ...request([]), executable: trustedCommand([script], installRoot) });
+    const result = await spawner.spawn({ ...request([]), executable: unverifiedCommand([script], installRoot) });
     expect(result._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SPAWN_FAILED', details: { path: script, mode: '0644' } });
   });
 

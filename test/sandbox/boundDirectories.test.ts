@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import type { ExitInfo } from '../../src/process/PluginProcess.js';
 import { openPluginDirectories, type PluginDirectories } from '../../src/sandbox/pluginDirectories.js';
@@ -30,7 +30,7 @@ const WRITE = "require('fs').writeFileSync(require('path').join(process.argv[1],
 async function runWriter(directories: PluginDirectories): Promise<ExitInfo | undefined> {
   const cache = directories.write.path;
   const spawned = await spawner.spawn({
-    executable: trustedCommand([process.execPath, '-e', WRITE, cache], installRoot, nodeRuntimePaths()),
+    executable: unverifiedCommand([process.execPath, '-e', WRITE, cache], installRoot, nodeRuntimePaths()),
     env: {},
     network: false,
     writeDir: cache,

@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
 import { FIXTURES, killAllWith, processesWith } from '../support/processes.js';
@@ -70,7 +70,7 @@ async function spawnGated(pkg: Package): Promise<{ result: Awaited<ReturnType<Sa
       })(),
     );
   const result = await spawner.spawn({
-    executable: trustedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root),
+    executable: unverifiedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root),
     env: {},
     network: false,
     writeDir: pkg.writeDir,
@@ -107,7 +107,7 @@ describe('the spawn gate (real bubblewrap)', () => {
     const unsandboxed = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
     const pkg = await pinnedPackage('unsandboxed');
     appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
-    const request = { executable: trustedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [] };
+    const request = { executable: unverifiedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [] };
     const refused = await unsandboxed.spawn({ ...request, gate: () => verifyPackageTree(pkg.root, pkg.pin).map(() => undefined) });
     expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed' } });
     expect(existsSync(pkg.marker)).toBe(false);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/controlGroups.js';
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
@@ -32,7 +32,7 @@ async function spawner(options: SandboxSpawnerOptions = {}): Promise<SandboxSpaw
 
 function request(script: string, overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
   return {
-    executable: trustedCommand([process.execPath, '-e', script], installRoot, nodeRuntimePaths()),
+    executable: unverifiedCommand([process.execPath, '-e', script], installRoot, nodeRuntimePaths()),
     env: {},
     network: false,
     writeDir,

@@ -7,7 +7,7 @@
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { spawnPluginProcess, trustedCommand } from '../../src/process/spawnPluginProcess.js';
+import { spawnPluginProcess, unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import type { ProcessLauncher } from '../../src/shapes/PluginSession.js';
 
 /** Where and how to start a plain child. */
@@ -31,7 +31,7 @@ export function nodeArgv(script: string): string[] {
 /** Spawns `argv` with piped stdio; fails with PLUGIN_SPAWN_FAILED when the OS refuses. */
 export function spawnPlain(argv: readonly string[], options: PlainSpawnOptions = {}): ResultAsync<PluginProcess, HostError> {
   return spawnPluginProcess({
-    executable: trustedCommand(argv, options.cwd ?? process.cwd()),
+    executable: unverifiedCommand(argv, options.cwd ?? process.cwd()),
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env },
   });
 }

@@ -3,11 +3,12 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
-import { trustedCommand } from '../../process/spawnPluginProcess.js';
-import type { VerifiedModuleEntry } from '../../binding/ModuleEntryBinding.js';
-import type { VerifiedExecutable } from '../../process/VerifiedExecutable.js';
+import { unverifiedCommand } from '../../process/spawnPluginProcess.js';
+import { runVerifiedEntry, type VerifiedModuleEntry } from '../../binding/ModuleEntryBinding.js';
+import type { UnverifiedCommand, VerifiedExecutable } from '../../process/VerifiedExecutable.js';
 import { nodeRuntimePaths } from '../../sandbox/backends.js';
 import { runnerArguments } from './runnerArgs.js';
+import { runnerReadPaths } from './runnerReadPaths.js';
 
 /** The runner's file name beside the built library (`dist/esm-runner.js`). */
 export const ESM_RUNNER_FILE = 'esm-runner.js';
@@ -45,34 +46,26 @@ function thisModuleFile(): string {
   return typeof __filename === 'string' ? __filename : fileURLToPath(import.meta.url);
 }
 
-/** The directories a sandboxed runner must read besides the plugin root: its script and its dependencies. */
-function runnerReadPaths(script: string): string[] {
-  // Node looks modules up by path and then loads them by real path (pnpm and
-  // workspaces link node_modules), so the sandbox must expose both.
-  const paths = [script, realpathSync(script)];
-  for (let dir = dirname(script); dir !== dirname(dir); dir = dirname(dir)) {
-    if (basename(dir) === 'node_modules') return [...paths, dir, realpathSync(dir)];
-    const modules = join(dir, 'node_modules');
-    if (existsSync(join(dir, 'package.json')) && existsSync(modules)) return [...paths, modules, realpathSync(modules)];
-  }
-  return paths;
-}
-
 /**
  * How to start the ESM runner for one plugin: an MCP-over-stdio command
  * (`node esm-runner.js … -- <root>`) for the host's sandboxed spawner, with
  * the paths the sandbox must let it read (the plugin root, the runner and
  * its dependencies, Node). The host then runs it as any `mcp-plugin`, e.g.
- * through an {@link EsmSession}. Fails with HOST_INVALID_OPTIONS when the
- * runner script is not there (the package was not built).
+ * through an {@link EsmSession}. With a verified entry the command is a
+ * {@link VerifiedExecutable} (the binding module's `runVerifiedEntry`);
+ * without one the runner reads the entry from disk, unverified. Fails with
+ * HOST_INVALID_OPTIONS when the runner script is not there (the package was
+ * not built).
  */
-export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions = {}): Result<VerifiedExecutable, HostError> {
+export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions & { readonly verifiedEntry: VerifiedModuleEntry }): Result<VerifiedExecutable, HostError>;
+export function esmRunnerCommand(root: string, options?: EsmRunnerCommandOptions): Result<VerifiedExecutable | UnverifiedCommand, HostError>;
+export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions = {}): Result<VerifiedExecutable | UnverifiedCommand, HostError> {
   const command = runnerCommand(root, options);
   if (command.isErr()) options.verifiedEntry?.release();
   return command;
 }
 
-function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<VerifiedExecutable, HostError> {
+function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<VerifiedExecutable | UnverifiedCommand, HostError> {
   let realRoot: string;
   try {
     realRoot = realpathSync(resolve(root));
@@ -110,7 +103,6 @@ function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<V
   const runtime = isAbsolute(program) && existsSync(program) ? nodeRuntimePaths(program) : nodeRuntimePaths();
   const readable = [realRoot, ...runtime, ...runnerReadPaths(resolve(script))];
   if (options.schemaPath !== undefined) readable.push(resolve(options.schemaPath));
-  const command = trustedCommand(argv, realRoot, [...new Set(readable)]);
-  if (entry === undefined) return ok(command);
-  return ok({ ...command, inheritFds: [entry.fd], sha256: entry.sha256, release: () => entry.release() });
+  const command = unverifiedCommand(argv, realRoot, [...new Set(readable)]);
+  return ok(entry === undefined ? command : runVerifiedEntry(command, entry));
 }
