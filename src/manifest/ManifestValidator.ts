@@ -46,18 +46,22 @@ export interface ManifestValidatorOptions {
   readonly maxBytes?: number;
   /** Deepest nesting accepted. Default 64. */
   readonly maxDepth?: number;
-  /** A draft-07 schema replacing the bundled Open Discovery schema (see {@link ManifestValidator.create} to load one from a file). */
-  readonly openDiscoverySchema?: Readonly<Record<string, unknown>>;
   /** Output profiles the manifests do not ship (host built-ins), for the strip-nulls check. */
   readonly resolveProfile?: OutputProfileResolver;
   /** Served schema refs already installed, with their JCS SHA-256 digests, for SCHEMA_REF_COLLISION. */
   readonly knownSchemaDigests?: ReadonlyMap<string, string>;
 }
 
-/** Options of {@link ManifestValidator.create}. */
-export interface ManifestValidatorCreateOptions extends Omit<ManifestValidatorOptions, 'openDiscoverySchema'> {
+/**
+ * Options of {@link ManifestValidator.create}: the constructor's, plus an
+ * Open Discovery schema replacing the bundled one, which is compiled before
+ * the validator is returned. Give at most one of the two.
+ */
+export interface ManifestValidatorCreateOptions extends ManifestValidatorOptions {
   /** Path of a draft-07 JSON Schema file replacing the bundled Open Discovery schema (the loader's SCHEMA_PATH). */
   readonly openDiscoverySchemaPath?: string;
+  /** A draft-07 schema object replacing the bundled Open Discovery schema. */
+  readonly openDiscoverySchema?: Readonly<Record<string, unknown>>;
 }
 
 /** Per-call options. */
@@ -112,6 +116,32 @@ const STRUCTURAL_STAGES: ReadonlySet<CheckStage> = new Set<CheckStage>(['parse',
 
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
+/** Reads a host's Open Discovery schema file: a draft-07 JSON object. */
+function readSchemaFile(path: string): ResultAsync<Readonly<Record<string, unknown>>, HostError> {
+  const invalid = (why: string, cause?: unknown): HostError =>
+    hostError('HOST_INVALID_OPTIONS', `openDiscoverySchemaPath ${path}: ${why}`, cause === undefined ? {} : { cause });
+  return ResultAsync.fromPromise(readFile(path, 'utf8'), (cause) => invalid('cannot be read', cause)).andThen((text) => {
+    const parsed = parseJsonText(text, { maxBytes: 4 * DEFAULT_PARSE_LIMITS.maxBytes, maxDepth: 256 });
+    if (parsed.isErr()) return err(invalid(parsed.error[0].message));
+    const schema = parsed.value;
+    if (!isRecord(schema)) return err(invalid('is not a JSON object'));
+    const dialect = own(schema, '$schema');
+    if (dialect !== undefined && (typeof dialect !== 'string' || !DRAFT_07.test(dialect))) {
+      return err(invalid(`declares $schema ${JSON.stringify(dialect)}; the Open Discovery schema is draft-07`));
+    }
+    return ok(schema);
+  });
+}
+
+/** Compiles a host's Open Discovery schema; Ajv throws on a schema it cannot compile. */
+function compileOpenDiscoverySchema(schema: Readonly<Record<string, unknown>>): Result<CompiledSchema, HostError> {
+  try {
+    return ok(newDraft07Ajv().compile<unknown>(schema));
+  } catch (cause) {
+    return err(hostError('HOST_INVALID_OPTIONS', `the Open Discovery schema does not compile: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }));
+  }
+}
+
 /** The form a file name implies, when it implies one. */
 export function formFromFileName(fileName: string): ManifestForm | undefined {
   const name = basename(fileName).toLowerCase();
@@ -158,12 +188,16 @@ export class ManifestValidator {
   readonly #allowedShapes: readonly ManifestShape[];
   readonly #firstParty: boolean;
   readonly #limits: ParseLimits;
-  readonly #openDiscoverySchema: Readonly<Record<string, unknown>> | undefined;
   readonly #resolveProfile: OutputProfileResolver | undefined;
   readonly #knownDigests: ReadonlyMap<string, string> | undefined;
-  #openDiscoveryValidator: Result<CompiledSchema, HostError> | undefined;
+  // Set only by create(), after the host's schema compiled; the bundled one otherwise.
+  #openDiscoverySchema: CompiledSchema | undefined;
 
-  /** A validator with the bundled schemas (or the given Open Discovery schema, compiled on first use). */
+  /**
+   * A validator with the bundled schemas. It cannot fail; a validator with
+   * another Open Discovery schema comes from {@link ManifestValidator.create},
+   * which reports a bad schema before any manifest is seen.
+   */
   constructor(options: ManifestValidatorOptions = {}) {
     this.#allowedShapes = options.allowedShapes ?? PRESET_SHAPES[options.preset ?? 'neutral'];
     this.#firstParty = options.firstParty ?? false;
@@ -171,52 +205,35 @@ export class ManifestValidator {
       maxBytes: options.maxBytes ?? DEFAULT_PARSE_LIMITS.maxBytes,
       maxDepth: options.maxDepth ?? DEFAULT_PARSE_LIMITS.maxDepth,
     };
-    this.#openDiscoverySchema = options.openDiscoverySchema;
     this.#resolveProfile = options.resolveProfile;
     this.#knownDigests = options.knownSchemaDigests;
   }
 
   /**
-   * A validator whose Open Discovery schema is loaded from a draft-07 file.
-   * A missing, unreadable or non-draft-07 schema file fails with
-   * HOST_INVALID_OPTIONS before any manifest is seen.
+   * A validator, with the Open Discovery schema given by path or as an
+   * object compiled first. A missing, unreadable, non-draft-07 or
+   * uncompilable schema fails with HOST_INVALID_OPTIONS before any manifest
+   * is seen; without one this is `new ManifestValidator(options)`.
    */
   static create(options: ManifestValidatorCreateOptions = {}): ResultAsync<ManifestValidator, HostError> {
-    const { openDiscoverySchemaPath, ...rest } = options;
-    if (openDiscoverySchemaPath === undefined) return okAsync(new ManifestValidator(rest));
-    const invalid = (why: string, cause?: unknown): HostError =>
-      hostError('HOST_INVALID_OPTIONS', `openDiscoverySchemaPath ${openDiscoverySchemaPath}: ${why}`, cause === undefined ? {} : { cause });
-    return ResultAsync.fromPromise(readFile(openDiscoverySchemaPath, 'utf8'), (cause) => invalid('cannot be read', cause))
-      .andThen((text) => {
-        const parsed = parseJsonText(text, { maxBytes: 4 * DEFAULT_PARSE_LIMITS.maxBytes, maxDepth: 256 });
-        if (parsed.isErr()) return err(invalid(parsed.error[0].message));
-        const schema = parsed.value;
-        if (!isRecord(schema)) return err(invalid('is not a JSON object'));
-        const dialect = own(schema, '$schema');
-        if (dialect !== undefined && (typeof dialect !== 'string' || !DRAFT_07.test(dialect))) {
-          return err(invalid(`declares $schema ${JSON.stringify(dialect)}; the Open Discovery schema is draft-07`));
-        }
-        const validator = new ManifestValidator({ ...rest, openDiscoverySchema: schema });
-        return validator.#openDiscovery().map(() => validator);
-      });
-  }
-
-  #openDiscovery(): Result<CompiledSchema, HostError> {
-    if (this.#openDiscoverySchema === undefined) return ok(bundledValidator('open-discovery'));
-    if (this.#openDiscoveryValidator === undefined) {
-      try {
-        this.#openDiscoveryValidator = ok(newDraft07Ajv().compile<unknown>(this.#openDiscoverySchema));
-      } catch (cause) {
-        this.#openDiscoveryValidator = err(
-          hostError('HOST_INVALID_OPTIONS', `the Open Discovery schema does not compile: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
-        );
-      }
+    const { openDiscoverySchemaPath, openDiscoverySchema, ...rest } = options;
+    if (openDiscoverySchemaPath !== undefined && openDiscoverySchema !== undefined) {
+      return errAsync(hostError('HOST_INVALID_OPTIONS', 'give openDiscoverySchemaPath or openDiscoverySchema, not both', { details: { option: 'openDiscoverySchema' } }));
     }
-    return this.#openDiscoveryValidator;
+    const schema: ResultAsync<Readonly<Record<string, unknown>> | undefined, HostError> =
+      openDiscoverySchemaPath === undefined ? okAsync(openDiscoverySchema) : readSchemaFile(openDiscoverySchemaPath);
+    return schema.andThen((found) => {
+      const validator = new ManifestValidator(rest);
+      if (found === undefined) return ok(validator);
+      return compileOpenDiscoverySchema(found).map((compiled) => {
+        validator.#openDiscoverySchema = compiled;
+        return validator;
+      });
+    });
   }
 
-  #schemaFor(form: ManifestForm): Result<CompiledSchema, HostError> {
-    return form === 'open-discovery' ? this.#openDiscovery() : ok(bundledValidator(form));
+  #schemaFor(form: ManifestForm): CompiledSchema {
+    return form === 'open-discovery' ? (this.#openDiscoverySchema ?? bundledValidator(form)) : bundledValidator(form);
   }
 
   /**
@@ -276,10 +293,8 @@ export class ManifestValidator {
 
   #inspectParsed(doc: unknown, form: ManifestForm, call: Omit<ValidateCallOptions, 'form'>): Result<ManifestReport, HostError> {
     const source = call.fileName ?? 'manifest';
-    return this.#schemaFor(form).map((schema) => {
-      const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
-      return this.#report(source, form, doc, isGated(found) ? found : [...found, ...checkSchemaRefGrammar(doc, form)], [], call.hostChecks);
-    });
+    const found = this.#pureViolations(doc, form, this.#schemaFor(form), call.firstParty ?? this.#firstParty);
+    return ok(this.#report(source, form, doc, isGated(found) ? found : [...found, ...checkSchemaRefGrammar(doc, form)], [], call.hostChecks));
   }
 
   #parse(input: string | Uint8Array, call: ValidateCallOptions): { form: ManifestForm; parsed: Result<unknown, readonly Violation[]> } {
@@ -311,19 +326,17 @@ export class ManifestValidator {
       const { form, parsed } = this.#parse(bytes, fileCall);
       if (parsed.isErr()) return okAsync(this.#report(path, form, undefined, [...parsed.error], []));
       const doc = parsed.value;
-      return this.#schemaFor(form).asyncAndThen((schema) => {
-        const found = this.#pureViolations(doc, form, schema, call.firstParty ?? this.#firstParty);
-        if (isGated(found)) {
-          return okAsync(this.#report(path, form, doc, found, []));
-        }
-        const refs = checkSchemaRefs(doc, form, {
-          readBundle,
-          ...(this.#knownDigests === undefined ? {} : { knownDigests: this.#knownDigests }),
-        });
-        return ResultAsync.fromSafePromise(refs).map((outcome) =>
-          this.#report(path, form, doc, [...found, ...outcome.violations], outcome.schemas, call.hostChecks),
-        );
+      const found = this.#pureViolations(doc, form, this.#schemaFor(form), call.firstParty ?? this.#firstParty);
+      if (isGated(found)) {
+        return okAsync(this.#report(path, form, doc, found, []));
+      }
+      const refs = checkSchemaRefs(doc, form, {
+        readBundle,
+        ...(this.#knownDigests === undefined ? {} : { knownDigests: this.#knownDigests }),
       });
+      return ResultAsync.fromSafePromise(refs).map((outcome) =>
+        this.#report(path, form, doc, [...found, ...outcome.violations], outcome.schemas, call.hostChecks),
+      );
     });
   }
 
