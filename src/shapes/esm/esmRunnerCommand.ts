@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
@@ -8,6 +8,7 @@ import { runVerifiedEntry, type VerifiedModuleEntry } from '../../binding/Module
 import type { UnverifiedCommand, VerifiedExecutable } from '../../process/VerifiedExecutable.js';
 import { nodeRuntimePaths } from '../../sandbox/backends.js';
 import { runnerArguments } from './runnerArgs.js';
+import { runnerReadPaths } from './runnerReadPaths.js';
 
 /** The runner's file name beside the built library (`dist/esm-runner.js`). */
 export const ESM_RUNNER_FILE = 'esm-runner.js';
@@ -43,19 +44,6 @@ export interface EsmRunnerCommandOptions {
 function thisModuleFile(): string {
   // The CommonJS build has __filename; the ES module build has import.meta.url.
   return typeof __filename === 'string' ? __filename : fileURLToPath(import.meta.url);
-}
-
-/** The directories a sandboxed runner must read besides the plugin root: its script and its dependencies. */
-function runnerReadPaths(script: string): string[] {
-  // Node looks modules up by path and then loads them by real path (pnpm and
-  // workspaces link node_modules), so the sandbox must expose both.
-  const paths = [script, realpathSync(script)];
-  for (let dir = dirname(script); dir !== dirname(dir); dir = dirname(dir)) {
-    if (basename(dir) === 'node_modules') return [...paths, dir, realpathSync(dir)];
-    const modules = join(dir, 'node_modules');
-    if (existsSync(join(dir, 'package.json')) && existsSync(modules)) return [...paths, modules, realpathSync(modules)];
-  }
-  return paths;
 }
 
 /**

@@ -1,0 +1,129 @@
+/**
+ * What a sandboxed ESM runner must be able to read of this library's own
+ * installation, whatever layout the host application's package manager
+ * chose: npm hoisted or nested (`node_modules/mcp-plugin-host/node_modules`
+ * when the application needs another major of a dependency), pnpm's and
+ * npm's linked stores, workspaces that link the package from elsewhere.
+ *
+ * Node runs the runner script by its real path and resolves each bare
+ * import from the importing file's real directory upward, through every
+ * `node_modules` on the way (a directory named `node_modules` is never
+ * searched for a nested one), then loads what it found by its real path.
+ * So the sandbox gets: the script (as named and as real), its package's
+ * `package.json`, `dist/` and `etc/`, every `node_modules` on the lookup
+ * path of that package, and, for each dependency found there through a
+ * link that leads outside those folders, the same again from the
+ * dependency's real directory, transitively.
+ */
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { basename, dirname, join, sep } from 'node:path';
+
+/** The package folders a runner package ships beside `package.json` that its code reads at run time. */
+const OWN_PACKAGE_PARTS = ['package.json', 'dist', 'etc'];
+const DEPENDENCY_FIELDS = ['dependencies', 'optionalDependencies', 'peerDependencies'] as const;
+
+const computed = new Map<string, readonly string[]>();
+
+const within = (path: string, dir: string): boolean => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+
+const realOrUndefined = (path: string): string | undefined => {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+};
+
+/** The nearest directory at or above `dir` holding a package.json. */
+function packageRootOf(dir: string): string | undefined {
+  for (let current = dir; ; current = dirname(current)) {
+    if (existsSync(join(current, 'package.json'))) return current;
+    if (current === dirname(current)) return undefined;
+  }
+}
+
+/** The `node_modules` folders Node's resolution searches from a file in `dir`, nearest first, that exist. */
+function lookupFolders(dir: string): string[] {
+  const out: string[] = [];
+  for (let current = dir; ; current = dirname(current)) {
+    if (basename(current) !== 'node_modules') {
+      const folder = join(current, 'node_modules');
+      if (existsSync(folder)) out.push(folder);
+    }
+    if (current === dirname(current)) return out;
+  }
+}
+
+function dependencyNames(packageDir: string): string[] {
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
+  } catch {
+    return [];
+  }
+  if (typeof manifest !== 'object' || manifest === null) return [];
+  const names = new Set<string>();
+  for (const field of DEPENDENCY_FIELDS) {
+    const table = (manifest as Record<string, unknown>)[field];
+    if (typeof table === 'object' && table !== null) for (const name of Object.keys(table)) names.add(name);
+  }
+  return [...names];
+}
+
+class ReadableSet {
+  readonly #paths = new Set<string>();
+
+  /** Adds a path and, when it goes through links, the real path too. */
+  add(path: string): void {
+    this.#paths.add(path);
+    const real = realOrUndefined(path);
+    if (real !== undefined) this.#paths.add(real);
+  }
+
+  covers(path: string): boolean {
+    return [...this.#paths].some((dir) => within(path, dir));
+  }
+
+  /** Every path, minus those inside another one (each is one mount). */
+  list(): string[] {
+    const all = [...this.#paths].sort((a, b) => a.length - b.length);
+    return all.filter((path, i) => !all.slice(0, i).some((outer) => within(path, outer)));
+  }
+}
+
+function addDependencyClosure(packageDir: string, readable: ReadableSet, visited: Set<string>): void {
+  if (visited.has(packageDir)) return;
+  visited.add(packageDir);
+  const folders = lookupFolders(packageDir);
+  for (const folder of folders) readable.add(folder);
+  for (const name of dependencyNames(packageDir)) {
+    const found = folders.map((folder) => join(folder, name)).find((candidate) => existsSync(candidate));
+    const real = found === undefined ? undefined : realOrUndefined(found);
+    if (real === undefined) continue;
+    // A dependency already inside an exposed folder resolves its own imports through the same folders.
+    if (!readable.covers(real)) readable.add(real);
+    addDependencyClosure(real, readable, visited);
+  }
+}
+
+/**
+ * The paths a sandbox must expose read-only for Node to run the runner
+ * `script` with everything it imports; computed once per script and process.
+ */
+export function runnerReadPaths(script: string): readonly string[] {
+  const known = computed.get(script);
+  if (known !== undefined) return known;
+  const readable = new ReadableSet();
+  readable.add(script);
+  const real = realOrUndefined(script) ?? script;
+  const own = packageRootOf(dirname(real));
+  if (own === undefined) {
+    readable.add(dirname(real));
+  } else {
+    for (const part of OWN_PACKAGE_PARTS) if (existsSync(join(own, part))) readable.add(join(own, part));
+    addDependencyClosure(own, readable, new Set());
+  }
+  const paths = readable.list();
+  computed.set(script, paths);
+  return paths;
+}

@@ -1,0 +1,72 @@
+/**
+ * The ESM runner under every node_modules layout: the packed library,
+ * installed by a real `npm install` into an application, runs a sandboxed
+ * esm-module plugin with its own dist/esm-runner.js, whatever npm did with
+ * the library's dependencies. The sandbox exposes only what the runner
+ * resolves, so a layout whose folders it missed fails the call
+ * (ERR_MODULE_NOT_FOUND inside the sandbox).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { installApplication, packLibrary, type Layout } from '../support/packedLibrary.js';
+
+const run = promisify(execFile);
+const FIXTURE = join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-all-capabilities');
+
+/** Opens a host of the installed library, installs the plugin, reopens, calls echo; prints the outcome as JSON. */
+const APPLICATION = `
+import { PluginHost } from 'mcp-plugin-host';
+const [profileDir, pluginPackage] = process.argv.slice(2);
+const open = async () => {
+  const opened = await PluginHost.open({ profileDir, profileKind: 'dev' });
+  if (opened.isErr()) throw opened.error;
+  return opened.value;
+};
+const installer = await open();
+const installed = await installer.install(pluginPackage, { canary: false });
+await installer.close();
+if (installed.isErr()) throw installed.error;
+const host = await open();
+const called = await host.call('plug.all-capabilities.echo', { text: 'through the packed library' }, { maxRisk: 'destructive' });
+const info = await host.info('all-capabilities');
+await host.close();
+console.log(JSON.stringify({
+  result: called.isOk() ? called.value.value : undefined,
+  error: called.isErr() ? { code: called.error.code, message: called.error.message, details: called.error.details } : undefined,
+  sandbox: info.isOk() ? info.value.enforced_capabilities?.backend : undefined,
+}));
+`;
+
+let scratch: string;
+let tarball: string;
+let plugin: string;
+const applications: string[] = [];
+
+beforeAll(async () => {
+  scratch = await realpath(await mkdtemp(join(tmpdir(), 'packed-library-')));
+  tarball = await packLibrary(scratch);
+  plugin = await packageFixturePlugin(FIXTURE, { bundle: ['dist/index.mjs'] });
+}, 300_000);
+afterAll(async () => {
+  await Promise.all([scratch, plugin, ...applications].map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+describe.each<Layout>(['nested', 'hoisted', 'linked', 'workspace'])('the packed library installed %s', (layout) => {
+  it('runs a sandboxed esm-module plugin through its own runner', async () => {
+    const app = await installApplication(tarball, layout);
+    applications.push(app);
+    await writeFile(join(app, 'run.mjs'), APPLICATION);
+    const profile = await mkdtemp(join(tmpdir(), 'packed-profile-'));
+    applications.push(profile);
+    const { stdout } = await run(process.execPath, [join(app, 'run.mjs'), profile, plugin], { cwd: app });
+    const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result?: unknown; error?: unknown; sandbox?: string };
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.sandbox).toBe('bubblewrap');
+    expect(outcome.result).toMatchObject({ content: [{ type: 'text', text: 'through the packed library' }] });
+  }, 300_000);
+});
