@@ -31,6 +31,7 @@ import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from './versionOrder.js';
+import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
 export interface InstallerOptions {
@@ -574,14 +575,28 @@ export class Installer {
   async #bindPinnedCode(installRoot: string, code: PinnedCode): Promise<Result<ExecutableBindingRecord, HostError>> {
     // An entry module is imported by the runner, never executed: it keeps its mode.
     if (code.kind === 'esm-entry') return bindModuleEntry({ installRoot, entry: code.path });
-    const executable = code.path;
-    const mode = await setExecutableMode(installRoot, executable);
-    if (mode.isErr()) return err(mode.error);
+    const prepared = await this.#prepareExecutable(installRoot, code.path);
+    if (prepared.isErr()) return err(prepared.error);
+    const executable = prepared.value;
     return bindExecutable({
       installRoot,
       executable,
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
     });
+  }
+
+  /**
+   * Makes the manifest's executable runnable and returns the path to pin: the
+   * file itself with its mode set, or, when it names a console script of the
+   * package's pyproject.toml, the launcher of the private Python environment
+   * installed for it (see installConsoleScript).
+   */
+  async #prepareExecutable(installRoot: string, executable: string): Promise<Result<string, HostError>> {
+    const script = await consoleScriptOf(installRoot, executable);
+    if (script.isErr()) return err(script.error);
+    if (script.value === undefined) return (await setExecutableMode(installRoot, executable)).map(() => executable);
+    const installed = await installConsoleScript(installRoot, script.value, { searchPath: this.#o.searchPath ?? process.env.PATH ?? '' });
+    return installed.map((python) => python.executable);
   }
 
   /**

@@ -1,0 +1,202 @@
+/**
+ * Python packages as published: a manifest whose `executable` is not a file
+ * of the package but a console script of its `pyproject.toml`
+ * (`[project.scripts]`) is installed into a private environment inside the
+ * install root, from the wheels the package ships, before the install pins
+ * anything. The executable then pinned is a launcher the host writes there:
+ * a `#!` script for the resolved interpreter (`-IS`: no user or system
+ * site-packages, no environment variables) that puts only the private
+ * environment's site-packages on `sys.path` and calls the entry point. So
+ * the environment is part of the pinned tree and runs under the sandbox like
+ * any other `#!` script; no interpreter link is left in it (pinned trees hold
+ * no links). See docs/published-servers.md#python.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { parse as parseToml } from 'smol-toml';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
+import { pinInterpreter } from '../binding/interpreter.js';
+import settings from '../../etc/python-install.json' with { type: 'json' };
+
+/** A console script of a package's `pyproject.toml` that the manifest names as its executable. */
+export interface ConsoleScript {
+  /** The script name (`[project.scripts]` key, the manifest's `executable`). */
+  readonly name: string;
+  /** The distribution to install (`[project].name`). */
+  readonly project: string;
+  /** The importable module of the entry point (`hello_plugin` in `hello_plugin:main`). */
+  readonly module: string;
+  /** The attribute path called in that module (`main`). */
+  readonly attribute: string;
+}
+
+/** Where a package's console script was installed: the executable to pin, relative to the install root. */
+export interface InstalledConsoleScript {
+  /** The launcher the host wrote, relative to the install root. */
+  readonly executable: string;
+  /** The interpreter the launcher names (absolute real path). */
+  readonly interpreter: string;
+}
+
+/** Options of {@link installConsoleScript}. */
+export interface PythonInstallOptions {
+  /** PATH on which the interpreter (`python3`) is found, as for `#!/usr/bin/env` lines. */
+  readonly searchPath: string;
+}
+
+type Reason = 'pyproject_invalid' | 'entry_point_invalid' | 'no_wheels' | 'environment_exists' | 'venv_failed' | 'pip_failed' | 'environment_invalid';
+
+const failure = (reason: Reason, message: string, details: Record<string, unknown> = {}): HostError =>
+  hostError('PLUGIN_PYTHON_INSTALL_FAILED', message, { details: { reason, ...details } });
+
+// A dotted Python name path; a console_scripts value may end with [extras], which change nothing for the script.
+const ENTRY_POINT = /^\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*:\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:\[[^\]]*\])?\s*$/;
+
+const isTable = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The console script the manifest's `executable` names, or `undefined` when
+ * the package has a file by that name or no `pyproject.toml` script of that
+ * name (an ordinary executable, bound as it is).
+ */
+export async function consoleScriptOf(root: string, executable: string): Promise<Result<ConsoleScript | undefined, HostError>> {
+  const pyproject = join(root, 'pyproject.toml');
+  if (executable.includes('/') || existsSync(join(root, executable)) || !existsSync(pyproject)) return ok(undefined);
+  let document: unknown;
+  try {
+    document = parseToml(await readFile(pyproject, 'utf8'));
+  } catch (cause) {
+    return err(failure('pyproject_invalid', `pyproject.toml of the package cannot be read: ${(cause as Error).message}`, { path: pyproject }));
+  }
+  const project = isTable(document) ? document['project'] : undefined;
+  const scripts = isTable(project) ? project['scripts'] : undefined;
+  if (!isTable(scripts) || !Object.hasOwn(scripts, executable)) return ok(undefined);
+  const name = isTable(project) ? project['name'] : undefined;
+  if (typeof name !== 'string' || !/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/.test(name)) {
+    return err(failure('pyproject_invalid', 'pyproject.toml names a console script but no valid [project].name to install', { path: pyproject }));
+  }
+  const target = scripts[executable];
+  const parsed = typeof target === 'string' ? ENTRY_POINT.exec(target) : null;
+  if (parsed === null) {
+    return err(failure('entry_point_invalid', `[project.scripts] ${executable} = ${JSON.stringify(target)} is not "module:attribute"`, { script: executable }));
+  }
+  return ok({ name: executable, project: name, module: parsed[1]!, attribute: parsed[2]! });
+}
+
+interface CommandOutcome {
+  readonly failed: boolean;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(argv: readonly string[], searchPath: string): Promise<CommandOutcome> {
+  return new Promise((resolve) => {
+    execFile(
+      argv[0]!,
+      argv.slice(1),
+      // Nothing from the host's environment steers pip (index URLs, config files, user site).
+      { env: { PATH: searchPath, PYTHONDONTWRITEBYTECODE: '1', PYTHONNOUSERSITE: '1', LC_ALL: 'C.UTF-8' }, timeout: settings.commandTimeoutMs, encoding: 'utf8', maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => resolve({ failed: error !== null, stdout, stderr: stderr || (error?.message ?? '') }),
+    );
+  });
+}
+
+const tail = (text: string): string => text.slice(-settings.stderrTailChars);
+
+/** The launcher: the interpreter without site (so no system or user packages), the environment's site-packages, the entry point. */
+function launcherSource(interpreter: string, sitePackages: readonly string[], script: ConsoleScript): string {
+  const literal = (value: unknown): string => JSON.stringify(value);
+  return [
+    `#!${interpreter} -IS`,
+    `# Written by mcp-plugin-host at install: the console script ${script.name} (${script.module}:${script.attribute}) of ${script.project},`,
+    '# run with the packages of this private environment and nothing else from the system.',
+    'import importlib, os, site, sys',
+    'environment = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))',
+    'sys.prefix = sys.exec_prefix = environment',
+    `for directory in ${literal(sitePackages)}:`,
+    '    site.addsitedir(os.path.join(environment, directory))',
+    `target = importlib.import_module(${literal(script.module)})`,
+    `for name in ${literal(script.attribute.split('.'))}:`,
+    '    target = getattr(target, name)',
+    'sys.exit(target())',
+    '',
+  ].join('\n');
+}
+
+/** Removes the links `venv` made to the interpreter (bin/python*, lib64): a pinned tree holds none, and the launcher needs none. */
+async function removeLinks(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isSymbolicLink()) await unlink(path);
+    else if (entry.isDirectory()) await removeLinks(path);
+  }
+}
+
+/** The environment's site-packages directories, relative to it; they must lie inside it. */
+function sitePackagesOf(output: string, environment: string): Result<string[], HostError> {
+  let paths: unknown;
+  try {
+    paths = JSON.parse(output);
+  } catch {
+    paths = undefined;
+  }
+  const inside = Array.isArray(paths) ? paths.filter((p): p is string => typeof p === 'string').map((p) => relative(environment, p)) : [];
+  if (inside.length === 0 || inside.some((p) => p === '' || p.startsWith('..') || isAbsolute(p))) {
+    return err(failure('environment_invalid', `the private environment reports site-packages outside itself: ${output.trim()}`));
+  }
+  return ok([...new Set(inside)]);
+}
+
+/**
+ * Installs `script`'s project and its dependencies from the package's
+ * wheels into `<root>/.mcp-plugin-host:venv` with the interpreter found on
+ * the search path, and writes the launcher that the install then pins.
+ * Never uses the network or builds an sdist (no package code runs here).
+ * Fails with `PLUGIN_PYTHON_INSTALL_FAILED` (`details.reason`), or
+ * `PLUGIN_EXECUTABLE_UNTRUSTED` when the interpreter is missing or is not a
+ * native program (a pyenv shim, for one).
+ */
+export async function installConsoleScript(root: string, script: ConsoleScript, options: PythonInstallOptions): Promise<Result<InstalledConsoleScript, HostError>> {
+  const pinned = await pinInterpreter({ program: settings.interpreter, viaEnv: true, args: [] }, join(root, 'pyproject.toml'), options.searchPath);
+  if (pinned.isErr()) return err(pinned.error);
+  const python = pinned.value.path;
+  const findLinks = settings.wheelDirs.map((dir) => join(root, dir)).filter((dir) => existsSync(dir));
+  if (findLinks.length === 0) {
+    return err(failure('no_wheels', `the package names the console script ${script.name} but ships no wheels (${settings.wheelDirs.join('/ or ')}/)`, { script: script.name }));
+  }
+  const environment = join(root, settings.environmentDir);
+  // venv refuses a ':' in its path, so it is built under a name without one and renamed once complete.
+  const building = join(root, `.mcp-plugin-host-venv-${process.pid}`);
+  for (const path of [environment, building]) {
+    if (existsSync(path)) return err(failure('environment_exists', `${path} already exists; a package must not ship it`, { path }));
+  }
+  const venv = await run([python, '-I', '-m', 'venv', '--without-pip', building], options.searchPath);
+  if (venv.failed) return err(failure('venv_failed', `${python} -m venv failed: ${tail(venv.stderr)}`, { interpreter: python, stderr_tail: tail(venv.stderr) }));
+  const environmentPython = join(building, 'bin', 'python');
+  const pip = await run(
+    [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...settings.pipInstallOptions, ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
+    options.searchPath,
+  );
+  if (pip.failed) {
+    return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
+  }
+  const paths = await run([environmentPython, '-I', '-c', "import json, sysconfig; print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"], options.searchPath);
+  if (paths.failed) return err(failure('environment_invalid', `the private environment's interpreter did not start: ${tail(paths.stderr)}`, { stderr_tail: tail(paths.stderr) }));
+  const sitePackages = sitePackagesOf(paths.stdout, building);
+  if (sitePackages.isErr()) return err(sitePackages.error);
+  const launcher = join(settings.environmentDir, 'bin', script.name);
+  try {
+    await removeLinks(building);
+    await rename(building, environment);
+    const target = join(root, launcher);
+    if ((await lstat(target).catch(() => undefined))?.isSymbolicLink() === true) await unlink(target);
+    await writeFile(target, launcherSource(python, sitePackages.value, script), { mode: 0o755 });
+  } catch (cause) {
+    return err(ioError('Writing the Python environment', environment, cause));
+  }
+  return ok({ executable: launcher.split('\\').join('/'), interpreter: python });
+}
