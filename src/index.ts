@@ -21,6 +21,7 @@ export {
   type ProtocolSpellings,
 } from './errors/registry.js';
 export { HostError, hostError, isHostError, type HostErrorFields } from './errors/HostError.js';
+export { ioError, type IoErrorDetails } from './errors/ioError.js';
 export {
   silentLogger,
   systemClock,

@@ -1,4 +1,4 @@
-import { hostError } from '../index.js';
+import { ioError } from '../index.js';
 import { parseInvocation, wantsJson, type CommandName } from './args.js';
 import type { CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
@@ -57,8 +57,7 @@ export async function runCli(argv: readonly string[], terminal: Terminal, signal
       } catch (cause) {
         // Commands return expected failures as values; this is a file system
         // failure of the CLI's own work (scratch directories, copies).
-        const message = cause instanceof Error ? cause.message : String(cause);
-        out.failure(hostError('HOST_IO_ERROR', `${invocation.command} failed unexpectedly: ${message}`, { cause }));
+        out.failure(ioError(`Running the ${invocation.command} command`, undefined, cause));
         return EXIT_CODES.runtime;
       }
     }

@@ -2,13 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { okAsync, ResultAsync } from 'neverthrow';
-import { hostError, type HostError, type SecretStore } from '../index.js';
+import { ioError, type HostError, type SecretStore } from '../index.js';
 
 /** A throwaway profile directory under the OS temp directory. */
 export function makeScratchDir(): ResultAsync<string, HostError> {
-  return ResultAsync.fromPromise(mkdtemp(join(tmpdir(), 'mcp-plugin-host-testing-')), (cause) =>
-    hostError('HOST_IO_ERROR', 'cannot create a scratch profile directory', { cause }),
-  );
+  const parent = tmpdir();
+  return ResultAsync.fromPromise(mkdtemp(join(parent, 'mcp-plugin-host-testing-')), (cause) => ioError('Creating a scratch profile directory in', parent, cause));
 }
 
 /** Removes a scratch directory; a failure to remove is not the test's concern. */
