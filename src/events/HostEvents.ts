@@ -1,4 +1,5 @@
 import diagnostics_channel from 'node:diagnostics_channel';
+import type { EgressEvent } from '../egress/EgressProxy.js';
 import type { HostErrorCode } from '../errors/registry.js';
 import type { ExitInfo } from '../process/PluginProcess.js';
 
@@ -29,6 +30,12 @@ export interface HostEventMap {
     readonly retry_count: number;
     readonly next_retry_at?: number;
   };
+  /**
+   * A connection or request a plugin with a destination list made through
+   * the host's egress proxy, allowed (`address`: what was dialled) or
+   * refused (`reason`, and `refused_kind` for an address in a refused range).
+   */
+  readonly egress: EgressEvent;
   /** One line a plugin wrote to stderr. */
   readonly stderr: { readonly plugin_id: string; readonly line: string };
 }

@@ -245,14 +245,23 @@ export class PluginHost {
       ...(config.reservedNamespaces === undefined ? {} : { reserved: config.reservedNamespaces }),
     });
     if (namespaceLock.isErr()) return errAsync(namespaceLock.error);
-    const spawner: ResultAsync<SandboxSpawner, HostError> = config.spawner ? okAsync(config.spawner) : SandboxSpawner.create(config.sandbox);
+    // The spawner exists before the host whose events its egress proxy reports on.
+    let opened: PluginHost | undefined;
+    const spawner: ResultAsync<SandboxSpawner, HostError> = config.spawner
+      ? okAsync(config.spawner)
+      : SandboxSpawner.create({
+          ...config.sandbox,
+          onEgress: (event) => {
+            if (opened !== undefined) opened.#events.emit('egress', event);
+          },
+        });
     const clock = config.clock;
     return spawner.andThen((sandbox) =>
       CatalogStore.open({ profileDir: layout.root, profile, clock, random: config.random })
         .andThen((store) => activateInstalled(store, clock).map((snapshot) => ({ store, snapshot })))
         .map(
           ({ store, snapshot }) =>
-            new PluginHost(config, { layout, store, spawner: sandbox, env: env.value, namespaceLock: namespaceLock.value, snapshot }),
+            (opened = new PluginHost(config, { layout, store, spawner: sandbox, env: env.value, namespaceLock: namespaceLock.value, snapshot })),
         ),
     );
   }

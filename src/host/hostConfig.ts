@@ -84,6 +84,7 @@ const SANDBOX_SCHEMA: OptionSchema = {
   prlimitPath: 'string',
   pluginUidRange: { fields: { first: 'count', count: 'count' } },
   setprivPath: 'string',
+  egressResolver: 'object',
 };
 
 /** The options of {@link PluginHost.open}. */

@@ -122,7 +122,8 @@ export class PluginLauncher {
     const dataDir = layout.dataDir(pluginId);
     return writeDirComponents(caps.fs_write_dir).map((components) => {
       const paths = pluginDirectoryPaths(dirname(dataDir), pluginId, components);
-      return { network: caps.network, writeDir: paths.write, hiddenPaths: [layout.root], readOnlyPaths: [paths.data], pluginId };
+      const egress = caps.network ? [] : (caps.egress ?? []);
+      return { network: caps.network, writeDir: paths.write, hiddenPaths: [layout.root], readOnlyPaths: [paths.data], pluginId, ...(egress.length === 0 ? {} : { egress }) };
     });
   }
 

@@ -10,6 +10,7 @@ import defaultGrant from '../../etc/default-grant.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { DeclaredCapabilities, NormalizedManifest, PluginGrant } from '../manifest/model.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
+import { egressPolicy, uncoveredDestinations } from '../egress/destinations.js';
 
 /** The capabilities a source that declares none runs with when nothing is granted: no network, no writable dir beyond the data dir, no env. */
 export const DEFAULT_CAPABILITIES: DeclaredCapabilities = Object.freeze({
@@ -77,6 +78,32 @@ export function sameGrant(a: PluginGrant | undefined, b: PluginGrant | undefined
   return x.network === y.network && x.fs_write_dir === y.fs_write_dir && sameList(x.env_allow, y.env_allow) && sameList(x.egress, y.egress);
 }
 
+/** The granted destination list, checked (PLUGIN_EGRESS_DESTINATION_INVALID at `/grant/egress/<i>`), as a capabilities field. */
+function grantedEgress(grant: PluginGrant): Result<{ egress?: readonly string[] }, HostError> {
+  if (grant.egress === undefined || grant.egress.length === 0) return ok({});
+  return egressPolicy(grant.egress, '/grant/egress').map((policy) => ({ egress: [...policy.entries] }));
+}
+
+/**
+ * The destinations a declaring plugin gets: its declared list, or the
+ * granted one when the declaration covers it (the whole network covers
+ * every list; a declared list covers a granted destination it allows).
+ */
+function narrowEgress(pluginId: string, declared: DeclaredCapabilities, grant: PluginGrant): Result<{ egress?: readonly string[] }, HostError> {
+  const declaredList = declared.egress ?? [];
+  if (grant.egress === undefined) return ok(declaredList.length === 0 ? {} : { egress: declaredList });
+  if (grant.egress.length === 0) return ok({});
+  const granted = egressPolicy(grant.egress, '/grant/egress');
+  if (granted.isErr()) return err(granted.error);
+  const list = { egress: [...granted.value.entries] };
+  if (declared.network) return ok(list);
+  const outer = egressPolicy(declaredList, '/declared_capabilities/egress');
+  if (outer.isErr()) return err(outer.error);
+  const uncovered = uncoveredDestinations(granted.value, outer.value);
+  if (uncovered.length === 0) return ok(list);
+  return err(exceeds(pluginId, 'egress', uncovered, declaredList, `names ${uncovered.join(', ')}, which the declared destinations do not cover`));
+}
+
 /** Whether `inner` names `outer` or a directory below it (both already checked relative paths). */
 function isWithin(inner: readonly string[], outer: readonly string[]): boolean {
   return inner.length >= outer.length && outer.every((part, i) => inner[i] === part);
@@ -108,24 +135,28 @@ export function grantedCapabilities(manifest: NormalizedManifest, grant: PluginG
     const fsWriteDir = grant.fs_write_dir ?? manifest.capabilities.fs_write_dir;
     const checked = writeDirComponents(fsWriteDir);
     if (checked.isErr()) return err(checked.error);
+    const egress = grantedEgress(grant);
+    if (egress.isErr()) return err(egress.error);
     return ok({
       network: grant.network ?? manifest.capabilities.network,
       fs_write_dir: fsWriteDir,
       env_allow: [...new Set(grant.env_allow ?? manifest.capabilities.env_allow)],
+      ...egress.value,
     });
   }
   const declared = manifest.capabilities;
   if (grant.network === true && !declared.network) return err(exceeds(id, 'network', true, false, 'is not declared'));
-  if (grant.egress !== undefined && grant.egress.length > 0 && !declared.network) {
-    return err(exceeds(id, 'egress', grant.egress, false, 'needs the network, which is not declared'));
-  }
+  const egress = narrowEgress(id, declared, grant);
+  if (egress.isErr()) return err(egress.error);
   const undeclared = (grant.env_allow ?? []).filter((name) => !declared.env_allow.includes(name));
   if (undeclared.length > 0) return err(exceeds(id, 'env_allow', undeclared, declared.env_allow, `names ${undeclared.join(', ')}, which are not declared`));
   const fsWriteDir = grant.fs_write_dir === undefined ? ok(declared.fs_write_dir) : narrowWriteDir(id, declared.fs_write_dir, grant.fs_write_dir);
   if (fsWriteDir.isErr()) return err(fsWriteDir.error);
   return ok({
-    network: grant.network ?? declared.network,
+    // A destination list granted to a plugin declaring the whole network narrows it to those destinations.
+    network: grant.network ?? (grant.egress !== undefined && grant.egress.length > 0 ? false : declared.network),
     fs_write_dir: fsWriteDir.value,
     env_allow: grant.env_allow === undefined ? declared.env_allow : [...new Set(grant.env_allow)],
+    ...egress.value,
   });
 }

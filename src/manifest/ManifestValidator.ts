@@ -6,6 +6,7 @@ import { ioError } from '../errors/ioError.js';
 import { isRecord, own } from './access.js';
 import {
   checkCredentialDescriptors,
+  checkEgressDestinations,
   checkDocumentIsObject,
   checkNamespaceOwnerPresence,
   checkSchemaVersionPlacement,
@@ -256,6 +257,7 @@ export class ManifestValidator {
       ...checkStructure(doc, form, schema),
       ...checkNamespaceOwnerPresence(doc, form, trust),
       ...checkCredentialDescriptors(doc, form),
+      ...checkEgressDestinations(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),
     ];
   }

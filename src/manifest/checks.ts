@@ -14,8 +14,26 @@ import {
   toolNameOf,
 } from './access.js';
 import type { ManifestForm, OutputProfileFacts, ManifestShape } from './model.js';
+import { parseDestination } from '../egress/destinations.js';
 import { ajvViolations, type CompiledSchema } from './schemas.js';
 import { pointerOf, violation, type Violation } from './violations.js';
+
+/**
+ * declared_capabilities.egress of a GUM manifest: each destination must be
+ * `host[:port]`, `*.suffix[:port]` or an IP literal (IPv6 in brackets) →
+ * PLUGIN_EGRESS_DESTINATION_INVALID at the entry's pointer. The schema
+ * checked the list's shape already.
+ */
+export function checkEgressDestinations(doc: unknown, form: ManifestForm): Violation[] {
+  if (form === 'open-discovery') return [];
+  const list = own(own(doc, 'declared_capabilities'), 'egress');
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((entry: unknown, index) => {
+    if (typeof entry !== 'string') return [];
+    const rule = parseDestination(entry);
+    return rule.isOk() ? [] : [violation('structure', 'PLUGIN_EGRESS_DESTINATION_INVALID', pointerOf('declared_capabilities', 'egress', index), `egress destination ${JSON.stringify(entry)} ${rule.error}`)];
+  });
+}
 
 /** Who publishes the plugin: first-party bundled plugins get the contract's two exemptions. */
 export interface TrustOptions {

@@ -74,6 +74,12 @@ export interface DeclaredCapabilities {
   readonly fs_write_dir: string;
   /** Env var names passed through from the host environment. */
   readonly env_allow: readonly string[];
+  /**
+   * Destinations reachable through the host's egress proxy when `network`
+   * is false (`api.github.com:443`, `*.example.com`, `10.0.0.5:8080`);
+   * absent or empty: no network at all.
+   */
+  readonly egress?: readonly string[];
 }
 
 /**

@@ -69,10 +69,12 @@ function normalizeTool(tool: JsonRecord, form: ManifestForm): ManifestTool {
 }
 
 function normalizeCapabilities(declared: unknown): DeclaredCapabilities {
+  const egress = strings(declared, 'egress');
   return {
     network: ownBoolean(declared, 'network') ?? false,
     fs_write_dir: ownString(declared, 'fs_write_dir') ?? '',
     env_allow: strings(declared, 'env_allow'),
+    ...(egress.length === 0 ? {} : { egress }),
   };
 }
 

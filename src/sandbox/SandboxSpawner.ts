@@ -23,7 +23,7 @@ import type { Socket } from 'node:net';
 import { bridgedArgv, proxyEnvironment } from '../egress/bridge.js';
 import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
-import { probeEgress } from '../egress/probeEgress.js';
+import { probeEgress } from './egressProbe.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;

@@ -3,10 +3,10 @@ import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
-import { nodeRuntimePaths, type SandboxBackend } from '../sandbox/backends.js';
-import { sandboxUnsupported } from '../sandbox/probe.js';
-import { resolveLayout } from '../sandbox/SandboxLayout.js';
-import { bridgedArgv, SANDBOX_PROXY_PORT } from './bridge.js';
+import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
+import { sandboxUnsupported } from './probe.js';
+import { resolveLayout } from './SandboxLayout.js';
+import { bridgedArgv, SANDBOX_PROXY_PORT } from '../egress/bridge.js';
 
 /** What the probe plugin reports: the bridged exchange (`ok` or an error code) and a direct connection attempt. */
 interface EgressProbeReport {
