@@ -150,6 +150,9 @@ export type { SandboxBackendName } from './sandbox/backends.js';
 export type { OpenedDirectory, PluginDirectories } from './sandbox/pluginDirectories.js';
 export type { PluginIdentity, PluginUidRange } from './sandbox/pluginIdentity.js';
 export type { EnforcedTreeLimits, TreeLimitOverride } from './sandbox/treeLimits.js';
+export type { EgressEvent, EgressRefusalReason, EgressResolver } from './egress/EgressProxy.js';
+export type { DestinationRefusal } from './egress/destinations.js';
+export type { RefusedAddressKind } from './egress/addresses.js';
 export type { ExitInfo, PluginProcess, ResourceLimitHit, StopOptions, TreeLimitMechanism } from './process/PluginProcess.js';
 export type { LifecycleOptions } from './process/ChildPluginProcess.js';
 export {
