@@ -7,6 +7,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js';
 import { Installer, type InstallInspection, type PackageInstallChoices } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
+import type { NpmSettings } from '../npm/npmFetch.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
@@ -81,6 +82,12 @@ export interface PluginHostOptions {
   readonly packageLimits?: Partial<PackageLimits>;
   /** `PATH` searched once, at install, for `#!/usr/bin/env <program>` interpreters. Default `process.env.PATH`. */
   readonly interpreterSearchPath?: string;
+  /**
+   * Which npm fetches `npm:` sources (`cli`: an `npm-cli.js`, run with this
+   * Node) and which registry it asks. Default: the npm shipped with this
+   * Node, https://registry.npmjs.org/.
+   */
+  readonly npm?: NpmSettings;
   /** The environment plugins' allowlisted variables are read from (and `XDG_DATA_HOME`). Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Per-call time without an answer (reset by progress where the protocol has it). Default 30 s. */
@@ -211,6 +218,8 @@ export class PluginHost {
       ...(config.trustedKeys === undefined ? {} : { trustedKeys: config.trustedKeys }),
       ...(config.packageLimits === undefined ? {} : { limits: config.packageLimits }),
       ...(config.interpreterSearchPath === undefined ? {} : { searchPath: config.interpreterSearchPath }),
+      ...(config.npm === undefined ? {} : { npm: config.npm }),
+      spawner: parts.spawner,
     });
     const catalog = new HostCatalog(parts.store, parts.snapshot);
     const secrets = this.#secrets;

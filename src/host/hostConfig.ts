@@ -9,6 +9,7 @@ import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
 import type { EnvDenylistOptions } from '../env/EnvDenylist.js';
 import type { HostError } from '../errors/HostError.js';
 import type { PackageLimits } from '../installer/limits.js';
+import type { NpmSettings } from '../npm/npmFetch.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { ProfileKind } from '../namespace/NamespaceLock.js';
 import { checkOptions, invalidOption, isPlainObject, type OptionSchema } from '../options/optionRules.js';
@@ -40,6 +41,7 @@ export interface HostConfig {
   readonly requireSignatures: boolean;
   readonly packageLimits: Partial<PackageLimits> | undefined;
   readonly interpreterSearchPath: string | undefined;
+  readonly npm: NpmSettings | undefined;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly callTimeoutMs: number;
   readonly maxTotalTimeoutMs: number;
@@ -103,6 +105,7 @@ const HOST_SCHEMA: OptionSchema = {
   requireSignatures: 'boolean',
   packageLimits: { fields: { maxArchiveBytes: 'bytes', maxExtractedBytes: 'bytes', maxEntries: 'count' } },
   interpreterSearchPath: 'string',
+  npm: { fields: { cli: 'string', registry: 'string' } },
   env: 'stringRecord',
   callTimeoutMs: 'milliseconds',
   maxTotalTimeoutMs: 'milliseconds',
@@ -136,6 +139,8 @@ const INSPECT_SCHEMA: OptionSchema = {
   replace: 'boolean',
   allowDowngrade: 'boolean',
   grant: { fields: { network: 'boolean', fs_write_dir: 'string', env_allow: 'strings', egress: 'strings' } },
+  manifest: 'object',
+  args: 'strings',
 };
 
 /** The options of each public method that takes some, checked before the method does anything. */
@@ -177,6 +182,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       requireSignatures: o.requireSignatures ?? DEFAULTS.requireSignatures,
       packageLimits: o.packageLimits,
       interpreterSearchPath: o.interpreterSearchPath,
+      npm: o.npm,
       env,
       callTimeoutMs: o.callTimeoutMs ?? DEFAULTS.callTimeoutMs,
       maxTotalTimeoutMs: o.maxTotalTimeoutMs ?? DEFAULTS.maxTotalTimeoutMs,

@@ -31,6 +31,10 @@ import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from './versionOrder.js';
+import type { NpmSettings } from '../npm/npmFetch.js';
+import { isNpmSource, openNpmSource } from '../npm/openNpmSource.js';
+import { resolveLaunchArgs } from './launchArgs.js';
+import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
@@ -63,6 +67,10 @@ export interface InstallerOptions {
   readonly random?: Random;
   /** Told when cleaning up after a committed install or remove fails; the operation still succeeds. */
   readonly logger?: Logger;
+  /** Which npm fetches `npm:` sources, and from which registry (default: the npm shipped with this Node, registry.npmjs.org). */
+  readonly npm?: NpmSettings;
+  /** The sandbox an `npm:` server that ships no manifest is started in once, to read its tools; without it such a server needs the `manifest` option. */
+  readonly spawner?: SandboxSpawner;
 }
 
 /** What a caller decides about one package: the checks it must pass and the replacements it may make. */
@@ -97,6 +105,19 @@ export interface PackageInstallChoices {
    * grant is installed again under it.
    */
   readonly grant?: PluginGrant;
+  /**
+   * For a package that ships no manifest (an `npm:` server): the manifest to
+   * install it with, as a GUM JSON document. Without it the host generates
+   * one from the server's own `tools/list`, read in a sandboxed start.
+   */
+  readonly manifest?: Readonly<Record<string, unknown>>;
+  /**
+   * Arguments the executable is started with, recorded in the binding.
+   * `${data_dir}` in an argument becomes the plugin's data directory (its
+   * HOME), e.g. `['${data_dir}']` for a server that takes the directory it
+   * may serve.
+   */
+  readonly args?: readonly string[];
 }
 
 /** Per-install choices. */
@@ -394,7 +415,7 @@ export class Installer {
     body: (staged: StagedPackage) => Promise<Result<T, HostError>>,
   ): ResultAsync<T, HostError> {
     const o = this.#o;
-    const opened = openPackageSource(source, {
+    const opened: ResultAsync<StagedPackage, HostError> = isNpmSource(source) ? this.#openNpm(source, options) : openPackageSource(source, {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
       requireChecksum: o.profileKind !== 'dev',
@@ -439,7 +460,32 @@ export class Installer {
     });
     if (first.isErr()) return err(first.error);
     const validator = new ManifestValidator({ ...base, knownSchemaDigests: knownSchemaDigests(snapshot.contents.variants, pluginId) });
-    return validator.inspectFile(manifestPath, { hostChecks: (m) => this.#hostChecks(m, snapshot, options) });
+    // A manifest the host generated for a source that declares nothing (an introspected npm server) has the default's powers, which a grant widens.
+    const asStaged = (m: NormalizedManifest): NormalizedManifest => (staged.capabilitiesSource === undefined ? m : { ...m, capabilities_source: staged.capabilitiesSource });
+    const report = await validator.inspectFile(manifestPath, { hostChecks: (m) => this.#hostChecks(asStaged(m), snapshot, options) });
+    return report.map((r) => (r.manifest === undefined ? r : { ...r, manifest: asStaged(r.manifest) }));
+  }
+
+  /** Stages an `npm:` source (see openNpmSource): fetched by npm, whose integrity check stands in for a checksum, which it does not have. */
+  #openNpm(source: string, options: InstallOptions): ResultAsync<StagedPackage, HostError> {
+    const o = this.#o;
+    if (options.checksum !== undefined || options.signature !== undefined) {
+      const option = options.checksum === undefined ? 'signature' : 'checksum';
+      return ResultAsync.fromSafePromise(Promise.resolve()).andThen(() =>
+        err(hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } })),
+      );
+    }
+    return openNpmSource(source, {
+      stagingRoot: o.layout.stagingDir,
+      clock: this.#clock,
+      ...(o.limits === undefined ? {} : { limits: o.limits }),
+      ...(o.npm === undefined ? {} : { npm: o.npm }),
+      ...(options.manifest === undefined ? {} : { manifest: options.manifest }),
+      ...(options.args === undefined ? {} : { args: options.args }),
+      ...(o.spawner === undefined
+        ? {}
+        : { introspection: { spawner: o.spawner, hiddenPaths: [o.layout.root], ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }) } }),
+    });
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {
@@ -517,7 +563,7 @@ export class Installer {
       await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, code);
+      const bound = await this.#bind(installRoot, code, options.args === undefined ? undefined : resolveLaunchArgs(options.args, layout.dataDir(id)));
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -565,14 +611,14 @@ export class Installer {
     return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
   }
 
-  async #bind(installRoot: string, code: PinnedCode): Promise<Result<ExecutableBindingRecord, HostError>> {
-    const bound = await this.#bindPinnedCode(installRoot, code);
+  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
+    const bound = await this.#bindPinnedCode(installRoot, code, args);
     if (bound.isErr()) return bound;
     // Last, after every change the install makes to the tree (the executable's mode).
     return pinPackageTree(bound.value.install_root).map((tree) => ({ ...bound.value, tree }));
   }
 
-  async #bindPinnedCode(installRoot: string, code: PinnedCode): Promise<Result<ExecutableBindingRecord, HostError>> {
+  async #bindPinnedCode(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     // An entry module is imported by the runner, never executed: it keeps its mode.
     if (code.kind === 'esm-entry') return bindModuleEntry({ installRoot, entry: code.path });
     const prepared = await this.#prepareExecutable(installRoot, code.path);
@@ -581,6 +627,7 @@ export class Installer {
     return bindExecutable({
       installRoot,
       executable,
+      ...(args === undefined ? {} : { args }),
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
     });
   }

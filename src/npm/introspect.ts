@@ -1,0 +1,141 @@
+/**
+ * Asking a server that ships no manifest which tools it has: start it once,
+ * pinned and sandboxed like an installed plugin but with no network and no
+ * writable directory beyond a throwaway data directory, run `initialize` and
+ * `tools/list` (every page), and stop it. Lines on stdout that are not
+ * JSON-RPC (banners, logging) are dropped, not fatal.
+ */
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { bindExecutable, verifyExecutableBinding } from '../binding/ExecutableBinding.js';
+import { pluginSearchPath } from '../env/pluginPath.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { resolveLaunchArgs } from '../installer/launchArgs.js';
+import { setExecutableMode } from '../installer/setExecutableMode.js';
+import type { PluginProcess } from '../process/PluginProcess.js';
+import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
+import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
+import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
+import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
+import type { ListedTool } from './npmManifest.js';
+
+/** What an introspection starts, and where. */
+export interface IntrospectionRequest {
+  /** The package root: a complete tree (its dependencies inside it), in a host-private directory. */
+  readonly root: string;
+  /** The executable, relative to `root`. */
+  readonly executable: string;
+  /** Arguments after the executable; `${data_dir}` stands for the throwaway data directory. */
+  readonly args?: readonly string[];
+  /** The host's sandbox. */
+  readonly spawner: SandboxSpawner;
+  /** A host-private, empty directory for the throwaway data directory and verified copies. */
+  readonly workDir: string;
+  /** Host paths the server must not read (the profile directory). */
+  readonly hiddenPaths: readonly string[];
+  /** PATH that resolves a `#!/usr/bin/env` interpreter. */
+  readonly searchPath?: string;
+  /** Time for the start, `initialize` and `tools/list` together. */
+  readonly timeoutMs: number;
+}
+
+/** The plugin id the introspection's sandbox and data directory are named by. */
+const INTROSPECTION_ID = 'npm-introspection';
+
+const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined): HostError =>
+  hostError('PLUGIN_HANDSHAKE_FAILED', `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    details: { reason: 'introspection', ...(process === undefined ? {} : { stderr_tail: process.stderrTail() }) },
+    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no writable directory but its data directory). Pass the manifest install option instead, or the args it needs.',
+  });
+
+async function listTools(process: PluginProcess, timeoutMs: number): Promise<Result<ListedTool[], HostError>> {
+  const client = new Client(DEFAULT_MCP_CLIENT_INFO);
+  try {
+    await client.connect(new PluginProcessTransport(process), { timeout: timeoutMs });
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
+      for (const tool of page.tools) {
+        tools.push({
+          name: tool.name,
+          ...(tool.description === undefined ? {} : { description: tool.description }),
+          ...(tool.annotations === undefined
+            ? {}
+            : {
+                annotations: {
+                  ...(tool.annotations.readOnlyHint === undefined ? {} : { readOnlyHint: tool.annotations.readOnlyHint }),
+                  ...(tool.annotations.destructiveHint === undefined ? {} : { destructiveHint: tool.annotations.destructiveHint }),
+                },
+              }),
+        });
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return ok(tools);
+  } catch (cause) {
+    return err(introspectionFailed('introspecting the server failed', cause, process));
+  } finally {
+    await client.close().catch(() => undefined);
+    await process.stop();
+  }
+}
+
+/**
+ * Starts the server once in its sandbox and returns the tools it lists.
+ * Fails with the binding's own error when the executable cannot be pinned,
+ * the sandbox's when it cannot start, and PLUGIN_HANDSHAKE_FAILED
+ * (`details.reason: introspection`, `details.stderr_tail`) when it starts
+ * but does not answer.
+ */
+export function introspectServer(request: IntrospectionRequest): ResultAsync<ListedTool[], HostError> {
+  const { root, executable, spawner, workDir } = request;
+  const dataRoot = join(workDir, 'data');
+  const copyDir = join(workDir, 'exec');
+  const prepared = ResultAsync.fromPromise(
+    Promise.all([mkdir(dataRoot, { recursive: true, mode: 0o700 }), mkdir(copyDir, { recursive: true, mode: 0o700 })]),
+    (cause) => introspectionFailed('preparing the introspection directories failed', cause, undefined),
+  );
+  return prepared
+    .andThen(() => setExecutableMode(root, executable))
+    .andThen(() =>
+      bindExecutable({
+        installRoot: root,
+        executable,
+        ...(request.args === undefined ? {} : { args: resolveLaunchArgs(request.args, join(dataRoot, INTROSPECTION_ID)) }),
+        ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
+      }),
+    )
+    .andThen((binding) =>
+      spawner.pluginIdentity(dataRoot, INTROSPECTION_ID).asyncAndThen((identity) =>
+        openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
+          (directories) =>
+            verifyExecutableBinding(binding, { copyDir })
+              .orElse((error) => {
+                directories.close();
+                return err(error);
+              })
+              .andThen((verified) =>
+                spawner.spawn({
+                  network: false,
+                  writeDir: directories.write.path,
+                  hiddenPaths: request.hiddenPaths,
+                  readOnlyPaths: [directories.data.path],
+                  pluginId: INTROSPECTION_ID,
+                  executable: verified,
+                  env: {
+                    HOME: directories.data.path,
+                    TMPDIR: directories.write.path,
+                    PATH: pluginSearchPath(binding.interpreter?.path ?? dirname(process.execPath)),
+                  },
+                  directories,
+                  ...(identity === undefined ? {} : { identity }),
+                }),
+              ),
+        ),
+      ),
+    )
+    .andThen((started) => new ResultAsync(listTools(started, request.timeoutMs)));
+}

@@ -1,0 +1,164 @@
+/**
+ * Fetching an npm package and its production dependency tree with npm's own
+ * machinery: the npm CLI shipped with the running Node, run as a subprocess
+ * with install scripts off, dev dependencies left out, no audit or fund
+ * calls, and a private cache and configuration under the staging directory
+ * (the user's `.npmrc` files are never read, so no token of theirs is used
+ * and no setting of theirs changes what is installed). npm verifies every
+ * tarball against the integrity the registry (or, for a local tarball, the
+ * lockfile it writes) records before it unpacks it.
+ *
+ * The install strategy is `shallow`: the package is the only entry of the
+ * top-level `node_modules`, and its whole dependency tree sits below it in
+ * its own `node_modules`, so the package directory alone is a complete tree
+ * Node resolves from.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import settings from '../../etc/npm-install.json' with { type: 'json' };
+import { hostError, type HostError } from '../errors/HostError.js';
+
+/** Where npm comes from and which registry it asks. */
+export interface NpmSettings {
+  /**
+   * The npm CLI script (`npm-cli.js`) run with the host's own Node. Default:
+   * the npm shipped with that Node (`<prefix>/lib/node_modules/npm/bin/npm-cli.js`).
+   */
+  readonly cli?: string;
+  /** The registry URL. Default `https://registry.npmjs.org/` (etc/npm-install.json). */
+  readonly registry?: string;
+}
+
+/** What an `npm:` source names: a package of the registry, or a local tarball made by `npm pack`. */
+export type NpmSpec =
+  | { readonly kind: 'registry'; readonly spec: string; readonly name: string }
+  | { readonly kind: 'tarball'; readonly path: string };
+
+/** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
+export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest';
+
+/** A PLUGIN_NPM_INSTALL_FAILED error. */
+export function npmFailure(reason: NpmFailureReason, message: string, details: Record<string, unknown> = {}): HostError {
+  return hostError('PLUGIN_NPM_INSTALL_FAILED', message, { details: { reason, ...details } });
+}
+
+/** The `npm:` prefix of package sources fetched with npm. */
+export const NPM_SOURCE_PREFIX = 'npm:';
+
+// A registry package name (scoped or not, as npm accepts new names), optionally @ a version, range or tag.
+const REGISTRY_SPEC = /^((?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*)(?:@([A-Za-z0-9.^~<>=|*+ -]+))?$/;
+
+/**
+ * Reads the text after `npm:`. A path (it starts with `.` or `/`, or ends
+ * with `.tgz`) names a local tarball, resolved against `cwd`; anything else
+ * must be `<name>` or `<name>@<version|range|tag>`. Git, URL and alias specs
+ * are refused: their bytes are not pinned by registry integrity.
+ */
+export function parseNpmSpec(source: string, cwd: string = process.cwd()): Result<NpmSpec, HostError> {
+  const text = source.startsWith(NPM_SOURCE_PREFIX) ? source.slice(NPM_SOURCE_PREFIX.length) : source;
+  if (text.startsWith('.') || isAbsolute(text) || text.endsWith('.tgz')) return ok({ kind: 'tarball', path: resolve(cwd, text) });
+  const match = REGISTRY_SPEC.exec(text);
+  if (match?.[1] === undefined) {
+    return err(
+      npmFailure('invalid_spec', `'${source}' is neither npm:<name>@<version> nor npm:<path to a .tgz made by npm pack>`, { source }),
+    );
+  }
+  return ok({ kind: 'registry', spec: text, name: match[1] });
+}
+
+/** The npm CLI shipped with the Node that runs the host. */
+export function bundledNpmCli(): string {
+  return join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js');
+}
+
+/** The package npm installed: its directory (a complete tree) and what its package.json says. */
+export interface FetchedNpmPackage {
+  /** The package directory, its dependencies in its own `node_modules`. */
+  readonly dir: string;
+  /** `name` of its package.json. */
+  readonly name: string;
+  /** `version` of its package.json. */
+  readonly version: string;
+  /** Its package.json, parsed. */
+  readonly packageJson: Readonly<Record<string, unknown>>;
+}
+
+const tail = (text: string): string => {
+  const bytes = Buffer.from(text);
+  return bytes.length <= settings.stderrTailBytes ? text : bytes.subarray(bytes.length - settings.stderrTailBytes).toString();
+};
+
+function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result<void, HostError>> {
+  return new Promise((done) => {
+    execFile(process.execPath, [cli, ...args], { cwd, env, timeout: settings.timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
+      if (error === null) return done(ok(undefined));
+      done(
+        err(
+          npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${tail(stderr).trim().split('\n').slice(-3).join(' ')}`, {
+            stderr_tail: tail(stderr),
+          }),
+        ),
+      );
+    });
+  });
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+async function readJson(path: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
+    return isRecord(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The environment npm runs with: nothing of the host's but the proxy and CA settings named in etc/npm-install.json. */
+function npmEnvironment(home: string): NodeJS.ProcessEnv {
+  const passed = Object.fromEntries(settings.passedEnv.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
+  return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: join(home, 'npmrc'), npm_config_globalconfig: join(home, 'npmrc-global') };
+}
+
+/**
+ * Installs the package `spec` names, with its production dependencies, into
+ * `work` (an empty directory of the staging area), using `work/.npm` for
+ * npm's cache and configuration. Install scripts never run.
+ */
+export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSettings = {}): Promise<Result<FetchedNpmPackage, HostError>> {
+  const cli = npm.cli ?? bundledNpmCli();
+  const found = await stat(cli).catch(() => undefined);
+  if (found?.isFile() !== true) {
+    return err(npmFailure('npm_unavailable', `the npm CLI was not found at ${cli}`, { cli }));
+  }
+  if (spec.kind === 'tarball') {
+    const tarball = await stat(spec.path).catch(() => undefined);
+    if (tarball?.isFile() !== true) return err(npmFailure('invalid_spec', `no npm tarball at ${spec.path}`, { path: spec.path }));
+  }
+  const home = join(work, '.npm');
+  const project = join(work, 'project');
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  await mkdir(project, { mode: 0o700 });
+  await writeFile(join(home, 'npmrc'), '');
+  await writeFile(join(home, 'npmrc-global'), '');
+  await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
+  const target = spec.kind === 'registry' ? spec.spec : spec.path;
+  const args = ['install', target, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', npm.registry ?? settings.registry];
+  const ran = await runNpm(cli, args, project, npmEnvironment(home));
+  if (ran.isErr()) return err(ran.error);
+  const manifest = await readJson(join(project, 'package.json'));
+  const dependencies = isRecord(manifest?.['dependencies']) ? Object.keys(manifest['dependencies']) : [];
+  const name = dependencies[0];
+  if (dependencies.length !== 1 || name === undefined) {
+    return err(npmFailure('layout_unexpected', `npm recorded ${dependencies.length} dependencies for '${target}', expected exactly one`, { dependencies }));
+  }
+  const dir = join(project, 'node_modules', ...name.split('/'));
+  const packageJson = await readJson(join(dir, 'package.json'));
+  const version = packageJson?.['version'];
+  if (packageJson === undefined || typeof version !== 'string') {
+    return err(npmFailure('layout_unexpected', `npm installed '${name}' without a readable package.json at ${dir}`, { name }));
+  }
+  return ok({ dir, name, version, packageJson });
+}

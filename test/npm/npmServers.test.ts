@@ -1,0 +1,118 @@
+/**
+ * npm servers installed as they are published (issue 14): `npm:<name>@<version>`
+ * fetched by npm from the registry with their production dependencies, no
+ * manifest given (the host reads tools/list in a sandboxed start), and called
+ * under the sandbox, unmodified. A local tarball made by `npm pack` whose
+ * install scripts would write a marker file installs without running them.
+ */
+import { execFileSync } from 'node:child_process';
+import { access, cp, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { PACKAGE_TREE_LIST_NAME } from '../../src/binding/packageTree.js';
+import { bundledNpmCli } from '../../src/npm/npmFetch.js';
+import { HostPool, textOf } from '../support/hostHarness.js';
+
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => pool.cleanup());
+
+const root = join(import.meta.dirname, '..', '..');
+const devVersion = async (name: string): Promise<string> =>
+  (JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name]?.replace(/^[\^~]/, '') ??
+  'missing';
+
+/** The files the install root holds, as the tree pin must count them (the list itself excluded). */
+async function filesUnder(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => entry.isFile() && entry.name !== PACKAGE_TREE_LIST_NAME).length;
+}
+
+async function installNpm(spec: string, options: { args?: readonly string[] } = {}) {
+  const dir = await pool.profile();
+  const installer = await pool.open(dir, { profileKind: 'standard' });
+  const installed = await installer.install(`npm:${spec}`, { canary: false, ...options });
+  if (installed.isErr()) throw installed.error;
+  await installer.close();
+  return { dir, host: await pool.open(dir, { profileKind: 'standard' }), plugin: installed.value.plugin };
+}
+
+describe('npm: installs of published servers, no manifest given', () => {
+  it('@modelcontextprotocol/server-everything: introspected, pinned as a whole tree, called in the sandbox', async () => {
+    const version = await devVersion('@modelcontextprotocol/server-everything');
+    const { host, plugin } = await installNpm(`@modelcontextprotocol/server-everything@${version}`);
+    expect(plugin.name).toBe('server-everything');
+    expect(plugin.version).toBe(version);
+
+    const lock = JSON.parse(await readFile(join(host.profileDir, 'plugins.lock'), 'utf8')) as {
+      plugins: Record<string, { package: { source: string }; binding: { install_root: string; tree: { files: number } } }>;
+    };
+    const row = lock.plugins['server-everything'];
+    expect(row?.package.source).toBe(`npm:@modelcontextprotocol/server-everything@${version}`);
+    const installRoot = row?.binding.install_root ?? '';
+    // The whole tree npm laid out is pinned: the package and every dependency below its node_modules.
+    expect(row?.binding.tree.files).toBeGreaterThan(1000);
+    expect(row?.binding.tree.files).toBe(await filesUnder(installRoot));
+    const list = (await readFile(join(installRoot, PACKAGE_TREE_LIST_NAME), 'utf8')).split('\n');
+    expect(list.some((line) => line.endsWith(' node_modules/@modelcontextprotocol/sdk/package.json'))).toBe(true);
+    // npm's .bin links stayed out of the tree: nothing below the install root is a link.
+    expect(execFileSync('find', [installRoot, '-type', 'l'], { encoding: 'utf8' })).toBe('');
+
+    expect((await host.info('server-everything'))._unsafeUnwrap().risk).toMatch(/^needs_review:/);
+    expect(textOf((await host.call('plug.server-everything.echo', { message: 'as published' }))._unsafeUnwrap())).toBe('Echo: as published');
+  });
+
+  it('@modelcontextprotocol/server-memory: risk classes come from the tool annotations', async () => {
+    const version = await devVersion('@modelcontextprotocol/server-memory');
+    const { host } = await installNpm(`@modelcontextprotocol/server-memory@${version}`);
+    const risks = Object.fromEntries(
+      (await host.info('server-memory'))._unsafeUnwrap().operations.map((o) => [o.tool_name, o.risk_class]),
+    );
+    expect(risks).toMatchObject({ read_graph: 'read', create_entities: 'write', delete_entities: 'destructive' });
+    const graph = await host.call('plug.server-memory.read_graph', {});
+    expect(JSON.parse(textOf(graph._unsafeUnwrap()))).toEqual({ entities: [], relations: [] });
+  });
+
+  it('@modelcontextprotocol/server-filesystem: started with the data directory as its argument', async () => {
+    const version = await devVersion('@modelcontextprotocol/server-filesystem');
+    const { dir, host } = await installNpm(`@modelcontextprotocol/server-filesystem@${version}`, { args: ['${data_dir}'] });
+    const allowed = await host.call('plug.server-filesystem.list_allowed_directories', {});
+    expect(textOf(allowed._unsafeUnwrap())).toContain(join(dir, 'data', 'server-filesystem'));
+  });
+});
+
+describe('npm: a local tarball made by npm pack', () => {
+  it('installs without running its preinstall, install or postinstall scripts', async () => {
+    const work = await pool.profile();
+    const pkg = join(work, 'greeter-npm');
+    const marker = join(work, 'scripts-ran');
+    await mkdir(pkg);
+    await cp(join(root, 'fixtures/plugins/install-node/bin'), join(pkg, 'bin'), { recursive: true });
+    await cp(join(root, 'fixtures/plugins/install-node/lib'), join(pkg, 'lib'), { recursive: true });
+    const writeMarker = (stage: string) => `node -e "require('fs').appendFileSync(${JSON.stringify(marker)}, '${stage}\\n')"`;
+    await writeFile(
+      join(pkg, 'package.json'),
+      JSON.stringify({
+        name: 'greeter-npm',
+        version: '1.0.0',
+        bin: { 'greeter-npm': 'bin/greeter.mjs' },
+        scripts: { preinstall: writeMarker('preinstall'), install: writeMarker('install'), postinstall: writeMarker('postinstall') },
+      }),
+    );
+    execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', work], {
+      cwd: pkg,
+      stdio: 'ignore',
+    });
+    const tarball = join(work, 'greeter-npm-1.0.0.tgz');
+
+    const dir = await pool.profile();
+    const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate' });
+    const installed = await host.install(`npm:${tarball}`, { canary: false });
+    expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
+    await expect(access(marker)).rejects.toThrow();
+    // No annotations: every tool is a write tool until a person reviews the manifest.
+    const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' }, { maxRisk: 'write' });
+    expect(textOf(greeted._unsafeUnwrap())).toContain('npm');
+    await expect(access(marker)).rejects.toThrow();
+  });
+});
