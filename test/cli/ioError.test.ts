@@ -5,9 +5,11 @@
  */
 import { Readable } from 'node:stream';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { REPO } from './cliHarness.js';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 const savedTmpdir = process.env.TMPDIR;
 afterEach(() => {
