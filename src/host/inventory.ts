@@ -67,7 +67,7 @@ export interface GrantedCapabilities {
   readonly fs_write_dir: string;
   /** Env var names passed through from the host environment. */
   readonly env_allow: readonly string[];
-  /** Network destinations granted, when the grant named some. */
+  /** Destinations reachable through the egress proxy (the declaration narrowed by the grant, or what the grant gave), when there are any. */
   readonly egress?: readonly string[];
   /** What the grant narrowed (`declared`: the manifest's declaration) or widened (`host_default`: the source declared nothing). */
   readonly basis: 'declared' | 'host_default';
@@ -133,7 +133,7 @@ function grantedOf(plugin: InstalledPlugin): GrantedCapabilities | null {
     network: caps.network,
     fs_write_dir: caps.fs_write_dir,
     env_allow: [...caps.env_allow],
-    ...(grant?.egress === undefined ? {} : { egress: [...grant.egress] }),
+    ...(caps.egress === undefined ? {} : { egress: [...caps.egress] }),
     basis: plugin.descriptor?.capabilities_source ?? 'declared',
     grant: grant ?? null,
   };

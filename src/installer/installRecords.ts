@@ -56,6 +56,7 @@ function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilitie
       network: capabilities.network,
       fs_write_dir: capabilities.fs_write_dir,
       env_allow: [...capabilities.env_allow],
+      ...(capabilities.egress === undefined ? {} : { egress: [...capabilities.egress] }),
     },
     ...(m.capabilities_source === undefined ? {} : { capabilities_source: m.capabilities_source }),
     needs_user_creds: [...m.requirements.needs_user_creds],

@@ -52,6 +52,7 @@ export class FakeClock implements Clock {
 /** The fixture plugins PluginHost tests install, with the Node entries packagePlugin bundles. */
 export const FIXTURES = {
   probe: { dir: 'host-probe', bundle: ['bin/probe.mjs'] },
+  egress: { dir: 'host-egress', bundle: ['bin/egress.mjs'] },
   canary: { dir: 'host-canary', bundle: ['bin/canary.mjs'] },
   ndjson: { dir: 'host-ndjson', bundle: ['bin/echo.mjs'] },
   handshake: { dir: 'host-handshake', bundle: ['bin/plugin.mjs'] },

@@ -1,0 +1,73 @@
+/**
+ * A destination list through PluginHost: the host-egress fixture declares
+ * `api.test:80` and `*.example.test`; installed, it reaches a listed host
+ * through the host's proxy (a loopback origin behind the resolver hook),
+ * is refused others, every connection is a host `egress` event, and info()
+ * reports the list as the plugin's only way out. An install grant narrows
+ * the list.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
+import { HostPool, jsonOf, packaged, removePackages } from '../support/hostHarness.js';
+
+const pool = new HostPool();
+let origin: Server;
+let originPort = 0;
+
+const resolver: EgressResolver = {
+  resolve: (name) => Promise.resolve(name === 'api.test' || name.endsWith('.example.test') || name === 'other.test' ? ['203.0.113.30'] : []),
+  route: () => ({ host: '127.0.0.1', port: originPort }),
+};
+
+beforeAll(async () => {
+  origin = createServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
+  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  originPort = (origin.address() as AddressInfo).port;
+});
+afterEach(() => pool.cleanup());
+afterAll(() => {
+  origin.close();
+  return removePackages();
+});
+
+async function get(host: Awaited<ReturnType<HostPool['open']>>, url: string): Promise<Record<string, unknown>> {
+  return jsonOf<{ data: Record<string, unknown> }>((await host.call('plug.host-egress.get', { url }))._unsafeUnwrap()).data;
+}
+
+describe('egress destinations through PluginHost', () => {
+  it('lets the plugin reach its declared destinations only, reports each connection as a host event, and shows the list in info', async () => {
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['egress'], { sandbox: { egressResolver: resolver } });
+    const events: EgressEvent[] = [];
+    host.events.on('egress', (event) => events.push(event));
+
+    expect(await get(host, 'http://api.test/status')).toEqual({ status: 200, body: 'origin api.test/status' });
+    expect(await get(host, 'http://eu.example.test/x')).toEqual({ status: 200, body: 'origin eu.example.test/x' });
+    expect(await get(host, 'http://other.test/')).toEqual({ status: 403, body: '' });
+    expect(await get(host, 'http://api.test:8080/')).toEqual({ status: 403, body: '' });
+    expect(events).toEqual([
+      { plugin_id: 'host-egress', allowed: true, method: 'GET', host: 'api.test', port: 80, address: '203.0.113.30' },
+      { plugin_id: 'host-egress', allowed: true, method: 'GET', host: 'eu.example.test', port: 80, address: '203.0.113.30' },
+      { plugin_id: 'host-egress', allowed: false, method: 'GET', host: 'other.test', port: 80, reason: 'not_listed' },
+      { plugin_id: 'host-egress', allowed: false, method: 'GET', host: 'api.test', port: 8080, reason: 'not_listed' },
+    ]);
+
+    const info = (await host.info('host-egress'))._unsafeUnwrap();
+    expect(info.enforced_capabilities).toMatchObject({ network: false, unixSocketsBlocked: true, egress: ['api.test:80', '*.example.test'] });
+  });
+
+  it('runs the plugin with the narrower list an install grant gives', async () => {
+    const dir = await pool.profile();
+    const installer = await pool.open(dir);
+    (await installer.install(await packaged('egress'), { canary: false, grant: { egress: ['eu.example.test:80'] } }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(dir, { sandbox: { egressResolver: resolver } });
+    expect(await get(host, 'http://eu.example.test/granted')).toEqual({ status: 200, body: 'origin eu.example.test/granted' });
+    expect(await get(host, 'http://api.test/declared-only')).toEqual({ status: 403, body: '' });
+    const info = (await host.info('host-egress'))._unsafeUnwrap();
+    expect(info.enforced_capabilities).toMatchObject({ egress: ['eu.example.test:80'] });
+    expect(info.granted_capabilities).toMatchObject({ egress: ['eu.example.test:80'], basis: 'declared', grant: { egress: ['eu.example.test:80'] } });
+  });
+});
