@@ -23,6 +23,7 @@ export const UNIT = [
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
   'CallAbort', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
   'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'destinations', 'egressDeclaration',
+  'pythonPath',
 ].map((name) => `test/**/${name}.test.ts`);
 // Names also used by integration files elsewhere.
 UNIT.push('test/shapes/esm/units.test.ts');

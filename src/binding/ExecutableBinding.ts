@@ -23,6 +23,7 @@ import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLo
 import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import type { PackageTreePin } from './packageTree.js';
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
+import { isPinnedPythonPath, withPythonPath } from './pythonPath.js';
 import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
@@ -71,6 +72,12 @@ export interface BindExecutableOptions {
   readonly executable: string;
   /** Arguments passed after the executable (default none). */
   readonly args?: readonly string[];
+  /**
+   * Directories of the install root (relative) a Python interpreter puts on
+   * `sys.path` where `PYTHONPATH` would, recorded in its pin (an MCP
+   * Bundle's `mcp_config.env.PYTHONPATH`). Refused for any other executable.
+   */
+  readonly pythonPath?: readonly string[];
   /** The PATH used to resolve `#!/usr/bin/env <program>` (default `process.env.PATH`). Used at install only. */
   readonly searchPath?: string;
 }
@@ -144,6 +151,11 @@ async function bindOpened(
     if (pinned.isErr()) return err(pinned.error);
     interpreter = pinned.value;
   }
+  if (options.pythonPath !== undefined) {
+    const searched = withPythonPath(interpreter, options.pythonPath, file.path);
+    if (searched.isErr()) return err(searched.error);
+    interpreter = searched.value;
+  }
   const checksUtf8 = interpreter?.node_main === 'integrity_policy';
   const chunks: Buffer[] = [];
   const sha256 = await sha256OfHandle(file.handle, checksUtf8 ? async (chunk) => void chunks.push(Buffer.from(chunk)) : undefined);
@@ -201,6 +213,7 @@ export function checkRecordShape(record: ExecutableBindingRecord): Result<string
     isSha256Hex(record.executable_sha256) &&
     isAbsolute(record.install_root) &&
     (record.interpreter === undefined || (isAbsolute(record.interpreter.path) && isSha256Hex(record.interpreter.sha256))) &&
+    (record.interpreter?.python_path === undefined || isPinnedPythonPath(record.interpreter.python_path)) &&
     expectedArgvPrefix(record).every((part, i) => record.argv_normalized[i] === part);
   if (!consistent) {
     return err(untrusted('binding_inconsistent', 'The recorded executable binding is malformed or its argv does not match its paths.', {
@@ -239,7 +252,10 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
     const bootstrap = pin.node_main === 'in_thread_hook' ? NODE_IN_THREAD_BOOTSTRAP : NODE_WORKER_BOOTSTRAP;
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
   }
-  if (pin.kind === 'python') return { argv: [program, ...pin.args, '-c', PYTHON_BOOTSTRAP, script, ...userArgs], handles };
+  if (pin.kind === 'python') {
+    const bootstrap = pin.python_path === undefined ? PYTHON_BOOTSTRAP : pythonVerifiedMainProgram(childFd(0), pin.python_path.map((dir) => scriptPathOf(record.install_root, dir)));
+    return { argv: [program, ...pin.args, '-c', bootstrap, script, ...userArgs], handles };
+  }
   return { argv: [program, ...pin.args, descriptorPath(childFd(0)), ...userArgs], handles };
 }
 

@@ -57,6 +57,14 @@ export interface InterpreterPin {
    * field existed) means `loader_hook`.
    */
   readonly node_main?: NodeMainLoading;
+  /**
+   * For `python`: directories of the install root (relative, `/`-separated)
+   * put on `sys.path` after the script's directory and before the standard
+   * library, as `PYTHONPATH` would put them (an MCP Bundle's vendored
+   * `server/lib`). `PYTHONPATH` itself never reaches a plugin: it is on the
+   * env denylist.
+   */
+  readonly python_path?: readonly string[];
 }
 
 /** The identity fields of a `BigIntStats`. */

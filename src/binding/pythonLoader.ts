@@ -19,7 +19,7 @@
  */
 
 const RUN_VERIFIED_MAIN = `
-def _run_verified_main(fd):
+def _run_verified_main(fd, search_path):
     import sys
     # A .pyc written next to a module would be a file the package tree pin never saw (refused at the next start).
     sys.dont_write_bytecode = True
@@ -34,6 +34,8 @@ def _run_verified_main(fd):
         source = f.read()
     script = sys.argv[1]
     del sys.argv[0]
+    # The pinned search path goes where PYTHONPATH would: after the script's directory, before the standard library.
+    sys.path[0:0] = search_path
     if script_dir_first:
         sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
     code = compile(source, script, 'exec')
@@ -44,7 +46,12 @@ def _run_verified_main(fd):
     exec(code, main)
 `;
 
-/** The `-c` argument that makes CPython run the script whose verified source is on descriptor `fd`; the script's path follows it in argv. */
-export function pythonVerifiedMainProgram(fd: number): string {
-  return `${RUN_VERIFIED_MAIN}_run_verified_main(${fd})\n`;
+/**
+ * The `-c` argument that makes CPython run the script whose verified source
+ * is on descriptor `fd`; the script's path follows it in argv. `searchPath`
+ * (absolute directories) goes on `sys.path` where `PYTHONPATH` would put it.
+ */
+export function pythonVerifiedMainProgram(fd: number, searchPath: readonly string[] = []): string {
+  // A JSON array of strings is also a Python list literal of the same strings.
+  return `${RUN_VERIFIED_MAIN}_run_verified_main(${fd}, ${JSON.stringify(searchPath)})\n`;
 }
