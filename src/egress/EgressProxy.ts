@@ -229,7 +229,9 @@ export class EgressProxy {
       return;
     }
     const socket = dialled.socket;
-    const upstream = httpRequest({ method, path: `${url.pathname}${url.search}`, headers: forwardedHeaders(req.headers), createConnection: () => socket });
+    // The origin learns the host it was checked as, whatever Host header the plugin wrote.
+    const headers = { ...forwardedHeaders(req.headers), host: url.host };
+    const upstream = httpRequest({ method, path: `${url.pathname}${url.search}`, headers, createConnection: () => socket });
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, forwardedHeaders(answer.headers));
       answer.pipe(res);

@@ -7,7 +7,7 @@
  * machine.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -116,6 +116,9 @@ async function run(req: SandboxSpawnRequest): Promise<Record<string, unknown>> {
 
 const eventsFor = (host: string): EgressEvent[] => events.filter((e) => e.host === host);
 
+/** The real bubblewrap on PATH. */
+const bwrapPath = (): string => execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim();
+
 describe('egress allowlist through the host proxy', () => {
   it("lets Node 22's fetch reach a listed host over HTTPS and HTTP, and refuses everything else", async () => {
     const out = await run(
@@ -186,6 +189,32 @@ describe('egress allowlist through the host proxy', () => {
   it('fails closed on a malformed destination list: the plugin does not start', async () => {
     const spawned = await spawner.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'env'], [...nodeRuntimePaths(node22), FIXTURES], { egress: ['api.test:99999'] }));
     expect(spawned._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EGRESS_DESTINATION_INVALID', details: { pointer: '/declared_capabilities/egress/0' } });
+  });
+
+  it('forwards plain HTTP under the name it checked, whatever Host header the plugin writes', async () => {
+    const spoofer = `require('http').get({ host: '127.0.0.1', port: 3128, path: 'http://api.test/spoof', headers: { host: 'other.test' }, agent: false }, (res) => {
+      let body = ''; res.on('data', (c) => (body += c)); res.on('end', () => console.log(JSON.stringify({ body })));
+    });`;
+    expect(await run(request([process.execPath, '-e', spoofer], nodeRuntimePaths()))).toEqual({ body: 'origin api.test/spoof' });
+  });
+
+  it('fails closed when the egress path cannot be proved: the plugin does not start', async () => {
+    // A launcher that gives sandboxes behind the egress bridge the host's network: the bridge's probe must notice.
+    const leaky = join(base, 'leaky-bwrap');
+    writeFileSync(
+      leaky,
+      [
+        '#!/bin/sh',
+        `case "$*" in *"egress bridge"*) ;; *) exec ${bwrapPath()} "$@" ;; esac`,
+        'for a; do shift; case "$a" in --unshare-net) ;; --unshare-all) set -- "$@" --unshare-all --share-net ;; *) set -- "$@" "$a" ;; esac; done',
+        `exec ${bwrapPath()} "$@"`,
+        '',
+      ].join('\n'),
+    );
+    chmodSync(leaky, 0o755);
+    const leakySpawner = (await SandboxSpawner.create({ bwrapPath: leaky }))._unsafeUnwrap();
+    const spawned = await leakySpawner.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'env'], [...nodeRuntimePaths(node22), FIXTURES]));
+    expect(spawned._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'enforcement_not_proved' } });
   });
 
   it('describes the destinations as the only way out', () => {
