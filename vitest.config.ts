@@ -22,7 +22,7 @@ export const UNIT = [
   'FileSecretStore',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
   'CallAbort', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
-  'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'destinations', 'egressDeclaration',
+  'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'versionRange', 'officialSchemas', 'destinations', 'egressDeclaration',
   'pythonPath',
 ].map((name) => `test/**/${name}.test.ts`);
 // Names also used by integration files elsewhere.

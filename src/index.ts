@@ -80,6 +80,7 @@ export type {
   DeclaredCapabilities,
   DeclaredRegistrations,
   ManifestForm,
+  ManifestLaunch,
   ManifestRequirements,
   ManifestShape,
   ManifestTool,
@@ -92,6 +93,7 @@ export type {
   RatePolicy,
   ResolvedSchema,
   RiskClass,
+  SettingValue,
 } from './manifest/model.js';
 export {
   EnvDenylist,

@@ -73,6 +73,13 @@ export interface BindExecutableOptions {
   /** Arguments passed after the executable (default none). */
   readonly args?: readonly string[];
   /**
+   * The program that runs the executable, named by the package rather than
+   * by a `#!` line (an MCP Bundle's `mcp_config.command`, e.g. `node`):
+   * resolved on `searchPath` and pinned like a `#!/usr/bin/env` interpreter.
+   * The executable then needs no `#!` line; one it has is not used.
+   */
+  readonly interpreter?: string;
+  /**
    * Directories of the install root (relative) a Python interpreter puts on
    * `sys.path` where `PYTHONPATH` would, recorded in its pin (an MCP
    * Bundle's `mcp_config.env.PYTHONPATH`). Refused for any other executable.
@@ -140,12 +147,12 @@ async function bindOpened(
 ): Promise<Result<ExecutableBindingRecord, HostError>> {
   const head = await readHead(file.handle, SHEBANG_MAX_BYTES);
   const format = formatOf(head);
-  if (format === 'unknown') {
+  if (format === 'unknown' && options.interpreter === undefined) {
     return err(untrusted('unsupported_format', `${file.path} is neither a native program nor a #! script.`, { path: file.path }));
   }
   let interpreter: InterpreterPin | undefined;
-  if (format === 'script') {
-    const shebang = parseShebang(head, file.path);
+  if (format === 'script' || options.interpreter !== undefined) {
+    const shebang = options.interpreter === undefined ? parseShebang(head, file.path) : ok({ program: options.interpreter, viaEnv: true, args: [] });
     if (shebang.isErr()) return err(shebang.error);
     const pinned = await pinInterpreter(shebang.value, file.path, options.searchPath ?? process.env.PATH ?? '');
     if (pinned.isErr()) return err(pinned.error);

@@ -100,7 +100,8 @@ function interpreterKindOf(real: string, named: string): InterpreterKind {
   return 'generic';
 }
 
-async function findOnPath(program: string, searchPath: string): Promise<string | undefined> {
+/** The first executable file named `program` in the absolute directories of `searchPath`, as `#!/usr/bin/env <program>` finds it at install. */
+export async function findOnPath(program: string, searchPath: string): Promise<string | undefined> {
   for (const dir of searchPath.split(delimiter)) {
     // A relative PATH entry would make the answer depend on the working directory.
     if (!isAbsolute(dir)) continue;

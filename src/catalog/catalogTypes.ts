@@ -4,7 +4,7 @@
  * every read and write.
  */
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import type { ConfirmationPolicy, CredentialDescriptor, DeclaredCapabilities, PluginGrant, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, CredentialDescriptor, DeclaredCapabilities, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
 
 /** `plugin_catalog_schema_version` this host reads and writes. */
 export const PLUGIN_CATALOG_SCHEMA_VERSION = 1;
@@ -81,6 +81,15 @@ export interface PluginDescriptor {
   readonly credential_descriptors?: readonly CredentialDescriptor[];
   /** The canary: a tool call with arguments (relative dates allowed). */
   readonly canary?: { readonly tool: string; readonly arguments: Readonly<Record<string, unknown>> };
+  /** What a launch adds for a plugin whose source says more than an executable path (an MCP Bundle's mcp_config). */
+  readonly launch?: {
+    /** Env vars set for the plugin; `${__dirname}` stands for the install root. */
+    readonly env: Readonly<Record<string, string>>;
+    /** The settings the install resolved (non-sensitive user_config). */
+    readonly settings: Readonly<Record<string, SettingValue>>;
+    /** Required settings without a value: the plugin does not start (PLUGIN_SETTING_MISSING). */
+    readonly missing_settings: readonly string[];
+  };
   /** Further facts. */
   readonly [field: string]: unknown;
 }

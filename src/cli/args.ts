@@ -31,6 +31,7 @@ const OPTIONS = {
   'grant-write-dir': { type: 'string' },
   'grant-env': { type: 'string', multiple: true },
   'grant-egress': { type: 'string', multiple: true },
+  setting: { type: 'string', multiple: true },
 } as const;
 
 /** The name of a CLI option. */
@@ -81,7 +82,7 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
@@ -92,6 +93,8 @@ export const COMMANDS = {
       'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
       'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
       'no writable dir beyond its data dir, no host env. Any grant flag replaces the whole grant.',
+      "--setting key=value sets an MCP Bundle's user_config value (repeat a key for a list); sensitive",
+      'values are credentials: store them with setup.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -179,6 +182,8 @@ export interface Flags {
   readonly set: readonly string[];
   /** install: the sandbox grant, when any grant flag was given. */
   readonly grant: PluginGrant | undefined;
+  /** install: bundle settings by key (a repeated key is a list), when any --setting was given. */
+  readonly settings: Readonly<Record<string, string | readonly string[]>> | undefined;
 }
 
 /** What the command line asks for. */
@@ -291,6 +296,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   }
   const canaryArgs = readCanaryArgs(list('canary-args'));
   if (!canaryArgs.ok) return usage(canaryArgs.message, command);
+  const settings = readSettings(list('setting'));
+  if (!settings.ok) return usage(settings.message, command);
 
   return {
     ok: true,
@@ -317,8 +324,23 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       timeoutMs,
       set: list('set'),
       grant: grantOf(bool('grant-network'), text('grant-write-dir'), list('grant-env'), list('grant-egress')),
+      settings: settings.value,
     },
   };
+}
+
+/** `--setting key=value` pairs by key; a key given more than once collects a list. */
+function readSettings(pairs: readonly string[]): { ok: true; value: Record<string, string | string[]> | undefined } | { ok: false; message: string } {
+  if (pairs.length === 0) return { ok: true, value: undefined };
+  const out: Record<string, string | string[]> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) return { ok: false, message: `--setting needs key=value, not '${pair}'` };
+    const [key, value] = [pair.slice(0, at), pair.slice(at + 1)];
+    const before = out[key];
+    out[key] = before === undefined ? value : [...(Array.isArray(before) ? before : [before]), value];
+  }
+  return { ok: true, value: out };
 }
 
 /** The grant the grant flags spell; undefined when none was given (the install keeps the declaration or the default). */

@@ -34,6 +34,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'grant-write-dir': ['--grant-write-dir <dir>', 'grant a writable directory inside its data dir'],
   'grant-env': ['--grant-env NAME', 'grant a host environment variable (repeatable)'],
   'grant-egress': ['--grant-egress host[:port]', 'grant a network destination (repeatable)'],
+  setting: ['--setting key=value', "an MCP Bundle's user_config value (repeatable; a repeated key is a list)"],
 };
 
 function optionRows(names: readonly OptionName[]): string[] {

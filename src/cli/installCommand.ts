@@ -37,6 +37,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     ...(flags.force ? { replace: true } : {}),
     ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
     ...(flags.grant === undefined ? {} : { grant: flags.grant }),
+    ...(flags.settings === undefined ? {} : { settings: flags.settings }),
   });
   offSpawn();
   spinner.stop();

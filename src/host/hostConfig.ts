@@ -139,6 +139,7 @@ const INSPECT_SCHEMA: OptionSchema = {
   replace: 'boolean',
   allowDowngrade: 'boolean',
   grant: { fields: { network: 'boolean', fs_write_dir: 'string', env_allow: 'strings', egress: 'strings' } },
+  settings: 'object',
   manifest: 'object',
   args: 'strings',
 };

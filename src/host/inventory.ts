@@ -8,7 +8,7 @@
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
 import type { InventoryStatus } from './inventoryStatus.js';
-import type { ConfirmationPolicy, PluginGrant, RiskClass } from '../manifest/model.js';
+import type { ConfirmationPolicy, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 import { hostOpId } from './operations.js';
 import { statusOf } from './pluginState.js';
@@ -103,6 +103,10 @@ export interface PluginInfo extends PluginRow {
   readonly last_error_code: string | null;
   /** Its credentials, by alias. */
   readonly credential_descriptors: readonly CredentialView[];
+  /** Its settings as the install resolved them (an MCP Bundle's non-sensitive user_config); null for plugins without settings. */
+  readonly settings: Readonly<Record<string, SettingValue>> | null;
+  /** Required settings that have no value: it does not start until installed with them. */
+  readonly missing_settings: readonly string[];
   /** What the install gave it (declaration or host default, with the grant applied); null when the catalog records no capabilities. */
   readonly granted_capabilities: GrantedCapabilities | null;
   /** What the sandbox enforces for it on this host. */
@@ -202,6 +206,8 @@ export function pluginInfo(
       display_name: c.display_name,
       setup_hint: c.setup_hint,
     })),
+    settings: d?.launch === undefined ? null : { ...d.launch.settings },
+    missing_settings: [...(d?.launch?.missing_settings ?? [])],
     granted_capabilities: grantedOf(plugin),
     enforced_capabilities: enforced,
     ...(mismatch ? { metadata_warning: 'lock_catalog_mismatch' as const } : {}),

@@ -26,6 +26,7 @@ import type { ProcessLauncher } from '../shapes/PluginSession.js';
 import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { HostConfig } from './hostConfig.js';
 import type { ProtocolAdapter } from './protocolAdapters.js';
+import { bundleLaunchEnv } from '../bundle/bundleLaunch.js';
 
 /** What the launcher works with: the host's profile, sandbox, secrets and environment rules. */
 export interface LauncherParts {
@@ -69,10 +70,12 @@ export class PluginLauncher {
     const policy = this.sandboxPolicy(id, caps);
     const writeComponents = writeDirComponents(caps.fs_write_dir);
     const interpreter = binding.interpreter?.path ?? adapter.runnerPath(config);
+    const launch = bundleLaunchEnv(plugin);
     return () => {
       if (this.#parts.isClosed()) return errAsync(closedError());
       if (policy.isErr()) return errAsync(policy.error);
       if (writeComponents.isErr()) return errAsync(writeComponents.error);
+      if (launch.isErr()) return errAsync(launch.error);
       return this.#checkStillInstalled(plugin)
         .andThen(() => spawner.pluginIdentity(dataRoot, id))
         .andThen((identity) =>
@@ -88,7 +91,7 @@ export class PluginLauncher {
                 parentEnv: config.env,
                 envAllow: caps.env_allow,
                 credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
-                fixed: { HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
+                fixed: { ...launch.unwrapOr({}), HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
                 pluginId: id,
               }),
             )

@@ -13,14 +13,15 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
-import type { DeclaredCapabilities, ManifestShape, NormalizedManifest, PluginGrant } from '../manifest/model.js';
-import { hasViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
+import type { DeclaredCapabilities, ManifestShape, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import { hasViolations, sortViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
-import { grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
+import { readBundleManifest } from '../bundle/bundleManifest.js';
+import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import type { PackageLimits } from './limits.js';
@@ -106,6 +107,13 @@ export interface PackageInstallChoices {
    */
   readonly grant?: PluginGrant;
   /**
+   * Values of an MCP Bundle's non-sensitive `user_config` keys, overriding
+   * their defaults (sensitive ones are credentials: see `setup`). Recorded
+   * in the catalog; the same package installed again with other settings is
+   * installed again with them.
+   */
+  readonly settings?: Readonly<Record<string, SettingValue>>;
+  /**
    * For a package that ships no manifest (an `npm:` server): the manifest to
    * install it with, as a GUM JSON document. Without it the host generates
    * one from the server's own `tools/list`, read in a sandboxed start.
@@ -179,16 +187,27 @@ const noExecutableMessage = (m: NormalizedManifest): string =>
  * of any form then cannot take the plugin id over with another owner.
  */
 function namespaceOwnerOf(m: NormalizedManifest): string | undefined {
+  if (m.form === 'mcpb') return `mcpb:${m.plugin_id}`;
   if (m.namespace_owner !== undefined || m.form !== 'open-discovery') return m.namespace_owner;
   return `open-discovery:${m.plugin_id}`;
 }
 
 /** The file an install pins: an executable, or the entry module of an `esm-module` plugin. */
-type PinnedCode = { readonly kind: 'executable'; readonly path: string } | { readonly kind: 'esm-entry'; readonly path: string };
+type PinnedCode =
+  | { readonly kind: 'executable'; readonly path: string; readonly interpreter?: string; readonly args?: readonly string[] }
+  | { readonly kind: 'esm-entry'; readonly path: string };
 
 function pinnedCodeOf(m: NormalizedManifest): PinnedCode | undefined {
   if (m.shape === 'esm-module') return m.entry === undefined ? undefined : { kind: 'esm-entry', path: m.entry };
-  return m.executable === undefined ? undefined : { kind: 'executable', path: m.executable };
+  if (m.executable === undefined) return undefined;
+  const interpreter = m.launch?.interpreter;
+  return { kind: 'executable', path: m.executable, ...(interpreter === undefined ? {} : { interpreter }), ...(m.launch === undefined ? {} : { args: m.launch.args }) };
+}
+
+/** Whether two resolved settings records hold the same values (both absent counts as the same). */
+function sameSettings(a: Readonly<Record<string, SettingValue>> | undefined, b: Readonly<Record<string, SettingValue>> | undefined): boolean {
+  const text = (r: Readonly<Record<string, SettingValue>> | undefined): string => JSON.stringify(Object.entries(r ?? {}).sort(([x], [y]) => (x < y ? -1 : 1)));
+  return text(a) === text(b);
 }
 
 /**
@@ -307,7 +326,7 @@ export class Installer {
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
       // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins; under another grant they are installed again.
       const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
-      const unchanged = intact && sameGrant(plugin.lock.grant, options.grant);
+      const unchanged = intact && sameGrant(plugin.lock.grant, options.grant) && sameSettings(plugin.descriptor?.launch?.settings, manifest.launch?.settings);
       return ok(unchanged ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
@@ -439,6 +458,10 @@ export class Installer {
     const current = read === undefined ? await this.#o.store.snapshot() : ok(read);
     if (current.isErr()) return err(current.error);
     const snapshot = current.value;
+    if (staged.manifestFile === 'manifest.json') {
+      const bundle = await this.#inspectBundle(staged.root, snapshot, options);
+      if (bundle.isErr() || bundle.value !== undefined) return bundle as Result<ManifestReport, HostError>;
+    }
     const manifestPath = join(staged.root, staged.manifestFile);
     const firstParty = options.firstParty ?? false;
     const base = {
@@ -488,6 +511,19 @@ export class Installer {
     });
   }
 
+  /** An MCP Bundle's checks (see readBundleManifest) and the host checks; undefined when the manifest.json is not a bundle's. */
+  async #inspectBundle(root: string, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport | undefined, HostError>> {
+    const read = await readBundleManifest(root, {
+      defaultCapabilities: DEFAULT_CAPABILITIES,
+      dataDirOf: (id) => this.#o.layout.dataDir(id),
+      searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
+      ...(options.settings === undefined ? {} : { settings: options.settings }),
+    });
+    if (read.isErr() || read.value?.manifest === undefined) return read;
+    const violations = sortViolations(this.#hostChecks(read.value.manifest, snapshot, options));
+    return ok(violations.length === 0 ? read.value : { ...read.value, violations, manifest: undefined });
+  }
+
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {
     const owner = namespaceOwnerOf(manifest);
     return {
@@ -514,6 +550,8 @@ export class Installer {
     for (const [field, names, pointer] of [
       ['env_allow', capabilities.env_allow, '/declared_capabilities/env_allow'],
       ['needs_user_creds', manifest.requirements.needs_user_creds, '/requirements/needs_user_creds'],
+      // The env a bundle sets passes the same denylist as the names it could ask the host for.
+      ['env_allow', Object.keys(manifest.launch?.env ?? {}), '/server/mcp_config/env'],
     ] as const) {
       const checked = env.check(manifest.plugin_id, names, field);
       if (checked.isErr()) out.push(violation('env', checked.error.code, pointer, checked.error.message));
@@ -563,7 +601,7 @@ export class Installer {
       await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, code, options.args === undefined ? undefined : resolveLaunchArgs(options.args, layout.dataDir(id)));
+      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot));
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -611,6 +649,16 @@ export class Installer {
     return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
   }
 
+  /** The arguments recorded in the binding: the package's own (an MCP Bundle's, `${__dirname}` being the install root), else the caller's. */
+  async #argsOf(code: PinnedCode, options: InstallOptions, id: string, installRoot: string): Promise<readonly string[] | undefined> {
+    if (code.kind === 'executable' && code.args !== undefined) {
+      // The binding records the install root's real path; the arguments name it the same way.
+      const root = await realpath(installRoot);
+      return code.args.map((arg) => arg.replaceAll('${__dirname}', root));
+    }
+    return options.args === undefined ? undefined : resolveLaunchArgs(options.args, this.#o.layout.dataDir(id));
+  }
+
   async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     const bound = await this.#bindPinnedCode(installRoot, code, args);
     if (bound.isErr()) return bound;
@@ -628,6 +676,7 @@ export class Installer {
       installRoot,
       executable,
       ...(args === undefined ? {} : { args }),
+      ...(code.interpreter === undefined ? {} : { interpreter: code.interpreter }),
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
     });
   }

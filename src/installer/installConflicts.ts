@@ -49,7 +49,8 @@ export function catalogIdViolations(manifest: NormalizedManifest, installed: rea
   const taken = idsOfOthers(installed, manifest.plugin_id);
   const out: Violation[] = [];
   manifest.tools.forEach((tool, index) => {
-    const at = [...TOOLS_PATH[manifest.form], index];
+    // A bundle's tools are its manifest.json's top-level `tools`.
+    const at = [...(manifest.form === 'mcpb' ? ['tools'] : TOOLS_PATH[manifest.form]), index];
     const ids = toolIds(manifest, tool);
     if (tool.op_id !== undefined && !tool.op_id.startsWith(`${manifest.plugin_id}.`)) {
       out.push(

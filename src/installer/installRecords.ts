@@ -62,6 +62,7 @@ function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilitie
     needs_user_creds: [...m.requirements.needs_user_creds],
     credential_descriptors: m.requirements.credential_descriptors.map((d) => ({ ...d })),
     ...(m.requirements.canary === undefined ? {} : { canary: { ...m.requirements.canary } }),
+    ...(m.launch === undefined ? {} : { launch: { env: { ...m.launch.env }, settings: { ...m.launch.settings }, missing_settings: [...m.launch.missing_settings] } }),
   };
 }
 

@@ -91,8 +91,8 @@ export interface ValidateFileOptions extends Omit<ValidateCallOptions, 'fileName
 export interface ManifestReport {
   /** What was validated (a file name or `manifest`). */
   readonly source: string;
-  /** The form the manifest was read as. */
-  readonly form: ManifestForm;
+  /** The form the manifest was read as (`mcpb`: an MCP Bundle's manifest.json, read by the installer). */
+  readonly form: ManifestForm | 'mcpb';
   /** Every violation, in check order then pointer order; empty when valid. */
   readonly violations: readonly Violation[];
   /** The normalized manifest, present exactly when there are no violations. */

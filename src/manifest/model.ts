@@ -100,6 +100,28 @@ export interface PluginGrant {
   readonly egress?: readonly string[];
 }
 
+/** A plugin setting's value (an MCP Bundle's non-sensitive `user_config`). */
+export type SettingValue = string | number | boolean | readonly string[];
+
+/**
+ * How the host runs a plugin's executable when its source says more than a
+ * path (an MCP Bundle's `mcp_config`). `${__dirname}` in `args` and `env`
+ * stands for the install root and is replaced once it is known; every other
+ * substitution is already done.
+ */
+export interface ManifestLaunch {
+  /** The program that runs the executable (resolved on the interpreter search path at install and pinned), when the source names one. */
+  readonly interpreter?: string;
+  /** Arguments after the executable. */
+  readonly args: readonly string[];
+  /** Env vars set for the plugin (names pass the env denylist; credentials are not here). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The settings the install resolved: given values, else defaults. */
+  readonly settings: Readonly<Record<string, SettingValue>>;
+  /** Required settings with no value and no default: the plugin does not start (PLUGIN_SETTING_MISSING). */
+  readonly missing_settings: readonly string[];
+}
+
 /** How a credential the plugin needs is presented to users, never by its raw env name. */
 export interface CredentialDescriptor {
   /** Stable, user-facing identifier of the credential. */
@@ -192,8 +214,8 @@ export interface ResolvedSchema {
 
 /** A validated manifest, whichever form it was written in. */
 export interface NormalizedManifest {
-  /** The form it was written in. */
-  readonly form: ManifestForm;
+  /** The form it was written in: a manifest form the validator reads, or `mcpb` for an MCP Bundle's manifest.json mapped by the installer. */
+  readonly form: ManifestForm | 'mcpb';
   /** `^[a-z][a-z0-9-]{0,63}$`; prefixes every tool as `plug.<plugin_id>.<tool>`. */
   readonly plugin_id: string;
   /** Display name. */
@@ -210,6 +232,8 @@ export interface NormalizedManifest {
   readonly executable?: string;
   /** ESM entry relative to the plugin root (`esm-module`). */
   readonly entry?: string;
+  /** How the executable is run beyond its path (MCP Bundles). */
+  readonly launch?: ManifestLaunch;
   /** Tools, in manifest order. */
   readonly tools: readonly ManifestTool[];
   /** Declared sandbox powers. */
