@@ -49,7 +49,8 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
   if (info.risk !== null) rows.push(['risk', info.risk]);
   for (const c of info.credential_descriptors) rows.push(['credential', `${c.alias} (${c.kind}): ${c.display_name} — ${c.setup_hint}`]);
   if (caps !== null) {
-    rows.push(['sandbox', caps.enforced ? `${caps.backend}, network ${caps.network ? 'on' : 'off'}` : style.red('NOT ENFORCED')]);
+    const network = caps.network ? 'on' : caps.egress === undefined ? 'off' : `only ${caps.egress.join(', ')} (egress proxy)`;
+    rows.push(['sandbox', caps.enforced ? `${caps.backend}, network ${network}` : style.red('NOT ENFORCED')]);
     rows.push(['writable', caps.writablePaths.join(', ') || '-']);
   }
   if (info.metadata_warning !== undefined) rows.push(['warning', style.yellow(info.metadata_warning)]);
