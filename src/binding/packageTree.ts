@@ -23,9 +23,12 @@
  * by its identity, only by its bytes. Identities found
  * to hold the pinned bytes are remembered for the life of the process, so a
  * tree that was copied or restored (new inodes) is hashed once, not at every
- * spawn. The system calls are synchronous (they are several times cheaper
- * than their promise forms) and run in slices between which the event loop
- * gets its turn.
+ * spawn. The `lstat` of every entry is swept by the host's thread and
+ * worker threads together (see identitySweep.ts: the kernel's cost per call
+ * is the floor, so threads are what makes a large tree cheaper); what the
+ * sweep flags is checked again here, in list order. The system calls are
+ * synchronous (they are several times cheaper than their promise forms)
+ * and run in slices between which the event loop gets its turn.
  */
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -36,6 +39,7 @@ import { openInsideRoot } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
 import { errnoOf, ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
+import { createIdentityTable, recordIdentity, releaseIdentityTable, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_UNCHANGED, type IdentityTable } from './identitySweep.js';
 
 /** The name of the file list inside an install root. The `:` keeps it apart from every package entry. */
 export const PACKAGE_TREE_LIST_NAME = '.mcp-plugin-host:files';
@@ -58,8 +62,6 @@ const READ_CHUNK_BYTES = 1 << 20;
 const STATS_PER_SLICE = 2048;
 /** Bytes hashed between two turns of the event loop. */
 const BYTES_PER_SLICE = 16 << 20;
-/** After this many files in a row needed a re-hash, the next ones are opened without an `lstat` first, until one does not. */
-const REHASHES_BEFORE_OPENING_FIRST = 16;
 /** Parsed lists kept per process (a 5,000-file list takes about a megabyte); a host with more plugins parses a list again at a spawn. */
 const MAX_CACHED_TREES = 64;
 
@@ -74,6 +76,8 @@ interface Identity {
 }
 
 interface TreeFile {
+  /** Its entry in the tree's identity table. */
+  readonly index: number;
   readonly path: string;
   readonly mode: number;
   readonly size: number;
@@ -85,6 +89,7 @@ interface TreeFile {
 }
 
 interface TreeDirectory {
+  readonly index: number;
   readonly path: string;
   readonly mode: number;
   /** Entry names, the list's own file excluded. */
@@ -96,6 +101,8 @@ interface TreeDirectory {
 interface Tree {
   readonly directories: readonly TreeDirectory[];
   readonly files: readonly TreeFile[];
+  /** The same entries (directories, then files) with the identities last seen, for the sweep. */
+  readonly table: IdentityTable;
 }
 
 /** What happened to one path of a tree. */
@@ -343,25 +350,31 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   };
   for (let i = 1; i < lines.length - 1; i++) {
     const line = lines[i]!;
-    if (line.startsWith('d ')) {
+    // Directories come first (as the pin writes them): a file's index in the identity table follows the last directory's.
+    if (line.startsWith('d ') && files.length === 0) {
       const split = splitLine(line.slice(2), 5);
       if (split === undefined) return bad(i + 1);
       const children = new Set<string>();
       if (split.path !== '.' && !addChild(split.path)) return bad(i + 1);
       childrenOf.set(split.path, children);
-      directories.push({ path: split.path, mode: parseInt(split.fields[0]!, 8), children, known: parseIdentity(split.fields, 1, DIRECTORY_SIZE) });
+      const known = parseIdentity(split.fields, 1, DIRECTORY_SIZE);
+      directories.push({ index: directories.length, path: split.path, mode: parseInt(split.fields[0]!, 8), children, known });
     } else if (line.startsWith('f ')) {
       const split = splitLine(line.slice(2), 7, [1]);
       if (split === undefined || !isSha256Hex(split.fields[2]!) || !addChild(split.path)) return bad(i + 1);
       const [mode, size, sha256] = split.fields as [string, string, string];
       const known = parseIdentity(split.fields, 3, Number(size));
-      files.push({ path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
+      const index = directories.length + files.length;
+      files.push({ index, path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
     } else {
       return bad(i + 1);
     }
   }
   if (directories[0]?.path !== '.') return bad(2);
-  return ok({ directories, files });
+  const table = createIdentityTable([...directories, ...files].map((entry) => join(root, entry.path)));
+  for (const dir of directories) recordIdentity(table, dir.index, true, dir.mode, dir.known);
+  for (const file of files) recordIdentity(table, file.index, false, file.mode, file.known);
+  return ok({ directories, files, table });
 }
 
 /** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
@@ -396,7 +409,11 @@ async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree,
   }
   const parsed = parseList(Buffer.concat(chunks).toString('utf8'), root);
   if (parsed.isErr()) return parsed;
-  if (cachedTrees.size >= MAX_CACHED_TREES) cachedTrees.delete(cachedTrees.keys().next().value!);
+  if (cachedTrees.size >= MAX_CACHED_TREES) {
+    const [oldest, evicted] = cachedTrees.entries().next().value!;
+    cachedTrees.delete(oldest);
+    releaseIdentityTable(evicted.table);
+  }
   cachedTrees.set(key, parsed.value);
   return parsed;
 }
@@ -405,7 +422,7 @@ function lstatOrUndefined(path: string): Stats | undefined {
   return lstatSync(path, { throwIfNoEntry: false });
 }
 
-function checkDirectory(root: string, dir: TreeDirectory): void {
+function checkDirectory(root: string, dir: TreeDirectory, table: IdentityTable): void {
   const abs = join(root, dir.path);
   const stat = lstatOrUndefined(abs);
   if (stat === undefined) throw treeChange(root, dir.path, 'removed', 'was removed');
@@ -420,6 +437,7 @@ function checkDirectory(root: string, dir: TreeDirectory): void {
   }
   // Every name listed is one of the children; a count below theirs means one is gone (found below, by its lstat).
   dir.known = { ...identityOf(stat), size: DIRECTORY_SIZE };
+  recordIdentity(table, dir.index, true, dir.mode, dir.known);
 }
 
 /** The checks a file's status must pass before its identity or bytes count. */
@@ -428,24 +446,32 @@ function checkStatus(root: string, file: TreeFile, stat: Stats): void {
   if (permissionsOf(stat) !== file.mode) throw treeChange(root, file.path, 'changed', `changed mode (${permissionsOf(stat).toString(8)}, pinned ${file.mode.toString(8)})`);
 }
 
+/** What the checks of one tree's files share. */
+interface FileCheck {
+  readonly root: string;
+  readonly table: IdentityTable;
+  /** The file the binding pins itself (relative), whose mismatch keeps the reason `digest_mismatch`. */
+  readonly executablePath: string | undefined;
+}
+
 /** Checks one file by its `lstat`; returns -1 when its identity vouched for it, else the bytes hashed to check it. */
-function checkFile(root: string, file: TreeFile, executablePath: string | undefined): number {
-  const abs = join(root, file.path);
-  const stat = lstatOrUndefined(abs);
+function checkFile(check: FileCheck, file: TreeFile): number {
+  const { root } = check;
+  const stat = lstatOrUndefined(join(root, file.path));
   if (stat === undefined) throw treeChange(root, file.path, 'removed', 'was removed');
   checkStatus(root, file, stat);
   if (sameIdentity(file.known, stat)) return -1;
   // Its status is taken again from the descriptor its bytes are read from.
-  return checkFileOpened(root, file, executablePath);
+  return checkFileOpened(check, file);
 }
 
 /**
  * Checks one file by opening it first (`O_NOFOLLOW`) and taking its status
- * from the descriptor: three calls where the identity vouches for the file,
- * but no `lstat` before the open where it does not. Used while most files
- * of a tree need a re-hash (a tree copied or restored).
+ * from the descriptor, without an `lstat` before the open: for a file the
+ * sweep saw as a regular file with its pinned mode whose identity moved.
  */
-function checkFileOpened(root: string, file: TreeFile, executablePath: string | undefined): number {
+function checkFileOpened(check: FileCheck, file: TreeFile): number {
+  const { root } = check;
   const abs = join(root, file.path);
   let fd: number;
   try {
@@ -460,18 +486,18 @@ function checkFileOpened(root: string, file: TreeFile, executablePath: string | 
     const stat = fstatSync(fd);
     checkStatus(root, file, stat);
     if (sameIdentity(file.known, stat)) return -1;
-    return checkHashed(root, file, abs, hashDescriptor(fd), stat, executablePath);
+    return checkHashed(check, file, abs, hashDescriptor(fd), stat);
   } finally {
     closeSync(fd);
   }
 }
 
 /** Compares a re-hashed file with its pin, and remembers its identity when it holds the pinned bytes. */
-function checkHashed(root: string, file: TreeFile, abs: string, digest: Buffer, stat: Stats, executablePath: string | undefined): number {
+function checkHashed(check: FileCheck, file: TreeFile, abs: string, digest: Buffer, stat: Stats): number {
   // Neither digest is a secret (the list is readable): a plain comparison.
   if (stat.size !== file.size || !file.digest.equals(digest)) {
     const actual = digest.toString('hex');
-    if (file.path === executablePath) {
+    if (file.path === check.executablePath) {
       throw new Refusal(
         untrusted('digest_mismatch', `${abs} changed since install (SHA-256 ${actual}, pinned ${file.sha256}).`, {
           path: abs,
@@ -482,33 +508,38 @@ function checkHashed(root: string, file: TreeFile, abs: string, digest: Buffer, 
         }),
       );
     }
-    throw treeChange(root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: actual });
+    throw treeChange(check.root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: actual });
   }
   file.known = identityOf(stat);
+  recordIdentity(check.table, file.index, false, file.mode, file.known);
   return stat.size;
 }
 
+/**
+ * Sweeps every entry's identity (see identitySweep.ts), then checks on
+ * this thread, in list order, only the entries the sweep flagged: a
+ * directory whose identity moved is listed again, a file whose identity
+ * moved is hashed again, anything else is looked at again and refused.
+ */
 async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
   const tree = await loadTree(root, pin);
   if (tree.isErr()) return err(tree.error);
-  const { directories, files } = tree.value;
+  const { directories, files, table } = tree.value;
+  const check: FileCheck = { root, table, executablePath };
   const slicer = new Slicer();
   let rehashed = 0;
-  let rehashedInARow = 0;
   try {
+    const verdicts = await sweepIdentities(table);
     for (const dir of directories) {
-      checkDirectory(root, dir);
+      if (verdicts[dir.index] === SWEEP_UNCHANGED) continue;
+      checkDirectory(root, dir, table);
       if (slicer.due()) await nextTurn();
     }
     for (const file of files) {
-      const check = rehashedInARow >= REHASHES_BEFORE_OPENING_FIRST ? checkFileOpened : checkFile;
-      const hashedBytes = check(root, file, executablePath);
-      if (hashedBytes >= 0) {
-        rehashed++;
-        rehashedInARow++;
-      } else {
-        rehashedInARow = 0;
-      }
+      const verdict = verdicts[file.index];
+      if (verdict === SWEEP_UNCHANGED) continue;
+      const hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
+      if (hashedBytes >= 0) rehashed++;
       if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();
     }
   } catch (e) {
@@ -533,5 +564,6 @@ export function verifyPackageTree(installRoot: string, pin: PackageTreePin, exec
 
 /** Forgets every list and identity this process remembered (for benchmarks that measure a first check). */
 export function forgetPackageTrees(): void {
+  for (const tree of cachedTrees.values()) releaseIdentityTable(tree.table);
   cachedTrees.clear();
 }

@@ -48,7 +48,7 @@ describe('package tree pins', () => {
     expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES + 1, rehashed: 0 });
   });
 
-  // m00…m15 are re-hashed after an lstat each; from m16 on, files are opened first.
+  // The sweep saw every module's identity move: each is opened (no second lstat) and hashed, m16 among them.
   it('catches a changed, a removed and a linked file while most identities moved (files opened first)', async () => {
     const root = await tree();
     const pin = (await pinPackageTree(root))._unsafeUnwrap();

@@ -1,0 +1,170 @@
+/**
+ * The tree check of a large package sweeps identities on worker threads
+ * beside the host's thread: every tamper the single-threaded check caught
+ * is still caught whichever thread swept the entry, and an identity that
+ * moved on every file (bytes unchanged) is re-hashed on every file. Which
+ * thread sweeps which chunk depends on scheduling, so the workers' own
+ * verdicts are also checked with the sweep left to them alone.
+ */
+import { appendFile, chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lstatSync } from 'node:fs';
+import { createIdentityTable, recordIdentity, startSweepWorkers, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_LOOK_AGAIN, SWEEP_UNCHANGED } from '../../src/binding/identitySweep.js';
+import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
+
+/** Whole seconds, so that setting a file's times back restores them exactly (a Date holds only milliseconds). */
+const PINNED_TIME = 1_700_000_000;
+/** Enough entries that both threads take chunks of every sweep (64 entries a chunk). */
+const DIRECTORIES = 100;
+const FILES_PER_DIRECTORY = 30;
+const FILES = DIRECTORIES * FILES_PER_DIRECTORY;
+
+let root: string;
+let pin: PackageTreePin;
+
+const moduleAt = (d: number, f: number): string => join(root, 'node_modules', `dep-${d}`, `m${f}.js`);
+const relative = (d: number, f: number): string => `node_modules/dep-${d}/m${f}.js`;
+
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), 'sweep-')));
+  for (let d = 0; d < DIRECTORIES; d++) {
+    await mkdir(join(root, 'node_modules', `dep-${d}`), { recursive: true });
+    await Promise.all(Array.from({ length: FILES_PER_DIRECTORY }, (_, f) => writeFile(moduleAt(d, f), `module.exports = ${d * 1000 + f};\n`)));
+    await Promise.all(Array.from({ length: FILES_PER_DIRECTORY }, (_, f) => utimes(moduleAt(d, f), PINNED_TIME, PINNED_TIME)));
+  }
+  pin = (await pinPackageTree(root))._unsafeUnwrap();
+  expect(await startSweepWorkers()).toBe(availableParallelism() > 1);
+}, 60_000);
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+const refusal = async (): Promise<unknown> => (await verifyPackageTree(root, pin))._unsafeUnwrapErr().details;
+
+describe('identity sweep on worker threads', () => {
+  it('passes an unchanged tree by identity alone', async () => {
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES, rehashed: 0 });
+  });
+
+  it('re-hashes every file whose ctime alone moved (bytes rewritten in place, mtime set back), whichever thread swept it', async () => {
+    for (let d = 0; d < DIRECTORIES; d++) {
+      for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
+        const path = moduleAt(d, f);
+        await writeFile(path, await readFile(path));
+        await utimes(path, PINNED_TIME, PINNED_TIME);
+      }
+    }
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: 0, rehashed: FILES });
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES, rehashed: 0 });
+  }, 60_000);
+
+  it('catches a same-size change with its mtime set back, deep in the tree', async () => {
+    const path = moduleAt(97, 29);
+    const original = await readFile(path);
+    await writeFile(path, original.toString().replace('97029', '97028'));
+    await utimes(path, PINNED_TIME, PINNED_TIME);
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(97, 29) });
+    await writeFile(path, original);
+    expect((await verifyPackageTree(root, pin)).isOk()).toBe(true);
+  });
+
+  it('catches an appended, a removed, a linked and a re-moded file, and an added file and directory', async () => {
+    const path = moduleAt(63, 7);
+    const original = await readFile(path);
+
+    await appendFile(path, '// more\n');
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(63, 7) });
+    await writeFile(path, original);
+
+    await unlink(path);
+    expect(await refusal()).toMatchObject({ reason: 'file_removed', file: relative(63, 7) });
+
+    await symlink(moduleAt(0, 0), path);
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(63, 7) });
+    await unlink(path);
+    await writeFile(path, original);
+
+    await chmod(path, 0o755);
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(63, 7) });
+    await chmod(path, 0o644);
+
+    await writeFile(join(root, 'node_modules', 'dep-88', 'extra.js'), '');
+    expect(await refusal()).toMatchObject({ reason: 'file_added', file: 'node_modules/dep-88/extra.js' });
+    await unlink(join(root, 'node_modules', 'dep-88', 'extra.js'));
+
+    await mkdir(join(root, 'node_modules', 'dep-99', 'sub'));
+    expect(await refusal()).toMatchObject({ reason: 'file_added', file: 'node_modules/dep-99/sub' });
+    await rm(join(root, 'node_modules', 'dep-99', 'sub'), { recursive: true });
+
+    expect((await verifyPackageTree(root, pin)).isOk()).toBe(true);
+  });
+
+  it('catches a directory replaced by a file and a directory removed', async () => {
+    const dir = join(root, 'node_modules', 'dep-71');
+    await rm(dir, { recursive: true });
+    expect(await refusal()).toMatchObject({ reason: 'file_removed', file: 'node_modules/dep-71' });
+    await writeFile(dir, 'not a directory');
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: 'node_modules/dep-71' });
+  });
+});
+
+describe("a worker's own verdicts (the sweep left to the workers)", () => {
+  /** A table of every directory and file of dep-40…dep-59, recorded as they are now. */
+  function tableOfNow(): { table: ReturnType<typeof createIdentityTable>; index: Map<string, number> } {
+    const paths: string[] = [];
+    const dirs: string[] = [];
+    for (let d = 40; d < 60; d++) {
+      dirs.push(join(root, 'node_modules', `dep-${d}`));
+      for (let f = 0; f < FILES_PER_DIRECTORY; f++) paths.push(moduleAt(d, f));
+    }
+    const all = [...dirs, ...paths];
+    const table = createIdentityTable(all);
+    all.forEach((path, i) => {
+      const s = lstatSync(path);
+      recordIdentity(table, i, s.isDirectory(), s.mode & 0o7777, { dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs });
+    });
+    return { table, index: new Map(all.map((path, i) => [path, i])) };
+  }
+
+  it('flags a moved identity, a mode change, a removal, a link and a directory whose entries changed; passes the rest', async () => {
+    const { table, index } = tableOfNow();
+    expect(table.paths.length).toBeGreaterThanOrEqual(512);
+    const untouched = await sweepIdentities(table, false);
+    expect([...untouched].every((v) => v === SWEEP_UNCHANGED)).toBe(true);
+
+    const rewritten = moduleAt(41, 3);
+    await writeFile(rewritten, await readFile(rewritten));
+    await utimes(rewritten, PINNED_TIME, PINNED_TIME);
+    const remoded = moduleAt(47, 11);
+    await chmod(remoded, 0o600);
+    const removed = moduleAt(52, 20);
+    const removedBytes = await readFile(removed);
+    await unlink(removed);
+    const linked = moduleAt(58, 29);
+    const linkedBytes = await readFile(linked);
+    await unlink(linked);
+    await symlink(moduleAt(40, 0), linked);
+    const grown = join(root, 'node_modules', 'dep-55');
+    await writeFile(join(grown, 'extra.js'), '');
+    try {
+      const verdicts = await sweepIdentities(table, false);
+      const expected = new Map([
+        [rewritten, SWEEP_IDENTITY_MOVED],
+        [remoded, SWEEP_LOOK_AGAIN],
+        [removed, SWEEP_LOOK_AGAIN],
+        [linked, SWEEP_LOOK_AGAIN],
+        [grown, SWEEP_LOOK_AGAIN],
+        // dep-52 and dep-58 lost or replaced an entry: their identities moved too.
+        [join(root, 'node_modules', 'dep-52'), SWEEP_LOOK_AGAIN],
+        [join(root, 'node_modules', 'dep-58'), SWEEP_LOOK_AGAIN],
+      ]);
+      for (const [path, i] of index) expect([path, verdicts[i]]).toEqual([path, expected.get(path) ?? SWEEP_UNCHANGED]);
+    } finally {
+      await chmod(remoded, 0o644);
+      await writeFile(removed, removedBytes);
+      await unlink(linked);
+      await writeFile(linked, linkedBytes);
+      await unlink(join(grown, 'extra.js'));
+    }
+  });
+});
