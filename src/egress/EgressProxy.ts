@@ -22,15 +22,15 @@ export interface EgressResolver {
 }
 
 /** Why the proxy refused a connection. */
-export type EgressRefusalReason = DestinationRefusal | 'refused_address' | 'resolution_failed' | 'connect_failed' | 'bad_request';
+export type EgressRefusalReason = DestinationRefusal | 'refused_address' | 'resolution_failed' | 'connect_failed' | 'bad_request' | 'connection_limit';
 
 /** One connection or request a plugin made through the egress proxy, allowed or refused. */
 export interface EgressEvent {
   readonly plugin_id: string;
   readonly allowed: boolean;
-  /** `CONNECT` for a tunnel (HTTPS), else the plain HTTP method. */
+  /** `CONNECT` for a tunnel (HTTPS), else the plain HTTP method; empty for a connection refused before its request was read. */
   readonly method: string;
-  /** The destination as the plugin asked for it. */
+  /** The destination as the plugin asked for it (empty, port 0, when refused before its request was read). */
   readonly host: string;
   readonly port: number;
   /** The address dialled (allowed) or the last one refused, when resolution got that far. */
@@ -50,6 +50,8 @@ export interface EgressProxyOptions {
 interface Attachment {
   readonly pluginId: string;
   readonly policy: EgressPolicy;
+  /** Connections of this plugin open now. */
+  open: number;
 }
 
 type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
@@ -135,10 +137,19 @@ export class EgressProxy {
    * connection under `policy` and reports it as `pluginId`'s.
    */
   attach(pluginId: string, policy: EgressPolicy): (socket: Socket) => void {
-    const attachment: Attachment = { pluginId, policy };
+    const attachment: Attachment = { pluginId, policy, open: 0 };
     return (socket) => {
-      this.attached.set(socket, attachment);
       socket.on('error', () => socket.destroy());
+      // Every connection is a descriptor of the host process: one plugin cannot hold an unbounded number.
+      if (attachment.open >= proxySettings.maxConnectionsPerPlugin) {
+        this.report(attachment, '', '', 0, { refusal: 'connection_limit' });
+        return void socket.destroy();
+      }
+      attachment.open++;
+      socket.once('close', () => attachment.open--);
+      // Until its request arrives; a connection that sends nothing is closed (the server never listens, so its own header timeout does not run).
+      socket.setTimeout(proxySettings.headersTimeoutMs, () => socket.destroy());
+      this.attached.set(socket, attachment);
       this.server.emit('connection', socket);
     };
   }
@@ -182,6 +193,7 @@ export class EgressProxy {
   private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
     const attachment = this.attached.get(client);
     if (attachment === undefined) return void client.destroy();
+    client.setTimeout(0);
     const target = connectTarget(req.url ?? '');
     if (target === undefined) {
       this.report(attachment, 'CONNECT', req.url ?? '', 0, { refusal: 'bad_request' });
@@ -207,6 +219,7 @@ export class EgressProxy {
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const attachment = this.attached.get(req.socket);
     if (attachment === undefined) return void req.socket.destroy();
+    req.socket.setTimeout(0);
     let url: URL | undefined;
     try {
       url = new URL(req.url ?? '');

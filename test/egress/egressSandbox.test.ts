@@ -198,6 +198,19 @@ describe('egress allowlist through the host proxy', () => {
     expect(await run(request([process.execPath, '-e', spoofer], nodeRuntimePaths()))).toEqual({ body: 'origin api.test/spoof' });
   });
 
+  it('caps the connections one plugin holds open through the proxy, reporting each one refused', async () => {
+    // 300 idle connections: the proxy keeps the first 256 (etc/egress/proxy.json) and closes the rest at once.
+    const hoarder = `const net = require('net'); let closed = 0; const open = [];
+      const done = () => { console.log(JSON.stringify({ closed })); open.forEach((s) => s.destroy()); };
+      (async () => {
+        for (let i = 0; i < 300; i++) open.push(await new Promise((ok) => { const s = net.connect({ host: '127.0.0.1', port: 3128 }, () => ok(s)); s.on('close', () => { if (++closed === 44) done(); }); s.on('error', () => {}); }));
+      })();`;
+    const before = events.filter((e) => e.reason === 'connection_limit').length;
+    expect(await run(request([process.execPath, '-e', hoarder], nodeRuntimePaths()))).toEqual({ closed: 44 });
+    expect(events.filter((e) => e.reason === 'connection_limit').length - before).toBe(44);
+    expect(events.filter((e) => e.reason === 'connection_limit').at(-1)).toEqual({ plugin_id: 'io.example.egress', allowed: false, method: '', host: '', port: 0, reason: 'connection_limit' });
+  });
+
   it('fails closed when the egress path cannot be proved: the plugin does not start', async () => {
     // A launcher that gives sandboxes behind the egress bridge the host's network: the bridge's probe must notice.
     const leaky = join(base, 'leaky-bwrap');
