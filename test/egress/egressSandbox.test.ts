@@ -29,6 +29,7 @@ const base = mkdtempSync(join(tmpdir(), 'egress-sandbox-'));
 const installRoot = join(base, 'plugin');
 const dataDir = join(base, 'data');
 const certFile = join(installRoot, 'cert.pem');
+const hostSocket = join(installRoot, 'host.sock');
 
 const ADDRESSES: Readonly<Record<string, string>> = {
   'api.test': '203.0.113.10',
@@ -75,6 +76,9 @@ beforeAll(async () => {
   const key = join(base, 'key.pem');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', certFile, '-days', '1', '-subj', '/CN=api.test', '-addext', 'subjectAltName=DNS:api.test'], { stdio: 'ignore' });
   httpPort = await listening(createHttpServer(answer));
+  const unixServer = createHttpServer(answer);
+  origins.push(unixServer);
+  await new Promise<void>((resolve) => unixServer.listen(hostSocket, resolve));
   httpsPort = await listening(createHttpsServer({ key: readFileSync(key), cert: readFileSync(certFile) }, answer));
   node22 = join(await nodeBinDir(), 'node');
   spawner = (await SandboxSpawner.create({ egressResolver: resolver, onEgress: (e) => events.push(e) }))._unsafeUnwrap();
@@ -134,6 +138,7 @@ describe('egress allowlist through the host proxy', () => {
           'http://meta.test/latest/meta-data/',
           `tcp://127.0.0.1:${httpPort}`,
           'tcp://203.0.113.10:443',
+          `unix:${hostSocket}`,
           'env',
         ],
         [...nodeRuntimePaths(node22), FIXTURES],
@@ -149,6 +154,8 @@ describe('egress allowlist through the host proxy', () => {
     // Direct sockets: the plugin's namespace has no route anywhere, not even to the host's loopback.
     expect(out[`tcp://127.0.0.1:${httpPort}`]).toBe('ECONNREFUSED');
     expect(out['tcp://203.0.113.10:443']).toBe('ENETUNREACH');
+    // A host Unix socket the plugin can see: the seccomp filter refuses to create the socket at all.
+    expect(out[`unix:${hostSocket}`]).toBe('EPERM');
     expect(out.env).toEqual(['HTTPS_PROXY', 'HTTP_PROXY', 'NODE_EXTRA_CA_CERTS', 'NODE_USE_ENV_PROXY', 'NO_PROXY', 'PLUGIN_OWN', 'http_proxy', 'https_proxy', 'no_proxy']);
     expect(reached).toEqual(expect.arrayContaining(['api.test/node', 'api.test/plain']));
     expect(reached.filter((r) => !r.startsWith('api.test/'))).toEqual([]);
