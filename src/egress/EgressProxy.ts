@@ -26,15 +26,19 @@ export type EgressRefusalReason = DestinationRefusal | 'refused_address' | 'reso
 
 /** One connection or request a plugin made through the egress proxy, allowed or refused. */
 export interface EgressEvent {
+  /** The plugin that made the connection. */
   readonly plugin_id: string;
+  /** Whether the proxy let the connection through. */
   readonly allowed: boolean;
   /** `CONNECT` for a tunnel (HTTPS), else the plain HTTP method; empty for a connection refused before its request was read. */
   readonly method: string;
   /** The destination as the plugin asked for it (empty, port 0, when refused before its request was read). */
   readonly host: string;
+  /** The destination port as the plugin asked for it. */
   readonly port: number;
   /** The address dialled (allowed) or the last one refused, when resolution got that far. */
   readonly address?: string;
+  /** Why the connection was refused; absent when it was allowed. */
   readonly reason?: EgressRefusalReason;
   /** For `refused_address`: the kind of range the address lies in. */
   readonly refused_kind?: RefusedAddressKind;
