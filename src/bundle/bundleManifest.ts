@@ -34,6 +34,7 @@ import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText } from '../man
 import { hasViolations, pointerOf, sortViolations, violation, type Violation } from '../manifest/violations.js';
 import { BUNDLE_MANIFEST_VERSIONS, bundleSchemaViolations } from './bundleSchemas.js';
 import { BUNDLE_SERVER_TYPES, type BundleServerType } from './serverTypes.js';
+import { pythonBundleLaunch } from './pythonBundle.js';
 import { satisfiesRange } from './versionRange.js';
 
 /** The file an MCP Bundle's manifest is in (the same name as a GUM JSON manifest; the content tells them apart). */
@@ -334,6 +335,8 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext): Promi
   const launchArgs = tail.flatMap((arg, i) => substitution.expand(arg, pointerOf('server', 'mcp_config', 'args', i + (interpreter === undefined ? 0 : 1))));
   const env = Object.fromEntries(Object.entries(credentials.rest).map(([name, value]) => [name, substitution.text(value, pointerOf('server', 'mcp_config', 'env', name))]));
   out.push(...substitution.violations);
+  const python = type.runtime === 'python' ? pythonBundleLaunch(env) : undefined;
+  out.push(...(python?.violations ?? []));
   const tools = toolsOf(doc, out);
   if (interpreter !== undefined || doc.compatibility !== undefined) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
   if (hasViolations(out) || pluginId === undefined || entry === undefined) return { violations: out };
@@ -353,8 +356,9 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext): Promi
       executable: entry,
       launch: {
         ...(interpreter === undefined ? {} : { interpreter }),
+        ...(python?.pythonPath === undefined ? {} : { python_path: python.pythonPath }),
         args: launchArgs,
-        env,
+        env: python?.env ?? env,
         settings: { ...settings, ...Object.fromEntries(substitution.used) },
         missing_settings: [...substitution.missing].sort(),
       },

@@ -142,6 +142,7 @@ const INSPECT_SCHEMA: OptionSchema = {
   settings: 'object',
   manifest: 'object',
   args: 'strings',
+  pythonIndexUrl: 'string',
 };
 
 /** The options of each public method that takes some, checked before the method does anything. */

@@ -107,6 +107,13 @@ export interface PackageInstallChoices {
    */
   readonly grant?: PluginGrant;
   /**
+   * For a package whose executable is a console script of its
+   * pyproject.toml: a package index (PEP 503 simple API URL, e.g.
+   * `https://pypi.org/simple/`) from which pip may fetch the wheels the
+   * package does not ship. Without it the install never uses the network.
+   */
+  readonly pythonIndexUrl?: string;
+  /**
    * Values of an MCP Bundle's non-sensitive `user_config` keys, overriding
    * their defaults (sensitive ones are credentials: see `setup`). Recorded
    * in the catalog; the same package installed again with other settings is
@@ -194,14 +201,22 @@ function namespaceOwnerOf(m: NormalizedManifest): string | undefined {
 
 /** The file an install pins: an executable, or the entry module of an `esm-module` plugin. */
 type PinnedCode =
-  | { readonly kind: 'executable'; readonly path: string; readonly interpreter?: string; readonly args?: readonly string[] }
+  | { readonly kind: 'executable'; readonly path: string; readonly interpreter?: string; readonly pythonPath?: readonly string[]; readonly pythonIndexUrl?: string; readonly args?: readonly string[] }
   | { readonly kind: 'esm-entry'; readonly path: string };
 
-function pinnedCodeOf(m: NormalizedManifest): PinnedCode | undefined {
+function pinnedCodeOf(m: NormalizedManifest, pythonIndexUrl?: string): PinnedCode | undefined {
   if (m.shape === 'esm-module') return m.entry === undefined ? undefined : { kind: 'esm-entry', path: m.entry };
   if (m.executable === undefined) return undefined;
   const interpreter = m.launch?.interpreter;
-  return { kind: 'executable', path: m.executable, ...(interpreter === undefined ? {} : { interpreter }), ...(m.launch === undefined ? {} : { args: m.launch.args }) };
+  const pythonPath = m.launch?.python_path;
+  return {
+    kind: 'executable',
+    path: m.executable,
+    ...(interpreter === undefined ? {} : { interpreter }),
+    ...(pythonPath === undefined ? {} : { pythonPath }),
+    ...(pythonIndexUrl === undefined ? {} : { pythonIndexUrl }),
+    ...(m.launch === undefined ? {} : { args: m.launch.args }),
+  };
 }
 
 /** Whether two resolved settings records hold the same values (both absent counts as the same). */
@@ -564,7 +579,7 @@ export class Installer {
   /** `repairs`: the install root of the same package whose tree changed (or was never pinned); it may be replaced while still installed. */
   async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
     const { plugin_id: id } = manifest;
-    const code = pinnedCodeOf(manifest);
+    const code = pinnedCodeOf(manifest, options.pythonIndexUrl);
     if (code === undefined) {
       return err(hostError('PLUGIN_SHAPE_UNSUPPORTED', noExecutableMessage(manifest), { details: { plugin_id: id, shape: manifest.shape } }));
     }
@@ -669,7 +684,7 @@ export class Installer {
   async #bindPinnedCode(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     // An entry module is imported by the runner, never executed: it keeps its mode.
     if (code.kind === 'esm-entry') return bindModuleEntry({ installRoot, entry: code.path });
-    const prepared = await this.#prepareExecutable(installRoot, code.path);
+    const prepared = await this.#prepareExecutable(installRoot, code);
     if (prepared.isErr()) return err(prepared.error);
     const executable = prepared.value;
     return bindExecutable({
@@ -677,6 +692,7 @@ export class Installer {
       executable,
       ...(args === undefined ? {} : { args }),
       ...(code.interpreter === undefined ? {} : { interpreter: code.interpreter }),
+      ...(code.pythonPath === undefined ? {} : { pythonPath: code.pythonPath }),
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
     });
   }
@@ -687,11 +703,15 @@ export class Installer {
    * package's pyproject.toml, the launcher of the private Python environment
    * installed for it (see installConsoleScript).
    */
-  async #prepareExecutable(installRoot: string, executable: string): Promise<Result<string, HostError>> {
+  async #prepareExecutable(installRoot: string, code: PinnedCode & { readonly kind: 'executable' }): Promise<Result<string, HostError>> {
+    const executable = code.path;
     const script = await consoleScriptOf(installRoot, executable);
     if (script.isErr()) return err(script.error);
     if (script.value === undefined) return (await setExecutableMode(installRoot, executable)).map(() => executable);
-    const installed = await installConsoleScript(installRoot, script.value, { searchPath: this.#o.searchPath ?? process.env.PATH ?? '' });
+    const installed = await installConsoleScript(installRoot, script.value, {
+      searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
+      ...(code.pythonIndexUrl === undefined ? {} : { indexUrl: code.pythonIndexUrl }),
+    });
     return installed.map((python) => python.executable);
   }
 

@@ -46,6 +46,8 @@ export interface InstalledConsoleScript {
 export interface PythonInstallOptions {
   /** PATH on which the interpreter (`python3`) is found, as for `#!/usr/bin/env` lines. */
   readonly searchPath: string;
+  /** A package index (PEP 503 simple API) pip may fetch missing wheels from; without it pip never uses the network. */
+  readonly indexUrl?: string;
 }
 
 type Reason = 'pyproject_invalid' | 'entry_point_invalid' | 'no_wheels' | 'environment_exists' | 'venv_failed' | 'pip_failed' | 'environment_invalid';
@@ -107,6 +109,10 @@ function run(argv: readonly string[], searchPath: string): Promise<CommandOutcom
 
 const tail = (text: string): string => text.slice(-settings.stderrTailChars);
 
+/** pip's options: offline unless the caller named an index, and then that index alone. */
+const pipOptions = (indexUrl: string | undefined): string[] =>
+  indexUrl === undefined ? [...settings.pipInstallOptions] : [...settings.pipInstallOptions.filter((option) => option !== '--no-index'), '--index-url', indexUrl];
+
 /** The launcher: the interpreter without site (so no system or user packages), the environment's site-packages, the entry point. */
 function launcherSource(interpreter: string, sitePackages: readonly string[], script: ConsoleScript): string {
   const literal = (value: unknown): string => JSON.stringify(value);
@@ -155,7 +161,8 @@ function sitePackagesOf(output: string, environment: string): Result<string[], H
  * Installs `script`'s project and its dependencies from the package's
  * wheels into `<root>/.mcp-plugin-host:venv` with the interpreter found on
  * the search path, and writes the launcher that the install then pins.
- * Never uses the network or builds an sdist (no package code runs here).
+ * Never builds an sdist (no package code runs here), and uses the network
+ * only when `options.indexUrl` names an index.
  * Fails with `PLUGIN_PYTHON_INSTALL_FAILED` (`details.reason`), or
  * `PLUGIN_EXECUTABLE_UNTRUSTED` when the interpreter is missing or is not a
  * native program (a pyenv shim, for one).
@@ -164,6 +171,9 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   const pinned = await pinInterpreter({ program: settings.interpreter, viaEnv: true, args: [] }, join(root, 'pyproject.toml'), options.searchPath);
   if (pinned.isErr()) return err(pinned.error);
   const python = pinned.value.path;
+  if (/\s/.test(python)) {
+    return err(failure('environment_invalid', `the interpreter ${python} has white space in its path, which a #! line cannot name`, { interpreter: python }));
+  }
   const findLinks = settings.wheelDirs.map((dir) => join(root, dir)).filter((dir) => existsSync(dir));
   if (findLinks.length === 0) {
     return err(failure('no_wheels', `the package names the console script ${script.name} but ships no wheels (${settings.wheelDirs.join('/ or ')}/)`, { script: script.name }));
@@ -178,7 +188,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   if (venv.failed) return err(failure('venv_failed', `${python} -m venv failed: ${tail(venv.stderr)}`, { interpreter: python, stderr_tail: tail(venv.stderr) }));
   const environmentPython = join(building, 'bin', 'python');
   const pip = await run(
-    [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...settings.pipInstallOptions, ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
+    [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...pipOptions(options.indexUrl), ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
     options.searchPath,
   );
   if (pip.failed) {

@@ -112,6 +112,13 @@ export type SettingValue = string | number | boolean | readonly string[];
 export interface ManifestLaunch {
   /** The program that runs the executable (resolved on the interpreter search path at install and pinned), when the source names one. */
   readonly interpreter?: string;
+  /**
+   * For a Python interpreter: directories of the package (relative) put on
+   * `sys.path` where `PYTHONPATH` would (an MCP Bundle's vendored
+   * `server/lib`); pinned with the interpreter. PYTHONPATH itself is on the
+   * env denylist and never set.
+   */
+  readonly python_path?: readonly string[];
   /** Arguments after the executable. */
   readonly args: readonly string[];
   /** Env vars set for the plugin (names pass the env denylist; credentials are not here). */

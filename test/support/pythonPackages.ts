@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -32,4 +32,12 @@ export async function pythonPackage(fixtureDir: string, dependencies: readonly s
   await cp(fixtureDir, out, { recursive: true });
   await buildWheels([out, ...dependencies], join(out, 'wheels'));
   return out;
+}
+
+/** Installs wheels of `projects` into `target` (pip install --target), as an MCP Bundle vendors its dependencies in server/lib. */
+export async function vendorInto(projects: readonly string[], target: string): Promise<void> {
+  const wheels = await mkdtemp(join(tmpdir(), 'python-wheels-'));
+  await buildWheels(projects, wheels);
+  const options = ['--no-index', '--find-links', wheels, '--no-cache-dir', '--disable-pip-version-check', '--no-compile', '--quiet', '--target', target];
+  await run('/usr/bin/python3', ['-m', 'pip', 'install', ...options, ...projects.map((p) => basename(p).replace(/-standin$/, ''))], { env: { PATH: PYTHON_SEARCH_PATH } });
 }
