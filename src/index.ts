@@ -54,6 +54,8 @@ export type { InstallInspection, PackageInstallChoices } from './installer/Insta
 export type { PackageSourceKind, StagedPackage } from './installer/openPackageSource.js';
 export type { PackageDigest } from './installer/checksum.js';
 export type { PackageLimits } from './installer/limits.js';
+export type { NpmSettings } from './npm/npmFetch.js';
+export type { WrapOptions, WrappedServer } from './npm/wrapNpmSource.js';
 export type { InventoryStatus } from './host/inventoryStatus.js';
 export type { HostEventListener, HostEventMap, HostEventName, HostEventSubscriptions } from './events/HostEvents.js';
 export type { CallOptions, CallProgress, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';

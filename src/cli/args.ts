@@ -32,6 +32,8 @@ const OPTIONS = {
   'grant-env': { type: 'string', multiple: true },
   'grant-egress': { type: 'string', multiple: true },
   setting: { type: 'string', multiple: true },
+  arg: { type: 'string', multiple: true },
+  manifest: { type: 'string' },
 } as const;
 
 /** The name of a CLI option. */
@@ -80,9 +82,9 @@ export const COMMANDS = {
     ],
   },
   install: {
-    args: ['<dir|archive>'],
+    args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
@@ -95,6 +97,21 @@ export const COMMANDS = {
       'no writable dir beyond its data dir, no host env. Any grant flag replaces the whole grant.',
       "--setting key=value sets an MCP Bundle's user_config value (repeat a key for a list); sensitive",
       'values are credentials: store them with setup.',
+      'npm:<name>@<version> (or npm:<file>.tgz from npm pack) installs a published npm server with its',
+      'production dependencies (fetched by npm, install scripts never run). Without a manifest in the',
+      'package or --manifest <file>, one is generated from the server\'s own tool list (see wrap).',
+      '--arg <value> (repeatable) is passed to the executable; ${data_dir} stands for its data dir.',
+    ],
+  },
+  wrap: {
+    args: ['<npm:spec>'],
+    summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
+    options: ['arg'],
+    details: [
+      'Fetches the package as install does, starts the server once in the sandbox (no network, a',
+      'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
+      'annotations (readOnlyHint read, destructiveHint destructive, otherwise write). It is marked',
+      'needs_review: read it, adjust it, then install with --manifest <file>. Nothing is installed.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -184,6 +201,10 @@ export interface Flags {
   readonly grant: PluginGrant | undefined;
   /** install: bundle settings by key (a repeated key is a list), when any --setting was given. */
   readonly settings: Readonly<Record<string, string | readonly string[]>> | undefined;
+  /** install, wrap: arguments for the executable. */
+  readonly args: readonly string[];
+  /** install: a manifest file for a package that ships none. */
+  readonly manifestFile: string | undefined;
 }
 
 /** What the command line asks for. */
@@ -325,6 +346,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       set: list('set'),
       grant: grantOf(bool('grant-network'), text('grant-write-dir'), list('grant-env'), list('grant-egress')),
       settings: settings.value,
+      args: list('arg'),
+      manifestFile: text('manifest'),
     },
   };
 }

@@ -11,6 +11,7 @@ import { runCommand } from './runCommand.js';
 import { setupCommand } from './setupCommand.js';
 import { printUsageProblem } from './usage.js';
 import { validateCommand } from './validateCommand.js';
+import { wrapCommand } from './wrapCommand.js';
 import { packageVersion } from './version.js';
 
 const HANDLERS: Readonly<Record<CommandName, (ctx: CommandContext) => Promise<ExitCode>>> = {
@@ -24,6 +25,7 @@ const HANDLERS: Readonly<Record<CommandName, (ctx: CommandContext) => Promise<Ex
   canary: canaryCommand,
   setup: setupCommand,
   unquarantine: unquarantineCommand,
+  wrap: wrapCommand,
 };
 
 /**

@@ -1,5 +1,6 @@
-import { stat } from 'node:fs/promises';
-import type { PluginHost } from '../index.js';
+import { readFile, stat } from 'node:fs/promises';
+import { err, ok, type Result } from 'neverthrow';
+import { hostError, type HostError, type PluginHost } from '../index.js';
 import { fail, packageOptions, profileName, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
@@ -14,20 +15,37 @@ import { usageFailure } from './usage.js';
  */
 export async function installCommand(ctx: CommandContext): Promise<ExitCode> {
   const source = ctx.positionals[0] ?? '';
-  let size: number;
-  try {
-    const info = await stat(source);
-    size = info.isFile() ? info.size : 0;
-  } catch {
-    return usageFailure(ctx, `no such file or directory: ${source}`, 'install');
+  let size = 0;
+  // An npm: source names a registry package or a tarball npm itself reads.
+  if (!source.startsWith('npm:')) {
+    try {
+      const info = await stat(source);
+      size = info.isFile() ? info.size : 0;
+    } catch {
+      return usageFailure(ctx, `no such file or directory: ${source}`, 'install');
+    }
   }
   return withHost(ctx, (host) => install(ctx, host, source, size), { checkingPackage: true });
+}
+
+/** The `--manifest` file, read and parsed as a JSON object. */
+async function manifestOption(file: string | undefined): Promise<Result<Readonly<Record<string, unknown>> | undefined, HostError>> {
+  if (file === undefined) return ok(undefined);
+  try {
+    const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return ok(parsed as Record<string, unknown>);
+  } catch (cause) {
+    return err(hostError('HOST_INVALID_OPTIONS', `--manifest ${file}: cannot read it as JSON`, { cause, details: { option: 'manifest' } }));
+  }
+  return err(hostError('HOST_INVALID_OPTIONS', `--manifest ${file}: not a JSON object`, { details: { option: 'manifest' } }));
 }
 
 async function install(ctx: CommandContext, host: PluginHost, source: string, archiveBytes: number): Promise<ExitCode> {
   const { out, flags } = ctx;
   const options = await packageOptions(flags);
   if (options.isErr()) return fail(ctx, options.error, true);
+  const manifest = await manifestOption(flags.manifestFile);
+  if (manifest.isErr()) return fail(ctx, manifest.error, true);
   const spinner = out.spinner();
   spinner.update(archiveBytes > 0 ? `verifying and unpacking ${source} (${Math.ceil(archiveBytes / 1024)} KiB)` : `installing ${source}`);
   const offSpawn = host.events.on('spawn', (e) => spinner.update(`running the canary of ${e.plugin_id}`));
@@ -38,6 +56,8 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
     ...(flags.grant === undefined ? {} : { grant: flags.grant }),
     ...(flags.settings === undefined ? {} : { settings: flags.settings }),
+    ...(flags.args.length === 0 ? {} : { args: flags.args }),
+    ...(manifest.value === undefined ? {} : { manifest: manifest.value }),
   });
   offSpawn();
   spinner.stop();

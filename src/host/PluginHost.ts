@@ -8,6 +8,7 @@ import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js
 import { Installer, type InstallInspection, type PackageInstallChoices } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { NpmSettings } from '../npm/npmFetch.js';
+import type { WrapOptions, WrappedServer } from '../npm/wrapNpmSource.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
@@ -484,6 +485,18 @@ export class PluginHost {
     const refused = startRefusal(plugin, `plug.${pluginId}`, this.#config.clock.now(), this.#pending(pluginId));
     if (refused !== undefined) return errAsync(refused);
     return this.#runtimes.take(plugin).asyncAndThen((runtime) => runtime.session.listTools());
+  }
+
+  /**
+   * The manifest an `npm:<name>@<version>` (or `npm:<path>.tgz`) server would
+   * be installed with, for a person to review before installing it with the
+   * `manifest` option: the package's own, or one generated from the server's
+   * `tools/list` in a sandboxed start (no network, a throwaway data
+   * directory), marked `needs_review`. Nothing is installed.
+   */
+  wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
+    if (this.#closed) return errAsync(closedError());
+    return this.#installer.wrap(source, options);
   }
 
   /** Stops every plugin (whole process trees, calls in flight fail with HOST_CLOSED); every later operation fails with HOST_CLOSED. */

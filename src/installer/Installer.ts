@@ -33,7 +33,8 @@ import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from './versionOrder.js';
 import type { NpmSettings } from '../npm/npmFetch.js';
-import { isNpmSource, openNpmSource } from '../npm/openNpmSource.js';
+import { isNpmSource, openNpmSource, type NpmSourceOptions } from '../npm/openNpmSource.js';
+import { wrapNpmSource, type WrapOptions, type WrappedServer } from '../npm/wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
@@ -506,24 +507,36 @@ export class Installer {
 
   /** Stages an `npm:` source (see openNpmSource): fetched by npm, whose integrity check stands in for a checksum, which it does not have. */
   #openNpm(source: string, options: InstallOptions): ResultAsync<StagedPackage, HostError> {
-    const o = this.#o;
     if (options.checksum !== undefined || options.signature !== undefined) {
       const option = options.checksum === undefined ? 'signature' : 'checksum';
       return ResultAsync.fromSafePromise(Promise.resolve()).andThen(() =>
         err(hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } })),
       );
     }
-    return openNpmSource(source, {
+    return openNpmSource(source, { ...this.#npmSourceOptions(options.args), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
+  }
+
+  /**
+   * The manifest an `npm:` source would be installed with, for a person to
+   * review: the package's own, or one generated from the server's
+   * `tools/list` in a sandboxed start (`needs_review`). Nothing is installed.
+   */
+  wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
+    return wrapNpmSource(source, this.#npmSourceOptions(options.args));
+  }
+
+  #npmSourceOptions(args: readonly string[] | undefined): Omit<NpmSourceOptions, 'manifest'> {
+    const o = this.#o;
+    return {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
       ...(o.limits === undefined ? {} : { limits: o.limits }),
       ...(o.npm === undefined ? {} : { npm: o.npm }),
-      ...(options.manifest === undefined ? {} : { manifest: options.manifest }),
-      ...(options.args === undefined ? {} : { args: options.args }),
+      ...(args === undefined ? {} : { args }),
       ...(o.spawner === undefined
         ? {}
         : { introspection: { spawner: o.spawner, hiddenPaths: [o.layout.root], ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }) } }),
-    });
+    };
   }
 
   /** An MCP Bundle's checks (see readBundleManifest) and the host checks; undefined when the manifest.json is not a bundle's. */

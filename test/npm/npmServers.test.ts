@@ -6,12 +6,12 @@
  * install scripts would write a marker file installs without running them.
  */
 import { execFileSync } from 'node:child_process';
-import { access, cp, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { access, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PACKAGE_TREE_LIST_NAME } from '../../src/binding/packageTree.js';
-import { bundledNpmCli } from '../../src/npm/npmFetch.js';
 import { HostPool, textOf } from '../support/hostHarness.js';
+import { packGreeterServer } from './npmPack.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -84,35 +84,18 @@ describe('npm: installs of published servers, no manifest given', () => {
 describe('npm: a local tarball made by npm pack', () => {
   it('installs without running its preinstall, install or postinstall scripts', async () => {
     const work = await pool.profile();
-    const pkg = join(work, 'greeter-npm');
     const marker = join(work, 'scripts-ran');
-    await mkdir(pkg);
-    await cp(join(root, 'fixtures/plugins/install-node/bin'), join(pkg, 'bin'), { recursive: true });
-    await cp(join(root, 'fixtures/plugins/install-node/lib'), join(pkg, 'lib'), { recursive: true });
-    const writeMarker = (stage: string) => `node -e "require('fs').appendFileSync(${JSON.stringify(marker)}, '${stage}\\n')"`;
-    await writeFile(
-      join(pkg, 'package.json'),
-      JSON.stringify({
-        name: 'greeter-npm',
-        version: '1.0.0',
-        bin: { 'greeter-npm': 'bin/greeter.mjs' },
-        scripts: { preinstall: writeMarker('preinstall'), install: writeMarker('install'), postinstall: writeMarker('postinstall') },
-      }),
-    );
-    execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', work], {
-      cwd: pkg,
-      stdio: 'ignore',
-    });
-    const tarball = join(work, 'greeter-npm-1.0.0.tgz');
+    const tarball = await packGreeterServer(work, marker);
 
     const dir = await pool.profile();
     const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate' });
-    const installed = await host.install(`npm:${tarball}`, { canary: false });
+    const installed = await host.install(`npm:${tarball}`, { canary: false, args: ['--home=${data_dir}'] });
     expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
     await expect(access(marker)).rejects.toThrow();
-    // No annotations: every tool is a write tool until a person reviews the manifest.
-    const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' }, { maxRisk: 'write' });
-    expect(textOf(greeted._unsafeUnwrap())).toContain('npm');
+    const risks = Object.fromEntries((await host.info('greeter-npm'))._unsafeUnwrap().operations.map((o) => [o.tool_name, o.risk_class]));
+    expect(risks).toEqual({ greet: 'read', forget: 'destructive', remember: 'write' });
+    const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' });
+    expect(textOf(greeted._unsafeUnwrap())).toBe(`Hello, npm (--home=${join(dir, 'data', 'greeter-npm')})`);
     await expect(access(marker)).rejects.toThrow();
   });
 });

@@ -1,0 +1,50 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import { ioError } from '../errors/ioError.js';
+import { openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
+
+/** Options of `PluginHost.wrap`. */
+export interface WrapOptions {
+  /** Arguments the server is started with for its introspection; `${data_dir}` stands for its data directory. */
+  readonly args?: readonly string[];
+}
+
+/** The manifest an `npm:` server would be installed with, for a person to review. */
+export interface WrappedServer {
+  /** The package and version npm resolved, as `<name>@<version>` (or the tarball's path). */
+  readonly source: string;
+  /** The manifest's file name (`manifest.json` when generated). */
+  readonly manifestFile: string;
+  /** The manifest text, as the install would read it. */
+  readonly manifestText: string;
+  /** Whether the package ships it (`package`) or the host generated it from the server's `tools/list` (`introspection`). */
+  readonly origin: 'package' | 'introspection';
+  /** True when the host generated the manifest: its risk classes come from the server's own annotations and nobody has reviewed them. */
+  readonly needs_review: boolean;
+}
+
+async function wrap(source: string, options: Omit<NpmSourceOptions, 'manifest'>): Promise<Result<WrappedServer, HostError>> {
+  const staged = await openNpmSource(source, options);
+  if (staged.isErr()) return err(staged.error);
+  const { root, manifestFile, manifestOrigin, discard } = staged.value;
+  try {
+    const manifestText = await readFile(join(root, manifestFile), 'utf8');
+    const origin = manifestOrigin === 'package' ? 'package' : 'introspection';
+    return ok({ source: staged.value.source.path, manifestFile, manifestText, origin, needs_review: origin === 'introspection' });
+  } catch (cause) {
+    return err(ioError('Reading the manifest of', source, cause));
+  } finally {
+    await discard().catch(() => undefined);
+  }
+}
+
+/**
+ * Fetches and stages an `npm:` source as an install would (without a caller
+ * manifest), reads the manifest it would be installed with, and discards the
+ * staging: nothing is installed.
+ */
+export function wrapNpmSource(source: string, options: Omit<NpmSourceOptions, 'manifest'>): ResultAsync<WrappedServer, HostError> {
+  return new ResultAsync(wrap(source, options));
+}

@@ -1,0 +1,56 @@
+/**
+ * `wrap npm:<spec>` prints the manifest generated from the server's own
+ * tools/list (risk classes from its annotations, marked needs_review), and
+ * `install npm:<spec> --manifest <file> --arg …` installs the server with the
+ * reviewed file; both as real CLI subprocesses.
+ */
+import { access, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { packGreeterServer } from '../npm/npmPack.js';
+import { cli, json, tempDir } from './cliHarness.js';
+
+const SLOW = 120_000;
+
+describe('wrap', () => {
+  it('prints a needs_review manifest from the tool list, which install --manifest then uses', { timeout: SLOW }, async () => {
+    const work = await tempDir('cli-wrap-');
+    try {
+      const marker = join(work.path, 'scripts-ran');
+      const tarball = await packGreeterServer(work.path, marker);
+      const profile = join(work.path, 'profile');
+
+      const wrapped = await cli(['wrap', `npm:${tarball}`, '--profile-dir', profile]);
+      expect(wrapped.code, wrapped.stderr).toBe(0);
+      expect(wrapped.stderr).toContain('needs review');
+      const manifest = JSON.parse(wrapped.stdout) as { plugin_id: string; risk: string; executable: string; advertised_tools: { name: string; risk_class: string }[] };
+      expect(manifest).toMatchObject({ plugin_id: 'greeter-npm', executable: 'bin/greeter.mjs', namespace_owner: 'npm:greeter-npm' });
+      expect(manifest.risk).toMatch(/^needs_review:/);
+      expect(manifest.advertised_tools.map((t) => [t.name, t.risk_class])).toEqual([
+        ['greet', 'read'],
+        ['forget', 'destructive'],
+        ['remember', 'write'],
+      ]);
+      const asJson = json(await cli(['wrap', `npm:${tarball}`, '--profile-dir', profile, '--json']));
+      expect(asJson).toMatchObject({ ok: true, origin: 'introspection', needs_review: true, manifest_file: 'manifest.json' });
+
+      // The reviewed manifest: remember is reclassified by a person.
+      const reviewed = { ...manifest, risk: 'reviewed', advertised_tools: manifest.advertised_tools.map((t) => (t.name === 'remember' ? { ...t, risk_class: 'read' } : t)) };
+      const file = join(work.path, 'reviewed.json');
+      await writeFile(file, JSON.stringify(reviewed));
+      const installed = await cli(['install', `npm:${tarball}`, '--manifest', file, '--arg', 'x', '--skip-canary', '--profile-dir', profile, '--json']);
+      expect(installed.code, installed.stdout).toBe(0);
+      const ran = await cli(['run', 'greeter-npm', 'remember', '{"name":"cli"}', '--profile-dir', profile]);
+      expect(ran.stdout).toContain('Hello, cli (x)');
+      await expect(access(marker)).rejects.toThrow();
+    } finally {
+      await work.dispose();
+    }
+  });
+
+  it('refuses a source that is not npm:', async () => {
+    const run = await cli(['wrap', './somewhere', '--json']);
+    expect(run.code).toBe(2);
+    expect(JSON.stringify(json(run))).toContain('wrap takes an npm:<name>@<version> or npm:<file>.tgz source');
+  });
+});

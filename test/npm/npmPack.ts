@@ -1,0 +1,48 @@
+/**
+ * A dependency-free MCP stdio server packed with `npm pack` (scripts off),
+ * whose install scripts would append to a marker file if anything ran them.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { bundledNpmCli } from '../../src/npm/npmFetch.js';
+
+const SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const tools = [
+  { name: 'greet', description: 'Greets', inputSchema: { type: 'object', properties: { name: { type: 'string' } } }, annotations: { readOnlyHint: true } },
+  { name: 'forget', description: 'Forgets everyone', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false, destructiveHint: true } },
+  { name: 'remember', description: 'Remembers a name', inputSchema: { type: 'object' } },
+];
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  let message;
+  try { message = JSON.parse(line); } catch { return; }
+  if (message.id === undefined) return;
+  const { id, method, params } = message;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'greeter-npm', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'Hello, ' + String(params.arguments?.name) + ' (' + process.argv.slice(2).join(',') + ')' }] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+/** Packs the server into `<dir>/greeter-npm-1.0.0.tgz`; its scripts would append to `marker`. */
+export async function packGreeterServer(dir: string, marker: string): Promise<string> {
+  const pkg = join(dir, 'greeter-npm');
+  await mkdir(join(pkg, 'bin'), { recursive: true });
+  await writeFile(join(pkg, 'bin', 'greeter.mjs'), SERVER, { mode: 0o755 });
+  const writeMarker = (stage: string): string => `node -e "require('fs').appendFileSync('${marker}', '${stage} ')"`;
+  await writeFile(
+    join(pkg, 'package.json'),
+    JSON.stringify({
+      name: 'greeter-npm',
+      version: '1.0.0',
+      type: 'module',
+      bin: { 'greeter-npm': 'bin/greeter.mjs' },
+      scripts: { preinstall: writeMarker('preinstall'), install: writeMarker('install'), postinstall: writeMarker('postinstall') },
+    }),
+  );
+  execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
+  return join(dir, 'greeter-npm-1.0.0.tgz');
+}
