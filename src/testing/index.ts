@@ -9,5 +9,5 @@
  */
 
 export { expectHostError, expectOk } from './assertions.js';
-export { PluginUnderTest, startPlugin, type StartPluginOptions } from './startPlugin.js';
+export { startPlugin, type PluginUnderTest, type StartPluginOptions } from './startPlugin.js';
 export { validatePluginDir, type PluginDirReport, type PluginDirViolation, type ValidatePluginDirOptions } from './validatePluginDir.js';

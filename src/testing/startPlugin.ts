@@ -37,8 +37,10 @@ export interface StartPluginOptions {
 
 /**
  * A plugin installed in a throwaway profile and running under a real
- * `PluginHost`: what a plugin author's tests talk to. Close it to stop
- * the plugin and delete the profile.
+ * `PluginHost`: what a plugin author's tests talk to. Only
+ * {@link startPlugin} makes one (the kit exports the type alone, so no
+ * caller can construct a handle without a plugin behind it). Close it to
+ * stop the plugin and delete the profile.
  */
 export class PluginUnderTest {
   /** @internal */
