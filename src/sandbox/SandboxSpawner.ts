@@ -18,7 +18,7 @@ import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
-import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
+import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
 import type { Socket } from 'node:net';
 import { bridgedArgv, proxyEnvironment } from '../egress/bridge.js';
 import { egressPolicy } from '../egress/destinations.js';
@@ -518,7 +518,15 @@ export class SandboxSpawner {
       },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     )
-      .map((child): PluginProcess => (group === undefined ? child : new TreeLimitedProcess(child, group, this.logger)))
+      .map((child): PluginProcess => {
+        if (group !== undefined) return new TreeLimitedProcess(child, group, this.logger);
+        if (rlimits.length === 0) return child;
+        const caps = {
+          memoryBytes: rlimits.some((a) => a.startsWith('--data=')) ? limits.memoryBytes : null,
+          maxProcesses: rlimits.some((a) => a.startsWith('--nproc=')) ? limits.maxProcesses : null,
+        };
+        return new RlimitedProcess(child, caps);
+      })
       .mapErr((error) => {
         // A tree killed by a failed gate may take a moment to leave the group.
         if (group !== undefined) removeGroup(group, this.logger);

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import exhaustionData from '../../etc/sandbox/rlimit-exhaustion.json' with { type: 'json' };
 import treeLimitData from '../../etc/sandbox/tree-limits.json' with { type: 'json' };
 import { silentLogger, type Logger } from '../ports/ports.js';
 import { withLimitHit } from '../process/exitInfo.js';
@@ -138,3 +139,90 @@ export class TreeLimitedProcess implements PluginProcess {
     for (const pid of this.group.members()) sendSignal(pid, 'SIGKILL');
   }
 }
+
+/** What a runtime writes to stderr when the kernel refused it memory or a fork (`etc/sandbox/rlimit-exhaustion.json`). */
+const EXHAUSTION_SIGNS: ReadonlyArray<readonly [ResourceLimitHit['limit'], RegExp]> = [
+  ...exhaustionData.memory.map((source) => ['memory', new RegExp(source, 'i')] as const),
+  ...exhaustionData.processes.map((source) => ['processes', new RegExp(source, 'i')] as const),
+];
+
+/** The per-process caps a spawn's rlimits set: `null` where none is. */
+export interface RlimitCaps {
+  /** RLIMIT_DATA of each process, in bytes. */
+  readonly memoryBytes: number | null;
+  /** RLIMIT_NPROC of the plugin's user. */
+  readonly maxProcesses: number | null;
+}
+
+/** The cap a stderr line says was reached, when it is one of `caps`. */
+function exhaustionIn(line: string, caps: RlimitCaps): ResourceLimitHit | undefined {
+  for (const [limit, sign] of EXHAUSTION_SIGNS) {
+    const value = limit === 'memory' ? caps.memoryBytes : caps.maxProcesses;
+    if (value !== null && sign.test(line)) return { limit, value, mechanism: 'rlimit' };
+  }
+  return undefined;
+}
+
+/**
+ * A plugin process whose caps are per-process rlimits, the fallback where
+ * no control group holds its tree. The kernel counts nothing under an
+ * rlimit (a refused allocation or fork is only an error code in the
+ * process that asked), so the plugin's own report is the evidence: the
+ * first stderr line in which a runtime says the kernel refused memory or a
+ * fork names the cap, and an abnormal exit after it names the cap too,
+ * which the shapes turn into PLUGIN_RESOURCE_LIMIT as for a control group.
+ * The process is not stopped for the line alone: a refused allocation can
+ * be survived, unlike a control group's OOM kill.
+ */
+export class RlimitedProcess implements PluginProcess {
+  readonly pid: number;
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly exited: Promise<ExitInfo>;
+  #info: ExitInfo | undefined;
+  #hit: ResourceLimitHit | undefined;
+
+  constructor(
+    private readonly inner: PluginProcess,
+    caps: RlimitCaps,
+  ) {
+    this.pid = inner.pid;
+    this.stdin = inner.stdin;
+    this.stdout = inner.stdout;
+    const unsubscribe = inner.onStderrLine((line) => {
+      this.#hit ??= exhaustionIn(line, caps);
+    });
+    this.exited = inner.exited.then((exit) => {
+      unsubscribe();
+      // The tail as well: a line cut by the ring's bound or written in the last moment before the exit.
+      this.#hit ??= inner
+        .stderrTail()
+        .split('\n')
+        .map((line) => exhaustionIn(line, caps))
+        .find((hit) => hit !== undefined);
+      this.#info = this.#hit === undefined || exit.status === 0 ? exit : withLimitHit(exit, this.#hit);
+      return this.#info;
+    });
+  }
+
+  get exitInfo(): ExitInfo | undefined {
+    return this.#info;
+  }
+
+  stderrTail(): string {
+    return this.inner.stderrTail();
+  }
+
+  onStderrLine(listener: (line: string) => void): () => void {
+    return this.inner.onStderrLine(listener);
+  }
+
+  limitHit(): ResourceLimitHit | undefined {
+    return this.#info?.limit ?? this.#hit;
+  }
+
+  stop(options?: StopOptions): Promise<ExitInfo> {
+    return this.inner.stop(options).then(() => this.exited);
+  }
+}
+

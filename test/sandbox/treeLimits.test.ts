@@ -191,6 +191,29 @@ describe('fallback without control groups (controlGroups: "off")', () => {
     expect((await SandboxSpawner.create({ homeDir: home, requireTreeLimits: true })).isOk()).toBe(true);
   });
 
+  // RLIMIT_DATA refuses the allocation; the uncaught RangeError ends the plugin (exit 1), as a plugin that does not expect it ends.
+  const allocateUntilRefused = `const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1));`;
+
+  it('names the memory cap when a plugin dies of an allocation RLIMIT_DATA refused, and only then', async () => {
+    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 192 * MiB });
+    const refused = await start(s, allocateUntilRefused);
+    const exit = await refused.exited;
+    expect(exit.status).not.toBe(0);
+    expect(exit.limit).toEqual({ limit: 'memory', value: 192 * MiB, mechanism: 'rlimit' });
+    expect(exit.description).toContain('memory limit (201326592 bytes, rlimit)');
+    expect(refused.limitHit?.()).toEqual(exit.limit);
+
+    const python = await start(s, '', {
+      executable: unverifiedCommand(['/usr/bin/python3', '-c', 'a = []\nwhile True: a.append(bytearray(16 * 1024 * 1024))'], installRoot, []),
+    });
+    expect((await python.exited).limit).toMatchObject({ limit: 'memory', mechanism: 'rlimit' });
+
+    const crashed = await start(s, `process.stderr.write('failed for another reason\\n'); process.exit(3);`);
+    const other = await crashed.exited;
+    expect(other.status).toBe(3);
+    expect(other.limit).toBeUndefined();
+  });
+
   it('sizes /dev/shm to the memory cap: writes past it fail with ENOSPC', async () => {
     const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
     const p = await start(s, fillShm(128));
