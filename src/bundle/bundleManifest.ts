@@ -15,7 +15,9 @@
  *   name with a descriptor (alias = the key), filled from the secret store
  *   by `setup`; it never enters the catalog;
  * - `tools` are the advertised tools (MCPB tools carry no annotations, so
- *   each is `write`); `compatibility` platforms and runtimes are checked;
+ *   each is `write`); a bundle that lists none gets the tools its server
+ *   lists in one sandboxed start (the installer's introspection), marked
+ *   needs_review; `compatibility` platforms and runtimes are checked;
  * - no sandbox powers are declared: the capabilities are the host default
  *   and the install grant widens them.
  */
@@ -52,7 +54,31 @@ export interface BundleReadContext {
   readonly searchPath: string;
   /** The platform `compatibility.platforms` is checked against. Default `process.platform`. */
   readonly platform?: NodeJS.Platform;
+  /**
+   * Lists the tools of a bundle whose manifest names none, by starting its
+   * server once in the sandbox (the installer's introspection); without it
+   * such a bundle is refused.
+   */
+  readonly listTools?: (server: BundleServerStart) => Promise<Result<readonly ManifestTool[], HostError>>;
 }
+
+/** How to start a staged bundle's server once: what its mapping resolved, `${__dirname}` already its staged root. */
+export interface BundleServerStart {
+  /** The staged bundle root. */
+  readonly root: string;
+  /** The entry point, relative to `root`. */
+  readonly executable: string;
+  /** The interpreter `mcp_config.command` names (node, python). */
+  readonly interpreter?: string;
+  /** Arguments after the entry point. */
+  readonly args: readonly string[];
+  /** The env `mcp_config.env` sets (credentials left out). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** The `risk` statement of a bundle whose tools its server listed: nobody has reviewed their risk classes yet. */
+export const BUNDLE_NEEDS_REVIEW =
+  'needs_review: the bundle lists no tools, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (readOnlyHint is read, destructiveHint is destructive, anything else is write); review them.';
 
 interface UserConfigEntry {
   readonly type: 'string' | 'number' | 'boolean' | 'directory' | 'file';
@@ -247,9 +273,9 @@ async function compatibilityViolations(doc: BundleDocument, type: BundleServerTy
   return out;
 }
 
-function toolsOf(doc: BundleDocument, out: Violation[]): ManifestTool[] {
+function toolsOf(doc: BundleDocument, out: Violation[], listable: boolean): ManifestTool[] {
   const tools = doc.tools ?? [];
-  if (tools.length === 0) {
+  if (tools.length === 0 && !listable) {
     out.push(violation('structure', 'PLUGIN_BUNDLE_UNSUPPORTED', '/tools', 'the bundle lists no tools; the host offers and checks exactly the tools a manifest names, so list the server\'s tools in manifest.json'));
   }
   const seen = new Set<string>();
@@ -294,7 +320,16 @@ function credentialsOf(doc: BundleDocument, env: Readonly<Record<string, string>
   return { names, descriptors, rest };
 }
 
-async function mapBundle(doc: BundleDocument, context: BundleReadContext): Promise<{ violations: Violation[]; manifest?: NormalizedManifest }> {
+/** The tools a listing returned, checked like listed ones: a name the catalog cannot hold is a violation. */
+function listedTools(listed: readonly ManifestTool[], out: Violation[]): readonly ManifestTool[] {
+  for (const tool of listed) {
+    if (!TOOL_NAME.test(tool.name)) out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', '/tools', `the server lists tool ${JSON.stringify(tool.name)}, a name the host cannot offer (letters, digits, '_', '.', '-', at most 128)`));
+  }
+  if (listed.length === 0) out.push(violation('structure', 'PLUGIN_BUNDLE_UNSUPPORTED', '/tools', 'the bundle lists no tools, and neither does its server'));
+  return listed;
+}
+
+async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: string): Promise<{ violations: Violation[]; manifest?: NormalizedManifest; error?: HostError }> {
   const out: Violation[] = [];
   const pluginId = pluginIdFromOpenDiscoveryName(doc.name);
   if (pluginId === undefined) out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', '/name', `name ${JSON.stringify(doc.name)} must become a plugin id: a letter, then up to 63 letters, digits, '-' or '_' (lowercased)`));
@@ -337,9 +372,24 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext): Promi
   out.push(...substitution.violations);
   const python = type.runtime === 'python' ? pythonBundleLaunch(env) : undefined;
   out.push(...(python?.violations ?? []));
-  const tools = toolsOf(doc, out);
+  let tools: readonly ManifestTool[] = toolsOf(doc, out, context.listTools !== undefined);
   if (interpreter !== undefined || doc.compatibility !== undefined) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
   if (hasViolations(out) || pluginId === undefined || entry === undefined) return { violations: out };
+  let listed = false;
+  if (tools.length === 0 && context.listTools !== undefined) {
+    const staged = (text: string): string => text.replaceAll(DIRNAME, root);
+    const server = await context.listTools({
+      root,
+      executable: entry,
+      ...(interpreter === undefined ? {} : { interpreter }),
+      args: launchArgs.map(staged),
+      env: Object.fromEntries(Object.entries(env).map(([name, value]) => [name, staged(value)])),
+    });
+    if (server.isErr()) return { violations: [], error: server.error };
+    tools = listedTools(server.value, out);
+    listed = true;
+    if (hasViolations(out)) return { violations: out };
+  }
   for (const key of Object.keys(doc.user_config ?? {})) {
     const entryConfig = doc.user_config?.[key];
     if (entryConfig?.sensitive !== true && !substitution.used.has(key) && settings[key] === undefined && entryConfig?.default !== undefined) settings[key] = entryConfig.default;
@@ -363,6 +413,7 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext): Promi
         missing_settings: [...substitution.missing].sort(),
       },
       tools,
+      ...(listed ? { risk: BUNDLE_NEEDS_REVIEW } : {}),
       capabilities: context.defaultCapabilities,
       capabilities_source: 'host_default',
       requirements: { needs_user_creds: credentials.names, credential_descriptors: credentials.descriptors },
@@ -401,6 +452,6 @@ export async function readBundleManifest(root: string, context: BundleReadContex
     return ok(report([violation('schema_version', 'PLUGIN_BUNDLE_UNSUPPORTED', field, `manifest_version "${version}" is not one this host reads (${BUNDLE_MANIFEST_VERSIONS.join(', ')})`)]));
   }
   if (schema.length > 0) return ok(report(schema));
-  const mapped = await mapBundle(doc.value as BundleDocument, context);
-  return ok(report(mapped.violations, mapped.manifest));
+  const mapped = await mapBundle(doc.value as BundleDocument, context, root);
+  return mapped.error === undefined ? ok(report(mapped.violations, mapped.manifest)) : err(mapped.error);
 }

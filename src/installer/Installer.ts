@@ -13,14 +13,17 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
-import type { DeclaredCapabilities, ManifestShape, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import type { DeclaredCapabilities, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
-import { readBundleManifest } from '../bundle/bundleManifest.js';
+import { readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
+import { introspectServer } from '../npm/introspect.js';
+import { riskClassOf } from '../npm/npmManifest.js';
+import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from '../npm/openNpmSource.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
@@ -541,15 +544,46 @@ export class Installer {
 
   /** An MCP Bundle's checks (see readBundleManifest) and the host checks; undefined when the manifest.json is not a bundle's. */
   async #inspectBundle(root: string, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport | undefined, HostError>> {
+    const spawner = this.#o.spawner;
     const read = await readBundleManifest(root, {
       defaultCapabilities: DEFAULT_CAPABILITIES,
       dataDirOf: (id) => this.#o.layout.dataDir(id),
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
       ...(options.settings === undefined ? {} : { settings: options.settings }),
+      ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner) }),
     });
     if (read.isErr() || read.value?.manifest === undefined) return read;
     const violations = sortViolations(this.#hostChecks(read.value.manifest, snapshot, options));
     return ok(violations.length === 0 ? read.value : { ...read.value, violations, manifest: undefined });
+  }
+
+  /** The tools a staged bundle's server lists in one sandboxed start (see introspectServer), each with its risk class from its annotations. */
+  async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner): Promise<Result<readonly ManifestTool[], HostError>> {
+    const workDir = join(dirname(server.root), 'introspection');
+    const listed = await introspectServer({
+      root: server.root,
+      executable: server.executable,
+      args: server.args,
+      env: server.env,
+      ...(server.interpreter === undefined ? {} : { interpreter: server.interpreter }),
+      spawner,
+      workDir,
+      hiddenPaths: [this.#o.layout.root],
+      timeoutMs: DEFAULT_INTROSPECTION_TIMEOUT_MS,
+      ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
+    });
+    await rm(workDir, { recursive: true, force: true });
+    return listed.map((tools) =>
+      tools.map((tool): ManifestTool => ({
+        name: tool.name,
+        ...(tool.description === undefined ? {} : { description: tool.description }),
+        risk_class: riskClassOf(tool),
+        confirmation_policy: 'none',
+        null_elision_safe_fields: [],
+        capabilities: [],
+        scopes: [],
+      })),
+    );
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {

@@ -29,6 +29,10 @@ export interface IntrospectionRequest {
   readonly executable: string;
   /** Arguments after the executable; `${data_dir}` stands for the throwaway data directory. */
   readonly args?: readonly string[];
+  /** The program that runs the executable when the package names one (an MCP Bundle's `mcp_config.command`), pinned as bindExecutable pins it. */
+  readonly interpreter?: string;
+  /** Env the package sets for its server (an MCP Bundle's `mcp_config.env`); HOME, TMPDIR and PATH are the host's. */
+  readonly env?: Readonly<Record<string, string>>;
   /** The host's sandbox. */
   readonly spawner: SandboxSpawner;
   /** A host-private, empty directory for the throwaway data directory and verified copies. */
@@ -105,6 +109,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         installRoot: root,
         executable,
         ...(request.args === undefined ? {} : { args: resolveLaunchArgs(request.args, join(dataRoot, INTROSPECTION_ID)) }),
+        ...(request.interpreter === undefined ? {} : { interpreter: request.interpreter }),
         ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
       }),
     )
@@ -126,6 +131,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
                   pluginId: INTROSPECTION_ID,
                   executable: verified,
                   env: {
+                    ...request.env,
                     HOME: directories.data.path,
                     TMPDIR: directories.write.path,
                     PATH: pluginSearchPath(binding.interpreter?.path ?? dirname(process.execPath)),

@@ -64,7 +64,8 @@ export interface StagedNpmPackage extends StagedPackage {
   readonly manifestOrigin: NpmManifestOrigin;
 }
 
-const DEFAULT_INTROSPECTION_TIMEOUT_MS = 30_000;
+/** How long an introspection may take when the caller sets no time (its start, `initialize` and `tools/list`). */
+export const DEFAULT_INTROSPECTION_TIMEOUT_MS = 30_000;
 
 /** Whether `source` is an `npm:` source. */
 export function isNpmSource(source: string): boolean {

@@ -3,7 +3,8 @@
  * plugin's server, bundled into one file as `server/probe.mjs`): the grant
  * model's default and widening, settings and the error at start while a
  * required one is missing, the binary server type and the old `dxt_version`
- * form, and every refusal with its stable code and pointer.
+ * form, a bundle that lists no tools, and every refusal with its stable code
+ * and pointer.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -127,6 +128,14 @@ describe('MCP Bundles: grant, settings, server types', () => {
     expect(await probeEnv(host)).toMatchObject({ PROBE_LABEL: 'blue', PROBE_DEPTH: '5', PROBE_DATA: `${join(dir, 'data', 'probe-bundle')}/x` });
   });
 
+  it('gives a bundle that lists no tools the tools its server lists in a sandboxed start, marked needs_review', { timeout: SLOW }, async () => {
+    const host = await pool.open(await pool.profile(), { activation: 'immediate' });
+    const installed = must(await host.install(await probeBundle(probeManifest({ tools: undefined })), { canary: false }));
+    expect(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class])).toEqual(PROBE_TOOLS.map(({ name }) => [name, 'write']));
+    expect(installed.plugin.risk).toMatch(/^needs_review: /);
+    expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'listed' }, { maxRisk: 'write' }))).data.args.message).toBe('listed');
+  });
+
   it('runs a binary server (its entry point is the command) from an old dxt_version manifest', { timeout: SLOW }, async () => {
     const dir = await pool.profile();
     const manifest = probeManifest({ manifest_version: undefined, dxt_version: '0.1' }, { type: 'binary', mcp_config: { command: '${__dirname}/server/probe.mjs', args: [] } });
@@ -155,7 +164,6 @@ describe('MCP Bundles: refusals', () => {
       at('PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/args/1'),
     ],
     ['a desktop folder', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs', '${DOCUMENTS}'] } }), at('PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/args/1')],
-    ['a bundle listing no tools', probeManifest({ tools: undefined }), at('PLUGIN_BUNDLE_UNSUPPORTED', '/tools')],
     ['a denylisted env var', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')],
   ])('refuses %s', { timeout: SLOW }, async (_what, manifest, expected) => {
     const host = await pool.open(await pool.profile());
