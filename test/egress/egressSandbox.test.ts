@@ -7,7 +7,7 @@
  * machine.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -235,6 +235,24 @@ describe('egress allowlist through the host proxy', () => {
     const leakySpawner = (await SandboxSpawner.create({ bwrapPath: leaky }))._unsafeUnwrap();
     const spawned = await leakySpawner.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'env'], [...nodeRuntimePaths(node22), FIXTURES]));
     expect(spawned._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'enforcement_not_proved' } });
+  });
+
+  it('keeps the socket pair to the host in the bridge: the plugin does not hold it', async () => {
+    const marker = `egress-fd-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    markers.push(marker);
+    const spawned = await spawner.spawn(request([process.execPath, '-e', 'setInterval(() => {}, 1000)', marker], nodeRuntimePaths()));
+    started.push(spawned._unsafeUnwrap());
+    // Node processes only (bubblewrap's own carry the same command line): the bridge, and the plugin it runs.
+    const nodes = (): number[] => processesWith(marker).filter((pid) => readlinkSync(`/proc/${pid}/exe`) === realpathSync(process.execPath));
+    const isBridge = (pid: number): boolean => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('egress bridge');
+    expect(await eventually(() => nodes().length === 2)).toBe(true);
+    const [bridge] = nodes().filter(isBridge);
+    const [plugin] = nodes().filter((pid) => !isBridge(pid));
+    const channelFd = readFileSync(`/proc/${bridge}/environ`, 'utf8').split('\0').find((v) => v.startsWith('NODE_CHANNEL_FD='))?.split('=')[1];
+    const channel = readlinkSync(`/proc/${bridge}/fd/${channelFd}`);
+    expect(channel).toMatch(/^socket:/);
+    const pluginFds = readdirSync(`/proc/${plugin}/fd`).map((fd) => readlinkSync(`/proc/${plugin}/fd/${fd}`));
+    expect(pluginFds).not.toContain(channel);
   });
 
   it('describes the destinations as the only way out', () => {
