@@ -9,17 +9,15 @@
  * import from the importing file's real directory upward, through every
  * `node_modules` on the way (a directory named `node_modules` is never
  * searched for a nested one), then loads what it found by its real path.
- * So the sandbox gets: the script (as named and as real), its package's
- * `package.json`, `dist/` and `etc/`, every `node_modules` on the lookup
- * path of that package, and, for each dependency found there through a
- * link that leads outside those folders, the same again from the
- * dependency's real directory, transitively.
+ * So the sandbox gets: the script (as named and as real) and its folder,
+ * its package's `package.json` and what the package publishes (`files`),
+ * every `node_modules` on the lookup path of that package, and the same
+ * lookup path from the real directory of every dependency, transitively
+ * (it adds folders only where a link leads outside those already exposed).
  */
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, sep } from 'node:path';
 
-/** The package folders a runner package ships beside `package.json` that its code reads at run time. */
-const OWN_PACKAGE_PARTS = ['package.json', 'dist', 'etc'];
 const DEPENDENCY_FIELDS = ['dependencies', 'optionalDependencies', 'peerDependencies'] as const;
 
 const computed = new Map<string, readonly string[]>();
@@ -54,17 +52,27 @@ function lookupFolders(dir: string): string[] {
   }
 }
 
-function dependencyNames(packageDir: string): string[] {
-  let manifest: unknown;
+function packageJsonOf(packageDir: string): Record<string, unknown> {
   try {
-    manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
+    const manifest: unknown = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
+    return typeof manifest === 'object' && manifest !== null ? (manifest as Record<string, unknown>) : {};
   } catch {
-    return [];
+    return {};
   }
-  if (typeof manifest !== 'object' || manifest === null) return [];
+}
+
+/** What the package publishes (`files`, plain names only) beside its package.json. */
+function publishedParts(packageDir: string): string[] {
+  const files = packageJsonOf(packageDir)['files'];
+  const names = Array.isArray(files) ? files.filter((f): f is string => typeof f === 'string' && /^[\w.-]+\/?$/.test(f) && !f.startsWith('.')) : [];
+  return ['package.json', ...names.map((name) => name.replace(/\/$/, ''))];
+}
+
+function dependencyNames(packageDir: string): string[] {
+  const manifest = packageJsonOf(packageDir);
   const names = new Set<string>();
   for (const field of DEPENDENCY_FIELDS) {
-    const table = (manifest as Record<string, unknown>)[field];
+    const table = manifest[field];
     if (typeof table === 'object' && table !== null) for (const name of Object.keys(table)) names.add(name);
   }
   return [...names];
@@ -116,11 +124,11 @@ export function runnerReadPaths(script: string): readonly string[] {
   const readable = new ReadableSet();
   readable.add(script);
   const real = realOrUndefined(script) ?? script;
+  // The runner's chunks and data sit beside it, published or not (a build run from a checkout).
+  readable.add(dirname(real));
   const own = packageRootOf(dirname(real));
-  if (own === undefined) {
-    readable.add(dirname(real));
-  } else {
-    for (const part of OWN_PACKAGE_PARTS) if (existsSync(join(own, part))) readable.add(join(own, part));
+  if (own !== undefined) {
+    for (const part of publishedParts(own)) if (existsSync(join(own, part))) readable.add(join(own, part));
     addDependencyClosure(own, readable, new Set());
   }
   const paths = readable.list();
