@@ -46,8 +46,10 @@ export {
   type InventoryResource,
   type InventoryResourceDescriptors,
   type PluginHostOptions,
+  type PluginRunOptions,
   type RemoveOptions,
   type SetupOutcome,
+  type StdoutPolicy,
 } from './host/PluginHost.js';
 export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
 export type { InstallInspection, PackageInstallChoices } from './installer/Installer.js';
@@ -58,7 +60,7 @@ export type { NpmSettings } from './npm/npmFetch.js';
 export type { WrapOptions, WrappedServer } from './npm/wrapNpmSource.js';
 export type { InventoryStatus } from './host/inventoryStatus.js';
 export type { HostEventListener, HostEventMap, HostEventName, HostEventSubscriptions } from './events/HostEvents.js';
-export type { CallOptions, CallProgress, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
+export type { CallOptions, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
 export {
   ManifestValidator,
@@ -140,6 +142,7 @@ export {
   ErrorMapper,
   type CallToolErrorResult,
   type MappedPluginErrorCode,
+  type McpToolResultValue,
   type PluginErrorContext,
   type PluginErrorEnvelope,
 } from './error-mapper/ErrorMapper.js';

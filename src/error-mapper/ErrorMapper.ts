@@ -213,6 +213,76 @@ export function mapCallToolError(result: CallToolErrorResult, context: PluginErr
   }
 }
 
+/** An MCP `CallToolResult` as {@link mapMcpToolResult} reads it; other fields travel along untouched. */
+export interface McpToolResultValue {
+  /** The result's content blocks. */
+  readonly content?: readonly unknown[];
+  /** The tool's structured output, when it has an output schema. */
+  readonly structuredContent?: unknown;
+  /** `true` when the tool reports a failure. */
+  readonly isError?: boolean;
+}
+
+function firstText(result: McpToolResultValue): string | undefined {
+  const content: readonly unknown[] = Array.isArray(result.content) ? result.content : [];
+  const block = content.find(
+    (c): c is { type: 'text'; text: string } =>
+      typeof c === 'object' && c !== null && (c as Record<string, unknown>).type === 'text' && typeof (c as Record<string, unknown>).text === 'string',
+  );
+  return block?.text;
+}
+
+/** The envelope in `text`, when it is one; a cheap look first, so an ordinary success payload is not parsed. */
+function envelopeIn(text: string | undefined): PluginErrorEnvelope | undefined {
+  if (text === undefined || !text.includes('"error_code"') || !text.trimStart().startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return envelopeProblem(value) === undefined ? (value as PluginErrorEnvelope) : undefined;
+}
+
+const isPluginLocalCode = (code: string): boolean => (PLUGIN_LOCAL_ERROR_CODES as readonly string[]).includes(code);
+
+function toolError(result: McpToolResultValue, text: string | undefined, context: PluginErrorContext): HostError {
+  const said = text === undefined ? '' : sanitize(text, MAX_MESSAGE_CHARS);
+  const message = said.trim().length > 0 ? said : 'The tool reported an error without text.';
+  return hostError('PLUGIN_TOOL_ERROR', message, { retryable: false, details: { ...context, result } });
+}
+
+/**
+ * The result semantics of MCP-speaking plugins (docs/published-servers.md,
+ * "Result semantics"): which tool results are failures, and with which code.
+ *
+ * - `isError: true` whose first text block is a GUM error envelope: the
+ *   contract's mapping (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN, INVALID_ARGS).
+ * - `isError: true` without one (a plain-text error, an SDK input-validation
+ *   error): PLUGIN_TOOL_ERROR, whose `details.result` is the result unchanged.
+ * - `isError` false or absent, and the only content block is a GUM error
+ *   envelope whose `error_code` is one of the five plugin-local codes (the
+ *   author guide's FastMCP form, which cannot set `isError`): mapped as if
+ *   `isError` were true.
+ * - anything else: the result itself, `ok`.
+ *
+ * Never throws.
+ */
+export function mapMcpToolResult<R extends McpToolResultValue>(result: R, context: PluginErrorContext = {}): Result<R, HostError> {
+  try {
+    const text = firstText(result);
+    if (result.isError === true) {
+      const envelope = envelopeIn(text);
+      return err(envelope === undefined ? toolError(result, text, context) : mapPluginErrorEnvelope(envelope, context));
+    }
+    if (!Array.isArray(result.content) || result.content.length !== 1) return ok(result);
+    const envelope = envelopeIn(text);
+    return envelope !== undefined && isPluginLocalCode(envelope.error_code) ? err(mapPluginErrorEnvelope(envelope, context)) : ok(result);
+  } catch (cause) {
+    return err(unreadable(cause, context));
+  }
+}
+
 /**
  * The design card's ErrorMapper: a plugin's error envelope, or an MCP
  * `isError` tool result, to a host error with a stable code and the seeds'
@@ -231,6 +301,11 @@ export class ErrorMapper {
   /** Maps an MCP `CallToolResult` with `isError: true` by the envelope in its first text block (SERVICE_DOWN without one). */
   static mapCallToolError(result: CallToolErrorResult, context: PluginErrorContext = {}): HostError {
     return mapCallToolError(result, context);
+  }
+
+  /** An MCP tool result by the result semantics of {@link mapMcpToolResult}: the result itself, or the error it stands for. */
+  static mapToolResult<R extends McpToolResultValue>(result: R, context: PluginErrorContext = {}): Result<R, HostError> {
+    return mapMcpToolResult(result, context);
   }
 
   /** The host code a plugin-local error code maps to. */

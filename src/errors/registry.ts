@@ -101,6 +101,8 @@ export const ERROR_CODES = {
   PLUGIN_CONFIRMATION_DENIED: row('runtime', false, 'A high_stakes_write tool was not confirmed.', 'Supply a confirmation callback that approves the call.'),
   PLUGIN_TOOLS_MISMATCH: row('runtime', false, 'The tools the plugin lists differ from the tools its manifest declares.', 'Make advertised_tools match the tools/list answer exactly (unprefixed names).'),
   PLUGIN_CANCELLED: row('runtime', false, 'The call was cancelled by its caller.', 'None; the caller aborted.'),
+  PLUGIN_TOOL_ERROR: row('runtime', false, 'The tool reported a failure of its own: an MCP result with isError: true that carries no GUM error envelope. details.result holds its CallToolResult (content, structuredContent) unchanged.', 'Read details.result for the tool\'s explanation (a gateway forwards it to its MCP client as is); correct the call or the upstream condition it names.'),
+  PLUGIN_RESULT_TOO_LARGE: row('runtime', false, 'The plugin answered this call with a message over the frame cap (details.max_frame_bytes); the call failed, the plugin keeps running.', 'Ask the tool for less, or raise maxFrameBytes for the host or for this plugin (plugins.<plugin_id>.maxFrameBytes).'),
   PLUGIN_FRAME_TOO_LARGE: row('protocol', false, 'The plugin wrote a frame larger than the frame cap.', 'Return smaller results, or raise the host frame cap.', { handshake: 'malformed_response' }),
 
   // Protocol failures shared by the stdio shapes (handshake and mcptest spellings).

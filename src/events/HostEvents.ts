@@ -38,6 +38,12 @@ export interface HostEventMap {
   readonly egress: EgressEvent;
   /** One line a plugin wrote to stderr. */
   readonly stderr: { readonly plugin_id: string; readonly line: string };
+  /**
+   * One line an MCP-speaking plugin wrote to stdout that is not JSON-RPC (a
+   * banner, a log line), dropped under the `tolerate` stdout policy; `line`
+   * holds at most its first 200 characters.
+   */
+  readonly stdout: { readonly plugin_id: string; readonly line: string };
 }
 
 /** The name of an event. */

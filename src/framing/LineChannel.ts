@@ -1,7 +1,7 @@
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
-import { DEFAULT_MAX_FRAME_BYTES, LineReader } from './LineReader.js';
+import { DEFAULT_MAX_FRAME_BYTES, LineReader, type OversizeLine } from './LineReader.js';
 
 /** How a {@link LineChannel} ended. */
 export interface LineChannelEnd {
@@ -21,6 +21,10 @@ export interface LineChannelHandlers {
    * and reading goes on; the protocol decides whether the plugin survives it.
    */
   readonly onOversize: (violation: HostError) => void;
+  /** A line told to `onOversize` reached its newline: its length and both ends (see `OversizeLine`). */
+  readonly onOversizeEnd?: (line: OversizeLine) => void;
+  /** A line told to `onOversize` grew far past the cap without ending (see `OVERSIZE_RUNAWAY_FACTOR`). */
+  readonly onOversizeRunaway?: (violation: HostError) => void;
   /** The channel ended; told once, whichever side ended it. */
   readonly onEnd: (end: LineChannelEnd) => void;
   /** A write to the plugin's stdin failed (it exited while the host wrote). */
@@ -106,6 +110,10 @@ export class LineChannel {
       {
         onLine: handlers.onLine,
         onOversize: (bytesSeen) => handlers.onOversize(frameTooLarge(bytesSeen, this.maxFrameBytes)),
+        ...(handlers.onOversizeEnd === undefined ? {} : { onOversizeEnd: handlers.onOversizeEnd }),
+        ...(handlers.onOversizeRunaway === undefined
+          ? {}
+          : { onOversizeRunaway: (bytesSeen: number) => handlers.onOversizeRunaway?.(frameTooLarge(bytesSeen, this.maxFrameBytes)) }),
         onEnd: (partial) => this.end(true, partial),
       },
       this.maxFrameBytes,

@@ -3,8 +3,28 @@ import type { Readable } from 'node:stream';
 /** Default cap on one frame: 1 MiB. */
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
+/** Bytes kept from each end of a line dropped for crossing the cap, so a protocol can tell which request it answered. */
+export const OVERSIZE_EDGE_BYTES = 256;
+
+/**
+ * How many times the cap a dropped line may grow before `onOversizeRunaway`:
+ * an answer somewhat over the cap is worth draining to fail only its call;
+ * a line this long is output that may never end.
+ */
+export const OVERSIZE_RUNAWAY_FACTOR = 16;
+
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
+
+/** A line that crossed the cap, once its newline arrived. */
+export interface OversizeLine {
+  /** The whole line's length in bytes, newline excluded. */
+  readonly bytes: number;
+  /** Its first {@link OVERSIZE_EDGE_BYTES} bytes, as UTF-8 text (a character cut at the edge is replaced). */
+  readonly head: string;
+  /** Its last {@link OVERSIZE_EDGE_BYTES} bytes, as UTF-8 text. */
+  readonly tail: string;
+}
 
 /** What a {@link LineReader} reports. */
 export interface LineReaderHandlers {
@@ -21,6 +41,17 @@ export interface LineReaderHandlers {
    * the plugin. A stream that ends while discarding reports `onEnd(undefined)`.
    */
   readonly onOversize?: (bytesSeen: number) => void;
+  /**
+   * A line reported by `onOversize` reached its newline: its length and both
+   * ends. A line that never ends is never reported here.
+   */
+  readonly onOversizeEnd?: (line: OversizeLine) => void;
+  /**
+   * A line reported by `onOversize` grew past {@link OVERSIZE_RUNAWAY_FACTOR}
+   * times the cap without a newline (told once, with the bytes seen); it is
+   * still discarded, and `onOversizeEnd` still follows if it ever ends.
+   */
+  readonly onOversizeRunaway?: (bytesSeen: number) => void;
   /** The stream ended; `partial` holds bytes after the last newline, if any. */
   readonly onEnd?: (partial: string | undefined) => void;
 }
@@ -35,6 +66,9 @@ export class LineReader {
   private readonly chunks: Buffer[] = [];
   private pendingBytes = 0;
   private discarding = false;
+  private droppedHead: Buffer = Buffer.alloc(0);
+  private droppedTail: Buffer = Buffer.alloc(0);
+  private droppedBytes = 0;
   private stopped = false;
   private readonly onData = (chunk: Buffer): void => this.push(chunk);
   private readonly onStreamEnd = (): void => this.finish();
@@ -67,9 +101,10 @@ export class LineReader {
     while (start < chunk.length && !this.stopped) {
       const nl = chunk.indexOf(NEWLINE, start);
       const end = nl === -1 ? chunk.length : nl;
-      if (!this.discarding) this.keep(chunk.subarray(start, end));
+      if (this.discarding) this.drop(chunk.subarray(start, end));
+      else this.keep(chunk.subarray(start, end));
       if (nl === -1 || this.stopped) return;
-      if (this.discarding) this.discarding = false;
+      if (this.discarding) this.endDropped();
       else this.handlers.onLine(this.takePending());
       start = nl + 1;
     }
@@ -80,6 +115,10 @@ export class LineReader {
     const seen = this.pendingBytes + piece.length;
     if (seen > this.maxFrameBytes) {
       this.discarding = true;
+      const line = Buffer.concat([...this.chunks, piece]);
+      this.droppedHead = Buffer.from(line.subarray(0, OVERSIZE_EDGE_BYTES));
+      this.droppedTail = Buffer.from(line.subarray(Math.max(0, line.length - OVERSIZE_EDGE_BYTES)));
+      this.droppedBytes = seen;
       this.chunks.length = 0;
       this.pendingBytes = 0;
       this.handlers.onOversize?.(seen);
@@ -87,6 +126,29 @@ export class LineReader {
       this.chunks.push(piece);
       this.pendingBytes = seen;
     }
+  }
+
+  /** Counts a piece of a line being dropped and keeps the last bytes of it. */
+  private drop(piece: Buffer): void {
+    if (piece.length === 0) return;
+    const runawayAt = this.maxFrameBytes * OVERSIZE_RUNAWAY_FACTOR;
+    const before = this.droppedBytes;
+    this.droppedBytes += piece.length;
+    if (before <= runawayAt && this.droppedBytes > runawayAt) this.handlers.onOversizeRunaway?.(this.droppedBytes);
+    this.droppedTail =
+      piece.length >= OVERSIZE_EDGE_BYTES
+        ? Buffer.from(piece.subarray(piece.length - OVERSIZE_EDGE_BYTES))
+        : Buffer.concat([this.droppedTail, piece]).subarray(-OVERSIZE_EDGE_BYTES);
+  }
+
+  private endDropped(): void {
+    this.discarding = false;
+    let tail = this.droppedTail;
+    if (tail.length > 0 && tail[tail.length - 1] === CARRIAGE_RETURN) tail = tail.subarray(0, tail.length - 1);
+    const line: OversizeLine = { bytes: this.droppedBytes, head: this.droppedHead.toString('utf8'), tail: tail.toString('utf8') };
+    this.droppedHead = this.droppedTail = Buffer.alloc(0);
+    this.droppedBytes = 0;
+    this.handlers.onOversizeEnd?.(line);
   }
 
   private takePending(): string {

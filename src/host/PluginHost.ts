@@ -15,14 +15,23 @@ import type { Clock, Logger, Random } from '../ports/ports.js';
 import { ProfileLayout } from '../profile/ProfileLayout.js';
 import { SandboxSpawner, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
-import type { ToolDescriptor, ToolResult } from '../shapes/PluginSession.js';
+import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, missingCredentials } from './credentials.js';
 import { CallDispatcher, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
-import { checkArguments, checkSetupArguments, HOST_OPTION_DEFAULTS, METHOD_OPTION_SCHEMAS, resolveHostConfig, type HostConfig } from './hostConfig.js';
+import {
+  checkArguments,
+  checkSetupArguments,
+  HOST_OPTION_DEFAULTS,
+  METHOD_OPTION_SCHEMAS,
+  resolveHostConfig,
+  type HostConfig,
+  type PluginRunOptions,
+  type StdoutPolicy,
+} from './hostConfig.js';
 import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './inventory.js';
 import { PluginLauncher } from './launcher.js';
 import { inventoryDescriptors, readInventoryResource, type InventoryResource, type InventoryResourceDescriptors } from './resources.js';
@@ -32,6 +41,7 @@ import { Supervisor } from './Supervisor.js';
 export type { ConfirmationCallback, ConfirmationRequest } from './admission.js';
 export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
+export type { PluginRunOptions, StdoutPolicy } from './hostConfig.js';
 export type { RemoveOptions } from './drain.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
 
@@ -99,6 +109,19 @@ export interface PluginHostOptions {
   readonly maxInFlight?: number;
   /** Idle time before a running plugin is stopped; 0 keeps plugins running until close. Default {@link DEFAULT_IDLE_TIMEOUT_MS}. */
   readonly idleTimeoutMs?: number;
+  /**
+   * What an MCP-speaking plugin's stdout line that is not JSON-RPC does:
+   * `tolerate` (default, so published servers that print banners or logs
+   * work) drops and counts it and emits a `stdout` event; `strict` fails the
+   * plugin's calls with PLUGIN_INVALID_JSON or PLUGIN_MALFORMED_RESPONSE.
+   */
+  readonly stdout?: StdoutPolicy;
+  /** Cap on one line a plugin writes, in bytes; an MCP answer over it fails that call only (PLUGIN_RESULT_TOO_LARGE). Default 1 MiB. */
+  readonly maxFrameBytes?: number;
+  /** Time for an MCP-speaking plugin to start (`initialize` and the first `tools/list`). Default 30 s. */
+  readonly startupTimeoutMs?: number;
+  /** Run options of single plugins, by plugin id, overriding `stdout`, `maxFrameBytes`, `startupTimeoutMs` and `maxInFlight`. */
+  readonly plugins?: Readonly<Record<string, PluginRunOptions>>;
   /** The crash backoff ladder; one failure more than it has steps quarantines for good. Default 30, 60, 120, 240, 480 s. */
   readonly backoffScheduleMs?: readonly number[];
   /**
@@ -225,7 +248,7 @@ export class PluginHost {
     const catalog = new HostCatalog(parts.store, parts.snapshot);
     const secrets = this.#secrets;
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, secrets, env: parts.env, catalog, events, logger, random, config, isClosed });
-    const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, isClosed });
+    const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
     const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed });
     this.#catalog = catalog;
@@ -452,7 +475,7 @@ export class PluginHost {
    * other protocols' application errors come back as `ok` results with
    * `isError: true`.
    */
-  call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<ToolResult, HostError> {
+  call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<CallResult, HostError> {
     if (this.#closed) return errAsync(closedError());
     const invalid = checkArguments('call', { opId }, { value: options, schema: METHOD_OPTION_SCHEMAS.call });
     if (invalid !== undefined) return errAsync(invalid);
@@ -464,7 +487,7 @@ export class PluginHost {
     const refused =
       startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
     if (refused !== undefined) return errAsync(refused);
-    const dispatch = (): ResultAsync<ToolResult, HostError> => this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
+    const dispatch = (): ResultAsync<CallResult, HostError> => this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
     if (variant.confirmation_policy !== 'high_stakes_write') return dispatch();
     return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(dispatch);
   }

@@ -4,11 +4,11 @@
  */
 import { err, errAsync, ResultAsync, type Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
-import { hostError, type HostError } from '../errors/HostError.js';
+import { HostError, hostError, internalError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { Clock } from '../ports/ports.js';
-import type { CallProgress, ToolResult } from '../shapes/PluginSession.js';
+import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
 import { stoppedByRetirement } from './drain.js';
 import { callBudget, type HostConfig } from './hostConfig.js';
@@ -61,11 +61,11 @@ export class CallDispatcher {
   }
 
   /** Calls `tool` of `plugin` (started if it is not running); `purpose` says whose crash books a failure feeds. */
-  dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<ToolResult, HostError> {
+  dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
     const { runtimes, events, clock } = this.#parts;
     const id = plugin.plugin_id;
     const taken = runtimes.take(plugin);
-    if (taken.isErr()) return errAsync(taken.error);
+    if (taken.isErr()) return errAsync(callError(taken.error, { id, opId }));
     const runtime = taken.value;
     const callId = ++this.#callSeq;
     const started = clock.now();
@@ -75,7 +75,7 @@ export class CallDispatcher {
   }
 
   /** Runs a dispatched call to its end: the session call, result mapping, the call:end event and the crash books. */
-  async #settle(runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<ToolResult, HostError>> {
+  async #settle(runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<CallResult, HostError>> {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
@@ -85,13 +85,16 @@ export class CallDispatcher {
     }
     const { id, purpose } = call;
     let failure: HostError | undefined;
-    let mapped = result;
+    let mapped: Result<CallResult, HostError>;
     if (result.isErr()) {
       failure = stoppedBySibling(stoppedByRetirement(result.error, runtime, isClosed()), runtime, isClosed());
-      mapped = failure === result.error ? result : err(failure);
-    } else if (result.value.isError) {
+      mapped = err(callError(failure, call));
+    } else {
       const adapter = runtimes.originOf(runtime)?.adapter;
-      if (adapter !== undefined) mapped = adapter.mapResult(result.value);
+      mapped =
+        adapter === undefined
+          ? err(callError(internalError(`the session of plugin '${id}' has no protocol adapter`), call))
+          : adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId });
     }
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
@@ -105,6 +108,19 @@ export class CallDispatcher {
     }
     return mapped;
   }
+}
+
+/** The error a caller sees: every call error names its plugin and operation in its details. */
+function callError(error: HostError, call: Pick<DispatchedCall, 'id' | 'opId'>): HostError {
+  if (error.details.plugin_id === call.id && error.details.op_id === call.opId) return error;
+  return new HostError(error.code, error.message, {
+    details: { ...error.details, plugin_id: call.id, op_id: call.opId },
+    retryable: error.retryable,
+    ...(error.retry_after_ms === undefined ? {} : { retry_after_ms: error.retry_after_ms }),
+    ...(error.source_error_code === undefined ? {} : { source_error_code: error.source_error_code }),
+    ...(error.cause === undefined ? {} : { cause: error.cause }),
+    hint: error.hint,
+  });
 }
 
 /**

@@ -23,6 +23,35 @@ import type { ConfirmationCallback, HostCallOptions, PluginHostOptions } from '.
 /** The shapes whose sessions take a limit on calls in flight. */
 export type InFlightShape = keyof typeof hostOptionData.defaults.maxInFlight;
 
+/**
+ * What the host does with a plugin's stdout line that is not JSON-RPC:
+ * `tolerate` drops it, counts it and emits it as a `stdout` event (published
+ * servers print banners and logs there); `strict` treats it as a protocol
+ * failure that ends the process and fails its calls.
+ */
+export type StdoutPolicy = 'tolerate' | 'strict';
+
+/** How the host runs one plugin, overriding the host-wide option of the same name (`PluginHostOptions.plugins`). */
+export interface PluginRunOptions {
+  /** Stdout lines that are not JSON-RPC (MCP-speaking shapes). */
+  readonly stdout?: StdoutPolicy;
+  /** Cap on one line the plugin writes, in bytes (every stdio shape). */
+  readonly maxFrameBytes?: number;
+  /** Time for the plugin to start: MCP `initialize` and the first `tools/list`, in ms. */
+  readonly startupTimeoutMs?: number;
+  /** Calls in flight at this plugin at once. */
+  readonly maxInFlight?: number;
+}
+
+/** A plugin's run settings: its own overrides, else the host's options, else the defaults. */
+export interface PluginRunSettings {
+  readonly stdout: StdoutPolicy;
+  readonly maxFrameBytes: number;
+  readonly startupTimeoutMs: number;
+  /** Set only when the plugin's override or the host option names it; otherwise each shape's default applies. */
+  readonly maxInFlight: number | undefined;
+}
+
 /** Every option of {@link PluginHost.open}, checked, with its default filled in; frozen. */
 export interface HostConfig {
   readonly appName: string;
@@ -48,6 +77,11 @@ export interface HostConfig {
   /** Calls in flight at one plugin, by shape: the option for every shape, else each protocol's own default. */
   readonly maxInFlight: Readonly<Record<InFlightShape, number>>;
   readonly idleTimeoutMs: number;
+  readonly stdout: StdoutPolicy;
+  readonly maxFrameBytes: number;
+  readonly startupTimeoutMs: number;
+  /** Per-plugin overrides of the run options, by plugin id. */
+  readonly plugins: Readonly<Record<string, PluginRunOptions>>;
   /** How long a remove or upgrade lets calls in flight finish: the host's `callTimeoutMs` when set, else 30 s. */
   readonly drainTimeoutMs: number;
   readonly backoffScheduleMs: readonly number[];
@@ -89,6 +123,11 @@ const SANDBOX_SCHEMA: OptionSchema = {
   egressResolver: 'object',
 };
 
+const STDOUT_RULE = { oneOf: ['tolerate', 'strict'] } as const;
+
+/** The options of one entry of `plugins`. */
+const PLUGIN_RUN_SCHEMA: OptionSchema = { stdout: STDOUT_RULE, maxFrameBytes: 'bytes', startupTimeoutMs: 'milliseconds', maxInFlight: 'count' };
+
 /** The options of {@link PluginHost.open}. */
 const HOST_SCHEMA: OptionSchema = {
   appName: 'pathSegment',
@@ -111,6 +150,10 @@ const HOST_SCHEMA: OptionSchema = {
   maxTotalTimeoutMs: 'milliseconds',
   maxInFlight: 'count',
   idleTimeoutMs: 'millisecondsOrZero',
+  stdout: STDOUT_RULE,
+  maxFrameBytes: 'bytes',
+  startupTimeoutMs: 'milliseconds',
+  plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
   esmRunnerArgv: 'strings',
   handshakeCapabilities: { recordOf: 'strings' },
@@ -192,6 +235,10 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
         maxInFlight === undefined ? { ...DEFAULTS.maxInFlight } : { 'mcp-plugin': maxInFlight, 'esm-module': maxInFlight, 'ndjson-rpc': maxInFlight },
       ),
       idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+      stdout: o.stdout ?? (DEFAULTS.stdout as StdoutPolicy),
+      maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
+      startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
+      plugins: Object.freeze({ ...o.plugins }),
       drainTimeoutMs: o.callTimeoutMs ?? DEFAULTS.drainTimeoutMs,
       backoffScheduleMs: Object.freeze([...(o.backoffScheduleMs ?? DEFAULTS.backoffScheduleMs)]),
       esmRunnerArgv: o.esmRunnerArgv,
@@ -203,6 +250,17 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       logger,
     }),
   );
+}
+
+/** The run settings of one plugin: its entry in `plugins`, else the host's options. */
+export function pluginRunSettings(config: HostConfig, pluginId: string): PluginRunSettings {
+  const own = Object.hasOwn(config.plugins, pluginId) ? config.plugins[pluginId] : undefined;
+  return {
+    stdout: own?.stdout ?? config.stdout,
+    maxFrameBytes: own?.maxFrameBytes ?? config.maxFrameBytes,
+    startupTimeoutMs: own?.startupTimeoutMs ?? config.startupTimeoutMs,
+    maxInFlight: own?.maxInFlight,
+  };
 }
 
 /**

@@ -6,7 +6,7 @@ import { err, ok, type Result, type ResultAsync } from 'neverthrow';
 import { verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { verifyModuleEntry } from '../binding/ModuleEntryBinding.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
-import { mapCallToolError, type CallToolErrorResult } from '../error-mapper/ErrorMapper.js';
+import { mapMcpToolResult, type McpToolResultValue, type PluginErrorContext } from '../error-mapper/ErrorMapper.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
@@ -16,8 +16,8 @@ import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
 import type { PluginShape } from '../manifest/model.js';
-import type { PluginSession, ProcessLauncher, ToolResult } from '../shapes/PluginSession.js';
-import type { HostConfig } from './hostConfig.js';
+import type { CallResult, McpCallResult, PluginSession, ProcessLauncher, ProtocolCallResult, ToolResult } from '../shapes/PluginSession.js';
+import { pluginRunSettings, type HostConfig } from './hostConfig.js';
 
 /** What an adapter builds a session from. */
 export interface SessionContext {
@@ -33,6 +33,8 @@ export interface SessionContext {
   readonly logger: Logger;
   /** Randomness for request ids. */
   readonly random: Random;
+  /** Told each stdout line the plugin wrote that is not its protocol's (dropped under the `tolerate` policy). */
+  readonly onStdoutNoise: (line: string) => void;
 }
 
 /** What an adapter verifies a plugin's main file with. */
@@ -61,15 +63,19 @@ export interface ProtocolAdapter {
   verifyMain(binding: ExecutableBindingRecord, context: VerifyContext): ResultAsync<VerifiedExecutable, HostError>;
   /** The program the process starts with when the binding pins no interpreter (its directory goes on the plugin's PATH). */
   runnerPath(config: HostConfig): string | undefined;
-  /** A result the plugin returned: an application error the protocol defines becomes the mapped host error. */
-  mapResult(result: ToolResult): Result<ToolResult, HostError>;
+  /**
+   * A result the plugin returned: an application error the protocol defines
+   * becomes the mapped host error, whose details carry `context`.
+   */
+  mapResult(result: ToolResult, context: Required<PluginErrorContext>): Result<CallResult, HostError>;
 }
 
 const toolNames = (plugin: InstalledPlugin): string[] => [...new Set(plugin.variants.map((v) => v.tool_name))];
 
-/** The options every MCP-speaking session takes from the host. */
-function mcpSessionOptions(context: SessionContext): Parameters<typeof McpSession.create>[0] {
+/** The options every MCP-speaking session takes from the host and the plugin's run settings. */
+function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-module'): Parameters<typeof McpSession.create>[0] {
   const config = context.config;
+  const run = pluginRunSettings(config, context.plugin.plugin_id);
   return {
     launch: context.launch,
     clock: context.clock,
@@ -77,16 +83,25 @@ function mcpSessionOptions(context: SessionContext): Parameters<typeof McpSessio
     expectedTools: toolNames(context.plugin),
     defaultTimeoutMs: config.callTimeoutMs,
     maxTotalTimeoutMs: config.maxTotalTimeoutMs,
+    startupTimeoutMs: run.startupTimeoutMs,
+    maxFrameBytes: run.maxFrameBytes,
+    maxInFlight: run.maxInFlight ?? config.maxInFlight[shape],
+    stdoutNoise: run.stdout === 'strict' ? 'fail' : 'tolerate',
+    onStdoutNoise: context.onStdoutNoise,
   };
 }
 
-/** An MCP `isError` result carries a plugin-local error envelope; the error mapper gives it a stable host code. */
-function mapMcpResult(result: ToolResult): Result<ToolResult, HostError> {
-  return result.isError ? err(mapCallToolError(result.value as CallToolErrorResult)) : ok(result);
-}
+/** An MCP result, by the result semantics of the error mapper (MCP-native errors and GUM envelopes). */
+const mapMcpResult =
+  (shape: McpCallResult['shape']) =>
+  (result: ToolResult, context: Required<PluginErrorContext>): Result<CallResult, HostError> =>
+    mapMcpToolResult(result.value as McpCallResult['value'] & McpToolResultValue, context).map((value) => ({ shape, value, isError: false }));
 
 /** Protocols whose application errors reach the caller as `isError` results. */
-const keepResult = (result: ToolResult): Result<ToolResult, HostError> => ok(result);
+const keepResult =
+  (shape: ProtocolCallResult['shape']) =>
+  (result: ToolResult): Result<CallResult, HostError> =>
+    ok({ shape, value: result.value, isError: result.isError });
 
 const verifyExecutable = (binding: ExecutableBindingRecord, context: VerifyContext): ResultAsync<VerifiedExecutable, HostError> =>
   verifyExecutableBinding(binding, { copyDir: context.copyDir, random: context.random });
@@ -94,17 +109,17 @@ const verifyExecutable = (binding: ExecutableBindingRecord, context: VerifyConte
 const mcpPlugin: ProtocolAdapter = {
   shape: 'mcp-plugin',
   processPerCall: false,
-  createSession: (context) => McpSession.create({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['mcp-plugin'] }),
+  createSession: (context) => McpSession.create(mcpSessionOptions(context, 'mcp-plugin')),
   verifyMain: verifyExecutable,
   runnerPath: () => undefined,
-  mapResult: mapMcpResult,
+  mapResult: mapMcpResult('mcp-plugin'),
 };
 
 const esmModule: ProtocolAdapter = {
   shape: 'esm-module',
   processPerCall: false,
   // The ESM runner serves the plugin over MCP; its launcher starts the runner on the verified entry.
-  createSession: (context) => EsmSession.create({ ...mcpSessionOptions(context), maxInFlight: context.config.maxInFlight['esm-module'] }),
+  createSession: (context) => EsmSession.create(mcpSessionOptions(context, 'esm-module')),
   verifyMain: (binding, context) => {
     const runnerArgv = context.config.esmRunnerArgv;
     return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>
@@ -112,7 +127,7 @@ const esmModule: ProtocolAdapter = {
     );
   },
   runnerPath: (config) => config.esmRunnerArgv?.[0] ?? process.execPath,
-  mapResult: mapMcpResult,
+  mapResult: mapMcpResult('esm-module'),
 };
 
 const ndjsonRpc: ProtocolAdapter = {
@@ -120,6 +135,7 @@ const ndjsonRpc: ProtocolAdapter = {
   processPerCall: false,
   createSession: (context) => {
     const config = context.config;
+    const run = pluginRunSettings(config, context.plugin.plugin_id);
     return NdjsonRpcSession.create({
       launch: context.launch,
       clock: context.clock,
@@ -128,12 +144,13 @@ const ndjsonRpc: ProtocolAdapter = {
       respawn: true,
       callTimeoutMs: config.callTimeoutMs,
       maxTotalTimeoutMs: config.maxTotalTimeoutMs,
-      maxInFlight: config.maxInFlight['ndjson-rpc'],
+      maxInFlight: run.maxInFlight ?? config.maxInFlight['ndjson-rpc'],
+      maxFrameBytes: run.maxFrameBytes,
     });
   },
   verifyMain: verifyExecutable,
   runnerPath: () => undefined,
-  mapResult: keepResult,
+  mapResult: keepResult('ndjson-rpc'),
 };
 
 const handshake: ProtocolAdapter = {
@@ -149,11 +166,12 @@ const handshake: ProtocolAdapter = {
       pluginId: id,
       allowedCapabilities: context.config.handshakeCapabilities[id] ?? [],
       maxTotalTimeoutMs: context.config.maxTotalTimeoutMs,
+      maxFrameBytes: pluginRunSettings(context.config, id).maxFrameBytes,
     });
   },
   verifyMain: verifyExecutable,
   runnerPath: () => undefined,
-  mapResult: keepResult,
+  mapResult: keepResult('handshake'),
 };
 
 const ADAPTERS: ReadonlyMap<string, ProtocolAdapter> = new Map([mcpPlugin, esmModule, ndjsonRpc, handshake].map((a) => [a.shape, a]));

@@ -6,6 +6,7 @@ import { err, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { HostError } from '../errors/HostError.js';
+import type { HostEvents } from '../events/HostEvents.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
 import { RuntimeDrains, type RetireReason } from './drain.js';
 import { closedError } from './hostCatalog.js';
@@ -27,6 +28,7 @@ export interface RuntimeParts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly random: Random;
+  readonly events: HostEvents;
   readonly isClosed: () => boolean;
 }
 
@@ -51,9 +53,10 @@ export class PluginRuntimes {
     if (existing !== undefined && !existing.closed) return ok(existing);
     const adapter = protocolAdapter(plugin);
     if (adapter.isErr()) return err(adapter.error);
-    const { launcher, config, clock, logger, random } = this.#parts;
+    const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
-    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random });
+    const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
+    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise });
     if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
       if (this.#running.get(id) === runtime) this.#running.delete(id);

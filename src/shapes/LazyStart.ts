@@ -3,8 +3,12 @@ import type { HostError } from '../errors/HostError.js';
 
 /** What a {@link LazyStart} starts, checks and stops. */
 export interface LazyStartSteps<C> {
-  /** Launches the process and opens a connection on it. */
-  readonly start: () => Promise<Result<C, HostError>>;
+  /**
+   * Launches the process and opens a connection on it. `abandoned` aborts
+   * when every use waiting for this start left ({@link LazyStart.join}): the
+   * start should then stop what it launched.
+   */
+  readonly start: (abandoned: AbortSignal) => Promise<Result<C, HostError>>;
   /** Whether a started connection can still take calls. */
   readonly isLive: (connection: C) => boolean;
   /**
@@ -18,16 +22,28 @@ export interface LazyStartSteps<C> {
   readonly closedError: () => HostError;
 }
 
+/** One start in progress and who waits for it. */
+interface StartAttempt<C> {
+  readonly result: Promise<Result<C, HostError>>;
+  readonly abandon: AbortController;
+  /** Uses that may still leave (they joined with a signal). */
+  leavers: number;
+  /** Whether a use that cannot leave waits for it. */
+  kept: boolean;
+}
+
 /**
  * The lazy start shared by the long-lived protocol sessions: nothing runs
  * until first use; concurrent uses share one start (single flight); a
  * connection that died is replaced on the next use unless the protocol
  * refuses; after `close()` every use fails and a start still in progress is
- * discarded when it completes.
+ * discarded when it completes. A use may leave a start it joined (its
+ * caller's timeout or abort); when the last one leaves, the start is
+ * abandoned: it is told to stop, and the next use begins a new one.
  */
 export class LazyStart<C> {
   private current: C | undefined;
-  private starting: Promise<Result<C, HostError>> | undefined;
+  private starting: StartAttempt<C> | undefined;
   private closed = false;
 
   /** @param steps - How to start, check and stop a connection. */
@@ -49,31 +65,75 @@ export class LazyStart<C> {
     if (this.closed) return Promise.resolve(err(this.steps.closedError()));
     const live = this.live;
     if (live !== undefined) return Promise.resolve(ok(live));
-    this.starting ??= this.replace(this.current).finally(() => {
-      this.starting = undefined;
+    const attempt = this.attempt();
+    attempt.kept = true;
+    return attempt.result;
+  }
+
+  /**
+   * As {@link LazyStart.get}, but the use leaves when `leave` aborts first:
+   * it then gets `undefined`, and a start nobody else waits for is abandoned.
+   */
+  join(leave: AbortSignal): Promise<Result<C, HostError> | undefined> {
+    if (this.closed) return Promise.resolve(err(this.steps.closedError()));
+    const live = this.live;
+    if (live !== undefined) return Promise.resolve(ok(live));
+    if (leave.aborted) return Promise.resolve(undefined);
+    const attempt = this.attempt();
+    attempt.leavers++;
+    return new Promise((resolve) => {
+      const onLeave = (): void => {
+        resolve(undefined);
+        attempt.leavers--;
+        if (attempt.leavers === 0 && !attempt.kept) this.abandon(attempt);
+      };
+      leave.addEventListener('abort', onLeave, { once: true });
+      void attempt.result.then((result) => {
+        leave.removeEventListener('abort', onLeave);
+        resolve(result);
+      });
     });
-    return this.starting;
   }
 
   /** Refuses later uses, waits for a start in progress, and hands back the connection left running for the caller to end. */
   async close(): Promise<C | undefined> {
     this.closed = true;
     // The start's failure is its caller's to see; closing only waits for it to settle.
-    if (this.starting !== undefined) void (await this.starting);
+    if (this.starting !== undefined) void (await this.starting.result);
     const current = this.current;
     this.current = undefined;
     return current;
   }
 
-  private async replace(dead: C | undefined): Promise<Result<C, HostError>> {
+  private attempt(): StartAttempt<C> {
+    if (this.starting !== undefined) return this.starting;
+    const abandon = new AbortController();
+    const attempt: StartAttempt<C> = {
+      result: this.replace(this.current, abandon.signal).finally(() => {
+        if (this.starting === attempt) this.starting = undefined;
+      }),
+      abandon,
+      leavers: 0,
+      kept: false,
+    };
+    this.starting = attempt;
+    return attempt;
+  }
+
+  private abandon(attempt: StartAttempt<C>): void {
+    if (this.starting === attempt) this.starting = undefined;
+    attempt.abandon.abort();
+  }
+
+  private async replace(dead: C | undefined, abandoned: AbortSignal): Promise<Result<C, HostError>> {
     if (dead !== undefined && this.steps.refuseRestart !== undefined) {
       const refusal = await this.steps.refuseRestart(dead);
       if (refusal !== undefined) return err(refusal);
     }
-    this.current = undefined;
-    const started = await this.steps.start();
+    if (this.current === dead) this.current = undefined;
+    const started = await this.steps.start(abandoned);
     if (started.isErr()) return started;
-    if (this.closed) {
+    if (this.closed || abandoned.aborted) {
       await this.steps.discard(started.value);
       return err(this.steps.closedError());
     }

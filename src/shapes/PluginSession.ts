@@ -1,3 +1,4 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { PluginShape } from '../manifest/model.js';
@@ -18,6 +19,12 @@ export interface ToolDescriptor {
   readonly description?: string;
   /** Its JSON Schema for arguments, when the protocol carries one. */
   readonly inputSchema?: unknown;
+  /** A display name for people (MCP `title`), when the plugin gives one. */
+  readonly title?: string;
+  /** The JSON Schema of its `structuredContent` (MCP `outputSchema`), when the plugin declares one. */
+  readonly outputSchema?: unknown;
+  /** MCP tool annotations (`readOnlyHint`, `destructiveHint`, `title`, …) as the plugin states them: hints, not guarantees. */
+  readonly annotations?: Readonly<Record<string, unknown>>;
 }
 
 /** Progress reported by a plugin during a call. */
@@ -52,6 +59,27 @@ export interface ToolResult {
   /** Whether the plugin reported an application-level failure. */
   readonly isError: boolean;
 }
+
+/** A tool result of an MCP-speaking plugin (`mcp-plugin`, `esm-module`), as `PluginHost.call` returns it. */
+export interface McpCallResult extends ToolResult {
+  /** The shape that answered. */
+  readonly shape: 'mcp-plugin' | 'esm-module';
+  /** The plugin's MCP `CallToolResult`, unchanged (`content`, `structuredContent`, `_meta`). */
+  readonly value: CallToolResult;
+}
+
+/** A tool result of an `ndjson-rpc` or `handshake` plugin, as `PluginHost.call` returns it. */
+export interface ProtocolCallResult extends ToolResult {
+  /** The shape that answered. */
+  readonly shape: 'ndjson-rpc' | 'handshake';
+}
+
+/**
+ * What `PluginHost.call` returns: a {@link ToolResult} that names the shape
+ * that answered, so that checking `shape` types `value` (an MCP
+ * `CallToolResult` for the MCP-speaking shapes).
+ */
+export type CallResult = McpCallResult | ProtocolCallResult;
 
 /**
  * One interface over every protocol: list tools, call a tool with timeout,

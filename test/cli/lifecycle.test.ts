@@ -140,6 +140,7 @@ describe('plugin lifecycle through the CLI', () => {
         hint: 'Correct the arguments to match the tool input schema.',
         retryable: false,
         source_error_code: 'INVALID_INPUT',
+        details: { plugin_id: 'hello', op_id: 'plug.hello.hello' },
       },
     });
   });

@@ -122,6 +122,10 @@ describe('esm-module plugins through PluginHost', () => {
     expect(limited).toMatchObject({ code: 'RATE_LIMITED', retryable: true, retry_after_ms: 1500, source_error_code: 'RATE_LIMIT' });
     const auth = (await host.call('plug.error-envelope.fail', { code: 'AUTH_EXPIRED' }, CALL))._unsafeUnwrapErr();
     expect(auth).toMatchObject({ code: 'AUTH_REQUIRED', retryable: false });
+    // An MCP-native error (the runner's stock input validation) keeps its result, as from an mcp-plugin.
+    const invalid = (await host.call('plug.error-envelope.fail', { code: 5 }, CALL))._unsafeUnwrapErr();
+    expect(invalid).toMatchObject({ code: 'PLUGIN_TOOL_ERROR', details: { plugin_id: 'error-envelope', op_id: 'plug.error-envelope.fail', result: { isError: true } } });
+    expect(invalid.message).toMatch(/^MCP error -32602: Input validation error/);
     expect((await host.info('error-envelope'))._unsafeUnwrap()).toMatchObject({ status: 'active', last_error_code: null });
   }, 90_000);
 

@@ -33,6 +33,17 @@ describe('@modelcontextprotocol/server-everything', () => {
     expect(env.PATH).toBe(pluginSearchPath('/usr/bin/node'));
     expect(Object.keys(env)).not.toContain('UNRELATED_SECRET');
 
+    // host.tools shows each tool as the server lists it: title, output schema and annotations included.
+    const structured = (await host.tools('host-everything'))._unsafeUnwrap().find((t) => t.name === 'get-structured-content');
+    expect(structured).toMatchObject({
+      title: 'Get Structured Content Tool',
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      outputSchema: { type: 'object', properties: { temperature: { type: 'number' }, conditions: { type: 'string' }, humidity: { type: 'number' } } },
+    });
+    const weather = (await host.call('plug.host-everything.get-structured-content', { location: 'Chicago' }))._unsafeUnwrap();
+    if (weather.shape !== 'mcp-plugin') throw new Error(`answered by a ${weather.shape} plugin`);
+    expect(weather.value.structuredContent).toMatchObject({ temperature: expect.any(Number), conditions: expect.any(String) });
+
     // Its toggles are write tools: refused under the default read risk.
     expect((await host.call('plug.host-everything.toggle-simulated-logging', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_RISK_NOT_ALLOWED');
   });
@@ -51,9 +62,11 @@ describe('@modelcontextprotocol/server-filesystem', () => {
     expect(await readFile(join(dataDir, 'files', 'inside.txt'), 'utf8')).toBe('written by the plugin\n');
 
     // Inside the server's allowed directory but outside the declared one: the server tries, the sandbox refuses.
-    const outsideDeclared = await write(join(dataDir, 'outside-declared.txt'));
-    expect(outsideDeclared._unsafeUnwrapErr()).toMatchObject({ code: 'SERVICE_DOWN' });
-    expect(outsideDeclared._unsafeUnwrapErr().message).toMatch(/EROFS|read-only/);
+    // Its error is MCP-native (a plain-text isError result): the caller gets it intact.
+    const outsideDeclared = (await write(join(dataDir, 'outside-declared.txt')))._unsafeUnwrapErr();
+    expect(outsideDeclared).toMatchObject({ code: 'PLUGIN_TOOL_ERROR', details: { plugin_id: 'host-filesystem', op_id: 'plug.host-filesystem.write_file' } });
+    expect(outsideDeclared.message).toMatch(/EROFS|read-only/);
+    expect(outsideDeclared.details.result).toEqual({ content: [{ type: 'text', text: outsideDeclared.message }], isError: true });
     await expect(access(join(dataDir, 'outside-declared.txt'))).rejects.toThrow();
 
     // Elsewhere on the host: refused, and nothing appears there.

@@ -12,8 +12,12 @@ interface Connection {
 function steps(overrides: Partial<LazyStartSteps<Connection>> = {}) {
   const starts: ((result: Result<Connection, HostError>) => void)[] = [];
   const discarded: Connection[] = [];
+  const signals: AbortSignal[] = [];
   const lazy = new LazyStart<Connection>({
-    start: () => new Promise((resolve) => starts.push(resolve)),
+    start: (abandoned) => {
+      signals.push(abandoned);
+      return new Promise((resolve) => starts.push(resolve));
+    },
     isLive: (c) => c.alive,
     discard: async (c) => {
       discarded.push(c);
@@ -21,7 +25,7 @@ function steps(overrides: Partial<LazyStartSteps<Connection>> = {}) {
     closedError: () => hostError('HOST_CLOSED', 'closed'),
     ...overrides,
   });
-  return { lazy, starts, discarded };
+  return { lazy, starts, discarded, signals };
 }
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -81,6 +85,45 @@ describe('LazyStart', () => {
     expect((await lazy.get())._unsafeUnwrapErr().code).toBe('HOST_CLOSED');
     expect(starts).toHaveLength(1);
     expect(lazy.isClosed).toBe(true);
+  });
+
+  it('lets a use leave a start; when the last one leaves, the start is abandoned and its late connection discarded', async () => {
+    const { lazy, starts, discarded, signals } = steps();
+    const leaveFirst = new AbortController();
+    const leaveSecond = new AbortController();
+    const first = lazy.join(leaveFirst.signal);
+    const second = lazy.join(leaveSecond.signal);
+    await tick();
+    expect(starts).toHaveLength(1);
+    leaveFirst.abort();
+    expect(await first).toBeUndefined();
+    expect(signals[0]?.aborted).toBe(false);
+    leaveSecond.abort();
+    expect(await second).toBeUndefined();
+    expect(signals[0]?.aborted).toBe(true);
+    // The next use begins a new start; the abandoned one's connection, when it comes, is stopped.
+    const next = lazy.get();
+    await tick();
+    expect(starts).toHaveLength(2);
+    starts[0]?.(ok({ n: 1, alive: true }));
+    starts[1]?.(ok({ n: 2, alive: true }));
+    expect((await next)._unsafeUnwrap().n).toBe(2);
+    await tick();
+    expect(discarded.map((c) => c.n)).toEqual([1]);
+    expect(lazy.live?.n).toBe(2);
+  });
+
+  it('never abandons a start that a use without a signal waits for', async () => {
+    const { lazy, starts, signals } = steps();
+    const leave = new AbortController();
+    const leaving = lazy.join(leave.signal);
+    const staying = lazy.get();
+    await tick();
+    leave.abort();
+    expect(await leaving).toBeUndefined();
+    expect(signals[0]?.aborted).toBe(false);
+    starts[0]?.(ok({ n: 1, alive: true }));
+    expect((await staying)._unsafeUnwrap().n).toBe(1);
   });
 
   it('hands the running connection to close for the caller to end', async () => {

@@ -59,6 +59,7 @@ export const FIXTURES = {
   everything: { dir: 'host-everything', bundle: ['bin/everything.mjs'] },
   filesystem: { dir: 'host-filesystem', bundle: ['bin/filesystem.mjs'] },
   memory: { dir: 'host-memory', bundle: ['bin/memory.mjs'] },
+  published: { dir: 'host-published', bundle: ['bin/server.mjs'] },
   helloPython: { dir: 'hello-python', bundle: [] },
 } as const;
 

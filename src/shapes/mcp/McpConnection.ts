@@ -51,14 +51,20 @@ export interface McpConnectionSettings {
   readonly logger: Logger;
   readonly onToolsChanged: ((change: McpToolsChange) => void) | undefined;
   readonly onStdoutViolation: (violation: HostError) => void;
+  /** Told the (bounded) text of each stdout line dropped under `tolerate`. */
+  readonly onStdoutNoise: ((line: string) => void) | undefined;
 }
 
 type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
 
-const describeTool = (tool: Tool): ToolDescriptor =>
-  tool.description === undefined
-    ? { name: tool.name, inputSchema: tool.inputSchema }
-    : { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
+const describeTool = (tool: Tool): ToolDescriptor => ({
+  name: tool.name,
+  ...(tool.title === undefined ? {} : { title: tool.title }),
+  ...(tool.description === undefined ? {} : { description: tool.description }),
+  inputSchema: tool.inputSchema,
+  ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+  ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+});
 
 // The SDK's callTool type also admits the pre-2024-11 `toolResult` shape, which only a caller-supplied schema produces.
 const isCallToolResult = (result: CallToolResult | { toolResult: unknown }): result is CallToolResult =>
@@ -93,6 +99,10 @@ export class McpConnection {
     this.transport = new PluginProcessTransport(process, {
       maxFrameBytes: settings.maxFrameBytes,
       onViolation: (violation) => this.onStdoutViolation(violation),
+      onOversizeAnswer: (failure) => {
+        settings.onStdoutViolation(failure);
+        settings.logger.warn({ pid: process.pid, code: failure.code, details: failure.details }, 'failed one call whose answer was over the frame cap');
+      },
       clock: settings.clock,
     });
     this.client = new Client(settings.clientInfo, { capabilities: {} });
@@ -103,17 +113,20 @@ export class McpConnection {
     });
   }
 
-  /** Runs `initialize` and the first `tools/list` on a fresh process; stops it on any failure. */
-  static async open(process: PluginProcess, settings: McpConnectionSettings): Promise<Result<McpConnection, HostError>> {
+  /**
+   * Runs `initialize` and the first `tools/list` on a fresh process; stops it
+   * on any failure, and when `signal` aborts (everyone waiting for the start gave up).
+   */
+  static async open(process: PluginProcess, settings: McpConnectionSettings, signal?: AbortSignal): Promise<Result<McpConnection, HostError>> {
     const connection = new McpConnection(process, settings);
     try {
-      await connection.client.connect(connection.transport, { timeout: settings.startupTimeoutMs });
+      await connection.client.connect(connection.transport, { timeout: settings.startupTimeoutMs, ...(signal === undefined ? {} : { signal }) });
     } catch (error) {
       const failure = await connection.failure(error, { phase: 'initialize', timeoutMs: settings.startupTimeoutMs });
       await connection.end(failure);
       return err(failure);
     }
-    const listed = await connection.serializeListing(() => connection.listAllTools(settings.startupTimeoutMs));
+    const listed = await connection.serializeListing(() => connection.listAllTools(settings.startupTimeoutMs, signal));
     if (listed.isErr()) {
       await connection.end(listed.error);
       return err(listed.error);
@@ -156,10 +169,21 @@ export class McpConnection {
     return this.client.getServerVersion();
   }
 
-  /** One `tools/call` with per-request timeout reset by progress, a total cap and cancellation. */
-  async callTool(name: string, args: Record<string, unknown> | undefined, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
+  /**
+   * One `tools/call` with per-request timeout reset by progress, a total cap
+   * and cancellation. `budget` is the call's own timeout and cap when
+   * `options` holds only what is left of them (the call waited to be sent):
+   * a timeout is reported in the caller's numbers.
+   */
+  async callTool(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    options: CallOptions,
+    budget?: { readonly timeoutMs: number; readonly maxTotalTimeoutMs: number },
+  ): Promise<Result<McpToolResult, HostError>> {
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
     const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
+    const reported = budget ?? { timeoutMs, maxTotalTimeoutMs };
     const abort = new CallAbort();
     const unfollowCaller = options.signal === undefined ? undefined : abort.follow(options.signal);
     // The SDK checks the total cap only when progress arrives. Without progress its per-call timeout ends the call
@@ -169,7 +193,7 @@ export class McpConnection {
     const armTotalCap = (): void => {
       if (cancelTotalTimer !== undefined) return;
       const remaining = Math.max(0, maxTotalTimeoutMs - (this.settings.clock.now() - started));
-      cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${maxTotalTimeoutMs} ms reached`)), remaining);
+      cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${reported.maxTotalTimeoutMs} ms reached`)), remaining);
     };
     if (timeoutMs >= maxTotalTimeoutMs) armTotalCap();
     const onProgress = options.onProgress;
@@ -191,7 +215,7 @@ export class McpConnection {
       return ok({ value: result, isError: result.isError === true });
     } catch (error) {
       const abortedBy = abort.by;
-      return err(await this.failure(error, { phase: 'tools/call', tool: name, timeoutMs, maxTotalTimeoutMs, ...(abortedBy === undefined ? {} : { abortedBy }) }));
+      return err(await this.failure(error, { phase: 'tools/call', tool: name, ...reported, ...(abortedBy === undefined ? {} : { abortedBy }) }));
     } finally {
       unfollowCaller?.();
       cancelTotalTimer?.();
@@ -222,12 +246,12 @@ export class McpConnection {
     return next;
   }
 
-  private async listAllTools(timeoutMs: number): Promise<Result<Tool[], HostError>> {
+  private async listAllTools(timeoutMs: number, signal?: AbortSignal): Promise<Result<Tool[], HostError>> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       try {
-        const answer = await this.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
+        const answer = await this.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, ...(signal === undefined ? {} : { signal }) });
         tools.push(...answer.tools);
         cursor = answer.nextCursor;
       } catch (error) {
@@ -266,6 +290,8 @@ export class McpConnection {
     this.settings.onStdoutViolation(violation);
     if (violation.code !== 'PLUGIN_FRAME_TOO_LARGE' && this.settings.stdoutNoise === 'tolerate') {
       this.settings.logger.warn({ pid: this.process.pid, code: violation.code, details: violation.details }, 'ignored a stdout line that is not JSON-RPC');
+      const line = violation.details.line_excerpt;
+      if (typeof line === 'string') this.settings.onStdoutNoise?.(line);
       return;
     }
     // The dropped line may have been any pending answer, so no pending call can be trusted to complete.

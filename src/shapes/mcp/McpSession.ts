@@ -9,6 +9,7 @@ import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from
 import { isRecord } from '../../manifest/access.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
+import { CallWait } from './CallWait.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */
@@ -52,6 +53,8 @@ export interface McpSessionOptions {
    * the cap always fails, since it was most likely an answer.
    */
   readonly stdoutNoise?: StdoutNoisePolicy;
+  /** Told the text (at most 200 characters) of each stdout line dropped under `tolerate`: the plugin's own output. */
+  readonly onStdoutNoise?: (line: string) => void;
   /** Told about every `tools/list_changed` once the new list is read. */
   readonly onToolsChanged?: (change: McpToolsChange) => void;
   /** Timers for the total cap and exit grace. Default {@link systemClock}. */
@@ -64,7 +67,7 @@ export interface McpSessionOptions {
 export interface McpSessionStats {
   /** Processes started so far. */
   readonly launches: number;
-  /** Stdout lines dropped because they were not JSON-RPC or over the frame cap. */
+  /** Stdout lines dropped because they were not JSON-RPC or over the frame cap (an answer over it included). */
   readonly stdoutViolations: number;
   /** Calls outstanding at the plugin now. */
   readonly inFlight: number;
@@ -143,9 +146,10 @@ export class McpSession implements PluginSession {
       onStdoutViolation: () => {
         this.stdoutViolations++;
       },
+      onStdoutNoise: options.onStdoutNoise,
     };
     this.connections = new LazyStart({
-      start: () => this.open(),
+      start: (abandoned) => this.open(abandoned),
       isLive: (connection) => !connection.closed,
       discard: (connection) => connection.end(sessionClosedError(this.shape)),
       closedError: () => sessionClosedError(this.shape),
@@ -195,36 +199,79 @@ export class McpSession implements PluginSession {
     if (!isArguments(args)) {
       return err(hostError('INVALID_ARGS', `MCP tool arguments must be a JSON object, got ${Array.isArray(args) ? 'an array' : typeof args}`, { details: { tool: name } }));
     }
-    // Warm and uncontended, the common case, takes no promise hop before the request.
-    const release = (options.signal?.aborted === true ? undefined : this.limiter.tryAcquire()) ?? (await this.limiter.acquire(options.signal));
-    if (release === undefined) return err(this.cancelledBeforeSending(name));
+    // Warm and uncontended, the common case, takes no promise hop and no timer before the request.
+    const warm = options.signal?.aborted === true ? undefined : this.connections.live;
+    const fast = warm === undefined ? undefined : this.limiter.tryAcquire();
+    if (warm !== undefined && fast !== undefined) {
+      try {
+        return await this.send(warm, name, args, options);
+      } finally {
+        fast();
+      }
+    }
+    const budget = { timeoutMs: options.timeoutMs ?? this.settings.defaultTimeoutMs, maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs };
+    return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args);
+  }
+
+  /**
+   * A call that waits for a slot or for the plugin to start: the call's
+   * timeout and signal count from the moment of the call, so the wait ends
+   * with PLUGIN_TIMEOUT or PLUGIN_CANCELLED like the request itself would; a
+   * start nobody else waits for is then abandoned and its process stopped.
+   */
+  private async callWithin(wait: CallWait, args: Record<string, unknown> | undefined): Promise<Result<McpToolResult, HostError>> {
+    const release = await this.limiter.acquire(wait.signal);
+    if (release === undefined) {
+      wait.dispose();
+      return err(wait.failure('a free slot'));
+    }
     try {
       let c = this.connections.live;
       if (c === undefined) {
-        const connection = await this.connection();
+        const connection = await this.connections.join(wait.signal);
+        if (connection === undefined) return err(wait.failure('the plugin to start'));
         if (connection.isErr()) return err(connection.error);
         c = connection.value;
       }
-      if (options.signal?.aborted) return err(this.cancelledBeforeSending(name));
-      if (c.mismatch !== undefined) return err(c.mismatch);
-      if (!c.lists(name)) {
-        return err(hostError('PLUGIN_TOOL_NOT_EXPOSED', `plugin does not list a tool named "${name}"`, { details: { tool: name, listed: c.toolDescriptors.map((t) => t.name) } }));
-      }
-      return await c.callTool(name, args, options);
+      const remaining = wait.remaining();
+      wait.dispose();
+      if (remaining === undefined) return err(wait.failure('the plugin to start'));
+      return await this.send(c, wait.tool, args, remaining, wait.budget);
     } finally {
+      wait.dispose();
       release();
     }
+  }
+
+  private send(
+    c: McpConnection,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    options: CallOptions,
+    budget?: CallWait['budget'],
+  ): Promise<Result<McpToolResult, HostError>> {
+    if (options.signal?.aborted) return Promise.resolve(err(this.cancelledBeforeSending(name)));
+    if (c.mismatch !== undefined) return Promise.resolve(err(c.mismatch));
+    if (!c.lists(name)) {
+      const listed = c.toolDescriptors.map((t) => t.name);
+      return Promise.resolve(err(hostError('PLUGIN_TOOL_NOT_EXPOSED', `plugin does not list a tool named "${name}"`, { details: { tool: name, listed } })));
+    }
+    return c.callTool(name, args, options, budget);
   }
 
   private connection(): Promise<Result<McpConnection, HostError>> {
     return this.connections.get();
   }
 
-  private async open(): Promise<Result<McpConnection, HostError>> {
+  private async open(abandoned: AbortSignal): Promise<Result<McpConnection, HostError>> {
     const launched = await this.options.launch();
     if (launched.isErr()) return err(launched.error);
     this.launches++;
-    return McpConnection.open(launched.value, this.settings);
+    if (abandoned.aborted) {
+      await launched.value.stop();
+      return err(sessionClosedError(this.shape));
+    }
+    return McpConnection.open(launched.value, this.settings, abandoned);
   }
 
   private cancelledBeforeSending(tool: string): HostError {

@@ -1,8 +1,8 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
-import { LineChannel } from '../../framing/LineChannel.js';
-import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
+import { frameTooLarge, LineChannel } from '../../framing/LineChannel.js';
+import { DEFAULT_MAX_FRAME_BYTES, type OversizeLine } from '../../framing/LineReader.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 
@@ -22,8 +22,33 @@ export interface PluginProcessTransportOptions {
    * decides whether the connection survives.
    */
   readonly onViolation?: (violation: HostError) => void;
+  /**
+   * Told about an answer over the cap whose request id the line's ends show:
+   * that one request fails with `PLUGIN_RESULT_TOO_LARGE` and the connection
+   * goes on. An oversize line whose id cannot be found goes to `onViolation`
+   * as `PLUGIN_FRAME_TOO_LARGE` once its newline arrives.
+   */
+  readonly onOversizeAnswer?: (failure: HostError) => void;
   /** Runs the wait for stdout after the process exited. Default the system clock. */
   readonly clock?: Clock;
+}
+
+// A JSON-RPC id as the last member of the line's top-level object (the closing brace follows it, so it cannot be
+// nested), or as its first member (after "jsonrpc"): how the TypeScript and Python SDKs write answers.
+const ID_VALUE = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
+const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
+const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID_VALUE}\s*,`);
+
+/** The id of the request a dropped line answered, when its ends show it. */
+function answeredId(line: OversizeLine): string | number | undefined {
+  const found = ID_AT_END.exec(line.tail) ?? ID_AT_START.exec(line.head);
+  if (found?.[1] === undefined) return undefined;
+  try {
+    const id: unknown = JSON.parse(found[1]);
+    return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
@@ -106,7 +131,11 @@ export class PluginProcessTransport implements Transport {
       this.process,
       {
         onLine: (line) => this.receive(line),
-        onOversize: (violation) => this.violation(violation),
+        // Whether the line answered one request is known only at its newline.
+        onOversize: () => undefined,
+        onOversizeEnd: (line) => this.oversizeLine(line),
+        // Output that may never end: no answer can get through behind it.
+        onOversizeRunaway: (violation) => this.violation(violation),
         onEnd: ({ byPeer, partial }) => {
           // A line cut off by the end of stdout is a crash mid-message, not a message.
           if (partial !== undefined && partial.trim() !== '') this.cutOffLine = excerpt(partial);
@@ -183,6 +212,23 @@ export class PluginProcessTransport implements Transport {
     }
     if (this.initializeId !== undefined && 'id' in message.data && message.data.id === this.initializeId) this.noteInitializeAnswer(message.data);
     this.onmessage?.(message.data);
+  }
+
+  /** Fails the one request an oversize line answered, as if the plugin had answered it with that error. */
+  private oversizeLine(line: OversizeLine): void {
+    if (this.closed) return;
+    const maxFrameBytes = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    const id = answeredId(line);
+    if (id === undefined) {
+      this.violation(frameTooLarge(line.bytes, maxFrameBytes));
+      return;
+    }
+    const failure = hostError('PLUGIN_RESULT_TOO_LARGE', `plugin answered with ${line.bytes} bytes, over the ${maxFrameBytes}-byte frame cap`, {
+      details: { bytes: line.bytes, max_frame_bytes: maxFrameBytes },
+    });
+    this.options.onOversizeAnswer?.(failure);
+    // The HostError rides in `data`, which no plugin can put there: the failure mapping recognizes it by its class.
+    this.onmessage?.({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: failure.message, data: failure } });
   }
 
   private noteInitializeAnswer(message: JSONRPCMessage): void {

@@ -78,7 +78,12 @@ function timeout(ctx: McpFailureContext, total: boolean, cause: unknown): HostEr
 function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
   // The SDK reports a tool result that breaks the tool's own outputSchema as -32602/-32600;
   // that is the plugin's malformed answer, not our params.
-  const code = /structured content/i.test(error.message) ? 'PLUGIN_MALFORMED_RESPONSE' : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
+  // Invalid params of a tools/call are the tool's arguments, which the caller chose.
+  const code = /structured content/i.test(error.message)
+    ? 'PLUGIN_MALFORMED_RESPONSE'
+    : ctx.phase === 'tools/call' && error.code === ErrorCode.InvalidParams
+      ? 'INVALID_ARGS'
+      : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
   return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
     details: { ...baseDetails(ctx), jsonrpc_code: error.code, ...(error.data === undefined ? {} : { jsonrpc_data: error.data }) },
     cause: error,
@@ -114,6 +119,8 @@ export async function mapMcpFailure(error: unknown, ctx: McpFailureContext): Pro
   if (ctx.connectionClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) return crashed(ctx, error);
   if (ctx.phase === 'initialize') return initializeFailure(error, ctx);
   if (error instanceof McpError) {
+    // The transport's own verdict on this one request (an answer over the frame cap).
+    if (error.data instanceof HostError) return withContext(error.data, ctx);
     if (error.code === ErrorCode.RequestTimeout) {
       const data = error.data as { maxTotalTimeout?: unknown } | undefined;
       return timeout(ctx, data?.maxTotalTimeout !== undefined, error);

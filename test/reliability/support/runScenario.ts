@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Result } from 'neverthrow';
-import { PluginHost, type HostError, type ToolResult } from '../../../src/index.js';
+import { PluginHost, type HostError, type CallResult } from '../../../src/index.js';
 import type { NextCall, Scenario } from '../scenarios.js';
 import { MemorySampler } from './memory.js';
 import { killMarked, survivorsAfter } from './processScan.js';
@@ -37,9 +37,9 @@ export interface ScenarioPackages {
   readonly healthy: string;
 }
 
-type Outcome = { readonly kind: 'done'; readonly result: Result<ToolResult, HostError>; readonly ms: number } | { readonly kind: 'hung'; readonly ms: number };
+type Outcome = { readonly kind: 'done'; readonly result: Result<CallResult, HostError>; readonly ms: number } | { readonly kind: 'hung'; readonly ms: number };
 
-async function timed(call: PromiseLike<Result<ToolResult, HostError>>, boundMs: number): Promise<Outcome> {
+async function timed(call: PromiseLike<Result<CallResult, HostError>>, boundMs: number): Promise<Outcome> {
   const started = performance.now();
   let cancel: NodeJS.Timeout | undefined;
   const hung = new Promise<'hung'>((resolve) => (cancel = setTimeout(() => resolve('hung'), boundMs)));
@@ -98,9 +98,9 @@ export async function runScenario(s: Scenario, packages: ScenarioPackages): Prom
       if (installed.isErr()) throw installed.error;
     }
     const bound = s.timeoutMs + HANG_SLACK_MS;
-    const work = (): PromiseLike<Result<ToolResult, HostError>> =>
+    const work = (): PromiseLike<Result<CallResult, HostError>> =>
       host.call('plug.faulty.work', s.scope === 'call' ? { fault: s.fault } : {}, { timeoutMs: s.timeoutMs });
-    const echo = (id: string, message: string): PromiseLike<Result<ToolResult, HostError>> => host.call(`plug.${id}.echo`, { message });
+    const echo = (id: string, message: string): PromiseLike<Result<CallResult, HostError>> => host.call(`plug.${id}.echo`, { message });
 
     sampler = new MemorySampler();
     const healthyDuring = timed(echo('healthy', 'during'), bound);

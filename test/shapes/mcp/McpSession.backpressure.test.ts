@@ -31,6 +31,8 @@ describe('McpSession: a plugin that stops reading its stdin', () => {
     const processes: PluginProcess[] = [];
     const session = McpSession.create({ launch: launchFaulty('deaf-on-hang', { onSpawn: (p) => processes.push(p) }), expectedTools: FAULTY_TOOLS })._unsafeUnwrap();
     sessions.push(session);
+    // Started first: a call's timeout also counts while the plugin starts, and these are short.
+    expect((await session.listTools()).isOk()).toBe(true);
     // mcp-faulty stops reading stdin once it runs `hang`.
     expect((await session.callTool('hang', {}, { timeoutMs: 200 }))._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
     const message = 'm'.repeat(MESSAGE_BYTES);

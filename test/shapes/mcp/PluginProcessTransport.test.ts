@@ -86,31 +86,55 @@ describe('PluginProcessTransport', () => {
     expect(errors).toEqual([]);
   });
 
-  it('reports non-JSON, non-JSON-RPC and oversize lines as violations and keeps reading', async () => {
+  it('reports non-JSON and non-JSON-RPC lines as violations, fails the one request an oversize answer was for, and keeps reading', async () => {
     const violations: HostError[] = [];
-    const { stdout, messages, errors } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v) });
-    stdout.write('hello world\n{"not":"rpc"}\n' + `{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(100)}"}}\n` + '{"jsonrpc":"2.0","id":2,"result":{}}\n');
+    const oversize: HostError[] = [];
+    const { stdout, messages, errors } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v), onOversizeAnswer: (f) => oversize.push(f) });
+    const big = `{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(100)}"}}`;
+    stdout.write(`hello world\n{"not":"rpc"}\n${big}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
     await tick();
-    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_FRAME_TOO_LARGE']);
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE']);
     expect(violations[0]?.details.line_excerpt).toBe('hello world');
-    expect(violations[2]?.details).toMatchObject({ max_frame_bytes: 64, bytes_seen: 144 });
-    expect(errors).toHaveLength(3);
-    expect(messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
+    expect(errors).toHaveLength(2);
+    expect(oversize.map((f) => f.code)).toEqual(['PLUGIN_RESULT_TOO_LARGE']);
+    expect(oversize[0]?.details).toEqual({ bytes: big.length, max_frame_bytes: 64 });
+    expect(messages).toEqual([
+      { jsonrpc: '2.0', id: 1, error: { code: ErrorCode.InternalError, message: oversize[0]?.message, data: oversize[0] } },
+      { jsonrpc: '2.0', id: 2, result: {} },
+    ]);
   });
 
-  it('reports a line over the cap as soon as it crosses it, before any newline', async () => {
+  it('finds the id of an oversize answer at the end of its line once the newline arrives; a line without one is a violation', async () => {
     const violations: HostError[] = [];
-    const { stdout, messages } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v) });
-    stdout.write('{"jsonrpc":"2.0","id":1,"result":{"pad":"');
+    const oversize: HostError[] = [];
+    const { stdout, messages } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v), onOversizeAnswer: (f) => oversize.push(f) });
+    // The TypeScript SDK writes the id after the result; an "id" nested in the result is not the answer's.
+    stdout.write('{"result":{"content":[{"type":"text","id":99,"text":"');
     stdout.write('x'.repeat(100));
     await tick();
-    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_FRAME_TOO_LARGE']);
-    expect(violations[0]?.details).toEqual({ bytes_seen: 141, max_frame_bytes: 64 });
-    expect(violations[0]?.message).toBe('plugin wrote a line longer than the 64-byte frame cap (141 bytes seen)');
-    stdout.write(`${'x'.repeat(1000)}"}}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
+    expect([violations, oversize, messages]).toEqual([[], [], []]);
+    stdout.write(`${'x'.repeat(800)}"}]},"jsonrpc":"2.0","id":5}\n`);
     await tick();
-    expect(violations).toHaveLength(1);
-    expect(messages).toEqual([{ jsonrpc: '2.0', id: 2, result: {} }]);
+    expect(messages.map((m) => ('id' in m ? m.id : undefined))).toEqual([5]);
+    expect(oversize).toHaveLength(1);
+    const notification = `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"${'y'.repeat(200)}"}}`;
+    stdout.write(`${notification}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
+    await tick();
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_FRAME_TOO_LARGE']);
+    expect(violations[0]?.details).toEqual({ bytes_seen: notification.length, max_frame_bytes: 64 });
+    expect(messages.at(-1)).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
+  });
+
+  it('reports a line that runs on to 16 times the cap without a newline as PLUGIN_FRAME_TOO_LARGE, without waiting for its end', async () => {
+    const violations: HostError[] = [];
+    const { stdout } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v) });
+    stdout.write(`{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(64 * 16 - 100)}`);
+    await tick();
+    expect(violations).toEqual([]);
+    stdout.write('x'.repeat(200));
+    await tick();
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_FRAME_TOO_LARGE']);
+    expect(violations[0]?.details.bytes_seen as number).toBeGreaterThan(64 * 16);
   });
 
   it('cuts long offending lines down to an excerpt', async () => {

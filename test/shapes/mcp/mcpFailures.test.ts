@@ -25,7 +25,7 @@ function context(overrides: Partial<McpFailureContext> = {}, exitInfo?: ExitInfo
 describe('mapMcpFailure', () => {
   it.each([
     [ErrorCode.MethodNotFound, 'PLUGIN_METHOD_NOT_FOUND'],
-    [ErrorCode.InvalidParams, 'PLUGIN_INVALID_PARAMS'],
+    [ErrorCode.InvalidParams, 'INVALID_ARGS'],
     [ErrorCode.InternalError, 'PLUGIN_INTERNAL_ERROR'],
     [ErrorCode.InvalidRequest, 'PLUGIN_MALFORMED_RESPONSE'],
     [-31999, 'PLUGIN_INTERNAL_ERROR'],
@@ -33,6 +33,18 @@ describe('mapMcpFailure', () => {
     const error = await mapMcpFailure(new McpError(code, 'nope', { why: 1 }), context());
     expect(error.code).toBe(expected);
     expect(error.details).toMatchObject({ jsonrpc_code: code, jsonrpc_data: { why: 1 }, stderr_tail: 'Traceback: oops\n', tool: 't' });
+  });
+
+  it('maps -32602 outside tools/call, where the params are the host\'s, to PLUGIN_INVALID_PARAMS', async () => {
+    const error = await mapMcpFailure(new McpError(ErrorCode.InvalidParams, 'bad cursor'), context({ phase: 'tools/list' }));
+    expect(error.code).toBe('PLUGIN_INVALID_PARAMS');
+  });
+
+  it("returns the transport's own verdict on one request (a HostError in the answer's data) with the call's context", async () => {
+    const verdict = hostError('PLUGIN_RESULT_TOO_LARGE', 'too big', { details: { bytes: 10, max_frame_bytes: 5 } });
+    const error = await mapMcpFailure(new McpError(ErrorCode.InternalError, 'too big', verdict), context());
+    expect(error.code).toBe('PLUGIN_RESULT_TOO_LARGE');
+    expect(error.details).toMatchObject({ bytes: 10, max_frame_bytes: 5, phase: 'tools/call', tool: 't' });
   });
 
   it('maps the SDK output-schema check to PLUGIN_MALFORMED_RESPONSE, not invalid params', async () => {
