@@ -129,8 +129,16 @@ export class EgressProxy {
 
   constructor(options: EgressProxyOptions = {}) {
     this.resolver = options.resolver ?? systemResolver;
-    this.onEvent = options.onEvent ?? (() => undefined);
-    this.server = createServer({ headersTimeout: proxySettings.headersTimeoutMs, requestTimeout: 0, keepAliveTimeout: proxySettings.headersTimeoutMs });
+    const listener = options.onEvent;
+    this.onEvent = (event) => {
+      try {
+        listener?.(event);
+      } catch {
+        // A listener that throws must not take the host down: events are reported from the proxy's own callbacks.
+      }
+    };
+    // An idle keep-alive connection is closed after the same time a new one may wait for its first request.
+    this.server = createServer({ requestTimeout: 0, keepAliveTimeout: proxySettings.headersTimeoutMs });
     this.server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.forward(req, res));
     this.server.on('clientError', (_e, socket: Socket) => socket.destroy());

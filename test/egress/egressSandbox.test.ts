@@ -255,6 +255,19 @@ describe('egress allowlist through the host proxy', () => {
     expect(pluginFds).not.toContain(channel);
   });
 
+  it('serves connections when an egress listener throws', async () => {
+    const onEgress = (): void => {
+      throw new Error('listener failure');
+    };
+    const throwing = (await SandboxSpawner.create({ egressResolver: resolver, onEgress }))._unsafeUnwrap();
+    const spawned = await throwing.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'http://api.test/throwing'], [...nodeRuntimePaths(node22), FIXTURES]));
+    const plugin = spawned._unsafeUnwrap();
+    started.push(plugin);
+    let out = '';
+    for await (const chunk of plugin.stdout) out += String(chunk);
+    expect(JSON.parse(out)).toEqual({ 'http://api.test/throwing': '200 origin api.test/throwing' });
+  });
+
   it('describes the destinations as the only way out', () => {
     const policy = spawner.describe({ network: false, egress: DESTINATIONS, writeDir: dataDir, installRoot, hiddenPaths: [] });
     expect(policy).toMatchObject({ network: false, unixSocketsBlocked: true, egress: DESTINATIONS });
