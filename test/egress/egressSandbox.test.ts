@@ -245,7 +245,8 @@ describe('egress allowlist through the host proxy', () => {
     // Node processes only (bubblewrap's own carry the same command line): the bridge, and the plugin it runs.
     const nodes = (): number[] => processesWith(marker).filter((pid) => readlinkSync(`/proc/${pid}/exe`) === realpathSync(process.execPath));
     const isBridge = (pid: number): boolean => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('egress bridge');
-    expect(await eventually(() => nodes().length === 2)).toBe(true);
+    // Until the plugin has been executed: right after the bridge forks it, the child still has the bridge's command line.
+    expect(await eventually(() => nodes().filter((pid) => !isBridge(pid)).length === 1)).toBe(true);
     const [bridge] = nodes().filter(isBridge);
     const [plugin] = nodes().filter((pid) => !isBridge(pid));
     const channelFd = readFileSync(`/proc/${bridge}/environ`, 'utf8').split('\0').find((v) => v.startsWith('NODE_CHANNEL_FD='))?.split('=')[1];
