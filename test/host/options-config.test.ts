@@ -4,7 +4,7 @@
  * did-you-mean that names the closest valid option.
  */
 import { describe, expect, it } from 'vitest';
-import { callBudget, resolveHostConfig } from '../../src/host/hostConfig.js';
+import { callBudget, pluginRunSettings, resolveHostConfig } from '../../src/host/hostConfig.js';
 import { closestName } from '../../src/options/closestName.js';
 import { numberProblem } from '../../src/options/optionRules.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
@@ -39,6 +39,28 @@ describe('the resolved HostConfig', () => {
     expect(callBudget(config, { maxRisk: 'write' })).toBe(callBudget(config, {}));
     const signal = new AbortController().signal;
     expect(callBudget(config, { timeoutMs: 100, signal })).toEqual({ timeoutMs: 100, maxTotalTimeoutMs: 9_000, signal });
+  });
+});
+
+describe('run settings of one plugin', () => {
+  it('are its entry in plugins, else the host options, else the defaults (tolerate, 1 MiB, 30 s)', () => {
+    const defaults = resolveHostConfig({ profileDir: '/tmp/p' })._unsafeUnwrap();
+    expect(pluginRunSettings(defaults, 'any')).toEqual({ stdout: 'tolerate', maxFrameBytes: 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: undefined });
+    const config = resolveHostConfig({
+      profileDir: '/tmp/p',
+      stdout: 'strict',
+      maxFrameBytes: 4096,
+      plugins: { big: { maxFrameBytes: 8 * 1024 * 1024, stdout: 'tolerate', maxInFlight: 2 }, slow: { startupTimeoutMs: 90_000 } },
+    })._unsafeUnwrap();
+    expect(pluginRunSettings(config, 'big')).toEqual({ stdout: 'tolerate', maxFrameBytes: 8 * 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: 2 });
+    expect(pluginRunSettings(config, 'slow')).toEqual({ stdout: 'strict', maxFrameBytes: 4096, startupTimeoutMs: 90_000, maxInFlight: undefined });
+    expect(pluginRunSettings(config, 'toString').stdout).toBe('strict');
+  });
+
+  it('are checked like every option: a policy that does not exist, a zero cap, an unknown field', () => {
+    expect(resolveHostConfig({ stdout: 'loud' })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS' });
+    expect(resolveHostConfig({ plugins: { p: { maxFrameBytes: 0 } } })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS' });
+    expect(resolveHostConfig({ plugins: { p: { stdoutt: 'strict' } } })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { closest: 'plugins.p.stdout' } });
   });
 });
 
