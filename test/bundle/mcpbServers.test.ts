@@ -1,6 +1,6 @@
 /**
  * Published MCP servers as MCP Bundles, unmodified, under the sandbox:
- * server-everything and server-memory laid out by npm, packed with the
+ * server-everything, server-memory and server-filesystem laid out by npm, packed with the
  * official MCPB CLI, installed through PluginHost and called. A sensitive
  * user_config value reaches the server from the secret store and appears
  * nowhere else: not in info, the inventory, the catalog files or the logs.
@@ -56,6 +56,7 @@ async function filesUnder(dir: string): Promise<string> {
 
 let everything: string;
 let memory: string;
+let filesystem: string;
 
 beforeAll(async () => {
   const everythingName = '@modelcontextprotocol/server-everything';
@@ -106,6 +107,21 @@ beforeAll(async () => {
     },
     await npmLayout(memoryName, memoryVersion),
   );
+  const filesystemName = '@modelcontextprotocol/server-filesystem';
+  const filesystemVersion = await installedVersion(filesystemName);
+  const filesystemEntry = `node_modules/${filesystemName}/dist/index.js`;
+  filesystem = await pack(
+    {
+      manifest_version: '0.3',
+      name: 'filesystem',
+      version: filesystemVersion,
+      description: 'The MCP reference filesystem server, as published, serving its data dir',
+      author: { name: 'Model Context Protocol' },
+      server: { type: 'node', entry_point: filesystemEntry, mcp_config: { command: 'node', args: [`\${__dirname}/${filesystemEntry}`, '${HOME}'] } },
+      tools: await toolsOf('host-filesystem'),
+    },
+    await npmLayout(filesystemName, filesystemVersion),
+  );
 }, SLOW);
 
 describe('published servers as MCP Bundles, under the sandbox', () => {
@@ -151,5 +167,16 @@ describe('published servers as MCP Bundles, under the sandbox', () => {
     const graph = must(await host.call('plug.memory.read_graph', {}, { maxRisk: 'write' }));
     expect(JSON.stringify(graph.value)).toContain('a zip with manifest.json');
     expect(await readFile(join(dir, 'data', 'memory', 'graph.json'), 'utf8')).toContain('a zip with manifest.json');
+  });
+
+  it('installs server-filesystem from its .mcpb serving its data dir (${HOME} in its arguments), and nothing outside it', { timeout: SLOW }, async () => {
+    const dir = await pool.profile();
+    const host = await pool.open(dir, { activation: 'immediate' });
+    must(await host.install(filesystem, { canary: false }));
+    const dataDir = join(dir, 'data', 'filesystem');
+    must(await host.call('plug.filesystem.write_file', { path: join(dataDir, 'note.txt'), content: 'from a bundle\n' }, { maxRisk: 'write' }));
+    expect(await readFile(join(dataDir, 'note.txt'), 'utf8')).toBe('from a bundle\n');
+    const outside = await host.call('plug.filesystem.read_text_file', { path: join(dir, 'plugins.lock') }, { maxRisk: 'write' });
+    expect(JSON.stringify(outside.isOk() ? outside.value : outside.error)).toMatch(/denied|outside|not allowed/i);
   });
 });
