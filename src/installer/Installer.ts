@@ -1,6 +1,6 @@
 import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
-import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinPackageTree } from '../binding/packageTree.js';
@@ -453,6 +453,11 @@ export class Installer {
     body: (staged: StagedPackage) => Promise<Result<T, HostError>>,
   ): ResultAsync<T, HostError> {
     const o = this.#o;
+    if (!isNpmSource(source) && options.manifest !== undefined) {
+      return errAsync(
+        hostError('HOST_INVALID_OPTIONS', 'option manifest applies to npm: sources only; a directory or archive package carries its own manifest', { details: { option: 'manifest' } }),
+      );
+    }
     const opened: ResultAsync<StagedPackage, HostError> = isNpmSource(source) ? this.#openNpm(source, options) : openPackageSource(source, {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
@@ -512,8 +517,8 @@ export class Installer {
   #openNpm(source: string, options: InstallOptions): ResultAsync<StagedPackage, HostError> {
     if (options.checksum !== undefined || options.signature !== undefined) {
       const option = options.checksum === undefined ? 'signature' : 'checksum';
-      return ResultAsync.fromSafePromise(Promise.resolve()).andThen(() =>
-        err(hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } })),
+      return errAsync(
+        hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } }),
       );
     }
     return openNpmSource(source, { ...this.#npmSourceOptions(options.args), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });

@@ -15,6 +15,8 @@ const tools = [
   { name: 'remember', description: 'Remembers a name', inputSchema: { type: 'object' } },
 ];
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+// --banner: a line on stdout that is not JSON-RPC, as servers that log to stdout print.
+if (process.argv.includes('--banner')) process.stdout.write('greeter-npm starting\\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
   let message;
   try { message = JSON.parse(line); } catch { return; }

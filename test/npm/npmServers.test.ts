@@ -98,4 +98,20 @@ describe('npm: a local tarball made by npm pack', () => {
     expect(textOf(greeted._unsafeUnwrap())).toBe(`Hello, npm (--home=${join(dir, 'data', 'greeter-npm')})`);
     await expect(access(marker)).rejects.toThrow();
   });
+
+  it('introspects a server that prints a banner on stdout, and refuses options that do not apply', async () => {
+    const work = await pool.profile();
+    const tarball = await packGreeterServer(work, join(work, 'scripts-ran'));
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const wrapped = (await host.wrap(`npm:${tarball}`, { args: ['--banner'] }))._unsafeUnwrap();
+    expect(wrapped).toMatchObject({ source: tarball, origin: 'introspection', needs_review: true, manifestFile: 'manifest.json' });
+    expect((JSON.parse(wrapped.manifestText) as { advertised_tools: unknown[] }).advertised_tools).toHaveLength(3);
+
+    for (const [option, value] of [['checksum', `sha256:${'0'.repeat(64)}`], ['signature', 'AAAA']] as const) {
+      const refused = await host.install(`npm:${tarball}`, { [option]: value });
+      expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option } });
+    }
+    const notNpm = await host.install(join(root, 'fixtures/plugins/install-node'), { manifest: { plugin_id: 'x' } });
+    expect(notNpm._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'manifest' } });
+  });
 });
