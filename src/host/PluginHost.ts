@@ -19,7 +19,7 @@ import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, missingCredentials } from './credentials.js';
-import { CallDispatcher, type HostCallOptions } from './dispatch.js';
+import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
 import {
@@ -469,11 +469,17 @@ export class PluginHost {
    * missing credentials (PLUGIN_NEEDS_CONFIGURATION), one installed after
    * this host opened (PLUGIN_PENDING_RESTART), a tool above `maxRisk`
    * (PLUGIN_RISK_NOT_ALLOWED) and an unconfirmed `high_stakes_write` tool
-   * (PLUGIN_CONFIRMATION_DENIED). An MCP `isError` result (from an
-   * `mcp-plugin` or an `esm-module` plugin) comes back as the mapped host
-   * error (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN, INVALID_ARGS); the
-   * other protocols' application errors come back as `ok` results with
-   * `isError: true`.
+   * (PLUGIN_CONFIRMATION_DENIED). Results of `mcp-plugin` and
+   * `esm-module` plugins follow the result semantics of
+   * `ErrorMapper.mapToolResult`: a GUM error envelope becomes its mapped
+   * code (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN, INVALID_ARGS), any
+   * other `isError` result PLUGIN_TOOL_ERROR with the result intact in
+   * `details.result`, and a success is `ok` with `shape` set, which types
+   * `value` as the MCP `CallToolResult`; the other protocols' application
+   * errors come back as `ok` results with `isError: true`. The call's
+   * `timeoutMs` and `signal` count from this moment, while the plugin starts
+   * too. Every error carries `details.plugin_id` (when the operation exists)
+   * and `details.op_id`.
    */
   call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<CallResult, HostError> {
     if (this.#closed) return errAsync(closedError());
@@ -486,7 +492,7 @@ export class PluginHost {
     const { plugin, variant } = operation;
     const refused =
       startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
-    if (refused !== undefined) return errAsync(refused);
+    if (refused !== undefined) return errAsync(callError(refused, { id: plugin.plugin_id, opId }));
     const dispatch = (): ResultAsync<CallResult, HostError> => this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
     if (variant.confirmation_policy !== 'high_stakes_write') return dispatch();
     return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(dispatch);
@@ -497,7 +503,9 @@ export class PluginHost {
    * handshake `exposed_tools`; ndjson-rpc has no discovery, so its declared
    * tools). Starts the plugin if it is not running, through the same checks
    * and sandbox as a call; a list that differs from the manifest is
-   * PLUGIN_TOOLS_MISMATCH with the undeclared and missing names.
+   * PLUGIN_TOOLS_MISMATCH with the undeclared and missing names. MCP tools
+   * come with their `title`, `inputSchema`, `outputSchema` and
+   * `annotations` as the plugin states them.
    */
   tools(pluginId: string): ResultAsync<readonly ToolDescriptor[], HostError> {
     if (this.#closed) return errAsync(closedError());

@@ -111,7 +111,7 @@ export class CallDispatcher {
 }
 
 /** The error a caller sees: every call error names its plugin and operation in its details. */
-function callError(error: HostError, call: Pick<DispatchedCall, 'id' | 'opId'>): HostError {
+export function callError(error: HostError, call: Pick<DispatchedCall, 'id' | 'opId'>): HostError {
   if (error.details.plugin_id === call.id && error.details.op_id === call.opId) return error;
   return new HostError(error.code, error.message, {
     details: { ...error.details, plugin_id: call.id, op_id: call.opId },

@@ -103,7 +103,10 @@ describe('risk and confirmation', () => {
     let spawned = 0;
     host.events.on('spawn', () => spawned++);
     const write = await host.call('plug.host-probe.rename_note', { to: 'x' });
-    expect(write._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_RISK_NOT_ALLOWED', details: { risk_class: 'write', max_risk: 'read' } });
+    expect(write._unsafeUnwrapErr()).toMatchObject({
+      code: 'PLUGIN_RISK_NOT_ALLOWED',
+      details: { risk_class: 'write', max_risk: 'read', plugin_id: 'host-probe', op_id: 'plug.host-probe.rename_note' },
+    });
     const destructive = await host.call('plug.host-probe.wipe', {}, { maxRisk: 'write' });
     expect(destructive._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_RISK_NOT_ALLOWED', details: { risk_class: 'destructive', max_risk: 'write' } });
     expect(spawned).toBe(0);
