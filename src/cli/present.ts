@@ -48,6 +48,10 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
   if (info.tos !== null) rows.push(['terms of service', info.tos]);
   if (info.risk !== null) rows.push(['risk', info.risk]);
   for (const c of info.credential_descriptors) rows.push(['credential', `${c.alias} (${c.kind}): ${c.display_name} — ${c.setup_hint}`]);
+  const granted = info.granted_capabilities;
+  if (granted?.grant != null) rows.push(['granted', `${JSON.stringify(granted.grant)} (${granted.basis === 'declared' ? 'narrowing the manifest' : 'over the host default'})`]);
+  for (const [key, value] of Object.entries(info.settings ?? {})) rows.push(['setting', `${key} = ${JSON.stringify(value)}`]);
+  for (const key of info.missing_settings) rows.push(['setting', style.yellow(`${key} missing (install again with --setting ${key}=...)`)]);
   if (caps !== null) {
     const network = caps.network ? 'on' : caps.egress === undefined ? 'off' : `only ${caps.egress.join(', ')} (egress proxy)`;
     rows.push(['sandbox', caps.enforced ? `${caps.backend}, network ${network}` : style.red('NOT ENFORCED')]);

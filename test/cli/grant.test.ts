@@ -65,6 +65,8 @@ describe('install --setting', () => {
       const installed = await cli([...base, '--setting', 'tags=a', '--setting', 'tags=b']);
       expect(installed.code).toBe(0);
       expect(json(installed)).toMatchObject({ ok: true, plugin: { name: 'cli-bundle', settings: { tags: ['a', 'b'] }, missing_settings: [] } });
+      const info = await cli(['info', 'cli-bundle', '--dev', '--profile-dir', profile.path, '--no-color']);
+      expect(info.stdout).toMatch(/setting +tags = \["a","b"\]/);
     } finally {
       await profile.dispose();
       await bundle.dispose();
