@@ -289,7 +289,8 @@ export class McpConnection {
   private onStdoutViolation(violation: HostError): void {
     this.settings.onStdoutViolation(violation);
     if (violation.code !== 'PLUGIN_FRAME_TOO_LARGE' && this.settings.stdoutNoise === 'tolerate') {
-      this.settings.logger.warn({ pid: this.process.pid, code: violation.code, details: violation.details }, 'ignored a stdout line that is not JSON-RPC');
+      // Published servers print banners and logs there: plugin output, not a fault.
+      this.settings.logger.info({ pid: this.process.pid, code: violation.code, details: violation.details }, 'plugin output on stdout (not JSON-RPC), dropped');
       const line = violation.details.line_excerpt;
       if (typeof line === 'string') this.settings.onStdoutNoise?.(line);
       return;
