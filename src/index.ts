@@ -52,9 +52,8 @@ export {
   type StdoutPolicy,
 } from './host/PluginHost.js';
 export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
-export type { InstallInspection, PackageInstallChoices } from './installer/Installer.js';
-export type { PackageSourceKind, StagedPackage } from './installer/openPackageSource.js';
-export type { PackageDigest } from './installer/checksum.js';
+export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
+export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';
 export type { NpmSettings } from './npm/npmFetch.js';
 export type { WrapOptions, WrappedServer } from './npm/wrapNpmSource.js';

@@ -12,7 +12,7 @@ import { syncDirectory } from '../catalog/generationFiles.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
-import { ManifestValidator, type ManifestPreset, type ManifestReport } from '../manifest/ManifestValidator.js';
+import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
 import type { DeclaredCapabilities, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
@@ -28,19 +28,19 @@ import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant 
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import type { PackageLimits } from './limits.js';
-import { openPackageSource, type StagedPackage } from './openPackageSource.js';
+import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
 import { sameTree } from './sameTree.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from './versionOrder.js';
+import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 import type { NpmSettings } from '../npm/npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from '../npm/openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from '../npm/wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
-import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
 export interface InstallerOptions {
@@ -150,7 +150,19 @@ export interface InstallInspection {
   /** Every violation in check order, host checks included; empty when the manifest passes every check. */
   readonly report: ManifestReport;
   /** How the package was read. */
-  readonly package: Pick<StagedPackage, 'manifestFile' | 'source' | 'stats'> & { readonly digest?: string };
+  readonly package: InspectedPackage;
+}
+
+/** How `PluginHost.inspect` read a package: the staged package's facts, without its staging directory. */
+export interface InspectedPackage {
+  /** The manifest file found at the package root. */
+  readonly manifestFile: PackageManifestName;
+  /** Where the package came from. */
+  readonly source: { readonly kind: PackageSourceKind; readonly path: string };
+  /** Entries and file bytes staged. */
+  readonly stats: { readonly entries: number; readonly bytes: number };
+  /** The archive's SHA-256 (`sha256:<hex>`); absent for directory sources. */
+  readonly digest?: string;
 }
 
 /** What {@link Installer.install} did: the plugin as installed now. */

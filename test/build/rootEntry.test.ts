@@ -39,4 +39,11 @@ describe('the root entry', () => {
   it('does not export the protocol session classes (no host needs them; PluginHost runs every shape)', () => {
     expect(SESSIONS.filter((name) => name in root)).toEqual([]);
   });
+
+  it('keeps the installer\'s staged package out of the published types (a type-level check, made by tsc)', () => {
+    // @ts-expect-error the staged package (staging root, discard()) is the installer's; inspect() reports an InspectedPackage
+    type Staged = import('../../src/index.js').StagedPackage;
+    const published: Staged[] = [];
+    expect(published).toEqual([]);
+  });
 });
