@@ -20,6 +20,8 @@ import { parse as parseToml } from 'smol-toml';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
+import { confinedCommand } from './installConfinement.js';
+import { refuseDirectReferences } from './wheelRequirements.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
 
 /** A console script of a package's `pyproject.toml` that the manifest names as its executable. */
@@ -178,6 +180,8 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   if (findLinks.length === 0) {
     return err(failure('no_wheels', `the package names the console script ${script.name} but ships no wheels (${settings.wheelDirs.join('/ or ')}/)`, { script: script.name }));
   }
+  const shippedRequirements = await refuseDirectReferences(root, settings.wheelDirs);
+  if (shippedRequirements.isErr()) return err(shippedRequirements.error);
   const environment = join(root, settings.environmentDir);
   // venv refuses a ':' in its path, so it is built under a name without one and renamed once complete.
   const building = join(root, `.mcp-plugin-host-venv-${process.pid}`);
@@ -187,14 +191,23 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   const venv = await run([python, '-I', '-m', 'venv', '--without-pip', building], options.searchPath);
   if (venv.failed) return err(failure('venv_failed', `${python} -m venv failed: ${tail(venv.stderr)}`, { interpreter: python, stderr_tail: tail(venv.stderr) }));
   const environmentPython = join(building, 'bin', 'python');
-  const pip = await run(
+  const pipCommand = confinedCommand(
     [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...pipOptions(options.indexUrl), ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
-    options.searchPath,
+    { writable: root, interpreter: python, network: options.indexUrl !== undefined },
   );
+  if (pipCommand.isErr()) return err(pipCommand.error);
+  const pip = await run(pipCommand.value, options.searchPath);
   if (pip.failed) {
     return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
   }
-  const paths = await run([environmentPython, '-I', '-c', "import json, sysconfig; print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"], options.searchPath);
+  // The environment's interpreter reads the .pth files the wheels installed, which may hold code: it runs confined too.
+  const pathsCommand = confinedCommand([environmentPython, '-I', '-c', "import json, sysconfig; print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"], {
+    writable: root,
+    interpreter: python,
+    network: false,
+  });
+  if (pathsCommand.isErr()) return err(pathsCommand.error);
+  const paths = await run(pathsCommand.value, options.searchPath);
   if (paths.failed) return err(failure('environment_invalid', `the private environment's interpreter did not start: ${tail(paths.stderr)}`, { stderr_tail: tail(paths.stderr) }));
   const sitePackages = sitePackagesOf(paths.stdout, building);
   if (sitePackages.isErr()) return err(sitePackages.error);

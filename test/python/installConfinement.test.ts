@@ -1,0 +1,96 @@
+/**
+ * A Python package's install runs no code of the package on the host: a
+ * shipped wheel that requires a direct reference (which pip would fetch and
+ * build even offline and binary-only) is refused before pip runs, and what
+ * pip and the private environment's interpreter run is confined to the
+ * install root (a `.pth` line of an installed wheel writes nothing outside).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HostPool } from '../support/hostHarness.js';
+import { pythonPackage, PYTHON_SEARCH_PATH } from '../support/pythonPackages.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const run = promisify(execFile);
+const pool = new HostPool();
+const scratch: string[] = [];
+afterEach(async () => {
+  await pool.cleanup();
+  await Promise.all(scratch.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+async function tempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+}
+
+// A wheel written entry by entry (with its RECORD), so that its METADATA says exactly what the test needs.
+const WHEEL_WRITER = `
+import base64, hashlib, json, sys, zipfile
+path, name, version, requires, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5])
+info = f'{name}-{version}.dist-info'
+files = dict(extra)
+files[f'{info}/METADATA'] = f'Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n' + ''.join(f'Requires-Dist: {r}\\n' for r in requires)
+files[f'{info}/WHEEL'] = 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'
+digest = lambda v: base64.urlsafe_b64encode(hashlib.sha256(v.encode()).digest()).rstrip(b'=').decode()
+files[f'{info}/RECORD'] = ''.join(f'{k},sha256={digest(v)},{len(v)}\\n' for k, v in files.items()) + f'{info}/RECORD,,\\n'
+with zipfile.ZipFile(path, 'w') as z:
+    for k, v in files.items(): z.writestr(k, v)
+`;
+
+async function writeWheel(dir: string, name: string, requires: readonly string[], files: Record<string, string> = {}): Promise<void> {
+  await run('/usr/bin/python3', ['-c', WHEEL_WRITER, join(dir, `${name}-1.0.0-py3-none-any.whl`), name, '1.0.0', JSON.stringify(requires), JSON.stringify(files)]);
+}
+
+/** A source tree whose PEP 517 backend leaves `marker` behind when anything builds it. */
+async function markingSourceTree(marker: string): Promise<string> {
+  const dir = await tempDir('python-sdist-');
+  await writeFile(join(dir, 'pyproject.toml'), '[project]\nname = "bdep"\nversion = "1.0"\n\n[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n');
+  await writeFile(
+    join(dir, 'backend.py'),
+    `open(${JSON.stringify(marker)}, "w").write("build backend ran")\ndef get_requires_for_build_wheel(config_settings=None): return []\ndef prepare_metadata_for_build_wheel(d, config_settings=None): raise RuntimeError("stop")\ndef build_wheel(d, config_settings=None, metadata_directory=None): raise RuntimeError("stop")\n`,
+  );
+  return dir;
+}
+
+describe('Python install runs no package code on the host', () => {
+  it('refuses a shipped wheel whose requirement is a direct reference, before pip fetches or builds it', async () => {
+    const outside = await tempDir('python-marker-');
+    const marker = join(outside, 'built');
+    const source = await markingSourceTree(marker);
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // The dependency the project needs, shipped as a wheel that asks for one more requirement by URL.
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [`bdep @ file://${source}`], { 'mcp/__init__.py': '' });
+    const host = await pool.open(await pool.profile(), { interpreterSearchPath: PYTHON_SEARCH_PATH });
+    const error = (await host.install(pkg, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({
+      code: 'PLUGIN_PYTHON_INSTALL_FAILED',
+      details: { reason: 'direct_reference', wheel: 'wheels/mcp-1.0.0-py3-none-any.whl', requirement: `bdep @ file://${source}` },
+    });
+    expect(existsSync(marker)).toBe(false);
+    expect((await host.list())._unsafeUnwrap()).toEqual([]);
+  });
+
+  it('confines what the installed wheels run at install: a .pth line writes nothing outside the install root', async () => {
+    const outside = await tempDir('python-marker-');
+    const marker = join(outside, 'pth-ran');
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // The project's dependency, shipped with a .pth file: any interpreter of the environment runs its import line at start.
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [], {
+      'mcp/__init__.py': '',
+      'mcp_startup.pth': `import os; open(${JSON.stringify(marker)}, "w").write("ran on the host")\n`,
+    });
+    const host = await pool.open(await pool.profile(), { interpreterSearchPath: PYTHON_SEARCH_PATH });
+    const installed = await host.install(pkg, { canary: false });
+    expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+  });
+});
