@@ -123,7 +123,8 @@ const eventsFor = (host: string): EgressEvent[] => events.filter((e) => e.host =
 /** The real bubblewrap on PATH. */
 const bwrapPath = (): string => execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim();
 
-describe('egress allowlist through the host proxy', () => {
+// Real sandboxes and subprocesses: generous on a loaded machine (nothing here asserts a duration).
+describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => {
   it("lets Node 22's fetch reach a listed host over HTTPS and HTTP, and refuses everything else", async () => {
     const out = await run(
       request(

@@ -36,7 +36,8 @@ async function get(host: Awaited<ReturnType<HostPool['open']>>, url: string): Pr
   return jsonOf<{ data: Record<string, unknown> }>((await host.call('plug.host-egress.get', { url }))._unsafeUnwrap()).data;
 }
 
-describe('egress destinations through PluginHost', () => {
+// Real sandboxes and subprocesses: generous on a loaded machine (nothing here asserts a duration).
+describe('egress destinations through PluginHost', { timeout: 120_000 }, () => {
   it('lets the plugin reach its declared destinations only, reports each connection as a host event, and shows the list in info', async () => {
     const dir = await pool.profile();
     const host = await pool.installed(dir, ['egress'], { sandbox: { egressResolver: resolver } });
