@@ -37,7 +37,10 @@ async function installNpm(spec: string, options: { args?: readonly string[] } = 
   return { dir, host: await pool.open(dir, { profileKind: 'standard' }), plugin: installed.value.plugin };
 }
 
-describe('npm: installs of published servers, no manifest given', () => {
+// npm fetches from the registry and each server starts twice (introspection, call): give a loaded machine room.
+const NPM_TIMEOUT = { timeout: 180_000 };
+
+describe('npm: installs of published servers, no manifest given', NPM_TIMEOUT, () => {
   it('@modelcontextprotocol/server-everything: introspected, pinned as a whole tree, called in the sandbox', async () => {
     const version = await devVersion('@modelcontextprotocol/server-everything');
     const { host, plugin } = await installNpm(`@modelcontextprotocol/server-everything@${version}`);
@@ -81,7 +84,7 @@ describe('npm: installs of published servers, no manifest given', () => {
   });
 });
 
-describe('npm: a local tarball made by npm pack', () => {
+describe('npm: a local tarball made by npm pack', NPM_TIMEOUT, () => {
   it('installs without running its preinstall, install or postinstall scripts', async () => {
     const work = await pool.profile();
     const marker = join(work, 'scripts-ran');
