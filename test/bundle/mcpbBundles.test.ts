@@ -90,6 +90,7 @@ describe('MCP Bundles: grant, settings, server types', () => {
     const granted = must(await regrant.install(bundle, { canary: false, grant: { network: true, env_allow: ['PROBE_GREETING'] } }));
     expect(granted.unchanged).toBeUndefined();
     expect(granted.plugin.granted_capabilities).toMatchObject({ network: true, env_allow: ['PROBE_GREETING'], basis: 'host_default' });
+    expect(must(await regrant.install(bundle, { canary: false, grant: { env_allow: ['PROBE_GREETING'], network: true } })).unchanged).toBe(true);
     await regrant.close();
     host = await pool.open(dir, { env });
     expect(await probeEnv(host)).toMatchObject({ PROBE_GREETING: 'hello' });
