@@ -4,9 +4,12 @@
  * it (manifest validated, executable pinned, one catalog transaction), reopens
  * the host (the contract's restart semantics), calls it inside the OS sandbox,
  * shows a plugin-local error mapped to a stable host code, prints the inventory,
- * and shows a tampered executable being refused.
+ * and shows a tampered executable being refused. Then installs a published
+ * MCP server as it is (`npm:@modelcontextprotocol/server-memory`, fetched by
+ * npm with its dependencies, no install script run, no manifest given: its
+ * tools are read in a sandboxed start) and calls it in the sandbox.
  */
-import { appendFile, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
@@ -65,6 +68,23 @@ try {
   say(`\n✓ after tampering with the installed executable: ${tampered.isErr() ? `${tampered.error.code} (${String(tampered.error.details.reason)})` : 'NOT refused'}`);
   say(`  status now: ${(await third.info('hello'))._unsafeUnwrap().status}`);
   await third.close();
+
+  // The version this repository's tests run, so the demo installs a release known to work.
+  const devDependencies = (JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+  const published = `npm:@modelcontextprotocol/server-memory@${devDependencies['@modelcontextprotocol/server-memory']!.replace(/^[\^~]/, '')}`;
+  say(`\npublished server, as it is: ${published}`);
+  const fourth = (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
+  const fetched = await fourth.install(published, { canary: false });
+  if (fetched.isErr()) fail(`install ${published}`, fetched.error);
+  const server = fetched._unsafeUnwrap().plugin;
+  say(`✓ installed ${server.name} ${server.version} from npm with its dependencies, every file pinned; ${server.operations.length} tools read from a sandboxed start, risk ${server.risk}`);
+  await fourth.close();
+  const fifth = (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
+  const readGraph = server.operations.find((o) => o.tool_name === 'read_graph')?.op_id ?? 'read_graph (not advertised)';
+  const graph = await fifth.call(readGraph, {});
+  if (graph.isErr()) fail(`call ${readGraph}`, graph.error);
+  say(`✓ ${readGraph} {} → ${JSON.stringify(graph._unsafeUnwrap().value)}`);
+  await fifth.close();
 } finally {
   await rm(profileDir, { recursive: true, force: true });
   await rm(pkg, { recursive: true, force: true });
