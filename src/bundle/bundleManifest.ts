@@ -70,9 +70,11 @@ export interface BundleServerStart {
   readonly executable: string;
   /** The interpreter `mcp_config.command` names (node, python). */
   readonly interpreter?: string;
+  /** For a Python bundle: the folders its PYTHONPATH named, relative to `root` (see pythonBundle.ts). */
+  readonly pythonPath?: readonly string[];
   /** Arguments after the entry point. */
   readonly args: readonly string[];
-  /** The env `mcp_config.env` sets (credentials left out). */
+  /** The env `mcp_config.env` sets (credentials and PYTHONPATH left out). */
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -382,8 +384,9 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
       root,
       executable: entry,
       ...(interpreter === undefined ? {} : { interpreter }),
+      ...(python?.pythonPath === undefined ? {} : { pythonPath: python.pythonPath }),
       args: launchArgs.map(staged),
-      env: Object.fromEntries(Object.entries(env).map(([name, value]) => [name, staged(value)])),
+      env: Object.fromEntries(Object.entries(python?.env ?? env).map(([name, value]) => [name, staged(value)])),
     });
     if (server.isErr()) return { violations: [], error: server.error };
     tools = listedTools(server.value, out);

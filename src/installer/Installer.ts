@@ -583,6 +583,7 @@ export class Installer {
       args: server.args,
       env: server.env,
       ...(server.interpreter === undefined ? {} : { interpreter: server.interpreter }),
+      ...(server.pythonPath === undefined ? {} : { pythonPath: server.pythonPath }),
       spawner,
       workDir,
       hiddenPaths: [this.#o.layout.root],

@@ -31,6 +31,8 @@ export interface IntrospectionRequest {
   readonly args?: readonly string[];
   /** The program that runs the executable when the package names one (an MCP Bundle's `mcp_config.command`), pinned as bindExecutable pins it. */
   readonly interpreter?: string;
+  /** Directories of `root` (relative) a Python interpreter puts on `sys.path`, pinned as bindExecutable pins them (a Python bundle's PYTHONPATH). */
+  readonly pythonPath?: readonly string[];
   /** Env the package sets for its server (an MCP Bundle's `mcp_config.env`); HOME, TMPDIR and PATH are the host's. */
   readonly env?: Readonly<Record<string, string>>;
   /** The host's sandbox. */
@@ -110,6 +112,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         executable,
         ...(request.args === undefined ? {} : { args: resolveLaunchArgs(request.args, join(dataRoot, INTROSPECTION_ID)) }),
         ...(request.interpreter === undefined ? {} : { interpreter: request.interpreter }),
+        ...(request.pythonPath === undefined ? {} : { pythonPath: request.pythonPath }),
         ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
       }),
     )
