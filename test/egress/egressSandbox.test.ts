@@ -185,6 +185,16 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
     expect(eventsFor('api.test')).toEqual(expect.arrayContaining([{ plugin_id: 'io.example.egress', allowed: true, method: 'GET', host: 'api.test', port: 80, address: '203.0.113.10' }]));
   });
 
+  it('serves two plugins at once through the one proxy, each under its own list', async () => {
+    const client = (id: string, egress: string[]) =>
+      run(request([node22, join(FIXTURES, 'client.mjs'), `http://api.test/${id}`, `http://other.test/${id}`], [...nodeRuntimePaths(node22), FIXTURES], { egress, pluginId: id }));
+    const [first, second] = await Promise.all([client('io.example.first', ['api.test:80']), client('io.example.second', ['other.test:80'])]);
+    expect(first).toEqual({ 'http://api.test/io.example.first': '200 origin api.test/io.example.first', 'http://other.test/io.example.first': expect.stringMatching(/^error /) });
+    expect(second).toEqual({ 'http://api.test/io.example.second': expect.stringMatching(/^error /), 'http://other.test/io.example.second': '200 origin other.test/io.example.second' });
+    expect(events.filter((e) => e.plugin_id === 'io.example.first').map((e) => [e.host, e.allowed])).toEqual([['api.test', true], ['other.test', false]]);
+    expect(events.filter((e) => e.plugin_id === 'io.example.second').map((e) => [e.host, e.allowed])).toEqual([['api.test', false], ['other.test', true]]);
+  });
+
   it('refuses a name that rebinds to loopback after its first answer: the check is on the address dialled', async () => {
     const out = await run(request([node22, join(FIXTURES, 'client.mjs'), 'http://rebind.test/first', 'http://rebind.test/second'], [...nodeRuntimePaths(node22), FIXTURES]));
     expect(out).toEqual({ 'http://rebind.test/first': '200 origin rebind.test/first', 'http://rebind.test/second': expect.stringMatching(/^error /) });
