@@ -213,7 +213,7 @@ export function mapCallToolError(result: CallToolErrorResult, context: PluginErr
   }
 }
 
-/** An MCP `CallToolResult` as {@link mapMcpToolResult} reads it; other fields travel along untouched. */
+/** An MCP `CallToolResult` as {@link ErrorMapper.mapToolResult} reads it; other fields travel along untouched. */
 export interface McpToolResultValue {
   /** The result's content blocks. */
   readonly content?: readonly unknown[];
@@ -303,7 +303,7 @@ export class ErrorMapper {
     return mapCallToolError(result, context);
   }
 
-  /** An MCP tool result by the result semantics of {@link mapMcpToolResult}: the result itself, or the error it stands for. */
+  /** An MCP tool result by the result semantics of MCP-speaking plugins (docs/published-servers.md, "Result semantics"): the result itself, or the error it stands for. */
   static mapToolResult<R extends McpToolResultValue>(result: R, context: PluginErrorContext = {}): Result<R, HostError> {
     return mapMcpToolResult(result, context);
   }
