@@ -97,6 +97,25 @@ describe('PluginHost without control groups (controlGroups: "off"), root host', 
     return tasks;
   }
 
+  it('fails a plugin that dies of an allocation RLIMIT_DATA refused with PLUGIN_RESOURCE_LIMIT (mechanism rlimit); the neighbour answers', async () => {
+    const fallbackPool = new HostPool();
+    try {
+      const dir = await fallbackPool.profile();
+      const options = { sandbox: { controlGroups: 'off' as const, pluginLimits: { 'host-hog': { memoryBytes: 192 * MiB } } }, callTimeoutMs: 30_000 };
+      const installer = await fallbackPool.open(dir, options);
+      for (const pkg of [hogPackage, await packaged('probe')]) (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const fallbackHost = await fallbackPool.open(dir, options);
+      const error = (await fallbackHost.call('plug.host-hog.allocate_until_refused', {}))._unsafeUnwrapErr();
+      expect(error.code).toBe('PLUGIN_RESOURCE_LIMIT');
+      expect(error.details).toMatchObject({ limit: 'memory', limit_value: 192 * MiB, mechanism: 'rlimit' });
+      expect(String(error.details.stderr_tail)).toContain('Array buffer allocation failed');
+      expect((await fallbackHost.call('plug.host-probe.echo', { message: 'still here' })).isOk()).toBe(true);
+    } finally {
+      await fallbackPool.cleanup();
+    }
+  }, 60_000);
+
   it.runIf(process.getuid?.() === 0)('caps the plugin user’s tasks with RLIMIT_NPROC and says so in enforced_capabilities', async () => {
     const fallbackPool = new HostPool();
     try {
