@@ -15,9 +15,9 @@
  *   name with a descriptor (alias = the key), filled from the secret store
  *   by `setup`; it never enters the catalog;
  * - `tools` are the advertised tools (MCPB tools carry no annotations, so
- *   each is `write`); a bundle that lists none gets the tools its server
- *   lists in one sandboxed start (the installer's introspection), marked
- *   needs_review; `compatibility` platforms and runtimes are checked;
+ *   each is `write`); a bundle that lists none, or says `tools_generated`,
+ *   gets the tools its server lists in one sandboxed start (the
+ *   installer's introspection), marked needs_review; `compatibility` platforms and runtimes are checked;
  * - no sandbox powers are declared: the capabilities are the host default
  *   and the install grant widens them.
  */
@@ -80,7 +80,7 @@ export interface BundleServerStart {
 
 /** The `risk` statement of a bundle whose tools its server listed: nobody has reviewed their risk classes yet. */
 export const BUNDLE_NEEDS_REVIEW =
-  'needs_review: the bundle lists no tools, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (readOnlyHint is read, destructiveHint is destructive, anything else is write); review them.';
+  'needs_review: the bundle lists no tools or says its server generates them, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (readOnlyHint is read, destructiveHint is destructive, anything else is write); review them.';
 
 interface UserConfigEntry {
   readonly type: 'string' | 'number' | 'boolean' | 'directory' | 'file';
@@ -110,6 +110,7 @@ interface BundleDocument {
   readonly license?: string;
   readonly server: { readonly type: string; readonly entry_point: string; readonly mcp_config: McpConfig };
   readonly tools?: readonly { readonly name: string; readonly description?: string }[];
+  readonly tools_generated?: boolean;
   readonly compatibility?: { readonly platforms?: readonly string[]; readonly runtimes?: { readonly node?: string; readonly python?: string } };
   readonly user_config?: Readonly<Record<string, UserConfigEntry>>;
 }
@@ -378,7 +379,8 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
   if (interpreter !== undefined || doc.compatibility !== undefined) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
   if (hasViolations(out) || pluginId === undefined || entry === undefined) return { violations: out };
   let listed = false;
-  if (tools.length === 0 && context.listTools !== undefined) {
+  // `tools_generated`: the server makes more tools at run time than the manifest lists, so only its own list is exact.
+  if ((tools.length === 0 || doc.tools_generated === true) && context.listTools !== undefined) {
     const staged = (text: string): string => text.replaceAll(DIRNAME, root);
     const server = await context.listTools({
       root,

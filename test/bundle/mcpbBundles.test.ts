@@ -137,6 +137,13 @@ describe('MCP Bundles: grant, settings, server types', () => {
     expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'listed' }, { maxRisk: 'write' }))).data.args.message).toBe('listed');
   });
 
+  it('takes the server\'s own tool list when the bundle says tools_generated', { timeout: SLOW }, async () => {
+    const host = await pool.open(await pool.profile());
+    const installed = must(await host.install(await probeBundle(probeManifest({ tools: [{ name: 'echo' }], tools_generated: true })), { canary: false }));
+    expect(installed.plugin.operations.map((o) => o.tool_name)).toEqual(PROBE_TOOLS.map(({ name }) => name));
+    expect(installed.plugin.risk).toMatch(/^needs_review: /);
+  });
+
   it('runs a binary server (its entry point is the command) from an old dxt_version manifest', { timeout: SLOW }, async () => {
     const dir = await pool.profile();
     const manifest = probeManifest({ manifest_version: undefined, dxt_version: '0.1' }, { type: 'binary', mcp_config: { command: '${__dirname}/server/probe.mjs', args: [] } });
