@@ -34,6 +34,7 @@ const OPTIONS = {
   setting: { type: 'string', multiple: true },
   arg: { type: 'string', multiple: true },
   manifest: { type: 'string' },
+  'python-index': { type: 'string' },
 } as const;
 
 /** The name of a CLI option. */
@@ -84,7 +85,7 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
@@ -101,6 +102,9 @@ export const COMMANDS = {
       'production dependencies (fetched by npm, install scripts never run). Without a manifest in the',
       'package or --manifest <file>, one is generated from the server\'s own tool list (see wrap).',
       '--arg <value> (repeatable) is passed to the executable; ${data_dir} stands for its data dir.',
+      'A Python package whose executable is a console script is installed into a private environment',
+      'from the wheels it ships, offline; --python-index <url> lets pip fetch missing wheels from that',
+      'PEP 503 index.',
     ],
   },
   wrap: {
@@ -205,6 +209,8 @@ export interface Flags {
   readonly args: readonly string[];
   /** install: a manifest file for a package that ships none. */
   readonly manifestFile: string | undefined;
+  /** install: the package index pip may fetch a Python package's missing wheels from. */
+  readonly pythonIndexUrl: string | undefined;
 }
 
 /** What the command line asks for. */
@@ -348,6 +354,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       settings: settings.value,
       args: list('arg'),
       manifestFile: text('manifest'),
+      pythonIndexUrl: text('python-index'),
     },
   };
 }

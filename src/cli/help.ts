@@ -37,6 +37,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   setting: ['--setting key=value', "an MCP Bundle's user_config value (repeatable; a repeated key is a list)"],
   arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
+  'python-index': ['--python-index <url>', 'a package index pip may fetch missing Python wheels from'],
 };
 
 function optionRows(names: readonly OptionName[]): string[] {

@@ -58,6 +58,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     ...(flags.settings === undefined ? {} : { settings: flags.settings }),
     ...(flags.args.length === 0 ? {} : { args: flags.args }),
     ...(manifest.value === undefined ? {} : { manifest: manifest.value }),
+    ...(flags.pythonIndexUrl === undefined ? {} : { pythonIndexUrl: flags.pythonIndexUrl }),
   });
   offSpawn();
   spinner.stop();

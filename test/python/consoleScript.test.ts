@@ -3,13 +3,12 @@
  * a console-script entry point and a dependency, shipped with its wheels,
  * installed into a private environment and run in the sandbox.
  */
-import { createServer, type Server } from 'node:http';
-import { appendFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HostPool, jsonOf } from '../support/hostHarness.js';
-import { buildWheels, MCP_STANDIN, pythonPackage, PYTHON_SEARCH_PATH } from '../support/pythonPackages.js';
+import { cli } from '../cli/cliHarness.js';
+import { MCP_STANDIN, pythonPackage, PYTHON_SEARCH_PATH, servePythonIndex } from '../support/pythonPackages.js';
 
 
 const root = join(import.meta.dirname, '..', '..');
@@ -85,29 +84,29 @@ describe('Python console script (author guide §5)', () => {
 
   it('fetches the wheels the package does not ship from the index the caller names, and only then', async () => {
     const withoutDependency = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
-    const wheels = await mkdtemp(join(tmpdir(), 'python-index-'));
-    await buildWheels([MCP_STANDIN], wheels);
-    const [wheel] = await readdir(wheels);
-    const requested: string[] = [];
-    // A PEP 503 simple index on the loopback interface, serving the one wheel.
-    const index: Server = createServer((request, response) => {
-      requested.push(request.url ?? '');
-      if (request.url === '/simple/mcp/') response.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body><a href="/files/${wheel!}">${wheel!}</a></body></html>`);
-      else if (request.url === `/files/${wheel!}`) void readFile(join(wheels, wheel!)).then((bytes) => response.end(bytes));
-      else response.writeHead(404).end();
-    });
-    await new Promise<void>((listening) => index.listen(0, '127.0.0.1', listening));
+    const index = await servePythonIndex([MCP_STANDIN]);
     try {
-      const { port } = index.address() as { port: number };
       const host = await pool.open(await pool.profile(), { interpreterSearchPath: PYTHON_SEARCH_PATH });
-      const installed = await host.install(withoutDependency, { canary: false, pythonIndexUrl: `http://127.0.0.1:${port}/simple/` });
+      const installed = await host.install(withoutDependency, { canary: false, pythonIndexUrl: index.url });
       expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
       // pip asks the index about every requirement; only the dependency the package lacks is found there.
-      expect(requested.sort()).toEqual([`/files/${wheel!}`, '/simple/hello-plugin/', '/simple/mcp/']);
+      expect([...index.requested].sort()).toEqual([`/files/${index.wheels[0]!}`, '/simple/hello-plugin/', '/simple/mcp/']);
     } finally {
-      index.close();
+      await index.close();
       await rm(withoutDependency, { recursive: true, force: true });
-      await rm(wheels, { recursive: true, force: true });
+    }
+  });
+
+  it('takes the index from the CLI as --python-index', async () => {
+    const withoutDependency = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    const index = await servePythonIndex([MCP_STANDIN]);
+    try {
+      const run = await cli(['install', withoutDependency, '--dev', '--skip-canary', '--profile-dir', await pool.profile(), '--python-index', index.url, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(index.requested).toContain(`/files/${index.wheels[0]!}`);
+    } finally {
+      await index.close();
+      await rm(withoutDependency, { recursive: true, force: true });
     }
   });
 });
