@@ -48,6 +48,8 @@ describe('@modelcontextprotocol/server-everything', () => {
 
   it('reports progress of its long-running operation and finishes under a timeout shorter than the whole run', async () => {
     const session = open(McpSession.create({ launch: launch() })._unsafeUnwrap());
+    // Started first: the call's 1.2 s also count while the server starts, and this test is about progress.
+    expect((await session.listTools()).isOk()).toBe(true);
     const progress: CallProgress[] = [];
     const result = await session.callTool(
       'trigger-long-running-operation',
