@@ -39,8 +39,6 @@ const CHUNK = 64;
 const WORKER_MIN_ENTRIES = 512;
 /** Worker threads at most, beside the host's own (a sweep is bounded by the kernel's per-core lstat rate). */
 const MAX_WORKERS = 3;
-/** How long the host's thread blocks for the workers' last chunks before it awaits their message instead (several chunks' time). */
-const LAST_CHUNK_WAIT_MS = 2;
 /** Entries the host's thread sweeps between two turns of the event loop. */
 const ENTRIES_PER_TURN = 2048;
 
@@ -89,53 +87,62 @@ export function recordIdentity(table: IdentityTable, index: number, directory: b
 }
 
 type Lstat = (path: string) => Stats | undefined;
+type SweepRange = (lstat: Lstat, table: Pick<IdentityTable, 'paths' | 'values'>, flags: Uint8Array, start: number, end: number, fields: number) => void;
 
 /**
- * Claims chunks of `table` from `counters` (next entry, entries done) and
- * writes a verdict per entry into `flags`; returns whether this call
- * finished the last entry. Self-contained, names from outside only through
- * its parameters: worker threads run its source text.
+ * Writes a verdict into `flags` for each entry of `table` in [start, end).
+ * Self-contained, names from outside only through its parameters: worker
+ * threads run its source text.
+ */
+function sweepRange(lstat: Lstat, table: Pick<IdentityTable, 'paths' | 'values'>, flags: Uint8Array, start: number, end: number, fields: number): void {
+  const { paths, values } = table;
+  for (let i = start; i < end; i++) {
+    const at = i * fields;
+    let s: Stats | undefined;
+    try {
+      s = lstat(paths[i]!);
+    } catch {
+      s = undefined;
+    }
+    let verdict = 2;
+    if (s !== undefined && (s.mode & 0o7777) === values[at + 5]) {
+      const directory = values[at + 6] === 1;
+      const sameTimes = s.ctimeMs === values[at + 4] && s.ino === values[at + 1] && s.mtimeMs === values[at + 3] && s.dev === values[at];
+      if (directory && s.isDirectory()) verdict = sameTimes ? 0 : 2;
+      else if (!directory && s.isFile()) verdict = sameTimes && s.size === values[at + 2] ? 0 : 1;
+    }
+    flags[i] = verdict;
+  }
+}
+
+/**
+ * Claims chunks of `table` from `counters[0]` (the next entry) and sweeps
+ * them with `range`, marking each in `chunkDone` and counting it in
+ * `counters[1]` once; returns whether this call finished the last chunk.
+ * Stops claiming after `limit` entries. Self-contained like `sweepRange`.
  */
 function sweepClaimed(
   lstat: Lstat,
+  range: SweepRange,
   table: Pick<IdentityTable, 'paths' | 'values'>,
   flags: Uint8Array,
   counters: Int32Array,
+  chunkDone: Uint8Array,
   chunk: number,
   fields: number,
   limit: number,
 ): boolean {
-  const { paths, values } = table;
-  const total = paths.length;
+  const total = table.paths.length;
+  const chunks = Math.ceil(total / chunk);
   let swept = 0;
   for (;;) {
     const start = Atomics.add(counters, 0, chunk);
     if (start >= total) return false;
     const end = Math.min(start + chunk, total);
-    for (let i = start; i < end; i++) {
-      const at = i * fields;
-      let s: Stats | undefined;
-      try {
-        s = lstat(paths[i]!);
-      } catch {
-        s = undefined;
-      }
-      let verdict = 2;
-      if (s !== undefined && (s.mode & 0o7777) === values[at + 5]) {
-        const directory = values[at + 6] === 1;
-        const sameTimes = s.ctimeMs === values[at + 4] && s.ino === values[at + 1] && s.mtimeMs === values[at + 3] && s.dev === values[at];
-        if (directory && s.isDirectory()) verdict = sameTimes ? 0 : 2;
-        else if (!directory && s.isFile()) verdict = sameTimes && s.size === values[at + 2] ? 0 : 1;
-      }
-      flags[i] = verdict;
-    }
-    if (Atomics.add(counters, 1, end - start) + (end - start) === total) {
-      // Wakes the host's thread if it waits for this last chunk.
-      Atomics.notify(counters, 1);
-      return true;
-    }
+    range(lstat, table, flags, start, end, fields);
+    // An exchange: a chunk the host's thread swept again (a worker was slow to finish it) counts once.
+    if (Atomics.exchange(chunkDone, start / chunk, 1) === 0 && Atomics.add(counters, 1, 1) + 1 === chunks) return true;
     swept += end - start;
-    // The host's thread gives the event loop its turn; a worker's limit is unbounded.
     if (swept >= limit) return false;
   }
 }
@@ -146,6 +153,7 @@ const lstatNoThrow: Lstat = (path) => lstatSync(path, NO_THROW);
 const WORKER_SOURCE = `'use strict';
 const { lstatSync } = require('node:fs');
 const { parentPort } = require('node:worker_threads');
+const sweepRange = ${sweepRange.toString()};
 const sweepClaimed = ${sweepClaimed.toString()};
 const noThrow = { throwIfNoEntry: false };
 const lstat = (path) => lstatSync(path, noThrow);
@@ -155,7 +163,7 @@ parentPort.on('message', (m) => {
   else if (m.forget !== undefined) tables.delete(m.forget);
   else {
     const table = tables.get(m.id);
-    if (table !== undefined && sweepClaimed(lstat, table, m.flags, m.counters, ${CHUNK}, ${FIELDS}, Infinity)) parentPort.postMessage(m.pass);
+    if (table !== undefined && sweepClaimed(lstat, sweepRange, table, m.flags, m.counters, m.chunkDone, ${CHUNK}, ${FIELDS}, Infinity)) parentPort.postMessage(m.pass);
   }
 });
 `;
@@ -203,7 +211,7 @@ class SweepWorkers {
   }
 
   /** Starts a sweep of `table` on every worker; the returned promise settles when a worker finished the last entry. */
-  start(table: IdentityTable, flags: Uint8Array, counters: Int32Array): { pass: number; finished: Promise<void> } {
+  start(table: IdentityTable, flags: Uint8Array, counters: Int32Array, chunkDone: Uint8Array): { pass: number; finished: Promise<void> } {
     if (!this.#sent.has(table.id)) {
       this.#sent.add(table.id);
       for (const w of this.#workers) w.postMessage({ table });
@@ -211,7 +219,7 @@ class SweepWorkers {
     const pass = this.#nextPass++;
     const finished = new Promise<void>((done) => this.#passes.set(pass, { done }));
     this.#holdWhileBusy();
-    for (const w of this.#workers) w.postMessage({ id: table.id, flags, counters, pass });
+    for (const w of this.#workers) w.postMessage({ id: table.id, flags, counters, chunkDone, pass });
     return { pass, finished };
   }
 
@@ -269,46 +277,43 @@ const workerCount = (): number => Math.min(MAX_WORKERS, availableParallelism() -
  * A verdict for every entry of `table`, in its order:
  * {@link SWEEP_UNCHANGED}, {@link SWEEP_IDENTITY_MOVED} or
  * {@link SWEEP_LOOK_AGAIN}. Each sweep writes its own verdicts, so sweeps
- * of one table may overlap. The first large sweep in a process starts the
- * workers and runs without them. `hostThread: false` leaves every entry to
- * running workers (tests that must see a worker's verdicts); without them
- * the host's thread sweeps anyway.
+ * of one table may overlap. The host's thread never waits for a worker:
+ * once every chunk is claimed it sweeps again any chunk not finished yet,
+ * so a descheduled worker costs at most a chunk of duplicated calls. The
+ * first large sweep in a process starts the workers and runs without them.
+ * `hostThread: false` leaves every entry to running workers (tests that
+ * must see a worker's verdicts); without them the host's thread sweeps.
  */
 export async function sweepIdentities(table: IdentityTable, hostThread = true): Promise<Uint8Array> {
   const total = table.paths.length;
+  const chunks = Math.ceil(total / CHUNK);
   const flags = new Uint8Array(new SharedArrayBuffer(Math.max(total, 1)));
   const counters = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  const chunkDone = new Uint8Array(new SharedArrayBuffer(Math.max(chunks, 1)));
   if (total === 0) return flags;
   let helpers: { pass: number; finished: Promise<void> } | undefined;
   if ((total >= WORKER_MIN_ENTRIES || !hostThread) && workerCount() > 0) {
     workers ??= new SweepWorkers(workerCount());
-    if (workers.ready) helpers = workers.start(table, flags, counters);
+    if (workers.ready) helpers = workers.start(table, flags, counters, chunkDone);
   }
-  while (hostThread || helpers === undefined) {
-    if (sweepClaimed(lstatNoThrow, table, flags, counters, CHUNK, FIELDS, ENTRIES_PER_TURN)) {
-      if (helpers !== undefined) workers?.drop(helpers.pass);
-      return flags;
+  if (hostThread || helpers === undefined) {
+    while (!sweepClaimed(lstatNoThrow, sweepRange, table, flags, counters, chunkDone, CHUNK, FIELDS, ENTRIES_PER_TURN)) {
+      if (Atomics.load(counters, 0) >= total) break;
+      await nextTurn();
     }
-    if (Atomics.load(counters, 0) >= total) break;
-    await nextTurn();
+  } else {
+    await helpers.finished;
   }
-  // Every chunk is claimed (or left to the workers); a worker is finishing the last ones. Waiting for them
-  // here, for about a chunk's time, saves the event loop's round trip of their message.
-  if (helpers !== undefined) {
-    const deadline = performance.now() + LAST_CHUNK_WAIT_MS;
-    for (let done = Atomics.load(counters, 1); done < total && hostThread; done = Atomics.load(counters, 1)) {
-      const left = deadline - performance.now();
-      if (left <= 0 || Atomics.wait(counters, 1, done, left) === 'timed-out') break;
-    }
-    if (Atomics.load(counters, 1) < total) await helpers.finished;
-    else workers?.drop(helpers.pass);
+  // Chunks claimed but not finished (a slow or failed worker): swept here.
+  for (let c = 0; c < chunks; c++) {
+    if (Atomics.load(chunkDone, c) === 1) continue;
+    sweepRange(lstatNoThrow, table, flags, c * CHUNK, Math.min((c + 1) * CHUNK, total), FIELDS);
+    if (Atomics.exchange(chunkDone, c, 1) === 0) Atomics.add(counters, 1, 1);
   }
-  if (Atomics.load(counters, 1) < total) {
-    // The workers failed with chunks unswept: the host's thread sweeps the table again on its own.
-    const own = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
-    while (!sweepClaimed(lstatNoThrow, table, flags, own, CHUNK, FIELDS, ENTRIES_PER_TURN)) await nextTurn();
-  }
-  return flags;
+  if (helpers === undefined) return flags;
+  workers?.drop(helpers.pass);
+  // A copy: a worker still finishing a chunk swept here must not change the verdicts the caller reads.
+  return flags.slice();
 }
 
 /**
