@@ -1,7 +1,9 @@
 import { spawn, type StdioOptions } from 'node:child_process';
 import { Socket } from 'node:net';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
-import type { HostError } from '../errors/HostError.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import bridgeSettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import { guardChannel } from './channelGuard.js';
 import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
 import { diagnoseExecutable } from './diagnoseExecutable.js';
 import type { PluginProcess } from './PluginProcess.js';
@@ -95,6 +97,18 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
   }
   const { onConnection } = launch;
   if (onConnection) {
+    const guarded = guardChannel(child, bridgeSettings.maxChannelLineChars, (reason) => {
+      process.emitWarning(`mcp-plugin-host: the egress bridge channel of pid ${child.pid ?? '?'} sent ${reason === 'oversize' ? 'an oversized message' : 'data that is not a message'}; the plugin was killed`);
+    });
+    if (!guarded) {
+      child.kill('SIGKILL');
+      executable.release();
+      return errAsync(
+        hostError('PLUGIN_SANDBOX_UNSUPPORTED', 'this Node keeps the IPC channel where the host cannot guard it against a hostile bridge, so no plugin runs behind the egress bridge', {
+          details: { reason: 'egress_channel_unguarded', node: process.version },
+        }),
+      );
+    }
     child.on('message', (message: unknown, handle: unknown) => {
       if (message === 'connection' && handle instanceof Socket) onConnection(handle);
       else if (handle instanceof Socket) handle.destroy();

@@ -18,6 +18,12 @@
  * file systems), the usual way out of a sandbox. `clone3` passes its flags in
  * memory a filter cannot read, so it fails with ENOSYS and the C library
  * falls back to `clone`.
+ *
+ * Nor may a plugin reach into another process running as its user
+ * (`ptrace`, `process_vm_readv`, `process_vm_writev`, `pidfd_getfd`, `kcmp`):
+ * the egress bridge is the plugin's parent under the same user, and with
+ * these calls the plugin could copy the bridge's descriptor of the host's
+ * IPC socket, or rewrite the bridge, and speak to the host directly.
  */
 
 // Instruction classes and fields (linux/bpf_common.h).
@@ -43,6 +49,8 @@ const CLONE_NEWUSER = 0x10000000;
 // io_uring_setup, io_uring_enter, io_uring_register: one number on every architecture.
 const IO_URING_SYSCALLS = [425, 426, 427];
 const CLONE3 = 435;
+// pidfd_getfd: one number on every architecture.
+const PIDFD_GETFD = 438;
 
 /** Syscall numbers of one audit architecture. */
 interface ArchTable {
@@ -50,16 +58,18 @@ interface ArchTable {
   readonly socket: number;
   /** add_key, request_key, keyctl. */
   readonly keyring: readonly number[];
+  /** ptrace, process_vm_readv, process_vm_writev, kcmp: reaching into another process of the same user. */
+  readonly processAccess: readonly number[];
   /** clone and unshare, whose first argument holds the namespace flags. */
   readonly namespaceFlags: readonly number[];
   readonly socketcall?: number;
   readonly rejectX32?: boolean;
 }
 
-const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], namespaceFlags: [56, 272], rejectX32: true };
-const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], namespaceFlags: [120, 310], socketcall: 102 };
-const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], namespaceFlags: [220, 97] };
-const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], namespaceFlags: [120, 337] };
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], processAccess: [101, 310, 311, 312], namespaceFlags: [56, 272], rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], processAccess: [26, 347, 348, 349], namespaceFlags: [120, 310], socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], processAccess: [117, 270, 271, 272], namespaceFlags: [220, 97] };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], processAccess: [26, 376, 377, 378], namespaceFlags: [120, 337] };
 
 /** The architectures a process of a given Node `process.arch` host may run, native first. */
 const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
@@ -82,6 +92,7 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
   for (const nr of table.keyring) out.push(jumpIfEqual(nr, 'eperm'));
+  for (const nr of [...table.processAccess, PIDFD_GETFD]) out.push(jumpIfEqual(nr, 'eperm'));
   for (const nr of table.namespaceFlags) out.push(jumpIfEqual(nr, checkFlags));
   out.push(jumpIfEqual(CLONE3, 'enosys'));
   const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
@@ -120,7 +131,7 @@ function assemble(program: readonly Instruction[]): Buffer {
 
 /**
  * The compiled filter of every plugin for a host architecture
- * (`process.arch`): keyring calls and new user namespaces refused, and with `network: false` Unix
+ * (`process.arch`): keyring calls, calls into other processes and new user namespaces refused, and with `network: false` Unix
  * sockets and io_uring too. `undefined` when this library has no syscall
  * table for the architecture, in which case the sandbox cannot be enforced
  * and spawning must fail closed.
