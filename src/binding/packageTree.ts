@@ -60,6 +60,8 @@ const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL |
 const READ_CHUNK_BYTES = 1 << 20;
 /** Stat calls between two turns of the event loop (a few milliseconds of work). */
 const STATS_PER_SLICE = 2048;
+/** Files looked at before a check chooses its way: all of them moved (a copied or restored tree) means re-hash everything without a sweep. */
+const RESTORE_PROBE_FILES = 16;
 /** Bytes hashed between two turns of the event loop. */
 const BYTES_PER_SLICE = 16 << 20;
 /** Parsed lists kept per process (a 5,000-file list takes about a megabyte); a host with more plugins parses a list again at a spawn. */
@@ -521,6 +523,12 @@ function checkHashed(check: FileCheck, file: TreeFile, abs: string, digest: Buff
  * directory whose identity moved is listed again, a file whose identity
  * moved is hashed again, anything else is looked at again and refused.
  */
+/** Whether a file's identity moved while it stayed a regular file with its pinned mode (a copy or a restore moves them all). */
+function identityMoved(root: string, file: TreeFile): boolean {
+  const stat = lstatOrUndefined(join(root, file.path));
+  return stat !== undefined && stat.isFile() && permissionsOf(stat) === file.mode && !sameIdentity(file.known, stat);
+}
+
 async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
   const tree = await loadTree(root, pin);
   if (tree.isErr()) return err(tree.error);
@@ -529,14 +537,17 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
   const slicer = new Slicer();
   let rehashed = 0;
   try {
-    const verdicts = await sweepIdentities(table);
+    // A tree whose first files all moved was copied or restored: every file is opened and re-hashed, and a sweep
+    // before that would only add an lstat per file.
+    const restored = files.length > RESTORE_PROBE_FILES && files.slice(0, RESTORE_PROBE_FILES).every((file) => identityMoved(root, file));
+    const verdicts = restored ? undefined : await sweepIdentities(table);
     for (const dir of directories) {
-      if (verdicts[dir.index] === SWEEP_UNCHANGED) continue;
+      if (verdicts?.[dir.index] === SWEEP_UNCHANGED) continue;
       checkDirectory(root, dir, table);
       if (slicer.due()) await nextTurn();
     }
     for (const file of files) {
-      const verdict = verdicts[file.index];
+      const verdict = verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
       if (verdict === SWEEP_UNCHANGED) continue;
       const hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
       if (hashedBytes >= 0) rehashed++;

@@ -2,7 +2,8 @@
  * The tree check of a large package sweeps identities on worker threads
  * beside the host's thread: every tamper the single-threaded check caught
  * is still caught whichever thread swept the entry, and an identity that
- * moved on every file (bytes unchanged) is re-hashed on every file. Which
+ * moved on every file (bytes unchanged; the check then skips the sweep, as
+ * for a restored tree) is re-hashed on every file. Which
  * thread sweeps which chunk depends on scheduling, so the workers' own
  * verdicts are also checked with the sweep left to them alone.
  */
@@ -46,7 +47,7 @@ describe('identity sweep on worker threads', () => {
     expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES, rehashed: 0 });
   });
 
-  it('re-hashes every file whose ctime alone moved (bytes rewritten in place, mtime set back), whichever thread swept it', async () => {
+  it('re-hashes every file when every ctime alone moved (bytes rewritten in place, mtime set back): a restored tree skips the sweep', async () => {
     for (let d = 0; d < DIRECTORIES; d++) {
       for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
         const path = moduleAt(d, f);
