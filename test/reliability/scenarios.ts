@@ -98,26 +98,35 @@ const ROWS: readonly FaultRow[] = [
   {
     fault: 'garbage-line',
     scope: 'call',
-    expect: all({ code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' }),
+    expect: {
+      // Published MCP servers print banners and logs to stdout: under the host's default stdout policy (tolerate) such a line is plugin output.
+      'mcp-plugin': { code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'a line that is not JSON is plugin output (stdout: tolerate, the default): dropped, counted, emitted; the answer never comes' },
+      'ndjson-rpc': { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' },
+      handshake: { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' },
+    },
   },
   { fault: 'half-line-eof', scope: 'call', expect: all(crash('stdout ends in the middle of the answer: the seed calls that a crash')) },
   {
     fault: 'oversize-line',
     scope: 'call',
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' }),
+    expect: {
+      'mcp-plugin': { code: 'PLUGIN_RESULT_TOO_LARGE', next: 'ok', why: 'the 2 MiB answer names its request: that call fails, its bytes are discarded, the plugin stays' },
+      'ndjson-rpc': { code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' },
+      handshake: { code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' },
+    },
   },
   {
     fault: 'flood-stdout',
     scope: 'call',
     timeoutMs: FLOOD_TIMEOUT_MS,
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is reported at the frame cap, never buffered' }),
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is reported at the frame cap (MCP: at 16 times the cap, as output that may never end), never buffered' }),
   },
   {
     // The long timeout makes the code the proof: detection by the call timeout would give PLUGIN_TIMEOUT.
     fault: 'endless-line',
     scope: 'call',
     timeoutMs: FLOOD_TIMEOUT_MS,
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a line with no newline is reported once it crosses the 1 MiB frame cap, not left to the call timeout' }),
+    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a line with no newline is reported once it crosses the 1 MiB frame cap (MCP: 16 MiB), not left to the call timeout' }),
   },
   {
     fault: 'flood-stderr',

@@ -98,7 +98,7 @@ export class McpConnection {
   ) {
     this.transport = new PluginProcessTransport(process, {
       maxFrameBytes: settings.maxFrameBytes,
-      onViolation: (violation) => this.onStdoutViolation(violation),
+      onViolation: (violation, output) => this.onStdoutViolation(violation, output),
       onOversizeAnswer: (failure) => {
         settings.onStdoutViolation(failure);
         settings.logger.warn({ pid: process.pid, code: failure.code, details: failure.details }, 'failed one call whose answer was over the frame cap');
@@ -286,9 +286,9 @@ export class McpConnection {
     }
   }
 
-  private onStdoutViolation(violation: HostError): void {
+  private onStdoutViolation(violation: HostError, output: boolean): void {
     this.settings.onStdoutViolation(violation);
-    if (violation.code !== 'PLUGIN_FRAME_TOO_LARGE' && this.settings.stdoutNoise === 'tolerate') {
+    if (output && this.settings.stdoutNoise === 'tolerate') {
       // Published servers print banners and logs there: plugin output, not a fault.
       this.settings.logger.info({ pid: this.process.pid, code: violation.code, details: violation.details }, 'plugin output on stdout (not JSON-RPC), dropped');
       const line = violation.details.line_excerpt;

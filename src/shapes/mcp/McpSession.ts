@@ -49,8 +49,10 @@ export interface McpSessionOptions {
   /**
    * A stdout line that is not JSON-RPC: `fail` (default) ends the process and
    * fails every in-flight call with `PLUGIN_INVALID_JSON` or
-   * `PLUGIN_MALFORMED_RESPONSE`; `tolerate` drops and counts it. A frame over
-   * the cap always fails, since it was most likely an answer.
+   * `PLUGIN_MALFORMED_RESPONSE`; `tolerate` drops and counts a line that
+   * looks like plugin output (not JSON, or JSON without a `jsonrpc` member).
+   * A message with a `jsonrpc` member that breaks the schema, and a line over
+   * the cap that answers no request, always fail.
    */
   readonly stdoutNoise?: StdoutNoisePolicy;
   /** Told the text (at most 200 characters) of each stdout line dropped under `tolerate`: the plugin's own output. */

@@ -16,12 +16,14 @@ export interface PluginProcessTransportOptions {
   readonly maxFrameBytes?: number;
   /**
    * Told about every stdout line that is not a JSON-RPC message
-   * (`PLUGIN_INVALID_JSON`, `PLUGIN_MALFORMED_RESPONSE`) and every frame over
-   * the cap (`PLUGIN_FRAME_TOO_LARGE`, told as soon as the line crosses the
-   * cap, before its newline). The line is dropped either way; the listener
-   * decides whether the connection survives.
+   * (`PLUGIN_INVALID_JSON`, `PLUGIN_MALFORMED_RESPONSE`) and every line over
+   * the cap that answers no request (`PLUGIN_FRAME_TOO_LARGE`). `output` is
+   * whether the line looks like plugin output (not JSON, or JSON without a
+   * `jsonrpc` member, as a JSON logger writes) rather than a broken protocol
+   * message. The line is dropped either way; the listener decides whether
+   * the connection survives.
    */
-  readonly onViolation?: (violation: HostError) => void;
+  readonly onViolation?: (violation: HostError, output: boolean) => void;
   /**
    * Told about an answer over the cap whose request id the line's ends show:
    * that one request fails with `PLUGIN_RESULT_TOO_LARGE` and the connection
@@ -135,7 +137,7 @@ export class PluginProcessTransport implements Transport {
         onOversize: () => undefined,
         onOversizeEnd: (line) => this.oversizeLine(line),
         // Output that may never end: no answer can get through behind it.
-        onOversizeRunaway: (violation) => this.violation(violation),
+        onOversizeRunaway: (violation) => this.violation(violation, false),
         onEnd: ({ byPeer, partial }) => {
           // A line cut off by the end of stdout is a crash mid-message, not a message.
           if (partial !== undefined && partial.trim() !== '') this.cutOffLine = excerpt(partial);
@@ -202,12 +204,14 @@ export class PluginProcessTransport implements Transport {
     try {
       parsed = JSON.parse(line);
     } catch {
-      this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }));
+      this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }), true);
       return;
     }
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
-      this.violation(hostError('PLUGIN_MALFORMED_RESPONSE', 'plugin wrote JSON on stdout that is not a JSON-RPC 2.0 message', { details: { line_excerpt: excerpt(line) } }));
+      const claimsJsonRpc = typeof parsed === 'object' && parsed !== null && 'jsonrpc' in parsed;
+      const violation = hostError('PLUGIN_MALFORMED_RESPONSE', 'plugin wrote JSON on stdout that is not a JSON-RPC 2.0 message', { details: { line_excerpt: excerpt(line) } });
+      this.violation(violation, !claimsJsonRpc);
       return;
     }
     if (this.initializeId !== undefined && 'id' in message.data && message.data.id === this.initializeId) this.noteInitializeAnswer(message.data);
@@ -220,7 +224,7 @@ export class PluginProcessTransport implements Transport {
     const maxFrameBytes = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     const id = answeredId(line);
     if (id === undefined) {
-      this.violation(frameTooLarge(line.bytes, maxFrameBytes));
+      this.violation(frameTooLarge(line.bytes, maxFrameBytes), false);
       return;
     }
     const failure = hostError('PLUGIN_RESULT_TOO_LARGE', `plugin answered with ${line.bytes} bytes, over the ${maxFrameBytes}-byte frame cap`, {
@@ -237,9 +241,9 @@ export class PluginProcessTransport implements Transport {
     if (typeof version === 'string') this.offeredVersion = version;
   }
 
-  private violation(error: HostError): void {
+  private violation(error: HostError, output: boolean): void {
     this.onerror?.(error);
-    this.options.onViolation?.(error);
+    this.options.onViolation?.(error, output);
   }
 
   private finish(byPeer: boolean): void {

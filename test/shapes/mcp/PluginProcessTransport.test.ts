@@ -88,14 +88,21 @@ describe('PluginProcessTransport', () => {
 
   it('reports non-JSON and non-JSON-RPC lines as violations, fails the one request an oversize answer was for, and keeps reading', async () => {
     const violations: HostError[] = [];
+    const output: boolean[] = [];
     const oversize: HostError[] = [];
-    const { stdout, messages, errors } = await started({ maxFrameBytes: 64, onViolation: (v) => violations.push(v), onOversizeAnswer: (f) => oversize.push(f) });
+    const { stdout, messages, errors } = await started({
+      maxFrameBytes: 64,
+      onViolation: (v, isOutput) => void (violations.push(v), output.push(isOutput)),
+      onOversizeAnswer: (f) => oversize.push(f),
+    });
     const big = `{"jsonrpc":"2.0","id":1,"result":{"pad":"${'x'.repeat(100)}"}}`;
-    stdout.write(`hello world\n{"not":"rpc"}\n${big}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
+    stdout.write(`hello world\n{"not":"rpc"}\n{"jsonrpc":"2.0","id":9}\n${big}\n{"jsonrpc":"2.0","id":2,"result":{}}\n`);
     await tick();
-    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE']);
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE']);
+    // A banner and a JSON log line are plugin output; a message that claims JSON-RPC and breaks it is not.
+    expect(output).toEqual([true, true, false]);
     expect(violations[0]?.details.line_excerpt).toBe('hello world');
-    expect(errors).toHaveLength(2);
+    expect(errors).toHaveLength(3);
     expect(oversize.map((f) => f.code)).toEqual(['PLUGIN_RESULT_TOO_LARGE']);
     expect(oversize[0]?.details).toEqual({ bytes: big.length, max_frame_bytes: 64 });
     expect(messages).toEqual([
