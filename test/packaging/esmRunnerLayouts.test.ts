@@ -56,7 +56,7 @@ afterAll(async () => {
   await Promise.all([scratch, plugin, ...applications].map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
-describe.each<Layout>(['nested', 'hoisted', 'linked', 'workspace'])('the packed library installed %s', (layout) => {
+describe.each<Layout>(['nested', 'hoisted', 'linked', 'pnpm', 'workspace'])('the packed library installed %s', (layout) => {
   it('runs a sandboxed esm-module plugin through its own runner', async () => {
     const app = await installApplication(tarball, layout);
     applications.push(app);

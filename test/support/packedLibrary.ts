@@ -28,21 +28,27 @@ export async function packLibrary(into: string): Promise<string> {
 }
 
 /** The npm layouts an application may end up with. */
-export type Layout = 'hoisted' | 'nested' | 'linked' | 'workspace';
+export type Layout = 'hoisted' | 'nested' | 'linked' | 'pnpm' | 'workspace';
 
 /**
  * A scratch application depending on the packed library, installed by npm
  * in `layout`; returns the folder to run the application from.
  * - hoisted: the library's dependencies beside it in the application's node_modules;
  * - nested: the application needs other majors of zod and neverthrow, so npm nests the library's under node_modules/mcp-plugin-host/node_modules;
- * - linked: npm's isolated store (install-strategy=linked), symlinks into node_modules/.store as pnpm makes them;
+ * - linked: npm's isolated store (install-strategy=linked), symlinks into node_modules/.store;
+ * - pnpm: pnpm 9 (run with npx from the npm registry), its symlinked store in node_modules/.pnpm;
  * - workspace: the library unpacked as a workspace package, linked into the root node_modules, its dependencies hoisted to the root.
  */
 export async function installApplication(tarball: string, layout: Layout): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), `packed-${layout}-`));
   const dependencies: Record<string, string> = { 'mcp-plugin-host': layout === 'workspace' ? '*' : `file:${tarball}` };
-  if (layout === 'nested' || layout === 'workspace') Object.assign(dependencies, { zod: '^3.25.0', neverthrow: '^7.0.0' });
+  if (layout === 'nested' || layout === 'pnpm' || layout === 'workspace') Object.assign(dependencies, { zod: '^3.25.0', neverthrow: '^7.0.0' });
   const app = { name: 'app', version: '1.0.0', private: true, type: 'module', dependencies };
+  if (layout === 'pnpm') {
+    await writeFile(join(root, 'package.json'), JSON.stringify(app));
+    await run('npx', ['--yes', 'pnpm@9', 'install', '--ignore-scripts', '--reporter=silent'], { cwd: root });
+    return root;
+  }
   if (layout !== 'workspace') {
     await writeFile(join(root, 'package.json'), JSON.stringify(app));
     await run('npm', [...NPM_INSTALL, ...(layout === 'linked' ? ['--install-strategy=linked'] : [])], { cwd: root });
