@@ -52,6 +52,19 @@ export {
   type StdoutPolicy,
 } from './host/PluginHost.js';
 export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
+export { serveGateway, type GatewayHandle, type GatewayOptions, type GatewayStdioOptions } from './gateway/serveGateway.js';
+export type { GatewayClientPolicy } from './gateway/clientPolicy.js';
+export type { GatewayHttpClient, GatewayHttpOptions } from './gateway/httpListener.js';
+export {
+  checkGatewayConfig,
+  readGatewayConfig,
+  resolveGatewayConfig,
+  type GatewayConfig,
+  type GatewayConfigClient,
+  type GatewayTokenSource,
+  type ResolvedGatewayConfig,
+} from './gateway/gatewayConfig.js';
+export type { GatewayErrorPayload } from './gateway/toolResults.js';
 export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
 export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';

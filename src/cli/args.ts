@@ -35,6 +35,15 @@ const OPTIONS = {
   arg: { type: 'string', multiple: true },
   manifest: { type: 'string' },
   'python-index': { type: 'string' },
+  config: { type: 'string' },
+  http: { type: 'boolean' },
+  port: { type: 'string' },
+  bind: { type: 'string' },
+  allow: { type: 'string', multiple: true },
+  deny: { type: 'string', multiple: true },
+  'token-env': { type: 'string' },
+  'token-file': { type: 'string' },
+  'allow-origin': { type: 'string', multiple: true },
 } as const;
 
 /** The name of a CLI option. */
@@ -152,6 +161,22 @@ export const COMMANDS = {
     ],
   },
   unquarantine: { args: ['<name>'], summary: 'clear quarantine without starting anything', options: [] },
+  serve: {
+    args: [],
+    summary: 'serve every active plugin as one MCP server (stdio, or Streamable HTTP with --http)',
+    options: ['config', 'http', 'port', 'bind', 'max-risk', 'allow', 'deny', 'token-env', 'token-file', 'allow-origin', 'timeout'],
+    details: [
+      'Tools are listed under their op ids (plug.<plugin>.<tool>) with the schemas and annotations the',
+      'plugins state; calls run in the sandbox under --max-risk (default read). Failures come back as',
+      'tool results with isError and the host error code. Over stdio nothing but MCP is written to stdout.',
+      '--http listens on 127.0.0.1 (--bind, --port; default port 8765) at /mcp and wants a bearer token:',
+      'from --token-env NAME or --token-file <file>, else one is generated and printed once on stderr.',
+      'Requests from an Origin that is not loopback are refused unless given with --allow-origin.',
+      '--allow and --deny (plugin ids or op ids, repeatable) choose what is offered; deny wins.',
+      '--config <file> reads a JSON configuration (schema: etc/schemas/gateway-config.schema.json) with',
+      'a key for every flag, plus HTTP clients with their own tokens, ceilings and filters; flags win.',
+    ],
+  },
 } as const satisfies Record<string, CommandSpec>;
 
 /** A command name. */
@@ -211,6 +236,24 @@ export interface Flags {
   readonly manifestFile: string | undefined;
   /** install: the package index pip may fetch a Python package's missing wheels from. */
   readonly pythonIndexUrl: string | undefined;
+  /** serve: the gateway configuration file. */
+  readonly config: string | undefined;
+  /** serve: Streamable HTTP instead of stdio. */
+  readonly http: boolean;
+  /** serve: the HTTP port. */
+  readonly port: number | undefined;
+  /** serve: the HTTP address to bind. */
+  readonly bind: string | undefined;
+  /** serve: plugin ids and op ids offered. */
+  readonly allow: readonly string[];
+  /** serve: plugin ids and op ids never offered. */
+  readonly deny: readonly string[];
+  /** serve: the environment variable holding the bearer token. */
+  readonly tokenEnv: string | undefined;
+  /** serve: the file holding the bearer token. */
+  readonly tokenFile: string | undefined;
+  /** serve: Origins accepted besides loopback ones. */
+  readonly allowOrigins: readonly string[];
 }
 
 /** What the command line asks for. */
@@ -318,9 +361,12 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   }
   if (bool('dev-allow-namespace-conflict') && !bool('dev')) return usage('--dev-allow-namespace-conflict works only in dev profiles: add --dev', command);
   if (bool('live') && command === 'validate' && !bool('canary')) return usage('--live needs --canary', command);
-  for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature', 'grant-write-dir'] as const) {
+  for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature', 'grant-write-dir', 'config', 'bind', 'token-env', 'token-file'] as const) {
     if (text(k) === '') return usage(`--${k} needs a value`, command);
   }
+  const port = text('port');
+  if (port !== undefined && !/^(0|[1-9][0-9]{0,4})$/.test(port)) return usage(`--port must be a port number, not '${port}'`, command);
+  if (port !== undefined && Number(port) > 65_535) return usage(`--port must be at most 65535, not '${port}'`, command);
   const canaryArgs = readCanaryArgs(list('canary-args'));
   if (!canaryArgs.ok) return usage(canaryArgs.message, command);
   const settings = readSettings(list('setting'));
@@ -355,6 +401,15 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       args: list('arg'),
       manifestFile: text('manifest'),
       pythonIndexUrl: text('python-index'),
+      config: text('config'),
+      http: bool('http'),
+      port: port === undefined ? undefined : Number(port),
+      bind: text('bind'),
+      allow: list('allow'),
+      deny: list('deny'),
+      tokenEnv: text('token-env'),
+      tokenFile: text('token-file'),
+      allowOrigins: list('allow-origin'),
     },
   };
 }

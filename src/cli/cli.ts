@@ -8,6 +8,7 @@ import { infoCommand, listCommand } from './inventoryCommands.js';
 import { canaryCommand, reloadCommand, removeCommand, unquarantineCommand } from './lifecycleCommands.js';
 import { Output, type Terminal } from './Output.js';
 import { runCommand } from './runCommand.js';
+import { serveCommand } from './serveCommand.js';
 import { setupCommand } from './setupCommand.js';
 import { printUsageProblem } from './usage.js';
 import { validateCommand } from './validateCommand.js';
@@ -26,6 +27,7 @@ const HANDLERS: Readonly<Record<CommandName, (ctx: CommandContext) => Promise<Ex
   setup: setupCommand,
   unquarantine: unquarantineCommand,
   wrap: wrapCommand,
+  serve: serveCommand,
 };
 
 /**

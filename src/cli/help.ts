@@ -38,6 +38,15 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
   'python-index': ['--python-index <url>', 'a package index pip may fetch missing Python wheels from'],
+  config: ['--config <file>', 'a JSON gateway configuration (etc/schemas/gateway-config.schema.json)'],
+  http: ['--http', 'serve Streamable HTTP at /mcp instead of stdio'],
+  port: ['--port <n>', 'the HTTP port (default 8765; 0 picks a free one)'],
+  bind: ['--bind <address>', 'the HTTP address to listen on (default 127.0.0.1)'],
+  allow: ['--allow <plugin|op id>', 'offer only these plugins and operations (repeatable)'],
+  deny: ['--deny <plugin|op id>', 'never offer these plugins and operations (repeatable; wins over --allow)'],
+  'token-env': ['--token-env NAME', 'read the HTTP bearer token from $NAME'],
+  'token-file': ['--token-file <file>', 'read the HTTP bearer token from the first line of a file'],
+  'allow-origin': ['--allow-origin <origin>', 'accept HTTP requests from this Origin besides loopback (repeatable)'],
 };
 
 function optionRows(names: readonly OptionName[]): string[] {

@@ -1,0 +1,76 @@
+import { once } from 'node:events';
+import { Readable, Writable } from 'node:stream';
+import { okAsync, type ResultAsync } from 'neverthrow';
+import { checkGatewayConfig, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
+import type { Flags } from './args.js';
+import { fail, type CommandContext } from './context.js';
+import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import { usageFailure } from './usage.js';
+
+/** The configuration keys the command-line flags set; a flag wins over the file's key. */
+function flagConfig(flags: Flags): GatewayConfig {
+  const http = {
+    ...(flags.bind === undefined ? {} : { host: flags.bind }),
+    ...(flags.port === undefined ? {} : { port: flags.port }),
+    ...(flags.tokenEnv === undefined ? {} : { token: { env: flags.tokenEnv } }),
+    ...(flags.tokenFile === undefined ? {} : { token: { file: flags.tokenFile } }),
+    ...(flags.allowOrigins.length === 0 ? {} : { allowedOrigins: flags.allowOrigins }),
+  };
+  return {
+    ...(flags.profile === undefined ? {} : { profile: flags.profile }),
+    ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
+    ...(flags.appName === undefined ? {} : { appName: flags.appName }),
+    ...(flags.dev ? { dev: true } : {}),
+    ...(flags.preset === undefined ? {} : { preset: flags.preset }),
+    ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
+    ...(flags.http ? { transport: 'http' as const } : {}),
+    ...(flags.maxRisk === undefined ? {} : { maxRisk: flags.maxRisk }),
+    ...(flags.allow.length === 0 ? {} : { allow: flags.allow }),
+    ...(flags.deny.length === 0 ? {} : { deny: flags.deny }),
+    ...(Object.keys(http).length === 0 ? {} : { http }),
+  };
+}
+
+function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
+  const fromFile = flags.config === undefined ? okAsync<GatewayConfig, HostError>({}) : readGatewayConfig(flags.config);
+  const fromFlags = flagConfig(flags);
+  return fromFile.andThen((file) => checkGatewayConfig({ ...file, ...fromFlags, ...(file.http === undefined && fromFlags.http === undefined ? {} : { http: { ...file.http, ...fromFlags.http } }) }, '(flags)'));
+}
+
+/**
+ * `serve`: opens the profile and serves every active plugin as one MCP
+ * server until interrupted (or, over stdio, until the client closes stdin).
+ * Over stdio, stdout carries MCP only; everything for people goes to stderr.
+ */
+export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
+  const { flags, terminal } = ctx;
+  if (flags.tokenEnv !== undefined && flags.tokenFile !== undefined) return usageFailure(ctx, 'give --token-env or --token-file, not both', 'serve');
+  const resolved = await mergedConfig(flags).andThen((config) => resolveGatewayConfig(config, terminal.env));
+  if (resolved.isErr()) return fail(ctx, resolved.error, false);
+  const { host: hostOptions, gateway } = resolved.value;
+  const { stdin, stdout } = terminal;
+  let stdio: { readonly stdin: Readable; readonly stdout: Writable } | undefined;
+  if (gateway.stdio !== undefined) {
+    if (!(stdin instanceof Readable && stdout instanceof Writable)) return usageFailure(ctx, 'serving over stdio needs real stdin and stdout streams', 'serve');
+    stdio = { stdin, stdout };
+  }
+  const opened = await PluginHost.open(hostOptions);
+  if (opened.isErr()) return fail(ctx, opened.error, false);
+  const host = opened.value;
+  try {
+    const served = await serveGateway(host, stdio === undefined ? gateway : { ...gateway, stdio });
+    if (served.isErr()) return fail(ctx, served.error, false);
+    const handle = served.value;
+    if (handle.url !== undefined) {
+      terminal.stderr.write(`mcp-plugin-host gateway listening on ${handle.url}\n`);
+      if (gateway.http?.token === undefined) terminal.stderr.write(`bearer token (shown once): ${handle.token ?? ''}\n`);
+    }
+    const ended: Promise<unknown>[] = [once(ctx.signal, 'abort')];
+    if (stdio !== undefined) ended.push(once(stdio.stdin, 'end'));
+    await Promise.race(ended);
+    await handle.close();
+    return EXIT_CODES.ok;
+  } finally {
+    await host.close();
+  }
+}

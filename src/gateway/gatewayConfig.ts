@@ -1,0 +1,166 @@
+/**
+ * The gateway's configuration file (`etc/schemas/gateway-config.schema.json`):
+ * read, checked against the schema, and turned into host and gateway options,
+ * with bearer tokens read from their sources.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import schema from '../../etc/schemas/gateway-config.schema.json' with { type: 'json' };
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { PluginHostOptions } from '../host/PluginHost.js';
+import type { ManifestPreset } from '../manifest/ManifestValidator.js';
+import type { RiskClass } from '../manifest/model.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import type { GatewayHttpClient } from './httpListener.js';
+import type { GatewayOptions } from './serveGateway.js';
+
+/** Where a bearer token is read: an environment variable or a file's first line. */
+export type GatewayTokenSource = { readonly env: string } | { readonly file: string };
+
+/** An HTTP client of the configuration file. */
+export interface GatewayConfigClient {
+  /** A name for it. */
+  readonly name: string;
+  /** Where its token is read. */
+  readonly token: GatewayTokenSource;
+  /** Its risk ceiling. */
+  readonly maxRisk?: RiskClass;
+  /** Plugin ids and op ids it is offered. */
+  readonly allow?: readonly string[];
+  /** Plugin ids and op ids it is never offered. */
+  readonly deny?: readonly string[];
+}
+
+/** The configuration file of `mcp-plugin-host serve`, as its schema describes it. */
+export interface GatewayConfig {
+  /** The profile name. */
+  readonly profile?: string;
+  /** The profile directory. */
+  readonly profileDir?: string;
+  /** The application name. */
+  readonly appName?: string;
+  /** Whether the profile is a dev profile. */
+  readonly dev?: boolean;
+  /** The manifest preset. */
+  readonly preset?: ManifestPreset;
+  /** Time a plugin may stay silent during a call, in ms. */
+  readonly timeoutMs?: number;
+  /** `stdio` (default) or `http`. */
+  readonly transport?: 'stdio' | 'http';
+  /** The server name announced to clients. */
+  readonly name?: string;
+  /** The risk ceiling of the stdio client and the default token. */
+  readonly maxRisk?: RiskClass;
+  /** What the stdio client and the default token are offered. */
+  readonly allow?: readonly string[];
+  /** What they are never offered. */
+  readonly deny?: readonly string[];
+  /** How often the catalog is read again, in ms. */
+  readonly catalogPollMs?: number;
+  /** The HTTP transport. */
+  readonly http?: {
+    readonly host?: string;
+    readonly port?: number;
+    readonly token?: GatewayTokenSource;
+    readonly allowedOrigins?: readonly string[];
+    readonly clients?: readonly GatewayConfigClient[];
+  };
+}
+
+/** What a configuration resolves to: how to open the host, and how to serve it. */
+export interface ResolvedGatewayConfig {
+  /** Options for `PluginHost.open`. */
+  readonly host: PluginHostOptions;
+  /** Options for `serveGateway`. */
+  readonly gateway: GatewayOptions;
+}
+
+let validate: ReturnType<Ajv2020['compile']> | undefined;
+
+function invalidConfig(where: string, message: string, cause?: unknown): HostError {
+  return hostError('HOST_INVALID_OPTIONS', `gateway configuration ${where}: ${message}`, { ...(cause === undefined ? {} : { cause }), details: { option: 'config' } });
+}
+
+/** Checks a parsed configuration against the shipped schema. */
+export function checkGatewayConfig(value: unknown, where = '(inline)'): Result<GatewayConfig, HostError> {
+  validate ??= new Ajv2020({ allErrors: true, strict: false }).compile(schema);
+  if (validate(value)) return ok(value as GatewayConfig);
+  const first = validate.errors?.[0];
+  return err(invalidConfig(where, `${first?.instancePath === '' || first === undefined ? '/' : first.instancePath} ${first?.message ?? 'is invalid'}`));
+}
+
+/** Reads and checks a configuration file; a relative `profileDir` is read from the file's directory. */
+export function readGatewayConfig(path: string): ResultAsync<GatewayConfig, HostError> {
+  return ResultAsync.fromPromise(readFile(path, 'utf8'), (cause) => invalidConfig(path, 'cannot be read', cause))
+    .andThen((text) => {
+      try {
+        return okAsync(JSON.parse(text) as unknown);
+      } catch (cause) {
+        return errAsync(invalidConfig(path, 'is not JSON', cause));
+      }
+    })
+    .andThen((value) => checkGatewayConfig(value, path))
+    .map((config) => (config.profileDir === undefined ? config : { ...config, profileDir: resolve(dirname(path), config.profileDir) }));
+}
+
+function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>): ResultAsync<string, HostError> {
+  const checked = (token: string | undefined, from: string): ResultAsync<string, HostError> =>
+    token !== undefined && token.length >= GATEWAY_DEFAULTS.minTokenLength && !/\s/.test(token)
+      ? okAsync(token)
+      : errAsync(invalidConfig(from, `needs a bearer token of at least ${GATEWAY_DEFAULTS.minTokenLength} characters without spaces`));
+  if ('env' in source) return checked(env[source.env], `token env ${source.env}`);
+  return ResultAsync.fromPromise(readFile(source.file, 'utf8'), (cause) => invalidConfig(`token file ${source.file}`, 'cannot be read', cause)).andThen((text) =>
+    checked(text.split('\n')[0]?.trim(), `token file ${source.file}`),
+  );
+}
+
+/** Turns a checked configuration into host and gateway options, reading every token from its source. */
+export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record<string, string | undefined>>): ResultAsync<ResolvedGatewayConfig, HostError> {
+  const host: PluginHostOptions = {
+    ...(config.profile === undefined ? {} : { profile: config.profile }),
+    ...(config.profileDir === undefined ? {} : { profileDir: config.profileDir }),
+    ...(config.appName === undefined ? {} : { appName: config.appName }),
+    ...(config.dev === true ? { profileKind: 'dev' as const } : {}),
+    ...(config.preset === undefined ? {} : { preset: config.preset }),
+    ...(config.timeoutMs === undefined ? {} : { callTimeoutMs: config.timeoutMs }),
+  };
+  const policy = {
+    ...(config.maxRisk === undefined ? {} : { maxRisk: config.maxRisk }),
+    ...(config.allow === undefined ? {} : { allow: config.allow }),
+    ...(config.deny === undefined ? {} : { deny: config.deny }),
+  };
+  const base: GatewayOptions = {
+    policy,
+    ...(config.name === undefined ? {} : { name: config.name }),
+    ...(config.catalogPollMs === undefined ? {} : { catalogPollMs: config.catalogPollMs }),
+  };
+  const http = config.http ?? {};
+  if (config.transport !== 'http') return okAsync({ host, gateway: { ...base, stdio: true } });
+  const defaultToken = http.token === undefined ? okAsync<string | undefined, HostError>(undefined) : readToken(http.token, env);
+  const clients = ResultAsync.combine(
+    (http.clients ?? []).map((c) =>
+      readToken(c.token, env).map(
+        (token): GatewayHttpClient => ({
+          name: c.name,
+          token,
+          policy: { ...(c.maxRisk === undefined ? {} : { maxRisk: c.maxRisk }), ...(c.allow === undefined ? {} : { allow: c.allow }), ...(c.deny === undefined ? {} : { deny: c.deny }) },
+        }),
+      ),
+    ),
+  );
+  return ResultAsync.combine([defaultToken, clients] as const).map(([token, resolvedClients]) => ({
+    host,
+    gateway: {
+      ...base,
+      http: {
+        ...(http.host === undefined ? {} : { host: http.host }),
+        ...(http.port === undefined ? {} : { port: http.port }),
+        ...(token === undefined ? {} : { token }),
+        ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
+        clients: resolvedClients,
+      },
+    },
+  }));
+}

@@ -1,0 +1,94 @@
+/**
+ * The tools a gateway offers: every operation of every active plugin, under
+ * its op id, described as the plugin lists it (schemas, title, annotations
+ * passed through unchanged). Built on demand and kept until the set of
+ * active plugins changes.
+ */
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { okAsync, ResultAsync } from 'neverthrow';
+import type { HostError } from '../errors/HostError.js';
+import type { OperationView, PluginRow } from '../host/inventory.js';
+import type { PluginHost } from '../host/PluginHost.js';
+import type { ToolDescriptor } from '../shapes/PluginSession.js';
+
+/** One tool as the gateway lists it. */
+export interface GatewayTool {
+  /** The op id it is listed and called by. */
+  readonly opId: string;
+  /** Its MCP description. */
+  readonly tool: Tool;
+}
+
+const ANY_OBJECT: Tool['inputSchema'] = { type: 'object' };
+
+function objectSchema(schema: unknown): schema is Tool['inputSchema'] {
+  return typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'object';
+}
+
+function describe(operation: OperationView, listed: ToolDescriptor | undefined): Tool {
+  const description = listed?.description ?? operation.description ?? undefined;
+  return {
+    name: operation.op_id,
+    ...(listed?.title === undefined ? {} : { title: listed.title }),
+    ...(description === undefined ? {} : { description }),
+    inputSchema: objectSchema(listed?.inputSchema) ? listed.inputSchema : ANY_OBJECT,
+    ...(objectSchema(listed?.outputSchema) ? { outputSchema: listed.outputSchema as Tool['outputSchema'] } : {}),
+    ...(listed?.annotations === undefined ? {} : { annotations: listed.annotations as Tool['annotations'] }),
+  };
+}
+
+/** A digest of what makes the tool list differ: which plugins are active, at which version. */
+export function activeFingerprint(rows: readonly PluginRow[]): string {
+  return JSON.stringify(rows.filter((r) => r.status === 'active').map((r) => [r.name, r.version]));
+}
+
+/** The tool list of one host, cached until {@link GatewayTools.invalidate}. */
+export class GatewayTools {
+  readonly #host: PluginHost;
+  #cached: readonly GatewayTool[] | undefined;
+  #generation = 0;
+
+  constructor(host: PluginHost) {
+    this.#host = host;
+  }
+
+  /** Forgets the cached list; the next {@link GatewayTools.list} builds it again. */
+  invalidate(): void {
+    this.#cached = undefined;
+    this.#generation += 1;
+  }
+
+  /** Every tool of every active plugin, by op id. */
+  list(): ResultAsync<readonly GatewayTool[], HostError> {
+    if (this.#cached !== undefined) return okAsync(this.#cached);
+    const generation = this.#generation;
+    return this.#build().map((tools) => {
+      // A list built while the plugins changed is served once, not kept.
+      if (generation === this.#generation) this.#cached = tools;
+      return tools;
+    });
+  }
+
+  #build(): ResultAsync<readonly GatewayTool[], HostError> {
+    const host = this.#host;
+    return host.list().andThen((rows) =>
+      ResultAsync.combine(rows.filter((r) => r.status === 'active').map((row) => this.#pluginTools(row.name))).map((perPlugin) => perPlugin.flat()),
+    );
+  }
+
+  #pluginTools(pluginId: string): ResultAsync<readonly GatewayTool[], HostError> {
+    const host = this.#host;
+    return host.info(pluginId).andThen((info) =>
+      ResultAsync.fromSafePromise(
+        // A plugin that cannot start now still has its tools listed from the catalog; calling one reports why it fails.
+        host.tools(pluginId).match(
+          (listed) => listed,
+          (): readonly ToolDescriptor[] => [],
+        ),
+      ).map((listed) => {
+        const byName = new Map(listed.map((t) => [t.name, t]));
+        return info.operations.map((operation): GatewayTool => ({ opId: operation.op_id, tool: describe(operation, byName.get(operation.tool_name)) }));
+      }),
+    );
+  }
+}

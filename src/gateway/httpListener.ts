@@ -1,0 +1,149 @@
+/**
+ * The gateway's Streamable HTTP side: a node:http server on loopback by
+ * default, where every request must carry a known bearer token and, when it
+ * has an Origin, an allowed one. Each MCP session has its own transport and
+ * server and belongs to the token that opened it.
+ */
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ResultAsync } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { GatewayClientPolicy } from './clientPolicy.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+
+/** An HTTP client known by its own bearer token, with its own policy. */
+export interface GatewayHttpClient {
+  /** A name for logs and docs. */
+  readonly name: string;
+  /** The bearer token it presents. */
+  readonly token: string;
+  /** What it may see and call. */
+  readonly policy: GatewayClientPolicy;
+}
+
+/** The HTTP transport's options. */
+export interface GatewayHttpOptions {
+  /** The address to bind. Default `127.0.0.1`. */
+  readonly host?: string;
+  /** The port; 0 picks a free one. Default 8765. */
+  readonly port?: number;
+  /** The default bearer token (the gateway's `policy` applies to it). Default: generated; read it from {@link GatewayHandle.token}. */
+  readonly token?: string;
+  /** Clients with their own tokens and policies. */
+  readonly clients?: readonly GatewayHttpClient[];
+  /** Origins (`scheme://host[:port]`) accepted besides loopback ones. */
+  readonly allowedOrigins?: readonly string[];
+}
+
+/** A listening HTTP side. */
+export interface HttpListener {
+  /** The MCP endpoint. */
+  readonly url: string;
+  /** The default bearer token. */
+  readonly token: string;
+  /** Stops accepting and ends every session. */
+  close(): Promise<void>;
+}
+
+interface Session {
+  readonly transport: StreamableHTTPServerTransport;
+  readonly token: string;
+}
+
+const MCP_PATH = '/mcp';
+
+function sameToken(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function loopbackOrigin(origin: string): boolean {
+  try {
+    return GATEWAY_DEFAULTS.loopbackHostnames.includes(new URL(origin).host.replace(/:\d+$/, ''));
+  } catch {
+    return false;
+  }
+}
+
+function refuse(res: ServerResponse, status: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
+}
+
+/** Starts the HTTP side; `connect` makes the MCP server of one new session. */
+export function listenHttp(
+  options: GatewayHttpOptions,
+  defaultPolicy: GatewayClientPolicy,
+  connect: (policy: GatewayClientPolicy) => Server,
+): ResultAsync<HttpListener, HostError> {
+  const token = options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url');
+  const clients: readonly { readonly token: string; readonly policy: GatewayClientPolicy }[] = [{ token, policy: defaultPolicy }, ...(options.clients ?? [])];
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
+  const sessions = new Map<string, Session>();
+
+  const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
+    const header = req.headers.authorization ?? '';
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    const given = match?.[1];
+    return given === undefined ? undefined : clients.find((c) => sameToken(given, c.token));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !loopbackOrigin(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
+    if (new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
+    const client = clientOf(req);
+    if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = sessions.get(sessionId);
+      // Another token's session is as unknown to this client as a session that never existed.
+      if (session === undefined || session.token !== client.token) return refuse(res, 404, 'unknown session');
+      return session.transport.handleRequest(req, res);
+    }
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, token: client.token }),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+    };
+    const server = connect(client.policy);
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+    // A request that did not open a session (not an initialize) leaves nothing behind.
+    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await server.close();
+  };
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) refuse(res, 500, 'internal error');
+      else res.end();
+    });
+  });
+  const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
+  const port = options.port ?? GATEWAY_DEFAULTS.port;
+  return ResultAsync.fromPromise(
+    new Promise<AddressInfo>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(port, bindHost, () => resolve(http.address() as AddressInfo));
+    }),
+    (cause) => hostError('GATEWAY_LISTEN_FAILED', `the gateway cannot listen on ${bindHost}:${port}`, { cause, details: { host: bindHost, port } }),
+  ).map((address): HttpListener => {
+    const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return {
+      url: `http://${shown}:${address.port}${MCP_PATH}`,
+      token,
+      close: async () => {
+        await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+        sessions.clear();
+        http.closeAllConnections();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      },
+    };
+  });
+}

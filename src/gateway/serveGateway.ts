@@ -1,0 +1,168 @@
+/**
+ * `serveGateway`: every active plugin of a host as one MCP server, over
+ * stdio and over Streamable HTTP. Each client (the stdio peer, each HTTP
+ * session) gets its own low-level SDK `Server`, so schemas pass through
+ * unchanged and sessions share nothing but the host.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { PluginHost } from '../host/PluginHost.js';
+import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { activeFingerprint, GatewayTools } from './gatewayTools.js';
+import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
+import { errorResult, toolResult } from './toolResults.js';
+
+/** Where the stdio transport reads and writes. Default this process's stdin and stdout. */
+export interface GatewayStdioOptions {
+  /** Where requests come from. */
+  readonly stdin?: Readable;
+  /** Where answers go. */
+  readonly stdout?: Writable;
+}
+
+/** Options of {@link serveGateway}; at least one of `stdio` and `http` is needed. */
+export interface GatewayOptions {
+  /** The server name announced to clients. Default `mcp-plugin-host`. */
+  readonly name?: string;
+  /** The server version announced to clients. Default `0.0.0`. */
+  readonly version?: string;
+  /** The policy of the stdio client and of HTTP clients that hold the default token. */
+  readonly policy?: GatewayClientPolicy;
+  /** Serve one client over stdio. */
+  readonly stdio?: GatewayStdioOptions | true;
+  /** Serve clients over Streamable HTTP. */
+  readonly http?: GatewayHttpOptions;
+  /** How often the catalog is read again to notice installs, removals and quarantines, in ms. Default 2000. */
+  readonly catalogPollMs?: number;
+}
+
+/** A running gateway. */
+export interface GatewayHandle {
+  /** The HTTP endpoint (`http://<host>:<port>/mcp`), when serving HTTP. */
+  readonly url: string | undefined;
+  /** The default bearer token (supplied or generated), when serving HTTP. */
+  readonly token: string | undefined;
+  /** Tells every connected client that the tool list changed (the gateway does so itself on plugin changes). */
+  notifyToolsChanged(): void;
+  /** Stops listening and disconnects every client; the host stays open. */
+  close(): Promise<void>;
+}
+
+function invalid(message: string, option: string): HostError {
+  return hostError('HOST_INVALID_OPTIONS', message, { details: { option } });
+}
+
+/** One client's MCP server: lists and calls the tools its policy lets it see. */
+function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy): Server {
+  const server = new Server(
+    { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
+    { capabilities: { tools: { listChanged: true } } },
+  );
+  const maxRisk = policy.maxRisk ?? options.policy?.maxRisk ?? GATEWAY_DEFAULTS.maxRisk;
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const listed = await tools.list();
+    if (listed.isErr()) throw listed.error;
+    return { tools: listed.value.filter((t) => offeredTo(policy, t.opId)).map((t) => t.tool) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const opId = request.params.name;
+    if (!offeredTo(policy, opId)) {
+      return errorResult(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is offered to this client`, { details: { op_id: opId } }));
+    }
+    const progressToken = request.params._meta?.progressToken;
+    const outcome = await host.call(opId, request.params.arguments ?? {}, {
+      maxRisk,
+      signal: extra.signal,
+      ...(progressToken === undefined
+        ? {}
+        : {
+            onProgress: (p) =>
+              void extra
+                .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
+                .catch(() => undefined),
+          }),
+    });
+    return toolResult(outcome);
+  });
+  return server;
+}
+
+/**
+ * Serves every active plugin of `host` as one MCP server: `tools/list`
+ * under op ids with the plugins' schemas, titles and annotations;
+ * `tools/call` through `host.call` under each client's risk ceiling, with
+ * failures as `isError` results carrying the host code; `list_changed` when
+ * a plugin is installed, removed or quarantined. HTTP binds to loopback,
+ * wants a bearer token and refuses foreign Origins. The host stays the
+ * caller's: closing the gateway does not close it.
+ */
+export function serveGateway(host: PluginHost, options: GatewayOptions): ResultAsync<GatewayHandle, HostError> {
+  if (options.stdio === undefined && options.http === undefined) return errAsync(invalid('serveGateway needs stdio, http or both', 'transport'));
+  const pollMs = options.catalogPollMs ?? GATEWAY_DEFAULTS.catalogPollMs;
+  if (!Number.isSafeInteger(pollMs) || pollMs <= 0) return errAsync(invalid(`catalogPollMs must be a positive integer, not ${String(pollMs)}`, 'catalogPollMs'));
+  const tools = new GatewayTools(host);
+  const servers = new Set<Server>();
+  const defaultPolicy = options.policy ?? {};
+  const connect = (policy: GatewayClientPolicy): Server => {
+    const server = clientServer(host, tools, options, policy);
+    servers.add(server);
+    server.onclose = () => servers.delete(server);
+    return server;
+  };
+  const notifyToolsChanged = (): void => {
+    tools.invalidate();
+    for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
+  };
+
+  return host.list().andThen((rows) => {
+    let fingerprint = activeFingerprint(rows);
+    let polling = false;
+    const poll = setInterval(() => {
+      if (polling || host.closed) return;
+      polling = true;
+      void host.list().match(
+        (now) => {
+          polling = false;
+          const next = activeFingerprint(now);
+          if (next === fingerprint) return;
+          fingerprint = next;
+          notifyToolsChanged();
+        },
+        () => {
+          polling = false;
+        },
+      );
+    }, pollMs);
+    poll.unref();
+    const unsubscribe = host.events.on('quarantine', notifyToolsChanged);
+
+    const stdio = options.stdio === true ? {} : options.stdio;
+    const started: ResultAsync<HttpListener | undefined, HostError> =
+      options.http === undefined ? okAsync(undefined) : listenHttp(options.http, defaultPolicy, connect);
+    const stopWatching = (): void => {
+      clearInterval(poll);
+      unsubscribe();
+    };
+    return started.mapErr((error) => (stopWatching(), error)).andThen((http) => {
+      // The SDK's stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
+      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy).connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
+      return begin.map(
+        (): GatewayHandle => ({
+          url: http?.url,
+          token: http?.token,
+          notifyToolsChanged,
+          close: async () => {
+            stopWatching();
+            await http?.close();
+            await Promise.all([...servers].map((s) => s.close()));
+          },
+        }),
+      );
+    });
+  });
+}

@@ -1,0 +1,174 @@
+/**
+ * The gateway over Streamable HTTP, with the SDK's own Client: the reference
+ * servers everything and memory, installed in a scratch profile and run in
+ * the sandbox, served by `serveGateway`. Tokens, Origins, sessions and
+ * per-client filters are checked on real HTTP requests to a loopback port.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { waitUntil } from '../support/eventually.js';
+import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
+
+const TIMEOUT_MS = 180_000;
+const OWNER_TOKEN = 'owner-token-0123456789abcdef';
+const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
+const ERROR_META = 'io.github.mcp-plugin-host/error';
+
+const pool = new HostPool();
+const gateways: GatewayHandle[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(() => removePackages());
+
+async function serve(host: PluginHost, options: GatewayOptions = {}): Promise<GatewayHandle> {
+  const served = await serveGateway(host, { ...options, http: { token: OWNER_TOKEN, ...options.http, port: 0 } });
+  if (served.isErr()) throw served.error;
+  gateways.push(served.value);
+  return served.value;
+}
+
+async function connect(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'gateway-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  clients.push(client);
+  return client;
+}
+
+function errorCodeOf(result: CallToolResult): unknown {
+  return (result._meta?.[ERROR_META] as { code?: unknown } | undefined)?.code;
+}
+
+const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+
+function post(url: string, headers: Record<string, string>): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(INITIALIZE) });
+}
+
+describe('serveGateway over Streamable HTTP', () => {
+  it(
+    'lists and calls the tools of two published servers, with their schemas, and returns failures as results carrying the host code',
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['everything', 'memory']);
+      const gateway = await serve(host);
+      expect(gateway.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const client = await connect(gateway.url ?? '', OWNER_TOKEN);
+
+      const { tools } = await client.listTools();
+      const names = tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['plug.host-everything.echo', 'plug.host-everything.get-structured-content', 'plug.host-memory.read_graph']));
+      const structured = tools.find((t) => t.name === 'plug.host-everything.get-structured-content');
+      expect(structured).toMatchObject({
+        title: 'Get Structured Content Tool',
+        annotations: { readOnlyHint: true },
+        outputSchema: { type: 'object', properties: { temperature: { type: 'number' } } },
+      });
+
+      const echo = (await client.callTool({ name: 'plug.host-everything.echo', arguments: { message: 'through the gateway' } })) as CallToolResult;
+      expect(echo.content[0]).toEqual({ type: 'text', text: 'Echo: through the gateway' });
+      const weather = (await client.callTool({ name: 'plug.host-everything.get-structured-content', arguments: { location: 'Chicago' } })) as CallToolResult;
+      expect(weather.structuredContent).toMatchObject({ temperature: expect.any(Number) });
+      const graph = (await client.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
+      expect(graph.isError).not.toBe(true);
+
+      // A write tool under the default read ceiling: refused by the host, reported as a result.
+      const refused = (await client.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [] } })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(errorCodeOf(refused)).toBe('PLUGIN_RISK_NOT_ALLOWED');
+      expect(refused.structuredContent).toBeUndefined();
+      expect(JSON.stringify(refused.content)).toContain('PLUGIN_RISK_NOT_ALLOWED');
+      const unknown = (await client.callTool({ name: 'plug.host-everything.no-such-tool', arguments: {} })) as CallToolResult;
+      expect(errorCodeOf(unknown)).toBe('VARIANT_NOT_FOUND');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'refuses requests without a valid token (401) and from a foreign Origin (403), and keeps each session to the token that opened it',
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['memory']);
+      const gateway = await serve(host, { http: { clients: [{ name: 'other', token: MEMORY_TOKEN, policy: {} }] } });
+      const url = gateway.url ?? '';
+
+      const anonymous = await post(url, {});
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect((await post(url, { authorization: 'Bearer not-the-token-0123456789' })).status).toBe(401);
+      expect((await post(url, { authorization: `Bearer ${OWNER_TOKEN}`, origin: 'https://evil.example' })).status).toBe(403);
+      const loopbackPage = await post(url, { authorization: `Bearer ${OWNER_TOKEN}`, origin: 'http://localhost:3000' });
+      expect(loopbackPage.status).toBe(200);
+      const session = loopbackPage.headers.get('mcp-session-id') ?? '';
+      expect(session).not.toBe('');
+
+      // The other token cannot use the owner's session.
+      const hijack = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${MEMORY_TOKEN}`, 'mcp-session-id': session },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      });
+      expect(hijack.status).toBe(404);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'gives two concurrent clients with different filters different tools, and refuses a filtered tool to the client it is hidden from',
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['everything', 'memory']);
+      const gateway = await serve(host, {
+        policy: { deny: ['host-memory'] },
+        http: { clients: [{ name: 'memory-reader', token: MEMORY_TOKEN, policy: { allow: ['host-memory', 'plug.host-everything.echo'], deny: ['plug.host-memory.search_nodes'] } }] },
+      });
+      const [owner, reader] = await Promise.all([connect(gateway.url ?? '', OWNER_TOKEN), connect(gateway.url ?? '', MEMORY_TOKEN)]);
+      const [ownerTools, readerTools] = await Promise.all([owner.listTools(), reader.listTools()]);
+      const ownerNames = ownerTools.tools.map((t) => t.name);
+      const readerNames = readerTools.tools.map((t) => t.name).sort();
+
+      expect(ownerNames).toContain('plug.host-everything.echo');
+      expect(ownerNames.some((n) => n.startsWith('plug.host-memory.'))).toBe(false);
+      expect(readerNames).toContain('plug.host-everything.echo');
+      expect(readerNames).toContain('plug.host-memory.read_graph');
+      expect(readerNames).not.toContain('plug.host-memory.search_nodes');
+      expect(readerNames.filter((n) => n.startsWith('plug.host-everything.'))).toEqual(['plug.host-everything.echo']);
+
+      const hidden = (await owner.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
+      expect(hidden.isError).toBe(true);
+      expect(errorCodeOf(hidden)).toBe('VARIANT_NOT_FOUND');
+      const allowed = (await reader.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
+      expect(allowed.isError).not.toBe(true);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'tells connected clients that the tool list changed when a plugin is installed and when it is removed',
+    async () => {
+      const dir = await pool.profile();
+      const host = await pool.installed(dir, ['memory'], { activation: 'immediate' });
+      const gateway = await serve(host, { catalogPollMs: 100 });
+      const client = await connect(gateway.url ?? '', OWNER_TOKEN);
+      let changes = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        changes += 1;
+      });
+      expect((await client.listTools()).tools.some((t) => t.name.startsWith('plug.host-everything.'))).toBe(false);
+
+      const installed = await host.install(await packaged('everything'), { canary: false });
+      expect(installed.isOk()).toBe(true);
+      await waitUntil(() => changes >= 1, 30_000);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('plug.host-everything.echo');
+
+      expect((await host.remove('host-everything')).isOk()).toBe(true);
+      await waitUntil(() => changes >= 2, 30_000);
+      expect((await client.listTools()).tools.some((t) => t.name.startsWith('plug.host-everything.'))).toBe(false);
+    },
+    TIMEOUT_MS,
+  );
+});
