@@ -47,6 +47,8 @@ describe('Python console script (author guide §5)', () => {
     expect(info.enforced_capabilities).toMatchObject({ backend: 'bubblewrap', network: false });
     const result = (await reopened.call('plug.hello.hello', { name: 'world' }))._unsafeUnwrap();
     expect(jsonOf(result)).toEqual({ success: true, data: { greeting: 'Hello, world!' } });
+    // The guide's step 4: FastMCP returns the INVALID_INPUT envelope in an isError: false result.
+    expect((await reopened.call('plug.hello.hello', { name: '' }))._unsafeUnwrapErr()).toMatchObject({ code: 'INVALID_ARGS', source_error_code: 'INVALID_INPUT' });
   });
 
   it('installs the same package again as unchanged: the environment the host built is no difference in the package', async () => {
