@@ -58,8 +58,8 @@ afterAll(async () => {
 
 describe.each<Layout>(['nested', 'hoisted', 'linked', 'pnpm', 'workspace'])('the packed library installed %s', (layout) => {
   it('runs a sandboxed esm-module plugin through its own runner', async () => {
-    const app = await installApplication(tarball, layout);
-    applications.push(app);
+    const { app, root } = await installApplication(tarball, layout);
+    applications.push(root);
     await writeFile(join(app, 'run.mjs'), APPLICATION);
     const profile = await mkdtemp(join(tmpdir(), 'packed-profile-'));
     applications.push(profile);

@@ -32,14 +32,15 @@ export type Layout = 'hoisted' | 'nested' | 'linked' | 'pnpm' | 'workspace';
 
 /**
  * A scratch application depending on the packed library, installed by npm
- * in `layout`; returns the folder to run the application from.
+ * in `layout`; returns the folder to run the application from and the
+ * scratch folder to remove afterwards.
  * - hoisted: the library's dependencies beside it in the application's node_modules;
  * - nested: the application needs other majors of zod and neverthrow, so npm nests the library's under node_modules/mcp-plugin-host/node_modules;
  * - linked: npm's isolated store (install-strategy=linked), symlinks into node_modules/.store;
  * - pnpm: pnpm 9 (run with npx from the npm registry), its symlinked store in node_modules/.pnpm;
  * - workspace: the library unpacked as a workspace package, linked into the root node_modules, its dependencies hoisted to the root.
  */
-export async function installApplication(tarball: string, layout: Layout): Promise<string> {
+export async function installApplication(tarball: string, layout: Layout): Promise<{ readonly app: string; readonly root: string }> {
   const root = await mkdtemp(join(tmpdir(), `packed-${layout}-`));
   const dependencies: Record<string, string> = { 'mcp-plugin-host': layout === 'workspace' ? '*' : `file:${tarball}` };
   if (layout === 'nested' || layout === 'pnpm' || layout === 'workspace') Object.assign(dependencies, { zod: '^3.25.0', neverthrow: '^7.0.0' });
@@ -47,12 +48,12 @@ export async function installApplication(tarball: string, layout: Layout): Promi
   if (layout === 'pnpm') {
     await writeFile(join(root, 'package.json'), JSON.stringify(app));
     await run('npx', ['--yes', 'pnpm@9', 'install', '--ignore-scripts', '--reporter=silent'], { cwd: root });
-    return root;
+    return { app: root, root };
   }
   if (layout !== 'workspace') {
     await writeFile(join(root, 'package.json'), JSON.stringify(app));
     await run('npm', [...NPM_INSTALL, ...(layout === 'linked' ? ['--install-strategy=linked'] : [])], { cwd: root });
-    return root;
+    return { app: root, root };
   }
   const library = join(root, 'packages', 'mcp-plugin-host');
   await mkdir(library, { recursive: true });
@@ -61,5 +62,5 @@ export async function installApplication(tarball: string, layout: Layout): Promi
   await writeFile(join(root, 'packages', 'app', 'package.json'), JSON.stringify(app));
   await writeFile(join(root, 'package.json'), JSON.stringify({ name: 'monorepo', private: true, workspaces: ['packages/*'] }));
   await run('npm', NPM_INSTALL, { cwd: root });
-  return join(root, 'packages', 'app');
+  return { app: join(root, 'packages', 'app'), root };
 }

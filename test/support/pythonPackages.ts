@@ -39,9 +39,13 @@ export async function pythonPackage(fixtureDir: string, dependencies: readonly s
 /** Installs wheels of `projects` into `target` (pip install --target), as an MCP Bundle vendors its dependencies in server/lib. */
 export async function vendorInto(projects: readonly string[], target: string): Promise<void> {
   const wheels = await mkdtemp(join(tmpdir(), 'python-wheels-'));
-  await buildWheels(projects, wheels);
-  const options = ['--no-index', '--find-links', wheels, '--no-cache-dir', '--disable-pip-version-check', '--no-compile', '--quiet', '--target', target];
-  await run('/usr/bin/python3', ['-m', 'pip', 'install', ...options, ...projects.map((p) => basename(p).replace(/-standin$/, ''))], { env: { PATH: PYTHON_SEARCH_PATH } });
+  try {
+    await buildWheels(projects, wheels);
+    const options = ['--no-index', '--find-links', wheels, '--no-cache-dir', '--disable-pip-version-check', '--no-compile', '--quiet', '--target', target];
+    await run('/usr/bin/python3', ['-m', 'pip', 'install', ...options, ...projects.map((p) => basename(p).replace(/-standin$/, ''))], { env: { PATH: PYTHON_SEARCH_PATH } });
+  } finally {
+    await rm(wheels, { recursive: true, force: true });
+  }
 }
 
 /** A PEP 503 simple index on the loopback interface serving wheels of the given projects. */
