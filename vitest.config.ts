@@ -21,7 +21,7 @@ export const UNIT = [
   'bubblewrapArgs', 'controlGroups', 'nodeRuntimePaths', 'pluginIdentity', 'seatbeltProfile', 'seccompFilter', 'writeDir',
   'FileSecretStore',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
-  'CallAbort', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
+  'CallAbort', 'CallWait', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
   'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'versionRange', 'officialSchemas', 'destinations', 'egressDeclaration',
   'pythonPath',
 ].map((name) => `test/**/${name}.test.ts`);
