@@ -22,8 +22,6 @@ export interface GatewayDefaults {
   readonly errorMetaKey: string;
   /** The shortest bearer token accepted from a token source. */
   readonly minTokenLength: number;
-  /** The largest HTTP request body read. */
-  readonly maxRequestBodyBytes: number;
 }
 
 /** The gateway's defaults, loaded once. */

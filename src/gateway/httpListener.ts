@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ResultAsync } from 'neverthrow';
+import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
@@ -61,9 +61,10 @@ function sameToken(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function loopbackOrigin(origin: string): boolean {
+/** Whether a URL (an Origin) names this machine by a loopback host name. */
+function loopbackUrl(url: string): boolean {
   try {
-    return GATEWAY_DEFAULTS.loopbackHostnames.includes(new URL(origin).host.replace(/:\d+$/, ''));
+    return GATEWAY_DEFAULTS.loopbackHostnames.includes(new URL(url).hostname);
   } catch {
     return false;
   }
@@ -82,8 +83,18 @@ export function listenHttp(
 ): ResultAsync<HttpListener, HostError> {
   const token = options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url');
   const clients: readonly { readonly token: string; readonly policy: GatewayClientPolicy }[] = [{ token, policy: defaultPolicy }, ...(options.clients ?? [])];
+  const weak = clients.find((c) => c.token.length < GATEWAY_DEFAULTS.minTokenLength || /\s/.test(c.token));
+  if (weak !== undefined) {
+    return errAsync(hostError('HOST_INVALID_OPTIONS', `a gateway bearer token needs at least ${GATEWAY_DEFAULTS.minTokenLength} characters and no spaces`, { details: { option: 'http.token' } }));
+  }
+  // One token, one policy: a token shared by two clients would make the policy depend on their order.
+  if (new Set(clients.map((c) => c.token)).size !== clients.length) {
+    return errAsync(hostError('HOST_INVALID_OPTIONS', 'two gateway clients have the same bearer token', { details: { option: 'http.clients' } }));
+  }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const sessions = new Map<string, Session>();
+  const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
+  const loopbackBind = loopbackUrl(`http://${bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost}]` : bindHost}`);
 
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
@@ -94,7 +105,9 @@ export function listenHttp(
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const origin = req.headers.origin;
-    if (origin !== undefined && !loopbackOrigin(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
+    if (origin !== undefined && !loopbackUrl(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
+    // On loopback, a Host that is not a loopback name is a DNS-rebound page even when it sends no Origin.
+    if (loopbackBind && !loopbackUrl(`http://${req.headers.host ?? ''}`)) return refuse(res, 403, `host ${req.headers.host ?? '(none)'} is not allowed`);
     if (new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
     const client = clientOf(req);
     if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
@@ -125,7 +138,6 @@ export function listenHttp(
       else res.end();
     });
   });
-  const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
   const port = options.port ?? GATEWAY_DEFAULTS.port;
   return ResultAsync.fromPromise(
     new Promise<AddressInfo>((resolve, reject) => {

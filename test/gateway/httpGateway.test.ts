@@ -4,6 +4,7 @@
  * the sandbox, served by `serveGateway`. Tokens, Origins, sessions and
  * per-client filters are checked on real HTTP requests to a loopback port.
  */
+import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -52,6 +53,18 @@ function post(url: string, headers: Record<string, string>): Promise<Response> {
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(INITIALIZE) });
 }
 
+/** The status of an initialize whose Host header names another machine, as a DNS-rebound page would send it (fetch cannot set Host). */
+function statusWithHost(url: string, hostHeader: string, token: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { host: hostHeader, authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(INITIALIZE));
+  });
+}
+
 describe('serveGateway over Streamable HTTP', () => {
   it(
     'lists and calls the tools of two published servers, with their schemas, and returns failures as results carrying the host code',
@@ -91,7 +104,7 @@ describe('serveGateway over Streamable HTTP', () => {
   );
 
   it(
-    'refuses requests without a valid token (401) and from a foreign Origin (403), and keeps each session to the token that opened it',
+    'refuses requests without a valid token (401), from a foreign Origin or Host (403), and keeps each session to the token that opened it',
     async () => {
       const host = await pool.installed(await pool.profile(), ['memory']);
       const gateway = await serve(host, { http: { clients: [{ name: 'other', token: MEMORY_TOKEN, policy: {} }] } });
@@ -102,6 +115,7 @@ describe('serveGateway over Streamable HTTP', () => {
       expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
       expect((await post(url, { authorization: 'Bearer not-the-token-0123456789' })).status).toBe(401);
       expect((await post(url, { authorization: `Bearer ${OWNER_TOKEN}`, origin: 'https://evil.example' })).status).toBe(403);
+      expect(await statusWithHost(url, 'rebound.example:8765', OWNER_TOKEN)).toBe(403);
       const loopbackPage = await post(url, { authorization: `Bearer ${OWNER_TOKEN}`, origin: 'http://localhost:3000' });
       expect(loopbackPage.status).toBe(200);
       const session = loopbackPage.headers.get('mcp-session-id') ?? '';
@@ -146,6 +160,21 @@ describe('serveGateway over Streamable HTTP', () => {
     },
     TIMEOUT_MS,
   );
+
+  it('refuses options it cannot serve safely, and a port that is taken', async () => {
+    const host = await pool.open(await pool.profile());
+    const codeOf = async (options: GatewayOptions): Promise<string | undefined> => {
+      const served = await serveGateway(host, options);
+      if (served.isOk()) gateways.push(served.value);
+      return served.isErr() ? served.error.code : undefined;
+    };
+    expect(await codeOf({})).toBe('HOST_INVALID_OPTIONS');
+    expect(await codeOf({ http: { port: 0, token: 'short' } })).toBe('HOST_INVALID_OPTIONS');
+    expect(await codeOf({ http: { port: 0, token: OWNER_TOKEN, clients: [{ name: 'twin', token: OWNER_TOKEN, policy: {} }] } })).toBe('HOST_INVALID_OPTIONS');
+    const first = await serve(host);
+    const port = Number(new URL(first.url ?? '').port);
+    expect(await codeOf({ http: { port, token: OWNER_TOKEN } })).toBe('GATEWAY_LISTEN_FAILED');
+  });
 
   it(
     'tells connected clients that the tool list changed when a plugin is installed and when it is removed',
