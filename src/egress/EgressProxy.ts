@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
-import { canonicalAddress, refusedKind, type RefusedAddressKind } from './addresses.js';
+import { canonicalAddress, isOwnInterfaceAddress, refusedKind, type RefusedAddressKind } from './addresses.js';
 import { checkDestination, listsAddress, type DestinationRefusal, type EgressPolicy } from './destinations.js';
 
 /**
@@ -44,11 +44,25 @@ export interface EgressEvent {
   readonly refused_kind?: RefusedAddressKind;
 }
 
+/** The proxy's bounds on connections, from `etc/egress/proxy.json`. */
+export interface EgressProxyLimits {
+  /** Connections one plugin may hold open at once. */
+  readonly maxConnectionsPerPlugin: number;
+  /** Connections all plugins together may hold open at once (each is a host descriptor, two for a tunnel). */
+  readonly maxConnections: number;
+  /** How long a connection may wait for its first request's headers. */
+  readonly headersTimeoutMs: number;
+  /** How long an established tunnel may carry nothing either way before both ends are closed. */
+  readonly tunnelIdleTimeoutMs: number;
+}
+
 /** Options of {@link EgressProxy}. */
 export interface EgressProxyOptions {
   readonly resolver?: EgressResolver;
   /** Called for every connection and request, allowed or refused. */
   readonly onEvent?: (event: EgressEvent) => void;
+  /** Other bounds than `etc/egress/proxy.json`'s (tests use small ones). */
+  readonly limits?: Partial<EgressProxyLimits>;
 }
 
 interface Attachment {
@@ -126,9 +140,22 @@ export class EgressProxy {
   private readonly attached = new WeakMap<Socket, Attachment>();
   private readonly resolver: EgressResolver;
   private readonly onEvent: (event: EgressEvent) => void;
+  private readonly limits: EgressProxyLimits;
+  /** Reads CONNECT tunnels to plain-HTTP ports as HTTP, each under the target it was opened to. */
+  private readonly tunnelServer: Server;
+  private readonly tunnelTargets = new WeakMap<Socket, { readonly attachment: Attachment; readonly authority: string }>();
+  /** Connections of all plugins open now. */
+  private open = 0;
 
   constructor(options: EgressProxyOptions = {}) {
     this.resolver = options.resolver ?? systemResolver;
+    this.limits = {
+      maxConnectionsPerPlugin: proxySettings.maxConnectionsPerPlugin,
+      maxConnections: proxySettings.maxConnections,
+      headersTimeoutMs: proxySettings.headersTimeoutMs,
+      tunnelIdleTimeoutMs: proxySettings.tunnelIdleTimeoutMs,
+      ...options.limits,
+    };
     const listener = options.onEvent;
     this.onEvent = (event) => {
       try {
@@ -138,10 +165,14 @@ export class EgressProxy {
       }
     };
     // An idle keep-alive connection is closed after the same time a new one may wait for its first request.
-    this.server = createServer({ requestTimeout: 0, keepAliveTimeout: proxySettings.headersTimeoutMs });
+    this.server = createServer({ requestTimeout: 0, keepAliveTimeout: this.limits.headersTimeoutMs });
     this.server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head));
     this.server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.forward(req, res));
     this.server.on('clientError', (_e, socket: Socket) => socket.destroy());
+    this.tunnelServer = createServer({ requestTimeout: 0, keepAliveTimeout: this.limits.headersTimeoutMs });
+    this.tunnelServer.on('request', (req: IncomingMessage, res: ServerResponse) => void this.forward(req, res));
+    this.tunnelServer.on('connect', (_req: IncomingMessage, socket: Socket) => socket.destroy());
+    this.tunnelServer.on('clientError', (_e, socket: Socket) => socket.destroy());
   }
 
   /**
@@ -152,15 +183,19 @@ export class EgressProxy {
     const attachment: Attachment = { pluginId, policy, open: 0 };
     return (socket) => {
       socket.on('error', () => socket.destroy());
-      // Every connection is a descriptor of the host process: one plugin cannot hold an unbounded number.
-      if (attachment.open >= proxySettings.maxConnectionsPerPlugin) {
+      // Every connection is a descriptor of the host process: neither one plugin nor all of them together hold an unbounded number.
+      if (attachment.open >= this.limits.maxConnectionsPerPlugin || this.open >= this.limits.maxConnections) {
         this.report(attachment, '', '', 0, { refusal: 'connection_limit' });
         return void socket.destroy();
       }
       attachment.open++;
-      socket.once('close', () => attachment.open--);
+      this.open++;
+      socket.once('close', () => {
+        attachment.open--;
+        this.open--;
+      });
       // Until its request arrives; a connection that sends nothing is closed (the server never listens, so its own header timeout does not run).
-      socket.setTimeout(proxySettings.headersTimeoutMs, () => socket.destroy());
+      socket.setTimeout(this.limits.headersTimeoutMs, () => socket.destroy());
       this.attached.set(socket, attachment);
       this.server.emit('connection', socket);
     };
@@ -184,7 +219,8 @@ export class EgressProxy {
     }
     let refused: Dialled | undefined;
     for (const address of addresses) {
-      const kind = isIP(address) === 0 ? 'reserved' : refusedKind(address);
+      // The host's own interface addresses first: a service bound to one of them (or to all) is the host's, in any range.
+      const kind = isIP(address) === 0 ? 'reserved' : isOwnInterfaceAddress(address) ? 'self' : refusedKind(address);
       if (kind !== undefined && !listsAddress(policy, address, port)) {
         refused ??= { refusal: 'refused_address', address, kind };
         continue;
@@ -211,6 +247,8 @@ export class EgressProxy {
       this.report(attachment, 'CONNECT', req.url ?? '', 0, { refusal: 'bad_request' });
       return void client.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     }
+    // Plain HTTP goes through the proxy's own forwarding, under the Host it checked: a raw tunnel would carry any Host the plugin writes.
+    if (proxySettings.plainHttpPorts.includes(target.port)) return this.plainTunnel(attachment, req, client, head, target);
     const dialled = await this.dial(attachment.policy, target.host, target.port);
     this.report(attachment, 'CONNECT', target.host, target.port, dialled);
     if (!('socket' in dialled)) {
@@ -222,19 +260,48 @@ export class EgressProxy {
     client.on('error', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.on('close', () => upstream.destroy());
+    // A tunnel nobody uses still holds two host descriptors.
+    const idle = (): void => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.setTimeout(this.limits.tunnelIdleTimeoutMs, idle);
+    upstream.setTimeout(this.limits.tunnelIdleTimeoutMs, idle);
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) upstream.write(head);
     upstream.pipe(client);
     client.pipe(upstream);
   }
 
+  /**
+   * A CONNECT to a plain-HTTP port (Node's fetch tunnels every proxied
+   * request, `http:` too): the proxy answers 200 but reads the tunnel as HTTP
+   * itself. Each request in it must be in origin form (`GET /path`) and is
+   * forwarded to the CONNECT target, checked again, with that target as its
+   * `Host`; an absolute URL naming another host is refused as a bad request.
+   */
+  private plainTunnel(attachment: Attachment, req: IncomingMessage, client: Socket, head: Buffer, target: { host: string; port: number }): void {
+    const check = checkDestination(attachment.policy, target.host, target.port);
+    if (!check.allowed) {
+      this.report(attachment, 'CONNECT', target.host, target.port, { refusal: check.reason });
+      return void client.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\nX-Egress-Refused: ${check.reason}\r\n\r\n`);
+    }
+    const authority = req.url ?? '';
+    this.tunnelTargets.set(client, { attachment, authority });
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) client.unshift(head);
+    client.setTimeout(this.limits.headersTimeoutMs, () => client.destroy());
+    this.tunnelServer.emit('connection', client);
+  }
+
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const attachment = this.attached.get(req.socket);
+    const tunnelled = this.tunnelTargets.get(req.socket);
+    const attachment = tunnelled?.attachment ?? this.attached.get(req.socket);
     if (attachment === undefined) return void req.socket.destroy();
     req.socket.setTimeout(0);
     let url: URL | undefined;
     try {
-      url = new URL(req.url ?? '');
+      url = tunnelled === undefined ? new URL(req.url ?? '') : (req.url ?? '').startsWith('/') ? new URL(`http://${tunnelled.authority}${req.url ?? ''}`) : undefined;
     } catch {
       url = undefined;
     }

@@ -1,8 +1,9 @@
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import refusedRanges from '../../etc/egress/refused-ranges.json' with { type: 'json' };
 
 /** Why an address is refused unless listed: the `kind` of its range in `etc/egress/refused-ranges.json`. */
-export type RefusedAddressKind = 'metadata' | 'unspecified' | 'loopback' | 'private' | 'link_local' | 'multicast' | 'reserved';
+export type RefusedAddressKind = 'metadata' | 'unspecified' | 'loopback' | 'private' | 'link_local' | 'multicast' | 'reserved' | 'self';
 
 /** One block list per kind, in file order, so the first (most specific) range listed names the kind. */
 const RANGES: readonly { readonly kind: RefusedAddressKind; readonly list: BlockList }[] = refusedRanges.ranges.map(({ cidr, kind }) => {
@@ -58,6 +59,19 @@ export function canonicalAddress(address: string): string | undefined {
   const [g6 = 0, g7 = 0] = groups.slice(6);
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) return v4(g6, g7);
   return groups.map((g) => g.toString(16)).join(':');
+}
+
+/**
+ * Whether `address` is one the host itself holds on a non-loopback
+ * interface (eth0's, a bridge's, a VPN's), read when asked, so an address
+ * added after the host started counts. Services that listen on all
+ * interfaces, or only on such an address, are the host's own, whatever
+ * range the address lies in (a public address on a cloud VM, TEST-NET here).
+ */
+export function isOwnInterfaceAddress(address: string): boolean {
+  const wanted = canonicalAddress(address.replace(/%.*$/, ''));
+  if (wanted === undefined) return false;
+  return Object.values(networkInterfaces()).some((entries) => (entries ?? []).some((entry) => !entry.internal && canonicalAddress(entry.address.replace(/%.*$/, '')) === wanted));
 }
 
 /**
