@@ -581,7 +581,8 @@ export class Installer {
       root: server.root,
       executable: server.executable,
       args: server.args,
-      env: server.env,
+      // The server is not yet judged against the env denylist (the host checks run after this start): it never sees a denied name.
+      env: Object.fromEntries(Object.entries(server.env).filter(([name]) => !this.#o.envDenylist.isProhibited(name))),
       ...(server.interpreter === undefined ? {} : { interpreter: server.interpreter }),
       ...(server.pythonPath === undefined ? {} : { pythonPath: server.pythonPath }),
       spawner,

@@ -173,6 +173,12 @@ describe('MCP Bundles: refusals', () => {
     ],
     ['a desktop folder', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs', '${DOCUMENTS}'] } }), at('PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/args/1')],
     ['a denylisted env var', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')],
+    // Its server starts once to list its tools before the env is judged: that start must not get the denied name either.
+    [
+      'a denylisted env var on a bundle that lists no tools',
+      probeManifest({ tools: undefined }, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }),
+      at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env'),
+    ],
   ])('refuses %s', { timeout: SLOW }, async (_what, manifest, expected) => {
     const host = await pool.open(await pool.profile());
     const refused = (await host.install(await probeBundle(manifest), { canary: false }))._unsafeUnwrapErr();
