@@ -61,6 +61,7 @@ export {
   resolveGatewayConfig,
   type GatewayConfig,
   type GatewayConfigClient,
+  type GatewayConfigHttp,
   type GatewayTokenSource,
   type ResolvedGatewayConfig,
 } from './gateway/gatewayConfig.js';

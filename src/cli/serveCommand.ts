@@ -67,7 +67,7 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
     }
     const ended: Promise<unknown>[] = [once(ctx.signal, 'abort')];
     if (stdio !== undefined) ended.push(once(stdio.stdin, 'end'));
-    await Promise.race(ended);
+    if (!ctx.signal.aborted) await Promise.race(ended);
     await handle.close();
     return EXIT_CODES.ok;
   } finally {

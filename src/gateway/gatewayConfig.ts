@@ -60,13 +60,21 @@ export interface GatewayConfig {
   /** How often the catalog is read again, in ms. */
   readonly catalogPollMs?: number;
   /** The HTTP transport. */
-  readonly http?: {
-    readonly host?: string;
-    readonly port?: number;
-    readonly token?: GatewayTokenSource;
-    readonly allowedOrigins?: readonly string[];
-    readonly clients?: readonly GatewayConfigClient[];
-  };
+  readonly http?: GatewayConfigHttp;
+}
+
+/** The `http` section of the configuration file. */
+export interface GatewayConfigHttp {
+  /** The address to listen on. */
+  readonly host?: string;
+  /** The port; 0 picks a free one. */
+  readonly port?: number;
+  /** Where the default bearer token is read; without it one is generated. */
+  readonly token?: GatewayTokenSource;
+  /** Origins accepted besides loopback ones. */
+  readonly allowedOrigins?: readonly string[];
+  /** Clients with their own tokens, ceilings and filters. */
+  readonly clients?: readonly GatewayConfigClient[];
 }
 
 /** What a configuration resolves to: how to open the host, and how to serve it. */
