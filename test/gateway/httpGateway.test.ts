@@ -91,6 +91,14 @@ describe('serveGateway over Streamable HTTP', () => {
       const graph = (await client.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
       expect(graph.isError).not.toBe(true);
 
+      // The plugin's progress reaches the gateway's client under the client's own progress token.
+      const progress: number[] = [];
+      const long = (await client.callTool({ name: 'plug.host-everything.trigger-long-running-operation', arguments: { duration: 0.8, steps: 4 } }, undefined, {
+        onprogress: (p) => progress.push(p.progress),
+      })) as CallToolResult;
+      expect(JSON.stringify(long.content)).toContain('Long running operation completed');
+      expect(progress.slice(0, 2)).toEqual([1, 2]);
+
       // A write tool under the default read ceiling: refused by the host, reported as a result.
       const refused = (await client.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [] } })) as CallToolResult;
       expect(refused.isError).toBe(true);
@@ -133,12 +141,12 @@ describe('serveGateway over Streamable HTTP', () => {
   );
 
   it(
-    'gives two concurrent clients with different filters different tools, and refuses a filtered tool to the client it is hidden from',
+    'gives two concurrent clients with different filters and ceilings different tools, and refuses a filtered tool to the client it is hidden from',
     async () => {
       const host = await pool.installed(await pool.profile(), ['everything', 'memory']);
       const gateway = await serve(host, {
         policy: { deny: ['host-memory'] },
-        http: { clients: [{ name: 'memory-reader', token: MEMORY_TOKEN, policy: { allow: ['host-memory', 'plug.host-everything.echo'], deny: ['plug.host-memory.search_nodes'] } }] },
+        http: { clients: [{ name: 'memory-reader', token: MEMORY_TOKEN, policy: { allow: ['host-memory', 'plug.host-everything.echo'], deny: ['plug.host-memory.search_nodes'], maxRisk: 'write' } }] },
       });
       const [owner, reader] = await Promise.all([connect(gateway.url ?? '', OWNER_TOKEN), connect(gateway.url ?? '', MEMORY_TOKEN)]);
       const [ownerTools, readerTools] = await Promise.all([owner.listTools(), reader.listTools()]);
@@ -157,6 +165,9 @@ describe('serveGateway over Streamable HTTP', () => {
       expect(errorCodeOf(hidden)).toBe('VARIANT_NOT_FOUND');
       const allowed = (await reader.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
       expect(allowed.isError).not.toBe(true);
+      // The reader's own ceiling is write: a write tool runs for it.
+      const written = (await reader.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [{ name: 'gateway', entityType: 'test', observations: ['written through the gateway'] }] } })) as CallToolResult;
+      expect(written.isError, JSON.stringify(written)).not.toBe(true);
     },
     TIMEOUT_MS,
   );
