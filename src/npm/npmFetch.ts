@@ -14,6 +14,7 @@
  * Node resolves from.
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
@@ -37,7 +38,7 @@ export type NpmSpec =
   | { readonly kind: 'tarball'; readonly path: string };
 
 /** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
-export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest';
+export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest' | 'dependency_source';
 
 /** A PLUGIN_NPM_INSTALL_FAILED error. */
 export function npmFailure(reason: NpmFailureReason, message: string, details: Record<string, unknown> = {}): HostError {
@@ -122,6 +123,29 @@ function npmEnvironment(home: string): NodeJS.ProcessEnv {
   return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: join(home, 'npmrc'), npm_config_globalconfig: join(home, 'npmrc-global') };
 }
 
+// npm runs this instead of git: a dependency from a git repository is refused before git runs, and the attempt is recorded.
+const REFUSING_GIT = '#!/bin/sh\nprintf \'%s\\n\' "$*" >> "$(dirname "$0")/git-refused"\nexit 128\n';
+
+/**
+ * The lockfile entries npm resolved from anywhere but `registry` with an
+ * integrity hash: git, `file:` directories (links), remote tarball URLs.
+ * The package itself may be the local tarball the caller named, and a
+ * dependency bundled inside a tarball is covered by that tarball's hash.
+ */
+function foreignSources(lock: Record<string, unknown> | undefined, registry: string, spec: NpmSpec): { path: string; resolved: string }[] {
+  const packages = isRecord(lock?.['packages']) ? lock['packages'] : {};
+  const base = registry.endsWith('/') ? registry : `${registry}/`;
+  const foreign: { path: string; resolved: string }[] = [];
+  for (const [path, entry] of Object.entries(packages)) {
+    if (path === '' || !isRecord(entry) || entry['inBundle'] === true) continue;
+    const resolved = typeof entry['resolved'] === 'string' ? entry['resolved'] : '';
+    const topLevel = /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path);
+    if (spec.kind === 'tarball' && topLevel && resolved.startsWith('file:') && entry['link'] !== true) continue;
+    if (entry['link'] === true || !resolved.startsWith(base) || typeof entry['integrity'] !== 'string') foreign.push({ path, resolved: resolved || String(entry['link'] === true ? 'link' : '') });
+  }
+  return foreign;
+}
+
 /**
  * Installs the package `spec` names, with its production dependencies, into
  * `work` (an empty directory of the staging area), using `work/.npm` for
@@ -144,8 +168,24 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   await writeFile(join(home, 'npmrc'), '');
   await writeFile(join(home, 'npmrc-global'), '');
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
+  await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
   const target = spec.kind === 'registry' ? spec.spec : spec.path;
-  const args = ['install', target, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', npm.registry ?? settings.registry];
+  const registry = npm.registry ?? settings.registry;
+  const args = ['install', target, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
+  // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
+  const resolved = await runNpm(cli, [...args, '--package-lock-only'], project, npmEnvironment(home));
+  if (existsSync(join(home, 'git-refused'))) {
+    return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
+  }
+  if (resolved.isErr()) return err(resolved.error);
+  const foreign = foreignSources(await readJson(join(project, 'package-lock.json')), registry, spec);
+  if (foreign.length > 0) {
+    return err(
+      npmFailure('dependency_source', `dependencies of '${target}' resolve outside the registry ${registry} or without integrity: ${foreign.map((f) => `${f.path} (${f.resolved})`).join(', ')}`, {
+        dependencies: foreign,
+      }),
+    );
+  }
   const ran = await runNpm(cli, args, project, npmEnvironment(home));
   if (ran.isErr()) return err(ran.error);
   const manifest = await readJson(join(project, 'package.json'));
