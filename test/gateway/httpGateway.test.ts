@@ -4,7 +4,9 @@
  * the sandbox, served by `serveGateway`. Tokens, Origins, sessions and
  * per-client filters are checked on real HTTP requests to a loopback port.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -168,6 +170,39 @@ describe('serveGateway over Streamable HTTP', () => {
       // The reader's own ceiling is write: a write tool runs for it.
       const written = (await reader.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [{ name: 'gateway', entityType: 'test', observations: ['written through the gateway'] }] } })) as CallToolResult;
       expect(written.isError, JSON.stringify(written)).not.toBe(true);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'drops the tools of a plugin that is quarantined while clients are connected, and says so with list_changed',
+    async () => {
+      const dir = await pool.profile();
+      const host = await pool.installed(dir, ['probe', 'memory']);
+      // The probe exits at start when its data dir says so (its pinned executable is untouched).
+      await mkdir(join(dir, 'data', 'host-probe'), { recursive: true });
+      await writeFile(join(dir, 'data', 'host-probe', 'mode'), 'exit-on-start');
+      // No catalog poll during the test: the host's quarantine event alone must reach the client.
+      const gateway = await serve(host, { catalogPollMs: 3_600_000 });
+      const client = await connect(gateway.url ?? '', OWNER_TOKEN);
+      let changes = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        changes += 1;
+      });
+
+      // Listing starts the probe, which fails: its tools are still listed from the catalog.
+      const first = (await client.listTools()).tools.map((t) => t.name);
+      expect(first).toContain('plug.host-probe.echo');
+      expect(changes).toBe(0);
+      // A call that fails to start it counts as a crash: the probe enters quarantine.
+      const crashed = (await client.callTool({ name: 'plug.host-probe.echo', arguments: {} })) as CallToolResult;
+      expect(crashed.isError).toBe(true);
+      await waitUntil(() => changes >= 1, 30_000);
+      const after = (await client.listTools()).tools.map((t) => t.name);
+      expect(after).not.toContain('plug.host-probe.echo');
+      expect(after).toContain('plug.host-memory.read_graph');
+      const refused = (await client.callTool({ name: 'plug.host-probe.echo', arguments: {} })) as CallToolResult;
+      expect(errorCodeOf(refused)).toBe('VARIANT_QUARANTINED');
     },
     TIMEOUT_MS,
   );
