@@ -13,7 +13,7 @@ import expectations from '../../fixtures/manifests/expectations.json' with { typ
 import { cli, json, MANY_VIOLATIONS_MANIFEST, MANY_VIOLATIONS_POINTERS, packageHello, REPO, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
-const COMMANDS = ['validate', 'install', 'list', 'info', 'run', 'remove', 'reload', 'canary', 'setup', 'unquarantine'];
+const COMMANDS = ['validate', 'install', 'list', 'info', 'run', 'remove', 'reload', 'canary', 'setup', 'unquarantine', 'wrap', 'serve'];
 const ANSI = /\u001b\[/;
 
 describe('help', () => {
