@@ -20,6 +20,9 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
+import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from '../installer/limits.js';
+import { archiveInvalid } from '../installer/refusal.js';
+import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {
@@ -91,9 +94,37 @@ const tail = (text: string): string => {
   return bytes.length <= settings.stderrTailBytes ? text : bytes.subarray(bytes.length - settings.stderrTailBytes).toString();
 };
 
-function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Result<void, HostError>> {
+/** What npm may write while it runs: its project tree and its cache, under the package limits. */
+interface NpmGrowthBounds {
+  readonly project: string;
+  readonly cache: string;
+  readonly limits: PackageLimits;
+}
+
+function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, bounds?: NpmGrowthBounds): Promise<Result<void, HostError>> {
   return new Promise((done) => {
-    execFile(process.execPath, [cli, ...args], { cwd, env, timeout: settings.timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
+    let exceeded: GrowthExceeded | undefined;
+    let stopWatching: () => Promise<void> = () => Promise.resolve();
+    const child = execFile(process.execPath, [cli, ...args], { cwd, env, timeout: settings.timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
+      void stopWatching().then(() => finish(error, stderr));
+    });
+    if (bounds !== undefined) {
+      stopWatching = watchGrowth(bounds.project, bounds.cache, bounds.limits, (crossed) => {
+        exceeded = crossed;
+        child.kill('SIGKILL');
+      });
+    }
+    const finish = (error: Error & { killed?: boolean; code?: unknown } | null, stderr: string): void => {
+      if (exceeded !== undefined) {
+        return done(
+          err(
+            archiveInvalid('limit', undefined, `npm wrote more than the package limit ${exceeded.limit} (${exceeded.max}) and was stopped (${exceeded.seen} seen)`, {
+              limit: exceeded.limit,
+              max: exceeded.max,
+            }),
+          ),
+        );
+      }
       if (error === null) return done(ok(undefined));
       done(
         err(
@@ -102,7 +133,7 @@ function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.P
           }),
         ),
       );
-    });
+    };
   });
 }
 
@@ -151,7 +182,7 @@ function foreignSources(lock: Record<string, unknown> | undefined, registry: str
  * `work` (an empty directory of the staging area), using `work/.npm` for
  * npm's cache and configuration. Install scripts never run.
  */
-export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSettings = {}): Promise<Result<FetchedNpmPackage, HostError>> {
+export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSettings = {}, limits: PackageLimits = DEFAULT_PACKAGE_LIMITS): Promise<Result<FetchedNpmPackage, HostError>> {
   const cli = npm.cli ?? bundledNpmCli();
   const found = await stat(cli).catch(() => undefined);
   if (found?.isFile() !== true) {
@@ -173,7 +204,8 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   const registry = npm.registry ?? settings.registry;
   const args = ['install', target, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
-  const resolved = await runNpm(cli, [...args, '--package-lock-only'], project, npmEnvironment(home));
+  const bounds = { project, cache: join(home, 'cache'), limits };
+  const resolved = await runNpm(cli, [...args, '--package-lock-only'], project, npmEnvironment(home), bounds);
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
@@ -186,7 +218,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
       }),
     );
   }
-  const ran = await runNpm(cli, args, project, npmEnvironment(home));
+  const ran = await runNpm(cli, args, project, npmEnvironment(home), bounds);
   if (ran.isErr()) return err(ran.error);
   const manifest = await readJson(join(project, 'package.json'));
   const dependencies = isRecord(manifest?.['dependencies']) ? Object.keys(manifest['dependencies']) : [];

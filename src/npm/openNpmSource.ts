@@ -130,7 +130,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
     await claimStage(stage, options.clock ?? systemClock);
     const work = join(stage, 'npm');
     await mkdir(work, { mode: 0o700 });
-    const fetched = await fetchNpmPackage(spec.value, work, options.npm);
+    const fetched = await fetchNpmPackage(spec.value, work, options.npm, limits.value);
     if (fetched.isErr()) return await fail(fetched.error);
     const tree = new StagingTree(join(stage, 'tree'), limits.value);
     await mkdir(tree.root, { mode: 0o700 });
