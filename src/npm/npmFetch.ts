@@ -41,7 +41,7 @@ export type NpmSpec =
   | { readonly kind: 'tarball'; readonly path: string };
 
 /** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
-export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest' | 'dependency_source';
+export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest' | 'manifest_conflict' | 'dependency_source';
 
 /** A PLUGIN_NPM_INSTALL_FAILED error. */
 export function npmFailure(reason: NpmFailureReason, message: string, details: Record<string, unknown> = {}): HostError {

@@ -7,7 +7,7 @@
  * caller's, else one generated from the server's own `tools/list`.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -18,7 +18,7 @@ import type { StagedPackage } from '../installer/openPackageSource.js';
 import { locatePackageRoot } from '../installer/packageRoot.js';
 import { toHostError } from '../installer/refusal.js';
 import { DIRECTORY_MODE, StagingTree } from '../installer/StagingTree.js';
-import { PACKAGE_MANIFEST_NAMES } from '../manifest/ManifestValidator.js';
+import { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from '../manifest/ManifestValidator.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { introspectServer } from './introspect.js';
@@ -50,7 +50,7 @@ export interface NpmSourceOptions {
   readonly clock?: Clock;
   /** Which npm and which registry. */
   readonly npm?: NpmSettings;
-  /** The manifest to install the package with when it ships none (a GUM JSON document). */
+  /** The manifest to install the package with (a GUM JSON document); refused when the package ships a manifest of its own. */
   readonly manifest?: Readonly<Record<string, unknown>>;
   /** Arguments the server is started with (for the introspection; the install records its own). */
   readonly args?: readonly string[];
@@ -72,13 +72,53 @@ export function isNpmSource(source: string): boolean {
   return source.startsWith(NPM_SOURCE_PREFIX);
 }
 
+/**
+ * The manifest file a fetched package ships at its root, if any, and whether
+ * it is a plugin manifest: every name but `manifest.json` is one of ours, while
+ * a `manifest.json` is a GUM manifest (`plugin_id`) or an MCP Bundle's
+ * (`server` with `manifest_version`/`dxt_version`) only by its content —
+ * other tools use that name too.
+ */
+async function shippedManifest(root: string): Promise<{ readonly name: PackageManifestName; readonly plugin: boolean } | undefined> {
+  const name = PACKAGE_MANIFEST_NAMES.find((candidate) => existsSync(join(root, candidate)));
+  if (name !== 'manifest.json') return name === undefined ? undefined : { name, plugin: true };
+  let document: unknown;
+  try {
+    document = JSON.parse(await readFile(join(root, name), 'utf8'));
+  } catch {
+    // Not JSON: the validator reports it as a broken plugin manifest, with its position.
+    return { name, plugin: true };
+  }
+  if (typeof document !== 'object' || document === null || Array.isArray(document)) return { name, plugin: false };
+  const keys = new Set(Object.keys(document));
+  const bundle = keys.has('server') && (keys.has('manifest_version') || keys.has('dxt_version'));
+  return { name, plugin: keys.has('plugin_id') || keys.has('manifest_schema_version') || bundle };
+}
+
 async function manifestFor(
   tree: StagingTree,
   packageJson: Readonly<Record<string, unknown>>,
   stage: string,
   options: NpmSourceOptions,
 ): Promise<Result<NpmManifestOrigin, HostError>> {
-  if (PACKAGE_MANIFEST_NAMES.some((name) => existsSync(join(tree.root, name)))) return ok('package');
+  const shipped = await shippedManifest(tree.root);
+  if (shipped !== undefined) {
+    if (!shipped.plugin) {
+      return err(
+        npmFailure('manifest_conflict', `npm package '${String(packageJson['name'])}' ships a ${shipped.name} that is not a plugin manifest (neither GUM nor an MCP Bundle), and the host's manifest would have to replace it`, {
+          file: shipped.name,
+        }),
+      );
+    }
+    if (options.manifest !== undefined) {
+      return err(
+        npmFailure('manifest_conflict', `npm package '${String(packageJson['name'])}' ships its own manifest (${shipped.name}); install it without the manifest option, or review that one`, {
+          file: shipped.name,
+        }),
+      );
+    }
+    return ok('package');
+  }
   const write = (manifest: unknown): Promise<void> => writeFile(join(tree.root, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o644 });
   if (options.manifest !== undefined) {
     await write(options.manifest);
@@ -168,7 +208,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
  *
  * Fails with PLUGIN_NPM_INSTALL_FAILED (`details.reason`: `invalid_spec`,
  * `npm_unavailable`, `npm_failed` with `details.stderr_tail`,
- * `layout_unexpected`, `no_bin`, `no_manifest`), the copier's
+ * `layout_unexpected`, `no_bin`, `no_manifest`, `manifest_conflict`), the copier's
  * PLUGIN_ARCHIVE_INVALID / PLUGIN_EXECUTABLE_UNTRUSTED, the introspection's
  * errors, or HOST_IO_ERROR.
  */
