@@ -100,8 +100,14 @@ function interpreterKindOf(real: string, named: string): InterpreterKind {
   return 'generic';
 }
 
-/** The first executable file named `program` in the absolute directories of `searchPath`, as `#!/usr/bin/env <program>` finds it at install. */
+/**
+ * The first executable file named `program` in the absolute directories of
+ * `searchPath`, as `#!/usr/bin/env <program>` finds it at install; undefined
+ * for a name with a `/` (or one that is `.`/`..`), which `join` would resolve
+ * to a file outside the search path.
+ */
 export async function findOnPath(program: string, searchPath: string): Promise<string | undefined> {
+  if (program === '' || program === '.' || program === '..' || program.includes('/')) return undefined;
   for (const dir of searchPath.split(delimiter)) {
     // A relative PATH entry would make the answer depend on the working directory.
     if (!isAbsolute(dir)) continue;

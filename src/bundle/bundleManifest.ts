@@ -264,7 +264,7 @@ async function compatibilityViolations(doc: BundleDocument, type: BundleServerTy
   const range = type.runtime === undefined ? undefined : doc.compatibility?.runtimes?.[type.runtime];
   if (range === undefined || type.runtime === undefined) return out;
   const at = pointerOf('compatibility', 'runtimes', type.runtime);
-  const path = await findOnPath(command, context.searchPath);
+  const path = type.isInterpreter?.(command) === true ? await findOnPath(command, context.searchPath) : undefined;
   const version = path === undefined ? undefined : await interpreterVersion(path);
   if (version === undefined) {
     out.push(violation('structure', 'PLUGIN_BUNDLE_INCOMPATIBLE', at, `${command} ${path === undefined ? 'is not on the interpreter search path' : `at ${path} did not report its version`}, so ${type.runtime} ${range} cannot be checked`));
@@ -347,8 +347,10 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
   const args = config.args ?? [];
   let tail: readonly string[];
   let interpreter: string | undefined;
+  let commandRefused = false;
   if (type.isInterpreter !== undefined) {
     if (config.command.includes('/') || !type.isInterpreter(config.command)) {
+      commandRefused = true;
       out.push(violation('structure', 'PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/command', `a ${doc.server.type} server is run by its interpreter, named alone (e.g. ${doc.server.type === 'node' ? 'node' : 'python3'}), not "${config.command}"`));
     }
     if (args[0] === undefined || bundlePath(args[0]) !== entry) {
@@ -376,7 +378,8 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
   const python = type.runtime === 'python' ? pythonBundleLaunch(env) : undefined;
   out.push(...(python?.violations ?? []));
   let tools: readonly ManifestTool[] = toolsOf(doc, out, context.listTools !== undefined);
-  if (interpreter !== undefined || doc.compatibility !== undefined) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
+  // A refused command is never looked up: the runtime check runs what it finds (`--version`) on the host, unsandboxed.
+  if (!commandRefused && (interpreter !== undefined || doc.compatibility !== undefined)) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
   if (hasViolations(out) || pluginId === undefined || entry === undefined) return { violations: out };
   let listed = false;
   // `tools_generated`: the server makes more tools at run time than the manifest lists, so only its own list is exact.

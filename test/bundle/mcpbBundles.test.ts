@@ -6,7 +6,7 @@
  * form, a bundle that lists no tools, and every refusal with its stable code
  * and pointer.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Result } from 'neverthrow';
@@ -185,6 +185,21 @@ describe('MCP Bundles: refusals', () => {
     expect(refused.code).toBe(expected.code);
     expect(refused.details).toMatchObject({ violations: [expected] });
     expect(must(await host.list())).toEqual([]);
+  });
+
+  it('never runs a command named by a relative path to read its version, at inspect or install', { timeout: SLOW }, async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'mcpb-outside-'));
+    made.push(outside);
+    const marker = join(outside, 'ran');
+    await writeFile(join(outside, 'evil.sh'), `#!/bin/sh\necho ran > ${marker}\necho v20.0.0\n`, { mode: 0o755 });
+    const command = `${'../'.repeat(12)}${outside.slice(1)}/evil.sh`;
+    const manifest = probeManifest({ compatibility: { runtimes: { node: '>=1.0.0' } } }, { mcp_config: { command, args: ['${__dirname}/server/probe.mjs'] } });
+    const host = await pool.open(await pool.profile());
+    const bundle = await probeBundle(manifest);
+    const expected = { violations: [{ code: 'PLUGIN_BUNDLE_UNSUPPORTED', pointer: '/server/mcp_config/command' }] };
+    expect((await host.inspect(bundle))._unsafeUnwrap().report).toMatchObject(expected);
+    expect((await host.install(bundle, { canary: false }))._unsafeUnwrapErr().details).toMatchObject(expected);
+    expect(await stat(marker).then(() => true, () => false)).toBe(false);
   });
 
   it('refuses a setting the bundle does not have', { timeout: SLOW }, async () => {
