@@ -37,6 +37,8 @@ export interface Launch {
    * arriving on it is closed.
    */
   readonly onConnection?: (socket: Socket) => void;
+  /** Sent to the launcher as the first message on that socket pair (the egress bridge's plugin environment), kept off every command line. */
+  readonly channelGreeting?: object;
 }
 
 type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
@@ -115,6 +117,7 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
       // A listening server or datagram socket handed over by a compromised bridge: nothing to serve.
       else (handle as { close?: () => void } | undefined)?.close?.();
     });
+    if (launch.channelGreeting !== undefined) child.send(launch.channelGreeting, (error) => { if (error) child.kill('SIGKILL'); });
   }
   const started = new Promise<HostError | undefined>((resolve) => {
     child.once('spawn', () => resolve(undefined));

@@ -20,7 +20,7 @@ import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
 import type { Socket } from 'node:net';
-import { bridgedArgv, proxyEnvironment } from '../egress/bridge.js';
+import { bridgedArgv, bridgeEnvMessage, proxyEnvironment } from '../egress/bridge.js';
 import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
 import { probeEgress } from './egressProbe.js';
@@ -462,7 +462,7 @@ export class SandboxSpawner {
     // Behind the bridge the plugin gets its environment from the bridge; bubblewrap and the bridge's own Node get none of it.
     const launchEnv = onConnection === undefined ? request.env : {};
     const pluginFds = request.executable.inheritFds.map((_, i) => 3 + i).filter((fd) => program === undefined || fd !== 3 + program.index);
-    const argv = onConnection === undefined ? pluginArgv : bridgedArgv(process.execPath, pluginFds, { ...request.env, ...proxyEnvironment() }, pluginArgv);
+    const argv = onConnection === undefined ? pluginArgv : bridgedArgv(process.execPath, pluginFds, pluginArgv);
     const bound: BoundDirectory[] = [
       ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
       ...(directories === undefined || !bindsDescriptors ? [] : boundDirectories(directories, 3 + request.executable.inheritFds.length)),
@@ -514,7 +514,7 @@ export class SandboxSpawner {
         cwd: '/',
         ...(extraInput ? { extraInput } : {}),
         ...(request.gate === undefined ? {} : { gate: request.gate }),
-        ...(onConnection === undefined ? {} : { onConnection }),
+        ...(onConnection === undefined ? {} : { onConnection, channelGreeting: bridgeEnvMessage({ ...request.env, ...proxyEnvironment() }) }),
       },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     )

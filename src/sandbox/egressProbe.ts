@@ -6,7 +6,7 @@ import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
 import { sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
-import { bridgedArgv, SANDBOX_PROXY_PORT } from '../egress/bridge.js';
+import { bridgedArgv, bridgeEnvMessage, SANDBOX_PROXY_PORT } from '../egress/bridge.js';
 
 /** What the probe plugin reports: the bridged exchange (`ok` or an error code) and a direct connection attempt. */
 interface EgressProbeReport {
@@ -75,12 +75,12 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const argv = bridgedArgv(process.execPath, [], {}, [process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)]);
+    const argv = bridgedArgv(process.execPath, [], [process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)]);
     const executable = unverifiedCommand(argv, layout.value.installRoot);
     const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
     const spawned = await spawnChild(
       executable,
-      { command: backend.command, args, env: {}, cwd: '/', onConnection: served, ...(extraInput ? { extraInput } : {}) },
+      { command: backend.command, args, env: {}, cwd: '/', onConnection: served, channelGreeting: bridgeEnvMessage({}), ...(extraInput ? { extraInput } : {}) },
       { tree: backend.tree, launcherFailure: backend.launcherFailure, stdinGraceMs: 0, termGraceMs: 1_000 },
     );
     if (spawned.isErr()) return err(sandboxUnsupported('egress_unavailable', `The egress bridge probe could not start: ${spawned.error.message}`, HINT));

@@ -7,12 +7,14 @@
  * machine.
  */
 import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
@@ -267,6 +269,28 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
     expect(channel).toMatch(/^socket:/);
     const pluginFds = readdirSync(`/proc/${plugin}/fd`).map((fd) => readlinkSync(`/proc/${plugin}/fd/${fd}`));
     expect(pluginFds).not.toContain(channel);
+  });
+
+  it('hands the plugin its environment without putting it on any command line', async () => {
+    const marker = `egress-env-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    markers.push(marker);
+    const secret = `secret-${Math.random().toString(36).slice(2)}`;
+    const script = "process.stdout.write(JSON.stringify({ token: process.env.PLUGIN_TOKEN }) + '\\n'); setInterval(() => {}, 1000)";
+    const spawned = await spawner.spawn(request([process.execPath, '-e', script, marker], nodeRuntimePaths(), { env: { PLUGIN_TOKEN: secret } }));
+    const plugin = spawned._unsafeUnwrap();
+    started.push(plugin);
+    const [line] = (await once(createInterface({ input: plugin.stdout }), 'line')) as [string];
+    expect(JSON.parse(line)).toEqual({ token: secret });
+    const holders = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(secret);
+        } catch {
+          return false;
+        }
+      });
+    expect(holders).toEqual([]);
   });
 
   it('serves connections when an egress listener throws', async () => {
