@@ -26,6 +26,7 @@ import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { findOnPath } from '../binding/interpreter.js';
+import { isValidEnvName, isValidEnvValue, printableEnvName } from '../env/envName.js';
 import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { isRecord } from '../manifest/access.js';
@@ -80,7 +81,7 @@ export interface BundleServerStart {
 
 /** The `risk` statement of a bundle whose tools its server listed: nobody has reviewed their risk classes yet. */
 export const BUNDLE_NEEDS_REVIEW =
-  'needs_review: the bundle lists no tools or says its server generates them, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (readOnlyHint is read, destructiveHint is destructive, anything else is write); review them.';
+  'needs_review: the bundle lists no tools or says its server generates them, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (destructiveHint is destructive, anything else is write: a readOnlyHint is only the server claiming it, so read comes after review); review them.';
 
 interface UserConfigEntry {
   readonly type: 'string' | 'number' | 'boolean' | 'directory' | 'file';
@@ -369,6 +370,12 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
     const checked = settingValue(key, given, doc.user_config?.[key]);
     if (checked.isErr()) out.push(checked.error);
     else settings[key] = checked.value;
+  }
+  for (const [name, value] of Object.entries(config.env ?? {})) {
+    // Judged here, before any start: a name with '=' would pass a name denylist and still set another variable (NODE_OPTIONS=…).
+    if (!isValidEnvName(name) || !isValidEnvValue(value)) {
+      out.push(violation('structure', 'PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env', `env entry "${printableEnvName(name)}" is not an environment variable a process can be given (a name has no '=' or NUL, a value no NUL)`));
+    }
   }
   const credentials = credentialsOf(doc, config.env ?? {}, out);
   const substitution = new Substitution(doc, settings, pluginId === undefined ? '' : context.dataDirOf(pluginId));

@@ -123,8 +123,9 @@ export const COMMANDS = {
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
-      'annotations (readOnlyHint read, destructiveHint destructive, otherwise write). It is marked',
-      'needs_review: read it, adjust it, then install with --manifest <file>. Nothing is installed.',
+      'annotations (destructiveHint destructive, otherwise write: never read, as readOnlyHint is the',
+      "server's own claim). It is marked needs_review: read it, adjust it (a read-only tool to read),",
+      'then install with --manifest <file>. Nothing is installed.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },

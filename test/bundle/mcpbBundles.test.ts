@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import { HostPool, jsonOf } from '../support/hostHarness.js';
 import { bundledServer, bundleDirectory, packBundle } from '../support/mcpbBundles.js';
+import { GREETER_SERVER } from '../npm/npmPack.js';
 
 const SLOW = 120_000;
 const pool = new HostPool();
@@ -144,6 +145,19 @@ describe('MCP Bundles: grant, settings, server types', () => {
     expect(installed.plugin.risk).toMatch(/^needs_review: /);
   });
 
+  it('keeps listed tools at write or above whatever their annotations claim, until a person reviews them', { timeout: SLOW }, async () => {
+    const dir = await bundleDirectory(
+      probeManifest({ name: 'greeter_bundle', tools: [{ name: 'greet' }], tools_generated: true }, { entry_point: 'server/greeter.mjs', mcp_config: { command: 'node', args: ['${__dirname}/server/greeter.mjs'] } }),
+    );
+    made.push(dir);
+    await mkdir(join(dir, 'server'));
+    await writeFile(join(dir, 'server/greeter.mjs'), GREETER_SERVER.replace(/^#!.*\n/, ''));
+    const host = await pool.open(await pool.profile(), { activation: 'immediate' });
+    const installed = must(await host.install(dir, { canary: false }));
+    expect(Object.fromEntries(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class]))).toEqual({ greet: 'write', forget: 'destructive', remember: 'write', purge: 'destructive' });
+    expect((await host.call('plug.greeter-bundle.greet', { name: 'x' }))._unsafeUnwrapErr().code).toBe('PLUGIN_RISK_NOT_ALLOWED');
+  });
+
   it('runs a binary server (its entry point is the command) from an old dxt_version manifest', { timeout: SLOW }, async () => {
     const dir = await pool.profile();
     const manifest = probeManifest({ manifest_version: undefined, dxt_version: '0.1' }, { type: 'binary', mcp_config: { command: '${__dirname}/server/probe.mjs', args: [] } });
@@ -177,6 +191,12 @@ describe('MCP Bundles: refusals', () => {
     [
       'a denylisted env var on a bundle that lists no tools',
       probeManifest({ tools: undefined }, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }),
+      at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env'),
+    ],
+    // A name with '=' passes a name denylist yet sets NODE_OPTIONS: refused before that start too.
+    [
+      "an env name holding '=' on a bundle that lists no tools",
+      probeManifest({ tools: undefined }, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { 'NODE_OPTIONS=--require': '${__dirname}/server/absent.cjs' } } }),
       at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env'),
     ],
   ])('refuses %s', { timeout: SLOW }, async (_what, manifest, expected) => {

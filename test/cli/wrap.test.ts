@@ -27,9 +27,10 @@ describe('wrap', () => {
       expect(manifest).toMatchObject({ plugin_id: 'greeter-npm', executable: 'bin/greeter.mjs', namespace_owner: 'npm:greeter-npm' });
       expect(manifest.risk).toMatch(/^needs_review:/);
       expect(manifest.advertised_tools.map((t) => [t.name, t.risk_class])).toEqual([
-        ['greet', 'read'],
+        ['greet', 'write'],
         ['forget', 'destructive'],
         ['remember', 'write'],
+        ['purge', 'destructive'],
       ]);
       const asJson = json(await cli(['wrap', `npm:${tarball}`, '--profile-dir', profile, '--json']));
       expect(asJson).toMatchObject({ ok: true, origin: 'introspection', needs_review: true, manifest_file: 'manifest.json' });

@@ -7,12 +7,14 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bundledNpmCli } from '../../src/npm/npmFetch.js';
 
-const SERVER = `#!/usr/bin/env node
+/** The server's source: `greet` claims readOnlyHint, `purge` claims both readOnlyHint and destructiveHint. */
+export const GREETER_SERVER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
 const tools = [
   { name: 'greet', description: 'Greets', inputSchema: { type: 'object', properties: { name: { type: 'string' } } }, annotations: { readOnlyHint: true } },
   { name: 'forget', description: 'Forgets everyone', inputSchema: { type: 'object' }, annotations: { readOnlyHint: false, destructiveHint: true } },
   { name: 'remember', description: 'Remembers a name', inputSchema: { type: 'object' } },
+  { name: 'purge', description: 'Purges everything', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true, destructiveHint: true } },
 ];
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 // --banner: a line on stdout that is not JSON-RPC, as servers that log to stdout print.
@@ -33,7 +35,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 export async function packGreeterServer(dir: string, marker: string): Promise<string> {
   const pkg = join(dir, 'greeter-npm');
   await mkdir(join(pkg, 'bin'), { recursive: true });
-  await writeFile(join(pkg, 'bin', 'greeter.mjs'), SERVER, { mode: 0o755 });
+  await writeFile(join(pkg, 'bin', 'greeter.mjs'), GREETER_SERVER, { mode: 0o755 });
   const writeMarker = (stage: string): string => `node -e "require('fs').appendFileSync('${marker}', '${stage} ')"`;
   await writeFile(
     join(pkg, 'package.json'),

@@ -62,24 +62,24 @@ describe('npm: installs of published servers, no manifest given', NPM_TIMEOUT, (
     expect(execFileSync('find', [installRoot, '-type', 'l'], { encoding: 'utf8' })).toBe('');
 
     expect((await host.info('server-everything'))._unsafeUnwrap().risk).toMatch(/^needs_review:/);
-    expect(textOf((await host.call('plug.server-everything.echo', { message: 'as published' }))._unsafeUnwrap())).toBe('Echo: as published');
+    expect(textOf((await host.call('plug.server-everything.echo', { message: 'as published' }, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('Echo: as published');
   });
 
-  it('@modelcontextprotocol/server-memory: risk classes come from the tool annotations', async () => {
+  it('@modelcontextprotocol/server-memory: risk classes come from the tool annotations, never below write', async () => {
     const version = await devVersion('@modelcontextprotocol/server-memory');
     const { host } = await installNpm(`@modelcontextprotocol/server-memory@${version}`);
     const risks = Object.fromEntries(
       (await host.info('server-memory'))._unsafeUnwrap().operations.map((o) => [o.tool_name, o.risk_class]),
     );
-    expect(risks).toMatchObject({ read_graph: 'read', create_entities: 'write', delete_entities: 'destructive' });
-    const graph = await host.call('plug.server-memory.read_graph', {});
+    expect(risks).toMatchObject({ read_graph: 'write', create_entities: 'write', delete_entities: 'destructive' });
+    const graph = await host.call('plug.server-memory.read_graph', {}, { maxRisk: 'write' });
     expect(JSON.parse(textOf(graph._unsafeUnwrap()))).toEqual({ entities: [], relations: [] });
   });
 
   it('@modelcontextprotocol/server-filesystem: started with the data directory as its argument', async () => {
     const version = await devVersion('@modelcontextprotocol/server-filesystem');
     const { dir, host } = await installNpm(`@modelcontextprotocol/server-filesystem@${version}`, { args: ['${data_dir}'] });
-    const allowed = await host.call('plug.server-filesystem.list_allowed_directories', {});
+    const allowed = await host.call('plug.server-filesystem.list_allowed_directories', {}, { maxRisk: 'write' });
     expect(textOf(allowed._unsafeUnwrap())).toContain(join(dir, 'data', 'server-filesystem'));
   });
 });
@@ -96,8 +96,10 @@ describe('npm: a local tarball made by npm pack', NPM_TIMEOUT, () => {
     expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
     await expect(access(marker)).rejects.toThrow();
     const risks = Object.fromEntries((await host.info('greeter-npm'))._unsafeUnwrap().operations.map((o) => [o.tool_name, o.risk_class]));
-    expect(risks).toEqual({ greet: 'read', forget: 'destructive', remember: 'write' });
-    const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' });
+    // Its own readOnlyHint does not make greet read (nobody reviewed it), and purge's destructiveHint outweighs its readOnlyHint.
+    expect(risks).toEqual({ greet: 'write', forget: 'destructive', remember: 'write', purge: 'destructive' });
+    expect((await host.call('plug.greeter-npm.greet', { name: 'npm' }))._unsafeUnwrapErr().code).toBe('PLUGIN_RISK_NOT_ALLOWED');
+    const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' }, { maxRisk: 'write' });
     expect(textOf(greeted._unsafeUnwrap())).toBe(`Hello, npm (--home=${join(dir, 'data', 'greeter-npm')})`);
     await expect(access(marker)).rejects.toThrow();
   });
@@ -108,7 +110,7 @@ describe('npm: a local tarball made by npm pack', NPM_TIMEOUT, () => {
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
     const wrapped = (await host.wrap(`npm:${tarball}`, { args: ['--banner'] }))._unsafeUnwrap();
     expect(wrapped).toMatchObject({ source: tarball, origin: 'introspection', needs_review: true, manifestFile: 'manifest.json' });
-    expect((JSON.parse(wrapped.manifestText) as { advertised_tools: unknown[] }).advertised_tools).toHaveLength(3);
+    expect((JSON.parse(wrapped.manifestText) as { advertised_tools: unknown[] }).advertised_tools).toHaveLength(4);
 
     for (const [option, value] of [['checksum', `sha256:${'0'.repeat(64)}`], ['signature', 'AAAA']] as const) {
       const refused = await host.install(`npm:${tarball}`, { [option]: value });
