@@ -7,12 +7,16 @@
  * (ERR_MODULE_NOT_FOUND inside the sandbox).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
+import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { runnerReadPaths } from '../../src/shapes/esm/runnerReadPaths.js';
 import { installApplication, packLibrary, type Layout } from '../support/packedLibrary.js';
 
 const run = promisify(execFile);
@@ -42,6 +46,31 @@ console.log(JSON.stringify({
 }));
 `;
 
+/** Whether each file can be read by a process in a sandbox exposing `readable` (besides Node itself). */
+async function readInSandbox(files: readonly string[], readable: readonly string[]): Promise<boolean[]> {
+  const base = await mkdtemp(join(tmpdir(), 'runner-reads-'));
+  applications.push(base);
+  await mkdir(join(base, 'root'));
+  await mkdir(join(base, 'data'));
+  const code = `const fs = require('fs'); console.log(JSON.stringify(process.argv.slice(1).map((f) => { try { fs.readFileSync(f); return true; } catch { return false; } })))`;
+  const spawner = (await SandboxSpawner.create({}))._unsafeUnwrap();
+  const plugin = (
+    await spawner.spawn({
+      executable: unverifiedCommand([process.execPath, '-e', code, ...files], join(base, 'root'), [...nodeRuntimePaths(), ...readable]),
+      env: {},
+      network: false,
+      writeDir: join(base, 'data'),
+      hiddenPaths: [],
+      pluginId: 'runner-reads',
+    })
+  )._unsafeUnwrap();
+  plugin.stdin.end();
+  let out = '';
+  for await (const chunk of plugin.stdout) out += String(chunk);
+  await plugin.exited;
+  return JSON.parse(out) as boolean[];
+}
+
 let scratch: string;
 let tarball: string;
 let plugin: string;
@@ -68,5 +97,14 @@ describe.each<Layout>(['nested', 'hoisted', 'linked', 'pnpm', 'workspace'])('the
     expect(outcome.error).toBeUndefined();
     expect(outcome.sandbox).toBe('bubblewrap');
     expect(outcome.result).toMatchObject({ content: [{ type: 'text', text: 'through the packed library' }] });
+
+    // What the runner's sandbox exposes is what it resolves, not the node_modules it sits in: a tool cache beside
+    // the library there (transpiled application source) stays unreadable inside it.
+    const cache = join(root, 'node_modules', '.cache');
+    await mkdir(cache, { recursive: true });
+    await writeFile(join(cache, 'app-source.js'), 'export const secret = 1;\n');
+    const runner = join(root, 'node_modules', 'mcp-plugin-host', 'dist', 'esm-runner.js');
+    // Node runs the runner by its real path (the sandbox mounts real paths only).
+    expect(await readInSandbox([await realpath(runner), join(cache, 'app-source.js')], runnerReadPaths(runner))).toEqual([true, false]);
   }, 300_000);
 });

@@ -11,11 +11,12 @@
  * searched for a nested one), then loads what it found by its real path.
  * So the sandbox gets: the script (as named and as real) and its folder,
  * its package's `package.json` and what the package publishes (`files`),
- * every `node_modules` on the lookup path of that package, and the same
- * lookup path from the real directory of every dependency, transitively
- * (it adds folders only where a link leads outside those already exposed).
+ * and the folder of every dependency as Node finds it on the lookup path of
+ * that package, then of each dependency's real directory, transitively.
+ * Never a whole `node_modules`: the application's holds its other packages
+ * and tool caches (`.cache`, with transpiled application source).
  */
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, sep } from 'node:path';
 
 const DEPENDENCY_FIELDS = ['dependencies', 'optionalDependencies', 'peerDependencies'] as const;
@@ -99,16 +100,26 @@ class ReadableSet {
   }
 }
 
+const isLink = (path: string): boolean => {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+};
+
 function addDependencyClosure(packageDir: string, readable: ReadableSet, visited: Set<string>): void {
   if (visited.has(packageDir)) return;
   visited.add(packageDir);
   const folders = lookupFolders(packageDir);
-  for (const folder of folders) readable.add(folder);
   for (const name of dependencyNames(packageDir)) {
     const found = folders.map((folder) => join(folder, name)).find((candidate) => existsSync(candidate));
     const real = found === undefined ? undefined : realOrUndefined(found);
-    if (real === undefined) continue;
-    // A dependency already inside an exposed folder resolves its own imports through the same folders.
+    if (found === undefined || real === undefined) continue;
+    // Only what Node resolves: the dependency's own folder, never the whole node_modules it sits in (an
+    // application's node_modules holds its other packages and tool caches such as .cache). The sandbox mounts
+    // real paths, so a dependency reached through a link (pnpm's store) needs the folder of links it sits in.
+    if (isLink(found)) readable.add(dirname(found));
     if (!readable.covers(real)) readable.add(real);
     addDependencyClosure(real, readable, visited);
   }
