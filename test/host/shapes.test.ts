@@ -20,8 +20,8 @@ describe('ndjson-rpc plugin', () => {
       spawns++;
       expect(e.sandboxed).toBe(true);
     });
-    expect((await host.call('plug.host-ndjson.echo', { a: 1, nested: { b: [2] } }))._unsafeUnwrap()).toEqual({ isError: false, value: { a: 1, nested: { b: [2] } } });
-    expect((await host.call('plug.host-ndjson.ping', undefined))._unsafeUnwrap()).toEqual({ isError: false, value: 'pong' });
+    expect((await host.call('plug.host-ndjson.echo', { a: 1, nested: { b: [2] } }))._unsafeUnwrap()).toEqual({ shape: 'ndjson-rpc', isError: false, value: { a: 1, nested: { b: [2] } } });
+    expect((await host.call('plug.host-ndjson.ping', undefined))._unsafeUnwrap()).toEqual({ shape: 'ndjson-rpc', isError: false, value: 'pong' });
     expect((await host.call('plug.host-ndjson.echo', 'text'))._unsafeUnwrap().value).toBe('text');
     expect(spawns).toBe(1);
     expect((await host.info('host-ndjson'))._unsafeUnwrap()).toMatchObject({ shape: 'ndjson-rpc', status: 'active' });
@@ -30,6 +30,7 @@ describe('ndjson-rpc plugin', () => {
   it('returns application errors as isError results and counts a crash toward quarantine', async () => {
     const appError = await pool.installed(await pool.profile(), ['ndjson'], { env: { ECHO_MODE: 'app-error' } });
     expect((await appError.call('plug.host-ndjson.echo', { x: 1 }))._unsafeUnwrap()).toEqual({
+      shape: 'ndjson-rpc',
       isError: true,
       value: { code: 1001, message: 'application says no', data: { x: 1 } },
     });
@@ -57,8 +58,8 @@ describe('handshake plugin', () => {
     const host = await pool.installed(await pool.profile(), ['handshake']);
     let spawns = 0;
     host.events.on('spawn', () => spawns++);
-    expect((await host.call('plug.host-handshake.upper', { text: 'quiet' }))._unsafeUnwrap()).toEqual({ isError: false, value: 'QUIET' });
-    expect((await host.call('plug.host-handshake.echo', { n: 1 }))._unsafeUnwrap()).toEqual({ isError: false, value: { n: 1 } });
+    expect((await host.call('plug.host-handshake.upper', { text: 'quiet' }))._unsafeUnwrap()).toEqual({ shape: 'handshake', isError: false, value: 'QUIET' });
+    expect((await host.call('plug.host-handshake.echo', { n: 1 }))._unsafeUnwrap()).toEqual({ shape: 'handshake', isError: false, value: { n: 1 } });
     const failed = (await host.call('plug.host-handshake.fail', {}))._unsafeUnwrap();
     expect(failed.isError).toBe(true);
     expect(failed.value).toEqual({ code: 'E_FAIL', message: 'the tool failed on purpose' });

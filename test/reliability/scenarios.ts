@@ -165,7 +165,11 @@ const ROWS: readonly FaultRow[] = [
   {
     fault: 'stdout-log',
     scope: 'process',
-    expect: all({ code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' }),
+    expect: {
+      'mcp-plugin': { code: 'ok', next: 'ok', why: 'a log line on stdout is plugin output under the default stdout policy (tolerate): dropped, counted, emitted; the answer after it is delivered' },
+      'ndjson-rpc': { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' },
+      handshake: { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' },
+    },
   },
   { fault: 'exit0-at-once', scope: 'process', expect: all(crash('status 0 before answering is still an exit before a response', 'quarantined-then-same')) },
   {
