@@ -9,7 +9,7 @@ import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
 import type { EnvDenylistOptions } from '../env/EnvDenylist.js';
 import type { HostError } from '../errors/HostError.js';
 import type { PackageLimits } from '../installer/limits.js';
-import type { NpmSettings } from '../npm/npmFetch.js';
+import type { NpmSettings } from '../installer/npmFetch.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { ProfileKind } from '../namespace/NamespaceLock.js';
 import { checkOptions, invalidOption, isPlainObject, type OptionSchema } from '../options/optionRules.js';

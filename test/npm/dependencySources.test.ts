@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/npm/npmFetch.js';
+import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/installer/npmFetch.js';
 
 let base: string;
 beforeAll(async () => {

@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/npm/npmFetch.js';
+import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/installer/npmFetch.js';
 
 const BOMB_BYTES = 256 * 1024 * 1024;
 const LIMIT_BYTES = 1024 * 1024;

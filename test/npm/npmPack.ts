@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bundledNpmCli } from '../../src/npm/npmFetch.js';
+import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 
 /** The server's source: `greet` claims readOnlyHint, `purge` claims both readOnlyHint and destructiveHint. */
 export const GREETER_SERVER = `#!/usr/bin/env node

@@ -10,8 +10,8 @@ import { readdir, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledNpmCli } from '../../src/npm/npmFetch.js';
-import { openNpmSource } from '../../src/npm/openNpmSource.js';
+import { bundledNpmCli } from '../../src/installer/npmFetch.js';
+import { openNpmSource } from '../../src/installer/openNpmSource.js';
 
 let base: string;
 beforeAll(async () => {

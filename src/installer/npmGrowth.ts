@@ -12,7 +12,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PackageLimits } from '../installer/limits.js';
+import type { PackageLimits } from './limits.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 
 /** Which limit npm crossed, with the amount seen when it was killed. */

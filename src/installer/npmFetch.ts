@@ -20,8 +20,8 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
-import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from '../installer/limits.js';
-import { archiveInvalid } from '../installer/refusal.js';
+import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
+import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 
 /** Where npm comes from and which registry it asks. */

@@ -8,7 +8,7 @@
 import { posix } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import { DEFAULT_CAPABILITIES } from '../installer/grant.js';
+import { DEFAULT_CAPABILITIES } from './grant.js';
 import { npmFailure } from './npmFetch.js';
 
 /** A tool as `tools/list` describes it: the parts a manifest is made from. */
