@@ -4,7 +4,7 @@
  * the repository's node_modules, so it resolves its dependencies from an
  * enclosing node_modules exactly as node_modules/mcp-plugin-host/dist/esm-runner.js does.
  */
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'tsup';
@@ -23,7 +23,9 @@ export async function buildEsmRunner(): Promise<BuiltRunner> {
   const dir = await mkdtemp(join(REPO, 'node_modules', '.cache', 'esm-runner-host-'));
   // mkdtemp makes it 0700; on a root host plugins run as users of their own, who must read the runner like a shipped dist/.
   await chmod(dir, 0o755);
-  await writeFile(join(dir, 'package.json'), '{ "type": "module" }\n');
+  // The library's own dependencies, as its published package.json names them: the sandbox exposes what they resolve to.
+  const { dependencies } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  await writeFile(join(dir, 'package.json'), `${JSON.stringify({ type: 'module', dependencies: dependencies ?? {} })}\n`);
   await build({
     entry: { 'esm-runner': join(REPO, 'src/shapes/esm/runner.ts') },
     outDir: join(dir, 'dist'),
