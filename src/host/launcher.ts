@@ -27,6 +27,7 @@ import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { HostConfig } from './hostConfig.js';
 import type { ProtocolAdapter } from './protocolAdapters.js';
 import { bundleLaunchEnv } from '../bundle/bundleLaunch.js';
+import { pinnedCapabilities } from './pinnedCapabilities.js';
 
 /** What the launcher works with: the host's profile, sandbox, secrets and environment rules. */
 export interface LauncherParts {
@@ -76,7 +77,10 @@ export class PluginLauncher {
       if (policy.isErr()) return errAsync(policy.error);
       if (writeComponents.isErr()) return errAsync(writeComponents.error);
       if (launch.isErr()) return errAsync(launch.error);
-      return this.#checkStillInstalled(plugin)
+      // The sandbox below is built from the catalog's capabilities: they must be the ones the install pinned.
+      const pinned: ResultAsync<unknown, HostError> = plugin.descriptor?.capabilities === undefined ? okAsync(undefined) : pinnedCapabilities(plugin);
+      return pinned
+        .andThen(() => this.#checkStillInstalled(plugin))
         .andThen(() => spawner.pluginIdentity(dataRoot, id))
         .andThen((identity) =>
           openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) }).map(

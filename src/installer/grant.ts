@@ -42,7 +42,7 @@ export function checkGrant(grant: unknown): Result<PluginGrant, HostError> {
 }
 
 /** Whether the manifest's capabilities are the source's own declaration rather than the host default. */
-export function declaresCapabilities(manifest: NormalizedManifest): boolean {
+export function declaresCapabilities(manifest: Pick<NormalizedManifest, 'capabilities_source'>): boolean {
   return manifest.capabilities_source !== 'host_default';
 }
 
@@ -126,7 +126,7 @@ function narrowWriteDir(pluginId: string, declared: string, granted: string): Re
  * PLUGIN_GRANT_EXCEEDS_DECLARATION (`details.field` names the field); a
  * malformed grant or write dir fails with its own code.
  */
-export function grantedCapabilities(manifest: NormalizedManifest, grant: PluginGrant | undefined): Result<DeclaredCapabilities, HostError> {
+export function grantedCapabilities(manifest: Pick<NormalizedManifest, 'plugin_id' | 'capabilities' | 'capabilities_source'>, grant: PluginGrant | undefined): Result<DeclaredCapabilities, HostError> {
   if (grant === undefined) return ok(manifest.capabilities);
   const form = checkGrant(grant);
   if (form.isErr()) return err(form.error);
