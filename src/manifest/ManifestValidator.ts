@@ -8,6 +8,7 @@ import {
   checkCredentialDescriptors,
   checkEgressDestinations,
   checkDocumentIsObject,
+  checkGumContractRules,
   checkNamespaceOwnerPresence,
   checkSchemaVersionPlacement,
   checkShapeGate,
@@ -256,6 +257,7 @@ export class ManifestValidator {
     return [
       ...checkStructure(doc, form, schema),
       ...checkNamespaceOwnerPresence(doc, form, trust),
+      ...checkGumContractRules(doc, form, trust),
       ...checkCredentialDescriptors(doc, form),
       ...checkEgressDestinations(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),

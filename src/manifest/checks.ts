@@ -15,6 +15,8 @@ import {
 } from './access.js';
 import type { ManifestForm, OutputProfileFacts, ManifestShape } from './model.js';
 import { parseDestination } from '../egress/destinations.js';
+import { EnvDenylist, prohibitedEnvMessage } from '../env/EnvDenylist.js';
+import { reservedNamespacePreset } from '../namespace/NamespaceLock.js';
 import { ajvViolations, type CompiledSchema } from './schemas.js';
 import { pointerOf, violation, type Violation } from './violations.js';
 
@@ -226,6 +228,41 @@ export function checkNamespaceOwnerPresence(doc: unknown, form: ManifestForm, tr
   if (!isRecord(holder) || own(holder, 'namespace_owner') !== undefined) return [];
   const pointer = form === 'gum-toml' ? '/plugin/namespace_owner' : '/namespace_owner';
   return [violation('namespace', 'PLUGIN_NAMESPACE_CONFLICT', pointer, 'namespace_owner is required for third-party plugins (reverse-DNS or registry identity)')];
+}
+
+// GUM's own rules, shipped as its presets in etc/; a host's preset adds to them for its own installs only.
+const gumEnvRules = new EnvDenylist({ preset: 'gum' });
+const gumReservedPrefixes = reservedNamespacePreset('gum');
+
+/**
+ * The GUM contract's own refusals for a GUM-form manifest, whatever preset
+ * the host runs under, so that `validate` passes only what GUM itself
+ * accepts: an env_allow or needs_user_creds name on GUM's denylist →
+ * PLUGIN_ENV_PROHIBITED, and a third-party plugin_id under a reserved
+ * first-party prefix → PLUGIN_NAMESPACE_CONFLICT.
+ */
+export function checkGumContractRules(doc: unknown, form: ManifestForm, trust: TrustOptions): Violation[] {
+  if (form === 'open-discovery') return [];
+  const out: Violation[] = [];
+  // The TOML form names the plugin id `[plugin].name`.
+  const [idHolder, idKey] = form === 'gum-toml' ? [own(doc, 'plugin'), 'name'] : [doc, 'plugin_id'];
+  const pluginId = ownString(idHolder, idKey);
+  const reserved = pluginId === undefined || trust.firstParty ? undefined : gumReservedPrefixes.find((p) => pluginId === p || pluginId.startsWith(`${p}-`));
+  if (pluginId !== undefined && reserved !== undefined) {
+    const pointer = form === 'gum-toml' ? '/plugin/name' : '/plugin_id';
+    out.push(violation('namespace', 'PLUGIN_NAMESPACE_CONFLICT', pointer, `plugin_id '${pluginId}' falls under the GUM contract's reserved first-party prefix '${reserved}'`));
+  }
+  for (const [section, field] of [
+    ['declared_capabilities', 'env_allow'],
+    ['requirements', 'needs_user_creds'],
+  ] as const) {
+    for (const { index, value } of ownStrings(own(doc, section), field)) {
+      if (gumEnvRules.isProhibited(value)) {
+        out.push(violation('env', 'PLUGIN_ENV_PROHIBITED', pointerOf(section, field, index), prohibitedEnvMessage(field, value, pluginId ?? '')));
+      }
+    }
+  }
+  return out;
 }
 
 /**
