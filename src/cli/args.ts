@@ -22,6 +22,7 @@ const OPTIONS = {
   'allow-downgrade': { type: 'boolean' },
   canary: { type: 'boolean' },
   live: { type: 'boolean' },
+  strict: { type: 'boolean' },
   'canary-args': { type: 'string', multiple: true },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
@@ -83,12 +84,15 @@ export const COMMANDS = {
   validate: {
     args: ['<dir|archive|manifest>'],
     summary: 'run every install check on a package in a scratch profile; print every violation',
-    options: [...PACKAGE_OPTIONS, 'canary', 'live', 'timeout'],
+    options: [...PACKAGE_OPTIONS, 'canary', 'live', 'strict', 'timeout'],
     details: [
       'Nothing is installed: the checks run against a temporary profile that is deleted afterwards.',
       'A directory or a lone manifest file is checked as a dev install; an archive as a standard one',
       '(pass --checksum, or --dev). With --canary the plugin is also started and its tool list',
       'compared with the manifest (--live calls the declared canary tool).',
+      'Without a working OS sandbox every static check still runs; the checks that need the sandbox',
+      '(pinning the executable, the canary) are reported as skipped and the exit code is 5, or, with',
+      '--strict, the run fails with PLUGIN_SANDBOX_UNSUPPORTED (exit 4).',
     ],
   },
   install: {
@@ -217,6 +221,8 @@ export interface Flags {
   readonly canary: boolean;
   /** Live canary. */
   readonly live: boolean;
+  /** validate: a check skipped for want of a sandbox fails the run. */
+  readonly strict: boolean;
   /** canary: argument overrides. */
   readonly canaryArgs: Readonly<Record<string, unknown>> | undefined;
   /** run: highest accepted risk class. */
@@ -392,6 +398,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       allowDowngrade: bool('allow-downgrade'),
       canary: bool('canary'),
       live: bool('live'),
+      strict: bool('strict'),
       canaryArgs: canaryArgs.value,
       maxRisk,
       yes: bool('yes'),

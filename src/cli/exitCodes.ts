@@ -15,6 +15,8 @@ export const EXIT_CODES = {
   validation: 3,
   /** No enforcing OS sandbox on this machine (PLUGIN_SANDBOX_UNSUPPORTED). */
   sandboxUnsupported: 4,
+  /** `validate` found no violation but skipped checks that need the OS sandbox, which this machine lacks. */
+  checksSkipped: 5,
   /** Interrupted by SIGINT / SIGTERM. */
   interrupted: 130,
 } as const;
@@ -29,6 +31,7 @@ export const EXIT_CODE_LINES: readonly (readonly [ExitCode, string])[] = [
   [EXIT_CODES.usage, 'usage error (bad command, option or argument)'],
   [EXIT_CODES.validation, 'validation failure (validate/install refused the package)'],
   [EXIT_CODES.sandboxUnsupported, 'no enforcing OS sandbox (PLUGIN_SANDBOX_UNSUPPORTED)'],
+  [EXIT_CODES.checksSkipped, 'validate passed its static checks but skipped the sandboxed ones (no sandbox; --strict fails instead)'],
   [EXIT_CODES.interrupted, 'interrupted'],
 ];
 

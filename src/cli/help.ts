@@ -25,6 +25,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'allow-downgrade': ['--allow-downgrade', 'install a lower version than the one installed'],
   canary: ['--canary', 'also start the plugin and compare its tool list with the manifest'],
   live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
+  strict: ['--strict', 'fail (exit 4) instead of skipping the checks that need the OS sandbox'],
   'canary-args': ['--canary-args k=v ...', 'override canary arguments (values read as JSON when they parse)'],
   'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
   yes: ['-y, --yes', 'confirm a high_stakes_write tool without asking'],

@@ -1,16 +1,18 @@
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { err, ok, type Result } from 'neverthrow';
 import { tmpdir } from 'node:os';
 import { basename, extname, join } from 'node:path';
 import {
   ManifestValidator,
+  PluginHost,
   describeErrorCode,
   hostError,
   isHostErrorCode,
   type CanaryOutcome,
   type HostError,
-  type PluginHost,
+  type PluginHostOptions,
 } from '../index.js';
-import { fail, packageOptions, withHost, type CommandContext } from './context.js';
+import { fail, hostOptions, packageOptions, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { violationsOf, type PrintedViolation } from './Output.js';
 import { canaryJson, canarySummary } from './present.js';
@@ -48,10 +50,18 @@ function humanBytes(bytes: number): string {
   return `${(bytes / 1_000_000).toFixed(1)} MB`;
 }
 
+/** A check that did not run, and why. */
+interface SkippedCheck {
+  readonly check: string;
+  readonly code: string;
+  readonly reason: string;
+}
+
 interface Findings {
   violations: PrintedViolation[];
   checked: string[];
   canary: CanaryOutcome | undefined;
+  skipped: SkippedCheck[];
 }
 
 /**
@@ -83,12 +93,67 @@ export async function validateCommand(ctx: CommandContext): Promise<ExitCode> {
     // profile, so that is what it is checked as; an archive is checked the
     // way the chosen profile kind would install it.
     const profileKind = isDirectory || manifestOnly || ctx.flags.dev ? 'dev' : 'standard';
-    return await withHost(ctx, (host) => inspect(ctx, host, given, source, manifestOnly, join(scratch, 'profile')), {
-      overrides: { profileDir: join(scratch, 'profile'), profile: 'validate', profileKind },
-      checkingPackage: true,
-    });
+    const scratchProfile = join(scratch, 'profile');
+    const opened = await openScratchHost(ctx, { profileDir: scratchProfile, profile: 'validate', profileKind });
+    if (opened.isErr()) return fail(ctx, opened.error, true);
+    const { host, sandboxMissing } = opened.value;
+    try {
+      return await inspect(ctx, host, { given, source, manifestOnly, isDirectory, scratchProfile, sandboxMissing });
+    } finally {
+      await host.close();
+    }
   } finally {
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Opens the host of the scratch profile. Where this machine has no enforcing
+ * sandbox, a dev scratch host is opened without one so that the static checks
+ * still run: `inspect` reads the package and never starts anything, and the
+ * steps that could start plugin code (install, canary) are skipped on such a
+ * host. `--strict` and archives checked as standard installs keep the refusal.
+ */
+async function openScratchHost(
+  ctx: CommandContext,
+  overrides: PluginHostOptions,
+): Promise<Result<{ host: PluginHost; sandboxMissing: HostError | undefined }, HostError>> {
+  const options = await hostOptions(ctx.flags, overrides);
+  if (options.isErr()) return err(options.error);
+  const sandboxed = await PluginHost.open(options.value);
+  if (sandboxed.isOk()) return ok({ host: sandboxed.value, sandboxMissing: undefined });
+  if (sandboxed.error.code !== 'PLUGIN_SANDBOX_UNSUPPORTED' || ctx.flags.strict || options.value.profileKind !== 'dev') return err(sandboxed.error);
+  const staticOnly = await PluginHost.open({ ...options.value, sandbox: { dangerouslyRunUnsandboxed: true } });
+  return staticOnly.map((host) => ({ host, sandboxMissing: sandboxed.error }));
+}
+
+/** What one validation looks at. */
+interface Target {
+  /** The path as the user gave it. */
+  readonly given: string;
+  /** The package directory or archive handed to the host. */
+  readonly source: string;
+  /** A lone manifest file, copied into a scratch package. */
+  readonly manifestOnly: boolean;
+  /** The user gave a directory. */
+  readonly isDirectory: boolean;
+  /** The scratch profile directory. */
+  readonly scratchProfile: string;
+  /** Why the checks that need the sandbox are skipped; undefined when it works. */
+  readonly sandboxMissing: HostError | undefined;
+}
+
+/**
+ * A directory package's executable that is not there: found by reading the
+ * package, so it is reported even where the binding step cannot run.
+ */
+async function missingExecutable(dir: string, executable: string | undefined): Promise<PrintedViolation | undefined> {
+  if (executable === undefined) return undefined;
+  try {
+    await lstat(join(dir, executable));
+    return undefined;
+  } catch {
+    return { pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: `executable '${executable}' is not in the package`, stage: 'executable_binding' };
   }
 }
 
@@ -98,7 +163,8 @@ function withoutScratchRoot(message: string, scratchProfile: string): string {
   return message.split(root).map((part, i) => (i === 0 ? part : part.replace(/^[^/]+\/[^/]+\//, ''))).join('');
 }
 
-async function inspect(ctx: CommandContext, host: PluginHost, given: string, source: string, manifestOnly: boolean, scratchProfile: string): Promise<ExitCode> {
+async function inspect(ctx: CommandContext, host: PluginHost, target: Target): Promise<ExitCode> {
+  const { given, source, manifestOnly, scratchProfile, sandboxMissing } = target;
   const { out, flags } = ctx;
   const options = await packageOptions(flags);
   if (options.isErr()) return fail(ctx, options.error, true);
@@ -114,10 +180,17 @@ async function inspect(ctx: CommandContext, host: PluginHost, given: string, sou
     violations: report.violations.map(printed),
     checked: ['package', 'manifest', 'namespace', 'env', 'credentials', 'schema refs'],
     canary: undefined,
+    skipped: [],
   };
   let pluginId = report.manifest?.plugin_id;
+  if (findings.violations.length === 0 && target.isDirectory) {
+    const missing = await missingExecutable(given, report.manifest?.executable);
+    if (missing !== undefined) findings.violations.push(missing);
+  }
 
-  if (findings.violations.length === 0 && !manifestOnly) {
+  if (findings.violations.length === 0 && !manifestOnly && sandboxMissing !== undefined) {
+    findings.skipped.push(...['executable binding', ...(flags.canary ? ['canary'] : [])].map((check) => ({ check, code: sandboxMissing.code, reason: sandboxMissing.message })));
+  } else if (findings.violations.length === 0 && !manifestOnly) {
     spinner.update('pinning the executable');
     const trial = await host.install(source, { ...options.value, canary: false });
     if (trial.isErr()) {
@@ -163,6 +236,7 @@ async function inspect(ctx: CommandContext, host: PluginHost, given: string, sou
     plugin: manifest === undefined ? null : { plugin_id: manifest.plugin_id, name: manifest.name, version: manifest.version, shape: manifest.shape },
     checked: findings.checked,
     violations: findings.violations,
+    skipped: findings.skipped,
     canary: findings.canary === undefined ? null : canaryJson(findings.canary),
     ...(ok ? {} : { error: summaryError(findings.violations, failedCanary).toJSON() }),
   });
@@ -190,6 +264,12 @@ async function inspect(ctx: CommandContext, host: PluginHost, given: string, sou
   if (failedCanary !== undefined) {
     out.note(`${out.errStyle.yellow('hint')}: ${failedCanary.hint}`);
     return EXIT_CODES.runtime;
+  }
+  const skipped = findings.skipped[0];
+  if (skipped !== undefined) {
+    out.line(`  ${s.yellow('skipped')}  ${findings.skipped.map((k) => k.check).join(', ')}: ${skipped.code}: ${skipped.reason}`);
+    out.line(`  ${s.dim('note')}     these checks need the OS sandbox; exit code ${EXIT_CODES.checksSkipped} (--strict fails instead)`);
+    return EXIT_CODES.checksSkipped;
   }
   return EXIT_CODES.ok;
 }
