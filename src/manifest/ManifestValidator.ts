@@ -14,6 +14,7 @@ import {
   checkShapeGate,
   checkStripNullsSafety,
   checkStructure,
+  repeatsHostCheck,
   type OutputProfileResolver,
 } from './checks.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
@@ -274,7 +275,8 @@ export class ManifestValidator {
   ): ManifestReport {
     const structural = violations.some((v) => STRUCTURAL_STAGES.has(v.stage));
     const normalized = !structural && isRecord(doc) ? normalizeManifest(doc, form, schemas) : undefined;
-    const all = normalized !== undefined && hostChecks !== undefined ? [...violations, ...hostChecks(normalized)] : violations;
+    const host = normalized !== undefined && hostChecks !== undefined ? hostChecks(normalized) : [];
+    const all = [...violations.filter((v) => !repeatsHostCheck(v, host)), ...host];
     const sorted = sortViolations(all);
     return { source, form, violations: sorted, manifest: sorted.length === 0 ? normalized : undefined };
   }

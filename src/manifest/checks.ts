@@ -233,6 +233,17 @@ export function checkNamespaceOwnerPresence(doc: unknown, form: ManifestForm, tr
 // GUM's own rules, shipped as its presets in etc/; a host's preset adds to them for its own installs only.
 const gumEnvRules = new EnvDenylist({ preset: 'gum' });
 const gumReservedPrefixes = reservedNamespacePreset('gum');
+const gumContractViolations = new WeakSet<Violation>();
+
+/**
+ * Whether a violation of {@link checkGumContractRules} repeats what the
+ * host's own checks found (same stage and code): an installing host's
+ * denylist and reserved prefixes cover GUM's under the `gum` preset, and one
+ * refusal per rule is enough.
+ */
+export function repeatsHostCheck(found: Violation, hostViolations: readonly Violation[]): boolean {
+  return gumContractViolations.has(found) && hostViolations.some((h) => h.stage === found.stage && h.code === found.code);
+}
 
 /**
  * The GUM contract's own refusals for a GUM-form manifest, whatever preset
@@ -262,6 +273,7 @@ export function checkGumContractRules(doc: unknown, form: ManifestForm, trust: T
       }
     }
   }
+  for (const found of out) gumContractViolations.add(found);
   return out;
 }
 
