@@ -88,10 +88,74 @@ export function parseJsonText(text: string, limits: ParseLimits): Result<unknown
     try {
       value = JSON.parse(t);
     } catch (cause) {
-      return fail(`manifest is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
+      return fail(jsonSyntaxMessage(t, cause instanceof Error ? cause.message : String(cause)));
     }
     return inspectTree(value, limits.maxDepth, false);
   });
+}
+
+/** What V8 appends to a JSON syntax message besides the reason: the offset, or a quote of the text. */
+const JSON_WHERE = /\s*(?:(?:in|after) JSON at position \d+(?: \(line \d+ column \d+\))?|, (?:\.\.\.)?"[\s\S]*" is not valid JSON)$/;
+const JSON_LITERAL = /true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const JSON_STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const JSON_SPACE = /[ \t\n\r]*/y;
+
+/**
+ * The offset of the first syntax error in a JSON text that JSON.parse
+ * refused (V8 names it in some messages only). The text is already known to
+ * nest no deeper than the limit, so the recursion is bounded.
+ */
+function jsonErrorOffset(text: string): number {
+  let at = 0;
+  const space = (): void => {
+    JSON_SPACE.lastIndex = at;
+    JSON_SPACE.exec(text);
+    at = JSON_SPACE.lastIndex;
+  };
+  const token = (pattern: RegExp): boolean => {
+    pattern.lastIndex = at;
+    if (pattern.exec(text) === null) return false;
+    at = pattern.lastIndex;
+    return true;
+  };
+  const sequence = (close: string, item: () => boolean): boolean => {
+    at++;
+    space();
+    if (text[at] === close) return (at++, true);
+    for (;;) {
+      if (!item()) return false;
+      space();
+      if (text[at] === close) return (at++, true);
+      if (text[at] !== ',') return false;
+      at++;
+      space();
+    }
+  };
+  const value = (): boolean => {
+    space();
+    if (text[at] === '{') {
+      return sequence('}', () => {
+        if (!token(JSON_STRING)) return false;
+        space();
+        if (text[at] !== ':') return false;
+        at++;
+        return value();
+      });
+    }
+    if (text[at] === '[') return sequence(']', value);
+    return token(JSON_STRING) || token(JSON_LITERAL);
+  };
+  if (value()) space();
+  return at;
+}
+
+/** A JSON syntax error with the line and column a person looks for. */
+function jsonSyntaxMessage(text: string, message: string): string {
+  const offset = jsonErrorOffset(text);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return `manifest is not valid JSON (line ${line}, column ${column}): ${firstLine(message.replace(JSON_WHERE, ''))}`;
 }
 
 /**

@@ -11,6 +11,7 @@ import gumTomlSchema from '../../etc/schemas/gum-manifest-toml.schema.json' with
 import handshakeSchema from '../../etc/schemas/handshake-manifest.schema.json' with { type: 'json' };
 import openDiscoverySchema from '../../etc/schemas/mcp-plugin.schema.json' with { type: 'json' };
 import type { HostErrorCode } from '../errors/registry.js';
+import { closestName } from '../options/closestName.js';
 import { own } from './access.js';
 import type { ManifestForm } from './model.js';
 import { escapePointerToken, violation, type CheckStage, type Violation } from './violations.js';
@@ -121,8 +122,12 @@ function describe(error: ErrorObject): string {
   switch (error.keyword) {
     case 'required':
       return `required property "${String(p.missingProperty)}" is missing`;
-    case 'additionalProperties':
-      return `unknown property "${String(p.additionalProperty)}"`;
+    case 'additionalProperties': {
+      const name = String(p.additionalProperty);
+      const known = own(error.parentSchema, 'properties');
+      const near = typeof known === 'object' && known !== null ? closestName(name, Object.keys(known)) : undefined;
+      return `unknown property "${name}"${near === undefined ? '' : ` (did you mean "${near}"?)`}`;
+    }
     case 'pattern': {
       const description = own(error.parentSchema, 'description');
       return typeof description === 'string' ? description : `must match ${String(p.pattern)}`;
