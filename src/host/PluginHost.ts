@@ -19,6 +19,7 @@ import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, missingCredentials } from './credentials.js';
+import { CallSchemas } from './callSchemas.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
@@ -250,7 +251,7 @@ export class PluginHost {
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, secrets, env: parts.env, catalog, events, logger, random, config, isClosed });
     const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
-    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed });
+    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout) });
     this.#catalog = catalog;
     this.#launcher = launcher;
     this.#runtimes = runtimes;
@@ -468,8 +469,11 @@ export class PluginHost {
    * (VARIANT_QUARANTINED, with `retry_after_ms` inside a backoff window), one
    * missing credentials (PLUGIN_NEEDS_CONFIGURATION), one installed after
    * this host opened (PLUGIN_PENDING_RESTART), a tool above `maxRisk`
-   * (PLUGIN_RISK_NOT_ALLOWED) and an unconfirmed `high_stakes_write` tool
-   * (PLUGIN_CONFIRMATION_DENIED). Results of `mcp-plugin` and
+   * (PLUGIN_RISK_NOT_ALLOWED), an unconfirmed `high_stakes_write` tool
+   * (PLUGIN_CONFIRMATION_DENIED) and arguments that break the tool's request
+   * schema (INVALID_ARGS with `details.pointer`, before the plugin starts); a
+   * success that breaks its response schema is
+   * PLUGIN_RESPONSE_SCHEMA_VIOLATION. Results of `mcp-plugin` and
    * `esm-module` plugins follow the result semantics of
    * `ErrorMapper.mapToolResult`: a GUM error envelope becomes its mapped
    * code (RATE_LIMITED, AUTH_REQUIRED, SERVICE_DOWN, INVALID_ARGS), any

@@ -2,7 +2,7 @@
  * Running one admitted call on its plugin's session: the session call, the
  * shape's result mapping, the call events and the crash books.
  */
-import { err, errAsync, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { HostError, hostError, internalError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
@@ -10,6 +10,7 @@ import type { RiskClass } from '../manifest/model.js';
 import type { Clock } from '../ports/ports.js';
 import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
+import type { CallSchemas } from './callSchemas.js';
 import { stoppedByRetirement } from './drain.js';
 import { callBudget, type HostConfig } from './hostConfig.js';
 import type { PluginRuntime } from './PluginRuntime.js';
@@ -49,6 +50,8 @@ export interface DispatcherParts {
   readonly clock: Clock;
   readonly config: HostConfig;
   readonly isClosed: () => boolean;
+  /** The variants' request and response schemas. */
+  readonly schemas: CallSchemas;
 }
 
 /** Sends admitted calls to their plugins and settles them. */
@@ -64,6 +67,8 @@ export class CallDispatcher {
   dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
     const { runtimes, events, clock } = this.#parts;
     const id = plugin.plugin_id;
+    const invalid = this.#parts.schemas.checkArguments(plugin, tool, args);
+    if (invalid !== undefined) return errAsync(callError(invalid, { id, opId }));
     const taken = runtimes.take(plugin);
     if (taken.isErr()) return errAsync(callError(taken.error, { id, opId }));
     const runtime = taken.value;
@@ -71,11 +76,11 @@ export class CallDispatcher {
     const started = clock.now();
     if (events.wants('call:start')) events.emit('call:start', { plugin_id: id, op_id: opId, call_id: callId });
     runtime.begin();
-    return new ResultAsync(this.#settle(runtime, tool, args, options, { id, opId, callId, started, purpose }));
+    return new ResultAsync(this.#settle(plugin, runtime, tool, args, options, { id, opId, callId, started, purpose }));
   }
 
   /** Runs a dispatched call to its end: the session call, result mapping, the call:end event and the crash books. */
-  async #settle(runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<CallResult, HostError>> {
+  async #settle(plugin: InstalledPlugin, runtime: PluginRuntime, tool: string, args: unknown, options: HostCallOptions, call: DispatchedCall): Promise<Result<CallResult, HostError>> {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
@@ -94,7 +99,10 @@ export class CallDispatcher {
       mapped =
         adapter === undefined
           ? err(callError(internalError(`the session of plugin '${id}' has no protocol adapter`), call))
-          : adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId });
+          : adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId }).andThen((value) => {
+              const broken = this.#parts.schemas.checkResult(plugin, tool, value);
+              return broken === undefined ? ok(value) : err(callError(broken, call));
+            });
     }
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };

@@ -1,0 +1,123 @@
+/**
+ * A variant's request and response schemas applied at call time: the
+ * arguments are checked before the call reaches its plugin (no process is
+ * started for arguments that break the schema), a successful result after.
+ * Schemas come from the profile's schema store by the digest the catalog
+ * records, and each digest is compiled once per host.
+ */
+import { readFileSync } from 'node:fs';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { CatalogVariant } from '../catalog/catalogTypes.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { jcsDigest } from '../manifest/schemaRefs.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+import type { CompiledSchema } from '../manifest/schemas.js';
+import type { ProfileLayout } from '../profile/ProfileLayout.js';
+import type { CallResult } from '../shapes/PluginSession.js';
+
+/** Which of a variant's two schemas. */
+type SchemaSide = 'request' | 'response';
+
+/** The first schema error, as a JSON pointer into the checked value and a sentence. */
+interface SchemaFailure {
+  readonly pointer: string;
+  readonly message: string;
+}
+
+/** Checks calls against the schemas their variants reference. */
+export class CallSchemas {
+  readonly #layout: ProfileLayout;
+  readonly #compiled = new Map<string, CompiledSchema>();
+  // An instance of its own: plugin schemas may reuse one another's $id, which the manifest validator's shared instance refuses.
+  readonly #ajv: Ajv2020;
+
+  constructor(layout: ProfileLayout) {
+    this.#layout = layout;
+    this.#ajv = new Ajv2020({ strict: false, addUsedSchema: false });
+    formats.default(this.#ajv);
+  }
+
+  /** INVALID_ARGS when `args` break the request schema of `tool`'s variant; `undefined` when they pass or it has none. */
+  checkArguments(plugin: InstalledPlugin, tool: string, args: unknown): HostError | undefined {
+    const check = this.#schemaOf(plugin, tool, 'request');
+    if (check === undefined) return undefined;
+    if (typeof check !== 'function') return check;
+    const failure = firstFailure(check, args);
+    if (failure === undefined) return undefined;
+    return hostError('INVALID_ARGS', `the arguments of '${tool}' do not match its request schema at '${failure.pointer}': ${failure.message}`, {
+      details: { tool, pointer: failure.pointer, schema_error: failure.message },
+    });
+  }
+
+  /**
+   * PLUGIN_RESPONSE_SCHEMA_VIOLATION when a successful result breaks the
+   * response schema of `tool`'s variant. The checked body is an MCP result's
+   * `structuredContent`, else the JSON of its one text block; another
+   * protocol's result value as it is. Error results are not checked.
+   */
+  checkResult(plugin: InstalledPlugin, tool: string, result: CallResult): HostError | undefined {
+    if (result.isError) return undefined;
+    const check = this.#schemaOf(plugin, tool, 'response');
+    if (check === undefined) return undefined;
+    if (typeof check !== 'function') return check;
+    const body = result.shape === 'mcp-plugin' || result.shape === 'esm-module' ? mcpResponseBody(result.value) : { found: true as const, value: result.value };
+    const failure = body.found ? firstFailure(check, body.value) : { pointer: '', message: 'the result carries no JSON body (no structuredContent and no single JSON text block)' };
+    if (failure === undefined) return undefined;
+    return hostError('PLUGIN_RESPONSE_SCHEMA_VIOLATION', `the result of '${tool}' does not match its response schema at '${failure.pointer}': ${failure.message}`, {
+      details: { tool, pointer: failure.pointer, schema_error: failure.message },
+    });
+  }
+
+  /** The compiled schema of one side, `undefined` when the variant has none, or the error that kept it from loading. */
+  #schemaOf(plugin: InstalledPlugin, tool: string, side: SchemaSide): CompiledSchema | HostError | undefined {
+    const variant: CatalogVariant | undefined = plugin.variants.find((v) => v.tool_name === tool);
+    if (variant === undefined) return undefined;
+    const entry = Object.entries(variant.schema_hashes).find(([ref]) => ref.endsWith(`.${side}`));
+    if (entry === undefined) return undefined;
+    const [ref, digest] = entry;
+    const cached = this.#compiled.get(digest);
+    if (cached !== undefined) return cached;
+    const path = this.#layout.schemaFile(ref, digest);
+    let schema: unknown;
+    try {
+      schema = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (cause) {
+      return storeError(ref, `cannot be read from ${path}`, cause);
+    }
+    if (jcsDigest(schema) !== digest) return storeError(ref, `at ${path} does not have the digest the catalog records`);
+    try {
+      const compiled = this.#ajv.compile<unknown>(schema as object);
+      this.#compiled.set(digest, compiled);
+      return compiled;
+    } catch (cause) {
+      return storeError(ref, 'does not compile', cause);
+    }
+  }
+}
+
+function storeError(ref: string, problem: string, cause?: unknown): HostError {
+  return hostError('PLUGIN_SCHEMA_REF_INVALID', `schema '${ref}' ${problem}`, { details: { ref }, ...(cause === undefined ? {} : { cause }) });
+}
+
+function firstFailure(check: CompiledSchema, value: unknown): SchemaFailure | undefined {
+  if (check(value)) return undefined;
+  const first = check.errors?.[0];
+  return { pointer: first?.instancePath ?? '', message: first?.message ?? 'does not match' };
+}
+
+function mcpResponseBody(record: { readonly structuredContent?: unknown; readonly content?: unknown }): { found: true; value: unknown } | { found: false } {
+  if (record.structuredContent !== undefined) return { found: true, value: record.structuredContent };
+  const content = record.content;
+  if (Array.isArray(content) && content.length === 1) {
+    const block = content[0] as { type?: unknown; text?: unknown } | undefined;
+    if (block?.type === 'text' && typeof block.text === 'string') {
+      try {
+        return { found: true, value: JSON.parse(block.text) };
+      } catch {
+        return { found: false };
+      }
+    }
+  }
+  return { found: false };
+}
