@@ -2,8 +2,12 @@
  * Seed 000 (GUM plugin contract): the contract's own rules hold for every
  * GUM-form manifest whatever preset the host runs under.
  */
-import { describe, expect, it } from 'vitest';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { ManifestValidator } from '../../src/manifest/ManifestValidator.js';
+import { HostPool } from '../support/hostHarness.js';
 import { gumJson, gumTomlText, pairs } from '../manifest/helpers.js';
 
 const neutral = new ManifestValidator({ preset: 'neutral' });
@@ -49,5 +53,39 @@ describe('seed 000 §2 manifest fields under the neutral preset', () => {
 
   it('§2 the valid example manifest still passes under neutral', () => {
     expect(neutral.inspectValue(gumJson(), 'gum-json')._unsafeUnwrap().violations).toEqual([]);
+  });
+});
+
+describe('seed 000 §2 install through PluginHost under the default preset', () => {
+  const pool = new HostPool();
+  const packages: string[] = [];
+  afterEach(() => pool.cleanup());
+  afterAll(() => Promise.all(packages.map((dir) => rm(dir, { recursive: true, force: true }))));
+
+  /** The host-ndjson fixture package with its manifest bent by `edit`. */
+  async function bentPackage(edit: (manifest: Record<string, unknown>) => void): Promise<string> {
+    const dir = await packageFixturePlugin(join(import.meta.dirname, '../../fixtures/plugins/host-ndjson'), { bundle: ['bin/echo.mjs'] });
+    packages.push(dir);
+    const path = join(dir, 'manifest.json');
+    const manifest = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+    edit(manifest);
+    await writeFile(path, JSON.stringify(manifest));
+    return dir;
+  }
+
+  it('§2 declared_capabilities.env_allow: a neutral host refuses to install a GUM manifest allowing GUM_PROFILE', async () => {
+    const host = await pool.open(await pool.profile());
+    const pkg = await bentPackage((m) => {
+      m.declared_capabilities = { network: false, fs_write_dir: '', env_allow: ['GUM_PROFILE'] };
+    });
+    expect((await host.install(pkg, { canary: false }))._unsafeUnwrapErr().code).toBe('PLUGIN_ENV_PROHIBITED');
+  });
+
+  it('§2 reserved first-party prefixes: a neutral host refuses to install a GUM manifest with plugin_id "gmail"', async () => {
+    const host = await pool.open(await pool.profile());
+    const pkg = await bentPackage((m) => {
+      m.plugin_id = 'gmail';
+    });
+    expect((await host.install(pkg, { canary: false }))._unsafeUnwrapErr().code).toBe('PLUGIN_NAMESPACE_CONFLICT');
   });
 });
