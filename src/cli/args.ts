@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { ManifestPreset, PluginGrant, RiskClass } from '../index.js';
+import { closestName } from '../options/closestName.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -12,7 +13,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'V' },
+  version: { type: 'boolean', short: 'v' },
   checksum: { type: 'string' },
   signature: { type: 'string' },
   'trusted-key': { type: 'string', multiple: true },
@@ -307,16 +308,39 @@ function spreadCanaryArgs(argv: readonly string[]): string[] {
   return out;
 }
 
+/** Other spellings of an option, read as the option itself. */
+const ALIASES: Readonly<Record<string, string>> = { '-V': '--version' };
+
+function withAliases(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  return argv.map((token, i) => (end !== -1 && i > end ? token : (ALIASES[token] ?? token)));
+}
+
+/** A util.parseArgs failure in the CLI's own words, with the closest option for an unknown one. */
+function parseFailure(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  const unknown = /^Unknown option '([^']+)'/.exec(message);
+  if (unknown !== null) {
+    const typed = unknown[1] ?? '';
+    const near = typed.startsWith('--') ? closestName(typed.slice(2).split('=')[0] ?? '', Object.keys(OPTIONS)) : undefined;
+    return `unknown option '${typed}'${near === undefined ? '' : ` (did you mean '--${near}'?)`}`;
+  }
+  const missing = /^Option '(?:-\w, )?(--[\w-]+) <value>' argument missing/.exec(message);
+  if (missing !== null) return `${missing[1] ?? 'this option'} needs a value`;
+  const extra = /^Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(message);
+  if (extra !== null) return `${extra[1] ?? 'this option'} takes no value`;
+  return message.split('\n')[0] ?? 'invalid command line';
+}
+
 type Values = { readonly [K in OptionName]?: string | boolean | readonly string[] | undefined };
 
 /** Parses a command line into an {@link Invocation}, or says what is wrong with it. */
 export function parseInvocation(argv: readonly string[]): { ok: true; value: Invocation } | { ok: false; problem: UsageProblem } {
   let parsed: { values: Values; positionals: string[] };
   try {
-    parsed = parseArgs({ args: spreadCanaryArgs(argv), options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: spreadCanaryArgs(withAliases(argv)), options: OPTIONS, allowPositionals: true, strict: true });
   } catch (cause) {
-    const first = argv.find((a) => isCommandName(a));
-    return usage(cause instanceof Error ? cause.message.split('\n')[0] ?? 'invalid command line' : 'invalid command line', first);
+    return usage(parseFailure(cause), argv.find((a) => isCommandName(a)));
   }
   const { values } = parsed;
   let positionals = parsed.positionals;

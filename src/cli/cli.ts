@@ -2,7 +2,7 @@ import { ioError } from '../index.js';
 import { parseInvocation, wantsJson, type CommandName } from './args.js';
 import type { CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
-import { commandHelp, generalHelp } from './help.js';
+import { commandHelp, generalHelp, shortUsage } from './help.js';
 import { installCommand } from './installCommand.js';
 import { infoCommand, listCommand } from './inventoryCommands.js';
 import { canaryCommand, reloadCommand, removeCommand, unquarantineCommand } from './lifecycleCommands.js';
@@ -38,7 +38,12 @@ export async function runCli(argv: readonly string[], terminal: Terminal, signal
   const json = wantsJson(argv);
   const noColor = argv.includes('--no-color');
   const parsed = parseInvocation(argv);
-  if (!parsed.ok) return printUsageProblem(new Output(terminal, json, noColor), parsed.problem.message, parsed.problem.command);
+  if (!parsed.ok) {
+    const out = new Output(terminal, json, noColor);
+    const code = printUsageProblem(out, parsed.problem.message, parsed.problem.command);
+    if (parsed.problem.command === undefined) out.note(shortUsage());
+    return code;
+  }
   const invocation = parsed.value;
   const out = new Output(terminal, invocation.kind === 'command' ? invocation.flags.json : json, noColor);
   switch (invocation.kind) {

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
 import type { Flags } from './args.js';
@@ -25,8 +26,50 @@ export function profileName(flags: Flags): string {
   return flags.profile ?? 'default';
 }
 
+const errnoOf = (cause: unknown): string | undefined => (cause as NodeJS.ErrnoException).code;
+
+/**
+ * Makes the missing levels of a `--profile-dir` one at a time, after walking
+ * up to the nearest existing one (as many steps as the path has parts).
+ * Node's recursive mkdir never returns for a path under /proc (it retries
+ * ENOENT forever), so the host's own recursive mkdir must find it made.
+ */
+async function prepareProfileDir(given: string): Promise<Result<void, HostError>> {
+  const refused = (message: string, cause?: unknown): Result<never, HostError> =>
+    err(
+      hostError('HOST_INVALID_OPTIONS', `--profile-dir ${given}: ${message}`, {
+        ...(cause === undefined ? {} : { cause }),
+        details: { option: 'profile-dir' },
+        hint: 'Give --profile-dir a directory you can create and write, or leave it out for the default location.',
+      }),
+    );
+  const missing: string[] = [];
+  for (let level = resolve(given); ; level = dirname(level)) {
+    try {
+      if (!(await stat(level)).isDirectory()) return refused(`${level} is not a directory`);
+      break;
+    } catch (cause) {
+      if (errnoOf(cause) !== 'ENOENT') return refused(`cannot read ${level} (${errnoOf(cause) ?? 'error'})`, cause);
+      missing.unshift(level);
+      if (dirname(level) === level) break;
+    }
+  }
+  for (const level of missing) {
+    try {
+      await mkdir(level, { mode: 0o700 });
+    } catch (cause) {
+      if (errnoOf(cause) !== 'EEXIST') return refused(`cannot create ${level} (${errnoOf(cause) ?? 'error'})`, cause);
+    }
+  }
+  return ok(undefined);
+}
+
 /** PluginHost options from the global flags; `overrides` win. */
 export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {}): Promise<Result<PluginHostOptions, HostError>> {
+  if (flags.profileDir !== undefined && overrides.profileDir === undefined) {
+    const prepared = await prepareProfileDir(flags.profileDir);
+    if (prepared.isErr()) return err(prepared.error);
+  }
   const keys: string[] = [];
   for (const key of flags.trustedKeys) {
     // A key is given inline (PEM or base64) or as a file holding one.

@@ -15,7 +15,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   json: ['--json', 'print one JSON document on stdout: {"ok":true,...} or {"ok":false,"error":{...}}'],
   'no-color': ['--no-color', 'no colour (also NO_COLOR=1); colour is used only on a terminal'],
   help: ['-h, --help', 'show help'],
-  version: ['-V, --version', 'show the version'],
+  version: ['-v, -V, --version', 'show the version'],
   checksum: ['--checksum sha256:<hex>', 'expected SHA-256 of the archive'],
   signature: ['--signature <file>', 'Ed25519 signature of the archive digest (default <archive>.sig)'],
   'trusted-key': ['--trusted-key <pem|base64|file>', 'a public key whose signatures are trusted (repeatable)'],
@@ -80,6 +80,16 @@ export function generalHelp(style: Style): string {
     ...sharedSections(style),
     'Errors print "error CODE: message" and "hint: ..." on stderr (with --json, {"ok":false,"error":{...}} on stdout).',
     '',
+  ].join('\n');
+}
+
+/** What a command-line error that names no command prints under the error: how to call, and the commands. */
+export function shortUsage(): string {
+  return [
+    '',
+    `Usage: ${PROGRAM} <command> [arguments] [options]`,
+    `Commands: ${Object.keys(COMMANDS).join(', ')}`,
+    `Run '${PROGRAM} help <command>' for one command, '${PROGRAM} --help' for everything.`,
   ].join('\n');
 }
 
