@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import type { ManifestPreset, PluginGrant, RiskClass } from '../index.js';
-import { closestName } from '../options/closestName.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -322,7 +321,7 @@ function parseFailure(cause: unknown): string {
   const unknown = /^Unknown option '([^']+)'/.exec(message);
   if (unknown !== null) {
     const typed = unknown[1] ?? '';
-    const near = typed.startsWith('--') ? closestName(typed.slice(2).split('=')[0] ?? '', Object.keys(OPTIONS)) : undefined;
+    const near = typed.startsWith('--') ? nearest(typed.slice(2).split('=')[0] ?? '', Object.keys(OPTIONS)) : undefined;
     return `unknown option '${typed}'${near === undefined ? '' : ` (did you mean '--${near}'?)`}`;
   }
   const missing = /^Option '(?:-\w, )?(--[\w-]+) <value>' argument missing/.exec(message);
@@ -496,8 +495,18 @@ function usage(message: string, command?: CommandName): { ok: false; problem: Us
   return { ok: false, problem: command === undefined ? { message } : { message, command } };
 }
 
+/** The name nearest a misspelt one, when it is close enough (two edits) to be what was meant. */
+function nearest(name: string, candidates: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = editDistance(candidate, name);
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { name: candidate, distance };
+  }
+  return best?.name;
+}
+
 function unknownCommand(name: string): { ok: false; problem: UsageProblem } {
-  const near = Object.keys(COMMANDS).find((c) => editDistance(c, name) <= 2);
+  const near = nearest(name, Object.keys(COMMANDS));
   return usage(`unknown command '${name}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`);
 }
 

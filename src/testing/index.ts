@@ -10,4 +10,4 @@
 
 export { expectHostError, expectOk } from './assertions.js';
 export { startPlugin, type PluginUnderTest, type StartPluginOptions } from './startPlugin.js';
-export { validatePluginDir, type PluginDirReport, type PluginDirViolation, type ValidatePluginDirOptions } from './validatePluginDir.js';
+export { validatePluginDir, type PluginDirReport, type PluginDirSkippedCheck, type PluginDirViolation, type ValidatePluginDirOptions } from './validatePluginDir.js';

@@ -49,7 +49,7 @@ describe('usage errors exit 2 with a code and a hint', () => {
     [['list', 'extra'], "unexpected 'extra'"],
     [['list', '--set', 'A=b'], "option --set does not apply to 'list'"],
     [['run', 'hello', 'hello', '--max-risk', 'huge'], '--max-risk must be read, write or destructive'],
-    [['list', '--bogus'], "Unknown option '--bogus'"],
+    [['list', '--bogus'], "unknown option '--bogus'"],
     [['install', 'x', '--dev-allow-namespace-conflict'], 'add --dev'],
     [['run', 'hello', 'hello', '{"name":'], 'the arguments must be a JSON object'],
     [['run', 'hello', 'hello', '[1]'], 'not an array or a scalar'],
@@ -103,7 +103,7 @@ describe('validate', () => {
     const run = await cli(['validate', join(REPO, 'fixtures/plugins/hello-python'), '--json']);
     expect(run.code).toBe(0);
     const out = json(run);
-    expect(Object.keys(out)).toEqual(['ok', 'source', 'package', 'form', 'plugin', 'checked', 'violations', 'canary']);
+    expect(Object.keys(out)).toEqual(['ok', 'source', 'package', 'form', 'plugin', 'checked', 'violations', 'skipped', 'canary']);
     expect(out).toMatchObject({
       ok: true,
       package: { kind: 'directory', manifest_file: 'manifest.json', digest: null },

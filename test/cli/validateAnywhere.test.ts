@@ -1,6 +1,7 @@
 import { cp, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validatePluginDir } from '../../src/testing/index.js';
 import { cli, json, REPO, tempDir } from './cliHarness.js';
 
 const HELLO = join(REPO, 'fixtures/plugins/hello');
@@ -68,5 +69,25 @@ describe('validate a package whose executable is missing', () => {
       { pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: "executable 'bin/hello-mcp.mjs' is not in the package", stage: 'executable_binding' },
     ]);
     expect(run.stdout).not.toContain('mcp-plugin-host-validate-');
+  });
+});
+
+describe('validatePluginDir where no OS sandbox can be created', () => {
+  const noBwrap = { bwrapPath: '/nonexistent/bwrap' };
+
+  it('runs the static checks and lists the install as skipped; strict refuses instead', async () => {
+    const report = (await validatePluginDir(HELLO, { sandbox: noBwrap }))._unsafeUnwrap();
+    expect(report).toMatchObject({ ok: true, pluginId: 'hello', violations: [] });
+    expect(report.skipped).toEqual([{ check: 'install', code: 'PLUGIN_SANDBOX_UNSUPPORTED', reason: expect.stringContaining('bubblewrap') }]);
+    const refused = await validatePluginDir(HELLO, { sandbox: noBwrap, strict: true });
+    expect(refused._unsafeUnwrapErr().code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
+  });
+
+  it('still reports a missing executable at /executable', async () => {
+    const pkg = join(work.path, 'kit-no-executable');
+    await cp(HELLO, pkg, { recursive: true });
+    await rm(join(pkg, 'bin'), { recursive: true });
+    const report = (await validatePluginDir(pkg, { sandbox: noBwrap }))._unsafeUnwrap();
+    expect(report.violations).toEqual([{ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', pointer: '/executable', message: "executable 'bin/hello-mcp.mjs' is not in the package", stage: 'install' }]);
   });
 });
