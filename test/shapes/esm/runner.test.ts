@@ -119,7 +119,10 @@ describe('esmRunnerCommand', () => {
     expect(executable.argv).toEqual([...RUNNER_ARGV, '--strict-capabilities', '--strict-tools', '--create-timeout-ms', '5000', '--watch', '--', ESM_FIXTURES.allCapabilities]);
     expect(executable.installRoot).toBe(ESM_FIXTURES.allCapabilities);
     expect(executable.readOnlyPaths).toContain(ESM_FIXTURES.allCapabilities);
-    expect(executable.readOnlyPaths).toContain(join(REPO, 'node_modules'));
+    // The folders of the dependencies the runner resolves, never the whole node_modules beside them.
+    expect(executable.readOnlyPaths).toContain(join(REPO, 'node_modules', '@modelcontextprotocol', 'sdk'));
+    expect(executable.readOnlyPaths).toContain(join(REPO, 'node_modules', 'zod'));
+    expect(executable.readOnlyPaths).not.toContain(join(REPO, 'node_modules'));
   });
 
   it('fails with HOST_INVALID_OPTIONS when the runner script is missing', () => {
