@@ -5,7 +5,6 @@
  * moment leaves either the old or the new generation (see generationFiles.ts
  * and docs/install-safety.md).
  */
-import { mkdir } from 'node:fs/promises';
 import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, ResultAsync, safeTry, type Result } from 'neverthrow';
@@ -16,6 +15,7 @@ import { CatalogEncoder } from './CatalogEncoder.js';
 import { inconsistencyError } from './catalogConsistency.js';
 import { CATALOG_FILE_KINDS, validateFile, fileName } from './catalogFiles.js';
 import { listPlugins, lookupPlugin, type InstalledPlugin } from './catalogContents.js';
+import { makeDirectoryLevels } from './makeDirectoryLevels.js';
 import {
   EMPTY_CONTENTS,
   PLUGIN_CATALOG_SCHEMA_VERSION,
@@ -155,7 +155,7 @@ export class CatalogStore {
     return safeTry(async function* () {
       yield* validateOptions(options);
       try {
-        await mkdir(options.profileDir, { recursive: true, mode: 0o700 });
+        await makeDirectoryLevels(options.profileDir, 0o700);
       } catch (cause) {
         return err(ioError('Creating the profile directory', options.profileDir, cause));
       }

@@ -12,7 +12,10 @@ const untrusted = (relPath: string, reason: string, message: string): HostError 
 
 async function markExecutable(root: string, relPath: string, segments: readonly string[]): Promise<void> {
   for (let depth = 1; depth < segments.length; depth++) {
-    const dir = await lstat(join(root, ...segments.slice(0, depth)));
+    const dir = await lstat(join(root, ...segments.slice(0, depth))).catch((cause: unknown) => {
+      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') throw untrusted(relPath, 'missing', `executable '${relPath}' is not in the package`);
+      throw cause;
+    });
     if (!dir.isDirectory()) {
       refuse('PLUGIN_EXECUTABLE_UNTRUSTED', `'${relPath}' goes through something that is not a plain directory`, {
         details: { path: relPath, reason: dir.isSymbolicLink() ? 'symlink' : 'not_a_directory' },

@@ -39,6 +39,8 @@ const strings = (record: unknown, key: string): string[] => ownStrings(record, k
 
 function riskFromAnnotations(tool: JsonRecord): RiskClass {
   const annotations = own(tool, 'annotations');
+  // Contradicting hints (read-only and destructive) take the more dangerous reading.
+  if (ownBoolean(annotations, 'destructiveHint') === true) return 'destructive';
   if (ownBoolean(annotations, 'readOnlyHint') === true) return 'read';
   // MCP's default for destructiveHint is true: an unannotated tool may destroy.
   return ownBoolean(annotations, 'destructiveHint') === false ? 'write' : 'destructive';

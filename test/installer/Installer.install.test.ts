@@ -187,6 +187,17 @@ describe('installing a local directory on a dev profile', () => {
     expect(await p.census()).toEqual(before);
   });
 
+  it.each(['bin/missing.mjs', 'nowhere/greeter.mjs'])('refuses an executable %j that is not in the package, as untrusted (missing), and leaves nothing behind', async (executable) => {
+    const p = await profile('dev');
+    const pkg = await p.copyFixture('install-node');
+    const manifestPath = join(pkg, 'manifest.json');
+    await writeFile(manifestPath, JSON.stringify({ ...JSON.parse(await readFile(manifestPath, 'utf8')), executable }));
+    const before = await p.census();
+    const error = refusedWith(await p.installer.install(pkg), 'PLUGIN_EXECUTABLE_UNTRUSTED');
+    expect(error.details).toMatchObject({ path: executable, reason: 'missing' });
+    expect(await p.census()).toEqual(before);
+  });
+
   it.each([
     ['dist/index.cjs', 'unsupported_format'],
     ['dist/missing.mjs', 'missing'],

@@ -94,6 +94,9 @@ describe('normalization', () => {
       ['flush_dns', 'write'],
       ['reset_stack', 'destructive'],
     ]);
+    const contradicting = JSON.parse(fixture('open-discovery/valid/net-utils.json').toString('utf8')) as { capabilities: { tools: { annotations?: object }[] } };
+    contradicting.capabilities.tools[0]!.annotations = { readOnlyHint: true, destructiveHint: true };
+    expect(new ManifestValidator().validateValue(contradicting, 'open-discovery')._unsafeUnwrap().tools[0]?.risk_class).toBe('destructive');
     const minimal = new ManifestValidator().validateText(fixture('open-discovery/valid/minimal.json'), { form: 'open-discovery' })._unsafeUnwrap();
     expect([minimal.plugin_id, minimal.name, minimal.capabilities.network, minimal.tools]).toEqual(['echo-tools', 'echo_tools', false, []]);
   });
