@@ -1,37 +1,7 @@
 /** The budget of a call that waits for a slot or for its plugin to start: pure logic on a fake clock. */
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../../src/ports/ports.js';
 import { CallWait } from '../../../src/shapes/mcp/CallWait.js';
-
-/** Time moves only when the test says; timers fire as it passes them. */
-class FakeClock implements Clock {
-  #now = 0;
-  readonly #timers = new Map<number, { at: number; fn: () => void }>();
-  #seq = 0;
-
-  now(): number {
-    return this.#now;
-  }
-
-  setTimer(fn: () => void, ms: number): () => void {
-    const id = ++this.#seq;
-    this.#timers.set(id, { at: this.#now + ms, fn });
-    return () => void this.#timers.delete(id);
-  }
-
-  advance(ms: number): void {
-    this.#now += ms;
-    for (const [id, timer] of [...this.#timers]) {
-      if (timer.at > this.#now) continue;
-      this.#timers.delete(id);
-      timer.fn();
-    }
-  }
-
-  get pending(): number {
-    return this.#timers.size;
-  }
-}
+import { FakeClock } from '../../support/fakeClock.js';
 
 const budget = { timeoutMs: 2000, maxTotalTimeoutMs: 5000 };
 
