@@ -77,13 +77,15 @@ try {
   const fetched = await fourth.install(published, { canary: false });
   if (fetched.isErr()) fail(`install ${published}`, fetched.error);
   const server = fetched._unsafeUnwrap().plugin;
-  say(`✓ installed ${server.name} ${server.version} from npm with its dependencies, every file pinned; ${server.operations.length} tools read from a sandboxed start, risk ${server.risk}`);
+  say(`✓ installed ${server.name} ${server.version} from npm with its dependencies, every file pinned; ${server.operations.length} tools read from a sandboxed start`);
+  say(`  not reviewed yet (risk: ${(server.risk ?? '').split(' ')[0] ?? ''} …), so every tool counts as write at least`);
   await fourth.close();
   const fifth = (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
   const readGraph = server.operations.find((o) => o.tool_name === 'read_graph')?.op_id ?? 'read_graph (not advertised)';
-  const graph = await fifth.call(readGraph, {});
+  // Until a person reviews the generated manifest (wrap, then install --manifest), the caller must accept write risk.
+  const graph = await fifth.call(readGraph, {}, { maxRisk: 'write' });
   if (graph.isErr()) fail(`call ${readGraph}`, graph.error);
-  say(`✓ ${readGraph} {} → ${JSON.stringify(graph._unsafeUnwrap().value)}`);
+  say(`✓ ${readGraph} {} (maxRisk write) → ${JSON.stringify(graph._unsafeUnwrap().value)}`);
   await fifth.close();
 } finally {
   await rm(profileDir, { recursive: true, force: true });
