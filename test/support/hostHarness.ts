@@ -9,7 +9,7 @@ import type { ToolResult } from '../../src/shapes/PluginSession.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export { FakeClock } from './fakeClock.js';
+export { FakeClock } from './clocks.js';
 
 /** The fixture plugins PluginHost tests install, with the Node entries packagePlugin bundles. */
 export const FIXTURES = {

@@ -1,7 +1,7 @@
 /** The budget of a call that waits for a slot or for its plugin to start: pure logic on a fake clock. */
 import { describe, expect, it } from 'vitest';
 import { CallWait } from '../../../src/shapes/mcp/CallWait.js';
-import { FakeClock } from '../../support/fakeClock.js';
+import { FakeClock } from '../../support/clocks.js';
 
 const budget = { timeoutMs: 2000, maxTotalTimeoutMs: 5000 };
 
