@@ -16,18 +16,31 @@
  * the owners are read, its install already committed (the catalog read
  * after names the root) or undid itself (it removed the root).
  */
-import { lstat, readdir, readFile, realpath, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
+import type { HostError } from '../errors/HostError.js';
 import type { Clock } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
+import { toHostError } from './refusal.js';
 import { PIN_STALE_MS, isStale } from './schemaPins.js';
 
 /** The owner record inside a staging directory. */
 export const STAGE_OWNER_FILE = 'owner.json';
 /** How staging directories are named: `mkdtemp(join(stagingDir, STAGE_PREFIX))`. */
 export const STAGE_PREFIX = '.stage-';
+
+/** Makes a fresh, empty staging directory under `stagingRoot` (created if missing); HOST_IO_ERROR when it cannot. */
+export async function makeStage(stagingRoot: string): Promise<Result<string, HostError>> {
+  try {
+    await mkdir(stagingRoot, { recursive: true });
+    return ok(await mkdtemp(join(stagingRoot, STAGE_PREFIX)));
+  } catch (cause) {
+    return err(toHostError(cause, 'Creating a staging directory in', stagingRoot));
+  }
+}
 
 interface StageOwner {
   readonly pid: number;

@@ -7,12 +7,12 @@
  * caller's, else one generated from the server's own `tools/list`.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { copyDirectory } from './copyDirectory.js';
-import { claimStage, STAGE_PREFIX } from './installLeftovers.js';
+import { claimStage, makeStage } from './installLeftovers.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import type { StagedPackage } from './openPackageSource.js';
 import { locatePackageRoot } from './packageRoot.js';
@@ -154,13 +154,9 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
   if (spec.isErr()) return err(spec.error);
   const limits = resolveLimits(options.limits);
   if (limits.isErr()) return err(limits.error);
-  let stage: string;
-  try {
-    await mkdir(options.stagingRoot, { recursive: true });
-    stage = await mkdtemp(join(options.stagingRoot, STAGE_PREFIX));
-  } catch (cause) {
-    return err(toHostError(cause, 'Creating a staging directory in', options.stagingRoot));
-  }
+  const made = await makeStage(options.stagingRoot);
+  if (made.isErr()) return err(made.error);
+  const stage = made.value;
   const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
   const fail = async (error: HostError): Promise<Result<never, HostError>> => {
     await discard().catch(() => undefined);

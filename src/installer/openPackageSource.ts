@@ -1,11 +1,11 @@
-import { mkdir, mkdtemp, realpath, rename, rm, rmdir, chmod, stat } from 'node:fs/promises';
+import { mkdir, realpath, rename, rm, rmdir, chmod, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import { copyAndHash, digestsEqual, parseChecksum, type PackageDigest } from './checksum.js';
 import { copyDirectory } from './copyDirectory.js';
-import { claimStage, STAGE_PREFIX } from './installLeftovers.js';
+import { claimStage, makeStage } from './installLeftovers.js';
 import { extractTgz } from './extractTar.js';
 import { extractZip } from './extractZip.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
@@ -205,13 +205,9 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
     return err(toHostError(cause, 'Reading the package source', absolute));
   }
 
-  let stage: string;
-  try {
-    await mkdir(options.stagingRoot, { recursive: true });
-    stage = await mkdtemp(join(options.stagingRoot, STAGE_PREFIX));
-  } catch (cause) {
-    return err(toHostError(cause, 'Creating a staging directory in', options.stagingRoot));
-  }
+  const made = await makeStage(options.stagingRoot);
+  if (made.isErr()) return err(made.error);
+  const stage = made.value;
   const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
   try {
     await claimStage(stage, options.clock ?? systemClock);
