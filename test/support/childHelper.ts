@@ -12,9 +12,9 @@ export interface Helper {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
 
-/** Starts `node <script> ...args`. */
-export function startHelper(script: string, args: readonly string[]): Helper {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** Starts `node [...nodeOptions] <script> ...args`. */
+export function startHelper(script: string, args: readonly string[], nodeOptions: readonly string[] = []): Helper {
+  const child = spawn(process.execPath, [...nodeOptions, script, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiters: { line: string; resolve: () => void; reject: (e: Error) => void }[] = [];
   let stderr = '';

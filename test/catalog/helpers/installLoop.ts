@@ -5,7 +5,8 @@
  * test can start children ahead of time). A waiting child first runs one
  * transaction in a scratch profile, so that one-time costs (compiling the
  * schemas) are paid before the test's clock starts. Prints "ready" once the
- * store is open and "done <n>" at the end.
+ * store is open, "installed <n>" after each transaction and "done <n>" at
+ * the end.
  */
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -47,6 +48,7 @@ for (let i = 0; count === 0 || i < count; i++) {
     process.exit(3);
   }
   n++;
+  process.stdout.write(`installed ${n}\n`);
 }
 process.stdout.write(`done ${n}\n`);
 process.exit(0);
