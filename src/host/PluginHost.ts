@@ -18,7 +18,7 @@ import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
-import { aliasesOf, credentialsByEnv, missingCredentials } from './credentials.js';
+import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
 import { CallSchemas } from './callSchemas.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
@@ -82,6 +82,14 @@ export interface PluginHostOptions {
   readonly spawner?: SandboxSpawner;
   /** Where plugin credentials live. Default a 0600 file store inside the profile, which the sandbox hides. */
   readonly secretStore?: SecretStore;
+  /**
+   * Also take each plugin's declared credentials (`needs_user_creds`) from
+   * `env`, as the GUM contract passes them through from the user's
+   * environment; a value set there wins over a stored one. Only declared
+   * names are read, and the env denylist still applies. Default false:
+   * credentials come from the secret store alone.
+   */
+  readonly credentialsFromEnv?: boolean;
   /** Extra env denylist rules on top of the preset's. */
   readonly envDenylist?: Omit<EnvDenylistOptions, 'preset'>;
   /** Extra reserved namespace prefixes on top of the preset's. */
@@ -215,6 +223,7 @@ export class PluginHost {
   readonly #canaries: Canaries;
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
+  readonly #credentials: CredentialSource;
   #closed = false;
 
   /** Typed events, subscribe-only (each is also published on `node:diagnostics_channel`). */
@@ -247,8 +256,9 @@ export class PluginHost {
       spawner: parts.spawner,
     });
     const catalog = new HostCatalog(parts.store, parts.snapshot);
-    const secrets = this.#secrets;
-    const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, secrets, env: parts.env, catalog, events, logger, random, config, isClosed });
+    const credentials = new CredentialSource(this.#secrets, config.credentialsFromEnv ? config.env : undefined);
+    this.#credentials = credentials;
+    const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, credentials, env: parts.env, catalog, events, logger, random, config, isClosed });
     const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
     const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout) });
@@ -257,7 +267,7 @@ export class PluginHost {
     this.#runtimes = runtimes;
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
-    this.#canaries = new Canaries({ catalog, secrets, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => this.#active.has(id) });
+    this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => this.#active.has(id) });
   }
 
   /**
@@ -326,7 +336,7 @@ export class PluginHost {
       .install(source, {
         ...installOptions,
         initialStatus: async (m) =>
-          (await missingCredentials(this.#secrets, m.plugin_id, m.requirements.needs_user_creds)).length > 0 ? 'needs_configuration' : 'installed_pending_restart',
+          (await this.#credentials.missing(m.plugin_id, m.requirements.needs_user_creds)).length > 0 ? 'needs_configuration' : 'installed_pending_restart',
       })
       .andThen((installed) => {
         const id = installed.plugin_id;

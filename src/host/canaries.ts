@@ -7,9 +7,8 @@ import { errAsync, ResultAsync, type Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock, Logger } from '../ports/ports.js';
-import type { SecretStore } from '../secrets/SecretStore.js';
 import { admitStart } from './CrashPolicy.js';
-import { aliasesOf, missingCredentials } from './credentials.js';
+import { aliasesOf, type CredentialSource } from './credentials.js';
 import type { CallDispatcher } from './dispatch.js';
 import type { HostCatalog } from './hostCatalog.js';
 import { hostOpId } from './operations.js';
@@ -43,7 +42,7 @@ export interface CanaryOptions {
 /** What the canary runner works with. */
 export interface CanaryParts {
   readonly catalog: HostCatalog;
-  readonly secrets: SecretStore;
+  readonly credentials: CredentialSource;
   readonly runtimes: PluginRuntimes;
   readonly dispatcher: CallDispatcher;
   readonly supervisor: Supervisor;
@@ -63,14 +62,14 @@ export class Canaries {
 
   /** Runs `pluginId`'s canary; see {@link PluginHost.canary}. */
   run(pluginId: string, options: CanaryOptions): ResultAsync<CanaryOutcome, HostError> {
-    const { catalog, secrets, supervisor, clock } = this.#parts;
+    const { catalog, credentials, supervisor, clock } = this.#parts;
     const mode = options.live === true ? 'live' : 'passive';
     return catalog.plugin(pluginId).andThen((plugin) => {
       if (plugin.state?.permanent_quarantine === true) {
         const refused = admitStart(crashStateOf(plugin.state), clock.now(), pluginId, 'PLUGIN_QUARANTINED');
         if (refused.isErr()) return errAsync(refused.error);
       }
-      return ResultAsync.fromSafePromise(missingCredentials(secrets, pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
+      return ResultAsync.fromSafePromise(credentials.missing(pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
         if (missing.length > 0) {
           const error = hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s); run setup`, {
             details: { plugin_id: pluginId, missing_aliases: aliasesOf(plugin, missing) },

@@ -2,7 +2,7 @@
  * Credentials as people name them (descriptor aliases) and as plugins
  * receive them (declared env names). Raw env names stay out of messages.
  */
-import { err, ok, type Result } from 'neverthrow';
+import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
@@ -42,10 +42,46 @@ export function aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]):
 }
 
 
-/** The declared credentials `secrets` holds no value for (an empty value counts as missing). */
-export async function missingCredentials(secrets: SecretStore, pluginId: string, needed: readonly string[]): Promise<string[]> {
-  if (needed.length === 0) return [];
-  const stored = await secrets.get(pluginId);
-  const values = stored.isOk() ? stored.value : {};
-  return needed.filter((name) => values[name] === undefined || values[name] === '');
+/**
+ * Where a plugin's declared credentials come from: the secret store, and,
+ * when the host opts in (`credentialsFromEnv`), the user's environment as
+ * the GUM contract passes `needs_user_creds` through. A value set in the
+ * environment wins over a stored one, as an exported variable overrides
+ * saved configuration; empty values count as absent.
+ */
+export class CredentialSource {
+  readonly #secrets: SecretStore;
+  readonly #env: Readonly<Record<string, string | undefined>> | undefined;
+
+  /** @param env - The user's environment, or undefined when credentials come from the secret store alone. */
+  constructor(secrets: SecretStore, env: Readonly<Record<string, string | undefined>> | undefined) {
+    this.#secrets = secrets;
+    this.#env = env;
+  }
+
+  /** The values of the `declared` credentials that are set, by env name; nothing undeclared. */
+  values(pluginId: string, declared: readonly string[]): ResultAsync<Record<string, string>, HostError> {
+    if (declared.length === 0) return okAsync({});
+    return this.#secrets.get(pluginId).map((stored) => {
+      const out: Record<string, string> = {};
+      for (const name of declared) {
+        const value = this.#fromEnv(name) ?? stored[name];
+        if (value !== undefined && value !== '') out[name] = value;
+      }
+      return out;
+    });
+  }
+
+  /** The declared credentials no source holds a value for (an unreadable store holds none). */
+  async missing(pluginId: string, needed: readonly string[]): Promise<string[]> {
+    if (needed.length === 0) return [];
+    const present = await this.values(pluginId, needed);
+    const values = present.isOk() ? present.value : {};
+    return needed.filter((name) => values[name] === undefined);
+  }
+
+  #fromEnv(name: string): string | undefined {
+    const value = this.#env === undefined || !Object.hasOwn(this.#env, name) ? undefined : this.#env[name];
+    return value === '' ? undefined : value;
+  }
 }

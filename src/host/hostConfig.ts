@@ -70,6 +70,7 @@ export interface HostConfig {
   readonly requireSignatures: boolean;
   readonly packageLimits: Partial<PackageLimits> | undefined;
   readonly interpreterSearchPath: string | undefined;
+  readonly credentialsFromEnv: boolean;
   readonly npm: NpmSettings | undefined;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly callTimeoutMs: number;
@@ -152,6 +153,7 @@ const HOST_SCHEMA: OptionSchema = {
   idleTimeoutMs: 'millisecondsOrZero',
   stdout: STDOUT_RULE,
   maxFrameBytes: 'bytes',
+  credentialsFromEnv: 'boolean',
   startupTimeoutMs: 'milliseconds',
   plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
@@ -236,6 +238,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       ),
       idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
       stdout: o.stdout ?? (DEFAULTS.stdout as StdoutPolicy),
+      credentialsFromEnv: o.credentialsFromEnv ?? false,
       maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
       startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
       plugins: Object.freeze({ ...o.plugins }),

@@ -21,8 +21,8 @@ import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { openPluginDirectories, pluginDirectoryPaths } from '../sandbox/pluginDirectories.js';
 import type { EnforcedPolicy, SandboxPolicyRequest, SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
-import type { SecretStore } from '../secrets/SecretStore.js';
 import type { ProcessLauncher } from '../shapes/PluginSession.js';
+import type { CredentialSource } from './credentials.js';
 import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { HostConfig } from './hostConfig.js';
 import type { ProtocolAdapter } from './protocolAdapters.js';
@@ -33,7 +33,7 @@ import { pinnedCapabilities } from './pinnedCapabilities.js';
 export interface LauncherParts {
   readonly layout: ProfileLayout;
   readonly spawner: SandboxSpawner;
-  readonly secrets: SecretStore;
+  readonly credentials: CredentialSource;
   readonly env: EnvDenylist;
   readonly catalog: HostCatalog;
   readonly events: HostEvents;
@@ -62,7 +62,7 @@ export class PluginLauncher {
    * binding the catalog pinned when the session was built, and only that one.
    */
   launcherFor(plugin: InstalledPlugin, adapter: ProtocolAdapter): ProcessLauncher {
-    const { layout, spawner, secrets, env, config } = this.#parts;
+    const { layout, spawner, credentials, env, config } = this.#parts;
     const id = plugin.plugin_id;
     const binding = plugin.lock.binding;
     const caps = plugin.descriptor?.capabilities ?? { network: false, fs_write_dir: '', env_allow: [] };
@@ -88,13 +88,13 @@ export class PluginLauncher {
           ),
         )
         .andThen(({ identity, directories }) =>
-          secrets
-            .get(id)
-            .andThen((stored) =>
+          credentials
+            .values(id, declared)
+            .andThen((values) =>
               env.buildEnv({
                 parentEnv: config.env,
                 envAllow: caps.env_allow,
-                credentials: Object.fromEntries(Object.entries(stored).filter(([name]) => declared.includes(name))),
+                credentials: values,
                 fixed: { ...launch.unwrapOr({}), HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
                 pluginId: id,
               }),
