@@ -129,7 +129,16 @@ export interface PluginHostOptions {
   readonly maxFrameBytes?: number;
   /** Time for an MCP-speaking plugin to start (`initialize` and the first `tools/list`). Default 30 s. */
   readonly startupTimeoutMs?: number;
-  /** Run options of single plugins, by plugin id, overriding `stdout`, `maxFrameBytes`, `startupTimeoutMs` and `maxInFlight`. */
+  /**
+   * Time for a handshake-shape plugin to answer the handshake line of each
+   * launch (its invocation timeout is `callTimeoutMs`). Default 5 s.
+   */
+  readonly handshakeTimeoutMs?: number;
+  /**
+   * Run options of single plugins, by plugin id, overriding `stdout`,
+   * `maxFrameBytes`, `startupTimeoutMs`, `maxInFlight`, `callTimeoutMs` and
+   * `handshakeTimeoutMs`.
+   */
   readonly plugins?: Readonly<Record<string, PluginRunOptions>>;
   /** The crash backoff ladder; one failure more than it has steps quarantines for good. Default 30, 60, 120, 240, 480 s. */
   readonly backoffScheduleMs?: readonly number[];

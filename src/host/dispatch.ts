@@ -84,7 +84,7 @@ export class CallDispatcher {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
-      result = await runtime.session.callTool(tool, args, callBudget(this.#parts.config, options));
+      result = await runtime.session.callTool(tool, args, callBudget(this.#parts.config, options, call.id));
     } finally {
       runtime.end();
     }

@@ -41,6 +41,10 @@ export interface PluginRunOptions {
   readonly startupTimeoutMs?: number;
   /** Calls in flight at this plugin at once. */
   readonly maxInFlight?: number;
+  /** The plugin's invocation timeout: time without an answer to a call, in ms (a call's own `timeoutMs` still wins). */
+  readonly callTimeoutMs?: number;
+  /** Time for a handshake-shape plugin to answer the handshake line of each launch, in ms. */
+  readonly handshakeTimeoutMs?: number;
 }
 
 /** A plugin's run settings: its own overrides, else the host's options, else the defaults. */
@@ -50,6 +54,8 @@ export interface PluginRunSettings {
   readonly startupTimeoutMs: number;
   /** Set only when the plugin's override or the host option names it; otherwise each shape's default applies. */
   readonly maxInFlight: number | undefined;
+  readonly callTimeoutMs: number;
+  readonly handshakeTimeoutMs: number;
 }
 
 /** Every option of {@link PluginHost.open}, checked, with its default filled in; frozen. */
@@ -81,6 +87,7 @@ export interface HostConfig {
   readonly stdout: StdoutPolicy;
   readonly maxFrameBytes: number;
   readonly startupTimeoutMs: number;
+  readonly handshakeTimeoutMs: number;
   /** Per-plugin overrides of the run options, by plugin id. */
   readonly plugins: Readonly<Record<string, PluginRunOptions>>;
   /** How long a remove or upgrade lets calls in flight finish: the host's `callTimeoutMs` when set, else 30 s. */
@@ -127,7 +134,14 @@ const SANDBOX_SCHEMA: OptionSchema = {
 const STDOUT_RULE = { oneOf: ['tolerate', 'strict'] } as const;
 
 /** The options of one entry of `plugins`. */
-const PLUGIN_RUN_SCHEMA: OptionSchema = { stdout: STDOUT_RULE, maxFrameBytes: 'bytes', startupTimeoutMs: 'milliseconds', maxInFlight: 'count' };
+const PLUGIN_RUN_SCHEMA: OptionSchema = {
+  stdout: STDOUT_RULE,
+  maxFrameBytes: 'bytes',
+  startupTimeoutMs: 'milliseconds',
+  maxInFlight: 'count',
+  callTimeoutMs: 'milliseconds',
+  handshakeTimeoutMs: 'milliseconds',
+};
 
 /** The options of {@link PluginHost.open}. */
 const HOST_SCHEMA: OptionSchema = {
@@ -155,6 +169,7 @@ const HOST_SCHEMA: OptionSchema = {
   maxFrameBytes: 'bytes',
   credentialsFromEnv: 'boolean',
   startupTimeoutMs: 'milliseconds',
+  handshakeTimeoutMs: 'milliseconds',
   plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
   esmRunnerArgv: 'strings',
@@ -241,6 +256,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       credentialsFromEnv: o.credentialsFromEnv ?? false,
       maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
       startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
+      handshakeTimeoutMs: o.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
       plugins: Object.freeze({ ...o.plugins }),
       drainTimeoutMs: o.callTimeoutMs ?? DEFAULTS.drainTimeoutMs,
       backoffScheduleMs: Object.freeze([...(o.backoffScheduleMs ?? DEFAULTS.backoffScheduleMs)]),
@@ -263,18 +279,24 @@ export function pluginRunSettings(config: HostConfig, pluginId: string): PluginR
     maxFrameBytes: own?.maxFrameBytes ?? config.maxFrameBytes,
     startupTimeoutMs: own?.startupTimeoutMs ?? config.startupTimeoutMs,
     maxInFlight: own?.maxInFlight,
+    callTimeoutMs: own?.callTimeoutMs ?? config.callTimeoutMs,
+    handshakeTimeoutMs: own?.handshakeTimeoutMs ?? config.handshakeTimeoutMs,
   };
 }
 
 /**
- * A call's budget: its own timeout and total cap, else the host's, with its
- * signal and progress callback. Calls that set neither share one object per host.
+ * A call's budget: its own timeout and total cap, else the plugin's timeout
+ * (its `plugins` entry, else the host's) and the host's cap, with its signal
+ * and progress callback. Calls that set none of these, to a plugin without a
+ * timeout of its own, share one object per host.
  */
-export function callBudget(config: HostConfig, options: HostCallOptions): CallOptions {
+export function callBudget(config: HostConfig, options: HostCallOptions, pluginId?: string): CallOptions {
   const { timeoutMs, maxTotalTimeoutMs, signal, onProgress } = options;
-  if (timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined) return defaultBudget(config);
+  const pluginTimeoutMs = pluginId === undefined ? config.callTimeoutMs : pluginRunSettings(config, pluginId).callTimeoutMs;
+  const plain = timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined;
+  if (plain && pluginTimeoutMs === config.callTimeoutMs) return defaultBudget(config);
   return {
-    timeoutMs: timeoutMs ?? config.callTimeoutMs,
+    timeoutMs: timeoutMs ?? pluginTimeoutMs,
     maxTotalTimeoutMs: maxTotalTimeoutMs ?? config.maxTotalTimeoutMs,
     ...(signal === undefined ? {} : { signal }),
     ...(onProgress === undefined ? {} : { onProgress }),

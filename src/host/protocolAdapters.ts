@@ -81,7 +81,7 @@ function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-m
     clock: context.clock,
     logger: context.logger,
     expectedTools: toolNames(context.plugin),
-    defaultTimeoutMs: config.callTimeoutMs,
+    defaultTimeoutMs: run.callTimeoutMs,
     maxTotalTimeoutMs: config.maxTotalTimeoutMs,
     startupTimeoutMs: run.startupTimeoutMs,
     maxFrameBytes: run.maxFrameBytes,
@@ -142,7 +142,7 @@ const ndjsonRpc: ProtocolAdapter = {
       logger: context.logger,
       tools: toolNames(context.plugin),
       respawn: true,
-      callTimeoutMs: config.callTimeoutMs,
+      callTimeoutMs: run.callTimeoutMs,
       maxTotalTimeoutMs: config.maxTotalTimeoutMs,
       maxInFlight: run.maxInFlight ?? config.maxInFlight['ndjson-rpc'],
       maxFrameBytes: run.maxFrameBytes,
@@ -158,6 +158,7 @@ const handshake: ProtocolAdapter = {
   processPerCall: true,
   createSession: (context) => {
     const id = context.plugin.plugin_id;
+    const run = pluginRunSettings(context.config, id);
     return HandshakeSession.create({
       launch: context.launch,
       clock: context.clock,
@@ -166,7 +167,8 @@ const handshake: ProtocolAdapter = {
       pluginId: id,
       allowedCapabilities: context.config.handshakeCapabilities[id] ?? [],
       maxTotalTimeoutMs: context.config.maxTotalTimeoutMs,
-      maxFrameBytes: pluginRunSettings(context.config, id).maxFrameBytes,
+      timeouts: { handshakeMs: run.handshakeTimeoutMs, invokeMs: run.callTimeoutMs },
+      maxFrameBytes: run.maxFrameBytes,
     });
   },
   verifyMain: verifyExecutable,
