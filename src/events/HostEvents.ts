@@ -1,4 +1,5 @@
 import diagnostics_channel from 'node:diagnostics_channel';
+import type { LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import type { EgressEvent } from '../egress/EgressProxy.js';
 import type { HostErrorCode } from '../errors/registry.js';
 import type { ExitInfo } from '../process/PluginProcess.js';
@@ -44,6 +45,16 @@ export interface HostEventMap {
    * holds at most its first 200 characters.
    */
   readonly stdout: { readonly plugin_id: string; readonly line: string };
+  /**
+   * An MCP-speaking plugin said its list of tools, resources or prompts
+   * changed. For tools, `code` is `PLUGIN_TOOLS_MISMATCH` when the new list
+   * no longer matches the manifest: its tool calls are refused until it does.
+   */
+  readonly list_changed: { readonly plugin_id: string; readonly list: 'tools' | 'resources' | 'prompts'; readonly code?: HostErrorCode };
+  /** A resource the host subscribed to (`subscribeResource`) changed; read it again to see how. */
+  readonly 'resource:updated': { readonly plugin_id: string; readonly uri: string };
+  /** A log message an MCP-speaking plugin sent (`notifications/message`), at or above the level set with `setLogLevel`. */
+  readonly log: { readonly plugin_id: string; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
 }
 
 /** The name of an event. */

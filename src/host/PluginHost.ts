@@ -1,3 +1,12 @@
+import type {
+  CompleteResult,
+  GetPromptResult,
+  LoggingLevel,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { listPlugins } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
@@ -37,6 +46,7 @@ import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './invent
 import { PluginLauncher } from './launcher.js';
 import { inventoryDescriptors, readInventoryResource, type InventoryResource, type InventoryResourceDescriptors } from './resources.js';
 import { PluginRuntimes } from './runtimes.js';
+import { PluginSurfaces, type CompletionReference, type CompletionRequest } from './mcpSurface.js';
 import { Supervisor } from './Supervisor.js';
 
 export type { ConfirmationCallback, ConfirmationRequest } from './admission.js';
@@ -44,6 +54,7 @@ export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
 export type { PluginRunOptions, StdoutPolicy } from './hostConfig.js';
 export type { RemoveOptions } from './drain.js';
+export type { CompletionReference, CompletionRequest } from './mcpSurface.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
 
 /** Default idle time before a running plugin is stopped: 5 minutes (from `etc/host-options.json`). */
@@ -230,6 +241,7 @@ export class PluginHost {
   readonly #supervisor: Supervisor;
   readonly #dispatcher: CallDispatcher;
   readonly #canaries: Canaries;
+  readonly #surfaces: PluginSurfaces;
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
   readonly #credentials: CredentialSource;
@@ -277,6 +289,7 @@ export class PluginHost {
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
     this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => this.#active.has(id) });
+    this.#surfaces = new PluginSurfaces({ catalog, runtimes, clock, isClosed, isPending: (id) => this.#pending(id) });
   }
 
   /**
@@ -539,6 +552,79 @@ export class PluginHost {
     const refused = startRefusal(plugin, `plug.${pluginId}`, this.#config.clock.now(), this.#pending(pluginId));
     if (refused !== undefined) return errAsync(refused);
     return this.#runtimes.take(plugin).asyncAndThen((runtime) => runtime.session.listTools());
+  }
+
+  /**
+   * The resources an MCP-speaking plugin (`mcp-plugin`, `esm-module`) lists,
+   * every page, with their URIs as the plugin gives them. Starts the plugin
+   * as {@link PluginHost.tools} does. A plugin that does not announce the
+   * `resources` capability, and a plugin of another shape, is
+   * PLUGIN_METHOD_NOT_FOUND; the plugin's own failures keep their codes, with
+   * `details.plugin_id`.
+   */
+  resources(pluginId: string): ResultAsync<readonly Resource[], HostError> {
+    return this.#surfaces.resources(pluginId);
+  }
+
+  /** The resource templates an MCP-speaking plugin lists (as {@link PluginHost.resources}). */
+  resourceTemplates(pluginId: string): ResultAsync<readonly ResourceTemplate[], HostError> {
+    return this.#surfaces.resourceTemplates(pluginId);
+  }
+
+  /**
+   * Reads one resource of a plugin by the URI the plugin gives it (listed, or
+   * filled in from one of its templates). A URI the plugin does not know is
+   * the plugin's error (usually PLUGIN_INVALID_PARAMS).
+   */
+  readResource(pluginId: string, uri: string): ResultAsync<ReadResourceResult, HostError> {
+    return this.#surfaces.readResource(pluginId, uri);
+  }
+
+  /**
+   * Subscribes to a plugin's resource: each update arrives as a
+   * `resource:updated` event with the plugin id and URI. While any
+   * subscription is open the plugin is not stopped for being idle. A
+   * subscription lasts as long as the plugin's running session: after a
+   * crash, reload, upgrade or remove (the `exit` event), subscribe again.
+   * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `resources.subscribe`.
+   */
+  subscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
+    return this.#surfaces.subscribeResource(pluginId, uri);
+  }
+
+  /** Ends a subscription made with {@link PluginHost.subscribeResource}; one that does not exist is no error. */
+  unsubscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
+    return this.#surfaces.unsubscribeResource(pluginId, uri);
+  }
+
+  /** The prompts an MCP-speaking plugin lists, with their arguments (as {@link PluginHost.resources}). */
+  prompts(pluginId: string): ResultAsync<readonly Prompt[], HostError> {
+    return this.#surfaces.prompts(pluginId);
+  }
+
+  /** One prompt of a plugin, by the name the plugin gives it, filled in with `args`. */
+  getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}): ResultAsync<GetPromptResult, HostError> {
+    return this.#surfaces.getPrompt(pluginId, name, args);
+  }
+
+  /**
+   * Completion values (`completion/complete`) for an argument of one of the
+   * plugin's prompts (`{ type: 'ref/prompt', name }`) or a variable of one of
+   * its resource templates (`{ type: 'ref/resource', uri: <template> }`).
+   * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `completions`.
+   */
+  complete(pluginId: string, ref: CompletionReference, request: CompletionRequest): ResultAsync<CompleteResult['completion'], HostError> {
+    return this.#surfaces.complete(pluginId, ref, request);
+  }
+
+  /**
+   * Sets the lowest level of the log messages a plugin sends
+   * (`logging/setLevel`); each arrives as a `log` event carrying the plugin
+   * id. The level is set again on each new process of the plugin's session.
+   * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `logging`.
+   */
+  setLogLevel(pluginId: string, level: LoggingLevel): ResultAsync<void, HostError> {
+    return this.#surfaces.setLogLevel(pluginId, level);
   }
 
   /**

@@ -12,6 +12,7 @@ export class PluginRuntime {
   #cancelIdle: (() => void) | undefined;
   #idleSince = 0;
   #closed = false;
+  #held = false;
   #failure: HostError | undefined;
   #retiredBy: HostError | undefined;
   #onDrained: (() => void) | undefined;
@@ -93,11 +94,27 @@ export class PluginRuntime {
     done?.();
   }
 
+  /**
+   * Keeps the session from its idle stop while `held` (a resource
+   * subscription waits for updates without a call in flight); releasing it
+   * starts the idle time when no call runs.
+   */
+  hold(held: boolean): void {
+    if (held === this.#held) return;
+    this.#held = held;
+    if (!held && this.#inFlight === 0) this.#startIdle();
+  }
+
   /** Marks a call as ended; the idle time counts from the last call to end. */
   end(): void {
     this.#inFlight -= 1;
-    if (this.#inFlight === 0) this.#drained();
-    if (this.#inFlight > 0 || this.#closed || !(this.idleTimeoutMs > 0 && Number.isFinite(this.idleTimeoutMs))) return;
+    if (this.#inFlight > 0) return;
+    this.#drained();
+    this.#startIdle();
+  }
+
+  #startIdle(): void {
+    if (this.#held || this.#closed || !(this.idleTimeoutMs > 0 && Number.isFinite(this.idleTimeoutMs))) return;
     this.#idleSince = this.clock.now();
     // One timer serves many calls: it is armed once and, when it fires early, armed again for the rest of the idle time.
     if (this.#cancelIdle === undefined) this.#armIdle(this.idleTimeoutMs);
@@ -106,8 +123,8 @@ export class PluginRuntime {
   #armIdle(ms: number): void {
     this.#cancelIdle = this.clock.setTimer(() => {
       this.#cancelIdle = undefined;
-      // A call in flight re-arms the timer when it ends.
-      if (this.#inFlight > 0 || this.#closed) return;
+      // A call in flight re-arms the timer when it ends, and so does the end of a hold.
+      if (this.#inFlight > 0 || this.#held || this.#closed) return;
       const remaining = Math.min(this.#idleSince + this.idleTimeoutMs - this.clock.now(), this.idleTimeoutMs);
       if (remaining > 0) {
         this.#armIdle(remaining);

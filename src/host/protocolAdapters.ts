@@ -14,6 +14,7 @@ import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../shapes/esm/EsmSession.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
+import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { CallResult, McpCallResult, PluginSession, ProcessLauncher, ProtocolCallResult, ToolResult } from '../shapes/PluginSession.js';
@@ -35,6 +36,8 @@ export interface SessionContext {
   readonly random: Random;
   /** Told each stdout line the plugin wrote that is not its protocol's (dropped under the `tolerate` policy). */
   readonly onStdoutNoise: (line: string) => void;
+  /** Told each list_changed, resource update and log message an MCP-speaking plugin sends. */
+  readonly onNotice: (notice: McpPluginNotice) => void;
 }
 
 /** What an adapter verifies a plugin's main file with. */
@@ -88,6 +91,8 @@ function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-m
     maxInFlight: run.maxInFlight ?? config.maxInFlight[shape],
     stdoutNoise: run.stdout === 'strict' ? 'fail' : 'tolerate',
     onStdoutNoise: context.onStdoutNoise,
+    onNotice: context.onNotice,
+    onToolsChanged: (change) => context.onNotice({ kind: 'list_changed', list: 'tools', ...(change.mismatch === undefined ? {} : { mismatch: change.mismatch }) }),
   };
 }
 

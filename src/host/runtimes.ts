@@ -14,6 +14,8 @@ import type { HostConfig } from './hostConfig.js';
 import type { PluginLauncher } from './launcher.js';
 import { PluginRuntime } from './PluginRuntime.js';
 import { protocolAdapter, type ProtocolAdapter } from './protocolAdapters.js';
+import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
+import { emitNotice } from './mcpSurface.js';
 
 /** What a runtime was started from: the binding its launcher only ever starts, and its shape's adapter. */
 export interface RuntimeOrigin {
@@ -56,7 +58,8 @@ export class PluginRuntimes {
     const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
     const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
-    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise });
+    const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
+    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice });
     if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
       if (this.#running.get(id) === runtime) this.#running.delete(id);

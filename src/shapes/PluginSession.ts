@@ -3,6 +3,7 @@ import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
+import type { McpSurface } from './mcp/McpSurface.js';
 
 /**
  * Starts the plugin's process: verify the executable binding, sandbox, spawn.
@@ -93,6 +94,8 @@ export interface PluginSession {
   listTools(): ResultAsync<readonly ToolDescriptor[], HostError>;
   /** Calls one tool. */
   callTool(name: string, args: unknown, options?: CallOptions): ResultAsync<ToolResult, HostError>;
+  /** Resources, prompts, completions and logging, for the shapes that speak MCP. */
+  readonly surface?: McpSurface;
   /** Ends the session and stops its process, if one runs. */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { Result, ResultAsync } from 'neverthrow';
 import type { HostError } from '../../errors/HostError.js';
 import { McpSession, type McpSessionOptions, type McpSessionStats } from '../mcp/McpSession.js';
 import type { McpToolResult } from '../mcp/McpConnection.js';
+import type { McpSurface } from '../mcp/McpSurface.js';
 import type { CallOptions, PluginSession, ToolDescriptor } from '../PluginSession.js';
 import { esmRunnerFailure } from './runnerDiagnostic.js';
 
@@ -16,6 +17,7 @@ export class EsmSession implements PluginSession {
   /** Always `esm-module`. */
   readonly shape = 'esm-module' as const;
   readonly #inner: McpSession;
+  readonly #surface: McpSurface;
 
   /** Checks the options as {@link McpSession.create} does; `launch` starts the runner. Nothing is launched yet. */
   static create(options: McpSessionOptions): Result<EsmSession, HostError> {
@@ -24,6 +26,25 @@ export class EsmSession implements PluginSession {
 
   private constructor(inner: McpSession) {
     this.#inner = inner;
+    // The runner's load failures keep their own codes here too, as for tool calls.
+    this.#surface = {
+      capabilities: () => inner.capabilities().mapErr(esmRunnerFailure),
+      listResources: (options) => inner.listResources(options).mapErr(esmRunnerFailure),
+      listResourceTemplates: (options) => inner.listResourceTemplates(options).mapErr(esmRunnerFailure),
+      listPrompts: (options) => inner.listPrompts(options).mapErr(esmRunnerFailure),
+      request: (method, params, options) => inner.request(method, params, options).mapErr(esmRunnerFailure),
+      subscribe: (uri) => inner.subscribe(uri).mapErr(esmRunnerFailure),
+      unsubscribe: (uri) => inner.unsubscribe(uri).mapErr(esmRunnerFailure),
+      get subscriptions() {
+        return inner.subscriptions;
+      },
+      setLogLevel: (level) => inner.setLogLevel(level).mapErr(esmRunnerFailure),
+    };
+  }
+
+  /** Resources, prompts, completions and logging of the plugin, served by the runner. */
+  get surface(): McpSurface {
+    return this.#surface;
   }
 
   /** Counters of the underlying MCP session. */

@@ -1,7 +1,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  LoggingMessageNotificationSchema,
+  PromptListChangedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type ServerCapabilities,
   type Implementation,
   type Progress,
   type Tool,
@@ -13,6 +18,7 @@ import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
 import { CallAbort } from './CallAbort.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
+import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
 
@@ -50,6 +56,8 @@ export interface McpConnectionSettings {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly onToolsChanged: ((change: McpToolsChange) => void) | undefined;
+  /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
+  readonly onNotice: ((notice: McpPluginNotice) => void) | undefined;
   readonly onStdoutViolation: (violation: HostError) => void;
   /** Told the (bounded) text of each stdout line dropped under `tolerate`. */
   readonly onStdoutNoise: ((line: string) => void) | undefined;
@@ -111,6 +119,12 @@ export class McpConnection {
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       void this.serializeListing(() => this.refreshTools());
     });
+    this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'resources' }));
+    this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'prompts' }));
+    this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => this.notice({ kind: 'resource_updated', uri: n.params.uri }));
+    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) =>
+      this.notice({ kind: 'log', level: n.params.level, ...(n.params.logger === undefined ? {} : { logger: n.params.logger }), data: n.params.data }),
+    );
   }
 
   /**
@@ -167,6 +181,41 @@ export class McpConnection {
   /** The plugin's `serverInfo`. */
   get serverInfo(): Implementation | undefined {
     return this.client.getServerVersion();
+  }
+
+  /** The capabilities the plugin announced at `initialize`. */
+  get serverCapabilities(): ServerCapabilities {
+    return this.client.getServerCapabilities() ?? {};
+  }
+
+  /**
+   * One request beyond tools (resources, prompts, completions, logging).
+   * A method whose capability the plugin did not announce is refused with
+   * PLUGIN_METHOD_NOT_FOUND without being sent.
+   */
+  async request<M extends McpSurfaceMethod>(
+    method: M,
+    params: McpSurfaceMethods[M]['params'],
+    options: { readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+  ): Promise<Result<McpSurfaceMethods[M]['result'], HostError>> {
+    const row = SURFACE_METHODS[method];
+    if (!row.allowed(this.serverCapabilities)) {
+      return err(
+        hostError('PLUGIN_METHOD_NOT_FOUND', `plugin does not announce the ${row.capability} capability that ${method} needs`, {
+          details: { phase: method, capability: row.capability },
+        }),
+      );
+    }
+    const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
+    try {
+      const answer = await this.client.request({ method, params } as never, row.schema as never, {
+        timeout: timeoutMs,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+      return ok(answer as McpSurfaceMethods[M]['result']);
+    } catch (error) {
+      return err(await this.failure(error, { phase: method, timeoutMs, ...(options.signal?.aborted === true ? { abortedBy: 'caller' as const } : {}) }));
+    }
   }
 
   /**
@@ -230,6 +279,14 @@ export class McpConnection {
     this.fatal ??= reason;
     await this.client.close();
     await this.process.stop();
+  }
+
+  private notice(notice: McpPluginNotice): void {
+    try {
+      this.settings.onNotice?.(notice);
+    } catch (error) {
+      this.settings.logger.warn({ pid: this.process.pid, error: String(error) }, 'onNotice callback threw');
+    }
   }
 
   private reportProgress(tool: string, onProgress: (progress: CallProgress) => void, progress: Progress): void {

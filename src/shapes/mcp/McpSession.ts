@@ -1,4 +1,4 @@
-import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type { Implementation, LoggingLevel, Prompt, Resource, ResourceTemplate, ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
@@ -11,6 +11,7 @@ import { InFlightLimiter } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
 import { CallWait } from './CallWait.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
+import type { McpPluginNotice, McpSurface, McpSurfaceMethod, McpSurfaceMethods, SurfaceRequestOptions } from './McpSurface.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */
 export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
@@ -18,6 +19,9 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS = 300_000;
 /** Default time allowed for `initialize` and the first `tools/list` of a new process: 30 s. */
 export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
+/** Cap on the pages of one resources, templates or prompts list. */
+const MAX_LIST_PAGES = 100;
+
 /** Default number of `tools/call` requests outstanding at one plugin: 16. */
 export const DEFAULT_MCP_MAX_IN_FLIGHT = 16;
 
@@ -59,6 +63,8 @@ export interface McpSessionOptions {
   readonly onStdoutNoise?: (line: string) => void;
   /** Told about every `tools/list_changed` once the new list is read. */
   readonly onToolsChanged?: (change: McpToolsChange) => void;
+  /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
+  readonly onNotice?: (notice: McpPluginNotice) => void;
   /** Timers for the total cap and exit grace. Default {@link systemClock}. */
   readonly clock?: Clock;
   /** Where warnings (tolerated stdout noise, failed refreshes) go. Default {@link silentLogger}. */
@@ -111,11 +117,13 @@ function isArguments(value: unknown): value is Record<string, unknown> | undefin
  * tail) and the next call starts a new process; deciding when to stop
  * retrying (quarantine) is the host's job.
  */
-export class McpSession implements PluginSession {
+export class McpSession implements PluginSession, McpSurface {
   /** Always `mcp-plugin`. */
   readonly shape = 'mcp-plugin' as const;
 
   private readonly settings: McpConnectionSettings;
+  private readonly subscribed = new Set<string>();
+  private logLevel: LoggingLevel | undefined;
   private readonly limiter: InFlightLimiter;
   private readonly connections: LazyStart<McpConnection>;
   private launches = 0;
@@ -145,6 +153,7 @@ export class McpSession implements PluginSession {
       clock: options.clock ?? systemClock,
       logger: options.logger ?? silentLogger,
       onToolsChanged: options.onToolsChanged,
+      onNotice: options.onNotice,
       onStdoutViolation: () => {
         this.stdoutViolations++;
       },
@@ -189,6 +198,64 @@ export class McpSession implements PluginSession {
    */
   callTool(name: string, args: unknown, options: CallOptions = {}): ResultAsync<McpToolResult, HostError> {
     return new ResultAsync(this.call(name, args, options));
+  }
+
+  /** Resources, prompts, completions and logging of the plugin. */
+  get surface(): McpSurface {
+    return this;
+  }
+
+  /** The capabilities the plugin announced at `initialize`, starting it if needed. */
+  capabilities(): ResultAsync<ServerCapabilities, HostError> {
+    return new ResultAsync(this.connection()).map((c) => c.serverCapabilities);
+  }
+
+  /** One request beyond tools, starting the plugin if needed. */
+  request<M extends McpSurfaceMethod>(method: M, params: McpSurfaceMethods[M]['params'], options: SurfaceRequestOptions = {}): ResultAsync<McpSurfaceMethods[M]['result'], HostError> {
+    return new ResultAsync(this.connection()).andThen((c) => new ResultAsync(c.request(method, params, options)));
+  }
+
+  /** Every resource the plugin lists. */
+  listResources(options?: SurfaceRequestOptions): ResultAsync<readonly Resource[], HostError> {
+    return this.allPages('resources/list', options, (page) => page.resources);
+  }
+
+  /** Every resource template the plugin lists. */
+  listResourceTemplates(options?: SurfaceRequestOptions): ResultAsync<readonly ResourceTemplate[], HostError> {
+    return this.allPages('resources/templates/list', options, (page) => page.resourceTemplates);
+  }
+
+  /** Every prompt the plugin lists. */
+  listPrompts(options?: SurfaceRequestOptions): ResultAsync<readonly Prompt[], HostError> {
+    return this.allPages('prompts/list', options, (page) => page.prompts);
+  }
+
+  /** The URIs subscribed now. */
+  get subscriptions(): ReadonlySet<string> {
+    return this.subscribed;
+  }
+
+  /** Subscribes to a resource's updates; the subscription is made again on every new process of this session. */
+  subscribe(uri: string): ResultAsync<void, HostError> {
+    return this.request('resources/subscribe', { uri }).map(() => {
+      this.subscribed.add(uri);
+    });
+  }
+
+  /** Ends a subscription. */
+  unsubscribe(uri: string): ResultAsync<void, HostError> {
+    if (!this.subscribed.has(uri)) return new ResultAsync(Promise.resolve(ok(undefined)));
+    this.subscribed.delete(uri);
+    const live = this.connections.live;
+    if (live === undefined) return new ResultAsync(Promise.resolve(ok(undefined)));
+    return new ResultAsync(live.request('resources/unsubscribe', { uri })).map(() => undefined);
+  }
+
+  /** Sets the plugin's log level; it is set again on every new process of this session. */
+  setLogLevel(level: LoggingLevel): ResultAsync<void, HostError> {
+    return this.request('logging/setLevel', { level }).map(() => {
+      this.logLevel = level;
+    });
   }
 
   /** Fails calls in flight with `HOST_CLOSED`, stops the process, and refuses later calls. */
@@ -273,7 +340,40 @@ export class McpSession implements PluginSession {
       await launched.value.stop();
       return err(sessionClosedError(this.shape));
     }
-    return McpConnection.open(launched.value, this.settings, abandoned);
+    const opened = await McpConnection.open(launched.value, this.settings, abandoned);
+    if (opened.isOk()) await this.restoreSurface(opened.value);
+    return opened;
+  }
+
+  /** A new process of this session gets the log level and subscriptions its predecessor had. */
+  private async restoreSurface(c: McpConnection): Promise<void> {
+    const restored = [
+      ...(this.logLevel === undefined ? [] : [c.request('logging/setLevel', { level: this.logLevel })]),
+      ...[...this.subscribed].map((uri) => c.request('resources/subscribe', { uri })),
+    ];
+    for (const outcome of await Promise.all(restored)) {
+      if (outcome.isErr()) this.settings.logger.warn({ pid: c.process.pid, code: outcome.error.code }, 'could not restore a subscription or the log level on a new plugin process');
+    }
+  }
+
+  private allPages<M extends 'resources/list' | 'resources/templates/list' | 'prompts/list', T>(
+    method: M,
+    options: SurfaceRequestOptions | undefined,
+    items: (page: McpSurfaceMethods[M]['result']) => readonly T[],
+  ): ResultAsync<readonly T[], HostError> {
+    const read = async (): Promise<Result<readonly T[], HostError>> => {
+      const all: T[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const answer = await this.request(method, (cursor === undefined ? {} : { cursor }) as McpSurfaceMethods[M]['params'], options);
+        if (answer.isErr()) return err(answer.error);
+        all.push(...items(answer.value));
+        cursor = answer.value.nextCursor;
+        if (cursor === undefined) return ok(all);
+      }
+      return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's ${method} did not end after ${MAX_LIST_PAGES} pages`, { details: { phase: method } }));
+    };
+    return new ResultAsync(read());
   }
 
   private cancelledBeforeSending(tool: string): HostError {

@@ -5,9 +5,10 @@ import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
 import type { AbortedBy } from './CallAbort.js';
+import type { McpSurfaceMethod } from './McpSurface.js';
 
 /** Which exchange of the MCP session failed. */
-export type McpPhase = 'initialize' | 'tools/list' | 'tools/call';
+export type McpPhase = 'initialize' | 'tools/list' | 'tools/call' | McpSurfaceMethod;
 
 /** What the session knows when an SDK request fails. */
 export interface McpFailureContext {
