@@ -73,6 +73,10 @@ export type { NpmSettings } from './installer/npmFetch.js';
 export type { WrapOptions, WrappedServer } from './installer/wrapNpmSource.js';
 export type { InventoryStatus } from './host/inventoryStatus.js';
 export type { HostEventListener, HostEventMap, HostEventName, HostEventSubscriptions } from './events/HostEvents.js';
+export type { AuditCallRecord, AuditConnectionRecord, AuditGapRecord, AuditRecord, AuditSink, CallerIdentity } from './audit/auditRecord.js';
+export { JsonlAuditSink, type AuditFsyncPolicy, type JsonlAuditSinkOptions } from './audit/JsonlAuditSink.js';
+export type { HostAuditOptions } from './audit/callAudit.js';
+export { TELEMETRY_ATTRIBUTES, TELEMETRY_NAMES, TELEMETRY_SCOPE, type HostTelemetryOptions } from './observability/telemetry.js';
 export type { CallOptions, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
 export {

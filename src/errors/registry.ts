@@ -130,6 +130,7 @@ export const ERROR_CODES = {
   HOST_IO_ERROR: row('host', true, 'A file system operation of the host failed.', 'See details.operation, details.path and details.errno; check disk space and permissions of the profile directory.'),
   HOST_CLOSED: row('host', false, 'The host was closed.', 'Open a new PluginHost.'),
   HOST_INVALID_OPTIONS: row('host', false, 'The options passed to the host are invalid.', 'See the message for the option at fault.'),
+  AUDIT_FILE_UNSAFE: row('host', false, 'The audit file exists but is not a regular file of this user readable by this user alone (details.reason: a symbolic link, another owner, mode other than 600, other hard links).', 'Point the audit sink at a new path, or fix the file: chmod 600 it, make this user its owner, or replace a link with a file.'),
   GATEWAY_LISTEN_FAILED: row('host', false, 'The gateway could not listen on its HTTP address (details.host, details.port): the port is taken or the address is not local.', 'Pick another port (--port, or 0 for a free one) or an address of this machine.'),
   HOST_INTERNAL_ERROR: row('host', false, 'The host broke one of its own rules (an invariant); nothing the caller passed caused it.', 'This is a bug in mcp-plugin-host; report it with details.'),
 } as const satisfies Record<string, ErrorCodeInfo>;

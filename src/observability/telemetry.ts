@@ -1,0 +1,181 @@
+/**
+ * OpenTelemetry spans and metrics of a host, through `@opentelemetry/api`
+ * only: without a provider registered (or passed in) every span is the API's
+ * non-recording span and every instrument a no-op, and the host builds no
+ * attributes for them. Names follow the OpenTelemetry semantic conventions
+ * for MCP and GenAI tool execution where they have one (`tools/call <tool>`
+ * CLIENT spans, `mcp.client.operation.duration`, `mcp.method.name`,
+ * `gen_ai.tool.name`, `error.type`); install and spawn, which they do not
+ * cover, use `mcp_plugin_host.*` names. docs/observability.md lists them.
+ */
+import {
+  context,
+  metrics,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Histogram,
+  type MeterProvider,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
+import { ResultAsync, type Result } from 'neverthrow';
+import packageJson from '../../package.json' with { type: 'json' };
+import type { HostError } from '../errors/HostError.js';
+
+/** The `telemetry` option of `PluginHost.open`: providers to use instead of the globally registered ones. */
+export interface HostTelemetryOptions {
+  /** Where spans go. Default the global tracer provider (`trace.setGlobalTracerProvider`). */
+  readonly tracerProvider?: TracerProvider;
+  /** Where metrics go. Default the global meter provider, as registered when the host opens. */
+  readonly meterProvider?: MeterProvider;
+}
+
+/** The instrumentation scope name of every span and metric of the host. */
+export const TELEMETRY_SCOPE = 'mcp-plugin-host';
+
+/** Attribute names the host sets: the semantic conventions' where they exist, else its own. */
+export const TELEMETRY_ATTRIBUTES = Object.freeze({
+  mcpMethodName: 'mcp.method.name',
+  genAiOperationName: 'gen_ai.operation.name',
+  genAiToolName: 'gen_ai.tool.name',
+  networkTransport: 'network.transport',
+  errorType: 'error.type',
+  processPid: 'process.pid',
+  opId: 'mcp_plugin_host.op_id',
+  pluginId: 'mcp_plugin_host.plugin.id',
+  pluginVersion: 'mcp_plugin_host.plugin.version',
+  pluginShape: 'mcp_plugin_host.plugin.shape',
+  installSource: 'mcp_plugin_host.install.source',
+  sandboxed: 'mcp_plugin_host.sandboxed',
+  callerId: 'mcp_plugin_host.caller.id',
+});
+
+/** Span and metric names. */
+export const TELEMETRY_NAMES = Object.freeze({
+  callMethod: 'tools/call',
+  executeTool: 'execute_tool',
+  installSpan: 'mcp_plugin_host.install',
+  spawnSpan: 'mcp_plugin_host.spawn',
+  callDuration: 'mcp.client.operation.duration',
+  installDuration: 'mcp_plugin_host.install.duration',
+  spawnDuration: 'mcp_plugin_host.spawn.duration',
+});
+
+/** Shapes whose plugins speak MCP, so that a call is an MCP `tools/call`. */
+const MCP_SHAPES: ReadonlySet<string> = new Set(['mcp-plugin', 'esm-module']);
+
+/** What a call span says about the call before it runs. */
+export interface CallSpanFacts {
+  readonly opId: string;
+  readonly toolName: string | undefined;
+  readonly pluginId: string | undefined;
+  readonly pluginVersion: string | undefined;
+  readonly shape: string | undefined;
+  readonly callerId: string | undefined;
+}
+
+function seconds(startedAt: number): number {
+  return (performance.now() - startedAt) / 1000;
+}
+
+/** Ends a span with the outcome of its work: `error.type` and an error status for a failure. */
+function endSpan(span: Span, outcome: Result<unknown, HostError>, extra?: Attributes): void {
+  if (span.isRecording()) {
+    if (extra !== undefined) span.setAttributes(extra);
+    if (outcome.isErr()) {
+      span.setAttribute(TELEMETRY_ATTRIBUTES.errorType, outcome.error.code);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error.message });
+    }
+  }
+  span.end();
+}
+
+/** Runs `work` with `span` as the active span when it records, so that spans started inside it are its children. */
+function within<T>(span: Span, work: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+  return span.isRecording() ? context.with(trace.setSpan(context.active(), span), work) : work();
+}
+
+/** The spans and instruments of one host. */
+export class HostTelemetry {
+  readonly #tracer: Tracer;
+  readonly #callDuration: Histogram;
+  readonly #installDuration: Histogram;
+  readonly #spawnDuration: Histogram;
+
+  constructor(options: HostTelemetryOptions = {}) {
+    this.#tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE, packageJson.version);
+    const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE, packageJson.version);
+    this.#callDuration = meter.createHistogram(TELEMETRY_NAMES.callDuration, { unit: 's', description: 'Duration of a host call to a plugin tool, as the host (the MCP client) sees it.' });
+    this.#installDuration = meter.createHistogram(TELEMETRY_NAMES.installDuration, { unit: 's', description: 'Duration of an install, checks and canary included.' });
+    this.#spawnDuration = meter.createHistogram(TELEMETRY_NAMES.spawnDuration, { unit: 's', description: 'Time from asking for a plugin process to having it started in its sandbox.' });
+  }
+
+  /** Runs one call inside a `tools/call <tool>` CLIENT span and records its duration. */
+  call<T>(facts: CallSpanFacts, work: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+    const A = TELEMETRY_ATTRIBUTES;
+    const toolName = facts.toolName ?? facts.opId;
+    const mcp = facts.shape === undefined || MCP_SHAPES.has(facts.shape);
+    const span = this.#tracer.startSpan(`${TELEMETRY_NAMES.callMethod} ${toolName}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { [A.genAiOperationName]: TELEMETRY_NAMES.executeTool, [A.genAiToolName]: toolName, ...(mcp ? { [A.mcpMethodName]: TELEMETRY_NAMES.callMethod } : {}) },
+    });
+    if (span.isRecording()) {
+      span.setAttributes({
+        [A.opId]: facts.opId,
+        [A.networkTransport]: 'pipe',
+        ...(facts.pluginId === undefined ? {} : { [A.pluginId]: facts.pluginId }),
+        ...(facts.pluginVersion === undefined ? {} : { [A.pluginVersion]: facts.pluginVersion }),
+        ...(facts.shape === undefined ? {} : { [A.pluginShape]: facts.shape }),
+        ...(facts.callerId === undefined ? {} : { [A.callerId]: facts.callerId }),
+      });
+    }
+    const startedAt = performance.now();
+    return this.#settle(within(span, work), (outcome) => {
+      this.#callDuration.record(seconds(startedAt), {
+        [A.genAiOperationName]: TELEMETRY_NAMES.executeTool,
+        [A.genAiToolName]: toolName,
+        ...(mcp ? { [A.mcpMethodName]: TELEMETRY_NAMES.callMethod } : {}),
+        ...(facts.pluginId === undefined ? {} : { [A.pluginId]: facts.pluginId }),
+        ...(outcome.isErr() ? { [A.errorType]: outcome.error.code } : {}),
+      });
+      endSpan(span, outcome);
+    });
+  }
+
+  /** Runs one install inside an `mcp_plugin_host.install` span and records its duration. */
+  install<T extends { readonly plugin: { readonly name: string; readonly version: string } }>(source: string, work: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+    const A = TELEMETRY_ATTRIBUTES;
+    const span = this.#tracer.startSpan(TELEMETRY_NAMES.installSpan, { kind: SpanKind.INTERNAL });
+    if (span.isRecording()) span.setAttribute(A.installSource, source);
+    const startedAt = performance.now();
+    return this.#settle(within(span, work), (outcome) => {
+      this.#installDuration.record(seconds(startedAt), outcome.isErr() ? { [A.errorType]: outcome.error.code } : {});
+      endSpan(span, outcome, outcome.isOk() ? { [A.pluginId]: outcome.value.plugin.name, [A.pluginVersion]: outcome.value.plugin.version } : undefined);
+    });
+  }
+
+  /** Runs one process start inside an `mcp_plugin_host.spawn` span and records its duration. */
+  spawn<T extends { readonly pid: number }>(pluginId: string, sandboxed: boolean, work: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+    const A = TELEMETRY_ATTRIBUTES;
+    const span = this.#tracer.startSpan(TELEMETRY_NAMES.spawnSpan, { kind: SpanKind.INTERNAL });
+    if (span.isRecording()) span.setAttributes({ [A.pluginId]: pluginId, [A.sandboxed]: sandboxed });
+    const startedAt = performance.now();
+    return this.#settle(within(span, work), (outcome) => {
+      this.#spawnDuration.record(seconds(startedAt), { [A.pluginId]: pluginId, ...(outcome.isErr() ? { [A.errorType]: outcome.error.code } : {}) });
+      endSpan(span, outcome, outcome.isOk() ? { [A.processPid]: outcome.value.pid } : undefined);
+    });
+  }
+
+  #settle<T>(work: ResultAsync<T, HostError>, done: (outcome: Result<T, HostError>) => void): ResultAsync<T, HostError> {
+    return new ResultAsync(
+      (async () => {
+        const outcome = await work;
+        done(outcome);
+        return outcome;
+      })(),
+    );
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The JSONL audit file sink on real files: created 0600, appended to and
+ * never rewritten, one bounded line per record, unsafe files refused, a full
+ * queue reported by a gap record; and the pure redaction of arguments.
+ */
+import { chmod, link, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { auditLine, redactArguments, secretNameSet } from '../../src/audit/auditLines.js';
+import type { AuditCallRecord, AuditRecord } from '../../src/audit/auditRecord.js';
+import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
+
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function scratch(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'audit-sink-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function callRecord(n: number, extra: Partial<AuditCallRecord> = {}): AuditCallRecord {
+  return { kind: 'call', at: new Date(0).toISOString(), op_id: `plug.probe.echo`, plugin_id: 'probe', outcome: 'ok', duration_ms: n, ...extra };
+}
+
+async function lines(path: string): Promise<AuditRecord[]> {
+  const text = await readFile(path, 'utf8');
+  expect(text.endsWith('\n')).toBe(true);
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line) as AuditRecord);
+}
+
+async function opened(path: string, options?: Parameters<typeof JsonlAuditSink.open>[1]): Promise<JsonlAuditSink> {
+  const sink = await JsonlAuditSink.open(path, options);
+  if (sink.isErr()) throw sink.error;
+  return sink.value;
+}
+
+describe('JsonlAuditSink', () => {
+  it('creates the file 0600 and appends one JSON line per record, in order, keeping what was there', async () => {
+    const path = join(await scratch(), 'audit.jsonl');
+    const first = await opened(path);
+    for (let n = 0; n < 3; n += 1) first.write(callRecord(n));
+    expect((await first.close()).isOk()).toBe(true);
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+
+    const second = await opened(path, { fsync: 'none' });
+    for (let n = 3; n < 250; n += 1) second.write(callRecord(n));
+    expect((await second.flush()).isOk()).toBe(true);
+    await second.close();
+    const records = await lines(path);
+    expect(records.map((r) => (r as AuditCallRecord).duration_ms)).toEqual(Array.from({ length: 250 }, (_, n) => n));
+  });
+
+  it('refuses a symbolic link, a file others can read and a file with another hard link (AUDIT_FILE_UNSAFE), leaving them unchanged', async () => {
+    const dir = await scratch();
+    const target = join(dir, 'target');
+    await writeFile(target, 'kept\n', { mode: 0o600 });
+    await symlink(target, join(dir, 'link.jsonl'));
+    const viaLink = await JsonlAuditSink.open(join(dir, 'link.jsonl'));
+    expect(viaLink.isErr() && viaLink.error.code).toBe('AUDIT_FILE_UNSAFE');
+
+    const open = join(dir, 'open.jsonl');
+    await writeFile(open, '', { mode: 0o600 });
+    await chmod(open, 0o644);
+    const readable = await JsonlAuditSink.open(open);
+    expect(readable.isErr() && readable.error.code).toBe('AUDIT_FILE_UNSAFE');
+    expect(readable.isErr() && readable.error.details.reason).toMatch(/mode 644/);
+
+    await link(target, join(dir, 'hard.jsonl'));
+    const hard = await JsonlAuditSink.open(join(dir, 'hard.jsonl'));
+    expect(hard.isErr() && hard.error.code).toBe('AUDIT_FILE_UNSAFE');
+    expect(await readFile(target, 'utf8')).toBe('kept\n');
+  });
+
+  it('keeps every line within maxLineBytes: arguments go first, then long strings are cut', async () => {
+    const path = join(await scratch(), 'audit.jsonl');
+    const sink = await opened(path, { maxLineBytes: 1024 });
+    sink.write(callRecord(1, { arguments: { blob: 'x'.repeat(5000) } }));
+    sink.write(callRecord(2, { caller: { id: 'c'.repeat(5000) } }));
+    sink.write(callRecord(3, { caller: { id: '\u0001'.repeat(5000), session: '\u0002'.repeat(5000) }, op_id: '\u0003'.repeat(5000) }));
+    await sink.close();
+    const text = await readFile(path, 'utf8');
+    for (const line of text.trimEnd().split('\n')) expect(Buffer.byteLength(line)).toBeLessThanOrEqual(1024);
+    const [withArgs, longCaller, escaped] = (await lines(path)) as AuditCallRecord[];
+    expect(withArgs).toMatchObject({ duration_ms: 1, arguments_omitted: 'too_large' });
+    expect(withArgs?.arguments).toBeUndefined();
+    expect(longCaller).toMatchObject({ duration_ms: 2, truncated: true, op_id: 'plug.probe.echo' });
+    expect(longCaller?.caller?.id.length).toBeLessThan(5000);
+    expect(escaped).toMatchObject({ kind: 'call', outcome: 'ok', truncated: true });
+  });
+
+  it('drops records past a full queue and says how many in a gap record once it writes again', async () => {
+    const path = join(await scratch(), 'audit.jsonl');
+    const sink = await opened(path, { maxQueuedRecords: 5 });
+    for (let n = 0; n < 20; n += 1) sink.write(callRecord(n));
+    // The writer takes the first record at once, so at most the queue's 5 wait beside it.
+    const dropped = sink.dropped;
+    expect(dropped).toBeGreaterThanOrEqual(14);
+    await sink.flush();
+    sink.write(callRecord(99));
+    await sink.close();
+    const records = await lines(path);
+    expect(records.filter((r) => r.kind === 'call')).toHaveLength(20 - dropped + 1);
+    expect(records.find((r) => r.kind === 'gap')).toMatchObject({ kind: 'gap', dropped });
+    expect(sink.dropped).toBe(0);
+  });
+
+  it('refuses a line bound under 1024 bytes', async () => {
+    const refused = await JsonlAuditSink.open(join(await scratch(), 'a.jsonl'), { maxLineBytes: 100 });
+    expect(refused.isErr() && refused.error.code).toBe('HOST_INVALID_OPTIONS');
+  });
+});
+
+describe('redactArguments', () => {
+  const secrets = secretNameSet(['pin']);
+
+  it('redacts secret fields at any depth, by exact name or suffix, and keeps look-alikes', () => {
+    const args = {
+      query: 'weather',
+      max_tokens: 100,
+      tokenizer: 'cl100k',
+      password: 'hunter2',
+      auth: { 'X-Api-Key': 'k', GithubToken: 't', nested: [{ client_secret: 's', keep: 1 }] },
+      card: { pin: '1234' },
+    };
+    expect(redactArguments(args, secrets)).toEqual({
+      query: 'weather',
+      max_tokens: 100,
+      tokenizer: 'cl100k',
+      password: '[redacted]',
+      auth: { 'X-Api-Key': '[redacted]', GithubToken: '[redacted]', nested: [{ client_secret: '[redacted]', keep: 1 }] },
+      card: { pin: '[redacted]' },
+    });
+    expect(args.password).toBe('hunter2');
+  });
+
+  it('cuts cycles instead of looping', () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    expect(redactArguments(cyclic, secrets)).toEqual({ a: 1, self: '[cut]' });
+  });
+
+  it('auditLine leaves a record that fits unchanged', () => {
+    const record = callRecord(7);
+    expect(auditLine(record, 1024)).toBe(JSON.stringify(record));
+  });
+});
