@@ -24,6 +24,8 @@ import type { Clock, Logger, Random } from '../ports/ports.js';
 import { ProfileLayout } from '../profile/ProfileLayout.js';
 import { SandboxSpawner, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
+import type { HostAuditOptions } from '../audit/callAudit.js';
+import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
@@ -175,6 +177,15 @@ export interface PluginHostOptions {
   readonly random?: Random;
   /** Structured logs (pino-compatible). Default silent. */
   readonly logger?: Logger;
+  /**
+   * An audit record per call (caller, op id, plugin version and code digest,
+   * outcome, duration; arguments only with `arguments: true`, secret fields
+   * redacted), written to `sink` (e.g. a `JsonlAuditSink`). The host never
+   * closes the sink: the application does, after closing the host.
+   */
+  readonly audit?: HostAuditOptions;
+  /** OpenTelemetry providers to use instead of the global ones; without any, spans and metrics cost nothing. */
+  readonly telemetry?: HostTelemetryOptions;
 }
 
 /** What {@link PluginHost.setup} returns: the live canary's outcome and what was stored. */
@@ -352,6 +363,10 @@ export class PluginHost {
     if (this.#closed) return errAsync(closedError());
     const refused = checkArguments('install', { source }, { value: options, schema: METHOD_OPTION_SCHEMAS.install });
     if (refused !== undefined) return errAsync(refused);
+    return this.#config.telemetry.install(source, () => this.#install(source, options));
+  }
+
+  #install(source: string, options: HostInstallOptions): ResultAsync<InstallOutcome, HostError> {
     const { canary: runCanary = true, drainTimeoutMs, ...installOptions } = options;
     const immediate = this.#config.activation === 'immediate';
     return this.#installer
@@ -518,6 +533,26 @@ export class PluginHost {
    * and `details.op_id`.
    */
   call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<CallResult, HostError> {
+    const { audit, telemetry, clock } = this.#config;
+    const operation = this.#closed ? undefined : this.#catalog.operation(opId);
+    const plugin = operation?.plugin;
+    const caller = typeof options.caller?.id === 'string' ? options.caller : undefined;
+    const started = clock.now();
+    const outcome = telemetry.call(
+      { opId, toolName: operation?.variant.tool_name, pluginId: plugin?.plugin_id, pluginVersion: plugin?.lock.version, shape: plugin?.descriptor?.shape, callerId: caller?.id },
+      () => this.#call(opId, args, options),
+    );
+    if (audit === undefined) return outcome;
+    return new ResultAsync(
+      (async () => {
+        const result = await outcome;
+        audit.record({ opId, plugin, args, caller, started }, result);
+        return result;
+      })(),
+    );
+  }
+
+  #call(opId: string, args: unknown, options: HostCallOptions): ResultAsync<CallResult, HostError> {
     if (this.#closed) return errAsync(closedError());
     const invalid = checkArguments('call', { opId }, { value: options, schema: METHOD_OPTION_SCHEMAS.call });
     if (invalid !== undefined) return errAsync(invalid);

@@ -3,6 +3,7 @@
  * shape's result mapping, the call events and the crash books.
  */
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
+import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { HostError, hostError, internalError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
@@ -31,6 +32,8 @@ export interface HostCallOptions {
   readonly signal?: AbortSignal;
   /** Receives progress. */
   readonly onProgress?: (progress: CallProgress) => void;
+  /** Who asks, as the application knows them: recorded in the call's audit record and span, never checked. */
+  readonly caller?: CallerIdentity;
 }
 
 /** What a dispatched call carries to its end. */

@@ -17,6 +17,9 @@ import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type 
 import { defaultProfileDir } from '../profile/ProfileLayout.js';
 import type { SandboxSpawner, SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
+import type { AuditSink } from '../audit/auditRecord.js';
+import { CallAuditor } from '../audit/callAudit.js';
+import { HostTelemetry } from '../observability/telemetry.js';
 import type { CallOptions } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback, HostCallOptions, PluginHostOptions } from './PluginHost.js';
 
@@ -100,6 +103,10 @@ export interface HostConfig {
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
+  /** Writes the audit record of each call; absent without the `audit` option. */
+  readonly audit: CallAuditor | undefined;
+  /** The host's spans and metrics (no-ops without a provider). */
+  readonly telemetry: HostTelemetry;
 }
 
 /** The defaults of the host's options, as `etc/host-options.json` lists them. */
@@ -179,6 +186,8 @@ const HOST_SCHEMA: OptionSchema = {
   clock: 'object',
   random: 'object',
   logger: 'object',
+  audit: { fields: { sink: 'object', arguments: 'boolean', secretFields: 'strings' } },
+  telemetry: { fields: { tracerProvider: 'object', meterProvider: 'object' } },
 };
 
 /** The per-call options of {@link PluginHost.call}. */
@@ -189,6 +198,7 @@ const CALL_SCHEMA: OptionSchema = {
   maxTotalTimeoutMs: 'milliseconds',
   signal: 'abortSignal',
   onProgress: 'function',
+  caller: { fields: { id: 'string', session: 'string', transport: 'string' } },
 };
 
 const INSPECT_SCHEMA: OptionSchema = {
@@ -222,6 +232,9 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
   const refused = checkOptions(options, HOST_SCHEMA, 'PluginHost.open');
   if (refused !== undefined) return err(refused);
   const o = (options ?? {}) as PluginHostOptions;
+  if (o.audit !== undefined && typeof (o.audit.sink as Partial<AuditSink> | undefined)?.write !== 'function') {
+    return err(invalidOption('audit.sink', 'must be an audit sink: an object with a write(record) method'));
+  }
   const profileKind = o.profileKind ?? (DEFAULTS.profileKind as ProfileKind);
   const profile = o.profile ?? DEFAULTS.profile;
   const appName = o.appName ?? DEFAULTS.appName;
@@ -267,6 +280,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       clock: o.clock ?? systemClock,
       random: o.random ?? systemRandom,
       logger,
+      audit: o.audit === undefined ? undefined : new CallAuditor(o.audit, o.clock ?? systemClock),
+      telemetry: new HostTelemetry(o.telemetry),
     }),
   );
 }

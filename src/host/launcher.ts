@@ -72,7 +72,7 @@ export class PluginLauncher {
     const writeComponents = writeDirComponents(caps.fs_write_dir);
     const interpreter = binding.interpreter?.path ?? adapter.runnerPath(config);
     const launch = bundleLaunchEnv(plugin);
-    return () => {
+    const start = (): ResultAsync<PluginProcess, HostError> => {
       if (this.#parts.isClosed()) return errAsync(closedError());
       if (policy.isErr()) return errAsync(policy.error);
       if (writeComponents.isErr()) return errAsync(writeComponents.error);
@@ -121,6 +121,7 @@ export class PluginLauncher {
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
+    return () => config.telemetry.spawn(id, this.sandboxed, start);
   }
 
   /** What a plugin's sandbox allows: what `spawn` enforces and `info()` reports. */
