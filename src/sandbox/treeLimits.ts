@@ -73,39 +73,27 @@ export function removeGroup(group: PluginGroup, logger: Logger, attempt = 1): vo
 }
 
 /**
- * A plugin process inside its own control group. The group's limit events
- * are watched while it runs: the first hit (an OOM kill in the tree, a fork
- * refused at the task cap) stops the whole tree, because a plugin that lost
- * a process or cannot fork is not one to keep serving calls. Its exit then
- * names the limit, which the shapes turn into PLUGIN_RESOURCE_LIMIT. The
- * group is removed once the tree is gone.
+ * What both kinds of capped process share: the plugin's streams and stop
+ * sequence are the inner process's; only how an exit is read (which cap it
+ * names) differs. `readExit` runs once the inner process has exited, so a
+ * subclass's own fields are set by then.
  */
-export class TreeLimitedProcess implements PluginProcess {
+abstract class CappedProcess implements PluginProcess {
   readonly pid: number;
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly exited: Promise<ExitInfo>;
   #info: ExitInfo | undefined;
-  #hit: ResourceLimitHit | undefined;
 
-  constructor(
-    private readonly inner: PluginProcess,
-    private readonly group: PluginGroup,
-    private readonly logger: Logger = silentLogger,
-  ) {
+  protected constructor(protected readonly inner: PluginProcess) {
     this.pid = inner.pid;
     this.stdin = inner.stdin;
     this.stdout = inner.stdout;
-    const watch = setInterval(() => this.#check(), WATCH_INTERVAL_MS);
-    watch.unref();
-    this.exited = inner.exited.then((exit) => {
-      clearInterval(watch);
-      const hit = this.#hit ?? group.limitHit();
-      this.#info = hit === undefined ? exit : withLimitHit(exit, hit);
-      removeGroup(group, this.logger);
-      return this.#info;
-    });
+    this.exited = inner.exited.then((exit) => (this.#info = this.readExit(exit)));
   }
+
+  /** The exit as reported, naming the cap the tree reached if any. */
+  protected abstract readExit(exit: ExitInfo): ExitInfo;
 
   get exitInfo(): ExitInfo | undefined {
     return this.#info;
@@ -119,17 +107,49 @@ export class TreeLimitedProcess implements PluginProcess {
     return this.inner.onStderrLine(listener);
   }
 
-  limitHit(): ResourceLimitHit | undefined {
-    this.#check();
-    return this.#hit ?? this.#info?.limit;
-  }
+  abstract limitHit(): ResourceLimitHit | undefined;
 
   stop(options?: StopOptions): Promise<ExitInfo> {
     return this.inner.stop(options).then(() => this.exited);
   }
+}
+
+/**
+ * A plugin process inside its own control group. The group's limit events
+ * are watched while it runs: the first hit (an OOM kill in the tree, a fork
+ * refused at the task cap) stops the whole tree, because a plugin that lost
+ * a process or cannot fork is not one to keep serving calls. Its exit then
+ * names the limit, which the shapes turn into PLUGIN_RESOURCE_LIMIT. The
+ * group is removed once the tree is gone.
+ */
+export class TreeLimitedProcess extends CappedProcess {
+  #hit: ResourceLimitHit | undefined;
+  readonly #watch: NodeJS.Timeout;
+
+  constructor(
+    inner: PluginProcess,
+    private readonly group: PluginGroup,
+    private readonly logger: Logger = silentLogger,
+  ) {
+    super(inner);
+    this.#watch = setInterval(() => this.#check(), WATCH_INTERVAL_MS);
+    this.#watch.unref();
+  }
+
+  protected readExit(exit: ExitInfo): ExitInfo {
+    clearInterval(this.#watch);
+    const hit = this.#hit ?? this.group.limitHit();
+    removeGroup(this.group, this.logger);
+    return hit === undefined ? exit : withLimitHit(exit, hit);
+  }
+
+  limitHit(): ResourceLimitHit | undefined {
+    this.#check();
+    return this.#hit ?? this.exitInfo?.limit;
+  }
 
   #check(): void {
-    if (this.#hit !== undefined || this.#info !== undefined || this.inner.exitInfo !== undefined) return;
+    if (this.#hit !== undefined || this.exitInfo !== undefined || this.inner.exitInfo !== undefined) return;
     const hit = this.group.limitHit();
     if (hit === undefined) return;
     this.#hit = hit;
@@ -174,55 +194,32 @@ function exhaustionIn(line: string, caps: RlimitCaps): ResourceLimitHit | undefi
  * The process is not stopped for the line alone: a refused allocation can
  * be survived, unlike a control group's OOM kill.
  */
-export class RlimitedProcess implements PluginProcess {
-  readonly pid: number;
-  readonly stdin: Writable;
-  readonly stdout: Readable;
-  readonly exited: Promise<ExitInfo>;
-  #info: ExitInfo | undefined;
+export class RlimitedProcess extends CappedProcess {
   #hit: ResourceLimitHit | undefined;
+  readonly #unsubscribe: () => void;
 
   constructor(
-    private readonly inner: PluginProcess,
-    caps: RlimitCaps,
+    inner: PluginProcess,
+    private readonly caps: RlimitCaps,
   ) {
-    this.pid = inner.pid;
-    this.stdin = inner.stdin;
-    this.stdout = inner.stdout;
-    const unsubscribe = inner.onStderrLine((line) => {
+    super(inner);
+    this.#unsubscribe = inner.onStderrLine((line) => {
       this.#hit ??= exhaustionIn(line, caps);
     });
-    this.exited = inner.exited.then((exit) => {
-      unsubscribe();
-      // The tail as well: a line cut by the ring's bound or written in the last moment before the exit.
-      this.#hit ??= inner
-        .stderrTail()
-        .split('\n')
-        .map((line) => exhaustionIn(line, caps))
-        .find((hit) => hit !== undefined);
-      this.#info = this.#hit === undefined || exit.status === 0 ? exit : withLimitHit(exit, this.#hit);
-      return this.#info;
-    });
   }
 
-  get exitInfo(): ExitInfo | undefined {
-    return this.#info;
-  }
-
-  stderrTail(): string {
-    return this.inner.stderrTail();
-  }
-
-  onStderrLine(listener: (line: string) => void): () => void {
-    return this.inner.onStderrLine(listener);
+  protected readExit(exit: ExitInfo): ExitInfo {
+    this.#unsubscribe();
+    // The tail as well: a line cut by the ring's bound or written in the last moment before the exit.
+    this.#hit ??= this.inner
+      .stderrTail()
+      .split('\n')
+      .map((line) => exhaustionIn(line, this.caps))
+      .find((hit) => hit !== undefined);
+    return this.#hit === undefined || exit.status === 0 ? exit : withLimitHit(exit, this.#hit);
   }
 
   limitHit(): ResourceLimitHit | undefined {
-    return this.#info?.limit ?? this.#hit;
-  }
-
-  stop(options?: StopOptions): Promise<ExitInfo> {
-    return this.inner.stop(options).then(() => this.exited);
+    return this.exitInfo?.limit ?? this.#hit;
   }
 }
-
