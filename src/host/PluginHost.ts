@@ -31,6 +31,7 @@ import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from '.
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
 import { CallSchemas } from './callSchemas.js';
+import { ResultShaper } from './resultShaping.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
@@ -293,7 +294,7 @@ export class PluginHost {
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, credentials, env: parts.env, catalog, events, logger, random, config, isClosed });
     const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
-    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout) });
+    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout) });
     this.#catalog = catalog;
     this.#launcher = launcher;
     this.#runtimes = runtimes;

@@ -12,6 +12,7 @@ import type { Clock } from '../ports/ports.js';
 import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
 import type { CallSchemas } from './callSchemas.js';
+import type { ResultShaper } from './resultShaping.js';
 import { stoppedByRetirement } from './drain.js';
 import { callBudget, type HostConfig } from './hostConfig.js';
 import type { PluginRuntime } from './PluginRuntime.js';
@@ -55,6 +56,8 @@ export interface DispatcherParts {
   readonly isClosed: () => boolean;
   /** The variants' request and response schemas. */
   readonly schemas: CallSchemas;
+  /** The variants' output profiles. */
+  readonly shaper: ResultShaper;
 }
 
 /** Sends admitted calls to their plugins and settles them. */
@@ -99,13 +102,14 @@ export class CallDispatcher {
       mapped = err(callError(failure, call));
     } else {
       const adapter = runtimes.originOf(runtime)?.adapter;
-      mapped =
+      const checked =
         adapter === undefined
           ? err(callError(internalError(`the session of plugin '${id}' has no protocol adapter`), call))
           : adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId }).andThen((value) => {
               const broken = this.#parts.schemas.checkResult(plugin, tool, value);
               return broken === undefined ? ok(value) : err(callError(broken, call));
             });
+      mapped = checked.isErr() ? checked : (await this.#parts.shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };

@@ -6,6 +6,7 @@
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { PluginRecords } from '../catalog/catalogContents.js';
 import type { CatalogVariant, PluginDescriptor, PluginStateRecord } from '../catalog/catalogTypes.js';
+import { definedProfiles, effectiveProfile } from '../host/outputProfiles.js';
 import { recordedGrant } from './grant.js';
 import { DERIVED_REF_SUFFIXES } from '../manifest/schemaRefs.js';
 import type { DeclaredCapabilities, ManifestTool, NormalizedManifest, PluginGrant } from '../manifest/model.js';
@@ -30,6 +31,21 @@ function schemaHashesOf(manifest: NormalizedManifest, tool: ManifestTool): Recor
   if (tool.schema_ref === undefined) return {};
   const refs = new Set(DERIVED_REF_SUFFIXES.map((suffix) => `${tool.schema_ref}.${suffix}`));
   return Object.fromEntries(manifest.schemas.filter((s) => refs.has(s.ref)).map((s) => [s.ref, s.digest]));
+}
+
+/**
+ * A tool's output profile binding: the name, the definition in force (the
+ * manifest's own, merged with its base, else a built-in), recorded so calls
+ * never re-read the manifest, and the paths where stripping nulls is safe.
+ */
+function profileBindingOf(manifest: NormalizedManifest, tool: ManifestTool): Partial<CatalogVariant> {
+  if (tool.output_profile === undefined) return {};
+  const definition = effectiveProfile(tool.output_profile, definedProfiles(manifest.raw));
+  return {
+    output_profile: tool.output_profile,
+    ...(definition === undefined ? {} : { output_profile_definition: definition }),
+    ...(tool.null_elision_safe_fields.length === 0 ? {} : { null_elision_safe_fields: [...tool.null_elision_safe_fields] }),
+  };
 }
 
 /** What an install gives the plugin: the capabilities it runs with, and the grant they came from when the caller gave one. */
@@ -87,7 +103,7 @@ export function pluginRecords(
       schema_hashes: schemaHashesOf(manifest, tool),
       ...(tool.description === undefined ? {} : { description: tool.description }),
       ...(tool.backend_kind === undefined ? {} : { backend_kind: tool.backend_kind }),
-      ...(tool.output_profile === undefined ? {} : { output_profile: tool.output_profile }),
+      ...profileBindingOf(manifest, tool),
     };
   });
   return {

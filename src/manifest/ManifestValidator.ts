@@ -17,6 +17,7 @@ import {
   repeatsHostCheck,
   type OutputProfileResolver,
 } from './checks.js';
+import { checkOutputProfiles } from '../host/outputProfiles.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
 import { normalizeManifest } from './normalize.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, plainValueOf, unreadableValue, type ParseLimits } from './parse.js';
@@ -262,6 +263,7 @@ export class ManifestValidator {
       ...checkCredentialDescriptors(doc, form),
       ...checkEgressDestinations(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),
+      ...checkOutputProfiles(doc, form),
     ];
   }
 

@@ -15,6 +15,7 @@ export const CHECK_STAGES = [
   'credentials',
   'schema_refs',
   'strip_nulls',
+  'output_profiles',
 ] as const;
 
 /** One step of the check order. */

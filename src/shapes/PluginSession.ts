@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
+import type { ProfileOutcome } from '../host/outputProfiles.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import type { McpSurface } from './mcp/McpSurface.js';
@@ -65,14 +66,18 @@ export interface ToolResult {
 export interface McpCallResult extends ToolResult {
   /** The shape that answered. */
   readonly shape: 'mcp-plugin' | 'esm-module';
-  /** The plugin's MCP `CallToolResult`, unchanged (`content`, `structuredContent`, `_meta`). */
+  /** The plugin's MCP `CallToolResult` (`content`, `structuredContent`, `_meta`), shaped by the variant's output profile if it binds one. */
   readonly value: CallToolResult;
+  /** What the variant's output profile did to the result, when one applied. */
+  readonly profile?: ProfileOutcome;
 }
 
 /** A tool result of an `ndjson-rpc` or `handshake` plugin, as `PluginHost.call` returns it. */
 export interface ProtocolCallResult extends ToolResult {
   /** The shape that answered. */
   readonly shape: 'ndjson-rpc' | 'handshake';
+  /** What the variant's output profile did to the result, when one applied. */
+  readonly profile?: ProfileOutcome;
 }
 
 /**
