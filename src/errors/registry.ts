@@ -135,6 +135,7 @@ export const ERROR_CODES = {
   HOST_CLOSED: row('host', false, 'The host was closed.', 'Open a new PluginHost.'),
   HOST_INVALID_OPTIONS: row('host', false, 'The options passed to the host are invalid.', 'See the message for the option at fault.'),
   AUDIT_FILE_UNSAFE: row('host', false, 'The audit file exists but is not a regular file of this user readable by this user alone (details.reason: a symbolic link, another owner, mode other than 600, other hard links).', 'Point the audit sink at a new path, or fix the file: chmod 600 it, make this user its owner, or replace a link with a file.'),
+  GATEWAY_ITEM_NOT_FOUND: row('runtime', false, 'No active plugin offered to this gateway client serves the resource URI, resource template or prompt name (details.uri or details.prompt); or the templates of several plugins match the URI (details.plugins).', 'List resources, templates and prompts again (names may have changed); for a URI several plugins match, use one of the qualified forms in details.qualified (plug.<plugin_id>:<uri>).'),
   GATEWAY_LISTEN_FAILED: row('host', false, 'The gateway could not listen on its HTTP address (details.host, details.port): the port is taken or the address is not local.', 'Pick another port (--port, or 0 for a free one) or an address of this machine.'),
   HOST_INTERNAL_ERROR: row('host', false, 'The host broke one of its own rules (an invariant); nothing the caller passed caused it.', 'This is a bug in mcp-plugin-host; report it with details.'),
 } as const satisfies Record<string, ErrorCodeInfo>;

@@ -13,6 +13,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
 import { errorResult, toolResult } from './toolResults.js';
@@ -47,18 +48,10 @@ export interface GatewayHandle {
   readonly url: string | undefined;
   /** The default bearer token (supplied or generated), when serving HTTP. */
   readonly token: string | undefined;
-  /** HTTP sessions open now (0 without HTTP). */
-  readonly sessions: number;
   /** Tells every connected client that the tool list changed (the gateway does so itself on plugin changes). */
   notifyToolsChanged(): void;
   /** Stops listening and disconnects every client; the host stays open. */
   close(): Promise<void>;
-}
-
-/** Who a client server serves, as the audit records and spans name the caller: the HTTP client's name (`default` for the default token) or `stdio`. */
-interface ClientIdentity {
-  readonly name: string;
-  readonly transport: 'stdio' | 'http';
 }
 
 function invalid(message: string, option: string): HostError {
@@ -66,7 +59,7 @@ function invalid(message: string, option: string): HostError {
 }
 
 /** One client's MCP server: lists and calls the tools its policy lets it see. */
-function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity): Server {
+function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy): Server {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -86,7 +79,6 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
     const outcome = await host.call(opId, request.params.arguments ?? {}, {
       maxRisk,
       signal: extra.signal,
-      caller: { id: client.name, transport: client.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
       ...(progressToken === undefined
         ? {}
         : {
@@ -115,17 +107,32 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const pollMs = options.catalogPollMs ?? GATEWAY_DEFAULTS.catalogPollMs;
   if (!Number.isSafeInteger(pollMs) || pollMs <= 0) return errAsync(invalid(`catalogPollMs must be a positive integer, not ${String(pollMs)}`, 'catalogPollMs'));
   const tools = new GatewayTools(host);
+  const surface = new GatewaySurface(host);
+  const subscriptions = new GatewaySubscriptions(host, surface);
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
-  const connect = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport'] = 'http'): Server => {
-    const server = clientServer(host, tools, options, policy, { name: clientName, transport });
+  const connect = (policy: GatewayClientPolicy): Server => {
+    const server = clientServer(host, tools, options, policy);
+    serveSurface(server, surface, subscriptions, policy);
     servers.add(server);
-    server.onclose = () => servers.delete(server);
+    server.onclose = () => {
+      servers.delete(server);
+      subscriptions.drop(server);
+    };
     return server;
   };
   const notifyToolsChanged = (): void => {
     tools.invalidate();
     for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
+  };
+  const notifySurfaceChanged = (list: 'resources' | 'prompts'): void => {
+    surface.invalidate();
+    for (const server of servers) void (list === 'resources' ? server.sendResourceListChanged() : server.sendPromptListChanged()).catch(() => undefined);
+  };
+  const notifyPluginsChanged = (): void => {
+    notifyToolsChanged();
+    notifySurfaceChanged('resources');
+    notifySurfaceChanged('prompts');
   };
 
   return host.list().andThen((rows) => {
@@ -140,7 +147,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
           const next = activeFingerprint(now);
           if (next === fingerprint) return;
           fingerprint = next;
-          notifyToolsChanged();
+          notifyPluginsChanged();
         },
         () => {
           polling = false;
@@ -148,25 +155,26 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
       );
     }, pollMs);
     poll.unref();
-    const unsubscribe = host.events.on('quarantine', notifyToolsChanged);
+    const unsubscribers = [
+      host.events.on('quarantine', notifyPluginsChanged),
+      host.events.on('list_changed', (change) => (change.list === 'tools' ? notifyToolsChanged() : notifySurfaceChanged(change.list))),
+      host.events.on('resource:updated', (update) => subscriptions.updated(update.plugin_id, update.uri)),
+    ];
 
     const stdio = options.stdio === true ? {} : options.stdio;
     const started: ResultAsync<HttpListener | undefined, HostError> =
       options.http === undefined ? okAsync(undefined) : listenHttp(options.http, defaultPolicy, connect);
     const stopWatching = (): void => {
       clearInterval(poll);
-      unsubscribe();
+      for (const unsubscribe of unsubscribers) unsubscribe();
     };
     return started.mapErr((error) => (stopWatching(), error)).andThen((http) => {
       // The SDK's stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
-      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio').connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
+      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy).connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
       return begin.map(
         (): GatewayHandle => ({
           url: http?.url,
           token: http?.token,
-          get sessions() {
-            return http?.sessions ?? 0;
-          },
           notifyToolsChanged,
           close: async () => {
             stopWatching();

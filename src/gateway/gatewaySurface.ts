@@ -1,0 +1,330 @@
+/**
+ * Resources, resource templates, prompts and completions of every active
+ * plugin, as one gateway offers them. Prompts are named like op ids,
+ * `plug.<plugin_id>.<prompt>`. Resource URIs and templates keep the
+ * plugin's own spelling, so the links a plugin puts in its tool results can
+ * be read as they are; the gateway routes each by a map of who lists it.
+ * A URI or template that two plugins list is offered only in the qualified
+ * form `plug.<plugin_id>:<uri>`, which is always accepted (docs/gateway.md,
+ * "Names and URIs").
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import {
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CompleteRequest,
+  type CompleteResult,
+  type GetPromptResult,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
+import { pluginIdOf } from '../host/operations.js';
+import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
+import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+
+const QUALIFIED_URI = /^plug\.([a-z][a-z0-9-]{0,63}):(.+)$/s;
+
+/** A resource, template or prompt as the gateway lists it, with the plugin that serves it. */
+interface Offered<T> {
+  readonly pluginId: string;
+  /** The plugin's own URI, template or name. */
+  readonly own: string;
+  /** What the gateway lists it as. */
+  readonly item: T;
+}
+
+/** Everything the active plugins offer beyond tools, with the routes back to them. */
+interface SurfaceIndex {
+  readonly resources: readonly Offered<Resource>[];
+  readonly templates: readonly (Offered<ResourceTemplate> & { readonly matcher: UriTemplate })[];
+  readonly prompts: readonly Offered<Prompt>[];
+  readonly active: ReadonlySet<string>;
+}
+
+/** Where a gateway URI leads: a plugin and the URI it knows. */
+export interface ResourceRoute {
+  readonly pluginId: string;
+  readonly uri: string;
+}
+
+/** The qualified form of a plugin's URI or template. */
+export const qualifiedUri = (pluginId: string, uri: string): string => `plug.${pluginId}:${uri}`;
+
+/** The gateway name of a plugin's prompt. */
+export const promptName = (pluginId: string, name: string): string => `plug.${pluginId}.${name}`;
+
+const orEmpty = <T>(listed: ResultAsync<readonly T[], HostError>): Promise<readonly T[]> =>
+  // A plugin without the capability, or one that cannot start now, offers nothing here; its tools still say why.
+  listed.match(
+    (items) => items,
+    (): readonly T[] => [],
+  );
+
+/** Keeps each spelling once: a spelling two plugins share is qualified for both. */
+function spell<T>(entries: readonly { pluginId: string; own: string; item: T }[], rename: (item: T, spelled: string) => T): Offered<T>[] {
+  const owners = new Map<string, Set<string>>();
+  for (const e of entries) owners.set(e.own, (owners.get(e.own) ?? new Set()).add(e.pluginId));
+  return entries.map((e) => ((owners.get(e.own)?.size ?? 0) > 1 ? { ...e, item: rename(e.item, qualifiedUri(e.pluginId, e.own)) } : e));
+}
+
+function notFound(what: string, details: Record<string, unknown>): HostError {
+  return hostError('GATEWAY_ITEM_NOT_FOUND', `no active plugin offered to this client serves ${what}`, { details });
+}
+
+/** The resources, templates and prompts of one host's active plugins, cached until {@link GatewaySurface.invalidate}. */
+export class GatewaySurface {
+  readonly #host: PluginHost;
+  #cached: SurfaceIndex | undefined;
+  #generation = 0;
+
+  constructor(host: PluginHost) {
+    this.#host = host;
+  }
+
+  /** Forgets what the plugins listed; the next request asks them again. */
+  invalidate(): void {
+    this.#cached = undefined;
+    this.#generation += 1;
+  }
+
+  /** The resources `policy` lets its client see. */
+  resources(policy: GatewayClientPolicy): ResultAsync<readonly Resource[], HostError> {
+    return this.#index().map((index) => index.resources.filter((r) => offeredTo(policy, `plug.${r.pluginId}.`)).map((r) => r.item));
+  }
+
+  /** The resource templates `policy` lets its client see. */
+  templates(policy: GatewayClientPolicy): ResultAsync<readonly ResourceTemplate[], HostError> {
+    return this.#index().map((index) => index.templates.filter((t) => offeredTo(policy, `plug.${t.pluginId}.`)).map((t) => t.item));
+  }
+
+  /** The prompts `policy` lets its client see, under their gateway names. */
+  prompts(policy: GatewayClientPolicy): ResultAsync<readonly Prompt[], HostError> {
+    return this.#index().map((index) => index.prompts.filter((p) => offeredTo(policy, p.item.name)).map((p) => p.item));
+  }
+
+  /**
+   * The plugin behind a URI the client names: the qualified form, a URI one
+   * plugin lists, or a URI that the templates of exactly one plugin match.
+   */
+  route(policy: GatewayClientPolicy, uri: string): ResultAsync<ResourceRoute, HostError> {
+    return this.#index().andThen((index) => {
+      const qualified = QUALIFIED_URI.exec(uri);
+      const offered = (pluginId: string): boolean => index.active.has(pluginId) && offeredTo(policy, `plug.${pluginId}.`);
+      if (qualified !== null) {
+        const [, pluginId = '', own = ''] = qualified;
+        return offered(pluginId) ? okAsync({ pluginId, uri: own }) : errAsync(notFound(`the URI ${JSON.stringify(uri)}`, { uri }));
+      }
+      const listed = index.resources.filter((r) => r.item.uri === uri && offered(r.pluginId));
+      const first = listed[0];
+      if (first !== undefined) return okAsync({ pluginId: first.pluginId, uri });
+      const matching = [...new Set(index.templates.filter((t) => t.item.uriTemplate === t.own && offered(t.pluginId) && t.matcher.match(uri) !== null).map((t) => t.pluginId))];
+      const [only, ...others] = matching;
+      if (only !== undefined && others.length === 0) return okAsync({ pluginId: only, uri });
+      if (only !== undefined) {
+        return errAsync(
+          notFound(`the URI ${JSON.stringify(uri)} alone: the templates of ${matching.join(', ')} all match it`, {
+            uri,
+            plugins: matching,
+            qualified: matching.map((id) => qualifiedUri(id, uri)),
+          }),
+        );
+      }
+      return errAsync(notFound(`the URI ${JSON.stringify(uri)}`, { uri }));
+    });
+  }
+
+  /** Reads a resource through its route; contents at the URI the plugin was asked for are labelled with the client's URI. */
+  read(policy: GatewayClientPolicy, uri: string): ResultAsync<ReadResourceResult, HostError> {
+    return this.route(policy, uri).andThen((route) =>
+      this.#host.readResource(route.pluginId, route.uri).map((read) => ({
+        ...read,
+        contents: read.contents.map((c) => (c.uri === route.uri ? { ...c, uri } : c)),
+      })),
+    );
+  }
+
+  /** A prompt by its gateway name. */
+  getPrompt(policy: GatewayClientPolicy, name: string, args: Readonly<Record<string, string>> | undefined): ResultAsync<GetPromptResult, HostError> {
+    return this.#promptRoute(policy, name).andThen((route) => this.#host.getPrompt(route.pluginId, route.own, args ?? {}));
+  }
+
+  /** Completions for a prompt argument (gateway prompt name) or a template variable (the template as listed). */
+  complete(policy: GatewayClientPolicy, params: CompleteRequest['params']): ResultAsync<CompleteResult['completion'], HostError> {
+    const chosen = params.context?.arguments;
+    const request: CompletionRequest = { argument: params.argument, ...(chosen === undefined ? {} : { context: { arguments: chosen } }) };
+    const ref = params.ref;
+    if (ref.type === 'ref/prompt') {
+      return this.#promptRoute(policy, ref.name).andThen((route) => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request));
+    }
+    return this.#index().andThen((index) => {
+      const template = index.templates.find((t) => t.item.uriTemplate === ref.uri && offeredTo(policy, `plug.${t.pluginId}.`));
+      if (template === undefined) return errAsync(notFound(`the resource template ${JSON.stringify(ref.uri)}`, { uri: ref.uri }));
+      return this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request);
+    });
+  }
+
+  #promptRoute(policy: GatewayClientPolicy, name: string): ResultAsync<Offered<Prompt>, HostError> {
+    return this.#index().andThen((index) => {
+      const prompt = pluginIdOf(name) === undefined ? undefined : index.prompts.find((p) => p.item.name === name);
+      if (prompt === undefined || !offeredTo(policy, name)) return errAsync(notFound(`a prompt named ${JSON.stringify(name)}`, { prompt: name }));
+      return okAsync(prompt);
+    });
+  }
+
+  #index(): ResultAsync<SurfaceIndex, HostError> {
+    if (this.#cached !== undefined) return okAsync(this.#cached);
+    const generation = this.#generation;
+    return this.#build().map((index) => {
+      // An index built while the plugins changed is served once, not kept.
+      if (generation === this.#generation) this.#cached = index;
+      return index;
+    });
+  }
+
+  #build(): ResultAsync<SurfaceIndex, HostError> {
+    const host = this.#host;
+    return host.list().andThen((rows) => {
+      const active = rows.filter((r) => r.status === 'active').map((r) => r.name);
+      return ResultAsync.fromSafePromise(
+        Promise.all(
+          active.map(async (pluginId) => ({
+            pluginId,
+            resources: await orEmpty(host.resources(pluginId)),
+            templates: await orEmpty(host.resourceTemplates(pluginId)),
+            prompts: await orEmpty(host.prompts(pluginId)),
+          })),
+        ),
+      ).map((perPlugin): SurfaceIndex => {
+        const resources = spell(
+          perPlugin.flatMap((p) => p.resources.map((item) => ({ pluginId: p.pluginId, own: item.uri, item }))),
+          (item, uri) => ({ ...item, uri }),
+        );
+        const templates = spell(
+          perPlugin.flatMap((p) => p.templates.map((item) => ({ pluginId: p.pluginId, own: item.uriTemplate, item }))),
+          (item, uriTemplate) => ({ ...item, uriTemplate }),
+        ).map((t) => ({ ...t, matcher: new UriTemplate(t.own) }));
+        const prompts = perPlugin.flatMap((p) => p.prompts.map((item) => ({ pluginId: p.pluginId, own: item.name, item: { ...item, name: promptName(p.pluginId, item.name) } })));
+        return { resources, templates, prompts, active: new Set(active) };
+      });
+    });
+  }
+}
+
+/** A client that hears of updates to the resources it subscribed to, under the URIs it subscribed with (a client's `Server`). */
+export interface ResourceUpdateSink {
+  sendResourceUpdated(params: { uri: string }): Promise<void>;
+}
+
+const routeKey = (route: ResourceRoute): string => `${route.pluginId}\n${route.uri}`;
+
+/**
+ * The gateway's resource subscriptions: the host subscribes once per plugin
+ * resource, whatever number of clients asked, and ends it with the last of them.
+ */
+export class GatewaySubscriptions {
+  readonly #host: PluginHost;
+  readonly #surface: GatewaySurface;
+  /** By plugin resource: each subscribed client and the URIs it used for it. */
+  readonly #byRoute = new Map<string, { readonly route: ResourceRoute; readonly clients: Map<ResourceUpdateSink, Set<string>> }>();
+
+  constructor(host: PluginHost, surface: GatewaySurface) {
+    this.#host = host;
+    this.#surface = surface;
+  }
+
+  /** Subscribes `client` to the resource `uri` leads to. */
+  subscribe(client: ResourceUpdateSink, policy: GatewayClientPolicy, uri: string): ResultAsync<void, HostError> {
+    return this.#surface.route(policy, uri).andThen((route) => {
+      const key = routeKey(route);
+      const entry = this.#byRoute.get(key);
+      const add = (): void => {
+        const current = this.#byRoute.get(key) ?? { route, clients: new Map<ResourceUpdateSink, Set<string>>() };
+        this.#byRoute.set(key, current);
+        current.clients.set(client, (current.clients.get(client) ?? new Set()).add(uri));
+      };
+      if (entry !== undefined) return okAsync(add());
+      return this.#host.subscribeResource(route.pluginId, route.uri).map(add);
+    });
+  }
+
+  /** Ends `client`'s subscription under `uri`; an unknown one is no error. */
+  unsubscribe(client: ResourceUpdateSink, uri: string): ResultAsync<void, HostError> {
+    for (const [key, entry] of this.#byRoute) {
+      const uris = entry.clients.get(client);
+      if (uris?.delete(uri) !== true) continue;
+      if (uris.size === 0) entry.clients.delete(client);
+      return this.#release(key);
+    }
+    return okAsync(undefined);
+  }
+
+  /** Ends every subscription of a client that went away. */
+  drop(client: ResourceUpdateSink): void {
+    for (const [key, entry] of this.#byRoute) {
+      if (entry.clients.delete(client)) void this.#release(key);
+    }
+  }
+
+  /** Passes a plugin's resource update to every client subscribed to it. */
+  updated(pluginId: string, uri: string): void {
+    const entry = this.#byRoute.get(routeKey({ pluginId, uri }));
+    for (const [client, uris] of entry?.clients ?? []) for (const spelled of uris) void client.sendResourceUpdated({ uri: spelled }).catch(() => undefined);
+  }
+
+  #release(key: string): ResultAsync<void, HostError> {
+    const entry = this.#byRoute.get(key);
+    if (entry === undefined || entry.clients.size > 0) return okAsync(undefined);
+    this.#byRoute.delete(key);
+    return this.#host.unsubscribeResource(entry.route.pluginId, entry.route.uri);
+  }
+}
+
+/** A host failure as the JSON-RPC error a client gets for a resources, prompts or completion request. */
+function requestError(error: HostError): McpError {
+  const code = error.code === 'GATEWAY_ITEM_NOT_FOUND' || error.code === 'PLUGIN_INVALID_PARAMS' ? ErrorCode.InvalidParams : ErrorCode.InternalError;
+  return new McpError(code, `${error.code}: ${error.message}`, { code: error.code, message: error.message, hint: error.hint });
+}
+
+async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
+  const settled = await outcome;
+  if (settled.isErr()) throw requestError(settled.error);
+  return settled.value;
+}
+
+
+/**
+ * Announces and handles resources, templates, subscriptions, prompts and
+ * completions on one client's server (before it connects), within its policy (its subscriptions end with
+ * {@link GatewaySubscriptions.drop} when it closes). A failure is a JSON-RPC error
+ * whose message starts with the host code, which `data.code` also holds.
+ */
+export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy): void {
+  server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {} });
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => answer(surface.read(policy, request.params.uri)));
+  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    await answer(subscriptions.subscribe(server, policy, request.params.uri));
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    await answer(subscriptions.unsubscribe(server, request.params.uri));
+    return {};
+  });
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...(await answer(surface.prompts(policy)))] }));
+  server.setRequestHandler(GetPromptRequestSchema, (request) => answer(surface.getPrompt(policy, request.params.name, request.params.arguments)));
+  server.setRequestHandler(CompleteRequestSchema, async (request) => ({ completion: await answer(surface.complete(policy, request.params)) }));
+}
