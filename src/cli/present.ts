@@ -50,6 +50,7 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
   for (const c of info.credential_descriptors) rows.push(['credential', `${c.alias} (${c.kind}): ${c.display_name} — ${c.setup_hint}`]);
   const granted = info.granted_capabilities;
   if (granted?.grant != null) rows.push(['granted', `${JSON.stringify(granted.grant)} (${granted.basis === 'declared' ? 'narrowing the manifest' : 'over the host default'})`]);
+  if (granted?.client_requests !== undefined) rows.push(['client requests', `${granted.client_requests.join(', ')} (answered by the host application)`]);
   for (const [key, value] of Object.entries(info.settings ?? {})) rows.push(['setting', `${key} = ${JSON.stringify(value)}`]);
   for (const key of info.missing_settings) rows.push(['setting', style.yellow(`${key} missing (install again with --setting ${key}=...)`)]);
   if (caps !== null) {

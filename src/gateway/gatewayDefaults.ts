@@ -22,6 +22,22 @@ export interface GatewayDefaults {
   readonly errorMetaKey: string;
   /** The shortest bearer token accepted from a token source. */
   readonly minTokenLength: number;
+  /** How a high_stakes_write confirmation is asked of the client as an elicitation. */
+  readonly confirmation: GatewayConfirmationText;
+}
+
+/** The elicitation that asks a gateway client to confirm a high_stakes_write call. */
+export interface GatewayConfirmationText {
+  /** The message; `{op_id}`, `{plugin_id}`, `{risk_class}` and `{args}` (JSON) are filled in. */
+  readonly message: string;
+  /** The boolean field of the requested schema that must be true to run the call. */
+  readonly field: string;
+  /** That field's title. */
+  readonly fieldTitle: string;
+  /** That field's description. */
+  readonly fieldDescription: string;
+  /** The most time the client has to answer, in ms. */
+  readonly timeoutMs: number;
 }
 
 /** The gateway's defaults, loaded once. */

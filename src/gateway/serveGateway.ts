@@ -12,6 +12,7 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import { clientAnswers } from './clientForwarding.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
@@ -58,13 +59,16 @@ function invalid(message: string, option: string): HostError {
   return hostError('HOST_INVALID_OPTIONS', message, { details: { option } });
 }
 
-/** One client's MCP server: lists and calls the tools its policy lets it see. */
+let clientCount = 0;
+
+/** One client's MCP server: lists and calls the tools its policy lets it see; confirmations and plugin requests go to its client. */
 function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy): Server {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
   const maxRisk = policy.maxRisk ?? options.policy?.maxRisk ?? GATEWAY_DEFAULTS.maxRisk;
+  const caller = `gateway-client-${++clientCount}`;
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const listed = await tools.list();
     if (listed.isErr()) throw listed.error;
@@ -78,6 +82,7 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
     const progressToken = request.params._meta?.progressToken;
     const outcome = await host.call(opId, request.params.arguments ?? {}, {
       maxRisk,
+      ...clientAnswers(server, extra, caller),
       signal: extra.signal,
       ...(progressToken === undefined
         ? {}

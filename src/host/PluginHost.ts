@@ -28,6 +28,7 @@ import type { HostAuditOptions } from '../audit/callAudit.js';
 import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
+import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
 import { CallSchemas } from './callSchemas.js';
@@ -53,6 +54,7 @@ import { PluginSurfaces, type CompletionReference, type CompletionRequest } from
 import { Supervisor } from './Supervisor.js';
 
 export type { ConfirmationCallback, ConfirmationRequest } from './admission.js';
+export type { ClientRequestContext, ClientRequestHandlers, ElicitationCallback, RootsCallback, SamplingCallback } from './clientRequests.js';
 export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
 export type { PluginRunOptions, StdoutPolicy } from './hostConfig.js';
@@ -167,6 +169,17 @@ export interface PluginHostOptions {
   readonly handshakeCapabilities?: Readonly<Record<string, readonly string[]>>;
   /** Approves `high_stakes_write` calls; without it they are refused. */
   readonly confirm?: ConfirmationCallback;
+  /**
+   * Answers plugins' requests to their client (`sampling/createMessage`,
+   * `elicitation/create`, `roots/list`), each called with the request and the
+   * plugin id, for plugins whose manifest declares that kind
+   * (`declared_capabilities.client_requests`). A kind without a callback, or
+   * not declared, is refused at once with a JSON-RPC error. A call's own
+   * `clientRequests` wins over these.
+   */
+  readonly clientRequests?: ClientRequestHandlers;
+  /** The most time one answer to a plugin's client request may take; it never outlives the call that caused it. Default 60 s. */
+  readonly clientRequestTimeoutMs?: number;
   /**
    * When a plugin installed through this host becomes callable: `next-open`
    * (the contract's restart semantics) or `immediate`. Default `next-open`.

@@ -6,7 +6,7 @@
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
-import { hostError, type HostError } from '../errors/HostError.js';
+import { HostError, hostError } from '../errors/HostError.js';
 import type { RiskClass } from '../manifest/model.js';
 import { admitStart } from './CrashPolicy.js';
 import { aliasesOf } from './credentials.js';
@@ -25,8 +25,12 @@ export interface ConfirmationRequest {
   readonly args: unknown;
 }
 
-/** Approves (`true`) or refuses a `high_stakes_write` call. A throw or rejection refuses. */
-export type ConfirmationCallback = (request: ConfirmationRequest) => boolean | Promise<boolean>;
+/**
+ * Approves (`true`) or refuses a `high_stakes_write` call. A throw or
+ * rejection refuses; a returned `HostError` refuses with that error (a
+ * gateway returns PLUGIN_CONFIRMATION_UNAVAILABLE when its client cannot be asked).
+ */
+export type ConfirmationCallback = (request: ConfirmationRequest) => boolean | HostError | Promise<boolean | HostError>;
 
 /**
  * Why a call of `plugin` must not run now, by status precedence, or
@@ -65,7 +69,10 @@ export function riskRefusal(opId: string, variant: CatalogVariant, maxRisk: Risk
   });
 }
 
-/** Asks `callback` to approve a high-stakes write; no callback, a refusal or a failing callback is PLUGIN_CONFIRMATION_DENIED. */
+/**
+ * Asks `callback` to approve a high-stakes write; no callback, a refusal or a
+ * failing callback is PLUGIN_CONFIRMATION_DENIED, a returned HostError is the refusal itself.
+ */
 export function confirm(callback: ConfirmationCallback | undefined, request: ConfirmationRequest): ResultAsync<void, HostError> {
   const denied = (why: string): HostError =>
     hostError('PLUGIN_CONFIRMATION_DENIED', `${request.op_id} needs confirmation: ${why}`, { details: { op_id: request.op_id, plugin_id: request.plugin_id } });
@@ -73,5 +80,9 @@ export function confirm(callback: ConfirmationCallback | undefined, request: Con
   return ResultAsync.fromPromise(
     (async () => callback(request))(),
     () => denied('the confirmation callback failed'),
-  ).andThen((approved) => (approved === true ? okAsync(undefined) : errAsync(denied('the confirmation callback refused it'))));
+  ).andThen((approved) => {
+    if (approved === true) return okAsync(undefined);
+    if (approved instanceof HostError) return errAsync(approved);
+    return errAsync(denied('the confirmation callback refused it'));
+  });
 }

@@ -11,6 +11,7 @@ import type { RiskClass } from '../manifest/model.js';
 import type { Clock } from '../ports/ports.js';
 import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
+import { withClientRequests, type ClientRequestHandlers } from './clientRequests.js';
 import type { CallSchemas } from './callSchemas.js';
 import type { ResultShaper } from './resultShaping.js';
 import { stoppedByRetirement } from './drain.js';
@@ -25,6 +26,11 @@ export interface HostCallOptions {
   readonly maxRisk?: RiskClass;
   /** Overrides the host's confirmation callback for this call. */
   readonly confirm?: ConfirmationCallback;
+  /**
+   * Answers the plugin's requests to its client during this call instead of
+   * the host's `clientRequests` (a gateway forwards them to its own client).
+   */
+  readonly clientRequests?: ClientRequestHandlers;
   /** Time without an answer, in ms. */
   readonly timeoutMs?: number;
   /** Hard cap on the call, in ms. */
@@ -90,7 +96,7 @@ export class CallDispatcher {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
-      result = await runtime.session.callTool(tool, args, callBudget(this.#parts.config, options, call.id));
+      result = await runtime.session.callTool(tool, args, withClientRequests(callBudget(this.#parts.config, options, call.id), plugin, options.clientRequests, call.opId));
     } finally {
       runtime.end();
     }

@@ -20,6 +20,7 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
 import { HostTelemetry } from '../observability/telemetry.js';
+import type { ClientRequestHandlers } from '../shapes/mcp/clientRequests.js';
 import type { CallOptions } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback, HostCallOptions, PluginHostOptions } from './PluginHost.js';
 
@@ -99,6 +100,10 @@ export interface HostConfig {
   readonly esmRunnerArgv: readonly string[] | undefined;
   readonly handshakeCapabilities: Readonly<Record<string, readonly string[]>>;
   readonly confirm: ConfirmationCallback | undefined;
+  /** The host's callbacks for plugins' requests to their client. */
+  readonly clientRequests: ClientRequestHandlers | undefined;
+  /** The most time one answer to a plugin's client request may take. */
+  readonly clientRequestTimeoutMs: number;
   readonly activation: 'next-open' | 'immediate';
   readonly clock: Clock;
   readonly random: Random;
@@ -150,6 +155,9 @@ const PLUGIN_RUN_SCHEMA: OptionSchema = {
   handshakeTimeoutMs: 'milliseconds',
 };
 
+/** The callbacks answering plugins' requests to their client, for the host or one call. */
+const CLIENT_REQUEST_HANDLERS_SCHEMA: OptionSchema = { sampling: 'function', elicitation: 'function', roots: 'function', caller: 'string' };
+
 /** The options of {@link PluginHost.open}. */
 const HOST_SCHEMA: OptionSchema = {
   appName: 'pathSegment',
@@ -182,6 +190,8 @@ const HOST_SCHEMA: OptionSchema = {
   esmRunnerArgv: 'strings',
   handshakeCapabilities: { recordOf: 'strings' },
   confirm: 'function',
+  clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA },
+  clientRequestTimeoutMs: 'milliseconds',
   activation: { oneOf: ['next-open', 'immediate'] },
   clock: 'object',
   random: 'object',
@@ -194,6 +204,7 @@ const HOST_SCHEMA: OptionSchema = {
 const CALL_SCHEMA: OptionSchema = {
   maxRisk: { oneOf: ['read', 'write', 'destructive'] },
   confirm: 'function',
+  clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA },
   timeoutMs: 'milliseconds',
   maxTotalTimeoutMs: 'milliseconds',
   signal: 'abortSignal',
@@ -208,7 +219,7 @@ const INSPECT_SCHEMA: OptionSchema = {
   firstParty: 'boolean',
   replace: 'boolean',
   allowDowngrade: 'boolean',
-  grant: { fields: { network: 'boolean', fs_write_dir: 'string', env_allow: 'strings', egress: 'strings' } },
+  grant: { fields: { network: 'boolean', fs_write_dir: 'string', env_allow: 'strings', egress: 'strings', client_requests: 'strings' } },
   settings: 'object',
   manifest: 'object',
   args: 'strings',
@@ -276,6 +287,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       esmRunnerArgv: o.esmRunnerArgv,
       handshakeCapabilities: o.handshakeCapabilities ?? {},
       confirm: o.confirm,
+      clientRequests: o.clientRequests,
+      clientRequestTimeoutMs: o.clientRequestTimeoutMs ?? DEFAULTS.clientRequestTimeoutMs,
       activation: o.activation ?? (DEFAULTS.activation as HostConfig['activation']),
       clock: o.clock ?? systemClock,
       random: o.random ?? systemRandom,

@@ -8,7 +8,7 @@
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
 import type { InventoryStatus } from './inventoryStatus.js';
-import type { ConfirmationPolicy, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
+import type { ClientRequestKind, ConfirmationPolicy, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 import { hostOpId } from './operations.js';
 import { statusOf } from './pluginState.js';
@@ -69,6 +69,8 @@ export interface GrantedCapabilities {
   readonly env_allow: readonly string[];
   /** Destinations reachable through the egress proxy (the declaration narrowed by the grant, or what the grant gave), when there are any. */
   readonly egress?: readonly string[];
+  /** The requests to its client the plugin may send, answered by the host application's callbacks, when there are any. */
+  readonly client_requests?: readonly ClientRequestKind[];
   /** What the grant narrowed (`declared`: the manifest's declaration) or widened (`host_default`: the source declared nothing). */
   readonly basis: 'declared' | 'host_default';
   /** The grant given at install, as recorded in the lock; null when none was given. */
@@ -138,6 +140,7 @@ function grantedOf(plugin: InstalledPlugin): GrantedCapabilities | null {
     fs_write_dir: caps.fs_write_dir,
     env_allow: [...caps.env_allow],
     ...(caps.egress === undefined ? {} : { egress: [...caps.egress] }),
+    ...(caps.client_requests === undefined || caps.client_requests.length === 0 ? {} : { client_requests: [...caps.client_requests] }),
     basis: plugin.descriptor?.capabilities_source ?? 'declared',
     grant: grant ?? null,
   };

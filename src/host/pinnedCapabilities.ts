@@ -61,6 +61,7 @@ function canonical(caps: DeclaredCapabilities): string {
     fs_write_dir: caps.fs_write_dir,
     env_allow: [...new Set(caps.env_allow)].sort(),
     egress: [...new Set(caps.egress ?? [])].sort(),
+    client_requests: [...new Set(caps.client_requests ?? [])].sort(),
   });
 }
 

@@ -8,7 +8,8 @@
 import { err, ok, type Result } from 'neverthrow';
 import defaultGrant from '../../etc/default-grant.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
-import type { DeclaredCapabilities, NormalizedManifest, PluginGrant } from '../manifest/model.js';
+import { CLIENT_REQUEST_KINDS, isClientRequestKind } from '../manifest/clientRequestKinds.js';
+import type { ClientRequestKind, DeclaredCapabilities, NormalizedManifest, PluginGrant } from '../manifest/model.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
 import { egressPolicy, uncoveredDestinations } from '../egress/destinations.js';
 
@@ -19,7 +20,7 @@ export const DEFAULT_CAPABILITIES: DeclaredCapabilities = Object.freeze({
   env_allow: Object.freeze([...defaultGrant.env_allow]),
 });
 
-const GRANT_FIELDS: ReadonlySet<string> = new Set(['network', 'fs_write_dir', 'env_allow', 'egress']);
+const GRANT_FIELDS: ReadonlySet<string> = new Set(['network', 'fs_write_dir', 'env_allow', 'egress', 'client_requests']);
 
 function invalidGrant(field: string, problem: string): HostError {
   return hostError('HOST_INVALID_OPTIONS', `option grant${field === '' ? '' : `.${field}`} ${problem}`, { details: { option: `grant${field === '' ? '' : `.${field}`}` } });
@@ -35,8 +36,17 @@ export function checkGrant(grant: unknown): Result<PluginGrant, HostError> {
   if (unknown !== undefined) return err(invalidGrant(unknown, `is not a grant field (${[...GRANT_FIELDS].join(', ')})`));
   if (fields['network'] !== undefined && typeof fields['network'] !== 'boolean') return err(invalidGrant('network', 'must be a boolean'));
   if (fields['fs_write_dir'] !== undefined && typeof fields['fs_write_dir'] !== 'string') return err(invalidGrant('fs_write_dir', 'must be a string'));
-  for (const list of ['env_allow', 'egress'] as const) {
+  for (const list of ['env_allow', 'egress', 'client_requests'] as const) {
     if (fields[list] !== undefined && !isStringList(fields[list])) return err(invalidGrant(list, 'must be a list of non-empty strings'));
+  }
+  const unknownKind = ((fields['client_requests'] ?? []) as readonly string[]).findIndex((kind) => !isClientRequestKind(kind));
+  if (unknownKind >= 0) {
+    const kind = (fields['client_requests'] as readonly string[])[unknownKind];
+    return err(
+      hostError('PLUGIN_CLIENT_REQUESTS_INVALID', `grant.client_requests names ${JSON.stringify(kind)}, which is not one of ${CLIENT_REQUEST_KINDS.join(', ')}`, {
+        details: { pointer: `/grant/client_requests/${unknownKind}` },
+      }),
+    );
   }
   return ok(fields as PluginGrant);
 }
@@ -65,6 +75,7 @@ export function recordedGrant(grant: PluginGrant): PluginGrant {
     ...(grant.fs_write_dir === undefined ? {} : { fs_write_dir: grant.fs_write_dir }),
     ...(grant.env_allow === undefined ? {} : { env_allow: [...grant.env_allow] }),
     ...(grant.egress === undefined ? {} : { egress: [...grant.egress] }),
+    ...(grant.client_requests === undefined ? {} : { client_requests: [...grant.client_requests] }),
   };
 }
 
@@ -75,7 +86,13 @@ export function sameGrant(a: PluginGrant | undefined, b: PluginGrant | undefined
   const y = recordedGrant(b);
   const sameList = (l?: readonly string[], r?: readonly string[]): boolean =>
     l === undefined || r === undefined ? l === r : l.length === r.length && [...l].sort().every((v, i) => v === [...r].sort()[i]);
-  return x.network === y.network && x.fs_write_dir === y.fs_write_dir && sameList(x.env_allow, y.env_allow) && sameList(x.egress, y.egress);
+  return (
+    x.network === y.network &&
+    x.fs_write_dir === y.fs_write_dir &&
+    sameList(x.env_allow, y.env_allow) &&
+    sameList(x.egress, y.egress) &&
+    sameList(x.client_requests, y.client_requests)
+  );
 }
 
 /** The granted destination list, checked (PLUGIN_EGRESS_DESTINATION_INVALID at `/grant/egress/<i>`), as a capabilities field. */
@@ -102,6 +119,11 @@ function narrowEgress(pluginId: string, declared: DeclaredCapabilities, grant: P
   const uncovered = uncoveredDestinations(granted.value, outer.value);
   if (uncovered.length === 0) return ok(list);
   return err(exceeds(pluginId, 'egress', uncovered, declaredList, `names ${uncovered.join(', ')}, which the declared destinations do not cover`));
+}
+
+/** The client_requests field of granted capabilities: absent when there are none. */
+function clientRequestsField(kinds: readonly ClientRequestKind[] | undefined): { client_requests?: readonly ClientRequestKind[] } {
+  return kinds === undefined || kinds.length === 0 ? {} : { client_requests: [...new Set(kinds)] };
 }
 
 /** Whether `inner` names `outer` or a directory below it (both already checked relative paths). */
@@ -142,6 +164,7 @@ export function grantedCapabilities(manifest: Pick<NormalizedManifest, 'plugin_i
       fs_write_dir: fsWriteDir,
       env_allow: [...new Set(grant.env_allow ?? manifest.capabilities.env_allow)],
       ...egress.value,
+      ...clientRequestsField(grant.client_requests ?? manifest.capabilities.client_requests),
     });
   }
   const declared = manifest.capabilities;
@@ -152,11 +175,17 @@ export function grantedCapabilities(manifest: Pick<NormalizedManifest, 'plugin_i
   if (undeclared.length > 0) return err(exceeds(id, 'env_allow', undeclared, declared.env_allow, `names ${undeclared.join(', ')}, which are not declared`));
   const fsWriteDir = grant.fs_write_dir === undefined ? ok(declared.fs_write_dir) : narrowWriteDir(id, declared.fs_write_dir, grant.fs_write_dir);
   if (fsWriteDir.isErr()) return err(fsWriteDir.error);
+  const declaredRequests = declared.client_requests ?? [];
+  const undeclaredRequests = (grant.client_requests ?? []).filter((kind) => !declaredRequests.includes(kind));
+  if (undeclaredRequests.length > 0) {
+    return err(exceeds(id, 'client_requests', undeclaredRequests, declaredRequests, `names ${undeclaredRequests.join(', ')}, which are not declared`));
+  }
   return ok({
     // A destination list granted to a plugin declaring the whole network narrows it to those destinations.
     network: grant.network ?? (grant.egress !== undefined && grant.egress.length > 0 ? false : declared.network),
     fs_write_dir: fsWriteDir.value,
     env_allow: grant.env_allow === undefined ? declared.env_allow : [...new Set(grant.env_allow)],
     ...egress.value,
+    ...clientRequestsField(grant.client_requests ?? declared.client_requests),
   });
 }

@@ -73,6 +73,7 @@ function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilitie
       fs_write_dir: capabilities.fs_write_dir,
       env_allow: [...capabilities.env_allow],
       ...(capabilities.egress === undefined ? {} : { egress: [...capabilities.egress] }),
+      ...(capabilities.client_requests === undefined ? {} : { client_requests: [...capabilities.client_requests] }),
     },
     ...(m.capabilities_source === undefined ? {} : { capabilities_source: m.capabilities_source }),
     needs_user_creds: [...m.requirements.needs_user_creds],

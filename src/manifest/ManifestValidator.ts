@@ -17,6 +17,7 @@ import {
   repeatsHostCheck,
   type OutputProfileResolver,
 } from './checks.js';
+import { checkClientRequestShape } from './clientRequestKinds.js';
 import { checkOutputProfiles } from '../host/outputProfiles.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
 import { normalizeManifest } from './normalize.js';
@@ -262,6 +263,7 @@ export class ManifestValidator {
       ...checkGumContractRules(doc, form, trust),
       ...checkCredentialDescriptors(doc, form),
       ...checkEgressDestinations(doc, form),
+      ...checkClientRequestShape(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),
       ...checkOutputProfiles(doc, form),
     ];

@@ -66,6 +66,13 @@ export interface ManifestTool {
   readonly scopes: readonly string[];
 }
 
+/**
+ * A request an MCP-speaking plugin may send to its client, answered by the
+ * host application: `sampling` (`sampling/createMessage`), `elicitation`
+ * (`elicitation/create`) or `roots` (`roots/list`).
+ */
+export type ClientRequestKind = 'sampling' | 'elicitation' | 'roots';
+
 /** The sandbox powers a plugin declares. */
 export interface DeclaredCapabilities {
   /** Whether the plugin may reach the network. */
@@ -80,6 +87,8 @@ export interface DeclaredCapabilities {
    * absent or empty: no network at all.
    */
   readonly egress?: readonly string[];
+  /** The requests the plugin sends to its client (sampling, elicitation, roots); absent or empty: none, each is refused. */
+  readonly client_requests?: readonly ClientRequestKind[];
 }
 
 /**
@@ -98,6 +107,8 @@ export interface PluginGrant {
   readonly env_allow?: readonly string[];
   /** Network destinations (`api.github.com:443`, `*.example.com`, `10.0.0.5:8080`), recorded with the grant. */
   readonly egress?: readonly string[];
+  /** The requests to its client the plugin may send (`sampling`, `elicitation`, `roots`). */
+  readonly client_requests?: readonly ClientRequestKind[];
 }
 
 /** A plugin setting's value (an MCP Bundle's non-sensitive `user_config`). */

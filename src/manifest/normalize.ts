@@ -5,6 +5,7 @@
  */
 import { isRecord, own, ownBoolean, ownNumber, ownString, ownStrings, toolEntries, toolNameOf, type JsonRecord } from './access.js';
 import { pluginIdFromOpenDiscoveryName } from './checks.js';
+import { isClientRequestKind } from './clientRequestKinds.js';
 import type {
   BackendKind,
   CanarySpec,
@@ -72,11 +73,13 @@ function normalizeTool(tool: JsonRecord, form: ManifestForm): ManifestTool {
 
 function normalizeCapabilities(declared: unknown): DeclaredCapabilities {
   const egress = strings(declared, 'egress');
+  const clientRequests = strings(declared, 'client_requests').filter(isClientRequestKind);
   return {
     network: ownBoolean(declared, 'network') ?? false,
     fs_write_dir: ownString(declared, 'fs_write_dir') ?? '',
     env_allow: strings(declared, 'env_allow'),
     ...(egress.length === 0 ? {} : { egress }),
+    ...(clientRequests.length === 0 ? {} : { client_requests: clientRequests }),
   };
 }
 
@@ -195,6 +198,8 @@ function normalizeOpenDiscovery(doc: JsonRecord): NormalizedManifest {
           return id === undefined ? [] : [withDefined<PermissionHint>({ id }, { reason: ownString(p, 'reason') })];
         })
     : undefined;
+  // Open Discovery has no capability block for them: a permission hint named after the kind declares it.
+  const clientRequests = [...new Set((permissions ?? []).map((p) => p.id))].filter(isClientRequestKind);
   const base: Mutable<NormalizedManifest> = {
     form: 'open-discovery',
     plugin_id: pluginIdFromOpenDiscoveryName(name) ?? '',
@@ -206,6 +211,7 @@ function normalizeOpenDiscovery(doc: JsonRecord): NormalizedManifest {
       network: permissions?.some((p) => p.id === 'network') ?? false,
       fs_write_dir: '',
       env_allow: [],
+      ...(clientRequests.length === 0 ? {} : { client_requests: clientRequests }),
     },
     requirements: { needs_user_creds: [], credential_descriptors: [] },
     output_profiles: {},

@@ -4,6 +4,7 @@ import type { HostError } from '../errors/HostError.js';
 import type { ProfileOutcome } from '../host/outputProfiles.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
+import type { CallClientRequests } from './mcp/clientRequests.js';
 import type { McpSurface } from './mcp/McpSurface.js';
 
 /**
@@ -49,6 +50,8 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /** Receives progress notifications. */
   readonly onProgress?: (progress: CallProgress) => void;
+  /** Who answers the plugin's requests to its client during the call (MCP-speaking shapes); absent: the host's callbacks. */
+  readonly clientRequests?: CallClientRequests;
 }
 
 /** What a tool call returned, before the host maps plugin-local errors. */

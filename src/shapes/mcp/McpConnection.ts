@@ -17,6 +17,7 @@ import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
 import { CallAbort } from './CallAbort.js';
+import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
@@ -61,6 +62,8 @@ export interface McpConnectionSettings {
   readonly onStdoutViolation: (violation: HostError) => void;
   /** Told the (bounded) text of each stdout line dropped under `tolerate`. */
   readonly onStdoutNoise: ((line: string) => void) | undefined;
+  /** How the plugin's requests to its client are answered; undefined: none is. */
+  readonly clientRequests: ClientRequestSettings | undefined;
 }
 
 type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
@@ -99,6 +102,7 @@ export class McpConnection {
   private currentMismatch: HostError | undefined;
   private fatal: HostError | undefined;
   private listing: Promise<unknown> = Promise.resolve();
+  private readonly calls: CallsInFlight;
 
   private constructor(
     readonly process: PluginProcess,
@@ -113,7 +117,9 @@ export class McpConnection {
       },
       clock: settings.clock,
     });
-    this.client = new Client(settings.clientInfo, { capabilities: {} });
+    this.calls = new CallsInFlight((settings.clientRequests?.kinds.length ?? 0) > 0);
+    this.client = new Client(settings.clientInfo, { capabilities: clientCapabilities(settings.clientRequests) });
+    answerClientRequests(this.client, settings.clientRequests, this.calls, settings.clock, settings.logger);
     this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
     this.client.onclose = () => void process.stop();
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -235,6 +241,7 @@ export class McpConnection {
     const reported = budget ?? { timeoutMs, maxTotalTimeoutMs };
     const abort = new CallAbort();
     const unfollowCaller = options.signal === undefined ? undefined : abort.follow(options.signal);
+    const leaveCalls = this.calls.enter(options.clientRequests);
     // The SDK checks the total cap only when progress arrives. Without progress its per-call timeout ends the call
     // first, so the cap needs a timer of its own only when that timeout is longer, or once progress has reset it.
     const started = this.settings.clock.now();
@@ -267,6 +274,7 @@ export class McpConnection {
       return err(await this.failure(error, { phase: 'tools/call', tool: name, ...reported, ...(abortedBy === undefined ? {} : { abortedBy }) }));
     } finally {
       unfollowCaller?.();
+      leaveCalls();
       cancelTotalTimer?.();
     }
   }

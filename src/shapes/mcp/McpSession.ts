@@ -10,6 +10,7 @@ import { isRecord } from '../../manifest/access.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
 import { CallWait } from './CallWait.js';
+import type { ClientRequestSettings } from './clientRequests.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 import type { McpPluginNotice, McpSurface, McpSurfaceMethod, McpSurfaceMethods, SurfaceRequestOptions } from './McpSurface.js';
 
@@ -61,6 +62,8 @@ export interface McpSessionOptions {
   readonly stdoutNoise?: StdoutNoisePolicy;
   /** Told the text (at most 200 characters) of each stdout line dropped under `tolerate`: the plugin's own output. */
   readonly onStdoutNoise?: (line: string) => void;
+  /** How the plugin's requests to its client (sampling, elicitation, roots) are answered. Default: none is; each is refused. */
+  readonly clientRequests?: ClientRequestSettings;
   /** Told about every `tools/list_changed` once the new list is read. */
   readonly onToolsChanged?: (change: McpToolsChange) => void;
   /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
@@ -158,6 +161,7 @@ export class McpSession implements PluginSession, McpSurface {
         this.stdoutViolations++;
       },
       onStdoutNoise: options.onStdoutNoise,
+      clientRequests: options.clientRequests,
     };
     this.connections = new LazyStart({
       start: (abandoned) => this.open(abandoned),

@@ -1,0 +1,94 @@
+/**
+ * What a gateway client is asked on behalf of a call: a `high_stakes_write`
+ * confirmation becomes an `elicitation/create` to that client, and the
+ * plugin's own sampling, elicitation and roots requests during the call are
+ * forwarded to it. Both go out on the client's `tools/call` request (its
+ * HTTP stream), and only when the client declared the capability; otherwise
+ * the confirmation fails with PLUGIN_CONFIRMATION_UNAVAILABLE and the
+ * plugin's request is refused with a JSON-RPC error.
+ */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ListRootsResultSchema,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { ClientRequestContext, ClientRequestHandlers } from '../host/clientRequests.js';
+import type { ConfirmationCallback, ConfirmationRequest } from '../host/admission.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+
+/** The context of one `tools/call` the gateway serves. */
+export type GatewayRequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** What `host.call` is given so that the calling client answers for it. */
+export interface ClientAnswers {
+  /** Asks the client to confirm a high_stakes_write call. */
+  readonly confirm: ConfirmationCallback;
+  /** Forwards the plugin's requests to the client. */
+  readonly clientRequests: ClientRequestHandlers;
+}
+
+const forwardOptions = (context: ClientRequestContext): { signal: AbortSignal; timeout: number } => ({ signal: context.signal, timeout: context.timeoutMs });
+
+function confirmationMessage(request: ConfirmationRequest): string {
+  const fields: Readonly<Record<string, string>> = {
+    op_id: request.op_id,
+    plugin_id: request.plugin_id,
+    risk_class: request.risk_class,
+    args: JSON.stringify(request.args ?? {}),
+  };
+  return GATEWAY_DEFAULTS.confirmation.message.replace(/\{(op_id|plugin_id|risk_class|args)\}/g, (_whole, name: string) => fields[name] ?? '');
+}
+
+/** Asks the client to confirm through an elicitation: only an accepted form with the confirmation field true runs the call. */
+async function confirmByElicitation(server: Server, extra: GatewayRequestExtra, request: ConfirmationRequest): Promise<boolean | HostError> {
+  if (server.getClientCapabilities()?.elicitation === undefined) {
+    return hostError('PLUGIN_CONFIRMATION_UNAVAILABLE', `${request.op_id} needs confirmation and this MCP client does not support elicitation`, {
+      details: { op_id: request.op_id, plugin_id: request.plugin_id },
+    });
+  }
+  const { field, fieldTitle, fieldDescription, timeoutMs } = GATEWAY_DEFAULTS.confirmation;
+  const answer = await extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        message: confirmationMessage(request),
+        requestedSchema: { type: 'object', properties: { [field]: { type: 'boolean', title: fieldTitle, description: fieldDescription } }, required: [field] },
+      },
+    },
+    ElicitResultSchema,
+    { signal: extra.signal, timeout: timeoutMs },
+  );
+  return answer.action === 'accept' && answer.content?.[field] === true;
+}
+
+/**
+ * The answers of the client behind `server` for one of its `tools/call`
+ * requests. `caller` names the client, so that its calls in flight at one
+ * plugin count as one party.
+ */
+export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller: string): ClientAnswers {
+  const capabilities = server.getClientCapabilities() ?? {};
+  return {
+    confirm: (request) => confirmByElicitation(server, extra, request),
+    clientRequests: {
+      caller,
+      ...(capabilities.sampling === undefined
+        ? {}
+        : { sampling: (params, context) => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context)) }),
+      ...(capabilities.elicitation === undefined
+        ? {}
+        : { elicitation: (params, context) => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context)) }),
+      ...(capabilities.roots === undefined
+        ? {}
+        : {
+            roots: (params, context) =>
+              extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
+          }),
+    },
+  };
+}

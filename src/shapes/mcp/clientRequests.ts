@@ -1,0 +1,254 @@
+/**
+ * Requests an MCP-speaking plugin sends to its client (the host):
+ * `sampling/createMessage`, `elicitation/create` and `roots/list`. The host
+ * application answers them through callbacks; the plugin may send only the
+ * kinds its manifest declares (the host advertises those at `initialize`
+ * and answers nothing else), and only a callback in force answers one.
+ *
+ * MCP over stdio does not say which `tools/call` a request belongs to, so it
+ * is attributed to the calls in flight at that moment: the party whose calls
+ * they are answers it (a call's own handlers, else the host's), and a
+ * request that arrives while calls of several parties are in flight is
+ * refused. Its answer may take at most the host's client-request timeout,
+ * and no longer than those calls last: the time counts against the call that
+ * caused it, whose own timeout keeps running meanwhile.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  ListRootsResultSchema,
+  McpError,
+  type ClientCapabilities,
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type ElicitRequest,
+  type ElicitResult,
+  type ListRootsRequest,
+  type ListRootsResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { CLIENT_REQUEST_METHODS } from '../../manifest/clientRequestKinds.js';
+import type { ClientRequestKind } from '../../manifest/model.js';
+import type { Clock, Logger } from '../../ports/ports.js';
+
+/** What a client-request callback is told besides the request itself. */
+export interface ClientRequestContext {
+  /** The plugin that sent the request. */
+  readonly plugin_id: string;
+  /** The operation whose call the request is attributed to, when exactly one call was in flight. */
+  readonly op_id?: string;
+  /**
+   * Aborted when the answer is no longer wanted: the time for it ran out,
+   * the call that caused it ended (or timed out), or the plugin withdrew it.
+   */
+  readonly signal: AbortSignal;
+  /** The most time the answer may take, in ms (for requests the callback makes on its own). */
+  readonly timeoutMs: number;
+}
+
+/** Answers a plugin's `sampling/createMessage`: a message from the application's model. */
+export type SamplingCallback = (params: CreateMessageRequest['params'], context: ClientRequestContext) => CreateMessageResult | Promise<CreateMessageResult>;
+
+/** Answers a plugin's `elicitation/create`: the user's `accept` (with content), `decline` or `cancel`. */
+export type ElicitationCallback = (params: ElicitRequest['params'], context: ClientRequestContext) => ElicitResult | Promise<ElicitResult>;
+
+/** Answers a plugin's `roots/list`: the roots the plugin may work in. */
+export type RootsCallback = (params: ListRootsRequest['params'], context: ClientRequestContext) => ListRootsResult | Promise<ListRootsResult>;
+
+/**
+ * The callbacks that answer plugins' requests to their client, for a whole
+ * host (`PluginHostOptions.clientRequests`) or one call
+ * (`HostCallOptions.clientRequests`). A kind without a callback is refused
+ * at once with a JSON-RPC error, as is any kind the plugin does not declare.
+ * A callback that throws, rejects or returns a malformed answer refuses the
+ * request with a JSON-RPC error that does not carry its message.
+ */
+export interface ClientRequestHandlers {
+  /** Answers `sampling/createMessage`. */
+  readonly sampling?: SamplingCallback;
+  /** Answers `elicitation/create` (form mode). */
+  readonly elicitation?: ElicitationCallback;
+  /** Answers `roots/list`. */
+  readonly roots?: RootsCallback;
+  /**
+   * Who answers. Calls whose handlers name the same caller are one party, so
+   * a request that arrives while several of its calls are in flight is still
+   * answered. Default: each handlers object is a party of its own.
+   */
+  readonly caller?: string;
+}
+
+/** What a session needs to answer its plugin's client requests. */
+export interface ClientRequestSettings {
+  /** The plugin's id, passed to every callback. */
+  readonly pluginId: string;
+  /** The kinds its manifest declares (narrowed by the install grant): the only ones advertised and answered. */
+  readonly kinds: readonly ClientRequestKind[];
+  /** The host's callbacks, answering when a call brings none of its own. */
+  readonly handlers: ClientRequestHandlers | undefined;
+  /** The most time one answer may take, in ms. */
+  readonly timeoutMs: number;
+}
+
+/** Who answers client requests during one call, as the call's options carry it. */
+export interface CallClientRequests {
+  /** The call's own callbacks; absent: the host's. */
+  readonly handlers?: ClientRequestHandlers;
+  /** The operation called, told to the callbacks. */
+  readonly opId?: string;
+}
+
+/** The client capabilities a session announces at `initialize`: exactly the declared kinds. */
+export function clientCapabilities(settings: ClientRequestSettings | undefined): ClientCapabilities {
+  const kinds = new Set(settings?.kinds ?? []);
+  return {
+    ...(kinds.has('sampling') ? { sampling: {} } : {}),
+    ...(kinds.has('elicitation') ? { elicitation: {} } : {}),
+    ...(kinds.has('roots') ? { roots: {} } : {}),
+  };
+}
+
+interface CallEntry {
+  readonly party: unknown;
+  readonly handlers: ClientRequestHandlers | undefined;
+  readonly opId: string | undefined;
+  /** Told when the call ends; filled only when a request is attributed to it. */
+  readonly onEnd: (() => void)[];
+}
+
+/** Whose request it is: the handlers that answer it and the calls it may not outlive. */
+interface Attribution {
+  readonly handlers: ClientRequestHandlers | undefined;
+  readonly opId: string | undefined;
+  /** Aborted once every call in flight when the request came has ended; absent when none was. */
+  readonly ended: AbortSignal | undefined;
+}
+
+const HOST_PARTY = Symbol('host');
+const NOTHING_TO_LEAVE = (): void => undefined;
+
+/** The calls in flight on one connection, with the party each belongs to. */
+export class CallsInFlight {
+  readonly #calls = new Set<CallEntry>();
+  readonly #tracking: boolean;
+
+  /** `tracking` false (a plugin that declares no client request) keeps no books: nothing is ever attributed. */
+  constructor(tracking: boolean) {
+    this.#tracking = tracking;
+  }
+
+  /** Records a call until the returned function is called. */
+  enter(requests: CallClientRequests | undefined): () => void {
+    if (!this.#tracking) return NOTHING_TO_LEAVE;
+    const handlers = requests?.handlers;
+    const entry: CallEntry = { party: handlers?.caller ?? handlers ?? HOST_PARTY, handlers, opId: requests?.opId, onEnd: [] };
+    this.#calls.add(entry);
+    return () => {
+      this.#calls.delete(entry);
+      for (const told of entry.onEnd.splice(0)) told();
+    };
+  }
+
+  /** The party a request arriving now belongs to, or undefined when calls of several parties are in flight. */
+  attribute(): Attribution | undefined {
+    const calls = [...this.#calls];
+    const first = calls[0];
+    if (first === undefined) return { handlers: undefined, opId: undefined, ended: undefined };
+    if (calls.some((c) => c.party !== first.party)) return undefined;
+    const ended = new AbortController();
+    let open = calls.length;
+    for (const call of calls) {
+      call.onEnd.push(() => {
+        if (--open === 0) ended.abort();
+      });
+    }
+    // Of several calls of one party, the newest carries handlers bound to a request still open.
+    const newest = calls[calls.length - 1] ?? first;
+    return { handlers: newest.handlers, opId: calls.length === 1 ? first.opId : undefined, ended: ended.signal };
+  }
+}
+
+type Callback<P, R> = (params: P, context: ClientRequestContext) => R | Promise<R>;
+
+/** The timer-or-end race of one answer: rejects when `signal` aborts, else settles as `work` does. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Why an answer was abandoned, as the plugin's JSON-RPC error says it. */
+class Abandoned extends Error {}
+
+/**
+ * Installs the request handlers of the declared kinds on `client` (before it
+ * connects). Undeclared kinds get no handler: the SDK answers them with
+ * `Method not found`, as for any method a client does not serve.
+ */
+export function answerClientRequests(client: Client, settings: ClientRequestSettings | undefined, calls: CallsInFlight, clock: Clock, logger: Logger): void {
+  if (settings === undefined || settings.kinds.length === 0) return;
+  const answer = async <P, R>(kind: ClientRequestKind, params: P, pluginSignal: AbortSignal, pick: (h: ClientRequestHandlers) => Callback<P, R> | undefined): Promise<R> => {
+    const method = CLIENT_REQUEST_METHODS[kind];
+    const attributed = calls.attribute();
+    if (attributed === undefined) {
+      throw new McpError(ErrorCode.InvalidRequest, `${method} arrived while calls of several callers were in flight; the host cannot tell whose it is`);
+    }
+    const handlers = attributed.handlers ?? settings.handlers;
+    const callback = handlers === undefined ? undefined : pick(handlers);
+    if (callback === undefined) throw new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`);
+    const deadline = new AbortController();
+    const cancelTimer = clock.setTimer(() => deadline.abort(new Abandoned(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
+    const ended = attributed.ended;
+    const signals = [pluginSignal, deadline.signal];
+    if (ended !== undefined) signals.push(ended);
+    const signal = AbortSignal.any(signals);
+    const context: ClientRequestContext = {
+      plugin_id: settings.pluginId,
+      ...(attributed.opId === undefined ? {} : { op_id: attributed.opId }),
+      signal,
+      timeoutMs: settings.timeoutMs,
+    };
+    try {
+      return await untilAborted(Promise.resolve().then(() => callback(params, context)), signal);
+    } catch (error) {
+      if (signal.aborted) {
+        const why = deadline.signal.aborted ? (deadline.signal.reason as Error).message : ended?.aborted === true ? 'the call that caused it ended' : 'the plugin withdrew it';
+        throw new McpError(ErrorCode.RequestTimeout, `${method} was not answered: ${why}`);
+      }
+      if (error instanceof McpError) throw error;
+      // The application's own failure stays in the host's log: its text is not the plugin's business.
+      logger.warn({ plugin_id: settings.pluginId, method, error: String(error) }, 'client request callback failed');
+      throw new McpError(ErrorCode.InternalError, `the host application could not answer ${method}`);
+    } finally {
+      cancelTimer();
+    }
+  };
+  const kinds = new Set(settings.kinds);
+  if (kinds.has('sampling')) {
+    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) => answer('sampling', request.params, extra.signal, (h) => h.sampling));
+  }
+  if (kinds.has('elicitation')) {
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => answer('elicitation', request.params, extra.signal, (h) => h.elicitation));
+  }
+  if (kinds.has('roots')) {
+    client.setRequestHandler(ListRootsRequestSchema, async (request, extra) => {
+      const listed = ListRootsResultSchema.safeParse(await answer('roots', request.params, extra.signal, (h) => h.roots));
+      if (!listed.success) throw new McpError(ErrorCode.InternalError, 'the host application answered roots/list with something that is not a list of roots');
+      return listed.data;
+    });
+  }
+}
