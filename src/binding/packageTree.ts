@@ -174,6 +174,32 @@ function hashDescriptor(fd: number): Buffer {
   return hash.digest();
 }
 
+/** A file whose bytes were hashed as they were written: the digest, and its status after the last write and mode change. */
+export interface WrittenFile {
+  readonly digest: Buffer;
+  readonly stat: BigIntStats;
+}
+
+/** Files hashed while they were written (by whoever created the tree), keyed by {@link identityKey}. */
+export type HashedWhileWritten = ReadonlyMap<string, WrittenFile>;
+
+/** The key of a file in {@link HashedWhileWritten}: its device and inode. */
+export const identityKey = (stat: Pick<BigIntStats, 'dev' | 'ino'>): string => `${stat.dev}:${stat.ino}`;
+
+/**
+ * The digest recorded when the file was written, when its status is still
+ * the one taken then: every write or mode change since would have moved its
+ * ctime (the same reasoning that lets an unchanged identity vouch for a file
+ * at spawn).
+ */
+function digestWhileWritten(written: HashedWhileWritten | undefined, s: BigIntStats): Buffer | undefined {
+  const known = written?.get(identityKey(s));
+  if (known === undefined) return undefined;
+  const k = known.stat;
+  const same = k.ctimeNs === s.ctimeNs && k.mtimeNs === s.mtimeNs && k.size === s.size && k.mode === s.mode && k.ino === s.ino && k.dev === s.dev;
+  return same ? known.digest : undefined;
+}
+
 /** A file hashed at pin time: its digest and the status of the descriptor it was read from. */
 interface Hashed {
   readonly digest: Buffer;
@@ -217,7 +243,7 @@ function listLine(fields: readonly (string | number | bigint)[], path: string): 
   return `${fields.join(' ')} ${path}\n`;
 }
 
-async function walkForPin(root: string): Promise<{ lines: string[]; files: number; bytes: number }> {
+async function walkForPin(root: string, written: HashedWhileWritten | undefined): Promise<{ lines: string[]; files: number; bytes: number }> {
   const lines: string[] = [];
   const slicer = new Slicer();
   let files = 0;
@@ -239,7 +265,8 @@ async function walkForPin(root: string): Promise<{ lines: string[]; files: numbe
       if (s.isDirectory()) {
         subdirectories.push(child);
       } else if (s.isFile()) {
-        const hashed = hashFile(childPath, s);
+        const recorded = digestWhileWritten(written, s);
+        const hashed = recorded === undefined ? hashFile(childPath, s) : { digest: recorded, stat: s };
         const st = hashed.stat;
         fileLines.push(listLine(['f', modeOf(st).toString(8), st.size, hashed.digest.toString('hex'), st.dev, st.ino, st.mtimeNs, st.ctimeNs], child));
         files++;
@@ -256,7 +283,7 @@ async function walkForPin(root: string): Promise<{ lines: string[]; files: numbe
   return { lines: [`${LIST_HEADER}\n`, ...lines, ...fileLines], files, bytes };
 }
 
-async function pin(installRoot: string): Promise<Result<PackageTreePin, HostError>> {
+async function pin(installRoot: string, hashedWhileWritten: HashedWhileWritten | undefined): Promise<Result<PackageTreePin, HostError>> {
   const listPath = `${installRoot}/${PACKAGE_TREE_LIST_NAME}`;
   let fd: number;
   try {
@@ -266,7 +293,7 @@ async function pin(installRoot: string): Promise<Result<PackageTreePin, HostErro
     return err(ioError('Creating', listPath, e));
   }
   try {
-    const walked = await walkForPin(installRoot);
+    const walked = await walkForPin(installRoot, hashedWhileWritten);
     const text = Buffer.from(walked.lines.join(''), 'utf8');
     let written = 0;
     while (written < text.length) written += writeSync(fd, text, written, text.length - written);
@@ -287,10 +314,12 @@ async function pin(installRoot: string): Promise<Result<PackageTreePin, HostErro
  * the list into the install root (`installRoot` must be a real path) and
  * returns what the lock row records. Refuses links and special files
  * (`PLUGIN_EXECUTABLE_UNTRUSTED`). Call it after the last change the
- * installer makes to the tree (e.g. the executable's mode).
+ * installer makes to the tree (e.g. the executable's mode). `written`:
+ * files the installer hashed as it wrote them; one whose status is still
+ * the recorded one keeps that digest instead of being read again.
  */
-export function pinPackageTree(installRoot: string): ResultAsync<PackageTreePin, HostError> {
-  return new ResultAsync(pin(installRoot));
+export function pinPackageTree(installRoot: string, written?: HashedWhileWritten): ResultAsync<PackageTreePin, HostError> {
+  return new ResultAsync(pin(installRoot, written));
 }
 
 const cachedTrees = new Map<string, Tree>();

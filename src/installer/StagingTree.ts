@@ -1,6 +1,8 @@
-import { constants } from 'node:fs';
-import { chmod, mkdir, open } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmodSync, closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { identityKey, type HashedWhileWritten, type WrittenFile } from '../binding/packageTree.js';
 import type { SafeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
 import { linkTargetInside } from './packageLinks.js';
@@ -32,6 +34,7 @@ export class StagingTree {
   private readonly directories = new Set<string>(['']);
   private readonly files = new Set<string>();
   private readonly dropped: string[] = [];
+  private readonly written = new Map<string, WrittenFile>();
 
   /**
    * @param root - An existing, empty directory only this process writes to.
@@ -50,6 +53,15 @@ export class StagingTree {
   /** File bytes written so far. */
   get byteCount(): number {
     return this.bytes;
+  }
+
+  /**
+   * The SHA-256 of every file written so far, taken from the bytes as they
+   * were written, with the file's status when the tree let go of it: the
+   * package tree pin reads a file again only when its status moved since.
+   */
+  get writtenFiles(): HashedWhileWritten {
+    return this.written;
   }
 
   /** Names of the links dropped so far, in the order they were seen. */
@@ -85,10 +97,11 @@ export class StagingTree {
   }
 
   /** Creates a directory entry (and any missing parents). */
+  // Async although its work is synchronous: a refusal reaches the caller as a rejection, as for the other entries.
   async addDirectory(name: string, entry: SafeEntryName): Promise<void> {
     this.claim(name, entry);
     if (this.files.has(entry.normalized)) refuseEntry('conflict', name, `directory '${name}' collides with a file`);
-    await this.ensureDirectory(name, entry.segments);
+    this.ensureDirectory(name, entry.segments);
   }
 
   /**
@@ -107,19 +120,58 @@ export class StagingTree {
     if (entry.segments.length === 0 || entry.trailingSlash) refuseEntry('malformed', name, `file entry '${name}' names a directory`);
     if (this.directories.has(entry.normalized)) refuseEntry('conflict', name, `file '${name}' collides with a directory`);
     this.checkBytes(name, this.bytes + declaredSize);
-    await this.ensureDirectory(name, entry.segments.slice(0, -1));
+    this.ensureDirectory(name, entry.segments.slice(0, -1));
     const path = join(this.root, ...entry.segments);
     const handle = await open(path, CREATE_FILE, 0o600).catch((cause: unknown) => this.mapCreateError(cause, name));
     this.files.add(entry.normalized);
+    const hash = createHash('sha256');
     try {
       for await (const chunk of data) {
         this.chargeBytes(name, chunk.length);
+        hash.update(chunk);
         await writeAll(handle, chunk);
       }
       await handle.chmod(executable ? EXECUTABLE_MODE : FILE_MODE);
+      this.remember(await handle.stat({ bigint: true }), hash.digest());
     } finally {
       await handle.close();
     }
+  }
+
+  /**
+   * Creates a file entry from bytes read whole (a small archive member;
+   * `read` runs after the entry's name and declared size passed), with
+   * synchronous system calls: for a package of thousands of small files, a
+   * round trip to the thread pool per call costs more than the calls
+   * themselves.
+   */
+  writeFile(name: string, entry: SafeEntryName, executable: boolean, declaredSize: number, read: () => Uint8Array): void {
+    this.claim(name, entry);
+    if (entry.segments.length === 0 || entry.trailingSlash) refuseEntry('malformed', name, `file entry '${name}' names a directory`);
+    if (this.directories.has(entry.normalized)) refuseEntry('conflict', name, `file '${name}' collides with a directory`);
+    this.checkBytes(name, this.bytes + declaredSize);
+    const bytes = read();
+    this.chargeBytes(name, bytes.length);
+    this.ensureDirectory(name, entry.segments.slice(0, -1));
+    let fd: number;
+    try {
+      fd = openSync(join(this.root, ...entry.segments), CREATE_FILE, 0o600);
+    } catch (cause) {
+      this.mapCreateError(cause, name);
+    }
+    this.files.add(entry.normalized);
+    try {
+      for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+      fchmodSync(fd, executable ? EXECUTABLE_MODE : FILE_MODE);
+      this.remember(fstatSync(fd, { bigint: true }), createHash('sha256').update(bytes).digest());
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Records a written file's digest with its status taken after its last write and mode change. */
+  private remember(stat: WrittenFile['stat'], digest: Buffer): void {
+    this.written.set(identityKey(stat), { digest, stat });
   }
 
   private claim(name: string, entry: SafeEntryName): void {
@@ -143,14 +195,19 @@ export class StagingTree {
     }
   }
 
-  private async ensureDirectory(name: string, segments: readonly string[]): Promise<void> {
+  // Synchronous, as writeFile is: a mkdir and a chmod cost less than two trips to the thread pool.
+  private ensureDirectory(name: string, segments: readonly string[]): void {
     for (let depth = 1; depth <= segments.length; depth++) {
       const relative = segments.slice(0, depth).join('/');
       if (this.directories.has(relative)) continue;
       if (this.files.has(relative)) refuseEntry('conflict', name, `entry '${name}' needs '${relative}' to be a directory, but it is a file`);
       const path = join(this.root, ...segments.slice(0, depth));
-      await mkdir(path, { mode: DIRECTORY_MODE }).catch((cause: unknown) => this.mapCreateError(cause, name));
-      await chmod(path, DIRECTORY_MODE);
+      try {
+        mkdirSync(path, { mode: DIRECTORY_MODE });
+      } catch (cause) {
+        this.mapCreateError(cause, name);
+      }
+      chmodSync(path, DIRECTORY_MODE);
       this.directories.add(relative);
     }
   }

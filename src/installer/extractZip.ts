@@ -1,5 +1,8 @@
-import type { Readable } from 'node:stream';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { inflateRawSync } from 'node:zlib';
+import yauzl, { type Entry, type LocalFileHeader, type ZipFile } from 'yauzl';
 import { safeEntryName, type SafeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
 import { archiveInvalid, Refusal, refuseEntry, refuseLimit, type ArchiveRefusalReason } from './refusal.js';
@@ -21,6 +24,93 @@ const ZIP64_MARKER = 0xffffffff;
 const STORED = 0;
 const MAX_LINK_TARGET_BYTES = 4096;
 const DEFLATED = 8;
+/** Members at most this big, packed and unpacked, are read, inflated and written in one piece; bigger ones stream. */
+const WHOLE_ENTRY_BYTES = 1 << 20;
+/** Bytes a streamed member reads at a time. */
+const STREAM_CHUNK_BYTES = 1 << 20;
+/** Entries staged between two turns of the event loop (the small ones are staged with synchronous calls). */
+const ENTRIES_PER_TURN = 64;
+
+/**
+ * Reads the archive with synchronous positioned reads. yauzl's own reader
+ * makes a trip to the thread pool for each of the reads an entry takes (its
+ * central record, its local header, then its data); for a package of
+ * thousands of small files those trips cost more than the reads, and far
+ * more when other work keeps the thread pool's threads waiting for a core.
+ */
+class ArchiveReader extends yauzl.RandomAccessReader {
+  constructor(readonly fd: number) {
+    super();
+  }
+
+  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null, bytesRead?: number) => void): void {
+    let bytesRead: number;
+    try {
+      bytesRead = readFully(this.fd, buffer, offset, length, position);
+    } catch (cause) {
+      callback(cause as Error);
+      return;
+    }
+    callback(null, bytesRead);
+  }
+
+  // Synchronous reads here too: no read is ever in flight on the descriptor when extractZip closes it.
+  override _readStreamForRange(start: number, end: number): Readable {
+    const fd = this.fd;
+    let position = start;
+    return new Readable({
+      read(this: Readable): void {
+        const length = Math.min(STREAM_CHUNK_BYTES, end - position);
+        if (length <= 0) {
+          this.push(null);
+          return;
+        }
+        const chunk = Buffer.allocUnsafe(length);
+        try {
+          const n = readFully(fd, chunk, 0, length, position);
+          if (n < length) throw new Error('unexpected end of the archive');
+          position += n;
+          this.push(chunk);
+        } catch (cause) {
+          this.destroy(cause as Error);
+        }
+      },
+    });
+  }
+}
+
+/** Reads up to `length` bytes at `position`, stopping early only at the end of the file; returns how many were read. */
+function readFully(fd: number, buffer: Buffer, offset: number, length: number, position: number): number {
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buffer, offset + done, length - done, position + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
+}
+
+/**
+ * The bytes of a small member, read and inflated in one piece. Inflating
+ * stops at the size the headers declare (`maxOutputLength`), so a member
+ * that lies about its size is refused without inflating more than that.
+ */
+function wholeEntry(reader: ArchiveReader, entry: Entry, local: LocalFileHeader, name: string): Buffer {
+  const corrupt = (why: string): never => {
+    throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' is corrupt: ${why}`));
+  };
+  const packed = Buffer.allocUnsafe(entry.compressedSize);
+  if (readFully(reader.fd, packed, 0, packed.length, local.fileDataStart) < packed.length) corrupt('its data ends early');
+  if (entry.compressionMethod === STORED) return packed;
+  let data: Buffer;
+  try {
+    data = inflateRawSync(packed, { maxOutputLength: Math.max(1, entry.uncompressedSize) });
+  } catch (cause) {
+    return corrupt(String(cause));
+  }
+  if (data.length !== entry.uncompressedSize) corrupt(`it inflates to ${data.length} bytes, its header declares ${entry.uncompressedSize}`);
+  return data;
+}
 
 /**
  * The entry's name as the central directory spells it: the Info-ZIP Unicode
@@ -60,7 +150,7 @@ function extraFieldsOf(raw: Buffer): { id: number; data: Buffer }[] {
  * install other files than another tool shows. The sizes and CRC are only in
  * the local header when no data descriptor follows the data (flag bit 3).
  */
-async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promise<void> {
+async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promise<LocalFileHeader> {
   const local = await zip.readLocalFileHeaderPromise(entry).catch((cause: unknown) => {
     throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' has no readable local header: ${String(cause)}`));
   });
@@ -76,13 +166,14 @@ async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promi
   if ((local.generalPurposeBitFlag & ENCRYPTED_FLAG) !== (entry.generalPurposeBitFlag & ENCRYPTED_FLAG)) {
     mismatch('encryption', entry.generalPurposeBitFlag & ENCRYPTED_FLAG, local.generalPurposeBitFlag & ENCRYPTED_FLAG);
   }
-  if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) return;
+  if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) return local;
   // ZIP64 entries carry 0xffffffff here and their sizes in an extra field; yauzl checks those against the data.
   if (local.compressedSize !== ZIP64_MARKER && local.compressedSize !== entry.compressedSize) mismatch('compressed_size', entry.compressedSize, local.compressedSize);
   if (local.uncompressedSize !== ZIP64_MARKER && local.uncompressedSize !== entry.uncompressedSize) {
     mismatch('uncompressed_size', entry.uncompressedSize, local.uncompressedSize);
   }
   if (local.crc32 !== entry.crc32) mismatch('crc32', entry.crc32, local.crc32);
+  return local;
 }
 
 /** A zip symbolic link stores its target as its data: read it (it is short) and drop the link, or refuse one that leaves the package. */
@@ -103,12 +194,12 @@ async function stageLink(name: string, safe: SafeEntryName, entry: Entry, data: 
   }
 }
 
-async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promise<void> {
+async function stageEntry(zip: ZipFile, reader: ArchiveReader, entry: Entry, tree: StagingTree): Promise<void> {
   const name = entryName(entry);
   tree.countEntry(name);
   const kind = entryKind(entry, name);
   const safe = safeEntryName('zip', name);
-  await checkLocalHeader(zip, entry, name);
+  const local = await checkLocalHeader(zip, entry, name);
   if ((entry.generalPurposeBitFlag & ENCRYPTED_FLAG) !== 0) refuseEntry('encrypted', name, `zip entry '${name}' is encrypted`);
   if (kind === 'directory') {
     if (entry.uncompressedSize > 0) refuseEntry('malformed', name, `zip directory entry '${name}' carries data`);
@@ -120,6 +211,11 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
       method: entry.compressionMethod,
     });
   }
+  const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
+  if (kind === 'file' && entry.compressedSize <= WHOLE_ENTRY_BYTES && entry.uncompressedSize <= WHOLE_ENTRY_BYTES) {
+    tree.writeFile(name, safe, executable, entry.uncompressedSize, () => wholeEntry(reader, entry, local, name));
+    return;
+  }
   const data = await zip.openReadStreamPromise(entry).catch((cause: unknown) => {
     throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' cannot be read: ${String(cause)}`));
   });
@@ -127,7 +223,6 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
     await stageLink(name, safe, entry, data, tree);
     return;
   }
-  const executable = ((entry.externalFileAttributes >>> 16) & 0o111) !== 0;
   // The first error reaches addFile through iteration; yauzl can emit another
   // after the iterator has let go, which must not become an uncaught exception.
   data.on('error', () => undefined);
@@ -148,11 +243,21 @@ async function stageEntry(zip: ZipFile, entry: Entry, tree: StagingTree): Promis
  * that a refused name is reported with the entry it belongs to.
  */
 export async function extractZip(archive: string, tree: StagingTree, limits: PackageLimits): Promise<void> {
-  const zip = await yauzl
-    .openPromise(archive, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true, strictFileNames: true })
-    .catch((cause: unknown) => {
-      throw new Refusal(archiveInvalid('malformed', undefined, `malformed zip archive: ${String(cause)}`));
-    });
+  const fd = openSync(archive, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const reader = new ArchiveReader(fd);
+    const zip = await yauzl
+      .fromRandomAccessReaderPromise(reader, fstatSync(fd).size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true, strictFileNames: true })
+      .catch((cause: unknown) => {
+        throw new Refusal(archiveInvalid('malformed', undefined, `malformed zip archive: ${String(cause)}`));
+      });
+    await stageEntries(zip, reader, tree, limits);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function stageEntries(zip: ZipFile, reader: ArchiveReader, tree: StagingTree, limits: PackageLimits): Promise<void> {
   try {
     if (zip.entryCount > limits.maxEntries) {
       refuseLimit('maxEntries', limits.maxEntries, undefined, `zip archive lists ${zip.entryCount} entries, over the ${limits.maxEntries}-entry limit`);
@@ -163,7 +268,8 @@ export async function extractZip(archive: string, tree: StagingTree, limits: Pac
         throw new Refusal(archiveInvalid('malformed', undefined, `malformed zip archive: ${String(cause)}`));
       });
       if (next.done === true) break;
-      await stageEntry(zip, next.value, tree);
+      await stageEntry(zip, reader, next.value, tree);
+      if (tree.entryCount % ENTRIES_PER_TURN === 0) await nextTurn();
     }
   } finally {
     zip.close();

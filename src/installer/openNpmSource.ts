@@ -185,6 +185,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
       source: { kind: 'npm', path },
       stats: { entries: tree.entryCount, bytes: tree.byteCount },
       ...(tree.droppedLinks.length === 0 ? {} : { droppedLinks: tree.droppedLinks }),
+      writtenFiles: tree.writtenFiles,
       ...(origin.value === 'introspection' ? { capabilitiesSource: 'host_default' as const } : {}),
       manifestOrigin: origin.value,
       discard,
