@@ -18,21 +18,39 @@ const NODE_MAIN_GUARD = 'nodeMainGuard.cjs';
  */
 const ESM_RUNNER = 'esm-runner.js';
 
+/**
+ * The builds run at the same time into dist/, so each one cleans only its own kind of file: the ESM build
+ * `.js`, the CommonJS build `.cjs`, the declaration build `.d.ts`/`.d.cts`.
+ */
+const DECLARATIONS = ['!*.d.ts', '!*.d.cts'];
+const OTHER_BUILDS = [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`, ...DECLARATIONS];
+const LIBRARY_ENTRIES = { index: 'src/index.ts', testing: 'src/testing/index.ts' };
+
 export default defineConfig([
   {
     ...shared,
-    entry: {
-      index: 'src/index.ts',
-      testing: 'src/testing/index.ts',
-      cli: 'src/cli/main.ts',
-    },
-    format: ['esm', 'cjs'],
+    // The CLI is ESM only (`bin` runs dist/cli.js) and shares the library's chunks; each command's module is
+    // imported when it runs, so esbuild makes it a chunk of its own and a command loads only what it uses.
+    entry: { ...LIBRARY_ENTRIES, cli: 'src/cli/main.ts' },
+    format: ['esm'],
+    splitting: true,
+    clean: [...OTHER_BUILDS, '!*.cjs', '!*.cjs.map'],
+  },
+  {
+    ...shared,
+    entry: LIBRARY_ENTRIES,
+    format: ['cjs'],
     // Shared chunks in CommonJS too (tsup's opt-in for cjs), so `mcp-plugin-host` and `mcp-plugin-host/testing`
     // load one copy of the library: without it each .cjs entry bundles its own PluginHost and HostError classes.
     splitting: true,
-    dts: { entry: { index: 'src/index.ts', testing: 'src/testing/index.ts' } },
-    // The builds write to dist/ at the same time; the guard's and the runner's files are the other builds'.
-    clean: [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`],
+    clean: [...OTHER_BUILDS, '!*.js', '!*.js.map'],
+  },
+  {
+    ...shared,
+    entry: LIBRARY_ENTRIES,
+    format: ['esm', 'cjs'],
+    dts: { entry: LIBRARY_ENTRIES, only: true },
+    clean: true,
   },
   {
     ...shared,

@@ -24,6 +24,7 @@ export const UNIT = [
   'CallAbort', 'CallWait', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
   'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'versionRange', 'officialSchemas', 'destinations', 'egressDeclaration',
   'pythonPath',
+  'jsonLocations',
 ].map((name) => `test/**/${name}.test.ts`);
 // Names also used by integration files elsewhere.
 UNIT.push('test/shapes/esm/units.test.ts');

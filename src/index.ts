@@ -71,6 +71,7 @@ export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';
 export type { NpmSettings } from './installer/npmFetch.js';
 export type { WrapOptions, WrappedServer } from './installer/wrapNpmSource.js';
+export { inspectManifestFile, type InspectManifestFileOptions } from './installer/manifestHostChecks.js';
 export type { InventoryStatus } from './host/inventoryStatus.js';
 export type { HostEventListener, HostEventMap, HostEventName, HostEventSubscriptions } from './events/HostEvents.js';
 export type { AuditCallRecord, AuditConnectionRecord, AuditGapRecord, AuditRecord, AuditSink, CallerIdentity } from './audit/auditRecord.js';

@@ -25,6 +25,12 @@ export interface PrintedViolation {
   readonly message: string;
   /** The check that found it. */
   readonly stage: string;
+  /** What to do about it (the registry's remediation for the code). */
+  readonly hint?: string;
+  /** Where it is in the manifest file, when the file is text the CLI could read. */
+  readonly line?: number;
+  /** The column on {@link PrintedViolation.line}. */
+  readonly column?: number;
 }
 
 /**
@@ -36,6 +42,8 @@ export interface PrintedViolation {
 export class Output {
   /** Whether `--json` is on. */
   readonly json: boolean;
+  /** Whether failures are also written as GitHub workflow annotations (`--format github`). */
+  readonly annotations: boolean;
   /** Decorations for stdout. */
   readonly style: Style;
   /** Decorations for stderr. */
@@ -46,10 +54,12 @@ export class Output {
    * @param terminal - Where to write.
    * @param json - Machine output.
    * @param noColor - `--no-color` was given.
+   * @param annotations - `--format github` was given.
    */
-  constructor(terminal: Terminal, json: boolean, noColor: boolean) {
+  constructor(terminal: Terminal, json: boolean, noColor: boolean, annotations = false) {
     this.#terminal = terminal;
     this.json = json;
+    this.annotations = annotations;
     this.style = createStyle(!json && colourEnabled(terminal.stdout, terminal.env, noColor));
     this.errStyle = createStyle(colourEnabled(terminal.stderr, terminal.env, noColor));
   }
@@ -94,6 +104,7 @@ export class Output {
       this.data({ ok: false, ...extra, error: { ...error.toJSON(), ...(suggestion === undefined ? {} : { cli_hint: suggestion }) } });
       return;
     }
+    if (this.annotations) this.line(workflowCommand('error', { title: error.code }, `${error.message}\n${error.hint}`));
     const s = this.errStyle;
     const out: string[] = [`${s.red(s.bold('error'))} ${s.bold(error.code)}: ${error.message}`];
     const facts = [
@@ -131,4 +142,16 @@ export function violationsOf(error: HostError): PrintedViolation[] {
     const r = v as Record<string, unknown>;
     return [{ pointer: String(r.pointer ?? ''), code: String(r.code ?? ''), message: String(r.message ?? ''), stage: String(r.stage ?? '') }];
   });
+}
+
+const escapeData = (text: string): string => text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+const escapeProperty = (text: string): string => escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
+
+/** A GitHub Actions workflow command (`::error file=…,line=…::message`), escaped as the runner reads it. */
+export function workflowCommand(command: 'error' | 'warning' | 'notice', properties: Readonly<Record<string, string | number | undefined>>, message: string): string {
+  const props = Object.entries(properties)
+    .filter((entry): entry is [string, string | number] => entry[1] !== undefined)
+    .map(([key, value]) => `${key}=${escapeProperty(String(value))}`)
+    .join(',');
+  return `::${command}${props === '' ? '' : ` ${props}`}::${escapeData(message)}`;
 }

@@ -23,6 +23,7 @@ const OPTIONS = {
   canary: { type: 'boolean' },
   live: { type: 'boolean' },
   strict: { type: 'boolean' },
+  format: { type: 'string' },
   'canary-args': { type: 'string', multiple: true },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
@@ -84,7 +85,7 @@ export const COMMANDS = {
   validate: {
     args: ['<dir|archive|manifest>'],
     summary: 'run every install check on a package in a scratch profile; print every violation',
-    options: [...PACKAGE_OPTIONS, 'canary', 'live', 'strict', 'timeout'],
+    options: [...PACKAGE_OPTIONS, 'canary', 'live', 'strict', 'format', 'timeout'],
     details: [
       'Nothing is installed: the checks run against a temporary profile that is deleted afterwards.',
       'A directory or a lone manifest file is checked as a dev install; an archive as a standard one',
@@ -201,7 +202,7 @@ export interface Flags {
   readonly devAllowNamespaceConflict: boolean;
   /** Manifest preset. */
   readonly preset: ManifestPreset | undefined;
-  /** Machine output. */
+  /** One JSON document on stdout and nothing for people (`--json`, `--format json` or `--format sarif`). */
   readonly json: boolean;
   /** Expected package checksum. */
   readonly checksum: string | undefined;
@@ -223,6 +224,8 @@ export interface Flags {
   readonly live: boolean;
   /** validate: a check skipped for want of a sandbox fails the run. */
   readonly strict: boolean;
+  /** How results are printed: `text` for people, `json` (as --json), `github` (workflow annotations) or `sarif`. */
+  readonly format: OutputFormat;
   /** canary: argument overrides. */
   readonly canaryArgs: Readonly<Record<string, unknown>> | undefined;
   /** run: highest accepted risk class. */
@@ -263,6 +266,12 @@ export interface Flags {
   readonly allowOrigins: readonly string[];
 }
 
+/** The output formats of `--format`. */
+export const OUTPUT_FORMATS = ['text', 'json', 'github', 'sarif'] as const;
+
+/** One of {@link OUTPUT_FORMATS}. */
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
 /** What the command line asks for. */
 export type Invocation =
   | { readonly kind: 'help'; readonly command: CommandName | undefined }
@@ -277,10 +286,12 @@ export interface UsageProblem {
   readonly command?: CommandName;
 }
 
-/** Whether the user asked for JSON, judged even on a command line that does not parse. */
+/** Whether the user asked for JSON (`--json`, `--format json` or `--format sarif`), judged even on a command line that does not parse. */
 export function wantsJson(argv: readonly string[]): boolean {
   const end = argv.indexOf('--');
-  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+  const options = end === -1 ? argv : argv.slice(0, end);
+  const format = options.flatMap((token, i) => (token === '--format' ? [options[i + 1]] : token.startsWith('--format=') ? [token.slice(9)] : []));
+  return options.includes('--json') || format.some((f) => f === 'json' || f === 'sarif');
 }
 
 /** Whether a word names a command. */
@@ -383,6 +394,12 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   if (maxRisk !== undefined && maxRisk !== 'read' && maxRisk !== 'write' && maxRisk !== 'destructive') {
     return usage(`--max-risk must be read, write or destructive, not '${maxRisk}'`, command);
   }
+  const format = text('format') ?? (bool('json') ? 'json' : 'text');
+  if (!isOutputFormat(format)) {
+    const near = nearest(format, OUTPUT_FORMATS);
+    return usage(`--format must be ${OUTPUT_FORMATS.join(', ')}, not '${format}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`, command);
+  }
+  if (bool('json') && format !== 'json') return usage(`--json and --format ${format} ask for two outputs: give one`, command);
   const timeout = text('timeout');
   let timeoutMs: number | undefined;
   if (timeout !== undefined) {
@@ -411,7 +428,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       dev: bool('dev'),
       devAllowNamespaceConflict: bool('dev-allow-namespace-conflict'),
       preset,
-      json: bool('json'),
+      json: format === 'json' || format === 'sarif',
+      format,
       checksum: text('checksum'),
       signature: text('signature'),
       trustedKeys: list('trusted-key'),
@@ -489,6 +507,10 @@ function readCanaryArgs(pairs: readonly string[]): { ok: true; value: Record<str
     out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
   }
   return { ok: true, value: out };
+}
+
+function isOutputFormat(value: string): value is OutputFormat {
+  return (OUTPUT_FORMATS as readonly string[]).includes(value);
 }
 
 function usage(message: string, command?: CommandName): { ok: false; problem: UsageProblem } {

@@ -1,4 +1,5 @@
-import { describeErrorCode, type HostError } from '../index.js';
+import type { HostError } from '../errors/HostError.js';
+import { describeErrorCode } from '../errors/registry.js';
 
 /**
  * The CLI's exit codes. Scripts branch on these, so they never change

@@ -26,6 +26,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   canary: ['--canary', 'also start the plugin and compare its tool list with the manifest'],
   live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
   strict: ['--strict', 'fail (exit 4) instead of skipping the checks that need the OS sandbox'],
+  format: ['--format text|json|github|sarif', 'github: workflow annotations on each violation; sarif: a SARIF 2.1.0 log on stdout'],
   'canary-args': ['--canary-args k=v ...', 'override canary arguments (values read as JSON when they parse)'],
   'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
   yes: ['-y, --yes', 'confirm a high_stakes_write tool without asking'],

@@ -1,4 +1,4 @@
-import { hostError } from '../index.js';
+import { hostError } from '../errors/HostError.js';
 import type { CommandName } from './args.js';
 import type { CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
+import { pinPackageTree } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
@@ -13,13 +13,12 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
-import type { DeclaredCapabilities, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
-import { hasViolations, sortViolations, violation, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
+import type { ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import { hasViolations, sortViolations, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
-import { resolveWriteDir } from '../sandbox/writeDir.js';
-import { catalogIdViolations, conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
+import { conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
 import { readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
 import { introspectServer } from './introspect.js';
 import { riskClassOf } from './npmManifest.js';
@@ -40,6 +39,7 @@ import type { NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
+import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
 /** What the Installer is built from: the profile's store and the host's policies. */
@@ -191,48 +191,6 @@ function installRefusal(source: string, violations: NonEmptyViolations): HostErr
   const first = violations[0];
   if (first.code !== 'PLUGIN_GRANT_EXCEEDS_DECLARATION') return error;
   return hostError(first.code, error.message, { ...(error.details === undefined ? {} : { details: error.details }), hint: grantExceedsHint(first.pointer.replace(/^\/grant\/?/, '')) });
-}
-
-/** Where a refused grant is reported: under `/grant/<field>` when one field is at fault. */
-const grantPointer = (error: HostError): string => {
-  const field = error.details?.['field'] ?? error.details?.['option'];
-  return typeof field === 'string' ? `/grant/${field.replace(/^grant\.?/, '')}`.replace(/\/$/, '') : '/grant';
-};
-
-const noExecutableMessage = (m: NormalizedManifest): string =>
-  `plugin '${m.plugin_id}' of shape ${m.shape} has no executable this installer can pin`;
-
-/**
- * The owner a plugin claims its namespace for. An Open Discovery manifest has
- * no `namespace_owner`: its registry identity is its `name` (the registry
- * installs it as `<name>@<version>`), so that is the owner recorded, under an
- * `open-discovery:` prefix no reverse-DNS owner can spell. Another package
- * of any form then cannot take the plugin id over with another owner.
- */
-function namespaceOwnerOf(m: NormalizedManifest): string | undefined {
-  if (m.form === 'mcpb') return `mcpb:${m.plugin_id}`;
-  if (m.namespace_owner !== undefined || m.form !== 'open-discovery') return m.namespace_owner;
-  return `open-discovery:${m.plugin_id}`;
-}
-
-/** The file an install pins: an executable, or the entry module of an `esm-module` plugin. */
-type PinnedCode =
-  | { readonly kind: 'executable'; readonly path: string; readonly interpreter?: string; readonly pythonPath?: readonly string[]; readonly pythonIndexUrl?: string; readonly args?: readonly string[] }
-  | { readonly kind: 'esm-entry'; readonly path: string };
-
-function pinnedCodeOf(m: NormalizedManifest, pythonIndexUrl?: string): PinnedCode | undefined {
-  if (m.shape === 'esm-module') return m.entry === undefined ? undefined : { kind: 'esm-entry', path: m.entry };
-  if (m.executable === undefined) return undefined;
-  const interpreter = m.launch?.interpreter;
-  const pythonPath = m.launch?.python_path;
-  return {
-    kind: 'executable',
-    path: m.executable,
-    ...(interpreter === undefined ? {} : { interpreter }),
-    ...(pythonPath === undefined ? {} : { pythonPath }),
-    ...(pythonIndexUrl === undefined ? {} : { pythonIndexUrl }),
-    ...(m.launch === undefined ? {} : { args: m.launch.args }),
-  };
 }
 
 /** Whether two resolved settings records hold the same values (both absent counts as the same). */
@@ -606,41 +564,22 @@ export class Installer {
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {
-    const owner = namespaceOwnerOf(manifest);
-    return {
-      plugin_id: manifest.plugin_id,
-      ...(owner === undefined ? {} : { namespace_owner: owner }),
-      firstParty: options.firstParty ?? false,
-      devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false,
-    };
+    return namespaceClaimOf(manifest, { firstParty: options.firstParty ?? false, devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false });
   }
 
   #hostChecks(manifest: NormalizedManifest, snapshot: CatalogSnapshot, options: InstallOptions): Violation[] {
-    const out: Violation[] = [];
-    const granted = grantedCapabilities(manifest, options.grant);
-    if (granted.isErr()) out.push(violation('structure', granted.error.code, grantPointer(granted.error), granted.error.message));
-    const capabilities: DeclaredCapabilities = granted.unwrapOr(manifest.capabilities);
-    if (pinnedCodeOf(manifest) === undefined) {
-      out.push(violation('shape', 'PLUGIN_SHAPE_UNSUPPORTED', '', noExecutableMessage(manifest)));
-    }
-    const ns = this.#o.namespaceLock.check(this.#claimOf(manifest, options), snapshot.contents.namespace_owners);
-    // A missing owner is already the validator's own namespace violation.
-    if (ns.isErr() && ns.error.details?.reason !== 'owner_missing') out.push(violation('namespace', ns.error.code, '/namespace_owner', ns.error.message));
-    out.push(...catalogIdViolations(manifest, snapshot.contents.variants));
-    const env = this.#o.envDenylist;
-    for (const [field, names, pointer] of [
-      ['env_allow', capabilities.env_allow, '/declared_capabilities/env_allow'],
-      ['needs_user_creds', manifest.requirements.needs_user_creds, '/requirements/needs_user_creds'],
-      // The env a bundle sets passes the same denylist as the names it could ask the host for.
-      ['env_allow', Object.keys(manifest.launch?.env ?? {}), '/server/mcp_config/env'],
-    ] as const) {
-      const checked = env.check(manifest.plugin_id, names, field);
-      if (checked.isErr()) out.push(violation('env', checked.error.code, pointer, checked.error.message));
-    }
-    const write = resolveWriteDir(this.#o.layout.dataDir(manifest.plugin_id), capabilities.fs_write_dir);
-    if (write.isErr()) out.push(violation('structure', write.error.code, '/declared_capabilities/fs_write_dir', write.error.message));
-    return out;
+    return manifestHostChecks(manifest, {
+      namespaceLock: this.#o.namespaceLock,
+      envDenylist: this.#o.envDenylist,
+      dataDirOf: (id) => this.#o.layout.dataDir(id),
+      namespaceOwners: snapshot.contents.namespace_owners,
+      variants: snapshot.contents.variants,
+      grant: options.grant,
+      firstParty: options.firstParty ?? false,
+      devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false,
+    });
   }
+
 
   /** `repairs`: the install root of the same package whose tree changed (or was never pinned); it may be replaced while still installed. */
   async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
@@ -682,7 +621,7 @@ export class Installer {
       await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot), staged.writtenFiles);
+      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot));
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -740,11 +679,11 @@ export class Installer {
     return options.args === undefined ? undefined : resolveLaunchArgs(options.args, this.#o.layout.dataDir(id));
   }
 
-  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined, written: HashedWhileWritten | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
+  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     const bound = await this.#bindPinnedCode(installRoot, code, args);
     if (bound.isErr()) return bound;
-    // Last, after every change the install makes to the tree (the executable's mode): a file changed since staging wrote it is read again.
-    return pinPackageTree(bound.value.install_root, written).map((tree) => ({ ...bound.value, tree }));
+    // Last, after every change the install makes to the tree (the executable's mode).
+    return pinPackageTree(bound.value.install_root).map((tree) => ({ ...bound.value, tree }));
   }
 
   async #bindPinnedCode(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {

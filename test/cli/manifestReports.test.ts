@@ -35,7 +35,15 @@ describe('validate reports on manifests a person can act on', () => {
     const run = await cli(['validate', path, '--json']);
     expect(run.code).toBe(3);
     expect(json(run).violations).toEqual([
-      { pointer: '', code: 'PLUGIN_MANIFEST_INVALID', stage: 'parse', message: "manifest is not valid JSON (line 4, column 3): Expected ',' or '}' after property value" },
+      {
+        pointer: '',
+        code: 'PLUGIN_MANIFEST_INVALID',
+        stage: 'parse',
+        message: "manifest is not valid JSON (line 4, column 3): Expected ',' or '}' after property value",
+        hint: expect.stringMatching(/\S/),
+        line: 4,
+        column: 3,
+      },
     ]);
   });
 

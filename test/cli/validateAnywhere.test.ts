@@ -66,7 +66,15 @@ describe('validate a package whose executable is missing', () => {
     expect(run.code).toBe(3);
     const report = json(run);
     expect(report.violations).toEqual([
-      { pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: "executable 'bin/hello-mcp.mjs' is not in the package", stage: 'executable_binding' },
+      {
+        pointer: '/executable',
+        code: 'PLUGIN_EXECUTABLE_UNTRUSTED',
+        message: "executable 'bin/hello-mcp.mjs' is not in the package",
+        stage: 'executable_binding',
+        hint: expect.stringMatching(/\S/),
+        line: expect.any(Number),
+        column: expect.any(Number),
+      },
     ]);
     expect(run.stdout).not.toContain('mcp-plugin-host-validate-');
   });
