@@ -75,6 +75,10 @@ export interface GatewayConfigHttp {
   readonly allowedOrigins?: readonly string[];
   /** Clients with their own tokens, ceilings and filters. */
   readonly clients?: readonly GatewayConfigClient[];
+  /** MCP sessions open at once. */
+  readonly maxSessions?: number;
+  /** Time a session may stay idle before it is closed, in ms. */
+  readonly sessionIdleMs?: number;
 }
 
 /** What a configuration resolves to: how to open the host, and how to serve it. */
@@ -167,6 +171,8 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
         ...(http.port === undefined ? {} : { port: http.port }),
         ...(token === undefined ? {} : { token }),
         ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
+        ...(http.maxSessions === undefined ? {} : { maxSessions: http.maxSessions }),
+        ...(http.sessionIdleMs === undefined ? {} : { sessionIdleMs: http.sessionIdleMs }),
         clients: resolvedClients,
       },
     },

@@ -20,6 +20,16 @@ export interface GatewayDefaults {
   readonly loopbackHostnames: readonly string[];
   /** The `_meta` key of the host error an error result carries. */
   readonly errorMetaKey: string;
+  /** The caller id audit records give HTTP clients holding the default token. */
+  readonly defaultClientName: string;
+  /** The caller id audit records give the stdio client. */
+  readonly stdioClientName: string;
+  /** HTTP sessions open at once. */
+  readonly maxSessions: number;
+  /** Time an HTTP session may stay idle before it is closed, in ms. */
+  readonly sessionIdleMs: number;
+  /** How often idle sessions are looked for, at most, in ms. */
+  readonly sessionSweepMs: number;
   /** The shortest bearer token accepted from a token source. */
   readonly minTokenLength: number;
   /** How a high_stakes_write confirmation is asked of the client as an elicitation. */

@@ -36,6 +36,10 @@ export interface GatewayHttpOptions {
   readonly clients?: readonly GatewayHttpClient[];
   /** Origins (`scheme://host[:port]`) accepted besides loopback ones. */
   readonly allowedOrigins?: readonly string[];
+  /** MCP sessions open at once, all tokens together; one more initialize is refused with 503. Default 256. */
+  readonly maxSessions?: number;
+  /** Time a session may go without a request (and hold no open stream) before the gateway closes it, in ms. Default 15 minutes. */
+  readonly sessionIdleMs?: number;
 }
 
 /** A listening HTTP side. */
@@ -44,6 +48,8 @@ export interface HttpListener {
   readonly url: string;
   /** The default bearer token. */
   readonly token: string;
+  /** MCP sessions open now. */
+  readonly sessions: number;
   /** Stops accepting and ends every session. */
   close(): Promise<void>;
 }
@@ -51,6 +57,10 @@ export interface HttpListener {
 interface Session {
   readonly transport: StreamableHTTPServerTransport;
   readonly token: string;
+  /** When its last request ended (or began), by `performance.now()`. */
+  lastSeen: number;
+  /** Its requests still open (an SSE stream counts until it closes). */
+  open: number;
 }
 
 const MCP_PATH = '/mcp';
@@ -79,10 +89,10 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 export function listenHttp(
   options: GatewayHttpOptions,
   defaultPolicy: GatewayClientPolicy,
-  connect: (policy: GatewayClientPolicy) => Server,
+  connect: (policy: GatewayClientPolicy, clientName: string) => Server,
 ): ResultAsync<HttpListener, HostError> {
   const token = options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url');
-  const clients: readonly { readonly token: string; readonly policy: GatewayClientPolicy }[] = [{ token, policy: defaultPolicy }, ...(options.clients ?? [])];
+  const clients: readonly GatewayHttpClient[] = [{ name: GATEWAY_DEFAULTS.defaultClientName, token, policy: defaultPolicy }, ...(options.clients ?? [])];
   const weak = clients.find((c) => c.token.length < GATEWAY_DEFAULTS.minTokenLength || /\s/.test(c.token));
   if (weak !== undefined) {
     return errAsync(hostError('HOST_INVALID_OPTIONS', `a gateway bearer token needs at least ${GATEWAY_DEFAULTS.minTokenLength} characters and no spaces`, { details: { option: 'http.token' } }));
@@ -91,8 +101,23 @@ export function listenHttp(
   if (new Set(clients.map((c) => c.token)).size !== clients.length) {
     return errAsync(hostError('HOST_INVALID_OPTIONS', 'two gateway clients have the same bearer token', { details: { option: 'http.clients' } }));
   }
+  const maxSessions = options.maxSessions ?? GATEWAY_DEFAULTS.maxSessions;
+  const sessionIdleMs = options.sessionIdleMs ?? GATEWAY_DEFAULTS.sessionIdleMs;
+  for (const [option, value] of [['http.maxSessions', maxSessions], ['http.sessionIdleMs', sessionIdleMs]] as const) {
+    if (!Number.isSafeInteger(value) || value < 1) return errAsync(hostError('HOST_INVALID_OPTIONS', `${option} must be a positive whole number, not ${String(value)}`, { details: { option } }));
+  }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const sessions = new Map<string, Session>();
+  // Initializes under way count against the cap too, so a burst of them cannot open more sessions than it allows.
+  let opening = 0;
+  const sweep = setInterval(
+    () => {
+      const now = performance.now();
+      for (const session of sessions.values()) if (session.open === 0 && now - session.lastSeen > sessionIdleMs) void session.transport.close();
+    },
+    Math.max(1, Math.min(sessionIdleMs, GATEWAY_DEFAULTS.sessionSweepMs)),
+  );
+  sweep.unref();
   const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
   const loopbackBind = loopbackUrl(`http://${bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost}]` : bindHost}`);
 
@@ -116,20 +141,32 @@ export function listenHttp(
       const session = sessions.get(sessionId);
       // Another token's session is as unknown to this client as a session that never existed.
       if (session === undefined || session.token !== client.token) return refuse(res, 404, 'unknown session');
+      session.open += 1;
+      session.lastSeen = performance.now();
+      res.once('close', () => {
+        session.open -= 1;
+        session.lastSeen = performance.now();
+      });
       return session.transport.handleRequest(req, res);
     }
+    if (sessions.size + opening >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { transport, token: client.token }),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, token: client.token, lastSeen: performance.now(), open: 0 }),
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
-    const server = connect(client.policy);
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    opening += 1;
+    try {
+      const server = connect(client.policy, client.name);
+      await server.connect(transport);
+      await transport.handleRequest(req, res);
+    } finally {
+      opening -= 1;
+    }
     // A request that did not open a session (not an initialize) leaves nothing behind.
-    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await server.close();
+    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await transport.close();
   };
 
   const http = createServer((req, res) => {
@@ -150,7 +187,11 @@ export function listenHttp(
     return {
       url: `http://${shown}:${address.port}${MCP_PATH}`,
       token,
+      get sessions() {
+        return sessions.size;
+      },
       close: async () => {
+        clearInterval(sweep);
         await Promise.all([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         http.closeAllConnections();

@@ -49,10 +49,18 @@ export interface GatewayHandle {
   readonly url: string | undefined;
   /** The default bearer token (supplied or generated), when serving HTTP. */
   readonly token: string | undefined;
+  /** HTTP sessions open now (0 without HTTP). */
+  readonly sessions: number;
   /** Tells every connected client that the tool list changed (the gateway does so itself on plugin changes). */
   notifyToolsChanged(): void;
   /** Stops listening and disconnects every client; the host stays open. */
   close(): Promise<void>;
+}
+
+/** Who a client server serves, as the audit records and spans name the caller: the HTTP client's name (`default` for the default token) or `stdio`. */
+interface ClientIdentity {
+  readonly name: string;
+  readonly transport: 'stdio' | 'http';
 }
 
 function invalid(message: string, option: string): HostError {
@@ -62,7 +70,7 @@ function invalid(message: string, option: string): HostError {
 let clientCount = 0;
 
 /** One client's MCP server: lists and calls the tools its policy lets it see; confirmations and plugin requests go to its client. */
-function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy): Server {
+function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity): Server {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -84,6 +92,7 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
       maxRisk,
       ...clientAnswers(server, extra, caller),
       signal: extra.signal,
+      caller: { id: client.name, transport: client.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
       ...(progressToken === undefined
         ? {}
         : {
@@ -116,8 +125,8 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const subscriptions = new GatewaySubscriptions(host, surface);
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
-  const connect = (policy: GatewayClientPolicy): Server => {
-    const server = clientServer(host, tools, options, policy);
+  const connect = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport'] = 'http'): Server => {
+    const server = clientServer(host, tools, options, policy, { name: clientName, transport });
     serveSurface(server, surface, subscriptions, policy);
     servers.add(server);
     server.onclose = () => {
@@ -175,11 +184,14 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     };
     return started.mapErr((error) => (stopWatching(), error)).andThen((http) => {
       // The SDK's stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
-      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy).connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
+      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio').connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
       return begin.map(
         (): GatewayHandle => ({
           url: http?.url,
           token: http?.token,
+          get sessions() {
+            return http?.sessions ?? 0;
+          },
           notifyToolsChanged,
           close: async () => {
             stopWatching();
