@@ -56,18 +56,47 @@ export interface LoadRecord {
   readonly problems: readonly string[];
 }
 
+/** The gateway load test's record (test/gateway/loadGateway.test.ts). */
+export interface GatewayLoadRecord {
+  readonly clients: number;
+  readonly calls_per_client: number;
+  readonly calls: number;
+  /** Calls answered with a result (their own or another's). */
+  readonly answered: number;
+  /** Calls that never settled. */
+  readonly lost: number;
+  /** Calls that failed (rejected by the client). */
+  readonly failed: number;
+  /** Answers that carried another call's message. */
+  readonly mixed_up: number;
+  /** Heap after a full collection, before and after the counted calls, in MiB. */
+  readonly heap_before_mb: number;
+  readonly heap_after_mb: number;
+  readonly heap_growth_limit_mb: number;
+  /** RSS before the counted calls, after half of them and after all, in MiB; the bound applies to the second half. */
+  readonly rss_before_mb: number;
+  readonly rss_half_mb: number;
+  readonly rss_after_mb: number;
+  readonly rss_growth_limit_mb: number;
+  readonly wall_ms: number;
+  readonly passed: boolean;
+  readonly problems: readonly string[];
+}
+
 /** What one suite file holds. */
 export interface SuiteResults {
   readonly suite: string;
   readonly finished_at: string;
   readonly scenarios: readonly ScenarioRecord[];
   readonly load?: LoadRecord;
+  readonly gateway_load?: GatewayLoadRecord;
 }
 
 /** Collects one suite's records and rewrites its file after each. */
 export class ResultsFile {
   private readonly scenarios: ScenarioRecord[] = [];
   private load: LoadRecord | undefined;
+  private gatewayLoad: GatewayLoadRecord | undefined;
 
   constructor(private readonly suite: string) {}
 
@@ -83,6 +112,12 @@ export class ResultsFile {
     this.write();
   }
 
+  /** Sets the gateway load test record. */
+  recordGatewayLoad(record: GatewayLoadRecord): void {
+    this.gatewayLoad = record;
+    this.write();
+  }
+
   private write(): void {
     mkdirSync(RESULTS_DIR, { recursive: true });
     const body: SuiteResults = {
@@ -90,6 +125,7 @@ export class ResultsFile {
       finished_at: new Date().toISOString(),
       scenarios: this.scenarios,
       ...(this.load === undefined ? {} : { load: this.load }),
+      ...(this.gatewayLoad === undefined ? {} : { gateway_load: this.gatewayLoad }),
     };
     writeFileSync(join(RESULTS_DIR, `${this.suite}.json`), `${JSON.stringify(body, null, 2)}\n`);
   }
