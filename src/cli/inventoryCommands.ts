@@ -15,8 +15,8 @@ export function listCommand(ctx: CommandContext): Promise<ExitCode> {
       return EXIT_CODES.ok;
     }
     out.table(
-      ['NAME', 'VERSION', 'SHAPE', 'STATUS', 'OPS'],
-      rows.map((r) => [r.name, r.version, r.shape, r.status, String(r.variant_count)]),
+      ['NAME', 'VERSION', 'SHAPE', 'STATUS', 'OPS', 'DISPLAY NAME'],
+      rows.map((r) => [r.name, r.version, r.shape, r.status, String(r.variant_count), r.display_name]),
       (text, _r, c) => (c === 3 ? statusText(text.trimEnd(), out.style) + text.slice(text.trimEnd().length) : text),
     );
     return EXIT_CODES.ok;

@@ -26,11 +26,20 @@ export function statusText(status: InventoryStatus | string, style: Style): stri
   }
 }
 
+/** The auth components as checklist lines: secrets by credential alias, external prerequisites the host cannot complete. */
+export function authChecklist(info: PluginInfo): string[] {
+  return info.auth_components.map((c) => {
+    const what = c.kind === 'secret' ? `stored by setup as ${c.credential ?? '-'}` : 'complete it outside this host';
+    return `${c.display_name} (${c.kind}; ${what})${c.setup_hint === undefined ? '' : ` — ${c.setup_hint}`}`;
+  });
+}
+
 /** The `info` view for people: aligned key/value lines. */
 export function infoLines(info: PluginInfo, style: Style): string[] {
   const caps = info.enforced_capabilities;
   const rows: [string, string][] = [
     ['name', info.name],
+    ['display name', info.display_name],
     ['version', info.version],
     ['shape', info.shape],
     ['status', info.status + (info.reason === null ? '' : ` (${info.reason})`)],
@@ -48,6 +57,8 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
   if (info.tos !== null) rows.push(['terms of service', info.tos]);
   if (info.risk !== null) rows.push(['risk', info.risk]);
   for (const c of info.credential_descriptors) rows.push(['credential', `${c.alias} (${c.kind}): ${c.display_name} — ${c.setup_hint}`]);
+  if (info.auth_strategy !== null) rows.push(['auth', info.auth_strategy]);
+  for (const line of authChecklist(info)) rows.push(['auth component', line]);
   const granted = info.granted_capabilities;
   if (granted?.grant != null) rows.push(['granted', `${JSON.stringify(granted.grant)} (${granted.basis === 'declared' ? 'narrowing the manifest' : 'over the host default'})`]);
   if (granted?.client_requests !== undefined) rows.push(['client requests', `${granted.client_requests.join(', ')} (answered by the host application)`]);
@@ -59,5 +70,5 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
     rows.push(['writable', caps.writablePaths.join(', ') || '-']);
   }
   if (info.metadata_warning !== undefined) rows.push(['warning', style.yellow(info.metadata_warning)]);
-  return columns(rows, (text, r, c) => (c === 0 ? style.dim(text) : r === 3 && c === 1 ? statusText(text, style) : text));
+  return columns(rows, (text, r, c) => (c === 0 ? style.dim(text) : r === 4 && c === 1 ? statusText(text, style) : text));
 }

@@ -2,7 +2,9 @@ import { err, ok, type Result } from 'neverthrow';
 import type { CredentialView, HostError, PluginHost } from '../index.js';
 import { fail, withHost, type CommandContext } from './context.js';
 import type { ExitCode } from './exitCodes.js';
+import { PROGRAM } from './help.js';
 import { reportCanary } from './lifecycleCommands.js';
+import { authChecklist } from './present.js';
 import { ask } from './prompt.js';
 import { usageError } from './usage.js';
 
@@ -73,6 +75,8 @@ export function setupCommand(ctx: CommandContext): Promise<ExitCode> {
     if (!ctx.out.json) {
       const what = stored.length === 0 ? 'no new credentials' : `${stored.length} credential${stored.length === 1 ? '' : 's'} (${stored.join(', ')})`;
       ctx.out.line(`stored ${what} for ${name}`);
+      const outside = (await host.info(name)).map((info) => authChecklist({ ...info, auth_components: info.auth_components.filter((c) => c.kind !== 'secret') }));
+      for (const line of outside.unwrapOr([])) ctx.out.line(`  to do outside ${PROGRAM}: ${line}`);
     }
     return reportCanary(ctx, canary, 'set up', { stored });
   });

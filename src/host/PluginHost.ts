@@ -23,7 +23,8 @@ import { NamespaceLock, type ProfileKind } from '../namespace/NamespaceLock.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
 import { ProfileLayout } from '../profile/ProfileLayout.js';
 import { SandboxSpawner, type SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
-import { FileSecretStore, type SecretStore } from '../secrets/SecretStore.js';
+import { PreferredSecretStore } from '../secrets/KeychainSecretStore.js';
+import type { SecretStore } from '../secrets/SecretStore.js';
 import type { HostAuditOptions } from '../audit/callAudit.js';
 import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
@@ -96,7 +97,11 @@ export interface PluginHostOptions {
   readonly sandbox?: SandboxSpawnerOptions;
   /** A ready spawner, replacing the one built from `sandbox`. */
   readonly spawner?: SandboxSpawner;
-  /** Where plugin credentials live. Default a 0600 file store inside the profile, which the sandbox hides. */
+  /**
+   * Where plugin credentials live. Default: the OS keychain where one
+   * answers (Linux: the Secret Service through `secret-tool`, looked up with
+   * `env`), else a 0600 file store inside the profile, which the sandbox hides.
+   */
   readonly secretStore?: SecretStore;
   /**
    * Also take each plugin's declared credentials (`needs_user_creds`) from
@@ -283,7 +288,7 @@ export class PluginHost {
     const isClosed = (): boolean => this.#closed;
     this.#config = config;
     this.#layout = parts.layout;
-    this.#secrets = config.secretStore ?? new FileSecretStore(parts.layout.root);
+    this.#secrets = config.secretStore ?? new PreferredSecretStore({ profileDir: parts.layout.root, appName: config.appName, env: config.env });
     this.#active = new Set(Object.keys(parts.snapshot.contents.plugins));
     this.#installer = new Installer({
       store: parts.store,

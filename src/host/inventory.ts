@@ -8,7 +8,7 @@
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { PackageSource } from '../catalog/catalogTypes.js';
 import type { InventoryStatus } from './inventoryStatus.js';
-import type { ClientRequestKind, ConfirmationPolicy, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
+import type { AuthComponent, AuthStrategy, ClientRequestKind, ConfirmationPolicy, PluginGrant, RiskClass, SettingValue } from '../manifest/model.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 import { hostOpId } from './operations.js';
 import { statusOf } from './pluginState.js';
@@ -17,6 +17,8 @@ import { statusOf } from './pluginState.js';
 export interface PluginRow {
   /** The plugin id. */
   readonly name: string;
+  /** The name people know it by (the manifest's display name; the id when it declares none). */
+  readonly display_name: string;
   /** Installed version. */
   readonly version: string;
   /** The protocol it speaks. */
@@ -105,6 +107,10 @@ export interface PluginInfo extends PluginRow {
   readonly last_error_code: string | null;
   /** Its credentials, by alias. */
   readonly credential_descriptors: readonly CredentialView[];
+  /** How it authenticates upstream; null when it declares no strategy. */
+  readonly auth_strategy: AuthStrategy | null;
+  /** What it needs before it works: secret components (by credential alias) and external prerequisites the host cannot complete. */
+  readonly auth_components: readonly AuthComponent[];
   /** Its settings as the install resolved them (an MCP Bundle's non-sensitive user_config); null for plugins without settings. */
   readonly settings: Readonly<Record<string, SettingValue>> | null;
   /** Required settings that have no value: it does not start until installed with them. */
@@ -122,6 +128,7 @@ export function pluginRow(plugin: InstalledPlugin, pendingRestart: boolean): Plu
   const d = plugin.descriptor;
   return {
     name: plugin.plugin_id,
+    display_name: d?.name ?? plugin.plugin_id,
     version: plugin.lock.version,
     shape: d?.shape ?? 'unknown',
     status: plugin.state === undefined ? 'quarantined' : statusOf(plugin.state, pendingRestart),
@@ -209,6 +216,8 @@ export function pluginInfo(
       display_name: c.display_name,
       setup_hint: c.setup_hint,
     })),
+    auth_strategy: (d?.['auth_strategy'] as AuthStrategy | undefined) ?? null,
+    auth_components: ((d?.['auth_components'] as readonly AuthComponent[] | undefined) ?? []).map((c) => ({ ...c })),
     settings: d?.launch === undefined ? null : { ...d.launch.settings },
     missing_settings: [...(d?.launch?.missing_settings ?? [])],
     granted_capabilities: grantedOf(plugin),

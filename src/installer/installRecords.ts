@@ -79,6 +79,8 @@ function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilitie
     needs_user_creds: [...m.requirements.needs_user_creds],
     credential_descriptors: m.requirements.credential_descriptors.map((d) => ({ ...d })),
     ...(m.requirements.canary === undefined ? {} : { canary: { ...m.requirements.canary } }),
+    ...(m.requirements.auth_strategy === undefined ? {} : { auth_strategy: m.requirements.auth_strategy }),
+    ...(m.requirements.auth_components === undefined ? {} : { auth_components: m.requirements.auth_components.map((c) => ({ ...c })) }),
     ...(m.launch === undefined ? {} : { launch: { env: { ...m.launch.env }, settings: { ...m.launch.settings }, missing_settings: [...m.launch.missing_settings] } }),
   };
 }

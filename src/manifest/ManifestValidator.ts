@@ -5,6 +5,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { isRecord, own } from './access.js';
 import {
+  checkAuthTaxonomy,
   checkCredentialDescriptors,
   checkEgressDestinations,
   checkDocumentIsObject,
@@ -262,6 +263,7 @@ export class ManifestValidator {
       ...checkNamespaceOwnerPresence(doc, form, trust),
       ...checkGumContractRules(doc, form, trust),
       ...checkCredentialDescriptors(doc, form),
+      ...checkAuthTaxonomy(doc, form),
       ...checkEgressDestinations(doc, form),
       ...checkClientRequestShape(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),

@@ -320,6 +320,66 @@ export function checkCredentialDescriptors(doc: unknown, form: ManifestForm): Vi
   return out;
 }
 
+/**
+ * The auth taxonomy, as one consistent declaration: `none` declares no
+ * credentials or components; `secrets` (the default with credentials)
+ * declares no components; `compound` declares components, a secret
+ * component per credential descriptor (by alias) so setup collects every
+ * one, and a canary, since only a live canary proves the stored subject
+ * reaches the declared accounts; `plugin_managed` takes no
+ * google_access_token (the plugin owns its auth). Mismatches →
+ * PLUGIN_AUTH_INVALID.
+ */
+export function checkAuthTaxonomy(doc: unknown, form: ManifestForm): Violation[] {
+  if (form === 'open-discovery') return [];
+  const code = 'PLUGIN_AUTH_INVALID';
+  const requirements = own(doc, 'requirements');
+  const strategy = ownString(requirements, 'auth_strategy');
+  const componentsValue = own(requirements, 'auth_components');
+  const components = Array.isArray(componentsValue) ? componentsValue : [];
+  const needs = ownStrings(requirements, 'needs_user_creds');
+  const descriptors = own(requirements, 'credential_descriptors');
+  const aliases = new Set((Array.isArray(descriptors) ? descriptors : []).map((d: unknown) => ownString(d, 'alias')).filter((a): a is string => a !== undefined));
+  const at = (...parts: (string | number)[]): string => pointerOf('requirements', ...parts);
+  const out: Violation[] = [];
+  if (strategy === undefined) {
+    if (components.length > 0) out.push(violation('credentials', code, at('auth_components'), 'auth_components needs auth_strategy "compound" or "plugin_managed"'));
+    return out;
+  }
+  if (strategy === 'none' && needs.length > 0) out.push(violation('credentials', code, at('auth_strategy'), `auth_strategy "none" with ${needs.length} needs_user_creds entr(ies)`));
+  if ((strategy === 'none' || strategy === 'secrets') && components.length > 0) {
+    out.push(violation('credentials', code, at('auth_components'), `auth_strategy "${strategy}" takes no auth_components; use "compound"`));
+  }
+  if (strategy === 'secrets' && needs.length === 0) out.push(violation('credentials', code, at('auth_strategy'), 'auth_strategy "secrets" without needs_user_creds'));
+  if (strategy === 'compound') {
+    if (components.length === 0) out.push(violation('credentials', code, at('auth_components'), 'auth_strategy "compound" declares no auth_components'));
+    if (own(requirements, 'canary') === undefined) {
+      out.push(violation('credentials', code, at('canary'), 'auth_strategy "compound" needs a canary: only a live canary proves the credentials reach the declared accounts'));
+    }
+  }
+  const covered = new Set<string>();
+  components.forEach((component: unknown, index) => {
+    const kind = ownString(component, 'kind');
+    const credential = ownString(component, 'credential');
+    if (kind === 'secret') {
+      if (credential === undefined || !aliases.has(credential)) {
+        out.push(violation('credentials', code, at('auth_components', index, 'credential'), 'a secret component must name the alias of one of the credential_descriptors'));
+      } else covered.add(credential);
+    } else if (credential !== undefined) {
+      out.push(violation('credentials', code, at('auth_components', index, 'credential'), `a ${kind ?? 'non-secret'} component names no credential`));
+    }
+    if (kind === 'google_access_token' && strategy === 'plugin_managed') {
+      out.push(violation('credentials', code, at('auth_components', index, 'kind'), 'a plugin_managed plugin owns its auth and takes no google_access_token'));
+    }
+  });
+  if (strategy === 'compound') {
+    for (const alias of aliases) {
+      if (!covered.has(alias)) out.push(violation('credentials', code, at('credential_descriptors'), `credential ${JSON.stringify(alias)} has no secret auth component`));
+    }
+  }
+  return out;
+}
+
 /** Looks up an output profile the manifest does not ship (host built-ins, profile files). */
 export type OutputProfileResolver = (name: string) => OutputProfileFacts | undefined;
 

@@ -154,6 +154,35 @@ export interface CredentialDescriptor {
   readonly setup_hint: string;
 }
 
+/**
+ * How a plugin authenticates upstream (the contract's auth taxonomy):
+ * `none`; `secrets`, its `needs_user_creds` alone; `compound`, secret
+ * components setup stores plus external prerequisites the host cannot
+ * complete; `plugin_managed`, the plugin owns its upstream auth.
+ */
+export type AuthStrategy = 'none' | 'secrets' | 'compound' | 'plugin_managed';
+
+/** One part of what a `compound` (or `plugin_managed`) plugin needs before it works. */
+export interface AuthComponent {
+  /** Stable id of the component. */
+  readonly id: string;
+  /**
+   * `secret`: the value of the credential descriptor named by `credential`,
+   * stored by setup; `external`: a prerequisite the user completes outside
+   * the host (an account, billing, an access level), shown as a checklist
+   * item; `google_access_token`: the contract's reserved short-lived Google
+   * token, which this host has no source for, so it is shown like an
+   * external item.
+   */
+  readonly kind: 'secret' | 'external' | 'google_access_token';
+  /** For a secret component: the alias of its credential descriptor. */
+  readonly credential?: string;
+  /** Name shown to people. */
+  readonly display_name: string;
+  /** What the user does to complete it, when given. */
+  readonly setup_hint?: string;
+}
+
 /** A known-good call run to prove a plugin works. */
 export interface CanarySpec {
   /** Unprefixed tool name the canary calls. */
@@ -178,6 +207,10 @@ export interface ManifestRequirements {
   readonly credential_descriptors: readonly CredentialDescriptor[];
   /** The plugin's canary, when declared. */
   readonly canary?: CanarySpec;
+  /** The declared auth strategy; absent means `secrets` with credentials, `none` without. */
+  readonly auth_strategy?: AuthStrategy;
+  /** The declared auth components, in manifest order; absent when none are declared. */
+  readonly auth_components?: readonly AuthComponent[];
   /** The plugin's request budget, when declared. */
   readonly rate_policy?: RatePolicy;
   /** Result cache lifetime in seconds, when declared. */

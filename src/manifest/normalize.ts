@@ -7,6 +7,8 @@ import { isRecord, own, ownBoolean, ownNumber, ownString, ownStrings, toolEntrie
 import { pluginIdFromOpenDiscoveryName } from './checks.js';
 import { isClientRequestKind } from './clientRequestKinds.js';
 import type {
+  AuthComponent,
+  AuthStrategy,
   BackendKind,
   CanarySpec,
   ConfirmationPolicy,
@@ -103,9 +105,18 @@ function normalizeRequirements(requirements: unknown): ManifestRequirements {
   const rpm = ownNumber(rateRecord, 'requests_per_minute');
   const rate_policy: RatePolicy | undefined =
     rpm === undefined ? undefined : withDefined<RatePolicy>({ requests_per_minute: rpm }, { burst: ownNumber(rateRecord, 'burst') });
+  const components = own(requirements, 'auth_components');
+  const auth_components: AuthComponent[] | undefined = Array.isArray(components)
+    ? components.filter(isRecord).map((c) =>
+        withDefined<AuthComponent>(
+          { id: ownString(c, 'id') ?? '', kind: (ownString(c, 'kind') ?? 'external') as AuthComponent['kind'], display_name: ownString(c, 'display_name') ?? '' },
+          { credential: ownString(c, 'credential'), setup_hint: ownString(c, 'setup_hint') },
+        ),
+      )
+    : undefined;
   return withDefined<ManifestRequirements>(
     { needs_user_creds: strings(requirements, 'needs_user_creds'), credential_descriptors },
-    { canary, rate_policy, cache_ttl: ownNumber(requirements, 'cache_ttl') },
+    { canary, rate_policy, cache_ttl: ownNumber(requirements, 'cache_ttl'), auth_strategy: ownString(requirements, 'auth_strategy') as AuthStrategy | undefined, auth_components },
   );
 }
 

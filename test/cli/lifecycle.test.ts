@@ -67,7 +67,7 @@ describe('plugin lifecycle through the CLI', () => {
     const [human, machine] = await Promise.all([inProfile(['list']), inProfile(['list', '--json'])]);
     expect(human.code).toBe(0);
     const lines = human.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^NAME +VERSION +SHAPE +STATUS +OPS$/);
+    expect(lines[0]).toMatch(/^NAME +VERSION +SHAPE +STATUS +OPS +DISPLAY NAME$/);
     expect(lines.slice(1).map((l) => l.split(/ +/)[0])).toEqual(['greeter', 'hello']);
     // Every row's STATUS column starts where the header's does.
     const statusAt = lines[0]?.indexOf('STATUS');
@@ -78,8 +78,8 @@ describe('plugin lifecycle through the CLI', () => {
     expect(Object.keys(out)).toEqual(['ok', 'profile', 'profile_dir', 'plugins']);
     expect(out.profile_dir).toBe(profile.path);
     expect(out.plugins).toEqual([
-      { name: 'greeter', version: '0.1.0', shape: 'mcp-plugin', status: 'needs_configuration', tos: null, risk: null, variant_count: 1 },
-      { name: 'hello', version: '0.1.0', shape: 'mcp-plugin', status: 'active', tos: null, risk: null, variant_count: 1 },
+      { name: 'greeter', display_name: 'Greeter', version: '0.1.0', shape: 'mcp-plugin', status: 'needs_configuration', tos: null, risk: null, variant_count: 1 },
+      { name: 'hello', display_name: 'Hello', version: '0.1.0', shape: 'mcp-plugin', status: 'active', tos: null, risk: null, variant_count: 1 },
     ]);
   });
 

@@ -198,8 +198,8 @@ describe('inventory resources', () => {
     expect(rows.mimeType).toBe('application/json');
     expect(JSON.parse(rows.text)).toEqual({
       plugins: [
-        { name: 'host-canary', version: '1.2.0', shape: 'mcp-plugin', status: 'needs_configuration', tos: 'user-accepted', risk: 'Reads bookings through the service API', variant_count: 2 },
-        { name: 'host-probe', version: '1.0.0', shape: 'mcp-plugin', status: 'active', tos: 'test-fixture', risk: 'Writes notes into its own data directory', variant_count: 8 },
+        { name: 'host-canary', display_name: 'Host Canary', version: '1.2.0', shape: 'mcp-plugin', status: 'needs_configuration', tos: 'user-accepted', risk: 'Reads bookings through the service API', variant_count: 2 },
+        { name: 'host-probe', display_name: 'Host Probe', version: '1.0.0', shape: 'mcp-plugin', status: 'active', tos: 'test-fixture', risk: 'Writes notes into its own data directory', variant_count: 8 },
       ],
     });
     const one = JSON.parse((await host.resource('agent://plugin/host-canary'))._unsafeUnwrap().text) as Record<string, unknown>;
