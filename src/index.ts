@@ -37,6 +37,8 @@ export {
   PluginHost,
   type CanaryOptions,
   type CanaryOutcome,
+  type CompletionReference,
+  type CompletionRequest,
   type ConfirmationCallback,
   type ConfirmationRequest,
   type HostCallOptions,

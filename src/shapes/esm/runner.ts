@@ -67,8 +67,9 @@ async function main(): Promise<number | undefined> {
     report(loadFailedReport(pinned.error));
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
-  // The plugin's identity is the server's, so the host's serverInfo names the plugin.
-  const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version });
+  // The plugin's identity is the server's, so the host's serverInfo names the plugin. Logging is announced so that
+  // the host can set the level and a handler's log notifications (extra.sendNotification) reach the host as events.
+  const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version }, { capabilities: { logging: {} } });
   const source = { root, manifest: manifest.value, ...(pinned.value === undefined ? {} : { entry: pinned.value }) };
   const loaded = await loadPlugins(server, [source], { ...flags, trust: 'in-process', logger: stderrLogger });
   const plugin = loaded.isOk() ? loaded.value.plugins[0] : undefined;
