@@ -120,10 +120,11 @@ function dialOnce(host: string, port: number): Promise<Socket | undefined> {
 /**
  * The host's egress proxy: one per host, serving every plugin that has a
  * destination list, each connection under the policy of the plugin whose
- * sandbox it came from. It never listens anywhere: each plugin's bridge
- * hands it the connections the plugin opened to its proxy address, so the
- * only way in is from a sandbox, and the sandbox a connection came from is
- * known by the channel it arrived on, not by anything the plugin says.
+ * sandbox it came from. It listens on no address of the host: it serves
+ * the connections accepted on each plugin's own listener, opened inside
+ * that plugin's network namespace (`sandboxProxyListener`), so the only way
+ * in is from a sandbox, and the sandbox a connection came from is known by
+ * the listener it arrived on, not by anything the plugin says.
  *
  * It speaks HTTP CONNECT (tunnels, so HTTPS stays end to end) and plain
  * HTTP with absolute URLs; not SOCKS. For each request it checks the

@@ -1,9 +1,7 @@
 import { spawn, type StdioOptions } from 'node:child_process';
-import { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
-import { hostError, type HostError } from '../errors/HostError.js';
-import bridgeSettings from '../../etc/egress/proxy.json' with { type: 'json' };
-import { guardChannel } from './channelGuard.js';
+import type { HostError } from '../errors/HostError.js';
 import { ChildPluginProcess, type ChildPluginProcessOptions } from './ChildPluginProcess.js';
 import { diagnoseExecutable } from './diagnoseExecutable.js';
 import type { PluginProcess } from './PluginProcess.js';
@@ -29,16 +27,18 @@ export interface Launch {
    * closes, and the spawn fails with the check's error. Without
    * `extraInput`, the check runs before the spawn.
    */
-  readonly gate?: () => ResultAsync<void, HostError>;
+  readonly gate?: (launched: LaunchedLauncher) => ResultAsync<void, HostError>;
   /**
-   * Receives the connections a launcher hands back (the egress bridge): the
-   * child gets a Node IPC socket pair after every other descriptor, and each
-   * `connection` message carrying a socket is passed here. Anything else
-   * arriving on it is closed.
+   * Gives the launcher one more pipe, the descriptor after `extraInput`'s, to
+   * report on (bubblewrap's `--info-fd`); the gate reads it.
    */
-  readonly onConnection?: (socket: Socket) => void;
-  /** Sent to the launcher as the first message on that socket pair (the egress bridge's plugin environment), kept off every command line. */
-  readonly channelGreeting?: object;
+  readonly launcherReport?: boolean;
+}
+
+/** What a gate sees of the launcher it holds back. */
+export interface LaunchedLauncher {
+  /** The launcher's report pipe, when the launch asked for one. */
+  readonly report?: Readable;
 }
 
 type Input = NodeJS.WritableStream & { on(e: 'error', f: () => void): void; destroy(): void };
@@ -68,7 +68,7 @@ async function released(plugin: PluginProcess, input: Input, bytes: Buffer, chec
 export function spawnChild(executable: PluginCommand, launch: Launch, options: ChildPluginProcessOptions): ResultAsync<PluginProcess, HostError> {
   if (launch.gate && !launch.extraInput) {
     const { gate, ...ungated } = launch;
-    return gate()
+    return gate({})
       .orElse((error) => {
         executable.release();
         return errAsync(error);
@@ -82,7 +82,7 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
   }
   const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...executable.inheritFds];
   if (launch.extraInput) stdio.push('pipe');
-  if (launch.onConnection) stdio.push('ipc');
+  if (launch.launcherReport) stdio.push('pipe');
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(launch.command, [...launch.args], {
@@ -96,28 +96,6 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
   } catch (e) {
     executable.release();
     return errAsync(diagnoseExecutable(executable, e as NodeJS.ErrnoException)!);
-  }
-  const { onConnection } = launch;
-  if (onConnection) {
-    const guarded = guardChannel(child, bridgeSettings.maxChannelLineChars, (reason) => {
-      process.emitWarning(`mcp-plugin-host: the egress bridge channel of pid ${child.pid ?? '?'} sent ${reason === 'oversize' ? 'an oversized message' : 'data that is not a message'}; the plugin was killed`);
-    });
-    if (!guarded) {
-      child.kill('SIGKILL');
-      executable.release();
-      return errAsync(
-        hostError('PLUGIN_SANDBOX_UNSUPPORTED', 'this Node keeps the IPC channel where the host cannot guard it against a hostile bridge, so no plugin runs behind the egress bridge', {
-          details: { reason: 'egress_channel_unguarded', node: process.version },
-        }),
-      );
-    }
-    child.on('message', (message: unknown, handle: unknown) => {
-      if (message === 'connection' && handle instanceof Socket) onConnection(handle);
-      else if (handle instanceof Socket) handle.destroy();
-      // A listening server or datagram socket handed over by a compromised bridge: nothing to serve.
-      else (handle as { close?: () => void } | undefined)?.close?.();
-    });
-    if (launch.channelGreeting !== undefined) child.send(launch.channelGreeting, (error) => { if (error) child.kill('SIGKILL'); });
   }
   const started = new Promise<HostError | undefined>((resolve) => {
     child.once('spawn', () => resolve(undefined));
@@ -137,6 +115,7 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
       input.end(extraInput);
       return okAsync<PluginProcess, HostError>(plugin);
     }
-    return new ResultAsync((async () => released(plugin, input, extraInput, await gate()))());
+    const report = launch.launcherReport ? (child.stdio[4 + executable.inheritFds.length] as Readable) : undefined;
+    return new ResultAsync((async () => released(plugin, input, extraInput, await gate(report === undefined ? {} : { report })))());
   });
 }

@@ -6,10 +6,10 @@ import { silentLogger, type Logger } from '../ports/ports.js';
 import type { LifecycleOptions } from '../process/ChildPluginProcess.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import { inheritableDescriptors } from '../process/processTree.js';
-import { spawnChild } from '../process/spawnChild.js';
+import { spawnChild, type Launch } from '../process/spawnChild.js';
 import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
-import { bubblewrapBackend, nodeRuntimePaths, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
@@ -19,11 +19,12 @@ import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
-import type { Socket } from 'node:net';
-import { bridgedArgv, bridgeEnvMessage, proxyEnvironment } from '../egress/bridge.js';
+import type { Server, Socket } from 'node:net';
+import { proxyEnvironment } from '../egress/sandboxProxy.js';
+import { sandboxProxyListener } from '../egress/sandboxListener.js';
 import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
-import { probeEgress } from './egressProbe.js';
+import { listenerUnavailable, probeEgress } from './egressProbe.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;
@@ -233,6 +234,12 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/** Both checks, run side by side, before the plugin runs; either alone when the other is absent. */
+function bothGates(first: Launch['gate'], second: Launch['gate']): Launch['gate'] {
+  if (first === undefined || second === undefined) return first ?? second;
+  return (launched) => ResultAsync.combine([first(launched), second(launched)]).map(() => undefined);
+}
+
 /** HOST_INVALID_OPTIONS for the first tree limit option that is neither a positive integer nor `false`. */
 function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined {
   const given: [string, unknown, NumberKind][] = [
@@ -435,7 +442,11 @@ export class SandboxSpawner {
     });
   }
 
-  /** Spawns in the sandbox; with `onConnection`, the plugin runs behind the egress bridge, which hands its connections there. */
+  /**
+   * Spawns in the sandbox; with `onConnection`, the host listens on the proxy
+   * address inside the plugin's network namespace before the plugin runs,
+   * and serves every connection made there itself.
+   */
   private spawnConfined(request: SandboxSpawnRequest, onConnection: ((socket: Socket) => void) | undefined): ResultAsync<PluginProcess, HostError> {
     const lifecycle = this.lifecycle();
     const { directories } = request;
@@ -459,10 +470,7 @@ export class SandboxSpawner {
     // by path and never holds a descriptor through which a file its user owns could be reopened for writing.
     const program = bindsDescriptors ? request.executable.programFile : undefined;
     const pluginArgv = program === undefined ? executable.argv : [program.path, ...executable.argv.slice(1)];
-    // Behind the bridge the plugin gets its environment from the bridge; bubblewrap and the bridge's own Node get none of it.
-    const launchEnv = onConnection === undefined ? request.env : {};
-    const pluginFds = request.executable.inheritFds.map((_, i) => 3 + i).filter((fd) => program === undefined || fd !== 3 + program.index);
-    const argv = onConnection === undefined ? pluginArgv : bridgedArgv(process.execPath, pluginFds, pluginArgv);
+    const launchEnv = onConnection === undefined ? request.env : { ...request.env, ...proxyEnvironment() };
     const bound: BoundDirectory[] = [
       ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
       ...(directories === undefined || !bindsDescriptors ? [] : boundDirectories(directories, 3 + request.executable.inheritFds.length)),
@@ -471,7 +479,7 @@ export class SandboxSpawner {
       network: request.network,
       installRoot: executable.installRoot,
       writeDir: request.writeDir,
-      readOnlyPaths: [...executable.readOnlyPaths, ...(request.readOnlyPaths ?? []), ...(onConnection === undefined ? [] : nodeRuntimePaths())],
+      readOnlyPaths: [...executable.readOnlyPaths, ...(request.readOnlyPaths ?? [])],
       hiddenPaths: request.hiddenPaths,
       secretPaths: this.secretPaths,
       systemPaths: this.backend.systemPaths,
@@ -485,7 +493,8 @@ export class SandboxSpawner {
     }
     const limits = this.treeLimits(request.pluginId);
     const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
-    const { args, extraInput } = this.backend.launch(sized, argv, launchEnv, 3 + executable.inheritFds.length);
+    const firstFreeFd = 3 + executable.inheritFds.length;
+    const { args, extraInput } = this.backend.launch(sized, pluginArgv, launchEnv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const rlimits = this.rlimitArgs(limits);
     let launch =
@@ -506,6 +515,18 @@ export class SandboxSpawner {
       group = created.value;
       launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args);
     }
+    let listener: Server | undefined;
+    const listening: Launch['gate'] =
+      onConnection === undefined
+        ? undefined
+        : (launched) =>
+            sandboxProxyListener(launched.report)
+              .map((server) => {
+                listener = server;
+                server.on('connection', onConnection);
+              })
+              .mapErr(listenerUnavailable);
+    const gate = bothGates(listening, request.gate);
     return spawnChild(
       executable,
       {
@@ -513,12 +534,14 @@ export class SandboxSpawner {
         env: launchEnv,
         cwd: '/',
         ...(extraInput ? { extraInput } : {}),
-        ...(request.gate === undefined ? {} : { gate: request.gate }),
-        ...(onConnection === undefined ? {} : { onConnection, channelGreeting: bridgeEnvMessage({ ...request.env, ...proxyEnvironment() }) }),
+        ...(gate === undefined ? {} : { gate }),
+        ...(onConnection === undefined ? {} : { launcherReport: true }),
       },
       { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
     )
       .map((child): PluginProcess => {
+        const held = listener;
+        if (held !== undefined) void child.exited.then(() => held.close());
         if (group !== undefined) return new TreeLimitedProcess(child, group, this.logger);
         if (rlimits.length === 0) return child;
         const caps = {
@@ -528,6 +551,7 @@ export class SandboxSpawner {
         return new RlimitedProcess(child, caps);
       })
       .mapErr((error) => {
+        listener?.close();
         // A tree killed by a failed gate may take a moment to leave the group.
         if (group !== undefined) removeGroup(group, this.logger);
         return error;

@@ -21,8 +21,12 @@ export interface SandboxBackend {
   readonly launcherFailure: RegExp;
   /** Whether the plugin gets its own PID namespace and dies with the host. */
   readonly containsTree: boolean;
-  /** Launcher arguments followed by the plugin's argv, and bytes for the descriptor after the inherited ones. */
-  launch(layout: SandboxLayout, argv: readonly string[], env: Readonly<Record<string, string>>, firstFreeFd: number): { args: string[]; extraInput?: Buffer };
+  /**
+   * Launcher arguments followed by the plugin's argv, and bytes for the
+   * descriptor after the inherited ones; with `reportFd`, the launcher
+   * reports its sandbox's first process on that descriptor (bubblewrap only).
+   */
+  launch(layout: SandboxLayout, argv: readonly string[], env: Readonly<Record<string, string>>, firstFreeFd: number, reportFd?: number): { args: string[]; extraInput?: Buffer };
 }
 
 const ENV_PROGRAM = '/usr/bin/env';
@@ -82,8 +86,8 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
     tree: 'pid-namespace',
     launcherFailure: /^bwrap: /,
     containsTree: true,
-    launch: (layout, argv, env, firstFreeFd) => ({
-      args: [...bubblewrapArgs(layout, firstFreeFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)],
+    launch: (layout, argv, env, firstFreeFd, reportFd) => ({
+      args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

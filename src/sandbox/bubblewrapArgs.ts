@@ -34,8 +34,9 @@ function traversableParents(layout: SandboxLayout): string[] {
  * come after masks that would otherwise cover them.
  *
  * @param seccompFd - The descriptor number bubblewrap reads the seccomp program from (every plugin has one; see `pluginSeccompFilter`).
+ * @param infoFd - A descriptor bubblewrap reports its sandbox's first process on (`--info-fd`), for a plugin with a destination list (see `sandboxProxyListener`).
  */
-export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined): string[] {
+export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined, infoFd?: number): string[] {
   const args: string[] = [];
   if (layout.identity === undefined) {
     args.push('--unshare-all');
@@ -75,6 +76,7 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   args.push('--remount-ro', '/tmp', '--remount-ro', '/');
   args.push('--chdir', layout.cwd);
   if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
+  if (infoFd !== undefined) args.push('--info-fd', String(infoFd));
   args.push('--');
   return args;
 }

@@ -1,20 +1,21 @@
-import { createServer, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
-import { spawnChild } from '../process/spawnChild.js';
+import { spawnChild, type LaunchedLauncher } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
 import { sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
-import { bridgedArgv, bridgeEnvMessage, SANDBOX_PROXY_PORT } from '../egress/bridge.js';
+import { SANDBOX_PROXY_PORT } from '../egress/sandboxProxy.js';
+import { sandboxProxyListener, type SandboxListenerFailure } from '../egress/sandboxListener.js';
 
-/** What the probe plugin reports: the bridged exchange (`ok` or an error code) and a direct connection attempt. */
+/** What the probe plugin reports: the exchange through the proxy address (`ok` or an error code) and a direct connection attempt. */
 interface EgressProbeReport {
-  readonly bridged: string;
+  readonly proxied: string;
   readonly direct: string;
 }
 
-// Runs behind the bridge in place of a plugin, with the host's own Node.
+// Runs in the sandbox in place of a plugin, with the host's own Node.
 const PROBE_SCRIPT = `
 const net = require('net');
 const [proxyPort, hostPort] = process.argv.slice(1).map(Number);
@@ -29,14 +30,25 @@ const exchange = (port, say) => new Promise((done) => {
   s.on('timeout', () => { s.destroy(); done('timeout'); });
 });
 (async () => {
-  const r = { bridged: await exchange(proxyPort, 'egress-probe'), direct: await exchange(hostPort) };
+  const r = { proxied: await exchange(proxyPort, 'egress-probe'), direct: await exchange(hostPort) };
   process.stdout.write(JSON.stringify(r));
 })();
 `;
 
 const PROBE_TIMEOUT_MS = 20_000;
 
-const HINT = 'Plugins with an egress list need the host Node to run inside the sandbox and a loopback interface in a new network namespace; run the plugin with network: true or without destinations, or fix the cause named here.';
+const HINT =
+  "Plugins with an egress list need the system Python 3 (etc/egress/proxy.json, listenerHelperPythons) to open their proxy address inside the sandbox's network namespace, and the right to enter it (a root host, or the user namespace bubblewrap makes); run the plugin with network: true or without destinations, or fix the cause named here.";
+
+/** PLUGIN_SANDBOX_UNSUPPORTED for a sandbox whose proxy listener could not be opened: its plugin does not start. */
+export function listenerUnavailable(failure: SandboxListenerFailure): HostError {
+  if (failure.cause === 'shared_namespace') {
+    return sandboxUnsupported('enforcement_not_proved', `The sandbox has no network namespace of its own (${failure.message}).`, 'Refusing to run plugins with an egress list; check the launcher (bwrap) and its options.', {
+      listener_cause: failure.cause,
+    });
+  }
+  return sandboxUnsupported('egress_unavailable', `Cannot open the egress proxy address in the sandbox: ${failure.message}.`, HINT, { listener_cause: failure.cause });
+}
 
 /** Directories that already exist, to mount as the probe's install root and writable directory: the probe writes nothing, and makes no file a host killed meanwhile would leave behind. */
 export interface EgressProbeDirectories {
@@ -51,9 +63,10 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     socket.destroy();
   });
   let directHits = 0;
-  let bridgedHits = 0;
+  let proxiedHits = 0;
+  let sandboxListener: Server | undefined;
   const served = (socket: Socket): void => {
-    bridgedHits++;
+    proxiedHits++;
     socket.once('data', (data: Buffer) => socket.end(data.toString() === 'egress-probe' ? 'ok' : 'unexpected'));
     socket.on('error', () => socket.destroy());
   };
@@ -75,15 +88,25 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const argv = bridgedArgv(process.execPath, [], [process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)]);
-    const executable = unverifiedCommand(argv, layout.value.installRoot);
-    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
+    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot);
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3, 4);
+    const gate = (launched: LaunchedLauncher) =>
+      sandboxProxyListener(launched.report)
+        .map((server) => {
+          sandboxListener = server;
+          server.on('connection', served);
+        })
+        .mapErr(listenerUnavailable);
     const spawned = await spawnChild(
       executable,
-      { command: backend.command, args, env: {}, cwd: '/', onConnection: served, channelGreeting: bridgeEnvMessage({}), ...(extraInput ? { extraInput } : {}) },
+      { command: backend.command, args, env: {}, cwd: '/', gate, launcherReport: true, ...(extraInput ? { extraInput } : {}) },
       { tree: backend.tree, launcherFailure: backend.launcherFailure, stdinGraceMs: 0, termGraceMs: 1_000 },
     );
-    if (spawned.isErr()) return err(sandboxUnsupported('egress_unavailable', `The egress bridge probe could not start: ${spawned.error.message}`, HINT));
+    if (spawned.isErr()) {
+      const { code, details } = spawned.error;
+      if (code === 'PLUGIN_SANDBOX_UNSUPPORTED') return err(spawned.error);
+      return err(sandboxUnsupported('egress_unavailable', `The egress probe could not start: ${spawned.error.message}`, HINT, { spawn_code: code, ...(details ?? {}) }));
+    }
     const child = spawned.value;
     const chunks: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => chunks.push(c));
@@ -94,18 +117,19 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     try {
       report = JSON.parse(Buffer.concat(chunks).toString('utf8')) as EgressProbeReport;
     } catch {
-      return err(sandboxUnsupported('egress_unavailable', `The egress bridge probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
+      return err(sandboxUnsupported('egress_unavailable', `The egress probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
     }
     if (report.direct === 'connected' || directHits > 0) {
-      return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process behind the egress bridge reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel and bubblewrap version.', { report }));
+      return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process with an egress list reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel and bubblewrap version.', { report }));
     }
-    if (report.bridged !== 'ok' || bridgedHits !== 1) {
-      return err(sandboxUnsupported('egress_unavailable', `The egress bridge did not hand a sandboxed connection to the host (${report.bridged}).`, HINT, { report }));
+    if (report.proxied !== 'ok' || proxiedHits !== 1) {
+      return err(sandboxUnsupported('egress_unavailable', `A connection to the proxy address in the sandbox did not reach the host (${report.proxied}).`, HINT, { report }));
     }
     return ok(undefined);
   } catch (cause) {
     return err(sandboxUnsupported('egress_unavailable', `The egress probe could not be set up: ${(cause as Error).message}`, HINT));
   } finally {
+    sandboxListener?.close();
     hostListener.close();
   }
 }
@@ -114,10 +138,11 @@ const probes = new Map<string, Promise<Result<void, HostError>>>();
 
 /**
  * Proves, once per launcher per process, that the egress path works and is
- * the only one: behind the bridge, in a sandbox without network, a
- * connection to the proxy address reaches the host through the bridge, and
- * a connection to a listener on the host's loopback does not. Runs in the
- * directories of the first plugin that needs it.
+ * the only one: in a sandbox without network, a connection to the proxy
+ * address reaches the host through the listener the host opened in the
+ * sandbox's namespace, and a connection to a listener on the host's
+ * loopback does not. Runs in the directories of the first plugin that
+ * needs it.
  */
 export function probeEgress(backend: SandboxBackend, directories: EgressProbeDirectories): Promise<Result<void, HostError>> {
   const key = `${backend.name}:${backend.command}`;

@@ -21,9 +21,9 @@
  *
  * Nor may a plugin reach into another process running as its user
  * (`ptrace`, `process_vm_readv`, `process_vm_writev`, `pidfd_getfd`, `kcmp`):
- * the egress bridge is the plugin's parent under the same user, and with
- * these calls the plugin could copy the bridge's descriptor of the host's
- * IPC socket, or rewrite the bridge, and speak to the host directly.
+ * under a host that is not root, bubblewrap's own process 1 of the sandbox
+ * runs as the plugin's user too, and nothing of the sandbox but the
+ * plugin's own tree is the plugin's to reach into.
  */
 
 // Instruction classes and fields (linux/bpf_common.h).

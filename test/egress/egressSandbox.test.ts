@@ -1,6 +1,7 @@
 /**
- * The egress allowlist end to end: real bubblewrap sandboxes, the real
- * bridge, the host's proxy, loopback HTTP and HTTPS origins standing in for
+ * The egress allowlist end to end: real bubblewrap sandboxes, the host's
+ * listener in each sandbox's network namespace (opened by the real listener
+ * helper), the host's proxy, loopback HTTP and HTTPS origins standing in for
  * remote APIs. Test names resolve, through the proxy's resolver hook, to
  * public documentation addresses (TEST-NET-3) that the hook's route dials on
  * loopback, so every check runs on real addresses and no traffic leaves the
@@ -8,7 +9,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -122,6 +123,14 @@ async function run(req: SandboxSpawnRequest): Promise<Record<string, unknown>> {
 
 const eventsFor = (host: string): EgressEvent[] => events.filter((e) => e.host === host);
 
+/** The listener helpers a host process started: the Python whose command line is the helper script followed by that host's pid. */
+function listenerHelpersOf(hostPid: number): number[] {
+  return processesWith('IP_FREEBIND').filter((pid) => {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return argv[argv.findIndex((arg) => arg.includes('IP_FREEBIND')) + 1] === String(hostPid);
+  });
+}
+
 /** The real bubblewrap on PATH. */
 const bwrapPath = (): string => execFileSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' }).trim();
 
@@ -234,13 +243,13 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
   });
 
   it('fails closed when the egress path cannot be proved: the plugin does not start', async () => {
-    // A launcher that gives sandboxes behind the egress bridge the host's network: the bridge's probe must notice.
+    // A launcher that gives sandboxes with a destination list (those it reports on) the host's network: the egress path must notice.
     const leaky = join(base, 'leaky-bwrap');
     writeFileSync(
       leaky,
       [
         '#!/bin/sh',
-        `case "$*" in *"egress bridge"*) ;; *) exec ${bwrapPath()} "$@" ;; esac`,
+        `case "$*" in *--info-fd*) ;; *) exec ${bwrapPath()} "$@" ;; esac`,
         'for a; do shift; case "$a" in --unshare-net) ;; --unshare-all) set -- "$@" --unshare-all --share-net ;; *) set -- "$@" "$a" ;; esac; done',
         `exec ${bwrapPath()} "$@"`,
         '',
@@ -250,25 +259,6 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
     const leakySpawner = (await SandboxSpawner.create({ bwrapPath: leaky }))._unsafeUnwrap();
     const spawned = await leakySpawner.spawn(request([node22, join(FIXTURES, 'client.mjs'), 'env'], [...nodeRuntimePaths(node22), FIXTURES]));
     expect(spawned._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'enforcement_not_proved' } });
-  });
-
-  it('keeps the socket pair to the host in the bridge: the plugin does not hold it', async () => {
-    const marker = `egress-fd-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    markers.push(marker);
-    const spawned = await spawner.spawn(request([process.execPath, '-e', 'setInterval(() => {}, 1000)', marker], nodeRuntimePaths()));
-    started.push(spawned._unsafeUnwrap());
-    // Node processes only (bubblewrap's own carry the same command line): the bridge, and the plugin it runs.
-    const nodes = (): number[] => processesWith(marker).filter((pid) => readlinkSync(`/proc/${pid}/exe`) === realpathSync(process.execPath));
-    const isBridge = (pid: number): boolean => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('egress bridge');
-    // Until the plugin has been executed: right after the bridge forks it, the child still has the bridge's command line.
-    expect(await eventually(() => nodes().filter((pid) => !isBridge(pid)).length === 1)).toBe(true);
-    const [bridge] = nodes().filter(isBridge);
-    const [plugin] = nodes().filter((pid) => !isBridge(pid));
-    const channelFd = readFileSync(`/proc/${bridge}/environ`, 'utf8').split('\0').find((v) => v.startsWith('NODE_CHANNEL_FD='))?.split('=')[1];
-    const channel = readlinkSync(`/proc/${bridge}/fd/${channelFd}`);
-    expect(channel).toMatch(/^socket:/);
-    const pluginFds = readdirSync(`/proc/${plugin}/fd`).map((fd) => readlinkSync(`/proc/${plugin}/fd/${fd}`));
-    expect(pluginFds).not.toContain(channel);
   });
 
   it('hands the plugin its environment without putting it on any command line', async () => {
@@ -311,17 +301,18 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
     expect(policy).toMatchObject({ network: false, unixSocketsBlocked: true, egress: DESTINATIONS });
   });
 
-  it('a host killed by SIGKILL leaves no plugin, bridge or file behind', async () => {
+  it('a host killed by SIGKILL leaves no plugin, listener helper or file behind', async () => {
     const marker = `egress-${process.pid}-${Math.random().toString(36).slice(2)}`;
     markers.push(marker);
     const tmpBefore = readdirSync(tmpdir()).sort();
     const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-host.ts'), marker, dataDir, String(httpPort), join(node22, '..')], { stdio: ['ignore', 'pipe', 'inherit'] });
     const ready = await new Promise<string>((resolve) => host.stdout.on('data', (c: Buffer) => resolve(c.toString())));
     expect(ready).toBe('ready origin api.test/\n');
-    // The plugin and the bridge in front of it, both carrying the marker on their command lines.
+    // The plugin and bubblewrap around it, all carrying the marker on their command lines, and the host's listener helper.
     expect(processesWith(marker).length).toBeGreaterThanOrEqual(2);
+    expect(listenerHelpersOf(host.pid!)).toHaveLength(1);
     host.kill('SIGKILL');
-    expect(await eventually(() => processesWith(marker).length === 0)).toBe(true);
+    expect(await eventually(() => processesWith(marker).length === 0 && listenerHelpersOf(host.pid!).length === 0)).toBe(true);
     expect(readdirSync(tmpdir()).filter((name) => !tmpBefore.includes(name) && name.includes('egress'))).toEqual([]);
   });
 });

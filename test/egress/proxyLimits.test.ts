@@ -1,8 +1,8 @@
 /**
  * The egress proxy's own bounds and refusals, on real loopback sockets: a
- * loopback listener stands in for each plugin's bridge and hands every
- * connection it accepts to the proxy under that plugin's list, as the
- * bridge's channel does.
+ * loopback listener stands in for each plugin's listener in its sandbox and
+ * hands every connection it accepts to the proxy under that plugin's list,
+ * as the sandbox's listener does.
  */
 import { once } from 'node:events';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
@@ -41,13 +41,13 @@ function proxyWith(addresses: Record<string, string>, limits: Partial<EgressProx
   return { proxy, events };
 }
 
-/** The stand-in for one plugin's bridge: its loopback port. */
-async function bridgeFor(proxy: EgressProxy, pluginId: string, destinations: string[]): Promise<number> {
+/** The stand-in for one plugin's listener in its sandbox: its loopback port. */
+async function listenerFor(proxy: EgressProxy, pluginId: string, destinations: string[]): Promise<number> {
   const serve = proxy.attach(pluginId, egressPolicy(destinations, '/egress')._unsafeUnwrap());
   return listen(createServer(serve));
 }
 
-/** Sends `payload` on a new connection to the bridge and returns everything the proxy answered until it closed or `until` matched. */
+/** Sends `payload` on a new connection to the listener and returns everything the proxy answered until it closed or `until` matched. */
 function exchange(port: number, payload: string, until?: RegExp): Promise<string> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
@@ -84,18 +84,18 @@ describe('egress proxy bounds', () => {
     const hostService = createHttpServer((_req, res) => res.end('host-only service'));
     const servicePort = await listen(hostService, '0.0.0.0');
     const { proxy, events } = proxyWith({ 'self.test': own!.address });
-    const byName = await bridgeFor(proxy, 'by-name', [`self.test:${servicePort}`]);
+    const byName = await listenerFor(proxy, 'by-name', [`self.test:${servicePort}`]);
     const refused = await exchange(byName, `GET http://self.test:${servicePort}/z HTTP/1.1\r\nHost: self.test\r\nConnection: close\r\n\r\n`);
     expect(refused).toMatch(/^HTTP\/1\.1 403/);
     expect(refused).not.toMatch(/host-only service/);
     expect(events).toEqual([expect.objectContaining({ plugin_id: 'by-name', allowed: false, reason: 'refused_address', refused_kind: 'self', address: own!.address })]);
-    const literal = await bridgeFor(proxy, 'literal', [`${own!.address}:${servicePort}`]);
+    const literal = await listenerFor(proxy, 'literal', [`${own!.address}:${servicePort}`]);
     expect(await exchange(literal, `GET http://${own!.address}:${servicePort}/z HTTP/1.1\r\nHost: ${own!.address}\r\nConnection: close\r\n\r\n`)).toMatch(/host-only service/);
   });
 
   it('reads a CONNECT tunnel to port 80 as HTTP: each request goes to the tunnel target under its name, whatever Host the plugin writes', async () => {
     const { proxy, events } = proxyWith({ 'api.test': '203.0.113.10' });
-    const port = await bridgeFor(proxy, 'p', ['api.test']);
+    const port = await listenerFor(proxy, 'p', ['api.test']);
     const spoofed = await exchange(port, 'CONNECT api.test:80 HTTP/1.1\r\nHost: api.test:80\r\n\r\nGET /x HTTP/1.1\r\nHost: not-listed.example\r\nConnection: close\r\n\r\n');
     expect(spoofed).toMatch(/^HTTP\/1\.1 200 Connection Established/);
     expect(spoofed).toMatch(/origin api\.test\/x/);
@@ -113,7 +113,7 @@ describe('egress proxy bounds', () => {
 
   it('closes a tunnel that carries nothing for the idle time', async () => {
     const { proxy } = proxyWith({ 'api.test': '203.0.113.10' }, { tunnelIdleTimeoutMs: 200 });
-    const port = await bridgeFor(proxy, 'p', ['api.test:443']);
+    const port = await listenerFor(proxy, 'p', ['api.test:443']);
     // Closed by the proxy, not by the test: without the idle bound this never resolves and the test times out.
     const answer = await exchange(port, 'CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 200 Connection Established/);
@@ -121,9 +121,9 @@ describe('egress proxy bounds', () => {
 
   it('caps the connections of all plugins together, and one plugin over its own cap does not stop another', async () => {
     const { proxy, events } = proxyWith({ 'api.test': '203.0.113.10' }, { maxConnectionsPerPlugin: 8, maxConnections: 12 });
-    const greedy = await bridgeFor(proxy, 'greedy', ['api.test']);
-    const modest = await bridgeFor(proxy, 'modest', ['api.test']);
-    const third = await bridgeFor(proxy, 'third', ['api.test']);
+    const greedy = await listenerFor(proxy, 'greedy', ['api.test']);
+    const modest = await listenerFor(proxy, 'modest', ['api.test']);
+    const third = await listenerFor(proxy, 'third', ['api.test']);
     await openIdle(greedy, 20);
     await expect.poll(() => events.filter((e) => e.plugin_id === 'greedy' && e.reason === 'connection_limit').length).toBe(12);
     expect(await exchange(modest, 'GET http://api.test/m HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n')).toMatch(/origin api\.test\/m/);

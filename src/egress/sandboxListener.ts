@@ -1,0 +1,240 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Server } from 'node:net';
+import type { Readable } from 'node:stream';
+import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import { SANDBOX_PROXY_PORT } from './sandboxProxy.js';
+
+/** Why no proxy listener could be opened in a sandbox's network namespace. */
+export interface SandboxListenerFailure {
+  /**
+   * `shared_namespace`: the sandbox has no network namespace of its own (a
+   * listener there would be one on the host's network); `helper_unavailable`:
+   * the helper that opens listeners could not be started or died;
+   * `launcher_report`: the launcher did not say which process the sandbox is;
+   * `listen_failed`: the namespace refused the listener.
+   */
+  readonly cause: 'shared_namespace' | 'helper_unavailable' | 'launcher_report' | 'listen_failed';
+  readonly message: string;
+}
+
+/**
+ * Opens, for the host, a listening socket on the proxy address inside the
+ * network namespace of a process; started once per host process with the
+ * system Python (`-I -S`: nothing but the standard library), as the host's
+ * user, never in a sandbox. A socket belongs to the namespace it was made
+ * in for its whole life, whoever holds it: the helper enters the namespace
+ * (`setns`; for a sandbox in a user namespace of its own, in a child it
+ * forks, which enters that user namespace first), makes the socket there,
+ * leaves, and sends the socket to the host over the Node IPC channel (the
+ * `NODE_HANDLE` message Node reads a `net.Server` from), keeping no copy.
+ * So the host itself accepts every connection a plugin makes to its proxy
+ * address, and no process the plugin could reach stands in between. It
+ * binds with IP_FREEBIND because the sandbox may not have brought its
+ * loopback up yet, refuses a namespace that is its own (the host's), and
+ * dies with the host: on SIGKILL of its parent (PR_SET_PDEATHSIG) and
+ * whenever the channel closes.
+ */
+const HELPER_SCRIPT = `
+import array, ctypes, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, 9, 0, 0, 0)
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)
+port, backlog = int(sys.argv[2]), int(sys.argv[3])
+CLONE_NEWNET, CLONE_NEWUSER, IP_FREEBIND = 0x40000000, 0x10000000, 15
+channel = socket.socket(fileno=int(os.environ['NODE_CHANNEL_FD']))
+own_net = os.open('/proc/self/ns/net', os.O_RDONLY | os.O_CLOEXEC)
+own_net_id = os.fstat(own_net).st_ino
+own_user_id = os.stat('/proc/self/ns/user').st_ino
+
+def enter(fd, kind):
+    if libc.setns(fd, kind) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, 'setns: ' + os.strerror(code))
+
+def send(message, fd=None):
+    data = (json.dumps(message) + '\\n').encode()
+    rights = [] if fd is None else [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))]
+    sent = channel.sendmsg([data], rights)
+    if sent < len(data):
+        channel.sendall(data[sent:])
+
+def listen_and_send(rid):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.IPPROTO_IP, IP_FREEBIND, 1)
+    listener.bind(('127.0.0.1', port))
+    listener.listen(backlog)
+    send({'cmd': 'NODE_HANDLE', 'type': 'net.Server', 'msg': {'listener': rid}}, listener.fileno())
+    listener.close()
+
+def serve(rid, pid):
+    net = os.open('/proc/%d/ns/net' % pid, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if os.fstat(net).st_ino == own_net_id:
+            return send({'id': rid, 'cause': 'shared_namespace', 'message': 'the sandbox has no network namespace of its own'})
+        user = os.open('/proc/%d/ns/user' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if os.fstat(user).st_ino == own_user_id:
+                enter(net, CLONE_NEWNET)
+                try:
+                    return listen_and_send(rid)
+                finally:
+                    enter(own_net, CLONE_NEWNET)
+            child = os.fork()
+            if child == 0:
+                try:
+                    enter(user, CLONE_NEWUSER)
+                    enter(net, CLONE_NEWNET)
+                    listen_and_send(rid)
+                    os._exit(0)
+                except BaseException as e:
+                    send({'id': rid, 'cause': 'listen_failed', 'message': str(e)})
+                    os._exit(1)
+            os.waitpid(child, 0)
+        finally:
+            os.close(user)
+    finally:
+        os.close(net)
+
+pending = b''
+while True:
+    chunk = channel.recv(65536)
+    if not chunk:
+        sys.exit(0)
+    pending += chunk
+    *lines, pending = pending.split(b'\\n')
+    for line in lines:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(request, dict) or not isinstance(request.get('id'), int) or not isinstance(request.get('pid'), int):
+            continue
+        try:
+            serve(request['id'], request['pid'])
+        except OSError as e:
+            send({'id': request['id'], 'cause': 'listen_failed', 'message': str(e)})
+`;
+
+const STDERR_TAIL_CHARS = 2_000;
+
+type Waiter = (outcome: Server | SandboxListenerFailure) => void;
+
+/** One running helper: its requests by id, answered in any order. */
+class ListenerHelper {
+  private readonly waiting = new Map<number, Waiter>();
+  private nextId = 1;
+  private stderr = '';
+  private gone: SandboxListenerFailure | undefined;
+
+  private constructor(private readonly child: ChildProcess) {
+    child.stderr?.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS)));
+    child.on('message', (message: unknown, handle: unknown) => this.answer(message, handle));
+    child.on('error', (error) => this.end(`the listener helper could not run: ${error.message}`));
+    child.on('exit', (code, signal) => this.end(`the listener helper exited (${signal ?? `code ${code ?? '?'}`})${this.stderr.trim() === '' ? '' : `: ${this.stderr.trim()}`}`));
+    child.unref();
+    // Node refs the channel on the next tick after a 'message' listener is added; a helper must not keep the host alive.
+    process.nextTick(() => (child.channel as { unref?: () => void } | null | undefined)?.unref?.());
+  }
+
+  static start(python: string): ListenerHelper {
+    const child = spawn(python, ['-I', '-S', '-c', HELPER_SCRIPT, String(process.pid), String(SANDBOX_PROXY_PORT), String(proxySettings.listenBacklog)], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: {},
+      cwd: '/',
+      // Its own session: a terminal's signals aimed at the host's group do not end it under the host's running plugins.
+      detached: true,
+    });
+    return new ListenerHelper(child);
+  }
+
+  get alive(): boolean {
+    return this.gone === undefined;
+  }
+
+  listenIn(pid: number): Promise<Server | SandboxListenerFailure> {
+    if (this.gone !== undefined) return Promise.resolve(this.gone);
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.child.send({ id, pid }, (error) => {
+        if (error) this.settle(id, { cause: 'helper_unavailable', message: `cannot reach the listener helper: ${error.message}` });
+      });
+    });
+  }
+
+  private settle(id: number, outcome: Server | SandboxListenerFailure): void {
+    const waiter = this.waiting.get(id);
+    this.waiting.delete(id);
+    if (waiter !== undefined) waiter(outcome);
+    else if (outcome instanceof Server) outcome.close();
+  }
+
+  private answer(message: unknown, handle: unknown): void {
+    if (message === null || typeof message !== 'object') return;
+    const fields = message as Record<string, unknown>;
+    if (typeof fields.listener === 'number' && handle instanceof Server) {
+      this.settle(fields.listener, handle);
+    } else if (typeof fields.id === 'number') {
+      const cause = fields.cause === 'shared_namespace' ? 'shared_namespace' : 'listen_failed';
+      this.settle(fields.id, { cause, message: String(fields.message) });
+    }
+  }
+
+  private end(message: string): void {
+    this.gone ??= { cause: 'helper_unavailable', message };
+    for (const id of [...this.waiting.keys()]) this.settle(id, this.gone);
+  }
+}
+
+let helper: ListenerHelper | undefined;
+
+function runningHelper(): ListenerHelper | SandboxListenerFailure {
+  if (helper?.alive === true) return helper;
+  const python = proxySettings.listenerHelperPythons.find((path) => existsSync(path));
+  if (python === undefined) {
+    return { cause: 'helper_unavailable', message: `no Python 3 to run the listener helper (looked for ${proxySettings.listenerHelperPythons.join(', ')})` };
+  }
+  helper = ListenerHelper.start(python);
+  return helper;
+}
+
+/** The sandbox's first process, from bubblewrap's `--info-fd` report (`{"child-pid": N, …}`), read to its end. */
+function sandboxPid(report: Readable): Promise<number | SandboxListenerFailure> {
+  return new Promise((resolve) => {
+    let text = '';
+    report.setEncoding('utf8');
+    report.on('data', (chunk: string) => (text += chunk));
+    report.on('error', (error) => resolve({ cause: 'launcher_report', message: `cannot read the launcher's report: ${error.message}` }));
+    report.on('end', () => {
+      let pid: unknown;
+      try {
+        pid = (JSON.parse(text) as Record<string, unknown>)['child-pid'];
+      } catch {
+        pid = undefined;
+      }
+      resolve(Number.isSafeInteger(pid) && (pid as number) > 1 ? (pid as number) : { cause: 'launcher_report', message: `the launcher did not report its sandbox's process (${JSON.stringify(text.slice(0, 200))})` });
+    });
+  });
+}
+
+/**
+ * A listening socket on the proxy address (127.0.0.1, `sandboxProxyPort`)
+ * inside the network namespace of the sandbox whose launcher wrote
+ * `report` (bubblewrap's `--info-fd`), held by the host only. Ask for it
+ * while the launcher still holds the sandbox back (before its seccomp
+ * program is written), so the listener exists before any code of the plugin
+ * runs. Every sandbox has a namespace and a listener of its own: which
+ * plugin a connection belongs to is known by the listener it arrived on.
+ */
+export function sandboxProxyListener(report: Readable | undefined): ResultAsync<Server, SandboxListenerFailure> {
+  if (report === undefined) return errAsync({ cause: 'launcher_report', message: 'the launcher was started without a report pipe' });
+  return ResultAsync.fromSafePromise(sandboxPid(report)).andThen((pid) => {
+    if (typeof pid !== 'number') return errAsync(pid);
+    const running = runningHelper();
+    if (!(running instanceof ListenerHelper)) return errAsync(running);
+    return ResultAsync.fromSafePromise(running.listenIn(pid)).andThen((outcome) => (outcome instanceof Server ? okAsync(outcome) : errAsync(outcome)));
+  });
+}
