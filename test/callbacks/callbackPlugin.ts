@@ -42,3 +42,25 @@ export function answerOf(result: CallResult): Record<string, unknown> {
   if (text === undefined) throw new Error(`no text content in ${JSON.stringify(result.value)}`);
   return JSON.parse(text) as Record<string, unknown>;
 }
+
+/**
+ * The published server-everything as the host-everything fixture packages it,
+ * its manifest declaring `kinds` and the tools the server adds for them
+ * (it registers trigger-sampling-request and get-roots-list only for a client
+ * that announces sampling and roots).
+ */
+export async function everythingPackage(kinds: readonly string[], extraTools: readonly string[]): Promise<string> {
+  const dir = await packageFixturePlugin(join(FIXTURE, '..', 'host-everything'), { bundle: ['bin/everything.mjs'] });
+  built.push(dir);
+  const path = join(dir, 'manifest.json');
+  const manifest = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown> & { declared_capabilities: Record<string, unknown>; advertised_tools: unknown[] };
+  await writeFile(
+    path,
+    JSON.stringify({
+      ...manifest,
+      declared_capabilities: { ...manifest.declared_capabilities, client_requests: kinds },
+      advertised_tools: [...manifest.advertised_tools, ...extraTools.map((name) => ({ name, risk_class: 'read' }))],
+    }),
+  );
+  return dir;
+}
