@@ -89,8 +89,9 @@ export const COMMANDS = {
     details: [
       'Nothing is installed: the checks run against a temporary profile that is deleted afterwards.',
       'A directory or a lone manifest file is checked as a dev install; an archive as a standard one',
-      '(pass --checksum, or --dev). With --canary the plugin is also started and its tool list',
-      'compared with the manifest (--live calls the declared canary tool).',
+      '(pass --checksum, or --dev). A package is also started and its tool list compared with the',
+      'manifest (--live calls the declared canary tool instead); its stderr is shown if it dies.',
+      '--format github prints workflow annotations, --format sarif a SARIF 2.1.0 log.',
       'Without a working OS sandbox every static check still runs; the checks that need the sandbox',
       '(pinning the executable, the canary) are reported as skipped and the exit code is 5, or, with',
       '--strict, the run fails with PLUGIN_SANDBOX_UNSUPPORTED (exit 4).',

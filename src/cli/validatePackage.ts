@@ -8,6 +8,9 @@ import type { ExitCode } from './exitCodes.js';
 import { violationsOf, type PrintedViolation } from './Output.js';
 import { printed, printValidation, type Findings } from './validateReport.js';
 
+/** The check starting the plugin makes: its tool list against the manifest, or with --live its canary call. */
+const startCheck = (live: boolean): string => (live ? 'canary (live)' : 'tool list');
+
 /** Where a binding refusal points in the manifest. */
 const INSTALL_POINTERS: Partial<Record<string, string>> = {
   PLUGIN_EXECUTABLE_UNTRUSTED: '/executable',
@@ -135,7 +138,7 @@ async function inspect(ctx: CommandContext, host: PluginHost, target: Target): P
   }
 
   if (findings.violations.length === 0 && !manifestOnly && sandboxMissing !== undefined) {
-    findings.skipped.push(...['executable binding', ...(flags.canary ? ['canary'] : [])].map((check) => ({ check, code: sandboxMissing.code, reason: sandboxMissing.message })));
+    findings.skipped.push(...['executable binding', startCheck(flags.live)].map((check) => ({ check, code: sandboxMissing.code, reason: sandboxMissing.message })));
   } else if (findings.violations.length === 0 && !manifestOnly) {
     spinner.update('pinning the executable');
     const trial = await host.install(source, { ...options.value, canary: false });
@@ -153,15 +156,20 @@ async function inspect(ctx: CommandContext, host: PluginHost, target: Target): P
     } else {
       findings.checked.push('executable binding');
       pluginId = trial.value.plugin.name;
-      if (flags.canary) {
-        spinner.update(`starting ${pluginId}`);
-        const canary = await host.canary(pluginId, { live: flags.live });
-        if (canary.isErr()) {
-          spinner.stop();
-          return fail(ctx, canary.error, false, pluginId, { source: given });
-        }
-        findings.canary = canary.value;
-        findings.checked.push('canary');
+      // Started whenever it can be: a tool list that differs from the manifest would fail every call, and only
+      // the plugin itself can say what it lists.
+      spinner.update(`starting ${pluginId}`);
+      const canary = await host.canary(pluginId, { live: flags.live });
+      if (canary.isErr()) {
+        spinner.stop();
+        return fail(ctx, canary.error, false, pluginId, { source: given });
+      }
+      findings.canary = canary.value;
+      if (canary.value.status === 'skipped') {
+        const why = canary.value.error;
+        findings.skipped.push({ check: startCheck(flags.live), code: why?.code ?? 'PLUGIN_NEEDS_CONFIGURATION', reason: why?.message ?? 'the canary did not run' });
+      } else {
+        findings.checked.push(startCheck(flags.live));
       }
     }
   }

@@ -128,16 +128,31 @@ export async function printValidation(
   if (manifestOnly) out.line(`  ${s.dim('note')}     a lone manifest has no executable to pin; validate the package directory for that`);
   if (findings.canary !== undefined) out.line(`  ${s.dim('canary')}   ${canarySummary(findings.canary, s)}`);
   if (failedCanary !== undefined) {
-    out.note(`${out.errStyle.yellow('hint')}: ${failedCanary.hint}`);
+    const e = out.errStyle;
+    const tail = stderrTail(failedCanary);
+    if (tail.length > 0) out.note([e.dim('plugin stderr (last lines):'), ...tail.map((l) => e.dim(`  ${l}`))].join('\n'));
+    out.note(`${e.yellow('hint')}: ${failedCanary.hint}`);
     return EXIT_CODES.runtime;
   }
-  const skipped = findings.skipped[0];
-  if (skipped !== undefined) {
-    out.line(`  ${s.yellow('skipped')}  ${findings.skipped.map((k) => k.check).join(', ')}: ${skipped.code}: ${skipped.reason}`);
+  for (const reason of new Set(findings.skipped.map((k) => `${k.code}: ${k.reason}`))) {
+    const checks = findings.skipped.filter((k) => `${k.code}: ${k.reason}` === reason).map((k) => k.check);
+    out.line(`  ${s.yellow('skipped')}  ${checks.join(', ')}: ${reason}`);
+  }
+  if (findings.skipped.some((k) => k.code === 'PLUGIN_SANDBOX_UNSUPPORTED')) {
     out.line(`  ${s.dim('note')}     these checks need the OS sandbox; exit code ${EXIT_CODES.checksSkipped} (--strict fails instead)`);
     return EXIT_CODES.checksSkipped;
   }
   return EXIT_CODES.ok;
+}
+
+/** How many of the plugin's last stderr lines a failed canary shows. */
+const STDERR_LINES = 10;
+
+/** The plugin's last stderr lines a failure carries (a crash, a refused start), without trailing blank ones. */
+function stderrTail(error: HostError): string[] {
+  const tail = error.details.stderr_tail;
+  if (typeof tail !== 'string' || tail.trim() === '') return [];
+  return tail.trimEnd().split('\n').slice(-STDERR_LINES);
 }
 
 /** The `error` of a refused validation: the first violation's code, every violation counted. */

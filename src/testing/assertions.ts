@@ -2,7 +2,19 @@ import { AssertionError } from 'node:assert';
 import type { Result } from 'neverthrow';
 import type { HostError, HostErrorCode } from '../index.js';
 
-const describe = (error: HostError): string => `${error.code}: ${error.message}`;
+/** How many of the plugin's last stderr lines a failure message quotes. */
+const STDERR_LINES = 20;
+
+/**
+ * `CODE: message`, followed by the plugin's last stderr lines when the error
+ * carries them (a crash, a refused handshake): the cause a test failure needs.
+ */
+export function describeFailure(error: HostError): string {
+  const tail = error.details.stderr_tail;
+  const lines = typeof tail === 'string' ? tail.trimEnd().split('\n').slice(-STDERR_LINES) : [];
+  const quoted = lines.length === 0 || lines.every((l) => l.trim() === '') ? '' : `\nplugin stderr (last lines):\n${lines.map((l) => `  ${l}`).join('\n')}`;
+  return `${error.code}: ${error.message}${quoted}`;
+}
 
 /**
  * The value of an `ok` result; throws an `AssertionError` naming the host
@@ -11,7 +23,7 @@ const describe = (error: HostError): string => `${error.code}: ${error.message}`
  */
 export function expectOk<T>(result: Result<T, HostError>): T {
   if (result.isOk()) return result.value;
-  throw new AssertionError({ message: `expected success, got ${describe(result.error)}`, actual: result.error.code, expected: 'ok', operator: 'expectOk' });
+  throw new AssertionError({ message: `expected success, got ${describeFailure(result.error)}`, actual: result.error.code, expected: 'ok', operator: 'expectOk' });
 }
 
 /**
@@ -23,7 +35,7 @@ export function expectHostError<T>(result: Result<T, HostError>, code: HostError
     throw new AssertionError({ message: `expected ${code}, but the result succeeded`, actual: 'ok', expected: code, operator: 'expectHostError' });
   }
   if (result.error.code !== code) {
-    throw new AssertionError({ message: `expected ${code}, got ${describe(result.error)}`, actual: result.error.code, expected: code, operator: 'expectHostError' });
+    throw new AssertionError({ message: `expected ${code}, got ${describeFailure(result.error)}`, actual: result.error.code, expected: code, operator: 'expectHostError' });
   }
   return result.error;
 }

@@ -15,6 +15,7 @@ import {
   type ToolDescriptor,
   type ToolResult,
 } from '../index.js';
+import { describeFailure } from './assertions.js';
 import { makeScratchDir, MemorySecretStore, removeScratchDir } from './scratchProfile.js';
 
 /** Options of {@link startPlugin}. */
@@ -85,8 +86,8 @@ export class PluginUnderTest {
   async expectToolsMatchManifest(): Promise<readonly ToolDescriptor[]> {
     const listed = await this.listTools();
     if (listed.isOk()) return listed.value;
-    const { code, message, details } = listed.error;
-    if (code !== 'PLUGIN_TOOLS_MISMATCH') throw new AssertionError({ message: `the plugin did not list its tools: ${code}: ${message}` });
+    const { code, details } = listed.error;
+    if (code !== 'PLUGIN_TOOLS_MISMATCH') throw new AssertionError({ message: `the plugin did not list its tools: ${describeFailure(listed.error)}` });
     const undeclared = (details.undeclared ?? []) as readonly string[];
     const missing = (details.missing ?? []) as readonly string[];
     throw new AssertionError({

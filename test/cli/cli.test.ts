@@ -110,9 +110,9 @@ describe('validate', () => {
       form: 'gum-json',
       plugin: { plugin_id: 'hello-python', name: 'Hello (Python)', version: '0.1.0', shape: 'mcp-plugin' },
       violations: [],
-      canary: null,
+      canary: { status: 'passed', mode: 'passive' },
     });
-    expect(out.checked).toContain('executable binding');
+    expect(out.checked).toEqual(expect.arrayContaining(['executable binding', 'tool list']));
     // Nothing was installed anywhere: the scratch profile is gone.
     expect((await scratchDirs()).filter((d) => !before.includes(d))).toEqual([]);
   });
@@ -128,8 +128,8 @@ describe('validate', () => {
     const run = await cli(['validate', join(work.path, 'bad')]);
     expect(run.code).toBe(3);
     expect(run.stdout).toContain(`bad: ${MANY_VIOLATIONS_POINTERS.length} violations (manifest.json, gum-json)`);
-    expect(run.stdout).toMatch(/^ {2}POINTER +CODE +MESSAGE$/m);
-    for (const pointer of MANY_VIOLATIONS_POINTERS) expect(run.stdout).toMatch(new RegExp(`^  ${pointer} +PLUGIN_`, 'm'));
+    expect(run.stdout).toMatch(/^ {2}LINE +POINTER +CODE +MESSAGE$/m);
+    for (const pointer of MANY_VIOLATIONS_POINTERS) expect(run.stdout).toMatch(new RegExp(`^  \\d+:\\d+ +${pointer} +PLUGIN_`, 'm'));
     expect(run.stdout).toContain('hint PLUGIN_MANIFEST_INVALID: Fix every violation');
     expect(run.stdout).toContain('hint PLUGIN_FS_WRITE_OUTSIDE_SANDBOX: ');
   });
@@ -141,7 +141,7 @@ describe('validate', () => {
     expect(out.ok).toBe(false);
     const violations = out.violations as { pointer: string; code: string; message: string; stage: string }[];
     expect(violations.map((v) => v.pointer)).toEqual(MANY_VIOLATIONS_POINTERS);
-    for (const v of violations) expect(Object.keys(v).sort()).toEqual(['code', 'message', 'pointer', 'stage']);
+    for (const v of violations) expect(Object.keys(v).sort()).toEqual(['code', 'column', 'hint', 'line', 'message', 'pointer', 'stage']);
     expect(out.error).toMatchObject({ code: 'PLUGIN_MANIFEST_INVALID', message: expect.stringContaining('(and 4 more)') });
   });
 
@@ -194,7 +194,13 @@ describe('validate', () => {
     expect(run.code).toBe(3);
     const out = json(run);
     expect(out.violations).toEqual([
-      { pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: expect.stringMatching(/^bin\/run is a shell script/), stage: 'executable_binding' },
+      expect.objectContaining({
+        pointer: '/executable',
+        code: 'PLUGIN_EXECUTABLE_UNTRUSTED',
+        message: expect.stringMatching(/^bin\/run is a shell script/),
+        stage: 'executable_binding',
+        hint: expect.stringMatching(/\S/),
+      }),
     ]);
   });
 

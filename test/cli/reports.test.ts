@@ -1,11 +1,12 @@
 /**
  * validate's reports for CI (issue 17): GitHub workflow annotations, SARIF,
- * and a hint and a line on every violation.
+ * a hint and a line on every violation, the tool-list check without --canary
+ * and the plugin's stderr when it dies.
  */
-import { writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, json, MANY_VIOLATIONS_MANIFEST, REPO, tempDir } from './cliHarness.js';
+import { cli, json, MANY_VIOLATIONS_MANIFEST, packageHello, REPO, tempDir } from './cliHarness.js';
 
 let work: { readonly path: string; dispose(): Promise<void> };
 let badManifest: string;
@@ -84,5 +85,39 @@ describe('validate --json and text: every violation carries a hint and its line'
   it('in text, the line:column leads each row', async () => {
     const run = await cli(['validate', badManifest, '--no-color']);
     expect(run.stdout).toMatch(new RegExp(`^\\s+${lineOf('plugin_id')}:3\\s+/plugin_id\\s+PLUGIN_MANIFEST_INVALID`, 'm'));
+  });
+});
+
+describe('plain validate starts the plugin when the sandbox works', () => {
+  let hello: string;
+  beforeAll(async () => {
+    hello = await packageHello();
+  }, 60_000);
+  afterAll(() => rm(hello, { recursive: true, force: true }));
+
+  async function helloVariant(name: string, change: (manifest: Record<string, any>) => Record<string, any>, executable?: string): Promise<string> {
+    const dir = join(work.path, name);
+    await cp(hello, dir, { recursive: true });
+    const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Record<string, any>;
+    await writeFile(join(dir, 'manifest.json'), JSON.stringify(change(manifest), null, 2));
+    if (executable !== undefined) await writeFile(join(dir, 'bin/hello-mcp.mjs'), executable, { mode: 0o755 });
+    return dir;
+  }
+
+  it('a tool list that differs from the manifest fails without --canary', { timeout: 60_000 }, async () => {
+    const dir = await helloVariant('renamed-tool', (m) => ({ ...m, advertised_tools: [{ ...m.advertised_tools[0], name: 'greet' }] }));
+    const run = await cli(['validate', dir, '--json']);
+    expect(run.code).toBe(1);
+    const report = json(run);
+    expect(report.checked).toContain('executable binding');
+    expect(report).toMatchObject({ ok: false, canary: { status: 'failed', mode: 'passive', error: { code: 'PLUGIN_TOOLS_MISMATCH' } } });
+  });
+
+  it('a plugin that dies at start shows its stderr in the text output', { timeout: 60_000 }, async () => {
+    const dir = await helloVariant('dies', (m) => m, '#!/usr/bin/env node\nconsole.error("config.yaml: missing api_url");\nprocess.exit(2);\n');
+    const run = await cli(['validate', dir, '--no-color']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/canary +failed \(passive\)/);
+    expect(run.stderr).toMatch(/plugin stderr \(last lines\):\n {2}config\.yaml: missing api_url/);
   });
 });

@@ -31,10 +31,12 @@ describe('validate where no OS sandbox can be created', () => {
     expect(run.code).toBe(5);
     const report = json(run);
     expect(report).toMatchObject({ ok: true, plugin: { plugin_id: 'hello' }, violations: [] });
-    expect(report.skipped).toEqual([{ check: 'executable binding', code: 'PLUGIN_SANDBOX_UNSUPPORTED', reason: expect.stringContaining('bubblewrap') }]);
+    expect(report.skipped).toEqual(
+      ['executable binding', 'tool list'].map((check) => ({ check, code: 'PLUGIN_SANDBOX_UNSUPPORTED', reason: expect.stringContaining('bubblewrap') })),
+    );
     const text = await cli(['validate', HELLO], { env: noSandbox });
     expect(text.code).toBe(5);
-    expect(text.stdout).toMatch(/skipped\s+executable binding: PLUGIN_SANDBOX_UNSUPPORTED/);
+    expect(text.stdout).toMatch(/skipped\s+executable binding, tool list: PLUGIN_SANDBOX_UNSUPPORTED/);
   });
 
   it('--strict makes the skipped checks fail: PLUGIN_SANDBOX_UNSUPPORTED, exit 4', async () => {

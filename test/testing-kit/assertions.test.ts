@@ -23,6 +23,20 @@ describe('expectOk', () => {
   });
 });
 
+describe('failure messages quote the plugin stderr the error carries', () => {
+  it('expectOk and expectHostError add the last stderr lines under the code and message', () => {
+    const crashed = hostError('PLUGIN_CRASHED', 'exited with code 3', { details: { stderr_tail: 'starting\nTypeError: boom\n    at main (server.mjs:4:9)\n' } });
+    expect(() => expectOk(err(crashed))).toThrow(
+      'expected success, got PLUGIN_CRASHED: exited with code 3\nplugin stderr (last lines):\n  starting\n  TypeError: boom\n      at main (server.mjs:4:9)',
+    );
+    expect(() => expectHostError(err(crashed), 'PLUGIN_TIMEOUT')).toThrow('plugin stderr (last lines):\n  starting\n  TypeError: boom');
+  });
+
+  it('an empty tail adds nothing', () => {
+    expect(() => expectOk(err(hostError('PLUGIN_CRASHED', 'gone', { details: { stderr_tail: '\n' } })))).toThrow(/^expected success, got PLUGIN_CRASHED: gone$/);
+  });
+});
+
 describe('expectHostError', () => {
   it('returns the error when the code matches', () => {
     const error = hostError('PLUGIN_CRASHED', 'gone');
