@@ -1,0 +1,69 @@
+/**
+ * The same over Streamable HTTP (serveGateway in this process, the SDK's
+ * Client on a loopback port): the confirmation elicitation and a plugin's
+ * sampling request travel on the calling session's own stream, so each of
+ * two clients is asked about its own calls only.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { HostPool } from '../support/hostHarness.js';
+import { callbackPackage, op, removeCallbackPackages } from './callbackPlugin.js';
+
+const TIMEOUT_MS = 120_000;
+const TOKEN = 'callbacks-token-0123456789abcdef';
+
+const pool = new HostPool();
+const gateways: GatewayHandle[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(() => removeCallbackPackages());
+
+/** An HTTP client that declares sampling and elicitation and answers both with its own name. */
+async function namedClient(url: string, name: string, asked: string[]): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    asked.push(`${name}: ${request.params.message.split('\n')[0] ?? ''}`);
+    return { action: 'accept', content: { confirm: true } };
+  });
+  client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', content: { type: 'text', text: `answered by ${name}` }, model: name }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+  clients.push(client);
+  return client;
+}
+
+const textOf = (result: CallToolResult): string => (result.content[0]?.type === 'text' ? result.content[0].text : '');
+
+describe('the gateway asks its HTTP clients', () => {
+  it(
+    'confirms by elicitation and forwards sampling on the calling session only',
+    async () => {
+      const dir = await pool.profile();
+      const installer = await pool.open(dir);
+      (await installer.install(await callbackPackage(), { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const served = await serveGateway(await pool.open(dir), { policy: { maxRisk: 'write' }, http: { token: TOKEN, port: 0 } });
+      if (served.isErr()) throw served.error;
+      gateways.push(served.value);
+      const url = served.value.url ?? '';
+      const asked: string[] = [];
+      const [alice, bob] = [await namedClient(url, 'alice', asked), await namedClient(url, 'bob', asked)];
+
+      const erased = (await alice.callTool({ name: op('erase_notes'), arguments: {} })) as CallToolResult;
+      expect(erased.isError, JSON.stringify(erased)).not.toBe(true);
+      expect(asked).toEqual([`alice: ${op('erase_notes')} is a high-stakes write operation of plugin host-callbacks. Run it with these arguments?`]);
+
+      const fromAlice = (await alice.callTool({ name: op('ask_model'), arguments: { question: 'who?' } })) as CallToolResult;
+      const fromBob = (await bob.callTool({ name: op('ask_model'), arguments: { question: 'who?' } })) as CallToolResult;
+      expect(JSON.parse(textOf(fromAlice))).toMatchObject({ model: 'alice', content: { text: 'answered by alice' } });
+      expect(JSON.parse(textOf(fromBob))).toMatchObject({ model: 'bob', content: { text: 'answered by bob' } });
+    },
+    TIMEOUT_MS,
+  );
+});
