@@ -8,7 +8,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  McpError,
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
@@ -91,6 +97,17 @@ describe('the MCP surface through the gateway over stdio', () => {
 
       const completion = await client.complete({ ref: { type: 'ref/prompt', name: 'plug.twin-everything.completable-prompt' }, argument: { name: 'department', value: 'Ma' } });
       expect(completion.completion.values).toEqual(['Marketing']);
+
+      // A resource one plugin registers at run time: list_changed reaches the client, and the link in the tool's
+      // result, listed by that plugin only, reads under the plugin's own URI.
+      let resourceChanges = 0;
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => void (resourceChanges += 1));
+      const gzipped = (await client.callTool({ name: 'plug.twin-everything.gzip-file-as-resource', arguments: { name: 'twin.txt.gz', data: 'data:text/plain,hi' } })) as CallToolResult;
+      const link = gzipped.content.find((c) => c.type === 'resource_link');
+      if (link?.type !== 'resource_link') throw new Error(`no resource link in ${JSON.stringify(gzipped)}`);
+      await waitUntil(() => resourceChanges > 0, 30_000);
+      expect((await client.listResources()).resources.map((r) => r.uri)).toContain(link.uri);
+      expect((await client.readResource({ uri: link.uri })).contents[0]).toMatchObject({ uri: link.uri, blob: expect.any(String) });
 
       // A subscription reaches the plugin, and its update reaches the client under the URI it subscribed with.
       const updates: string[] = [];

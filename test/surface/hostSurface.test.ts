@@ -7,6 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
@@ -53,6 +54,17 @@ describe('resources, prompts, completions and logging of server-everything throu
       // A URI the plugin does not serve is the plugin's own error, naming the plugin.
       const unknown = (await host.readResource(ID, 'demo://nowhere'))._unsafeUnwrapErr();
       expect(unknown.details.plugin_id).toBe(ID);
+
+      // A tool that registers a resource at run time: the plugin's resources list_changed arrives as an event,
+      // and the link in the tool's result reads as the plugin wrote it.
+      const changes: HostEventMap['list_changed'][] = [];
+      host.events.on('list_changed', (e) => changes.push(e));
+      const gzipped = (await host.call(`plug.${ID}.gzip-file-as-resource`, { name: 'note.txt.gz', data: 'data:text/plain,hello%20host' }))._unsafeUnwrap();
+      const link = (gzipped.value as CallToolResult).content.find((c) => c.type === 'resource_link');
+      if (link?.type !== 'resource_link') throw new Error(`no resource link in ${JSON.stringify(gzipped.value)}`);
+      await waitUntil(() => changes.some((c) => c.plugin_id === ID && c.list === 'resources'));
+      expect((await host.resources(ID))._unsafeUnwrap().map((r) => r.uri)).toContain(link.uri);
+      expect((await host.readResource(ID, link.uri))._unsafeUnwrap().contents[0]).toMatchObject({ uri: link.uri, blob: expect.any(String) });
     },
     TIMEOUT_MS,
   );
