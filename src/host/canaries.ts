@@ -3,10 +3,11 @@
  * setup, on reload and on demand. A failure holds the plugin in quarantine
  * until a canary passes.
  */
-import { errAsync, ResultAsync, type Result } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync, type Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock, Logger } from '../ports/ports.js';
+import { CanaryArgumentCheck } from './canaryArguments.js';
 import { admitStart } from './CrashPolicy.js';
 import { aliasesOf, type CredentialSource } from './credentials.js';
 import type { CallDispatcher } from './dispatch.js';
@@ -35,7 +36,7 @@ export interface CanaryOutcome {
 export interface CanaryOptions {
   /** Call the canary tool (live) instead of only starting the plugin and listing its tools. Default false. */
   readonly live?: boolean;
-  /** Arguments overriding the declared canary arguments (relative dates are resolved in these too). */
+  /** Arguments overriding those of the declared canary arguments they name (relative dates are resolved in these too); they must fit the tool's input schema. */
   readonly args?: Readonly<Record<string, unknown>>;
 }
 
@@ -55,6 +56,7 @@ export interface CanaryParts {
 /** Runs canaries and records their outcome in the plugin's state row. */
 export class Canaries {
   readonly #parts: CanaryParts;
+  readonly #argumentCheck = new CanaryArgumentCheck();
 
   constructor(parts: CanaryParts) {
     this.#parts = parts;
@@ -89,8 +91,17 @@ export class Canaries {
     if (mode === 'live' && spec !== undefined) {
       const variant = plugin.variants.find((v) => v.tool_name === spec.tool);
       const opId = variant === undefined ? `plug.${id}.${spec.tool}` : hostOpId(variant);
-      const args = resolveRelativeDates(options.args ?? spec.arguments, clock.now());
-      outcome = await dispatcher.dispatch(plugin, spec.tool, args, {}, opId, 'canary').map((r) => r.value);
+      const args = resolveRelativeDates({ ...spec.arguments, ...options.args }, clock.now());
+      outcome = await runtimes
+        .take(plugin)
+        .asyncAndThen((rt) => rt.session.listTools())
+        .andThen((tools) => {
+          const checked = this.#argumentCheck.check(tools, spec.tool, args);
+          if (checked.unusable !== undefined) logger.warn({ plugin_id: id, tool: spec.tool }, `the canary tool's input schema does not compile; arguments unchecked: ${checked.unusable}`);
+          return checked.refused === undefined ? okAsync(undefined) : errAsync(checked.refused);
+        })
+        .andThen(() => dispatcher.dispatch(plugin, spec.tool, args, {}, opId, 'canary'))
+        .map((r) => r.value);
     } else {
       outcome = await runtimes.take(plugin).asyncAndThen((rt) => rt.session.listTools());
     }

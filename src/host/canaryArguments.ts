@@ -1,0 +1,49 @@
+/**
+ * A live canary's arguments checked against the input schema the plugin
+ * itself lists for the canary tool, before the call. A plugin that does not
+ * validate its own arguments would otherwise answer whatever it is sent,
+ * and a canary run with arguments its tool refuses to describe would report
+ * a pass that proves nothing.
+ */
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+import { hostError, type HostError } from '../errors/HostError.js';
+import type { CompiledSchema } from '../manifest/schemas.js';
+import type { ToolDescriptor } from '../shapes/PluginSession.js';
+
+/** Compiles tools' input schemas (each one the plugin lists, draft 2020-12 rules, `$schema` ignored). */
+export class CanaryArgumentCheck {
+  // Its own instance: plugin schemas may reuse one another's $id.
+  readonly #ajv = new Ajv2020({ strict: false, addUsedSchema: false });
+
+  constructor() {
+    formats.default(this.#ajv);
+  }
+
+  /**
+   * INVALID_ARGS (with `details.pointer`) when `args` break the input schema
+   * `tools` gives `tool`; undefined when they fit, or when the plugin lists
+   * no schema for it. A schema that does not compile is reported as
+   * `unusable` (the caller logs it) and checks nothing.
+   */
+  check(tools: readonly ToolDescriptor[], tool: string, args: unknown): { readonly refused?: HostError; readonly unusable?: string } {
+    const schema = tools.find((t) => t.name === tool)?.inputSchema;
+    if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return {};
+    const { $schema: _dialect, ...body } = schema as Record<string, unknown>;
+    let validate: CompiledSchema;
+    try {
+      validate = this.#ajv.compile(body);
+    } catch (cause) {
+      return { unusable: cause instanceof Error ? cause.message : String(cause) };
+    }
+    if (validate(args)) return {};
+    const first = validate.errors?.[0];
+    const pointer = first?.instancePath ?? '';
+    const message = first?.message ?? 'does not match';
+    return {
+      refused: hostError('INVALID_ARGS', `the canary arguments of '${tool}' do not match its input schema at '${pointer}': ${message}`, {
+        details: { tool, pointer, schema_error: message },
+      }),
+    };
+  }
+}
