@@ -96,12 +96,17 @@ export class Output {
    * A failed command: `error CODE: message`, any violations, `hint: ...`
    * and the CLI's own suggestion on stderr; or
    * `{"ok":false,"error":{...}}` on stdout. `extra` adds top-level fields
-   * to the JSON document (the command's partial result).
+   * to the JSON document (the command's partial result). `meant` is the
+   * installed name nearest a plugin or tool name that was not found.
    */
-  failure(error: HostError, pluginId?: string, extra: Readonly<Record<string, unknown>> = {}): void {
-    const suggestion = cliHint(error, pluginId);
+  failure(error: HostError, pluginId?: string, extra: Readonly<Record<string, unknown>> = {}, meant?: string): void {
+    const suggestion = meant === undefined ? cliHint(error, pluginId) : `did you mean '${meant}'?`;
     if (this.json) {
-      this.data({ ok: false, ...extra, error: { ...error.toJSON(), ...(suggestion === undefined ? {} : { cli_hint: suggestion }) } });
+      this.data({
+        ok: false,
+        ...extra,
+        error: { ...error.toJSON(), ...(suggestion === undefined ? {} : { cli_hint: suggestion }), ...(meant === undefined ? {} : { did_you_mean: meant }) },
+      });
       return;
     }
     if (this.annotations) this.line(workflowCommand('error', { title: error.code }, `${error.message}\n${error.hint}`));

@@ -25,7 +25,6 @@ const OPTIONS = {
   strict: { type: 'boolean' },
   format: { type: 'string' },
   'canary-args': { type: 'string', multiple: true },
-  plugin: { type: 'string' },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   timeout: { type: 'string' },
@@ -146,18 +145,20 @@ export const COMMANDS = {
       'tool asks for confirmation on a terminal, or needs --yes.',
     ],
   },
-  remove: { args: ['<name>'], summary: 'remove a plugin (its namespace owner stays recorded)', options: [] },
+  remove: {
+    args: ['<name>'],
+    summary: 'remove a plugin (its namespace owner stays recorded)',
+    options: ['yes'],
+    details: ['On a terminal it asks first; --yes skips the question. Without a terminal (scripts, CI) it does not ask.'],
+  },
   reload: { args: ['<name>'], summary: 'clear quarantine, restart the plugin and run a passive canary', options: ['timeout'] },
   canary: {
     args: ['<name>'],
     summary: "run a plugin's canary (passive: start + tool list; --live: call the canary tool)",
-    options: ['live', 'canary-args', 'plugin', 'timeout'],
+    options: ['live', 'canary-args', 'timeout'],
     details: [
-      "--plugin=<name> names the plugin as the GUM contract spells it (same as the positional name).",
-      "--canary-args='k=v k2=v2' (one argument, as the contract writes it, or several) overrides those",
-      'declared canary arguments; quote a value with spaces (city="New York"); each value is read as',
-      'JSON when it parses (5, true, "x", {...}) and as a string otherwise (+7d, +2w: relative dates).',
-      'The arguments are checked against the tool\'s input schema first: a mismatch fails the canary.',
+      '--canary-args k=v ... overrides the declared canary arguments; each value is read as JSON',
+      'when it parses (5, true, "x", {...}) and as a string otherwise (+7d).',
     ],
   },
   setup: {
@@ -403,12 +404,6 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   if (!isOutputFormat(format)) {
     const near = nearest(format, OUTPUT_FORMATS);
     return usage(`--format must be ${OUTPUT_FORMATS.join(', ')}, not '${format}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`, command);
-  const named = typeof values.plugin === 'string' ? values.plugin : undefined;
-  if (named !== undefined && name === 'canary') {
-    if (named === '') return usage('--plugin needs a value', name);
-    if (positionals.length > 0 && positionals[0] !== named) return usage(`--plugin=${named} and '${positionals[0] ?? ''}' name different plugins`, name);
-    positionals = [named, ...positionals.slice(1)];
-  }
   }
   if (bool('json') && format !== 'json') return usage(`--json and --format ${format} ask for two outputs: give one`, command);
   const timeout = text('timeout');
@@ -503,51 +498,19 @@ function looseValue(raw: string): unknown {
   }
 }
 
-/**
- * Splits one `--canary-args` value into its `k=v` words at unquoted
- * whitespace; single or double quotes group a value with spaces and are
- * dropped. Undefined when a quote is left open.
- */
-function canaryWords(text: string): string[] | undefined {
-  const words: string[] = [];
-  let word: string | undefined;
-  let quote: string | undefined;
-  for (const char of text) {
-    if (quote !== undefined) {
-      if (char === quote) quote = undefined;
-      else word = (word ?? '') + char;
-    } else if (char === '"' || char === "'") {
-      quote = char;
-      word ??= '';
-    } else if (/\s/.test(char)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else {
-      word = (word ?? '') + char;
-    }
-  }
-  if (quote !== undefined) return undefined;
-  if (word !== undefined) words.push(word);
-  return words;
-}
-
-function readCanaryArgs(values: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
-  if (values.length === 0) return { ok: true, value: undefined };
+function readCanaryArgs(pairs: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
+  if (pairs.length === 0) return { ok: true, value: undefined };
   const out: Record<string, unknown> = {};
-  for (const value of values) {
-    if (value.trimStart().startsWith('{')) {
-      const object = looseValue(value);
+  for (const pair of pairs) {
+    if (pair.trimStart().startsWith('{')) {
+      const object = looseValue(pair);
       if (typeof object !== 'object' || object === null || Array.isArray(object)) return { ok: false, message: '--canary-args {...} must be a JSON object' };
       Object.assign(out, object);
       continue;
     }
-    const words = canaryWords(value);
-    if (words === undefined) return { ok: false, message: `--canary-args: unclosed quote in '${value}'` };
-    for (const pair of words) {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
-      out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
-    }
+    const eq = pair.indexOf('=');
+    if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
+    out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
   }
   return { ok: true, value: out };
 }
@@ -561,7 +524,7 @@ function usage(message: string, command?: CommandName): { ok: false; problem: Us
 }
 
 /** The name nearest a misspelt one, when it is close enough (two edits) to be what was meant. */
-function nearest(name: string, candidates: readonly string[]): string | undefined {
+export function nearest(name: string, candidates: readonly string[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const candidate of candidates) {
     const distance = editDistance(candidate, name);

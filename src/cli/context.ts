@@ -3,7 +3,7 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
-import type { Flags } from './args.js';
+import { nearest, type Flags } from './args.js';
 import { EXIT_CODES, exitCodeFor, type ExitCode } from './exitCodes.js';
 import type { Output, Terminal } from './Output.js';
 
@@ -133,7 +133,34 @@ export async function withHost(
 }
 
 /** Prints a failure and returns its exit code. */
-export function fail(ctx: CommandContext, error: HostError, checkingPackage: boolean, pluginId?: string, extra?: Readonly<Record<string, unknown>>): ExitCode {
-  ctx.out.failure(error, pluginId, extra);
+export function fail(ctx: CommandContext, error: HostError, checkingPackage: boolean, pluginId?: string, extra?: Readonly<Record<string, unknown>>, meant?: string): ExitCode {
+  ctx.out.failure(error, pluginId, extra, meant);
   return ctx.signal.aborted ? EXIT_CODES.interrupted : exitCodeFor(error, checkingPackage);
+}
+
+/**
+ * {@link fail}, with a did-you-mean when the plugin or the tool was not found:
+ * the installed plugin nearest `pluginId`, or the nearest of its tools when
+ * the plugin is there and `tool` is not.
+ */
+export async function failNaming(
+  ctx: CommandContext,
+  host: PluginHost,
+  error: HostError,
+  names: { readonly pluginId: string; readonly tool?: string },
+  extra?: Readonly<Record<string, unknown>>,
+): Promise<ExitCode> {
+  return fail(ctx, error, false, names.pluginId, extra, await nearestName(host, error, names));
+}
+
+async function nearestName(host: PluginHost, error: HostError, names: { readonly pluginId: string; readonly tool?: string }): Promise<string | undefined> {
+  if (error.code !== 'PLUGIN_NOT_FOUND' && error.code !== 'VARIANT_NOT_FOUND') return undefined;
+  const info = await host.info(names.pluginId);
+  if (info.isErr()) {
+    const rows = await host.list();
+    return rows.isErr() ? undefined : nearest(names.pluginId, rows.value.map((r) => r.name));
+  }
+  if (names.tool === undefined) return undefined;
+  const tool = nearest(names.tool, info.value.operations.map((o) => o.tool_name));
+  return tool === undefined ? undefined : `${names.pluginId} ${tool}`;
 }

@@ -1,4 +1,4 @@
-import { profileName, withHost, fail, type CommandContext } from './context.js';
+import { profileName, withHost, fail, failNaming, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { infoLines, statusText } from './present.js';
 
@@ -28,7 +28,7 @@ export function infoCommand(ctx: CommandContext): Promise<ExitCode> {
   const name = ctx.positionals[0] ?? '';
   return withHost(ctx, async (host) => {
     const info = await host.info(name);
-    if (info.isErr()) return fail(ctx, info.error, false, name);
+    if (info.isErr()) return failNaming(ctx, host, info.error, { pluginId: name });
     ctx.out.data({ ok: true, plugin: info.value });
     for (const line of infoLines(info.value, ctx.out.style)) ctx.out.line(line);
     return EXIT_CODES.ok;

@@ -1,20 +1,35 @@
 import type { CanaryOutcome, HostError, PluginHost } from '../index.js';
 import type { ResultAsync } from 'neverthrow';
-import { fail, withHost, type CommandContext } from './context.js';
+import { hostError } from '../errors/HostError.js';
+import { fail, failNaming, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary } from './present.js';
+import { confirm } from './prompt.js';
 
 function nameOf(ctx: CommandContext): string {
   return ctx.positionals[0] ?? '';
 }
 
-/** `remove <name>`: install root and rows go; the namespace owner, data directory and credentials stay. */
+/**
+ * `remove <name>`: install root and rows go; the namespace owner, data
+ * directory and credentials stay. On a terminal it asks first (`--yes` does
+ * not); elsewhere (scripts, CI, `--json`) it removes at once.
+ */
 export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
   const name = nameOf(ctx);
+  const { out, terminal, flags } = ctx;
   return withHost(ctx, async (host) => {
+    const found = await host.info(name);
+    if (found.isErr()) return failNaming(ctx, host, found.error, { pluginId: name });
+    if (!flags.yes && !out.json && terminal.stdin.isTTY === true) {
+      const { version } = found.value;
+      if (!(await confirm(terminal, `Remove ${name} ${version}? Its data directory and credentials are kept.`))) {
+        return fail(ctx, hostError('PLUGIN_CONFIRMATION_DENIED', `${name} was not removed`, { details: { plugin_id: name } }), false, name);
+      }
+    }
     const removed = await host.remove(name);
-    if (removed.isErr()) return fail(ctx, removed.error, false, name);
+    if (removed.isErr()) return failNaming(ctx, host, removed.error, { pluginId: name });
     ctx.out.data({ ok: true, plugin_id: name, removed: true });
     ctx.out.line(`removed ${name} ${ctx.out.style.dim('(its namespace owner stays recorded, so the same owner can reinstall it)')}`);
     return EXIT_CODES.ok;
@@ -26,7 +41,7 @@ export function unquarantineCommand(ctx: CommandContext): Promise<ExitCode> {
   const name = nameOf(ctx);
   return withHost(ctx, async (host) => {
     const cleared = await host.unquarantine(name);
-    if (cleared.isErr()) return fail(ctx, cleared.error, false, name);
+    if (cleared.isErr()) return failNaming(ctx, host, cleared.error, { pluginId: name });
     ctx.out.data({ ok: true, plugin_id: name, quarantined: false });
     ctx.out.line(`unquarantined ${name}`);
     return EXIT_CODES.ok;
@@ -59,10 +74,8 @@ function canaryRun(ctx: CommandContext, verb: string, run: (host: PluginHost, na
     spinner.update(`${verb} ${name}`);
     const outcome = await run(host, name);
     spinner.stop();
-    if (outcome.isErr()) return fail(ctx, outcome.error, false, name);
-    // What the canary tool answered, so a live run with overridden arguments can be read back.
-    const answer = verb === 'checking' && outcome.value.result !== undefined ? { result: outcome.value.result } : undefined;
-    return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary', answer);
+    if (outcome.isErr()) return failNaming(ctx, host, outcome.error, { pluginId: name });
+    return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary');
   });
 }
 

@@ -1,5 +1,5 @@
 import type { ConfirmationRequest, ToolResult } from '../index.js';
-import { fail, withHost, type CommandContext } from './context.js';
+import { failNaming, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { confirm, readAll } from './prompt.js';
 import { usageFailure } from './usage.js';
@@ -55,7 +55,7 @@ export async function runCommand(ctx: CommandContext): Promise<ExitCode> {
       onProgress: (p) => spinner.update(`${opId}: ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}`),
     });
     spinner.stop();
-    if (called.isErr()) return fail(ctx, called.error, false, plugin, { op_id: opId });
+    if (called.isErr()) return failNaming(ctx, host, called.error, { pluginId: plugin, tool }, { op_id: opId });
     const result = called.value;
     out.data({ ok: !result.isError, op_id: opId, result: result.value, is_error: result.isError });
     if (result.isError) {

@@ -68,4 +68,16 @@ describe('on a terminal', () => {
     expect(run.stdout + run.stderr).not.toMatch(/\u001b\[/);
     expect(run.stderr).toBe('');
   });
+
+  it('remove asks first: no keeps the plugin, yes removes it', { timeout: SLOW }, async () => {
+    const question = /Remove greeter 0\.1\.0\? Its data directory and credentials are kept\. \[y\/N\] /;
+    const kept = await onTerminal(['remove', 'greeter', '--profile-dir', profile.path], question, 'n');
+    expect(kept.code).toBe(1);
+    expect(kept.stdout).toContain('PLUGIN_CONFIRMATION_DENIED');
+    expect((await cli(['info', 'greeter', '--profile-dir', profile.path])).code).toBe(0);
+    const removed = await onTerminal(['remove', 'greeter', '--profile-dir', profile.path], question, 'y');
+    expect(removed.code).toBe(0);
+    expect(removed.stdout).toContain('removed greeter');
+    expect((await cli(['info', 'greeter', '--profile-dir', profile.path])).code).toBe(1);
+  });
 });
