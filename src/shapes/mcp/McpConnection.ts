@@ -20,6 +20,7 @@ import { CallAbort } from './CallAbort.js';
 import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
+import { outputSchemaValidators } from './outputSchemaValidators.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
 
@@ -118,7 +119,7 @@ export class McpConnection {
       clock: settings.clock,
     });
     this.calls = new CallsInFlight((settings.clientRequests?.kinds.length ?? 0) > 0);
-    this.client = new Client(settings.clientInfo, { capabilities: clientCapabilities(settings.clientRequests) });
+    this.client = new Client(settings.clientInfo, { capabilities: clientCapabilities(settings.clientRequests), jsonSchemaValidator: outputSchemaValidators });
     answerClientRequests(this.client, settings.clientRequests, this.calls, settings.clock, settings.logger);
     this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
     this.client.onclose = () => void process.stop();
