@@ -50,6 +50,8 @@ export {
   type InstallOutcome,
   type InventoryResource,
   type InventoryResourceDescriptors,
+  type NdjsonCrashPolicy,
+  type NdjsonMalformedPolicy,
   type PluginHostOptions,
   type PluginRunOptions,
   type RemoveOptions,

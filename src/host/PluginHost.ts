@@ -44,6 +44,8 @@ import {
   METHOD_OPTION_SCHEMAS,
   resolveHostConfig,
   type HostConfig,
+  type NdjsonCrashPolicy,
+  type NdjsonMalformedPolicy,
   type PluginRunOptions,
   type StdoutPolicy,
 } from './hostConfig.js';
@@ -58,7 +60,7 @@ export type { ConfirmationCallback, ConfirmationRequest } from './admission.js';
 export type { ClientRequestContext, ClientRequestHandlers, ElicitationCallback, RootsCallback, SamplingCallback } from './clientRequests.js';
 export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
-export type { PluginRunOptions, StdoutPolicy } from './hostConfig.js';
+export type { NdjsonCrashPolicy, NdjsonMalformedPolicy, PluginRunOptions, StdoutPolicy } from './hostConfig.js';
 export type { RemoveOptions } from './drain.js';
 export type { CompletionReference, CompletionRequest } from './mcpSurface.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
@@ -156,9 +158,23 @@ export interface PluginHostOptions {
    */
   readonly handshakeTimeoutMs?: number;
   /**
+   * What a malformed answer of an ndjson-rpc plugin (not JSON, not the
+   * protocol's response shape, over the frame cap) costs: `fail-call`
+   * (default, the mcptest protocol) fails that call and leaves the child
+   * running; `stop-plugin` also stops the plugin and counts it toward quarantine.
+   */
+  readonly ndjsonMalformed?: NdjsonMalformedPolicy;
+  /**
+   * After an ndjson-rpc plugin crashes: `sticky` (default, the mcptest
+   * protocol) reports every later call as that crash (`details.sticky`)
+   * until `reload` or `unquarantine`; `respawn` quarantines it on the backoff
+   * ladder and starts a fresh process when the wait is over.
+   */
+  readonly ndjsonCrash?: NdjsonCrashPolicy;
+  /**
    * Run options of single plugins, by plugin id, overriding `stdout`,
-   * `maxFrameBytes`, `startupTimeoutMs`, `maxInFlight`, `callTimeoutMs` and
-   * `handshakeTimeoutMs`.
+   * `maxFrameBytes`, `startupTimeoutMs`, `maxInFlight`, `callTimeoutMs`,
+   * `handshakeTimeoutMs`, `ndjsonMalformed` and `ndjsonCrash`.
    */
   readonly plugins?: Readonly<Record<string, PluginRunOptions>>;
   /** The crash backoff ladder; one failure more than it has steps quarantines for good. Default 30, 60, 120, 240, 480 s. */

@@ -7,7 +7,9 @@ import { ResultAsync } from 'neverthrow';
 import { recheckPinnedCode } from '../binding/recheckPinnedCode.js';
 import { lookupPlugin } from '../catalog/catalogContents.js';
 import type { PluginStateRecord } from '../catalog/catalogTypes.js';
-import type { HostError } from '../errors/HostError.js';
+import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { HostError } from '../errors/HostError.js';
 import type { HostErrorCode } from '../errors/registry.js';
 import type { HostEvents } from '../events/HostEvents.js';
 import type { Clock, Logger } from '../ports/ports.js';
@@ -53,6 +55,8 @@ export class Supervisor {
   readonly #parts: SupervisorParts;
   /** When this host last recorded a failure of each plugin (epoch ms). */
   readonly #lastFailureAt = new Map<string, number>();
+  /** Sticky crashes, by plugin id, with the binding that crashed (an upgrade starts afresh). */
+  readonly #sticky = new Map<string, { readonly failure: HostError; readonly binding: ExecutableBindingRecord | undefined }>();
 
   constructor(parts: SupervisorParts) {
     this.#parts = parts;
@@ -84,6 +88,43 @@ export class Supervisor {
     if (recorded.isErr()) logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
+  /** A failure that cost only its call (the protocol leaves the process running): logged, nothing stopped or counted. */
+  callFailedAlone(pluginId: string, failure: HostError): void {
+    this.#parts.logger.warn({ plugin_id: pluginId, code: failure.code }, `a call failed and the plugin keeps running: ${failure.message}`);
+  }
+
+  /**
+   * A crash its protocol makes sticky: the session is stopped (the child
+   * reaped) and the crash reported once; every later call of this host gets
+   * it ({@link Supervisor.stickyCrash}) until unquarantine or reload. The
+   * crash books are left alone: no backoff, no quarantine.
+   */
+  async pluginCrashedSticky(pluginId: string, runtime: PluginRuntime, failure: HostError): Promise<void> {
+    const { runtimes, events, logger } = this.#parts;
+    if (!runtime.claimFailure(failure)) return;
+    this.#sticky.set(pluginId, { failure, binding: runtimes.originOf(runtime)?.binding });
+    const stopped = await runtimes.stop(pluginId, runtime);
+    if (stopped.isErr()) logger.warn({ plugin_id: pluginId, code: stopped.error.code }, `the crashed session did not stop: ${stopped.error.message}`);
+    logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin crashed; later calls report the crash until it is reloaded');
+    events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
+  }
+
+  /** The error every call of `plugin` gets after a sticky crash of the binding still installed; `undefined` otherwise. */
+  stickyCrash(plugin: InstalledPlugin): HostError | undefined {
+    const entry = this.#sticky.get(plugin.plugin_id);
+    if (entry === undefined) return undefined;
+    if (entry.binding !== undefined && !sameBinding(plugin.lock.binding, entry.binding)) {
+      this.#sticky.delete(plugin.plugin_id);
+      return undefined;
+    }
+    const crash = entry.failure;
+    return new HostError(crash.code, `the plugin crashed earlier and stays crashed until it is reloaded: ${crash.message}`, {
+      details: { ...crash.details, sticky: true },
+      cause: crash,
+      hint: 'Reload the plugin (PluginHost.reload or unquarantine) to start it again.',
+    });
+  }
+
   /**
    * A call that started at `callStarted` succeeded: the failure history is
    * cleared, unless a failure was recorded after that call began (a call
@@ -109,6 +150,7 @@ export class Supervisor {
 
   /** Clears quarantine (backoff, hold or permanent). */
   unquarantine(pluginId: string): ResultAsync<void, HostError> {
+    this.#sticky.delete(pluginId);
     return this.#parts.catalog.updateState(pluginId, (row) => withCrashState(row, CLEAR_CRASH_STATE)).map(() => {
       this.#parts.logger.info({ plugin_id: pluginId }, 'plugin unquarantined');
       this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });

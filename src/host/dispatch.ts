@@ -15,7 +15,7 @@ import { withClientRequests, type ClientRequestHandlers } from './clientRequests
 import type { CallSchemas } from './callSchemas.js';
 import type { ResultShaper } from './resultShaping.js';
 import { stoppedByRetirement } from './drain.js';
-import { callBudget, type HostConfig } from './hostConfig.js';
+import { callBudget, pluginRunSettings, type HostConfig } from './hostConfig.js';
 import type { PluginRuntime } from './PluginRuntime.js';
 import type { PluginRuntimes } from './runtimes.js';
 import type { DispatchPurpose, Supervisor } from './Supervisor.js';
@@ -81,6 +81,8 @@ export class CallDispatcher {
     const id = plugin.plugin_id;
     const invalid = this.#parts.schemas.checkArguments(plugin, tool, args);
     if (invalid !== undefined) return errAsync(callError(invalid, { id, opId }));
+    const crashed = this.#parts.supervisor.stickyCrash(plugin);
+    if (crashed !== undefined) return errAsync(callError(crashed, { id, opId }));
     const taken = runtimes.take(plugin);
     if (taken.isErr()) return errAsync(callError(taken.error, { id, opId }));
     const runtime = taken.value;
@@ -122,7 +124,10 @@ export class CallDispatcher {
       events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
     }
     if (failure !== undefined) {
-      if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(id, runtime, failure, purpose);
+      const scope = runtimes.originOf(runtime)?.adapter.failureScope?.(failure, pluginRunSettings(this.#parts.config, id));
+      if (scope === 'call') supervisor.callFailedAlone(id, failure);
+      else if (scope === 'sticky') await supervisor.pluginCrashedSticky(id, runtime, failure);
+      else if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(id, runtime, failure, purpose);
     } else if (purpose === 'call') {
       const cleared = supervisor.callSucceeded(id, call.started);
       if (cleared !== undefined) await cleared;

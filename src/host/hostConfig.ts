@@ -35,6 +35,23 @@ export type InFlightShape = keyof typeof hostOptionData.defaults.maxInFlight;
  */
 export type StdoutPolicy = 'tolerate' | 'strict';
 
+/**
+ * What a malformed answer of an ndjson-rpc plugin costs (a line that is not
+ * JSON, a response that breaks the protocol's schema, a line over the frame
+ * cap): `fail-call` fails the call concerned and leaves the child running, as
+ * the mcptest protocol says; `stop-plugin` also stops the plugin and counts
+ * it toward quarantine.
+ */
+export type NdjsonMalformedPolicy = 'fail-call' | 'stop-plugin';
+
+/**
+ * What happens after an ndjson-rpc plugin crashes: `sticky` (the mcptest
+ * protocol) reports every later call as that crash until the plugin is
+ * reloaded or unquarantined; `respawn` quarantines it on the backoff ladder
+ * and starts a fresh process once the wait is over.
+ */
+export type NdjsonCrashPolicy = 'sticky' | 'respawn';
+
 /** How the host runs one plugin, overriding the host-wide option of the same name (`PluginHostOptions.plugins`). */
 export interface PluginRunOptions {
   /** Stdout lines that are not JSON-RPC (MCP-speaking shapes). */
@@ -49,6 +66,10 @@ export interface PluginRunOptions {
   readonly callTimeoutMs?: number;
   /** Time for a handshake-shape plugin to answer the handshake line of each launch, in ms. */
   readonly handshakeTimeoutMs?: number;
+  /** What a malformed answer of an ndjson-rpc plugin costs. */
+  readonly ndjsonMalformed?: NdjsonMalformedPolicy;
+  /** What happens after an ndjson-rpc plugin crashes. */
+  readonly ndjsonCrash?: NdjsonCrashPolicy;
 }
 
 /** A plugin's run settings: its own overrides, else the host's options, else the defaults. */
@@ -60,6 +81,8 @@ export interface PluginRunSettings {
   readonly maxInFlight: number | undefined;
   readonly callTimeoutMs: number;
   readonly handshakeTimeoutMs: number;
+  readonly ndjsonMalformed: NdjsonMalformedPolicy;
+  readonly ndjsonCrash: NdjsonCrashPolicy;
 }
 
 /** Every option of {@link PluginHost.open}, checked, with its default filled in; frozen. */
@@ -92,6 +115,8 @@ export interface HostConfig {
   readonly maxFrameBytes: number;
   readonly startupTimeoutMs: number;
   readonly handshakeTimeoutMs: number;
+  readonly ndjsonMalformed: NdjsonMalformedPolicy;
+  readonly ndjsonCrash: NdjsonCrashPolicy;
   /** Per-plugin overrides of the run options, by plugin id. */
   readonly plugins: Readonly<Record<string, PluginRunOptions>>;
   /** How long a remove or upgrade lets calls in flight finish: the host's `callTimeoutMs` when set, else 30 s. */
@@ -144,6 +169,8 @@ const SANDBOX_SCHEMA: OptionSchema = {
 };
 
 const STDOUT_RULE = { oneOf: ['tolerate', 'strict'] } as const;
+const NDJSON_MALFORMED_RULE = { oneOf: ['fail-call', 'stop-plugin'] } as const;
+const NDJSON_CRASH_RULE = { oneOf: ['sticky', 'respawn'] } as const;
 
 /** The options of one entry of `plugins`. */
 const PLUGIN_RUN_SCHEMA: OptionSchema = {
@@ -153,6 +180,8 @@ const PLUGIN_RUN_SCHEMA: OptionSchema = {
   maxInFlight: 'count',
   callTimeoutMs: 'milliseconds',
   handshakeTimeoutMs: 'milliseconds',
+  ndjsonMalformed: NDJSON_MALFORMED_RULE,
+  ndjsonCrash: NDJSON_CRASH_RULE,
 };
 
 /** The callbacks answering plugins' requests to their client, for the host or one call. */
@@ -185,6 +214,8 @@ const HOST_SCHEMA: OptionSchema = {
   credentialsFromEnv: 'boolean',
   startupTimeoutMs: 'milliseconds',
   handshakeTimeoutMs: 'milliseconds',
+  ndjsonMalformed: NDJSON_MALFORMED_RULE,
+  ndjsonCrash: NDJSON_CRASH_RULE,
   plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
   esmRunnerArgv: 'strings',
@@ -281,6 +312,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
       startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
       handshakeTimeoutMs: o.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
+      ndjsonMalformed: o.ndjsonMalformed ?? (DEFAULTS.ndjsonMalformed as NdjsonMalformedPolicy),
+      ndjsonCrash: o.ndjsonCrash ?? (DEFAULTS.ndjsonCrash as NdjsonCrashPolicy),
       plugins: Object.freeze({ ...o.plugins }),
       drainTimeoutMs: o.callTimeoutMs ?? DEFAULTS.drainTimeoutMs,
       backoffScheduleMs: Object.freeze([...(o.backoffScheduleMs ?? DEFAULTS.backoffScheduleMs)]),
@@ -309,6 +342,8 @@ export function pluginRunSettings(config: HostConfig, pluginId: string): PluginR
     maxInFlight: own?.maxInFlight,
     callTimeoutMs: own?.callTimeoutMs ?? config.callTimeoutMs,
     handshakeTimeoutMs: own?.handshakeTimeoutMs ?? config.handshakeTimeoutMs,
+    ndjsonMalformed: own?.ndjsonMalformed ?? config.ndjsonMalformed,
+    ndjsonCrash: own?.ndjsonCrash ?? config.ndjsonCrash,
   };
 }
 

@@ -19,7 +19,7 @@ import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { CallResult, McpCallResult, PluginSession, ProcessLauncher, ProtocolCallResult, ToolResult } from '../shapes/PluginSession.js';
 import { clientRequestSettings } from './clientRequests.js';
-import { pluginRunSettings, type HostConfig } from './hostConfig.js';
+import { pluginRunSettings, type HostConfig, type PluginRunSettings } from './hostConfig.js';
 
 /** What an adapter builds a session from. */
 export interface SessionContext {
@@ -51,6 +51,15 @@ export interface VerifyContext {
   readonly config: HostConfig;
 }
 
+/**
+ * How far a failure reaches when its protocol says less than the host's
+ * default (stop the plugin and count the failure toward quarantine): `call`
+ * fails only the call concerned and the process keeps running; `sticky`
+ * stops the process and reports the failure to every later call until the
+ * plugin is reloaded, without the crash books.
+ */
+export type FailureScope = 'call' | 'sticky';
+
 /** How the host runs plugins of one shape. */
 export interface ProtocolAdapter {
   /** The shape this adapter serves. */
@@ -72,6 +81,8 @@ export interface ProtocolAdapter {
    * becomes the mapped host error, whose details carry `context`.
    */
   mapResult(result: ToolResult, context: Required<PluginErrorContext>): Result<CallResult, HostError>;
+  /** Where a failure counted against the plugin stops, by its run settings; `undefined` (or no method) keeps the host's default. */
+  failureScope?(failure: HostError, run: PluginRunSettings): FailureScope | undefined;
 }
 
 const toolNames = (plugin: InstalledPlugin): string[] => [...new Set(plugin.variants.map((v) => v.tool_name))];
@@ -138,6 +149,9 @@ const esmModule: ProtocolAdapter = {
   mapResult: mapMcpResult('esm-module'),
 };
 
+/** An ndjson-rpc answer that is not JSON, breaks the response shape, or crosses the frame cap. */
+const MALFORMED_ANSWER_CODES: ReadonlySet<string> = new Set(['PLUGIN_INVALID_JSON', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_FRAME_TOO_LARGE']);
+
 const ndjsonRpc: ProtocolAdapter = {
   shape: 'ndjson-rpc',
   processPerCall: false,
@@ -149,7 +163,7 @@ const ndjsonRpc: ProtocolAdapter = {
       clock: context.clock,
       logger: context.logger,
       tools: toolNames(context.plugin),
-      respawn: true,
+      respawn: run.ndjsonCrash === 'respawn',
       callTimeoutMs: run.callTimeoutMs,
       maxTotalTimeoutMs: config.maxTotalTimeoutMs,
       maxInFlight: run.maxInFlight ?? config.maxInFlight['ndjson-rpc'],
@@ -159,6 +173,12 @@ const ndjsonRpc: ProtocolAdapter = {
   verifyMain: verifyExecutable,
   runnerPath: () => undefined,
   mapResult: keepResult('ndjson-rpc'),
+  // The mcptest protocol leaves the child running after a malformed answer, and a crash stays the answer to every later call.
+  failureScope: (failure, run) => {
+    if (MALFORMED_ANSWER_CODES.has(failure.code)) return run.ndjsonMalformed === 'fail-call' ? 'call' : undefined;
+    if (failure.code === 'PLUGIN_CRASHED' || failure.code === 'PLUGIN_RESOURCE_LIMIT') return run.ndjsonCrash === 'sticky' ? 'sticky' : undefined;
+    return undefined;
+  },
 };
 
 const handshake: ProtocolAdapter = {

@@ -45,15 +45,15 @@ describe('the resolved HostConfig', () => {
 describe('run settings of one plugin', () => {
   it('are its entry in plugins, else the host options, else the defaults (tolerate, 1 MiB, 30 s)', () => {
     const defaults = resolveHostConfig({ profileDir: '/tmp/p' })._unsafeUnwrap();
-    expect(pluginRunSettings(defaults, 'any')).toEqual({ stdout: 'tolerate', maxFrameBytes: 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: undefined, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000 });
+    expect(pluginRunSettings(defaults, 'any')).toEqual({ stdout: 'tolerate', maxFrameBytes: 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: undefined, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000, ndjsonMalformed: 'fail-call', ndjsonCrash: 'sticky' });
     const config = resolveHostConfig({
       profileDir: '/tmp/p',
       stdout: 'strict',
       maxFrameBytes: 4096,
       plugins: { big: { maxFrameBytes: 8 * 1024 * 1024, stdout: 'tolerate', maxInFlight: 2 }, slow: { startupTimeoutMs: 90_000 } },
     })._unsafeUnwrap();
-    expect(pluginRunSettings(config, 'big')).toEqual({ stdout: 'tolerate', maxFrameBytes: 8 * 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: 2, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000 });
-    expect(pluginRunSettings(config, 'slow')).toEqual({ stdout: 'strict', maxFrameBytes: 4096, startupTimeoutMs: 90_000, maxInFlight: undefined, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000 });
+    expect(pluginRunSettings(config, 'big')).toEqual({ stdout: 'tolerate', maxFrameBytes: 8 * 1024 * 1024, startupTimeoutMs: 30_000, maxInFlight: 2, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000, ndjsonMalformed: 'fail-call', ndjsonCrash: 'sticky' });
+    expect(pluginRunSettings(config, 'slow')).toEqual({ stdout: 'strict', maxFrameBytes: 4096, startupTimeoutMs: 90_000, maxInFlight: undefined, callTimeoutMs: 30_000, handshakeTimeoutMs: 5_000, ndjsonMalformed: 'fail-call', ndjsonCrash: 'sticky' });
     expect(pluginRunSettings(config, 'toString').stdout).toBe('strict');
   });
 

@@ -27,7 +27,7 @@ describe('ndjson-rpc plugin', () => {
     expect((await host.info('host-ndjson'))._unsafeUnwrap()).toMatchObject({ shape: 'ndjson-rpc', status: 'active' });
   });
 
-  it('returns application errors as isError results and counts a crash toward quarantine', async () => {
+  it('returns application errors as isError results and, with ndjsonCrash respawn, counts a crash toward quarantine', async () => {
     const appError = await pool.installed(await pool.profile(), ['ndjson'], { env: { ECHO_MODE: 'app-error' } });
     expect((await appError.call('plug.host-ndjson.echo', { x: 1 }))._unsafeUnwrap()).toEqual({
       shape: 'ndjson-rpc',
@@ -36,14 +36,14 @@ describe('ndjson-rpc plugin', () => {
     });
 
     const dir = await pool.profile();
-    const crashing = await pool.installed(dir, ['ndjson'], { env: { ECHO_MODE: 'crash-before' }, clock: new FakeClock() });
+    const crashing = await pool.installed(dir, ['ndjson'], { env: { ECHO_MODE: 'crash-before' }, clock: new FakeClock(), ndjsonCrash: 'respawn' });
     expect((await crashing.call('plug.host-ndjson.echo', {}))._unsafeUnwrapErr().code).toBe('PLUGIN_CRASHED');
     expect((await crashing.info('host-ndjson'))._unsafeUnwrap()).toMatchObject({ status: 'quarantined', last_error_code: 'PLUGIN_CRASHED' });
     expect((await crashing.call('plug.host-ndjson.echo', {}))._unsafeUnwrapErr().code).toBe('VARIANT_QUARANTINED');
   });
 
-  it('gives calls queued behind a protocol failure that failure, not HOST_CLOSED', async () => {
-    const host = await pool.installed(await pool.profile(), ['ndjson'], { env: { ECHO_MODE: 'garbage' }, clock: new FakeClock() });
+  it('with ndjsonMalformed stop-plugin, gives calls queued behind a protocol failure that failure, not HOST_CLOSED', async () => {
+    const host = await pool.installed(await pool.profile(), ['ndjson'], { env: { ECHO_MODE: 'garbage' }, clock: new FakeClock(), ndjsonMalformed: 'stop-plugin' });
     const [first, queued] = await Promise.all([host.call('plug.host-ndjson.echo', { n: 1 }), host.call('plug.host-ndjson.echo', { n: 2 })]);
     expect(first._unsafeUnwrapErr().code).toBe('PLUGIN_INVALID_JSON');
     const sibling = queued._unsafeUnwrapErr();

@@ -73,9 +73,17 @@ const FLOOD_TIMEOUT_MS = 60_000;
 const crash = (why: string, next: NextCall = 'quarantined-then-ok') => ({ code: 'PLUGIN_CRASHED' as const, next, why });
 const resourceLimit = (why: string) => ({ code: 'PLUGIN_RESOURCE_LIMIT' as const, next: 'quarantined-then-ok' as const, why });
 const all = <T>(value: T): Record<FaultProtocol, T> => ({ 'mcp-plugin': value, 'ndjson-rpc': value, handshake: value });
+// mcptest protocol v1 (seed 002, the host's default ndjsonCrash sticky): a crash is the answer to every later call; no respawn, no quarantine.
+const stickyCrash = (why: string) => ({ code: 'PLUGIN_CRASHED' as const, next: 'fails-again' as const, why: `${why}; mcptest: every later call reports the crash (sticky, no quarantine)` });
+// mcptest protocol v1 (the host's default ndjsonMalformed fail-call): a malformed answer fails its call and the child is left running.
+const callOnly = (code: HostErrorCode, why: string) => ({ code, next: 'ok' as const, why: `${why}; mcptest: only that call fails, the child is left running` });
 
 const ROWS: readonly FaultRow[] = [
-  { fault: 'crash-at-start', scope: 'process', expect: all(crash('exits before any protocol traffic; every respawn crashes the same way', 'quarantined-then-same')) },
+  {
+    fault: 'crash-at-start',
+    scope: 'process',
+    expect: { ...all(crash('exits before any protocol traffic; every respawn crashes the same way', 'quarantined-then-same')), 'ndjson-rpc': stickyCrash('exits before any protocol traffic') },
+  },
   {
     fault: 'crash-in-handshake',
     scope: 'process',
@@ -84,7 +92,7 @@ const ROWS: readonly FaultRow[] = [
       handshake: crash('exits on the handshake request', 'quarantined-then-same'),
     },
   },
-  { fault: 'crash-mid-call', scope: 'call', expect: all(crash('exits while the call is pending; the next launch is healthy')) },
+  { fault: 'crash-mid-call', scope: 'call', expect: { ...all(crash('exits while the call is pending; the next launch is healthy')), 'ndjson-rpc': stickyCrash('exits while the call is pending') } },
   {
     fault: 'never-answer',
     scope: 'call',
@@ -101,17 +109,21 @@ const ROWS: readonly FaultRow[] = [
     expect: {
       // Published MCP servers print banners and logs to stdout: under the host's default stdout policy (tolerate) such a line is plugin output.
       'mcp-plugin': { code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'a line that is not JSON is plugin output (stdout: tolerate, the default): dropped, counted, emitted; the answer never comes' },
-      'ndjson-rpc': { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' },
+      'ndjson-rpc': callOnly('PLUGIN_INVALID_JSON', 'a line that is not JSON (mcptest InvalidJson, raw line attached)'),
       handshake: { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-ok', why: 'a line that is not JSON breaks the protocol' },
     },
   },
-  { fault: 'half-line-eof', scope: 'call', expect: all(crash('stdout ends in the middle of the answer: the seed calls that a crash')) },
+  {
+    fault: 'half-line-eof',
+    scope: 'call',
+    expect: { ...all(crash('stdout ends in the middle of the answer: the seed calls that a crash')), 'ndjson-rpc': stickyCrash('stdout ends in the middle of the answer') },
+  },
   {
     fault: 'oversize-line',
     scope: 'call',
     expect: {
       'mcp-plugin': { code: 'PLUGIN_RESULT_TOO_LARGE', next: 'ok', why: 'the 2 MiB answer names its request: that call fails, its bytes are discarded, the plugin stays' },
-      'ndjson-rpc': { code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' },
+      'ndjson-rpc': callOnly('PLUGIN_FRAME_TOO_LARGE', 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded'),
       handshake: { code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a 2 MiB line is reported as it crosses the 1 MiB frame cap; its bytes are discarded' },
     },
   },
@@ -119,14 +131,28 @@ const ROWS: readonly FaultRow[] = [
     fault: 'flood-stdout',
     scope: 'call',
     timeoutMs: FLOOD_TIMEOUT_MS,
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: '1 GiB in one line is reported at the frame cap (MCP: at 16 times the cap, as output that may never end), never buffered' }),
+    expect: {
+      ...all({ code: 'PLUGIN_FRAME_TOO_LARGE' as const, next: 'quarantined-then-ok' as const, why: '1 GiB in one line is reported at the frame cap (MCP: at 16 times the cap, as output that may never end), never buffered' }),
+      'ndjson-rpc': {
+        code: 'PLUGIN_FRAME_TOO_LARGE',
+        next: 'fails-again',
+        why: '1 GiB in one line is reported at the frame cap, never buffered; mcptest leaves the child running, and its next answer lands inside the same flood, so that call fails the same way',
+      },
+    },
   },
   {
     // The long timeout makes the code the proof: detection by the call timeout would give PLUGIN_TIMEOUT.
     fault: 'endless-line',
     scope: 'call',
     timeoutMs: FLOOD_TIMEOUT_MS,
-    expect: all({ code: 'PLUGIN_FRAME_TOO_LARGE', next: 'quarantined-then-ok', why: 'a line with no newline is reported once it crosses the 1 MiB frame cap (MCP: 16 MiB), not left to the call timeout' }),
+    expect: {
+      ...all({ code: 'PLUGIN_FRAME_TOO_LARGE' as const, next: 'quarantined-then-ok' as const, why: 'a line with no newline is reported once it crosses the 1 MiB frame cap (MCP: 16 MiB), not left to the call timeout' }),
+      'ndjson-rpc': {
+        code: 'PLUGIN_FRAME_TOO_LARGE',
+        next: 'fails-again',
+        why: 'reported once it crosses the 1 MiB frame cap; mcptest leaves the child running, and each later answer lands inside the endless output, so each later call fails the same way (ndjsonMalformed stop-plugin ends it)',
+      },
+    },
   },
   {
     fault: 'flood-stderr',
@@ -139,19 +165,25 @@ const ROWS: readonly FaultRow[] = [
     scope: 'call',
     expect: {
       'mcp-plugin': { code: 'PLUGIN_TIMEOUT', next: 'ok', why: 'JSON-RPC: a response to an unknown id is dropped, so the call times out' },
-      'ndjson-rpc': { code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'mcptest InvalidResponse: the id matches no request' },
+      'ndjson-rpc': callOnly('PLUGIN_MALFORMED_RESPONSE', 'mcptest InvalidResponse: the id matches no request'),
       handshake: { code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'malformed_response: request_id is not the one sent' },
     },
   },
   {
     fault: 'result-and-error',
     scope: 'call',
-    expect: all({ code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'exactly one of result and error is required' }),
+    expect: {
+      ...all({ code: 'PLUGIN_MALFORMED_RESPONSE' as const, next: 'quarantined-then-ok' as const, why: 'exactly one of result and error is required' }),
+      'ndjson-rpc': callOnly('PLUGIN_MALFORMED_RESPONSE', 'exactly one of result and error is required'),
+    },
   },
   {
     fault: 'neither',
     scope: 'call',
-    expect: all({ code: 'PLUGIN_MALFORMED_RESPONSE', next: 'quarantined-then-ok', why: 'exactly one of result and error is required' }),
+    expect: {
+      ...all({ code: 'PLUGIN_MALFORMED_RESPONSE' as const, next: 'quarantined-then-ok' as const, why: 'exactly one of result and error is required' }),
+      'ndjson-rpc': callOnly('PLUGIN_MALFORMED_RESPONSE', 'exactly one of result and error is required'),
+    },
   },
   {
     fault: 'notifications',
@@ -167,11 +199,15 @@ const ROWS: readonly FaultRow[] = [
     scope: 'process',
     expect: {
       'mcp-plugin': { code: 'ok', next: 'ok', why: 'a log line on stdout is plugin output under the default stdout policy (tolerate): dropped, counted, emitted; the answer after it is delivered' },
-      'ndjson-rpc': { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' },
+      'ndjson-rpc': { code: 'PLUGIN_INVALID_JSON', next: 'fails-again', why: 'stdout carries protocol lines only; logs belong on stderr (mcptest: each call the log line precedes fails, the child is left running)' },
       handshake: { code: 'PLUGIN_INVALID_JSON', next: 'quarantined-then-same', why: 'stdout carries protocol lines only; logs belong on stderr' },
     },
   },
-  { fault: 'exit0-at-once', scope: 'process', expect: all(crash('status 0 before answering is still an exit before a response', 'quarantined-then-same')) },
+  {
+    fault: 'exit0-at-once',
+    scope: 'process',
+    expect: { ...all(crash('status 0 before answering is still an exit before a response', 'quarantined-then-same')), 'ndjson-rpc': stickyCrash('status 0 before answering is still an exit before a response') },
+  },
   {
     fault: 'ignore-eof',
     scope: 'process',
@@ -190,14 +226,29 @@ const ROWS: readonly FaultRow[] = [
       handshake: { code: 'PLUGIN_TIMEOUT', next: 'fails-again', why: 'teardown timeout; the stop escalates to SIGKILL' },
     },
   },
-  { fault: 'grandchild', scope: 'call', expect: all(crash('the exit is detected although a grandchild holds stdout open; the whole tree is killed')) },
-  { fault: 'exhaust-memory', scope: 'call', expect: all(crash('the V8 heap cap (64 MiB) kills it; the host reports the exit and lives on')) },
+  {
+    fault: 'grandchild',
+    scope: 'call',
+    expect: { ...all(crash('the exit is detected although a grandchild holds stdout open; the whole tree is killed')), 'ndjson-rpc': stickyCrash('the exit is detected although a grandchild holds stdout open; the whole tree is killed') },
+  },
+  {
+    fault: 'exhaust-memory',
+    scope: 'call',
+    expect: { ...all(crash('the V8 heap cap (64 MiB) kills it; the host reports the exit and lives on')), 'ndjson-rpc': stickyCrash('the V8 heap cap (64 MiB) kills it; the host reports the exit and lives on') },
+  },
   {
     fault: 'fork-swarm',
     scope: 'call',
     // Starting ~500 processes one after another takes a few seconds on a loaded 2-core machine.
     timeoutMs: 30_000,
-    expect: all(resourceLimit("the plugin's task cap (512, one control group per plugin) refuses a fork; the host stops its whole tree, the healthy plugin keeps answering")),
+    expect: {
+      ...all(resourceLimit("the plugin's task cap (512, one control group per plugin) refuses a fork; the host stops its whole tree, the healthy plugin keeps answering")),
+      'ndjson-rpc': {
+        code: 'PLUGIN_RESOURCE_LIMIT',
+        next: 'fails-again',
+        why: "the plugin's task cap (512) refuses a fork; the host stops its whole tree; mcptest: every later call reports it (sticky, no quarantine)",
+      },
+    },
   },
 ];
 
