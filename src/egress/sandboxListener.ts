@@ -25,8 +25,9 @@ export interface SandboxListenerFailure {
  * system Python (`-I -S`: nothing but the standard library), as the host's
  * user, never in a sandbox. A socket belongs to the namespace it was made
  * in for its whole life, whoever holds it: the helper enters the namespace
- * (`setns`; for a sandbox in a user namespace of its own, in a child it
- * forks, which enters that user namespace first), makes the socket there,
+ * (`setns`; when a user namespace other than the helper's owns it, as for a
+ * host that is not root, in a child it forks, which enters that owner
+ * first), makes the socket there,
  * leaves, and sends the socket to the host over the Node IPC channel (the
  * `NODE_HANDLE` message Node reads a `net.Server` from), keeping no copy.
  * So the host itself accepts every connection a plugin makes to its proxy
@@ -37,22 +38,22 @@ export interface SandboxListenerFailure {
  * whenever the channel closes.
  */
 const HELPER_SCRIPT = `
-import array, ctypes, json, os, socket, sys
+import array, ctypes, fcntl, json, os, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(1, 9, 0, 0, 0)
 if os.getppid() != int(sys.argv[1]):
     sys.exit(0)
 port, backlog = int(sys.argv[2]), int(sys.argv[3])
-CLONE_NEWNET, CLONE_NEWUSER, IP_FREEBIND = 0x40000000, 0x10000000, 15
+CLONE_NEWNET, CLONE_NEWUSER, IP_FREEBIND, NS_GET_USERNS = 0x40000000, 0x10000000, 15, 0xb701
 channel = socket.socket(fileno=int(os.environ['NODE_CHANNEL_FD']))
 own_net = os.open('/proc/self/ns/net', os.O_RDONLY | os.O_CLOEXEC)
 own_net_id = os.fstat(own_net).st_ino
 own_user_id = os.stat('/proc/self/ns/user').st_ino
 
-def enter(fd, kind):
+def enter(fd, kind, name):
     if libc.setns(fd, kind) != 0:
         code = ctypes.get_errno()
-        raise OSError(code, 'setns: ' + os.strerror(code))
+        raise OSError(code, 'entering the %s namespace: %s' % (name, os.strerror(code)))
 
 def send(message, fd=None):
     data = (json.dumps(message) + '\\n').encode()
@@ -74,19 +75,19 @@ def serve(rid, pid):
     try:
         if os.fstat(net).st_ino == own_net_id:
             return send({'id': rid, 'cause': 'shared_namespace', 'message': 'the sandbox has no network namespace of its own'})
-        user = os.open('/proc/%d/ns/user' % pid, os.O_RDONLY | os.O_CLOEXEC)
+        user = fcntl.ioctl(net, NS_GET_USERNS)
         try:
             if os.fstat(user).st_ino == own_user_id:
-                enter(net, CLONE_NEWNET)
+                enter(net, CLONE_NEWNET, 'network')
                 try:
                     return listen_and_send(rid)
                 finally:
-                    enter(own_net, CLONE_NEWNET)
+                    enter(own_net, CLONE_NEWNET, "host's network")
             child = os.fork()
             if child == 0:
                 try:
-                    enter(user, CLONE_NEWUSER)
-                    enter(net, CLONE_NEWNET)
+                    enter(user, CLONE_NEWUSER, 'user')
+                    enter(net, CLONE_NEWNET, 'network')
                     listen_and_send(rid)
                     os._exit(0)
                 except BaseException as e:
@@ -134,8 +135,10 @@ class ListenerHelper {
     child.on('message', (message: unknown, handle: unknown) => this.answer(message, handle));
     child.on('error', (error) => this.end(`the listener helper could not run: ${error.message}`));
     child.on('exit', (code, signal) => this.end(`the listener helper exited (${signal ?? `code ${code ?? '?'}`})${this.stderr.trim() === '' ? '' : `: ${this.stderr.trim()}`}`));
+    // A helper must not keep the host alive: neither its process, nor its stderr, nor its channel, which Node refs on
+    // the next tick after a 'message' listener is added.
     child.unref();
-    // Node refs the channel on the next tick after a 'message' listener is added; a helper must not keep the host alive.
+    (child.stderr as { unref?: () => void } | null)?.unref?.();
     process.nextTick(() => (child.channel as { unref?: () => void } | null | undefined)?.unref?.());
   }
 
