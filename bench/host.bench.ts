@@ -112,7 +112,8 @@ async function warmCall(host: PluginHost, helloEntry: string): Promise<BenchResu
       unit: 'ms',
       baselineName: 'bare SDK Client + StdioClientTransport',
       compare: 'ratio',
-      target: 1.1,
+      // Issue 18's target; issue 14 asked for 1.1.
+      target: 1.05,
       better: 'lower',
       note: `${ROUNDS} rounds, each a fresh pair of hello processes (the same bundled bytes), ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; host with its default idle timeout; p50 per round, median over rounds; our requests carry a progressToken (so that progress can extend a call's timeout), which the plugin parses and the bare SDK's requests lack`,
     },
