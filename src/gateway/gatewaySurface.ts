@@ -19,11 +19,13 @@ import {
   ListResourceTemplatesRequestSchema,
   McpError,
   ReadResourceRequestSchema,
+  SetLevelRequestSchema,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
   type CompleteRequest,
   type CompleteResult,
   type GetPromptResult,
+  type LoggingLevel,
   type Prompt,
   type ReadResourceResult,
   type Resource,
@@ -31,6 +33,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostEventMap } from '../events/HostEvents.js';
+import { LOGGING_LEVELS } from '../host/mcpSurface.js';
 import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
@@ -292,6 +296,18 @@ export class GatewaySubscriptions {
   }
 }
 
+const logForwarders = new WeakMap<Server, (message: HostEventMap['log']) => void>();
+
+/**
+ * Passes a plugin's log message to a client served by {@link serveSurface}
+ * when its policy offers the plugin and the message is at or above the level
+ * the client set (`logging/setLevel`; every level until it does). The logger
+ * is `plug.<plugin_id>`, or `plug.<plugin_id>:<logger>` when the plugin names one.
+ */
+export function forwardLog(server: Server, message: HostEventMap['log']): void {
+  logForwarders.get(server)?.(message);
+}
+
 /** A host failure as the JSON-RPC error a client gets for a resources, prompts or completion request. */
 function requestError(error: HostError): McpError {
   const code = error.code === 'GATEWAY_ITEM_NOT_FOUND' || error.code === 'PLUGIN_INVALID_PARAMS' ? ErrorCode.InvalidParams : ErrorCode.InternalError;
@@ -306,13 +322,24 @@ async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
 
 
 /**
- * Announces and handles resources, templates, subscriptions, prompts and
- * completions on one client's server (before it connects), within its policy (its subscriptions end with
+ * Announces and handles resources, templates, subscriptions, prompts,
+ * completions and the log level on one client's server (before it connects), within its policy (its subscriptions end with
  * {@link GatewaySubscriptions.drop} when it closes). A failure is a JSON-RPC error
  * whose message starts with the host code, which `data.code` also holds.
  */
 export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy): void {
-  server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {} });
+  server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} });
+  let level: LoggingLevel | undefined;
+  server.setRequestHandler(SetLevelRequestSchema, (request) => {
+    level = request.params.level;
+    return {};
+  });
+  logForwarders.set(server, (message) => {
+    if (level !== undefined && LOGGING_LEVELS.indexOf(message.level) < LOGGING_LEVELS.indexOf(level)) return;
+    if (!offeredTo(policy, `plug.${message.plugin_id}.`)) return;
+    const logger = message.logger === undefined ? `plug.${message.plugin_id}` : `plug.${message.plugin_id}:${message.logger}`;
+    void server.sendLoggingMessage({ level: message.level, logger, data: message.data }).catch(() => undefined);
+  });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
   server.setRequestHandler(ReadResourceRequestSchema, (request) => answer(surface.read(policy, request.params.uri)));

@@ -14,7 +14,7 @@ import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { clientAnswers } from './clientForwarding.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
-import { GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
+import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
 import { errorResult, toolResult } from './toolResults.js';
@@ -173,6 +173,9 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
       host.events.on('quarantine', notifyPluginsChanged),
       host.events.on('list_changed', (change) => (change.list === 'tools' ? notifyToolsChanged() : notifySurfaceChanged(change.list))),
       host.events.on('resource:updated', (update) => subscriptions.updated(update.plugin_id, update.uri)),
+      host.events.on('log', (message) => {
+        for (const server of servers) forwardLog(server, message);
+      }),
     ];
 
     const stdio = options.stdio === true ? {} : options.stdio;

@@ -5,7 +5,17 @@
  * addresses every item by plugin id, so two plugins never collide here;
  * the gateway namespaces them for its clients (docs/gateway.md, "Names and URIs").
  */
-import type { CompleteRequest, CompleteResult, GetPromptResult, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LoggingLevelSchema,
+  type CompleteRequest,
+  type CompleteResult,
+  type GetPromptResult,
+  type LoggingLevel,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
@@ -16,8 +26,8 @@ import { closedError, notInstalled, type HostCatalog } from './hostCatalog.js';
 import { checkArguments } from './hostConfig.js';
 import type { PluginRuntimes } from './runtimes.js';
 
-/** The levels of MCP log messages, lowest first (RFC 5424 severities, as MCP names them). */
-export const LOGGING_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+/** The levels of MCP log messages, lowest first, as the SDK's schema lists them. */
+export const LOGGING_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
 
 /** What a completion is asked about: a prompt argument or a resource template variable. */
 export type CompletionReference = CompleteRequest['params']['ref'];

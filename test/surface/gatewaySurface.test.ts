@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
+  LoggingMessageNotificationSchema,
   McpError,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type LoggingMessageNotification,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
@@ -110,6 +112,10 @@ describe('the MCP surface through the gateway over stdio', () => {
       expect((await client.readResource({ uri: link.uri })).contents[0]).toMatchObject({ uri: link.uri, blob: expect.any(String) });
 
       // A subscription reaches the plugin, and its update reaches the client under the URI it subscribed with.
+      // Plugins' log messages reach the client at the level it set, under the plugin's op id prefix.
+      const logs: LoggingMessageNotification['params'][] = [];
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
+      await client.setLoggingLevel('info');
       const updates: string[] = [];
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
       const uri = 'plug.host-everything:demo://resource/dynamic/text/1';
@@ -117,6 +123,14 @@ describe('the MCP surface through the gateway over stdio', () => {
       await client.callTool({ name: 'plug.host-everything.toggle-subscriber-updates', arguments: {} });
       await waitUntil(() => updates.length > 0, 30_000);
       expect(updates[0]).toBe(uri);
+      // server-everything acknowledges a subscription with an info message.
+      expect(logs).toContainEqual(expect.objectContaining({ logger: 'plug.host-everything', level: 'info', data: expect.stringContaining('Subscribe Resource request') }));
+      await client.setLoggingLevel('error');
+      const before = logs.length;
+      await client.unsubscribeResource({ uri });
+      await client.subscribeResource({ uri });
+      await client.callTool({ name: 'plug.host-everything.echo', arguments: { message: 'after the info messages' } });
+      expect(logs.length).toBe(before);
     },
     TIMEOUT_MS,
   );
