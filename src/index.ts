@@ -88,6 +88,19 @@ export { JsonlAuditSink, type AuditFsyncPolicy, type JsonlAuditSinkOptions } fro
 export type { HostAuditOptions } from './audit/callAudit.js';
 export { TELEMETRY_ATTRIBUTES, TELEMETRY_NAMES, TELEMETRY_SCOPE, type HostTelemetryOptions } from './observability/telemetry.js';
 export type { CallOptions, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
+export {
+  applyOutputProfile,
+  BUILTIN_OUTPUT_PROFILES,
+  checkProfileDefinitions,
+  effectiveProfile,
+  isLossyProfile,
+  type EffectiveOutputProfile,
+  type OutputProfile,
+  type ProfileOutcome,
+  type ProfileProblem,
+  type ProfileRecovery,
+} from './host/outputProfiles.js';
+export { parseProfileFile, readProfileFile, runProfileTests, shapeSample, type ProfileFile, type ProfileTest, type ProfileTestResult } from './host/profileFiles.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
 export {
   ManifestValidator,

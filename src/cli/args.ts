@@ -46,6 +46,9 @@ const OPTIONS = {
   'token-env': { type: 'string' },
   'token-file': { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
+  name: { type: 'string' },
+  input: { type: 'string' },
+  'safe-field': { type: 'string', multiple: true },
 } as const;
 
 /** The name of a CLI option. */
@@ -189,6 +192,21 @@ export const COMMANDS = {
       'a key for every flag, plus HTTP clients with their own tokens, ceilings and filters; flags win.',
     ],
   },
+  profile: {
+    args: ['<validate|test>', '<file>'],
+    summary: 'check an output profile file (TOML or JSON), or run its fixture tests',
+    options: ['name', 'input', 'safe-field'],
+    details: [
+      'The file holds an output_profiles table, as a GUM manifest writes it, and optional [[tests]]',
+      '(name, profile, fixture, null_elision_safe_fields, expect_output, expect_lossy,',
+      'expect_result_count, expect_omitted_count, expect_fields; paths relative to the file).',
+      'validate reports every problem: unknown fields, a missing or circular base, on_empty too long,',
+      'a lossy profile with recovery "none". test runs each test (--name <profile>: only that',
+      "profile's); with --input <sample.json> it prints what --name (or the file's only profile) makes",
+      'of that sample instead, --safe-field <dot.path> (repeatable) standing for the tool\'s',
+      'null_elision_safe_fields. Exit code 3 when the file or a test fails.',
+    ],
+  },
 } as const satisfies Record<string, CommandSpec>;
 
 /** A command name. */
@@ -270,6 +288,12 @@ export interface Flags {
   readonly tokenFile: string | undefined;
   /** serve: Origins accepted besides loopback ones. */
   readonly allowOrigins: readonly string[];
+  /** profile: the output profile to apply or test. */
+  readonly outputProfile: string | undefined;
+  /** profile test: a sample result to shape. */
+  readonly input: string | undefined;
+  /** profile test: the null_elision_safe_fields the sample is shaped with. */
+  readonly safeFields: readonly string[];
 }
 
 /** The output formats of `--format`. */
@@ -465,6 +489,9 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       tokenEnv: text('token-env'),
       tokenFile: text('token-file'),
       allowOrigins: list('allow-origin'),
+      outputProfile: text('name'),
+      input: text('input'),
+      safeFields: list('safe-field'),
     },
   };
 }

@@ -27,6 +27,7 @@ const HANDLERS: Readonly<Record<CommandName, () => Promise<Handler>>> = {
   unquarantine: async () => (await import('./lifecycleCommands.js')).unquarantineCommand,
   wrap: async () => (await import('./wrapCommand.js')).wrapCommand,
   serve: async () => (await import('./serveCommand.js')).serveCommand,
+  profile: async () => (await import('./profileCommand.js')).profileCommand,
 };
 
 /**

@@ -57,7 +57,7 @@ export interface ProfileProblem {
   /** JSON pointer into the document the definitions came from. */
   readonly pointer: string;
   /** Stable code. */
-  readonly code: Extract<HostErrorCode, 'PROFILE_INVALID' | 'PROFILE_RECOVERY_DISABLED' | 'PROFILE_STRIP_NULLS_UNSAFE'>;
+  readonly code: Extract<HostErrorCode, 'PROFILE_INVALID' | 'PROFILE_RECOVERY_DISABLED'>;
   /** What is wrong. */
   readonly message: string;
 }
@@ -174,16 +174,6 @@ export function definedProfiles(doc: unknown): Record<string, OutputProfile> {
 export function checkOutputProfiles(doc: unknown, form: ManifestForm): Violation[] {
   if (form !== 'gum-json' && form !== 'gum-toml') return [];
   return checkProfileDefinitions(definedProfiles(doc), '/output_profiles').map((p) => violation('output_profiles', p.code, p.pointer, p.message));
-}
-
-/**
- * The strip_nulls safety of one binding: a profile that strips nulls needs
- * `null_elision_safe_fields`, else PROFILE_STRIP_NULLS_UNSAFE at `pointer`.
- * (Coverage of the fields a profile keeps is the manifest validator's check.)
- */
-export function checkStripNullsBinding(profile: EffectiveOutputProfile, safeFields: readonly string[], pointer: string): ProfileProblem[] {
-  if (profile.strip_nulls !== true || safeFields.length > 0) return [];
-  return [{ pointer, code: 'PROFILE_STRIP_NULLS_UNSAFE', message: `output profile ${JSON.stringify(profile.name)} strips nulls but no null_elision_safe_fields are declared` }];
 }
 
 /** A JSON object (not an array, not null). */

@@ -10,6 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { cli, json, tempDir } from '../cli/cliHarness.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
@@ -102,5 +103,79 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
     const result = (await host.call('plug.host-ndjson.echo', [{ n: 1 }, { n: 2 }, { n: 3 }]))._unsafeUnwrap();
     expect(result.value).toEqual({ items: [{ n: 1 }], omitted_count: 2 });
     expect(result.profile?.full_result_path).toEqual(expect.stringContaining('/results/'));
+  });
+});
+
+describe('seed 001 "Plugin profile files are validated with gum profile validate; fixture-backed profiles are tested with gum profile test"', () => {
+  const PROFILES = `
+[output_profiles."flights.compact"]
+inherits = "_base.list"
+keep_fields = ["itineraries", "currency"]
+collapse_arrays = { max_items = 2 }
+
+[output_profiles."flights.raw"]
+
+[[tests]]
+name = "compact keeps two itineraries"
+profile = "flights.compact"
+fixture = "search.json"
+expect_lossy = true
+expect_omitted_count = 1
+expect_output = "search.compact.json"
+
+[[tests]]
+name = "raw is lossless"
+profile = "flights.raw"
+fixture = "search.json"
+expect_lossy = false
+`;
+  const SAMPLE = { itineraries: [{ id: 'a' }, { id: 'b' }, { id: 'c' }], currency: 'EUR', debug: { ms: 12 } };
+
+  async function profileDir(profiles: string, expected: unknown = { itineraries: [{ id: 'a' }, { id: 'b' }], itineraries_omitted_count: 1, currency: 'EUR' }) {
+    const dir = await tempDir('profile-file-');
+    await writeFile(join(dir.path, 'profiles.toml'), profiles);
+    await writeFile(join(dir.path, 'search.json'), JSON.stringify(SAMPLE));
+    await writeFile(join(dir.path, 'search.compact.json'), JSON.stringify(expected));
+    return dir;
+  }
+
+  it('profile validate accepts a valid file and reports every problem of an invalid one (exit 3)', async () => {
+    const good = await profileDir(PROFILES);
+    const bad = await profileDir('[output_profiles.p]\nlimit = 3\nrecovery = "none"\nformat = "toon"\n\n[output_profiles.q]\ninherits = "missing"\n');
+    try {
+      const ok = await cli(['profile', 'validate', join(good.path, 'profiles.toml'), '--json']);
+      expect(ok.code).toBe(0);
+      expect(json(ok)).toMatchObject({ valid: true, profiles: ['flights.compact', 'flights.raw'], tests: 2 });
+      const refused = await cli(['profile', 'validate', join(bad.path, 'profiles.toml'), '--json']);
+      expect(refused.code).toBe(3);
+      const problems = (json(refused).problems as Array<{ code: string; pointer: string }>).map((p) => [p.code, p.pointer]);
+      expect(problems).toEqual(
+        expect.arrayContaining([
+          ['PROFILE_INVALID', '/output_profiles/p/format'],
+          ['PROFILE_RECOVERY_DISABLED', '/output_profiles/p/recovery'],
+          ['PROFILE_INVALID', '/output_profiles/q/inherits'],
+        ]),
+      );
+    } finally {
+      await Promise.all([good.dispose(), bad.dispose()]);
+    }
+  });
+
+  it('profile test runs the fixture-backed tests (exit 3 when one fails) and shapes one sample with --input', async () => {
+    const good = await profileDir(PROFILES);
+    const wrong = await profileDir(PROFILES, { itineraries: [] });
+    try {
+      const passed = await cli(['profile', 'test', join(good.path, 'profiles.toml'), '--json']);
+      expect(passed.code).toBe(0);
+      expect(json(passed)).toMatchObject({ passed: true, results: [{ name: 'compact keeps two itineraries', passed: true }, { name: 'raw is lossless', passed: true }] });
+      const failed = await cli(['profile', 'test', join(wrong.path, 'profiles.toml'), '--json']);
+      expect(failed.code).toBe(3);
+      expect(json(failed)).toMatchObject({ passed: false, results: [{ passed: false }, { passed: true }] });
+      const sample = await cli(['profile', 'test', join(good.path, 'profiles.toml'), '--name', 'flights.compact', '--input', join(good.path, 'search.json'), '--json']);
+      expect(sample.code).toBe(0);
+      expect(json(sample)).toMatchObject({ profile: 'flights.compact', result: { itineraries: [{ id: 'a' }, { id: 'b' }], currency: 'EUR' }, outcome: { lossy: true } });
+    } finally {
+      await Promise.all([good.dispose(), wrong.dispose()]);
+    }
   });
 });
