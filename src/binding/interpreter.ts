@@ -8,7 +8,7 @@ import { stat as statPath, realpath } from 'node:fs/promises';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { err, ok, type Result } from 'neverthrow';
-import type { HostError } from '../errors/HostError.js';
+import { hostError, type HostError } from '../errors/HostError.js';
 import { openRegularFile, readHead, type OpenedFile } from './safeOpen.js';
 import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
@@ -134,6 +134,18 @@ async function refuseScriptInterpreter(file: OpenedFile): Promise<HostError> {
   return untrusted('interpreter_not_native', `The interpreter ${file.path} is itself a script; point #! at a native interpreter.`, { path: file.path });
 }
 
+/**
+ * A script found on the search path for `#!/usr/bin/env <program>` is most
+ * often a version manager's shim (pyenv, asdf, nodenv), which the generic
+ * hint would not lead to: the fix is the search path, not the plugin.
+ */
+function shimRefusal(refused: HostError, program: string, found: string): HostError {
+  return hostError(refused.code, refused.message, {
+    details: { ...refused.details, found_on_path: found },
+    hint: `${found} is a script, as version-manager shims (pyenv, asdf, nodenv) are: give the host an interpreterSearchPath (for the CLI, PATH) whose first ${program} is the real interpreter, such as $(pyenv prefix)/bin or /usr/bin.`,
+  });
+}
+
 /** Resolves, checks and hashes the interpreter named by a `#!` line. */
 export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string): Promise<Result<InterpreterPin, HostError>> {
   if (isShellName(shebang.program)) {
@@ -159,7 +171,10 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
   const file = opened.value;
   try {
     const format = formatOf(await readHead(file.handle, 4));
-    if (format === 'script') return err(await refuseScriptInterpreter(file));
+    if (format === 'script') {
+      const refused = await refuseScriptInterpreter(file);
+      return err(shebang.viaEnv ? shimRefusal(refused, shebang.program, named) : refused);
+    }
     if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
     const kind = interpreterKindOf(real, shebang.program);
     const unsafe = unsafeInterpreterArgument(kind, shebang.args);

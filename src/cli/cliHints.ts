@@ -9,9 +9,11 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
   const reason = error.details.reason;
   const id = typeof error.details.plugin_id === 'string' ? error.details.plugin_id : (pluginId ?? '<name>');
   switch (error.code) {
+    case 'PLUGIN_SOURCE_NOT_ALLOWED':
+      return 'directories install only into dev profiles: add --dev, or pack the plugin as a .tgz or .zip';
     case 'PLUGIN_CHECKSUM_MISMATCH':
     case 'PLUGIN_SIGNATURE_INVALID':
-      if (reason === 'directory_source') return 'directories install only into dev profiles: add --dev, or pack the plugin as a .tgz or .zip';
+      if (reason === 'directory_source') return 'a directory has no checksum or signature: leave --checksum and --signature out with --dev, or pack the plugin as a .tgz or .zip';
       if (reason === 'missing' && error.code === 'PLUGIN_CHECKSUM_MISMATCH') return 'pass --checksum sha256:<hex> (or --dev for a local test install)';
       if (reason === 'missing') return 'pass --signature <file> or ship <archive>.sig';
       return undefined;
@@ -34,6 +36,9 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
     case 'PLUGIN_NOT_FOUND':
     case 'VARIANT_NOT_FOUND':
       return `${PROGRAM} list shows what is installed; ${PROGRAM} info <name> its operations`;
+    case 'PLUGIN_EXECUTABLE_UNTRUSTED':
+      if (typeof error.details.found_on_path === 'string') return `put the directory of the real interpreter before ${error.details.found_on_path} on PATH`;
+      return undefined;
     case 'PLUGIN_TIMEOUT':
       return 'raise --timeout <ms>';
     default:

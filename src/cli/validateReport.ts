@@ -116,8 +116,9 @@ export async function printValidation(
       (text, _r, c) => (c === 2 ? s.red(text) : c === 1 ? s.cyan(text) : c === 0 ? s.dim(text) : text),
     );
     out.line();
-    for (const code of new Set(findings.violations.map((v) => v.code))) {
-      if (isHostErrorCode(code)) out.line(`${s.yellow('hint')} ${code}: ${describeErrorCode(code).hint}`);
+    // Each distinct hint once: most are the registry's for the code, some name the cause (an interpreter shim).
+    for (const hint of new Set(findings.violations.flatMap((v) => (v.hint === undefined ? [] : [`${v.code}: ${v.hint}`])))) {
+      out.line(`${s.yellow('hint')} ${hint}`);
     }
     return EXIT_CODES.validation;
   }

@@ -171,7 +171,13 @@ async function stageArchive(path: string, stage: string, options: PackageSourceO
 }
 
 async function stageDirectory(path: string, stage: string, options: PackageSourceOptions, v: Verification): Promise<Staged> {
-  if (options.requireChecksum === true || v.checksum !== undefined) {
+  // Asked for no checksum, the caller is a standard profile, which takes only archives: not a checksum problem.
+  if (options.requireChecksum === true && v.checksum === undefined) {
+    refuse('PLUGIN_SOURCE_NOT_ALLOWED', `'${path}' is a directory; a standard profile installs only archives`, {
+      details: { reason: 'directory_source' },
+    });
+  }
+  if (v.checksum !== undefined) {
     refuse('PLUGIN_CHECKSUM_MISMATCH', `'${path}' is a directory; only archives have a checksum to verify`, {
       details: { reason: 'directory_source' },
     });

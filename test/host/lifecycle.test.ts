@@ -320,7 +320,7 @@ describe('open', () => {
     await tar.c({ gzip: true, file: archive, cwd: pkg, portable: true }, ['manifest.json', 'bin']);
     const checksum = `sha256:${createHash('sha256').update(await readFile(archive)).digest('hex')}`;
     const host = await pool.open(join(dir, 'profile'), { profileKind: 'standard', activation: 'immediate' });
-    expect((await host.install(pkg))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_CHECKSUM_MISMATCH', details: { reason: 'directory_source' } });
+    expect((await host.install(pkg))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SOURCE_NOT_ALLOWED', details: { reason: 'directory_source' } });
     const installed = (await host.install(archive, { checksum }))._unsafeUnwrap();
     expect(installed.plugin.package).toMatchObject({ checksum: expect.stringContaining(checksum.slice('sha256:'.length)) });
     expect((await host.call('plug.host-probe.echo', {})).isOk()).toBe(true);

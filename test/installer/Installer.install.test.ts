@@ -270,7 +270,9 @@ describe('installing archives', () => {
     const archive = join(p.dir, 'greeter.tgz');
     await tgzOfDirectory(pkg, archive);
     expect(refusedWith(await p.installer.install(archive), 'PLUGIN_CHECKSUM_MISMATCH').details).toMatchObject({ reason: 'missing' });
-    expect(refusedWith(await p.installer.install(pkg), 'PLUGIN_CHECKSUM_MISMATCH').details).toMatchObject({ reason: 'directory_source' });
+    const directory = refusedWith(await p.installer.install(pkg), 'PLUGIN_SOURCE_NOT_ALLOWED');
+    expect(directory.details).toMatchObject({ reason: 'directory_source' });
+    expect(directory.hint).toContain("profileKind: 'dev'");
     expect(await p.census()).toEqual({ ...EMPTY, owners: {} });
   });
 

@@ -113,9 +113,16 @@ describe('local directory sources', () => {
   });
 
   it('refuses a checksum or signature requirement, which only archives can meet', async () => {
-    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, requireChecksum: true }), ws.stagingRoot, 'PLUGIN_CHECKSUM_MISMATCH', {
+    // A standard profile asks for a checksum without naming one: the directory itself is what it refuses.
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, requireChecksum: true }), ws.stagingRoot, 'PLUGIN_SOURCE_NOT_ALLOWED', {
       reason: 'directory_source',
     });
+    await expectRefused(
+      await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, checksum: `sha256:${'0'.repeat(64)}` }),
+      ws.stagingRoot,
+      'PLUGIN_CHECKSUM_MISMATCH',
+      { reason: 'directory_source' },
+    );
     await expectRefused(
       await openPackageSource(pkg, { stagingRoot: ws.stagingRoot, signature: 'AAAA' }),
       ws.stagingRoot,
