@@ -1,0 +1,209 @@
+/**
+ * The gateway and the host's observability, each figure beside a baseline
+ * measured in the same run:
+ *
+ * - warm call p50 through `mcp-plugin-host serve` over stdio (the CLI as a
+ *   subprocess, the plugin sandboxed behind it) against the SDK Client
+ *   calling the same bundled plugin directly, unsandboxed;
+ * - HTTP gateway throughput: 32 SDK Clients over Streamable HTTP (in a
+ *   process of their own), each one call at a time, all at once, through
+ *   `serveGateway`, against one SDK Client with 32 calls in flight straight
+ *   to the plugin;
+ * - the per-call cost of the OpenTelemetry instrumentation when no provider
+ *   is registered: `HostTelemetry.call` around work that is already done,
+ *   against the same work unwrapped.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { okAsync } from 'neverthrow';
+import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
+import { PluginHost, serveGateway } from '../src/index.js';
+import { HostTelemetry } from '../src/observability/telemetry.js';
+import { percentile, result, type BenchResult } from './harness.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const CLI_SOURCE = join(REPO, 'src/cli/main.ts');
+const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
+const execFileAsync = promisify(execFile);
+const ROUNDS = 4;
+const WARMUP = 200;
+const WARM_CALLS = 600;
+const CLIENTS = 32;
+const CALLS_PER_CLIENT = 40;
+/** Calls per client before the measured runs, in bench/support/gatewayClients.ts. */
+const WARMUP_CALLS_PER_CLIENT = 10;
+const RUNS = 5;
+const TOKEN = 'bench-token-0123456789abcdef';
+const TELEMETRY_CALLS = 200_000;
+
+const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
+const ARGS = { name: 'bench' };
+
+async function timed(into: number[], fn: () => Promise<unknown>): Promise<void> {
+  const start = process.hrtime.bigint();
+  await fn();
+  into.push(elapsedMs(start));
+}
+
+async function bareClient(entry: string): Promise<Client> {
+  const client = new Client({ name: 'bench-baseline', version: '0.0.0' }, { capabilities: {} });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [entry], stderr: 'pipe' }));
+  return client;
+}
+
+/** `mcp-plugin-host serve` over stdio on the profile, as an MCP client configures it. */
+async function serveClient(profileDir: string): Promise<Client> {
+  const client = new Client({ name: 'bench-gateway', version: '0.0.0' }, { capabilities: {} });
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', profileDir, '--dev'], cwd: REPO, stderr: 'pipe' }),
+  );
+  return client;
+}
+
+/**
+ * Each round starts a fresh gateway and a fresh bare plugin (in alternating
+ * order), and calls alternate which side goes first; the figure is the
+ * median over rounds of each round's p50.
+ */
+async function warmCallThroughServe(profileDir: string, helloEntry: string): Promise<BenchResult> {
+  const gatewayP50: number[] = [];
+  const directP50: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    let gateway: Client;
+    let direct: Client;
+    if (round % 2 === 0) {
+      gateway = await serveClient(profileDir);
+      direct = await bareClient(helloEntry);
+    } else {
+      direct = await bareClient(helloEntry);
+      gateway = await serveClient(profileDir);
+    }
+    const viaGateway = (): Promise<unknown> => gateway.callTool({ name: 'plug.hello.hello', arguments: ARGS });
+    const viaDirect = (): Promise<unknown> => direct.callTool({ name: 'hello', arguments: ARGS });
+    for (let i = 0; i < WARMUP; i++) {
+      await viaGateway();
+      await viaDirect();
+    }
+    const g: number[] = [];
+    const d: number[] = [];
+    for (let i = 0; i < WARM_CALLS; i++) {
+      if (i % 2 === 0) {
+        await timed(g, viaGateway);
+        await timed(d, viaDirect);
+      } else {
+        await timed(d, viaDirect);
+        await timed(g, viaGateway);
+      }
+    }
+    gatewayP50.push(percentile(g, 50));
+    directP50.push(percentile(d, 50));
+    await Promise.all([gateway.close(), direct.close()]);
+  }
+  return result(
+    {
+      name: 'Gateway warm call p50 through serve over stdio (sandboxed plugin behind it)',
+      unit: 'ms',
+      baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
+      compare: 'ratio',
+      target: 1.3,
+      better: 'lower',
+      note: `${ROUNDS} rounds, each a fresh serve process (the CLI from source through tsx) and a fresh bare hello process, ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; p50 per round, median over rounds. The gateway path is two JSON-RPC hops (client to serve, serve to the plugin) where the baseline has one`,
+    },
+    gatewayP50,
+    directP50,
+  );
+}
+
+async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult> {
+  const opened = await PluginHost.open({ profileDir, profileKind: 'dev', maxInFlight: CLIENTS });
+  if (opened.isErr()) throw opened.error;
+  const host = opened.value;
+  const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
+  if (served.isErr()) throw served.error;
+  const gateway = served.value;
+  const plan = { url: gateway.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
+  try {
+    const cpuBefore = process.cpuUsage();
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, maxBuffer: 1 << 20 });
+    const cpu = process.cpuUsage(cpuBefore);
+    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[] };
+    // Everything this process did while the clients ran was serving the gateway's calls (warm-up included).
+    const gatewayCalls = CLIENTS * (CALLS_PER_CLIENT * RUNS + WARMUP_CALLS_PER_CLIENT);
+    const cpuPerCallUs = (cpu.user + cpu.system) / gatewayCalls;
+    return result(
+      {
+        name: `Gateway HTTP throughput, ${CLIENTS} concurrent clients (sandboxed plugin)`,
+        unit: 'calls/s',
+        baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
+        compare: 'ratio',
+        target: 0.7,
+        better: 'higher',
+        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), alternating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the SDK's Streamable HTTP server transport, host.call)`,
+      },
+      measured.gateway,
+      measured.direct,
+    );
+  } finally {
+    await gateway.close();
+    await host.close();
+  }
+}
+
+/** Nanoseconds per call of `work` run `n` times. */
+async function nsPerCall(n: number, work: () => PromiseLike<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await work();
+  return Number(process.hrtime.bigint() - start) / n;
+}
+
+async function telemetryWithoutProvider(): Promise<BenchResult> {
+  const telemetry = new HostTelemetry();
+  const facts = { opId: 'plug.hello.hello', toolName: 'hello', pluginId: 'hello', pluginVersion: '1.0.0', shape: 'mcp-plugin', callerId: undefined };
+  const done = { shape: 'mcp-plugin' };
+  const wrapped = (): PromiseLike<unknown> => telemetry.call(facts, () => okAsync(done)) as PromiseLike<unknown>;
+  const bare = (): PromiseLike<unknown> => okAsync<typeof done, never>(done) as PromiseLike<unknown>;
+  await nsPerCall(TELEMETRY_CALLS / 10, wrapped);
+  await nsPerCall(TELEMETRY_CALLS / 10, bare);
+  const values: number[] = [];
+  const baselines: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    values.push((await nsPerCall(TELEMETRY_CALLS, wrapped)) / 1000);
+    baselines.push((await nsPerCall(TELEMETRY_CALLS, bare)) / 1000);
+  }
+  return result(
+    {
+      name: 'OpenTelemetry per call without a provider',
+      unit: 'µs',
+      baselineName: 'the same settled call unwrapped',
+      compare: 'difference',
+      target: 3,
+      better: 'lower',
+      note: `${RUNS} runs of ${TELEMETRY_CALLS} calls each side; the difference is what every host.call pays for its span and duration metric when the application registers no provider (a warm call is about 100 µs or more)`,
+    },
+    values,
+    baselines,
+  );
+}
+
+/** Runs the gateway and observability benchmarks. */
+export async function run(): Promise<BenchResult[]> {
+  const profileDir = await mkdtemp(join(tmpdir(), 'bench-gateway-'));
+  const helloPkg = await packageFixturePlugin(fileURLToPath(new URL('../fixtures/plugins/hello', import.meta.url)), { bundle: ['bin/hello-mcp.mjs'] });
+  try {
+    const installer = await PluginHost.open({ profileDir, profileKind: 'dev' });
+    if (installer.isErr()) throw installer.error;
+    (await installer.value.install(helloPkg))._unsafeUnwrap();
+    await installer.value.close();
+    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
+    return [await warmCallThroughServe(profileDir, helloEntry), await httpThroughput(profileDir, helloEntry), await telemetryWithoutProvider()];
+  } finally {
+    await rm(profileDir, { recursive: true, force: true });
+    await rm(helloPkg, { recursive: true, force: true });
+  }
+}

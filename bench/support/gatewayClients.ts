@@ -1,0 +1,64 @@
+/**
+ * The client side of the gateway throughput benchmark, in a process of its
+ * own so that the clients' HTTP and SSE work is not counted against the
+ * gateway: `clients` SDK Clients over Streamable HTTP to the gateway, each
+ * one call at a time, against one SDK Client with `clients` calls in flight
+ * straight to the plugin over stdio. Prints `{"gateway":[…],"direct":[…]}`
+ * (calls per second of each run) on stdout.
+ *
+ *   node --import tsx bench/support/gatewayClients.ts '{"url":…,"token":…,"entry":…,"opId":…,"tool":…,"clients":32,"perClient":40,"runs":5,"warmupPerClient":10}'
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+interface Plan {
+  readonly url: string;
+  readonly token: string;
+  readonly entry: string;
+  readonly opId: string;
+  readonly tool: string;
+  readonly clients: number;
+  readonly perClient: number;
+  readonly runs: number;
+  readonly warmupPerClient: number;
+}
+
+const plan = JSON.parse(process.argv[2] ?? '{}') as Plan;
+const ARGS = { name: 'bench' };
+
+async function callsPerSecond(callers: readonly (() => Promise<unknown>)[], perClient: number): Promise<number> {
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    callers.map(async (call) => {
+      for (let i = 0; i < perClient; i++) await call();
+    }),
+  );
+  return (callers.length * perClient) / (Number(process.hrtime.bigint() - start) / 1e9);
+}
+
+const httpClients = await Promise.all(
+  Array.from({ length: plan.clients }, async () => {
+    const client = new Client({ name: 'bench-http', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(new URL(plan.url), { requestInit: { headers: { authorization: `Bearer ${plan.token}` } } }));
+    return client;
+  }),
+);
+const direct = new Client({ name: 'bench-direct', version: '0.0.0' }, { capabilities: {} });
+await direct.connect(new StdioClientTransport({ command: process.execPath, args: [plan.entry], stderr: 'pipe' }));
+
+const viaGateway = httpClients.map((client) => () => client.callTool({ name: plan.opId, arguments: ARGS }));
+const viaDirect = httpClients.map(() => () => direct.callTool({ name: plan.tool, arguments: ARGS }));
+await callsPerSecond(viaGateway, plan.warmupPerClient);
+await callsPerSecond(viaDirect, plan.warmupPerClient);
+const gateway: number[] = [];
+const directRuns: number[] = [];
+for (let run = 0; run < plan.runs; run++) {
+  // Which side goes first alternates, so drift in machine load falls on both.
+  for (const side of run % 2 === 0 ? (['gateway', 'direct'] as const) : (['direct', 'gateway'] as const)) {
+    if (side === 'gateway') gateway.push(await callsPerSecond(viaGateway, plan.perClient));
+    else directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
+  }
+}
+await Promise.all([...httpClients.map((c) => c.close()), direct.close()]);
+process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns })}\n`);
