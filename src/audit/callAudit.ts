@@ -5,10 +5,11 @@
  */
 import type { Result } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { EgressEvent } from '../egress/EgressProxy.js';
 import type { HostError } from '../errors/HostError.js';
 import type { Clock } from '../ports/ports.js';
 import { redactArguments, secretNameSet } from './auditLines.js';
-import type { AuditCallRecord, AuditSink, CallerIdentity } from './auditRecord.js';
+import type { AuditCallRecord, AuditConnectionRecord, AuditRecord, AuditSink, CallerIdentity } from './auditRecord.js';
 
 /** The `audit` option of `PluginHost.open`. */
 export interface HostAuditOptions {
@@ -40,7 +41,7 @@ export function codeDigest(plugin: InstalledPlugin): string {
   return `sha256:${binding.tree?.sha256 ?? binding.executable_sha256}`;
 }
 
-/** Writes one record per call to the host's sink. */
+/** Writes one record per call, and one per connection through the egress proxy, to the host's sink. */
 export class CallAuditor {
   readonly #sink: AuditSink;
   readonly #withArguments: boolean;
@@ -68,10 +69,20 @@ export class CallAuditor {
       duration_ms: now - call.started,
       ...(this.#withArguments ? { arguments: redactArguments(call.args, this.#secrets) } : {}),
     };
+    this.#write(record);
+  }
+
+  /** Records a connection a plugin made through the egress proxy, as the proxy decided it. */
+  connection(event: EgressEvent): void {
+    const record: AuditConnectionRecord = { kind: 'connection', at: new Date(this.#clock.now()).toISOString(), ...event };
+    this.#write(record);
+  }
+
+  #write(record: AuditRecord): void {
     try {
       this.#sink.write(record);
     } catch {
-      // A sink is told not to throw; one that does must not turn a call's outcome into its own failure.
+      // A sink is told not to throw; one that does must not turn a call's outcome, or the proxy's work, into its own failure.
     }
   }
 }

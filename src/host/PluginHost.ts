@@ -364,6 +364,7 @@ export class PluginHost {
       : SandboxSpawner.create({
           ...config.sandbox,
           onEgress: (event) => {
+            config.audit?.connection(event);
             if (opened !== undefined) opened.#events.emit('egress', event);
           },
         });

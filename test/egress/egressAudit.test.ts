@@ -1,0 +1,65 @@
+/**
+ * Every connection a plugin with a destination list makes through the
+ * host's proxy, allowed or refused, is an audit record on the host's sink
+ * (a real JSONL file) beside its host `egress` event.
+ */
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditRecord } from '../../src/audit/auditRecord.js';
+import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
+import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
+import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
+
+const pool = new HostPool();
+let origin: Server;
+let originPort = 0;
+
+const resolver: EgressResolver = {
+  resolve: (name) => Promise.resolve(name === 'api.test' || name === 'other.test' ? ['203.0.113.30'] : []),
+  route: () => ({ host: '127.0.0.1', port: originPort }),
+};
+
+beforeAll(async () => {
+  origin = createServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
+  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  originPort = (origin.address() as AddressInfo).port;
+});
+afterEach(() => pool.cleanup());
+afterAll(() => {
+  origin.close();
+  return removePackages();
+});
+
+// Real sandboxes and subprocesses: generous on a loaded machine (nothing here asserts a duration).
+describe('egress connections in the audit trail', { timeout: 120_000 }, () => {
+  it('writes a connection record per allowed and refused connection, matching the host events', async () => {
+    const profile = await pool.profile();
+    const file = join(profile, 'audit.jsonl');
+    const sink = (await JsonlAuditSink.open(file))._unsafeUnwrap();
+    const installer = await pool.open(profile);
+    (await installer.install(await packaged('egress'), { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(profile, { sandbox: { egressResolver: resolver }, audit: { sink } });
+    const events: EgressEvent[] = [];
+    host.events.on('egress', (event) => events.push(event));
+
+    expect((await host.call('plug.host-egress.get', { url: 'http://api.test/audited' })).isOk()).toBe(true);
+    expect((await host.call('plug.host-egress.get', { url: 'http://other.test/refused' })).isOk()).toBe(true);
+    (await sink.close())._unsafeUnwrap();
+
+    const connections = (await readFile(file, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditRecord)
+      .filter((record) => record.kind === 'connection');
+    expect(connections).toEqual([
+      { kind: 'connection', at: expect.any(String), plugin_id: 'host-egress', allowed: true, method: 'GET', host: 'api.test', port: 80, address: '203.0.113.30' },
+      { kind: 'connection', at: expect.any(String), plugin_id: 'host-egress', allowed: false, method: 'GET', host: 'other.test', port: 80, reason: 'not_listed' },
+    ]);
+    expect(connections.map(({ kind: _kind, at: _at, ...event }) => event)).toEqual(events);
+    expect(connections.every((record) => 'at' in record && !Number.isNaN(Date.parse(record.at)))).toBe(true);
+  });
+});
