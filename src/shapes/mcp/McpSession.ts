@@ -1,5 +1,5 @@
 import type { Implementation, LoggingLevel, Prompt, Resource, ResourceTemplate, ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import packageJson from '../../../package.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { sessionClosedError } from '../../framing/LineChannel.js';
@@ -248,10 +248,10 @@ export class McpSession implements PluginSession, McpSurface {
 
   /** Ends a subscription. */
   unsubscribe(uri: string): ResultAsync<void, HostError> {
-    if (!this.subscribed.has(uri)) return new ResultAsync(Promise.resolve(ok(undefined)));
+    if (!this.subscribed.has(uri)) return okAsync(undefined);
     this.subscribed.delete(uri);
     const live = this.connections.live;
-    if (live === undefined) return new ResultAsync(Promise.resolve(ok(undefined)));
+    if (live === undefined) return okAsync(undefined);
     return new ResultAsync(live.request('resources/unsubscribe', { uri })).map(() => undefined);
   }
 
