@@ -106,6 +106,32 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
   });
 });
 
+describe('seed 001 Output Profiles on an MCP plugin: structuredContent and its text block', () => {
+  const pool = new HostPool();
+  afterEach(() => pool.cleanup());
+
+  it('seed 001 "Each plugin tool must declare output_profile": an MCP result\'s structuredContent is shaped and its one text block rewritten to match', async () => {
+    const dir = await packageFixturePlugin(join(import.meta.dirname, '../../fixtures/plugins/host-published'), { bundle: ['bin/server.mjs'] });
+    const path = join(dir, 'manifest.json');
+    const manifest = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown> & { advertised_tools: Array<Record<string, unknown>> };
+    manifest.advertised_tools = manifest.advertised_tools.map((t) => (t.name === 'describe' ? { ...t, output_profile: 'lean' } : t));
+    manifest.output_profiles = { lean: { drop_fields: ['length'] } };
+    await writeFile(path, JSON.stringify(manifest));
+    const profile = await pool.profile();
+    const installer = await pool.open(profile);
+    (await installer.install(dir, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(profile);
+
+    const described = (await host.call('plug.host-published.describe', { thing: 'lamp' }))._unsafeUnwrap();
+    if (described.shape !== 'mcp-plugin') throw new Error(`unexpected shape ${described.shape}`);
+    expect(described.value.structuredContent).toEqual({ thing: 'lamp' });
+    expect(described.value.content).toEqual([{ type: 'text', text: '{"thing":"lamp"}' }]);
+    expect(described.profile).toMatchObject({ profile: 'lean', lossy: true, removed_fields: 1 });
+    expect(JSON.parse(await readFile(described.profile?.full_result_path ?? '', 'utf8'))).toEqual({ thing: 'lamp', length: 4 });
+  });
+});
+
 describe('seed 001 "Plugin profile files are validated with gum profile validate; fixture-backed profiles are tested with gum profile test"', () => {
   const PROFILES = `
 [output_profiles."flights.compact"]
