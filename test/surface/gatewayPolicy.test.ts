@@ -1,0 +1,70 @@
+/**
+ * Per-client filters hold for resources, templates and prompts at the
+ * gateway over Streamable HTTP: two concurrent SDK Clients with different
+ * allow lists, served by `serveGateway` on a loopback port, with
+ * server-everything and server-memory installed and run in the sandbox.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { HostPool, removePackages } from '../support/hostHarness.js';
+
+const OWNER_TOKEN = 'owner-token-0123456789abcdef';
+const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
+const pool = new HostPool();
+const gateways: GatewayHandle[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(() => removePackages());
+
+async function connect(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: 'policy-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  clients.push(client);
+  return client;
+}
+
+async function codeOf(request: Promise<unknown>): Promise<unknown> {
+  const failure = await request.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
+  return (failure.data as { code?: unknown } | undefined)?.code;
+}
+
+describe('gateway filters for resources and prompts over HTTP', () => {
+  it('shows each client only the resources, templates and prompts of the plugins its policy offers', async () => {
+    const host = await pool.installed(await pool.profile(), ['everything', 'memory']);
+    const served = await serveGateway(host, {
+      policy: { deny: ['plug.host-everything.simple-prompt'] },
+      http: { port: 0, token: OWNER_TOKEN, clients: [{ name: 'memory-only', token: MEMORY_TOKEN, policy: { allow: ['host-memory'] } }] },
+    });
+    if (served.isErr()) throw served.error;
+    gateways.push(served.value);
+    const url = served.value.url ?? '';
+    const [owner, memoryOnly] = await Promise.all([connect(url, OWNER_TOKEN), connect(url, MEMORY_TOKEN)]);
+
+    const ownerPrompts = (await owner.listPrompts()).prompts.map((p) => p.name);
+    expect(ownerPrompts).toContain('plug.host-everything.args-prompt');
+    expect(ownerPrompts).not.toContain('plug.host-everything.simple-prompt');
+    expect(await codeOf(owner.getPrompt({ name: 'plug.host-everything.simple-prompt' }))).toBe('GATEWAY_ITEM_NOT_FOUND');
+    expect((await owner.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)).toContain('demo://resource/dynamic/text/{resourceId}');
+    expect((await owner.readResource({ uri: 'demo://resource/dynamic/text/2' })).contents[0]?.uri).toBe('demo://resource/dynamic/text/2');
+
+    // server-memory offers no prompts or resources, and everything's are not offered to this client.
+    expect((await memoryOnly.listPrompts()).prompts).toEqual([]);
+    expect((await memoryOnly.listResourceTemplates()).resourceTemplates).toEqual([]);
+    expect(await codeOf(memoryOnly.readResource({ uri: 'demo://resource/dynamic/text/2' }))).toBe('GATEWAY_ITEM_NOT_FOUND');
+    expect(await codeOf(memoryOnly.readResource({ uri: 'plug.host-everything:demo://resource/dynamic/text/2' }))).toBe('GATEWAY_ITEM_NOT_FOUND');
+    expect(await codeOf(memoryOnly.complete({ ref: { type: 'ref/prompt', name: 'plug.host-everything.completable-prompt' }, argument: { name: 'department', value: 'S' } }))).toBe(
+      'GATEWAY_ITEM_NOT_FOUND',
+    );
+  }, 120_000);
+});
