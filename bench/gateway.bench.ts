@@ -132,7 +132,7 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
     const cpuBefore = process.cpuUsage();
     const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, maxBuffer: 1 << 20 });
     const cpu = process.cpuUsage(cpuBefore);
-    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[] };
+    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[]; clientCpuUsPerCall: number };
     // Everything this process did while the clients ran was serving the gateway's calls (warm-up included).
     const gatewayCalls = CLIENTS * (CALLS_PER_CLIENT * RUNS + WARMUP_CALLS_PER_CLIENT);
     const cpuPerCallUs = (cpu.user + cpu.system) / gatewayCalls;
@@ -144,7 +144,7 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         compare: 'ratio',
         target: 0.7,
         better: 'higher',
-        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), alternating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the SDK's Streamable HTTP server transport, host.call)`,
+        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), alternating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the SDK's Streamable HTTP server transport, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per gateway call`,
       },
       measured.gateway,
       measured.direct,

@@ -3,8 +3,8 @@
  * own so that the clients' HTTP and SSE work is not counted against the
  * gateway: `clients` SDK Clients over Streamable HTTP to the gateway, each
  * one call at a time, against one SDK Client with `clients` calls in flight
- * straight to the plugin over stdio. Prints `{"gateway":[…],"direct":[…]}`
- * (calls per second of each run) on stdout.
+ * straight to the plugin over stdio. Prints `{"gateway":[…],"direct":[…],"clientCpuUsPerCall":…}`
+ * (calls per second of each run, and this process's CPU per gateway call) on stdout.
  *
  *   node --import tsx bench/support/gatewayClients.ts '{"url":…,"token":…,"entry":…,"opId":…,"tool":…,"clients":32,"perClient":40,"runs":5,"warmupPerClient":10}'
  */
@@ -53,12 +53,17 @@ await callsPerSecond(viaGateway, plan.warmupPerClient);
 await callsPerSecond(viaDirect, plan.warmupPerClient);
 const gateway: number[] = [];
 const directRuns: number[] = [];
+let gatewayCpuUs = 0;
 for (let run = 0; run < plan.runs; run++) {
   // Which side goes first alternates, so drift in machine load falls on both.
   for (const side of run % 2 === 0 ? (['gateway', 'direct'] as const) : (['direct', 'gateway'] as const)) {
-    if (side === 'gateway') gateway.push(await callsPerSecond(viaGateway, plan.perClient));
-    else directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
+    if (side === 'gateway') {
+      const before = process.cpuUsage();
+      gateway.push(await callsPerSecond(viaGateway, plan.perClient));
+      const used = process.cpuUsage(before);
+      gatewayCpuUs += used.user + used.system;
+    } else directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
   }
 }
 await Promise.all([...httpClients.map((c) => c.close()), direct.close()]);
-process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns })}\n`);
+process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns, clientCpuUsPerCall: gatewayCpuUs / (plan.runs * plan.clients * plan.perClient) })}\n`);
