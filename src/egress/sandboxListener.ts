@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Server } from 'node:net';
 import type { Readable } from 'node:stream';
+import type { LaunchedLauncher } from '../process/spawnChild.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
 import { SANDBOX_PROXY_PORT } from './sandboxProxy.js';
@@ -70,9 +71,15 @@ def listen_and_send(rid):
     send({'cmd': 'NODE_HANDLE', 'type': 'net.Server', 'msg': {'listener': rid}}, listener.fileno())
     listener.close()
 
-def serve(rid, pid):
+def parent_of(pid):
+    with open('/proc/%d/stat' % pid) as stat:
+        return int(stat.read().rsplit(')', 1)[1].split()[1])
+
+def serve(rid, pid, launcher):
     net = os.open('/proc/%d/ns/net' % pid, os.O_RDONLY | os.O_CLOEXEC)
     try:
+        if parent_of(pid) != launcher:
+            return send({'id': rid, 'cause': 'listen_failed', 'message': 'process %d is no longer the sandbox of launcher %d' % (pid, launcher)})
         if os.fstat(net).st_ino == own_net_id:
             return send({'id': rid, 'cause': 'shared_namespace', 'message': 'the sandbox has no network namespace of its own'})
         user = fcntl.ioctl(net, NS_GET_USERNS)
@@ -111,10 +118,10 @@ while True:
             request = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(request, dict) or not isinstance(request.get('id'), int) or not isinstance(request.get('pid'), int):
+        if not isinstance(request, dict) or not all(isinstance(request.get(key), int) for key in ('id', 'pid', 'launcher')):
             continue
         try:
-            serve(request['id'], request['pid'])
+            serve(request['id'], request['pid'], request['launcher'])
         except OSError as e:
             send({'id': request['id'], 'cause': 'listen_failed', 'message': str(e)})
 `;
@@ -157,12 +164,12 @@ class ListenerHelper {
     return this.gone === undefined;
   }
 
-  listenIn(pid: number): Promise<Server | SandboxListenerFailure> {
+  listenIn(pid: number, launcher: number): Promise<Server | SandboxListenerFailure> {
     if (this.gone !== undefined) return Promise.resolve(this.gone);
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      this.child.send({ id, pid }, (error) => {
+      this.child.send({ id, pid, launcher }, (error) => {
         if (error) this.settle(id, { cause: 'helper_unavailable', message: `cannot reach the listener helper: ${error.message}` });
       });
     });
@@ -225,19 +232,23 @@ function sandboxPid(report: Readable): Promise<number | SandboxListenerFailure> 
 
 /**
  * A listening socket on the proxy address (127.0.0.1, `sandboxProxyPort`)
- * inside the network namespace of the sandbox whose launcher wrote
- * `report` (bubblewrap's `--info-fd`), held by the host only. Ask for it
+ * inside the network namespace of the sandbox `launched` reports on its
+ * report pipe (bubblewrap's `--info-fd`), held by the host only. Ask for it
  * while the launcher still holds the sandbox back (before its seccomp
  * program is written), so the listener exists before any code of the plugin
- * runs. Every sandbox has a namespace and a listener of its own: which
- * plugin a connection belongs to is known by the listener it arrived on.
+ * runs. The helper checks that the reported process is still the
+ * launcher's child once it holds its namespace, so a process id reused
+ * meanwhile never gets the listener. Every sandbox has a namespace and a
+ * listener of its own: which plugin a connection belongs to is known by the
+ * listener it arrived on.
  */
-export function sandboxProxyListener(report: Readable | undefined): ResultAsync<Server, SandboxListenerFailure> {
-  if (report === undefined) return errAsync({ cause: 'launcher_report', message: 'the launcher was started without a report pipe' });
+export function sandboxProxyListener(launched: LaunchedLauncher): ResultAsync<Server, SandboxListenerFailure> {
+  const { report, pid: launcher } = launched;
+  if (report === undefined || launcher === undefined) return errAsync({ cause: 'launcher_report', message: 'the launcher was started without a report pipe' });
   return ResultAsync.fromSafePromise(sandboxPid(report)).andThen((pid) => {
     if (typeof pid !== 'number') return errAsync(pid);
     const running = runningHelper();
     if (!(running instanceof ListenerHelper)) return errAsync(running);
-    return ResultAsync.fromSafePromise(running.listenIn(pid)).andThen((outcome) => (outcome instanceof Server ? okAsync(outcome) : errAsync(outcome)));
+    return ResultAsync.fromSafePromise(running.listenIn(pid, launcher)).andThen((outcome) => (outcome instanceof Server ? okAsync(outcome) : errAsync(outcome)));
   });
 }

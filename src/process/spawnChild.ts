@@ -37,6 +37,8 @@ export interface Launch {
 
 /** What a gate sees of the launcher it holds back. */
 export interface LaunchedLauncher {
+  /** The launcher's process id, once it runs. */
+  readonly pid?: number;
   /** The launcher's report pipe, when the launch asked for one. */
   readonly report?: Readable;
 }
@@ -116,6 +118,7 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
       return okAsync<PluginProcess, HostError>(plugin);
     }
     const report = launch.launcherReport ? (child.stdio[4 + executable.inheritFds.length] as Readable) : undefined;
-    return new ResultAsync((async () => released(plugin, input, extraInput, await gate(report === undefined ? {} : { report })))());
+    const launched = { pid: plugin.pid, ...(report === undefined ? {} : { report }) };
+    return new ResultAsync((async () => released(plugin, input, extraInput, await gate(launched)))());
   });
 }

@@ -520,7 +520,7 @@ export class SandboxSpawner {
       onConnection === undefined
         ? undefined
         : (launched) =>
-            sandboxProxyListener(launched.report)
+            sandboxProxyListener(launched)
               .map((server) => {
                 listener = server;
                 server.on('connection', onConnection);

@@ -91,7 +91,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot);
     const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3, 4);
     const gate = (launched: LaunchedLauncher) =>
-      sandboxProxyListener(launched.report)
+      sandboxProxyListener(launched)
         .map((server) => {
           sandboxListener = server;
           server.on('connection', served);
