@@ -8,7 +8,8 @@
 import profileData from '../../etc/output-profiles.json' with { type: 'json' };
 import type { HostErrorCode } from '../errors/registry.js';
 import type { ManifestForm } from '../manifest/model.js';
-import { violation, type Violation } from '../manifest/violations.js';
+import { ownString, toolEntries } from '../manifest/access.js';
+import { pointerOf, violation, type Violation } from '../manifest/violations.js';
 
 /** How a result's recovery copy is kept when a profile loses information. */
 export type ProfileRecovery = 'none' | 'local_artifact';
@@ -170,10 +171,23 @@ export function definedProfiles(doc: unknown): Record<string, OutputProfile> {
   return Object.fromEntries(Object.entries(table).filter(([, body]) => isRecord(body))) as Record<string, OutputProfile>;
 }
 
-/** The semantic profile checks of a GUM-form manifest's `output_profiles` (see {@link checkProfileDefinitions}). */
-export function checkOutputProfiles(doc: unknown, form: ManifestForm): Violation[] {
+/**
+ * The profile checks of a GUM-form manifest: its `output_profiles` (see
+ * {@link checkProfileDefinitions}), and each tool's `output_profile`, which
+ * must be defined there, built in, or `known` to the host; otherwise every
+ * call of the tool would fail (PROFILE_NOT_FOUND), so it is refused now.
+ */
+export function checkOutputProfiles(doc: unknown, form: ManifestForm, known?: (name: string) => boolean): Violation[] {
   if (form !== 'gum-json' && form !== 'gum-toml') return [];
-  return checkProfileDefinitions(definedProfiles(doc), '/output_profiles').map((p) => violation('output_profiles', p.code, p.pointer, p.message));
+  const defined = definedProfiles(doc);
+  const out = checkProfileDefinitions(defined, '/output_profiles').map((p) => violation('output_profiles', p.code, p.pointer, p.message));
+  for (const { at, tool } of toolEntries(doc, form)) {
+    const name = ownString(tool, 'output_profile');
+    if (name === undefined || own(defined, name) !== undefined || own(BUILTIN_OUTPUT_PROFILES, name) !== undefined || known?.(name) === true) continue;
+    const message = `output profile ${JSON.stringify(name)} is neither defined in output_profiles nor built in (${Object.keys(BUILTIN_OUTPUT_PROFILES).join(', ')})`;
+    out.push(violation('output_profiles', 'PROFILE_INVALID', pointerOf(...at, 'output_profile'), message));
+  }
+  return out;
 }
 
 /** A JSON object (not an array, not null). */

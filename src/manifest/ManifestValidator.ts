@@ -267,7 +267,7 @@ export class ManifestValidator {
       ...checkEgressDestinations(doc, form),
       ...checkClientRequestShape(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),
-      ...checkOutputProfiles(doc, form),
+      ...checkOutputProfiles(doc, form, (name) => this.#resolveProfile?.(name) !== undefined),
     ];
   }
 

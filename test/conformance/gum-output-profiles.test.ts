@@ -98,6 +98,19 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
     ]);
   });
 
+  it('seed 001 "Each plugin tool must declare output_profile": a profile that is neither shipped nor built in is refused at install, not left to fail every call', async () => {
+    const pkg = await echoWithProfile({});
+    const path = join(pkg, 'manifest.json');
+    const { output_profiles: _shipped, ...manifest } = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+    await writeFile(path, JSON.stringify(manifest));
+    const installer = await pool.open(await pool.profile());
+    const error = (await installer.install(pkg, { canary: false }))._unsafeUnwrapErr();
+    expect(((error.details.violations ?? []) as Array<{ code: string; pointer: string }>).map((v) => [v.code, v.pointer])).toContainEqual([
+      'PROFILE_INVALID',
+      '/advertised_tools/0/output_profile',
+    ]);
+  });
+
   it('seed 000 §7 output profiles: a profile may inherit a built-in base (etc/output-profiles.json) and override its fields', async () => {
     const host = await hostFor(await echoWithProfile({ inherits: '_base.list', collapse_arrays: { max_items: 1 } }));
     const result = (await host.call('plug.host-ndjson.echo', [{ n: 1 }, { n: 2 }, { n: 3 }]))._unsafeUnwrap();

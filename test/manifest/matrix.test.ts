@@ -199,7 +199,7 @@ describe('TestProfileStripNullsSafety', () => {
     expect(v?.message).toContain('"payload"');
   });
 
-  it('asks the host resolver for profiles the manifest does not ship, and skips profiles nobody knows', () => {
+  it('asks the host resolver for profiles the manifest does not ship, and refuses a profile nobody knows', () => {
     const doc = gumJson();
     doc.advertised_tools = [
       { name: 'a', risk_class: 'read', output_profile: 'host.lean' },
@@ -209,7 +209,10 @@ describe('TestProfileStripNullsSafety', () => {
       preset: 'gum',
       resolveProfile: (name) => (name === 'host.lean' ? { strip_nulls: true, keep_fields: ['id'] } : undefined),
     });
-    expect(pairs(json(doc, validator))).toEqual([['PROFILE_STRIP_NULLS_UNSAFE', '/advertised_tools/0/null_elision_safe_fields']]);
+    expect(pairs(json(doc, validator))).toEqual([
+      ['PROFILE_STRIP_NULLS_UNSAFE', '/advertised_tools/0/null_elision_safe_fields'],
+      ['PROFILE_INVALID', '/advertised_tools/1/output_profile'],
+    ]);
   });
 });
 
