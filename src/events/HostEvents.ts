@@ -53,6 +53,20 @@ export interface HostEventMap {
   readonly list_changed: { readonly plugin_id: string; readonly list: 'tools' | 'resources' | 'prompts'; readonly code?: HostErrorCode };
   /** A resource the host subscribed to (`subscribeResource`) changed; read it again to see how. */
   readonly 'resource:updated': { readonly plugin_id: string; readonly uri: string };
+  /**
+   * A plugin's request to its client (`sampling/createMessage`,
+   * `elicitation/create`, `roots/list`) of a kind it declares, and how it
+   * ended: answered by a callback, refused at once, abandoned (time ran out,
+   * the call ended) or failed; `error_code` is the JSON-RPC code the plugin got.
+   */
+  readonly client_request: {
+    readonly plugin_id: string;
+    readonly method: string;
+    readonly op_id?: string;
+    readonly outcome: 'answered' | 'refused' | 'abandoned' | 'failed';
+    readonly error_code?: number;
+    readonly duration_ms: number;
+  };
   /** A log message an MCP-speaking plugin sent (`notifications/message`), at or above the level set with `setLogLevel`. */
   readonly log: { readonly plugin_id: string; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
 }

@@ -7,7 +7,7 @@
  */
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { ClientRequestKind } from '../manifest/model.js';
-import type { ClientRequestHandlers, ClientRequestSettings } from '../shapes/mcp/clientRequests.js';
+import type { ClientRequestHandlers, ClientRequestReport, ClientRequestSettings } from '../shapes/mcp/clientRequests.js';
 import type { CallOptions } from '../shapes/PluginSession.js';
 import type { HostConfig } from './hostConfig.js';
 
@@ -25,10 +25,14 @@ export function declaredClientRequests(plugin: InstalledPlugin): readonly Client
 }
 
 /** A plugin session's client-request settings, or undefined when the plugin declares none (nothing is advertised or answered). */
-export function clientRequestSettings(plugin: InstalledPlugin, config: HostConfig): ClientRequestSettings | undefined {
+export function clientRequestSettings(
+  plugin: InstalledPlugin,
+  config: HostConfig,
+  onReport: (report: ClientRequestReport) => void,
+): ClientRequestSettings | undefined {
   const kinds = declaredClientRequests(plugin);
   if (kinds.length === 0) return undefined;
-  return { pluginId: plugin.plugin_id, kinds, handlers: config.clientRequests, timeoutMs: config.clientRequestTimeoutMs };
+  return { pluginId: plugin.plugin_id, kinds, handlers: config.clientRequests, timeoutMs: config.clientRequestTimeoutMs, onReport };
 }
 
 /**

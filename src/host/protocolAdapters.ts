@@ -14,6 +14,7 @@ import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../shapes/esm/EsmSession.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
+import type { ClientRequestReport } from '../shapes/mcp/clientRequests.js';
 import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { NdjsonRpcSession } from '../shapes/ndjson-rpc/NdjsonRpcSession.js';
 import type { PluginShape } from '../manifest/model.js';
@@ -39,6 +40,8 @@ export interface SessionContext {
   readonly onStdoutNoise: (line: string) => void;
   /** Told each list_changed, resource update and log message an MCP-speaking plugin sends. */
   readonly onNotice: (notice: McpPluginNotice) => void;
+  /** Told how each request to its client an MCP-speaking plugin sends (of a kind it declares) ended. */
+  readonly onClientRequest: (report: ClientRequestReport) => void;
 }
 
 /** What an adapter verifies a plugin's main file with. */
@@ -91,7 +94,7 @@ const toolNames = (plugin: InstalledPlugin): string[] => [...new Set(plugin.vari
 function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-module'): Parameters<typeof McpSession.create>[0] {
   const config = context.config;
   const run = pluginRunSettings(config, context.plugin.plugin_id);
-  const clientRequests = clientRequestSettings(context.plugin, config);
+  const clientRequests = clientRequestSettings(context.plugin, config, context.onClientRequest);
   return {
     launch: context.launch,
     clock: context.clock,

@@ -14,6 +14,7 @@ import type { HostConfig } from './hostConfig.js';
 import type { PluginLauncher } from './launcher.js';
 import { PluginRuntime } from './PluginRuntime.js';
 import { protocolAdapter, type ProtocolAdapter } from './protocolAdapters.js';
+import type { ClientRequestReport } from '../shapes/mcp/clientRequests.js';
 import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { emitNotice } from './mcpSurface.js';
 
@@ -59,7 +60,8 @@ export class PluginRuntimes {
     const launch = launcher.launcherFor(plugin, adapter.value);
     const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
     const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
-    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice });
+    const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
+    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice, onClientRequest });
     if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
       if (this.#running.get(id) === runtime) this.#running.delete(id);

@@ -47,6 +47,8 @@ describe('requests from plugins to the client', () => {
       const dir = await installed(['declared', 'undeclared']);
       const sampling = vi.fn((_params: unknown, context: ClientRequestContext) => modelAnswer(`sampled for ${context.plugin_id}`));
       const host = await pool.open(dir, { clientRequests: { sampling } });
+      const reports: unknown[] = [];
+      host.events.on('client_request', (report) => reports.push(report));
 
       const answered = await host.call(op('ask_model'), { question: 'What is 2 + 2?' });
       expect(answered._unsafeUnwrap().isError).toBe(false);
@@ -59,6 +61,8 @@ describe('requests from plugins to the client', () => {
       const refused = await host.call(op('ask_model', 'host-callbacks-undeclared'), { question: 'What is 2 + 2?' });
       expect(refusalOf(refused._unsafeUnwrapErr())).toMatchObject({ error: { code: METHOD_NOT_FOUND } });
       expect(sampling).toHaveBeenCalledTimes(1);
+      // Only requests of a declared kind are the host's to report; the undeclared one never reached it.
+      expect(reports).toEqual([{ plugin_id: 'host-callbacks', method: 'sampling/createMessage', op_id: op('ask_model'), outcome: 'answered', duration_ms: expect.any(Number) }]);
 
       expect((await host.info('host-callbacks'))._unsafeUnwrap().granted_capabilities?.client_requests).toEqual(['sampling', 'elicitation', 'roots']);
       expect((await host.info('host-callbacks-undeclared'))._unsafeUnwrap().granted_capabilities?.client_requests).toBeUndefined();
@@ -73,6 +77,8 @@ describe('requests from plugins to the client', () => {
       const roots = vi.fn(() => ({ roots: [{ uri: 'file:///srv/notes', name: 'notes' }] }));
       const elicitation = vi.fn((_params: unknown) => ({ action: 'accept' as const, content: { answer: 'blue' } }));
       const host = await pool.open(dir, { clientRequests: { roots, elicitation } });
+      const reports: { outcome: string; error_code?: number }[] = [];
+      host.events.on('client_request', (report) => reports.push(report));
 
       expect(answerOf((await host.call(op('list_roots'), {}))._unsafeUnwrap())).toEqual({ roots: [{ uri: 'file:///srv/notes', name: 'notes' }] });
       expect(answerOf((await host.call(op('ask_user'), { question: 'Favourite colour?' }))._unsafeUnwrap())).toEqual({ action: 'accept', content: { answer: 'blue' } });
@@ -80,6 +86,11 @@ describe('requests from plugins to the client', () => {
 
       const noSampling = await host.call(op('ask_model'), { question: 'hi' });
       expect(refusalOf(noSampling._unsafeUnwrapErr())).toMatchObject({ error: { code: METHOD_NOT_FOUND } });
+      expect(reports.map((r) => [r.outcome, r.error_code])).toEqual([
+        ['answered', undefined],
+        ['answered', undefined],
+        ['refused', METHOD_NOT_FOUND],
+      ]);
     },
     TIMEOUT_MS,
   );
@@ -97,9 +108,13 @@ describe('requests from plugins to the client', () => {
           },
         },
       });
+      const reports: { outcome: string; error_code?: number }[] = [];
+      host.events.on('client_request', (report) => reports.push(report));
       const outcome = await host.call(op('ask_model'), { question: 'never answered' }, { timeoutMs: 1_000 });
       expect(outcome._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
       await waitUntil(() => seen?.aborted === true);
+      await waitUntil(() => reports.length === 1);
+      expect(reports[0]).toMatchObject({ outcome: 'abandoned', error_code: -32001 });
     },
     TIMEOUT_MS,
   );

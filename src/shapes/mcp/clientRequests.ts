@@ -80,6 +80,25 @@ export interface ClientRequestHandlers {
   readonly caller?: string;
 }
 
+/** How one client request of a declared kind ended, for the host's `client_request` event. */
+export interface ClientRequestReport {
+  /** The MCP method: `sampling/createMessage`, `elicitation/create` or `roots/list`. */
+  readonly method: string;
+  /** The operation the request was attributed to, when exactly one call was in flight. */
+  readonly op_id?: string;
+  /**
+   * `answered` by a callback; `refused` at once (no callback, or calls of
+   * several callers in flight); `abandoned` when the time ran out, the call
+   * ended or the plugin withdrew it; `failed` when the callback threw or
+   * answered something malformed.
+   */
+  readonly outcome: 'answered' | 'refused' | 'abandoned' | 'failed';
+  /** The JSON-RPC error code the plugin got, when it got one. */
+  readonly error_code?: number;
+  /** From the request's arrival to its answer, in ms. */
+  readonly duration_ms: number;
+}
+
 /** What a session needs to answer its plugin's client requests. */
 export interface ClientRequestSettings {
   /** The plugin's id, passed to every callback. */
@@ -90,6 +109,8 @@ export interface ClientRequestSettings {
   readonly handlers: ClientRequestHandlers | undefined;
   /** The most time one answer may take, in ms. */
   readonly timeoutMs: number;
+  /** Told how each request of a declared kind ended. */
+  readonly onReport?: (report: ClientRequestReport) => void;
 }
 
 /** Who answers client requests during one call, as the call's options carry it. */
@@ -194,6 +215,17 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Why an answer was abandoned, as the plugin's JSON-RPC error says it. */
 class Abandoned extends Error {}
 
+/** A request that got a JSON-RPC error instead of an answer, with what its report says. */
+class Refusal extends Error {
+  constructor(
+    readonly outcome: Exclude<ClientRequestReport['outcome'], 'answered'>,
+    readonly opId: string | undefined,
+    readonly error: McpError,
+  ) {
+    super(error.message);
+  }
+}
+
 /**
  * Installs the request handlers of the declared kinds on `client` (before it
  * connects). Undeclared kinds get no handler: the SDK answers them with
@@ -201,15 +233,50 @@ class Abandoned extends Error {}
  */
 export function answerClientRequests(client: Client, settings: ClientRequestSettings | undefined, calls: CallsInFlight, clock: Clock, logger: Logger): void {
   if (settings === undefined || settings.kinds.length === 0) return;
+  const report = (method: string, started: number, opId: string | undefined, outcome: ClientRequestReport['outcome'], error?: McpError): void => {
+    try {
+      settings.onReport?.({
+        method,
+        ...(opId === undefined ? {} : { op_id: opId }),
+        outcome,
+        ...(error === undefined ? {} : { error_code: error.code }),
+        duration_ms: clock.now() - started,
+      });
+    } catch (failure) {
+      logger.warn({ plugin_id: settings.pluginId, method, error: String(failure) }, 'client request report listener threw');
+    }
+  };
   const answer = async <P, R>(kind: ClientRequestKind, params: P, pluginSignal: AbortSignal, pick: (h: ClientRequestHandlers) => Callback<P, R> | undefined): Promise<R> => {
     const method = CLIENT_REQUEST_METHODS[kind];
+    const started = clock.now();
+    try {
+      const answered = await answerOnce(kind, method, params, pluginSignal, pick);
+      report(method, started, answered.opId, 'answered');
+      return answered.value;
+    } catch (error) {
+      const refusal = error instanceof Refusal ? error : undefined;
+      const mcpError = refusal?.error ?? (error instanceof McpError ? error : new McpError(ErrorCode.InternalError, `the host application could not answer ${method}`));
+      report(method, started, refusal?.opId, refusal?.outcome ?? 'failed', mcpError);
+      throw mcpError;
+    }
+  };
+  const answerOnce = async <P, R>(
+    kind: ClientRequestKind,
+    method: string,
+    params: P,
+    pluginSignal: AbortSignal,
+    pick: (h: ClientRequestHandlers) => Callback<P, R> | undefined,
+  ): Promise<{ value: R; opId: string | undefined }> => {
     const attributed = calls.attribute();
     if (attributed === undefined) {
-      throw new McpError(ErrorCode.InvalidRequest, `${method} arrived while calls of several callers were in flight; the host cannot tell whose it is`);
+      throw new Refusal('refused', undefined, new McpError(ErrorCode.InvalidRequest, `${method} arrived while calls of several callers were in flight; the host cannot tell whose it is`));
     }
+    const opId = attributed.opId;
     const handlers = attributed.handlers ?? settings.handlers;
     const callback = handlers === undefined ? undefined : pick(handlers);
-    if (callback === undefined) throw new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`);
+    if (callback === undefined) {
+      throw new Refusal('refused', opId, new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`));
+    }
     const deadline = new AbortController();
     const cancelTimer = clock.setTimer(() => deadline.abort(new Abandoned(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
     const ended = attributed.ended;
@@ -223,16 +290,16 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
       timeoutMs: settings.timeoutMs,
     };
     try {
-      return await untilAborted(Promise.resolve().then(() => callback(params, context)), signal);
+      return { value: await untilAborted(Promise.resolve().then(() => callback(params, context)), signal), opId };
     } catch (error) {
       if (signal.aborted) {
         const why = deadline.signal.aborted ? (deadline.signal.reason as Error).message : ended?.aborted === true ? 'the call that caused it ended' : 'the plugin withdrew it';
-        throw new McpError(ErrorCode.RequestTimeout, `${method} was not answered: ${why}`);
+        throw new Refusal('abandoned', opId, new McpError(ErrorCode.RequestTimeout, `${method} was not answered: ${why}`));
       }
-      if (error instanceof McpError) throw error;
+      if (error instanceof McpError) throw new Refusal('failed', opId, error);
       // The application's own failure stays in the host's log: its text is not the plugin's business.
       logger.warn({ plugin_id: settings.pluginId, method, error: String(error) }, 'client request callback failed');
-      throw new McpError(ErrorCode.InternalError, `the host application could not answer ${method}`);
+      throw new Refusal('failed', opId, new McpError(ErrorCode.InternalError, `the host application could not answer ${method}`));
     } finally {
       cancelTimer();
     }
@@ -245,10 +312,17 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => answer('elicitation', request.params, extra.signal, (h) => h.elicitation));
   }
   if (kinds.has('roots')) {
-    client.setRequestHandler(ListRootsRequestSchema, async (request, extra) => {
-      const listed = ListRootsResultSchema.safeParse(await answer('roots', request.params, extra.signal, (h) => h.roots));
-      if (!listed.success) throw new McpError(ErrorCode.InternalError, 'the host application answered roots/list with something that is not a list of roots');
-      return listed.data;
-    });
+    const listRoots = (params: ListRootsRequest['params'], context: ClientRequestContext, roots: RootsCallback): Promise<ListRootsResult> =>
+      Promise.resolve(roots(params, context)).then((answered) => {
+        const listed = ListRootsResultSchema.safeParse(answered);
+        if (!listed.success) throw new McpError(ErrorCode.InternalError, 'the host application answered roots/list with something that is not a list of roots');
+        return listed.data;
+      });
+    client.setRequestHandler(ListRootsRequestSchema, (request, extra) =>
+      answer('roots', request.params, extra.signal, (h) => {
+        const roots = h.roots;
+        return roots === undefined ? undefined : (params, context) => listRoots(params, context, roots);
+      }),
+    );
   }
 }
