@@ -76,6 +76,8 @@ export {
 } from './gateway/gatewayConfig.js';
 export type { GatewayErrorPayload } from './gateway/toolResults.js';
 export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
+export type { TrustCallback, TrustRequest } from './installer/trust.js';
+export { KeychainSecretStore, PreferredSecretStore, type KeychainSecretStoreOptions } from './secrets/KeychainSecretStore.js';
 export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';
 export type { NpmSettings } from './installer/npmFetch.js';
@@ -117,6 +119,8 @@ export type { SchemaBundleReader } from './manifest/schemaRefs.js';
 export type { OutputProfileResolver } from './manifest/checks.js';
 export { CHECK_STAGES, type CheckStage, type Violation } from './manifest/violations.js';
 export type {
+  AuthComponent,
+  AuthStrategy,
   BackendKind,
   CanarySpec,
   ClientRequestKind,

@@ -3,6 +3,7 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
+import cliProfile from '../../etc/cli-profile.json' with { type: 'json' };
 import { nearest, type Flags } from './args.js';
 import { EXIT_CODES, exitCodeFor, type ExitCode } from './exitCodes.js';
 import type { Output, Terminal } from './Output.js';
@@ -21,9 +22,15 @@ export interface CommandContext {
   readonly signal: AbortSignal;
 }
 
-/** The profile name in effect. */
+/** The profile name in effect: --profile, else the contract's profile variable (GUM_PROFILE), else `default`. */
 export function profileName(flags: Flags): string {
-  return flags.profile ?? 'default';
+  const fromEnv = process.env[cliProfile.environmentVariable];
+  return flags.profile ?? (fromEnv === undefined || fromEnv === '' ? 'default' : fromEnv);
+}
+
+/** Whether the profile in effect is a dev profile: --dev, or a profile the contract names as one (`dev`). */
+function isDevProfile(flags: Flags): boolean {
+  return flags.dev || cliProfile.devProfileNames.includes(profileName(flags));
 }
 
 const errnoOf = (cause: unknown): string | undefined => (cause as NodeJS.ErrnoException).code;
@@ -85,7 +92,7 @@ export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {
   }
   return ok({
     profile: profileName(flags),
-    profileKind: flags.dev ? 'dev' : 'standard',
+    profileKind: isDevProfile(flags) ? 'dev' : 'standard',
     ...(flags.appName === undefined ? {} : { appName: flags.appName }),
     ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
     ...(flags.preset === undefined ? {} : { preset: flags.preset }),

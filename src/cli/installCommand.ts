@@ -1,10 +1,11 @@
 import { readFile, stat } from 'node:fs/promises';
 import { err, ok, type Result } from 'neverthrow';
-import { hostError, type HostError, type PluginHost } from '../index.js';
+import { hostError, type HostError, type PluginHost, type TrustRequest } from '../index.js';
 import { fail, packageOptions, profileName, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
-import { canaryJson, canarySummary, statusText } from './present.js';
+import { canaryJson, canarySummary, statusText, trustLines } from './present.js';
+import { confirm } from './prompt.js';
 import { usageFailure } from './usage.js';
 
 /**
@@ -49,8 +50,19 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   const spinner = out.spinner();
   spinner.update(archiveBytes > 0 ? `verifying and unpacking ${source} (${Math.ceil(archiveBytes / 1024)} KiB)` : `installing ${source}`);
   const offSpawn = host.events.on('spawn', (e) => spinner.update(`running the canary of ${e.plugin_id}`));
+  // On a terminal the person accepts what they install; --yes, scripts and --json accept by running the command.
+  const asks = !flags.yes && !out.json && ctx.terminal.stdin.isTTY === true;
   const installed = await host.install(source, {
     ...options.value,
+    ...(asks
+      ? {
+          accept: async (request: TrustRequest) => {
+            spinner.stop();
+            for (const line of trustLines(request)) ctx.terminal.stderr.write(`${line}\n`);
+            return confirm(ctx.terminal, `Install ${request.display_name} ${request.version} and run it with these powers?`);
+          },
+        }
+      : {}),
     canary: !flags.skipCanary,
     ...(flags.force ? { replace: true } : {}),
     ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
@@ -83,6 +95,9 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   out.line(`${s.green('✓')} installed ${s.bold(plugin.name)} ${plugin.version} ${s.dim(`(${plugin.shape})`)} into profile ${profileName(flags)}`);
   out.line(`  ${s.dim('executable')}  ${plugin.executable.path}  sha256:${plugin.executable.sha256.slice(0, 16)}…`);
   out.line(`  ${s.dim('operations')}  ${plugin.operations.map((o) => o.op_id).join(', ') || '-'}`);
+  out.line(`  ${s.dim('owner     ')}  ${plugin.namespace_owner ?? '-'}`);
+  if (plugin.tos !== null) out.line(`  ${s.dim('terms     ')}  ${plugin.tos}`);
+  if (plugin.risk !== null) out.line(`  ${s.dim('risk      ')}  ${plugin.risk}`);
   out.line(`  ${s.dim('status    ')}  ${statusText(plugin.status, s)}`);
   if (canary !== undefined) out.line(`  ${s.dim('canary    ')}  ${canarySummary(canary, s)}`);
   if (plugin.status === 'needs_configuration') {

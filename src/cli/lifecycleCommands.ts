@@ -75,7 +75,9 @@ function canaryRun(ctx: CommandContext, verb: string, run: (host: PluginHost, na
     const outcome = await run(host, name);
     spinner.stop();
     if (outcome.isErr()) return failNaming(ctx, host, outcome.error, { pluginId: name });
-    return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary');
+    // What the canary tool answered, so a live run with overridden arguments can be read back.
+    const answer = verb === 'checking' && outcome.value.result !== undefined ? { result: outcome.value.result } : undefined;
+    return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary', answer);
   });
 }
 

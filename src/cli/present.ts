@@ -1,4 +1,4 @@
-import type { CanaryOutcome, InventoryStatus, PluginInfo } from '../index.js';
+import type { CanaryOutcome, InventoryStatus, PluginInfo, TrustRequest } from '../index.js';
 import { columns, type Style } from './style.js';
 
 /** A canary outcome as JSON: `error` is always present, `null` on success. */
@@ -24,6 +24,23 @@ export function statusText(status: InventoryStatus | string, style: Style): stri
     default:
       return style.yellow(status);
   }
+}
+
+/** What an install asks a person to accept, one line each: who publishes it, its terms, its risk and its powers. */
+export function trustLines(request: TrustRequest): string[] {
+  const caps = request.capabilities;
+  const network = caps.network ? 'yes' : caps.egress === undefined || caps.egress.length === 0 ? 'no' : `only ${caps.egress.join(', ')}`;
+  const rows: [string, string][] = [
+    ['plugin', `${request.display_name} ${request.version} (${request.plugin_id}, from a ${request.source} package)`],
+    ['namespace owner', request.namespace_owner ?? 'none declared'],
+    ['terms of service', request.tos ?? 'none stated'],
+    ['risk', request.risk ?? 'none stated'],
+    ['license', request.license ?? 'none declared'],
+    ['network', network],
+    ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
+    ['tools', request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
+  ];
+  return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...columns(rows, (text) => text).map((line) => `  ${line}`)];
 }
 
 /** The auth components as checklist lines: secrets by credential alias, external prerequisites the host cannot complete. */

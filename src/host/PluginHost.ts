@@ -27,6 +27,7 @@ import { PreferredSecretStore } from '../secrets/KeychainSecretStore.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
 import type { HostAuditOptions } from '../audit/callAudit.js';
 import type { HostTelemetryOptions } from '../observability/telemetry.js';
+import type { TrustCallback } from '../installer/trust.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
@@ -113,6 +114,12 @@ export interface PluginHostOptions {
    * credentials come from the secret store alone.
    */
   readonly credentialsFromEnv?: boolean;
+  /**
+   * The `clientInfo` MCP-speaking plugins receive in `initialize` (the GUM
+   * contract's host sends `{"name":"gum","version":...}`). Default
+   * `{ name: 'mcp-plugin-host', version: <this library's version> }`.
+   */
+  readonly clientInfo?: { readonly name: string; readonly version: string };
   /** Extra env denylist rules on top of the preset's. */
   readonly envDenylist?: Omit<EnvDenylistOptions, 'preset'>;
   /** Extra reserved namespace prefixes on top of the preset's. */
@@ -121,6 +128,13 @@ export interface PluginHostOptions {
   readonly trustedKeys?: readonly string[];
   /** Refuse packages not signed by a trusted key. Default false. */
   readonly requireSignatures?: boolean;
+  /**
+   * Refuse packages installed from an archive or a registry that ship no
+   * LICENSE file at their root (PLUGIN_LICENSE_MISSING), as the GUM author
+   * guide requires; local directories are exempt. Default true under the
+   * `gum` preset, false under `neutral`.
+   */
+  readonly requireLicense?: boolean;
   /** Archive limits. */
   readonly packageLimits?: Partial<PackageLimits>;
   /** `PATH` searched once, at install, for `#!/usr/bin/env <program>` interpreters. Default `process.env.PATH`. */
@@ -249,6 +263,14 @@ export type HostInspectOptions = PackageInstallChoices;
 export interface HostInstallOptions extends HostInspectOptions {
   /** Run the declared canary right after the install (skipped, with needs_configuration, when credentials are missing). Default true. */
   readonly canary?: boolean;
+  /**
+   * Shown the plugin's namespace owner, terms of service, risk, license and
+   * powers after every check passed and before anything is written; false
+   * refuses the install with PLUGIN_TRUST_DECLINED. Not asked again when the
+   * same namespace owner installed the plugin before (kept across remove).
+   * Without it, calling install is the acceptance.
+   */
+  readonly accept?: TrustCallback;
   /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */
   readonly drainTimeoutMs?: number;
 }
@@ -316,6 +338,7 @@ export class PluginHost {
       clock,
       random,
       requireSignatures: config.requireSignatures,
+      requireLicense: config.requireLicense,
       ...(config.trustedKeys === undefined ? {} : { trustedKeys: config.trustedKeys }),
       ...(config.packageLimits === undefined ? {} : { limits: config.packageLimits }),
       ...(config.interpreterSearchPath === undefined ? {} : { searchPath: config.interpreterSearchPath }),

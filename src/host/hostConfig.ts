@@ -97,13 +97,15 @@ export interface HostConfig {
   readonly sandbox: SandboxSpawnerOptions;
   readonly spawner: SandboxSpawner | undefined;
   readonly secretStore: SecretStore | undefined;
+  readonly credentialsFromEnv: boolean;
+  readonly clientInfo: { readonly name: string; readonly version: string } | undefined;
   readonly envDenylist: Omit<EnvDenylistOptions, 'preset'>;
   readonly reservedNamespaces: readonly string[] | undefined;
   readonly trustedKeys: readonly string[] | undefined;
   readonly requireSignatures: boolean;
+  readonly requireLicense: boolean;
   readonly packageLimits: Partial<PackageLimits> | undefined;
   readonly interpreterSearchPath: string | undefined;
-  readonly credentialsFromEnv: boolean;
   readonly npm: NpmSettings | undefined;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly callTimeoutMs: number;
@@ -197,10 +199,13 @@ const HOST_SCHEMA: OptionSchema = {
   sandbox: { fields: SANDBOX_SCHEMA },
   spawner: 'object',
   secretStore: 'object',
+  credentialsFromEnv: 'boolean',
+  clientInfo: { fields: { name: 'string', version: 'string' } },
   envDenylist: { fields: { extraPrefixes: 'strings', extraExact: 'strings', logger: 'object' } },
   reservedNamespaces: 'strings',
   trustedKeys: 'strings',
   requireSignatures: 'boolean',
+  requireLicense: 'boolean',
   packageLimits: { fields: { maxArchiveBytes: 'bytes', maxExtractedBytes: 'bytes', maxEntries: 'count' } },
   interpreterSearchPath: 'string',
   npm: { fields: { cli: 'string', registry: 'string' } },
@@ -211,7 +216,6 @@ const HOST_SCHEMA: OptionSchema = {
   idleTimeoutMs: 'millisecondsOrZero',
   stdout: STDOUT_RULE,
   maxFrameBytes: 'bytes',
-  credentialsFromEnv: 'boolean',
   startupTimeoutMs: 'milliseconds',
   handshakeTimeoutMs: 'milliseconds',
   ndjsonMalformed: NDJSON_MALFORMED_RULE,
@@ -260,7 +264,7 @@ const INSPECT_SCHEMA: OptionSchema = {
 /** The options of each public method that takes some, checked before the method does anything. */
 export const METHOD_OPTION_SCHEMAS = {
   call: CALL_SCHEMA,
-  install: { ...INSPECT_SCHEMA, canary: 'boolean', drainTimeoutMs: 'milliseconds' },
+  install: { ...INSPECT_SCHEMA, canary: 'boolean', drainTimeoutMs: 'milliseconds', accept: 'function' },
   inspect: INSPECT_SCHEMA,
   remove: { forgetSecrets: 'boolean', drainTimeoutMs: 'milliseconds' },
   canary: { live: 'boolean', args: 'object' },
@@ -293,10 +297,13 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       sandbox: Object.freeze({ profileKind, ...(o.logger === undefined ? {} : { logger }), ...o.sandbox }),
       spawner: o.spawner,
       secretStore: o.secretStore,
+      credentialsFromEnv: o.credentialsFromEnv ?? false,
+      clientInfo: o.clientInfo === undefined ? undefined : Object.freeze({ ...o.clientInfo }),
       envDenylist: Object.freeze({ ...o.envDenylist, ...(o.logger === undefined ? {} : { logger }) }),
       reservedNamespaces: o.reservedNamespaces,
       trustedKeys: o.trustedKeys,
       requireSignatures: o.requireSignatures ?? DEFAULTS.requireSignatures,
+      requireLicense: o.requireLicense ?? (o.preset ?? DEFAULTS.preset) === 'gum',
       packageLimits: o.packageLimits,
       interpreterSearchPath: o.interpreterSearchPath,
       npm: o.npm,
@@ -308,7 +315,6 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       ),
       idleTimeoutMs: o.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
       stdout: o.stdout ?? (DEFAULTS.stdout as StdoutPolicy),
-      credentialsFromEnv: o.credentialsFromEnv ?? false,
       maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
       startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
       handshakeTimeoutMs: o.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,

@@ -108,6 +108,7 @@ function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-m
     stdoutNoise: run.stdout === 'strict' ? 'fail' : 'tolerate',
     onStdoutNoise: context.onStdoutNoise,
     ...(clientRequests === undefined ? {} : { clientRequests }),
+    ...(config.clientInfo === undefined ? {} : { clientInfo: config.clientInfo }),
     onNotice: context.onNotice,
     onToolsChanged: (change) => context.onNotice({ kind: 'list_changed', list: 'tools', ...(change.mismatch === undefined ? {} : { mismatch: change.mismatch }) }),
   };

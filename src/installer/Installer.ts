@@ -39,6 +39,7 @@ import type { NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
+import { hasLicenseFile, trustRequestOf, type TrustCallback } from './trust.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -74,6 +75,8 @@ export interface InstallerOptions {
   readonly logger?: Logger;
   /** Which npm fetches `npm:` sources, and from which registry (default: the npm shipped with this Node, registry.npmjs.org). */
   readonly npm?: NpmSettings;
+  /** Refuse packages from archives and registries that ship no LICENSE file (PLUGIN_LICENSE_MISSING). */
+  readonly requireLicense?: boolean;
   /** The sandbox an `npm:` server that ships no manifest is started in once, to read its tools; without it such a server needs the `manifest` option. */
   readonly spawner?: SandboxSpawner;
 }
@@ -141,6 +144,13 @@ export interface PackageInstallChoices {
 
 /** Per-install choices. */
 export interface InstallOptions extends PackageInstallChoices {
+  /**
+   * Asked to accept the plugin (namespace owner, terms of service, risk,
+   * license, powers) after every check passed and before anything is
+   * written, unless the same owner installed it before; declining is
+   * PLUGIN_TRUST_DECLINED. Without it the caller's install is the acceptance.
+   */
+  readonly accept?: TrustCallback;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
   readonly initialStatus?: (manifest: NormalizedManifest) => Promise<PluginStateRecord['status']> | PluginStateRecord['status'];
 }
@@ -297,6 +307,8 @@ export class Installer {
       const reinstall = await this.#reinstall(staged, manifest, options, current.value);
       if (reinstall.isErr()) return err(reinstall.error);
       if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
+      const trusted = await this.#trust(staged, manifest, options, current.value);
+      if (trusted.isErr()) return err(trusted.error);
       return this.#publish(staged, manifest, options, reinstall.value.kind === 'repair' ? reinstall.value.root : undefined);
     });
   }
@@ -561,6 +573,32 @@ export class Installer {
         scopes: [],
       })),
     );
+  }
+
+  /**
+   * The install's trust gate, after every check passed and before anything is
+   * written: a package from an archive or a registry must ship a LICENSE
+   * when the host requires one, and the `accept` callback, when given, must
+   * accept the plugin's {@link TrustRequest}. An owner recorded for the
+   * plugin id by an earlier install (kept across remove) already accepted:
+   * its reinstalls and upgrades are not asked again.
+   */
+  async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
+    const id = manifest.plugin_id;
+    const source = staged.source.kind;
+    if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) {
+      return err(hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } }));
+    }
+    if (options.accept === undefined) return ok(undefined);
+    const owners = snapshot.contents.namespace_owners;
+    const recorded = Object.hasOwn(owners, id) ? owners[id]?.namespace_owner : undefined;
+    if (recorded !== undefined && recorded === this.#claimOf(manifest, options).namespace_owner) return ok(undefined);
+    const request = trustRequestOf(manifest, source, grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities));
+    const accepted = await Promise.resolve()
+      .then(() => options.accept?.(request))
+      .catch(() => false);
+    if (accepted === true) return ok(undefined);
+    return err(hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, { details: { plugin_id: id, namespace_owner: request.namespace_owner } }));
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {

@@ -35,7 +35,7 @@ describe('help', () => {
     const run = await cli(['canary', '--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Usage: mcp-plugin-host canary <name> [options]');
-    expect(run.stdout).toContain('--canary-args k=v ...');
+    expect(run.stdout).toContain("--canary-args='k=v ...'");
     expect(run.stdout).toContain('--live');
     expect(run.stdout).not.toContain('--set NAME');
   });

@@ -1,0 +1,66 @@
+/**
+ * What a person is asked to trust before a plugin is installed: who owns
+ * its namespace, its terms of service and risk statement, its license,
+ * where it comes from and the powers it asks for. Installing a subprocess
+ * plugin is running someone's code with your user's authority, so the
+ * host application decides, through a callback, on this summary.
+ */
+import { readdir } from 'node:fs/promises';
+import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
+import type { DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
+import type { PackageSourceKind } from './openPackageSource.js';
+
+/** The facts an install asks acceptance for. */
+export interface TrustRequest {
+  /** The plugin id. */
+  readonly plugin_id: string;
+  /** The name people know it by. */
+  readonly display_name: string;
+  /** The version being installed. */
+  readonly version: string;
+  /** The publisher identity that will own the plugin's namespace; null for a first-party or undeclared one. */
+  readonly namespace_owner: string | null;
+  /** Terms-of-service status or link, as the manifest states it; null when it states none. */
+  readonly tos: string | null;
+  /** The risk statement, as the manifest states it; null when it states none. */
+  readonly risk: string | null;
+  /** The declared license; null when it declares none. */
+  readonly license: string | null;
+  /** Where the package comes from. */
+  readonly source: PackageSourceKind;
+  /** The powers it will run with. */
+  readonly capabilities: DeclaredCapabilities;
+  /** Its tools and what each may do. */
+  readonly tools: readonly { readonly name: string; readonly risk_class: RiskClass }[];
+}
+
+/**
+ * Decides whether to install a plugin, shown its {@link TrustRequest}:
+ * true accepts; false (or a rejected promise) refuses the install with
+ * PLUGIN_TRUST_DECLINED before anything is written.
+ */
+export type TrustCallback = (request: TrustRequest) => boolean | Promise<boolean>;
+
+/** The summary of `manifest` a person accepts. */
+export function trustRequestOf(manifest: NormalizedManifest, source: PackageSourceKind, capabilities: DeclaredCapabilities): TrustRequest {
+  return {
+    plugin_id: manifest.plugin_id,
+    display_name: manifest.name,
+    version: manifest.version,
+    namespace_owner: manifest.namespace_owner ?? null,
+    tos: manifest.tos ?? null,
+    risk: manifest.risk ?? null,
+    license: manifest.license ?? null,
+    source,
+    capabilities,
+    tools: manifest.tools.map((t) => ({ name: t.name, risk_class: t.risk_class })),
+  };
+}
+
+const LICENSE_NAMES: ReadonlySet<string> = new Set(licenseFiles.names.map((n) => n.toLowerCase()));
+
+/** Whether a regular file at the package root is named as a license is (LICENSE, LICENCE, COPYING, with .md/.txt). */
+export async function hasLicenseFile(root: string): Promise<boolean> {
+  const entries = await readdir(root, { withFileTypes: true });
+  return entries.some((e) => e.isFile() && LICENSE_NAMES.has(e.name.toLowerCase()));
+}
