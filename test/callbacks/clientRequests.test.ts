@@ -145,6 +145,47 @@ describe('requests from plugins to the client', () => {
   );
 
   it(
+    'refuses a request it cannot attribute (calls of two callers in flight) and answers one whose calls name the same caller',
+    async () => {
+      const dir = await installed(['declared']);
+      const host = await pool.open(dir);
+      let release: (() => void) | undefined;
+      const first = host.call(op('ask_model'), { question: 'first' }, {
+        clientRequests: {
+          sampling: () =>
+            new Promise<CreateMessageResult>((resolve) => {
+              release = () => resolve(modelAnswer('first answered'));
+            }),
+        },
+      });
+      await waitUntil(() => release !== undefined);
+      // The first call's request is still open when the second call's request arrives: two callers, no way to tell whose.
+      const second = await host.call(op('ask_model'), { question: 'second' }, { clientRequests: { sampling: () => modelAnswer('second answered') } });
+      expect(refusalOf(second._unsafeUnwrapErr())).toMatchObject({ error: { code: -32600 } });
+      release?.();
+      expect(answerOf((await first)._unsafeUnwrap())).toMatchObject({ content: { text: 'first answered' } });
+
+      // One caller's calls are one party: the request is answered by the newest call's handlers.
+      let releaseOwn: (() => void) | undefined;
+      const own = (text: string) => ({
+        caller: 'one-client',
+        sampling: () =>
+          new Promise<CreateMessageResult>((resolve) => {
+            if (releaseOwn === undefined) releaseOwn = () => resolve(modelAnswer(text));
+            else resolve(modelAnswer(text));
+          }),
+      });
+      const third = host.call(op('ask_model'), { question: 'third' }, { clientRequests: own('third answered') });
+      await waitUntil(() => releaseOwn !== undefined);
+      const fourth = await host.call(op('ask_model'), { question: 'fourth' }, { clientRequests: own('fourth answered') });
+      expect(answerOf(fourth._unsafeUnwrap())).toMatchObject({ content: { text: 'fourth answered' } });
+      releaseOwn?.();
+      expect(answerOf((await third)._unsafeUnwrap())).toMatchObject({ content: { text: 'third answered' } });
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'an install grant narrows the declared kinds, and may not add one',
     async () => {
       const dir = await installed(['declared'], { client_requests: ['roots'] });
