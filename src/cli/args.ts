@@ -25,9 +25,9 @@ const OPTIONS = {
   strict: { type: 'boolean' },
   format: { type: 'string' },
   'canary-args': { type: 'string', multiple: true },
+  plugin: { type: 'string' },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
-  plugin: { type: 'string' },
   timeout: { type: 'string' },
   set: { type: 'string', multiple: true },
   'grant-network': { type: 'boolean' },
@@ -111,6 +111,9 @@ export const COMMANDS = {
       'Installing the installed version again from the same package changes nothing; from other',
       'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
+      'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
+      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
+      'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
       'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
       'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
@@ -123,9 +126,6 @@ export const COMMANDS = {
       '--arg <value> (repeatable) is passed to the executable; ${data_dir} stands for its data dir.',
       'A Python package whose executable is a console script is installed into a private environment',
       'from the wheels it ships, offline; --python-index <url> lets pip fetch missing wheels from that',
-      'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
-      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
-      'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'PEP 503 index.',
     ],
   },
@@ -406,6 +406,12 @@ export function parseInvocation(argv: readonly string[]): { ok: true; value: Inv
   if (values.help === true) return { ok: true, value: { kind: 'help', command: name } };
   const spec: CommandSpec = COMMANDS[name];
   positionals = positionals.slice(1);
+  const named = typeof values.plugin === 'string' ? values.plugin : undefined;
+  if (named !== undefined && name === 'canary') {
+    if (named === '') return usage('--plugin needs a value', name);
+    if (positionals.length > 0 && positionals[0] !== named) return usage(`--plugin=${named} and '${positionals[0] ?? ''}' name different plugins`, name);
+    positionals = [named, ...positionals.slice(1)];
+  }
 
   const allowed = new Set<OptionName>([...GLOBAL_OPTIONS, ...spec.options]);
   for (const option of Object.keys(values) as OptionName[]) {
@@ -428,12 +434,6 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   const preset = text('preset');
   if (preset !== undefined && preset !== 'gum' && preset !== 'neutral') return usage(`--preset must be gum or neutral, not '${preset}'`, command);
   const maxRisk = text('max-risk');
-  const named = typeof values.plugin === 'string' ? values.plugin : undefined;
-  if (named !== undefined && name === 'canary') {
-    if (named === '') return usage('--plugin needs a value', name);
-    if (positionals.length > 0 && positionals[0] !== named) return usage(`--plugin=${named} and '${positionals[0] ?? ''}' name different plugins`, name);
-    positionals = [named, ...positionals.slice(1)];
-  }
   if (maxRisk !== undefined && maxRisk !== 'read' && maxRisk !== 'write' && maxRisk !== 'destructive') {
     return usage(`--max-risk must be read, write or destructive, not '${maxRisk}'`, command);
   }
