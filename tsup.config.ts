@@ -26,43 +26,57 @@ const DECLARATIONS = ['!*.d.ts', '!*.d.cts'];
 const OTHER_BUILDS = [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`, ...DECLARATIONS];
 const LIBRARY_ENTRIES = { index: 'src/index.ts', testing: 'src/testing/index.ts' };
 
-export default defineConfig([
-  {
-    ...shared,
-    // The CLI is ESM only (`bin` runs dist/cli.js) and shares the library's chunks; each command's module is
-    // imported when it runs, so esbuild makes it a chunk of its own and a command loads only what it uses.
-    entry: { ...LIBRARY_ENTRIES, cli: 'src/cli/main.ts' },
-    format: ['esm'],
-    splitting: true,
-    clean: [...OTHER_BUILDS, '!*.cjs', '!*.cjs.map'],
-  },
-  {
-    ...shared,
-    entry: LIBRARY_ENTRIES,
-    format: ['cjs'],
-    // Shared chunks in CommonJS too (tsup's opt-in for cjs), so `mcp-plugin-host` and `mcp-plugin-host/testing`
-    // load one copy of the library: without it each .cjs entry bundles its own PluginHost and HostError classes.
-    splitting: true,
-    clean: [...OTHER_BUILDS, '!*.js', '!*.js.map'],
-  },
-  {
-    ...shared,
-    entry: LIBRARY_ENTRIES,
-    format: ['esm', 'cjs'],
-    dts: { entry: LIBRARY_ENTRIES, only: true },
-    clean: true,
-  },
-  {
-    ...shared,
-    // Found next to the built modules at run time (see src/binding/nodeMain.ts).
-    entry: { nodeMainGuard: 'src/binding/nodeMainGuard.cjs' },
-    format: ['cjs'],
-    splitting: false,
-  },
-  {
-    ...shared,
-    entry: { 'esm-runner': 'src/shapes/esm/runner.ts' },
-    format: ['esm'],
-    splitting: false,
-  },
-]);
+/**
+ * The package's builds. A function of the options a caller overrides, so that
+ * a build asked for no declarations (`build({ dts: false })` in tests and
+ * benches) leaves the declaration build out instead of turning it into a
+ * second, unsplit JS build racing the others.
+ */
+export function packageBuilds(overrides: Options = {}): Options[] {
+  return [
+    {
+      ...shared,
+      // The CLI is ESM only (`bin` runs dist/cli.js) and shares the library's chunks; each command's module is
+      // imported when it runs, so esbuild makes it a chunk of its own and a command loads only what it uses.
+      entry: { ...LIBRARY_ENTRIES, cli: 'src/cli/main.ts' },
+      format: ['esm'],
+      splitting: true,
+      clean: [...OTHER_BUILDS, '!*.cjs', '!*.cjs.map'],
+    },
+    {
+      ...shared,
+      entry: LIBRARY_ENTRIES,
+      format: ['cjs'],
+      // Shared chunks in CommonJS too (tsup's opt-in for cjs), so `mcp-plugin-host` and `mcp-plugin-host/testing`
+      // load one copy of the library: without it each .cjs entry bundles its own PluginHost and HostError classes.
+      splitting: true,
+      clean: [...OTHER_BUILDS, '!*.js', '!*.js.map'],
+    },
+    ...(overrides.dts === false
+      ? []
+      : [
+          {
+            ...shared,
+            entry: LIBRARY_ENTRIES,
+            format: ['esm', 'cjs'],
+            dts: { entry: LIBRARY_ENTRIES, only: true },
+            clean: true,
+          } satisfies Options,
+        ]),
+    {
+      ...shared,
+      // Found next to the built modules at run time (see src/binding/nodeMain.ts).
+      entry: { nodeMainGuard: 'src/binding/nodeMainGuard.cjs' },
+      format: ['cjs'],
+      splitting: false,
+    },
+    {
+      ...shared,
+      entry: { 'esm-runner': 'src/shapes/esm/runner.ts' },
+      format: ['esm'],
+      splitting: false,
+    },
+  ];
+}
+
+export default defineConfig(packageBuilds);

@@ -10,17 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Options } from 'tsup';
-import packageBuilds from '../tsup.config.js';
+import { packageBuilds } from '../tsup.config.js';
 import { result, timeMs, type BenchResult } from './harness.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = 15;
-const MANIFEST = join(REPO, 'examples/plugin-author/manifest.json');
+const MANIFEST = join(REPO, 'examples/plugin-author/plugin/manifest.json');
 
 /** The package build that holds the `cli` entry (ESM, shared chunks). */
 function cliBuild(): Options {
-  const builds = (Array.isArray(packageBuilds) ? packageBuilds : [packageBuilds]) as Options[];
-  const found = builds.find((b) => typeof b.entry === 'object' && !Array.isArray(b.entry) && 'cli' in b.entry);
+  const found = packageBuilds({ dts: false }).find((b) => typeof b.entry === 'object' && !Array.isArray(b.entry) && 'cli' in b.entry);
   if (found === undefined) throw new Error('tsup.config.ts has no build with a cli entry');
   return found;
 }

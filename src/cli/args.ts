@@ -24,8 +24,9 @@ const OPTIONS = {
   live: { type: 'boolean' },
   strict: { type: 'boolean' },
   format: { type: 'string' },
+  template: { type: 'string' },
+  id: { type: 'string' },
   'canary-args': { type: 'string', multiple: true },
-  plugin: { type: 'string' },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   timeout: { type: 'string' },
@@ -86,6 +87,16 @@ export interface CommandSpec {
 
 /** The commands, in the order help lists them. */
 export const COMMANDS = {
+  init: {
+    args: ['<dir>'],
+    summary: 'scaffold a plugin repository: the plugin in plugin/, a test on mcp-plugin-host/testing, a CI workflow',
+    options: ['template', 'id'],
+    details: [
+      '--template node (default): a server on the MCP SDK in src/, bundled into plugin/ by npm run build;',
+      'python: a server on the Python standard library; mcpb: an MCP Bundle with no dependencies.',
+      'The plugin id defaults to the directory name. The directory must be new or empty.',
+    ],
+  },
   validate: {
     args: ['<dir|archive|manifest>'],
     summary: 'run every install check on a package in a scratch profile; print every violation',
@@ -104,16 +115,13 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'yes', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
       'Installing the installed version again from the same package changes nothing; from other',
       'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
-      'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
-      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
-      'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
       'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
       'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
@@ -143,6 +151,12 @@ export const COMMANDS = {
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
   info: { args: ['<name>'], summary: 'show everything known about one plugin (no env names, no secrets)', options: [] },
+  tools: {
+    args: ['<name>'],
+    summary: 'list the tools a plugin offers, with their op ids, risk classes, schemas and annotations',
+    options: ['timeout'],
+    details: ['The plugin is started in its sandbox to answer, as for a call; --json prints the schemas whole.'],
+  },
   run: {
     args: ['<plugin>', '<tool>', '<json-args|->?'],
     summary: 'call plug.<plugin>.<tool> with a JSON object of arguments ("-" reads stdin)',
@@ -162,13 +176,10 @@ export const COMMANDS = {
   canary: {
     args: ['<name>'],
     summary: "run a plugin's canary (passive: start + tool list; --live: call the canary tool)",
-    options: ['live', 'canary-args', 'plugin', 'timeout'],
+    options: ['live', 'canary-args', 'timeout'],
     details: [
-      "--plugin=<name> names the plugin as the GUM contract spells it (same as the positional name).",
-      "--canary-args='k=v k2=v2' (one argument, as the contract writes it, or several) overrides those",
-      'declared canary arguments; quote a value with spaces (city="New York"); each value is read as',
-      'JSON when it parses (5, true, "x", {...}) and as a string otherwise (+7d, +2w: relative dates).',
-      'The arguments are checked against the tool\'s input schema first: a mismatch fails the canary.',
+      '--canary-args k=v ... overrides the declared canary arguments; each value is read as JSON',
+      'when it parses (5, true, "x", {...}) and as a string otherwise (+7d).',
     ],
   },
   setup: {
@@ -257,6 +268,10 @@ export interface Flags {
   readonly strict: boolean;
   /** How results are printed: `text` for people, `json` (as --json), `github` (workflow annotations) or `sarif`. */
   readonly format: OutputFormat;
+  /** init: the kind of plugin to scaffold. */
+  readonly template: InitTemplate | undefined;
+  /** init: the plugin id. */
+  readonly id: string | undefined;
   /** canary: argument overrides. */
   readonly canaryArgs: Readonly<Record<string, unknown>> | undefined;
   /** run: highest accepted risk class. */
@@ -406,12 +421,6 @@ export function parseInvocation(argv: readonly string[]): { ok: true; value: Inv
   if (values.help === true) return { ok: true, value: { kind: 'help', command: name } };
   const spec: CommandSpec = COMMANDS[name];
   positionals = positionals.slice(1);
-  const named = typeof values.plugin === 'string' ? values.plugin : undefined;
-  if (named !== undefined && name === 'canary') {
-    if (named === '') return usage('--plugin needs a value', name);
-    if (positionals.length > 0 && positionals[0] !== named) return usage(`--plugin=${named} and '${positionals[0] ?? ''}' name different plugins`, name);
-    positionals = [named, ...positionals.slice(1)];
-  }
 
   const allowed = new Set<OptionName>([...GLOBAL_OPTIONS, ...spec.options]);
   for (const option of Object.keys(values) as OptionName[]) {
@@ -443,6 +452,11 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
     return usage(`--format must be ${OUTPUT_FORMATS.join(', ')}, not '${format}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`, command);
   }
   if (bool('json') && format !== 'json') return usage(`--json and --format ${format} ask for two outputs: give one`, command);
+  const template = text('template');
+  if (template !== undefined && !isInitTemplate(template)) {
+    const near = nearest(template, INIT_TEMPLATES);
+    return usage(`--template must be ${INIT_TEMPLATES.join(', ')}, not '${template}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`, command);
+  }
   const timeout = text('timeout');
   let timeoutMs: number | undefined;
   if (timeout !== undefined) {
@@ -473,6 +487,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       preset,
       json: format === 'json' || format === 'sarif',
       format,
+      template,
+      id: text('id'),
       checksum: text('checksum'),
       signature: text('signature'),
       trustedKeys: list('trusted-key'),
@@ -538,53 +554,31 @@ function looseValue(raw: string): unknown {
   }
 }
 
-/**
- * Splits one `--canary-args` value into its `k=v` words at unquoted
- * whitespace; single or double quotes group a value with spaces and are
- * dropped. Undefined when a quote is left open.
- */
-function canaryWords(text: string): string[] | undefined {
-  const words: string[] = [];
-  let word: string | undefined;
-  let quote: string | undefined;
-  for (const char of text) {
-    if (quote !== undefined) {
-      if (char === quote) quote = undefined;
-      else word = (word ?? '') + char;
-    } else if (char === '"' || char === "'") {
-      quote = char;
-      word ??= '';
-    } else if (/\s/.test(char)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else {
-      word = (word ?? '') + char;
-    }
-  }
-  if (quote !== undefined) return undefined;
-  if (word !== undefined) words.push(word);
-  return words;
-}
-
-function readCanaryArgs(values: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
-  if (values.length === 0) return { ok: true, value: undefined };
+function readCanaryArgs(pairs: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
+  if (pairs.length === 0) return { ok: true, value: undefined };
   const out: Record<string, unknown> = {};
-  for (const value of values) {
-    if (value.trimStart().startsWith('{')) {
-      const object = looseValue(value);
+  for (const pair of pairs) {
+    if (pair.trimStart().startsWith('{')) {
+      const object = looseValue(pair);
       if (typeof object !== 'object' || object === null || Array.isArray(object)) return { ok: false, message: '--canary-args {...} must be a JSON object' };
       Object.assign(out, object);
       continue;
     }
-    const words = canaryWords(value);
-    if (words === undefined) return { ok: false, message: `--canary-args: unclosed quote in '${value}'` };
-    for (const pair of words) {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
-      out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
-    }
+    const eq = pair.indexOf('=');
+    if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
+    out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
   }
   return { ok: true, value: out };
+}
+
+/** The kinds of plugin `init` scaffolds (a folder of etc/templates each). */
+export const INIT_TEMPLATES = ['node', 'python', 'mcpb'] as const;
+
+/** One of {@link INIT_TEMPLATES}. */
+export type InitTemplate = (typeof INIT_TEMPLATES)[number];
+
+function isInitTemplate(value: string): value is InitTemplate {
+  return (INIT_TEMPLATES as readonly string[]).includes(value);
 }
 
 function isOutputFormat(value: string): value is OutputFormat {

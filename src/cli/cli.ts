@@ -15,10 +15,12 @@ type Handler = (ctx: CommandContext) => Promise<ExitCode>;
  * catalog or the MCP SDK (half a second of start-up on a small machine).
  */
 const HANDLERS: Readonly<Record<CommandName, () => Promise<Handler>>> = {
+  init: async () => (await import('./initCommand.js')).initCommand,
   validate: async () => (await import('./validateCommand.js')).validateCommand,
   install: async () => (await import('./installCommand.js')).installCommand,
   list: async () => (await import('./inventoryCommands.js')).listCommand,
   info: async () => (await import('./inventoryCommands.js')).infoCommand,
+  tools: async () => (await import('./toolsCommand.js')).toolsCommand,
   run: async () => (await import('./runCommand.js')).runCommand,
   remove: async () => (await import('./lifecycleCommands.js')).removeCommand,
   reload: async () => (await import('./lifecycleCommands.js')).reloadCommand,

@@ -1,6 +1,10 @@
 import { COMMANDS, GLOBAL_OPTIONS, type CommandName, type CommandSpec, type OptionName } from './args.js';
 import { EXIT_CODE_LINES } from './exitCodes.js';
 import { columns, type Style } from './style.js';
+import commandExamples from '../../etc/cli-examples.json' with { type: 'json' };
+
+/** Examples shown under each command's help, from etc/cli-examples.json. */
+const EXAMPLES: Readonly<Partial<Record<string, readonly string[]>>> = commandExamples;
 
 /** The program name, as help and messages spell it. */
 export const PROGRAM = 'mcp-plugin-host';
@@ -26,9 +30,10 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   canary: ['--canary', 'validate: kept for scripts (the tool list is always compared when the sandbox works)'],
   live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
   strict: ['--strict', 'fail (exit 4) instead of skipping the checks that need the OS sandbox'],
+  template: ['--template node|python|mcpb', 'init: the kind of plugin (default node: a server on the MCP SDK)'],
+  id: ['--id <plugin-id>', 'init: the plugin id (default: the directory name)'],
   format: ['--format text|json|github|sarif', 'github: workflow annotations on each violation; sarif: a SARIF 2.1.0 log on stdout'],
-  'canary-args': ["--canary-args='k=v ...'", 'override canary arguments (values read as JSON when they parse)'],
-  plugin: ['--plugin=<name>', 'the plugin, as the GUM contract spells it (same as <name>)'],
+  'canary-args': ['--canary-args k=v ...', 'override canary arguments (values read as JSON when they parse)'],
   'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
   yes: ['-y, --yes', 'confirm without asking (run: a high_stakes_write tool; remove)'],
   timeout: ['--timeout <ms>', 'time a plugin may stay silent during a call'],
@@ -103,6 +108,11 @@ function sharedSections(style: Style): string[] {
   return [style.bold('Options for every command'), ...optionRows(GLOBAL_OPTIONS), '', style.bold('Exit codes'), ...exitCodeRows(), ''];
 }
 
+function examplesSection(name: CommandName, style: Style): string[] {
+  const examples = EXAMPLES[name] ?? [];
+  return examples.length === 0 ? [] : [style.bold('Examples'), ...examples.map((e) => `  ${e}`), ''];
+}
+
 /** The help text of one command. */
 export function commandHelp(name: CommandName, style: Style): string {
   const spec: CommandSpec = COMMANDS[name];
@@ -113,6 +123,7 @@ export function commandHelp(name: CommandName, style: Style): string {
     ...(spec.details === undefined ? [] : ['', ...spec.details.map((d) => `  ${d}`)]),
     '',
     ...(spec.options.length === 0 ? [] : [style.bold('Options'), ...optionRows(spec.options), '']),
+    ...examplesSection(name, style),
     ...sharedSections(style),
   ].join('\n');
 }

@@ -15,7 +15,7 @@ import { build } from 'tsup';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const EXAMPLE = join(REPO, 'examples/plugin-author');
+const EXAMPLE = join(REPO, 'examples/plugin-author/plugin');
 const SLOW = 180_000;
 
 /** The check each child runs once it has `main` and `testing` loaded: one started plugin, one failed start. */

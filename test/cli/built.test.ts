@@ -7,8 +7,8 @@
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { build, type Options } from 'tsup';
-import packageBuilds from '../../tsup.config.js';
+import { build } from 'tsup';
+import { packageBuilds } from '../../tsup.config.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, packageHello, REPO, runProcess, tempDir } from './cliHarness.js';
 
@@ -113,7 +113,7 @@ describe('the CLI as the package builds it loads only what a command needs', () 
   let out: Awaited<ReturnType<typeof tempDir>>;
   beforeAll(async () => {
     out = await tempDir('cli-chunks-');
-    const esm = (packageBuilds as Options[]).find((b) => typeof b.entry === 'object' && !Array.isArray(b.entry) && 'cli' in b.entry);
+    const esm = packageBuilds({ dts: false }).find((b) => typeof b.entry === 'object' && !Array.isArray(b.entry) && 'cli' in b.entry);
     if (esm === undefined) throw new Error('tsup.config.ts has no build with a cli entry');
     const entry = Object.fromEntries(Object.entries(esm.entry as Record<string, string>).map(([name, path]) => [name, join(REPO, path)]));
     await build({ ...esm, entry, outDir: out.path, clean: false, dts: false, sourcemap: false, silent: true, config: false });

@@ -1,4 +1,4 @@
-/** A misspelt plugin or tool name gets the installed name nearest it (issue 17). */
+/** A misspelt plugin or tool name gets the installed name nearest it, and `tools` lists a plugin's tools (issue 17). */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, json, packageHello, tempDir } from './cliHarness.js';
@@ -40,6 +40,19 @@ describe('did-you-mean for plugin and tool names', () => {
   it('run with a misspelt plugin suggests the plugin', { timeout: SLOW }, async () => {
     const run = await inProfile('run', 'hallo', 'hello', '{}', '--json');
     expect(json(run)).toMatchObject({ ok: false, error: { did_you_mean: 'hello' } });
+  });
+
+  it('tools lists what the plugin offers now, with op id, risk class and schemas; a misspelt plugin gets a did-you-mean', { timeout: SLOW }, async () => {
+    const run = await inProfile('tools', 'hello', '--json');
+    expect(run.code).toBe(0);
+    const { tools } = json(run) as { tools: Array<Record<string, unknown>> };
+    expect(tools).toEqual([
+      expect.objectContaining({ name: 'hello', op_id: expect.stringMatching(/^plug\.hello\.hello/), risk_class: 'read', inputSchema: expect.objectContaining({ type: 'object' }) }),
+    ]);
+    const text = await inProfile('tools', 'hello', '--no-color');
+    expect(text.stdout).toMatch(/^hello {2}plug\.hello\.hello\S* {2}read$/m);
+    expect(text.stdout).toMatch(/^ {2}input +\{"/m);
+    expect(json(await inProfile('tools', 'helo', '--json'))).toMatchObject({ ok: false, error: { code: 'PLUGIN_NOT_FOUND', did_you_mean: 'hello' } });
   });
 
   it('a name nothing is near gets the generic pointer to list', { timeout: SLOW }, async () => {

@@ -10,7 +10,7 @@ import { PluginHost } from '../../src/index.js';
 import { expectHostError, expectOk, startPlugin, validatePluginDir } from '../../src/testing/index.js';
 import { FaultPackages } from '../support/faultPackages.js';
 
-const EXAMPLE = fileURLToPath(new URL('../../examples/plugin-author/', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('../../examples/plugin-author/plugin/', import.meta.url));
 let scratch: string;
 
 /** A copy of the example plugin with its manifest edited. */

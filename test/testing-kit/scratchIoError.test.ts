@@ -17,7 +17,7 @@ describe('a scratch profile the kit cannot create', () => {
   it('fails startPlugin and validatePluginDir with HOST_IO_ERROR and the fixed details', async () => {
     const missing = join(REPO, 'no-such-temp-dir');
     process.env.TMPDIR = missing;
-    const plugin = join(REPO, 'examples/plugin-author');
+    const plugin = join(REPO, 'examples/plugin-author/plugin');
     for (const result of [await startPlugin(plugin), await validatePluginDir(plugin)]) {
       const error = result._unsafeUnwrapErr();
       expect({ code: error.code, details: error.details, retryable: error.retryable }).toEqual({

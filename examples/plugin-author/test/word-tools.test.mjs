@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectHostError, expectOk, startPlugin, validatePluginDir } from 'mcp-plugin-host/testing';
 
-const pluginDir = fileURLToPath(new URL('..', import.meta.url));
+// The folder the host installs: only what the plugin ships, not this repository (its node_modules, its tests).
+const pluginDir = fileURLToPath(new URL('../plugin', import.meta.url));
 
 describe('word-tools', () => {
   it('passes every install check the host runs', async () => {
