@@ -186,6 +186,8 @@ class ListenerHelper {
     if (message === null || typeof message !== 'object') return;
     const fields = message as Record<string, unknown>;
     if (typeof fields.listener === 'number' && handle instanceof Server) {
+      // An accept that fails (libuv reports what its EMFILE fallback cannot absorb) costs the plugin one connection, never the host its life.
+      handle.on('error', () => undefined);
       this.settle(fields.listener, handle);
     } else if (typeof fields.id === 'number') {
       const cause = fields.cause === 'shared_namespace' ? 'shared_namespace' : 'listen_failed';

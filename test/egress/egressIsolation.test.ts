@@ -3,7 +3,8 @@
  * root host runs every plugin: whatever carries its connections to the host
  * must be out of its reach (no process of its sandbox runs as its user; it
  * can write no other process's memory, trace or signal none), it finds no
- * way around the proxy (raw, packet, UDP, DNS, IPv6, the host's loopback),
+ * way around the proxy (raw, packet, UDP, DNS, IPv6, the host's loopback)
+ * and cannot take the proxy address over,
  * and the proxy still serves it afterwards, under its own list.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -89,6 +90,8 @@ describe('the egress path seen from a hostile plugin', { timeout: 120_000 }, () 
       tcp_host_loopback: 'ECONNREFUSED',
       tcp6_public: 'ENETUNREACH',
       tcp6_proxy_port: 'ECONNREFUSED',
+      listen_proxy_address: 'EADDRINUSE',
+      listen_any_address: 'EADDRINUSE',
     });
     expect(report.proxied).toBe('HTTP/1.1 200 OK');
     expect(events.filter((e) => e.plugin_id === 'io.example.attacker')).toEqual([
