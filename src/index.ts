@@ -90,6 +90,7 @@ export { JsonlAuditSink, type AuditFsyncPolicy, type JsonlAuditSinkOptions } fro
 export type { HostAuditOptions } from './audit/callAudit.js';
 export { TELEMETRY_ATTRIBUTES, TELEMETRY_NAMES, TELEMETRY_SCOPE, type HostTelemetryOptions } from './observability/telemetry.js';
 export type { CallOptions, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
+export type { CallClientRequests } from './shapes/mcp/clientRequests.js';
 export {
   applyOutputProfile,
   BUILTIN_OUTPUT_PROFILES,
