@@ -27,6 +27,7 @@ const OPTIONS = {
   template: { type: 'string' },
   id: { type: 'string' },
   'canary-args': { type: 'string', multiple: true },
+  plugin: { type: 'string' },
   'max-risk': { type: 'string' },
   yes: { type: 'boolean', short: 'y' },
   timeout: { type: 'string' },
@@ -115,13 +116,16 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'yes', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
       'Installing the installed version again from the same package changes nothing; from other',
       'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
+      'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
+      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
+      'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
       'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
       'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
@@ -176,10 +180,13 @@ export const COMMANDS = {
   canary: {
     args: ['<name>'],
     summary: "run a plugin's canary (passive: start + tool list; --live: call the canary tool)",
-    options: ['live', 'canary-args', 'timeout'],
+    options: ['live', 'canary-args', 'plugin', 'timeout'],
     details: [
-      '--canary-args k=v ... overrides the declared canary arguments; each value is read as JSON',
-      'when it parses (5, true, "x", {...}) and as a string otherwise (+7d).',
+      "--plugin=<name> names the plugin as the GUM contract spells it (same as the positional name).",
+      "--canary-args='k=v k2=v2' (one argument, as the contract writes it, or several) overrides those",
+      'declared canary arguments; quote a value with spaces (city="New York"); each value is read as',
+      'JSON when it parses (5, true, "x", {...}) and as a string otherwise (+7d, +2w: relative dates).',
+      'The arguments are checked against the tool\'s input schema first: a mismatch fails the canary.',
     ],
   },
   setup: {
@@ -421,6 +428,12 @@ export function parseInvocation(argv: readonly string[]): { ok: true; value: Inv
   if (values.help === true) return { ok: true, value: { kind: 'help', command: name } };
   const spec: CommandSpec = COMMANDS[name];
   positionals = positionals.slice(1);
+  const named = typeof values.plugin === 'string' ? values.plugin : undefined;
+  if (named !== undefined && name === 'canary') {
+    if (named === '') return usage('--plugin needs a value', name);
+    if (positionals.length > 0 && positionals[0] !== named) return usage(`--plugin=${named} and '${positionals[0] ?? ''}' name different plugins`, name);
+    positionals = [named, ...positionals.slice(1)];
+  }
 
   const allowed = new Set<OptionName>([...GLOBAL_OPTIONS, ...spec.options]);
   for (const option of Object.keys(values) as OptionName[]) {
@@ -554,19 +567,51 @@ function looseValue(raw: string): unknown {
   }
 }
 
-function readCanaryArgs(pairs: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
-  if (pairs.length === 0) return { ok: true, value: undefined };
+/**
+ * Splits one `--canary-args` value into its `k=v` words at unquoted
+ * whitespace; single or double quotes group a value with spaces and are
+ * dropped. Undefined when a quote is left open.
+ */
+function canaryWords(text: string): string[] | undefined {
+  const words: string[] = [];
+  let word: string | undefined;
+  let quote: string | undefined;
+  for (const char of text) {
+    if (quote !== undefined) {
+      if (char === quote) quote = undefined;
+      else word = (word ?? '') + char;
+    } else if (char === '"' || char === "'") {
+      quote = char;
+      word ??= '';
+    } else if (/\s/.test(char)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else {
+      word = (word ?? '') + char;
+    }
+  }
+  if (quote !== undefined) return undefined;
+  if (word !== undefined) words.push(word);
+  return words;
+}
+
+function readCanaryArgs(values: readonly string[]): { ok: true; value: Record<string, unknown> | undefined } | { ok: false; message: string } {
+  if (values.length === 0) return { ok: true, value: undefined };
   const out: Record<string, unknown> = {};
-  for (const pair of pairs) {
-    if (pair.trimStart().startsWith('{')) {
-      const object = looseValue(pair);
+  for (const value of values) {
+    if (value.trimStart().startsWith('{')) {
+      const object = looseValue(value);
       if (typeof object !== 'object' || object === null || Array.isArray(object)) return { ok: false, message: '--canary-args {...} must be a JSON object' };
       Object.assign(out, object);
       continue;
     }
-    const eq = pair.indexOf('=');
-    if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
-    out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
+    const words = canaryWords(value);
+    if (words === undefined) return { ok: false, message: `--canary-args: unclosed quote in '${value}'` };
+    for (const pair of words) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) return { ok: false, message: `--canary-args takes key=value pairs or a JSON object, not '${pair}'` };
+      out[pair.slice(0, eq)] = looseValue(pair.slice(eq + 1));
+    }
   }
   return { ok: true, value: out };
 }
