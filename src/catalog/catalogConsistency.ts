@@ -27,8 +27,21 @@ export function pluginsMissingFromFiles(contents: CatalogContents): Record<strin
   return missing;
 }
 
+/** Whether the three files name the same plugins; checked at every open, so without building the report of what differs. */
+function nameSamePlugins(contents: CatalogContents): boolean {
+  const { plugins, states, descriptors } = contents;
+  const ids = Object.keys(plugins);
+  if (Object.keys(states).length !== ids.length) return false;
+  const inCatalog = new Set<string>(Object.keys(descriptors));
+  for (const variant of contents.variants) inCatalog.add(variant.plugin_id);
+  if (inCatalog.size !== ids.length) return false;
+  for (const id of ids) if (!Object.hasOwn(states, id) || !inCatalog.has(id)) return false;
+  return true;
+}
+
 /** `CATALOG_INCONSISTENT` for a profile whose files do not name the same plugins, or `undefined`. */
 export function inconsistencyError(dir: string, contents: CatalogContents): HostError | undefined {
+  if (nameSamePlugins(contents)) return undefined;
   const missing = pluginsMissingFromFiles(contents);
   const ids = Object.keys(missing);
   if (ids.length === 0) return undefined;

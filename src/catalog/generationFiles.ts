@@ -13,8 +13,9 @@
  * forward). Stray `.next` files next to agreeing live files are a
  * transaction killed before its first rename (roll back).
  */
+import { isAscii } from 'node:buffer';
 import type { BigIntStats } from 'node:fs';
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -59,9 +60,22 @@ function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: Cat
 
 const ABSENT: FileVersion = { origin: 'absent', key: '0:', generation: 0, data: undefined };
 
-/** Reads a live file through one descriptor (identity and bytes of the same inode). */
+/**
+ * Reads a live file. A file this cache already holds is recognised by a stat
+ * of its name; any other is read through one descriptor (identity and bytes
+ * of the same inode).
+ */
 async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): Promise<Result<FileVersion, HostError>> {
   const path = join(dir, fileName(kind));
+  const cached = cache.get(kind);
+  if (cached !== undefined) {
+    try {
+      if (identityOf(await stat(path, { bigint: true })) === cached.identity) return ok(cached.version);
+    } catch (e) {
+      if (errnoOf(e) === 'ENOENT') return ok(ABSENT);
+      return err(ioError('Reading', path, e));
+    }
+  }
   let handle;
   try {
     handle = await open(path, 'r');
@@ -70,10 +84,10 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
     return err(ioError('Opening', path, e));
   }
   try {
-    const identity = identityOf(await handle.stat({ bigint: true }));
-    const cached = cache.get(kind);
+    const stats = await handle.stat({ bigint: true });
+    const identity = identityOf(stats);
     if (cached?.identity === identity) return ok(cached.version);
-    const parsed = parseFile(kind, await handle.readFile('utf8'), path);
+    const parsed = parseFile(kind, await readText(handle, Number(stats.size)), path);
     if (parsed.isErr()) return err(parsed.error);
     const version = versionOf('live', parsed.value);
     cache.set(kind, { identity, version });
@@ -83,6 +97,25 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The whole file as text, read into one buffer sized by its stat (grown if
+ * the file grew meanwhile). Pure ASCII, which the host's own encoder writes
+ * unless a value holds other characters, is decoded as Latin-1: the same
+ * string, made by a copy instead of a UTF-8 decode.
+ */
+async function readText(handle: FileHandle, size: number): Promise<string> {
+  let buffer = Buffer.allocUnsafe(size + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+    if (bytesRead === 0) break;
+    length += bytesRead;
+  }
+  const bytes = buffer.subarray(0, length);
+  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
 }
 
 /**
@@ -107,16 +140,25 @@ export type ReadOutcome = { readonly selected: SelectedGeneration } | { readonly
 /** Reads the newest consistent generation of the files in `dir`. */
 export async function readGeneration(dir: string, cache: ParseCache): Promise<Result<ReadOutcome, HostError>> {
   const lives: Partial<Record<CatalogFileKind, FileVersion>> = {};
-  for (const kind of CATALOG_FILE_KINDS) {
-    const live = await readLive(dir, kind, cache);
+  // Read concurrently: one file's bytes arrive while another is parsed.
+  const read = await Promise.all(CATALOG_FILE_KINDS.map((kind) => readLive(dir, kind, cache)));
+  for (const [i, kind] of CATALOG_FILE_KINDS.entries()) {
+    const live = read[i]!;
     if (live.isErr()) return err(live.error);
     lives[kind] = live.value;
   }
   const live = lives as Record<CatalogFileKind, FileVersion>;
   const nexts: Partial<Record<CatalogFileKind, FileVersion>> = {};
   let strayNext = false;
+  // One listing instead of a failed open per file: most reads find no `.next` file.
+  let names: ReadonlySet<string>;
+  try {
+    names = new Set(await readdir(dir));
+  } catch (e) {
+    return err(ioError('Reading', dir, e));
+  }
   for (const kind of CATALOG_FILE_KINDS) {
-    const next = await readNext(dir, kind);
+    const next = names.has(nextFileName(kind)) ? await readNext(dir, kind) : undefined;
     if (next !== undefined) strayNext = true;
     if (next !== undefined && next !== 'invalid') nexts[kind] = next;
   }
