@@ -10,6 +10,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { HostTelemetry, type HostTelemetryOptions } from '../observability/telemetry.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { clientAnswers } from './clientForwarding.js';
@@ -41,6 +42,8 @@ export interface GatewayOptions {
   readonly http?: GatewayHttpOptions;
   /** How often the catalog is read again to notice installs, removals and quarantines, in ms. Default 2000. */
   readonly catalogPollMs?: number;
+  /** OpenTelemetry providers for the gateway's SERVER spans and `mcp.server.operation.duration`. Default the global ones. */
+  readonly telemetry?: HostTelemetryOptions;
 }
 
 /** A running gateway. */
@@ -70,7 +73,7 @@ function invalid(message: string, option: string): HostError {
 let clientCount = 0;
 
 /** One client's MCP server: lists and calls the tools its policy lets it see; confirmations and plugin requests go to its client. */
-function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity): Server {
+function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity, telemetry: HostTelemetry): Server {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -88,7 +91,8 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
       return errorResult(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is offered to this client`, { details: { op_id: opId } }));
     }
     const progressToken = request.params._meta?.progressToken;
-    const outcome = await host.call(opId, request.params.arguments ?? {}, {
+    const served = { opId, clientName: client.name, transport: client.transport, sessionId: extra.sessionId };
+    const outcome = await telemetry.served(served, () => host.call(opId, request.params.arguments ?? {}, {
       maxRisk,
       ...clientAnswers(server, extra, caller),
       signal: extra.signal,
@@ -101,7 +105,7 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
                 .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
                 .catch(() => undefined),
           }),
-    });
+    }));
     return toolResult(outcome);
   });
   return server;
@@ -121,12 +125,13 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const pollMs = options.catalogPollMs ?? GATEWAY_DEFAULTS.catalogPollMs;
   if (!Number.isSafeInteger(pollMs) || pollMs <= 0) return errAsync(invalid(`catalogPollMs must be a positive integer, not ${String(pollMs)}`, 'catalogPollMs'));
   const tools = new GatewayTools(host);
+  const telemetry = new HostTelemetry(options.telemetry);
   const surface = new GatewaySurface(host);
   const subscriptions = new GatewaySubscriptions(host, surface);
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
   const connect = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport'] = 'http'): Server => {
-    const server = clientServer(host, tools, options, policy, { name: clientName, transport });
+    const server = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry);
     serveSurface(server, surface, subscriptions, policy);
     servers.add(server);
     server.onclose = () => {

@@ -51,6 +51,7 @@ export const TELEMETRY_ATTRIBUTES = Object.freeze({
   installSource: 'mcp_plugin_host.install.source',
   sandboxed: 'mcp_plugin_host.sandboxed',
   callerId: 'mcp_plugin_host.caller.id',
+  mcpSessionId: 'mcp.session.id',
 });
 
 /** Span and metric names. */
@@ -60,6 +61,7 @@ export const TELEMETRY_NAMES = Object.freeze({
   installSpan: 'mcp_plugin_host.install',
   spawnSpan: 'mcp_plugin_host.spawn',
   callDuration: 'mcp.client.operation.duration',
+  servedCallDuration: 'mcp.server.operation.duration',
   installDuration: 'mcp_plugin_host.install.duration',
   spawnDuration: 'mcp_plugin_host.spawn.duration',
 });
@@ -75,6 +77,17 @@ export interface CallSpanFacts {
   readonly pluginVersion: string | undefined;
   readonly shape: string | undefined;
   readonly callerId: string | undefined;
+}
+
+/** What a gateway's server span says about one call it serves. */
+export interface ServedCallFacts {
+  /** The tool name the client called: an op id. */
+  readonly opId: string;
+  /** The gateway client's name (`default`, `stdio`, or a configured client). */
+  readonly clientName: string;
+  readonly transport: 'stdio' | 'http';
+  /** The MCP session id, over HTTP. */
+  readonly sessionId: string | undefined;
 }
 
 function seconds(startedAt: number): number {
@@ -102,6 +115,7 @@ function within<T>(span: Span, work: () => ResultAsync<T, HostError>): ResultAsy
 export class HostTelemetry {
   readonly #tracer: Tracer;
   readonly #callDuration: Histogram;
+  readonly #servedCallDuration: Histogram;
   readonly #installDuration: Histogram;
   readonly #spawnDuration: Histogram;
 
@@ -109,6 +123,7 @@ export class HostTelemetry {
     this.#tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE, packageJson.version);
     const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE, packageJson.version);
     this.#callDuration = meter.createHistogram(TELEMETRY_NAMES.callDuration, { unit: 's', description: 'Duration of a host call to a plugin tool, as the host (the MCP client) sees it.' });
+    this.#servedCallDuration = meter.createHistogram(TELEMETRY_NAMES.servedCallDuration, { unit: 's', description: 'Duration of a tools/call the gateway serves, as the gateway (the MCP server) sees it.' });
     this.#installDuration = meter.createHistogram(TELEMETRY_NAMES.installDuration, { unit: 's', description: 'Duration of an install, checks and canary included.' });
     this.#spawnDuration = meter.createHistogram(TELEMETRY_NAMES.spawnDuration, { unit: 's', description: 'Time from asking for a plugin process to having it started in its sandbox.' });
   }
@@ -139,6 +154,34 @@ export class HostTelemetry {
         [A.genAiToolName]: toolName,
         ...(mcp ? { [A.mcpMethodName]: TELEMETRY_NAMES.callMethod } : {}),
         ...(facts.pluginId === undefined ? {} : { [A.pluginId]: facts.pluginId }),
+        ...(outcome.isErr() ? { [A.errorType]: outcome.error.code } : {}),
+      });
+      endSpan(span, outcome);
+    });
+  }
+
+  /**
+   * Runs one `tools/call` a gateway serves inside a `tools/call <op id>`
+   * SERVER span (the host's CLIENT span of the same call becomes its child
+   * where a context manager is registered) and records its duration.
+   */
+  served<T>(facts: ServedCallFacts, work: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+    const A = TELEMETRY_ATTRIBUTES;
+    const transport = facts.transport === 'http' ? 'tcp' : 'pipe';
+    const span = this.#tracer.startSpan(`${TELEMETRY_NAMES.callMethod} ${facts.opId}`, {
+      kind: SpanKind.SERVER,
+      attributes: { [A.mcpMethodName]: TELEMETRY_NAMES.callMethod, [A.genAiOperationName]: TELEMETRY_NAMES.executeTool, [A.genAiToolName]: facts.opId },
+    });
+    if (span.isRecording()) {
+      span.setAttributes({ [A.networkTransport]: transport, [A.callerId]: facts.clientName, ...(facts.sessionId === undefined ? {} : { [A.mcpSessionId]: facts.sessionId }) });
+    }
+    const startedAt = performance.now();
+    return this.#settle(within(span, work), (outcome) => {
+      this.#servedCallDuration.record(seconds(startedAt), {
+        [A.mcpMethodName]: TELEMETRY_NAMES.callMethod,
+        [A.genAiOperationName]: TELEMETRY_NAMES.executeTool,
+        [A.genAiToolName]: facts.opId,
+        [A.networkTransport]: transport,
         ...(outcome.isErr() ? { [A.errorType]: outcome.error.code } : {}),
       });
       endSpan(span, outcome);

@@ -1,12 +1,16 @@
 /**
  * OpenTelemetry spans and metrics of a real host (install, spawn, calls of
  * a real plugin process), seen through the OpenTelemetry SDK's in-memory
- * exporter and a metric reader handed to the host's `telemetry` option.
+ * exporter and a metric reader handed to the host's `telemetry` option;
+ * and the gateway's SERVER spans for the calls it serves over HTTP.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { serveGateway } from '../../src/index.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
@@ -68,6 +72,50 @@ describe('host telemetry', () => {
       expect(callPoints.find((p) => p.attributes['error.type'] === 'PLUGIN_RISK_NOT_ALLOWED')?.attributes['gen_ai.tool.name']).toBe('wipe');
       expect(histogramPoints(resourceMetrics, 'mcp_plugin_host.install.duration').reduce((sum, p) => sum + p.count, 0)).toBe(1);
       expect(histogramPoints(resourceMetrics, 'mcp_plugin_host.spawn.duration').reduce((sum, p) => sum + p.count, 0)).toBeGreaterThanOrEqual(1);
+      await tracerProvider.shutdown();
+      await meterProvider.shutdown();
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'gives each call the gateway serves a tools/call SERVER span with the client and its MCP session, beside the host CLIENT span, and records mcp.server.operation.duration',
+    async () => {
+      const exporter = new InMemorySpanExporter();
+      const tracerProvider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+      const reader = new CollectingReader();
+      const meterProvider = new MeterProvider({ readers: [reader] });
+      const telemetry = { tracerProvider, meterProvider };
+      const host = await pool.installed(await pool.profile(), ['probe'], { telemetry });
+      const token = 'telemetry-token-0123456789abcdef';
+      const served = await serveGateway(host, { telemetry, http: { token, port: 0 } });
+      if (served.isErr()) throw served.error;
+      const client = new Client({ name: 'telemetry-test', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(served.value.url ?? ''), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+      await client.connect(transport);
+      try {
+        await client.callTool({ name: 'plug.host-probe.echo', arguments: { message: 'traced' } });
+        await client.callTool({ name: 'plug.host-probe.wipe', arguments: {} });
+      } finally {
+        await client.close();
+        await served.value.close();
+      }
+
+      const spans = exporter.getFinishedSpans();
+      const server = spans.filter((s) => s.kind === SpanKind.SERVER);
+      expect(server.map((s) => s.name)).toEqual(['tools/call plug.host-probe.echo', 'tools/call plug.host-probe.wipe']);
+      expect(server[0]?.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'gen_ai.tool.name': 'plug.host-probe.echo',
+        'network.transport': 'tcp',
+        'mcp.session.id': transport.sessionId,
+        'mcp_plugin_host.caller.id': 'default',
+      });
+      expect(server[1]?.attributes['error.type']).toBe('PLUGIN_RISK_NOT_ALLOWED');
+      expect(spans.filter((s) => s.kind === SpanKind.CLIENT).map((s) => s.name)).toEqual(['tools/call echo', 'tools/call wipe']);
+
+      const { resourceMetrics } = await reader.collect();
+      expect(histogramPoints(resourceMetrics, 'mcp.server.operation.duration').reduce((sum, p) => sum + p.count, 0)).toBe(2);
       await tracerProvider.shutdown();
       await meterProvider.shutdown();
     },
