@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Server } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { LaunchedLauncher } from '../process/spawnChild.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import type { LaunchedLauncher } from '../process/spawnChild.js';
 import { SANDBOX_PROXY_PORT } from './sandboxProxy.js';
 
 /** Why no proxy listener could be opened in a sandbox's network namespace. */
@@ -28,9 +28,9 @@ export interface SandboxListenerFailure {
  * in for its whole life, whoever holds it: the helper enters the namespace
  * (`setns`; when a user namespace other than the helper's owns it, as for a
  * host that is not root, in a child it forks, which enters that owner
- * first), makes the socket there,
- * leaves, and sends the socket to the host over the Node IPC channel (the
- * `NODE_HANDLE` message Node reads a `net.Server` from), keeping no copy.
+ * first), makes the socket there, leaves, and sends the socket to the host
+ * over the Node IPC channel (the `NODE_HANDLE` message Node reads a
+ * `net.Server` from), keeping no copy.
  * So the host itself accepts every connection a plugin makes to its proxy
  * address, and no process the plugin could reach stands in between. It
  * binds with IP_FREEBIND because the sandbox may not have brought its
