@@ -38,7 +38,8 @@ describe('egress under a host that is not root', { timeout: 120_000 }, () => {
     const { stdout } = await promisify(execFile)(
       'setpriv',
       ['--reuid', NOBODY, '--regid', NOBODY, '--clear-groups', '--', process.execPath, '--import', 'tsx', FIXTURE, base, String(originPort)],
-      { cwd: join(import.meta.dirname, '..', '..'), env: { PATH: process.env.PATH ?? '', HOME: base } },
+      // A host that never ends is a failure, not a process to leave behind.
+      { cwd: join(import.meta.dirname, '..', '..'), env: { PATH: process.env.PATH ?? '', HOME: base }, timeout: 100_000, killSignal: 'SIGKILL' },
     ).catch((failure: { stdout?: string }) => ({ stdout: failure.stdout ?? '' }));
     expect(JSON.parse(stdout)).toEqual({ uid: Number(NOBODY), status: 'HTTP/1.1 200 OK', body: 'origin api.test/unprivileged' });
   });
