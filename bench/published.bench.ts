@@ -9,15 +9,19 @@
  *   against `unzip` of the same bundle into an empty directory;
  * - cold first call: a freshly opened PluginHost calling `echo` (tree check,
  *   sandbox, spawn, initialize, tools/list check, call) against a bare SDK
- *   `Client` spawning the same server from the same npm layout, unsandboxed.
+ *   `Client` spawning the same server from the same npm layout, unsandboxed;
+ * - design note: the server's start under the integrity policy that pins a
+ *   Node main module, against the same start without it.
  */
-import { execFile } from 'node:child_process';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { integrityPolicy, integrityPolicyOptions } from '../src/binding/nodeMain.js';
 import { PluginHost } from '../src/index.js';
 import { bundleDirectory, installedVersion, npmLayout, packBundle } from '../test/support/mcpbBundles.js';
 import { result, timeMs, type BenchResult } from './harness.js';
@@ -27,6 +31,7 @@ const SERVER = '@modelcontextprotocol/server-everything';
 const ENTRY = `node_modules/${SERVER}/dist/index.js`;
 const INSTALLS = 7;
 const COLD_STARTS = 8;
+const POLICY_STARTS = 12;
 
 async function openHost(profileDir: string): Promise<PluginHost> {
   const opened = await PluginHost.open({ profileDir, profileKind: 'dev' });
@@ -153,11 +158,72 @@ async function coldCall(bundle: string, layout: string): Promise<BenchResult> {
   }
 }
 
+/** Milliseconds from spawning `argv` until its first stdout bytes, the answer to an `initialize` written at once. */
+function untilInitialized(argv: readonly string[]): Promise<number> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'ignore'] });
+    child.once('error', reject);
+    child.stdout.once('data', () => {
+      resolve(Number(process.hrtime.bigint() - started) / 1e6);
+      child.kill('SIGKILL');
+    });
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '0.0.0' } } };
+    child.stdin.end(`${JSON.stringify(initialize)}\n`);
+  });
+}
+
+/**
+ * What the integrity policy that pins a Node main module (Node 20 and 21)
+ * costs the start of this server: the largest part of the cold call that a
+ * bare start does not pay (docs/performance.md, "One cold call").
+ */
+async function policyStart(layout: string): Promise<BenchResult> {
+  const entry = join(layout, ENTRY);
+  const dir = await mkdtemp(join(tmpdir(), 'bench-policy-'));
+  try {
+    const policy = join(dir, 'policy.json');
+    const digest = createHash('sha256').update(await readFile(entry)).digest('hex');
+    await writeFile(policy, integrityPolicy(entry, digest));
+    const underPolicy = [process.execPath, ...integrityPolicyOptions(policy), entry, 'stdio'];
+    const bare = [process.execPath, entry, 'stdio'];
+    const ours: number[] = [];
+    const baseline: number[] = [];
+    await untilInitialized(underPolicy);
+    await untilInitialized(bare);
+    for (let i = 0; i < POLICY_STARTS; i++) {
+      if (i % 2 === 0) {
+        ours.push(await untilInitialized(underPolicy));
+        baseline.push(await untilInitialized(bare));
+      } else {
+        baseline.push(await untilInitialized(bare));
+        ours.push(await untilInitialized(underPolicy));
+      }
+    }
+    return result(
+      {
+        name: 'start of the published server until its initialize answer, under the main-module integrity policy (Node 20/21)',
+        baselineName: 'the same start without the policy',
+        unit: 'ms',
+        compare: 'difference',
+        target: 25,
+        better: 'lower',
+        role: 'design',
+        note: `${POLICY_STARTS} alternating starts after one warm-up of each, unsandboxed; the policy is the host's own (integrityPolicy, integrityPolicyOptions), which checks the main module's bytes and makes Node consult the policy for every module it loads; the cold call row pays it. The target shown is the issue's budget for the whole cold call`,
+      },
+      ours,
+      baseline,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Runs the published-server benchmarks. */
 export async function run(): Promise<BenchResult[]> {
   const { bundle, layout, remove } = await everythingBundle();
   try {
-    return [await install(bundle), await coldCall(bundle, layout)];
+    return [await install(bundle), await coldCall(bundle, layout), await policyStart(layout)];
   } finally {
     await remove();
   }
