@@ -168,6 +168,8 @@ profile = "flights.raw"
 fixture = "search.json"
 expect_lossy = false
 `;
+  // Each case starts the CLI from source (tsx) two or three times: slow on a loaded machine.
+  const CLI_TIMEOUT_MS = 120_000;
   const SAMPLE = { itineraries: [{ id: 'a' }, { id: 'b' }, { id: 'c' }], currency: 'EUR', debug: { ms: 12 } };
 
   async function profileDir(profiles: string, expected: unknown = { itineraries: [{ id: 'a' }, { id: 'b' }], itineraries_omitted_count: 1, currency: 'EUR' }) {
@@ -178,7 +180,7 @@ expect_lossy = false
     return dir;
   }
 
-  it('profile validate accepts a valid file and reports every problem of an invalid one (exit 3)', async () => {
+  it('profile validate accepts a valid file and reports every problem of an invalid one (exit 3)', { timeout: CLI_TIMEOUT_MS }, async () => {
     const good = await profileDir(PROFILES);
     const bad = await profileDir('[output_profiles.p]\nlimit = 3\nrecovery = "none"\nformat = "toon"\n\n[output_profiles.q]\ninherits = "missing"\n');
     try {
@@ -200,7 +202,7 @@ expect_lossy = false
     }
   });
 
-  it('profile test runs the fixture-backed tests (exit 3 when one fails) and shapes one sample with --input', async () => {
+  it('profile test runs the fixture-backed tests (exit 3 when one fails) and shapes one sample with --input', { timeout: CLI_TIMEOUT_MS }, async () => {
     const good = await profileDir(PROFILES);
     const wrong = await profileDir(PROFILES, { itineraries: [] });
     try {
