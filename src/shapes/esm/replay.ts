@@ -38,17 +38,24 @@ function asZod(schema: unknown): unknown {
   return 'schema' in converted ? converted.schema : undefined;
 }
 
-function toolConfigForServer(config: CapturedToolConfig): CapturedToolConfig {
+/**
+ * The config a tool is served with: JSON Schemas as zod, and the title the
+ * Open Discovery loader gives it (config.title, else annotations.title,
+ * else the tool's name), so every client shows the same name for it.
+ */
+function toolConfigForServer(name: string, config: CapturedToolConfig): CapturedToolConfig {
   const { inputSchema, outputSchema, ...rest } = config;
   const input = asZod(inputSchema);
   const output = asZod(outputSchema);
-  return { ...rest, ...(input === undefined ? {} : { inputSchema: input }), ...(output === undefined ? {} : { outputSchema: output }) };
+  const annotated = config.annotations?.['title'];
+  const title = config.title ?? (typeof annotated === 'string' ? annotated : name);
+  return { ...rest, title, ...(input === undefined ? {} : { inputSchema: input }), ...(output === undefined ? {} : { outputSchema: output }) };
 }
 
 function registerOne(server: McpServer, registration: CapturedRegistration): LiveHandle {
   switch (registration.kind) {
     case 'tool':
-      return server.registerTool(registration.name, toolConfigForServer(registration.config) as never, registration.callback as never);
+      return server.registerTool(registration.name, toolConfigForServer(registration.name, registration.config) as never, registration.callback as never);
     case 'resource':
       return server.registerResource(registration.name, registration.target as never, registration.metadata as never, registration.callback as never);
     case 'prompt':
