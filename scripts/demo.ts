@@ -9,9 +9,11 @@
  * npm with its dependencies, no install script run, no manifest given: its
  * tools are read in a sandboxed start) and calls it in the sandbox.
  */
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { appendFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { PluginHost, type HostError } from '../src/index.js';
 
@@ -21,6 +23,43 @@ const fail = (what: string, e: HostError): never => {
   process.exit(1);
 };
 
+/** Whether `program` is an executable file in a directory of PATH, as the host looks for bwrap. */
+function onPath(program: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, program), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The demo runs plugins in the real sandbox, so a fresh machine needs
+ * bubblewrap first, as .ci/run installs it. As root (containers, CI) with
+ * apt-get it is installed here; otherwise the demo stops with the command to run.
+ */
+function ensureBubblewrap(): void {
+  if (process.platform !== 'linux' || onPath('bwrap')) return;
+  const isRoot = process.getuid?.() === 0;
+  if (isRoot && onPath('apt-get')) {
+    say('bubblewrap (bwrap) is missing; installing it: apt-get install -y bubblewrap');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    for (const args of [['update', '-qq'], ['install', '-y', '-qq', 'bubblewrap']]) {
+      if (spawnSync('apt-get', args, { stdio: 'inherit', env }).status !== 0) {
+        say(`✗ apt-get ${args.join(' ')} failed; install bubblewrap and run npm run demo again`);
+        process.exit(1);
+      }
+    }
+    if (onPath('bwrap')) return;
+  }
+  say('✗ the demo runs plugins in the OS sandbox, and bubblewrap (bwrap) is not installed. Install it, then run npm run demo again:');
+  say(onPath('apt-get') ? '  sudo apt-get install -y bubblewrap' : onPath('dnf') ? '  sudo dnf install -y bubblewrap' : '  (your package manager) install bubblewrap');
+  process.exit(1);
+}
+
+ensureBubblewrap();
 const profileDir = await mkdtemp(join(tmpdir(), 'mcp-plugin-host-demo-'));
 const pkg = await packageFixturePlugin(new URL('../fixtures/plugins/hello', import.meta.url).pathname, { bundle: ['bin/hello-mcp.mjs'] });
 try {

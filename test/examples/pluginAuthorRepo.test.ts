@@ -3,7 +3,8 @@
  * of its own, `npm install` with mcp-plugin-host from the package this
  * repository packs (npm pack of a fresh build) and vitest from the registry,
  * then `npm test`. The repository's node_modules (and its .bin links) sit
- * beside plugin/, which is all the host installs.
+ * beside plugin/, which is all the host installs. The README's first example
+ * then runs as written in that repository.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -64,4 +65,18 @@ it('copied into its own repository, npm install and npm test pass', { timeout: S
   const validated = spawnSync(join(repo, 'node_modules/.bin/mcp-plugin-host'), ['validate', 'plugin', '--json'], { cwd: repo, encoding: 'utf8', env });
   expect(validated.status, validated.stderr).toBe(0);
   expect(JSON.parse(validated.stdout)).toMatchObject({ ok: true, plugin: { plugin_id: 'word-tools' }, checked: expect.arrayContaining(['tool list']) });
+
+  // The README's first example, as written, with the plugin it tells you to scaffold.
+  const initialized = spawnSync(join(repo, 'node_modules/.bin/mcp-plugin-host'), ['init', 'hello', '--template', 'python'], { cwd: repo, encoding: 'utf8', env });
+  expect(initialized.status, initialized.stderr).toBe(0);
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8');
+  const example = /## Use\n[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  expect(example).toContain("from 'mcp-plugin-host'");
+  await writeFile(join(repo, 'use.mjs'), example ?? '');
+  const used = spawnSync(process.execPath, ['use.mjs'], { cwd: repo, encoding: 'utf8', env: { ...env, XDG_DATA_HOME: join(work, 'data') } });
+  expect(used.status, used.stderr).toBe(0);
+  expect(used.stderr).toBe('');
+  // console.log of the MCP CallToolResult: the plugin's JSON envelope in its text block.
+  expect(used.stdout).toContain('"data": {"text": "world"}');
+  expect(used.stdout).toContain('isError: false');
 });
