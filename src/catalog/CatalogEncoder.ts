@@ -64,8 +64,9 @@ function isPlainContainer(value: object): boolean {
 }
 
 function whole(file: object): EncodedFile {
-  const bytes = utf8.encode(`${JSON.stringify(file)}\n`);
-  return { chunks: [bytes], byteLength: bytes.byteLength };
+  // The newline as a chunk of its own: appending it to a megabyte-long string would copy the string.
+  const bytes = utf8.encode(JSON.stringify(file));
+  return { chunks: [bytes, Uint8Array.of(0x0a)], byteLength: bytes.byteLength + 1 };
 }
 
 /** One encoding in progress: the file's segments in order, and the text still to encode. */
@@ -109,6 +110,8 @@ export class CatalogEncoder {
     const previous = this.#previous.get(slot);
     this.#previous.delete(slot);
     if (!isPlainContainer(file) || Array.isArray(file)) return whole(file);
+    // Nothing of this slot is cached yet: the entry-by-entry walk would stringify everything in one run anyway.
+    if (previous === undefined) return this.#wholeFirst(slot, file);
     const out = new FileBuilder();
     const collections = new Map<string, object>();
     try {
@@ -139,6 +142,18 @@ export class CatalogEncoder {
     this.#encodePending(out.pending);
     this.#previous.set(slot, collections);
     return joinSegments(out.segments);
+  }
+
+  /** The first encoding of a slot: the whole file at once, its collections remembered so that the next encoding caches their entries. */
+  #wholeFirst(slot: string, file: object): EncodedFile {
+    const collections = new Map<string, object>();
+    for (const key of Object.keys(file)) {
+      const value = (file as Record<string, unknown>)[key];
+      if (typeof value === 'object' && value !== null) collections.set(key, value);
+    }
+    const encoded = whole(file);
+    this.#previous.set(slot, collections);
+    return encoded;
   }
 
   #addArray(out: FileBuilder, items: readonly unknown[], previous: object | undefined): void {
