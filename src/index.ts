@@ -69,6 +69,7 @@ export {
   readGatewayConfig,
   resolveGatewayConfig,
   type GatewayConfig,
+  type GatewayConfigAudit,
   type GatewayConfigClient,
   type GatewayConfigHttp,
   type GatewayTokenSource,

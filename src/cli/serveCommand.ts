@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { okAsync, type ResultAsync } from 'neverthrow';
-import { checkGatewayConfig, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
+import { checkGatewayConfig, JsonlAuditSink, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
 import type { Flags } from './args.js';
 import { fail, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
@@ -47,15 +47,26 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
   if (flags.tokenEnv !== undefined && flags.tokenFile !== undefined) return usageFailure(ctx, 'give --token-env or --token-file, not both', 'serve');
   const resolved = await mergedConfig(flags).andThen((config) => resolveGatewayConfig(config, terminal.env));
   if (resolved.isErr()) return fail(ctx, resolved.error, false);
-  const { host: hostOptions, gateway } = resolved.value;
+  const { host: hostOptions, gateway, audit } = resolved.value;
   const { stdin, stdout } = terminal;
   let stdio: { readonly stdin: Readable; readonly stdout: Writable } | undefined;
   if (gateway.stdio !== undefined) {
     if (!(stdin instanceof Readable && stdout instanceof Writable)) return usageFailure(ctx, 'serving over stdio needs real stdin and stdout streams', 'serve');
     stdio = { stdin, stdout };
   }
-  const opened = await PluginHost.open(hostOptions);
-  if (opened.isErr()) return fail(ctx, opened.error, false);
+  const sink = audit === undefined ? undefined : await JsonlAuditSink.open(audit.file, audit.fsync === undefined ? {} : { fsync: audit.fsync });
+  if (sink?.isErr() === true) return fail(ctx, sink.error, false);
+  const auditSink = sink?.isOk() === true ? sink.value : undefined;
+  const auditOptions =
+    auditSink === undefined || audit === undefined
+      ? {}
+      : { audit: { sink: auditSink, ...(audit.arguments === undefined ? {} : { arguments: audit.arguments }), ...(audit.secretFields === undefined ? {} : { secretFields: audit.secretFields }) } };
+  const opened = await PluginHost.open({ ...hostOptions, ...auditOptions });
+  if (opened.isErr()) {
+    // The open's failure is the one to report; the empty audit file's close adds nothing.
+    await auditSink?.close().unwrapOr(undefined);
+    return fail(ctx, opened.error, false);
+  }
   const host = opened.value;
   try {
     const served = await serveGateway(host, stdio === undefined ? gateway : { ...gateway, stdio });
@@ -72,5 +83,8 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
     return EXIT_CODES.ok;
   } finally {
     await host.close();
+    // After the host, so that the records of calls cut short by the close are kept.
+    const closed = await auditSink?.close();
+    if (closed?.isErr() === true) terminal.stderr.write(`mcp-plugin-host: the audit file was not fully written: ${closed.error.message}\n`);
   }
 }

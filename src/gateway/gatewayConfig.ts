@@ -13,6 +13,7 @@ import type { PluginHostOptions } from '../host/PluginHost.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { RiskClass } from '../manifest/model.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import type { AuditFsyncPolicy } from '../audit/JsonlAuditSink.js';
 import type { GatewayHttpClient } from './httpListener.js';
 import type { GatewayOptions } from './serveGateway.js';
 
@@ -61,6 +62,20 @@ export interface GatewayConfig {
   readonly catalogPollMs?: number;
   /** The HTTP transport. */
   readonly http?: GatewayConfigHttp;
+  /** The audit file. */
+  readonly audit?: GatewayConfigAudit;
+}
+
+/** The `audit` section of the configuration file: where `serve` appends an audit record per call. */
+export interface GatewayConfigAudit {
+  /** The JSONL file (a relative path is read from the configuration file's directory). */
+  readonly file: string;
+  /** Record each call's arguments, secret fields redacted. */
+  readonly arguments?: boolean;
+  /** More argument field names whose values are redacted. */
+  readonly secretFields?: readonly string[];
+  /** When the file is synced: after every batch of records (default), or only when the gateway stops. */
+  readonly fsync?: AuditFsyncPolicy;
 }
 
 /** The `http` section of the configuration file. */
@@ -87,6 +102,8 @@ export interface ResolvedGatewayConfig {
   readonly host: PluginHostOptions;
   /** Options for `serveGateway`. */
   readonly gateway: GatewayOptions;
+  /** The audit file to open for the host, when the configuration names one. */
+  readonly audit?: GatewayConfigAudit;
 }
 
 let validate: ReturnType<Ajv2020['compile']> | undefined;
@@ -114,7 +131,8 @@ export function readGatewayConfig(path: string): ResultAsync<GatewayConfig, Host
       }
     })
     .andThen((value) => checkGatewayConfig(value, path))
-    .map((config) => (config.profileDir === undefined ? config : { ...config, profileDir: resolve(dirname(path), config.profileDir) }));
+    .map((config) => (config.profileDir === undefined ? config : { ...config, profileDir: resolve(dirname(path), config.profileDir) }))
+    .map((config) => (config.audit === undefined ? config : { ...config, audit: { ...config.audit, file: resolve(dirname(path), config.audit.file) } }));
 }
 
 function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>): ResultAsync<string, HostError> {
@@ -149,7 +167,8 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     ...(config.catalogPollMs === undefined ? {} : { catalogPollMs: config.catalogPollMs }),
   };
   const http = config.http ?? {};
-  if (config.transport !== 'http') return okAsync({ host, gateway: { ...base, stdio: true } });
+  const audit = config.audit === undefined ? {} : { audit: config.audit };
+  if (config.transport !== 'http') return okAsync({ host, gateway: { ...base, stdio: true }, ...audit });
   const defaultToken = http.token === undefined ? okAsync<string | undefined, HostError>(undefined) : readToken(http.token, env);
   const clients = ResultAsync.combine(
     (http.clients ?? []).map((c) =>
@@ -164,6 +183,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
   );
   return ResultAsync.combine([defaultToken, clients] as const).map(([token, resolvedClients]) => ({
     host,
+    ...audit,
     gateway: {
       ...base,
       http: {
