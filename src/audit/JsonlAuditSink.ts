@@ -31,7 +31,9 @@ export interface JsonlAuditSinkOptions {
   readonly maxQueuedRecords?: number;
 }
 
-const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+// O_NONBLOCK: opening a FIFO planted at the path for writing would otherwise wait for a reader forever (and hold a
+// thread-pool thread); with it the open fails (ENXIO) or returns at once and the fstat check refuses it. No effect on a regular file.
+const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 function unsafe(path: string, reason: string): HostError {
   return hostError('AUDIT_FILE_UNSAFE', `the audit file ${path} ${reason}`, { details: { path, reason } });
@@ -92,7 +94,11 @@ export class JsonlAuditSink implements AuditSink {
     }
     const fsync = options.fsync ?? (AUDIT_DEFAULTS.fsync as AuditFsyncPolicy);
     return ResultAsync.fromPromise(open(path, OPEN_FLAGS, AUDIT_DEFAULTS.fileMode), (cause) =>
-      (cause as NodeJS.ErrnoException).code === 'ELOOP' ? unsafe(path, 'is a symbolic link') : ioError('Opening the audit file', path, cause),
+      (cause as NodeJS.ErrnoException).code === 'ELOOP'
+        ? unsafe(path, 'is a symbolic link')
+        : (cause as NodeJS.ErrnoException).code === 'ENXIO'
+          ? unsafe(path, 'is not a regular file')
+          : ioError('Opening the audit file', path, cause),
     ).andThen((handle) =>
       checkFile(handle, path)
         .map((checked) => new JsonlAuditSink(checked, path, fsync, maxLineBytes, maxQueued))

@@ -3,10 +3,12 @@
  * never rewritten, one bounded line per record, unsafe files refused, a full
  * queue reported by a gap record; and the pure redaction of arguments.
  */
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
 import { chmod, link, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { auditLine, redactArguments, secretNameSet } from '../../src/audit/auditLines.js';
 import type { AuditCallRecord, AuditRecord } from '../../src/audit/auditRecord.js';
 import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
@@ -77,6 +79,21 @@ describe('JsonlAuditSink', () => {
     expect(hard.isErr() && hard.error.code).toBe('AUDIT_FILE_UNSAFE');
     expect(await readFile(target, 'utf8')).toBe('kept\n');
   });
+
+  it('refuses a FIFO planted at the audit path (AUDIT_FILE_UNSAFE) instead of waiting forever for a reader', async () => {
+    // Not a scratch() folder: the FIFO must outlive the afterEach hooks, which run before onTestFinished.
+    const dir = await mkdtemp(join(tmpdir(), 'audit-fifo-'));
+    const fifo = join(dir, 'planted.jsonl');
+    execFileSync('mkfifo', ['-m', '600', fifo]);
+    // Should the open block (the bug), a reader opened here lets the stuck thread-pool thread go when the test ends.
+    onTestFinished(async () => {
+      closeSync(openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK));
+      await rm(dir, { recursive: true, force: true });
+    });
+    const planted = await JsonlAuditSink.open(fifo);
+    expect(planted.isErr() && planted.error.code).toBe('AUDIT_FILE_UNSAFE');
+    expect(planted.isErr() && planted.error.details.reason).toMatch(/not a regular file/);
+  }, 15_000);
 
   it('keeps every line within maxLineBytes: arguments go first, then long strings are cut', async () => {
     const path = join(await scratch(), 'audit.jsonl');
