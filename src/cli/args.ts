@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { ManifestPreset, PluginGrant, RiskClass } from '../index.js';
+import type { ClientRequestKind, ManifestPreset, PluginGrant, RiskClass } from '../index.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -36,6 +36,7 @@ const OPTIONS = {
   'grant-write-dir': { type: 'string' },
   'grant-env': { type: 'string', multiple: true },
   'grant-egress': { type: 'string', multiple: true },
+  'grant-client-request': { type: 'string', multiple: true },
   setting: { type: 'string', multiple: true },
   arg: { type: 'string', multiple: true },
   manifest: { type: 'string' },
@@ -72,7 +73,7 @@ export const GLOBAL_OPTIONS: readonly OptionName[] = [
 
 const PACKAGE_OPTIONS: readonly OptionName[] = ['checksum', 'signature', 'trusted-key', 'require-signatures'];
 
-const GRANT_OPTIONS: readonly OptionName[] = ['grant-network', 'grant-write-dir', 'grant-env', 'grant-egress'];
+const GRANT_OPTIONS: readonly OptionName[] = ['grant-network', 'grant-write-dir', 'grant-env', 'grant-egress', 'grant-client-request'];
 
 /** How one command is called. */
 export interface CommandSpec {
@@ -127,7 +128,8 @@ export const COMMANDS = {
       'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
       'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
-      'and --grant-egress host[:port] (each repeatable). They narrow what a manifest declares, or, for',
+      'and --grant-egress host[:port] (each repeatable); --grant-client-request sampling|elicitation|roots',
+      'lets it ask the host (repeatable). They narrow what a manifest declares, or, for',
       'a source that declares nothing (an MCP Bundle), are all it gets beyond the default: no network,',
       'no writable dir beyond its data dir, no host env. Any grant flag replaces the whole grant.',
       "--setting key=value sets an MCP Bundle's user_config value (repeat a key for a list); sensitive",
@@ -517,7 +519,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       yes: bool('yes'),
       timeoutMs,
       set: list('set'),
-      grant: grantOf(bool('grant-network'), text('grant-write-dir'), list('grant-env'), list('grant-egress')),
+      grant: grantOf(bool('grant-network'), text('grant-write-dir'), list('grant-env'), list('grant-egress'), list('grant-client-request')),
       settings: settings.value,
       args: list('arg'),
       manifestFile: text('manifest'),
@@ -553,9 +555,16 @@ function readSettings(pairs: readonly string[]): { ok: true; value: Record<strin
 }
 
 /** The grant the grant flags spell; undefined when none was given (the install keeps the declaration or the default). */
-function grantOf(network: boolean, writeDir: string | undefined, env: readonly string[], egress: readonly string[]): PluginGrant | undefined {
-  if (!network && writeDir === undefined && env.length === 0 && egress.length === 0) return undefined;
-  return { network, fs_write_dir: writeDir ?? '', env_allow: [...env], ...(egress.length === 0 ? {} : { egress: [...egress] }) };
+function grantOf(network: boolean, writeDir: string | undefined, env: readonly string[], egress: readonly string[], requests: readonly string[]): PluginGrant | undefined {
+  if (!network && writeDir === undefined && env.length === 0 && egress.length === 0 && requests.length === 0) return undefined;
+  return {
+    network,
+    fs_write_dir: writeDir ?? '',
+    env_allow: [...env],
+    ...(egress.length === 0 ? {} : { egress: [...egress] }),
+    // The install checks each kind (PLUGIN_CLIENT_REQUESTS_INVALID), as it checks a library grant.
+    ...(requests.length === 0 ? {} : { client_requests: [...requests] as ClientRequestKind[] }),
+  };
 }
 
 /** Reads one `k=v` value: JSON when it parses, the raw string otherwise. */

@@ -43,6 +43,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'grant-write-dir': ['--grant-write-dir <dir>', 'grant a writable directory inside its data dir'],
   'grant-env': ['--grant-env NAME', 'grant a host environment variable (repeatable)'],
   'grant-egress': ['--grant-egress host[:port]', 'grant a network destination (repeatable)'],
+  'grant-client-request': ['--grant-client-request KIND', 'let it send sampling, elicitation or roots requests to the host (repeatable)'],
   setting: ['--setting key=value', "an MCP Bundle's user_config value (repeatable; a repeated key is a list)"],
   arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
