@@ -36,7 +36,11 @@ export interface GatewayHttpOptions {
   readonly clients?: readonly GatewayHttpClient[];
   /** Origins (`scheme://host[:port]`) accepted besides loopback ones. */
   readonly allowedOrigins?: readonly string[];
-  /** MCP sessions open at once, all tokens together; one more initialize is refused with 503. Default 256. */
+  /**
+   * MCP sessions open at once, all tokens together; one more initialize is refused with 503. Default 256. Each client
+   * (the default token and every one of `clients`) holds at most its share, `maxSessions` divided by the number of
+   * clients (at least 1), so that one token cannot take every session and lock the others out.
+   */
   readonly maxSessions?: number;
   /** Time a session may go without a request (and hold no open stream) before the gateway closes it, in ms. Default 15 minutes. */
   readonly sessionIdleMs?: number;
@@ -110,6 +114,9 @@ export function listenHttp(
   const sessions = new Map<string, Session>();
   // Initializes under way count against the cap too, so a burst of them cannot open more sessions than it allows.
   let opening = 0;
+  const share = Math.max(1, Math.floor(maxSessions / clients.length));
+  const openingBy = new Map<string, number>();
+  const heldBy = (token: string): number => [...sessions.values()].filter((s) => s.token === token).length + (openingBy.get(token) ?? 0);
   const sweep = setInterval(
     () => {
       const now = performance.now();
@@ -150,6 +157,7 @@ export function listenHttp(
       return session.transport.handleRequest(req, res);
     }
     if (sessions.size + opening >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
+    if (heldBy(client.token) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, { transport, token: client.token, lastSeen: performance.now(), open: 0 }),
@@ -158,12 +166,14 @@ export function listenHttp(
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
     opening += 1;
+    openingBy.set(client.token, (openingBy.get(client.token) ?? 0) + 1);
     try {
       const server = connect(client.policy, client.name);
       await server.connect(transport);
       await transport.handleRequest(req, res);
     } finally {
       opening -= 1;
+      openingBy.set(client.token, (openingBy.get(client.token) ?? 1) - 1);
     }
     // A request that did not open a session (not an initialize) leaves nothing behind.
     if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await transport.close();

@@ -103,6 +103,27 @@ describe('gateway session limits', () => {
     TIMEOUT_MS,
   );
 
+  it(
+    'keeps a share of the sessions for each client: one token opening sessions until refused does not lock another token out',
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['probe']);
+      const gateway = await serve(host, { maxSessions: 4, clients: [{ name: 'alice', token: ALICE_TOKEN, policy: {} }] });
+      const url = gateway.url ?? '';
+      // The default token's holder opens all it can (at most maxSessions + 1 tries).
+      const statuses: number[] = [];
+      for (let n = 0; n <= 4; n += 1) {
+        const answer = await rawInitialize(url);
+        statuses.push(answer.status);
+        await answer.text();
+        if (answer.status !== 200) break;
+      }
+      expect(statuses.at(-1)).toBe(503);
+      const alice = await connect(url, ALICE_TOKEN);
+      expect((await alice.client.listTools()).tools.map((t) => t.name)).toContain('plug.host-probe.echo');
+    },
+    TIMEOUT_MS,
+  );
+
   it('has config keys for both bounds, checked by the shipped schema', () => {
     expect(checkGatewayConfig({ transport: 'http', http: { maxSessions: 8, sessionIdleMs: 60_000 } }).isOk()).toBe(true);
     const bad = checkGatewayConfig({ transport: 'http', http: { maxSessions: 0 } });
