@@ -23,9 +23,12 @@ export async function buildEsmRunner(): Promise<BuiltRunner> {
   const dir = await mkdtemp(join(REPO, 'node_modules', '.cache', 'esm-runner-host-'));
   // mkdtemp makes it 0700; on a root host plugins run as users of their own, who must read the runner like a shipped dist/.
   await chmod(dir, 0o755);
-  // The library's own dependencies, as its published package.json names them: the sandbox exposes what they resolve to.
-  const { dependencies } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
-  await writeFile(join(dir, 'package.json'), `${JSON.stringify({ type: 'module', dependencies: dependencies ?? {} })}\n`);
+  // The library's own dependencies and peers (the MCP SDK is one), as its published package.json names them: the sandbox exposes what they resolve to.
+  const { dependencies, peerDependencies } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    peerDependencies?: Record<string, string>;
+  };
+  await writeFile(join(dir, 'package.json'), `${JSON.stringify({ type: 'module', dependencies: dependencies ?? {}, peerDependencies: peerDependencies ?? {} })}\n`);
   await build({
     entry: { 'esm-runner': join(REPO, 'src/shapes/esm/runner.ts') },
     outDir: join(dir, 'dist'),
