@@ -63,7 +63,9 @@ export function pinnedCodeOf(m: NormalizedManifest, pythonIndexUrl?: string): Pi
 
 /** The host's side of {@link manifestHostChecks}. */
 export interface ManifestHostPolicy {
+  /** The host's namespace rules (reserved prefixes, recorded owners). */
   readonly namespaceLock: NamespaceLock;
+  /** The host's env denylist. */
   readonly envDenylist: EnvDenylist;
   /** The plugin's data directory (the write directory is resolved inside it). */
   readonly dataDirOf: (pluginId: string) => string;
@@ -73,7 +75,9 @@ export interface ManifestHostPolicy {
   readonly variants: readonly CatalogVariant[];
   /** The grant the install asks for, if any. */
   readonly grant: PluginGrant | undefined;
+  /** Installed as a bundled first-party plugin (no namespace owner needed). */
   readonly firstParty: boolean;
+  /** The dev-only override of another recorded namespace owner. */
   readonly devAllowNamespaceConflict: boolean;
 }
 

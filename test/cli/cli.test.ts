@@ -13,7 +13,7 @@ import expectations from '../../fixtures/manifests/expectations.json' with { typ
 import { cli, json, MANY_VIOLATIONS_MANIFEST, MANY_VIOLATIONS_POINTERS, packageHello, REPO, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
-const COMMANDS = ['validate', 'install', 'list', 'info', 'run', 'remove', 'reload', 'canary', 'setup', 'unquarantine', 'wrap', 'serve'];
+const COMMANDS = ['init', 'validate', 'install', 'list', 'info', 'tools', 'run', 'remove', 'reload', 'canary', 'setup', 'unquarantine', 'wrap', 'serve'];
 const ANSI = /\u001b\[/;
 
 describe('help', () => {
@@ -29,6 +29,12 @@ describe('help', () => {
     expect(run.stdout).toMatch(/^ {2}3 +validation failure/m);
     expect(run.stdout).toMatch(/^ {2}4 +no enforcing OS sandbox/m);
     expect(run.stdout).not.toMatch(ANSI);
+  });
+
+  it('<command> --help ends with examples of that command', { timeout: SLOW }, async () => {
+    const run = await cli(['validate', '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Examples\n {2}mcp-plugin-host validate \.\/plugin$/m);
   });
 
   it('<command> --help shows that command with its own options', { timeout: SLOW }, async () => {

@@ -29,7 +29,7 @@ describe('CLI conventions', () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('error HOST_INVALID_OPTIONS: no command given');
     expect(run.stderr).toMatch(/Usage: mcp-plugin-host <command>/);
-    expect(run.stderr).toMatch(/Commands: validate, install, .*serve/);
+    expect(run.stderr).toMatch(/Commands: init, validate, install, .*tools, .*serve/);
   });
 
   it('list --profile-dir under /proc returns with a clear error instead of spinning', async () => {

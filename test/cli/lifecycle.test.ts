@@ -36,7 +36,7 @@ describe('plugin lifecycle through the CLI', () => {
   it('refuses a directory outside a dev profile: exit 3, the registry hint and the flag that fixes it', { timeout: SLOW }, async () => {
     const run = await inProfile(['install', hello]);
     expect(run.code).toBe(3);
-    expect(run.stderr).toMatch(/^error PLUGIN_CHECKSUM_MISMATCH: .* is a directory; only archives have a checksum to verify$/m);
+    expect(run.stderr).toMatch(/^error PLUGIN_SOURCE_NOT_ALLOWED: .* is a directory; a standard profile installs only archives$/m);
     expect(run.stderr).toMatch(/^hint: .+$/m);
     expect(run.stderr).toMatch(/^try: directories install only into dev profiles: add --dev/m);
   });
