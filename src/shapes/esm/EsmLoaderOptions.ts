@@ -9,7 +9,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 export interface EsmLoaderFlags {
   /** `MANIFEST_LOADER_ENABLED`: when false every plugin is skipped. Default true. */
   readonly manifestLoaderEnabled: boolean;
-  /** `PLUGIN_INSTALL_DIR`: where installed plugins live (`<name>@<version>/`). Default `./plugins`. */
+  /** `PLUGIN_INSTALL_DIR` (else `PLUGINS_BASE_DIR`, the first present, as the seed's server reads them): where installed plugins live (`<name>@<version>/`). Default `./plugins`. */
   readonly pluginInstallDir: string;
   /** `REQUIRE_SIGNATURES`: refuse plugins whose package signature was not verified at install. Default false. */
   readonly requireSignatures: boolean;
@@ -45,6 +45,9 @@ export const ESM_LOADER_ENV_NAMES: Readonly<Record<keyof EsmLoaderFlags, string>
   debugRegistry: 'DEBUG_REGISTRY',
 });
 
+/** The variable read for the install directory when `PLUGIN_INSTALL_DIR` is not set (seed 003: "the server uses the first present"). */
+export const PLUGINS_BASE_DIR_ENV_NAME = 'PLUGINS_BASE_DIR';
+
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'on']);
 const FALSE_WORDS = new Set(['false', '0', 'no', 'off']);
 
@@ -67,7 +70,7 @@ export function esmLoaderOptionsFromEnv(env: Readonly<Record<string, string | un
     else if (FALSE_WORDS.has(raw)) flags[flag] = false;
     else return err(hostError('HOST_INVALID_OPTIONS', `${name}=${JSON.stringify(env[name])} is not a boolean (use true/1 or false/0)`, { details: { variable: name } }));
   }
-  const installDir = env[ESM_LOADER_ENV_NAMES.pluginInstallDir]?.trim();
+  const installDir = env[ESM_LOADER_ENV_NAMES.pluginInstallDir]?.trim() || env[PLUGINS_BASE_DIR_ENV_NAME]?.trim();
   if (installDir) flags.pluginInstallDir = installDir;
   const schemaPath = env[ESM_LOADER_ENV_NAMES.schemaPath]?.trim();
   if (schemaPath) flags.schemaPath = schemaPath;
