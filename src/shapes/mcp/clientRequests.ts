@@ -32,6 +32,7 @@ import {
 import { CLIENT_REQUEST_METHODS } from '../../manifest/clientRequestKinds.js';
 import type { ClientRequestKind } from '../../manifest/model.js';
 import type { Clock, Logger } from '../../ports/ports.js';
+import clientRequestLimits from '../../../etc/client-requests.json' with { type: 'json' };
 
 /** What a client-request callback is told besides the request itself. */
 export interface ClientRequestContext {
@@ -246,11 +247,22 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
       logger.warn({ plugin_id: settings.pluginId, method, error: String(failure) }, 'client request report listener threw');
     }
   };
+  // Requests of this process waiting for a callback: a plugin may not turn one call into any number of concurrent asks of the application's model or user.
+  let inFlight = 0;
   const answer = async <P, R>(kind: ClientRequestKind, params: P, pluginSignal: AbortSignal, pick: (h: ClientRequestHandlers) => Callback<P, R> | undefined): Promise<R> => {
     const method = CLIENT_REQUEST_METHODS[kind];
     const started = clock.now();
     try {
-      const answered = await answerOnce(kind, method, params, pluginSignal, pick);
+      if (inFlight >= clientRequestLimits.maxInFlightPerProcess) {
+        throw new Refusal('refused', undefined, new McpError(ErrorCode.InvalidRequest, `${method} refused: ${clientRequestLimits.maxInFlightPerProcess} requests of this plugin already wait for an answer`));
+      }
+      inFlight += 1;
+      let answered: { value: R; opId: string | undefined };
+      try {
+        answered = await answerOnce(kind, method, params, pluginSignal, pick);
+      } finally {
+        inFlight -= 1;
+      }
       report(method, started, answered.opId, 'answered');
       return answered.value;
     } catch (error) {
