@@ -27,7 +27,8 @@ describe('validate without a usable temp directory', () => {
       env: {},
     };
     process.env.TMPDIR = join(REPO, 'no-such-temp-dir');
-    const exit = await runCli(['validate', join(REPO, 'fixtures/manifests/gum-json/valid/fli.json'), '--json'], terminal, new AbortController().signal);
+    // A package directory: it is checked in a scratch profile (a lone manifest needs no temp directory at all).
+    const exit = await runCli(['validate', join(REPO, 'fixtures/plugins/hello'), '--json'], terminal, new AbortController().signal);
     const error = (JSON.parse(stdout) as { error: Record<string, unknown> }).error;
     expect({ exit, code: error.code, message: error.message, details: error.details }).toEqual({
       exit: 1,
