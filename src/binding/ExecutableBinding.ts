@@ -9,7 +9,8 @@
  *   installed file and returns a {@link VerifiedExecutable} whose argv can only
  *   run the bytes that were hashed: a private unnamed copy run through an
  *   inherited descriptor, or, for Node with an integrity policy, the script
- *   by its path with Node itself refusing any other bytes (see nodeMain.ts).
+ *   by its path with Node itself refusing any other bytes (see nodeMain.ts),
+ *   or under bubblewrap the same path with the private copy mounted on it.
  */
 import { existsSync } from 'node:fs';
 import { realpath, type FileHandle } from 'node:fs/promises';
@@ -20,7 +21,7 @@ import { systemRandom, type Random } from '../ports/ports.js';
 import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
-import { integrityPolicy, integrityPolicyOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
+import { integrityPolicy, integrityPolicyOptions, MOUNTED_MAIN_OPTIONS, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import type { PackageTreePin } from './packageTree.js';
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { isPinnedPythonPath, withPythonPath } from './pythonPath.js';
@@ -235,6 +236,7 @@ interface Launch {
   readonly argv: string[];
   readonly handles: readonly FileHandle[];
   readonly readOnlyPaths?: readonly string[];
+  readonly mountedMain?: PluginCommand['mountedMain'];
 }
 
 const userArgsOf = (record: ExecutableBindingRecord): string[] => record.argv_normalized.slice(expectedArgvPrefix(record).length);
@@ -266,12 +268,19 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
   return { argv: [program, ...pin.args, descriptorPath(childFd(0)), ...userArgs], handles };
 }
 
-function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin, policy: FileHandle, interpreter: OpenedFile, guard: string): Launch {
+/**
+ * A Node main module two ways: by its path under the integrity policy, or,
+ * for a launcher that mounts descriptors, by the same path with the private
+ * copy mounted on it and no policy (`mountedMain`).
+ */
+function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin, policy: FileHandle, copy: VerifiedCopy, interpreter: OpenedFile, guard: string): Launch {
   const script = scriptPathOf(record.install_root, record.executable_path);
+  const program = descriptorPath(childFd(1));
   return {
-    argv: [descriptorPath(childFd(1)), ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...userArgsOf(record)],
-    handles: [policy, interpreter.handle],
+    argv: [program, ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...userArgsOf(record)],
+    handles: [policy, interpreter.handle, copy.handle],
     readOnlyPaths: [guard],
+    mountedMain: { index: 2, path: script, argv: [program, ...pin.args, ...MOUNTED_MAIN_OPTIONS, script, ...userArgsOf(record)] },
   };
 }
 
@@ -283,6 +292,7 @@ function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, lau
     // Both launches of a `#!` script hand the interpreter over second (childFd(1)), and argv[0] names it.
     ...(interpreter ? { programFile: { index: 1, path: interpreter.path } } : {}),
     readOnlyPaths: [record.install_root, ...(interpreter ? [interpreter.path] : []), ...(launch.readOnlyPaths ?? [])],
+    ...(launch.mountedMain === undefined ? {} : { mountedMain: launch.mountedMain }),
     installRoot: record.install_root,
     release(): void {
       if (released) return;
@@ -352,6 +362,8 @@ export async function hashPinnedFile(record: ExecutableBindingRecord, relative: 
  * A Node script whose interpreter checks the main module against a policy:
  * the host hashes the installed file (to refuse and quarantine early), and
  * Node hashes the buffer it compiles, so bytes swapped in between never run.
+ * The host copies what it hashes, for a launcher that mounts the copy at the
+ * script's path instead (bubblewrap), where the policy is not needed.
  */
 async function verifyUnderPolicy(
   record: ExecutableBindingRecord,
@@ -360,19 +372,21 @@ async function verifyUnderPolicy(
   options: VerifyExecutableOptions,
   guard: string,
 ): Promise<Result<VerifiedExecutable, HostError>> {
-  const hashed = await hashPinnedFile(record, relative);
-  if (hashed.isErr()) return err(hashed.error);
-  const dir = await preparePrivateDir(options.copyDir);
-  if (dir.isErr()) return err(dir.error);
+  const copied = await copyPinnedFile(record, relative, options);
+  if (copied.isErr()) return err(copied.error);
+  const copy = copied.value;
   const policyText = integrityPolicy(scriptPathOf(record.install_root, record.executable_path), record.executable_sha256);
   const policy = await writeUnnamedFile(options.copyDir, options.random ?? systemRandom, policyText);
-  if (policy.isErr()) return err(policy.error);
+  if (policy.isErr()) {
+    await copy.handle.close().catch(() => undefined);
+    return err(policy.error);
+  }
   const interpreter = await openPinnedInterpreter(pin);
   if (interpreter.isErr()) {
-    await policy.value.close().catch(() => undefined);
+    await Promise.all([policy.value.close(), copy.handle.close()]).catch(() => undefined);
     return err(interpreter.error);
   }
-  return ok(verifiedExecutable(record, hashed.value, launchUnderPolicy(record, pin, policy.value, interpreter.value, guard), interpreter.value));
+  return ok(verifiedExecutable(record, copy.sha256, launchUnderPolicy(record, pin, policy.value, copy, interpreter.value, guard), interpreter.value));
 }
 
 async function verify(record: ExecutableBindingRecord, options: VerifyExecutableOptions): Promise<Result<VerifiedExecutable, HostError>> {

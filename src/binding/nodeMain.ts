@@ -7,8 +7,12 @@
  * - `integrity_policy` (Node 20.11+ and 21.3+, before policies were removed
  *   in 22): Node is given a policy naming the main module's URL with its
  *   SHA-256, and checks the digest of the very buffer it is about to compile;
- *   other modules load as usual. No extra thread, so it costs about what
- *   hashing the file costs.
+ *   other modules load as usual. No extra thread, but Node consults the
+ *   policy for every module it loads (about +32 ms on a large server's
+ *   start). Under bubblewrap the same interpreters need no policy: the
+ *   sandbox mounts the verified copy at the main module's own path (see
+ *   {@link MOUNTED_MAIN_OPTIONS}); the policy stays for launchers that
+ *   cannot mount (Seatbelt, unsandboxed).
  * - `in_thread_hook` (Node 22.15+, 23.5+): a module-loader hook serves the
  *   main module's source from the descriptor of the verified copy (see
  *   nodeLoader.ts), in the main thread, for about 2 ms.
@@ -79,6 +83,17 @@ export function integrityPolicy(scriptPath: string, sha256Hex: string): string {
 export function integrityPolicyOptions(policyPath: string, guardPath: string = NODE_MAIN_GUARD): string[] {
   return ['--preserve-symlinks-main', '--disable-warning=ExperimentalWarning', `--experimental-policy=${policyPath}`, '--require', guardPath];
 }
+
+/**
+ * The Node options for a main module whose verified bytes the sandbox
+ * mounts read-only at the module's own path: no policy and no guard. That
+ * path is a file holding exactly those bytes, or the sandbox refused to start
+ * (a missing file or a directory there cannot take the mount), so Node's
+ * extension and directory fallbacks, which the guard blocks under the
+ * policy, never come into play. The main module keeps its path as its URL
+ * even if a link was swapped in, so its relative imports resolve from there.
+ */
+export const MOUNTED_MAIN_OPTIONS: readonly string[] = ['--preserve-symlinks-main'];
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

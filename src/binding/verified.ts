@@ -11,6 +11,7 @@ export function markVerified(command: PluginCommand, sha256: string): VerifiedEx
     argv: command.argv,
     inheritFds: command.inheritFds,
     ...(command.programFile === undefined ? {} : { programFile: command.programFile }),
+    ...(command.mountedMain === undefined ? {} : { mountedMain: command.mountedMain }),
     readOnlyPaths: command.readOnlyPaths,
     installRoot: command.installRoot,
     sha256,

@@ -26,6 +26,14 @@ export interface PluginCommand {
    * writing through `/proc/self/fd`, read-only mounts notwithstanding.
    */
   readonly programFile?: { readonly index: number; readonly path: string };
+  /**
+   * For a launcher that can mount a descriptor's contents read-only at a
+   * path (bubblewrap): the verified bytes of a Node main module, at
+   * `inheritFds[index]`, to show at `path` (the main module's own path), and
+   * the command line to run instead of `argv`, which then needs no integrity
+   * policy: what Node reads at that path can only be those bytes.
+   */
+  readonly mountedMain?: { readonly index: number; readonly path: string; readonly argv: readonly string[] };
   /** Host paths the child must be able to read (install root, interpreter). */
   readonly readOnlyPaths: readonly string[];
   /** The plugin's install root; the child's working directory. */

@@ -54,6 +54,8 @@ export interface SandboxLayout {
   readonly cwd: string;
   /** The size of the sandbox's own /dev/shm tmpfs in bytes (the plugin's memory cap); unset: bubblewrap's default. */
   readonly shmBytes?: number;
+  /** Files whose contents are read from a descriptor and shown read-only at a path of the install root (a verified Node main module). */
+  readonly mountedFiles?: readonly { readonly fd: number; readonly path: string }[];
 }
 
 /** Directories that hold the system's programs and libraries, when present. */

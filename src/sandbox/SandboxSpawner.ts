@@ -469,7 +469,10 @@ export class SandboxSpawner {
     // bubblewrap mounts a pinned interpreter read-only from its descriptor and closes the descriptor: the plugin runs it
     // by path and never holds a descriptor through which a file its user owns could be reopened for writing.
     const program = bindsDescriptors ? request.executable.programFile : undefined;
-    const pluginArgv = program === undefined ? executable.argv : [program.path, ...executable.argv.slice(1)];
+    // It also shows a verified Node main module at its own path, which spares Node the integrity policy.
+    const mountedMain = bindsDescriptors ? request.executable.mountedMain : undefined;
+    const argv = mountedMain?.argv ?? executable.argv;
+    const pluginArgv = program === undefined ? argv : [program.path, ...argv.slice(1)];
     const launchEnv = onConnection === undefined ? request.env : { ...request.env, ...proxyEnvironment() };
     const bound: BoundDirectory[] = [
       ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
@@ -492,7 +495,8 @@ export class SandboxSpawner {
       return errAsync(layout.error);
     }
     const limits = this.treeLimits(request.pluginId);
-    const sized = limits.memoryBytes === null ? layout.value : { ...layout.value, shmBytes: limits.memoryBytes };
+    const mounted = mountedMain === undefined ? layout.value : { ...layout.value, mountedFiles: [{ fd: 3 + mountedMain.index, path: mountedMain.path }] };
+    const sized = limits.memoryBytes === null ? mounted : { ...mounted, shmBytes: limits.memoryBytes };
     const firstFreeFd = 3 + executable.inheritFds.length;
     const { args, extraInput } = this.backend.launch(sized, pluginArgv, launchEnv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');

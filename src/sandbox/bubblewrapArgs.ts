@@ -70,6 +70,10 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   if (!boundDirectories.some((d) => d.writable)) own.push({ args: ['--bind', layout.writeDir], path: layout.writeDir });
   own.sort((a, b) => a.path.split(sep).length - b.path.split(sep).length);
   for (const mount of own) args.push(...mount.args, mount.path);
+  // Copied by bubblewrap into its own tmpfs and mounted over the installed file: a copy's descriptor cannot be bound
+  // (--ro-bind-fd resolves it to a name, and verified copies have none). A missing file or a directory at the path
+  // cannot take the mount, and the sandbox then fails to start. Readable by the plugin's own user, writable by nobody.
+  for (const file of layout.mountedFiles ?? []) args.push('--perms', '0444', '--ro-bind-data', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));
   for (const m of [...layout.masksOutside, ...layout.masksInside]) if (m.kind === 'dir') args.push('--remount-ro', m.path);
   // The sandbox's root and /tmp are tmpfs that only hold mount points; left writable they would be scratch space outside writeDir.

@@ -110,7 +110,9 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
     s.write('bin/main.mjs', "#!/usr/bin/env node\nimport { answer } from '../lib/answer.mjs';\nconsole.log('ESM', answer, import.meta.url);\n");
     s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
     const exe = (await verify(launchedWith(await bind('bin/main.mjs'), method)))._unsafeUnwrap();
-    expect(exe.inheritFds).toHaveLength(2);
+    // Under the policy the verified copy comes third, for a launcher that mounts it in place of the policy.
+    expect(exe.inheritFds).toHaveLength(method === 'integrity_policy' ? 3 : 2);
+    expect(exe.mountedMain?.path).toBe(method === 'integrity_policy' ? join(s.root, 'bin/main.mjs') : undefined);
     expect(exe.readOnlyPaths).toEqual([s.root, '/usr/bin/node', ...(method === 'integrity_policy' ? [NODE_MAIN_GUARD] : [])]);
     expect(exe.argv.includes(`--experimental-policy=/proc/self/fd/3`)).toBe(method === 'integrity_policy');
     const out = await runVerified(exe);
