@@ -103,6 +103,8 @@ export class McpConnection {
   private currentMismatch: HostError | undefined;
   private fatal: HostError | undefined;
   private listing: Promise<unknown> = Promise.resolve();
+  /** A tools/list refresh is queued and has not started: it will see every change notified meanwhile. */
+  private refreshQueued = false;
   private readonly calls: CallsInFlight;
 
   private constructor(
@@ -124,7 +126,13 @@ export class McpConnection {
     this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
     this.client.onclose = () => void process.stop();
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      void this.serializeListing(() => this.refreshTools());
+      // One pending refresh covers any number of notifications: a flood costs the host neither memory nor round trips per notification.
+      if (this.refreshQueued) return;
+      this.refreshQueued = true;
+      void this.serializeListing(() => {
+        this.refreshQueued = false;
+        return this.refreshTools();
+      });
     });
     this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'resources' }));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'prompts' }));
