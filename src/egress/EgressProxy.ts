@@ -147,6 +147,8 @@ export class EgressProxy {
   private readonly tunnelTargets = new WeakMap<Socket, { readonly attachment: Attachment; readonly authority: string }>();
   /** Connections of all plugins open now. */
   private open = 0;
+  /** The deadline of each connection waiting for a request's headers. */
+  private readonly headerDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
 
   constructor(options: EgressProxyOptions = {}) {
     this.resolver = options.resolver ?? systemResolver;
@@ -195,11 +197,30 @@ export class EgressProxy {
         attachment.open--;
         this.open--;
       });
-      // Until its request arrives; a connection that sends nothing is closed (the server never listens, so its own header timeout does not run).
-      socket.setTimeout(this.limits.headersTimeoutMs, () => socket.destroy());
+      socket.once('close', () => this.requestArrived(socket));
+      this.awaitRequest(socket);
       this.attached.set(socket, attachment);
       this.server.emit('connection', socket);
     };
+  }
+
+  /**
+   * Gives `socket` headersTimeoutMs in all for its next request's headers. A
+   * deadline, not an idle timeout: headers dripped in a byte at a time would
+   * keep an idle timer from ever firing (the server never listens, so its own
+   * header timeout does not run).
+   */
+  private awaitRequest(socket: Socket): void {
+    clearTimeout(this.headerDeadlines.get(socket));
+    this.headerDeadlines.set(
+      socket,
+      setTimeout(() => socket.destroy(), this.limits.headersTimeoutMs),
+    );
+  }
+
+  private requestArrived(socket: Socket): void {
+    clearTimeout(this.headerDeadlines.get(socket));
+    this.headerDeadlines.delete(socket);
   }
 
   private report(attachment: Attachment, method: string, host: string, port: number, outcome: Dialled | { refusal: EgressRefusalReason }): void {
@@ -242,7 +263,7 @@ export class EgressProxy {
   private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
     const attachment = this.attached.get(client);
     if (attachment === undefined) return void client.destroy();
-    client.setTimeout(0);
+    this.requestArrived(client);
     const target = connectTarget(req.url ?? '');
     if (target === undefined) {
       this.report(attachment, 'CONNECT', req.url ?? '', 0, { refusal: 'bad_request' });
@@ -291,7 +312,7 @@ export class EgressProxy {
     this.tunnelTargets.set(client, { attachment, authority });
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) client.unshift(head);
-    client.setTimeout(this.limits.headersTimeoutMs, () => client.destroy());
+    this.awaitRequest(client);
     this.tunnelServer.emit('connection', client);
   }
 
@@ -299,7 +320,11 @@ export class EgressProxy {
     const tunnelled = this.tunnelTargets.get(req.socket);
     const attachment = tunnelled?.attachment ?? this.attached.get(req.socket);
     if (attachment === undefined) return void req.socket.destroy();
-    req.socket.setTimeout(0);
+    this.requestArrived(req.socket);
+    // The next request on a kept-alive connection has the same time for its headers.
+    res.once('finish', () => {
+      if (!req.socket.destroyed) this.awaitRequest(req.socket);
+    });
     let url: URL | undefined;
     try {
       url = tunnelled === undefined ? new URL(req.url ?? '') : (req.url ?? '').startsWith('/') ? new URL(`http://${tunnelled.authority}${req.url ?? ''}`) : undefined;

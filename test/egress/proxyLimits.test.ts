@@ -119,6 +119,47 @@ describe('egress proxy bounds', () => {
     expect(answer).toMatch(/^HTTP\/1\.1 200 Connection Established/);
   });
 
+  /** Writes `text` one byte per `gapMs` on a new connection; resolves with whether the proxy closed it before the last byte. */
+  function drip(port: number, text: string, gapMs: number): Promise<'closed' | 'outlived'> {
+    return new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      clients.push(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve('closed'));
+      let at = 0;
+      const next = (): void => {
+        if (socket.destroyed) return;
+        if (at === text.length) return resolve('outlived');
+        socket.write(text[at++] ?? '');
+        setTimeout(next, gapMs);
+      };
+      socket.once('connect', next);
+    });
+  }
+
+  it('closes a connection whose request headers take longer than headersTimeoutMs in all, however steadily they drip in', async () => {
+    const { proxy } = proxyWith({ 'api.test': '203.0.113.10' }, { headersTimeoutMs: 400 });
+    const port = await listenerFor(proxy, 'p', ['api.test']);
+    // 40 bytes a tenth of the headers time apart: never idle for the headers time, yet ten times over it in all.
+    const headers = 'GET http://api.test/ HTTP/1.1\r\nX-Slow: 1';
+    expect(await drip(port, headers, 40)).toBe('closed');
+    // The same through a CONNECT tunnel to port 80, whose requests the proxy reads itself.
+    const tunnel = connect(port, '127.0.0.1');
+    clients.push(tunnel);
+    tunnel.write('CONNECT api.test:80 HTTP/1.1\r\nHost: api.test:80\r\n\r\n');
+    await once(tunnel, 'data');
+    const closed = once(tunnel, 'close').then(() => 'closed' as const);
+    let sent = 0;
+    const dripping = (async (): Promise<'outlived'> => {
+      while (sent < headers.length && !tunnel.destroyed) {
+        tunnel.write(headers[sent++] ?? '');
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      return 'outlived';
+    })();
+    expect(await Promise.race([closed, dripping])).toBe('closed');
+  });
+
   it('caps the connections of all plugins together, and one plugin over its own cap does not stop another', async () => {
     const { proxy, events } = proxyWith({ 'api.test': '203.0.113.10' }, { maxConnectionsPerPlugin: 8, maxConnections: 12 });
     const greedy = await listenerFor(proxy, 'greedy', ['api.test']);
