@@ -22,7 +22,7 @@ const KINDS: ReadonlyArray<{ readonly kind: CapabilityKind; readonly key: 'tools
   { kind: 'prompt', key: 'prompts' },
 ];
 
-/** The `uriTemplate` each declared resource names, from the manifest as written. */
+/** The `uri` or `uriTemplate` each declared resource names, from the manifest as written. */
 function declaredResourceUris(manifest: NormalizedManifest): Map<string, string> {
   const out = new Map<string, string>();
   const capabilities = manifest.raw['capabilities'];
@@ -30,8 +30,9 @@ function declaredResourceUris(manifest: NormalizedManifest): Map<string, string>
   if (!Array.isArray(resources)) return out;
   for (const item of resources as unknown[]) {
     if (typeof item !== 'object' || item === null) continue;
-    const { name, uriTemplate } = item as Record<string, unknown>;
-    if (typeof name === 'string' && typeof uriTemplate === 'string') out.set(name, uriTemplate);
+    const { name, uri, uriTemplate } = item as Record<string, unknown>;
+    const declared = typeof uri === 'string' ? uri : uriTemplate;
+    if (typeof name === 'string' && typeof declared === 'string') out.set(name, declared);
   }
   return out;
 }
