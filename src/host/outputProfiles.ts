@@ -31,6 +31,10 @@ export interface OutputProfile {
   readonly strip_nulls?: boolean;
   /** Unwraps an object whose only key is an envelope (`items`, `data`, `results`, `messages`). */
   readonly flatten?: boolean;
+  /** Removes a record of the record array that equals an earlier one (after the stages before it), counting it as omitted. */
+  readonly dedupe?: boolean;
+  /** Orders the record array by these dot paths, the first deciding; `-path` descending. Stable; records without a number or string there go last. */
+  readonly sort_by?: readonly string[];
   /** Caps every array at `max_items`, recording how many were omitted beside it. */
   readonly collapse_arrays?: { readonly max_items: number };
   /** Caps strings at `fields[path or key]`, else `default_chars`, in code points. */
@@ -348,10 +352,68 @@ function limitRecords(body: unknown, limit: number, tally: Tally): unknown {
   return key === '' ? records.slice(0, limit) : { ...(body as JsonObject), [key]: records.slice(0, limit) };
 }
 
+/** The record array with `step` applied to it; the body as it is when it has none. */
+function withRecords(body: unknown, step: (records: unknown[]) => unknown[]): unknown {
+  const key = recordKey(body);
+  if (key === undefined) return body;
+  const records = step(recordsOf(body, key));
+  return key === '' ? records : { ...(body as JsonObject), [key]: records };
+}
+
+function dedupeRecords(records: unknown[], tally: Tally): unknown[] {
+  const seen = new Set<string>();
+  const kept = records.filter((record) => {
+    const text = canonicalJson(record);
+    if (seen.has(text)) return false;
+    seen.add(text);
+    return true;
+  });
+  tally.omitted += records.length - kept.length;
+  return kept;
+}
+
+/** JSON with object keys sorted, so records that differ only in key order are equal. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isObject(value)) return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** A sort key's value: a number or string at the dot path, else undefined (sorted last). */
+function sortValue(record: unknown, path: readonly string[]): number | string | undefined {
+  let value = record;
+  for (const step of path) value = isObject(value) && Object.hasOwn(value, step) ? value[step] : undefined;
+  return typeof value === 'number' || typeof value === 'string' ? value : undefined;
+}
+
+/** Numbers before strings; numbers by value, strings by UTF-16 code units (not the locale, so every host orders alike). */
+function compareValues(a: number | string, b: number | string): number {
+  if (typeof a !== typeof b) return typeof a === 'number' ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sortRecords(records: unknown[], keys: readonly string[]): unknown[] {
+  const order = keys.map((key) => ({ descending: key.startsWith('-'), path: key.replace(/^-/, '').split('.') }));
+  const compare = (a: unknown, b: unknown): number => {
+    for (const { descending, path } of order) {
+      const x = sortValue(a, path);
+      const y = sortValue(b, path);
+      if (x === undefined || y === undefined) {
+        if (x !== y) return x === undefined ? 1 : -1;
+        continue;
+      }
+      const c = compareValues(x, y);
+      if (c !== 0) return descending ? -c : c;
+    }
+    return 0;
+  };
+  return [...records].sort(compare);
+}
+
 /**
  * Shapes one result body by `profile`, stage by stage (projection,
- * keep_fields, drop_fields, strip_nulls, flatten, collapse_arrays,
- * truncate_strings, limit), and says what was lost. `safeFields` is the
+ * keep_fields, drop_fields, strip_nulls, flatten, dedupe, sort_by,
+ * collapse_arrays, truncate_strings, limit), and says what was lost. `safeFields` is the
  * variant's `null_elision_safe_fields`: strip_nulls removes only there.
  */
 export function applyOutputProfile(profile: EffectiveOutputProfile, body: unknown, safeFields: readonly string[]): { readonly body: unknown; readonly outcome: ProfileOutcome } {
@@ -363,6 +425,9 @@ export function applyOutputProfile(profile: EffectiveOutputProfile, body: unknow
   if (profile.drop_fields !== undefined && profile.drop_fields.length > 0) shaped = perRecord(shaped, (v) => drop(v, pathTree(profile.drop_fields ?? []), tally));
   if (profile.strip_nulls === true && safeFields.length > 0) shaped = stripNulls(shaped, '', new Set(safeFields), tally);
   if (profile.flatten === true) shaped = flatten(shaped);
+  if (profile.dedupe === true) shaped = withRecords(shaped, (records) => dedupeRecords(records, tally));
+  const sortKeys = profile.sort_by;
+  if (sortKeys !== undefined && sortKeys.length > 0) shaped = withRecords(shaped, (records) => sortRecords(records, sortKeys));
   if (profile.collapse_arrays !== undefined) shaped = collapse(shaped, profile.collapse_arrays.max_items, tally, true);
   if (profile.truncate_strings !== undefined) shaped = truncate(shaped, '', undefined, profile.truncate_strings, tally);
   if (profile.limit !== undefined) shaped = limitRecords(shaped, profile.limit, tally);

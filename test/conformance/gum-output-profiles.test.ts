@@ -117,6 +117,22 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
     expect(result.value).toEqual({ items: [{ n: 1 }], omitted_count: 2 });
     expect(result.profile?.full_result_path).toEqual(expect.stringContaining('/results/'));
   });
+
+  it('seed 000 §7 output profiles ("keep responses compact"): dedupe and sort_by (host-defined, docs/conformance.md) order and thin the record array before limit', async () => {
+    const host = await hostFor(await echoWithProfile({ drop_fields: ['results[].fetched_at'], dedupe: true, sort_by: ['-price.amount', 'id'], limit: 2 }));
+    const body = {
+      results: [
+        { id: 'b', price: { amount: 90 }, fetched_at: 1 },
+        { id: 'a', price: { amount: 120 }, fetched_at: 2 },
+        { id: 'b', price: { amount: 90 }, fetched_at: 3 },
+        { id: 'c', price: { amount: 90 }, fetched_at: 4 },
+      ],
+    };
+    const result = (await host.call('plug.host-ndjson.echo', body))._unsafeUnwrap();
+    expect(result.value).toEqual({ results: [{ id: 'a', price: { amount: 120 } }, { id: 'b', price: { amount: 90 } }] });
+    expect(result.profile).toMatchObject({ omitted_count: 2, result_count: 2, lossy: true });
+    expect(JSON.parse(await readFile(result.profile?.full_result_path ?? '', 'utf8'))).toEqual(body);
+  });
 });
 
 describe('seed 001 Output Profiles on an MCP plugin: structuredContent and its text block', () => {

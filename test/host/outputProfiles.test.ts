@@ -44,6 +44,20 @@ describe('output profile stages', () => {
     const empty = shape({ on_empty: 'Cafe\u0301 is closed.' }, { items: [] });
     expect(empty.outcome).toMatchObject({ result_count: 0, on_empty_message: 'Café is closed.', lossy: false });
   });
+
+  it('dedupe drops records equal to an earlier one once the stages before it have run (key order aside), as omitted items', () => {
+    const { body, outcome } = shape({ drop_fields: ['items[].seen_at'], dedupe: true }, { items: [{ id: 1, b: 2, seen_at: 1 }, { b: 2, id: 1, seen_at: 2 }, { id: 3 }], next: 'x' });
+    expect(body).toEqual({ items: [{ id: 1, b: 2 }, { id: 3 }], next: 'x' });
+    expect(outcome).toMatchObject({ omitted_count: 1, result_count: 2, lossy: true });
+    expect(isLossyProfile({ dedupe: true })).toBe(true);
+  });
+
+  it('sort_by orders the record array by dot paths before limit, "-" descending, stable, records without a value last', () => {
+    const rows = [{ n: 'a', p: { v: 2 } }, { n: 'b' }, { n: 'c', p: { v: 9 } }, { n: 'd', p: { v: 2 } }, { n: 'e', p: { v: 'x' } }];
+    expect(shape({ sort_by: ['-p.v'], limit: 4 }, rows).body).toEqual([rows[4], rows[2], rows[0], rows[3]]);
+    expect(shape({ sort_by: ['p.v', '-n'] }, rows).body).toEqual([rows[3], rows[0], rows[2], rows[4], rows[1]]);
+    expect(shape({ sort_by: ['n'] }, rows).outcome.lossy).toBe(false);
+  });
 });
 
 describe('output profile checks', () => {
