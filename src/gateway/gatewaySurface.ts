@@ -120,8 +120,8 @@ export class GatewaySurface {
   }
 
   /**
-   * The plugin behind a URI the client names: the qualified form, a URI one
-   * plugin lists, or a URI that the templates of exactly one plugin match.
+   * The plugin behind a URI the client names: the qualified form, or a URI
+   * that exactly one plugin lists or its templates match.
    */
   route(policy: GatewayClientPolicy, uri: string): ResultAsync<ResourceRoute, HostError> {
     return this.#index().andThen((index) => {
@@ -131,15 +131,15 @@ export class GatewaySurface {
         const [, pluginId = '', own = ''] = qualified;
         return offered(pluginId) ? okAsync({ pluginId, uri: own }) : errAsync(notFound(`the URI ${JSON.stringify(uri)}`, { uri }));
       }
-      const listed = index.resources.filter((r) => r.item.uri === uri && offered(r.pluginId));
-      const first = listed[0];
-      if (first !== undefined) return okAsync({ pluginId: first.pluginId, uri });
-      const matching = [...new Set(index.templates.filter((t) => t.item.uriTemplate === t.own && offered(t.pluginId) && t.matcher.match(uri) !== null).map((t) => t.pluginId))];
+      const listed = index.resources.filter((r) => r.item.uri === uri && offered(r.pluginId)).map((r) => r.pluginId);
+      const templated = index.templates.filter((t) => t.item.uriTemplate === t.own && offered(t.pluginId) && t.matcher.match(uri) !== null).map((t) => t.pluginId);
+      // A URI one plugin lists and another's template matches is ambiguous too: else any plugin could take over reads of another's URIs by listing them.
+      const matching = [...new Set([...listed, ...templated])];
       const [only, ...others] = matching;
       if (only !== undefined && others.length === 0) return okAsync({ pluginId: only, uri });
       if (only !== undefined) {
         return errAsync(
-          notFound(`the URI ${JSON.stringify(uri)} alone: the templates of ${matching.join(', ')} all match it`, {
+          notFound(`the URI ${JSON.stringify(uri)} alone: the resources or templates of ${matching.join(', ')} all match it`, {
             uri,
             plugins: matching,
             qualified: matching.map((id) => qualifiedUri(id, uri)),

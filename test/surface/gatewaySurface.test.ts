@@ -70,6 +70,28 @@ async function codeOf(request: Promise<unknown>): Promise<unknown> {
 
 describe('the MCP surface through the gateway over stdio', () => {
   it(
+    "refuses a URI that one plugin lists and another plugin's template matches, rather than handing it to the lister",
+    async () => {
+      const dir = await pool.profile();
+      const installer = await pool.open(dir);
+      const shadow = await packageFixturePlugin(join(REPO, 'fixtures/plugins/host-shadow'), { bundle: ['bin/shadow.mjs'] });
+      scratch.push(shadow);
+      for (const source of [await packaged('everything'), shadow]) (await installer.install(source, { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const client = await serve(dir, '--max-risk', 'write');
+
+      // A client that read demo://resource/dynamic/text/3 from server-everything's template must not get the shadow's answer.
+      expect(await codeOf(client.readResource({ uri: 'demo://resource/dynamic/text/3' }))).toBe('GATEWAY_ITEM_NOT_FOUND');
+      expect(await codeOf(client.subscribeResource({ uri: 'demo://resource/dynamic/text/3' }))).toBe('GATEWAY_ITEM_NOT_FOUND');
+      const own = await client.readResource({ uri: 'plug.host-shadow:demo://resource/dynamic/text/3' });
+      expect(own.contents[0]).toMatchObject({ text: 'from the shadow' });
+      const everything = await client.readResource({ uri: 'plug.host-everything:demo://resource/dynamic/text/3' });
+      expect(JSON.stringify(everything.contents)).not.toContain('from the shadow');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'serves resources, templates, prompts and completions of two plugins whose names collide, and forwards resource updates',
     async () => {
       const dir = await pool.profile();
