@@ -18,6 +18,14 @@ const onSignal = (): void => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+// A reader that went away (`mcp-plugin-host list | head`) is not an error of
+// the command: stop its work as for a signal and write nothing more.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    interrupted.abort();
+  });
+}
 
 void runCli(process.argv.slice(2), process, interrupted.signal).then((code) => {
   const final = interrupted.signal.aborted ? EXIT_CODES.interrupted : code;

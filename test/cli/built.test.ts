@@ -4,6 +4,8 @@
  * through its `#!/usr/bin/env node` line. Also checks that the CLI is made
  * only of the public API.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -59,6 +61,16 @@ describe('the built binary', () => {
     const run = await runProcess(bin, ['--help']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^mcp-plugin-host — /);
+  });
+
+  it('exits quietly when the reader of its output goes away (`mcp-plugin-host --help | head -0`)', { timeout: SLOW }, async () => {
+    const child = spawn(bin, ['--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(code).toBe(0);
   });
 
   it('also builds and runs as CommonJS (no top-level await)', { timeout: SLOW }, async () => {
