@@ -33,13 +33,15 @@ const v4 = (high: number, low: number): string => `${high >> 8}.${high & 0xff}.$
 
 /**
  * The IPv4 address an IPv6 address carries and delivers to when dialled
- * through a translator: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible,
- * NAT64 well-known prefix (`64:ff9b::/96`) and 6to4 (`2002::/16`).
+ * through a translator: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated
+ * (`::ffff:0:a.b.c.d`, SIIT), IPv4-compatible, NAT64 well-known prefix
+ * (`64:ff9b::/96`) and 6to4 (`2002::/16`).
  */
 function carriedIPv4(groups: readonly number[]): string | undefined {
   const [g0, g1, g2, g3, g4, g5, g6 = 0, g7 = 0] = groups;
   const zeroTo = (n: number): boolean => groups.slice(0, n).every((g) => g === 0);
   if (zeroTo(5) && g5 === 0xffff) return v4(g6, g7);
+  if (zeroTo(4) && g4 === 0xffff && g5 === 0) return v4(g6, g7);
   if (zeroTo(6) && (g6 !== 0 || g7 > 1)) return v4(g6, g7);
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return v4(g6, g7);
   if (g0 === 0x2002) return v4(g1 ?? 0, g2 ?? 0);

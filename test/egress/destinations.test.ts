@@ -85,6 +85,11 @@ describe('refused address ranges', () => {
     ['::ffff:7f00:1', 'loopback'],
     ['64:ff9b::a9fe:a9fe', 'metadata'],
     ['2002:c0a8:0101::1', 'private'],
+    // IPv4-translated (SIIT, RFC 6145) and the local-use NAT64 prefix (RFC 8215), which translators inside a network use.
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['::ffff:0:a9fe:a9fe', 'metadata'],
+    ['64:ff9b:1::a00:1', 'private'],
+    ['64:ff9b:1:ffff::1', 'private'],
   ])('%s is %s', (address, kind) => {
     expect(refusedKind(address)).toBe(kind);
   });
