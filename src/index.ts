@@ -231,5 +231,5 @@ export type { ResolvedEntry } from './shapes/esm/entry.js';
 export type { RegistrationCounts } from './shapes/esm/replay.js';
 export { prepareServerForPlugins } from './shapes/esm/prepareServer.js';
 export { discoverEsmPlugins } from './shapes/esm/discoverEsmPlugins.js';
-export { esmLoaderOptionsFromEnv, type EsmLoaderFlags } from './shapes/esm/EsmLoaderOptions.js';
+export { esmLoaderOptionsFromEnv, type EsmHostLoaderOptions, type EsmLoaderFlags } from './shapes/esm/EsmLoaderOptions.js';
 export { watchPlugin, type EsmReloadEvent, type PluginWatcher, type WatchPluginOptions } from './shapes/esm/watchPlugin.js';

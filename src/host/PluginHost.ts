@@ -28,6 +28,7 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { HostAuditOptions } from '../audit/callAudit.js';
 import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { TrustCallback } from '../installer/trust.js';
+import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
 import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
@@ -200,6 +201,12 @@ export interface PluginHostOptions {
    * code run from source (tsx, vitest) must point it at a built runner.
    */
   readonly esmRunnerArgv?: readonly string[];
+  /**
+   * The Open Discovery loader's strict modes (`STRICT_CAPABILITIES`,
+   * `STRICT_TOOLS`) for every installed `esm-module` plugin, off by default
+   * as in the seed; `esmLoaderOptionsFromEnv` reads them from the environment.
+   */
+  readonly esmLoader?: EsmHostLoaderOptions;
   /** Capabilities the host grants each handshake-shape plugin (its allow-list), by plugin id. */
   readonly handshakeCapabilities?: Readonly<Record<string, readonly string[]>>;
   /** Approves `high_stakes_write` calls; without it they are refused. */

@@ -20,6 +20,7 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
 import { HostTelemetry } from '../observability/telemetry.js';
+import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import type { ClientRequestHandlers } from '../shapes/mcp/clientRequests.js';
 import type { CallOptions } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback, HostCallOptions, PluginHostOptions } from './PluginHost.js';
@@ -125,6 +126,7 @@ export interface HostConfig {
   readonly drainTimeoutMs: number;
   readonly backoffScheduleMs: readonly number[];
   readonly esmRunnerArgv: readonly string[] | undefined;
+  readonly esmLoader: Readonly<EsmHostLoaderOptions>;
   readonly handshakeCapabilities: Readonly<Record<string, readonly string[]>>;
   readonly confirm: ConfirmationCallback | undefined;
   /** The host's callbacks for plugins' requests to their client. */
@@ -223,6 +225,7 @@ const HOST_SCHEMA: OptionSchema = {
   plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
   esmRunnerArgv: 'strings',
+  esmLoader: { fields: { strictCapabilities: 'boolean', strictTools: 'boolean' } },
   handshakeCapabilities: { recordOf: 'strings' },
   confirm: 'function',
   clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA },
@@ -324,6 +327,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       drainTimeoutMs: o.callTimeoutMs ?? DEFAULTS.drainTimeoutMs,
       backoffScheduleMs: Object.freeze([...(o.backoffScheduleMs ?? DEFAULTS.backoffScheduleMs)]),
       esmRunnerArgv: o.esmRunnerArgv,
+      esmLoader: Object.freeze({ ...o.esmLoader }),
       handshakeCapabilities: o.handshakeCapabilities ?? {},
       confirm: o.confirm,
       clientRequests: o.clientRequests,

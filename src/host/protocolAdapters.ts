@@ -146,7 +146,7 @@ const esmModule: ProtocolAdapter = {
   verifyMain: (binding, context) => {
     const runnerArgv = context.config.esmRunnerArgv;
     return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>
-      esmRunnerCommand(binding.install_root, { verifiedEntry, ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+      esmRunnerCommand(binding.install_root, { verifiedEntry, ...context.config.esmLoader, ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
     );
   },
   runnerPath: (config) => config.esmRunnerArgv?.[0] ?? process.execPath,

@@ -23,6 +23,15 @@ export interface EsmLoaderFlags {
   readonly debugRegistry: boolean;
 }
 
+/**
+ * The loader's strict modes for plugins installed through PluginHost
+ * (`PluginHostOptions.esmLoader`): the host passes them to the ESM runner of
+ * each `esm-module` plugin it starts. A load these modes refuse fails the
+ * plugin's start with the loader's code (PLUGIN_CAPABILITY_MISMATCH,
+ * PLUGIN_TOOL_INVALID) instead of running it with warnings.
+ */
+export type EsmHostLoaderOptions = Partial<Pick<EsmLoaderFlags, 'strictCapabilities' | 'strictTools'>>;
+
 /** The seed's defaults. */
 export const DEFAULT_ESM_LOADER_FLAGS: Readonly<EsmLoaderFlags> = Object.freeze({
   manifestLoaderEnabled: true,
