@@ -209,7 +209,7 @@ async function policyStart(layout: string): Promise<BenchResult> {
         target: 25,
         better: 'lower',
         role: 'design',
-        note: `${POLICY_STARTS} alternating starts after one warm-up of each, unsandboxed; the policy is the host's own (integrityPolicy, integrityPolicyOptions), which checks the main module's bytes and makes Node consult the policy for every module it loads; the cold call row pays it. The target shown is the issue's budget for the whole cold call`,
+        note: `${POLICY_STARTS} alternating starts after one warm-up of each, unsandboxed; the policy is the host's own (integrityPolicy, integrityPolicyOptions), which checks the main module's bytes and makes Node consult the policy for every module it loads; hosts without bubblewrap (unsandboxed, Seatbelt) pay it, while under bubblewrap the verified main module is mounted instead and the cold call row does not. The target shown is the issue's budget for the whole cold call`,
       },
       ours,
       baseline,
