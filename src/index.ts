@@ -105,6 +105,7 @@ export {
   type ProfileRecovery,
 } from './host/outputProfiles.js';
 export { parseProfileFile, readProfileFile, runProfileTests, shapeSample, type ProfileFile, type ProfileTest, type ProfileTestResult } from './host/profileFiles.js';
+export type { HostOutputProfiles } from './host/resultShaping.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';
 export {
   ManifestValidator,
@@ -227,6 +228,8 @@ export type {
   EsmSkippedEntry,
 } from './shapes/esm/EsmLoadSummary.js';
 export type { PhaseTimes } from './shapes/esm/preflight.js';
+export type { EsmToolUnderValidation, EsmToolValidator } from './shapes/esm/validateTools.js';
+export type { CapturedToolConfig } from './shapes/esm/CaptureServer.js';
 export type { ResolvedEntry } from './shapes/esm/entry.js';
 export type { RegistrationCounts } from './shapes/esm/replay.js';
 export { prepareServerForPlugins } from './shapes/esm/prepareServer.js';

@@ -13,6 +13,7 @@ import { EsmPlugin, pluginsOn, type EsmPluginContext } from './EsmPlugin.js';
 import type { ResolvedEntry } from './entry.js';
 import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
 import { DEFAULT_CREATE_PLUGIN_TIMEOUT_MS, preflightPlugin, zeroPhaseTimes, type PhaseTimes } from './preflight.js';
+import type { EsmToolValidator } from './validateTools.js';
 
 /** One plugin to load: its root, or its root with facts the host already has. */
 export type EsmPluginSource =
@@ -47,6 +48,11 @@ export interface EsmInProcessOptions extends Partial<EsmLoaderFlags> {
   readonly logger?: Logger;
   /** A monotonic clock in ms, for timings. Default `performance.now`. */
   readonly now?: () => number;
+  /**
+   * The host's tool validation (the seed's ToolValidationManager), called
+   * for each tool a plugin registers, on load and on every reload. Default none.
+   */
+  readonly validateTool?: EsmToolValidator;
 }
 
 /** What {@link loadPlugins} returns: the seed's summary and the plugins now registered. */
@@ -153,14 +159,21 @@ async function readCandidates(run: LoadRun, server: McpServer, sources: readonly
   return candidates;
 }
 
-async function loadInOrder(run: LoadRun, server: McpServer, candidates: readonly Candidate[], validator: ManifestValidator, createTimeoutMs: number): Promise<void> {
+async function loadInOrder(
+  run: LoadRun,
+  server: McpServer,
+  candidates: readonly Candidate[],
+  validator: ManifestValidator,
+  createTimeoutMs: number,
+  validateTool: EsmToolValidator | undefined,
+): Promise<void> {
   const ordering = orderByDependencies(
     candidates.map((c) => ({ id: c.manifest.plugin_id, dependencies: c.manifest.dependencies })),
     new Set(pluginsOn(server).keys()),
   );
   const byId = new Map(candidates.map((c) => [c.manifest.plugin_id, c]));
   for (const [id, error] of ordering.failed) run.fail(id, byId.get(id)!.root, error);
-  const settings = { strictCapabilities: run.flags.strictCapabilities, strictTools: run.flags.strictTools, createTimeoutMs, now: run.now };
+  const settings = { strictCapabilities: run.flags.strictCapabilities, strictTools: run.flags.strictTools, createTimeoutMs, now: run.now, ...(validateTool === undefined ? {} : { validateTool }) };
   for (const id of ordering.order) {
     const { root, manifest, entry } = byId.get(id)!;
     const brokenDependency = manifest.dependencies.find((dep) => run.failed.some((f) => f.name === dep));
@@ -214,7 +227,7 @@ export function loadPlugins(server: McpServer, plugins: readonly EsmPluginSource
     ResultAsync.fromSafePromise(
       (async () => {
         const candidates = await readCandidates(run, server, sources, validator);
-        await loadInOrder(run, server, candidates, validator, options.createTimeoutMs ?? DEFAULT_CREATE_PLUGIN_TIMEOUT_MS);
+        await loadInOrder(run, server, candidates, validator, options.createTimeoutMs ?? DEFAULT_CREATE_PLUGIN_TIMEOUT_MS, options.validateTool);
         return { summary: run.summary(started), plugins: run.plugins };
       })(),
     ),

@@ -4,7 +4,7 @@ import type { NormalizedManifest } from '../../manifest/model.js';
 import { CaptureServer, type CapturedRegistration, type CapturedTool } from './CaptureServer.js';
 import { importCreatePlugin, resolveEntry, type CreatePlugin, type ResolvedEntry } from './entry.js';
 import { reconcileCapabilities, type CapabilityMismatch } from './reconcile.js';
-import { validateTools, type InvalidTool } from './validateTools.js';
+import { validateTools, type EsmToolValidator, type InvalidTool } from './validateTools.js';
 
 /** Default time `import` plus `createPlugin(server)` may take: 30 s. */
 export const DEFAULT_CREATE_PLUGIN_TIMEOUT_MS = 30_000;
@@ -38,6 +38,8 @@ export interface PreflightSettings {
   readonly fresh: boolean;
   /** A monotonic clock in ms. */
   readonly now: () => number;
+  /** The host's tool validator (ToolValidationManager), run on each tool after the loader's checks. */
+  readonly validateTool?: EsmToolValidator;
 }
 
 /** What a passed preflight hands to registration. */
@@ -105,7 +107,8 @@ function gate(
     return err(hostError('PLUGIN_CAPABILITY_MISMATCH', `${plugin}: ${first}${more}`, { details: { plugin, mismatches: mismatches.map((m) => ({ ...m })) } }));
   }
   const tools = captured.filter((r): r is CapturedTool => r.kind === 'tool');
-  const { invalid } = timed(times, 'validationMs', settings.now, () => validateTools(tools));
+  const hostValidator = settings.validateTool === undefined ? undefined : { plugin, validate: settings.validateTool };
+  const { invalid } = timed(times, 'validationMs', settings.now, () => validateTools(tools, hostValidator));
   if (settings.strictTools && invalid.length > 0) {
     const first = invalid[0]!;
     return err(

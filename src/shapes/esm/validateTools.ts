@@ -1,4 +1,4 @@
-import type { CapturedTool } from './CaptureServer.js';
+import type { CapturedTool, CapturedToolConfig } from './CaptureServer.js';
 import { schemaKind, zodFromJsonSchema } from './schemaKinds.js';
 
 /**
@@ -30,6 +30,35 @@ function schemaProblems(label: 'inputSchema' | 'outputSchema', value: unknown): 
   }
 }
 
+/** One tool a plugin registered, as the host's tool validator sees it. */
+export interface EsmToolUnderValidation {
+  /** The plugin's id (its manifest `name`). */
+  readonly plugin: string;
+  /** The tool's name as registered. */
+  readonly name: string;
+  /** The config it was registered with (title, description, schemas, annotations). */
+  readonly config: CapturedToolConfig;
+}
+
+/**
+ * The host's own tool validation, the counterpart of the Open Discovery
+ * loader's ToolValidationManager: called once for each tool a plugin
+ * registers that passed the loader's checks, before anything is registered.
+ * It returns the problems it finds (empty: the tool is valid). A tool with
+ * problems is skipped with a warning, or, under `strictTools`, fails the
+ * plugin's load with PLUGIN_TOOL_INVALID; a validator that throws refuses
+ * the tool with its message.
+ */
+export type EsmToolValidator = (tool: EsmToolUnderValidation) => readonly string[];
+
+function validatorProblems(validator: EsmToolValidator, plugin: string, tool: CapturedTool): string[] {
+  try {
+    return [...validator({ plugin, name: tool.name, config: tool.config })];
+  } catch (cause) {
+    return [`the host's tool validator failed: ${cause instanceof Error ? cause.message : String(cause)}`];
+  }
+}
+
 /** Every problem of one captured tool; empty when it is valid. */
 export function toolProblems(tool: CapturedTool): string[] {
   const problems: string[] = [];
@@ -40,12 +69,20 @@ export function toolProblems(tool: CapturedTool): string[] {
   return problems;
 }
 
-/** Splits captured tools into valid ones and invalid ones with their problems. */
-export function validateTools(tools: readonly CapturedTool[]): { readonly valid: readonly CapturedTool[]; readonly invalid: readonly InvalidTool[] } {
+/**
+ * Splits captured tools into valid ones and invalid ones with their problems:
+ * the loader's own checks, then, for a tool that passes them, the host's
+ * `validator` when there is one.
+ */
+export function validateTools(
+  tools: readonly CapturedTool[],
+  hostValidator?: { readonly plugin: string; readonly validate: EsmToolValidator },
+): { readonly valid: readonly CapturedTool[]; readonly invalid: readonly InvalidTool[] } {
   const valid: CapturedTool[] = [];
   const invalid: InvalidTool[] = [];
   for (const tool of tools) {
-    const problems = toolProblems(tool);
+    const own = toolProblems(tool);
+    const problems = own.length > 0 || hostValidator === undefined ? own : validatorProblems(hostValidator.validate, hostValidator.plugin, tool);
     if (problems.length === 0) valid.push(tool);
     else invalid.push({ name: tool.name, problems });
   }
