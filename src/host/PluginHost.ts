@@ -35,7 +35,7 @@ import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
 import { CallSchemas } from './callSchemas.js';
-import { ResultShaper } from './resultShaping.js';
+import { ResultShaper, type HostOutputProfiles } from './resultShaping.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
@@ -242,6 +242,12 @@ export interface PluginHostOptions {
   readonly audit?: HostAuditOptions;
   /** OpenTelemetry providers to use instead of the global ones; without any, spans and metrics cost nothing. */
   readonly telemetry?: HostTelemetryOptions;
+  /**
+   * The application's output profiles: definitions, and bindings by qualified
+   * tool name that replace (or add) a tool's profile. Checked at open
+   * (HOST_INVALID_OPTIONS with the problems).
+   */
+  readonly outputProfiles?: HostOutputProfiles;
 }
 
 /** What {@link PluginHost.setup} returns: the live canary's outcome and what was stored. */
@@ -358,7 +364,7 @@ export class PluginHost {
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, credentials, env: parts.env, catalog, events, logger, random, config, isClosed });
     const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
-    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout) });
+    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
     this.#catalog = catalog;
     this.#launcher = launcher;
     this.#runtimes = runtimes;

@@ -20,6 +20,7 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
 import { HostTelemetry } from '../observability/telemetry.js';
+import { checkHostOutputProfiles, type HostOutputProfiles } from './resultShaping.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import type { ClientRequestHandlers } from '../shapes/mcp/clientRequests.js';
 import type { CallOptions } from '../shapes/PluginSession.js';
@@ -141,6 +142,8 @@ export interface HostConfig {
   readonly audit: CallAuditor | undefined;
   /** The host's spans and metrics (no-ops without a provider). */
   readonly telemetry: HostTelemetry;
+  /** The application's output profiles, checked. */
+  readonly outputProfiles: HostOutputProfiles;
 }
 
 /** The defaults of the host's options, as `etc/host-options.json` lists them. */
@@ -236,6 +239,7 @@ const HOST_SCHEMA: OptionSchema = {
   logger: 'object',
   audit: { fields: { sink: 'object', arguments: 'boolean', secretFields: 'strings' } },
   telemetry: { fields: { tracerProvider: 'object', meterProvider: 'object' } },
+  outputProfiles: { fields: { definitions: 'object', bindings: { recordOf: 'string' } } },
 };
 
 /** The per-call options of {@link PluginHost.call}. */
@@ -284,6 +288,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
   if (o.audit !== undefined && typeof (o.audit.sink as Partial<AuditSink> | undefined)?.write !== 'function') {
     return err(invalidOption('audit.sink', 'must be an audit sink: an object with a write(record) method'));
   }
+  const profilesRefused = o.outputProfiles === undefined ? undefined : checkHostOutputProfiles(o.outputProfiles);
+  if (profilesRefused !== undefined) return err(profilesRefused);
   const profileKind = o.profileKind ?? (DEFAULTS.profileKind as ProfileKind);
   const profile = o.profile ?? DEFAULTS.profile;
   const appName = o.appName ?? DEFAULTS.appName;
@@ -338,6 +344,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       logger,
       audit: o.audit === undefined ? undefined : new CallAuditor(o.audit, o.clock ?? systemClock),
       telemetry: new HostTelemetry(o.telemetry),
+      outputProfiles: o.outputProfiles ?? {},
     }),
   );
 }

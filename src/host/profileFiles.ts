@@ -72,6 +72,8 @@ export interface ProfileTestResult {
 
 let compiledFileSchema: CompiledSchema | undefined;
 
+const GUM_MANIFEST_SCHEMA_ID = new URL('gum-manifest-v1.schema.json', profileFileSchema.$id).href;
+
 function fileSchema(): CompiledSchema {
   compiledFileSchema ??= gumAjv().compile<unknown>(profileFileSchema);
   return compiledFileSchema;
@@ -81,6 +83,20 @@ function structureProblem(error: ErrorObject): ProfileProblem {
   const extra = error.keyword === 'additionalProperties' ? `/${String((error.params as { additionalProperty?: string }).additionalProperty)}` : '';
   const message = error.keyword === 'additionalProperties' ? 'unknown field' : (error.message ?? 'does not match the profile file schema');
   return { pointer: `${error.instancePath}${extra}`, code: 'PROFILE_INVALID', message };
+}
+
+let compiledDefinitionsSchema: CompiledSchema | undefined;
+
+/**
+ * The problems of a table of profile definitions that does not come from a
+ * file or a manifest (a host's own): its structure, as a manifest's
+ * `output_profiles` table, then its semantics. `at` is the table's pointer.
+ */
+export function checkProfileTable(table: unknown, at: string): ProfileProblem[] {
+  compiledDefinitionsSchema ??= gumAjv().compile<unknown>({ $ref: `${GUM_MANIFEST_SCHEMA_ID}#/$defs/outputProfiles` });
+  const check = compiledDefinitionsSchema;
+  if (!check(table)) return (check.errors ?? []).map(structureProblem).map((p) => ({ ...p, pointer: `${at}${p.pointer}` }));
+  return checkProfileDefinitions(table as Record<string, OutputProfile>, at);
 }
 
 /** Parses profile file text (TOML unless the name ends in `.json`) and checks it whole. */

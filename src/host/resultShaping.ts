@@ -14,7 +14,41 @@ import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult, McpCallResult } from '../shapes/PluginSession.js';
-import { applyOutputProfile, effectiveProfile, type EffectiveOutputProfile } from './outputProfiles.js';
+import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from './outputProfiles.js';
+import { checkProfileTable } from './profileFiles.js';
+
+/**
+ * Output profiles the host application supplies (`PluginHostOptions.outputProfiles`):
+ * its own definitions, and which profile a tool's results get instead of the
+ * one its manifest binds. The application receives the results, so it may
+ * shape them for its own model's budget, or leave them whole with `raw`.
+ */
+export interface HostOutputProfiles {
+  /** Profiles by name, written as a manifest's `output_profiles` table; checked at open as a manifest's are. */
+  readonly definitions?: Readonly<Record<string, OutputProfile>>;
+  /**
+   * The profile each tool's successful results get, by qualified tool name
+   * (`plug.<plugin_id>.<tool>`): one of `definitions` or a built-in. It
+   * replaces the manifest's binding, and gives a tool without one a profile.
+   */
+  readonly bindings?: Readonly<Record<string, string>>;
+}
+
+/** Checks {@link HostOutputProfiles} at open: each definition as a manifest's, each binding naming a defined or built-in profile. */
+export function checkHostOutputProfiles(supplied: HostOutputProfiles): HostError | undefined {
+  const definitions = supplied.definitions ?? {};
+  const problems: ProfileProblem[] = checkProfileTable(definitions, '/definitions');
+  for (const [tool, name] of Object.entries(supplied.bindings ?? {})) {
+    if (Object.hasOwn(definitions, name) || Object.hasOwn(BUILTIN_OUTPUT_PROFILES, name)) continue;
+    const message = `binds ${JSON.stringify(tool)} to ${JSON.stringify(name)}, which is neither in definitions nor built in`;
+    problems.push({ pointer: `/bindings/${tool.replaceAll('~', '~0').replaceAll('/', '~1')}`, code: 'PROFILE_INVALID', message });
+  }
+  const first = problems[0];
+  if (first === undefined) return undefined;
+  return hostError('HOST_INVALID_OPTIONS', `option outputProfiles${first.pointer} ${first.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`, {
+    details: { option: 'outputProfiles', problems },
+  });
+}
 
 /** Where a body to shape was found in a result. */
 type BodySource = 'value' | 'structured' | 'text';
@@ -29,23 +63,29 @@ interface ProfileBinding {
 /** Shapes call results by their variants' output profiles. */
 export class ResultShaper {
   readonly #resultsDir: string;
+  readonly #supplied: HostOutputProfiles;
 
-  /** @param layout - The profile whose `results/` directory keeps the recovery copies. */
-  constructor(layout: ProfileLayout) {
+  /**
+   * @param layout - The profile whose `results/` directory keeps the recovery copies.
+   * @param supplied - The host application's profiles, already checked ({@link checkHostOutputProfiles}).
+   */
+  constructor(layout: ProfileLayout, supplied: HostOutputProfiles = {}) {
     this.#resultsDir = join(layout.root, profileData.recoveryDir);
+    this.#supplied = supplied;
   }
 
   /**
-   * `result` shaped by the output profile `tool`'s variant binds, with the
-   * outcome in `profile`. Results of variants without a profile, error
+   * `result` shaped by the output profile the host binds to `tool`, else the
+   * one `tool`'s variant binds, with the outcome in `profile`. Results of
+   * tools without a profile, error
    * results and MCP results without a JSON body (no `structuredContent`, no
    * single JSON text block) are returned as they are.
    */
   shape(plugin: InstalledPlugin, tool: string, result: CallResult): ResultAsync<CallResult, HostError> {
     if (result.isError) return okAsync(result);
-    const binding = bindingOf(plugin, tool);
+    const binding = this.#bindingOf(plugin, tool);
     if (binding === undefined) return okAsync(result);
-    const profile = binding.definition ?? effectiveProfile(binding.name, {});
+    const profile = binding.definition ?? effectiveProfile(binding.name, this.#supplied.definitions ?? {});
     if (profile === undefined) {
       return errAsync(
         hostError('PROFILE_NOT_FOUND', `output profile '${binding.name}' of '${tool}' is neither recorded with plugin '${plugin.plugin_id}' nor built in`, {
@@ -59,6 +99,16 @@ export class ResultShaper {
     const shaped = withBody(result, found.source, body);
     if (!outcome.lossy || profile.recovery === 'none') return okAsync({ ...shaped, profile: outcome });
     return this.#keepFull(found.body).map((path): CallResult => ({ ...shaped, profile: { ...outcome, full_result_path: path } }));
+  }
+
+  /** The host's binding of the tool (its definitions, else a built-in), else the variant's; the variant's safe fields either way. */
+  #bindingOf(plugin: InstalledPlugin, tool: string): ProfileBinding | undefined {
+    const recorded = bindingOf(plugin, tool);
+    const bindings = this.#supplied.bindings ?? {};
+    const qualified = `plug.${plugin.plugin_id}.${tool}`;
+    const name = Object.hasOwn(bindings, qualified) ? bindings[qualified] : undefined;
+    if (name === undefined) return recorded;
+    return { name, definition: effectiveProfile(name, this.#supplied.definitions ?? {}), safeFields: recorded?.safeFields ?? safeFieldsOf(plugin, tool) };
   }
 
   /** Writes the unshaped body to `results/<sha256>.json` (0600), named by its content, so a repeated result is kept once. */
@@ -84,12 +134,12 @@ function bindingOf(plugin: InstalledPlugin, tool: string): ProfileBinding | unde
   const variant = plugin.variants.find((v) => v.tool_name === tool);
   const name = variant?.output_profile;
   if (variant === undefined || typeof name !== 'string') return undefined;
-  const safe = variant.null_elision_safe_fields;
-  return {
-    name,
-    definition: variant.output_profile_definition as EffectiveOutputProfile | undefined,
-    safeFields: Array.isArray(safe) ? safe.filter((f): f is string => typeof f === 'string') : [],
-  };
+  return { name, definition: variant.output_profile_definition as EffectiveOutputProfile | undefined, safeFields: safeFieldsOf(plugin, tool) };
+}
+
+function safeFieldsOf(plugin: InstalledPlugin, tool: string): readonly string[] {
+  const safe = plugin.variants.find((v) => v.tool_name === tool)?.null_elision_safe_fields;
+  return Array.isArray(safe) ? safe.filter((f): f is string => typeof f === 'string') : [];
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { cli, json, tempDir } from '../cli/cliHarness.js';
+import { PluginHost, type PluginHostOptions } from '../../src/index.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
@@ -33,13 +34,13 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
   afterEach(() => pool.cleanup());
   afterAll(() => removePackages());
 
-  async function hostFor(pkg: string) {
+  async function hostFor(pkg: string, options: PluginHostOptions = {}) {
     const profile = await pool.profile();
     const installer = await pool.open(profile);
     const installed = await installer.install(pkg, { canary: false });
     if (installed.isErr()) throw installed.error;
     await installer.close();
-    return pool.open(profile);
+    return pool.open(profile, options);
   }
 
   it('seed 001 "Each plugin tool must declare output_profile": the profile shapes every successful result of the variant; a tool without one is untouched', async () => {
@@ -132,6 +133,29 @@ describe('seeds 000 §7 / 001 Output Profiles: profiles applied at call time', (
     expect(result.value).toEqual({ results: [{ id: 'a', price: { amount: 120 } }, { id: 'b', price: { amount: 90 } }] });
     expect(result.profile).toMatchObject({ omitted_count: 2, result_count: 2, lossy: true });
     expect(JSON.parse(await readFile(result.profile?.full_result_path ?? '', 'utf8'))).toEqual(body);
+  });
+
+  it('seed 001 "Each plugin tool must declare output_profile" (bindings, host-defined): the application\'s outputProfiles replace a tool\'s profile, give one to a tool without, and are checked at open', async () => {
+    const outputProfiles = {
+      definitions: { 'app.top1': { limit: 1 } },
+      bindings: { 'plug.host-ndjson.echo': 'raw', 'plug.host-ndjson.ping': 'app.top1' },
+    };
+    const host = await hostFor(await echoWithProfile({ drop_fields: ['secret_note'] }), { outputProfiles });
+    const body = { id: 7, secret_note: 'kept: the application bound raw' };
+    const echoed = (await host.call('plug.host-ndjson.echo', body))._unsafeUnwrap();
+    expect(echoed.value).toEqual(body);
+    expect(echoed.profile).toMatchObject({ profile: 'raw', lossy: false });
+    const ping = (await host.call('plug.host-ndjson.ping', {}))._unsafeUnwrap();
+    expect(ping.profile).toMatchObject({ profile: 'app.top1' });
+    const refused = await PluginHost.open({ profileDir: await pool.profile(), outputProfiles: { definitions: { lossy: { limit: 2, recovery: 'none' }, odd: { format: 'toon' } as never }, bindings: { 'plug.x.y': 'nowhere' } } });
+    const error = refused._unsafeUnwrapErr();
+    expect(error.code).toBe('HOST_INVALID_OPTIONS');
+    expect((error.details.problems as Array<{ pointer: string }>).map((p) => p.pointer)).toEqual(['/definitions/odd/format', '/bindings/plug.x.y']);
+    const unbound = await PluginHost.open({ profileDir: await pool.profile(), outputProfiles: { definitions: { lossy: { limit: 2, recovery: 'none' } }, bindings: { 'plug.x.y': 'nowhere' } } });
+    expect((unbound._unsafeUnwrapErr().details.problems as Array<{ code: string; pointer: string }>).map((p) => [p.code, p.pointer])).toEqual([
+      ['PROFILE_RECOVERY_DISABLED', '/definitions/lossy/recovery'],
+      ['PROFILE_INVALID', '/bindings/plug.x.y'],
+    ]);
   });
 });
 

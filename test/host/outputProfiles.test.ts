@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { applyOutputProfile, checkProfileDefinitions, effectiveProfile, isLossyProfile, type OutputProfile } from '../../src/host/outputProfiles.js';
+import { checkHostOutputProfiles } from '../../src/host/resultShaping.js';
 
 const shape = (profile: OutputProfile, body: unknown, safe: readonly string[] = []) => {
   const effective = effectiveProfile('p', { p: profile });
@@ -79,6 +80,18 @@ describe('output profile checks', () => {
       ['PROFILE_INVALID', '/output_profiles/b/inherits'],
       ['PROFILE_INVALID', '/output_profiles/long/on_empty'],
       ['PROFILE_INVALID', '/output_profiles/zero/collapse_arrays/max_items'],
+    ]);
+  });
+});
+
+describe('host-supplied output profiles', () => {
+  it('are checked as a manifest\'s definitions, and each binding must name one of them or a built-in', () => {
+    expect(checkHostOutputProfiles({ definitions: { top: { sort_by: ['-score'], limit: 3 } }, bindings: { 'plug.a.b': 'top', 'plug.a.c': 'raw' } })).toBeUndefined();
+    const error = checkHostOutputProfiles({ definitions: { top: { limit: -1 } }, bindings: { 'plug.a/b': 'missing' } });
+    expect(error?.code).toBe('HOST_INVALID_OPTIONS');
+    expect((error?.details.problems as Array<{ code: string; pointer: string }>).map((p) => [p.code, p.pointer])).toEqual([
+      ['PROFILE_INVALID', '/definitions/top/limit'],
+      ['PROFILE_INVALID', '/bindings/plug.a~1b'],
     ]);
   });
 });
