@@ -12,6 +12,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, type Result } from 'neverthrow';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
@@ -95,6 +96,17 @@ function toCallProgress(progress: Progress): CallProgress {
  * {@link McpSession} replaces when the process dies. Checks the tool list
  * against the manifest at start and on every `tools/list_changed`.
  */
+/** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion (which is what a too deep value breaks). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: { readonly item: unknown; readonly depth: number }[] = [{ item: value, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next.item !== 'object' || next.item === null) continue;
+    if (next.depth >= limit) return true;
+    for (const child of Object.values(next.item)) pending.push({ item: child, depth: next.depth + 1 });
+  }
+  return false;
+}
+
 export class McpConnection {
   private readonly client: Client;
   private readonly transport: PluginProcessTransport;
@@ -276,6 +288,13 @@ export class McpConnection {
       });
       if (!isCallToolResult(result)) {
         return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
+      }
+      if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) {
+        return err(
+          hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" with values nested more than ${pluginAnswerLimits.maxNestingDepth} levels deep`, {
+            details: { tool: name, max_nesting_depth: pluginAnswerLimits.maxNestingDepth },
+          }),
+        );
       }
       return ok({ value: result, isError: result.isError === true });
     } catch (error) {
