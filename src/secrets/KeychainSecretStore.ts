@@ -95,8 +95,9 @@ export class KeychainSecretStore implements SecretStore {
     return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
   }
 
+  /** The item's attribute pairs, after `--`: a plugin id or profile path starting with `-` is a value, never an option. */
   #attributes(pluginId: string): string[] {
-    return [LINUX.serviceAttribute, this.#o.appName, LINUX.profileAttribute, this.#o.profileDir, LINUX.pluginAttribute, pluginId];
+    return ['--', LINUX.serviceAttribute, this.#o.appName, LINUX.profileAttribute, this.#o.profileDir, LINUX.pluginAttribute, pluginId];
   }
 
   #expect(run: ToolRun, codes: readonly number[]): void {
