@@ -91,11 +91,6 @@ function toCallProgress(progress: Progress): CallProgress {
   };
 }
 
-/**
- * One plugin process with an initialized SDK `Client` on it: the unit an
- * {@link McpSession} replaces when the process dies. Checks the tool list
- * against the manifest at start and on every `tools/list_changed`.
- */
 /** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion (which is what a too deep value breaks). */
 function nestedDeeperThan(value: unknown, limit: number): boolean {
   const pending: { readonly item: unknown; readonly depth: number }[] = [{ item: value, depth: 0 }];
@@ -107,6 +102,17 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
   return false;
 }
 
+/** PLUGIN_MALFORMED_RESPONSE for an answer nested deeper than `etc/plugin-answers.json` allows. */
+function tooDeepError(what: string, details: Readonly<Record<string, unknown>>): HostError {
+  const limit = pluginAnswerLimits.maxNestingDepth;
+  return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered ${what} with values nested more than ${limit} levels deep`, { details: { ...details, max_nesting_depth: limit } });
+}
+
+/**
+ * One plugin process with an initialized SDK `Client` on it: the unit an
+ * {@link McpSession} replaces when the process dies. Checks the tool list
+ * against the manifest at start and on every `tools/list_changed`.
+ */
 export class McpConnection {
   private readonly client: Client;
   private readonly transport: PluginProcessTransport;
@@ -239,6 +245,7 @@ export class McpConnection {
         timeout: timeoutMs,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
+      if (nestedDeeperThan(answer, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(method, { phase: method }));
       return ok(answer as McpSurfaceMethods[M]['result']);
     } catch (error) {
       return err(await this.failure(error, { phase: method, timeoutMs, ...(options.signal?.aborted === true ? { abortedBy: 'caller' as const } : {}) }));
@@ -289,13 +296,7 @@ export class McpConnection {
       if (!isCallToolResult(result)) {
         return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
       }
-      if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) {
-        return err(
-          hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" with values nested more than ${pluginAnswerLimits.maxNestingDepth} levels deep`, {
-            details: { tool: name, max_nesting_depth: pluginAnswerLimits.maxNestingDepth },
-          }),
-        );
-      }
+      if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(`tools/call of "${name}"`, { tool: name }));
       return ok({ value: result, isError: result.isError === true });
     } catch (error) {
       const abortedBy = abort.by;
