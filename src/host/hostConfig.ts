@@ -228,7 +228,7 @@ const HOST_SCHEMA: OptionSchema = {
   plugins: { recordOf: { fields: PLUGIN_RUN_SCHEMA } },
   backoffScheduleMs: { listOf: 'milliseconds' },
   esmRunnerArgv: 'strings',
-  esmLoader: { fields: { strictCapabilities: 'boolean', strictTools: 'boolean' } },
+  esmLoader: { fields: { strictCapabilities: 'boolean', strictTools: 'boolean', validateTool: 'function' } },
   handshakeCapabilities: { recordOf: 'strings' },
   confirm: 'function',
   clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA },

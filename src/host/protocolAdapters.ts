@@ -11,6 +11,8 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock, Logger, Random } from '../ports/ports.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
+import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
+import { checkListedTools } from '../shapes/esm/validateTools.js';
 import { EsmSession } from '../shapes/esm/EsmSession.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
@@ -138,15 +140,24 @@ const mcpPlugin: ProtocolAdapter = {
   mapResult: mapMcpResult('mcp-plugin'),
 };
 
+const strictModes = ({ strictCapabilities, strictTools }: EsmHostLoaderOptions): EsmHostLoaderOptions => ({
+  ...(strictCapabilities === undefined ? {} : { strictCapabilities }),
+  ...(strictTools === undefined ? {} : { strictTools }),
+});
+
 const esmModule: ProtocolAdapter = {
   shape: 'esm-module',
   processPerCall: false,
   // The ESM runner serves the plugin over MCP; its launcher starts the runner on the verified entry.
-  createSession: (context) => EsmSession.create(mcpSessionOptions(context, 'esm-module')),
+  createSession: (context) => {
+    const { validateTool } = context.config.esmLoader;
+    const listedToolCheck = validateTool === undefined ? {} : { validateListedTools: checkListedTools(context.plugin.plugin_id, validateTool) };
+    return EsmSession.create({ ...mcpSessionOptions(context, 'esm-module'), ...listedToolCheck });
+  },
   verifyMain: (binding, context) => {
     const runnerArgv = context.config.esmRunnerArgv;
     return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>
-      esmRunnerCommand(binding.install_root, { verifiedEntry, ...context.config.esmLoader, ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+      esmRunnerCommand(binding.install_root, { verifiedEntry, ...strictModes(context.config.esmLoader), ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
     );
   },
   runnerPath: (config) => config.esmRunnerArgv?.[0] ?? process.execPath,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { EsmHostLoaderOptions } from '../../src/shapes/esm/EsmLoaderOptions.js';
+import type { EsmToolUnderValidation } from '../../src/shapes/esm/validateTools.js';
 import { buildEsmRunner, type BuiltRunner } from '../support/esmRunner.js';
 import { HostPool } from '../support/hostHarness.js';
 
@@ -41,5 +42,12 @@ describe('seed 003 Feature Flags: STRICT_CAPABILITIES and STRICT_TOOLS for plugi
 
   it('Feature Flags STRICT_TOOLS / Loader Steps 5: an invalid tool fails the start under esmLoader.strictTools with the loader code', async () => {
     expect(await callPing(packages.blank, 'od-blank-tool', { strictTools: true })).toBe('PLUGIN_TOOL_INVALID');
+  }, 120_000);
+
+  it('Loader Steps 5 "Tool Validation": esmLoader.validateTool sees each tool the runner registered and a refusal fails the start with PLUGIN_TOOL_INVALID', async () => {
+    const seen: EsmToolUnderValidation[] = [];
+    expect(await callPing(packages.strict, 'od-strict', { validateTool: (tool) => (seen.push(tool), []) })).toBe('ok');
+    expect(seen.map((t) => [t.plugin, t.name, t.config.description])).toEqual([['od-strict', 'ping', 'Answers pong']]);
+    expect(await callPing(packages.strict, 'od-strict', { validateTool: (tool) => (tool.name === 'ping' ? ['ping is not allowed here'] : []) })).toBe('PLUGIN_TOOL_INVALID');
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import type { EsmToolValidator } from './validateTools.js';
 
 /**
  * The Open Discovery loader's feature flags, as typed options. Each has the
@@ -30,7 +31,15 @@ export interface EsmLoaderFlags {
  * plugin's start with the loader's code (PLUGIN_CAPABILITY_MISMATCH,
  * PLUGIN_TOOL_INVALID) instead of running it with warnings.
  */
-export type EsmHostLoaderOptions = Partial<Pick<EsmLoaderFlags, 'strictCapabilities' | 'strictTools'>>;
+export interface EsmHostLoaderOptions extends Partial<Pick<EsmLoaderFlags, 'strictCapabilities' | 'strictTools'>> {
+  /**
+   * The host's tool validator (the seed's ToolValidationManager), run on the
+   * tools each installed plugin's runner lists, at start and after every
+   * `tools/list_changed`; a tool it refuses fails the plugin's start (or its
+   * calls) with PLUGIN_TOOL_INVALID.
+   */
+  readonly validateTool?: EsmToolValidator;
+}
 
 /** The seed's defaults. */
 export const DEFAULT_ESM_LOADER_FLAGS: Readonly<EsmLoaderFlags> = Object.freeze({

@@ -1,3 +1,5 @@
+import { hostError, type HostError } from '../../errors/HostError.js';
+import type { ToolDescriptor } from '../PluginSession.js';
 import type { CapturedTool, CapturedToolConfig } from './CaptureServer.js';
 import { schemaKind, zodFromJsonSchema } from './schemaKinds.js';
 
@@ -51,9 +53,9 @@ export interface EsmToolUnderValidation {
  */
 export type EsmToolValidator = (tool: EsmToolUnderValidation) => readonly string[];
 
-function validatorProblems(validator: EsmToolValidator, plugin: string, tool: CapturedTool): string[] {
+function validatorProblems(validator: EsmToolValidator, tool: EsmToolUnderValidation): string[] {
   try {
-    return [...validator({ plugin, name: tool.name, config: tool.config })];
+    return [...validator(tool)];
   } catch (cause) {
     return [`the host's tool validator failed: ${cause instanceof Error ? cause.message : String(cause)}`];
   }
@@ -82,9 +84,32 @@ export function validateTools(
   const invalid: InvalidTool[] = [];
   for (const tool of tools) {
     const own = toolProblems(tool);
-    const problems = own.length > 0 || hostValidator === undefined ? own : validatorProblems(hostValidator.validate, hostValidator.plugin, tool);
+    const problems = own.length > 0 || hostValidator === undefined ? own : validatorProblems(hostValidator.validate, { plugin: hostValidator.plugin, name: tool.name, config: tool.config });
     if (problems.length === 0) valid.push(tool);
     else invalid.push({ name: tool.name, problems });
   }
   return { valid, invalid };
+}
+
+/**
+ * The host's tool validator applied to the tools an installed plugin's
+ * runner lists (PluginHost's `esmLoader.validateTool`): the tools were
+ * registered inside the sandbox, so the host checks what they were
+ * registered as. Any refused tool is PLUGIN_TOOL_INVALID for the plugin, as
+ * under `strictTools`: the host's operation ids are fixed at install, so a
+ * tool cannot be dropped from a running plugin.
+ */
+export function checkListedTools(plugin: string, validate: EsmToolValidator): (tools: readonly ToolDescriptor[]) => HostError | undefined {
+  return (tools) => {
+    const invalid: InvalidTool[] = [];
+    for (const { name, ...config } of tools) {
+      const problems = validatorProblems(validate, { plugin, name, config });
+      if (problems.length > 0) invalid.push({ name, problems });
+    }
+    const first = invalid[0];
+    if (first === undefined) return undefined;
+    return hostError('PLUGIN_TOOL_INVALID', `${plugin}: tool "${first.name}": ${first.problems.join('; ')}`, {
+      details: { plugin, invalidTools: invalid.map((t) => ({ name: t.name, problems: [...t.problems] })) },
+    });
+  };
 }

@@ -51,6 +51,7 @@ export interface McpToolsChange {
 export interface McpConnectionSettings {
   readonly clientInfo: Implementation;
   readonly expectedTools: readonly string[] | undefined;
+  readonly validateListedTools: ((tools: readonly ToolDescriptor[]) => HostError | undefined) | undefined;
   readonly startupTimeoutMs: number;
   readonly defaultTimeoutMs: number;
   readonly maxTotalTimeoutMs: number;
@@ -361,7 +362,7 @@ export class McpConnection {
     const names = tools.map((tool) => tool.name);
     this.toolNames = new Set(names);
     const expected = this.settings.expectedTools;
-    this.currentMismatch = expected === undefined ? undefined : toolsMismatch(expected, names);
+    this.currentMismatch = (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
   }
 
   private async refreshTools(): Promise<void> {

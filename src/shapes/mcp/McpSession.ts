@@ -39,6 +39,12 @@ export interface McpSessionOptions {
    * `tools/list_changed`, or calls fail with `PLUGIN_TOOLS_MISMATCH`. Omit to skip the check.
    */
   readonly expectedTools?: readonly string[];
+  /**
+   * The host's own check of the listed tools, at start and after every
+   * `tools/list_changed` (after `expectedTools`): an error it returns fails
+   * the start, or the calls until the tools change again, as a mismatch does.
+   */
+  readonly validateListedTools?: (tools: readonly ToolDescriptor[]) => HostError | undefined;
   /** `clientInfo` for `initialize`. Default {@link DEFAULT_MCP_CLIENT_INFO}. */
   readonly clientInfo?: Implementation;
   /** Per-call time without an answer, reset by each progress notification. Default {@link DEFAULT_MCP_CALL_TIMEOUT_MS}. */
@@ -148,6 +154,7 @@ export class McpSession implements PluginSession, McpSurface {
     this.settings = {
       clientInfo: options.clientInfo ?? DEFAULT_MCP_CLIENT_INFO,
       expectedTools: options.expectedTools,
+      validateListedTools: options.validateListedTools,
       startupTimeoutMs: options.startupTimeoutMs ?? DEFAULT_MCP_STARTUP_TIMEOUT_MS,
       defaultTimeoutMs: options.defaultTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS,
       maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS,
