@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { pinPackageTree } from '../binding/packageTree.js';
+import { pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
@@ -659,7 +659,7 @@ export class Installer {
       await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot));
+      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot), staged.writtenFiles);
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -717,11 +717,11 @@ export class Installer {
     return options.args === undefined ? undefined : resolveLaunchArgs(options.args, this.#o.layout.dataDir(id));
   }
 
-  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
+  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined, written: HashedWhileWritten | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     const bound = await this.#bindPinnedCode(installRoot, code, args);
     if (bound.isErr()) return bound;
-    // Last, after every change the install makes to the tree (the executable's mode).
-    return pinPackageTree(bound.value.install_root).map((tree) => ({ ...bound.value, tree }));
+    // Last, after every change the install makes to the tree (the executable's mode): a file changed since staging wrote it is read again.
+    return pinPackageTree(bound.value.install_root, written).map((tree) => ({ ...bound.value, tree }));
   }
 
   async #bindPinnedCode(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
