@@ -204,7 +204,9 @@ export interface PluginHostOptions {
   /**
    * The Open Discovery loader's strict modes (`STRICT_CAPABILITIES`,
    * `STRICT_TOOLS`) for every installed `esm-module` plugin, off by default
-   * as in the seed; `esmLoaderOptionsFromEnv` reads them from the environment.
+   * as in the seed (`esmLoaderOptionsFromEnv` reads them from the
+   * environment), and `validateTool`, the application's check of each tool
+   * such a plugin lists (the seed's tool validation manager).
    */
   readonly esmLoader?: EsmHostLoaderOptions;
   /** Capabilities the host grants each handshake-shape plugin (its allow-list), by plugin id. */
