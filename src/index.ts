@@ -103,7 +103,7 @@ export {
   type ProfileOutcome,
   type ProfileProblem,
   type ProfileRecovery,
-} from './host/outputProfiles.js';
+} from './manifest/outputProfiles.js';
 export { parseProfileFile, readProfileFile, runProfileTests, shapeSample, type ProfileFile, type ProfileTest, type ProfileTestResult } from './host/profileFiles.js';
 export type { HostOutputProfiles } from './host/resultShaping.js';
 export { FileSecretStore, type SecretStore } from './secrets/SecretStore.js';

@@ -22,7 +22,7 @@ import {
   type OutputProfile,
   type ProfileOutcome,
   type ProfileProblem,
-} from './outputProfiles.js';
+} from '../manifest/outputProfiles.js';
 
 /** One fixture-backed test of a profile file (`[[tests]]`). */
 export interface ProfileTest {

@@ -14,7 +14,7 @@ import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult, McpCallResult } from '../shapes/PluginSession.js';
-import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from './outputProfiles.js';
+import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from '../manifest/outputProfiles.js';
 import { checkProfileTable } from './profileFiles.js';
 
 /**

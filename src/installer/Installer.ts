@@ -33,7 +33,7 @@ import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
-import { compareVersions } from './versionOrder.js';
+import { compareVersions } from '../manifest/versionOrder.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 import type { NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';

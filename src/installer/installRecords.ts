@@ -6,7 +6,7 @@
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { PluginRecords } from '../catalog/catalogContents.js';
 import type { CatalogVariant, PluginDescriptor, PluginStateRecord } from '../catalog/catalogTypes.js';
-import { definedProfiles, effectiveProfile } from '../host/outputProfiles.js';
+import { definedProfiles, effectiveProfile } from '../manifest/outputProfiles.js';
 import { recordedGrant } from './grant.js';
 import { DERIVED_REF_SUFFIXES } from '../manifest/schemaRefs.js';
 import type { DeclaredCapabilities, ManifestTool, NormalizedManifest, PluginGrant } from '../manifest/model.js';

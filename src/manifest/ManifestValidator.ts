@@ -19,7 +19,7 @@ import {
   type OutputProfileResolver,
 } from './checks.js';
 import { checkClientRequestShape } from './clientRequestKinds.js';
-import { checkOutputProfiles } from '../host/outputProfiles.js';
+import { checkOutputProfiles } from './outputProfiles.js';
 import { RUNNABLE_SHAPES, type ManifestForm, type NormalizedManifest, type ManifestShape, type ResolvedSchema } from './model.js';
 import { normalizeManifest } from './normalize.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText, parseManifestText, plainValueOf, unreadableValue, type ParseLimits } from './parse.js';

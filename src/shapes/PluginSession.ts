@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
-import type { ProfileOutcome } from '../host/outputProfiles.js';
+import type { ProfileOutcome } from '../manifest/outputProfiles.js';
 import type { PluginShape } from '../manifest/model.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import type { CallClientRequests } from './mcp/clientRequests.js';

@@ -3,7 +3,7 @@
  * through PluginHost is test/conformance/gum-output-profiles.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { applyOutputProfile, checkProfileDefinitions, effectiveProfile, isLossyProfile, type OutputProfile } from '../../src/host/outputProfiles.js';
+import { applyOutputProfile, checkProfileDefinitions, effectiveProfile, isLossyProfile, type OutputProfile } from '../../src/manifest/outputProfiles.js';
 import { checkHostOutputProfiles } from '../../src/host/resultShaping.js';
 
 const shape = (profile: OutputProfile, body: unknown, safe: readonly string[] = []) => {

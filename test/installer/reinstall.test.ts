@@ -8,7 +8,7 @@ import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { okAsync } from 'neverthrow';
 import { afterEach, describe, expect, it } from 'vitest';
-import { compareVersions } from '../../src/installer/versionOrder.js';
+import { compareVersions } from '../../src/manifest/versionOrder.js';
 import { digestOf } from './craftArchives.js';
 import { editManifest, installed, refusedWith, testProfile, tgzOfDirectory, unwrap, type TestProfile } from './InstallerHarness.js';
 

@@ -3,7 +3,7 @@ import { basename, join, resolve } from 'node:path';
 import { ResultAsync } from 'neverthrow';
 import type { HostError } from '../../errors/HostError.js';
 import { ioError } from '../../errors/ioError.js';
-import { compareVersions } from '../../installer/versionOrder.js';
+import { compareVersions } from '../../manifest/versionOrder.js';
 import { esmManifestPath } from './manifestFile.js';
 
 /** `<name>@<version>` split at its last `@`, or undefined for a folder not named so. */

@@ -7,9 +7,9 @@
  */
 import profileData from '../../etc/output-profiles.json' with { type: 'json' };
 import type { HostErrorCode } from '../errors/registry.js';
-import type { ManifestForm } from '../manifest/model.js';
-import { ownString, toolEntries } from '../manifest/access.js';
-import { pointerOf, violation, type Violation } from '../manifest/violations.js';
+import type { ManifestForm } from './model.js';
+import { ownString, toolEntries } from './access.js';
+import { pointerOf, violation, type Violation } from './violations.js';
 
 /** How a result's recovery copy is kept when a profile loses information. */
 export type ProfileRecovery = 'none' | 'local_artifact';
