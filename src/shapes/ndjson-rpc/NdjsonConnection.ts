@@ -49,6 +49,9 @@ export function ndjsonError(code: HostErrorCode, message: string, details: Recor
   });
 }
 
+/** Late-answer ids remembered per process at most (a plugin that never answers them must not grow the set without end). */
+const MAX_ABANDONED_IDS = 1024;
+
 /**
  * One running ndjson-rpc plugin process: writes requests, matches response
  * lines to pending requests by id, and turns the end of stdout into one crash
@@ -107,7 +110,13 @@ export class NdjsonConnection {
     if (pending === undefined) return;
     this.pending.delete(id);
     pending.withdraw?.abort();
+    this.abandon(id);
+  }
+
+  /** Remembers `id` as answered already, so a late answer to it is dropped; the oldest are forgotten past the bound. */
+  private abandon(id: NdjsonRequestId): void {
     this.abandoned.add(id);
+    if (this.abandoned.size > MAX_ABANDONED_IDS) this.abandoned.delete(this.abandoned.values().next().value as NdjsonRequestId);
   }
 
   /** Graceful shutdown: close stdin, wait `graceMs` for the exit, then kill. */
@@ -135,6 +144,8 @@ export class NdjsonConnection {
     }
     const [id, pending] = oldest;
     this.pending.delete(id);
+    // Its own answer may still come (the bad line was plugin output before it): that answer must not fail the next call.
+    this.abandon(id);
     pending.deliver(err(ndjsonError(code, message, { method: pending.method, request_id: id, ...details })));
   }
 

@@ -157,6 +157,17 @@ describe('NdjsonRpcSession: host failures', () => {
     expect(tracker.written.map((w) => (w as { id: number }).id)).toEqual([1, 2]);
   });
 
+  it('Malformed response fails the call it preceded; that call\'s own answer, arriving later, never fails the next call', async () => {
+    const tracker = trackLaunches(nodeEcho('log-late'));
+    const session = open(tracker);
+    const first = await failure(session.callTool('echo', 'first'));
+    expect(first.code).toBe('PLUGIN_INVALID_JSON');
+    // The plugin answers 'first' only once this request reached it: a stale answer while this call waits.
+    const second = await failure(session.callTool('echo', 'second'));
+    expect(second.code).toBe('PLUGIN_INVALID_JSON');
+    expect(tracker.attempts()).toBe(1);
+  });
+
   it('Timeout leaves the child running, and its late answer never reaches the next call', async () => {
     const tracker = trackLaunches(nodeEcho('slow', { ECHO_SLOW_MS: '1500' }));
     const logger = recordingLogger();
