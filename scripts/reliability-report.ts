@@ -122,7 +122,7 @@ lines.push(
   '- Memory and process count are capped for a plugin\'s whole tree by a control group where the host can create one',
   '  (cgroup v2, or the v1 memory and pids hierarchies, as here); elsewhere the fallback is per-process RLIMIT_DATA and the',
   '  plugin user\'s RLIMIT_NPROC, under which a plugin that forks many processes can use more memory in total, up to the',
-  '  kernel\'s out-of-memory killer (docs/security-model.md, "Limits"). The memory-exhaustion fault runs with its own',
+  '  kernel\'s out-of-memory killer (docs/security-model.md, "Resource limits"). The memory-exhaustion fault runs with its own',
   '  `--max-old-space-size=64`, so what is measured is that the host reports the abort and survives.',
   '',
 );
