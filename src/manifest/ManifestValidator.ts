@@ -195,6 +195,8 @@ export class ManifestValidator {
   readonly #firstParty: boolean;
   readonly #limits: ParseLimits;
   readonly #resolveProfile: OutputProfileResolver | undefined;
+  /** Whether the host knows a profile the manifest does not define; made once, not per manifest. */
+  readonly #knownProfile: ((name: string) => boolean) | undefined;
   readonly #knownDigests: ReadonlyMap<string, string> | undefined;
   // Set only by create(), after the host's schema compiled; the bundled one otherwise.
   #openDiscoverySchema: CompiledSchema | undefined;
@@ -212,6 +214,8 @@ export class ManifestValidator {
       maxDepth: options.maxDepth ?? DEFAULT_PARSE_LIMITS.maxDepth,
     };
     this.#resolveProfile = options.resolveProfile;
+    const resolve = options.resolveProfile;
+    this.#knownProfile = resolve === undefined ? undefined : (name) => resolve(name) !== undefined;
     this.#knownDigests = options.knownSchemaDigests;
   }
 
@@ -267,7 +271,7 @@ export class ManifestValidator {
       ...checkEgressDestinations(doc, form),
       ...checkClientRequestShape(doc, form),
       ...checkStripNullsSafety(doc, form, this.#resolveProfile),
-      ...checkOutputProfiles(doc, form, (name) => this.#resolveProfile?.(name) !== undefined),
+      ...checkOutputProfiles(doc, form, this.#knownProfile),
     ];
   }
 

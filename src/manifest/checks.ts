@@ -337,15 +337,15 @@ export function checkAuthTaxonomy(doc: unknown, form: ManifestForm): Violation[]
   const strategy = ownString(requirements, 'auth_strategy');
   const componentsValue = own(requirements, 'auth_components');
   const components = Array.isArray(componentsValue) ? componentsValue : [];
+  // Most manifests declare neither: nothing below applies to them.
+  if (strategy === undefined) {
+    return components.length > 0 ? [violation('credentials', code, pointerOf('requirements', 'auth_components'), 'auth_components needs auth_strategy "compound" or "plugin_managed"')] : [];
+  }
   const needs = ownStrings(requirements, 'needs_user_creds');
   const descriptors = own(requirements, 'credential_descriptors');
   const aliases = new Set((Array.isArray(descriptors) ? descriptors : []).map((d: unknown) => ownString(d, 'alias')).filter((a): a is string => a !== undefined));
   const at = (...parts: (string | number)[]): string => pointerOf('requirements', ...parts);
   const out: Violation[] = [];
-  if (strategy === undefined) {
-    if (components.length > 0) out.push(violation('credentials', code, at('auth_components'), 'auth_components needs auth_strategy "compound" or "plugin_managed"'));
-    return out;
-  }
   if (strategy === 'none' && needs.length > 0) out.push(violation('credentials', code, at('auth_strategy'), `auth_strategy "none" with ${needs.length} needs_user_creds entr(ies)`));
   if ((strategy === 'none' || strategy === 'secrets') && components.length > 0) {
     out.push(violation('credentials', code, at('auth_components'), `auth_strategy "${strategy}" takes no auth_components; use "compound"`));
