@@ -1,11 +1,12 @@
-import { copyFile, lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { err, ok, type Result } from 'neverthrow';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PluginHost, describeErrorCode, type HostError, type PluginHostOptions } from '../index.js';
+import { missingExecutableMessage } from '../installer/manifestHostChecks.js';
 import { fail, hostOptions, packageOptions, type CommandContext } from './context.js';
 import type { ExitCode } from './exitCodes.js';
-import { violationsOf, type PrintedViolation } from './Output.js';
+import { violationsOf } from './Output.js';
 import { printed, printValidation, type Findings } from './validateReport.js';
 
 /** The check starting the plugin makes: its tool list against the manifest, or with --live its canary call. */
@@ -92,20 +93,6 @@ interface Target {
   readonly sandboxMissing: HostError | undefined;
 }
 
-/**
- * A directory package's executable that is not there: found by reading the
- * package, so it is reported even where the binding step cannot run.
- */
-async function missingExecutable(dir: string, executable: string | undefined): Promise<PrintedViolation | undefined> {
-  if (executable === undefined) return undefined;
-  try {
-    await lstat(join(dir, executable));
-    return undefined;
-  } catch {
-    return printed({ pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: `executable '${executable}' is not in the package`, stage: 'executable_binding' });
-  }
-}
-
 /** A message about a file in the scratch install root, with the path made relative to the package again. */
 function withoutScratchRoot(message: string, scratchProfile: string): string {
   const root = `${scratchProfile}/plugins/`;
@@ -133,8 +120,8 @@ async function inspect(ctx: CommandContext, host: PluginHost, target: Target): P
   };
   let pluginId = report.manifest?.plugin_id;
   if (findings.violations.length === 0 && target.isDirectory) {
-    const missing = await missingExecutable(given, report.manifest?.executable);
-    if (missing !== undefined) findings.violations.push(missing);
+    const missing = await missingExecutableMessage(given, report.manifest?.executable);
+    if (missing !== undefined) findings.violations.push(printed({ pointer: '/executable', code: 'PLUGIN_EXECUTABLE_UNTRUSTED', message: missing, stage: 'executable_binding' }));
   }
 
   if (findings.violations.length === 0 && !manifestOnly && sandboxMissing !== undefined) {

@@ -5,6 +5,8 @@
  * on every package; {@link inspectManifestFile} runs them on a lone manifest
  * without opening a host (no catalog, no sandbox, none of the run-time code).
  */
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { errAsync, type ResultAsync } from 'neverthrow';
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
 import { EnvDenylist } from '../env/EnvDenylist.js';
@@ -16,6 +18,25 @@ import { NamespaceLock, type NamespaceClaim, type NamespaceOwners, type ProfileK
 import { resolveWriteDir } from '../sandbox/writeDir.js';
 import { grantedCapabilities } from './grant.js';
 import { catalogIdViolations } from './installConflicts.js';
+
+/** What install says of an executable the package lacks. */
+export const executableNotInPackage = (relPath: string): string => `executable '${relPath}' is not in the package`;
+
+/**
+ * The message for a directory package whose manifest names an executable
+ * the package lacks, found by reading the package, so that it is reported
+ * even where the binding step cannot run (no sandbox); undefined when the
+ * executable is there.
+ */
+export async function missingExecutableMessage(dir: string, executable: string | undefined): Promise<string | undefined> {
+  if (executable === undefined) return undefined;
+  try {
+    await lstat(join(dir, executable));
+    return undefined;
+  } catch {
+    return executableNotInPackage(executable);
+  }
+}
 
 /** Where a refused grant is reported: under `/grant/<field>` when one field is at fault. */
 export const grantPointer = (error: HostError): string => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { validateEntryName } from './entryName.js';
+import { executableNotInPackage } from './manifestHostChecks.js';
 import { refuse, toHostError } from './refusal.js';
 import { EXECUTABLE_MODE } from './StagingTree.js';
 
@@ -13,7 +14,7 @@ const untrusted = (relPath: string, reason: string, message: string): HostError 
 async function markExecutable(root: string, relPath: string, segments: readonly string[]): Promise<void> {
   for (let depth = 1; depth < segments.length; depth++) {
     const dir = await lstat(join(root, ...segments.slice(0, depth))).catch((cause: unknown) => {
-      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') throw untrusted(relPath, 'missing', `executable '${relPath}' is not in the package`);
+      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') throw untrusted(relPath, 'missing', executableNotInPackage(relPath));
       throw cause;
     });
     if (!dir.isDirectory()) {
@@ -26,7 +27,7 @@ async function markExecutable(root: string, relPath: string, segments: readonly 
     (cause: unknown) => {
       const code = (cause as NodeJS.ErrnoException).code;
       if (code === 'ELOOP') throw untrusted(relPath, 'symlink', `executable '${relPath}' is a link`);
-      if (code === 'ENOENT') throw untrusted(relPath, 'missing', `executable '${relPath}' is not in the package`);
+      if (code === 'ENOENT') throw untrusted(relPath, 'missing', executableNotInPackage(relPath));
       throw cause;
     },
   );

@@ -1,5 +1,3 @@
-import { lstat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { errAsync, ResultAsync } from 'neverthrow';
 import {
   PluginHost,
@@ -10,6 +8,7 @@ import {
   type ProfileKind,
   type SandboxSpawnerOptions,
 } from '../index.js';
+import { missingExecutableMessage } from '../installer/manifestHostChecks.js';
 import { makeScratchDir, removeScratchDir } from './scratchProfile.js';
 
 /** Options of {@link validatePluginDir}. */
@@ -107,17 +106,6 @@ export function validatePluginDir(dir: string, options: ValidatePluginDirOptions
   );
 }
 
-/** An executable the manifest names that the package lacks, found by reading the package so it is reported without a sandbox too. */
-async function missingExecutable(dir: string, executable: string | undefined): Promise<PluginDirViolation | undefined> {
-  if (executable === undefined) return undefined;
-  try {
-    await lstat(join(dir, executable));
-    return undefined;
-  } catch {
-    return { code: 'PLUGIN_EXECUTABLE_UNTRUSTED', pointer: '/executable', message: `executable '${executable}' is not in the package`, stage: 'install' };
-  }
-}
-
 async function inspectThenInstall(host: PluginHost, dir: string, install: boolean, sandboxMissing: HostError | undefined): Promise<PluginDirReport> {
   const inspected = await host.inspect(dir);
   if (inspected.isErr()) return { ok: false, violations: [fromError(inspected.error, 'package')], skipped: [] };
@@ -125,8 +113,8 @@ async function inspectThenInstall(host: PluginHost, dir: string, install: boolea
   const violations: PluginDirViolation[] = report.violations.map((v) => ({ code: v.code, pointer: v.pointer, message: v.message, stage: v.stage }));
   const found = { manifestFile: pkg.manifestFile, ...(report.manifest === undefined ? {} : { pluginId: report.manifest.plugin_id }) };
   if (violations.length === 0) {
-    const missing = await missingExecutable(dir, report.manifest?.executable);
-    if (missing !== undefined) violations.push(missing);
+    const missing = await missingExecutableMessage(dir, report.manifest?.executable);
+    if (missing !== undefined) violations.push({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', pointer: '/executable', message: missing, stage: 'install' });
   }
   if (violations.length > 0 || !install) return { ok: violations.length === 0, ...found, violations, skipped: [] };
   if (sandboxMissing !== undefined) {
