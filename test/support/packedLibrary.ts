@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
 const NPM_INSTALL = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'];
-const PACKED_PARTS = ['package.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'etc', 'README.md', 'CHANGELOG.md'];
+const PACKED_PARTS = ['package.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'etc', 'scripts', 'docs', 'examples', 'README.md', 'CHANGELOG.md', 'BENCHMARKS.md'];
 
 /** Builds and packs the library; returns the tarball's path. */
 export async function packLibrary(into: string): Promise<string> {
