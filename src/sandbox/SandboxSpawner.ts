@@ -55,9 +55,10 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   /**
    * Cap on the memory of each plugin's whole process tree, tmpfs such as
    * /dev/shm included, enforced by a control group around the tree (see
-   * `controlGroups`); also each process's data segment (RLIMIT_DATA, through
-   * util-linux `prlimit`) and the size of the sandbox's /dev/shm, which are
-   * all that remains where no control group can be used. Default
+   * `controlGroups`); also each process's data segment (RLIMIT_DATA, set by
+   * the shell that joins the group, or by util-linux `prlimit` where no group
+   * is used) and the size of the sandbox's /dev/shm, which are all that
+   * remains where no control group can be used. Default
    * `DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES` (`etc/sandbox/tree-limits.json`); `false` lifts the cap.
    */
   readonly memoryLimitBytes?: number | false;
@@ -83,7 +84,7 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * instead of falling back to per-process rlimits. Default false.
    */
   readonly requireTreeLimits?: boolean;
-  /** The util-linux `prlimit` binary. Default `/usr/bin/prlimit` or `/bin/prlimit` when present. */
+  /** The util-linux `prlimit` binary that sets the rlimits where no control group holds a plugin's tree. Default `/usr/bin/prlimit` or `/bin/prlimit` when present. */
   readonly prlimitPath?: string;
   /**
    * The host user ids plugins run as when the host runs as root (bubblewrap),
@@ -285,7 +286,7 @@ export class SandboxSpawner {
     this.logger = options.logger ?? silentLogger;
     this.prlimitPath = options.prlimitPath ?? (backend?.name === 'bubblewrap' ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
     this.setprivPath = options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-    if (backend?.name === 'bubblewrap' && options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
+    if (backend?.name === 'bubblewrap' && treeSupport.tree === undefined && options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
       this.logger.warn({}, 'util-linux prlimit not found: plugins run without a memory limit');
     }
   }
@@ -498,14 +499,16 @@ export class SandboxSpawner {
     const mounted = mountedMain === undefined ? layout.value : { ...layout.value, mountedFiles: [{ fd: 3 + mountedMain.index, path: mountedMain.path }] };
     const sized = limits.memoryBytes === null ? mounted : { ...mounted, shmBytes: limits.memoryBytes };
     const firstFreeFd = 3 + executable.inheritFds.length;
-    const { args, extraInput } = this.backend.launch(sized, pluginArgv, launchEnv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1);
+    const { args, extraInput } = this.backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1);
     this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
-    const rlimits = this.rlimitArgs(limits);
+    const tree = this.treeSupport.tree;
+    const grouped = tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null);
+    // With a control group the shell that joins it sets the data cap too; prlimit runs only in the fallback.
+    const rlimits = grouped ? [] : this.rlimitArgs(limits);
     let launch =
       rlimits.length === 0 ? { command: this.backend.command, args } : { command: this.prlimitPath!, args: [...rlimits, '--', this.backend.command, ...args] };
-    const tree = this.treeSupport.tree;
     let group: PluginGroup | undefined;
-    if (tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null)) {
+    if (grouped) {
       const created = tree.create(limits);
       if (created.isErr()) {
         executable.release();
@@ -517,7 +520,7 @@ export class SandboxSpawner {
         );
       }
       group = created.value;
-      launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args);
+      launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
     }
     let listener: Server | undefined;
     const listening: Launch['gate'] =
@@ -601,10 +604,10 @@ export class SandboxSpawner {
     };
   }
 
-  /** The data-memory cap applied to spawns, when one is configured and `prlimit` exists. */
+  /** The data-memory cap applied to spawns, when one is configured and something sets it (the group's shell, else `prlimit`). */
   private memoryLimit(pluginId: string | undefined): number | undefined {
     const limit = this.treeLimits(pluginId).memoryBytes;
-    return limit === null || this.prlimitPath === undefined ? undefined : limit;
+    return limit === null || (this.treeSupport.tree === undefined && this.prlimitPath === undefined) ? undefined : limit;
   }
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */

@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
@@ -26,21 +26,7 @@ export interface SandboxBackend {
    * descriptor after the inherited ones; with `reportFd`, the launcher
    * reports its sandbox's first process on that descriptor (bubblewrap only).
    */
-  launch(layout: SandboxLayout, argv: readonly string[], env: Readonly<Record<string, string>>, firstFreeFd: number, reportFd?: number): { args: string[]; extraInput?: Buffer };
-}
-
-const ENV_PROGRAM = '/usr/bin/env';
-
-/**
- * bubblewrap always exports PWD (the working directory it changed to), even
- * after a cleared environment. env(1), run inside the sandbox, removes it
- * again or restores the plugin's own value, so the plugin sees exactly the
- * environment it was given. A program name containing `=` would read as an
- * assignment to env(1); such a plugin keeps bubblewrap's PWD.
- */
-function exactEnvironment(argv: readonly string[], env: Readonly<Record<string, string>>): readonly string[] {
-  if (argv[0]?.includes('=') || !existsSync(ENV_PROGRAM)) return argv;
-  return env.PWD === undefined ? [ENV_PROGRAM, '-u', 'PWD', '--', ...argv] : [ENV_PROGRAM, '--', `PWD=${env.PWD}`, ...argv];
+  launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number): { args: string[]; extraInput?: Buffer };
 }
 
 /**
@@ -86,8 +72,8 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
     tree: 'pid-namespace',
     launcherFailure: /^bwrap: /,
     containsTree: true,
-    launch: (layout, argv, env, firstFreeFd, reportFd) => ({
-      args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, exactEnvironment(argv, env), setprivPath)],
+    launch: (layout, argv, firstFreeFd, reportFd) => ({
+      args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, argv, setprivPath)],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

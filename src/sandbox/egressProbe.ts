@@ -89,7 +89,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     });
     if (layout.isErr()) return err(layout.error);
     const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot);
-    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3, 4);
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, 3, 4);
     const gate = (launched: LaunchedLauncher) =>
       sandboxProxyListener(launched)
         .map((server) => {

@@ -122,7 +122,7 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
     });
     if (layout.isErr()) return err(layout.error);
     const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath], layout.value.installRoot);
-    const { args, extraInput } = backend.launch(layout.value, executable.argv, {}, 3);
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, 3);
     const spawned = await spawnChild(
       executable,
       { command: backend.command, args, env: {}, cwd: '/', ...(extraInput ? { extraInput } : {}) },

@@ -45,13 +45,23 @@ export interface EnforcedTreeLimits {
 const JOIN_PROGRAM = '/bin/sh';
 // Runs in the host's child before it execs the launcher chain, so the whole
 // plugin tree is born inside the group: membership is inherited at fork and
-// moving a process later would leave already-forked children behind.
+// moving a process later would leave already-forked children behind. The
+// same shell sets the data-segment cap with its ulimit builtin (dash, bash,
+// busybox and mksh all take -d in KiB and set the hard and soft limits
+// together), which spares an exec of prlimit; `-` sets none.
 const JOIN_SCRIPT =
+  'if [ "$1" != - ]; then ulimit -d "$1" || { echo "mcp-plugin-host: cannot set the data segment limit" >&2; exit 125; }; fi; shift; ' +
   'while [ "$1" != -- ]; do echo "$$" > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
-/** Prefixes `command args` with a shell that writes its own pid into each `procsFiles` and then execs the command. */
-export function joinGroupLaunch(procsFiles: readonly string[], command: string, args: readonly string[]): { command: string; args: string[] } {
-  return { command: JOIN_PROGRAM, args: ['-c', JOIN_SCRIPT, 'mcp-plugin-host-join', ...procsFiles, '--', command, ...args] };
+/**
+ * Prefixes `command args` with a shell that caps its own data segment at
+ * `dataBytes` (rounded down to whole KiB, inherited by everything it execs
+ * and forks), writes its own pid into each `procsFiles` and then execs the
+ * command. A limit or a group it cannot set fails the launch (exit 125).
+ */
+export function joinGroupLaunch(procsFiles: readonly string[], command: string, args: readonly string[], dataBytes?: number): { command: string; args: string[] } {
+  const dataKib = dataBytes === undefined ? '-' : String(Math.floor(dataBytes / 1024));
+  return { command: JOIN_PROGRAM, args: ['-c', JOIN_SCRIPT, 'mcp-plugin-host-join', dataKib, ...procsFiles, '--', command, ...args] };
 }
 
 const WATCH_INTERVAL_MS: number = treeLimitData.watchIntervalMs;

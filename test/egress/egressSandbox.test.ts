@@ -169,7 +169,8 @@ describe('egress allowlist through the host proxy', { timeout: 120_000 }, () => 
     expect(out['tcp://203.0.113.10:443']).toBe('ENETUNREACH');
     // A host Unix socket the plugin can see: the seccomp filter refuses to create the socket at all.
     expect(out[`unix:${hostSocket}`]).toBe('EPERM');
-    expect(out.env).toEqual(['HTTPS_PROXY', 'HTTP_PROXY', 'NODE_EXTRA_CA_CERTS', 'NODE_USE_ENV_PROXY', 'NO_PROXY', 'PLUGIN_OWN', 'http_proxy', 'https_proxy', 'no_proxy']);
+    // PWD is the sandbox's own (its working directory), set by bubblewrap.
+    expect(out.env).toEqual(['HTTPS_PROXY', 'HTTP_PROXY', 'NODE_EXTRA_CA_CERTS', 'NODE_USE_ENV_PROXY', 'NO_PROXY', 'PLUGIN_OWN', 'PWD', 'http_proxy', 'https_proxy', 'no_proxy']);
     expect(reached).toEqual(expect.arrayContaining(['api.test/node', 'api.test/plain']));
     expect(reached.filter((r) => !r.startsWith('api.test/'))).toEqual([]);
 

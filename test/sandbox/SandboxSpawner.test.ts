@@ -229,10 +229,12 @@ describe('SandboxSpawner on Linux (real bubblewrap)', () => {
       expect(report.pid).toBeLessThan(10);
     });
 
-    it('passes exactly the given environment, not even the PWD of the launcher', async () => {
+    it('passes exactly the given environment plus PWD, the working directory inside the sandbox', async () => {
       const report = await probe(['env'], { env: { PLUGIN_TOKEN: 'abc', LANG: 'C.UTF-8' } });
-      expect(report.env).toEqual({ PLUGIN_TOKEN: 'abc', LANG: 'C.UTF-8' });
-      expect((await probe(['env'], { env: { PWD: '/plugin/said/so' } })).env).toEqual({ PWD: '/plugin/said/so' });
+      expect(report.env).toEqual({ PLUGIN_TOKEN: 'abc', LANG: 'C.UTF-8', PWD: installRoot });
+      expect((await probe(['env'], { cwd: dataDir })).env).toEqual({ PWD: dataDir });
+      // The sandbox sets PWD, as a shell would: a value in the plugin's environment does not name another directory.
+      expect((await probe(['env'], { env: { PWD: '/plugin/said/so' } })).env).toEqual({ PWD: installRoot });
     });
 
     it('hands inherited descriptors over as fds 3, 4, …', async () => {

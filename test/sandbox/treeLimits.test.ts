@@ -1,7 +1,7 @@
 // Tree limits on the real kernel: this machine has the hybrid cgroup v1 layout
 // (memory and pids hierarchies), real bubblewrap and real child processes.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -125,6 +125,20 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
     const echoed = await new Promise<string>((resolve) => neighbour.stdout.once('data', (c: Buffer) => resolve(c.toString())));
     expect(echoed).toBe('still here\n');
     expect(neighbour.exitInfo).toBeUndefined();
+  });
+
+  it('caps each process\'s data segment from the shell that joins the group, without running prlimit', async () => {
+    const spy = join(base, 'prlimit-spy');
+    const calls = join(base, 'prlimit-calls');
+    writeFileSync(spy, `#!/bin/sh\necho "$@" >> ${calls}\nexec /usr/bin/prlimit "$@"\n`, { mode: 0o755 });
+    const cap = 256 * MiB + 100;
+    const s = await spawner({ memoryLimitBytes: cap, prlimitPath: spy });
+    expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).memoryLimitBytes).toBe(cap);
+    const p = await start(s, 'console.log(require("node:fs").readFileSync("/proc/self/limits", "utf8"))');
+    const limits = await allOutput(p.stdout);
+    expect(existsSync(calls)).toBe(false);
+    // Whole KiB, rounded down: the shell's ulimit counts in KiB.
+    expect(/^Max data size\s+(\d+)\s+(\d+)\s+bytes/m.exec(limits)?.slice(1)).toEqual([String(256 * MiB), String(256 * MiB)]);
   });
 
   it("lets a plugin's own limits override the host's", async () => {
