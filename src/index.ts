@@ -146,6 +146,7 @@ export type {
   ResolvedSchema,
   RiskClass,
   SettingValue,
+  TokenBudgetException,
 } from './manifest/model.js';
 export {
   EnvDenylist,

@@ -14,6 +14,7 @@ import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult, McpCallResult } from '../shapes/PluginSession.js';
+import type { TokenBudgetException } from '../manifest/model.js';
 import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from '../manifest/outputProfiles.js';
 import { checkProfileTable } from './profileFiles.js';
 
@@ -83,6 +84,12 @@ export class ResultShaper {
    */
   shape(plugin: InstalledPlugin, tool: string, result: CallResult): ResultAsync<CallResult, HostError> {
     if (result.isError) return okAsync(result);
+    const shaped = this.#profiled(plugin, tool, result);
+    const budget = tokenBudgetOf(plugin, tool);
+    return budget === undefined ? shaped : shaped.andThen((r) => this.#withinBudget(plugin, tool, r, budget));
+  }
+
+  #profiled(plugin: InstalledPlugin, tool: string, result: CallResult): ResultAsync<CallResult, HostError> {
     const binding = this.#bindingOf(plugin, tool);
     if (binding === undefined) return okAsync(result);
     const profile = binding.definition ?? effectiveProfile(binding.name, this.#supplied.definitions ?? {});
@@ -111,6 +118,25 @@ export class ResultShaper {
     return { name, definition: effectiveProfile(name, this.#supplied.definitions ?? {}), safeFields: recorded?.safeFields ?? safeFieldsOf(plugin, tool) };
   }
 
+  /**
+   * A raw_result_allowed tool's result as it is when its estimated size is
+   * within the tool's token_budget_exception; otherwise the call fails with
+   * PLUGIN_RESULT_OVER_BUDGET, the full result kept for recovery first.
+   */
+  #withinBudget(plugin: InstalledPlugin, tool: string, result: CallResult, budget: TokenBudgetException): ResultAsync<CallResult, HostError> {
+    const estimated = estimateResultTokens(result);
+    if (estimated <= budget.max_tokens) return okAsync(result);
+    return this.#keepFull(result.value).andThen((path) =>
+      errAsync(
+        hostError(
+          'PLUGIN_RESULT_OVER_BUDGET',
+          `the result of '${tool}' is about ${estimated} tokens, over its token_budget_exception of ${budget.max_tokens}; the full result is at ${path}`,
+          { details: { plugin_id: plugin.plugin_id, tool, max_tokens: budget.max_tokens, estimated_tokens: estimated, full_result_path: path } },
+        ),
+      ),
+    );
+  }
+
   /** Writes the unshaped body to `results/<sha256>.json` (0600), named by its content, so a repeated result is kept once. */
   #keepFull(body: unknown): ResultAsync<string, HostError> {
     const text = JSON.stringify(body);
@@ -135,6 +161,34 @@ function bindingOf(plugin: InstalledPlugin, tool: string): ProfileBinding | unde
   const name = variant?.output_profile;
   if (variant === undefined || typeof name !== 'string') return undefined;
   return { name, definition: variant.output_profile_definition as EffectiveOutputProfile | undefined, safeFields: safeFieldsOf(plugin, tool) };
+}
+
+/** The token_budget_exception install recorded for a raw_result_allowed variant. */
+function tokenBudgetOf(plugin: InstalledPlugin, tool: string): TokenBudgetException | undefined {
+  const budget = plugin.variants.find((v) => v.tool_name === tool)?.token_budget_exception;
+  return isObject(budget) && typeof budget.max_tokens === 'number' && typeof budget.reason === 'string' ? { max_tokens: budget.max_tokens, reason: budget.reason } : undefined;
+}
+
+/**
+ * A result's size in estimated tokens: UTF-8 bytes over
+ * `tokenEstimateBytesPerToken` (etc/output-profiles.json), rounded up. The
+ * seeds name no tokenizer, so a fixed ratio keeps the budget the same on
+ * every host. An MCP result counts the larger of its content (text blocks'
+ * text, other blocks as JSON) and its structuredContent, the two forms a
+ * client may hand its model; another protocol's result counts its JSON.
+ */
+export function estimateResultTokens(result: CallResult): number {
+  const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
+  let size: number;
+  if (isMcpResult(result)) {
+    const content = Array.isArray(result.value.content) ? result.value.content : [];
+    const contentBytes = content.reduce((n: number, block) => n + bytes(block.type === 'text' ? block.text : JSON.stringify(block)), 0);
+    const structured = result.value.structuredContent;
+    size = Math.max(contentBytes, structured === undefined ? 0 : bytes(JSON.stringify(structured)));
+  } else {
+    size = bytes(JSON.stringify(result.value) ?? '');
+  }
+  return Math.ceil(size / profileData.tokenEstimateBytesPerToken);
 }
 
 function safeFieldsOf(plugin: InstalledPlugin, tool: string): readonly string[] {

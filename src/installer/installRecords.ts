@@ -107,6 +107,7 @@ export function pluginRecords(
       ...(tool.description === undefined ? {} : { description: tool.description }),
       ...(tool.backend_kind === undefined ? {} : { backend_kind: tool.backend_kind }),
       ...profileBindingOf(manifest, tool),
+      ...(tool.raw_result_allowed === true && tool.token_budget_exception !== undefined ? { token_budget_exception: { ...tool.token_budget_exception } } : {}),
     };
   });
   return {

@@ -28,6 +28,18 @@ export type ConfirmationPolicy = 'none' | 'high_stakes_write';
 /** A tool binding's backend kind (GUM catalog ABI). */
 export type BackendKind = 'mcp-plugin' | 'grpc-plugin';
 
+/**
+ * The contract's "token-budget exception" of a tool whose results are not
+ * shaped by an output profile: how large a result may be, and why it stays
+ * whole. A larger result fails its call (PLUGIN_RESULT_OVER_BUDGET).
+ */
+export interface TokenBudgetException {
+  /** The largest result a call may return, in estimated tokens (UTF-8 bytes / 4, rounded up). */
+  readonly max_tokens: number;
+  /** Why the tool's results need no output profile, for reviewers and the install prompt. */
+  readonly reason: string;
+}
+
 /** One tool a plugin offers, with its unprefixed name. */
 export interface ManifestTool {
   /** Unprefixed tool name, as the plugin itself lists it; the host adds `plug.<plugin_id>.`. */
@@ -54,8 +66,10 @@ export interface ManifestTool {
   readonly schema_ref?: string;
   /** Output profile name. */
   readonly output_profile?: string;
-  /** Whether the tool may return unprofiled results (TOML form). */
+  /** Whether the tool may return unprofiled results, within its `token_budget_exception`. */
   readonly raw_result_allowed?: boolean;
+  /** The budget a raw result stays within, required with `raw_result_allowed: true`. */
+  readonly token_budget_exception?: TokenBudgetException;
   /** Confirmation policy; `none` unless declared. */
   readonly confirmation_policy: ConfirmationPolicy;
   /** Dot paths where an output profile may elide nulls and empty values. */

@@ -25,6 +25,7 @@ import type {
   RatePolicy,
   ResolvedSchema,
   RiskClass,
+  TokenBudgetException,
 } from './model.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -70,7 +71,15 @@ function normalizeTool(tool: JsonRecord, form: ManifestForm): ManifestTool {
     schema_ref: ownString(tool, 'schema_ref'),
     output_profile: ownString(tool, 'output_profile'),
     raw_result_allowed: ownBoolean(tool, 'raw_result_allowed'),
+    token_budget_exception: tokenBudgetOf(tool),
   });
+}
+
+function tokenBudgetOf(tool: unknown): TokenBudgetException | undefined {
+  const budget = own(tool, 'token_budget_exception');
+  const maxTokens = ownNumber(budget, 'max_tokens');
+  const reason = ownString(budget, 'reason');
+  return maxTokens === undefined || reason === undefined ? undefined : { max_tokens: maxTokens, reason };
 }
 
 function normalizeCapabilities(declared: unknown): DeclaredCapabilities {

@@ -8,7 +8,7 @@
 import profileData from '../../etc/output-profiles.json' with { type: 'json' };
 import type { HostErrorCode } from '../errors/registry.js';
 import type { ManifestForm } from './model.js';
-import { ownString, toolEntries } from './access.js';
+import { ownString, toolEntries, type ToolEntry } from './access.js';
 import { pointerOf, violation, type Violation } from './violations.js';
 
 /** How a result's recovery copy is kept when a profile loses information. */
@@ -94,6 +94,7 @@ const ENVELOPE_KEYS: readonly string[] = profileData.envelopeKeys;
 const LOSSY_STAGES: readonly (keyof OutputProfile)[] = profileData.lossyStages as (keyof OutputProfile)[];
 const ON_EMPTY_MAX = profileData.onEmptyMaxCodepoints;
 const MARKER = profileData.truncationMarker;
+const RAW_PROFILE = profileData.rawProfile;
 
 const own = <T>(record: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
 const escapeToken = (token: string): string => token.replaceAll('~', '~0').replaceAll('/', '~1');
@@ -185,11 +186,33 @@ export function checkOutputProfiles(doc: unknown, form: ManifestForm, known?: (n
   if (form !== 'gum-json' && form !== 'gum-toml') return [];
   const defined = definedProfiles(doc);
   const out = checkProfileDefinitions(defined, '/output_profiles').map((p) => violation('output_profiles', p.code, p.pointer, p.message));
-  for (const { at, tool } of toolEntries(doc, form)) {
+  for (const entry of toolEntries(doc, form)) {
+    const { at, tool } = entry;
+    out.push(...checkRawResultDeclaration(entry, form));
     const name = ownString(tool, 'output_profile');
     if (name === undefined || own(defined, name) !== undefined || own(BUILTIN_OUTPUT_PROFILES, name) !== undefined || known?.(name) === true) continue;
     const message = `output profile ${JSON.stringify(name)} is neither defined in output_profiles nor built in (${Object.keys(BUILTIN_OUTPUT_PROFILES).join(', ')})`;
     out.push(violation('output_profiles', 'PROFILE_INVALID', pointerOf(...at, 'output_profile'), message));
+  }
+  return out;
+}
+
+/**
+ * The contract's exception to "each tool declares output_profile", beyond
+ * what the schema requires: a token_budget_exception belongs to a
+ * raw_result_allowed tool only, and (TOML, where a profile is required) the
+ * built-in `raw` profile, which shapes nothing, is not a way around it.
+ */
+function checkRawResultDeclaration({ at, tool }: ToolEntry, form: ManifestForm): Violation[] {
+  const code = 'PLUGIN_OUTPUT_PROFILE_REQUIRED';
+  if (own(tool, 'raw_result_allowed') === true) return [];
+  const out: Violation[] = [];
+  if (Object.hasOwn(tool, 'token_budget_exception')) {
+    out.push(violation('output_profiles', code, pointerOf(...at, 'token_budget_exception'), 'token_budget_exception applies only to a tool that declares raw_result_allowed = true'));
+  }
+  if (form === 'gum-toml' && ownString(tool, 'output_profile') === RAW_PROFILE) {
+    const message = `binds the built-in ${JSON.stringify(RAW_PROFILE)} profile, which shapes nothing; declare raw_result_allowed = true with a token_budget_exception instead`;
+    out.push(violation('output_profiles', code, pointerOf(...at, 'output_profile'), message));
   }
   return out;
 }

@@ -72,7 +72,13 @@ interface CodeRule {
   readonly stage: CheckStage;
   /** Only these Ajv keywords get the rule's code; any keyword when absent. */
   readonly keywords?: readonly string[];
+  /** Said instead of Ajv's own wording, when the rule needs the contract's. */
+  readonly message?: string;
 }
+
+const OUTPUT_PROFILE_MISSING =
+  'declares no output_profile; the contract requires one unless the tool declares raw_result_allowed = true with a token_budget_exception';
+const TOKEN_BUDGET_MISSING = 'declares raw_result_allowed = true without a token_budget_exception ({ max_tokens, reason })';
 
 /**
  * Which code a violation at a pointer gets, following the author guide's
@@ -87,6 +93,8 @@ const CODE_RULES: Readonly<Record<ManifestForm | 'handshake', readonly CodeRule[
     { pattern: /^\/declared_capabilities\/client_requests(?:\/|$)/, code: 'PLUGIN_CLIENT_REQUESTS_INVALID', stage: 'structure' },
     { pattern: /^\/requirements\/credential_descriptors(?:\/|$)/, code: 'PLUGIN_CREDENTIAL_DESCRIPTOR_INVALID', stage: 'credentials' },
     { pattern: /^\/advertised_tools\/\d+\/schema_ref$/, code: 'PLUGIN_SCHEMA_REF_INVALID', stage: 'schema_refs' },
+    { pattern: /^\/advertised_tools\/\d+\/token_budget_exception$/, code: 'PLUGIN_OUTPUT_PROFILE_REQUIRED', stage: 'output_profiles', keywords: ['required'], message: TOKEN_BUDGET_MISSING },
+    { pattern: /^\/advertised_tools\/\d+\/token_budget_exception\//, code: 'PLUGIN_OUTPUT_PROFILE_REQUIRED', stage: 'output_profiles' },
   ],
   'gum-toml': [
     { pattern: /^\/manifest_schema_version$/, code: 'PLUGIN_MANIFEST_SCHEMA_UNSUPPORTED', stage: 'schema_version' },
@@ -96,6 +104,9 @@ const CODE_RULES: Readonly<Record<ManifestForm | 'handshake', readonly CodeRule[
     { pattern: /^\/requirements\/credential_descriptors(?:\/|$)/, code: 'PLUGIN_CREDENTIAL_DESCRIPTOR_INVALID', stage: 'credentials' },
     { pattern: /^\/tools\/\d+\/(?:tool_name|rpc_service|rpc_method)$/, code: 'PLUGIN_BINDING_INVALID', stage: 'structure' },
     { pattern: /^\/tools\/\d+\/schema_ref$/, code: 'PLUGIN_SCHEMA_REF_INVALID', stage: 'schema_refs' },
+    { pattern: /^\/tools\/\d+\/output_profile$/, code: 'PLUGIN_OUTPUT_PROFILE_REQUIRED', stage: 'output_profiles', keywords: ['required'], message: OUTPUT_PROFILE_MISSING },
+    { pattern: /^\/tools\/\d+\/token_budget_exception$/, code: 'PLUGIN_OUTPUT_PROFILE_REQUIRED', stage: 'output_profiles', keywords: ['required'], message: TOKEN_BUDGET_MISSING },
+    { pattern: /^\/tools\/\d+\/token_budget_exception\//, code: 'PLUGIN_OUTPUT_PROFILE_REQUIRED', stage: 'output_profiles' },
   ],
   'open-discovery': [],
   handshake: [],
@@ -107,10 +118,10 @@ export function codeFor(
   pointer: string,
   keyword: string,
   fallback: HostErrorCode = 'PLUGIN_MANIFEST_INVALID',
-): { code: HostErrorCode; stage: CheckStage } {
+): { code: HostErrorCode; stage: CheckStage; message?: string } {
   for (const rule of CODE_RULES[form]) {
     if (rule.pattern.test(pointer) && (rule.keywords === undefined || rule.keywords.includes(keyword))) {
-      return { code: rule.code, stage: rule.stage };
+      return rule.message === undefined ? { code: rule.code, stage: rule.stage } : { code: rule.code, stage: rule.stage, message: rule.message };
     }
   }
   return { code: fallback, stage: 'structure' };
@@ -169,8 +180,8 @@ export function ajvViolations(
   for (const error of errors ?? []) {
     if (SUMMARY_KEYWORDS.has(error.keyword)) continue;
     const pointer = errorPointer(error);
-    const { code, stage } = codeFor(form, pointer, error.keyword, fallback);
-    out.push(violation(stage, code, pointer, describe(error)));
+    const { code, stage, message } = codeFor(form, pointer, error.keyword, fallback);
+    out.push(violation(stage, code, pointer, message ?? describe(error)));
   }
   return out;
 }

@@ -26,6 +26,7 @@ capabilities = []
 scopes = []
 schema_ref = "fli.grpc"
 raw_result_allowed = true
+token_budget_exception = { max_tokens = 1000, reason = "ABI fixture" }
 `;
 
 describe('TestManifestSchemaVersionPlacement', () => {
