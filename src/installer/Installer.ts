@@ -35,6 +35,7 @@ import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from '../manifest/versionOrder.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
+import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity } from '../sandbox/pluginIdentity.js';
 import type { NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
@@ -659,7 +660,7 @@ export class Installer {
       await claimInstallRoot(staged.root, installRoot);
       await rename(staged.root, installRoot);
       moved = true;
-      const bound = await this.#bind(installRoot, code, await this.#argsOf(code, options, id, installRoot), staged.writtenFiles);
+      const bound = await this.#bind(id, installRoot, code, await this.#argsOf(code, options, id, installRoot), staged.writtenFiles);
       if (bound.isErr()) {
         await undo();
         return err(bound.error);
@@ -717,17 +718,23 @@ export class Installer {
     return options.args === undefined ? undefined : resolveLaunchArgs(options.args, this.#o.layout.dataDir(id));
   }
 
-  async #bind(installRoot: string, code: PinnedCode, args: readonly string[] | undefined, written: HashedWhileWritten | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
-    const bound = await this.#bindPinnedCode(installRoot, code, args);
+  async #bind(
+    id: string,
+    installRoot: string,
+    code: PinnedCode,
+    args: readonly string[] | undefined,
+    written: HashedWhileWritten | undefined,
+  ): Promise<Result<ExecutableBindingRecord, HostError>> {
+    const bound = await this.#bindPinnedCode(id, installRoot, code, args);
     if (bound.isErr()) return bound;
     // Last, after every change the install makes to the tree (the executable's mode): a file changed since staging wrote it is read again.
     return pinPackageTree(bound.value.install_root, written).map((tree) => ({ ...bound.value, tree }));
   }
 
-  async #bindPinnedCode(installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
+  async #bindPinnedCode(id: string, installRoot: string, code: PinnedCode, args: readonly string[] | undefined): Promise<Result<ExecutableBindingRecord, HostError>> {
     // An entry module is imported by the runner, never executed: it keeps its mode.
     if (code.kind === 'esm-entry') return bindModuleEntry({ installRoot, entry: code.path });
-    const prepared = await this.#prepareExecutable(installRoot, code);
+    const prepared = await this.#prepareExecutable(id, installRoot, code);
     if (prepared.isErr()) return err(prepared.error);
     const executable = prepared.value;
     return bindExecutable({
@@ -746,16 +753,32 @@ export class Installer {
    * package's pyproject.toml, the launcher of the private Python environment
    * installed for it (see installConsoleScript).
    */
-  async #prepareExecutable(installRoot: string, code: PinnedCode & { readonly kind: 'executable' }): Promise<Result<string, HostError>> {
+  async #prepareExecutable(id: string, installRoot: string, code: PinnedCode & { readonly kind: 'executable' }): Promise<Result<string, HostError>> {
     const executable = code.path;
     const script = await consoleScriptOf(installRoot, executable);
     if (script.isErr()) return err(script.error);
     if (script.value === undefined) return (await setExecutableMode(installRoot, executable)).map(() => executable);
+    const identity = this.#installIdentity(id);
+    if (identity.isErr()) return err(identity.error);
     const installed = await installConsoleScript(installRoot, script.value, {
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
       ...(code.pythonIndexUrl === undefined ? {} : { indexUrl: code.pythonIndexUrl }),
+      ...(identity.value === undefined ? {} : { identity: identity.value }),
     });
     return installed.map((python) => python.executable);
+  }
+
+  /**
+   * The user what an install runs for a package runs as: on a Linux root
+   * host the plugin's own (the sandbox's choice, or the default range's when
+   * the installer has no switching sandbox), never root; elsewhere the host's.
+   */
+  #installIdentity(id: string): Result<PluginIdentity | undefined, HostError> {
+    if (process.platform !== 'linux' || process.getuid?.() !== 0) return ok(undefined);
+    const dataRoot = dirname(this.#o.layout.dataDir(id));
+    const spawner = this.#o.spawner;
+    if (spawner?.switchesUsers === true) return spawner.pluginIdentity(dataRoot, id);
+    return checkUidRange(DEFAULT_PLUGIN_UID_RANGE).andThen((range) => pluginIdentity(dataRoot, id, range));
   }
 
   /**

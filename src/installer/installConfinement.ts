@@ -7,12 +7,17 @@
  * secret files masked, no capabilities, and no network unless the caller
  * allowed a package index. Whatever such a command ends up running (a build
  * backend pip fetched, a `.pth` line) can then change nothing but the
- * package's own tree, which is pinned afterwards like any other file.
+ * package's own tree, which is pinned afterwards like any other file. On a
+ * root host it also runs as the plugin's own user, as the plugin later does:
+ * without capabilities, root's uid still opens every root-owned file the
+ * mask list does not name, and what it copied into the install root the
+ * plugin could read.
  */
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import { SYSTEM_PATHS, isWithin } from '../sandbox/SandboxLayout.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from '../sandbox/secretLocations.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
@@ -25,6 +30,16 @@ export interface InstallConfinement {
   readonly interpreter: string;
   /** Whether the command may use the network (a caller-allowed package index). */
   readonly network: boolean;
+  /** On a root host, the plugin's own user, which the command runs as; it can write only what it owns. */
+  readonly identity?: PluginIdentity;
+}
+
+const noConfinement = (message: string): HostError => hostError('PLUGIN_PYTHON_INSTALL_FAILED', message, { details: { reason: 'no_confinement' } });
+
+/** The options that leave bubblewrap's setup to root and run the command through setpriv as `identity`, with nothing kept. */
+function asUser(setpriv: string, identity: PluginIdentity): string[] {
+  const [uid, gid] = [String(identity.uid), String(identity.gid)];
+  return [setpriv, '--reuid', uid, '--regid', gid, '--clear-groups', '--bounding-set', '-all', '--inh-caps', '-all', '--no-new-privs', '--'];
 }
 
 /**
@@ -37,14 +52,20 @@ export interface InstallConfinement {
 export function confinedCommand(argv: readonly string[], confinement: InstallConfinement): Result<string[], HostError> {
   if (process.platform !== 'linux') return ok([...argv]);
   const bwrap = settings.bubblewrap.find((path) => existsSync(path));
-  if (bwrap === undefined) {
-    return err(
-      hostError('PLUGIN_PYTHON_INSTALL_FAILED', `no bubblewrap (${settings.bubblewrap.join(', ')}) to confine pip with; a package's install never runs unconfined`, {
-        details: { reason: 'no_confinement' },
-      }),
-    );
+  if (bwrap === undefined) return err(noConfinement(`no bubblewrap (${settings.bubblewrap.join(', ')}) to confine pip with; a package's install never runs unconfined`));
+  const identity = confinement.identity;
+  const setpriv = settings.setpriv.find((path) => existsSync(path));
+  if (identity !== undefined && setpriv === undefined) {
+    return err(noConfinement(`no setpriv (${settings.setpriv.join(', ')}) to run pip as the plugin's user; a package's install never runs as root`));
   }
-  const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL', ...(confinement.network ? ['--share-net'] : [])];
+  const args =
+    identity === undefined
+      ? ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL', ...(confinement.network ? ['--share-net'] : [])]
+      : // Run by root, a user namespace would map uid 0 alone; without one, bubblewrap keeps just what setpriv needs.
+        [
+          ...['--die-with-parent', '--new-session', '--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(confinement.network ? [] : ['--unshare-net'])],
+          ...['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP'],
+        ];
   const mounted: string[] = [];
   for (const path of SYSTEM_PATHS) {
     const entry = lstatSync(path, { throwIfNoEntry: false });
@@ -56,7 +77,10 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     }
   }
   const prefix = dirname(dirname(realpathSync(confinement.interpreter)));
-  if (!mounted.some((tree) => isWithin(prefix, tree))) {
+  const prefixMounted = !mounted.some((tree) => isWithin(prefix, tree));
+  // Folders bubblewrap makes for mount points are 0700 when root runs it; the plugin's user must cross them.
+  if (prefixMounted) {
+    if (identity !== undefined) args.push(...traversableParents(prefix, mounted));
     args.push('--ro-bind', prefix, prefix);
     mounted.push(prefix);
   }
@@ -70,6 +94,17 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     if (entry.isDirectory()) args.push('--tmpfs', secret);
     else args.push('--ro-bind', '/dev/null', secret);
   }
-  args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--');
-  return ok([bwrap, ...args, ...argv]);
+  args.push('--dev', '/dev', '--proc', '/proc', ...(identity === undefined ? [] : ['--perms', '1777']), '--tmpfs', '/tmp');
+  if (identity !== undefined) args.push(...traversableParents(confinement.writable, mounted));
+  args.push('--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--');
+  return ok([bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...argv]);
+}
+
+/** `--dir` options (mode 0755) for the folders above `target` that no mount provides, outermost first. */
+function traversableParents(target: string, mounted: readonly string[]): string[] {
+  const parents: string[] = [];
+  for (let dir = dirname(target); dir !== dirname(dir); dir = dirname(dir)) {
+    if (!mounted.some((tree) => isWithin(dir, tree))) parents.unshift(dir);
+  }
+  return parents.flatMap((dir) => ['--perms', '0755', '--dir', dir]);
 }

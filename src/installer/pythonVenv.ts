@@ -13,13 +13,14 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { lchown, lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { parse as parseToml } from 'smol-toml';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
+import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import { confinedCommand } from './installConfinement.js';
 import { refuseDirectReferences } from './wheelRequirements.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
@@ -50,6 +51,8 @@ export interface PythonInstallOptions {
   readonly searchPath: string;
   /** A package index (PEP 503 simple API) pip may fetch missing wheels from; without it pip never uses the network. */
   readonly indexUrl?: string;
+  /** On a root host, the plugin's own user: pip and the environment's interpreter run as it, owning only the environment while they run. */
+  readonly identity?: PluginIdentity;
 }
 
 type Reason = 'pyproject_invalid' | 'entry_point_invalid' | 'no_wheels' | 'environment_exists' | 'venv_failed' | 'pip_failed' | 'environment_invalid';
@@ -144,6 +147,16 @@ async function removeLinks(dir: string): Promise<void> {
   }
 }
 
+/** Gives `dir` and everything below it to `owner`, links themselves and never what they name. */
+async function ownTree(dir: string, owner: PluginIdentity): Promise<void> {
+  await lchown(dir, owner.uid, owner.gid);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await ownTree(path, owner);
+    else await lchown(path, owner.uid, owner.gid);
+  }
+}
+
 /** The environment's site-packages directories, relative to it; they must lie inside it. */
 function sitePackagesOf(output: string, environment: string): Result<string[], HostError> {
   let paths: unknown;
@@ -191,11 +204,17 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   const venv = await run([python, '-I', '-m', 'venv', '--without-pip', building], options.searchPath);
   if (venv.failed) return err(failure('venv_failed', `${python} -m venv failed: ${tail(venv.stderr)}`, { interpreter: python, stderr_tail: tail(venv.stderr) }));
   const environmentPython = join(building, 'bin', 'python');
+  const identity = options.identity;
   const pipCommand = confinedCommand(
     [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...pipOptions(options.indexUrl), ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
-    { writable: root, interpreter: python, network: options.indexUrl !== undefined },
+    { writable: root, interpreter: python, network: options.indexUrl !== undefined, ...(identity === undefined ? {} : { identity }) },
   );
   if (pipCommand.isErr()) return err(pipCommand.error);
+  try {
+    if (identity !== undefined) await ownTree(building, identity);
+  } catch (cause) {
+    return err(ioError('Handing the Python environment to the plugin user', building, cause));
+  }
   const pip = await run(pipCommand.value, options.searchPath);
   if (pip.failed) {
     return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
@@ -205,6 +224,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     writable: root,
     interpreter: python,
     network: false,
+    ...(identity === undefined ? {} : { identity }),
   });
   if (pathsCommand.isErr()) return err(pathsCommand.error);
   const paths = await run(pathsCommand.value, options.searchPath);
@@ -213,6 +233,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   if (sitePackages.isErr()) return err(sitePackages.error);
   const launcher = join(settings.environmentDir, 'bin', script.name);
   try {
+    if (identity !== undefined) await ownTree(building, { uid: 0, gid: 0 });
     await removeLinks(building);
     await rename(building, environment);
     const target = join(root, launcher);

@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -92,5 +92,32 @@ describe('Python install runs no package code on the host', () => {
     const installed = await host.install(pkg, { canary: false });
     expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  // The plugin itself runs as a user of its own on a root host, so a root-only file the mask list does not name is
+  // closed to it; what the install runs for the package must not read it either, or a .pth line copies it into the
+  // install root, which the plugin then reads.
+  it.runIf(process.getuid?.() === 0)('runs what the installed wheels run at install as a user that cannot read root-only files (root host)', async () => {
+    const secret = join('/etc', `mcp-plugin-host-install-${process.pid}-${Date.now()}.key`);
+    await writeFile(secret, 'root-only key material\n', { mode: 0o600 });
+    try {
+      const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+      scratch.push(pkg);
+      const copy = `try: data = open(${JSON.stringify(secret)}).read()\nexcept OSError as error: data = type(error).__name__\nimport os, sys\nopen(os.path.join(sys.prefix, "copied-secret"), "w").write(data)\n`;
+      await writeWheel(join(pkg, 'wheels'), 'mcp', [], {
+        'mcp/__init__.py': '',
+        'mcp_copy.py': copy,
+        'mcp_startup.pth': 'import mcp_copy\n',
+      });
+      const profile = await pool.profile();
+      const host = await pool.open(profile, { interpreterSearchPath: PYTHON_SEARCH_PATH });
+      const installed = await host.install(pkg, { canary: false });
+      expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+      const [version] = await readdir(join(profile, 'plugins', 'hello'));
+      // The environment is the one folder the .pth line can write (pip and it run at install as the plugin's user).
+      expect(await readFile(join(profile, 'plugins', 'hello', version!, '.mcp-plugin-host:venv', 'copied-secret'), 'utf8')).toBe('PermissionError');
+    } finally {
+      await rm(secret, { force: true });
+    }
   });
 });
