@@ -237,8 +237,9 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     await removeLinks(building);
     await rename(building, environment);
     const target = join(root, launcher);
-    if ((await lstat(target).catch(() => undefined))?.isSymbolicLink() === true) await unlink(target);
-    await writeFile(target, launcherSource(python, sitePackages.value, script), { mode: 0o755 });
+    // Whatever the wheels or a .pth line left at the launcher's name goes (a FIFO there would block the write for good).
+    if ((await lstat(target).catch(() => undefined))?.isDirectory() === false) await unlink(target);
+    await writeFile(target, launcherSource(python, sitePackages.value, script), { mode: 0o755, flag: 'wx' });
   } catch (cause) {
     return err(ioError('Writing the Python environment', environment, cause));
   }

@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -92,6 +92,22 @@ describe('Python install runs no package code on the host', () => {
     const installed = await host.install(pkg, { canary: false });
     expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('writes its launcher over whatever the installed wheels left at its name: a FIFO there does not stall the install', async () => {
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // Any interpreter of the environment runs this at start; the install asks one for its site-packages after pip.
+    const fifo = `import os, sys\npath = os.path.join(sys.prefix, "bin", "hello-mcp")\ntry:\n    if os.path.lexists(path): os.unlink(path)\n    os.mkfifo(path)\nexcept OSError: pass\n`;
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [], { 'mcp/__init__.py': '', 'mcp_fifo.py': fifo, 'mcp_startup.pth': 'import mcp_fifo\n' });
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { interpreterSearchPath: PYTHON_SEARCH_PATH });
+    const installed = await host.install(pkg, { canary: false });
+    expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+    const [version] = await readdir(join(profile, 'plugins', 'hello'));
+    const launcher = join(profile, 'plugins', 'hello', version!, '.mcp-plugin-host:venv', 'bin', 'hello-mcp');
+    expect((await lstat(launcher)).isFile()).toBe(true);
+    expect(await readFile(launcher, 'utf8')).toMatch(/^#!.* -IS\n/);
   });
 
   // The plugin itself runs as a user of its own on a root host, so a root-only file the mask list does not name is
