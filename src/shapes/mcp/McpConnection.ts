@@ -5,19 +5,23 @@ import {
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
+  ErrorCode,
+  McpError,
   type CallToolResult,
   type ServerCapabilities,
   type Implementation,
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { err, ok, type Result } from 'neverthrow';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
-import { CallAbort } from './CallAbort.js';
+import { readCallToolResult } from './callToolResult.js';
+import { DirectToolCalls } from './DirectToolCalls.js';
 import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
@@ -80,10 +84,6 @@ const describeTool = (tool: Tool): ToolDescriptor => ({
   ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
 });
 
-// The SDK's callTool type also admits the pre-2024-11 `toolResult` shape, which only a caller-supplied schema produces.
-const isCallToolResult = (result: CallToolResult | { toolResult: unknown }): result is CallToolResult =>
-  Array.isArray((result as { content?: unknown }).content);
-
 function toCallProgress(progress: Progress): CallProgress {
   return {
     progress: progress.progress,
@@ -94,11 +94,20 @@ function toCallProgress(progress: Progress): CallProgress {
 
 /** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion (which is what a too deep value breaks). */
 function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const pending: { readonly item: unknown; readonly depth: number }[] = [{ item: value, depth: 0 }];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    if (typeof next.item !== 'object' || next.item === null) continue;
-    if (next.depth >= limit) return true;
-    for (const child of Object.values(next.item)) pending.push({ item: child, depth: next.depth + 1 });
+  if (typeof value !== 'object' || value === null) return false;
+  // Two parallel stacks of containers only: a walk of every warm call's result allocates no record per value.
+  const containers: object[] = [value];
+  const depths: number[] = [0];
+  for (let container = containers.pop(); container !== undefined; container = containers.pop()) {
+    const depth = depths.pop() ?? 0;
+    if (depth >= limit) return true;
+    const children: readonly unknown[] = Array.isArray(container) ? container : Object.values(container);
+    for (const child of children) {
+      if (typeof child === 'object' && child !== null) {
+        containers.push(child);
+        depths.push(depth + 1);
+      }
+    }
   }
   return false;
 }
@@ -125,13 +134,23 @@ export class McpConnection {
   /** A tools/list refresh is queued and has not started: it will see every change notified meanwhile. */
   private refreshQueued = false;
   private readonly calls: CallsInFlight;
+  /** The `tools/call` requests, sent past the SDK `Client` (which keeps every other request). */
+  private readonly direct: DirectToolCalls;
+  /** Output-schema validators of the listed tools, by name (the process's shared compiled ones). */
+  private outputValidators: ReadonlyMap<string, JsonSchemaValidator<unknown>> = new Map();
+  /** Listed tools that accept only task-based execution, which the host does not offer. */
+  private taskOnlyTools: ReadonlySet<string> = new Set();
 
   private constructor(
     readonly process: PluginProcess,
     private readonly settings: McpConnectionSettings,
   ) {
+    this.direct = new DirectToolCalls((message) => this.transport.send(message), settings.clock, (error) =>
+      settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error'),
+    );
     this.transport = new PluginProcessTransport(process, {
       maxFrameBytes: settings.maxFrameBytes,
+      directCalls: this.direct,
       onViolation: (violation, output) => this.onStdoutViolation(violation, output),
       onOversizeAnswer: (failure) => {
         settings.onStdoutViolation(failure);
@@ -267,45 +286,49 @@ export class McpConnection {
   ): Promise<Result<McpToolResult, HostError>> {
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
     const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
-    const reported = budget ?? { timeoutMs, maxTotalTimeoutMs };
-    const abort = new CallAbort();
-    const unfollowCaller = options.signal === undefined ? undefined : abort.follow(options.signal);
-    const leaveCalls = this.calls.enter(options.clientRequests);
-    // The SDK checks the total cap only when progress arrives. Without progress its per-call timeout ends the call
-    // first, so the cap needs a timer of its own only when that timeout is longer, or once progress has reset it.
-    const started = this.settings.clock.now();
-    let cancelTotalTimer: (() => void) | undefined;
-    const armTotalCap = (): void => {
-      if (cancelTotalTimer !== undefined) return;
-      const remaining = Math.max(0, maxTotalTimeoutMs - (this.settings.clock.now() - started));
-      cancelTotalTimer = this.settings.clock.setTimer(() => abort.abort('total-timeout', new Error(`total cap of ${reported.maxTotalTimeoutMs} ms reached`)), remaining);
-    };
-    if (timeoutMs >= maxTotalTimeoutMs) armTotalCap();
+    const stated = budget ?? { timeoutMs, maxTotalTimeoutMs };
+    const context = { phase: 'tools/call' as const, tool: name, ...stated };
+    if (this.taskOnlyTools.has(name)) {
+      return err(await this.failure(new McpError(ErrorCode.InvalidRequest, `Tool "${name}" requires task-based execution, which the host does not offer`), context));
+    }
     const onProgress = options.onProgress;
+    const leaveCalls = this.calls.enter(options.clientRequests);
+    const outcome = await this.direct.call({
+      name,
+      args,
+      timeoutMs,
+      maxTotalTimeoutMs,
+      statedMaxTotalTimeoutMs: stated.maxTotalTimeoutMs,
+      signal: options.signal,
+      onProgress: onProgress === undefined ? undefined : (progress) => this.reportProgress(name, onProgress, progress),
+    });
+    leaveCalls();
+    if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));
+    const read = readCallToolResult(outcome.result);
+    if (read.isErr()) return err(await this.failure(read.error, context));
+    const result = read.value;
+    if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(`tools/call of "${name}"`, { tool: name }));
+    const broken = this.outputSchemaViolation(name, result);
+    if (broken !== undefined) return err(await this.failure(broken, context));
+    return ok({ value: result, isError: result.isError === true });
+  }
+
+  /**
+   * What the SDK `Client` enforces on a tool with an output schema: a
+   * successful result carries `structuredContent`, and it matches the schema.
+   * Its errors, with the SDK's codes and texts, for the failure mapping.
+   */
+  private outputSchemaViolation(name: string, result: CallToolResult): McpError | undefined {
+    const validator = this.outputValidators.get(name);
+    if (validator === undefined) return undefined;
+    if (result.structuredContent === undefined) {
+      return result.isError === true ? undefined : new McpError(ErrorCode.InvalidRequest, `Tool ${name} has an output schema but did not return structured content`);
+    }
     try {
-      const result = await this.client.callTool(args === undefined ? { name } : { name, arguments: args }, undefined, {
-        timeout: timeoutMs,
-        resetTimeoutOnProgress: true,
-        maxTotalTimeout: maxTotalTimeoutMs,
-        signal: abort.asSignal(),
-        // Always asking for progress gives every call a progressToken, so a plugin that reports progress keeps its call alive.
-        onprogress: (progress) => {
-          armTotalCap();
-          if (onProgress !== undefined) this.reportProgress(name, onProgress, progress);
-        },
-      });
-      if (!isCallToolResult(result)) {
-        return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered tools/call of "${name}" without content`, { details: { tool: name } }));
-      }
-      if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(`tools/call of "${name}"`, { tool: name }));
-      return ok({ value: result, isError: result.isError === true });
+      const checked = validator(result.structuredContent);
+      return checked.valid ? undefined : new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`);
     } catch (error) {
-      const abortedBy = abort.by;
-      return err(await this.failure(error, { phase: 'tools/call', tool: name, ...reported, ...(abortedBy === undefined ? {} : { abortedBy }) }));
-    } finally {
-      unfollowCaller?.();
-      leaveCalls();
-      cancelTotalTimer?.();
+      return new McpError(ErrorCode.InvalidParams, `Failed to validate structured content: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
@@ -361,6 +384,14 @@ export class McpConnection {
     this.descriptors = Object.freeze(tools.map(describeTool));
     const names = tools.map((tool) => tool.name);
     this.toolNames = new Set(names);
+    const validators = new Map<string, JsonSchemaValidator<unknown>>();
+    const taskOnly = new Set<string>();
+    for (const tool of tools) {
+      if (tool.outputSchema !== undefined) validators.set(tool.name, outputSchemaValidators.getValidator(tool.outputSchema as JsonSchemaType));
+      if (tool.execution?.taskSupport === 'required') taskOnly.add(tool.name);
+    }
+    this.outputValidators = validators;
+    this.taskOnlyTools = taskOnly;
     const expected = this.settings.expectedTools;
     this.currentMismatch = (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
   }

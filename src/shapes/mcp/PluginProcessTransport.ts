@@ -1,10 +1,11 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, JSONRPCMessageSchema, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, JSONRPCMessageSchema, McpError, ProgressNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { frameTooLarge, LineChannel } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES, type OversizeLine } from '../../framing/LineReader.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
+import type { DirectAnswer, DirectToolCalls } from './DirectToolCalls.js';
 
 const EXCERPT_CHARS = 200;
 /** After the process exits, how long stdout may still deliver buffered lines before the connection ends. */
@@ -33,6 +34,8 @@ export interface PluginProcessTransportOptions {
   readonly onOversizeAnswer?: (failure: HostError) => void;
   /** Runs the wait for stdout after the process exited. Default the system clock. */
   readonly clock?: Clock;
+  /** The host's own `tools/call` requests: their answers and progress go there instead of to the SDK. */
+  readonly directCalls?: DirectToolCalls;
 }
 
 // A JSON-RPC id as the last member of the line's top-level object (the closing brace follows it, so it cannot be
@@ -51,6 +54,28 @@ function answeredId(line: OversizeLine): string | number | undefined {
   } catch {
     return undefined;
   }
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+
+/**
+ * A JSON-RPC answer whose envelope is plainly what the SDK's strict schema
+ * accepts (exactly `jsonrpc`, `id` and a `result` object without `_meta`,
+ * or an `error` with an integer code and a message); undefined sends it to
+ * the schema itself.
+ */
+function plainAnswer(message: Record<string, unknown>, id: number): DirectAnswer | undefined {
+  let keys = 0;
+  for (const key in message) {
+    if (key !== 'jsonrpc' && key !== 'id' && key !== 'result' && key !== 'error') return undefined;
+    keys++;
+  }
+  if (keys !== 3 || message.jsonrpc !== '2.0') return undefined;
+  const { result, error } = message;
+  if (isPlainObject(result)) return result._meta === undefined ? { id, result } : undefined;
+  if (!isPlainObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') return undefined;
+  return { id, error: { code: error.code as number, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
 }
 
 const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
@@ -207,6 +232,7 @@ export class PluginProcessTransport implements Transport {
       this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }), true);
       return;
     }
+    if (this.options.directCalls !== undefined && this.routeDirect(this.options.directCalls, parsed)) return;
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
       const claimsJsonRpc = typeof parsed === 'object' && parsed !== null && 'jsonrpc' in parsed;
@@ -216,6 +242,39 @@ export class PluginProcessTransport implements Transport {
     }
     if (this.initializeId !== undefined && 'id' in message.data && message.data.id === this.initializeId) this.noteInitializeAnswer(message.data);
     this.onmessage?.(message.data);
+  }
+
+  /**
+   * Hands an answer to, or progress on, one of the host's own calls to them,
+   * past the SDK; false leaves the message to the common path (which also
+   * reports a message that breaks the JSON-RPC schema).
+   */
+  private routeDirect(direct: DirectToolCalls, parsed: unknown): boolean {
+    if (!isPlainObject(parsed)) return false;
+    if (parsed.method === undefined) {
+      const id = parsed.id;
+      if (!direct.owns(id)) return false;
+      const answer = plainAnswer(parsed, id as number);
+      if (answer !== undefined) {
+        direct.answer(answer);
+        return true;
+      }
+      const checked = JSONRPCMessageSchema.safeParse(parsed);
+      if (!checked.success) return false;
+      direct.answer(checked.data as DirectAnswer);
+      return true;
+    }
+    if (parsed.method !== 'notifications/progress') return false;
+    const token = isPlainObject(parsed.params) ? parsed.params.progressToken : undefined;
+    if (!direct.owns(token)) return false;
+    if (!JSONRPCMessageSchema.safeParse(parsed).success) return false;
+    const progress = ProgressNotificationSchema.safeParse(parsed);
+    if (!progress.success) {
+      this.onerror?.(new Error(`Uncaught error in notification handler: ${progress.error.message}`));
+      return true;
+    }
+    direct.progress(token as number, progress.data.params);
+    return true;
   }
 
   /** Fails the one request an oversize line answered, as if the plugin had answered it with that error. */
@@ -232,7 +291,10 @@ export class PluginProcessTransport implements Transport {
     });
     this.options.onOversizeAnswer?.(failure);
     // The HostError rides in `data`, which no plugin can put there: the failure mapping recognizes it by its class.
-    this.onmessage?.({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: failure.message, data: failure } });
+    const error = { code: ErrorCode.InternalError, message: failure.message, data: failure };
+    const direct = this.options.directCalls;
+    if (direct?.owns(id) === true) direct.answer({ id: id as number, error });
+    else this.onmessage?.({ jsonrpc: '2.0', id, error });
   }
 
   private noteInitializeAnswer(message: JSONRPCMessage): void {
@@ -250,6 +312,7 @@ export class PluginProcessTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     this.endedByPeer = byPeer;
+    this.options.directCalls?.close();
     this.onclose?.();
   }
 }

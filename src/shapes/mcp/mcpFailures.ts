@@ -4,7 +4,7 @@ import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../error
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
-import type { AbortedBy } from './CallAbort.js';
+import type { AbortedBy } from './DirectToolCalls.js';
 import type { McpSurfaceMethod } from './McpSurface.js';
 
 /** Which exchange of the MCP session failed. */

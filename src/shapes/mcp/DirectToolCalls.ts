@@ -1,0 +1,213 @@
+import { ErrorCode, McpError, type JSONRPCMessage, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import type { Clock } from '../../ports/ports.js';
+
+/** Who ended a `tools/call` early, when the session did. */
+export type AbortedBy = 'caller' | 'total-timeout';
+
+/**
+ * Ids of the host's own `tools/call` requests start here. The SDK `Client`
+ * of the same connection numbers its requests from 0, one per request it
+ * sends (initialize, lists, the rare surface requests), so the two ranges
+ * never meet; numbers rather than strings, since some plugins expect them.
+ */
+export const FIRST_DIRECT_CALL_ID = 1_000_000_000;
+
+/** One `tools/call` as {@link DirectToolCalls.call} sends it. */
+export interface DirectCallRequest {
+  readonly name: string;
+  readonly args: Record<string, unknown> | undefined;
+  /** Time without an answer or progress. */
+  readonly timeoutMs: number;
+  /** Cap on the whole call, progress or not. */
+  readonly maxTotalTimeoutMs: number;
+  /** The cap as the caller set it, for the error text (`maxTotalTimeoutMs` is what was left of it when the call was sent). */
+  readonly statedMaxTotalTimeoutMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly onProgress: ((progress: Progress) => void) | undefined;
+}
+
+/**
+ * How a direct call ended: the plugin's raw `result` (not yet checked), or
+ * the error the SDK `Client` would have rejected the same request with,
+ * and who aborted it when the host or its caller did.
+ */
+export type DirectCallOutcome =
+  | { readonly answered: true; readonly result: unknown }
+  | { readonly answered: false; readonly error: unknown; readonly abortedBy?: AbortedBy };
+
+/** A JSON-RPC answer to one of the direct calls, its envelope already checked. */
+export type DirectAnswer = { readonly id: number; readonly result: unknown } | { readonly id: number; readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } };
+
+interface PendingCall {
+  readonly id: number;
+  readonly settle: (outcome: DirectCallOutcome) => void;
+  readonly timeoutMs: number;
+  readonly maxTotalTimeoutMs: number;
+  readonly statedMaxTotalTimeoutMs: number;
+  readonly started: number;
+  readonly totalDeadline: number;
+  idleDeadline: number;
+  readonly onProgress: ((progress: Progress) => void) | undefined;
+  unfollow: (() => void) | undefined;
+}
+
+/**
+ * The host's own `tools/call` requests on a connection whose SDK `Client`
+ * keeps every other request: the warm path of a call.
+ *
+ * The SDK's request machinery costs a warm call more than the pipe does: a
+ * progress handler, an abort listener and a resettable timer per request,
+ * and a schema parse of every message on the way in (the transport's, then
+ * the SDK's own, then the result's). Here a call is an entry in one id map;
+ * one timer serves every call in flight (armed for the earliest deadline,
+ * re-armed when it fires; a call that ends leaves it alone); the transport
+ * hands over answers to these ids after one `JSON.parse`. What a call does
+ * is the SDK's: a `progressToken` on each request (a plugin that reports
+ * progress keeps its call alive), `notifications/cancelled` on abort and on
+ * either timeout, the total cap whether or not progress arrives, and the
+ * same errors (`McpError` with the SDK's codes and texts) for the failure
+ * mapping.
+ */
+export class DirectToolCalls {
+  readonly #pending = new Map<number, PendingCall>();
+  #nextId = FIRST_DIRECT_CALL_ID;
+  #armedFor: number | undefined;
+  #cancelTimer: (() => void) | undefined;
+  #closedWith: unknown;
+
+  /**
+   * @param send - Writes one message to the plugin (the transport's `send`).
+   * @param clock - Runs the one deadline timer.
+   * @param onError - Told a cancellation that could not be sent.
+   */
+  constructor(
+    private readonly send: (message: JSONRPCMessage) => Promise<void>,
+    private readonly clock: Clock,
+    private readonly onError: (error: Error) => void,
+  ) {}
+
+  /** Calls in flight now. */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  /** Whether `id` is a call in flight here: its answer and progress are this object's to handle. */
+  owns(id: unknown): boolean {
+    return typeof id === 'number' && this.#pending.has(id);
+  }
+
+  /** Sends one `tools/call` and resolves (never rejects) with how it ended. */
+  call(request: DirectCallRequest): Promise<DirectCallOutcome> {
+    if (this.#closedWith !== undefined) return Promise.resolve({ answered: false, error: this.#closedWith });
+    const signal = request.signal;
+    // Never sent, so the plugin is told nothing.
+    if (signal?.aborted === true) return Promise.resolve({ answered: false, error: signal.reason, abortedBy: 'caller' });
+    const id = this.#nextId++;
+    return new Promise((settle) => {
+      const now = this.clock.now();
+      const call: PendingCall = {
+        id,
+        settle,
+        timeoutMs: request.timeoutMs,
+        maxTotalTimeoutMs: request.maxTotalTimeoutMs,
+        statedMaxTotalTimeoutMs: request.statedMaxTotalTimeoutMs,
+        started: now,
+        totalDeadline: now + request.maxTotalTimeoutMs,
+        idleDeadline: now + request.timeoutMs,
+        onProgress: request.onProgress,
+        unfollow: undefined,
+      };
+      this.#pending.set(id, call);
+      this.#arm(Math.min(call.idleDeadline, call.totalDeadline));
+      if (signal !== undefined) {
+        const onAbort = (): void => this.#cancel(call, signal.reason, 'caller');
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.unfollow = () => signal.removeEventListener('abort', onAbort);
+      }
+      const params = request.args === undefined ? { name: request.name, _meta: { progressToken: id } } : { name: request.name, arguments: request.args, _meta: { progressToken: id } };
+      this.send({ jsonrpc: '2.0', id, method: 'tools/call', params }).catch((error: unknown) => this.#end(call, { answered: false, error }));
+    });
+  }
+
+  /** The plugin answered a call of {@link owns}. */
+  answer(message: DirectAnswer): void {
+    const call = this.#pending.get(message.id);
+    if (call === undefined) return;
+    if ('error' in message) {
+      const { code, message: text, data } = message.error;
+      this.#end(call, { answered: false, error: McpError.fromError(code, text, data) });
+    } else {
+      this.#end(call, { answered: true, result: message.result });
+    }
+  }
+
+  /** The plugin reported progress on a call of {@link owns}: its idle deadline starts over, within the total cap. */
+  progress(token: number, progress: Progress): void {
+    const call = this.#pending.get(token);
+    if (call === undefined) return;
+    const now = this.clock.now();
+    if (now >= call.totalDeadline) {
+      // Progress past the cap before its deadline fired: the SDK's own words for it.
+      const reason = McpError.fromError(ErrorCode.RequestTimeout, 'Maximum total timeout exceeded', { maxTotalTimeout: call.maxTotalTimeoutMs, totalElapsed: now - call.started });
+      this.#cancel(call, reason, 'total-timeout');
+      return;
+    }
+    call.idleDeadline = now + call.timeoutMs;
+    if (call.onProgress !== undefined) call.onProgress(progress);
+  }
+
+  /** The connection ended: every call in flight fails with `error`, and later calls at once. */
+  close(error: unknown = new McpError(ErrorCode.ConnectionClosed, 'Connection closed')): void {
+    this.#closedWith ??= error;
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    this.#armedFor = undefined;
+    for (const call of [...this.#pending.values()]) this.#end(call, { answered: false, error });
+  }
+
+  #end(call: PendingCall, outcome: DirectCallOutcome): void {
+    if (this.#pending.get(call.id) !== call) return;
+    this.#pending.delete(call.id);
+    call.unfollow?.();
+    call.settle(outcome);
+  }
+
+  /** Ends the call and tells the plugin, as the SDK's request does on abort and timeout. */
+  #cancel(call: PendingCall, reason: unknown, abortedBy: AbortedBy | undefined): void {
+    if (this.#pending.get(call.id) !== call) return;
+    this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: String(reason) } }).catch((error: unknown) =>
+      this.onError(new Error(`Failed to send cancellation: ${String(error)}`)),
+    );
+    const error = reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason));
+    this.#end(call, abortedBy === undefined ? { answered: false, error } : { answered: false, error, abortedBy });
+  }
+
+  #timeOut(call: PendingCall, total: boolean): void {
+    if (total) {
+      this.#cancel(call, new Error(`total cap of ${call.statedMaxTotalTimeoutMs} ms reached`), 'total-timeout');
+    } else {
+      this.#cancel(call, McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: call.timeoutMs }), undefined);
+    }
+  }
+
+  /** Makes sure the one timer fires by `deadline`. */
+  #arm(deadline: number): void {
+    if (this.#armedFor !== undefined && this.#armedFor <= deadline) return;
+    this.#cancelTimer?.();
+    this.#armedFor = deadline;
+    this.#cancelTimer = this.clock.setTimer(() => this.#expire(), Math.max(0, deadline - this.clock.now()));
+  }
+
+  #expire(): void {
+    this.#armedFor = undefined;
+    this.#cancelTimer = undefined;
+    const now = this.clock.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const call of [...this.#pending.values()]) {
+      const deadline = Math.min(call.idleDeadline, call.totalDeadline);
+      if (deadline <= now) this.#timeOut(call, call.totalDeadline <= call.idleDeadline);
+      else next = Math.min(next, deadline);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
+  }
+}
