@@ -32,6 +32,14 @@ export interface GatewayDefaults {
   readonly sessionSweepMs: number;
   /** The shortest bearer token accepted from a token source. */
   readonly minTokenLength: number;
+  /** The largest HTTP request body accepted, in bytes; a larger one is answered 413. */
+  readonly maxRequestBytes: number;
+  /** The most JSON-RPC messages one HTTP POST may carry as a batch. */
+  readonly maxBatchMessages: number;
+  /** How often an open SSE stream carries a keep-alive comment, in ms. */
+  readonly sseKeepAliveMs: number;
+  /** How long an idle keep-alive HTTP connection stays open, in ms. */
+  readonly httpKeepAliveMs: number;
   /** How a high_stakes_write confirmation is asked of the client as an elicitation. */
   readonly confirmation: GatewayConfirmationText;
 }

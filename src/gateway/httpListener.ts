@@ -1,18 +1,19 @@
 /**
  * The gateway's Streamable HTTP side: a node:http server on loopback by
  * default, where every request must carry a known bearer token and, when it
- * has an Origin, an allowed one. Each MCP session has its own transport and
- * server and belongs to the token that opened it.
+ * has an Origin, an allowed one. Each MCP session has its own transport (the
+ * gateway's own, in streamableHttpTransport.ts) and server and belongs to the
+ * token that opened it.
  */
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { HttpSessionTransport, isInitialize, JSON_RPC_CODES, readPostedMessages, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
 
 /** An HTTP client known by its own bearer token, with its own policy. */
 export interface GatewayHttpClient {
@@ -59,7 +60,7 @@ export interface HttpListener {
 }
 
 interface Session {
-  readonly transport: StreamableHTTPServerTransport;
+  readonly transport: HttpSessionTransport;
   readonly token: string;
   /** When its last request ended (or began), by `performance.now()`. */
   lastSeen: number;
@@ -85,9 +86,10 @@ function loopbackUrl(url: string): boolean {
 }
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
+  writeJsonRpcError(res, status, JSON_RPC_CODES.transport, message, headers);
 }
+
+const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
 
 /** Starts the HTTP side; `connect` makes the MCP server of one new session. */
 export function listenHttp(
@@ -112,11 +114,9 @@ export function listenHttp(
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const sessions = new Map<string, Session>();
-  // Initializes under way count against the cap too, so a burst of them cannot open more sessions than it allows.
-  let opening = 0;
   const share = Math.max(1, Math.floor(maxSessions / clients.length));
-  const openingBy = new Map<string, number>();
-  const heldBy = (token: string): number => [...sessions.values()].filter((s) => s.token === token).length + (openingBy.get(token) ?? 0);
+  const heldBy = (token: string): number => [...sessions.values()].filter((s) => s.token === token).length;
+  const limits: PostLimits = { maxBytes: GATEWAY_DEFAULTS.maxRequestBytes, maxBatch: GATEWAY_DEFAULTS.maxBatchMessages };
   const sweep = setInterval(
     () => {
       const now = performance.now();
@@ -127,6 +127,16 @@ export function listenHttp(
   sweep.unref();
   const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
   const loopbackBind = loopbackUrl(`http://${bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost}]` : bindHost}`);
+
+  /** A request counts as activity until its answer (an SSE stream included) closes. */
+  const track = (session: Session, res: ServerResponse): void => {
+    session.open += 1;
+    session.lastSeen = performance.now();
+    res.once('close', () => {
+      session.open -= 1;
+      session.lastSeen = performance.now();
+    });
+  };
 
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
@@ -147,36 +157,40 @@ export function listenHttp(
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       // Another token's session is as unknown to this client as a session that never existed.
-      if (session === undefined || session.token !== client.token) return refuse(res, 404, 'unknown session');
-      session.open += 1;
-      session.lastSeen = performance.now();
-      res.once('close', () => {
-        session.open -= 1;
-        session.lastSeen = performance.now();
-      });
-      return session.transport.handleRequest(req, res);
+      if (session === undefined || session.token !== client.token) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'unknown session');
+      track(session, res);
+      switch (req.method) {
+        case 'POST': {
+          const posted = await readPostedMessages(req, res, limits);
+          if (posted !== undefined) session.transport.handlePost(req, res, posted);
+          return;
+        }
+        case 'GET':
+          return session.transport.handleGet(req, res);
+        case 'DELETE':
+          return session.transport.handleDelete(req, res);
+        default:
+          return refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
+      }
     }
-    if (sessions.size + opening >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
+    if (req.method !== 'POST') {
+      return req.method === 'GET' || req.method === 'DELETE' ? refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required') : refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
+    }
+    const posted = await readPostedMessages(req, res, limits);
+    if (posted === undefined) return;
+    // Only an initialize opens a session; anything else without one belongs to no session.
+    if (!posted.messages.some(isInitialize)) return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
+    if (posted.messages.length > 1) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: an initialize request comes alone');
+    if (sessions.size >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     if (heldBy(client.token) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, { transport, token: client.token, lastSeen: performance.now(), open: 0 }),
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-    };
-    opening += 1;
-    openingBy.set(client.token, (openingBy.get(client.token) ?? 0) + 1);
-    try {
-      const server = connect(client.policy, client.name);
-      await server.connect(transport);
-      await transport.handleRequest(req, res);
-    } finally {
-      opening -= 1;
-      openingBy.set(client.token, (openingBy.get(client.token) ?? 1) - 1);
-    }
-    // A request that did not open a session (not an initialize) leaves nothing behind.
-    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await transport.close();
+    const transport = new HttpSessionTransport(randomUUID(), GATEWAY_DEFAULTS.sseKeepAliveMs);
+    // Registered before the first await, so a burst of initializes cannot open more sessions than the caps allow.
+    const session: Session = { transport, token: client.token, lastSeen: performance.now(), open: 0 };
+    sessions.set(transport.sessionId, session);
+    track(session, res);
+    transport.onclose = () => sessions.delete(transport.sessionId);
+    await connect(client.policy, client.name).connect(transport);
+    transport.handlePost(req, res, posted);
   };
 
   const http = createServer((req, res) => {
@@ -185,6 +199,7 @@ export function listenHttp(
       else res.end();
     });
   });
+  http.keepAliveTimeout = GATEWAY_DEFAULTS.httpKeepAliveMs;
   const port = options.port ?? GATEWAY_DEFAULTS.port;
   return ResultAsync.fromPromise(
     new Promise<AddressInfo>((resolve, reject) => {

@@ -1,0 +1,380 @@
+/**
+ * The gateway's server side of the MCP Streamable HTTP transport, written on
+ * node:http rather than the SDK's server transport, which turns every request
+ * into a web-standard Request and every answer into a Response and stream.
+ *
+ * One {@link HttpSessionTransport} serves one MCP session under the SDK
+ * `Server`; the listener authenticates each HTTP request, finds its session
+ * and hands the request over. A POST's answers go back as one
+ * `application/json` body, unless the server sends something about one of
+ * its requests before answering (progress, an elicitation, a sampling
+ * request): that POST's answer then becomes an SSE stream carrying those
+ * messages and, last, the answers. Messages about no open request go to the
+ * session's standalone GET stream, or nowhere when the client has none open.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+
+/** JSON-RPC error codes of the transport's own refusals (the first two from JSON-RPC 2.0, the others as MCP servers use them). */
+export const JSON_RPC_CODES = Object.freeze({ parseError: -32700, invalidRequest: -32600, transport: -32000, sessionNotFound: -32001 });
+
+/** Writes a JSON-RPC error without an id as the whole HTTP answer (or ends an answer already under way). */
+export function writeJsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+/** What one POST carried. */
+export interface PostedMessages {
+  readonly messages: readonly JSONRPCMessage[];
+  /** Whether the body was a JSON array, answered with an array. */
+  readonly batch: boolean;
+}
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isRequestId(value: unknown): value is RequestId {
+  return typeof value === 'string' || Number.isInteger(value);
+}
+
+/** The structural rules of JSON-RPC 2.0 as MCP uses them; the SDK `Server` checks each method's params itself. */
+function isJsonRpcMessage(value: unknown): value is JSONRPCMessage {
+  if (!isObject(value) || value.jsonrpc !== '2.0') return false;
+  if ('method' in value) return typeof value.method === 'string' && (value.params === undefined || isObject(value.params)) && (!('id' in value) || isRequestId(value.id));
+  if ('result' in value) return isRequestId(value.id) && isObject(value.result) && !('error' in value);
+  const error = value.error;
+  return (value.id === undefined || isRequestId(value.id)) && isObject(error) && typeof error.code === 'number' && typeof error.message === 'string';
+}
+
+/** A message with a method and an id: a request, to be answered. */
+function isRequest(message: JSONRPCMessage): message is Extract<JSONRPCMessage, { method: string; id: RequestId }> {
+  return 'method' in message && 'id' in message;
+}
+
+/** Whether `message` is an initialize request. */
+export function isInitialize(message: JSONRPCMessage): boolean {
+  return isRequest(message) && message.method === 'initialize';
+}
+
+/** The media types of an Accept or Content-Type header, lower-cased, without parameters. */
+function mediaTypes(header: string | undefined): Set<string> {
+  const types = new Set<string>();
+  for (const part of (header ?? '').split(',')) {
+    const type = (part.split(';', 1)[0] ?? '').trim().toLowerCase();
+    if (type !== '') types.add(type);
+  }
+  return types;
+}
+
+function accepts(types: ReadonlySet<string>, type: string): boolean {
+  return types.has(type) || types.has('*/*') || types.has(`${type.slice(0, type.indexOf('/'))}/*`);
+}
+
+/** Whether the client takes SSE answers, as a GET must. */
+export function acceptsEventStream(req: IncomingMessage): boolean {
+  return accepts(mediaTypes(req.headers.accept), 'text/event-stream');
+}
+
+/** The body, or why there is none: larger than `maxBytes`, or the client went away first. */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'aborted'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (outcome: Buffer | 'too-large' | 'aborted'): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      resolve(outcome);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      // The rest is read and dropped, so the 413 can be written before the connection closes.
+      settle('too-large');
+      req.resume();
+    };
+    const onEnd = (): void => settle(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    const onClose = (): void => settle('aborted');
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+  });
+}
+
+/** The listener's bounds on one POST. */
+export interface PostLimits {
+  /** The largest body, in bytes. */
+  readonly maxBytes: number;
+  /** The most messages in a batch. */
+  readonly maxBatch: number;
+}
+
+/**
+ * Reads a POST's JSON-RPC message or batch, checking what every POST must
+ * satisfy whatever its session: an Accept naming both JSON and SSE (406),
+ * a JSON body (415), within the size cap (413), that parses (400, -32700),
+ * of well-formed messages and a bounded, non-empty batch (400, -32600).
+ * Undefined when it has answered the request itself with the refusal.
+ */
+export async function readPostedMessages(req: IncomingMessage, res: ServerResponse, limits: PostLimits): Promise<PostedMessages | undefined> {
+  const accepted = mediaTypes(req.headers.accept);
+  if (!accepts(accepted, 'application/json') || !accepts(accepted, 'text/event-stream')) {
+    writeJsonRpcError(res, 406, JSON_RPC_CODES.transport, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
+    return undefined;
+  }
+  if (!mediaTypes(req.headers['content-type']).has('application/json')) {
+    writeJsonRpcError(res, 415, JSON_RPC_CODES.transport, 'Unsupported Media Type: the body must be application/json');
+    return undefined;
+  }
+  const tooLarge = `Payload Too Large: a request body holds at most ${limits.maxBytes} bytes`;
+  if (Number(req.headers['content-length'] ?? 0) > limits.maxBytes) {
+    writeJsonRpcError(res, 413, JSON_RPC_CODES.invalidRequest, tooLarge, { connection: 'close' });
+    return undefined;
+  }
+  const body = await readBody(req, limits.maxBytes);
+  if (body === 'aborted') return undefined;
+  if (body === 'too-large') {
+    writeJsonRpcError(res, 413, JSON_RPC_CODES.invalidRequest, tooLarge, { connection: 'close' });
+    return undefined;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    writeJsonRpcError(res, 400, JSON_RPC_CODES.parseError, 'Parse error: the body is not JSON');
+    return undefined;
+  }
+  const batch = Array.isArray(parsed);
+  const messages: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  if (messages.length === 0 || messages.length > limits.maxBatch) {
+    writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, `Invalid Request: a batch holds 1 to ${limits.maxBatch} messages`);
+    return undefined;
+  }
+  if (!messages.every(isJsonRpcMessage)) {
+    writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
+    return undefined;
+  }
+  return { messages, batch };
+}
+
+/** One POST whose requests are being answered. */
+interface Exchange {
+  readonly res: ServerResponse;
+  /** Its requests' ids, in the order they came. */
+  readonly ids: readonly RequestId[];
+  readonly answers: Map<RequestId, JSONRPCMessage>;
+  readonly batch: boolean;
+  /** Whether its answer became an SSE stream. */
+  streaming: boolean;
+  keepAlive: NodeJS.Timeout | undefined;
+}
+
+/** The standalone GET stream. */
+interface EventStream {
+  readonly res: ServerResponse;
+  readonly keepAlive: NodeJS.Timeout;
+}
+
+const EVENT_STREAM_HEADERS = Object.freeze({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+
+function sseEvent(message: JSONRPCMessage): string {
+  // JSON.stringify escapes every line break, so the message is one data line.
+  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+}
+
+/** SSE comments that keep proxies and clients from timing an open stream out. */
+function keepAlive(res: ServerResponse, everyMs: number): NodeJS.Timeout {
+  const timer = setInterval(() => res.write(': keepalive\n\n'), everyMs);
+  timer.unref();
+  return timer;
+}
+
+/**
+ * One MCP session's Streamable HTTP transport, under the SDK `Server`
+ * (`server.connect(transport)`). It trusts the listener for authentication,
+ * Origin and Host checks and for routing by `Mcp-Session-Id`, and enforces
+ * the rest of the protocol itself: one initialize, opening the session; the
+ * negotiated `MCP-Protocol-Version` on every later request; one GET stream
+ * at a time; DELETE ending the session.
+ */
+export class HttpSessionTransport implements Transport {
+  /** Set by the SDK `Server` it serves. */
+  onclose?: () => void;
+  /** Set by the SDK `Server` it serves. */
+  onerror?: (error: Error) => void;
+  /** Set by the SDK `Server` it serves. */
+  onmessage?: <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void;
+  /** The `Mcp-Session-Id` this session was given. */
+  readonly sessionId: string;
+  readonly #sseKeepAliveMs: number;
+  /** Open exchanges by the id of each request they still wait on. */
+  readonly #pending = new Map<RequestId, Exchange>();
+  readonly #exchanges = new Set<Exchange>();
+  #standalone: EventStream | undefined;
+  #initializeId: RequestId | undefined;
+  #protocolVersion: string | undefined;
+  #closed = false;
+
+  /** A session under the id the listener chose. */
+  constructor(sessionId: string, sseKeepAliveMs: number = GATEWAY_DEFAULTS.sseKeepAliveMs) {
+    this.sessionId = sessionId;
+    this.#sseKeepAliveMs = sseKeepAliveMs;
+  }
+
+  /** Nothing to start: requests arrive through the listener. */
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Whether the session is open (its initialize was not refused, nor the session ended). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** A request whose `MCP-Protocol-Version` is not the negotiated one is refused (400); without the header, the negotiated one is assumed. */
+  #refusedVersion(req: IncomingMessage, res: ServerResponse): boolean {
+    const version = req.headers['mcp-protocol-version'];
+    if (version === undefined || version === this.#protocolVersion) return false;
+    writeJsonRpcError(res, 400, JSON_RPC_CODES.transport, `Bad Request: MCP-Protocol-Version ${String(version)} is not the session's ${this.#protocolVersion ?? '(none negotiated yet)'}`);
+    return true;
+  }
+
+  /** Handles a POST whose body {@link readPostedMessages} read. */
+  handlePost(req: IncomingMessage, res: ServerResponse, posted: PostedMessages): void {
+    const { messages, batch } = posted;
+    if (this.#closed) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'Session not found');
+    const initialize = messages.find(isInitialize);
+    if (initialize !== undefined) {
+      if (this.#initializeId !== undefined) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: the session is already initialized');
+      if (messages.length > 1) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: an initialize request comes alone');
+      this.#initializeId = (initialize as { id: RequestId }).id;
+    } else if (this.#refusedVersion(req, res)) return;
+    const ids: RequestId[] = [];
+    for (const message of messages) if (isRequest(message)) ids.push(message.id);
+    if (ids.some((id, i) => this.#pending.has(id) || ids.indexOf(id) !== i)) {
+      return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: a request id is already in use in this session');
+    }
+    const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
+    if (ids.length === 0) {
+      // Notifications and answers to the server's own requests have nothing to wait for.
+      res.writeHead(202).end();
+      for (const message of messages) this.onmessage?.(message, extra);
+      return;
+    }
+    const exchange: Exchange = { res, ids, answers: new Map(), batch, streaming: false, keepAlive: undefined };
+    this.#exchanges.add(exchange);
+    for (const id of ids) this.#pending.set(id, exchange);
+    res.once('close', () => this.#release(exchange));
+    for (const message of messages) this.onmessage?.(message, extra);
+  }
+
+  /** Opens the standalone SSE stream for messages about no request (list changes, resource updates, logs). */
+  handleGet(req: IncomingMessage, res: ServerResponse): void {
+    if (this.#closed) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'Session not found');
+    if (!acceptsEventStream(req)) return writeJsonRpcError(res, 406, JSON_RPC_CODES.transport, 'Not Acceptable: a GET must accept text/event-stream');
+    if (this.#refusedVersion(req, res)) return;
+    if (this.#standalone !== undefined) return writeJsonRpcError(res, 409, JSON_RPC_CODES.transport, 'Conflict: the session already has a GET stream open');
+    res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId });
+    res.flushHeaders();
+    const stream: EventStream = { res, keepAlive: keepAlive(res, this.#sseKeepAliveMs) };
+    this.#standalone = stream;
+    res.once('close', () => {
+      clearInterval(stream.keepAlive);
+      if (this.#standalone === stream) this.#standalone = undefined;
+    });
+  }
+
+  /** Ends the session at the client's request. */
+  async handleDelete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.#refusedVersion(req, res)) return;
+    res.writeHead(200).end();
+    await this.close();
+  }
+
+  /** Sends a message from the server: an answer to its exchange, anything else beside the request it is about or on the GET stream. */
+  send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (!('method' in message)) {
+      const id = message.id;
+      const exchange = id === undefined ? undefined : this.#pending.get(id);
+      // An answer whose POST is gone (the client disconnected) has nowhere to go.
+      if (id === undefined || exchange === undefined) return Promise.resolve();
+      this.#pending.delete(id);
+      if (id === this.#initializeId && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
+      exchange.answers.set(id, message);
+      if (exchange.streaming) exchange.res.write(sseEvent(message));
+      if (exchange.answers.size === exchange.ids.length) this.#finish(exchange, id === this.#initializeId && 'error' in message);
+      return Promise.resolve();
+    }
+    const related = options?.relatedRequestId === undefined ? undefined : this.#pending.get(options.relatedRequestId);
+    if (related !== undefined) {
+      if (!related.streaming) this.#stream(related);
+      related.res.write(sseEvent(message));
+      return Promise.resolve();
+    }
+    if (this.#standalone !== undefined) {
+      this.#standalone.res.write(sseEvent(message));
+      return Promise.resolve();
+    }
+    // A notification nobody listens for is dropped, as the protocol allows; a request must fail so its caller does not wait for a timeout.
+    if ('id' in message) return Promise.reject(new Error(`no open stream of session ${this.sessionId} can carry the ${message.method} request`));
+    return Promise.resolve();
+  }
+
+  /** Turns an exchange's answer into an SSE stream, for messages sent before its answers. */
+  #stream(exchange: Exchange): void {
+    exchange.streaming = true;
+    exchange.res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId });
+    exchange.keepAlive = keepAlive(exchange.res, this.#sseKeepAliveMs);
+  }
+
+  /** Writes the last of an exchange's answer; a refused initialize closes the session it would have opened. */
+  #finish(exchange: Exchange, initializeRefused: boolean): void {
+    this.#release(exchange);
+    if (exchange.streaming) exchange.res.end();
+    else {
+      const answers = exchange.ids.map((id) => exchange.answers.get(id));
+      const body = JSON.stringify(exchange.batch ? answers : answers[0]);
+      const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+      if (!initializeRefused) headers['mcp-session-id'] = this.sessionId;
+      exchange.res.writeHead(200, headers).end(body);
+    }
+    if (initializeRefused) void this.close();
+  }
+
+  #release(exchange: Exchange): void {
+    if (!this.#exchanges.delete(exchange)) return;
+    clearInterval(exchange.keepAlive);
+    for (const id of exchange.ids) if (this.#pending.get(id) === exchange) this.#pending.delete(id);
+  }
+
+  /** Ends every open answer and stream and tells the `Server` the session is over. */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    for (const exchange of [...this.#exchanges]) {
+      this.#release(exchange);
+      writeJsonRpcError(exchange.res, 404, JSON_RPC_CODES.sessionNotFound, 'Session closed');
+    }
+    if (this.#standalone !== undefined) {
+      clearInterval(this.#standalone.keepAlive);
+      this.#standalone.res.end();
+      this.#standalone = undefined;
+    }
+    this.onclose?.();
+    return Promise.resolve();
+  }
+}
