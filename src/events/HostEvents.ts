@@ -69,6 +69,19 @@ export interface HostEventMap {
   };
   /** A log message an MCP-speaking plugin sent (`notifications/message`), at or above the level set with `setLogLevel`. */
   readonly log: { readonly plugin_id: string; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
+  /**
+   * A host opened with `hotReload` saw a new catalog generation that
+   * installs, removes or upgrades (a new install root or executable)
+   * plugins, by whichever process: their operations are callable, gone or
+   * served by the new code from now on; a removed or upgraded plugin's calls
+   * in flight finish on its old process first.
+   */
+  readonly 'catalog:changed': {
+    readonly install_generation: number;
+    readonly installed: readonly string[];
+    readonly removed: readonly string[];
+    readonly upgraded: readonly string[];
+  };
 }
 
 /** The name of an event. */

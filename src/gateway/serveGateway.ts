@@ -176,6 +176,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     poll.unref();
     const unsubscribers = [
       host.events.on('quarantine', notifyPluginsChanged),
+      host.events.on('catalog:changed', notifyPluginsChanged),
       host.events.on('list_changed', (change) => (change.list === 'tools' ? notifyToolsChanged() : notifySurfaceChanged(change.list))),
       host.events.on('resource:updated', (update) => subscriptions.updated(update.plugin_id, update.uri)),
       host.events.on('log', (message) => {

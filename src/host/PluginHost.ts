@@ -39,6 +39,7 @@ import { ResultShaper, type HostOutputProfiles } from './resultShaping.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
+import { CatalogWatch } from './catalogWatch.js';
 import {
   checkArguments,
   checkSetupArguments,
@@ -229,6 +230,18 @@ export interface PluginHostOptions {
    * (the contract's restart semantics) or `immediate`. Default `next-open`.
    */
   readonly activation?: 'next-open' | 'immediate';
+  /**
+   * Hot reload: read the profile's catalog generation every `pollMs`
+   * (default 1 s) and follow what any process installs, removes or upgrades
+   * there, without reopening: installed plugins are callable at once (none is
+   * pending restart), removed ones are gone, and a removed or upgraded
+   * plugin's running process finishes its calls in flight (up to the drain
+   * deadline) before it stops, the next call starting the new version. Each
+   * such generation is a `catalog:changed` event; a gateway on this host
+   * tells its clients `tools/list_changed`. Off by default (the contract's
+   * restart semantics).
+   */
+  readonly hotReload?: { readonly pollMs?: number };
   /** Time source for supervision, idle stops, protocol timeouts and canary dates. Default the system clock. */
   readonly clock?: Clock;
   /** Randomness for txids, install roots and request ids. */
@@ -328,6 +341,8 @@ export class PluginHost {
   /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
   readonly #active: Set<string>;
   readonly #credentials: CredentialSource;
+  /** Follows other processes' installs when the host was opened with `hotReload`. */
+  readonly #watch: CatalogWatch | undefined;
   #closed = false;
 
   /** Typed events, subscribe-only (each is also published on `node:diagnostics_channel`). */
@@ -372,8 +387,11 @@ export class PluginHost {
     this.#runtimes = runtimes;
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
-    this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => this.#active.has(id) });
+    this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => !this.#pending(id) });
     this.#surfaces = new PluginSurfaces({ catalog, runtimes, clock, isClosed, isPending: (id) => this.#pending(id) });
+    const pollMs = config.hotReloadPollMs;
+    this.#watch = pollMs === undefined ? undefined : new CatalogWatch({ catalog, runtimes, events, logger, pollMs, drainTimeoutMs: config.drainTimeoutMs });
+    this.#watch?.start();
   }
 
   /**
@@ -752,10 +770,11 @@ export class PluginHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#watch?.stop();
     await this.#runtimes.closeAll();
   }
 
   #pending(pluginId: string): boolean {
-    return !this.#active.has(pluginId);
+    return this.#watch === undefined && !this.#active.has(pluginId);
   }
 }

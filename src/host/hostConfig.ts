@@ -135,6 +135,8 @@ export interface HostConfig {
   /** The most time one answer to a plugin's client request may take. */
   readonly clientRequestTimeoutMs: number;
   readonly activation: 'next-open' | 'immediate';
+  /** How often a host opened with `hotReload` reads the catalog generation; undefined without `hotReload`. */
+  readonly hotReloadPollMs: number | undefined;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -234,6 +236,7 @@ const HOST_SCHEMA: OptionSchema = {
   clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA },
   clientRequestTimeoutMs: 'milliseconds',
   activation: { oneOf: ['next-open', 'immediate'] },
+  hotReload: { fields: { pollMs: 'milliseconds' } },
   clock: 'object',
   random: 'object',
   logger: 'object',
@@ -339,6 +342,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       clientRequests: o.clientRequests,
       clientRequestTimeoutMs: o.clientRequestTimeoutMs ?? DEFAULTS.clientRequestTimeoutMs,
       activation: o.activation ?? (DEFAULTS.activation as HostConfig['activation']),
+      hotReloadPollMs: o.hotReload === undefined ? undefined : (o.hotReload.pollMs ?? DEFAULTS.hotReloadPollMs),
       clock: o.clock ?? systemClock,
       random: o.random ?? systemRandom,
       logger,

@@ -1,0 +1,130 @@
+/**
+ * Seed 003 "End-to-End Install 4" ("Hot-reload watches entry + manifest; on
+ * change: revalidate → reconcile → re-register") and "Dynamic Operations"
+ * ("Hot reload manager re-invokes loader and replays registrations"), for
+ * plugins installed through PluginHost: a host opened with `hotReload`
+ * follows the installs, upgrades and removes another PluginHost publishes on
+ * the same profile. Real probe plugin subprocesses in the sandbox, and the
+ * gateway's MCP client over Streamable HTTP.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Result } from 'neverthrow';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { HostError } from '../../src/errors/HostError.js';
+import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
+import { serveGateway, type GatewayHandle, type PluginHost } from '../../src/index.js';
+import { HostPool, jsonOf, packaged, packagedVersion, removePackages } from '../support/hostHarness.js';
+
+const ECHO = 'plug.host-probe.echo';
+const HOT = { hotReload: { pollMs: 20 } } as const;
+const TOKEN = 'hot-reload-token-0123456789abcdef';
+
+const pool = new HostPool();
+const gateways: GatewayHandle[] = [];
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(() => removePackages());
+
+const answered = <T>(result: Result<T, HostError>): T => {
+  if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message}`);
+  return result.value;
+};
+
+/** The next `event` of `host`, once it happens. */
+function next<E extends HostEventName>(host: PluginHost, event: E): Promise<HostEventMap[E]> {
+  return new Promise((resolve) => {
+    const off = host.events.on(event, (payload) => {
+      off();
+      resolve(payload);
+    });
+  });
+}
+
+/** Starts a slow echo on the host's running probe and resolves once the host has sent it. */
+async function callInFlight(host: PluginHost, delayMs: number) {
+  const sent = next(host, 'call:start');
+  const call = host.call(ECHO, { message: 'in flight', delayMs });
+  await sent;
+  return { call };
+}
+
+describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload), two hosts on one profile', () => {
+  it('seed 003 End-to-End Install 4: a plugin another process installs is callable without reopening (catalog:changed installed); a host without hotReload keeps the restart semantics', async () => {
+    const dir = await pool.profile();
+    const watching = await pool.open(dir, HOT);
+    const plain = await pool.open(dir);
+    const installer = await pool.open(dir);
+    const changed = next(watching, 'catalog:changed');
+    answered(await installer.install(await packaged('probe'), { canary: false }));
+    expect(await changed).toMatchObject({ installed: ['host-probe'], removed: [], upgraded: [] });
+    expect(jsonOf(answered(await watching.call(ECHO, { message: 'hi' })))).toMatchObject({ success: true, data: { args: { message: 'hi' } } });
+    expect(answered(await watching.list())).toContainEqual(expect.objectContaining({ name: 'host-probe', status: 'active' }));
+
+    answered(await plain.list());
+    expect((await plain.call(ECHO, {}))._unsafeUnwrapErr().code).toBe('PLUGIN_PENDING_RESTART');
+  });
+
+  it('seed 003 Dynamic Operations: an upgrade by another process lets the call in flight finish on the old process, and a call made meanwhile starts the new version', async () => {
+    const dir = await pool.profile();
+    const watching = await pool.installed(dir, ['probe'], HOT);
+    const other = await pool.open(dir);
+    const firstSpawn = next(watching, 'spawn');
+    answered(await watching.call(ECHO, {}));
+    const oldPid = (await firstSpawn).pid;
+
+    const { call } = await callInFlight(watching, 800);
+    const changed = next(watching, 'catalog:changed');
+    const exited = next(watching, 'exit');
+    answered(await other.install(await packagedVersion('probe', '1.1.0'), { canary: false }));
+    expect(await changed).toMatchObject({ installed: [], removed: [], upgraded: ['host-probe'] });
+    // A call made while the old process drains is not refused: it starts the new version.
+    const newSpawn = next(watching, 'spawn');
+    expect(jsonOf(answered(await watching.call(ECHO, { message: 'meanwhile' })))).toMatchObject({ success: true, data: { args: { message: 'meanwhile' } } });
+    expect((await newSpawn).pid).not.toBe(oldPid);
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
+    expect((await exited).pid).toBe(oldPid);
+    expect(answered(await watching.info('host-probe')).version).toBe('1.1.0');
+  });
+
+  it('seed 003 Dynamic Operations: a remove by another process lets the call in flight finish, stops the old process, and the operation is gone', async () => {
+    const dir = await pool.profile();
+    const watching = await pool.installed(dir, ['probe'], HOT);
+    const other = await pool.open(dir);
+    const spawned = next(watching, 'spawn');
+    answered(await watching.call(ECHO, {}));
+    const pid = (await spawned).pid;
+
+    const { call } = await callInFlight(watching, 800);
+    const changed = next(watching, 'catalog:changed');
+    const exited = next(watching, 'exit');
+    answered(await other.remove('host-probe'));
+    expect(await changed).toMatchObject({ installed: [], removed: ['host-probe'], upgraded: [] });
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true });
+    expect((await exited).pid).toBe(pid);
+    expect((await watching.call(ECHO, {}))._unsafeUnwrapErr().code).toBe('VARIANT_NOT_FOUND');
+  });
+
+  it('seed 003 "Send list changed events": a gateway on a hotReload host tells its clients tools/list_changed when another process installs a plugin', async () => {
+    const dir = await pool.profile();
+    const watching = await pool.open(dir, HOT);
+    // No gateway catalog poll during the test: the host's catalog:changed event alone must reach the client.
+    const served = await serveGateway(watching, { catalogPollMs: 3_600_000, http: { token: TOKEN, port: 0 } });
+    if (served.isErr()) throw served.error;
+    gateways.push(served.value);
+    const client = new Client({ name: 'hot-reload-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(served.value.url ?? ''), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+    clients.push(client);
+    const told = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain(ECHO);
+
+    answered(await (await pool.open(dir)).install(await packaged('probe'), { canary: false }));
+    await told;
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain(ECHO);
+  });
+});
