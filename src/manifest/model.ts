@@ -36,7 +36,7 @@ export type BackendKind = 'mcp-plugin' | 'grpc-plugin';
 export interface TokenBudgetException {
   /** The largest result a call may return, in estimated tokens (UTF-8 bytes / 4, rounded up). */
   readonly max_tokens: number;
-  /** Why the tool's results need no output profile, for reviewers and the install prompt. */
+  /** Why the tool's results need no output profile (recorded for reviewers; not shown to the model). */
   readonly reason: string;
 }
 
