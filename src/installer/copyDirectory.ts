@@ -1,5 +1,5 @@
 import { constants, type Stats } from 'node:fs';
-import { lstat, open, readdir, readlink, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readdir, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { safeEntryName } from './entryName.js';
 import { refuse, refuseEntry } from './refusal.js';
@@ -26,12 +26,20 @@ async function* chunksOf(handle: FileHandle, buffer: Buffer): AsyncGenerator<Uin
   }
 }
 
+/** The path the kernel has for an open descriptor (Linux), or the real path of `path` elsewhere. */
+async function pathOfDescriptor(handle: FileHandle, path: string): Promise<string> {
+  return process.platform === 'linux' ? readlink(`/proc/self/fd/${handle.fd}`) : realpath(path);
+}
+
 /**
  * Opens a file seen by the walk without following links, and checks that the
- * descriptor is the same regular file the walk saw (same device and inode).
- * A file swapped for a link after the walk fails with ELOOP; one swapped for
- * another file, or reached through a directory swapped for a link, fails the
- * identity check. Either way only files that were inside the tree are read.
+ * descriptor is the same regular file the walk saw (same device and inode)
+ * and still at its path in the tree. A file swapped for a link after the walk
+ * fails with ELOOP; one swapped for another file fails the identity check. A
+ * folder above it swapped for a link before the walk reached the file leads
+ * the walk's own lstat there too, so only the descriptor's path, read back
+ * from the kernel, tells a file outside the tree. Either way only files that
+ * were inside the tree are read.
  */
 async function openSeen(path: string, name: string, seen: Stats): Promise<FileHandle> {
   const handle = await open(path, OPEN_SOURCE).catch((cause: unknown) => {
@@ -42,6 +50,11 @@ async function openSeen(path: string, name: string, seen: Stats): Promise<FileHa
   if (!stat.isFile() || stat.dev !== seen.dev || stat.ino !== seen.ino) {
     await handle.close();
     refuseEntry('conflict', name, `package entry '${name}' changed while it was being copied`);
+  }
+  const opened = await pathOfDescriptor(handle, path).catch(() => undefined);
+  if (opened !== path) {
+    await handle.close();
+    linkRefused(name);
   }
   return handle;
 }
@@ -89,5 +102,6 @@ async function copyEntries(directory: string, prefix: string, tree: StagingTree,
  */
 export async function copyDirectory(source: string, tree: StagingTree): Promise<void> {
   // One read buffer for the whole walk: files are copied one after another, each fully written before the next is opened.
-  await copyEntries(source, '', tree, Buffer.allocUnsafe(CHUNK_BYTES));
+  // The walk's paths are the real ones, which each opened file's own path is compared with.
+  await copyEntries(await realpath(source), '', tree, Buffer.allocUnsafe(CHUNK_BYTES));
 }

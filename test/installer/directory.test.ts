@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmod, mkdir, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -158,5 +159,51 @@ describe('manifest names', () => {
     const staged = expectStaged(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }));
     expect(staged.manifestFile).toBe('manifest.json');
     await staged.discard();
+  });
+});
+
+// Waits until the copier opens the folder `a` (to list it), then swaps `a` and `b` atomically (renameat2 RENAME_EXCHANGE).
+const SWAP_WHEN_LISTED = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+fd = libc.inotify_init()
+libc.inotify_add_watch(fd, a, 0x20)
+print("watching", flush=True)
+os.read(fd, 4096)
+libc.renameat2(-100, a, -100, b, 2)
+`;
+
+describe('a directory source changed while it is copied', () => {
+  it('copies no file from outside the package when a folder of it is swapped for a link to elsewhere', async () => {
+    const names = ['config.json', 'index.js'];
+    const outside = join(ws.dir, 'outside');
+    await mkdir(join(pkg, 'sub'));
+    await mkdir(outside);
+    for (const name of names) {
+      await writeFile(join(pkg, 'sub', name), 'package file');
+      await writeFile(join(outside, name), 'OUTSIDE THE PACKAGE');
+    }
+    // The other side of the swap: a link to the folder outside, kept out of the package itself.
+    const swap = join(ws.dir, 'swap');
+    await symlink(outside, swap);
+    const swapper = spawn('/usr/bin/python3', ['-c', SWAP_WHEN_LISTED, join(pkg, 'sub'), swap], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await once(swapper.stdout, 'data');
+      const staged = await openPackageSource(pkg, { stagingRoot: ws.stagingRoot });
+      if (staged.isOk()) {
+        const copied = await Promise.all(names.map((name) => readFile(join(staged.value.root, 'sub', name), 'utf8')));
+        await staged.value.discard();
+        expect(copied).toEqual(['package file', 'package file']);
+      } else {
+        // Refused as a link on the file's path, or, when the swap came between the file's lstat and its open, as a changed entry.
+        expect([staged.error.code, staged.error.details['reason'], staged.error.details['entry']]).toSatisfy(
+          ([code, reason, entry]: unknown[]) =>
+            entry === 'sub/config.json' && ((code === 'PLUGIN_EXECUTABLE_UNTRUSTED' && reason === 'symlink') || (code === 'PLUGIN_ARCHIVE_INVALID' && reason === 'conflict')),
+        );
+      }
+    } finally {
+      swapper.kill('SIGKILL');
+    }
   });
 });
