@@ -18,7 +18,8 @@ import type { Logger, Random } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
-import { openPluginDirectories, pluginDirectoryPaths } from '../sandbox/pluginDirectories.js';
+import { openPluginDirectories, pluginDirectoryPaths, type PluginDirectories } from '../sandbox/pluginDirectories.js';
+import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import type { EnforcedPolicy, SandboxPolicyRequest, SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
 import type { ProcessLauncher } from '../shapes/PluginSession.js';
@@ -42,6 +43,33 @@ export interface LauncherParts {
   readonly config: HostConfig;
   /** Whether the host was closed (a process starting then is stopped at once). */
   readonly isClosed: () => boolean;
+}
+
+/** What a launch prepares besides the verified code: the plugin's user, its opened directories and its environment. */
+interface PreparedLaunch {
+  readonly identity: PluginIdentity | undefined;
+  readonly directories: PluginDirectories;
+  readonly pluginEnv: Record<string, string>;
+}
+
+/**
+ * Both halves of a launch once both settled. A failed check wins over the
+ * verification (a plugin reinstalled meanwhile is pending restart, not
+ * quarantined for its removed files), and whatever the other half holds is
+ * released.
+ */
+function bothPrepared(prepared: ResultAsync<PreparedLaunch, HostError>, verifying: ResultAsync<VerifiedExecutable, HostError>): ResultAsync<[PreparedLaunch, VerifiedExecutable], HostError> {
+  return ResultAsync.fromSafePromise(Promise.all([prepared, verifying])).andThen(([checked, verified]): Result<[PreparedLaunch, VerifiedExecutable], HostError> => {
+    if (checked.isErr()) {
+      if (verified.isOk()) verified.value.release();
+      return err(checked.error);
+    }
+    if (verified.isErr()) {
+      checked.value.directories.close();
+      return err(verified.error);
+    }
+    return ok([checked.value, verified.value]);
+  });
 }
 
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
@@ -77,9 +105,11 @@ export class PluginLauncher {
       if (policy.isErr()) return errAsync(policy.error);
       if (writeComponents.isErr()) return errAsync(writeComponents.error);
       if (launch.isErr()) return errAsync(launch.error);
+      // The pinned code is verified while the checks below run; nothing of it runs before they all passed.
+      const verifying = this.#verifiedCode(plugin, adapter);
       // The sandbox below is built from the catalog's capabilities: they must be the ones the install pinned.
       const pinned: ResultAsync<unknown, HostError> = plugin.descriptor?.capabilities === undefined ? okAsync(undefined) : pinnedCapabilities(plugin);
-      return pinned
+      const prepared = pinned
         .andThen(() => this.#checkStillInstalled(plugin))
         .andThen(() => spawner.pluginIdentity(dataRoot, id))
         .andThen((identity) =>
@@ -99,25 +129,25 @@ export class PluginLauncher {
                 pluginId: id,
               }),
             )
-            .andThen((pluginEnv) =>
-              // The spawner releases the verified descriptors and the directories whatever the outcome.
-              this.#verifiedCode(plugin, adapter).andThen((executable) =>
-                spawner.spawn({
-                  ...policy.value,
-                  writeDir: directories.write.path,
-                  executable,
-                  env: pluginEnv,
-                  directories,
-                  ...(identity === undefined ? {} : { identity }),
-                  // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it passed.
-                  gate: () => verifyBindingTree(binding),
-                }),
-              ),
-            )
+            .map((pluginEnv) => ({ identity, directories, pluginEnv }))
             .orElse((error) => {
               directories.close();
               return errAsync(error);
             }),
+        );
+      return bothPrepared(prepared, verifying)
+        .andThen(([{ identity, directories, pluginEnv }, executable]) =>
+          // The spawner releases the verified descriptors and the directories whatever the outcome.
+          spawner.spawn({
+            ...policy.value,
+            writeDir: directories.write.path,
+            executable,
+            env: pluginEnv,
+            directories,
+            ...(identity === undefined ? {} : { identity }),
+            // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it passed.
+            gate: () => verifyBindingTree(binding),
+          }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
