@@ -8,12 +8,14 @@
  * - HTTP gateway throughput: 32 SDK Clients over Streamable HTTP (in a
  *   process of their own), each one call at a time, all at once, through
  *   `serveGateway`, against one SDK Client with 32 calls in flight straight
- *   to the plugin;
+ *   to the plugin, and (a design note) against the same 32 clients calling a
+ *   canned endpoint that only answers, the most those clients can drive;
  * - the per-call cost of the OpenTelemetry instrumentation when no provider
  *   is registered: `HostTelemetry.call` around work that is already done,
  *   against the same work unwrapped.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +32,7 @@ import { percentile, result, type BenchResult } from './harness.js';
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLI_SOURCE = join(REPO, 'src/cli/main.ts');
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
+const CANNED_SCRIPT = join(REPO, 'bench/support/cannedMcpEndpoint.ts');
 const execFileAsync = promisify(execFile);
 const ROUNDS = 4;
 const WARMUP = 200;
@@ -120,23 +123,32 @@ async function warmCallThroughServe(profileDir: string, helloEntry: string): Pro
   );
 }
 
-async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult> {
+/** The canned endpoint in a process of its own, and its URL; it stops when its stdin ends. */
+async function cannedEndpoint(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CANNED_SCRIPT], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
+  const [line] = (await once(child.stdout, 'data')) as [Buffer];
+  const { url } = JSON.parse(line.toString('utf8')) as { url: string };
+  return { url, stop: () => child.stdin.end() };
+}
+
+async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult[]> {
   const opened = await PluginHost.open({ profileDir, profileKind: 'dev', maxInFlight: CLIENTS });
   if (opened.isErr()) throw opened.error;
   const host = opened.value;
   const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
   if (served.isErr()) throw served.error;
   const gateway = served.value;
-  const plan = { url: gateway.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
+  const canned = await cannedEndpoint();
+  const plan = { url: gateway.url, cannedUrl: canned.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
   try {
     const cpuBefore = process.cpuUsage();
     const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, maxBuffer: 1 << 20 });
     const cpu = process.cpuUsage(cpuBefore);
-    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[]; clientCpuUsPerCall: number };
-    // Everything this process did while the clients ran was serving the gateway's calls (warm-up included).
+    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[]; canned: number[]; clientCpuUsPerCall: number };
+    // Everything this process did while the clients ran was serving the gateway's calls (warm-up included); the canned endpoint has its own process.
     const gatewayCalls = CLIENTS * (CALLS_PER_CLIENT * RUNS + WARMUP_CALLS_PER_CLIENT);
     const cpuPerCallUs = (cpu.user + cpu.system) / gatewayCalls;
-    return result(
+    const throughput = result(
       {
         name: `Gateway HTTP throughput, ${CLIENTS} concurrent clients (sandboxed plugin)`,
         unit: 'calls/s',
@@ -144,12 +156,28 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         compare: 'ratio',
         target: 0.7,
         better: 'higher',
-        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), alternating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the SDK's Streamable HTTP server transport, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per gateway call`,
+        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the gateway's Streamable HTTP transport, the SDK Server, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per gateway call, which alone caps what these clients can drive (next row)`,
       },
       measured.gateway,
       measured.direct,
     );
+    const ceiling = result(
+      {
+        name: `Gateway HTTP throughput, ${CLIENTS} concurrent clients, against the clients' own ceiling`,
+        unit: 'calls/s',
+        baselineName: `the same ${CLIENTS} SDK Clients over Streamable HTTP calling a canned endpoint that only answers (bench/support/cannedMcpEndpoint.ts, a process of its own)`,
+        compare: 'ratio',
+        target: 0.7,
+        better: 'higher',
+        role: 'design',
+        note: `the runs of the row above, with the canned side as a third; the share of the SDK HTTP clients' own throughput the gateway delivers, plugin sandboxed behind it. The direct baseline above cannot be reached over HTTP with these clients: the canned side is their ceiling`,
+      },
+      measured.gateway,
+      measured.canned,
+    );
+    return [throughput, ceiling];
   } finally {
+    canned.stop();
     await gateway.close();
     await host.close();
   }
@@ -201,7 +229,7 @@ export async function run(): Promise<BenchResult[]> {
     (await installer.value.install(helloPkg))._unsafeUnwrap();
     await installer.value.close();
     const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
-    return [await warmCallThroughServe(profileDir, helloEntry), await httpThroughput(profileDir, helloEntry), await telemetryWithoutProvider()];
+    return [await warmCallThroughServe(profileDir, helloEntry), ...(await httpThroughput(profileDir, helloEntry)), await telemetryWithoutProvider()];
   } finally {
     await rm(profileDir, { recursive: true, force: true });
     await rm(helloPkg, { recursive: true, force: true });

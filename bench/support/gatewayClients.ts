@@ -3,10 +3,12 @@
  * own so that the clients' HTTP and SSE work is not counted against the
  * gateway: `clients` SDK Clients over Streamable HTTP to the gateway, each
  * one call at a time, against one SDK Client with `clients` calls in flight
- * straight to the plugin over stdio. Prints `{"gateway":[…],"direct":[…],"clientCpuUsPerCall":…}`
+ * straight to the plugin over stdio, and against as many SDK Clients, the
+ * same way, to the canned endpoint at `cannedUrl` (the most these clients
+ * can drive). Prints `{"gateway":[…],"direct":[…],"canned":[…],"clientCpuUsPerCall":…}`
  * (calls per second of each run, and this process's CPU per gateway call) on stdout.
  *
- *   node --import tsx bench/support/gatewayClients.ts '{"url":…,"token":…,"entry":…,"opId":…,"tool":…,"clients":32,"perClient":40,"runs":5,"warmupPerClient":10}'
+ *   node --import tsx bench/support/gatewayClients.ts '{"url":…,"cannedUrl":…,"token":…,"entry":…,"opId":…,"tool":…,"clients":32,"perClient":40,"runs":5,"warmupPerClient":10}'
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -14,6 +16,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 interface Plan {
   readonly url: string;
+  readonly cannedUrl: string;
   readonly token: string;
   readonly entry: string;
   readonly opId: string;
@@ -37,33 +40,41 @@ async function callsPerSecond(callers: readonly (() => Promise<unknown>)[], perC
   return (callers.length * perClient) / (Number(process.hrtime.bigint() - start) / 1e9);
 }
 
-const httpClients = await Promise.all(
-  Array.from({ length: plan.clients }, async () => {
-    const client = new Client({ name: 'bench-http', version: '0.0.0' }, { capabilities: {} });
-    await client.connect(new StreamableHTTPClientTransport(new URL(plan.url), { requestInit: { headers: { authorization: `Bearer ${plan.token}` } } }));
-    return client;
-  }),
-);
+const connectHttp = (url: string): Promise<Client[]> =>
+  Promise.all(
+    Array.from({ length: plan.clients }, async () => {
+      const client = new Client({ name: 'bench-http', version: '0.0.0' }, { capabilities: {} });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${plan.token}` } } }));
+      return client;
+    }),
+  );
+const httpClients = await connectHttp(plan.url);
+const cannedClients = await connectHttp(plan.cannedUrl);
 const direct = new Client({ name: 'bench-direct', version: '0.0.0' }, { capabilities: {} });
 await direct.connect(new StdioClientTransport({ command: process.execPath, args: [plan.entry], stderr: 'pipe' }));
 
 const viaGateway = httpClients.map((client) => () => client.callTool({ name: plan.opId, arguments: ARGS }));
 const viaDirect = httpClients.map(() => () => direct.callTool({ name: plan.tool, arguments: ARGS }));
+const viaCanned = cannedClients.map((client) => () => client.callTool({ name: plan.tool, arguments: ARGS }));
 await callsPerSecond(viaGateway, plan.warmupPerClient);
 await callsPerSecond(viaDirect, plan.warmupPerClient);
+await callsPerSecond(viaCanned, plan.warmupPerClient);
 const gateway: number[] = [];
 const directRuns: number[] = [];
+const canned: number[] = [];
 let gatewayCpuUs = 0;
+const sides = ['gateway', 'direct', 'canned'] as const;
 for (let run = 0; run < plan.runs; run++) {
-  // Which side goes first alternates, so drift in machine load falls on both.
-  for (const side of run % 2 === 0 ? (['gateway', 'direct'] as const) : (['direct', 'gateway'] as const)) {
+  // Which side goes first rotates, so drift in machine load falls on all three.
+  for (const side of [...sides.slice(run % sides.length), ...sides.slice(0, run % sides.length)]) {
     if (side === 'gateway') {
       const before = process.cpuUsage();
       gateway.push(await callsPerSecond(viaGateway, plan.perClient));
       const used = process.cpuUsage(before);
       gatewayCpuUs += used.user + used.system;
-    } else directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
+    } else if (side === 'direct') directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
+    else canned.push(await callsPerSecond(viaCanned, plan.perClient));
   }
 }
-await Promise.all([...httpClients.map((c) => c.close()), direct.close()]);
-process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns, clientCpuUsPerCall: gatewayCpuUs / (plan.runs * plan.clients * plan.perClient) })}\n`);
+await Promise.all([...httpClients.map((c) => c.close()), ...cannedClients.map((c) => c.close()), direct.close()]);
+process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns, canned, clientCpuUsPerCall: gatewayCpuUs / (plan.runs * plan.clients * plan.perClient) })}\n`);
