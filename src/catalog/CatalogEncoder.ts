@@ -10,13 +10,25 @@
  *
  * An entry is cached the second time it is written (when it was already in
  * the collection this encoder last wrote under the same name). The first time
- * it is stringified together with its uncached neighbours, so the first
- * transaction of a process, which meets every entry, costs no more than
- * `JSON.stringify` of the whole file.
+ * it is stringified together with its uncached neighbours. The first
+ * transaction after a store is opened meets every entry uncached: given the
+ * file as read, it takes each entry's bytes from that text instead (one scan
+ * of the text, several times cheaper than stringifying it; see
+ * entryRanges.ts for when the text qualifies), and otherwise costs no more
+ * than `JSON.stringify` of the whole file.
  *
  * Building the file from cached bytes avoids both stringifying the whole
  * catalog and encoding a megabyte-long string to UTF-8 on every transaction.
  */
+import { entryRanges } from './entryRanges.js';
+
+/** A file as read: its text (pure ASCII) and the value it parsed to. */
+export interface SourceFile {
+  /** The file's text. */
+  readonly text: string;
+  /** `JSON.parse` of `text`. */
+  readonly data: object;
+}
 
 /** A byte range of a buffer. */
 interface Segment {
@@ -105,11 +117,18 @@ export class CatalogEncoder {
   /** Per file, the collections last encoded, by member name. */
   readonly #previous = new Map<string, ReadonlyMap<string, object>>();
 
-  /** `JSON.stringify(file) + "\n"` as UTF-8 bytes; `slot` names the file, so that its next generation is compared with this one. */
-  encode(slot: string, file: object): EncodedFile {
-    const previous = this.#previous.get(slot);
+  /**
+   * `JSON.stringify(file) + "\n"` as UTF-8 bytes; `slot` names the file, so
+   * that its next generation is compared with this one. `source` is the
+   * file's previous generation as read (pure ASCII text and what it parsed
+   * to): the first encoding of a slot copies the bytes of the entries it
+   * still holds from that text, when the text is what this encoder writes.
+   */
+  encode(slot: string, file: object, source?: SourceFile): EncodedFile {
+    let previous = this.#previous.get(slot);
     this.#previous.delete(slot);
     if (!isPlainContainer(file) || Array.isArray(file)) return whole(file);
+    if (previous === undefined && source !== undefined) previous = this.#adopt(source);
     // Nothing of this slot is cached yet: the entry-by-entry walk would stringify everything in one run anyway.
     if (previous === undefined) return this.#wholeFirst(slot, file);
     const out = new FileBuilder();
@@ -142,6 +161,43 @@ export class CatalogEncoder {
     this.#encodePending(out.pending);
     this.#previous.set(slot, collections);
     return joinSegments(out.segments);
+  }
+
+  /**
+   * Caches the bytes of every entry of `source` (but each collection's first,
+   * which has no comma before it in the text) as ranges of its text; returns
+   * its collections, or `undefined` when its text is not this encoder's
+   * output. A collection whose entries do not match the parsed content one
+   * for one (a member name given twice) is left out.
+   */
+  #adopt(source: SourceFile): ReadonlyMap<string, object> | undefined {
+    const { text } = source;
+    const ranges = entryRanges(text);
+    if (ranges === undefined) return undefined;
+    const buffer = Buffer.from(text, 'latin1');
+    const collections = new Map<string, object>();
+    for (const [member, found] of ranges) {
+      const value = (source.data as Record<string, unknown>)[member];
+      if (typeof value !== 'object' || value === null || Array.isArray(value) !== found.array) continue;
+      // Names in parse order, which is text order here: entry i is matched with name i, compared in place.
+      const keys = found.array ? undefined : Object.keys(value);
+      const items = found.array ? (value as readonly unknown[]) : undefined;
+      if ((keys ?? items)!.length !== found.entries.length) continue;
+      collections.set(member, value);
+      for (let i = 1; i < found.entries.length; i++) {
+        const { keyStart, keyEnd, start, end } = found.entries[i]!;
+        let entry: unknown;
+        let key: string | undefined;
+        if (keys === undefined) entry = items![i];
+        else {
+          key = keys[i]!;
+          if (key.length !== keyEnd - keyStart || !text.startsWith(key, keyStart)) continue;
+          entry = (value as Readonly<Record<string, unknown>>)[key];
+        }
+        if (typeof entry === 'object' && entry !== null) this.#entries.set(entry, { key, buffer, start, end });
+      }
+    }
+    return collections;
   }
 
   /** The first encoding of a slot: the whole file at once, its collections remembered so that the next encoding caches their entries. */

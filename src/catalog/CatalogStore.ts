@@ -11,9 +11,9 @@ import { err, ok, ResultAsync, safeTry, type Result } from 'neverthrow';
 import { hostError, internalError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { systemClock, systemRandom, type Clock, type Random } from '../ports/ports.js';
-import { CatalogEncoder } from './CatalogEncoder.js';
+import { CatalogEncoder, type SourceFile } from './CatalogEncoder.js';
 import { inconsistencyError } from './catalogConsistency.js';
-import { CATALOG_FILE_KINDS, validateFile, fileName } from './catalogFiles.js';
+import { CATALOG_FILE_KINDS, validateFile, fileName, type CatalogFileKind } from './catalogFiles.js';
 import { listPlugins, lookupPlugin, type InstalledPlugin } from './catalogContents.js';
 import { makeDirectoryLevels } from './makeDirectoryLevels.js';
 import {
@@ -260,6 +260,13 @@ export class CatalogStore {
     });
   }
 
+  /** The text of the live file of `kind` as read for `snapshot`, when kept (see FileVersion.text). */
+  #readText(kind: CatalogFileKind, snapshot: CatalogSnapshot): SourceFile | undefined {
+    const version = this.#cache.get(kind)?.version;
+    if (version?.text === undefined || version.data === undefined || version.data.txid !== snapshot.txid) return undefined;
+    return { text: version.text, data: version.data };
+  }
+
   async #transact(lock: ProfileLock, mutate: CatalogMutator): Promise<Result<CatalogSnapshot, HostError>> {
     const current = await this.#readLocked();
     if (current.isErr()) return current;
@@ -295,7 +302,11 @@ export class CatalogStore {
         return err(hostError('HOST_INTERNAL_ERROR', `The transaction produced an invalid ${fileName(kind)}: ${checked.error.message}`, { details: checked.error.details }));
       }
     }
-    const encoded = { catalog: this.#encoder.encode('catalog', files.catalog), lock: this.#encoder.encode('lock', files.lock), state: this.#encoder.encode('state', files.state) };
+    const encoded = {
+      catalog: this.#encoder.encode('catalog', files.catalog, this.#readText('catalog', current.value)),
+      lock: this.#encoder.encode('lock', files.lock, this.#readText('lock', current.value)),
+      state: this.#encoder.encode('state', files.state, this.#readText('state', current.value)),
+    };
     if (!(await lock.stillHeld())) {
       return err(hostError('CATALOG_LOCK_TIMEOUT', `The profile lock in ${this.#dir} was taken over during the transaction; nothing was written.`, { details: { reason: 'lock_lost' } }));
     }

@@ -34,6 +34,8 @@ export interface FileVersion<K extends CatalogFileKind = CatalogFileKind> {
   readonly generation: number;
   /** Parsed content (undefined for `absent`). */
   readonly data: CatalogFileData[K] | undefined;
+  /** The text `data` was parsed from, kept for a live file that is pure ASCII (the encoder copies entries from it). */
+  readonly text?: string | undefined;
 }
 
 /** The three files of one generation. */
@@ -54,8 +56,8 @@ const keyOf = (data: { install_generation: number; txid: string }): string => `$
 
 const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
-function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {
-  return { origin, key: keyOf(data), generation: data.install_generation, data };
+function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K], text?: string): FileVersion<K> {
+  return { origin, key: keyOf(data), generation: data.install_generation, data, text };
 }
 
 const ABSENT: FileVersion = { origin: 'absent', key: '0:', generation: 0, data: undefined };
@@ -87,9 +89,10 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
     const stats = await handle.stat({ bigint: true });
     const identity = identityOf(stats);
     if (cached?.identity === identity) return ok(cached.version);
-    const parsed = parseFile(kind, await readText(handle, Number(stats.size)), path);
+    const { text, ascii } = await readText(handle, Number(stats.size));
+    const parsed = parseFile(kind, text, path);
     if (parsed.isErr()) return err(parsed.error);
-    const version = versionOf('live', parsed.value);
+    const version = versionOf('live', parsed.value, ascii ? text : undefined);
     cache.set(kind, { identity, version });
     return ok(version);
   } catch (e) {
@@ -105,7 +108,7 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
  * unless a value holds other characters, is decoded as Latin-1: the same
  * string, made by a copy instead of a UTF-8 decode.
  */
-async function readText(handle: FileHandle, size: number): Promise<string> {
+async function readText(handle: FileHandle, size: number): Promise<{ text: string; ascii: boolean }> {
   let buffer = Buffer.allocUnsafe(size + 1);
   let length = 0;
   for (;;) {
@@ -115,7 +118,8 @@ async function readText(handle: FileHandle, size: number): Promise<string> {
     length += bytesRead;
   }
   const bytes = buffer.subarray(0, length);
-  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+  const ascii = isAscii(bytes);
+  return { text: bytes.toString(ascii ? 'latin1' : 'utf8'), ascii };
 }
 
 /**

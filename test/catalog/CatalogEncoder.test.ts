@@ -105,3 +105,76 @@ describe('CatalogEncoder', () => {
     for (const file of files) expect(bytesOf(encoder.encode('f', file)).equals(expected(file))).toBe(true);
   });
 });
+
+describe('CatalogEncoder, first encoding of a file read from disk', () => {
+  /** Text a hand or another tool may have written: each form parses to the same content as the canonical text. */
+  const textForms = ['canonical', 'spaced', 'number-form', 'escaped', 'digit-key'] as const;
+  const asciiString = fc.string({ unit: fc.constantFrom('a', 'b', 'z', '-', '.', '/', ' ', '{', '}', '[', ']', ',', ':', '"', '\\', 'é', '0', '7'), maxLength: 8 });
+  const value = fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+  const record = fc.dictionary(asciiString, fc.oneof(fc.dictionary(asciiString, value, { maxKeys: 4 }), fc.array(value, { maxLength: 3 })), { maxKeys: 8 });
+  const list = fc.array(fc.dictionary(asciiString, value, { maxKeys: 4 }), { maxLength: 8 });
+
+  function writtenAs(form: (typeof textForms)[number], content: object): string {
+    const canonical = JSON.stringify(content);
+    switch (form) {
+      case 'canonical':
+        return `${canonical}\n`;
+      case 'spaced':
+        return `${JSON.stringify(content, null, 1)}\n`;
+      case 'number-form':
+        return `${canonical.replace(/:(\d+)([,}\]])/, ':$1.0$2')}\n`;
+      case 'escaped':
+        return `${canonical.replace(/"([a-z])/, (_, letter: string) => `"\\u00${letter.charCodeAt(0).toString(16)}`)}\n`;
+      case 'digit-key':
+        return `${canonical.replace(/\{"/, '{"7":1,"')}\n`;
+    }
+  }
+
+  it('writes exactly a fresh encode of the next generation, whatever form the file it read was in, and copies kept entries of a canonical file instead of stringifying them', () => {
+    fc.assert(
+      fc.property(record, list, fc.constantFrom(...textForms), fc.array(fc.nat(), { maxLength: 6 }), (m, l, form, edits) => {
+        const text = writtenAs(form, { version: 1, m, l });
+        if (!Buffer.from(text).equals(Buffer.from(text, 'latin1'))) return;
+        const read = JSON.parse(text) as { version: number; m: Record<string, object>; l: object[] };
+        // The next generation keeps most entries as the very objects read, drops, replaces or adds a few.
+        const nextM: Record<string, object> = { ...read.m };
+        const nextL = [...read.l];
+        const keys = Object.keys(nextM);
+        for (const e of edits) {
+          if (e % 3 === 0 && keys.length > 0) delete nextM[keys[e % keys.length]!];
+          else if (e % 3 === 1 && nextL.length > 0) nextL.splice(e % nextL.length, 1);
+          else nextM[`added-${e}`] = { e };
+        }
+        const next = { version: 2, m: nextM, l: [...nextL, { added: true }] };
+        const kept = new Set<unknown>([...Object.values(read.m).slice(1), ...read.l.slice(1)]);
+        const stringified: unknown[] = [];
+        const stringify = JSON.stringify;
+        JSON.stringify = ((v: unknown, ...rest: []) => {
+          stringified.push(v);
+          return stringify(v, ...rest);
+        }) as typeof JSON.stringify;
+        let encoded: EncodedFile;
+        try {
+          encoded = new CatalogEncoder().encode('f', next, { text, data: read });
+        } finally {
+          JSON.stringify = stringify;
+        }
+        expect(bytesOf(encoded).equals(expected(next))).toBe(true);
+        if (form === 'canonical' && !text.includes('\\') && !/"\d[^"]*":/.test(text)) {
+          expect(stringified).not.toContain(next);
+          expect(stringified.filter((v) => kept.has(v))).toEqual([]);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('takes a kept entry from the text it read, not from stringifying the object again', () => {
+    // A text that disagrees with its content on purpose: the bytes written show where they came from.
+    const read = { m: { a: { n: 1 }, b: { n: 2 } }, l: [{ i: 0 }, { i: 1 }] };
+    const text = '{"m":{"a":{"n":1},"b":{"n":20}},"l":[{"i":0},{"i":10}]}\n';
+    const next = { m: { ...read.m, c: { n: 3 } }, l: [...read.l, { i: 2 }] };
+    const encoded = new CatalogEncoder().encode('f', next, { text, data: read });
+    expect(bytesOf(encoded).toString()).toBe('{"m":{"a":{"n":1},"b":{"n":20},"c":{"n":3}},"l":[{"i":0},{"i":10},{"i":2}]}\n');
+  });
+});
