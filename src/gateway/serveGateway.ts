@@ -6,19 +6,19 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { HostTelemetry, type HostTelemetryOptions } from '../observability/telemetry.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
-import { clientAnswers } from './clientForwarding.js';
+import { callForClient, type ClientIdentity, type ToolCallClient } from './clientToolCall.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
-import { errorResult, toolResult } from './toolResults.js';
+import { connectStdio } from './stdioToolCalls.js';
 
 /** Where the stdio transport reads and writes. Default this process's stdin and stdout. */
 export interface GatewayStdioOptions {
@@ -60,12 +60,6 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-/** Who a client server serves, as the audit records and spans name the caller: the HTTP client's name (`default` for the default token) or `stdio`. */
-interface ClientIdentity {
-  readonly name: string;
-  readonly transport: 'stdio' | 'http';
-}
-
 function invalid(message: string, option: string): HostError {
   return hostError('HOST_INVALID_OPTIONS', message, { details: { option } });
 }
@@ -73,7 +67,7 @@ function invalid(message: string, option: string): HostError {
 let clientCount = 0;
 
 /** One client's MCP server: lists and calls the tools its policy lets it see; confirmations and plugin requests go to its client. */
-function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity, telemetry: HostTelemetry): Server {
+function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity, telemetry: HostTelemetry): ToolCallClient {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -85,30 +79,11 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
     if (listed.isErr()) throw listed.error;
     return { tools: listed.value.filter((t) => offeredTo(policy, t.opId)).map((t) => t.tool) };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const opId = request.params.name;
-    if (!offeredTo(policy, opId)) {
-      return errorResult(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is offered to this client`, { details: { op_id: opId } }));
-    }
-    const progressToken = request.params._meta?.progressToken;
-    const served = { opId, clientName: client.name, transport: client.transport, sessionId: extra.sessionId };
-    const outcome = await telemetry.served(served, () => host.call(opId, request.params.arguments ?? {}, {
-      maxRisk,
-      ...clientAnswers(server, extra, caller),
-      signal: extra.signal,
-      caller: { id: client.name, transport: client.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
-      ...(progressToken === undefined
-        ? {}
-        : {
-            onProgress: (p) =>
-              void extra
-                .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
-                .catch(() => undefined),
-          }),
-    }));
-    return toolResult(outcome);
-  });
-  return server;
+  const calls: ToolCallClient = { host, server, policy, maxRisk, caller, identity: client, telemetry };
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    callForClient(calls, { name: request.params.name, arguments: request.params.arguments, progressToken: request.params._meta?.progressToken }, extra),
+  );
+  return calls;
 }
 
 /**
@@ -130,16 +105,18 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const subscriptions = new GatewaySubscriptions(host, surface);
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
-  const connect = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport'] = 'http'): Server => {
-    const server = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry);
+  const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport']): ToolCallClient => {
+    const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry);
+    const { server } = calls;
     serveSurface(server, surface, subscriptions, policy);
     servers.add(server);
     server.onclose = () => {
       servers.delete(server);
       subscriptions.drop(server);
     };
-    return server;
+    return calls;
   };
+  const connect = (policy: GatewayClientPolicy, clientName: string): Server => open(policy, clientName, 'http').server;
   const notifyToolsChanged = (): void => {
     tools.invalidate();
     for (const server of servers) void server.sendToolListChanged().catch(() => undefined);
@@ -192,8 +169,9 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
       for (const unsubscribe of unsubscribers) unsubscribe();
     };
     return started.mapErr((error) => (stopWatching(), error)).andThen((http) => {
-      // The SDK's stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
-      const begin = stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connect(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio').connect(new StdioServerTransport(stdio.stdin, stdio.stdout)));
+      // The stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
+      const begin =
+        stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connectStdio(open(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio'), stdio, STDIO_DEFAULT_MAX_BUFFER_SIZE));
       return begin.map(
         (): GatewayHandle => ({
           url: http?.url,
