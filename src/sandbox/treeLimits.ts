@@ -46,11 +46,13 @@ const JOIN_PROGRAM = '/bin/sh';
 // Runs in the host's child before it execs the launcher chain, so the whole
 // plugin tree is born inside the group: membership is inherited at fork and
 // moving a process later would leave already-forked children behind. The
-// same shell sets the data-segment cap with its ulimit builtin (dash, bash,
-// busybox and mksh all take -d in KiB and set the hard and soft limits
-// together), which spares an exec of prlimit; `-` sets none.
+// same shell sets the data-segment cap with its ulimit builtin, which spares
+// an exec of prlimit; `-` sets none. -d counts KiB in every POSIX shell that
+// has it; the soft limit goes first (a hard limit below the current soft one
+// is refused), and both are set explicitly, since shells differ in what a
+// bare `ulimit -d` sets.
 const JOIN_SCRIPT =
-  'if [ "$1" != - ]; then ulimit -d "$1" || { echo "mcp-plugin-host: cannot set the data segment limit" >&2; exit 125; }; fi; shift; ' +
+  'if [ "$1" != - ]; then { ulimit -S -d "$1" && ulimit -H -d "$1"; } || { echo "mcp-plugin-host: cannot set the data segment limit" >&2; exit 125; }; fi; shift; ' +
   'while [ "$1" != -- ]; do echo "$$" > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /**
