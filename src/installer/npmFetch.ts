@@ -177,6 +177,18 @@ function foreignSources(lock: Record<string, unknown> | undefined, registry: str
   return foreign;
 }
 
+/** The version of `name` a lockfile of the staging project holds. */
+function lockedVersion(lock: Record<string, unknown> | undefined, name: string): string | undefined {
+  const packages = isRecord(lock?.['packages']) ? lock['packages'] : {};
+  const entry = packages[`node_modules/${name}`];
+  return isRecord(entry) && typeof entry['version'] === 'string' ? entry['version'] : undefined;
+}
+
+const foreignFailure = (target: string, registry: string, foreign: readonly { path: string; resolved: string }[]): HostError =>
+  npmFailure('dependency_source', `dependencies of '${target}' resolve outside the registry ${registry} or without integrity: ${foreign.map((f) => `${f.path} (${f.resolved})`).join(', ')}`, {
+    dependencies: foreign,
+  });
+
 /**
  * Installs the package `spec` names, with its production dependencies, into
  * `work` (an empty directory of the staging area), using `work/.npm` for
@@ -202,24 +214,25 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
   const target = spec.kind === 'registry' ? spec.spec : spec.path;
   const registry = npm.registry ?? settings.registry;
-  const args = ['install', target, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
+  const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
   const bounds = { project, cache: join(home, 'cache'), limits };
-  const resolved = await runNpm(cli, [...args, '--package-lock-only'], project, npmEnvironment(home), bounds);
+  const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), bounds);
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
   if (resolved.isErr()) return err(resolved.error);
-  const foreign = foreignSources(await readJson(join(project, 'package-lock.json')), registry, spec);
-  if (foreign.length > 0) {
-    return err(
-      npmFailure('dependency_source', `dependencies of '${target}' resolve outside the registry ${registry} or without integrity: ${foreign.map((f) => `${f.path} (${f.resolved})`).join(', ')}`, {
-        dependencies: foreign,
-      }),
-    );
-  }
-  const ran = await runNpm(cli, args, project, npmEnvironment(home), bounds);
+  const lock = await readJson(join(project, 'package-lock.json'));
+  const foreign = foreignSources(lock, registry, spec);
+  if (foreign.length > 0) return err(foreignFailure(target, registry, foreign));
+  // A range or tag would be resolved again, and the registry may have published another version since: npm installs
+  // the version the checked lockfile holds, and the lockfile it leaves is checked again.
+  const checked = spec.kind === 'registry' ? lockedVersion(lock, spec.name) : target;
+  if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
+  const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), bounds);
   if (ran.isErr()) return err(ran.error);
+  const installed = foreignSources(await readJson(join(project, 'package-lock.json')), registry, spec);
+  if (installed.length > 0) return err(foreignFailure(target, registry, installed));
   const manifest = await readJson(join(project, 'package.json'));
   const dependencies = isRecord(manifest?.['dependencies']) ? Object.keys(manifest['dependencies']) : [];
   const name = dependencies[0];

@@ -5,12 +5,13 @@
  * directory is refused before anything is unpacked.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/installer/npmFetch.js';
 
@@ -68,6 +69,48 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
         details: { reason: 'dependency_source', dependencies: [{ path: 'node_modules/uses-url/node_modules/urldep', resolved: url }] },
       });
       expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('installs the version it checked: one published between the resolution and the install, with a dependency from a URL, is never fetched', async () => {
+    const dir = await mkdtemp(join(base, 'flip-'));
+    const dependency = await pack(dir, 'urldep', {});
+    await pack(dir, 'flip-server', {});
+    await pack(dir, 'flip-server', { version: '1.0.1', dependencies: { urldep: 'URL' } });
+    const requested: string[] = [];
+    const server: Server = createServer((req, res) => {
+      const path = req.url ?? '';
+      requested.push(path);
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      if (path.endsWith('.tgz')) {
+        void readFile(path.startsWith('/urldep') ? dependency : join(dir, basename(path))).then((bytes) => res.end(bytes));
+        return;
+      }
+      // The registry's answer for the package: 1.0.0 the first time it is asked, then a 1.0.1 that takes a dependency from a URL.
+      const published = requested.filter((p) => p === '/flip-server').length === 1 ? ['1.0.0'] : ['1.0.0', '1.0.1'];
+      const versions = Object.fromEntries(
+        published.map((version) => {
+          const file = join(dir, `flip-server-${version}.tgz`);
+          const integrity = `sha512-${createHash('sha512').update(readFileSync(file)).digest('base64')}`;
+          const dependencies = version === '1.0.1' ? { urldep: `${origin}/urldep-1.0.0.tgz` } : {};
+          return [version, { name: 'flip-server', version, dependencies, bin: { 'flip-server': 'index.js' }, dist: { tarball: `${origin}/${basename(file)}`, integrity } }];
+        }),
+      );
+      res.setHeader('content-type', 'application/json');
+      res.setHeader('cache-control', 'no-store');
+      res.end(JSON.stringify({ name: 'flip-server', 'dist-tags': { latest: published.at(-1) }, versions }));
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const registry = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const work = join(dir, 'work');
+      await mkdir(work);
+      const fetched = await fetchNpmPackage(parseNpmSpec('npm:flip-server@^1.0.0')._unsafeUnwrap(), work, { registry });
+      expect(fetched._unsafeUnwrap().version).toBe('1.0.0');
+      expect(existsSync(join(work, 'project', 'node_modules', 'flip-server', 'node_modules', 'urldep'))).toBe(false);
+      expect(requested).not.toContain('/urldep-1.0.0.tgz');
     } finally {
       server.close();
     }
