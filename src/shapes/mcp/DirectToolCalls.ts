@@ -1,4 +1,5 @@
 import { ErrorCode, McpError, type JSONRPCMessage, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { CallDeadlines, type CallDeadline } from '../../framing/CallDeadlines.js';
 import type { Clock } from '../../ports/ports.js';
 
 /** Who ended a `tools/call` early, when the session did. */
@@ -38,7 +39,7 @@ export type DirectCallOutcome =
 /** A JSON-RPC answer to one of the direct calls, its envelope already checked. */
 export type DirectAnswer = { readonly id: number; readonly result: unknown } | { readonly id: number; readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } };
 
-interface PendingCall {
+interface PendingCall extends CallDeadline {
   readonly id: number;
   readonly settle: (outcome: DirectCallOutcome) => void;
   readonly timeoutMs: number;
@@ -70,9 +71,8 @@ interface PendingCall {
  */
 export class DirectToolCalls {
   readonly #pending = new Map<number, PendingCall>();
+  readonly #deadlines: CallDeadlines;
   #nextId = FIRST_DIRECT_CALL_ID;
-  #armedFor: number | undefined;
-  #cancelTimer: (() => void) | undefined;
   #closedWith: unknown;
 
   /**
@@ -84,7 +84,9 @@ export class DirectToolCalls {
     private readonly send: (message: JSONRPCMessage) => Promise<void>,
     private readonly clock: Clock,
     private readonly onError: (error: Error) => void,
-  ) {}
+  ) {
+    this.#deadlines = new CallDeadlines(clock);
+  }
 
   /** Calls in flight now. */
   get inFlight(): number {
@@ -105,20 +107,25 @@ export class DirectToolCalls {
     const id = this.#nextId++;
     return new Promise((settle) => {
       const now = this.clock.now();
+      const idleDeadline = now + request.timeoutMs;
+      const totalDeadline = now + request.maxTotalTimeoutMs;
       const call: PendingCall = {
+        at: Math.min(idleDeadline, totalDeadline),
+        // A tie is the cap's: it is the firmer promise.
+        expire: () => this.#timeOut(call, call.totalDeadline <= call.idleDeadline),
         id,
         settle,
         timeoutMs: request.timeoutMs,
         maxTotalTimeoutMs: request.maxTotalTimeoutMs,
         statedMaxTotalTimeoutMs: request.statedMaxTotalTimeoutMs,
         started: now,
-        totalDeadline: now + request.maxTotalTimeoutMs,
-        idleDeadline: now + request.timeoutMs,
+        totalDeadline,
+        idleDeadline,
         onProgress: request.onProgress,
         unfollow: undefined,
       };
       this.#pending.set(id, call);
-      this.#arm(Math.min(call.idleDeadline, call.totalDeadline));
+      this.#deadlines.watch(call);
       if (signal !== undefined) {
         const onAbort = (): void => this.#cancel(call, signal.reason, 'caller');
         signal.addEventListener('abort', onAbort, { once: true });
@@ -153,21 +160,21 @@ export class DirectToolCalls {
       return;
     }
     call.idleDeadline = now + call.timeoutMs;
+    call.at = Math.min(call.idleDeadline, call.totalDeadline);
     if (call.onProgress !== undefined) call.onProgress(progress);
   }
 
   /** The connection ended: every call in flight fails with `error`, and later calls at once. */
   close(error: unknown = new McpError(ErrorCode.ConnectionClosed, 'Connection closed')): void {
     this.#closedWith ??= error;
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
-    this.#armedFor = undefined;
+    this.#deadlines.clear();
     for (const call of [...this.#pending.values()]) this.#end(call, { answered: false, error });
   }
 
   #end(call: PendingCall, outcome: DirectCallOutcome): void {
     if (this.#pending.get(call.id) !== call) return;
     this.#pending.delete(call.id);
+    this.#deadlines.unwatch(call);
     call.unfollow?.();
     call.settle(outcome);
   }
@@ -188,26 +195,5 @@ export class DirectToolCalls {
     } else {
       this.#cancel(call, McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: call.timeoutMs }), undefined);
     }
-  }
-
-  /** Makes sure the one timer fires by `deadline`. */
-  #arm(deadline: number): void {
-    if (this.#armedFor !== undefined && this.#armedFor <= deadline) return;
-    this.#cancelTimer?.();
-    this.#armedFor = deadline;
-    this.#cancelTimer = this.clock.setTimer(() => this.#expire(), Math.max(0, deadline - this.clock.now()));
-  }
-
-  #expire(): void {
-    this.#armedFor = undefined;
-    this.#cancelTimer = undefined;
-    const now = this.clock.now();
-    let next = Number.POSITIVE_INFINITY;
-    for (const call of [...this.#pending.values()]) {
-      const deadline = Math.min(call.idleDeadline, call.totalDeadline);
-      if (deadline <= now) this.#timeOut(call, call.totalDeadline <= call.idleDeadline);
-      else next = Math.min(next, deadline);
-    }
-    if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
 }

@@ -1,5 +1,6 @@
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, HostError, withDetails } from '../../errors/HostError.js';
+import { CallDeadlines } from '../../framing/CallDeadlines.js';
 import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
@@ -67,6 +68,7 @@ export class NdjsonRpcSession implements PluginSession {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly tickets = new Set<CallTicket<ToolResult>>();
+  private readonly deadlines: CallDeadlines;
   private readonly connections: LazyStart<NdjsonConnection>;
   private nextId = 1;
 
@@ -75,6 +77,7 @@ export class NdjsonRpcSession implements PluginSession {
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_NDJSON_CALL_TIMEOUT_MS;
     this.permits = new InFlightLimiter(options.maxInFlight ?? 1);
     this.clock = options.clock ?? systemClock;
+    this.deadlines = new CallDeadlines(this.clock);
     this.logger = options.logger ?? silentLogger;
     this.connections = new LazyStart({
       start: () => this.launch(),
@@ -143,13 +146,12 @@ export class NdjsonRpcSession implements PluginSession {
     ticket.onSettle(() => this.tickets.delete(ticket));
     const progress: { phase: Phase } = { phase: 'queued' };
     const timeoutMs = Math.min(options.timeoutMs ?? this.callTimeoutMs, options.maxTotalTimeoutMs ?? this.options.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY);
-    ticket.onSettle(
-      this.clock.setTimer(
-        () =>
-          ticket.settle(err(ndjsonError('PLUGIN_TIMEOUT', `plugin did not answer ${method} within ${timeoutMs} ms`, { method, timeout_ms: timeoutMs, phase: progress.phase }))),
-        timeoutMs,
-      ),
-    );
+    const deadline = {
+      at: this.clock.now() + timeoutMs,
+      expire: () => ticket.settle(err(ndjsonError('PLUGIN_TIMEOUT', `plugin did not answer ${method} within ${timeoutMs} ms`, { method, timeout_ms: timeoutMs, phase: progress.phase }))),
+    };
+    this.deadlines.watch(deadline);
+    ticket.onSettle(() => this.deadlines.unwatch(deadline));
     const signal = options.signal;
     if (signal !== undefined) {
       const onAbort = (): void => ticket.settle(err(cancelledError(method, progress.phase)));

@@ -133,6 +133,14 @@ describe('timeouts', () => {
     await stderrLine(processes[0], /^received notifications\/cancelled \d+/);
   });
 
+  it('waits for the answer of a call whose timeout is longer than a Node timer can wait (2^31 ms)', async () => {
+    const { session } = rawPlugin();
+    (await session.listTools())._unsafeUnwrap();
+    const answer = { content: [{ type: 'text', text: 'patient' }] };
+    const result = (await session.callTool('raw', { answer, delayMs: 200 }, { timeoutMs: 2 ** 32, maxTotalTimeoutMs: 2 ** 33 }))._unsafeUnwrap();
+    expect(result.value).toEqual(answer);
+  });
+
   it('arms one timer for all the calls in flight, not one per call', async () => {
     let armed = 0;
     const counting: Clock = {
