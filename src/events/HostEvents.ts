@@ -54,6 +54,12 @@ export interface HostEventMap {
   /** A resource the host subscribed to (`subscribeResource`) changed; read it again to see how. */
   readonly 'resource:updated': { readonly plugin_id: string; readonly uri: string };
   /**
+   * A subscription the host holds (`subscribeResource`) that a new process
+   * of the plugin refused or no longer offers (`code`, `message`): it is
+   * dropped, and no more updates of that resource arrive.
+   */
+  readonly 'resource:subscription_lost': { readonly plugin_id: string; readonly uri: string; readonly code: HostErrorCode; readonly message: string };
+  /**
    * A plugin's request to its client (`sampling/createMessage`,
    * `elicitation/create`, `roots/list`) of a kind it declares, and how it
    * ended: answered by a callback, refused at once, abandoned (time ran out,

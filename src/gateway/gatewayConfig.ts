@@ -60,6 +60,8 @@ export interface GatewayConfig {
   readonly deny?: readonly string[];
   /** How often the catalog is read again, in ms. */
   readonly catalogPollMs?: number;
+  /** Resource subscriptions one client may hold at once. */
+  readonly maxSubscriptionsPerClient?: number;
   /** The HTTP transport. */
   readonly http?: GatewayConfigHttp;
   /** The audit file. */
@@ -165,6 +167,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     policy,
     ...(config.name === undefined ? {} : { name: config.name }),
     ...(config.catalogPollMs === undefined ? {} : { catalogPollMs: config.catalogPollMs }),
+    ...(config.maxSubscriptionsPerClient === undefined ? {} : { maxSubscriptionsPerClient: config.maxSubscriptionsPerClient }),
   };
   const http = config.http ?? {};
   const audit = config.audit === undefined ? {} : { audit: config.audit };

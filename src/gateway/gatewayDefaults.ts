@@ -26,6 +26,8 @@ export interface GatewayDefaults {
   readonly stdioClientName: string;
   /** HTTP sessions open at once. */
   readonly maxSessions: number;
+  /** Resource subscriptions one client (the stdio peer, each HTTP session) may hold at once. */
+  readonly maxSubscriptionsPerClient: number;
   /** Time an HTTP session may stay idle before it is closed, in ms. */
   readonly sessionIdleMs: number;
   /** How often idle sessions are looked for, at most, in ms. */

@@ -38,6 +38,7 @@ import { LOGGING_LEVELS } from '../host/mcpSurface.js';
 import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
 const QUALIFIED_URI = /^plug\.([a-z][a-z0-9-]{0,63}):(.+)$/s;
 
@@ -236,32 +237,58 @@ const routeKey = (route: ResourceRoute): string => `${route.pluginId}\n${route.u
 
 /**
  * The gateway's resource subscriptions: the host subscribes once per plugin
- * resource, whatever number of clients asked, and ends it with the last of them.
+ * resource, whatever number of clients asked, and ends it with the last of
+ * them. Each client holds at most `maxPerClient` (its subscriptions and
+ * those it is making); its subscriptions end when it goes away.
  */
 export class GatewaySubscriptions {
   readonly #host: PluginHost;
   readonly #surface: GatewaySurface;
+  readonly #maxPerClient: number;
   /** By plugin resource: each subscribed client and the URIs it used for it. */
   readonly #byRoute = new Map<string, { readonly route: ResourceRoute; readonly clients: Map<ResourceUpdateSink, Set<string>> }>();
+  /** The URIs each client holds or is subscribing to, counted against its cap. */
+  readonly #held = new Map<ResourceUpdateSink, Set<string>>();
 
-  constructor(host: PluginHost, surface: GatewaySurface) {
+  /**
+   * @param host - The host whose plugins are subscribed to.
+   * @param surface - Routes a client's URI to a plugin.
+   * @param maxPerClient - Subscriptions one client may hold at once.
+   */
+  constructor(host: PluginHost, surface: GatewaySurface, maxPerClient: number = GATEWAY_DEFAULTS.maxSubscriptionsPerClient) {
     this.#host = host;
     this.#surface = surface;
+    this.#maxPerClient = maxPerClient;
   }
 
-  /** Subscribes `client` to the resource `uri` leads to. */
+  /** Subscribes `client` to the resource `uri` leads to; GATEWAY_SUBSCRIPTION_LIMIT past its cap. */
   subscribe(client: ResourceUpdateSink, policy: GatewayClientPolicy, uri: string): ResultAsync<void, HostError> {
-    return this.#surface.route(policy, uri).andThen((route) => {
-      const key = routeKey(route);
-      const entry = this.#byRoute.get(key);
-      const add = (): void => {
-        const current = this.#byRoute.get(key) ?? { route, clients: new Map<ResourceUpdateSink, Set<string>>() };
-        this.#byRoute.set(key, current);
-        current.clients.set(client, (current.clients.get(client) ?? new Set()).add(uri));
-      };
-      if (entry !== undefined) return okAsync(add());
-      return this.#host.subscribeResource(route.pluginId, route.uri).map(add);
-    });
+    const held = this.#held.get(client) ?? new Set<string>();
+    if (held.has(uri)) return okAsync(undefined);
+    if (held.size >= this.#maxPerClient) {
+      return errAsync(
+        hostError('GATEWAY_SUBSCRIPTION_LIMIT', `this client already holds ${held.size} resource subscriptions, the most one client may hold`, {
+          details: { uri, limit: this.#maxPerClient },
+        }),
+      );
+    }
+    this.#held.set(client, held.add(uri));
+    return this.#surface
+      .route(policy, uri)
+      .andThen((route) => {
+        const key = routeKey(route);
+        const add = (): void => {
+          const current = this.#byRoute.get(key) ?? { route, clients: new Map<ResourceUpdateSink, Set<string>>() };
+          this.#byRoute.set(key, current);
+          current.clients.set(client, (current.clients.get(client) ?? new Set()).add(uri));
+        };
+        if (this.#byRoute.has(key)) return okAsync(add());
+        return this.#host.subscribeResource(route.pluginId, route.uri).map(add);
+      })
+      .orElse((error) => {
+        this.#unhold(client, uri);
+        return errAsync(error);
+      });
   }
 
   /** Ends `client`'s subscription under `uri`; an unknown one is no error. */
@@ -270,16 +297,33 @@ export class GatewaySubscriptions {
       const uris = entry.clients.get(client);
       if (uris?.delete(uri) !== true) continue;
       if (uris.size === 0) entry.clients.delete(client);
+      this.#unhold(client, uri);
       return this.#release(key);
     }
     return okAsync(undefined);
   }
 
-  /** Ends every subscription of a client that went away. */
+  /** Ends every subscription of a client that went away; the plugins are unsubscribed from what no other client holds. */
   drop(client: ResourceUpdateSink): void {
+    this.#held.delete(client);
     for (const [key, entry] of this.#byRoute) {
       if (entry.clients.delete(client)) void this.#release(key);
     }
+  }
+
+  /** Forgets a plugin resource the host no longer holds (its new process refused the subscription): no update of it will come. */
+  lost(pluginId: string, uri: string): void {
+    const key = routeKey({ pluginId, uri });
+    const entry = this.#byRoute.get(key);
+    if (entry === undefined) return;
+    this.#byRoute.delete(key);
+    for (const [client, uris] of entry.clients) for (const spelled of uris) this.#unhold(client, spelled);
+  }
+
+  #unhold(client: ResourceUpdateSink, uri: string): void {
+    const held = this.#held.get(client);
+    held?.delete(uri);
+    if (held?.size === 0) this.#held.delete(client);
   }
 
   /** Passes a plugin's resource update to every client subscribed to it. */

@@ -379,7 +379,17 @@ export class PluginHost {
     const credentials = new CredentialSource(this.#secrets, config.credentialsFromEnv ? config.env : undefined);
     this.#credentials = credentials;
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, credentials, env: parts.env, catalog, events, logger, random, config, isClosed });
-    const runtimes = new PluginRuntimes({ launcher, config, clock, logger, random, events, isClosed });
+    const runtimes = new PluginRuntimes({
+      launcher,
+      config,
+      clock,
+      logger,
+      random,
+      events,
+      isClosed,
+      onSessionCreated: (id, runtime) => this.#surfaces.adopt(id, runtime),
+      onUnseenStartFailure: (id, runtime, failure) => void this.#supervisor.startFailedUnseen(id, runtime, failure),
+    });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
     const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
     this.#catalog = catalog;
@@ -388,7 +398,7 @@ export class PluginHost {
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
     this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => !this.#pending(id) });
-    this.#surfaces = new PluginSurfaces({ catalog, runtimes, clock, isClosed, isPending: (id) => this.#pending(id) });
+    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id) });
     const pollMs = config.hotReloadPollMs;
     this.#watch = pollMs === undefined ? undefined : new CatalogWatch({ catalog, runtimes, events, logger, pollMs, drainTimeoutMs: config.drainTimeoutMs });
     this.#watch?.start();
@@ -710,16 +720,19 @@ export class PluginHost {
   /**
    * Subscribes to a plugin's resource: each update arrives as a
    * `resource:updated` event with the plugin id and URI. While any
-   * subscription is open the plugin is not stopped for being idle. A
-   * subscription lasts as long as the plugin's running session: after a
-   * crash, reload, upgrade or remove (the `exit` event), subscribe again.
+   * subscription is open the plugin is not stopped for being idle. The host
+   * keeps the subscription until `unsubscribeResource`: every new process of
+   * the plugin (after a crash, a reload or an upgrade) subscribes again when
+   * it starts, and a plugin that dies holding subscriptions counts as crashed
+   * and is started again when its crash backoff allows. A new process that
+   * refuses the subscription ends it with a `resource:subscription_lost` event.
    * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `resources.subscribe`.
    */
   subscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
     return this.#surfaces.subscribeResource(pluginId, uri);
   }
 
-  /** Ends a subscription made with {@link PluginHost.subscribeResource}; one that does not exist is no error. */
+  /** Ends a subscription made with {@link PluginHost.subscribeResource}; one that does not exist is no error, and a plugin not running is not started for it. */
   unsubscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
     return this.#surfaces.unsubscribeResource(pluginId, uri);
   }

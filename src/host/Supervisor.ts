@@ -88,6 +88,17 @@ export class Supervisor {
     if (recorded.isErr()) logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
+  /**
+   * A start that every caller waiting for it left (their deadlines were
+   * shorter than the plugin's start timeout) failed on its own time: counted
+   * as a failed start, as it would be had a caller waited, so that a plugin
+   * whose start never finishes goes on the backoff ladder instead of getting
+   * a fresh process per call.
+   */
+  async startFailedUnseen(pluginId: string, runtime: PluginRuntime, failure: HostError): Promise<void> {
+    if (this.countsAgainstPlugin(failure)) await this.pluginFailed(pluginId, runtime, failure, 'call');
+  }
+
   /** A failure that cost only its call (the protocol leaves the process running): logged, nothing stopped or counted. */
   callFailedAlone(pluginId: string, failure: HostError): void {
     this.#parts.logger.warn({ plugin_id: pluginId, code: failure.code }, `a call failed and the plugin keeps running: ${failure.message}`);

@@ -16,15 +16,18 @@ import {
   type Resource,
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
-import { errAsync, ResultAsync } from 'neverthrow';
+import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
-import type { HostEvents } from '../events/HostEvents.js';
+import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Clock } from '../ports/ports.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
+import { stoppedByRetirement } from './drain.js';
 import { closedError, notInstalled, type HostCatalog } from './hostCatalog.js';
 import { checkArguments } from './hostConfig.js';
+import type { PluginRuntime } from './PluginRuntime.js';
 import type { PluginRuntimes } from './runtimes.js';
+import type { Supervisor } from './Supervisor.js';
 
 /** The levels of MCP log messages, lowest first, as the SDK's schema lists them. */
 export const LOGGING_LEVELS: readonly LoggingLevel[] = LoggingLevelSchema.options;
@@ -56,6 +59,12 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
     case 'log':
       events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data: notice.data });
       return;
+    case 'subscription_lost':
+      events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });
+      return;
+    case 'start_failed':
+      // The host's supervisor takes these (PluginRuntimes), not the event stream.
+      return;
   }
 }
 
@@ -63,6 +72,10 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
 export interface SurfaceParts {
   readonly catalog: HostCatalog;
   readonly runtimes: PluginRuntimes;
+  /** Keeps the crash books: a plugin failing a surface request counts as one failing a call. */
+  readonly supervisor: Supervisor;
+  /** Where the plugins' exits are heard, and subscriptions a new process refused are told. */
+  readonly events: HostEvents;
   readonly clock: Clock;
   readonly isClosed: () => boolean;
   /** Whether the plugin was installed after the host opened (not active yet). */
@@ -75,18 +88,59 @@ function isStringRecord(value: unknown): value is Readonly<Record<string, string
   return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string');
 }
 
+/** What the host asked of one plugin's surface: kept across its processes and sessions. */
+interface WantedSurface {
+  readonly subscriptions: Set<string>;
+  logLevel?: LoggingLevel;
+}
+
 /**
  * The host's side of the MCP surface beyond tools. Each request starts the
  * plugin when it is not running, through the same admission (quarantine,
  * credentials, pending restart), checks and sandbox as a call, and holds
  * off its idle stop while it runs; a subscription holds it off until the
- * last one ends.
+ * last one ends. A request that crashes the plugin counts toward quarantine
+ * exactly as a crashed call does.
+ *
+ * The subscriptions and log level the host set belong to the plugin, not to
+ * one process: every new session of the plugin (after a crash, a reload or
+ * an upgrade) sets them again when its process starts. A plugin holding
+ * subscriptions whose process dies on its own is counted as crashed and
+ * started again as soon as its crash backoff allows, so updates resume
+ * without a caller having to make a request.
  */
 export class PluginSurfaces {
   readonly #parts: SurfaceParts;
+  readonly #wanted = new Map<string, WantedSurface>();
+  /** Pending restarts of plugins that died holding subscriptions, by plugin id: each cancels its timer. */
+  readonly #resumes = new Map<string, () => void>();
+  /** The session each running process was started for, by pid: an exit is the running session's only when it started the process. */
+  readonly #spawnedBy = new Map<number, PluginRuntime>();
 
   constructor(parts: SurfaceParts) {
     this.#parts = parts;
+    parts.events.on('spawn', (spawned) => {
+      const runtime = parts.runtimes.running(spawned.plugin_id);
+      if (runtime !== undefined) this.#spawnedBy.set(spawned.pid, runtime);
+    });
+    parts.events.on('exit', (exited) => this.#exited(exited));
+    parts.events.on('quarantine', (quarantine) => {
+      if (quarantine.quarantined && quarantine.next_retry_at !== undefined) this.#resumeAt(quarantine.plugin_id, quarantine.next_retry_at);
+    });
+    parts.events.on('resource:subscription_lost', (lost) => this.#forget(lost.plugin_id, lost.uri));
+  }
+
+  /**
+   * Gives a new session of `pluginId` what the host asked of the plugin
+   * before: its process subscribes and sets the level when it starts, and
+   * the session is held from its idle stop while subscriptions remain.
+   */
+  adopt(pluginId: string, runtime: PluginRuntime): void {
+    const wanted = this.#wanted.get(pluginId);
+    const surface = runtime.session.surface;
+    if (wanted === undefined || surface === undefined) return;
+    surface.adopt({ subscriptions: [...wanted.subscriptions], ...(wanted.logLevel === undefined ? {} : { logLevel: wanted.logLevel }) });
+    runtime.hold(wanted.subscriptions.size > 0);
   }
 
   /** Every resource the plugin lists. */
@@ -104,13 +158,22 @@ export class PluginSurfaces {
     return this.#use('readResource', { pluginId, uri }, (s) => s.request('resources/read', { uri }));
   }
 
-  /** Subscribes to a resource; its updates arrive as `resource:updated` events. */
+  /** Subscribes to a resource; its updates arrive as `resource:updated` events, from every later process of the plugin too. */
   subscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
-    return this.#use('subscribeResource', { pluginId, uri }, (s, hold) => s.subscribe(uri).map(() => hold(s.subscriptions.size > 0)));
+    return this.#use('subscribeResource', { pluginId, uri }, (s, hold) =>
+      s.subscribe(uri).map(() => {
+        this.#want(pluginId).subscriptions.add(uri);
+        hold(true);
+      }),
+    );
   }
 
-  /** Ends a subscription. */
+  /** Ends a subscription; a plugin that is not running is not started for it. */
   unsubscribeResource(pluginId: string, uri: string): ResultAsync<void, HostError> {
+    const invalid = checkArguments('unsubscribeResource', { pluginId, uri });
+    if (invalid !== undefined) return errAsync(invalid);
+    this.#forget(pluginId, uri);
+    if (this.#parts.runtimes.running(pluginId) === undefined) return okAsync(undefined);
     return this.#use('unsubscribeResource', { pluginId, uri }, (s, hold) => s.unsubscribe(uri).map(() => hold(s.subscriptions.size > 0)));
   }
 
@@ -142,12 +205,77 @@ export class PluginSurfaces {
     return this.#use('complete', { pluginId }, (s) => s.request('completion/complete', params).map((answer) => answer.completion));
   }
 
-  /** Sets the lowest level of log messages the plugin sends as `log` events. */
+  /** Sets the lowest level of log messages the plugin sends as `log` events, on every later process of the plugin too. */
   setLogLevel(pluginId: string, level: LoggingLevel): ResultAsync<void, HostError> {
     if (!LOGGING_LEVELS.includes(level)) {
       return errAsync(hostError('HOST_INVALID_OPTIONS', `level of PluginHost.setLogLevel must be one of ${LOGGING_LEVELS.join(', ')}, got ${JSON.stringify(level)}`, { details: { option: 'level' } }));
     }
-    return this.#use('setLogLevel', { pluginId }, (s) => s.setLogLevel(level));
+    return this.#use('setLogLevel', { pluginId }, (s) =>
+      s.setLogLevel(level).map(() => {
+        this.#want(pluginId).logLevel = level;
+      }),
+    );
+  }
+
+  #want(pluginId: string): WantedSurface {
+    let wanted = this.#wanted.get(pluginId);
+    if (wanted === undefined) {
+      wanted = { subscriptions: new Set() };
+      this.#wanted.set(pluginId, wanted);
+    }
+    return wanted;
+  }
+
+  #forget(pluginId: string, uri: string): void {
+    const wanted = this.#wanted.get(pluginId);
+    wanted?.subscriptions.delete(uri);
+    if (wanted?.subscriptions.size !== 0) return;
+    this.#resumes.get(pluginId)?.();
+    this.#resumes.delete(pluginId);
+    this.#parts.runtimes.running(pluginId)?.hold(false);
+  }
+
+  /**
+   * A process of a plugin holding subscriptions ended. When its session is
+   * still the running one (the host did not stop it) and no call was in
+   * flight, the process died on its own between requests: that is the
+   * plugin's failure, counted like a crash during a call.
+   */
+  #exited(exited: HostEventMap['exit']): void {
+    const pluginId = exited.plugin_id;
+    const startedFor = this.#spawnedBy.get(exited.pid);
+    this.#spawnedBy.delete(exited.pid);
+    if (this.#parts.isClosed() || !this.#holdsSubscriptions(pluginId)) return;
+    const runtime = this.#parts.runtimes.running(pluginId);
+    // A call or request in flight sees the death itself and counts it, with its own account of it.
+    if (runtime === undefined || runtime !== startedFor || runtime.inFlight > 0) return;
+    const failure = hostError('PLUGIN_CRASHED', `plugin '${pluginId}' ${exited.exit.description} while it held resource subscriptions`, {
+      details: { plugin_id: pluginId, pid: exited.pid, status: exited.exit.status },
+    });
+    void this.#parts.supervisor.pluginFailed(pluginId, runtime, failure, 'call');
+  }
+
+  #holdsSubscriptions(pluginId: string): boolean {
+    return (this.#wanted.get(pluginId)?.subscriptions.size ?? 0) > 0;
+  }
+
+  /**
+   * A plugin holding subscriptions failed and waits on its backoff until
+   * `retryAt`: it is started again then (its new process subscribes), so
+   * updates resume without a caller having to make a request. A start that
+   * fails again counts, and the next step of the ladder schedules the next try.
+   */
+  #resumeAt(pluginId: string, retryAt: number): void {
+    const { clock } = this.#parts;
+    this.#resumes.get(pluginId)?.();
+    this.#resumes.delete(pluginId);
+    if (!this.#holdsSubscriptions(pluginId)) return;
+    const cancel = clock.setTimer(() => {
+      this.#resumes.delete(pluginId);
+      if (this.#parts.isClosed() || !this.#holdsSubscriptions(pluginId)) return;
+      void this.#use('resume', { pluginId }, (s) => s.capabilities().map(() => undefined));
+    }, Math.max(0, retryAt - clock.now()));
+    this.#resumes.set(pluginId, cancel);
   }
 
   #use<T>(
@@ -155,7 +283,7 @@ export class PluginSurfaces {
     strings: Readonly<Record<string, unknown>>,
     run: (surface: McpSurface, hold: (held: boolean) => void) => ResultAsync<T, HostError>,
   ): ResultAsync<T, HostError> {
-    const { catalog, runtimes, clock, isClosed, isPending } = this.#parts;
+    const { catalog, runtimes, supervisor, clock, isClosed, isPending } = this.#parts;
     if (isClosed()) return errAsync(closedError());
     const invalid = checkArguments(method, strings);
     if (invalid !== undefined) return errAsync(invalid);
@@ -176,13 +304,21 @@ export class PluginSurfaces {
         }),
       );
     }
+    const started = clock.now();
     runtime.begin();
     const ran = run(surface, (held) => runtime.hold(held));
     return new ResultAsync(
       (async () => {
         const outcome = await ran;
         runtime.end();
-        return outcome.mapErr((error) => withPlugin(error, pluginId));
+        if (outcome.isErr()) {
+          const failure = stoppedByRetirement(outcome.error, runtime, isClosed());
+          if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(pluginId, runtime, failure, 'call');
+          return err(withPlugin(failure, pluginId));
+        }
+        const cleared = supervisor.callSucceeded(pluginId, started);
+        if (cleared !== undefined) await cleared;
+        return outcome;
       })(),
     );
   }

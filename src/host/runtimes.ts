@@ -33,6 +33,10 @@ export interface RuntimeParts {
   readonly random: Random;
   readonly events: HostEvents;
   readonly isClosed: () => boolean;
+  /** Told of each new session before its first use, so it can take over what the host set on the plugin's earlier sessions. */
+  readonly onSessionCreated?: (pluginId: string, runtime: PluginRuntime) => void;
+  /** Told when a session's start failed after every caller waiting for it left: a failure no call reports. */
+  readonly onUnseenStartFailure?: (pluginId: string, runtime: PluginRuntime, failure: HostError) => void;
 }
 
 /** The host's plugin sessions by plugin id, and the ones draining after a remove or an upgrade. */
@@ -59,7 +63,10 @@ export class PluginRuntimes {
     const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
     const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
-    const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
+    const onNotice = (notice: McpPluginNotice): void => {
+      if (notice.kind === 'start_failed') this.#parts.onUnseenStartFailure?.(id, runtime, notice.error);
+      else emitNotice(events, id, notice);
+    };
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
     const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice, onClientRequest });
     if (session.isErr()) return err(session.error);
@@ -69,7 +76,14 @@ export class PluginRuntimes {
     });
     this.#running.set(id, runtime);
     this.#origins.set(runtime, { binding: plugin.lock.binding, adapter: adapter.value });
+    this.#parts.onSessionCreated?.(id, runtime);
     return ok(runtime);
+  }
+
+  /** The plugin's running session, when it has one (none is started). */
+  running(pluginId: string): PluginRuntime | undefined {
+    const runtime = this.#running.get(pluginId);
+    return runtime === undefined || runtime.closed ? undefined : runtime;
   }
 
   /** What `runtime` was started from. */

@@ -5,8 +5,8 @@ import type { HostError } from '../errors/HostError.js';
 export interface LazyStartSteps<C> {
   /**
    * Launches the process and opens a connection on it. `abandoned` aborts
-   * when every use waiting for this start left ({@link LazyStart.join}): the
-   * start should then stop what it launched.
+   * when the start is no longer wanted (`close()` was called): the start
+   * should then stop what it launched.
    */
   readonly start: (abandoned: AbortSignal) => Promise<Result<C, HostError>>;
   /** Whether a started connection can still take calls. */
@@ -18,6 +18,12 @@ export interface LazyStartSteps<C> {
   readonly refuseRestart?: (dead: C) => Promise<HostError | undefined>;
   /** Stops a connection that finished starting after `close()`. */
   readonly discard: (connection: C) => Promise<void>;
+  /**
+   * Told when a start fails after every use that waited for it left: no
+   * caller sees that failure, yet it is the plugin's (a start that never
+   * finishes ends at the protocol's own start timeout).
+   */
+  readonly onUnseenFailure?: (failure: HostError) => void;
   /** The error for a use after `close()`. */
   readonly closedError: () => HostError;
 }
@@ -37,9 +43,12 @@ interface StartAttempt<C> {
  * until first use; concurrent uses share one start (single flight); a
  * connection that died is replaced on the next use unless the protocol
  * refuses; after `close()` every use fails and a start still in progress is
- * discarded when it completes. A use may leave a start it joined (its
- * caller's timeout or abort); when the last one leaves, the start is
- * abandoned: it is told to stop, and the next use begins a new one.
+ * told to stop. A use may leave a start it joined (its caller's timeout or
+ * abort), but the start goes on to its own end, which the protocol bounds:
+ * the next use joins it rather than launching another process, and a start
+ * that fails with nobody left waiting is still reported
+ * ({@link LazyStartSteps.onUnseenFailure}), so that a plugin whose start
+ * never finishes is counted as failing however short its callers' deadlines.
  */
 export class LazyStart<C> {
   private current: C | undefined;
@@ -85,7 +94,6 @@ export class LazyStart<C> {
       const onLeave = (): void => {
         resolve(undefined);
         attempt.leavers--;
-        if (attempt.leavers === 0 && !attempt.kept) this.abandon(attempt);
       };
       leave.addEventListener('abort', onLeave, { once: true });
       void attempt.result.then((result) => {
@@ -95,11 +103,14 @@ export class LazyStart<C> {
     });
   }
 
-  /** Refuses later uses, waits for a start in progress, and hands back the connection left running for the caller to end. */
+  /** Refuses later uses, stops a start in progress, and hands back the connection left running for the caller to end. */
   async close(): Promise<C | undefined> {
     this.closed = true;
     // The start's failure is its caller's to see; closing only waits for it to settle.
-    if (this.starting !== undefined) void (await this.starting.result);
+    if (this.starting !== undefined) {
+      this.starting.abandon.abort();
+      void (await this.starting.result);
+    }
     const current = this.current;
     this.current = undefined;
     return current;
@@ -109,8 +120,10 @@ export class LazyStart<C> {
     if (this.starting !== undefined) return this.starting;
     const abandon = new AbortController();
     const attempt: StartAttempt<C> = {
-      result: this.replace(this.current, abandon.signal).finally(() => {
+      result: this.replace(this.current, abandon.signal).then((result) => {
         if (this.starting === attempt) this.starting = undefined;
+        if (result.isErr() && attempt.leavers === 0 && !attempt.kept && !this.closed) this.steps.onUnseenFailure?.(result.error);
+        return result;
       }),
       abandon,
       leavers: 0,
@@ -120,11 +133,6 @@ export class LazyStart<C> {
     return attempt;
   }
 
-  private abandon(attempt: StartAttempt<C>): void {
-    if (this.starting === attempt) this.starting = undefined;
-    attempt.abandon.abort();
-  }
-
   private async replace(dead: C | undefined, abandoned: AbortSignal): Promise<Result<C, HostError>> {
     if (dead !== undefined && this.steps.refuseRestart !== undefined) {
       const refusal = await this.steps.refuseRestart(dead);
@@ -132,11 +140,12 @@ export class LazyStart<C> {
     }
     if (this.current === dead) this.current = undefined;
     const started = await this.steps.start(abandoned);
-    if (started.isErr()) return started;
+    // A start cut short by close() fails because of the close, whatever it ran into.
     if (this.closed || abandoned.aborted) {
-      await this.steps.discard(started.value);
+      if (started.isOk()) await this.steps.discard(started.value);
       return err(this.steps.closedError());
     }
+    if (started.isErr()) return started;
     this.current = started.value;
     return started;
   }

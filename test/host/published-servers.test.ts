@@ -108,9 +108,9 @@ describe('an answer over the frame cap', () => {
 });
 
 describe("the call's timeout and signal while the plugin starts", () => {
-  it('a plugin that never answers initialize fails a call with timeoutMs 2000 with PLUGIN_TIMEOUT, and its process is stopped', async () => {
+  it('a plugin that never answers initialize fails a call with timeoutMs 2000 with PLUGIN_TIMEOUT, and its process is stopped at its own start timeout', async () => {
     const dir = await pool.profile();
-    const host = await pool.installed(dir, ['published']);
+    const host = await pool.installed(dir, ['published'], { startupTimeoutMs: 4_000 });
     await setMode(dir, 'never-initialize');
     const spawns = record(host, 'spawn');
     const exits = record(host, 'exit');
@@ -121,9 +121,9 @@ describe("the call's timeout and signal while the plugin starts", () => {
     await waitUntil(() => exits.some((e) => e.pid === spawns[0]?.pid));
   }, 15_000);
 
-  it('an abort while the plugin starts fails the call with PLUGIN_CANCELLED and stops the process', async () => {
+  it('an abort while the plugin starts fails the call with PLUGIN_CANCELLED; the process is stopped at its own start timeout', async () => {
     const dir = await pool.profile();
-    const host = await pool.installed(dir, ['published']);
+    const host = await pool.installed(dir, ['published'], { startupTimeoutMs: 4_000 });
     await setMode(dir, 'never-initialize');
     const spawns = record(host, 'spawn');
     const exits = record(host, 'exit');

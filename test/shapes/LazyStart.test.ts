@@ -87,8 +87,8 @@ describe('LazyStart', () => {
     expect(lazy.isClosed).toBe(true);
   });
 
-  it('lets a use leave a start; when the last one leaves, the start is abandoned and its late connection discarded', async () => {
-    const { lazy, starts, discarded, signals } = steps();
+  it('lets every use leave a start that goes on: the next use joins it instead of starting another', async () => {
+    const { lazy, starts, signals } = steps();
     const leaveFirst = new AbortController();
     const leaveSecond = new AbortController();
     const first = lazy.join(leaveFirst.signal);
@@ -96,21 +96,56 @@ describe('LazyStart', () => {
     await tick();
     expect(starts).toHaveLength(1);
     leaveFirst.abort();
-    expect(await first).toBeUndefined();
-    expect(signals[0]?.aborted).toBe(false);
     leaveSecond.abort();
+    expect(await first).toBeUndefined();
     expect(await second).toBeUndefined();
-    expect(signals[0]?.aborted).toBe(true);
-    // The next use begins a new start; the abandoned one's connection, when it comes, is stopped.
+    expect(signals[0]?.aborted).toBe(false);
     const next = lazy.get();
     await tick();
-    expect(starts).toHaveLength(2);
+    expect(starts).toHaveLength(1);
     starts[0]?.(ok({ n: 1, alive: true }));
-    starts[1]?.(ok({ n: 2, alive: true }));
-    expect((await next)._unsafeUnwrap().n).toBe(2);
+    expect((await next)._unsafeUnwrap().n).toBe(1);
+  });
+
+  it('reports a start that fails after every use left it, and only then', async () => {
+    const unseen: HostError[] = [];
+    const { lazy, starts } = steps({ onUnseenFailure: (failure) => unseen.push(failure) });
+    const leave = new AbortController();
+    const left = lazy.join(leave.signal);
     await tick();
+    leave.abort();
+    expect(await left).toBeUndefined();
+    starts[0]?.(err(hostError('PLUGIN_HANDSHAKE_FAILED', 'no initialize answer')));
+    await tick();
+    expect(unseen.map((f) => f.code)).toEqual(['PLUGIN_HANDSHAKE_FAILED']);
+
+    // A failure some use still waits for is that use's to report.
+    const waiting = lazy.join(new AbortController().signal);
+    await tick();
+    starts[1]?.(err(hostError('PLUGIN_CRASHED', 'exited')));
+    expect((await waiting)?._unsafeUnwrapErr().code).toBe('PLUGIN_CRASHED');
+    expect(unseen).toHaveLength(1);
+  });
+
+  it('tells a start in progress to stop on close, and discards what it started', async () => {
+    const { lazy, starts, signals, discarded } = steps();
+    const first = lazy.get();
+    await tick();
+    const closing = lazy.close();
+    expect(signals[0]?.aborted).toBe(true);
+    starts[0]?.(ok({ n: 1, alive: true }));
+    expect(await closing).toBeUndefined();
+    expect((await first)._unsafeUnwrapErr().code).toBe('HOST_CLOSED');
     expect(discarded.map((c) => c.n)).toEqual([1]);
-    expect(lazy.live?.n).toBe(2);
+
+    // A start that fails because close() stopped it fails its uses with the close, not with what it ran into.
+    const other = steps();
+    const waiting = other.lazy.get();
+    await tick();
+    const closed = other.lazy.close();
+    other.starts[0]?.(err(hostError('PLUGIN_HANDSHAKE_FAILED', 'initialize aborted')));
+    await closed;
+    expect((await waiting)._unsafeUnwrapErr().code).toBe('HOST_CLOSED');
   });
 
   it('never abandons a start that a use without a signal waits for', async () => {

@@ -39,6 +39,7 @@ export class EsmSession implements PluginSession {
         return inner.subscriptions;
       },
       setLogLevel: (level) => inner.setLogLevel(level).mapErr(esmRunnerFailure),
+      adopt: (state) => inner.adopt(state),
     };
   }
 

@@ -12,7 +12,7 @@ import { LazyStart } from '../LazyStart.js';
 import { CallWait } from './CallWait.js';
 import type { ClientRequestSettings } from './clientRequests.js';
 import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
-import type { McpPluginNotice, McpSurface, McpSurfaceMethod, McpSurfaceMethods, SurfaceRequestOptions } from './McpSurface.js';
+import type { McpPluginNotice, McpSurface, McpSurfaceMethod, McpSurfaceMethods, SurfaceRequestOptions, SurfaceState } from './McpSurface.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */
 export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
@@ -175,6 +175,7 @@ export class McpSession implements PluginSession, McpSurface {
       isLive: (connection) => !connection.closed,
       discard: (connection) => connection.end(sessionClosedError(this.shape)),
       closedError: () => sessionClosedError(this.shape),
+      onUnseenFailure: (failure) => options.onNotice?.({ kind: 'start_failed', error: failure }),
     });
   }
 
@@ -269,6 +270,12 @@ export class McpSession implements PluginSession, McpSurface {
     });
   }
 
+  /** Takes over an earlier session's subscriptions and log level; the next process started gets them. */
+  adopt(state: SurfaceState): void {
+    for (const uri of state.subscriptions) this.subscribed.add(uri);
+    if (state.logLevel !== undefined) this.logLevel = state.logLevel;
+  }
+
   /** Fails calls in flight with `HOST_CLOSED`, stops the process, and refuses later calls. */
   async close(): Promise<void> {
     const connection = await this.connections.close();
@@ -356,14 +363,21 @@ export class McpSession implements PluginSession, McpSurface {
     return opened;
   }
 
-  /** A new process of this session gets the log level and subscriptions its predecessor had. */
+  /**
+   * A new process of this session gets the log level and subscriptions its
+   * predecessor had. A subscription it refuses (or no longer offers) is
+   * dropped and reported; the start itself succeeds.
+   */
   private async restoreSurface(c: McpConnection): Promise<void> {
-    const restored = [
-      ...(this.logLevel === undefined ? [] : [c.request('logging/setLevel', { level: this.logLevel })]),
-      ...[...this.subscribed].map((uri) => c.request('resources/subscribe', { uri })),
-    ];
-    for (const outcome of await Promise.all(restored)) {
-      if (outcome.isErr()) this.settings.logger.warn({ pid: c.process.pid, code: outcome.error.code }, 'could not restore a subscription or the log level on a new plugin process');
+    const level = this.logLevel === undefined ? undefined : c.request('logging/setLevel', { level: this.logLevel });
+    const subscriptions = [...this.subscribed].map(async (uri) => ({ uri, outcome: await c.request('resources/subscribe', { uri }) }));
+    const leveled = await level;
+    if (leveled?.isErr() === true) this.settings.logger.warn({ pid: c.process.pid, code: leveled.error.code }, 'could not set the log level again on a new plugin process');
+    for (const { uri, outcome } of await Promise.all(subscriptions)) {
+      if (outcome.isOk()) continue;
+      this.subscribed.delete(uri);
+      this.settings.logger.warn({ pid: c.process.pid, code: outcome.error.code, uri }, 'a new plugin process refused a subscription of its predecessor');
+      this.options.onNotice?.({ kind: 'subscription_lost', uri, error: outcome.error });
     }
   }
 

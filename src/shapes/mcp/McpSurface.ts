@@ -72,13 +72,25 @@ export const SURFACE_METHODS: Readonly<Record<McpSurfaceMethod, MethodRow>> = {
 /**
  * A notification an MCP-speaking plugin sent that the host passes on. A
  * tools list_changed carries `mismatch` when the new list breaks the
- * manifest (tool calls are then refused with it).
+ * manifest (tool calls are then refused with it). Two come from the session
+ * itself: `subscription_lost`, a subscription a new process refused, and
+ * `start_failed`, a start that failed after every caller waiting for it left.
  */
 export type McpPluginNotice =
   | { readonly kind: 'list_changed'; readonly list: 'tools'; readonly mismatch?: HostError }
   | { readonly kind: 'list_changed'; readonly list: 'resources' | 'prompts' }
   | { readonly kind: 'resource_updated'; readonly uri: string }
-  | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
+  | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown }
+  | { readonly kind: 'subscription_lost'; readonly uri: string; readonly error: HostError }
+  | { readonly kind: 'start_failed'; readonly error: HostError };
+
+/** The subscriptions and log level a session sets on each process it starts. */
+export interface SurfaceState {
+  /** URIs subscribed. */
+  readonly subscriptions: readonly string[];
+  /** The log level set, if one was. */
+  readonly logLevel?: LoggingLevel;
+}
 
 /** Per-request options of the surface. */
 export interface SurfaceRequestOptions {
@@ -91,7 +103,8 @@ export interface SurfaceRequestOptions {
 /**
  * What an MCP-speaking session offers besides tools. Lists are read to the
  * end (every page); a subscription and the log level are kept by the
- * session and set again on each new process it starts.
+ * session and set again on each new process it starts (the host carries
+ * them into its next session with {@link McpSurface.adopt}).
  */
 export interface McpSurface {
   /** The capabilities the running plugin announced at `initialize`, starting it if needed. */
@@ -112,4 +125,11 @@ export interface McpSurface {
   readonly subscriptions: ReadonlySet<string>;
   /** Sets the lowest level of log messages the plugin sends, now and on every later process of this session. */
   setLogLevel(level: LoggingLevel): ResultAsync<void, HostError>;
+  /**
+   * Takes over the subscriptions and log level of an earlier session of the
+   * same plugin without sending anything: the next process this session
+   * starts gets them. A subscription that process refuses, or no longer
+   * offers, is dropped and reported as a `subscription_lost` notice.
+   */
+  adopt(state: SurfaceState): void;
 }

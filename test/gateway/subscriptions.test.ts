@@ -1,0 +1,117 @@
+/**
+ * Resource subscriptions through the gateway over HTTP, with the SDK's own
+ * Client and a real SDK server plugin (fixtures/plugins/host-surface) in the
+ * sandbox: each client holds at most its cap, and when a session ends its
+ * subscriptions go with it, the plugin being unsubscribed once no client
+ * holds the resource.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { waitUntil } from '../support/eventually.js';
+import { HostPool } from '../support/hostHarness.js';
+
+const TIMEOUT_MS = 120_000;
+const ID = 'host-surface';
+const TOKEN = 'subscriptions-test-token-0123456789';
+const pool = new HostPool();
+const gateways: GatewayHandle[] = [];
+let pkg: Promise<string> | undefined;
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(async () => {
+  if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
+});
+
+async function installedHost(): Promise<PluginHost> {
+  pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
+  const dir = await pool.profile();
+  const installer = await pool.open(dir);
+  (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
+  await installer.close();
+  return pool.open(dir, { idleTimeoutMs: 0 });
+}
+
+interface Connected {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+  readonly updates: string[];
+}
+
+async function connect(url: string): Promise<Connected> {
+  const client = new Client({ name: 'subscriber', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+  const updates: string[] = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  await client.connect(transport);
+  return { client, transport, updates };
+}
+
+/** The host code a gateway JSON-RPC error carries. */
+async function codeOf(request: Promise<unknown>): Promise<unknown> {
+  const failure = await request.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
+  return (failure.data as { code?: unknown } | undefined)?.code;
+}
+
+describe('gateway resource subscriptions', () => {
+  it(
+    'caps the subscriptions of each client, and unsubscribes the plugin when the last session holding a resource ends',
+    async () => {
+      const host = await installedHost();
+      const stderr: string[] = [];
+      host.events.on('stderr', (e) => stderr.push(e.line));
+      const served = await serveGateway(host, { http: { token: TOKEN, port: 0 }, maxSubscriptionsPerClient: 2 });
+      if (served.isErr()) throw served.error;
+      gateways.push(served.value);
+      const url = served.value.url!;
+      const first = await connect(url);
+      const second = await connect(url);
+
+      await first.client.subscribeResource({ uri: 'surface://note' });
+      await first.client.subscribeResource({ uri: 'surface://item/1' });
+      // The same subscription again is no new one.
+      await first.client.subscribeResource({ uri: 'surface://note' });
+      expect(await codeOf(first.client.subscribeResource({ uri: 'surface://item/2' }))).toBe('GATEWAY_SUBSCRIPTION_LIMIT');
+      // The cap is each client's: the other client subscribes, and so does the first once it let one go.
+      await second.client.subscribeResource({ uri: 'surface://note' });
+      await second.client.subscribeResource({ uri: 'surface://item/2' });
+      await first.client.unsubscribeResource({ uri: 'surface://item/1' });
+      await waitUntil(() => stderr.includes('unsubscribed surface://item/1'));
+      await first.client.subscribeResource({ uri: 'surface://item/3' });
+      // The gateway refused before asking the plugin.
+      expect(stderr.filter((l) => l.startsWith('subscribed '))).toEqual(['subscribed surface://note', 'subscribed surface://item/1', 'subscribed surface://item/2', 'subscribed surface://item/3']);
+
+      // The first session ends: what only it held is unsubscribed at the plugin, what the second holds stays.
+      await first.transport.terminateSession();
+      await first.client.close();
+      await waitUntil(() => stderr.includes('unsubscribed surface://item/3'));
+      expect(stderr).not.toContain('unsubscribed surface://note');
+      expect((await second.client.callTool({ name: `plug.${ID}.touch`, arguments: {} })).isError).not.toBe(true);
+      await waitUntil(() => second.updates.includes('surface://note') && second.updates.includes('surface://item/2'));
+
+      await second.transport.terminateSession();
+      await second.client.close();
+      await waitUntil(() => stderr.includes('unsubscribed surface://note') && stderr.includes('unsubscribed surface://item/2'));
+      expect(served.value.sessions).toBe(0);
+    },
+    TIMEOUT_MS,
+  );
+
+  it('refuses a cap that is not a positive integer', async () => {
+    const host = await installedHost();
+    const refused = await serveGateway(host, { http: { token: TOKEN, port: 0 }, maxSubscriptionsPerClient: 0 });
+    expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'maxSubscriptionsPerClient' } });
+  });
+});
