@@ -42,6 +42,8 @@ export interface GatewayOptions {
   readonly http?: GatewayHttpOptions;
   /** How often the catalog is read again to notice installs, removals and quarantines, in ms. Default 2000. */
   readonly catalogPollMs?: number;
+  /** Resource subscriptions one client may hold at once; one more is refused with GATEWAY_SUBSCRIPTION_LIMIT. Default 64. */
+  readonly maxSubscriptionsPerClient?: number;
   /** OpenTelemetry providers for the gateway's SERVER spans and `mcp.server.operation.duration`. Default the global ones. */
   readonly telemetry?: HostTelemetryOptions;
 }
@@ -102,7 +104,11 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const tools = new GatewayTools(host);
   const telemetry = new HostTelemetry(options.telemetry);
   const surface = new GatewaySurface(host);
-  const subscriptions = new GatewaySubscriptions(host, surface);
+  const maxSubscriptions = options.maxSubscriptionsPerClient ?? GATEWAY_DEFAULTS.maxSubscriptionsPerClient;
+  if (!Number.isSafeInteger(maxSubscriptions) || maxSubscriptions <= 0) {
+    return errAsync(invalid(`maxSubscriptionsPerClient must be a positive integer, not ${String(maxSubscriptions)}`, 'maxSubscriptionsPerClient'));
+  }
+  const subscriptions = new GatewaySubscriptions(host, surface, maxSubscriptions);
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
   const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport']): ToolCallClient => {
@@ -156,6 +162,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
       host.events.on('catalog:changed', notifyPluginsChanged),
       host.events.on('list_changed', (change) => (change.list === 'tools' ? notifyToolsChanged() : notifySurfaceChanged(change.list))),
       host.events.on('resource:updated', (update) => subscriptions.updated(update.plugin_id, update.uri)),
+      host.events.on('resource:subscription_lost', (lost) => subscriptions.lost(lost.plugin_id, lost.uri)),
       host.events.on('log', (message) => {
         for (const server of servers) forwardLog(server, message);
       }),
