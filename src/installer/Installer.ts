@@ -26,7 +26,7 @@ import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from './openNpmSource.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
-import type { PackageLimits } from './limits.js';
+import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
 import { sameTree } from './sameTree.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
@@ -760,8 +760,11 @@ export class Installer {
     if (script.value === undefined) return (await setExecutableMode(installRoot, executable)).map(() => executable);
     const identity = this.#installIdentity(id);
     if (identity.isErr()) return err(identity.error);
+    const limits = resolveLimits(this.#o.limits);
+    if (limits.isErr()) return err(limits.error);
     const installed = await installConsoleScript(installRoot, script.value, {
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
+      limits: limits.value,
       ...(code.pythonIndexUrl === undefined ? {} : { indexUrl: code.pythonIndexUrl }),
       ...(identity.value === undefined ? {} : { identity: identity.value }),
     });

@@ -40,11 +40,12 @@ async function walk(dir: string, tally: Tally, over: () => boolean): Promise<voi
 }
 
 /** One walk of npm's project and cache, and the first limit crossed in it. */
-async function crossed(project: string, cache: string, limits: PackageLimits): Promise<GrowthExceeded | undefined> {
+async function crossed(project: string, cache: string | undefined, limits: PackageLimits): Promise<GrowthExceeded | undefined> {
   const tree: Tally = { bytes: 0, entries: 0 };
   await walk(project, tree, () => tree.bytes > limits.maxExtractedBytes || tree.entries > limits.maxEntries);
   if (tree.bytes > limits.maxExtractedBytes) return { limit: 'maxExtractedBytes', max: limits.maxExtractedBytes, seen: tree.bytes };
   if (tree.entries > limits.maxEntries) return { limit: 'maxEntries', max: limits.maxEntries, seen: tree.entries };
+  if (cache === undefined) return undefined;
   const cached: Tally = { bytes: 0, entries: 0 };
   await walk(cache, cached, () => cached.bytes > limits.maxArchiveBytes);
   return cached.bytes > limits.maxArchiveBytes ? { limit: 'maxArchiveBytes', max: limits.maxArchiveBytes, seen: cached.bytes } : undefined;
@@ -53,9 +54,10 @@ async function crossed(project: string, cache: string, limits: PackageLimits): P
 /**
  * Watches `project` and `cache` while npm runs; `onExceeded` is called once
  * (it kills npm) when a limit is crossed. Returns the function that stops
- * watching, which resolves once no walk is running.
+ * watching, which resolves once no walk is running. Without a cache only the
+ * tree is watched (pip writing a package's private environment).
  */
-export function watchGrowth(project: string, cache: string, limits: PackageLimits, onExceeded: (exceeded: GrowthExceeded) => void): () => Promise<void> {
+export function watchGrowth(project: string, cache: string | undefined, limits: PackageLimits, onExceeded: (exceeded: GrowthExceeded) => void): () => Promise<void> {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();

@@ -22,6 +22,9 @@ import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import { confinedCommand } from './installConfinement.js';
+import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
+import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
+import { archiveInvalid } from './refusal.js';
 import { refuseDirectReferences } from './wheelRequirements.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
 
@@ -53,6 +56,8 @@ export interface PythonInstallOptions {
   readonly indexUrl?: string;
   /** On a root host, the plugin's own user: pip and the environment's interpreter run as it, owning only the environment while they run. */
   readonly identity?: PluginIdentity;
+  /** The package limits the whole install root, environment included, is held to while pip and the interpreter run. Default {@link DEFAULT_PACKAGE_LIMITS}. */
+  readonly limits?: PackageLimits;
 }
 
 type Reason = 'pyproject_invalid' | 'entry_point_invalid' | 'no_wheels' | 'environment_exists' | 'venv_failed' | 'pip_failed' | 'environment_invalid';
@@ -98,19 +103,44 @@ interface CommandOutcome {
   readonly failed: boolean;
   readonly stdout: string;
   readonly stderr: string;
+  /** The package limit the tree crossed while the command ran, which killed it. */
+  readonly exceeded?: GrowthExceeded;
 }
 
-function run(argv: readonly string[], searchPath: string): Promise<CommandOutcome> {
+/** What a command may write: `root` stays within `limits` while it runs, or the command is killed. */
+interface GrowthBound {
+  readonly root: string;
+  readonly limits: PackageLimits;
+}
+
+function run(argv: readonly string[], searchPath: string, growth?: GrowthBound): Promise<CommandOutcome> {
   return new Promise((resolve) => {
-    execFile(
+    let exceeded: GrowthExceeded | undefined;
+    let stopWatching = (): Promise<void> => Promise.resolve();
+    const child = execFile(
       argv[0]!,
       argv.slice(1),
       // Nothing from the host's environment steers pip (index URLs, config files, user site).
       { env: { PATH: searchPath, PYTHONDONTWRITEBYTECODE: '1', PYTHONNOUSERSITE: '1', LC_ALL: 'C.UTF-8' }, timeout: settings.commandTimeoutMs, encoding: 'utf8', maxBuffer: 16 << 20 },
-      (error, stdout, stderr) => resolve({ failed: error !== null, stdout, stderr: stderr || (error?.message ?? '') }),
+      (error, stdout, stderr) => {
+        void stopWatching().then(() => resolve({ failed: error !== null, stdout, stderr: stderr || (error?.message ?? ''), ...(exceeded === undefined ? {} : { exceeded }) }));
+      },
     );
+    // Killing bubblewrap takes its whole sandbox with it (--die-with-parent, its own PID namespace).
+    if (growth !== undefined) {
+      stopWatching = watchGrowth(growth.root, undefined, growth.limits, (crossed) => {
+        exceeded = crossed;
+        child.kill('SIGKILL');
+      });
+    }
   });
 }
+
+const limitCrossed = (exceeded: GrowthExceeded): HostError =>
+  archiveInvalid('limit', undefined, `the Python environment grew past the package limit ${exceeded.limit} (${exceeded.max}); pip was stopped (${exceeded.seen} seen)`, {
+    limit: exceeded.limit,
+    max: exceeded.max,
+  });
 
 const tail = (text: string): string => text.slice(-settings.stderrTailChars);
 
@@ -215,7 +245,10 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   } catch (cause) {
     return err(ioError('Handing the Python environment to the plugin user', building, cause));
   }
-  const pip = await run(pipCommand.value, options.searchPath);
+  // A wheel is a zip: a small one can unpack to far more than the package the limits were checked on.
+  const growth: GrowthBound = { root, limits: options.limits ?? DEFAULT_PACKAGE_LIMITS };
+  const pip = await run(pipCommand.value, options.searchPath, growth);
+  if (pip.exceeded !== undefined) return err(limitCrossed(pip.exceeded));
   if (pip.failed) {
     return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
   }
@@ -227,7 +260,8 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     ...(identity === undefined ? {} : { identity }),
   });
   if (pathsCommand.isErr()) return err(pathsCommand.error);
-  const paths = await run(pathsCommand.value, options.searchPath);
+  const paths = await run(pathsCommand.value, options.searchPath, growth);
+  if (paths.exceeded !== undefined) return err(limitCrossed(paths.exceeded));
   if (paths.failed) return err(failure('environment_invalid', `the private environment's interpreter did not start: ${tail(paths.stderr)}`, { stderr_tail: tail(paths.stderr) }));
   const sitePackages = sitePackagesOf(paths.stdout, building);
   if (sitePackages.isErr()) return err(sitePackages.error);

@@ -33,19 +33,21 @@ async function tempDir(prefix: string): Promise<string> {
 // A wheel written entry by entry (with its RECORD), so that its METADATA says exactly what the test needs.
 const WHEEL_WRITER = `
 import base64, hashlib, json, sys, zipfile
-path, name, version, requires, extra = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5])
+path, name, version, requires, extra, zeros = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), json.loads(sys.argv[5]), json.loads(sys.argv[6])
 info = f'{name}-{version}.dist-info'
 files = dict(extra)
+files.update({k: '\\0' * n for k, n in zeros.items()})
 files[f'{info}/METADATA'] = f'Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n' + ''.join(f'Requires-Dist: {r}\\n' for r in requires)
 files[f'{info}/WHEEL'] = 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n'
 digest = lambda v: base64.urlsafe_b64encode(hashlib.sha256(v.encode()).digest()).rstrip(b'=').decode()
 files[f'{info}/RECORD'] = ''.join(f'{k},sha256={digest(v)},{len(v)}\\n' for k, v in files.items()) + f'{info}/RECORD,,\\n'
-with zipfile.ZipFile(path, 'w') as z:
+with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as z:
     for k, v in files.items(): z.writestr(k, v)
 `;
 
-async function writeWheel(dir: string, name: string, requires: readonly string[], files: Record<string, string> = {}): Promise<void> {
-  await run('/usr/bin/python3', ['-c', WHEEL_WRITER, join(dir, `${name}-1.0.0-py3-none-any.whl`), name, '1.0.0', JSON.stringify(requires), JSON.stringify(files)]);
+/** `zeros` names files of that many NUL bytes, which deflate to almost nothing. */
+async function writeWheel(dir: string, name: string, requires: readonly string[], files: Record<string, string> = {}, zeros: Record<string, number> = {}): Promise<void> {
+  await run('/usr/bin/python3', ['-c', WHEEL_WRITER, join(dir, `${name}-1.0.0-py3-none-any.whl`), name, '1.0.0', JSON.stringify(requires), JSON.stringify(files), JSON.stringify(zeros)]);
 }
 
 /** A source tree whose PEP 517 backend leaves `marker` behind when anything builds it. */
@@ -108,6 +110,18 @@ describe('Python install runs no package code on the host', () => {
     const launcher = join(profile, 'plugins', 'hello', version!, '.mcp-plugin-host:venv', 'bin', 'hello-mcp');
     expect((await lstat(launcher)).isFile()).toBe(true);
     expect(await readFile(launcher, 'utf8')).toMatch(/^#!.* -IS\n/);
+  });
+
+  it('holds what pip writes to the package limits: a small wheel that unpacks to more than maxExtractedBytes is stopped', async () => {
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // 64 MiB of zeros, deflated to about 64 KiB in the wheel.
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [], { 'mcp/__init__.py': '' }, { 'mcp/blob.bin': 64 << 20 });
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { interpreterSearchPath: PYTHON_SEARCH_PATH, packageLimits: { maxExtractedBytes: 8 << 20 } });
+    const error = (await host.install(pkg, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_ARCHIVE_INVALID', details: { reason: 'limit', limit: 'maxExtractedBytes', max: 8 << 20 } });
+    expect(existsSync(join(profile, 'plugins', 'hello'))).toBe(false);
   });
 
   // The plugin itself runs as a user of its own on a root host, so a root-only file the mask list does not name is
