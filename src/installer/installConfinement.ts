@@ -32,6 +32,8 @@ export interface InstallConfinement {
   readonly network: boolean;
   /** On a root host, the plugin's own user, which the command runs as; it can write only what it owns. */
   readonly identity?: PluginIdentity;
+  /** The size of the private /tmp (memory the host lends while the command runs): pip keeps the wheels it downloads there. */
+  readonly tmpBytes: number;
 }
 
 const noConfinement = (message: string): HostError => hostError('PLUGIN_PYTHON_INSTALL_FAILED', message, { details: { reason: 'no_confinement' } });
@@ -94,7 +96,7 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     if (entry.isDirectory()) args.push('--tmpfs', secret);
     else args.push('--ro-bind', '/dev/null', secret);
   }
-  args.push('--dev', '/dev', '--proc', '/proc', ...(identity === undefined ? [] : ['--perms', '1777']), '--tmpfs', '/tmp');
+  args.push('--dev', '/dev', '--proc', '/proc', ...(identity === undefined ? [] : ['--perms', '1777']), '--size', String(confinement.tmpBytes), '--tmpfs', '/tmp');
   if (identity !== undefined) args.push(...traversableParents(confinement.writable, mounted));
   args.push('--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--');
   return ok([bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...argv]);

@@ -235,9 +235,10 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   if (venv.failed) return err(failure('venv_failed', `${python} -m venv failed: ${tail(venv.stderr)}`, { interpreter: python, stderr_tail: tail(venv.stderr) }));
   const environmentPython = join(building, 'bin', 'python');
   const identity = options.identity;
+  const limits = options.limits ?? DEFAULT_PACKAGE_LIMITS;
   const pipCommand = confinedCommand(
     [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...pipOptions(options.indexUrl), ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
-    { writable: root, interpreter: python, network: options.indexUrl !== undefined, ...(identity === undefined ? {} : { identity }) },
+    { writable: root, interpreter: python, network: options.indexUrl !== undefined, tmpBytes: limits.maxArchiveBytes, ...(identity === undefined ? {} : { identity }) },
   );
   if (pipCommand.isErr()) return err(pipCommand.error);
   try {
@@ -246,7 +247,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     return err(ioError('Handing the Python environment to the plugin user', building, cause));
   }
   // A wheel is a zip: a small one can unpack to far more than the package the limits were checked on.
-  const growth: GrowthBound = { root, limits: options.limits ?? DEFAULT_PACKAGE_LIMITS };
+  const growth: GrowthBound = { root, limits };
   const pip = await run(pipCommand.value, options.searchPath, growth);
   if (pip.exceeded !== undefined) return err(limitCrossed(pip.exceeded));
   if (pip.failed) {
@@ -257,6 +258,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     writable: root,
     interpreter: python,
     network: false,
+    tmpBytes: limits.maxArchiveBytes,
     ...(identity === undefined ? {} : { identity }),
   });
   if (pathsCommand.isErr()) return err(pathsCommand.error);

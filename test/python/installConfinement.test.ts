@@ -124,6 +124,20 @@ describe('Python install runs no package code on the host', () => {
     expect(existsSync(join(profile, 'plugins', 'hello'))).toBe(false);
   });
 
+  it('gives what the installed wheels run at install a /tmp no larger than maxArchiveBytes', async () => {
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // /tmp is memory: 64 MiB written there by a .pth line is memory the host lends until the command ends.
+    const fill = `import os, sys\ntry:\n    with open("/tmp/fill", "wb") as f: f.write(bytes(64 << 20))\n    outcome = "written"\nexcept OSError as error: outcome = error.strerror\nopen(os.path.join(sys.prefix, "tmp-fill"), "w").write(outcome)\n`;
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [], { 'mcp/__init__.py': '', 'mcp_fill.py': fill, 'mcp_startup.pth': 'import mcp_fill\n' });
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { interpreterSearchPath: PYTHON_SEARCH_PATH, packageLimits: { maxArchiveBytes: 8 << 20 } });
+    const installed = await host.install(pkg, { canary: false });
+    expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+    const [version] = await readdir(join(profile, 'plugins', 'hello'));
+    expect(await readFile(join(profile, 'plugins', 'hello', version!, '.mcp-plugin-host:venv', 'tmp-fill'), 'utf8')).toBe('No space left on device');
+  });
+
   // The plugin itself runs as a user of its own on a root host, so a root-only file the mask list does not name is
   // closed to it; what the install runs for the package must not read it either, or a .pth line copies it into the
   // install root, which the plugin then reads.
