@@ -2,9 +2,6 @@
  * The gateway and the host's observability, each figure beside a baseline
  * measured in the same run:
  *
- * - warm call p50 through `mcp-plugin-host serve` over stdio (the CLI as a
- *   subprocess, the plugin sandboxed behind it) against the SDK Client
- *   calling the same bundled plugin directly, unsandboxed;
  * - HTTP gateway throughput: 32 SDK Clients over Streamable HTTP (in a
  *   process of their own), each one call at a time, all at once, through
  *   `serveGateway`, against one SDK Client with 32 calls in flight straight
@@ -13,6 +10,9 @@
  * - the per-call cost of the OpenTelemetry instrumentation when no provider
  *   is registered: `HostTelemetry.call` around work that is already done,
  *   against the same work unwrapped.
+ *
+ * The warm call through `mcp-plugin-host serve` over stdio has a file of its
+ * own, bench/gatewayStdio.bench.ts.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -21,22 +21,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { okAsync } from 'neverthrow';
 import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { PluginHost, serveGateway } from '../src/index.js';
 import { HostTelemetry } from '../src/observability/telemetry.js';
-import { percentile, result, type BenchResult } from './harness.js';
+import { result, type BenchResult } from './harness.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-const CLI_SOURCE = join(REPO, 'src/cli/main.ts');
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
 const CANNED_SCRIPT = join(REPO, 'bench/support/cannedMcpEndpoint.ts');
 const execFileAsync = promisify(execFile);
-const ROUNDS = 4;
-const WARMUP = 200;
-const WARM_CALLS = 600;
 const CLIENTS = 32;
 const CALLS_PER_CLIENT = 40;
 /** Calls per client before the measured runs, in bench/support/gatewayClients.ts. */
@@ -44,84 +38,6 @@ const WARMUP_CALLS_PER_CLIENT = 10;
 const RUNS = 5;
 const TOKEN = 'bench-token-0123456789abcdef';
 const TELEMETRY_CALLS = 200_000;
-
-const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
-const ARGS = { name: 'bench' };
-
-async function timed(into: number[], fn: () => Promise<unknown>): Promise<void> {
-  const start = process.hrtime.bigint();
-  await fn();
-  into.push(elapsedMs(start));
-}
-
-async function bareClient(entry: string): Promise<Client> {
-  const client = new Client({ name: 'bench-baseline', version: '0.0.0' }, { capabilities: {} });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [entry], stderr: 'pipe' }));
-  return client;
-}
-
-/** `mcp-plugin-host serve` over stdio on the profile, as an MCP client configures it. */
-async function serveClient(profileDir: string): Promise<Client> {
-  const client = new Client({ name: 'bench-gateway', version: '0.0.0' }, { capabilities: {} });
-  await client.connect(
-    new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', profileDir, '--dev'], cwd: REPO, stderr: 'pipe' }),
-  );
-  return client;
-}
-
-/**
- * Each round starts a fresh gateway and a fresh bare plugin (in alternating
- * order), and calls alternate which side goes first; the figure is the
- * median over rounds of each round's p50.
- */
-async function warmCallThroughServe(profileDir: string, helloEntry: string): Promise<BenchResult> {
-  const gatewayP50: number[] = [];
-  const directP50: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    let gateway: Client;
-    let direct: Client;
-    if (round % 2 === 0) {
-      gateway = await serveClient(profileDir);
-      direct = await bareClient(helloEntry);
-    } else {
-      direct = await bareClient(helloEntry);
-      gateway = await serveClient(profileDir);
-    }
-    const viaGateway = (): Promise<unknown> => gateway.callTool({ name: 'plug.hello.hello', arguments: ARGS });
-    const viaDirect = (): Promise<unknown> => direct.callTool({ name: 'hello', arguments: ARGS });
-    for (let i = 0; i < WARMUP; i++) {
-      await viaGateway();
-      await viaDirect();
-    }
-    const g: number[] = [];
-    const d: number[] = [];
-    for (let i = 0; i < WARM_CALLS; i++) {
-      if (i % 2 === 0) {
-        await timed(g, viaGateway);
-        await timed(d, viaDirect);
-      } else {
-        await timed(d, viaDirect);
-        await timed(g, viaGateway);
-      }
-    }
-    gatewayP50.push(percentile(g, 50));
-    directP50.push(percentile(d, 50));
-    await Promise.all([gateway.close(), direct.close()]);
-  }
-  return result(
-    {
-      name: 'Gateway warm call p50 through serve over stdio (sandboxed plugin behind it)',
-      unit: 'ms',
-      baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
-      compare: 'ratio',
-      target: 1.3,
-      better: 'lower',
-      note: `${ROUNDS} rounds, each a fresh serve process (the CLI from source through tsx) and a fresh bare hello process, ${WARMUP} warm-up and ${WARM_CALLS} alternating calls each; p50 per round, median over rounds. The gateway path is two JSON-RPC hops (client to serve, serve to the plugin) where the baseline has one`,
-    },
-    gatewayP50,
-    directP50,
-  );
-}
 
 /** The canned endpoint in a process of its own, and its URL; it stops when its stdin ends. */
 async function cannedEndpoint(): Promise<{ url: string; stop: () => void }> {
@@ -229,7 +145,7 @@ export async function run(): Promise<BenchResult[]> {
     (await installer.value.install(helloPkg))._unsafeUnwrap();
     await installer.value.close();
     const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
-    return [await warmCallThroughServe(profileDir, helloEntry), ...(await httpThroughput(profileDir, helloEntry)), await telemetryWithoutProvider()];
+    return [...(await httpThroughput(profileDir, helloEntry)), await telemetryWithoutProvider()];
   } finally {
     await rm(profileDir, { recursive: true, force: true });
     await rm(helloPkg, { recursive: true, force: true });

@@ -1,0 +1,205 @@
+/**
+ * A warm call through `mcp-plugin-host serve` over stdio (the CLI as a
+ * subprocess, the plugin sandboxed behind it) against the SDK Client
+ * calling the same bundled plugin directly, unsandboxed; and, measured in
+ * the same rounds, a process that only copies bytes between the client and
+ * the plugin (bench/support/pipeRelay.ts): what the second hop costs before
+ * the gateway does anything. Then, free of the machine's scheduling, the
+ * CPU one call costs in a single process: the SDK Client on a pair of
+ * streams to `serveGateway`, against the two parts it is made of, a bare
+ * `host.call` and the SDK Client calling the plugin directly.
+ */
+import { readFileSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
+import { PluginHost, serveGateway } from '../src/index.js';
+import { median, percentile, result, type BenchResult } from './harness.js';
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const CLI_SOURCE = join(REPO, 'src/cli/main.ts');
+const RELAY_SCRIPT = join(REPO, 'bench/support/pipeRelay.ts');
+const ROUNDS = 4;
+const WARMUP = 200;
+const WARM_CALLS = 600;
+const ARGS = { name: 'bench' };
+const CPU_ROUNDS = 5;
+const CPU_CALLS = 2000;
+
+const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** CPU time the main thread of process `pid` has used, in ns (Linux). */
+const threadCpuNs = (pid: number): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+
+/** An SDK Client on a spawned stdio server, with the server's pid. */
+async function stdioClient(name: string, args: readonly string[]): Promise<{ client: Client; pid: number }> {
+  const client = new Client({ name, version: '0.0.0' }, { capabilities: {} });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...args], cwd: REPO, stderr: 'pipe' });
+  await client.connect(transport);
+  if (transport.pid === null) throw new Error(`${name}: no server process`);
+  return { client, pid: transport.pid };
+}
+
+/** The three sides of one round, in the order they are called. */
+interface Side {
+  readonly call: () => Promise<unknown>;
+  readonly p50: number[];
+}
+
+/**
+ * Each round starts a fresh `serve` process, a fresh bare plugin and a fresh
+ * relay (the start order rotates), and each call of the round rotates which
+ * side goes first; the figures are the medians over rounds of each round's p50.
+ */
+async function warmCalls(profileDir: string, helloEntry: string): Promise<BenchResult[]> {
+  const gatewayP50: number[] = [];
+  const directP50: number[] = [];
+  const relayP50: number[] = [];
+  const serveCpuUsPerCall: number[] = [];
+  const starts = [
+    () => stdioClient('bench-gateway', ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', profileDir, '--dev']),
+    () => stdioClient('bench-direct', [helloEntry]),
+    () => stdioClient('bench-relay', ['--import', 'tsx', RELAY_SCRIPT, helloEntry]),
+  ];
+  for (let round = 0; round < ROUNDS; round++) {
+    const started: { client: Client; pid: number }[] = [];
+    for (let k = 0; k < starts.length; k++) {
+      const which = (k + round) % starts.length;
+      started[which] = await starts[which]!();
+    }
+    const [gateway, direct, relay] = started as [{ client: Client; pid: number }, { client: Client; pid: number }, { client: Client; pid: number }];
+    const sides: Side[] = [
+      { call: () => gateway.client.callTool({ name: 'plug.hello.hello', arguments: ARGS }), p50: [] },
+      { call: () => direct.client.callTool({ name: 'hello', arguments: ARGS }), p50: [] },
+      { call: () => relay.client.callTool({ name: 'hello', arguments: ARGS }), p50: [] },
+    ];
+    for (let i = 0; i < WARMUP; i++) for (const side of sides) await side.call();
+    const serveCpuBefore = threadCpuNs(gateway.pid);
+    for (let i = 0; i < WARM_CALLS; i++) {
+      for (let k = 0; k < sides.length; k++) {
+        const side = sides[(i + k) % sides.length]!;
+        const start = process.hrtime.bigint();
+        await side.call();
+        side.p50.push(elapsedMs(start));
+      }
+    }
+    serveCpuUsPerCall.push((threadCpuNs(gateway.pid) - serveCpuBefore) / WARM_CALLS / 1000);
+    gatewayP50.push(percentile(sides[0]!.p50, 50));
+    directP50.push(percentile(sides[1]!.p50, 50));
+    relayP50.push(percentile(sides[2]!.p50, 50));
+    await Promise.all(started.map((s) => s.client.close()));
+  }
+  const rounds = `${ROUNDS} rounds, each a fresh serve process (the CLI from source through tsx), a fresh bare hello process and a fresh relay, ${WARMUP} warm-up and ${WARM_CALLS} rotating calls each; p50 per round, median over rounds`;
+  return [
+    result(
+      {
+        name: 'Gateway warm call p50 through serve over stdio (sandboxed plugin behind it)',
+        unit: 'ms',
+        baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
+        compare: 'ratio',
+        target: 1.3,
+        better: 'lower',
+        note: `${rounds}. tools/call takes the gateway's stdio fast path (src/gateway/stdioToolCalls.ts: one JSON.parse, no SDK server schemas); the serve process's main thread spent ${median(serveCpuUsPerCall).toFixed(0)} µs of CPU per call (median over rounds; wake-ups and pipe writes included). Two stdio hops where the baseline has one: the next row is the second hop alone`,
+      },
+      gatewayP50,
+      directP50,
+    ),
+    result(
+      {
+        name: 'Second stdio hop alone: a byte relay between the SDK Client and the plugin, warm call p50',
+        unit: 'ms',
+        baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
+        compare: 'ratio',
+        target: 1.3,
+        better: 'lower',
+        role: 'design',
+        note: `the rounds of the row above, the relay (bench/support/pipeRelay.ts, unsandboxed) as its third side: a process that parses nothing and only copies bytes both ways. What any gateway process in the middle costs at least, so the floor under the row above`,
+      },
+      relayP50,
+      directP50,
+    ),
+  ];
+}
+
+/** CPU time of this process per call of `call`, in µs, over `n` calls in a row. */
+async function cpuUsPerCall(n: number, call: () => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) await call();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}
+
+/**
+ * One process: the SDK Client (on the SDK's stdio transport class, a plain
+ * line transport on two streams) to `serveGateway` over a pair of
+ * `PassThrough` streams, against `host.call` on a second host plus the SDK
+ * Client straight to the plugin; the sides take turns, run by run.
+ */
+async function cpuInProcess(profileDir: string, helloEntry: string): Promise<BenchResult> {
+  const open = async (): Promise<PluginHost> => (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
+  const [gatewayHost, host] = [await open(), await open()];
+  const toGateway = new PassThrough();
+  const fromGateway = new PassThrough();
+  const gateway = (await serveGateway(gatewayHost, { stdio: { stdin: toGateway, stdout: fromGateway } }))._unsafeUnwrap();
+  const viaGateway = new Client({ name: 'bench-gateway-in-process', version: '0.0.0' }, { capabilities: {} });
+  await viaGateway.connect(new StdioServerTransport(fromGateway, toGateway));
+  const direct = await stdioClient('bench-direct', [helloEntry]);
+  const calls = {
+    gateway: () => viaGateway.callTool({ name: 'plug.hello.hello', arguments: ARGS }),
+    host: async () => (await host.call('plug.hello.hello', ARGS))._unsafeUnwrap(),
+    direct: () => direct.client.callTool({ name: 'hello', arguments: ARGS }),
+  };
+  try {
+    for (const call of Object.values(calls)) await cpuUsPerCall(WARMUP, call);
+    const gatewayUs: number[] = [];
+    const partsUs: number[] = [];
+    for (let run = 0; run < CPU_ROUNDS; run++) {
+      const order = run % 2 === 0 ? (['gateway', 'host', 'direct'] as const) : (['direct', 'host', 'gateway'] as const);
+      const us: Partial<Record<keyof typeof calls, number>> = {};
+      for (const side of order) us[side] = await cpuUsPerCall(CPU_CALLS, calls[side]);
+      gatewayUs.push(us.gateway ?? 0);
+      partsUs.push((us.host ?? 0) + (us.direct ?? 0));
+    }
+    return result(
+      {
+        name: 'CPU per warm call through serveGateway over stdio streams, in one process (SDK Client, gateway, host)',
+        unit: 'µs',
+        baselineName: 'host.call alone plus the SDK Client calling the plugin directly, in the same process',
+        compare: 'difference',
+        target: 25,
+        better: 'lower',
+        role: 'design',
+        note: `${CPU_ROUNDS} runs of ${CPU_CALLS} calls each side, the order alternating; this process's CPU (the plugins' excluded). The difference is the gateway's stdio side alone: its transport, the fast path, the SERVER span, and the SDK Client's own parse on the gateway's answer where the baseline's client reads the plugin's; the pipe I/O of the second hop is not in it (the relay row above has that)`,
+      },
+      gatewayUs,
+      partsUs,
+    );
+  } finally {
+    await Promise.all([viaGateway.close(), direct.client.close()]);
+    await gateway.close();
+    await Promise.all([gatewayHost.close(), host.close()]);
+  }
+}
+
+/** Runs the stdio gateway benchmarks. */
+export async function run(): Promise<BenchResult[]> {
+  const profileDir = await mkdtemp(join(tmpdir(), 'bench-gateway-stdio-'));
+  const helloPkg = await packageFixturePlugin(fileURLToPath(new URL('../fixtures/plugins/hello', import.meta.url)), { bundle: ['bin/hello-mcp.mjs'] });
+  try {
+    const installer = await PluginHost.open({ profileDir, profileKind: 'dev' });
+    if (installer.isErr()) throw installer.error;
+    (await installer.value.install(helloPkg))._unsafeUnwrap();
+    await installer.value.close();
+    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
+    return [...(await warmCalls(profileDir, helloEntry)), await cpuInProcess(profileDir, helloEntry)];
+  } finally {
+    await rm(profileDir, { recursive: true, force: true });
+    await rm(helloPkg, { recursive: true, force: true });
+  }
+}
