@@ -50,6 +50,7 @@ const OPTIONS = {
   'token-env': { type: 'string' },
   'token-file': { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
+  'hot-reload': { type: 'boolean' },
   name: { type: 'string' },
   input: { type: 'string' },
   'safe-field': { type: 'string', multiple: true },
@@ -206,7 +207,7 @@ export const COMMANDS = {
   serve: {
     args: [],
     summary: 'serve every active plugin as one MCP server (stdio, or Streamable HTTP with --http)',
-    options: ['config', 'http', 'port', 'bind', 'max-risk', 'allow', 'deny', 'token-env', 'token-file', 'allow-origin', 'timeout'],
+    options: ['config', 'http', 'port', 'bind', 'max-risk', 'allow', 'deny', 'token-env', 'token-file', 'allow-origin', 'timeout', 'hot-reload'],
     details: [
       'Tools are listed under their op ids (plug.<plugin>.<tool>) with the schemas and annotations the',
       'plugins state; calls run in the sandbox under --max-risk (default read). Failures come back as',
@@ -319,6 +320,8 @@ export interface Flags {
   readonly tokenFile: string | undefined;
   /** serve: Origins accepted besides loopback ones. */
   readonly allowOrigins: readonly string[];
+  /** serve: follow plugins other processes install, upgrade or remove (PluginHostOptions.hotReload). */
+  readonly hotReload: boolean;
   /** profile: the output profile to apply or test. */
   readonly outputProfile: string | undefined;
   /** profile test: a sample result to shape. */
@@ -533,6 +536,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       tokenEnv: text('token-env'),
       tokenFile: text('token-file'),
       allowOrigins: list('allow-origin'),
+      hotReload: bool('hot-reload'),
       outputProfile: text('name'),
       input: text('input'),
       safeFields: list('safe-field'),

@@ -57,6 +57,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'token-env': ['--token-env NAME', 'read the HTTP bearer token from $NAME'],
   'token-file': ['--token-file <file>', 'read the HTTP bearer token from the first line of a file'],
   'allow-origin': ['--allow-origin <origin>', 'accept HTTP requests from this Origin besides loopback (repeatable)'],
+  'hot-reload': ['--hot-reload', 'serve plugins other processes install, upgrade or remove without restarting'],
   name: ['--name <profile>', 'the output profile to test, or to apply to --input'],
   input: ['--input <sample.json>', 'shape this sample result and print it'],
   'safe-field': ['--safe-field <dot.path>', "one of the tool's null_elision_safe_fields for --input (repeatable)"],

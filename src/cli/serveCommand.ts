@@ -23,6 +23,7 @@ function flagConfig(flags: Flags): GatewayConfig {
     ...(flags.dev ? { dev: true } : {}),
     ...(flags.preset === undefined ? {} : { preset: flags.preset }),
     ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
+    ...(flags.hotReload ? { hotReload: true } : {}),
     ...(flags.http ? { transport: 'http' as const } : {}),
     ...(flags.maxRisk === undefined ? {} : { maxRisk: flags.maxRisk }),
     ...(flags.allow.length === 0 ? {} : { allow: flags.allow }),

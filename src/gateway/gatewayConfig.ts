@@ -48,6 +48,8 @@ export interface GatewayConfig {
   readonly preset?: ManifestPreset;
   /** Time a plugin may stay silent during a call, in ms. */
   readonly timeoutMs?: number;
+  /** Follow plugins other processes install, upgrade or remove, without restarting (`PluginHostOptions.hotReload`). */
+  readonly hotReload?: boolean;
   /** `stdio` (default) or `http`. */
   readonly transport?: 'stdio' | 'http';
   /** The server name announced to clients. */
@@ -157,6 +159,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     ...(config.dev === true ? { profileKind: 'dev' as const } : {}),
     ...(config.preset === undefined ? {} : { preset: config.preset }),
     ...(config.timeoutMs === undefined ? {} : { callTimeoutMs: config.timeoutMs }),
+    ...(config.hotReload === true ? { hotReload: {} } : {}),
   };
   const policy = {
     ...(config.maxRisk === undefined ? {} : { maxRisk: config.maxRisk }),

@@ -8,13 +8,15 @@
  * gateway's MCP client over Streamable HTTP.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Result } from 'neverthrow';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
 import { serveGateway, type GatewayHandle, type PluginHost } from '../../src/index.js';
+import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { HostPool, jsonOf, packaged, packagedVersion, removePackages } from '../support/hostHarness.js';
 
 const ECHO = 'plug.host-probe.echo';
@@ -127,4 +129,23 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     await told;
     expect((await client.listTools()).tools.map((t) => t.name)).toContain(ECHO);
   });
+
+  it('seed 003 hot reload for `mcp-plugin-host serve --hot-reload`: the gateway subprocess serves a plugin another process installs, without a restart', async () => {
+    const dir = await pool.profile();
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+    const client = new Client({ name: 'hot-reload-cli', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', dir, '--dev', '--hot-reload'], cwd: REPO, env, stderr: 'pipe' }),
+    );
+    clients.push(client);
+    const told = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    expect((await client.listTools()).tools).toEqual([]);
+
+    answered(await (await pool.open(dir)).install(await packaged('probe'), { canary: false }));
+    await told;
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain(ECHO);
+    const echoed = (await client.callTool({ name: ECHO, arguments: { message: 'served' } })) as CallToolResult;
+    expect(echoed.isError).not.toBe(true);
+  }, 120_000);
 });
