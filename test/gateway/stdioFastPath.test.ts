@@ -97,7 +97,7 @@ async function sdkClient(ends: StdioEnds, capabilities: ConstructorParameters<ty
 }
 
 /** Writes raw lines and collects the gateway's answers by id. */
-function rawClient(ends: StdioEnds): { send(line: string): void; answer(id: unknown): Promise<Record<string, unknown>> } {
+function rawClient(ends: StdioEnds): { send(line: string): void; answer(id: unknown): Promise<Record<string, unknown>>; answered(id: unknown): boolean } {
   const answers: Record<string, unknown>[] = [];
   let pending = '';
   ends.fromGateway.setEncoding('utf8').on('data', (chunk: string) => {
@@ -113,6 +113,7 @@ function rawClient(ends: StdioEnds): { send(line: string): void; answer(id: unkn
       await waitUntil(() => answers.some((a) => a.id === id), 30_000);
       return answers.find((a) => a.id === id) ?? {};
     },
+    answered: (id) => answers.some((a) => a.id === id),
   };
 }
 
@@ -189,6 +190,16 @@ describe('tools/call over the stdio fast path', () => {
       // The host call ended as cancelled by its caller, not by a timeout of its own.
       await waitUntil(() => ended.length === 2, 30_000);
       expect(ended[1]).toBe('PLUGIN_CANCELLED');
+
+      // A cancelled request gets no answer at all, as from the SDK server; the next one does.
+      const raw = rawClient(await stdioGateway(host));
+      raw.send(rawCall(9, 'plug.mcp-faulty.hang', {}));
+      await waitUntil(() => started.filter((op) => op === 'plug.mcp-faulty.hang').length === 2, 30_000);
+      raw.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 9, reason: 'raw client gave up' } }));
+      await waitUntil(() => ended.length === 3, 30_000);
+      raw.send(rawCall(10, 'plug.mcp-faulty.echo', { message: 'after' }));
+      expect(JSON.parse(textOf((await raw.answer(10)).result as CallToolResult))).toMatchObject({ message: 'after' });
+      expect(raw.answered(9)).toBe(false);
     },
     TIMEOUT_MS,
   );
