@@ -227,7 +227,7 @@ export const COMMANDS = {
     details: [
       'The file holds an output_profiles table, as a GUM manifest writes it, and optional [[tests]]',
       '(name, profile, fixture, null_elision_safe_fields, expect_output, expect_lossy,',
-      'expect_result_count, expect_omitted_count, expect_fields; paths relative to the file).',
+      'expect_result_count, expect_omitted_count, expect_max_tokens, expect_fields; paths relative to the file).',
       'validate reports every problem: unknown fields, a missing or circular base, on_empty too long,',
       'a lossy profile with recovery "none". test runs each test (--name <profile>: only that',
       "profile's); with --input <sample.json> it prints what --name (or the file's only profile) makes",

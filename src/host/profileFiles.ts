@@ -19,6 +19,7 @@ import {
   checkProfileDefinitions,
   definedProfiles,
   effectiveProfile,
+  estimateTokens,
   type OutputProfile,
   type ProfileOutcome,
   type ProfileProblem,
@@ -42,6 +43,8 @@ export interface ProfileTest {
   readonly expect_result_count?: number;
   /** Items omitted by collapse_arrays and limit. */
   readonly expect_omitted_count?: number;
+  /** The most estimated tokens the shaped result may take: the UTF-8 bytes of its JSON / 4, rounded up. */
+  readonly expect_max_tokens?: number;
   /** Keys every shaped record (or the shaped body) must carry. */
   readonly expect_fields?: readonly string[];
 }
@@ -174,6 +177,8 @@ async function runTest(file: ProfileFile, test: ProfileTest): Promise<ProfileTes
   expect('lossy', test.expect_lossy, outcome.lossy);
   expect('result count', test.expect_result_count, outcome.result_count);
   expect('omitted count', test.expect_omitted_count, outcome.omitted_count);
+  const tokens = estimateTokens(JSON.stringify(body) ?? '');
+  if (test.expect_max_tokens !== undefined && tokens > test.expect_max_tokens) failures.push(`tokens: expected at most ${test.expect_max_tokens}, got about ${tokens}`);
   for (const field of test.expect_fields ?? []) {
     const missing = recordsOf(body).filter((record) => !isObject(record) || !Object.hasOwn(record, field)).length;
     if (missing > 0) failures.push(`field ${JSON.stringify(field)} is missing from ${missing} shaped record(s)`);

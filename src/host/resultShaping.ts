@@ -15,7 +15,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult, McpCallResult } from '../shapes/PluginSession.js';
 import type { TokenBudgetException } from '../manifest/model.js';
-import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from '../manifest/outputProfiles.js';
+import { applyOutputProfile, BUILTIN_OUTPUT_PROFILES, effectiveProfile, estimateTokens, type EffectiveOutputProfile, type OutputProfile, type ProfileProblem } from '../manifest/outputProfiles.js';
 import { checkProfileTable } from './profileFiles.js';
 
 /**
@@ -170,25 +170,17 @@ function tokenBudgetOf(plugin: InstalledPlugin, tool: string): TokenBudgetExcept
 }
 
 /**
- * A result's size in estimated tokens: UTF-8 bytes over
- * `tokenEstimateBytesPerToken` (etc/output-profiles.json), rounded up. The
- * seeds name no tokenizer, so a fixed ratio keeps the budget the same on
- * every host. An MCP result counts the larger of its content (text blocks'
- * text, other blocks as JSON) and its structuredContent, the two forms a
- * client may hand its model; another protocol's result counts its JSON.
+ * A result's size in estimated tokens ({@link estimateTokens}). An MCP
+ * result counts the larger of its content (text blocks' text, other blocks
+ * as JSON) and its structuredContent, the two forms a client may hand its
+ * model; another protocol's result counts its JSON.
  */
 export function estimateResultTokens(result: CallResult): number {
-  const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
-  let size: number;
-  if (isMcpResult(result)) {
-    const content = Array.isArray(result.value.content) ? result.value.content : [];
-    const contentBytes = content.reduce((n: number, block) => n + bytes(block.type === 'text' ? block.text : JSON.stringify(block)), 0);
-    const structured = result.value.structuredContent;
-    size = Math.max(contentBytes, structured === undefined ? 0 : bytes(JSON.stringify(structured)));
-  } else {
-    size = bytes(JSON.stringify(result.value) ?? '');
-  }
-  return Math.ceil(size / profileData.tokenEstimateBytesPerToken);
+  if (!isMcpResult(result)) return estimateTokens(JSON.stringify(result.value) ?? '');
+  const content = Array.isArray(result.value.content) ? result.value.content : [];
+  const contentText = content.map((block) => (block.type === 'text' ? block.text : JSON.stringify(block))).join('');
+  const structured = result.value.structuredContent;
+  return Math.max(estimateTokens(contentText), structured === undefined ? 0 : estimateTokens(JSON.stringify(structured)));
 }
 
 function safeFieldsOf(plugin: InstalledPlugin, tool: string): readonly string[] {

@@ -99,6 +99,16 @@ const RAW_PROFILE = profileData.rawProfile;
 const own = <T>(record: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
 const escapeToken = (token: string): string => token.replaceAll('~', '~0').replaceAll('/', '~1');
 
+/**
+ * The size of a text in estimated tokens: its UTF-8 bytes over
+ * `tokenEstimateBytesPerToken` (etc/output-profiles.json), rounded up. The
+ * seeds name no tokenizer, so one fixed ratio keeps a budget, and a profile
+ * test's `expect_max_tokens`, the same on every host.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(Buffer.byteLength(text, 'utf8') / profileData.tokenEstimateBytesPerToken);
+}
+
 /** Whether any stage of `profile` can remove information. */
 export function isLossyProfile(profile: OutputProfile): boolean {
   return LOSSY_STAGES.some((stage) => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { cli, json, tempDir } from '../cli/cliHarness.js';
-import { PluginHost, type PluginHostOptions } from '../../src/index.js';
+import { PluginHost, readProfileFile, runProfileTests, type PluginHostOptions } from '../../src/index.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
@@ -257,6 +257,44 @@ expect_lossy = false
       expect(json(sample)).toMatchObject({ profile: 'flights.compact', result: { itineraries: [{ id: 'a' }, { id: 'b' }], currency: 'EUR' }, outcome: { lossy: true } });
     } finally {
       await Promise.all([good.dispose(), wrong.dispose()]);
+    }
+  });
+
+  it('profile test expect_max_tokens: a shaped sample over the budget fails, in the same estimated tokens (UTF-8 bytes / 4) a raw tool\'s token_budget_exception uses', async () => {
+    const dir = await tempDir('profile-tokens-');
+    const sample = { note: 'é'.repeat(100) };
+    await writeFile(join(dir.path, 'long.json'), JSON.stringify(sample));
+    await writeFile(
+      join(dir.path, 'profiles.toml'),
+      `[output_profiles.short]
+truncate_strings = { default_chars = 10 }
+
+[output_profiles.whole]
+
+[[tests]]
+name = "short fits"
+profile = "short"
+fixture = "long.json"
+expect_max_tokens = 20
+
+[[tests]]
+name = "whole does not"
+profile = "whole"
+fixture = "long.json"
+expect_max_tokens = 20
+`,
+    );
+    try {
+      const file = (await readProfileFile(join(dir.path, 'profiles.toml')))._unsafeUnwrap();
+      expect(file.problems).toEqual([]);
+      const results = (await runProfileTests(file))._unsafeUnwrap();
+      const wholeTokens = Math.ceil(Buffer.byteLength(JSON.stringify(sample), 'utf8') / 4);
+      expect(results).toMatchObject([
+        { name: 'short fits', passed: true },
+        { name: 'whole does not', passed: false, failures: [`tokens: expected at most 20, got about ${wholeTokens}`] },
+      ]);
+    } finally {
+      await dir.dispose();
     }
   });
 });
