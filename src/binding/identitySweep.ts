@@ -1,24 +1,25 @@
 /**
- * The identity sweep of a package tree check: one `lstat` per directory and
- * file of a pinned tree, compared with the identity last seen holding the
- * pinned bytes, spread over the host's thread and worker threads.
+ * The identity sweep of a package tree check: one status call per directory
+ * and file of a pinned tree, compared with the identity last seen holding
+ * the pinned bytes, spread over the host's thread and worker threads.
  *
- * Why threads: an `lstat` of a cached inode costs 1–2 µs in the kernel on
- * the machines measured (path walk and inode copy) and about 1 µs more in
- * Node, so a 5,000-file package costs some 11 ms on one thread whatever the
- * code around the calls does; nothing short of fewer inodes or more threads
- * makes it cheaper, and no coarser kernel signal says that a file's bytes
- * are unchanged (a write moves the file's times, never its directory's).
- * The entries split evenly: each thread claims chunks from a shared counter,
- * so a worker that wakes late or is descheduled leaves its share to the
- * others, and a sweep is never slower than the host's thread alone.
+ * A file the host holds a descriptor on (see packageTree.ts) is looked at
+ * with `fstat`; anything else with `lstat` of its path. Most of an `lstat`'s
+ * cost is the kernel walking the path (about 1–2 µs per entry on the
+ * machines measured, twice an `fstat` with Node's own cost included), and no
+ * coarser kernel signal says that a file's bytes are unchanged (a write
+ * moves the file's times, never its directory's), so what is left to make a
+ * large tree cheaper is more threads. The entries split evenly: each thread
+ * claims chunks from a shared counter, so a worker that wakes late or is
+ * descheduled leaves its share to the others, and a sweep is never slower
+ * than the host's thread alone.
  *
  * The sweep only sorts entries into "status as recorded" and "look again";
  * every entry it flags is checked again on the host's thread by the full
  * check (listed again, re-hashed), so a worker clears an entry only by the
  * same comparison, from the same source text, that the host's thread runs.
  */
-import { lstatSync, type Stats } from 'node:fs';
+import { fstatSync, lstatSync, type Stats } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
@@ -60,6 +61,13 @@ export interface IdentityTable {
   readonly paths: readonly string[];
   /** {@link FIELDS} numbers per entry. */
   readonly values: Float64Array;
+  /**
+   * Per entry, a descriptor the host holds open on the file last found
+   * holding its pinned bytes, or -1: a held file is swept by `fstat` (no path
+   * walk), which vouches for its path only while its directory is unchanged
+   * (the caller checks that).
+   */
+  readonly descriptors: Int32Array;
 }
 
 let nextTableId = 1;
@@ -70,6 +78,7 @@ export function createIdentityTable(paths: readonly string[]): IdentityTable {
     id: nextTableId++,
     paths,
     values: new Float64Array(new SharedArrayBuffer(paths.length * FIELDS * Float64Array.BYTES_PER_ELEMENT)),
+    descriptors: new Int32Array(new SharedArrayBuffer(Math.max(paths.length, 1) * Int32Array.BYTES_PER_ELEMENT)).fill(-1),
   };
 }
 
@@ -87,20 +96,23 @@ export function recordIdentity(table: IdentityTable, index: number, directory: b
 }
 
 type Lstat = (path: string) => Stats | undefined;
-type SweepRange = (lstat: Lstat, table: Pick<IdentityTable, 'paths' | 'values'>, flags: Uint8Array, start: number, end: number, fields: number) => void;
+type Fstat = (fd: number) => Stats;
+type SweptTable = Pick<IdentityTable, 'paths' | 'values' | 'descriptors'>;
+type SweepRange = (lstat: Lstat, fstat: Fstat, table: SweptTable, flags: Uint8Array, start: number, end: number, fields: number) => void;
 
 /**
  * Writes a verdict into `flags` for each entry of `table` in [start, end).
  * Self-contained, names from outside only through its parameters: worker
  * threads run its source text.
  */
-function sweepRange(lstat: Lstat, table: Pick<IdentityTable, 'paths' | 'values'>, flags: Uint8Array, start: number, end: number, fields: number): void {
-  const { paths, values } = table;
+function sweepRange(lstat: Lstat, fstat: Fstat, table: SweptTable, flags: Uint8Array, start: number, end: number, fields: number): void {
+  const { paths, values, descriptors } = table;
   for (let i = start; i < end; i++) {
     const at = i * fields;
     let s: Stats | undefined;
     try {
-      s = lstat(paths[i]!);
+      const fd = descriptors[i]!;
+      s = fd >= 0 ? fstat(fd) : lstat(paths[i]!);
     } catch {
       s = undefined;
     }
@@ -123,8 +135,9 @@ function sweepRange(lstat: Lstat, table: Pick<IdentityTable, 'paths' | 'values'>
  */
 function sweepClaimed(
   lstat: Lstat,
+  fstat: Fstat,
   range: SweepRange,
-  table: Pick<IdentityTable, 'paths' | 'values'>,
+  table: SweptTable,
   flags: Uint8Array,
   counters: Int32Array,
   chunkDone: Uint8Array,
@@ -139,7 +152,7 @@ function sweepClaimed(
     const start = Atomics.add(counters, 0, chunk);
     if (start >= total) return false;
     const end = Math.min(start + chunk, total);
-    range(lstat, table, flags, start, end, fields);
+    range(lstat, fstat, table, flags, start, end, fields);
     // An exchange: a chunk the host's thread swept again (a worker was slow to finish it) counts once.
     if (Atomics.exchange(chunkDone, start / chunk, 1) === 0 && Atomics.add(counters, 1, 1) + 1 === chunks) return true;
     swept += end - start;
@@ -151,7 +164,7 @@ const NO_THROW = { throwIfNoEntry: false } as const;
 const lstatNoThrow: Lstat = (path) => lstatSync(path, NO_THROW);
 
 const WORKER_SOURCE = `'use strict';
-const { lstatSync } = require('node:fs');
+const { fstatSync, lstatSync } = require('node:fs');
 const { parentPort } = require('node:worker_threads');
 const sweepRange = ${sweepRange.toString()};
 const sweepClaimed = ${sweepClaimed.toString()};
@@ -163,7 +176,7 @@ parentPort.on('message', (m) => {
   else if (m.forget !== undefined) tables.delete(m.forget);
   else {
     const table = tables.get(m.id);
-    if (table !== undefined && sweepClaimed(lstat, sweepRange, table, m.flags, m.counters, m.chunkDone, ${CHUNK}, ${FIELDS}, Infinity)) parentPort.postMessage(m.pass);
+    if (table !== undefined && sweepClaimed(lstat, fstatSync, sweepRange, table, m.flags, m.counters, m.chunkDone, ${CHUNK}, ${FIELDS}, Infinity)) parentPort.postMessage(m.pass);
   }
 });
 `;
@@ -297,7 +310,7 @@ export async function sweepIdentities(table: IdentityTable, hostThread = true): 
     if (workers.ready) helpers = workers.start(table, flags, counters, chunkDone);
   }
   if (hostThread || helpers === undefined) {
-    while (!sweepClaimed(lstatNoThrow, sweepRange, table, flags, counters, chunkDone, CHUNK, FIELDS, ENTRIES_PER_TURN)) {
+    while (!sweepClaimed(lstatNoThrow, fstatSync, sweepRange, table, flags, counters, chunkDone, CHUNK, FIELDS, ENTRIES_PER_TURN)) {
       if (Atomics.load(counters, 0) >= total) break;
       await nextTurn();
     }
@@ -307,7 +320,7 @@ export async function sweepIdentities(table: IdentityTable, hostThread = true): 
   // Chunks claimed but not finished (a slow or failed worker): swept here.
   for (let c = 0; c < chunks; c++) {
     if (Atomics.load(chunkDone, c) === 1) continue;
-    sweepRange(lstatNoThrow, table, flags, c * CHUNK, Math.min((c + 1) * CHUNK, total), FIELDS);
+    sweepRange(lstatNoThrow, fstatSync, table, flags, c * CHUNK, Math.min((c + 1) * CHUNK, total), FIELDS);
     if (Atomics.exchange(chunkDone, c, 1) === 0) Atomics.add(counters, 1, 1);
   }
   if (helpers === undefined) return flags;

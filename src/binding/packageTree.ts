@@ -23,14 +23,22 @@
  * by its identity, only by its bytes. Identities found
  * to hold the pinned bytes are remembered for the life of the process, so a
  * tree that was copied or restored (new inodes) is hashed once, not at every
- * spawn. The `lstat` of every entry is swept by the host's thread and
- * worker threads together (see identitySweep.ts: the kernel's cost per call
- * is the floor, so threads are what makes a large tree cheaper); what the
- * sweep flags is checked again here, in list order. The system calls are
+ * spawn. The status of every entry is swept by the host's thread and
+ * worker threads together (see identitySweep.ts); what the sweep flags is
+ * checked again here, in list order. After a check passed, the host opens a
+ * descriptor on each file of the tree (within a budget of the process's
+ * open-file limit, etc/package-tree.json) and the next sweep takes those
+ * files' status with `fstat`, which skips the path walk. A descriptor
+ * vouches for the inode it names, not for the path: a file is cleared by it
+ * only while its directory's identity is unchanged (any entry added,
+ * removed or renamed in a directory moves that identity, and directories
+ * are always looked at by path), otherwise the file is checked by its path
+ * again. The system calls are
  * synchronous (they are several times cheaper than their promise forms)
  * and run in slices between which the event loop gets its turn.
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, writeSync, type BigIntStats, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readFileSync, readSync, writeSync, type BigIntStats, type Stats } from 'node:fs';
+import packageTreeDefaults from '../../etc/package-tree.json' with { type: 'json' };
 import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
@@ -80,6 +88,8 @@ interface Identity {
 interface TreeFile {
   /** Its entry in the tree's identity table. */
   readonly index: number;
+  /** The index of its directory. */
+  readonly parent: number;
   readonly path: string;
   readonly mode: number;
   readonly size: number;
@@ -105,6 +115,10 @@ interface Tree {
   readonly files: readonly TreeFile[];
   /** The same entries (directories, then files) with the identities last seen, for the sweep. */
   readonly table: IdentityTable;
+  /** Descriptors held open on its files (see {@link holdDescriptors}). */
+  held: number;
+  /** Checks of this tree in progress: its descriptors are not closed meanwhile. */
+  checking: number;
 }
 
 /** What happened to one path of a tree. */
@@ -370,14 +384,15 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   const lines = text.split('\n');
   if (lines[0] !== LIST_HEADER || lines[lines.length - 1] !== '') return bad(1);
   const directories: TreeDirectory[] = [];
-  const childrenOf = new Map<string, Set<string>>();
+  const childrenOf = new Map<string, { readonly index: number; readonly children: Set<string> }>();
   const files: TreeFile[] = [];
-  const addChild = (path: string): boolean => {
+  /** Adds `path` to its directory's children; returns the directory's index, -1 when it is not listed. */
+  const addChild = (path: string): number => {
     const slash = path.lastIndexOf('/');
     const parent = childrenOf.get(slash < 0 ? '.' : path.slice(0, slash));
-    if (parent === undefined) return false;
-    parent.add(path.slice(slash + 1));
-    return true;
+    if (parent === undefined) return -1;
+    parent.children.add(path.slice(slash + 1));
+    return parent.index;
   };
   for (let i = 1; i < lines.length - 1; i++) {
     const line = lines[i]!;
@@ -386,17 +401,18 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
       const split = splitLine(line.slice(2), 5);
       if (split === undefined) return bad(i + 1);
       const children = new Set<string>();
-      if (split.path !== '.' && !addChild(split.path)) return bad(i + 1);
-      childrenOf.set(split.path, children);
+      if (split.path !== '.' && addChild(split.path) < 0) return bad(i + 1);
+      childrenOf.set(split.path, { index: directories.length, children });
       const known = parseIdentity(split.fields, 1, DIRECTORY_SIZE);
       directories.push({ index: directories.length, path: split.path, mode: parseInt(split.fields[0]!, 8), children, known });
     } else if (line.startsWith('f ')) {
       const split = splitLine(line.slice(2), 7, [1]);
-      if (split === undefined || !isSha256Hex(split.fields[2]!) || !addChild(split.path)) return bad(i + 1);
+      const parent = split === undefined || !isSha256Hex(split.fields[2]!) ? -1 : addChild(split.path);
+      if (split === undefined || parent < 0) return bad(i + 1);
       const [mode, size, sha256] = split.fields as [string, string, string];
       const known = parseIdentity(split.fields, 3, Number(size));
       const index = directories.length + files.length;
-      files.push({ index, path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
+      files.push({ index, parent, path: split.path, mode: parseInt(mode, 8), size: known.size, sha256, digest: Buffer.from(sha256, 'hex'), known });
     } else {
       return bad(i + 1);
     }
@@ -405,7 +421,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   const table = createIdentityTable([...directories, ...files].map((entry) => join(root, entry.path)));
   for (const dir of directories) recordIdentity(table, dir.index, true, dir.mode, dir.known);
   for (const file of files) recordIdentity(table, file.index, false, file.mode, file.known);
-  return ok({ directories, files, table });
+  return ok({ directories, files, table, held: 0, checking: 0 });
 }
 
 /** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
@@ -443,10 +459,134 @@ async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree,
   if (cachedTrees.size >= MAX_CACHED_TREES) {
     const [oldest, evicted] = cachedTrees.entries().next().value!;
     cachedTrees.delete(oldest);
+    releaseDescriptors(evicted);
     releaseIdentityTable(evicted.table);
   }
   cachedTrees.set(key, parsed.value);
   return parsed;
+}
+
+/**
+ * How many descriptors the trees of this process may hold open together
+ * (etc/package-tree.json): the configured number, at most the configured
+ * share of the process's open-file limit; none where that limit cannot be
+ * read.
+ */
+function descriptorBudget(): number {
+  let soft: number;
+  try {
+    const line = readFileSync('/proc/self/limits', 'latin1')
+      .split('\n')
+      .find((l) => l.startsWith('Max open files'));
+    soft = Number(line?.split(/\s+/)[3]);
+  } catch {
+    return 0;
+  }
+  if (!Number.isFinite(soft)) return 0;
+  return Math.min(packageTreeDefaults.heldDescriptors, Math.floor(soft * packageTreeDefaults.heldDescriptorsShareOfOpenFileLimit));
+}
+
+let heldBudget: number | undefined;
+/** Trees whose descriptors are being opened. */
+const opening = new Set<Tree>();
+let heldTotal = 0;
+/** Opens between two turns of the event loop while descriptors are taken. */
+const OPENS_PER_SLICE = 512;
+
+/** Background work on held descriptors (closing, opening), one task after the other. */
+let descriptorWork: Promise<void> = Promise.resolve();
+
+/** Closes every descriptor `tree` holds. */
+function releaseDescriptors(tree: Tree): void {
+  const { descriptors } = tree.table;
+  for (let i = 0; i < descriptors.length; i++) {
+    const fd = dropHeld(tree, i);
+    if (fd >= 0) closeQuietly(fd);
+  }
+}
+
+/** Takes entry `index`'s descriptor out of the sweep and returns it (-1 if none), to be closed by the caller. */
+function dropHeld(tree: Tree, index: number): number {
+  const fd = Atomics.exchange(tree.table.descriptors, index, -1);
+  if (fd >= 0) {
+    tree.held--;
+    heldTotal--;
+  }
+  return fd;
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // A read-only descriptor whose close fails has nothing to flush: it is gone either way.
+  }
+}
+
+/**
+ * Resolves once the descriptor work started by the checks so far is done
+ * (for benchmarks and tests that measure or inspect a settled host).
+ */
+export function packageTreesSettled(): Promise<void> {
+  return descriptorWork;
+}
+
+/**
+ * Lets go of the descriptors of trees whose install root is gone or was
+ * replaced (a removed or upgraded plugin), so that their files' space is
+ * freed; one `lstat` per tree holding descriptors.
+ */
+function releaseRemovedTrees(): void {
+  for (const tree of cachedTrees.values()) {
+    if (tree.held === 0 || tree.checking > 0) continue;
+    const root = tree.table.paths[0]!;
+    const stat = lstatOrUndefined(root);
+    if (stat === undefined || stat.ino !== tree.directories[0]!.known.ino || stat.dev !== tree.directories[0]!.known.dev) releaseDescriptors(tree);
+  }
+}
+
+/**
+ * After a check passed, opens a descriptor on every file of `tree` that has
+ * none, within the process's budget (trees used least recently give theirs
+ * up first): the next sweep takes those files' status by `fstat`, which
+ * skips the path walk that is most of an `lstat`'s cost. A descriptor
+ * opened here may already name another file than the one checked (a swap
+ * right after the check): the sweep compares its status with the recorded
+ * identity, which that file does not have, and the file is checked again
+ * by its path.
+ */
+async function holdDescriptors(tree: Tree): Promise<void> {
+  heldBudget ??= descriptorBudget();
+  const wanted = tree.files.length - tree.held;
+  if (wanted === 0 || tree.files.length > heldBudget || opening.has(tree)) return;
+  for (const other of cachedTrees.values()) {
+    if (heldTotal + wanted <= heldBudget) break;
+    if (other !== tree && other.checking === 0) releaseDescriptors(other);
+  }
+  if (heldTotal + wanted > heldBudget) return;
+  tree.checking++;
+  opening.add(tree);
+  try {
+    let opened = 0;
+    for (const file of tree.files) {
+      if (tree.table.descriptors[file.index]! >= 0) continue;
+      let fd: number;
+      try {
+        fd = openSync(tree.table.paths[file.index]!, OPEN_FLAGS);
+      } catch {
+        continue;
+      }
+      Atomics.store(tree.table.descriptors, file.index, fd);
+      tree.held++;
+      heldTotal++;
+      if (++opened % OPENS_PER_SLICE === 0) await nextTurn();
+    }
+  } finally {
+    tree.checking--;
+    opening.delete(tree);
+  }
+  // Evicted or forgotten while the descriptors were opened: they belong to no cached tree.
+  if (![...cachedTrees.values()].includes(tree)) releaseDescriptors(tree);
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {
@@ -559,12 +699,17 @@ function identityMoved(root: string, file: TreeFile): boolean {
 }
 
 async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
-  const tree = await loadTree(root, pin);
-  if (tree.isErr()) return err(tree.error);
-  const { directories, files, table } = tree.value;
+  const loaded = await loadTree(root, pin);
+  if (loaded.isErr()) return err(loaded.error);
+  const tree = loaded.value;
+  const { directories, files, table } = tree;
   const check: FileCheck = { root, table, executablePath };
   const slicer = new Slicer();
   let rehashed = 0;
+  let passed = false;
+  const dropped: number[] = [];
+  releaseRemovedTrees();
+  tree.checking++;
   try {
     // A tree whose first files all moved was copied or restored: every file is opened and re-hashed, and a sweep
     // before that would only add an lstat per file.
@@ -577,7 +722,10 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     }
     for (const file of files) {
       const verdict = verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
-      if (verdict === SWEEP_UNCHANGED) continue;
+      // A descriptor vouches for the file it was opened on; only an unchanged directory says that its name still leads there.
+      if (verdict === SWEEP_UNCHANGED && verdicts?.[file.parent] === SWEEP_UNCHANGED) continue;
+      const fd = dropHeld(tree, file.index);
+      if (fd >= 0) dropped.push(fd);
       const hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
       if (hashedBytes >= 0) rehashed++;
       if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();
@@ -585,7 +733,15 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
   } catch (e) {
     if (e instanceof Refusal) return err(e.error);
     return err(ioError('Checking the files of', root, e));
+  } finally {
+    tree.checking--;
+    // Closed and opened again after the check, beside the spawn it gates rather than before it.
+    descriptorWork = descriptorWork.then(async () => {
+      for (const fd of dropped) closeQuietly(fd);
+      if (passed) await holdDescriptors(tree);
+    });
   }
+  passed = true;
   return ok({ unchanged: files.length - rehashed, rehashed });
 }
 
@@ -604,6 +760,9 @@ export function verifyPackageTree(installRoot: string, pin: PackageTreePin, exec
 
 /** Forgets every list and identity this process remembered (for benchmarks that measure a first check). */
 export function forgetPackageTrees(): void {
-  for (const tree of cachedTrees.values()) releaseIdentityTable(tree.table);
+  for (const tree of cachedTrees.values()) {
+    releaseDescriptors(tree);
+    releaseIdentityTable(tree.table);
+  }
   cachedTrees.clear();
 }

@@ -7,13 +7,13 @@
  * thread sweeps which chunk depends on scheduling, so the workers' own
  * verdicts are also checked with the sweep left to them alone.
  */
-import { appendFile, chmod, mkdir, mkdtemp, readFile, realpath, rm, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rename, rm, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lstatSync } from 'node:fs';
 import { createIdentityTable, recordIdentity, startSweepWorkers, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_LOOK_AGAIN, SWEEP_UNCHANGED } from '../../src/binding/identitySweep.js';
-import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
+import { packageTreesSettled, pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
 
 /** Whole seconds, so that setting a file's times back restores them exactly (a Date holds only milliseconds). */
 const PINNED_TIME = 1_700_000_000;
@@ -58,6 +58,36 @@ describe('identity sweep on worker threads', () => {
     expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: 0, rehashed: FILES });
     expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES, rehashed: 0 });
   }, 60_000);
+
+  it('sweeps a checked tree through descriptors it holds on the files, and still refuses a file changed behind a directory swapped under them', async () => {
+    expect((await verifyPackageTree(root, pin)).isOk()).toBe(true);
+    await packageTreesSettled();
+    const heldInTree = async (): Promise<number> => {
+      const targets = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((target) => target.startsWith(`${root}/`)).length;
+    };
+    expect(await heldInTree()).toBe(FILES);
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap()).toEqual({ unchanged: FILES, rehashed: 0 });
+
+    // The held files keep every bit of their status; only the directory that their names lead through is another.
+    const swapped = join(root, 'node_modules', 'dep-63');
+    const aside = `${root}-dep-63`;
+    await rename(swapped, aside);
+    await mkdir(swapped);
+    for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
+      const original = await readFile(join(aside, `m${f}.js`), 'utf8');
+      await writeFile(moduleAt(63, f), f === 7 ? original.replace('63007', '63006') : original);
+      await utimes(moduleAt(63, f), PINNED_TIME, PINNED_TIME);
+    }
+    try {
+      expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(63, 7), path: moduleAt(63, 7) });
+    } finally {
+      await rm(swapped, { recursive: true });
+      await rename(aside, swapped);
+    }
+    // The copies checked before m7 are what the tree last held: the originals, back in place, are hashed again.
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap().rehashed).toBeLessThan(FILES_PER_DIRECTORY);
+  });
 
   it('catches a same-size change with its mtime set back, deep in the tree', async () => {
     const path = moduleAt(97, 29);

@@ -4,11 +4,11 @@
  * whose every identity moved (checked opening files first), and a list that
  * is missing or was edited.
  */
-import { appendFile, mkdir, mkdtemp, readFile, realpath, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, pinPackageTree, verifyPackageTree } from '../../src/binding/packageTree.js';
+import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, packageTreesSettled, pinPackageTree, verifyPackageTree } from '../../src/binding/packageTree.js';
 
 const FILES = 40;
 const dirs: string[] = [];
@@ -78,6 +78,25 @@ describe('package tree pins', () => {
     await rm(join(root, 'lib', 'extra'), { recursive: true });
     await appendFile(join(root, 'main.js'), '// changed\n');
     expect((await verifyPackageTree(root, pin, 'main.js'))._unsafeUnwrapErr().details).toMatchObject({ reason: 'digest_mismatch', file: 'main.js' });
+  });
+
+  it('holds descriptors on the files of a checked tree until its install root is removed or the tree is forgotten', async () => {
+    const heldIn = async (root: string): Promise<number> => {
+      const targets = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((target) => target.startsWith(`${root}/`)).length;
+    };
+    const [removed, kept] = [await tree(), await tree()];
+    const pins = [(await pinPackageTree(removed))._unsafeUnwrap(), (await pinPackageTree(kept))._unsafeUnwrap()];
+    expect((await verifyPackageTree(removed, pins[0]!)).isOk()).toBe(true);
+    expect((await verifyPackageTree(kept, pins[1]!)).isOk()).toBe(true);
+    await packageTreesSettled();
+    expect([await heldIn(removed), await heldIn(kept)]).toEqual([FILES + 1, FILES + 1]);
+    // An uninstalled version: the next check of any tree lets its files go, so that their space is freed.
+    await rm(removed, { recursive: true });
+    expect((await verifyPackageTree(kept, pins[1]!)).isOk()).toBe(true);
+    expect(await heldIn(removed)).toBe(0);
+    forgetPackageTrees();
+    expect(await heldIn(kept)).toBe(0);
   });
 
   it('refuses a list that is missing or is not the pinned one, and a link at pin time', async () => {
