@@ -28,6 +28,8 @@ export interface GatewayDefaults {
   readonly maxSessions: number;
   /** Resource subscriptions one client (the stdio peer, each HTTP session) may hold at once. */
   readonly maxSubscriptionsPerClient: number;
+  /** Bytes of notifications that may wait on one client's stream before more are dropped (docs/gateway.md, "Slow clients"). */
+  readonly maxBufferedNotificationBytes: number;
   /** Time an HTTP session may stay idle before it is closed, in ms. */
   readonly sessionIdleMs: number;
   /** How often idle sessions are looked for, at most, in ms. */

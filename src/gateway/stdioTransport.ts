@@ -10,6 +10,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { droppedLineId } from '../framing/droppedLineId.js';
 import { LineReader, type OversizeLine } from '../framing/LineReader.js';
+import { isNotification, NotificationBound } from './notificationBound.js';
 
 /** A JSON-RPC request id. */
 export type RequestId = string | number;
@@ -43,6 +44,7 @@ export class GatewayStdioTransport implements Transport {
 
   readonly #stdin: Readable;
   readonly #stdout: Writable;
+  readonly #notifications = new NotificationBound('stdio');
   readonly #maxFrameBytes: number;
   #route: FastRequestRoute | undefined;
   #reader: LineReader | undefined;
@@ -73,9 +75,11 @@ export class GatewayStdioTransport implements Transport {
     return Promise.resolve();
   }
 
-  /** Writes one SDK message as one line. */
+  /** Writes one SDK message as one line; a notification only within the client's {@link NotificationBound}. */
   send(message: JSONRPCMessage): Promise<void> {
-    return this.write(JSON.stringify(message));
+    if (!isNotification(message)) return this.write(JSON.stringify(message));
+    const admitted = this.#notifications.admit(message, this.#stdout.writableLength);
+    return Promise.all(admitted.map((m) => this.write(JSON.stringify(m)))).then(() => undefined);
   }
 
   /** Writes one serialized message as one line; settles once stdout takes more (at once unless it is full). */

@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { isNotification, NotificationBound } from './notificationBound.js';
 
 /** JSON-RPC error codes of the transport's own refusals (the first two from JSON-RPC 2.0, the others as MCP servers use them). */
 export const JSON_RPC_CODES = Object.freeze({ parseError: -32700, invalidRequest: -32600, transport: -32000, sessionNotFound: -32001 });
@@ -225,6 +226,7 @@ export class HttpSessionTransport implements Transport {
   readonly #pending = new Map<RequestId, Exchange>();
   readonly #exchanges = new Set<Exchange>();
   #standalone: EventStream | undefined;
+  readonly #notifications = new NotificationBound('http');
   #initializeId: RequestId | undefined;
   #protocolVersion: string | undefined;
   #closed = false;
@@ -305,6 +307,15 @@ export class HttpSessionTransport implements Transport {
     await this.close();
   }
 
+  /** Writes a server message on an SSE stream; a notification only within the session's {@link NotificationBound}. */
+  #writeNotice(res: ServerResponse, message: JSONRPCMessage): void {
+    if (!isNotification(message)) {
+      res.write(sseEvent(message));
+      return;
+    }
+    for (const admitted of this.#notifications.admit(message, res.writableLength)) res.write(sseEvent(admitted));
+  }
+
   /** Sends a message from the server: an answer to its exchange, anything else beside the request it is about or on the GET stream. */
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (!('method' in message)) {
@@ -322,11 +333,11 @@ export class HttpSessionTransport implements Transport {
     const related = options?.relatedRequestId === undefined ? undefined : this.#pending.get(options.relatedRequestId);
     if (related !== undefined) {
       if (!related.streaming) this.#stream(related);
-      related.res.write(sseEvent(message));
+      this.#writeNotice(related.res, message);
       return Promise.resolve();
     }
     if (this.#standalone !== undefined) {
-      this.#standalone.res.write(sseEvent(message));
+      this.#writeNotice(this.#standalone.res, message);
       return Promise.resolve();
     }
     // A notification nobody listens for is dropped, as the protocol allows; a request must fail so its caller does not wait for a timeout.

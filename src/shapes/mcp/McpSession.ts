@@ -303,8 +303,10 @@ export class McpSession implements PluginSession, McpSurface {
   /**
    * A call that waits for a slot or for the plugin to start: the call's
    * timeout and signal count from the moment of the call, so the wait ends
-   * with PLUGIN_TIMEOUT or PLUGIN_CANCELLED like the request itself would; a
-   * start nobody else waits for is then abandoned and its process stopped.
+   * with PLUGIN_TIMEOUT or PLUGIN_CANCELLED like the request itself would.
+   * The start goes on without the call, to its own startup timeout: the next
+   * call joins it, and its failure is reported even when no call is left
+   * waiting (LazyStart's onUnseenFailure).
    */
   private async callWithin(wait: CallWait, args: Record<string, unknown> | undefined): Promise<Result<McpToolResult, HostError>> {
     const release = await this.limiter.acquire(wait.signal);
