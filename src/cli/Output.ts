@@ -1,7 +1,7 @@
 import type { HostError } from '../index.js';
 import { cliHint } from './cliHints.js';
 import { Spinner } from './Spinner.js';
-import { colourEnabled, columns, createStyle, type OutputStream, type Style } from './style.js';
+import { colourEnabled, columns, createStyle, terminalSafe, type OutputStream, type Style } from './style.js';
 
 /** The process surroundings a command runs in (process itself, in main.ts). */
 export interface Terminal {
@@ -66,12 +66,12 @@ export class Output {
 
   /** One line for people (nothing in JSON mode). */
   line(text = ''): void {
-    if (!this.json) this.#terminal.stdout.write(`${text}\n`);
+    if (!this.json) this.#terminal.stdout.write(`${terminalSafe(text)}\n`);
   }
 
   /** A note for people on stderr (nothing in JSON mode). */
   note(text: string): void {
-    if (!this.json) this.#terminal.stderr.write(`${text}\n`);
+    if (!this.json) this.#terminal.stderr.write(`${terminalSafe(text)}\n`);
   }
 
   /** The one JSON document of a command (nothing in human mode). Pretty on a terminal, one line otherwise. */

@@ -6,6 +6,7 @@ import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary, statusText, trustLines } from './present.js';
 import { confirm } from './prompt.js';
+import { oneLineField } from './style.js';
 import { usageFailure } from './usage.js';
 
 /**
@@ -59,7 +60,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
           accept: async (request: TrustRequest) => {
             spinner.stop();
             for (const line of trustLines(request)) ctx.terminal.stderr.write(`${line}\n`);
-            return confirm(ctx.terminal, `Install ${request.display_name} ${request.version} and run it with these powers?`);
+            return confirm(ctx.terminal, `Install ${oneLineField(`${request.display_name} ${request.version}`)} and run it with these powers?`);
           },
         }
       : {}),

@@ -1,5 +1,5 @@
 import type { CanaryOutcome, InventoryStatus, PluginInfo, TrustRequest } from '../index.js';
-import { columns, type Style } from './style.js';
+import { columns, oneLineField, type Style } from './style.js';
 
 /** A canary outcome as JSON: `error` is always present, `null` on success. */
 export function canaryJson(outcome: CanaryOutcome): Record<string, unknown> {
@@ -40,7 +40,8 @@ export function trustLines(request: TrustRequest): string[] {
     ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
     ['tools', request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
   ];
-  return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...columns(rows, (text) => text).map((line) => `  ${line}`)];
+  const shown = rows.map(([key, value]): [string, string] => [key, oneLineField(value)]);
+  return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...columns(shown, (text) => text).map((line) => `  ${line}`)];
 }
 
 /** The auth components as checklist lines: secrets by credential alias, external prerequisites the host cannot complete. */
@@ -87,5 +88,6 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
     rows.push(['writable', caps.writablePaths.join(', ') || '-']);
   }
   if (info.metadata_warning !== undefined) rows.push(['warning', style.yellow(info.metadata_warning)]);
-  return columns(rows, (text, r, c) => (c === 0 ? style.dim(text) : r === 4 && c === 1 ? statusText(text, style) : text));
+  const shown = rows.map(([key, value]): [string, string] => [key, oneLineField(value)]);
+  return columns(shown, (text, r, c) => (c === 0 ? style.dim(text) : r === 4 && c === 1 ? statusText(text, style) : text));
 }

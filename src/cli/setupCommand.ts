@@ -6,6 +6,7 @@ import { PROGRAM } from './help.js';
 import { reportCanary } from './lifecycleCommands.js';
 import { authChecklist } from './present.js';
 import { ask } from './prompt.js';
+import { oneLineField } from './style.js';
 import { usageError } from './usage.js';
 
 /** The credentials a plugin declares, as the inventory shows them: by alias, never by env name. */
@@ -37,8 +38,9 @@ async function prompted(ctx: CommandContext, declared: readonly CredentialView[]
   const values = new Map<string, string>();
   const s = ctx.out.errStyle;
   for (const d of declared) {
-    ctx.terminal.stderr.write(`${s.bold(d.display_name)}${d.setup_hint === '' ? '' : s.dim(` — ${d.setup_hint}`)}\n`);
-    const answer = await ask(ctx.terminal, `  ${d.alias} (input hidden): `, { hidden: true });
+    // The names and hint come from the package: shown as text, never as escape sequences around the hidden prompt.
+    ctx.terminal.stderr.write(`${s.bold(oneLineField(d.display_name))}${d.setup_hint === '' ? '' : s.dim(` — ${oneLineField(d.setup_hint)}`)}\n`);
+    const answer = await ask(ctx.terminal, `  ${oneLineField(d.alias)} (input hidden): `, { hidden: true });
     if (answer !== '') values.set(d.alias, answer);
   }
   return values;

@@ -1,0 +1,77 @@
+/**
+ * What a package says reaches a person's terminal as text, never as escape
+ * sequences: a name or description that moves the cursor could rewrite the
+ * lines already shown, the powers a person is asked to approve at install
+ * among them. The CLI runs for real; on a terminal under util-linux `script`.
+ */
+import { spawn } from 'node:child_process';
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, CLI_SOURCE, REPO, tempDir, type CliRun } from './cliHarness.js';
+
+const SLOW = 120_000;
+// Up two lines, erase, and a fake row in place of the network row; then a window title.
+const REWRITE = '\u001b[2A\r\u001b[2K  network          no\u001b[2B\r';
+const TITLE = '\u001b]0;retitled\u0007';
+
+/** The greeter fixture with the network declared and text fields carrying escape sequences. */
+async function hostilePackage(dir: string): Promise<string> {
+  const pkg = join(dir, 'hostile');
+  await cp(join(REPO, 'fixtures/plugins/install-node'), pkg, { recursive: true });
+  const manifest = JSON.parse(await readFile(join(pkg, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+  manifest['name'] = `Greeter${REWRITE}`;
+  manifest['description'] = `Greets people${TITLE}\nstatus           active`;
+  manifest['declared_capabilities'] = { network: true, fs_write_dir: '', env_allow: [] };
+  await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
+  return pkg;
+}
+
+/** Runs the CLI on a pseudo-terminal; types `answer` when `prompt` shows up. */
+function onTerminal(args: readonly string[], prompt: RegExp, answer: string): Promise<CliRun> {
+  const quoted = [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', `PATH=/usr/bin:/bin ${quoted}`, '/dev/null'], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+    let transcript = '';
+    let answered = false;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      transcript += d;
+      if (!answered && prompt.test(transcript)) {
+        answered = true;
+        child.stdin.end(`${answer}\r`);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: transcript, stderr: '' }));
+  });
+}
+
+describe('package text on the terminal', () => {
+  let scratch: Awaited<ReturnType<typeof tempDir>>;
+  let pkg: string;
+  beforeAll(async () => {
+    scratch = await tempDir('cli-terminal-');
+    pkg = await hostilePackage(scratch.path);
+  });
+  afterAll(() => scratch.dispose());
+
+  it('asks to approve the powers with the package fields as text: no cursor move can rewrite the network row', { timeout: SLOW }, async () => {
+    const profile = join(scratch.path, 'asked');
+    const run = await onTerminal(['install', pkg, '--dev', '--skip-canary', '--profile-dir', profile], /run it with these powers\? \[y\/N\] /, 'n');
+    const prompt = run.stdout.slice(run.stdout.indexOf('This plugin runs as code'));
+    expect(prompt).toMatch(/network +yes/);
+    expect(prompt).not.toContain('\u001b[2A');
+    expect(prompt).not.toContain('\u001b]0;');
+    expect(prompt).toMatch(/plugin +Greeter +network +no/);
+  });
+
+  it('shows a description as one line of text in info', { timeout: SLOW }, async () => {
+    const profile = join(scratch.path, 'info');
+    expect((await cli(['install', pkg, '--dev', '--yes', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
+    const info = await cli(['info', 'greeter', '--profile-dir', profile]);
+    expect(info.code).toBe(0);
+    expect(info.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(info.stdout).toMatch(/^description +Greets people +status +active$/m);
+    await rm(profile, { recursive: true, force: true });
+  });
+});
