@@ -17,6 +17,7 @@ import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/
 import { err, ok, type Result } from 'neverthrow';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
@@ -90,26 +91,6 @@ function toCallProgress(progress: Progress): CallProgress {
     ...(progress.total === undefined ? {} : { total: progress.total }),
     ...(progress.message === undefined ? {} : { message: progress.message }),
   };
-}
-
-/** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion (which is what a too deep value breaks). */
-function nestedDeeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  // Two parallel stacks of containers only: a walk of every warm call's result allocates no record per value.
-  const containers: object[] = [value];
-  const depths: number[] = [0];
-  for (let container = containers.pop(); container !== undefined; container = containers.pop()) {
-    const depth = depths.pop() ?? 0;
-    if (depth >= limit) return true;
-    const children: readonly unknown[] = Array.isArray(container) ? container : Object.values(container);
-    for (const child of children) {
-      if (typeof child === 'object' && child !== null) {
-        containers.push(child);
-        depths.push(depth + 1);
-      }
-    }
-  }
-  return false;
 }
 
 /** PLUGIN_MALFORMED_RESPONSE for an answer nested deeper than `etc/plugin-answers.json` allows. */
@@ -435,6 +416,7 @@ export class McpConnection {
       exitGraceMs: EXIT_GRACE_MS,
       fatal: this.fatal,
       connectionClosed: this.transport.closedByPeer,
+      transportClosed: this.transport.isClosed,
       ...(offered === undefined ? {} : { offeredProtocolVersion: offered }),
       ...(partial === undefined ? {} : { partialLine: partial }),
     });

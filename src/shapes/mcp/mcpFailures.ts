@@ -1,6 +1,8 @@
 import { ErrorCode, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { HostError, hostError } from '../../errors/HostError.js';
 import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
+import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
@@ -21,6 +23,12 @@ export interface McpFailureContext {
   readonly fatal: HostError | undefined;
   /** Whether the plugin ended the connection (exited or closed stdout). */
   readonly connectionClosed: boolean;
+  /**
+   * Whether the connection is over, whoever ended it. A ConnectionClosed
+   * error means a closed connection only then: a plugin may answer a
+   * request with that code (-32000, the first server error) itself.
+   */
+  readonly transportClosed?: boolean;
   /** The tool being called, for `tools/call`. */
   readonly tool?: string;
   /** The per-request timeout in force. */
@@ -85,6 +93,12 @@ function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
     : ctx.phase === 'tools/call' && error.code === ErrorCode.InvalidParams
       ? 'INVALID_ARGS'
       : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
+  const limit = pluginAnswerLimits.maxNestingDepth;
+  if (nestedDeeperThan(error.data, limit)) {
+    return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered ${where(ctx)} with error data nested more than ${limit} levels deep`, {
+      details: { ...baseDetails(ctx), jsonrpc_code: error.code, max_nesting_depth: limit },
+    });
+  }
   return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
     details: { ...baseDetails(ctx), jsonrpc_code: error.code, ...(error.data === undefined ? {} : { jsonrpc_data: error.data }) },
     cause: error,
@@ -117,7 +131,7 @@ export async function mapMcpFailure(error: unknown, ctx: McpFailureContext): Pro
   }
   if (ctx.abortedBy === 'total-timeout') return timeout(ctx, true, error);
   if (ctx.fatal !== undefined) return withContext(ctx.fatal, ctx);
-  if (ctx.connectionClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) return crashed(ctx, error);
+  if (ctx.connectionClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && ctx.transportClosed !== false)) return crashed(ctx, error);
   if (ctx.phase === 'initialize') return initializeFailure(error, ctx);
   if (error instanceof McpError) {
     // The transport's own verdict on this one request (an answer over the frame cap).
