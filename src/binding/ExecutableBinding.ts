@@ -107,6 +107,15 @@ export interface VerifyExecutableOptions {
    * plugins pinned for the integrity policy run through the loader hook.
    */
   readonly nodeMainGuardPath?: string;
+  /**
+   * Whether the command will be run by a launcher that mounts a Node main
+   * module's verified copy at the module's own path (a `SandboxSpawner` on
+   * bubblewrap). A Node 20/21 main module then needs no
+   * integrity policy, so none is written, and the command runs only under
+   * such a launcher: every other launcher refuses it (`PLUGIN_SPAWN_FAILED`).
+   * Default `false`: the policy is written, and any launcher can run the command.
+   */
+  readonly launcherMountsMain?: boolean;
 }
 
 
@@ -284,6 +293,17 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
   };
 }
 
+/**
+ * A Node main module only by its path with the private copy mounted on it
+ * (`mountedMain`, required): no policy is written, and a launcher that cannot
+ * mount refuses the command instead of running the installed file unchecked.
+ */
+function launchMountedOnly(record: ExecutableBindingRecord, pin: InterpreterPin, copy: VerifiedCopy, interpreter: OpenedFile): Launch {
+  const script = scriptPathOf(record.install_root, record.executable_path);
+  const argv = [descriptorPath(childFd(1)), ...pin.args, ...MOUNTED_MAIN_OPTIONS, script, ...userArgsOf(record)];
+  return { argv, handles: [copy.handle, interpreter.handle], mountedMain: { index: 0, path: script, argv, required: true } };
+}
+
 function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, launch: Launch, interpreter: OpenedFile | undefined): VerifiedExecutable {
   let released = false;
   const command: PluginCommand = {
@@ -394,7 +414,8 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
   if (relative.isErr()) return err(relative.error);
   const pin = record.interpreter;
   const guard = options.nodeMainGuardPath ?? NODE_MAIN_GUARD;
-  if (pin?.kind === 'node' && pin.node_main === 'integrity_policy' && existsSync(guard)) return verifyUnderPolicy(record, relative.value, pin, options, guard);
+  const underPolicy = pin?.kind === 'node' && pin.node_main === 'integrity_policy';
+  if (underPolicy && options.launcherMountsMain !== true && existsSync(guard)) return verifyUnderPolicy(record, relative.value, pin, options, guard);
   const copied = await copyPinnedFile(record, relative.value, options);
   if (copied.isErr()) return err(copied.error);
   const copy = copied.value;
@@ -404,7 +425,8 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
     await copy.handle.close().catch(() => undefined);
     return err(interpreter.error);
   }
-  return ok(verifiedExecutable(record, copy.sha256, launchScript(record, copy, pin, interpreter.value), interpreter.value));
+  const launch = underPolicy && options.launcherMountsMain === true ? launchMountedOnly(record, pin, copy, interpreter.value) : launchScript(record, copy, pin, interpreter.value);
+  return ok(verifiedExecutable(record, copy.sha256, launch, interpreter.value));
 }
 
 /** Marks a verification failure so that the host knows to quarantine the plugin. */

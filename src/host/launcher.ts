@@ -175,7 +175,8 @@ export class PluginLauncher {
     const identity = spawner.pluginIdentity(dirname(layout.dataDir(plugin.plugin_id)), plugin.plugin_id);
     // The launch also mounts the pinned interpreter and, for Node under an integrity policy, the main-module guard.
     const pin = plugin.lock.binding.interpreter;
-    const runtime = pin === undefined ? [] : [pin.path, ...(pin.kind === 'node' && pin.node_main === 'integrity_policy' ? [NODE_MAIN_GUARD] : [])];
+    const underPolicy = pin?.kind === 'node' && pin.node_main === 'integrity_policy' && !spawner.mountsMain;
+    const runtime = pin === undefined ? [] : [pin.path, ...(underPolicy ? [NODE_MAIN_GUARD] : [])];
     return spawner.describe({
       ...policy.value,
       readOnlyPaths: [...(policy.value.readOnlyPaths ?? []), ...runtime],
@@ -194,7 +195,8 @@ export class PluginLauncher {
    */
   #verifiedCode(plugin: InstalledPlugin, adapter: ProtocolAdapter): ResultAsync<VerifiedExecutable, HostError> {
     const binding = plugin.lock.binding;
-    const context = { copyDir: this.#parts.layout.execDir, random: this.#parts.random, config: this.#parts.config };
+    const { layout, random, config, spawner } = this.#parts;
+    const context = { copyDir: layout.execDir, random, config, launcherMountsMain: spawner.mountsMain };
     // A refused main file is reported as the tree check reports it, naming the file within its install root.
     return adapter.verifyMain(binding, context).orElse((error) => verifyBindingTree(binding).andThen(() => errAsync(error)));
   }

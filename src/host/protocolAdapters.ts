@@ -54,6 +54,8 @@ export interface VerifyContext {
   readonly random: Random;
   /** The host's resolved options. */
   readonly config: HostConfig;
+  /** Whether the launcher mounts a Node main module's verified copy at its path (bubblewrap), which spares the integrity policy. */
+  readonly launcherMountsMain: boolean;
 }
 
 /**
@@ -129,7 +131,7 @@ const keepResult =
     ok({ shape, value: result.value, isError: result.isError });
 
 const verifyExecutable = (binding: ExecutableBindingRecord, context: VerifyContext): ResultAsync<VerifiedExecutable, HostError> =>
-  verifyExecutableBinding(binding, { copyDir: context.copyDir, random: context.random });
+  verifyExecutableBinding(binding, { copyDir: context.copyDir, random: context.random, launcherMountsMain: context.launcherMountsMain });
 
 const mcpPlugin: ProtocolAdapter = {
   shape: 'mcp-plugin',

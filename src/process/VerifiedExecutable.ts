@@ -31,9 +31,12 @@ export interface PluginCommand {
    * path (bubblewrap): the verified bytes of a Node main module, at
    * `inheritFds[index]`, to show at `path` (the main module's own path), and
    * the command line to run instead of `argv`, which then needs no integrity
-   * policy: what Node reads at that path can only be those bytes.
+   * policy: what Node reads at that path can only be those bytes. With
+   * `required`, `argv` is that command line too (no policy was written), so
+   * a launcher that cannot mount must refuse the command: it would run
+   * whatever file is at the path.
    */
-  readonly mountedMain?: { readonly index: number; readonly path: string; readonly argv: readonly string[] };
+  readonly mountedMain?: { readonly index: number; readonly path: string; readonly argv: readonly string[]; readonly required?: boolean };
   /** Host paths the child must be able to read (install root, interpreter). */
   readonly readOnlyPaths: readonly string[];
   /** The plugin's install root; the child's working directory. */

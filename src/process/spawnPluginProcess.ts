@@ -1,6 +1,6 @@
 import { accessSync, constants as fsConstants } from 'node:fs';
-import type { ResultAsync } from 'neverthrow';
-import type { HostError } from '../errors/HostError.js';
+import { errAsync, type ResultAsync } from 'neverthrow';
+import { hostError, type HostError } from '../errors/HostError.js';
 import type { LifecycleOptions } from './ChildPluginProcess.js';
 import type { PluginProcess } from './PluginProcess.js';
 import { spawnChild } from './spawnChild.js';
@@ -49,6 +49,10 @@ function findSetpriv(): string | undefined {
  */
 export function spawnPluginProcess(request: PlainSpawnRequest): ResultAsync<PluginProcess, HostError> {
   const { executable } = request;
+  if (executable.mountedMain?.required === true) {
+    executable.release();
+    return errAsync(mountRequired('a plain spawn'));
+  }
   const setpriv = request.setprivPath === false ? undefined : (request.setprivPath ?? findSetpriv());
   const [program = '', ...rest] = executable.argv;
   const launch =
@@ -60,6 +64,14 @@ export function spawnPluginProcess(request: PlainSpawnRequest): ResultAsync<Plug
     { ...launch, env: request.env, cwd: request.cwd ?? executable.installRoot },
     { ...request, tree: 'process-group', launcherFailure: /^setpriv: / },
   );
+}
+
+/** A command verified for a launcher that mounts its main module, given to one that cannot: it would run the installed file unchecked. */
+export function mountRequired(launcher: string): HostError {
+  return hostError('PLUGIN_SPAWN_FAILED', `The command was verified for a launcher that mounts its main module, and ${launcher} cannot: it would run the installed file unchecked.`, {
+    details: { launcher },
+    hint: 'Verify with launcherMountsMain only for a SandboxSpawner on bubblewrap.',
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ import type { LifecycleOptions } from '../process/ChildPluginProcess.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild, type Launch } from '../process/spawnChild.js';
-import { spawnPluginProcess } from '../process/spawnPluginProcess.js';
+import { mountRequired, spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { PluginDirectories } from './pluginDirectories.js';
@@ -376,6 +376,15 @@ export class SandboxSpawner {
     return this.backend?.name ?? 'none';
   }
 
+  /**
+   * Whether this spawner shows a Node main module's verified copy at the
+   * module's own path (bubblewrap), so commands for it can be verified with
+   * `launcherMountsMain` and carry no integrity policy.
+   */
+  get mountsMain(): boolean {
+    return this.backend?.name === 'bubblewrap';
+  }
+
   /** Whether plugins run as users of their own: the host is root and the backend is bubblewrap. */
   get switchesUsers(): boolean {
     return this.backend?.name === 'bubblewrap' && process.getuid?.() === 0;
@@ -455,6 +464,10 @@ export class SandboxSpawner {
     const bindsDescriptors = this.backend?.name === 'bubblewrap';
     const executable = withDirectories(request.executable, bindsDescriptors ? directories : undefined);
     if (!bindsDescriptors) directories?.close();
+    if (!bindsDescriptors && executable.mountedMain?.required === true) {
+      executable.release();
+      return errAsync(mountRequired(this.backend?.name ?? 'the unsandboxed mode'));
+    }
     if (request.identity !== undefined && (this.backend?.name !== 'bubblewrap' || this.setprivPath === undefined)) {
       executable.release();
       return errAsync(
