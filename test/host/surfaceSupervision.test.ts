@@ -160,6 +160,30 @@ describe('subscriptions across plugin restarts', () => {
   );
 });
 
+describe('the log level across an idle stop', () => {
+  it(
+    'is set again on the process a call starts after the plugin was stopped for being idle',
+    async () => {
+      const clock = new FakeClock();
+      const { host } = await installed({ clock, idleTimeoutMs: 60_000 });
+      const logs: HostEventMap['log'][] = [];
+      const exits: HostEventMap['exit'][] = [];
+      host.events.on('log', (e) => logs.push(e));
+      host.events.on('exit', (e) => exits.push(e));
+      expect((await host.setLogLevel(ID, 'error')).isOk()).toBe(true);
+      clock.advance(60_000);
+      await waitUntil(() => exits.length === 1);
+      // The flood's messages are at info, below the level the host set before the idle stop.
+      expect((await host.call(`plug.${ID}.flood`, { count: 3, bytes: 1 })).isOk()).toBe(true);
+      expect((await host.setLogLevel(ID, 'info')).isOk()).toBe(true);
+      expect((await host.call(`plug.${ID}.flood`, { count: 1, bytes: 1 })).isOk()).toBe(true);
+      await waitUntil(() => logs.length === 1);
+      expect(logs[0]).toMatchObject({ plugin_id: ID, level: 'info', data: '0 x' });
+    },
+    TIMEOUT_MS,
+  );
+});
+
 describe('crashes during surface requests', () => {
   it(
     'count toward quarantine exactly as a crash during tools/call: one step of the ladder each, then refused until the wait is over',
