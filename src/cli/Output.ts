@@ -126,7 +126,7 @@ export class Output {
     }
     out.push(`${s.yellow('hint')}: ${error.hint}`);
     if (suggestion !== undefined) out.push(`${s.yellow('try')}: ${suggestion}`);
-    this.#terminal.stderr.write(`${out.join('\n')}\n`);
+    this.#terminal.stderr.write(`${terminalSafe(out.join('\n'))}\n`);
   }
 
   /** Violations as aligned rows: pointer, code, message. */

@@ -74,4 +74,19 @@ describe('package text on the terminal', () => {
     expect(info.stdout).toMatch(/^description +Greets people +status +active$/m);
     await rm(profile, { recursive: true, force: true });
   });
+
+  it('shows a plugin that dies at start with its stderr as text', { timeout: SLOW }, async () => {
+    const dies = join(scratch.path, 'dies');
+    await cp(join(REPO, 'fixtures/plugins/install-node'), dies, { recursive: true });
+    await writeFile(join(dies, 'bin/greeter.mjs'), `#!/usr/bin/env node\nconsole.error(${JSON.stringify(`config missing${TITLE}\u001b[1A\u001b[2K`)});\nprocess.exit(2);\n`, { mode: 0o755 });
+    const run = await cli(['validate', dies, '--no-color']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/plugin stderr \(last lines\):\n {2,4}config missing\n/);
+    expect(run.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    const profile = join(scratch.path, 'dies-profile');
+    expect((await cli(['install', dies, '--dev', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
+    const called = await cli(['run', 'greeter', 'greet', '{"name":"a"}', '--profile-dir', profile, '--no-color']);
+    expect(called.stderr).toMatch(/plugin stderr \(last lines\):\n {2,4}config missing\n/);
+    expect(called.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+  });
 });
