@@ -3,10 +3,12 @@
  * shape's result mapping, the call events and the crash books.
  */
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { HostError, hostError, internalError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
+import { nestedDeeperThan } from '../framing/nestingDepth.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { Clock } from '../ports/ports.js';
 import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
@@ -79,6 +81,12 @@ export class CallDispatcher {
   dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
     const { runtimes, events, clock } = this.#parts;
     const id = plugin.plugin_id;
+    // Written to the plugin with JSON.stringify, which a deep enough value overflows; a request schema may not bound depth.
+    const limit = pluginAnswerLimits.maxArgumentNestingDepth;
+    if (nestedDeeperThan(args, limit)) {
+      const tooDeep = hostError('INVALID_ARGS', `the arguments of '${tool}' nest more than ${limit} levels deep`, { details: { tool, max_nesting_depth: limit } });
+      return errAsync(callError(tooDeep, { id, opId }));
+    }
     const invalid = this.#parts.schemas.checkArguments(plugin, tool, args);
     if (invalid !== undefined) return errAsync(callError(invalid, { id, opId }));
     const crashed = this.#parts.supervisor.stickyCrash(plugin);

@@ -132,7 +132,14 @@ export class DirectToolCalls {
         call.unfollow = () => signal.removeEventListener('abort', onAbort);
       }
       const params = request.args === undefined ? { name: request.name, _meta: { progressToken: id } } : { name: request.name, arguments: request.args, _meta: { progressToken: id } };
-      this.send({ jsonrpc: '2.0', id, method: 'tools/call', params }).catch((error: unknown) => this.#end(call, { answered: false, error }));
+      // A value JSON.stringify cannot write (a BigInt, a cycle) throws before any promise exists: the call still ends.
+      let sent: Promise<void>;
+      try {
+        sent = this.send({ jsonrpc: '2.0', id, method: 'tools/call', params });
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.catch((error: unknown) => this.#end(call, { answered: false, error }));
     });
   }
 

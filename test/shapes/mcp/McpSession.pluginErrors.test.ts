@@ -49,3 +49,15 @@ describe("a plugin's JSON-RPC error answer", () => {
     expect(() => JSON.stringify(failed)).not.toThrow();
   });
 });
+
+describe('a call whose arguments cannot be written to the plugin', () => {
+  it('ends as a failed Result, not a rejection, and the session serves the next call', async () => {
+    const { session: raw } = session(RAW, ['shaped', 'raw']);
+    const outcome = await raw.callTool('raw', { n: 1n }).then(
+      (result) => (result.isErr() ? 'failed' : 'ok'),
+      (error: unknown) => `rejected: ${String(error)}`,
+    );
+    expect(outcome).toBe('failed');
+    expect((await raw.callTool('raw', {})).isOk()).toBe(true);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * A caller's arguments nested deeper than a recursive walk can go (attack
+ * review): a gateway client can send them in one frame (JSON.parse reads
+ * any depth), and JSON.stringify of them on the way to the plugin
+ * overflowed the stack, so host.call rejected instead of returning a
+ * Result, and the client got a bare -32603. They are refused as
+ * INVALID_ARGS before the plugin is started or called.
+ */
+import { rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { waitUntil } from '../support/eventually.js';
+import { HostPool } from '../support/hostHarness.js';
+
+const TIMEOUT_MS = 120_000;
+const ERROR_META = 'io.github.mcp-plugin-host/error';
+const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures/plugins/host-deep');
+const pool = new HostPool();
+const built: string[] = [];
+const gateways: GatewayHandle[] = [];
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await pool.cleanup();
+});
+afterAll(() => Promise.all(built.splice(0).map((d) => rm(d, { recursive: true, force: true }))));
+
+const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+
+describe('arguments nested too deep to walk', () => {
+  it(
+    'are INVALID_ARGS from host.call and through the stdio gateway, and the plugin serves the next call',
+    async () => {
+      const dir = await pool.profile();
+      const installer = await pool.open(dir);
+      const pkg = await packageFixturePlugin(FIXTURE, {});
+      built.push(pkg);
+      (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const host = await pool.open(dir);
+
+      const args = JSON.parse(`{"depth":2,"x":${nested(100_000)}}`) as Record<string, unknown>;
+      const refused = await host.call('plug.host-deep.deep', args).then(
+        (result) => (result.isErr() ? result.error.code : 'accepted'),
+        (error: unknown) => `rejected: ${String(error)}`,
+      );
+      expect(refused).toBe('INVALID_ARGS');
+      const within = await host.call('plug.host-deep.deep', JSON.parse(`{"depth":2,"x":${nested(pluginAnswerLimits.maxArgumentNestingDepth - 2)}}`) as Record<string, unknown>);
+      expect(within.isOk() ? 'ok' : within.error.code).toBe('ok');
+
+      const toGateway = new PassThrough();
+      const fromGateway = new PassThrough();
+      gateways.push((await serveGateway(host, { stdio: { stdin: toGateway, stdout: fromGateway } }))._unsafeUnwrap());
+      const answers: Record<string, unknown>[] = [];
+      let pending = '';
+      fromGateway.setEncoding('utf8').on('data', (chunk: string) => {
+        pending += chunk;
+        for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n')) {
+          answers.push(JSON.parse(pending.slice(0, nl)) as Record<string, unknown>);
+          pending = pending.slice(nl + 1);
+        }
+      });
+      const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'deep-args', version: '1' } } };
+      toGateway.write(`${JSON.stringify(initialize)}\n`);
+      await waitUntil(() => answers.some((a) => a.id === 0), 30_000);
+      toGateway.write(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plug.host-deep.deep","arguments":{"depth":2,"x":${nested(100_000)}}}}\n`);
+      await waitUntil(() => answers.some((a) => a.id === 1), 30_000);
+      const answer = answers.find((a) => a.id === 1) as { result?: { isError?: boolean; _meta?: Record<string, { code?: string }> }; error?: unknown };
+      expect(answer.error).toBeUndefined();
+      expect(answer.result?._meta?.[ERROR_META]?.code).toBe('INVALID_ARGS');
+    },
+    TIMEOUT_MS,
+  );
+});
