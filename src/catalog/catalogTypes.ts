@@ -112,6 +112,12 @@ export interface PackageSource {
   readonly ref: string;
   /** The package checksum (e.g. `sha256:<hex>`), empty for unchecked local directories. */
   readonly checksum: string;
+  /**
+   * The fingerprint of the trusted key whose signature was verified at
+   * install; absent for an unsigned package. An upgrade must be signed by the
+   * same key unless the caller allows the change.
+   */
+  readonly signer?: string;
 }
 
 /** One installed plugin in `plugins.lock`. */

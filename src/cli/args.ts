@@ -20,6 +20,7 @@ const OPTIONS = {
   'skip-canary': { type: 'boolean' },
   force: { type: 'boolean' },
   'allow-downgrade': { type: 'boolean' },
+  'allow-signer-change': { type: 'boolean' },
   canary: { type: 'boolean' },
   live: { type: 'boolean' },
   strict: { type: 'boolean' },
@@ -118,12 +119,13 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'yes', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'allow-signer-change', 'yes', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
       'Installing the installed version again from the same package changes nothing; from other',
-      'bytes it needs --force. A lower version than the installed one needs --allow-downgrade.',
+      'bytes it needs --force. A lower version than the installed one needs --allow-downgrade; a',
+      'package not signed by the key that signed the installed one needs --allow-signer-change.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
       'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
       'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
@@ -270,6 +272,7 @@ export interface Flags {
   readonly force: boolean;
   /** install: accept a lower version than the installed one. */
   readonly allowDowngrade: boolean;
+  readonly allowSignerChange: boolean;
   /** validate: also start the plugin. */
   readonly canary: boolean;
   /** Live canary. */
@@ -514,6 +517,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       skipCanary: bool('skip-canary'),
       force: bool('force'),
       allowDowngrade: bool('allow-downgrade'),
+      allowSignerChange: bool('allow-signer-change'),
       canary: bool('canary'),
       live: bool('live'),
       strict: bool('strict'),

@@ -16,6 +16,7 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
       if (reason === 'directory_source') return 'a directory has no checksum or signature: leave --checksum and --signature out with --dev, or pack the plugin as a .tgz or .zip';
       if (reason === 'missing' && error.code === 'PLUGIN_CHECKSUM_MISMATCH') return 'pass --checksum sha256:<hex> (or --dev for a local test install)';
       if (reason === 'missing') return 'pass --signature <file> or ship <archive>.sig';
+      if (reason === 'signer_changed') return 'sign with the key that signed the installed version, or pass --allow-signer-change if the publisher changed keys';
       return undefined;
     case 'PLUGIN_NAMESPACE_CONFLICT':
       return 'in a dev profile only: --dev --dev-allow-namespace-conflict';

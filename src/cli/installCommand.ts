@@ -67,6 +67,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     canary: !flags.skipCanary,
     ...(flags.force ? { replace: true } : {}),
     ...(flags.allowDowngrade ? { allowDowngrade: true } : {}),
+    ...(flags.allowSignerChange ? { allowSignerChange: true } : {}),
     ...(flags.grant === undefined ? {} : { grant: flags.grant }),
     ...(flags.settings === undefined ? {} : { settings: flags.settings }),
     ...(flags.args.length === 0 ? {} : { args: flags.args }),

@@ -106,6 +106,12 @@ export interface PackageInstallChoices {
   /** Install a lower version than the one installed (otherwise `PLUGIN_DOWNGRADE_REFUSED`). */
   readonly allowDowngrade?: boolean;
   /**
+   * Replace a package signed by one trusted key with one signed by another
+   * key, or not signed at all (otherwise `PLUGIN_SIGNATURE_INVALID` with
+   * `details.reason: "signer_changed"`). The new signer is recorded.
+   */
+  readonly allowSignerChange?: boolean;
+  /**
    * Sandbox powers granted to the plugin: they narrow what its manifest
    * declares (asking for more is `PLUGIN_GRANT_EXCEEDS_DECLARATION`), or for
    * a source that declares nothing, they are what it gets beyond the host
@@ -211,19 +217,34 @@ function sameSettings(a: Readonly<Record<string, SettingValue>> | undefined, b: 
 }
 
 /**
- * Why a package may not replace the installed version, or `undefined`: the
- * same version is `PLUGIN_ALREADY_INSTALLED` unless `replace` (an unchanged
+ * Why a package may not replace the installed one, or `undefined`: the same
+ * version is `PLUGIN_ALREADY_INSTALLED` unless `replace` (an unchanged
  * package never gets here), a lower one `PLUGIN_DOWNGRADE_REFUSED` unless
- * `allowDowngrade`. Versions that are not semver have no order: only the
- * same string is the same version.
+ * `allowDowngrade`, and a package not signed by the key that signed the
+ * installed one `PLUGIN_SIGNATURE_INVALID` unless `allowSignerChange`: any
+ * trusted key verifies a signature, so without this a package signed by
+ * another trusted key (or, where signatures are optional, by none) would take
+ * over the plugin's id, data and stored credentials. Versions that are not
+ * semver have no order: only the same string is the same version.
  */
 function versionRefusal(
   installed: LockedPlugin,
   manifest: NormalizedManifest,
-  staged: Pick<StagedPackage, 'digest'>,
+  staged: Pick<StagedPackage, 'digest' | 'signature'>,
   options: InstallOptions,
 ): HostError | undefined {
   const id = manifest.plugin_id;
+  const signer = staged.signature?.keyFingerprint;
+  if (installed.package.signer !== undefined && signer !== installed.package.signer && options.allowSignerChange !== true) {
+    return hostError(
+      'PLUGIN_SIGNATURE_INVALID',
+      `plugin '${id}' ${installed.version} was signed by key ${installed.package.signer}; this package is ${signer === undefined ? 'not signed' : `signed by key ${signer}`}`,
+      {
+        details: { reason: 'signer_changed', plugin_id: id, installed_signer: installed.package.signer, signer: signer ?? null },
+        hint: 'Sign the package with the key that signed the installed version, or pass allowSignerChange: true (CLI: --allow-signer-change) if the publisher changed keys.',
+      },
+    );
+  }
   const order = compareVersions(manifest.version, installed.version);
   const details = { plugin_id: id, version: manifest.version, installed_version: installed.version };
   if (order === 0 && options.replace !== true) {

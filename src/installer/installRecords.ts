@@ -89,7 +89,7 @@ function describePlugin(m: NormalizedManifest, capabilities: DeclaredCapabilitie
 export function pluginRecords(
   manifest: NormalizedManifest,
   binding: ExecutableBindingRecord,
-  staged: Pick<StagedPackage, 'source' | 'digest'>,
+  staged: Pick<StagedPackage, 'source' | 'digest' | 'signature'>,
   status: PluginStateRecord['status'],
   now: string,
   granted: InstallGrant = { capabilities: manifest.capabilities },
@@ -119,6 +119,7 @@ export function pluginRecords(
         source: `${staged.source.kind}:${staged.source.path}`,
         ref: manifest.package?.ref ?? manifest.version,
         checksum: staged.digest ?? '',
+        ...(staged.signature === undefined ? {} : { signer: staged.signature.keyFingerprint }),
       },
       binding,
       ...(granted.grant === undefined ? {} : { grant: recordedGrant(granted.grant) }),

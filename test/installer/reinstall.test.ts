@@ -2,14 +2,16 @@
  * Installing a plugin id that is already installed: the same package again
  * changes nothing; other bytes under the same version are refused unless
  * the caller asks to replace them; a lower version is refused unless the
- * caller allows the downgrade. The same rules hold under the profile lock.
+ * caller allows the downgrade; an upgrade of a signed package must be signed
+ * by the same key unless the caller allows the change. The same rules hold
+ * under the profile lock.
  */
 import { readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { okAsync } from 'neverthrow';
 import { afterEach, describe, expect, it } from 'vitest';
 import { compareVersions } from '../../src/manifest/versionOrder.js';
-import { digestOf } from './craftArchives.js';
+import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
 import { editManifest, installed, refusedWith, testProfile, tgzOfDirectory, unwrap, type TestProfile } from './InstallerHarness.js';
 
 let p: TestProfile;
@@ -112,5 +114,56 @@ describe('downgrade', () => {
     expect(compareVersions('1.0.0+build.5', '1.0.0')).toBe(0);
     expect(compareVersions('2024.1', '2023.9')).toBeUndefined();
     expect(compareVersions('2024.1', '2024.1')).toBe(0);
+  });
+});
+
+describe('signer', () => {
+  const publisher = ed25519Keys();
+  const otherTrusted = ed25519Keys();
+  const trustedKeys = [publisher.pem, otherTrusted.pem];
+
+  /** Packs the greeter at `version` into an archive; returns its path, checksum and a signature by `key`. */
+  const packed = async (version: string, key = publisher): Promise<{ archive: string; checksum: string; signature: string }> => {
+    const pkg = await greeter(`greeter-${version}-${Math.random().toString(36).slice(2)}`, (m) => (m.version = version));
+    const archive = join(p.dir, `greeter-${version}-${Math.random().toString(36).slice(2)}.tgz`);
+    const bytes = await tgzOfDirectory(pkg, archive);
+    return { archive, checksum: digestOf(bytes), signature: signPackage(bytes, key.privateKey) };
+  };
+
+  it('records the signer and refuses an upgrade signed by another trusted key, or not signed, unless allowSignerChange', async () => {
+    p = await testProfile('standard', { trustedKeys });
+    const v1 = await packed('1.0.0');
+    const first = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    expect(first.lock.package.signer).toMatch(/^sha256:[0-9a-f]{64}$/);
+
+    const byOther = await packed('2.0.0', otherTrusted);
+    const error = refusedWith(await p.installer.install(byOther.archive, { checksum: byOther.checksum, signature: byOther.signature }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(error.details).toMatchObject({ reason: 'signer_changed', plugin_id: 'greeter', installed_signer: first.lock.package.signer });
+    expect(error.hint).toContain('allowSignerChange');
+    const unsigned = await packed('2.0.1');
+    const unsignedError = refusedWith(await p.installer.install(unsigned.archive, { checksum: unsigned.checksum }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(unsignedError.details).toMatchObject({ reason: 'signer_changed', signer: null });
+    expect(await installed(p, 'greeter')).toEqual(first);
+
+    const changed = unwrap(await p.installer.install(byOther.archive, { checksum: byOther.checksum, signature: byOther.signature, allowSignerChange: true }));
+    expect(changed.lock.version).toBe('2.0.0');
+    expect(changed.lock.package.signer).not.toBe(first.lock.package.signer);
+  });
+
+  it('upgrades a package signed by the same key, and leaves unsigned plugins free to upgrade unsigned', async () => {
+    p = await testProfile('standard', { trustedKeys });
+    const v1 = await packed('1.0.0');
+    const first = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    const v2 = await packed('2.0.0');
+    const second = unwrap(await p.installer.install(v2.archive, { checksum: v2.checksum, signature: v2.signature }));
+    expect(second.lock.package.signer).toBe(first.lock.package.signer);
+
+    await p.dispose();
+    p = await testProfile('standard', { trustedKeys });
+    const plain1 = await packed('1.0.0');
+    const plain = unwrap(await p.installer.install(plain1.archive, { checksum: plain1.checksum }));
+    expect(plain.lock.package.signer).toBeUndefined();
+    const plain2 = await packed('2.0.0');
+    expect(unwrap(await p.installer.install(plain2.archive, { checksum: plain2.checksum })).lock.version).toBe('2.0.0');
   });
 });
