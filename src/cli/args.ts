@@ -272,6 +272,7 @@ export interface Flags {
   readonly force: boolean;
   /** install: accept a lower version than the installed one. */
   readonly allowDowngrade: boolean;
+  /** install: accept a package not signed by the key that signed the installed version. */
   readonly allowSignerChange: boolean;
   /** validate: also start the plugin. */
   readonly canary: boolean;
