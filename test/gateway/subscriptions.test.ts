@@ -5,6 +5,7 @@
  * subscriptions go with it, the plugin being unsubscribed once no client
  * holds the resource.
  */
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,7 +16,8 @@ import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { serveGateway, type GatewayHandle } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { HostPool } from '../support/hostHarness.js';
+import { FakeClock, HostPool } from '../support/hostHarness.js';
+import { processesWith } from '../support/processes.js';
 
 const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
@@ -31,13 +33,13 @@ afterAll(async () => {
   if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
 });
 
-async function installedHost(): Promise<PluginHost> {
+async function installedHost(clock?: FakeClock): Promise<PluginHost> {
   pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
   const dir = await pool.profile();
   const installer = await pool.open(dir);
   (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
   await installer.close();
-  return pool.open(dir, { idleTimeoutMs: 0 });
+  return pool.open(dir, { idleTimeoutMs: 0, ...(clock === undefined ? {} : { clock }) });
 }
 
 interface Connected {
@@ -105,6 +107,34 @@ describe('gateway resource subscriptions', () => {
       await second.client.close();
       await waitUntil(() => stderr.includes('unsubscribed surface://note') && stderr.includes('unsubscribed surface://item/2'));
       expect(served.value.sessions).toBe(0);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "keeps a client's subscription through a SIGKILL of the plugin: updates reach it again without it asking",
+    async () => {
+      const clock = new FakeClock();
+      const host = await installedHost(clock);
+      const stderr: string[] = [];
+      host.events.on('stderr', (e) => stderr.push(e.line));
+      let crashed = false;
+      host.events.on('quarantine', (e) => (crashed ||= e.quarantined));
+      const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
+      if (served.isErr()) throw served.error;
+      gateways.push(served.value);
+      const client = await connect(served.value.url!);
+      await client.client.subscribeResource({ uri: 'surface://note' });
+
+      const plugin = processesWith(host.profileDir).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+      expect(plugin).toHaveLength(1);
+      process.kill(plugin[0]!, 'SIGKILL');
+      // The death counts as a crash: the plugin waits its first backoff step, then the host starts it again.
+      await waitUntil(() => crashed);
+      clock.advance(30_000);
+      await waitUntil(() => stderr.filter((l) => l === 'subscribed surface://note').length === 2);
+      expect((await client.client.callTool({ name: `plug.${ID}.touch`, arguments: {} })).isError).not.toBe(true);
+      await waitUntil(() => client.updates.includes('surface://note'));
     },
     TIMEOUT_MS,
   );
