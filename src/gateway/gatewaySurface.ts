@@ -277,13 +277,16 @@ export class GatewaySubscriptions {
       .route(policy, uri)
       .andThen((route) => {
         const key = routeKey(route);
-        const add = (): void => {
+        const add = (): ResultAsync<void, HostError> => {
+          // The client went away (drop) while the plugin was asked: nothing may hold its server, nor the plugin's subscription for it.
+          if (this.#held.get(client)?.has(uri) !== true) return this.#byRoute.has(key) ? okAsync(undefined) : this.#host.unsubscribeResource(route.pluginId, route.uri);
           const current = this.#byRoute.get(key) ?? { route, clients: new Map<ResourceUpdateSink, Set<string>>() };
           this.#byRoute.set(key, current);
           current.clients.set(client, (current.clients.get(client) ?? new Set()).add(uri));
+          return okAsync(undefined);
         };
-        if (this.#byRoute.has(key)) return okAsync(add());
-        return this.#host.subscribeResource(route.pluginId, route.uri).map(add);
+        if (this.#byRoute.has(key)) return add();
+        return this.#host.subscribeResource(route.pluginId, route.uri).andThen(add);
       })
       .orElse((error) => {
         this.#unhold(client, uri);
