@@ -122,14 +122,17 @@ export async function packageOptions(flags: Flags): Promise<Result<Omit<HostInst
 
 /**
  * Opens a host, runs `body`, and always closes the host (stopping every
- * plugin process tree), however `body` ends.
+ * plugin process tree), however `body` ends. With `readsCatalogOnly` the
+ * sandbox is proved at the first spawn instead of at open.
  */
 export async function withHost(
   ctx: CommandContext,
   body: (host: PluginHost) => Promise<ExitCode>,
-  options: { readonly overrides?: PluginHostOptions; readonly checkingPackage?: boolean } = {},
+  options: { readonly overrides?: PluginHostOptions; readonly checkingPackage?: boolean; readonly readsCatalogOnly?: boolean } = {},
 ): Promise<ExitCode> {
-  const opened = await (await hostOptions(ctx.flags, options.overrides)).asyncAndThen((o) => PluginHost.open(o));
+  // A command that never starts a plugin does not wait for the sandbox probe, and works where no sandbox exists.
+  const deferProof = (o: PluginHostOptions): PluginHostOptions => (options.readsCatalogOnly === true ? { ...o, sandbox: { proveAt: 'first_spawn', ...o.sandbox } } : o);
+  const opened = await (await hostOptions(ctx.flags, options.overrides)).asyncAndThen((o) => PluginHost.open(deferProof(o)));
   if (opened.isErr()) return fail(ctx, opened.error, options.checkingPackage ?? false);
   const host = opened.value;
   try {

@@ -20,7 +20,7 @@ export function listCommand(ctx: CommandContext): Promise<ExitCode> {
       (text, _r, c) => (c === 3 ? statusText(text.trimEnd(), out.style) + text.slice(text.trimEnd().length) : text),
     );
     return EXIT_CODES.ok;
-  });
+  }, { readsCatalogOnly: true });
 }
 
 /** `info <name>`: everything known about one plugin (credential aliases, never env names or values). */

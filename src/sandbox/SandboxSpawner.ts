@@ -1,6 +1,6 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { silentLogger, type Logger } from '../ports/ports.js';
 import type { LifecycleOptions } from '../process/ChildPluginProcess.js';
@@ -44,6 +44,17 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly sandboxExecPath?: string;
   /** The platform to sandbox for. Default `process.platform`. */
   readonly platform?: NodeJS.Platform;
+  /**
+   * When the sandbox is proved. `create` (default): `create` itself fails
+   * with PLUGIN_SANDBOX_UNSUPPORTED where no backend exists or its probe
+   * cannot prove enforcement, so a host learns at open that it cannot run
+   * plugins. `first_spawn`: `create` checks only the options; the backend is
+   * looked for and probed at the first spawn (once), and every spawn fails
+   * with the same error and hint while it cannot be proved. For read-only
+   * uses that may never start a plugin (listing or inspecting a profile),
+   * which then pay nothing for the probe and work where no sandbox exists.
+   */
+  readonly proveAt?: 'create' | 'first_spawn';
   /** The secret locations hidden from plugins (`~/` = home). Default `DEFAULT_SECRET_PATHS` (`etc/sandbox/secret-locations.json`). */
   readonly secretPaths?: readonly string[];
   /** The home directory that `~/` means. Default `os.homedir()`. */
@@ -262,6 +273,73 @@ function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined
 const TREE_LIMITS_HINT =
   "Run the host where it can create control groups: as root with the cgroup v1 memory and pids hierarchies, or in a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes …); or drop requireTreeLimits to accept per-process rlimits.";
 
+/** The backend of the platform, or why none can be used (before any probe). */
+function platformBackend(options: SandboxSpawnerOptions): Result<SandboxBackend, HostError> {
+  const platform = options.platform ?? process.platform;
+  if (platform === 'linux') {
+    const bwrap = options.bwrapPath ?? findOnPath('bwrap', options.searchPath ?? process.env.PATH);
+    if (bwrap === undefined || !isExecutableFile(bwrap)) {
+      return err(
+        sandboxUnsupported(
+          'bubblewrap_missing',
+          bwrap === undefined ? 'bubblewrap (bwrap) is not installed: it was not found on PATH.' : `bubblewrap is not executable at ${bwrap}.`,
+          'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) or pass bwrapPath.',
+          { bwrap_path: bwrap ?? null },
+        ),
+      );
+    }
+    const offline = pluginSeccompFilter(false);
+    const networked = pluginSeccompFilter(true);
+    if (offline === undefined || networked === undefined) {
+      return err(
+        sandboxUnsupported('architecture_unsupported', `Cannot enforce the sandbox on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
+      );
+    }
+    return ok(bubblewrapBackend(bwrap, { offline, networked }, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))));
+  }
+  if (platform === 'darwin') {
+    const sandboxExec = options.sandboxExecPath ?? '/usr/bin/sandbox-exec';
+    if (!isExecutableFile(sandboxExec)) {
+      return err(sandboxUnsupported('sandbox_exec_missing', `sandbox-exec is not available at ${sandboxExec}.`, 'Run on macOS, where /usr/bin/sandbox-exec ships with the system.', { sandbox_exec_path: sandboxExec }));
+    }
+    return ok(seatbeltBackend(sandboxExec));
+  }
+  return err(
+    sandboxUnsupported('platform_unsupported', `No OS sandbox backend exists for platform ${platform}; plugins are not run unconfined.`, 'Run the host on Linux (bubblewrap) or macOS (Seatbelt).', { platform }),
+  );
+}
+
+/**
+ * Proves that `backend` enforces (once per host process and launcher) and
+ * finds how plugin trees are capped; refused when `requireTreeLimits` asks
+ * for groups that cannot be used.
+ */
+async function proveBackend(backend: SandboxBackend, options: SandboxSpawnerOptions, logger: Logger): Promise<Result<TreeLimitSupport, HostError>> {
+  const platform = options.platform ?? process.platform;
+  const treeSupport: Promise<TreeLimitSupport> =
+    backend.name !== 'bubblewrap'
+      ? Promise.resolve({ tree: undefined, cause: `control groups do not exist on ${platform}` })
+      : options.controlGroups === 'off'
+        ? Promise.resolve({ tree: undefined, cause: 'control groups turned off by the host (controlGroups: "off")' })
+        : probeTreeLimits();
+  const [proved, limits] = await Promise.all([probeSandbox(backend), treeSupport]);
+  if (proved.isErr()) return err(proved.error);
+  logger.info({ backend: backend.name, launcher: backend.command }, 'sandbox enforcement proved');
+  if (limits.tree === undefined) {
+    if (options.requireTreeLimits === true) {
+      return err(sandboxUnsupported('tree_limits_unavailable', `No control group can cap a plugin's whole process tree on this host: ${limits.cause}.`, TREE_LIMITS_HINT, { limits_cause: limits.cause }));
+    }
+    logger.warn({ cause: limits.cause }, 'plugin trees are not capped as a whole: falling back to per-process rlimits and a sized /dev/shm');
+  } else {
+    logger.info({ mechanism: limits.tree.mechanism, parents: limits.tree.parents }, 'plugin process trees capped by control groups');
+  }
+  const leaking = inheritableDescriptors();
+  if (leaking.length > 0) {
+    logger.warn({ fds: leaking }, 'the host process holds descriptors without close-on-exec; every plugin inherits them (fix whatever starts the host)');
+  }
+  return ok(limits);
+}
+
 /**
  * Spawns plugins with exactly their declared powers. On Linux through
  * bubblewrap, on macOS through Seatbelt; anywhere else, or where a real probe
@@ -275,18 +353,28 @@ export class SandboxSpawner {
   private readonly setprivPath: string | undefined;
   private readonly logger: Logger;
   private egressProxy: EgressProxy | undefined;
+  private treeSupport: TreeLimitSupport;
+  /** With `proveAt: 'first_spawn'`, the proof every spawn waits for until it passed once. */
+  private unproved: (() => Promise<Result<TreeLimitSupport, HostError>>) | undefined;
 
   private constructor(
     private readonly backend: SandboxBackend | undefined,
     private readonly options: SandboxSpawnerOptions,
-    private readonly treeSupport: TreeLimitSupport = { tree: undefined, cause: 'no sandbox backend' },
+    treeSupport: TreeLimitSupport | undefined,
+    prove?: () => Promise<Result<TreeLimitSupport, HostError>>,
   ) {
     const home = options.homeDir;
     this.secretPaths = (options.secretPaths ?? DEFAULT_SECRET_PATHS).map((p) => expandHome(p, home));
     this.logger = options.logger ?? silentLogger;
     this.prlimitPath = options.prlimitPath ?? (backend?.name === 'bubblewrap' ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
     this.setprivPath = options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
-    if (backend?.name === 'bubblewrap' && treeSupport.tree === undefined && options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
+    this.unproved = prove;
+    this.treeSupport = treeSupport ?? { tree: undefined, cause: prove === undefined ? 'no sandbox backend' : 'not probed yet (the sandbox is proved at the first spawn)' };
+    if (prove === undefined) this.warnIfMemoryUncapped();
+  }
+
+  private warnIfMemoryUncapped(): void {
+    if (this.backend?.name === 'bubblewrap' && this.treeSupport.tree === undefined && this.options.memoryLimitBytes !== false && this.prlimitPath === undefined) {
       this.logger.warn({}, 'util-linux prlimit not found: plugins run without a memory limit');
     }
   }
@@ -309,66 +397,19 @@ export class SandboxSpawner {
         );
       }
       logger.warn({ option: 'dangerouslyRunUnsandboxed' }, 'PLUGINS RUN UNSANDBOXED: no network, file system or process confinement (dev profile)');
-      return okAsync(new SandboxSpawner(undefined, options));
+      return okAsync(new SandboxSpawner(undefined, options, undefined));
     }
-    const platform = options.platform ?? process.platform;
-    let backend: SandboxBackend;
-    if (platform === 'linux') {
-      const bwrap = options.bwrapPath ?? findOnPath('bwrap', options.searchPath ?? process.env.PATH);
-      if (bwrap === undefined || !isExecutableFile(bwrap)) {
-        return errAsync(
-          sandboxUnsupported(
-            'bubblewrap_missing',
-            bwrap === undefined ? 'bubblewrap (bwrap) is not installed: it was not found on PATH.' : `bubblewrap is not executable at ${bwrap}.`,
-            'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) or pass bwrapPath.',
-            { bwrap_path: bwrap ?? null },
-          ),
-        );
-      }
-      const offline = pluginSeccompFilter(false);
-      const networked = pluginSeccompFilter(true);
-      if (offline === undefined || networked === undefined) {
-        return errAsync(
-          sandboxUnsupported('architecture_unsupported', `Cannot enforce the sandbox on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
-        );
-      }
-      backend = bubblewrapBackend(bwrap, { offline, networked }, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)));
-    } else if (platform === 'darwin') {
-      const sandboxExec = options.sandboxExecPath ?? '/usr/bin/sandbox-exec';
-      if (!isExecutableFile(sandboxExec)) {
-        return errAsync(sandboxUnsupported('sandbox_exec_missing', `sandbox-exec is not available at ${sandboxExec}.`, 'Run on macOS, where /usr/bin/sandbox-exec ships with the system.', { sandbox_exec_path: sandboxExec }));
-      }
-      backend = seatbeltBackend(sandboxExec);
-    } else {
-      return errAsync(
-        sandboxUnsupported('platform_unsupported', `No OS sandbox backend exists for platform ${platform}; plugins are not run unconfined.`, 'Run the host on Linux (bubblewrap) or macOS (Seatbelt).', { platform }),
-      );
+    const backend = platformBackend(options);
+    if (options.proveAt === 'first_spawn') {
+      let proving: Promise<Result<TreeLimitSupport, HostError>> | undefined;
+      const prove = (): Promise<Result<TreeLimitSupport, HostError>> =>
+        (proving ??= backend.isErr() ? Promise.resolve(err(backend.error)) : proveBackend(backend.value, options, logger));
+      return okAsync(new SandboxSpawner(backend.unwrapOr(undefined), options, undefined, prove));
     }
-    const treeSupport: Promise<TreeLimitSupport> =
-      backend.name !== 'bubblewrap'
-        ? Promise.resolve({ tree: undefined, cause: `control groups do not exist on ${platform}` })
-        : options.controlGroups === 'off'
-          ? Promise.resolve({ tree: undefined, cause: 'control groups turned off by the host (controlGroups: "off")' })
-          : probeTreeLimits();
-    return ResultAsync.fromSafePromise(Promise.all([probeSandbox(backend), treeSupport])).andThen(([proved, limits]) => {
-      if (proved.isErr()) return errAsync(proved.error);
-      logger.info({ backend: backend.name, launcher: backend.command }, 'sandbox enforcement proved');
-      if (limits.tree === undefined) {
-        if (options.requireTreeLimits === true) {
-          return errAsync(
-            sandboxUnsupported('tree_limits_unavailable', `No control group can cap a plugin's whole process tree on this host: ${limits.cause}.`, TREE_LIMITS_HINT, { limits_cause: limits.cause }),
-          );
-        }
-        logger.warn({ cause: limits.cause }, 'plugin trees are not capped as a whole: falling back to per-process rlimits and a sized /dev/shm');
-      } else {
-        logger.info({ mechanism: limits.tree.mechanism, parents: limits.tree.parents }, 'plugin process trees capped by control groups');
-      }
-      const leaking = inheritableDescriptors();
-      if (leaking.length > 0) {
-        logger.warn({ fds: leaking }, 'the host process holds descriptors without close-on-exec; every plugin inherits them (fix whatever starts the host)');
-      }
-      return okAsync(new SandboxSpawner(backend, options, limits));
-    });
+    if (backend.isErr()) return errAsync(backend.error);
+    return ResultAsync.fromSafePromise(proveBackend(backend.value, options, logger)).andThen((proved) =>
+      proved.map((limits) => new SandboxSpawner(backend.value, options, limits)),
+    );
   }
 
   /** The enforcing backend, or `none` in the dev-only unsandboxed mode. */
@@ -406,6 +447,22 @@ export class SandboxSpawner {
    * request's directories) are released whatever the outcome.
    */
   spawn(request: SandboxSpawnRequest): ResultAsync<PluginProcess, HostError> {
+    const prove = this.unproved;
+    if (prove !== undefined) {
+      return ResultAsync.fromSafePromise(prove()).andThen((proved) => {
+        if (proved.isErr()) {
+          request.executable.release();
+          request.directories?.close();
+          return errAsync(proved.error);
+        }
+        if (this.unproved === prove) {
+          this.unproved = undefined;
+          this.treeSupport = proved.value;
+          this.warnIfMemoryUncapped();
+        }
+        return this.spawn(request);
+      });
+    }
     if (request.gate !== undefined && this.backend?.name !== 'bubblewrap') {
       const { gate, ...ungated } = request;
       return gate()
