@@ -736,10 +736,13 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
   } finally {
     tree.checking--;
     // Closed and opened again after the check, beside the spawn it gates rather than before it.
-    descriptorWork = descriptorWork.then(async () => {
-      for (const fd of dropped) closeQuietly(fd);
-      if (passed) await holdDescriptors(tree);
-    });
+    descriptorWork = descriptorWork
+      .then(async () => {
+        for (const fd of dropped) closeQuietly(fd);
+        if (passed) await holdDescriptors(tree);
+      })
+      // Only a speed-up: a tree whose descriptors could not be taken is swept by lstat, as before.
+      .catch(() => undefined);
   }
   passed = true;
   return ok({ unchanged: files.length - rehashed, rehashed });

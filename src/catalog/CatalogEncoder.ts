@@ -20,7 +20,7 @@
  * Building the file from cached bytes avoids both stringifying the whole
  * catalog and encoding a megabyte-long string to UTF-8 on every transaction.
  */
-import { entryRanges } from './entryRanges.js';
+import { entryRanges, RANGE_FIELDS } from './entryRanges.js';
 
 /** A file as read: its text (pure ASCII) and the value it parsed to. */
 export interface SourceFile {
@@ -182,19 +182,21 @@ export class CatalogEncoder {
       // Names in parse order, which is text order here: entry i is matched with name i, compared in place.
       const keys = found.array ? undefined : Object.keys(value);
       const items = found.array ? (value as readonly unknown[]) : undefined;
-      if ((keys ?? items)!.length !== found.entries.length) continue;
+      if ((keys ?? items)!.length !== found.count) continue;
       collections.set(member, value);
-      for (let i = 1; i < found.entries.length; i++) {
-        const { keyStart, keyEnd, start, end } = found.entries[i]!;
+      const ranges = found.entries;
+      for (let i = 1; i < found.count; i++) {
+        const at = i * RANGE_FIELDS;
+        const keyStart = ranges[at]!;
         let entry: unknown;
         let key: string | undefined;
         if (keys === undefined) entry = items![i];
         else {
           key = keys[i]!;
-          if (key.length !== keyEnd - keyStart || !text.startsWith(key, keyStart)) continue;
+          if (key.length !== ranges[at + 1]! - keyStart || !text.startsWith(key, keyStart)) continue;
           entry = (value as Readonly<Record<string, unknown>>)[key];
         }
-        if (typeof entry === 'object' && entry !== null) this.#entries.set(entry, { key, buffer, start, end });
+        if (typeof entry === 'object' && entry !== null) this.#entries.set(entry, { key, buffer, start: ranges[at + 2]!, end: ranges[at + 3]! });
       }
     }
     return collections;

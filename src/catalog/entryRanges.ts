@@ -16,24 +16,43 @@
  * its text: the copy parses to the same content, it is just not normalized.
  */
 
-/** One entry's text: from the comma before it (the opening bracket for the first entry) to the end of its value. */
-export interface EntryRange {
-  /** Index of the first character of the member name (inside its quotes), or -1 for an array element. */
-  readonly keyStart: number;
-  /** Index just past the member name. */
-  readonly keyEnd: number;
-  /** Index of the comma, or of the collection's opening bracket for its first entry. */
-  readonly start: number;
-  /** Index just past the entry's value. */
-  readonly end: number;
-}
+/**
+ * Numbers per entry in {@link CollectionRanges.entries}: the index of the
+ * first character of its member name (inside the quotes; -1 for an array
+ * element), the index just past the name, the index of the comma before the
+ * entry (the collection's opening bracket for its first entry), and the
+ * index just past its value.
+ */
+export const RANGE_FIELDS = 4;
 
 /** A top-level member whose value is an array or an object, with its entries in text order. */
 export interface CollectionRanges {
   /** Whether the collection is an array. */
   readonly array: boolean;
-  /** Its entries. */
-  readonly entries: readonly EntryRange[];
+  /** How many entries it has. */
+  readonly count: number;
+  /** {@link RANGE_FIELDS} numbers per entry (numbers, not an object per entry: a catalog has thousands). */
+  readonly entries: Int32Array;
+}
+
+/** Entry ranges, grown as the scan finds entries. */
+class RangeList {
+  values = new Int32Array(64 * RANGE_FIELDS);
+  count = 0;
+
+  push(keyStart: number, keyEnd: number, start: number, end: number): void {
+    if ((this.count + 1) * RANGE_FIELDS > this.values.length) {
+      const grown = new Int32Array(this.values.length * 2);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    const at = this.count * RANGE_FIELDS;
+    this.values[at] = keyStart;
+    this.values[at + 1] = keyEnd;
+    this.values[at + 2] = start;
+    this.values[at + 3] = end;
+    this.count++;
+  }
 }
 
 const QUOTE = 0x22;
@@ -65,7 +84,7 @@ export function entryRanges(text: string): Map<string, CollectionRanges> | undef
   const collections = new Map<string, CollectionRanges>();
   let depth = 0;
   let member = '';
-  let entries: EntryRange[] = [];
+  let entries = new RangeList();
   let entryStart = -1;
   let keyStart = -1;
   let keyEnd = -1;
@@ -88,19 +107,19 @@ export function entryRanges(text: string): Map<string, CollectionRanges> | undef
       depth++;
       if (depth === 2) {
         array = c === OPEN_ARRAY;
-        entries = [];
+        entries = new RangeList();
         entryStart = i;
         keyStart = -1;
       }
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
       if (depth === 2) {
-        if (i > entryStart + 1) entries.push({ keyStart, keyEnd, start: entryStart, end: i });
-        collections.set(member, { array, entries });
+        if (i > entryStart + 1) entries.push(keyStart, keyEnd, entryStart, i);
+        collections.set(member, { array, count: entries.count, entries: entries.values });
       }
       depth--;
     } else if (c === COMMA) {
       if (depth === 2) {
-        entries.push({ keyStart, keyEnd, start: entryStart, end: i });
+        entries.push(keyStart, keyEnd, entryStart, i);
         entryStart = i;
         keyStart = -1;
       }
