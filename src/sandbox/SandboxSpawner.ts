@@ -53,6 +53,8 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * with the same error and hint while it cannot be proved. For read-only
    * uses that may never start a plugin (listing or inspecting a profile),
    * which then pay nothing for the probe and work where no sandbox exists.
+   * Until the first spawn, `describe` cannot know what caps a plugin's tree
+   * (it reports the per-process fallback with cause `not probed yet`).
    */
   readonly proveAt?: 'create' | 'first_spawn';
   /** The secret locations hidden from plugins (`~/` = home). Default `DEFAULT_SECRET_PATHS` (`etc/sandbox/secret-locations.json`). */
