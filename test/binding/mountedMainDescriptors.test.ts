@@ -72,7 +72,8 @@ const runSandboxed = async (executable: VerifiedExecutable): Promise<Listing> =>
 function fileDescriptors(fds: Listing['fds']): string[] {
   const leakedByParent = new Set(inheritableDescriptors().map(String));
   return Object.entries(fds)
-    .filter(([fd, target]) => Number(fd) > 2 && !leakedByParent.has(fd) && target !== null && target.startsWith('/') && !/^\/proc\/\d+\/fd$/.test(target))
+    // Node keeps /dev/null open for itself; the listing's own directory descriptor is /proc/<pid>/fd.
+    .filter(([fd, target]) => Number(fd) > 2 && !leakedByParent.has(fd) && target !== null && target.startsWith('/') && target !== '/dev/null' && !/^\/proc\/\d+\/fd$/.test(target))
     .map(([fd, target]) => `${fd} -> ${String(target)}`);
 }
 
