@@ -2,8 +2,8 @@ import { ErrorCode, McpError, type JSONRPCMessage, type Progress } from '@modelc
 import { CallDeadlines, type CallDeadline } from '../../framing/CallDeadlines.js';
 import type { Clock } from '../../ports/ports.js';
 
-/** Who ended a `tools/call` early, when the session did. */
-export type AbortedBy = 'caller' | 'total-timeout';
+/** Who ended a `tools/call` early, when the session did: its caller, its total cap, or its timeout without an answer or progress. */
+export type AbortedBy = 'caller' | 'total-timeout' | 'timeout';
 
 /**
  * Ids of the host's own `tools/call` requests start here. The SDK `Client`
@@ -187,20 +187,20 @@ export class DirectToolCalls {
   }
 
   /** Ends the call and tells the plugin, as the SDK's request does on abort and timeout. */
-  #cancel(call: PendingCall, reason: unknown, abortedBy: AbortedBy | undefined): void {
+  #cancel(call: PendingCall, reason: unknown, abortedBy: AbortedBy): void {
     if (this.#pending.get(call.id) !== call) return;
     this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: String(reason) } }).catch((error: unknown) =>
       this.onError(new Error(`Failed to send cancellation: ${String(error)}`)),
     );
     const error = reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason));
-    this.#end(call, abortedBy === undefined ? { answered: false, error } : { answered: false, error, abortedBy });
+    this.#end(call, { answered: false, error, abortedBy });
   }
 
   #timeOut(call: PendingCall, total: boolean): void {
     if (total) {
       this.#cancel(call, new Error(`total cap of ${call.statedMaxTotalTimeoutMs} ms reached`), 'total-timeout');
     } else {
-      this.#cancel(call, McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: call.timeoutMs }), undefined);
+      this.#cancel(call, McpError.fromError(ErrorCode.RequestTimeout, 'Request timed out', { timeout: call.timeoutMs }), 'timeout');
     }
   }
 }

@@ -130,13 +130,15 @@ export async function mapMcpFailure(error: unknown, ctx: McpFailureContext): Pro
     return hostError('PLUGIN_CANCELLED', `${where(ctx)} was cancelled by its caller`, { details, cause: error });
   }
   if (ctx.abortedBy === 'total-timeout') return timeout(ctx, true, error);
+  if (ctx.abortedBy === 'timeout') return timeout(ctx, false, error);
   if (ctx.fatal !== undefined) return withContext(ctx.fatal, ctx);
   if (ctx.connectionClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed && ctx.transportClosed !== false)) return crashed(ctx, error);
   if (ctx.phase === 'initialize') return initializeFailure(error, ctx);
   if (error instanceof McpError) {
     // The transport's own verdict on this one request (an answer over the frame cap).
     if (error.data instanceof HostError) return withContext(error.data, ctx);
-    if (error.code === ErrorCode.RequestTimeout) {
+    // A tools/call's own timeouts come with abortedBy; -32001 in its answer is the plugin's error, not the host's clock.
+    if (error.code === ErrorCode.RequestTimeout && ctx.phase !== 'tools/call') {
       const data = error.data as { maxTotalTimeout?: unknown } | undefined;
       return timeout(ctx, data?.maxTotalTimeout !== undefined, error);
     }

@@ -1,7 +1,7 @@
 /**
  * A plugin's JSON-RPC error answer to tools/call (attack review): what the
  * host makes of the code and the data is the plugin's error, never a
- * condition of the host's own. A plugin picks any code, -32000 and -32001
+ * condition of the host's own (a closed connection, a timeout). A plugin picks any code, -32000 and -32001
  * included (which the SDK also uses for a closed connection and a timeout
  * of its own), and any data, nested as deep as its frame allows.
  */
@@ -29,11 +29,14 @@ function session(script: string, tools: string[]): { session: McpSession; proces
 }
 
 describe("a plugin's JSON-RPC error answer", () => {
-  it('with code -32000 is the plugin\'s error, not a crash: the same process serves the next call', async () => {
+  it.each([
+    [-32000, 'Connection closed'],
+    [-32001, 'Request timed out'],
+  ])("with code %i is the plugin's error, not a crash or a timeout of the host's: the same process serves the next call", async (code, message) => {
     const { session: raw, processes } = session(RAW, ['shaped', 'raw']);
-    const failed = await raw.callTool('raw', { error: { code: -32000, message: 'Connection closed' } });
+    const failed = await raw.callTool('raw', { error: { code, message } });
     expect(failed.isErr() ? failed.error.code : 'ok').toBe('PLUGIN_INTERNAL_ERROR');
-    expect(failed.isErr() && failed.error.details.jsonrpc_code).toBe(-32000);
+    expect(failed.isErr() && failed.error.details.jsonrpc_code).toBe(code);
     expect((await raw.callTool('raw', {})).isOk()).toBe(true);
     expect(processes).toHaveLength(1);
     expect(processes[0]?.exitInfo).toBeUndefined();

@@ -53,9 +53,9 @@ describe('mapMcpFailure', () => {
   });
 
   it('maps a per-request timeout and an SDK-detected total cap to PLUGIN_TIMEOUT with the limit that fired', async () => {
-    const perCall = await mapMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), context());
+    const perCall = await mapMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), context({ abortedBy: 'timeout' }));
     expect(perCall.details).toMatchObject({ timeout_ms: 1000 });
-    const total = await mapMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Maximum total timeout exceeded', { maxTotalTimeout: 5000 }), context());
+    const total = await mapMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Maximum total timeout exceeded', { maxTotalTimeout: 5000 }), context({ phase: 'resources/read' }));
     expect(total.code).toBe('PLUGIN_TIMEOUT');
     expect(total.details).toMatchObject({ max_total_timeout_ms: 5000 });
   });
