@@ -119,7 +119,13 @@ export class GatewayStdioTransport implements Transport {
       this.onerror?.(new Error(`not a JSON-RPC 2.0 message: ${checked.error.message}`));
       return;
     }
-    this.onmessage?.(checked.data);
+    try {
+      this.onmessage?.(checked.data);
+    } catch (error) {
+      // The SDK prints a message it cannot place (an answer to no request) with JSON.stringify, which a value nested
+      // deep enough overflows: thrown here, it would leave stdin's reader as an uncaught exception and end the gateway.
+      this.onerror?.(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   #oversize(line: OversizeLine): void {

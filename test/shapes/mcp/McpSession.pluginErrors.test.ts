@@ -64,3 +64,12 @@ describe('a call whose arguments cannot be written to the plugin', () => {
     expect((await raw.callTool('raw', {})).isOk()).toBe(true);
   });
 });
+
+describe('stray lines nested too deep to print', () => {
+  it('an answer to no request and progress on no token are reported, not thrown out of the pipe reader, and the call goes on', async () => {
+    const { session: deep, processes } = session(DEEP, ['deep']);
+    const answered = await deep.callTool('deep', { depth: 100_000, as: 'stray' });
+    expect(answered.isOk() ? answered.value.value.content : answered.error.code).toEqual([{ type: 'text', text: 'after stray lines' }]);
+    expect(processes[0]?.exitInfo).toBeUndefined();
+  });
+});
