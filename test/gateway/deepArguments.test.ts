@@ -4,7 +4,8 @@
  * any depth), and JSON.stringify of them on the way to the plugin
  * overflowed the stack, so host.call rejected instead of returning a
  * Result, and the client got a bare -32603. They are refused as
- * INVALID_ARGS before the plugin is started or called.
+ * INVALID_ARGS before the plugin is started or called. A client's answer to
+ * no request, nested as deep, is reported without ending the gateway.
  */
 import { rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -33,7 +34,7 @@ const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
 describe('arguments nested too deep to walk', () => {
   it(
-    'are INVALID_ARGS from host.call and through the stdio gateway, and the plugin serves the next call',
+    'are INVALID_ARGS from host.call and through the stdio gateway, and a stray deep answer does not end the gateway',
     async () => {
       const dir = await pool.profile();
       const installer = await pool.open(dir);
@@ -72,6 +73,12 @@ describe('arguments nested too deep to walk', () => {
       const answer = answers.find((a) => a.id === 1) as { result?: { isError?: boolean; _meta?: Record<string, { code?: string }> }; error?: unknown };
       expect(answer.error).toBeUndefined();
       expect(answer.result?._meta?.[ERROR_META]?.code).toBe('INVALID_ARGS');
+
+      // An answer to no request of the gateway's, nested as deep: the SDK server reports it, the gateway goes on.
+      toGateway.write(`{"jsonrpc":"2.0","id":424242,"result":{"x":${nested(100_000)}}}\n`);
+      toGateway.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'plug.host-deep.deep', arguments: { depth: 2 } } })}\n`);
+      await waitUntil(() => answers.some((a) => a.id === 2), 30_000);
+      expect((answers.find((a) => a.id === 2) as { result?: { isError?: boolean } }).result?.isError).not.toBe(true);
     },
     TIMEOUT_MS,
   );
