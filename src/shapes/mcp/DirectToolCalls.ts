@@ -93,9 +93,15 @@ export class DirectToolCalls {
     return this.#pending.size;
   }
 
-  /** Whether `id` is a call in flight here: its answer and progress are this object's to handle. */
-  owns(id: unknown): boolean {
-    return typeof id === 'number' && this.#pending.has(id);
+  /**
+   * The call in flight here that `id` (an answer's id or a progress token)
+   * names, if any: its answer and progress are this object's to handle. A
+   * decimal string names the call of that number, as it did for the SDK,
+   * which reads ids with `Number()`.
+   */
+  callOf(id: unknown): number | undefined {
+    const key = typeof id === 'string' && id.trim() !== '' ? Number(id) : id;
+    return typeof key === 'number' && this.#pending.has(key) ? key : undefined;
   }
 
   /** Sends one `tools/call` and resolves (never rejects) with how it ended. */
@@ -143,7 +149,7 @@ export class DirectToolCalls {
     });
   }
 
-  /** The plugin answered a call of {@link owns}. */
+  /** The plugin answered a call of {@link callOf}. */
   answer(message: DirectAnswer): void {
     const call = this.#pending.get(message.id);
     if (call === undefined) return;
@@ -155,7 +161,7 @@ export class DirectToolCalls {
     }
   }
 
-  /** The plugin reported progress on a call of {@link owns}: its idle deadline starts over, within the total cap. */
+  /** The plugin reported progress on a call of {@link callOf}: its idle deadline starts over, within the total cap. */
   progress(token: number, progress: Progress): void {
     const call = this.#pending.get(token);
     if (call === undefined) return;

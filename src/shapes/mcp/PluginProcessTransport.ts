@@ -258,28 +258,28 @@ export class PluginProcessTransport implements Transport {
   private routeDirect(direct: DirectToolCalls, parsed: unknown): boolean {
     if (!isPlainObject(parsed)) return false;
     if (parsed.method === undefined) {
-      const id = parsed.id;
-      if (!direct.owns(id)) return false;
-      const answer = plainAnswer(parsed, id as number);
+      const id = direct.callOf(parsed.id);
+      if (id === undefined) return false;
+      const answer = plainAnswer(parsed, id);
       if (answer !== undefined) {
         direct.answer(answer);
         return true;
       }
       const checked = JSONRPCMessageSchema.safeParse(parsed);
       if (!checked.success) return false;
-      direct.answer(checked.data as DirectAnswer);
+      direct.answer({ ...(checked.data as DirectAnswer), id });
       return true;
     }
     if (parsed.method !== 'notifications/progress') return false;
-    const token = isPlainObject(parsed.params) ? parsed.params.progressToken : undefined;
-    if (!direct.owns(token)) return false;
+    const token = direct.callOf(isPlainObject(parsed.params) ? parsed.params.progressToken : undefined);
+    if (token === undefined) return false;
     if (!JSONRPCMessageSchema.safeParse(parsed).success) return false;
     const progress = ProgressNotificationSchema.safeParse(parsed);
     if (!progress.success) {
       this.onerror?.(new Error(`Uncaught error in notification handler: ${progress.error.message}`));
       return true;
     }
-    direct.progress(token as number, progress.data.params);
+    direct.progress(token, progress.data.params);
     return true;
   }
 
@@ -298,8 +298,8 @@ export class PluginProcessTransport implements Transport {
     this.options.onOversizeAnswer?.(failure);
     // The HostError rides in `data`, which no plugin can put there: the failure mapping recognizes it by its class.
     const error = { code: ErrorCode.InternalError, message: failure.message, data: failure };
-    const direct = this.options.directCalls;
-    if (direct?.owns(id) === true) direct.answer({ id: id as number, error });
+    const call = this.options.directCalls?.callOf(id);
+    if (call !== undefined) this.options.directCalls?.answer({ id: call, error });
     else this.onmessage?.({ jsonrpc: '2.0', id, error });
   }
 

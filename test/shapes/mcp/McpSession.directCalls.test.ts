@@ -92,6 +92,13 @@ describe('a tools/call result is checked as the SDK Client checks it', () => {
     expect(session.stats().launches).toBe(1);
   });
 
+  it('takes an answer whose id comes back as a decimal string, as the SDK did', async () => {
+    const { session } = rawPlugin();
+    const answer = { content: [{ type: 'text', text: 'by string id' }] };
+    const result = (await session.callTool('raw', { answer, stringId: true }, { timeoutMs: 5000 }))._unsafeUnwrap();
+    expect(result.value).toEqual(answer);
+  });
+
   it("enforces the output schema of a tool listed on the first of two tools/list pages", async () => {
     const { session } = rawPlugin();
     expect((await session.callTool('shaped', { answer: { content: [], structuredContent: { n: 1 } } }))._unsafeUnwrap().value.structuredContent).toEqual({ n: 1 });
