@@ -4,11 +4,10 @@
  * sampling request travel on the calling session's own stream, so each of
  * two clients is asked about its own calls only.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
 import { HostPool } from '../support/hostHarness.js';
 import { callbackPackage, op, removeCallbackPackages } from './callbackPlugin.js';
 
@@ -16,25 +15,21 @@ const TIMEOUT_MS = 120_000;
 const TOKEN = 'callbacks-token-0123456789abcdef';
 
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-const clients: Client[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removeCallbackPackages());
 
 /** An HTTP client that declares sampling and elicitation and answers both with its own name. */
 async function namedClient(url: string, name: string, asked: string[]): Promise<Client> {
-  const client = new Client({ name, version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: {} } });
+  const { client } = await gateways.connectHttp(url, TOKEN, name, { sampling: {}, elicitation: {} });
   client.setRequestHandler(ElicitRequestSchema, (request) => {
     asked.push(`${name}: ${request.params.message.split('\n')[0] ?? ''}`);
     return { action: 'accept', content: { confirm: true } };
   });
   client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', content: { type: 'text', text: `answered by ${name}` }, model: name }));
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
-  clients.push(client);
   return client;
 }
 
@@ -48,10 +43,7 @@ describe('the gateway asks its HTTP clients', () => {
       const installer = await pool.open(dir);
       (await installer.install(await callbackPackage(), { canary: false }))._unsafeUnwrap();
       await installer.close();
-      const served = await serveGateway(await pool.open(dir), { policy: { maxRisk: 'write' }, http: { token: TOKEN, port: 0 } });
-      if (served.isErr()) throw served.error;
-      gateways.push(served.value);
-      const url = served.value.url ?? '';
+      const url = (await gateways.serve(await pool.open(dir), { policy: { maxRisk: 'write' }, http: { token: TOKEN, port: 0 } })).url ?? '';
       const asked: string[] = [];
       const [alice, bob] = [await namedClient(url, 'alice', asked), await namedClient(url, 'bob', asked)];
 

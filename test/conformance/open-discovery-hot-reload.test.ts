@@ -9,14 +9,14 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Result } from 'neverthrow';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
-import { serveGateway, type GatewayHandle, type PluginHost } from '../../src/index.js';
+import type { PluginHost } from '../../src/index.js';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
 import { HostPool, jsonOf, packaged, packagedVersion, removePackages } from '../support/hostHarness.js';
 
 const ECHO = 'plug.host-probe.echo';
@@ -24,11 +24,9 @@ const HOT = { hotReload: { pollMs: 20 } } as const;
 const TOKEN = 'hot-reload-token-0123456789abcdef';
 
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-const clients: Client[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removePackages());
@@ -116,12 +114,8 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     const dir = await pool.profile();
     const watching = await pool.open(dir, HOT);
     // No gateway catalog poll during the test: the host's catalog:changed event alone must reach the client.
-    const served = await serveGateway(watching, { catalogPollMs: 3_600_000, http: { token: TOKEN, port: 0 } });
-    if (served.isErr()) throw served.error;
-    gateways.push(served.value);
-    const client = new Client({ name: 'hot-reload-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(served.value.url ?? ''), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
-    clients.push(client);
+    const served = await gateways.serve(watching, { catalogPollMs: 3_600_000, http: { token: TOKEN, port: 0 } });
+    const { client } = await gateways.connectHttp(served.url ?? '', TOKEN, 'hot-reload-test');
     const told = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain(ECHO);
 
@@ -138,7 +132,7 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     await client.connect(
       new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', dir, '--dev', '--hot-reload'], cwd: REPO, env, stderr: 'pipe' }),
     );
-    clients.push(client);
+    gateways.keep(client);
     const told = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
     expect((await client.listTools()).tools).toEqual([]);
 

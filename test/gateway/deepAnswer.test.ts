@@ -5,38 +5,26 @@
  * its client with an error result instead of failing to send the answer and
  * leaving the client waiting for its own timeout.
  */
-import { rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { serveGateway } from '../../src/index.js';
-import { HostPool } from '../support/hostHarness.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
+import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const TOKEN = 'deep-token-0123456789abcdef';
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures/plugins/host-deep');
 const pool = new HostPool();
-const built: string[] = [];
-afterEach(() => pool.cleanup());
-afterAll(() => Promise.all(built.splice(0).map((d) => rm(d, { recursive: true, force: true }))));
+const gateways = new GatewayPool();
+afterEach(async () => {
+  await gateways.cleanup();
+  await pool.cleanup();
+});
+afterAll(() => removePackages());
 
 describe('a plugin answering with JSON nested too deep to walk', () => {
   it(
     'fails the call with PLUGIN_MALFORMED_RESPONSE, and the gateway client gets an error result rather than no answer',
     async () => {
-      const installed = async () => {
-        const dir = await pool.profile();
-        const installer = await pool.open(dir);
-        const pkg = await packageFixturePlugin(FIXTURE, {});
-        built.push(pkg);
-        (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
-        await installer.close();
-        return pool.open(dir);
-      };
+      const installed = async () => pool.installed(await pool.profile(), ['deep']);
       const host = await installed();
       const within = await host.call('plug.host-deep.deep', { depth: pluginAnswerLimits.maxNestingDepth - 2 });
       expect(within.isOk() ? 'ok' : within.error.message).toBe('ok');
@@ -49,20 +37,14 @@ describe('a plugin answering with JSON nested too deep to walk', () => {
       expect(deep.isErr() && deep.error.details.max_nesting_depth).toBe(pluginAnswerLimits.maxNestingDepth);
 
       // A fresh profile: a malformed answer quarantines the plugin, as for any other.
-      const gateway = (await serveGateway(await installed(), { http: { token: TOKEN, port: 0 } }))._unsafeUnwrap();
-      try {
-        const client = new Client({ name: 'deep-test', version: '1.0.0' });
-        await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url ?? ''), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
-        // The client's own timeout is the only bound on a request the gateway never answers.
-        const viaGateway = await client.callTool({ name: 'plug.host-deep.deep', arguments: { depth: 100_000 } }, undefined, { timeout: 30_000 }).then(
-          (result) => (result.isError === true ? 'error result' : 'accepted'),
-          (error: unknown) => `no answer: ${(error as Error).message}`,
-        );
-        expect(viaGateway).toBe('error result');
-        await client.close();
-      } finally {
-        await gateway.close();
-      }
+      const gateway = await gateways.serve(await installed(), { http: { token: TOKEN, port: 0 } });
+      const { client } = await gateways.connectHttp(gateway.url ?? '', TOKEN, 'deep-test');
+      // The client's own timeout is the only bound on a request the gateway never answers.
+      const viaGateway = await client.callTool({ name: 'plug.host-deep.deep', arguments: { depth: 100_000 } }, undefined, { timeout: 30_000 }).then(
+        (result) => (result.isError === true ? 'error result' : 'accepted'),
+        (error: unknown) => `no answer: ${(error as Error).message}`,
+      );
+      expect(viaGateway).toBe('error result');
     },
     TIMEOUT_MS,
   );

@@ -7,28 +7,22 @@
  * INVALID_ARGS before the plugin is started or called. A client's answer to
  * no request, nested as deep, is reported without ending the gateway.
  */
-import { rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
 import { waitUntil } from '../support/eventually.js';
-import { HostPool } from '../support/hostHarness.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
+import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const ERROR_META = 'io.github.mcp-plugin-host/error';
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures/plugins/host-deep');
 const pool = new HostPool();
-const built: string[] = [];
-const gateways: GatewayHandle[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
-afterAll(() => Promise.all(built.splice(0).map((d) => rm(d, { recursive: true, force: true }))));
+afterAll(() => removePackages());
 
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
@@ -36,13 +30,7 @@ describe('arguments nested too deep to walk', () => {
   it(
     'are INVALID_ARGS from host.call and through the stdio gateway, and a stray deep answer does not end the gateway',
     async () => {
-      const dir = await pool.profile();
-      const installer = await pool.open(dir);
-      const pkg = await packageFixturePlugin(FIXTURE, {});
-      built.push(pkg);
-      (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
-      await installer.close();
-      const host = await pool.open(dir);
+      const host = await pool.installed(await pool.profile(), ['deep']);
 
       const args = JSON.parse(`{"depth":2,"x":${nested(100_000)}}`) as Record<string, unknown>;
       const refused = await host.call('plug.host-deep.deep', args).then(
@@ -55,7 +43,7 @@ describe('arguments nested too deep to walk', () => {
 
       const toGateway = new PassThrough();
       const fromGateway = new PassThrough();
-      gateways.push((await serveGateway(host, { stdio: { stdin: toGateway, stdout: fromGateway } }))._unsafeUnwrap());
+      await gateways.serve(host, { stdio: { stdin: toGateway, stdout: fromGateway } });
       const answers: Record<string, unknown>[] = [];
       let pending = '';
       fromGateway.setEncoding('utf8').on('data', (chunk: string) => {

@@ -7,46 +7,33 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
+import { GatewayPool, resultErrorCode } from '../support/gatewayHarness.js';
 import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 180_000;
 const OWNER_TOKEN = 'owner-token-0123456789abcdef';
 const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
-const ERROR_META = 'io.github.mcp-plugin-host/error';
 
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-const clients: Client[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removePackages());
 
-async function serve(host: PluginHost, options: GatewayOptions = {}): Promise<GatewayHandle> {
-  const served = await serveGateway(host, { ...options, http: { token: OWNER_TOKEN, ...options.http, port: 0 } });
-  if (served.isErr()) throw served.error;
-  gateways.push(served.value);
-  return served.value;
+function serve(host: PluginHost, options: GatewayOptions = {}): Promise<GatewayHandle> {
+  return gateways.serve(host, { ...options, http: { token: OWNER_TOKEN, ...options.http, port: 0 } });
 }
 
 async function connect(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: 'gateway-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-  clients.push(client);
-  return client;
-}
-
-function errorCodeOf(result: CallToolResult): unknown {
-  return (result._meta?.[ERROR_META] as { code?: unknown } | undefined)?.code;
+  return (await gateways.connectHttp(url, token, 'gateway-test')).client;
 }
 
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
@@ -104,11 +91,11 @@ describe('serveGateway over Streamable HTTP', () => {
       // A write tool under the default read ceiling: refused by the host, reported as a result.
       const refused = (await client.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [] } })) as CallToolResult;
       expect(refused.isError).toBe(true);
-      expect(errorCodeOf(refused)).toBe('PLUGIN_RISK_NOT_ALLOWED');
+      expect(resultErrorCode(refused)).toBe('PLUGIN_RISK_NOT_ALLOWED');
       expect(refused.structuredContent).toBeUndefined();
       expect(JSON.stringify(refused.content)).toContain('PLUGIN_RISK_NOT_ALLOWED');
       const unknown = (await client.callTool({ name: 'plug.host-everything.no-such-tool', arguments: {} })) as CallToolResult;
-      expect(errorCodeOf(unknown)).toBe('VARIANT_NOT_FOUND');
+      expect(resultErrorCode(unknown)).toBe('VARIANT_NOT_FOUND');
     },
     TIMEOUT_MS,
   );
@@ -164,7 +151,7 @@ describe('serveGateway over Streamable HTTP', () => {
 
       const hidden = (await owner.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
       expect(hidden.isError).toBe(true);
-      expect(errorCodeOf(hidden)).toBe('VARIANT_NOT_FOUND');
+      expect(resultErrorCode(hidden)).toBe('VARIANT_NOT_FOUND');
       const allowed = (await reader.callTool({ name: 'plug.host-memory.read_graph', arguments: {} })) as CallToolResult;
       expect(allowed.isError).not.toBe(true);
       // The reader's own ceiling is write: a write tool runs for it.
@@ -202,7 +189,7 @@ describe('serveGateway over Streamable HTTP', () => {
       expect(after).not.toContain('plug.host-probe.echo');
       expect(after).toContain('plug.host-memory.read_graph');
       const refused = (await client.callTool({ name: 'plug.host-probe.echo', arguments: {} })) as CallToolResult;
-      expect(errorCodeOf(refused)).toBe('VARIANT_QUARANTINED');
+      expect(resultErrorCode(refused)).toBe('VARIANT_QUARANTINED');
     },
     TIMEOUT_MS,
   );
@@ -211,7 +198,7 @@ describe('serveGateway over Streamable HTTP', () => {
     const host = await pool.open(await pool.profile());
     const codeOf = async (options: GatewayOptions): Promise<string | undefined> => {
       const served = await serveGateway(host, options);
-      if (served.isOk()) gateways.push(served.value);
+      if (served.isOk()) gateways.keepGateway(served.value);
       return served.isErr() ? served.error.code : undefined;
     };
     expect(await codeOf({})).toBe('HOST_INVALID_OPTIONS');

@@ -5,13 +5,12 @@
  * `sessionIdleMs` is closed. And who called: the audit record of a call
  * through the gateway names the HTTP client and its MCP session.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { AuditRecord, AuditSink } from '../../src/audit/auditRecord.js';
-import { checkGatewayConfig, serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
+import { checkGatewayConfig, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
+import { GatewayPool, type HttpClient } from '../support/gatewayHarness.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
@@ -20,28 +19,19 @@ const ALICE_TOKEN = 'alice-token-0123456789abcdef';
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-const clients: Client[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removePackages());
 
-async function serve(host: PluginHost, http: NonNullable<GatewayOptions['http']>): Promise<GatewayHandle> {
-  const served = await serveGateway(host, { http: { token: TOKEN, ...http, port: 0 } });
-  if (served.isErr()) throw served.error;
-  gateways.push(served.value);
-  return served.value;
+function serve(host: PluginHost, http: NonNullable<GatewayOptions['http']>): Promise<GatewayHandle> {
+  return gateways.serve(host, { http: { token: TOKEN, ...http, port: 0 } });
 }
 
-async function connect(url: string, token = TOKEN): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const client = new Client({ name: 'limits-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  await client.connect(transport);
-  clients.push(client);
-  return { client, transport };
+function connect(url: string, token = TOKEN): Promise<HttpClient> {
+  return gateways.connectHttp(url, token, 'limits-test');
 }
 
 function rawInitialize(url: string): Promise<Response> {

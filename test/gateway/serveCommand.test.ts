@@ -8,22 +8,21 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { waitUntil } from '../support/eventually.js';
+import { GatewayPool, resultErrorCode } from '../support/gatewayHarness.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 180_000;
-const ERROR_META = 'io.github.mcp-plugin-host/error';
 const READER_TOKEN = 'reader-token-0123456789abcdef';
 
 const pool = new HostPool();
-const clients: Client[] = [];
+const clients = new GatewayPool();
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await clients.cleanup();
   for (const child of children.splice(0)) {
     if (child.exitCode === null) {
       child.kill('SIGTERM');
@@ -48,15 +47,8 @@ function cliEnv(extra: Readonly<Record<string, string>> = {}): Record<string, st
   return { ...env, ...extra };
 }
 
-function errorCodeOf(result: CallToolResult): unknown {
-  return (result._meta?.[ERROR_META] as { code?: unknown } | undefined)?.code;
-}
-
 async function httpClient(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: 'serve-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-  clients.push(client);
-  return client;
+  return (await clients.connectHttp(url, token, 'serve-test')).client;
 }
 
 describe('mcp-plugin-host serve', () => {
@@ -68,7 +60,7 @@ describe('mcp-plugin-host serve', () => {
       await client.connect(
         new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', dir, '--dev'], cwd: REPO, env: cliEnv(), stderr: 'pipe' }),
       );
-      clients.push(client);
+      clients.keep(client);
 
       const names = (await client.listTools()).tools.map((t) => t.name);
       expect(names).toEqual(expect.arrayContaining(['plug.host-everything.echo', 'plug.host-everything.get-sum', 'plug.host-memory.read_graph', 'plug.host-memory.create_entities']));
@@ -78,7 +70,7 @@ describe('mcp-plugin-host serve', () => {
       expect(graph.isError).not.toBe(true);
       const refused = (await client.callTool({ name: 'plug.host-memory.create_entities', arguments: { entities: [] } })) as CallToolResult;
       expect(refused.isError).toBe(true);
-      expect(errorCodeOf(refused)).toBe('PLUGIN_RISK_NOT_ALLOWED');
+      expect(resultErrorCode(refused)).toBe('PLUGIN_RISK_NOT_ALLOWED');
     },
     TIMEOUT_MS,
   );

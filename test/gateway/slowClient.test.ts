@@ -8,30 +8,24 @@
  */
 import { request, type IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
 import { GATEWAY_DEFAULTS } from '../../src/gateway/gatewayDefaults.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { HostPool } from '../support/hostHarness.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
+import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 180_000;
 const ID = 'host-surface';
 const TOKEN = 'slow-client-test-token-0123456789';
 const FLOOD = { count: 3_000, bytes: 20_000 };
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-let pkg: Promise<string> | undefined;
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
-afterAll(async () => {
-  if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
-});
+afterAll(() => removePackages());
 
 interface Posted {
   readonly status: number;
@@ -78,11 +72,8 @@ function pausedStream(url: string, sessionId: string): Promise<IncomingMessage> 
 }
 
 async function installedHost(): Promise<PluginHost> {
-  pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
   const dir = await pool.profile();
-  const installer = await pool.open(dir);
-  (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
-  await installer.close();
+  await pool.install(dir, ['surface']);
   return pool.open(dir, { idleTimeoutMs: 0 });
 }
 
@@ -103,10 +94,7 @@ describe('a gateway client that does not read', () => {
     'makes the gateway hold no more than its bound of notifications, then learns how many it missed',
     async () => {
       const host = await installedHost();
-      const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
-      if (served.isErr()) throw served.error;
-      gateways.push(served.value);
-      const url = served.value.url!;
+      const url = (await gateways.serve(host, { http: { token: TOKEN, port: 0 } })).url!;
 
       const init = await post(url, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'slow', version: '1.0.0' } } });
       expect(init.status).toBe(200);
@@ -152,9 +140,7 @@ describe('a gateway client that does not read', () => {
       const host = await installedHost();
       const stdin = new PassThrough();
       const stdout = new PassThrough();
-      const served = await serveGateway(host, { stdio: { stdin, stdout } });
-      if (served.isErr()) throw served.error;
-      gateways.push(served.value);
+      await gateways.serve(host, { stdio: { stdin, stdout } });
       const floodEnded = new Promise<void>((resolve) => host.events.on('call:end', (e) => e.op_id === `plug.${ID}.flood` && resolve()));
       const send = (message: unknown): boolean => stdin.write(`${JSON.stringify(message)}\n`);
       send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'slow', version: '1.0.0' } } });

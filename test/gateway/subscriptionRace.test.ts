@@ -5,51 +5,36 @@
  * would otherwise leave behind a route holding each closed session's
  * server, and a plugin subscription no client holds that is never ended.
  */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
 import { waitUntil } from '../support/eventually.js';
-import { HostPool } from '../support/hostHarness.js';
+import { GatewayPool } from '../support/gatewayHarness.js';
+import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
-const ID = 'host-surface';
 const TOKEN = 'subscription-race-token-0123456789';
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-let pkg: Promise<string> | undefined;
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
-afterAll(async () => {
-  if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
-});
+afterAll(() => removePackages());
 
 describe('a session that ends while its subscribe is in flight', () => {
   it(
     'leaves no subscription behind: the plugin is unsubscribed once its answer comes',
     async () => {
-      pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
       const dir = await pool.profile();
-      const installer = await pool.open(dir);
-      (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
-      await installer.close();
+      await pool.install(dir, ['surface']);
       const host = await pool.open(dir, { idleTimeoutMs: 0 });
       const stderr: string[] = [];
       host.events.on('stderr', (e) => stderr.push(e.line));
       let spawned!: () => void;
       const spawn = new Promise<void>((resolve) => (spawned = resolve));
       host.events.on('spawn', () => spawned());
-      const served = (await serveGateway(host, { http: { token: TOKEN, port: 0 } }))._unsafeUnwrap();
-      gateways.push(served);
+      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
 
-      const client = new Client({ name: 'leaver', version: '1.0.0' });
-      const transport = new StreamableHTTPClientTransport(new URL(served.url!), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
-      await client.connect(transport);
+      const { client, transport } = await gateways.connectHttp(served.url!, TOKEN, 'leaver');
       // The first subscribe starts the plugin; the session ends while that start and the subscribe are under way.
       const pending = client.subscribeResource({ uri: 'surface://note' }).then(
         () => 'answered',

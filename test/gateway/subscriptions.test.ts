@@ -6,65 +6,38 @@
  * holds the resource.
  */
 import { readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { serveGateway } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { FakeClock, HostPool } from '../support/hostHarness.js';
+import { GatewayPool, requestErrorCode, type HttpClient } from '../support/gatewayHarness.js';
+import { FakeClock, HostPool, removePackages } from '../support/hostHarness.js';
 import { processesWith } from '../support/processes.js';
 
 const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
 const TOKEN = 'subscriptions-test-token-0123456789';
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-let pkg: Promise<string> | undefined;
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
-afterAll(async () => {
-  if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
-});
+afterAll(() => removePackages());
 
 async function installedHost(clock?: FakeClock): Promise<PluginHost> {
-  pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
   const dir = await pool.profile();
-  const installer = await pool.open(dir);
-  (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
-  await installer.close();
+  await pool.install(dir, ['surface']);
   return pool.open(dir, { idleTimeoutMs: 0, ...(clock === undefined ? {} : { clock }) });
 }
 
-interface Connected {
-  readonly client: Client;
-  readonly transport: StreamableHTTPClientTransport;
-  readonly updates: string[];
-}
-
-async function connect(url: string): Promise<Connected> {
-  const client = new Client({ name: 'subscriber', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } });
+/** A subscriber connected over HTTP, with the URIs of the resource updates it has received. */
+async function connect(url: string): Promise<HttpClient & { readonly updates: string[] }> {
+  const connected = await gateways.connectHttp(url, TOKEN, 'subscriber');
   const updates: string[] = [];
-  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
-  await client.connect(transport);
-  return { client, transport, updates };
-}
-
-/** The host code a gateway JSON-RPC error carries. */
-async function codeOf(request: Promise<unknown>): Promise<unknown> {
-  const failure = await request.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
-  return (failure.data as { code?: unknown } | undefined)?.code;
+  connected.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+  return { ...connected, updates };
 }
 
 describe('gateway resource subscriptions', () => {
@@ -74,10 +47,8 @@ describe('gateway resource subscriptions', () => {
       const host = await installedHost();
       const stderr: string[] = [];
       host.events.on('stderr', (e) => stderr.push(e.line));
-      const served = await serveGateway(host, { http: { token: TOKEN, port: 0 }, maxSubscriptionsPerClient: 2 });
-      if (served.isErr()) throw served.error;
-      gateways.push(served.value);
-      const url = served.value.url!;
+      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 }, maxSubscriptionsPerClient: 2 });
+      const url = served.url!;
       const first = await connect(url);
       const second = await connect(url);
 
@@ -85,7 +56,7 @@ describe('gateway resource subscriptions', () => {
       await first.client.subscribeResource({ uri: 'surface://item/1' });
       // The same subscription again is no new one.
       await first.client.subscribeResource({ uri: 'surface://note' });
-      expect(await codeOf(first.client.subscribeResource({ uri: 'surface://item/2' }))).toBe('GATEWAY_SUBSCRIPTION_LIMIT');
+      expect(await requestErrorCode(first.client.subscribeResource({ uri: 'surface://item/2' }))).toBe('GATEWAY_SUBSCRIPTION_LIMIT');
       // The cap is each client's: the other client subscribes, and so does the first once it let one go.
       await second.client.subscribeResource({ uri: 'surface://note' });
       await second.client.subscribeResource({ uri: 'surface://item/2' });
@@ -106,7 +77,7 @@ describe('gateway resource subscriptions', () => {
       await second.transport.terminateSession();
       await second.client.close();
       await waitUntil(() => stderr.includes('unsubscribed surface://note') && stderr.includes('unsubscribed surface://item/2'));
-      expect(served.value.sessions).toBe(0);
+      expect(served.sessions).toBe(0);
     },
     TIMEOUT_MS,
   );
@@ -120,10 +91,7 @@ describe('gateway resource subscriptions', () => {
       host.events.on('stderr', (e) => stderr.push(e.line));
       let crashed = false;
       host.events.on('quarantine', (e) => (crashed ||= e.quarantined));
-      const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
-      if (served.isErr()) throw served.error;
-      gateways.push(served.value);
-      const client = await connect(served.value.url!);
+      const client = await connect((await gateways.serve(host, { http: { token: TOKEN, port: 0 } })).url!);
       await client.client.subscribeResource({ uri: 'surface://note' });
 
       const plugin = processesWith(host.profileDir).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');

@@ -10,13 +10,12 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { Result } from 'neverthrow';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost, PluginHostOptions } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { FakeClock, HostPool } from '../support/hostHarness.js';
+import { FakeClock, HostPool, removePackages } from '../support/hostHarness.js';
 import { readStateRow } from '../support/pluginState.js';
 import { processesWith } from '../support/processes.js';
 
@@ -24,19 +23,12 @@ const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
 const NOTE = 'surface://note';
 const pool = new HostPool();
-let pkg: Promise<string> | undefined;
 afterEach(() => pool.cleanup());
-afterAll(async () => {
-  if (pkg !== undefined) await rm(await pkg, { recursive: true, force: true });
-});
+afterAll(() => removePackages());
 
 async function installed(options: PluginHostOptions): Promise<{ host: PluginHost; dir: string }> {
-  pkg ??= packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', ID), { bundle: ['bin/surface.mjs'] });
   const dir = await pool.profile();
-  const installer = await pool.open(dir, options);
-  (await installer.install(await pkg, { canary: false }))._unsafeUnwrap();
-  await installer.close();
-  return { host: await pool.open(dir, options), dir };
+  return { host: await pool.installed(dir, ['surface'], options), dir };
 }
 
 /** Sets the fixture's whole-process mode (read by each new process from its data directory). */

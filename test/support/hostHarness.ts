@@ -23,6 +23,8 @@ export const FIXTURES = {
   memory: { dir: 'host-memory', bundle: ['bin/memory.mjs'] },
   published: { dir: 'host-published', bundle: ['bin/server.mjs'] },
   helloPython: { dir: 'hello-python', bundle: [] },
+  surface: { dir: 'host-surface', bundle: ['bin/surface.mjs'] },
+  deep: { dir: 'host-deep', bundle: [] },
 } as const;
 
 /** Names of {@link FIXTURES}. */
@@ -87,14 +89,19 @@ export class HostPool {
     return opened.value;
   }
 
-  /** Installs fixtures with a first host, closes it, and returns a host opened afterwards (the plugins are active). */
-  async installed(profileDir: string, names: readonly FixtureName[], options: PluginHostOptions = {}): Promise<PluginHost> {
+  /** Installs fixtures with a host that is closed afterwards, so that a host opened next finds them active. */
+  async install(profileDir: string, names: readonly FixtureName[], options: PluginHostOptions = {}): Promise<void> {
     const installer = await this.open(profileDir, options);
     for (const name of names) {
       const result = await installer.install(await packaged(name), { canary: false });
       if (result.isErr()) throw result.error;
     }
     await installer.close();
+  }
+
+  /** Installs fixtures as {@link HostPool.install} does and returns a host opened afterwards (the plugins are active). */
+  async installed(profileDir: string, names: readonly FixtureName[], options: PluginHostOptions = {}): Promise<PluginHost> {
+    await this.install(profileDir, names, options);
     return this.open(profileDir, options);
   }
 

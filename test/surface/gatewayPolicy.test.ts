@@ -4,51 +4,33 @@
  * allow lists, served by `serveGateway` on a loopback port, with
  * server-everything and server-memory installed and run in the sandbox.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { serveGateway, type GatewayHandle } from '../../src/index.js';
+import { GatewayPool, requestErrorCode as codeOf } from '../support/gatewayHarness.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const OWNER_TOKEN = 'owner-token-0123456789abcdef';
 const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
 const pool = new HostPool();
-const gateways: GatewayHandle[] = [];
-const clients: Client[] = [];
+const gateways = new GatewayPool();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  await gateways.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removePackages());
 
 async function connect(url: string, token: string): Promise<Client> {
-  const client = new Client({ name: 'policy-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-  clients.push(client);
-  return client;
-}
-
-async function codeOf(request: Promise<unknown>): Promise<unknown> {
-  const failure = await request.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
-  return (failure.data as { code?: unknown } | undefined)?.code;
+  return (await gateways.connectHttp(url, token, 'policy-test')).client;
 }
 
 describe('gateway filters for resources and prompts over HTTP', () => {
   it('shows each client only the resources, templates and prompts of the plugins its policy offers', async () => {
     const host = await pool.installed(await pool.profile(), ['everything', 'memory']);
-    const served = await serveGateway(host, {
+    const served = await gateways.serve(host, {
       policy: { deny: ['plug.host-everything.simple-prompt'] },
       http: { port: 0, token: OWNER_TOKEN, clients: [{ name: 'memory-only', token: MEMORY_TOKEN, policy: { allow: ['host-memory'] } }] },
     });
-    if (served.isErr()) throw served.error;
-    gateways.push(served.value);
-    const url = served.value.url ?? '';
+    const url = served.url ?? '';
     const [owner, memoryOnly] = await Promise.all([connect(url, OWNER_TOKEN), connect(url, MEMORY_TOKEN)]);
 
     const ownerPrompts = (await owner.listPrompts()).prompts.map((p) => p.name);

@@ -10,7 +10,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
   LoggingMessageNotificationSchema,
-  McpError,
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -21,16 +20,17 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { waitUntil } from '../support/eventually.js';
+import { GatewayPool, requestErrorCode as codeOf } from '../support/gatewayHarness.js';
 import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 180_000;
 const TEMPLATE = 'demo://resource/dynamic/text/{resourceId}';
 
 const pool = new HostPool();
-const clients: Client[] = [];
+const clients = new GatewayPool();
 const scratch: string[] = [];
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await clients.cleanup();
   await pool.cleanup();
 });
 afterAll(async () => {
@@ -54,18 +54,8 @@ async function serve(dir: string, ...flags: string[]): Promise<Client> {
   await client.connect(
     new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--profile-dir', dir, '--dev', ...flags], cwd: REPO, env, stderr: 'pipe' }),
   );
-  clients.push(client);
+  clients.keep(client);
   return client;
-}
-
-/** The host code a gateway JSON-RPC error carries. */
-async function codeOf(request: Promise<unknown>): Promise<unknown> {
-  const failure = await request.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
-  return (failure.data as { code?: unknown } | undefined)?.code;
 }
 
 describe('the MCP surface through the gateway over stdio', () => {

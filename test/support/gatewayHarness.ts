@@ -1,0 +1,71 @@
+/** Shared pieces of the gateway tests: gateways and SDK clients that close themselves, and the host code a gateway answer carries. */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError, type CallToolResult, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+
+/** An SDK client connected to a gateway over Streamable HTTP, with its transport (to end or inspect its session). */
+export interface HttpClient {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+}
+
+/** The result `_meta` key of a failed call's host error, spelled out here so that the tests pin what clients read. */
+const ERROR_META = 'io.github.mcp-plugin-host/error';
+
+/** Serves gateways and connects SDK clients for a test, and closes them afterwards (clients first). */
+export class GatewayPool {
+  readonly #gateways: GatewayHandle[] = [];
+  readonly #clients: Client[] = [];
+
+  /** `serveGateway(host, options)`, closed by {@link GatewayPool.cleanup}; a failure to serve fails the test. */
+  async serve(host: PluginHost, options: GatewayOptions): Promise<GatewayHandle> {
+    const served = await serveGateway(host, options);
+    if (served.isErr()) throw served.error;
+    this.#gateways.push(served.value);
+    return served.value;
+  }
+
+  /** A client named `name` connected to the gateway at `url` with `token` as its bearer token, closed by {@link GatewayPool.cleanup}. */
+  async connectHttp(url: string, token: string, name: string, capabilities: ClientCapabilities = {}): Promise<HttpClient> {
+    const client = new Client({ name, version: '1.0.0' }, { capabilities });
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    await client.connect(transport);
+    this.#clients.push(client);
+    return { client, transport };
+  }
+
+  /** Closes `gateway` with the others, for a gateway served by the test itself (to see its error when it fails). */
+  keepGateway(gateway: GatewayHandle): GatewayHandle {
+    this.#gateways.push(gateway);
+    return gateway;
+  }
+
+  /** Closes `client` with the others, for a client connected some other way (stdio). */
+  keep(client: Client): Client {
+    this.#clients.push(client);
+    return client;
+  }
+
+  /** Closes every client, then every gateway. */
+  async cleanup(): Promise<void> {
+    await Promise.all(this.#clients.splice(0).map((c) => c.close()));
+    await Promise.all(this.#gateways.splice(0).map((g) => g.close()));
+  }
+}
+
+/** The host code a gateway tool result carries for a failed call. */
+export function resultErrorCode(result: CallToolResult): unknown {
+  return (result._meta?.[ERROR_META] as { code?: unknown } | undefined)?.code;
+}
+
+/** The host code of the JSON-RPC error a gateway request is answered with; fails when it is answered otherwise. */
+export async function requestErrorCode(request: Promise<unknown>): Promise<unknown> {
+  const failure = await request.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
+  return (failure.data as { code?: unknown } | undefined)?.code;
+}
