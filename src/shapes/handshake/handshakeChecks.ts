@@ -38,6 +38,15 @@ export function handshakeFailure(code: HostErrorCode, message: string, details: 
   return hostError(code, message, { details: { failure_class: failureClass, ...details }, ...(cause === undefined ? {} : { cause }) });
 }
 
+/**
+ * A value of the plugin's line as a message shows it: JSON for a primitive, only the kind of an array or object,
+ * which may nest deeper than JSON.stringify can go (JSON.parse reads any depth).
+ */
+function shown(value: unknown): string {
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
+  return String(JSON.stringify(value));
+}
+
 /** Why `value` is not a clean name (non-empty, no surrounding whitespace), or `undefined`. */
 export function nameProblem(value: unknown, field: string): string | undefined {
   if (typeof value !== 'string') return `${field} must be a string`;
@@ -81,7 +90,7 @@ export function checkHandshakeResponse(line: string, expect: HandshakeExpectatio
     const raw = rawLineDetails(line);
     const failed = (reason: string): Result<never, HostError> =>
       err(handshakeFailure('PLUGIN_HANDSHAKE_FAILED', `invalid handshake response: ${reason}`, { phase: 'handshake', reason, ...raw }));
-    if (message.type !== 'handshake') return failed(`"type" must be "handshake", got ${JSON.stringify(message.type)}`);
+    if (message.type !== 'handshake') return failed(`"type" must be "handshake", got ${shown(message.type)}`);
     const manifest = message.manifest;
     if (!isRecord(manifest)) return failed('"manifest" must be an object');
 
@@ -150,8 +159,8 @@ export function checkExecuteResponse(line: string, requestId: string): Result<Pl
   return decodeObject(line, 'execute').andThen((message) => {
     const malformed = (reason: string): Result<never, HostError> =>
       err(handshakeFailure('PLUGIN_MALFORMED_RESPONSE', `invalid execute response: ${reason}`, { phase: 'execute', reason, ...rawLineDetails(line) }));
-    if (message.type !== 'response') return malformed(`"type" must be "response", got ${JSON.stringify(message.type)}`);
-    if (message.request_id !== requestId) return malformed(`"request_id" ${JSON.stringify(message.request_id)} does not echo the request`);
+    if (message.type !== 'response') return malformed(`"type" must be "response", got ${shown(message.type)}`);
+    if (message.request_id !== requestId) return malformed(`"request_id" ${shown(message.request_id)} does not echo the request`);
     if (typeof message.ok !== 'boolean') return malformed('"ok" must be true or false');
     if (message.ok) {
       if (!has(message, 'result') || has(message, 'error')) return malformed('a successful response carries "result" and no "error"');

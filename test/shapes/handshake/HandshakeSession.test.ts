@@ -103,6 +103,8 @@ describe('HandshakeSession: the nine failure classes', () => {
 
   it.each([
     ['wrong-type', /"type" must be "handshake"/],
+    // Nested deeper than JSON.stringify goes: the message names only its kind (attack review; it threw RangeError).
+    ['deep-type', /"type" must be "handshake", got an array/],
     ['duplicate-tool', /exposed_tools must NOT have duplicate items/],
     ['padded-id', /plugin_id must be a non-empty id without whitespace/],
     ['padded-capability', /capabilities\/0 capability " net" is padded with whitespace/],
