@@ -63,6 +63,25 @@ export function cli(args: readonly string[], options: RunOptions = {}): Promise<
   return runProcess(process.execPath, ['--import', 'tsx', CLI_SOURCE, ...args], options);
 }
 
+/** Runs the CLI from source on a pseudo-terminal (util-linux `script`); types `answer` when `prompt` shows up. */
+export function onTerminal(args: readonly string[], prompt: RegExp, answer: string): Promise<CliRun> {
+  const quoted = [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', `PATH=/usr/bin:/bin ${quoted}`, '/dev/null'], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
+    let transcript = '';
+    let answered = false;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      transcript += d;
+      if (!answered && prompt.test(transcript)) {
+        answered = true;
+        child.stdin.end(`${answer}\r`);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: transcript, stderr: '' }));
+  });
+}
+
 /** Parses the single JSON document a `--json` run printed. */
 export function json(run: CliRun): Record<string, unknown> {
   const lines = run.stdout.trim().split('\n');

@@ -4,11 +4,10 @@
  * lines already shown, the powers a person is asked to approve at install
  * among them. The CLI runs for real; on a terminal under util-linux `script`.
  */
-import { spawn } from 'node:child_process';
 import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, CLI_SOURCE, REPO, tempDir, type CliRun } from './cliHarness.js';
+import { cli, onTerminal, REPO, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
 // Up two lines, erase, and a fake row in place of the network row; then a window title.
@@ -25,25 +24,6 @@ async function hostilePackage(dir: string): Promise<string> {
   manifest['declared_capabilities'] = { network: true, fs_write_dir: '', env_allow: [] };
   await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
   return pkg;
-}
-
-/** Runs the CLI on a pseudo-terminal; types `answer` when `prompt` shows up. */
-function onTerminal(args: readonly string[], prompt: RegExp, answer: string): Promise<CliRun> {
-  const quoted = [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qfec', `PATH=/usr/bin:/bin ${quoted}`, '/dev/null'], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
-    let transcript = '';
-    let answered = false;
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      transcript += d;
-      if (!answered && prompt.test(transcript)) {
-        answered = true;
-        child.stdin.end(`${answer}\r`);
-      }
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: transcript, stderr: '' }));
-  });
 }
 
 describe('package text on the terminal', () => {

@@ -3,32 +3,12 @@
  * and colour. The CLI runs under a real pseudo-terminal (util-linux
  * `script`), and the answer is typed once the prompt has appeared.
  */
-import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, CLI_SOURCE, GREETER_ENV, packageGreeter, packageHello, REPO, tempDir, type CliRun } from './cliHarness.js';
+import { cli, GREETER_ENV, onTerminal, packageGreeter, packageHello, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
 const SECRET = 'typed-on-the-terminal-secret';
-
-/** Runs the CLI on a pseudo-terminal; types `answer` when `prompt` shows up. */
-function onTerminal(args: readonly string[], prompt: RegExp, answer: string): Promise<CliRun> {
-  const quoted = [process.execPath, '--import', 'tsx', CLI_SOURCE, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  return new Promise((resolve, reject) => {
-    const child = spawn('script', ['-qfec', `PATH=/usr/bin:/bin ${quoted}`, '/dev/null'], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
-    let transcript = '';
-    let answered = false;
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      transcript += d;
-      if (!answered && prompt.test(transcript)) {
-        answered = true;
-        child.stdin.end(`${answer}\r`);
-      }
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: transcript, stderr: '' }));
-  });
-}
 
 describe('on a terminal', () => {
   let profile: Awaited<ReturnType<typeof tempDir>>;
