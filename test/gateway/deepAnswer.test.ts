@@ -28,13 +28,14 @@ describe('a plugin answering with JSON nested too deep to walk', () => {
       const host = await installed();
       const within = await host.call('plug.host-deep.deep', { depth: pluginAnswerLimits.maxNestingDepth - 2 });
       expect(within.isOk() ? 'ok' : within.error.message).toBe('ok');
-      // The same bound on the other requests' answers (resources, prompts, completions).
-      const read = await host.readResource('host-deep', 'deep://x');
-      expect(read.isErr() ? read.error.code : 'accepted').toBe('PLUGIN_MALFORMED_RESPONSE');
       // Checked by code only: any recursive walk of an accepted answer (toEqual, printing it) would overflow here too.
       const deep = await host.call('plug.host-deep.deep', { depth: 100_000 });
       expect(deep.isErr() ? deep.error.code : 'accepted').toBe('PLUGIN_MALFORMED_RESPONSE');
       expect(deep.isErr() && deep.error.details.max_nesting_depth).toBe(pluginAnswerLimits.maxNestingDepth);
+      // The same bound on the other requests' answers (resources, prompts, completions), on a fresh profile:
+      // a malformed answer to any request counts as a crash, so the first one has quarantined the plugin.
+      const read = await (await installed()).readResource('host-deep', 'deep://x');
+      expect(read.isErr() ? read.error.code : 'accepted').toBe('PLUGIN_MALFORMED_RESPONSE');
 
       // A fresh profile: a malformed answer quarantines the plugin, as for any other.
       const gateway = await gateways.serve(await installed(), { http: { token: TOKEN, port: 0 } });
