@@ -5,8 +5,10 @@
  * classified failure.
  */
 import { err, ok, type Result } from 'neverthrow';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
+import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import { rawLineDetails } from '../ndjson-rpc/processDiagnostics.js';
 import { has, isRecord } from '../../manifest/access.js';
 import { validateHandshakeManifest } from '../../manifest/handshake.js';
@@ -80,6 +82,11 @@ function decodeObject(line: string, phase: HandshakePhase): Result<Record<string
   }
   if (!isRecord(value)) {
     return err(handshakeFailure('PLUGIN_MALFORMED_RESPONSE', `plugin wrote a ${phase} line that is not a JSON object`, { phase, reason: 'not a JSON object', ...rawLineDetails(line) }));
+  }
+  const limit = pluginAnswerLimits.maxNestingDepth;
+  if (nestedDeeperThan(value, limit)) {
+    const reason = `nested more than ${limit} levels deep`;
+    return err(handshakeFailure('PLUGIN_MALFORMED_RESPONSE', `plugin wrote a ${phase} line ${reason}`, { phase, reason, max_nesting_depth: limit, ...rawLineDetails(line) }));
   }
   return ok(value);
 }

@@ -3,6 +3,8 @@
  * object per line each way, close to JSON-RPC 2.0 but without its envelope.
  */
 
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
+import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import { has, isRecord } from '../../manifest/access.js';
 
 /** The protocol version this host speaks; additive changes stay under v1. */
@@ -66,6 +68,8 @@ export function parseResponseLine(line: string): ParsedLine {
   }
   const id = isRequestId(value.id) ? value.id : undefined;
   if (id === undefined) return { kind: 'invalid-response', id, reason: '"id" is missing or not a string or number' };
+  const limit = pluginAnswerLimits.maxNestingDepth;
+  if (nestedDeeperThan(value, limit)) return { kind: 'invalid-response', id, reason: `the response nests more than ${limit} levels deep` };
   const hasResult = has(value, 'result');
   const hasError = has(value, 'error');
   if (hasResult === hasError) {

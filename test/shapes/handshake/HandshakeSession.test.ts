@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { ResultAsync } from 'neverthrow';
 import { afterEach, describe, expect, it } from 'vitest';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import type { HostError } from '../../../src/errors/HostError.js';
 import { HandshakeSession, type HandshakeSessionOptions } from '../../../src/shapes/handshake/HandshakeSession.js';
 import { HANDSHAKE_PROTOCOL_VERSION } from '../../../src/shapes/handshake/wire.js';
@@ -103,8 +104,6 @@ describe('HandshakeSession: the nine failure classes', () => {
 
   it.each([
     ['wrong-type', /"type" must be "handshake"/],
-    // Nested deeper than JSON.stringify goes: the message names only its kind (attack review; it threw RangeError).
-    ['deep-type', /"type" must be "handshake", got an array/],
     ['duplicate-tool', /exposed_tools must NOT have duplicate items/],
     ['padded-id', /plugin_id must be a non-empty id without whitespace/],
     ['padded-capability', /capabilities\/0 capability " net" is padded with whitespace/],
@@ -114,6 +113,15 @@ describe('HandshakeSession: the nine failure classes', () => {
     expect(error.code).toBe('PLUGIN_HANDSHAKE_FAILED');
     expect(error.details).toMatchObject({ failure_class: 'handshake_failed', phase: 'handshake' });
     expect(String(error.details.reason)).toMatch(reason);
+    expect(allProcessesGone(tracker)).toBe(true);
+  });
+
+  it('malformed: a handshake line nested deeper than etc/plugin-answers.json allows (attack review; printing it threw RangeError)', async () => {
+    const { session: s, tracker } = session(faulty('deep-type'), { allowedCapabilities: ['net'] });
+    const error = await failure(s.callTool('echo', {}));
+    expect(error.code).toBe('PLUGIN_MALFORMED_RESPONSE');
+    expect(error.details).toMatchObject({ phase: 'handshake', max_nesting_depth: pluginAnswerLimits.maxNestingDepth });
+    expect(() => JSON.stringify(error)).not.toThrow();
     expect(allProcessesGone(tracker)).toBe(true);
   });
 
