@@ -16,16 +16,14 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { okAsync } from 'neverthrow';
-import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { PluginHost, serveGateway } from '../src/index.js';
 import { HostTelemetry } from '../src/observability/telemetry.js';
 import { result, type BenchResult } from './harness.js';
+import { withHelloProfile } from './support/helloProfile.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
@@ -136,18 +134,6 @@ async function telemetryWithoutProvider(): Promise<BenchResult> {
 }
 
 /** Runs the gateway and observability benchmarks. */
-export async function run(): Promise<BenchResult[]> {
-  const profileDir = await mkdtemp(join(tmpdir(), 'bench-gateway-'));
-  const helloPkg = await packageFixturePlugin(fileURLToPath(new URL('../fixtures/plugins/hello', import.meta.url)), { bundle: ['bin/hello-mcp.mjs'] });
-  try {
-    const installer = await PluginHost.open({ profileDir, profileKind: 'dev' });
-    if (installer.isErr()) throw installer.error;
-    (await installer.value.install(helloPkg))._unsafeUnwrap();
-    await installer.value.close();
-    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
-    return [...(await httpThroughput(profileDir, helloEntry)), await telemetryWithoutProvider()];
-  } finally {
-    await rm(profileDir, { recursive: true, force: true });
-    await rm(helloPkg, { recursive: true, force: true });
-  }
+export function run(): Promise<BenchResult[]> {
+  return withHelloProfile('bench-gateway-', async (profileDir, helloEntry) => [...(await httpThroughput(profileDir, helloEntry)), await telemetryWithoutProvider()]);
 }

@@ -11,16 +11,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { PluginHost, serveGateway } from '../src/index.js';
 import { median, percentile, result, type BenchResult } from './harness.js';
+import { withHelloProfile } from './support/helloProfile.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLI_SOURCE = join(REPO, 'src/cli/main.ts');
@@ -188,18 +186,6 @@ async function cpuInProcess(profileDir: string, helloEntry: string): Promise<Ben
 }
 
 /** Runs the stdio gateway benchmarks. */
-export async function run(): Promise<BenchResult[]> {
-  const profileDir = await mkdtemp(join(tmpdir(), 'bench-gateway-stdio-'));
-  const helloPkg = await packageFixturePlugin(fileURLToPath(new URL('../fixtures/plugins/hello', import.meta.url)), { bundle: ['bin/hello-mcp.mjs'] });
-  try {
-    const installer = await PluginHost.open({ profileDir, profileKind: 'dev' });
-    if (installer.isErr()) throw installer.error;
-    (await installer.value.install(helloPkg))._unsafeUnwrap();
-    await installer.value.close();
-    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
-    return [...(await warmCalls(profileDir, helloEntry)), await cpuInProcess(profileDir, helloEntry)];
-  } finally {
-    await rm(profileDir, { recursive: true, force: true });
-    await rm(helloPkg, { recursive: true, force: true });
-  }
+export function run(): Promise<BenchResult[]> {
+  return withHelloProfile('bench-gateway-stdio-', async (profileDir, helloEntry) => [...(await warmCalls(profileDir, helloEntry)), await cpuInProcess(profileDir, helloEntry)]);
 }
