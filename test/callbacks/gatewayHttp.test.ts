@@ -6,20 +6,14 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool } from '../support/hostHarness.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
 import { callbackPackage, op, removeCallbackPackages } from './callbackPlugin.js';
 
 const TIMEOUT_MS = 120_000;
 const TOKEN = 'callbacks-token-0123456789abcdef';
 
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
+const { pool, gateways } = gatewayTestPools();
 afterAll(() => removeCallbackPackages());
 
 /** An HTTP client that declares sampling and elicitation and answers both with its own name. */

@@ -11,25 +11,19 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Result } from 'neverthrow';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/index.js';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool, jsonOf, packaged, packagedVersion, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
+import { jsonOf, packaged, packagedVersion } from '../support/hostHarness.js';
 
 const ECHO = 'plug.host-probe.echo';
 const HOT = { hotReload: { pollMs: 20 } } as const;
 const TOKEN = 'hot-reload-token-0123456789abcdef';
 
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 const answered = <T>(result: Result<T, HostError>): T => {
   if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message}`);

@@ -5,20 +5,13 @@
  * its client with an error result instead of failing to send the answer and
  * leaving the client waiting for its own timeout.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const TOKEN = 'deep-token-0123456789abcdef';
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 describe('a plugin answering with JSON nested too deep to walk', () => {
   it(

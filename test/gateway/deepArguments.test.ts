@@ -8,21 +8,14 @@
  * no request, nested as deep, is reported without ending the gateway.
  */
 import { PassThrough } from 'node:stream';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const ERROR_META = 'io.github.mcp-plugin-host/error';
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 

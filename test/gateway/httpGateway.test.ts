@@ -9,24 +9,18 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool, resultErrorCode } from '../support/gatewayHarness.js';
-import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools, resultErrorCode } from '../support/gatewayHarness.js';
+import { packaged } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 180_000;
 const OWNER_TOKEN = 'owner-token-0123456789abcdef';
 const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
 
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 function serve(host: PluginHost, options: GatewayOptions = {}): Promise<GatewayHandle> {
   return gateways.serve(host, { ...options, http: { token: OWNER_TOKEN, ...options.http, port: 0 } });

@@ -5,26 +5,19 @@
  * `sessionIdleMs` is closed. And who called: the audit record of a call
  * through the gateway names the HTTP client and its MCP session.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AuditRecord, AuditSink } from '../../src/audit/auditRecord.js';
 import { checkGatewayConfig, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool, type HttpClient } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools, type HttpClient } from '../support/gatewayHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const TOKEN = 'limits-token-0123456789abcdef';
 const ALICE_TOKEN = 'alice-token-0123456789abcdef';
 const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 function serve(host: PluginHost, http: NonNullable<GatewayOptions['http']>): Promise<GatewayHandle> {
   return gateways.serve(host, { http: { token: TOKEN, ...http, port: 0 } });

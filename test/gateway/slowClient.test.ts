@@ -8,24 +8,17 @@
  */
 import { request, type IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GATEWAY_DEFAULTS } from '../../src/gateway/gatewayDefaults.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
 
 const TIMEOUT_MS = 180_000;
 const ID = 'host-surface';
 const TOKEN = 'slow-client-test-token-0123456789';
 const FLOOD = { count: 3_000, bytes: 20_000 };
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 interface Posted {
   readonly status: number;

@@ -5,20 +5,13 @@
  * would otherwise leave behind a route holding each closed session's
  * server, and a plugin subscription no client holds that is never ended.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools } from '../support/gatewayHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const TOKEN = 'subscription-race-token-0123456789';
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 describe('a session that ends while its subscribe is in flight', () => {
   it(

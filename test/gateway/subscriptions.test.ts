@@ -7,24 +7,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serveGateway } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
-import { GatewayPool, requestErrorCode, type HttpClient } from '../support/gatewayHarness.js';
-import { FakeClock, HostPool, removePackages } from '../support/hostHarness.js';
+import { gatewayTestPools, type HttpClient, requestErrorCode } from '../support/gatewayHarness.js';
+import { FakeClock } from '../support/hostHarness.js';
 import { processesWith } from '../support/processes.js';
 
 const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
 const TOKEN = 'subscriptions-test-token-0123456789';
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 async function installedHost(clock?: FakeClock): Promise<PluginHost> {
   const dir = await pool.profile();

@@ -2,8 +2,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach } from 'vitest';
 import { serveGateway, type GatewayHandle, type GatewayOptions } from '../../src/index.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
+import { HostPool, removePackages } from './hostHarness.js';
 
 /** An SDK client connected to a gateway over Streamable HTTP, with its transport (to end or inspect its session). */
 export interface HttpClient {
@@ -53,6 +55,22 @@ export class GatewayPool {
     await Promise.all(this.#clients.splice(0).map((c) => c.close()));
     await Promise.all(this.#gateways.splice(0).map((g) => g.close()));
   }
+}
+
+/**
+ * The pools of a gateway test file: hosts (with their profiles) and gateways
+ * (with their clients), closed after each test, gateways first; the fixtures
+ * the file packaged are removed after its last test.
+ */
+export function gatewayTestPools(): { readonly pool: HostPool; readonly gateways: GatewayPool } {
+  const pool = new HostPool();
+  const gateways = new GatewayPool();
+  afterEach(async () => {
+    await gateways.cleanup();
+    await pool.cleanup();
+  });
+  afterAll(() => removePackages());
+  return { pool, gateways };
 }
 
 /** The host code a gateway tool result carries for a failed call. */

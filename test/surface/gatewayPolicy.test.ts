@@ -5,19 +5,12 @@
  * server-everything and server-memory installed and run in the sandbox.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { GatewayPool, requestErrorCode as codeOf } from '../support/gatewayHarness.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { describe, expect, it } from 'vitest';
+import { gatewayTestPools, requestErrorCode as codeOf } from '../support/gatewayHarness.js';
 
 const OWNER_TOKEN = 'owner-token-0123456789abcdef';
 const MEMORY_TOKEN = 'memory-token-0123456789abcdef';
-const pool = new HostPool();
-const gateways = new GatewayPool();
-afterEach(async () => {
-  await gateways.cleanup();
-  await pool.cleanup();
-});
-afterAll(() => removePackages());
+const { pool, gateways } = gatewayTestPools();
 
 async function connect(url: string, token: string): Promise<Client> {
   return (await gateways.connectHttp(url, token, 'policy-test')).client;
