@@ -39,6 +39,7 @@ import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { InvalidatedCache } from './invalidatedCache.js';
 
 const QUALIFIED_URI = /^plug\.([a-z][a-z0-9-]{0,63}):(.+)$/s;
 
@@ -92,8 +93,7 @@ function notFound(what: string, details: Record<string, unknown>): HostError {
 /** The resources, templates and prompts of one host's active plugins, cached until {@link GatewaySurface.invalidate}. */
 export class GatewaySurface {
   readonly #host: PluginHost;
-  #cached: SurfaceIndex | undefined;
-  #generation = 0;
+  readonly #surface = new InvalidatedCache(() => this.#build());
 
   constructor(host: PluginHost) {
     this.#host = host;
@@ -101,8 +101,7 @@ export class GatewaySurface {
 
   /** Forgets what the plugins listed; the next request asks them again. */
   invalidate(): void {
-    this.#cached = undefined;
-    this.#generation += 1;
+    this.#surface.invalidate();
   }
 
   /** The resources `policy` lets its client see. */
@@ -190,13 +189,7 @@ export class GatewaySurface {
   }
 
   #index(): ResultAsync<SurfaceIndex, HostError> {
-    if (this.#cached !== undefined) return okAsync(this.#cached);
-    const generation = this.#generation;
-    return this.#build().map((index) => {
-      // An index built while the plugins changed is served once, not kept.
-      if (generation === this.#generation) this.#cached = index;
-      return index;
-    });
+    return this.#surface.get();
   }
 
   #build(): ResultAsync<SurfaceIndex, HostError> {

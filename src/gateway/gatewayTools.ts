@@ -5,11 +5,12 @@
  * active plugins changes.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { okAsync, ResultAsync } from 'neverthrow';
+import { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { OperationView, PluginRow } from '../host/inventory.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import type { ToolDescriptor } from '../shapes/PluginSession.js';
+import { InvalidatedCache } from './invalidatedCache.js';
 
 /** One tool as the gateway lists it. */
 export interface GatewayTool {
@@ -45,8 +46,7 @@ export function activeFingerprint(rows: readonly PluginRow[]): string {
 /** The tool list of one host, cached until {@link GatewayTools.invalidate}. */
 export class GatewayTools {
   readonly #host: PluginHost;
-  #cached: readonly GatewayTool[] | undefined;
-  #generation = 0;
+  readonly #tools = new InvalidatedCache(() => this.#build());
 
   constructor(host: PluginHost) {
     this.#host = host;
@@ -54,19 +54,12 @@ export class GatewayTools {
 
   /** Forgets the cached list; the next {@link GatewayTools.list} builds it again. */
   invalidate(): void {
-    this.#cached = undefined;
-    this.#generation += 1;
+    this.#tools.invalidate();
   }
 
   /** Every tool of every active plugin, by op id. */
   list(): ResultAsync<readonly GatewayTool[], HostError> {
-    if (this.#cached !== undefined) return okAsync(this.#cached);
-    const generation = this.#generation;
-    return this.#build().map((tools) => {
-      // A list built while the plugins changed is served once, not kept.
-      if (generation === this.#generation) this.#cached = tools;
-      return tools;
-    });
+    return this.#tools.get();
   }
 
   #build(): ResultAsync<readonly GatewayTool[], HostError> {
