@@ -10,14 +10,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Result } from 'neverthrow';
 import { describe, expect, it } from 'vitest';
-import type { HostError } from '../../src/errors/HostError.js';
-import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
-import type { PluginHost } from '../../src/index.js';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { gatewayTestPools } from '../support/gatewayHarness.js';
-import { jsonOf, packaged, packagedVersion } from '../support/hostHarness.js';
+import { answered, jsonOf, nextEvent, packaged, packagedVersion, probeEchoInFlight } from '../support/hostHarness.js';
 
 const ECHO = 'plug.host-probe.echo';
 const HOT = { hotReload: { pollMs: 20 } } as const;
@@ -25,36 +21,13 @@ const TOKEN = 'hot-reload-token-0123456789abcdef';
 
 const { pool, gateways } = gatewayTestPools();
 
-const answered = <T>(result: Result<T, HostError>): T => {
-  if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message}`);
-  return result.value;
-};
-
-/** The next `event` of `host`, once it happens. */
-function next<E extends HostEventName>(host: PluginHost, event: E): Promise<HostEventMap[E]> {
-  return new Promise((resolve) => {
-    const off = host.events.on(event, (payload) => {
-      off();
-      resolve(payload);
-    });
-  });
-}
-
-/** Starts a slow echo on the host's running probe and resolves once the host has sent it. */
-async function callInFlight(host: PluginHost, delayMs: number) {
-  const sent = next(host, 'call:start');
-  const call = host.call(ECHO, { message: 'in flight', delayMs });
-  await sent;
-  return { call };
-}
-
 describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload), two hosts on one profile', () => {
   it('seed 003 End-to-End Install 4: a plugin another process installs is callable without reopening (catalog:changed installed); a host without hotReload keeps the restart semantics', async () => {
     const dir = await pool.profile();
     const watching = await pool.open(dir, HOT);
     const plain = await pool.open(dir);
     const installer = await pool.open(dir);
-    const changed = next(watching, 'catalog:changed');
+    const changed = nextEvent(watching, 'catalog:changed');
     answered(await installer.install(await packaged('probe'), { canary: false }));
     expect(await changed).toMatchObject({ installed: ['host-probe'], removed: [], upgraded: [] });
     expect(jsonOf(answered(await watching.call(ECHO, { message: 'hi' })))).toMatchObject({ success: true, data: { args: { message: 'hi' } } });
@@ -68,17 +41,17 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     const dir = await pool.profile();
     const watching = await pool.installed(dir, ['probe'], HOT);
     const other = await pool.open(dir);
-    const firstSpawn = next(watching, 'spawn');
+    const firstSpawn = nextEvent(watching, 'spawn');
     answered(await watching.call(ECHO, {}));
     const oldPid = (await firstSpawn).pid;
 
-    const { call } = await callInFlight(watching, 800);
-    const changed = next(watching, 'catalog:changed');
-    const exited = next(watching, 'exit');
+    const { call } = await probeEchoInFlight(watching, 800, 'call:start');
+    const changed = nextEvent(watching, 'catalog:changed');
+    const exited = nextEvent(watching, 'exit');
     answered(await other.install(await packagedVersion('probe', '1.1.0'), { canary: false }));
     expect(await changed).toMatchObject({ installed: [], removed: [], upgraded: ['host-probe'] });
     // A call made while the old process drains is not refused: it starts the new version.
-    const newSpawn = next(watching, 'spawn');
+    const newSpawn = nextEvent(watching, 'spawn');
     expect(jsonOf(answered(await watching.call(ECHO, { message: 'meanwhile' })))).toMatchObject({ success: true, data: { args: { message: 'meanwhile' } } });
     expect((await newSpawn).pid).not.toBe(oldPid);
     expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
@@ -90,13 +63,13 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     const dir = await pool.profile();
     const watching = await pool.installed(dir, ['probe'], HOT);
     const other = await pool.open(dir);
-    const spawned = next(watching, 'spawn');
+    const spawned = nextEvent(watching, 'spawn');
     answered(await watching.call(ECHO, {}));
     const pid = (await spawned).pid;
 
-    const { call } = await callInFlight(watching, 800);
-    const changed = next(watching, 'catalog:changed');
-    const exited = next(watching, 'exit');
+    const { call } = await probeEchoInFlight(watching, 800, 'call:start');
+    const changed = nextEvent(watching, 'catalog:changed');
+    const exited = nextEvent(watching, 'exit');
     answered(await other.remove('host-probe'));
     expect(await changed).toMatchObject({ installed: [], removed: ['host-probe'], upgraded: [] });
     expect(jsonOf(answered(await call))).toMatchObject({ success: true });

@@ -7,10 +7,8 @@
  * PluginHost on the profile removes or upgrades the plugin.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { Result } from 'neverthrow';
-import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
-import { HostPool, jsonOf, packagedVersion, removePackages } from '../support/hostHarness.js';
+import { answered, HostPool, jsonOf, packagedVersion, probeEchoInFlight, removePackages } from '../support/hostHarness.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -18,29 +16,8 @@ afterAll(() => removePackages());
 
 const ECHO = 'plug.host-probe.echo';
 
-/** The value of a call that must have answered, or a failure naming its error. */
-const answered = <T>(result: Result<T, HostError>): T => {
-  if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message} (hint: ${result.error.hint})`);
-  return result.value;
-};
-
-/**
- * Starts a call of the probe's echo that answers after `delayMs`, and
- * resolves once the host has spawned the plugin for it. The call comes back
- * inside an object: a ResultAsync is a thenable, which an async function
- * would await.
- */
-const callInFlight = async (host: PluginHost, delayMs: number) => {
-  const started = new Promise<void>((resolve) => {
-    const off = host.events.on('spawn', () => {
-      off();
-      resolve();
-    });
-  });
-  const call = host.call(ECHO, { message: 'in flight', delayMs });
-  await started;
-  return { call };
-};
+/** Starts a long call that starts the plugin, once the host has spawned it. */
+const callInFlight = (host: PluginHost, delayMs: number) => probeEchoInFlight(host, delayMs, 'spawn');
 
 describe('a call in flight when its plugin is removed or upgraded by the same host', () => {
   it('finishes before the remove stops the plugin; later calls find no operation', async () => {
@@ -86,15 +63,7 @@ describe('a call in flight when its plugin is removed or upgraded by the same ho
 /** Starts a long call on a plugin that is already running (an earlier call started it), once the host has sent it. */
 const callOnWarmPlugin = async (host: PluginHost, delayMs: number) => {
   answered(await host.call(ECHO, {}));
-  const sent = new Promise<void>((resolve) => {
-    const off = host.events.on('call:start', () => {
-      off();
-      resolve();
-    });
-  });
-  const call = host.call(ECHO, { message: 'in flight', delayMs });
-  await sent;
-  return { call };
+  return probeEchoInFlight(host, delayMs, 'call:start');
 };
 
 describe('a call in flight when another PluginHost on the profile removes or upgrades its plugin', () => {

@@ -3,7 +3,11 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Result } from 'neverthrow';
+import { expect } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import type { HostError } from '../../src/errors/HostError.js';
+import type { HostEventMap, HostEventName } from '../../src/events/HostEvents.js';
 import { PluginHost, type PluginHostOptions } from '../../src/host/PluginHost.js';
 import type { ToolResult } from '../../src/shapes/PluginSession.js';
 
@@ -110,6 +114,36 @@ export class HostPool {
     await Promise.all(this.#hosts.splice(0).map((h) => h.close()));
     await Promise.all(this.#dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
   }
+}
+
+/** The value of a result that must have succeeded, or a test failure naming its error. */
+export function answered<T>(result: Result<T, HostError>): T {
+  if (result.isErr()) expect.fail(`${result.error.code}: ${result.error.message} (hint: ${result.error.hint})`);
+  return result.value;
+}
+
+/** The next `event` of `host`, once it happens. */
+export function nextEvent<E extends HostEventName>(host: PluginHost, event: E): Promise<HostEventMap[E]> {
+  return new Promise((resolve) => {
+    const off = host.events.on(event, (payload) => {
+      off();
+      resolve(payload);
+    });
+  });
+}
+
+/**
+ * Starts a call of the probe fixture's echo that answers after `delayMs`,
+ * and resolves once `host` emits `seen` (`spawn` when the call starts the
+ * plugin, `call:start` once it is sent to a running one). The call comes
+ * back inside an object: a ResultAsync is a thenable, which an async
+ * function would await.
+ */
+export async function probeEchoInFlight(host: PluginHost, delayMs: number, seen: 'spawn' | 'call:start') {
+  const happened = nextEvent(host, seen);
+  const call = host.call('plug.host-probe.echo', { message: 'in flight', delayMs });
+  await happened;
+  return { call };
 }
 
 /** The JSON payload of an MCP tool result whose first content block is JSON text. */
