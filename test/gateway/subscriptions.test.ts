@@ -5,7 +5,6 @@
  * subscriptions go with it, the plugin being unsubscribed once no client
  * holds the resource.
  */
-import { readFileSync } from 'node:fs';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { serveGateway } from '../../src/index.js';
@@ -13,7 +12,7 @@ import type { PluginHost } from '../../src/host/PluginHost.js';
 import { waitUntil } from '../support/eventually.js';
 import { gatewayTestPools, type HttpClient, requestErrorCode } from '../support/gatewayHarness.js';
 import { FakeClock } from '../support/hostHarness.js';
-import { processesWith } from '../support/processes.js';
+import { pluginNodeProcess } from '../support/processes.js';
 
 const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
@@ -88,9 +87,7 @@ describe('gateway resource subscriptions', () => {
       const client = await connect((await gateways.serve(host, { http: { token: TOKEN, port: 0 } })).url!);
       await client.client.subscribeResource({ uri: 'surface://note' });
 
-      const plugin = processesWith(host.profileDir).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
-      expect(plugin).toHaveLength(1);
-      process.kill(plugin[0]!, 'SIGKILL');
+      process.kill(pluginNodeProcess(host.profileDir), 'SIGKILL');
       // The death counts as a crash: the plugin waits its first backoff step, then the host starts it again.
       await waitUntil(() => crashed);
       clock.advance(30_000);

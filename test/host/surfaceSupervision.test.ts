@@ -6,7 +6,6 @@
  * crash during resources/read, resources/subscribe, prompts/get or
  * completion/complete counts toward quarantine as a crash during tools/call does.
  */
-import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -17,7 +16,7 @@ import type { PluginHost, PluginHostOptions } from '../../src/host/PluginHost.js
 import { waitUntil } from '../support/eventually.js';
 import { FakeClock, HostPool, removePackages } from '../support/hostHarness.js';
 import { readStateRow } from '../support/pluginState.js';
-import { processesWith } from '../support/processes.js';
+import { pluginNodeProcess } from '../support/processes.js';
 
 const TIMEOUT_MS = 120_000;
 const ID = 'host-surface';
@@ -60,13 +59,6 @@ function watch(host: PluginHost): Seen {
 
 const count = (lines: readonly string[], text: string): number => lines.filter((l) => l === text).length;
 
-/** The plugin's own Node process inside the sandbox, seen from outside (not the launcher chain around it). */
-function pluginProcess(dir: string): number {
-  const node = processesWith(dir).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
-  if (node.length !== 1) throw new Error(`expected one plugin process under ${dir}, found ${JSON.stringify(node)}`);
-  return node[0]!;
-}
-
 describe('subscriptions across plugin restarts', () => {
   it(
     'subscribes again on the process started after a SIGKILL, as soon as the backoff allows, and updates arrive again',
@@ -78,7 +70,7 @@ describe('subscriptions across plugin restarts', () => {
       expect((await host.call(`plug.${ID}.touch`, {})).isOk()).toBe(true);
       await waitUntil(() => seen.updates.length === 1);
 
-      process.kill(pluginProcess(dir), 'SIGKILL');
+      process.kill(pluginNodeProcess(dir), 'SIGKILL');
       // A process that dies holding subscriptions is the plugin's failure, on the same ladder as a crashed call.
       await waitUntil(() => seen.quarantine.length === 1);
       expect(seen.crashes).toHaveLength(1);

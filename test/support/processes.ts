@@ -24,6 +24,13 @@ export function processesWith(marker: string): number[] {
   return out;
 }
 
+/** The one Node process of a plugin running on the profile at `profileDir`, seen from outside (not the launcher chain around it). */
+export function pluginNodeProcess(profileDir: string): number {
+  const node = processesWith(profileDir).filter((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node');
+  if (node.length !== 1) throw new Error(`expected one plugin process under ${profileDir}, found ${JSON.stringify(node)}`);
+  return node[0]!;
+}
+
 /** Resolves with the first stdout line parsed as JSON. */
 export function firstJsonLine<T = Record<string, unknown>>(stream: Readable): Promise<T> {
   return new Promise((resolve, reject) => {
