@@ -24,6 +24,11 @@ export interface RuntimeOrigin {
   readonly adapter: ProtocolAdapter;
 }
 
+/** Whether two bindings are the same install: every install or upgrade publishes a fresh install root. */
+function sameInstall(a: ExecutableBindingRecord | undefined, b: ExecutableBindingRecord): boolean {
+  return a !== undefined && a.install_root === b.install_root && a.executable_sha256 === b.executable_sha256;
+}
+
 /** What the runtimes are built with. */
 export interface RuntimeParts {
   readonly launcher: PluginLauncher;
@@ -57,7 +62,14 @@ export class PluginRuntimes {
     const retiring = this.#drains.refusal(id);
     if (retiring !== undefined) return err(retiring);
     const existing = this.#running.get(id);
-    if (existing !== undefined && !existing.closed) return ok(existing);
+    if (existing !== undefined && !existing.closed) {
+      if (sameInstall(this.#origins.get(existing)?.binding, plugin.lock.binding)) return ok(existing);
+      // The snapshot already names another install of the plugin (an upgrade published by another process, read
+      // before the catalog watch retired this session): a call checked against the new version must not run on the
+      // old code, so the old session drains and this call starts the new one.
+      void this.retire(id, 'upgraded', this.#parts.config.drainTimeoutMs);
+      this.release(id);
+    }
     const adapter = protocolAdapter(plugin);
     if (adapter.isErr()) return err(adapter.error);
     const { launcher, config, clock, logger, random, events } = this.#parts;

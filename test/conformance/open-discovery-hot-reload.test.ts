@@ -59,6 +59,23 @@ describe('seed 003 hot reload of installed plugins (PluginHostOptions.hotReload)
     expect(answered(await watching.info('host-probe')).version).toBe('1.1.0');
   });
 
+  it('seed 003 Dynamic Operations: a call made after the snapshot moved to an upgrade, before the watch retired the old process, runs the new version', async () => {
+    const dir = await pool.profile();
+    // The watch never polls here: only list() moves the snapshot, as a refresh does between a poll and its retirement.
+    const watching = await pool.installed(dir, ['probe'], { hotReload: { pollMs: 3_600_000 } });
+    const other = await pool.open(dir);
+    const firstSpawn = nextEvent(watching, 'spawn');
+    answered(await watching.call(ECHO, {}));
+    const oldPid = (await firstSpawn).pid;
+    answered(await other.install(await packagedVersion('probe', '1.1.0'), { canary: false }));
+    answered(await watching.list());
+    const newSpawn = nextEvent(watching, 'spawn');
+    const exited = nextEvent(watching, 'exit');
+    expect(jsonOf(answered(await watching.call(ECHO, { message: 'after' })))).toMatchObject({ success: true, data: { args: { message: 'after' } } });
+    expect((await newSpawn).pid).not.toBe(oldPid);
+    expect((await exited).pid).toBe(oldPid);
+  });
+
   it('seed 003 Dynamic Operations: a remove by another process lets the call in flight finish, stops the old process, and the operation is gone', async () => {
     const dir = await pool.profile();
     const watching = await pool.installed(dir, ['probe'], HOT);
