@@ -17,8 +17,10 @@ import {
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
+import { nestedDeeperThan } from '../framing/nestingDepth.js';
 import type { Clock } from '../ports/ports.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
@@ -56,9 +58,13 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
     case 'resource_updated':
       events.emit('resource:updated', { plugin_id: pluginId, uri: notice.uri });
       return;
-    case 'log':
-      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data: notice.data });
+    case 'log': {
+      // A listener logs or forwards the data, which a recursive walk (JSON.stringify, a logger) cannot do past a few thousand levels.
+      const tooDeep = nestedDeeperThan(notice.data, pluginAnswerLimits.maxNestingDepth);
+      const data = tooDeep ? `[log data nested deeper than ${pluginAnswerLimits.maxNestingDepth} levels, dropped]` : notice.data;
+      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data });
       return;
+    }
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });
       return;

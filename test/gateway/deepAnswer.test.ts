@@ -42,4 +42,19 @@ describe('a plugin answering with JSON nested too deep to walk', () => {
     },
     TIMEOUT_MS,
   );
+
+  it(
+    'hands a log message whose data nests too deep to its listeners as a marker, so a listener can print the event',
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['deep']);
+      const logged: unknown[] = [];
+      host.events.on('log', (event) => logged.push(event));
+      const call = await host.call('plug.host-deep.deep', { as: 'log' });
+      expect(call.isOk() ? 'ok' : call.error.code).toBe('ok');
+      expect(logged).toHaveLength(1);
+      expect(() => JSON.stringify(logged[0])).not.toThrow();
+      expect(logged[0]).toMatchObject({ plugin_id: 'host-deep', level: 'error', logger: 'deep', data: expect.stringContaining(`deeper than ${pluginAnswerLimits.maxNestingDepth} levels`) });
+    },
+    TIMEOUT_MS,
+  );
 });
