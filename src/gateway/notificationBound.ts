@@ -18,7 +18,7 @@ import { TELEMETRY_SCOPE } from '../observability/telemetry.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
 /** The counter of notifications dropped for clients that read too slowly. */
-export const DROPPED_NOTIFICATIONS_METRIC = 'mcp_plugin_host.gateway.notifications.dropped';
+const DROPPED_NOTIFICATIONS_METRIC = 'mcp_plugin_host.gateway.notifications.dropped';
 
 let counted: { readonly provider: MeterProvider; readonly counter: Counter } | undefined;
 

@@ -39,7 +39,7 @@ function plainParams(params: unknown): ToolCallParams | undefined {
 }
 
 /** The `tools/call` requests of the stdio client, served as they arrive; each can be cancelled by its id. */
-export class StdioToolCalls implements FastRequestRoute {
+class StdioToolCalls implements FastRequestRoute {
   readonly #client: ToolCallClient;
   readonly #transport: GatewayStdioTransport;
   readonly #inFlight = new Map<RequestId, AbortController>();

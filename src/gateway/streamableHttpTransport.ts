@@ -83,7 +83,7 @@ function accepts(types: ReadonlySet<string>, type: string): boolean {
 }
 
 /** Whether the client takes SSE answers, as a GET must. */
-export function acceptsEventStream(req: IncomingMessage): boolean {
+function acceptsEventStream(req: IncomingMessage): boolean {
   return accepts(mediaTypes(req.headers.accept), 'text/event-stream');
 }
 

@@ -14,10 +14,10 @@ import { sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { PluginRuntimes } from './runtimes.js';
 
 /** What one catalog generation changed, as the `catalog:changed` event reports it. */
-export type CatalogChange = HostEventMap['catalog:changed'];
+type CatalogChange = HostEventMap['catalog:changed'];
 
 /** The plugins `after` installs, removes and upgrades (another install root or executable digest) relative to `before`. */
-export function catalogChange(before: CatalogSnapshot, after: CatalogSnapshot): CatalogChange {
+function catalogChange(before: CatalogSnapshot, after: CatalogSnapshot): CatalogChange {
   const was = before.contents.plugins;
   const now = after.contents.plugins;
   const installed = Object.keys(now).filter((id) => !Object.hasOwn(was, id));
