@@ -242,6 +242,8 @@ export class GatewaySubscriptions {
   readonly #byRoute = new Map<string, { readonly route: ResourceRoute; readonly clients: Map<ResourceUpdateSink, Set<string>> }>();
   /** The URIs each client holds or is subscribing to, counted against its cap. */
   readonly #held = new Map<ResourceUpdateSink, Set<string>>();
+  /** Plugin resources asked for whose answer has not come yet, with how many asks are out. */
+  readonly #asking = new Map<string, number>();
 
   /**
    * @param host - The host whose plugins are subscribed to.
@@ -271,15 +273,28 @@ export class GatewaySubscriptions {
       .andThen((route) => {
         const key = routeKey(route);
         const add = (): ResultAsync<void, HostError> => {
-          // The client went away (drop) while the plugin was asked: nothing may hold its server, nor the plugin's subscription for it.
-          if (this.#held.get(client)?.has(uri) !== true) return this.#byRoute.has(key) ? okAsync(undefined) : this.#host.unsubscribeResource(route.pluginId, route.uri);
+          // The client went away (drop) while the plugin was asked: nothing may hold its server, nor the plugin's
+          // subscription for it, unless another client holds the resource or is still asking for it.
+          if (this.#held.get(client)?.has(uri) !== true) {
+            return this.#byRoute.has(key) || this.#asking.has(key) ? okAsync(undefined) : this.#host.unsubscribeResource(route.pluginId, route.uri);
+          }
           const current = this.#byRoute.get(key) ?? { route, clients: new Map<ResourceUpdateSink, Set<string>>() };
           this.#byRoute.set(key, current);
           current.clients.set(client, (current.clients.get(client) ?? new Set()).add(uri));
           return okAsync(undefined);
         };
         if (this.#byRoute.has(key)) return add();
-        return this.#host.subscribeResource(route.pluginId, route.uri).andThen(add);
+        this.#asking.set(key, (this.#asking.get(key) ?? 0) + 1);
+        return this.#host
+          .subscribeResource(route.pluginId, route.uri)
+          .andThen(() => {
+            this.#answered(key);
+            return add();
+          })
+          .orElse((error) => {
+            this.#answered(key);
+            return errAsync(error);
+          });
       })
       .orElse((error) => {
         this.#unhold(client, uri);
@@ -314,6 +329,12 @@ export class GatewaySubscriptions {
     if (entry === undefined) return;
     this.#byRoute.delete(key);
     for (const [client, uris] of entry.clients) for (const spelled of uris) this.#unhold(client, spelled);
+  }
+
+  #answered(key: string): void {
+    const asks = (this.#asking.get(key) ?? 1) - 1;
+    if (asks === 0) this.#asking.delete(key);
+    else this.#asking.set(key, asks);
   }
 
   #unhold(client: ResourceUpdateSink, uri: string): void {

@@ -5,6 +5,7 @@
  * would otherwise leave behind a route holding each closed session's
  * server, and a plugin subscription no client holds that is never ended.
  */
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/eventually.js';
 import { gatewayTestPools } from '../support/gatewayHarness.js';
@@ -41,6 +42,42 @@ describe('a session that ends while its subscribe is in flight', () => {
 
       await waitUntil(() => stderr.includes('subscribed surface://note'), 30_000);
       await waitUntil(() => stderr.includes('unsubscribed surface://note'), 30_000);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'keeps the plugin subscribed for another client whose subscribe to the same resource was in flight too',
+    async () => {
+      const dir = await pool.profile();
+      await pool.install(dir, ['surface']);
+      const host = await pool.open(dir, { idleTimeoutMs: 0 });
+      const stderr: string[] = [];
+      host.events.on('stderr', (e) => stderr.push(e.line));
+      let spawned!: () => void;
+      const spawn = new Promise<void>((resolve) => (spawned = resolve));
+      host.events.on('spawn', () => spawned());
+      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
+
+      const leaver = await gateways.connectHttp(served.url!, TOKEN, 'leaver');
+      const stayer = await gateways.connectHttp(served.url!, TOKEN, 'stayer');
+      const updates: string[] = [];
+      stayer.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
+      // Both subscribes are at the plugin (its start holds them) when the leaver's session ends.
+      const leaving = leaver.client.subscribeResource({ uri: 'surface://note' }).then(
+        () => 'answered',
+        () => 'failed',
+      );
+      const staying = stayer.client.subscribeResource({ uri: 'surface://note' });
+      await spawn;
+      await leaver.transport.terminateSession();
+      await leaving;
+      await leaver.client.close();
+      await staying;
+
+      await stayer.client.callTool({ name: 'plug.host-surface.touch', arguments: {} });
+      await waitUntil(() => updates.includes('surface://note'), 30_000);
+      expect(stderr.filter((line) => line === 'unsubscribed surface://note')).toEqual([]);
     },
     TIMEOUT_MS,
   );
