@@ -1,6 +1,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, ProgressNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { droppedLineId } from '../../framing/droppedLineId.js';
 import { frameTooLarge, LineChannel } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES, type OversizeLine } from '../../framing/LineReader.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
@@ -36,24 +37,6 @@ export interface PluginProcessTransportOptions {
   readonly clock?: Clock;
   /** The host's own `tools/call` requests: their answers and progress go there instead of to the SDK. */
   readonly directCalls?: DirectToolCalls;
-}
-
-// A JSON-RPC id as the last member of the line's top-level object (the closing brace follows it, so it cannot be
-// nested), or as its first member (after "jsonrpc"): how the TypeScript and Python SDKs write answers.
-const ID_VALUE = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
-const ID_AT_END = new RegExp(String.raw`"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
-const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID_VALUE}\s*,`);
-
-/** The id of the request a dropped line answered, when its ends show it. */
-function answeredId(line: OversizeLine): string | number | undefined {
-  const found = ID_AT_END.exec(line.tail) ?? ID_AT_START.exec(line.head);
-  if (found?.[1] === undefined) return undefined;
-  try {
-    const id: unknown = JSON.parse(found[1]);
-    return typeof id === 'string' || typeof id === 'number' ? id : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -287,7 +270,7 @@ export class PluginProcessTransport implements Transport {
   private oversizeLine(line: OversizeLine): void {
     if (this.closed) return;
     const maxFrameBytes = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    const id = answeredId(line);
+    const id = droppedLineId(line);
     if (id === undefined) {
       this.violation(frameTooLarge(line.bytes, maxFrameBytes), false);
       return;
