@@ -11,7 +11,7 @@ export type AbortedBy = 'caller' | 'total-timeout' | 'timeout';
  * sends (initialize, lists, the rare surface requests), so the two ranges
  * never meet; numbers rather than strings, since some plugins expect them.
  */
-export const FIRST_DIRECT_CALL_ID = 1_000_000_000;
+const FIRST_DIRECT_CALL_ID = 1_000_000_000;
 
 /** One `tools/call` as {@link DirectToolCalls.call} sends it. */
 export interface DirectCallRequest {
