@@ -111,8 +111,10 @@ describe('a gateway client that does not read', () => {
           .slice(0, -1)
           .filter((event) => event.includes('data: '))
           .map((event) => JSON.parse(event.slice(event.indexOf('data: ') + 6)) as Received);
+      let followUps = 0;
       await waitUntil(async () => {
         if (tally(messages()).dropped !== undefined) return true;
+        followUps++;
         await post(url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: `plug.${ID}.flood`, arguments: { count: 1, bytes: 1 } } }, session);
         return tally(messages()).dropped !== undefined;
       }, 60_000);
@@ -120,8 +122,10 @@ describe('a gateway client that does not read', () => {
       const { floodLogs, dropped } = tally(messages());
       // What reached the client before the gap notice is what the gateway and the kernel's socket buffers held: a fraction of the flood.
       expect(floodLogs * FLOOD.bytes).toBeLessThan((FLOOD.count * FLOOD.bytes) / 4);
-      // Nothing vanished unaccounted: the notice counts every flood message the client did not get.
-      expect(floodLogs + dropped!).toBe(FLOOD.count);
+      // Nothing vanished unaccounted: the notice counts every flood message the client did not get, plus the
+      // follow-up calls' one-byte messages dropped while the stream was still full.
+      expect(floodLogs + dropped!).toBeGreaterThanOrEqual(FLOOD.count);
+      expect(floodLogs + dropped!).toBeLessThanOrEqual(FLOOD.count + followUps);
       stream.destroy();
     },
     TIMEOUT_MS,
@@ -150,14 +154,17 @@ describe('a gateway client that does not read', () => {
           .slice(0, -1)
           .map((line) => JSON.parse(line) as Received);
       await waitUntil(() => messages().some((m) => (m as { id?: number }).id === 2));
+      let followUps = 0;
       await waitUntil(() => {
         if (tally(messages()).dropped !== undefined) return true;
+        followUps++;
         send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: `plug.${ID}.flood`, arguments: { count: 1, bytes: 1 } } });
         return false;
       }, 60_000);
       const { floodLogs, dropped } = tally(messages());
       expect(floodLogs * FLOOD.bytes).toBeLessThan((FLOOD.count * FLOOD.bytes) / 4);
-      expect(floodLogs + dropped!).toBe(FLOOD.count);
+      expect(floodLogs + dropped!).toBeGreaterThanOrEqual(FLOOD.count);
+      expect(floodLogs + dropped!).toBeLessThanOrEqual(FLOOD.count + followUps);
     },
     TIMEOUT_MS,
   );
