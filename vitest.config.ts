@@ -21,7 +21,7 @@ export const UNIT = [
   'bubblewrapArgs', 'controlGroups', 'nodeRuntimePaths', 'pluginIdentity', 'seatbeltProfile', 'seccompFilter', 'writeDir',
   'FileSecretStore',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
-  'CallAbort', 'CallWait', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
+  'CallDeadlines', 'CallWait', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
   'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'versionRange', 'officialSchemas', 'destinations', 'egressDeclaration',
   'pythonPath',
   'jsonLocations',

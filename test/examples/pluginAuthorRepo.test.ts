@@ -32,7 +32,9 @@ async function packThisPackage(): Promise<string> {
     const entry = Object.fromEntries(Object.entries(options.entry as Record<string, string>).map(([name, path]) => [name, join(REPO, path)]));
     await build({ ...options, entry, outDir: join(staging, 'dist'), clean: false, dts: false, silent: true, config: false });
   }
-  const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: staging, encoding: 'utf8' });
+  // Scripts off: the staging holds what the example needs, not docs/ or scripts/ that the registry README's prepack
+  // reads (test/packaging/registryReadme.test.ts packs the whole package with them).
+  const packed = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: staging, encoding: 'utf8' });
   return join(work, (JSON.parse(packed) as Array<{ filename: string }>)[0]?.filename ?? '');
 }
 
