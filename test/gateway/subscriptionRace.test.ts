@@ -14,19 +14,22 @@ const TIMEOUT_MS = 120_000;
 const TOKEN = 'subscription-race-token-0123456789';
 const { pool, gateways } = gatewayTestPools();
 
+/** A gateway over HTTP on a host with the surface plugin installed: the plugin's stderr lines, and its first spawn. */
+async function servedSurface(): Promise<{ served: Awaited<ReturnType<typeof gateways.serve>>; stderr: string[]; spawn: Promise<void> }> {
+  const dir = await pool.profile();
+  await pool.install(dir, ['surface']);
+  const host = await pool.open(dir, { idleTimeoutMs: 0 });
+  const stderr: string[] = [];
+  host.events.on('stderr', (e) => stderr.push(e.line));
+  const spawn = new Promise<void>((resolve) => host.events.on('spawn', () => resolve()));
+  return { served: await gateways.serve(host, { http: { token: TOKEN, port: 0 } }), stderr, spawn };
+}
+
 describe('a session that ends while its subscribe is in flight', () => {
   it(
     'leaves no subscription behind: the plugin is unsubscribed once its answer comes',
     async () => {
-      const dir = await pool.profile();
-      await pool.install(dir, ['surface']);
-      const host = await pool.open(dir, { idleTimeoutMs: 0 });
-      const stderr: string[] = [];
-      host.events.on('stderr', (e) => stderr.push(e.line));
-      let spawned!: () => void;
-      const spawn = new Promise<void>((resolve) => (spawned = resolve));
-      host.events.on('spawn', () => spawned());
-      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
+      const { served, stderr, spawn } = await servedSurface();
 
       const { client, transport } = await gateways.connectHttp(served.url!, TOKEN, 'leaver');
       // The first subscribe starts the plugin; the session ends while that start and the subscribe are under way.
@@ -49,15 +52,7 @@ describe('a session that ends while its subscribe is in flight', () => {
   it(
     'keeps the plugin subscribed for another client whose subscribe to the same resource was in flight too',
     async () => {
-      const dir = await pool.profile();
-      await pool.install(dir, ['surface']);
-      const host = await pool.open(dir, { idleTimeoutMs: 0 });
-      const stderr: string[] = [];
-      host.events.on('stderr', (e) => stderr.push(e.line));
-      let spawned!: () => void;
-      const spawn = new Promise<void>((resolve) => (spawned = resolve));
-      host.events.on('spawn', () => spawned());
-      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
+      const { served, stderr, spawn } = await servedSurface();
 
       const leaver = await gateways.connectHttp(served.url!, TOKEN, 'leaver');
       const stayer = await gateways.connectHttp(served.url!, TOKEN, 'stayer');
