@@ -4,34 +4,15 @@
  * (a real JSONL file) beside its host `egress` event.
  */
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/audit/auditRecord.js';
 import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
-import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
-import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
+import type { EgressEvent } from '../../src/egress/EgressProxy.js';
+import { egressTestOrigin } from '../support/egressOrigin.js';
+import { packaged } from '../support/hostHarness.js';
 
-const pool = new HostPool();
-let origin: Server;
-let originPort = 0;
-
-const resolver: EgressResolver = {
-  resolve: (name) => Promise.resolve(name === 'api.test' || name === 'other.test' ? ['203.0.113.30'] : []),
-  route: () => ({ host: '127.0.0.1', port: originPort }),
-};
-
-beforeAll(async () => {
-  origin = createServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
-  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
-  originPort = (origin.address() as AddressInfo).port;
-});
-afterEach(() => pool.cleanup());
-afterAll(() => {
-  origin.close();
-  return removePackages();
-});
+const { pool, resolver } = egressTestOrigin((name) => name === 'api.test' || name === 'other.test');
 
 // Real sandboxes and subprocesses: generous on a loaded machine (nothing here asserts a duration).
 describe('egress connections in the audit trail', { timeout: 120_000 }, () => {

@@ -6,31 +6,12 @@
  * reports the list as the plugin's only way out. An install grant narrows
  * the list.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { EgressEvent, EgressResolver } from '../../src/egress/EgressProxy.js';
-import { HostPool, jsonOf, packaged, removePackages } from '../support/hostHarness.js';
+import { describe, expect, it } from 'vitest';
+import type { EgressEvent } from '../../src/egress/EgressProxy.js';
+import { egressTestOrigin } from '../support/egressOrigin.js';
+import { jsonOf, packaged, type HostPool } from '../support/hostHarness.js';
 
-const pool = new HostPool();
-let origin: Server;
-let originPort = 0;
-
-const resolver: EgressResolver = {
-  resolve: (name) => Promise.resolve(name === 'api.test' || name.endsWith('.example.test') || name === 'other.test' ? ['203.0.113.30'] : []),
-  route: () => ({ host: '127.0.0.1', port: originPort }),
-};
-
-beforeAll(async () => {
-  origin = createServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
-  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
-  originPort = (origin.address() as AddressInfo).port;
-});
-afterEach(() => pool.cleanup());
-afterAll(() => {
-  origin.close();
-  return removePackages();
-});
+const { pool, resolver } = egressTestOrigin((name) => name === 'api.test' || name.endsWith('.example.test') || name === 'other.test');
 
 async function get(host: Awaited<ReturnType<HostPool['open']>>, url: string): Promise<Record<string, unknown>> {
   return jsonOf<{ data: Record<string, unknown> }>((await host.call('plug.host-egress.get', { url }))._unsafeUnwrap()).data;
