@@ -32,7 +32,9 @@
  * vouches for the inode it names, not for the path: a file is cleared by it
  * only while its directory's identity is unchanged (any entry added,
  * removed or renamed in a directory moves that identity, and directories
- * are always looked at by path), otherwise the file is checked by its path
+ * are always looked at by path) and the process's mount table is the one
+ * read before the descriptors were taken (a mount over a file moves no
+ * directory's identity), otherwise the file is checked by its path
  * again. The system calls are
  * synchronous (they are several times cheaper than their promise forms)
  * and run in slices between which the event loop gets its turn.
@@ -119,6 +121,12 @@ interface Tree {
   held: number;
   /** Checks of this tree in progress: its descriptors are not closed meanwhile. */
   checking: number;
+  /**
+   * The mount table when its descriptors were taken: a mount placed over a
+   * file later moves no directory's identity, so its descriptors vouch for
+   * their paths only while the table is this one.
+   */
+  mounts: string | undefined;
 }
 
 /** What happened to one path of a tree. */
@@ -421,7 +429,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   const table = createIdentityTable([...directories, ...files].map((entry) => join(root, entry.path)));
   for (const dir of directories) recordIdentity(table, dir.index, true, dir.mode, dir.known);
   for (const file of files) recordIdentity(table, file.index, false, file.mode, file.known);
-  return ok({ directories, files, table, held: 0, checking: 0 });
+  return ok({ directories, files, table, held: 0, checking: 0, mounts: undefined });
 }
 
 /** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
@@ -484,6 +492,15 @@ function descriptorBudget(): number {
   }
   if (!Number.isFinite(soft)) return 0;
   return Math.min(packageTreeDefaults.heldDescriptors, Math.floor(soft * packageTreeDefaults.heldDescriptorsShareOfOpenFileLimit));
+}
+
+/** This process's mount table, or undefined where it cannot be read (then no descriptor is held). */
+function readMountTable(): string | undefined {
+  try {
+    return readFileSync('/proc/self/mountinfo', 'latin1');
+  } catch {
+    return undefined;
+  }
 }
 
 let heldBudget: number | undefined;
@@ -557,6 +574,11 @@ function releaseRemovedTrees(): void {
  */
 async function holdDescriptors(tree: Tree): Promise<void> {
   heldBudget ??= descriptorBudget();
+  // Read before any open: a file opened after a mount over it names the mounted file, which the sweep flags.
+  const mounts = readMountTable();
+  if (tree.held > 0 && mounts !== tree.mounts && tree.checking === 0) releaseDescriptors(tree);
+  if (tree.held === 0) tree.mounts = mounts;
+  if (mounts === undefined || mounts !== tree.mounts) return;
   const wanted = tree.files.length - tree.held;
   if (wanted === 0 || tree.files.length > heldBudget || opening.has(tree)) return;
   for (const other of cachedTrees.values()) {
@@ -715,6 +737,8 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     // before that would only add an lstat per file.
     const restored = files.length > RESTORE_PROBE_FILES && files.slice(0, RESTORE_PROBE_FILES).every((file) => identityMoved(root, file));
     const verdicts = restored ? undefined : await sweepIdentities(table);
+    // Read after the sweep: a mount placed before it hid a file whose held descriptor the sweep may have cleared.
+    const mountsMoved = tree.mounts !== undefined && readMountTable() !== tree.mounts;
     for (const dir of directories) {
       if (verdicts?.[dir.index] === SWEEP_UNCHANGED) continue;
       checkDirectory(root, dir, table);
@@ -723,7 +747,7 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     for (const file of files) {
       const verdict = verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
       // A descriptor vouches for the file it was opened on; only an unchanged directory says that its name still leads there.
-      if (verdict === SWEEP_UNCHANGED && verdicts?.[file.parent] === SWEEP_UNCHANGED) continue;
+      if (verdict === SWEEP_UNCHANGED && verdicts?.[file.parent] === SWEEP_UNCHANGED && !mountsMoved) continue;
       const fd = dropHeld(tree, file.index);
       if (fd >= 0) dropped.push(fd);
       const hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
