@@ -8,15 +8,14 @@
  * the client's SDK server, which reads the client's answers.
  */
 import type { Readable, Writable } from 'node:stream';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import type { GatewayRequestExtra } from './clientForwarding.js';
 import { callForClient, type ToolCallClient, type ToolCallParams } from './clientToolCall.js';
-import { GatewayStdioTransport, type FastRequestRoute, type RequestId } from './stdioTransport.js';
+import { GatewayStdioTransport, type FastRequestRoute } from './stdioTransport.js';
 
 const PARAM_KEYS: ReadonlySet<string> = new Set(['name', 'arguments', '_meta']);
 
-const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isRequestId = (value: unknown): value is RequestId => typeof value === 'string' || Number.isSafeInteger(value);
 
 /**
  * The params of a `tools/call` the fast path serves: a string `name`,
@@ -25,13 +24,13 @@ const isRequestId = (value: unknown): value is RequestId => typeof value === 'st
  * malformed frame) is left to the SDK server, which answers it as before.
  */
 function plainParams(params: unknown): ToolCallParams | undefined {
-  if (!isPlainObject(params) || typeof params.name !== 'string') return undefined;
+  if (!isJsonObject(params) || typeof params.name !== 'string') return undefined;
   for (const key in params) if (!PARAM_KEYS.has(key)) return undefined;
   const args = params.arguments;
-  if (args !== undefined && !isPlainObject(args)) return undefined;
+  if (args !== undefined && !isJsonObject(args)) return undefined;
   const meta = params._meta;
   if (meta === undefined) return { name: params.name, arguments: args };
-  if (!isPlainObject(meta)) return undefined;
+  if (!isJsonObject(meta)) return undefined;
   for (const key in meta) if (key !== 'progressToken') return undefined;
   const token = meta.progressToken;
   if (token !== undefined && !isRequestId(token)) return undefined;

@@ -7,13 +7,11 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { droppedLineId } from '../framing/droppedLineId.js';
+import { isJsonObject } from '../framing/jsonRpcValues.js';
 import { LineReader, type OversizeLine } from '../framing/LineReader.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
-
-/** A JSON-RPC request id. */
-export type RequestId = string | number;
 
 /** Requests served beside the SDK server, before their frame is checked against its schemas. */
 export interface FastRequestRoute {
@@ -24,8 +22,6 @@ export interface FastRequestRoute {
   /** The transport closed: whatever is in flight stops. */
   close(): void;
 }
-
-const isObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * An SDK server `Transport` over stdin and stdout that lets a
@@ -110,9 +106,9 @@ export class GatewayStdioTransport implements Transport {
       this.#refuse(null, ErrorCode.ParseError, 'Parse error: the line is not JSON');
       return;
     }
-    if (isObject(message)) {
+    if (isJsonObject(message)) {
       if (message.method === 'tools/call' && 'id' in message && this.#route?.take(message) === true) return;
-      if (message.method === 'notifications/cancelled' && !('id' in message) && isObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
+      if (message.method === 'notifications/cancelled' && !('id' in message) && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
     }
     const checked = JSONRPCMessageSchema.safeParse(message);
     if (!checked.success) {

@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
 
@@ -39,23 +40,13 @@ export interface PostedMessages {
   readonly batch: boolean;
 }
 
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isRequestId(value: unknown): value is RequestId {
-  return typeof value === 'string' || Number.isInteger(value);
-}
-
 /** The structural rules of JSON-RPC 2.0 as MCP uses them; the SDK `Server` checks each method's params itself. */
 function isJsonRpcMessage(value: unknown): value is JSONRPCMessage {
-  if (!isObject(value) || value.jsonrpc !== '2.0') return false;
-  if ('method' in value) return typeof value.method === 'string' && (value.params === undefined || isObject(value.params)) && (!('id' in value) || isRequestId(value.id));
-  if ('result' in value) return isRequestId(value.id) && isObject(value.result) && !('error' in value);
+  if (!isJsonObject(value) || value.jsonrpc !== '2.0') return false;
+  if ('method' in value) return typeof value.method === 'string' && (value.params === undefined || isJsonObject(value.params)) && (!('id' in value) || isRequestId(value.id));
+  if ('result' in value) return isRequestId(value.id) && isJsonObject(value.result) && !('error' in value);
   const error = value.error;
-  return (value.id === undefined || isRequestId(value.id)) && isObject(error) && typeof error.code === 'number' && typeof error.message === 'string';
+  return (value.id === undefined || isRequestId(value.id)) && isJsonObject(error) && typeof error.code === 'number' && typeof error.message === 'string';
 }
 
 /** A message with a method and an id: a request, to be answered. */

@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, ProgressNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { droppedLineId } from '../../framing/droppedLineId.js';
+import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import { frameTooLarge, LineChannel } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES, type OversizeLine } from '../../framing/LineReader.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
@@ -39,8 +40,6 @@ export interface PluginProcessTransportOptions {
   readonly directCalls?: DirectToolCalls;
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 
 /**
  * A JSON-RPC answer whose envelope is plainly what the SDK's strict schema
@@ -56,8 +55,8 @@ function plainAnswer(message: Record<string, unknown>, id: number): DirectAnswer
   }
   if (keys !== 3 || message.jsonrpc !== '2.0') return undefined;
   const { result, error } = message;
-  if (isPlainObject(result)) return result._meta === undefined ? { id, result } : undefined;
-  if (!isPlainObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') return undefined;
+  if (isJsonObject(result)) return result._meta === undefined ? { id, result } : undefined;
+  if (!isJsonObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') return undefined;
   return { id, error: { code: error.code as number, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
 }
 
@@ -239,7 +238,7 @@ export class PluginProcessTransport implements Transport {
    * reports a message that breaks the JSON-RPC schema).
    */
   private routeDirect(direct: DirectToolCalls, parsed: unknown): boolean {
-    if (!isPlainObject(parsed)) return false;
+    if (!isJsonObject(parsed)) return false;
     if (parsed.method === undefined) {
       const id = direct.callOf(parsed.id);
       if (id === undefined) return false;
@@ -254,7 +253,7 @@ export class PluginProcessTransport implements Transport {
       return true;
     }
     if (parsed.method !== 'notifications/progress') return false;
-    const token = direct.callOf(isPlainObject(parsed.params) ? parsed.params.progressToken : undefined);
+    const token = direct.callOf(isJsonObject(parsed.params) ? parsed.params.progressToken : undefined);
     if (token === undefined) return false;
     if (!JSONRPCMessageSchema.safeParse(parsed).success) return false;
     const progress = ProgressNotificationSchema.safeParse(parsed);

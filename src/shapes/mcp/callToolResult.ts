@@ -1,12 +1,11 @@
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, type Result } from 'neverthrow';
+import { isJsonObject } from '../../framing/jsonRpcValues.js';
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 
 /** A `{ "type": "text", "text": "…" }` block and nothing else: the content block most tools answer with. */
 function isBareTextBlock(block: unknown): boolean {
-  if (!isPlainObject(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
+  if (!isJsonObject(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
   let keys = 0;
   for (const key in block) {
     if (key !== 'type' && key !== 'text') return false;
@@ -23,10 +22,10 @@ function isBareTextBlock(block: unknown): boolean {
  * base64 data and `_meta` in detail).
  */
 function isPlainCallToolResult(value: unknown): value is CallToolResult {
-  if (!isPlainObject(value) || value._meta !== undefined) return false;
+  if (!isJsonObject(value) || value._meta !== undefined) return false;
   const { content, structuredContent, isError } = value;
   if (!Array.isArray(content)) return false;
-  if (structuredContent !== undefined && !isPlainObject(structuredContent)) return false;
+  if (structuredContent !== undefined && !isJsonObject(structuredContent)) return false;
   if (isError !== undefined && typeof isError !== 'boolean') return false;
   for (const block of content) if (!isBareTextBlock(block)) return false;
   return true;
