@@ -43,9 +43,7 @@ interface PendingCall extends CallDeadline {
   readonly id: number;
   readonly settle: (outcome: DirectCallOutcome) => void;
   readonly timeoutMs: number;
-  readonly maxTotalTimeoutMs: number;
   readonly statedMaxTotalTimeoutMs: number;
-  readonly started: number;
   readonly totalDeadline: number;
   idleDeadline: number;
   readonly onProgress: ((progress: Progress) => void) | undefined;
@@ -122,9 +120,7 @@ export class DirectToolCalls {
         id,
         settle,
         timeoutMs: request.timeoutMs,
-        maxTotalTimeoutMs: request.maxTotalTimeoutMs,
         statedMaxTotalTimeoutMs: request.statedMaxTotalTimeoutMs,
-        started: now,
         totalDeadline,
         idleDeadline,
         onProgress: request.onProgress,
@@ -167,9 +163,8 @@ export class DirectToolCalls {
     if (call === undefined) return;
     const now = this.clock.now();
     if (now >= call.totalDeadline) {
-      // Progress past the cap before its deadline fired: the SDK's own words for it.
-      const reason = McpError.fromError(ErrorCode.RequestTimeout, 'Maximum total timeout exceeded', { maxTotalTimeout: call.maxTotalTimeoutMs, totalElapsed: now - call.started });
-      this.#cancel(call, reason, 'total-timeout');
+      // Progress past the cap before its deadline fired: the call ends as its deadline would have ended it.
+      this.#timeOut(call, true);
       return;
     }
     call.idleDeadline = now + call.timeoutMs;
