@@ -81,7 +81,8 @@ export class LazyStart<C> {
 
   /**
    * As {@link LazyStart.get}, but the use leaves when `leave` aborts first:
-   * it then gets `undefined`, and a start nobody else waits for is abandoned.
+   * it then gets `undefined`, and the start goes on for later uses (its
+   * failure, if nobody waits for it any more, goes to `onUnseenFailure`).
    */
   join(leave: AbortSignal): Promise<Result<C, HostError> | undefined> {
     if (this.closed) return Promise.resolve(err(this.steps.closedError()));
@@ -141,7 +142,7 @@ export class LazyStart<C> {
     if (this.current === dead) this.current = undefined;
     const started = await this.steps.start(abandoned);
     // A start cut short by close() fails because of the close, whatever it ran into.
-    if (this.closed || abandoned.aborted) {
+    if (this.closed) {
       if (started.isOk()) await this.steps.discard(started.value);
       return err(this.steps.closedError());
     }
