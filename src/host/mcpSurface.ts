@@ -68,9 +68,6 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });
       return;
-    case 'start_failed':
-      // The host's supervisor takes these (PluginRuntimes), not the event stream.
-      return;
   }
 }
 

@@ -42,6 +42,8 @@ export interface SessionContext {
   readonly onStdoutNoise: (line: string) => void;
   /** Told each list_changed, resource update and log message an MCP-speaking plugin sends. */
   readonly onNotice: (notice: McpPluginNotice) => void;
+  /** Told when a start failed after every call waiting for it left (a failure no call reports), for the crash policy. */
+  readonly onUnseenStartFailure: (failure: HostError) => void;
   /** Told how each request to its client an MCP-speaking plugin sends (of a kind it declares) ended. */
   readonly onClientRequest: (report: ClientRequestReport) => void;
 }
@@ -114,6 +116,7 @@ function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-m
     ...(clientRequests === undefined ? {} : { clientRequests }),
     ...(config.clientInfo === undefined ? {} : { clientInfo: config.clientInfo }),
     onNotice: context.onNotice,
+    onUnseenStartFailure: context.onUnseenStartFailure,
     onToolsChanged: (change) => context.onNotice({ kind: 'list_changed', list: 'tools', ...(change.mismatch === undefined ? {} : { mismatch: change.mismatch }) }),
   };
 }

@@ -75,12 +75,10 @@ export class PluginRuntimes {
     const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
     const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
-    const onNotice = (notice: McpPluginNotice): void => {
-      if (notice.kind === 'start_failed') this.#parts.onUnseenStartFailure?.(id, runtime, notice.error);
-      else emitNotice(events, id, notice);
-    };
+    const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
+    const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, failure);
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
-    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice, onClientRequest });
+    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice, onUnseenStartFailure, onClientRequest });
     if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
       if (this.#running.get(id) === runtime) this.#running.delete(id);

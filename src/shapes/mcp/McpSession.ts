@@ -74,6 +74,8 @@ export interface McpSessionOptions {
   readonly onToolsChanged?: (change: McpToolsChange) => void;
   /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
   readonly onNotice?: (notice: McpPluginNotice) => void;
+  /** Told when a start failed after every call waiting for it left: a failure no call reports. */
+  readonly onUnseenStartFailure?: (failure: HostError) => void;
   /** Timers for the total cap and exit grace. Default {@link systemClock}. */
   readonly clock?: Clock;
   /** Where warnings (tolerated stdout noise, failed refreshes) go. Default {@link silentLogger}. */
@@ -175,7 +177,7 @@ export class McpSession implements PluginSession, McpSurface {
       isLive: (connection) => !connection.closed,
       discard: (connection) => connection.end(sessionClosedError(this.shape)),
       closedError: () => sessionClosedError(this.shape),
-      onUnseenFailure: (failure) => options.onNotice?.({ kind: 'start_failed', error: failure }),
+      ...(options.onUnseenStartFailure === undefined ? {} : { onUnseenFailure: options.onUnseenStartFailure }),
     });
   }
 

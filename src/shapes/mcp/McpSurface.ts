@@ -72,17 +72,15 @@ export const SURFACE_METHODS: Readonly<Record<McpSurfaceMethod, MethodRow>> = {
 /**
  * A notification an MCP-speaking plugin sent that the host passes on. A
  * tools list_changed carries `mismatch` when the new list breaks the
- * manifest (tool calls are then refused with it). Two come from the session
- * itself: `subscription_lost`, a subscription a new process refused, and
- * `start_failed`, a start that failed after every caller waiting for it left.
+ * manifest (tool calls are then refused with it). One comes from the
+ * session itself: `subscription_lost`, a subscription a new process refused.
  */
 export type McpPluginNotice =
   | { readonly kind: 'list_changed'; readonly list: 'tools'; readonly mismatch?: HostError }
   | { readonly kind: 'list_changed'; readonly list: 'resources' | 'prompts' }
   | { readonly kind: 'resource_updated'; readonly uri: string }
   | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown }
-  | { readonly kind: 'subscription_lost'; readonly uri: string; readonly error: HostError }
-  | { readonly kind: 'start_failed'; readonly error: HostError };
+  | { readonly kind: 'subscription_lost'; readonly uri: string; readonly error: HostError };
 
 /** The subscriptions and log level a session sets on each process it starts. */
 export interface SurfaceState {
