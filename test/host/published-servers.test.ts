@@ -114,11 +114,14 @@ describe("the call's timeout and signal while the plugin starts", () => {
     await setMode(dir, 'never-initialize');
     const spawns = record(host, 'spawn');
     const exits = record(host, 'exit');
+    const quarantines = record(host, 'quarantine');
     const failed = (await host.call(op('echo'), { message: 'x' }, { timeoutMs: 2000 }))._unsafeUnwrapErr();
     expect(failed.code).toBe('PLUGIN_TIMEOUT');
     expect(failed.details).toMatchObject({ plugin_id: ID, op_id: op('echo'), waiting_for: 'the plugin to start', timeout_ms: 2000 });
     expect(spawns).toHaveLength(1);
     await waitUntil(() => exits.some((e) => e.pid === spawns[0]?.pid));
+    // The start failed with no call left waiting: it still counts, and the host writes the quarantine before the profile goes.
+    await waitUntil(() => quarantines.some((q) => q.quarantined));
   }, 15_000);
 
   it('an abort while the plugin starts fails the call with PLUGIN_CANCELLED; the process is stopped at its own start timeout', async () => {
@@ -127,12 +130,15 @@ describe("the call's timeout and signal while the plugin starts", () => {
     await setMode(dir, 'never-initialize');
     const spawns = record(host, 'spawn');
     const exits = record(host, 'exit');
+    const quarantines = record(host, 'quarantine');
     const abort = new AbortController();
     host.events.on('spawn', () => abort.abort());
     const failed = (await host.call(op('echo'), { message: 'x' }, { signal: abort.signal }))._unsafeUnwrapErr();
     expect(failed.code).toBe('PLUGIN_CANCELLED');
     expect(failed.details).toMatchObject({ plugin_id: ID, op_id: op('echo'), waiting_for: 'the plugin to start' });
     await waitUntil(() => exits.some((e) => e.pid === spawns[0]?.pid));
+    // The start failed with no call left waiting: it still counts, and the host writes the quarantine before the profile goes.
+    await waitUntil(() => quarantines.some((q) => q.quarantined));
   }, 15_000);
 });
 
