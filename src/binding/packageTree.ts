@@ -504,13 +504,11 @@ function readMountTable(): string | undefined {
 }
 
 let heldBudget: number | undefined;
-/** Trees whose descriptors are being opened. */
-const opening = new Set<Tree>();
 let heldTotal = 0;
 /** Opens between two turns of the event loop while descriptors are taken. */
 const OPENS_PER_SLICE = 512;
 
-/** Background work on held descriptors (closing, opening), one task after the other. */
+/** Background work on held descriptors (closing, opening), one task after the other: no two ever open for the same tree. */
 let descriptorWork: Promise<void> = Promise.resolve();
 
 /** Closes every descriptor `tree` holds. */
@@ -580,14 +578,13 @@ async function holdDescriptors(tree: Tree): Promise<void> {
   if (tree.held === 0) tree.mounts = mounts;
   if (mounts === undefined || mounts !== tree.mounts) return;
   const wanted = tree.files.length - tree.held;
-  if (wanted === 0 || tree.files.length > heldBudget || opening.has(tree)) return;
+  if (wanted === 0 || tree.files.length > heldBudget) return;
   for (const other of cachedTrees.values()) {
     if (heldTotal + wanted <= heldBudget) break;
     if (other !== tree && other.checking === 0) releaseDescriptors(other);
   }
   if (heldTotal + wanted > heldBudget) return;
   tree.checking++;
-  opening.add(tree);
   try {
     let opened = 0;
     for (const file of tree.files) {
@@ -605,7 +602,6 @@ async function holdDescriptors(tree: Tree): Promise<void> {
     }
   } finally {
     tree.checking--;
-    opening.delete(tree);
   }
   // Evicted or forgotten while the descriptors were opened: they belong to no cached tree.
   if (![...cachedTrees.values()].includes(tree)) releaseDescriptors(tree);
@@ -754,6 +750,7 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
       if (hashedBytes >= 0) rehashed++;
       if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();
     }
+    passed = true;
   } catch (e) {
     if (e instanceof Refusal) return err(e.error);
     return err(ioError('Checking the files of', root, e));
@@ -768,7 +765,6 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
       // Only a speed-up: a tree whose descriptors could not be taken is swept by lstat, as before.
       .catch(() => undefined);
   }
-  passed = true;
   return ok({ unchanged: files.length - rehashed, rehashed });
 }
 
