@@ -28,14 +28,17 @@
  * checked again here, in list order. After a check passed, the host opens a
  * descriptor on each file of the tree (within a budget of the process's
  * open-file limit, etc/package-tree.json) and the next sweep takes those
- * files' status with `fstat`, which skips the path walk. A descriptor
+ * files' status with `fstat`, which skips the path walk; a file whose
+ * identity moved is re-hashed through its descriptor (reads by position,
+ * no open or close), which stays held. A descriptor
  * vouches for the inode it names, not for the path: a file is cleared by it
  * only while its directory's identity is unchanged (any entry added,
  * removed or renamed in a directory moves that identity, and directories
  * are always looked at by path) and the process's mount table is the one
  * read before the descriptors were taken (a mount over a file moves no
  * directory's identity), otherwise the file is checked by its path
- * again. The system calls are
+ * again, and a mismatch is always refused from that check. Files are read
+ * with `O_NOATIME` where the kernel allows it. The system calls are
  * synchronous (they are several times cheaper than their promise forms)
  * and run in slices between which the event loop gets its turn.
  */
@@ -66,6 +69,12 @@ export interface PackageTreePin {
 
 const LIST_HEADER = 'mcp-plugin-host package tree 1';
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/**
+ * The same, leaving the file's access time alone: after a ctime moved, the
+ * first read of a file would otherwise write its inode back (relatime). The
+ * kernel grants it to the file's owner and to root only.
+ */
+const NO_ATIME_FLAGS = OPEN_FLAGS | (constants.O_NOATIME ?? 0);
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 const READ_CHUNK_BYTES = 1 << 20;
 /** Stat calls between two turns of the event loop (a few milliseconds of work). */
@@ -119,6 +128,12 @@ interface Tree {
   readonly table: IdentityTable;
   /** Descriptors held open on its files (see {@link holdDescriptors}). */
   held: number;
+  /**
+   * Per entry, the device and inode a held descriptor named when it was
+   * opened: a descriptor whose number names another file now was closed by
+   * the embedding application, and its number is that application's.
+   */
+  readonly heldAs: Float64Array;
   /** Checks of this tree in progress: its descriptors are not closed meanwhile. */
   checking: number;
   /**
@@ -177,21 +192,35 @@ function treeChange(root: string, relative: string, change: TreeChange, what: st
   );
 }
 
+/** Opens a file of a tree for reading without following a final link, with `O_NOATIME` where the kernel allows it. */
+function openForReading(path: string): number {
+  try {
+    return openSync(path, NO_ATIME_FLAGS);
+  } catch (e) {
+    if (errnoOf(e) !== 'EPERM') throw e;
+    // Not the file's owner: its access time moves, nothing else changes.
+    return openSync(path, OPEN_FLAGS);
+  }
+}
+
 let readBuffer: Buffer | undefined;
 
 /**
- * The SHA-256 of everything readable from `fd`. Synchronous, so one read
- * buffer serves every caller.
+ * The SHA-256 of everything readable from `fd`, read from offset 0 by
+ * position: a held descriptor is read again without seeking, and the
+ * descriptor's own offset is never used. Synchronous, so one read buffer
+ * serves every caller.
  */
 function hashDescriptor(fd: number): Buffer {
   readBuffer ??= Buffer.allocUnsafe(READ_CHUNK_BYTES);
   const buffer = readBuffer;
   const hash = createHash('sha256');
-  for (;;) {
-    const n = readSync(fd, buffer, 0, buffer.length, null);
+  for (let position = 0; ; ) {
+    const n = readSync(fd, buffer, 0, buffer.length, position);
     hash.update(buffer.subarray(0, n));
     // A regular file reads short only at its end: one read for a file smaller than the buffer.
     if (n < buffer.length) break;
+    position += n;
   }
   return hash.digest();
 }
@@ -230,7 +259,7 @@ interface Hashed {
 
 /** Reads and hashes one file by descriptor, checking it is the regular file `seen` described. */
 function hashFile(path: string, seen: BigIntStats): Hashed {
-  const fd = openSync(path, OPEN_FLAGS);
+  const fd = openForReading(path);
   try {
     const stat = fstatSync(fd, { bigint: true });
     if (!stat.isFile() || stat.dev !== seen.dev || stat.ino !== seen.ino) {
@@ -429,7 +458,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   const table = createIdentityTable([...directories, ...files].map((entry) => join(root, entry.path)));
   for (const dir of directories) recordIdentity(table, dir.index, true, dir.mode, dir.known);
   for (const file of files) recordIdentity(table, file.index, false, file.mode, file.known);
-  return ok({ directories, files, table, held: 0, checking: 0, mounts: undefined });
+  return ok({ directories, files, table, held: 0, heldAs: new Float64Array(2 * (directories.length + files.length)), checking: 0, mounts: undefined });
 }
 
 /** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
@@ -515,26 +544,39 @@ let descriptorWork: Promise<void> = Promise.resolve();
 function releaseDescriptors(tree: Tree): void {
   const { descriptors } = tree.table;
   for (let i = 0; i < descriptors.length; i++) {
-    const fd = dropHeld(tree, i);
-    if (fd >= 0) closeQuietly(fd);
+    const held = dropHeld(tree, i);
+    if (held !== undefined) closeHeld(held);
   }
 }
 
-/** Takes entry `index`'s descriptor out of the sweep and returns it (-1 if none), to be closed by the caller. */
-function dropHeld(tree: Tree, index: number): number {
+/** A descriptor taken out of a tree, with the file it was opened on. */
+interface DroppedDescriptor {
+  readonly fd: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+/** Takes entry `index`'s descriptor out of the sweep and returns it (undefined if none), to be closed by the caller with {@link closeHeld}. */
+function dropHeld(tree: Tree, index: number): DroppedDescriptor | undefined {
   const fd = Atomics.exchange(tree.table.descriptors, index, -1);
-  if (fd >= 0) {
-    tree.held--;
-    heldTotal--;
-  }
-  return fd;
+  if (fd < 0) return undefined;
+  tree.held--;
+  heldTotal--;
+  return { fd, dev: tree.heldAs[2 * index]!, ino: tree.heldAs[2 * index + 1]! };
 }
 
-function closeQuietly(fd: number): void {
+/**
+ * Closes a dropped descriptor unless its number names another file now: a
+ * number the embedding application closed and opened again is its own, and
+ * closing it would pull a file out from under it.
+ */
+function closeHeld({ fd, dev, ino }: DroppedDescriptor): void {
   try {
+    const stat = fstatSync(fd);
+    if (stat.dev !== dev || stat.ino !== ino) return;
     closeSync(fd);
   } catch {
-    // A read-only descriptor whose close fails has nothing to flush: it is gone either way.
+    // Closed from outside (the number is free or someone else's), or a read-only close that failed with nothing to flush.
   }
 }
 
@@ -547,16 +589,33 @@ export function packageTreesSettled(): Promise<void> {
 }
 
 /**
- * Lets go of the descriptors of trees whose install root is gone or was
- * replaced (a removed or upgraded plugin), so that their files' space is
- * freed; one `lstat` per tree holding descriptors.
+ * Lets go of the descriptors of trees whose files were deleted (a removed
+ * or upgraded plugin), so that their space is freed. Run on the background
+ * chain after a check, never on a check's own path; the signal is the link
+ * count of one held file, read with `fstat` (no path walk): a deleted
+ * file's is 0, which is exactly when a held descriptor keeps its space.
  */
 function releaseRemovedTrees(): void {
   for (const tree of cachedTrees.values()) {
     if (tree.held === 0 || tree.checking > 0) continue;
-    const root = tree.table.paths[0]!;
-    const stat = lstatOrUndefined(root);
-    if (stat === undefined || stat.ino !== tree.directories[0]!.known.ino || stat.dev !== tree.directories[0]!.known.dev) releaseDescriptors(tree);
+    const { descriptors } = tree.table;
+    let index = tree.directories.length;
+    while (index < descriptors.length && descriptors[index]! < 0) index++;
+    if (index === descriptors.length) continue;
+    const stat = heldStatus(tree, index);
+    // A number that is not ours anymore is forgotten without a close; the tree's other files are looked at next time.
+    if (stat === undefined) dropHeld(tree, index);
+    else if (stat.nlink === 0) releaseDescriptors(tree);
+  }
+}
+
+/** The status of entry `index`'s held descriptor, undefined when its number no longer names the file it was opened on. */
+function heldStatus(tree: Tree, index: number): Stats | undefined {
+  try {
+    const stat = fstatSync(tree.table.descriptors[index]!);
+    return stat.dev === tree.heldAs[2 * index] && stat.ino === tree.heldAs[2 * index + 1] ? stat : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -564,11 +623,11 @@ function releaseRemovedTrees(): void {
  * After a check passed, opens a descriptor on every file of `tree` that has
  * none, within the process's budget (trees used least recently give theirs
  * up first): the next sweep takes those files' status by `fstat`, which
- * skips the path walk that is most of an `lstat`'s cost. A descriptor
- * opened here may already name another file than the one checked (a swap
- * right after the check): the sweep compares its status with the recorded
- * identity, which that file does not have, and the file is checked again
- * by its path.
+ * skips the path walk that is most of an `lstat`'s cost, and a file whose
+ * identity moved is re-hashed through it. A descriptor is held only on the
+ * inode the check found holding the pinned bytes (a file swapped right
+ * after the check is checked by its path next time), and its device and
+ * inode are recorded for {@link closeHeld}.
  */
 async function holdDescriptors(tree: Tree): Promise<void> {
   heldBudget ??= descriptorBudget();
@@ -590,11 +649,25 @@ async function holdDescriptors(tree: Tree): Promise<void> {
     for (const file of tree.files) {
       if (tree.table.descriptors[file.index]! >= 0) continue;
       let fd: number;
+      let stat: Stats;
       try {
-        fd = openSync(tree.table.paths[file.index]!, OPEN_FLAGS);
+        fd = openForReading(tree.table.paths[file.index]!);
       } catch {
         continue;
       }
+      try {
+        stat = fstatSync(fd);
+      } catch {
+        closeSync(fd);
+        continue;
+      }
+      // Another file than the one checked (swapped since): not held, and checked by its path next time.
+      if (stat.dev !== file.known.dev || stat.ino !== file.known.ino) {
+        closeSync(fd);
+        continue;
+      }
+      tree.heldAs[2 * file.index] = stat.dev;
+      tree.heldAs[2 * file.index + 1] = stat.ino;
       Atomics.store(tree.table.descriptors, file.index, fd);
       tree.held++;
       heldTotal++;
@@ -611,14 +684,15 @@ function lstatOrUndefined(path: string): Stats | undefined {
   return lstatSync(path, { throwIfNoEntry: false });
 }
 
-function checkDirectory(root: string, dir: TreeDirectory, table: IdentityTable): void {
+/** Checks one directory by its `lstat`; returns whether its identity is the one recorded (its entries were not listed again). */
+function checkDirectory(root: string, dir: TreeDirectory, table: IdentityTable): boolean {
   const abs = join(root, dir.path);
   const stat = lstatOrUndefined(abs);
   if (stat === undefined) throw treeChange(root, dir.path, 'removed', 'was removed');
   if (!stat.isDirectory()) throw treeChange(root, dir.path, 'changed', 'is no longer a directory');
   if (permissionsOf(stat) !== dir.mode) throw treeChange(root, dir.path, 'changed', `changed mode (${permissionsOf(stat).toString(8)}, pinned ${dir.mode.toString(8)})`);
   const k = dir.known;
-  if (k.ctimeMs === stat.ctimeMs && k.ino === stat.ino && k.mtimeMs === stat.mtimeMs && k.dev === stat.dev) return;
+  if (k.ctimeMs === stat.ctimeMs && k.ino === stat.ino && k.mtimeMs === stat.mtimeMs && k.dev === stat.dev) return true;
   const names = readdirSync(abs);
   for (const name of names) {
     if (dir.path === '.' && name === PACKAGE_TREE_LIST_NAME) continue;
@@ -627,6 +701,7 @@ function checkDirectory(root: string, dir: TreeDirectory, table: IdentityTable):
   // Every name listed is one of the children; a count below theirs means one is gone (found below, by its lstat).
   dir.known = { ...identityOf(stat), size: DIRECTORY_SIZE };
   recordIdentity(table, dir.index, true, dir.mode, dir.known);
+  return false;
 }
 
 /** The checks a file's status must pass before its identity or bytes count. */
@@ -664,7 +739,7 @@ function checkFileOpened(check: FileCheck, file: TreeFile): number {
   const abs = join(root, file.path);
   let fd: number;
   try {
-    fd = openSync(abs, OPEN_FLAGS);
+    fd = openForReading(abs);
   } catch (e) {
     const code = errnoOf(e);
     if (code === 'ENOENT' || code === 'ENOTDIR') throw treeChange(root, file.path, 'removed', 'was removed');
@@ -679,6 +754,41 @@ function checkFileOpened(check: FileCheck, file: TreeFile): number {
   } finally {
     closeSync(fd);
   }
+}
+
+/** What {@link rehashHeld} returns when the file must be checked by its path instead. */
+const BY_PATH = -2;
+
+/**
+ * Checks one file through the descriptor the host holds on it, for a file
+ * whose path still leads to that descriptor's inode (its directory's
+ * identity and the mount table unchanged): one `fstat` and reads by
+ * position from offset 0, no open, no close, and the descriptor stays held.
+ * Returns -1 when its identity vouched for it, the bytes hashed when they
+ * are the pinned ones, or {@link BY_PATH}: no descriptor, a number that
+ * names another file now (forgotten, not closed), another mode, or other
+ * bytes. It never refuses: the check by path decides, and names the path.
+ */
+function rehashHeld(check: FileCheck, tree: Tree, file: TreeFile): number {
+  if (tree.table.descriptors[file.index]! < 0) return BY_PATH;
+  const stat = heldStatus(tree, file.index);
+  if (stat === undefined) {
+    dropHeld(tree, file.index);
+    return BY_PATH;
+  }
+  if (permissionsOf(stat) !== file.mode) return BY_PATH;
+  if (sameIdentity(file.known, stat)) return -1;
+  let digest: Buffer;
+  try {
+    digest = hashDescriptor(tree.table.descriptors[file.index]!);
+  } catch {
+    return BY_PATH;
+  }
+  if (stat.size !== file.size || !file.digest.equals(digest)) return BY_PATH;
+  // The status taken before the reads: a write during them moved the ctime past it, so the next check hashes the file again.
+  file.known = identityOf(stat);
+  recordIdentity(check.table, file.index, false, file.mode, file.known);
+  return stat.size;
 }
 
 /** Compares a re-hashed file with its pin, and remembers its identity when it holds the pinned bytes. */
@@ -704,18 +814,19 @@ function checkHashed(check: FileCheck, file: TreeFile, abs: string, digest: Buff
   return stat.size;
 }
 
-/**
- * Sweeps every entry's identity (see identitySweep.ts), then checks on
- * this thread, in list order, only the entries the sweep flagged: a
- * directory whose identity moved is listed again, a file whose identity
- * moved is hashed again, anything else is looked at again and refused.
- */
 /** Whether a file's identity moved while it stayed a regular file with its pinned mode (a copy or a restore moves them all). */
 function identityMoved(root: string, file: TreeFile): boolean {
   const stat = lstatOrUndefined(join(root, file.path));
   return stat !== undefined && stat.isFile() && permissionsOf(stat) === file.mode && !sameIdentity(file.known, stat);
 }
 
+/**
+ * Sweeps every entry's identity (see identitySweep.ts), then checks on
+ * this thread, in list order, only the entries the sweep flagged: a
+ * directory whose identity moved is listed again, a file whose identity
+ * moved is hashed again (through its held descriptor while its path still
+ * leads there), anything else is looked at again and refused.
+ */
 async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
   const loaded = await loadTree(root, pin);
   if (loaded.isErr()) return err(loaded.error);
@@ -725,8 +836,7 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
   const slicer = new Slicer();
   let rehashed = 0;
   let passed = false;
-  const dropped: number[] = [];
-  releaseRemovedTrees();
+  const dropped: DroppedDescriptor[] = [];
   tree.checking++;
   try {
     // A tree whose first files all moved was copied or restored: every file is opened and re-hashed, and a sweep
@@ -735,18 +845,22 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     const verdicts = restored ? undefined : await sweepIdentities(table);
     // Read after the sweep: a mount placed before it hid a file whose held descriptor the sweep may have cleared.
     const mountsMoved = tree.mounts !== undefined && readMountTable() !== tree.mounts;
+    const directoryUnchanged = new Uint8Array(directories.length);
     for (const dir of directories) {
-      if (verdicts?.[dir.index] === SWEEP_UNCHANGED) continue;
-      checkDirectory(root, dir, table);
+      directoryUnchanged[dir.index] = verdicts?.[dir.index] === SWEEP_UNCHANGED || checkDirectory(root, dir, table) ? 1 : 0;
       if (slicer.due()) await nextTurn();
     }
     for (const file of files) {
       const verdict = verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
       // A descriptor vouches for the file it was opened on; only an unchanged directory says that its name still leads there.
-      if (verdict === SWEEP_UNCHANGED && verdicts?.[file.parent] === SWEEP_UNCHANGED && !mountsMoved) continue;
-      const fd = dropHeld(tree, file.index);
-      if (fd >= 0) dropped.push(fd);
-      const hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
+      const pathLeadsToHeld = directoryUnchanged[file.parent] === 1 && !mountsMoved;
+      if (verdict === SWEEP_UNCHANGED && pathLeadsToHeld) continue;
+      let hashedBytes = verdict === SWEEP_IDENTITY_MOVED && pathLeadsToHeld ? rehashHeld(check, tree, file) : BY_PATH;
+      if (hashedBytes === BY_PATH) {
+        const held = dropHeld(tree, file.index);
+        if (held !== undefined) dropped.push(held);
+        hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
+      }
       if (hashedBytes >= 0) rehashed++;
       if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();
     }
@@ -759,7 +873,8 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
     // Closed and opened again after the check, beside the spawn it gates rather than before it.
     descriptorWork = descriptorWork
       .then(async () => {
-        for (const fd of dropped) closeQuietly(fd);
+        for (const held of dropped) closeHeld(held);
+        releaseRemovedTrees();
         if (passed) await holdDescriptors(tree);
       })
       // Only a speed-up: a tree whose descriptors could not be taken is swept by lstat, as before.

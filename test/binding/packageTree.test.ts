@@ -91,10 +91,12 @@ describe('package tree pins', () => {
     expect((await verifyPackageTree(kept, pins[1]!)).isOk()).toBe(true);
     await packageTreesSettled();
     expect([await heldIn(removed), await heldIn(kept)]).toEqual([FILES + 1, FILES + 1]);
-    // An uninstalled version: the next check of any tree lets its files go, so that their space is freed.
+    // An uninstalled version: the background work after the next check of any tree lets its deleted files go, so that their space is freed.
     await rm(removed, { recursive: true });
     expect((await verifyPackageTree(kept, pins[1]!)).isOk()).toBe(true);
+    await packageTreesSettled();
     expect(await heldIn(removed)).toBe(0);
+    expect(await heldIn(kept)).toBe(FILES + 1);
     forgetPackageTrees();
     expect(await heldIn(kept)).toBe(0);
   });
