@@ -15,11 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bindExecutable, verifyExecutableBinding } from '../src/binding/ExecutableBinding.js';
 import { startSweepWorkers } from '../src/binding/identitySweep.js';
-import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, packageTreesSettled, pinPackageTree, verifyPackageTree, type PackageTreePin } from '../src/binding/packageTree.js';
+import { forgetPackageTrees, PACKAGE_TREE_LIST_NAME, packageTreesSettled, pinPackageTree, releasePackageTreeDescriptors, verifyPackageTree, type PackageTreePin } from '../src/binding/packageTree.js';
 import { sha256OfHandle } from '../src/binding/sha256.js';
 import { unverifiedCommand } from '../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../src/sandbox/SandboxSpawner.js';
-import { comparison, median, result, timeMs, type BenchResult } from './harness.js';
+import { median, result, timeMs, type BenchResult } from './harness.js';
 
 const MiB = 1 << 20;
 
@@ -222,6 +222,7 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
   const check = async (): Promise<void> => void (await verifyPackageTree(root, pin))._unsafeUnwrap();
   const unchanged: number[] = [];
   const rehash: number[] = [];
+  const rehashByPath: number[] = [];
   const plainRead: number[] = [];
   const inMemory: number[] = [];
   const firstCheck: number[] = [];
@@ -236,7 +237,6 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
       async () => {
         moveEveryCtime();
         rehash.push(await timeMs(check));
-        // The re-hash let go of every descriptor it found stale; a host reopens them after the check, between spawns.
         await packageTreesSettled();
         unchanged.push(await timeMs(check));
       },
@@ -244,11 +244,20 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
         moveEveryCtime();
         plainRead.push(await timeMs(readAndHash));
       },
+      async () => {
+        // No descriptor held (a process's first check, a tree over the descriptor budget): every file opened by its path.
+        releasePackageTreeDescriptors();
+        moveEveryCtime();
+        rehashByPath.push(await timeMs(check));
+        // The host takes its descriptors again after the check, between spawns.
+        await packageTreesSettled();
+      },
     ];
-    for (const side of i % 2 === 0 ? sides : sides.reverse()) await side();
+    // Rotated, so that no side always runs on the cache state another left.
+    for (let k = 0; k < sides.length; k++) await sides[(i + k) % sides.length]!();
     inMemory.push(await timeMs(() => contents.forEach((c) => createHash('sha256').update(c).digest('hex'))));
   }
-  for (const runs of [unchanged, rehash, plainRead, inMemory]) runs.splice(0, 2);
+  for (const runs of [unchanged, rehash, rehashByPath, plainRead, inMemory]) runs.splice(0, 2);
   // Pinned afresh, so that the identities in the list hold: a host process's first check of an unchanged tree.
   rmSync(join(root, PACKAGE_TREE_LIST_NAME));
   const repinned = (await pinPackageTree(root))._unsafeUnwrap();
@@ -263,13 +272,15 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
       name: 'verify a 5,000-file, 20 MB package tree at spawn, unchanged (stat identities)',
       baselineName: 'full re-hash of the same tree (every ctime moved, list already parsed)',
       unit: 'ms',
-      compare: 'ratio',
-      target: 0.1,
+      // The issue asks ≤ 5 ms absolute or ≤ 0.1× a full re-hash: the figure itself is checked, the ratios are in the note.
+      compare: 'absolute',
+      target: 5,
       better: 'lower',
     },
     unchanged,
     rehash,
   );
+  const toRehashByPath = spawnCheck.value / median(rehashByPath);
   const throughput = result(
     {
       name: 'package tree full re-hash throughput',
@@ -287,11 +298,11 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
   return [
     {
       ...spawnCheck,
-      note: `10 paired runs after two warm-ups; absolute ${spawnCheck.value.toFixed(1)} ms (issue target ≤ 5 ms absolute or ≤ 0.1× the re-hash: ${spawnCheck.value <= 5 || comparison(spawnCheck) <= 0.1 ? 'met' : 'not met'}). One synchronous number-mode fstat per file, through a descriptor the host opened on it after the previous check passed (an lstat walks the file's path, which costs about as much again here), and an lstat per directory (about 5,250 calls), swept by the host's thread and ${sweepWorkers ? 'worker threads' : 'no worker thread (none could start)'} claiming 64-entry chunks (src/binding/identitySweep.ts); measured once the descriptor work of the check before had finished; the re-hash baseline hashes on the host's thread. At spawn the check also overlaps the sandbox setup (see the spawn latency row). The first check in a process also reads and parses the 850 KB list and sweeps by lstat: ${median(firstCheck).toFixed(1)} ms in all; opening the 5,000 descriptors after it, in slices beside the spawn: ${median(takeDescriptors).toFixed(1)} ms.`,
+      note: `10 paired runs after two warm-ups; issue target ≤ 5 ms absolute or ≤ 0.1× a full re-hash, checked on the figure: ${(spawnCheck.value / spawnCheck.baseline).toFixed(3)}× the re-hash through held descriptors (the baseline shown), ${toRehashByPath.toFixed(3)}× the re-hash by path (${median(rehashByPath).toFixed(1)} ms). One synchronous number-mode fstat per file, through a descriptor the host opened on it after the previous check passed (an lstat walks the file's path, which costs about as much again here), and an lstat per directory (about 5,250 calls), swept by the host's thread and ${sweepWorkers ? 'worker threads' : 'no worker thread (none could start)'} claiming 64-entry chunks (src/binding/identitySweep.ts); measured once the descriptor work of the check before had finished; the re-hash baseline hashes on the host's thread. At spawn the check also overlaps the sandbox setup (see the spawn latency row). The first check in a process also reads and parses the 850 KB list and sweeps by lstat: ${median(firstCheck).toFixed(1)} ms in all; opening the 5,000 descriptors after it, in slices beside the spawn: ${median(takeDescriptors).toFixed(1)} ms.`,
     },
     {
       ...throughput,
-      note: `Against hashing the same bytes already in memory (${memoryMbps.toFixed(0)} MB/s) the ratio is ${(throughput.value / memoryMbps).toFixed(2)}: with 4 KiB files the cost is the 5,000 opens and reads, not SHA-256. 10 paired runs after two warm-ups, ctimes moved before each side, order alternated.`,
+      note: `10 paired runs after two warm-ups, ctimes moved before each side, order rotated; both sides on the host's thread alone. The re-hash reads each file through the descriptor the host took on it after the previous check (one fstat and positional reads from offset 0, with O_NOATIME; no open, no close, and the descriptor stays held), which its unchanged directory and mount table vouch still names the file at its path; the baseline opens, stats, reads and closes each file. With no descriptor held (a process's first check, a copied or restored tree, a tree over the descriptor budget) each file is opened by its path: ${median(rehashByPath.map(mbps)).toFixed(0)} MB/s, ${(median(rehashByPath.map(mbps)) / median(plainRead.map(mbps))).toFixed(2)}× the baseline. Against hashing the same bytes already in memory (${memoryMbps.toFixed(0)} MB/s) the ratio is ${(throughput.value / memoryMbps).toFixed(2)}: with 4 KiB files the cost is the system calls per file, not SHA-256.`,
     },
     latency,
   ];

@@ -896,6 +896,11 @@ export function verifyPackageTree(installRoot: string, pin: PackageTreePin, exec
   return new ResultAsync(verify(installRoot, pin, executablePath));
 }
 
+/** Closes every descriptor the trees of this process hold, keeping their lists (for benchmarks that measure a check by path). */
+export function releasePackageTreeDescriptors(): void {
+  for (const tree of cachedTrees.values()) releaseDescriptors(tree);
+}
+
 /** Forgets every list and identity this process remembered (for benchmarks that measure a first check). */
 export function forgetPackageTrees(): void {
   for (const tree of cachedTrees.values()) {
