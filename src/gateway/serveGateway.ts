@@ -89,6 +89,57 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
 }
 
 /**
+ * Which plugins a gateway offers, and the one place that decides its clients
+ * are told the list changed. The poll, `catalog:changed` and `quarantine` all
+ * only ask for a check; checks run one at a time against the last offered
+ * set, so a change seen by several of them is told once.
+ */
+class OfferedPlugins {
+  readonly #host: PluginHost;
+  readonly #changed: () => void;
+  #fingerprint: string;
+  #checking = false;
+  #again = false;
+  /** An upgrade keeps the id and may keep the version, so the fingerprint alone does not show it. */
+  #upgraded = false;
+
+  constructor(host: PluginHost, fingerprint: string, changed: () => void) {
+    this.#host = host;
+    this.#fingerprint = fingerprint;
+    this.#changed = changed;
+  }
+
+  /** Reads the plugins again (after the check in progress, if any) and tells the clients when what they are offered changed. */
+  check(upgraded = false): void {
+    this.#upgraded ||= upgraded;
+    if (this.#checking) {
+      this.#again = true;
+      return;
+    }
+    if (this.#host.closed) return;
+    this.#checking = true;
+    void this.#host.list().match(
+      (rows) => this.#checked(activeFingerprint(rows)),
+      () => this.#checked(this.#fingerprint),
+    );
+  }
+
+  #checked(fingerprint: string): void {
+    const upgraded = this.#upgraded;
+    this.#upgraded = false;
+    if (fingerprint !== this.#fingerprint || upgraded) {
+      this.#fingerprint = fingerprint;
+      this.#changed();
+    }
+    this.#checking = false;
+    if (this.#again) {
+      this.#again = false;
+      this.check();
+    }
+  }
+}
+
+/**
  * Serves every active plugin of `host` as one MCP server: `tools/list`
  * under op ids with the plugins' schemas, titles and annotations;
  * `tools/call` through `host.call` under each client's risk ceiling, with
@@ -138,28 +189,12 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   };
 
   return host.list().andThen((rows) => {
-    let fingerprint = activeFingerprint(rows);
-    let polling = false;
-    const poll = setInterval(() => {
-      if (polling || host.closed) return;
-      polling = true;
-      void host.list().match(
-        (now) => {
-          polling = false;
-          const next = activeFingerprint(now);
-          if (next === fingerprint) return;
-          fingerprint = next;
-          notifyPluginsChanged();
-        },
-        () => {
-          polling = false;
-        },
-      );
-    }, pollMs);
+    const offered = new OfferedPlugins(host, activeFingerprint(rows), notifyPluginsChanged);
+    const poll = setInterval(() => offered.check(), pollMs);
     poll.unref();
     const unsubscribers = [
-      host.events.on('quarantine', notifyPluginsChanged),
-      host.events.on('catalog:changed', notifyPluginsChanged),
+      host.events.on('quarantine', () => offered.check()),
+      host.events.on('catalog:changed', (change) => offered.check(change.upgraded.length > 0)),
       host.events.on('list_changed', (change) => (change.list === 'tools' ? notifyToolsChanged() : notifySurfaceChanged(change.list))),
       host.events.on('resource:updated', (update) => subscriptions.updated(update.plugin_id, update.uri)),
       host.events.on('resource:subscription_lost', (lost) => subscriptions.lost(lost.plugin_id, lost.uri)),

@@ -48,26 +48,32 @@ export interface CatalogWatchParts {
  */
 export class CatalogWatch {
   readonly #parts: CatalogWatchParts;
-  #seen: CatalogSnapshot;
   #timer: NodeJS.Timeout | undefined;
+  #stopFollowing: (() => void) | undefined;
   #reading = false;
 
   constructor(parts: CatalogWatchParts) {
     this.#parts = parts;
-    this.#seen = parts.catalog.snapshot;
   }
 
-  /** Starts polling; the timer does not keep the process alive. */
+  /**
+   * Starts polling, and follows every generation the host's catalog moves
+   * to, whichever read moved it (this poll, `list()`, a call's lookup): each
+   * change is reported once. The timer does not keep the process alive.
+   */
   start(): void {
     if (this.#timer !== undefined) return;
+    this.#stopFollowing = this.#parts.catalog.onMoved((before, after) => this.#follow(before, after));
     this.#timer = setInterval(() => void this.#poll(), this.#parts.pollMs);
     this.#timer.unref();
   }
 
-  /** Stops polling. */
+  /** Stops polling and following. */
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#stopFollowing?.();
+    this.#stopFollowing = undefined;
   }
 
   async #poll(): Promise<void> {
@@ -75,21 +81,18 @@ export class CatalogWatch {
     this.#reading = true;
     try {
       const read = await this.#parts.catalog.refresh();
-      if (read.isErr()) {
-        this.#parts.logger.warn({ code: read.error.code }, 'hot reload could not read the catalog; trying again on the next poll');
-        return;
-      }
-      const next = read.value;
-      if (next.txid === this.#seen.txid) return;
-      const change = catalogChange(this.#seen, next);
-      this.#seen = next;
-      if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
-      for (const id of change.removed) this.#retireStale(id, 'removed');
-      for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
-      this.#parts.events.emit('catalog:changed', change);
+      if (read.isErr()) this.#parts.logger.warn({ code: read.error.code }, 'hot reload could not read the catalog; trying again on the next poll');
     } finally {
       this.#reading = false;
     }
+  }
+
+  #follow(before: CatalogSnapshot, after: CatalogSnapshot): void {
+    const change = catalogChange(before, after);
+    if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
+    for (const id of change.removed) this.#retireStale(id, 'removed');
+    for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
+    this.#parts.events.emit('catalog:changed', change);
   }
 
   /**

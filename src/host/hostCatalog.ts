@@ -20,6 +20,7 @@ export class HostCatalog {
   #indexed: CatalogSnapshot | undefined;
   #index = new Map<string, InstalledPlugin>();
   #operations: ReadonlyMap<string, NamedOperation<InstalledPlugin>> = new Map();
+  readonly #movedListeners = new Set<(before: CatalogSnapshot, after: CatalogSnapshot) => void>();
 
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
     this.#store = store;
@@ -33,10 +34,18 @@ export class HostCatalog {
 
   /** Reads the catalog again (another host may have changed it). */
   refresh(): ResultAsync<CatalogSnapshot, HostError> {
-    return this.#store.snapshot().map((snapshot) => {
-      this.#snapshot = snapshot;
-      return snapshot;
-    });
+    return this.#store.snapshot().map((snapshot) => this.#move(snapshot));
+  }
+
+  /**
+   * Tells `listener` each time this host's snapshot moves to another
+   * generation, whichever read or write moved it: the one place a change is
+   * seen, so no two observers of the catalog report one change twice.
+   * Returns a function that stops telling it.
+   */
+  onMoved(listener: (before: CatalogSnapshot, after: CatalogSnapshot) => void): () => void {
+    this.#movedListeners.add(listener);
+    return () => this.#movedListeners.delete(listener);
   }
 
   /** One plugin as the catalog holds it now, or PLUGIN_NOT_FOUND. */
@@ -66,9 +75,18 @@ export class HostCatalog {
         return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
       })
       .map((snapshot) => {
-        this.#snapshot = snapshot;
+        this.#move(snapshot);
         return snapshot.contents.states[pluginId]!;
       });
+  }
+
+  /** Moves to `snapshot` unless a newer generation was already seen (two reads in flight may finish out of order); returns the snapshot now held. */
+  #move(snapshot: CatalogSnapshot): CatalogSnapshot {
+    const before = this.#snapshot;
+    if (snapshot.txid === before.txid || snapshot.install_generation < before.install_generation) return before;
+    this.#snapshot = snapshot;
+    for (const listener of this.#movedListeners) listener(before, snapshot);
+    return snapshot;
   }
 
   /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */

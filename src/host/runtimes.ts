@@ -64,9 +64,9 @@ export class PluginRuntimes {
     const existing = this.#running.get(id);
     if (existing !== undefined && !existing.closed) {
       if (sameInstall(this.#origins.get(existing)?.binding, plugin.lock.binding)) return ok(existing);
-      // The snapshot already names another install of the plugin (an upgrade published by another process, read
-      // before the catalog watch retired this session): a call checked against the new version must not run on the
-      // old code, so the old session drains and this call starts the new one.
+      // The snapshot already names another install of the plugin (an upgrade published by another process, on a host
+      // without hotReload, whose catalog watch would have retired this session when the snapshot moved): a call
+      // checked against the new version must not run on the old code, so the old session drains and this call starts the new one.
       void this.retire(id, 'upgraded', this.#parts.config.drainTimeoutMs);
       this.release(id);
     }
