@@ -52,7 +52,20 @@ import { openInsideRoot } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
 import { errnoOf, ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
-import { createIdentityTable, recordIdentity, releaseIdentityTable, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_UNCHANGED, type IdentityTable } from './identitySweep.js';
+import {
+  createIdentityTable,
+  hashByPath,
+  recordDigest,
+  recordIdentity,
+  releaseIdentityTable,
+  sweepIdentities,
+  SWEEP_IDENTITY_MOVED,
+  SWEEP_UNCHANGED,
+  TREE_OPEN_FLAGS,
+  TREE_OPEN_FLAGS_NO_ATIME,
+  type IdentityTable,
+  type RecordedIdentity,
+} from './identitySweep.js';
 
 /** The name of the file list inside an install root. The `:` keeps it apart from every package entry. */
 export const PACKAGE_TREE_LIST_NAME = '.mcp-plugin-host:files';
@@ -68,13 +81,6 @@ export interface PackageTreePin {
 }
 
 const LIST_HEADER = 'mcp-plugin-host package tree 1';
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-/**
- * The same, leaving the file's access time alone: after a ctime moved, the
- * first read of a file would otherwise write its inode back (relatime). The
- * kernel grants it to the file's owner and to root only.
- */
-const NO_ATIME_FLAGS = OPEN_FLAGS | (constants.O_NOATIME ?? 0);
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 const READ_CHUNK_BYTES = 1 << 20;
 /** Stat calls between two turns of the event loop (a few milliseconds of work). */
@@ -195,11 +201,11 @@ function treeChange(root: string, relative: string, change: TreeChange, what: st
 /** Opens a file of a tree for reading without following a final link, with `O_NOATIME` where the kernel allows it. */
 function openForReading(path: string): number {
   try {
-    return openSync(path, NO_ATIME_FLAGS);
+    return openSync(path, TREE_OPEN_FLAGS_NO_ATIME);
   } catch (e) {
     if (errnoOf(e) !== 'EPERM') throw e;
     // Not the file's owner: its access time moves, nothing else changes.
-    return openSync(path, OPEN_FLAGS);
+    return openSync(path, TREE_OPEN_FLAGS);
   }
 }
 
@@ -457,7 +463,10 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   if (directories[0]?.path !== '.') return bad(2);
   const table = createIdentityTable([...directories, ...files].map((entry) => join(root, entry.path)));
   for (const dir of directories) recordIdentity(table, dir.index, true, dir.mode, dir.known);
-  for (const file of files) recordIdentity(table, file.index, false, file.mode, file.known);
+  for (const file of files) {
+    recordIdentity(table, file.index, false, file.mode, file.known);
+    recordDigest(table, file.index, file.digest);
+  }
   return ok({ directories, files, table, held: 0, heldAs: new Float64Array(2 * (directories.length + files.length)), checking: 0, mounts: undefined });
 }
 
@@ -786,9 +795,7 @@ function rehashHeld(check: FileCheck, tree: Tree, file: TreeFile): number {
   }
   if (stat.size !== file.size || !file.digest.equals(digest)) return BY_PATH;
   // The status taken before the reads: a write during them moved the ctime past it, so the next check hashes the file again.
-  file.known = identityOf(stat);
-  recordIdentity(check.table, file.index, false, file.mode, file.known);
-  return stat.size;
+  return recordRehashed(check, file, stat);
 }
 
 /** Compares a re-hashed file with its pin, and remembers its identity when it holds the pinned bytes. */
@@ -809,9 +816,14 @@ function checkHashed(check: FileCheck, file: TreeFile, abs: string, digest: Buff
     }
     throw treeChange(check.root, file.path, 'changed', 'changed', { expected_sha256: file.sha256, actual_sha256: actual });
   }
-  file.known = identityOf(stat);
+  return recordRehashed(check, file, stat);
+}
+
+/** Remembers the identity found holding a file's pinned bytes; returns the bytes hashed. */
+function recordRehashed(check: FileCheck, file: TreeFile, seen: RecordedIdentity): number {
+  file.known = { dev: seen.dev, ino: seen.ino, size: seen.size, mtimeMs: seen.mtimeMs, ctimeMs: unmatchable(seen.dev, seen.ino, seen.ctimeMs) };
   recordIdentity(check.table, file.index, false, file.mode, file.known);
-  return stat.size;
+  return seen.size;
 }
 
 /** Whether a file's identity moved while it stayed a regular file with its pinned mode (a copy or a restore moves them all). */
@@ -850,16 +862,24 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
       directoryUnchanged[dir.index] = verdicts?.[dir.index] === SWEEP_UNCHANGED || checkDirectory(root, dir, table) ? 1 : 0;
       if (slicer.due()) await nextTurn();
     }
+    const verdictOf = (file: TreeFile): number => verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
+    // A descriptor vouches for the file it was opened on; only an unchanged directory says that its name still leads there.
+    const pathLeadsToHeld = (file: TreeFile): boolean => directoryUnchanged[file.parent] === 1 && !mountsMoved;
+    // Files to re-hash that no held descriptor can serve: hashed by path first, on every thread (see hashByPath).
+    const byPath = files.filter((file) => verdictOf(file) === SWEEP_IDENTITY_MOVED && !(pathLeadsToHeld(file) && table.descriptors[file.index]! >= 0)).map((file) => file.index);
+    const pass = byPath.length > 0 ? await hashByPath(table, byPath) : undefined;
+    let nextByPath = 0;
     for (const file of files) {
-      const verdict = verdicts?.[file.index] ?? SWEEP_IDENTITY_MOVED;
-      // A descriptor vouches for the file it was opened on; only an unchanged directory says that its name still leads there.
-      const pathLeadsToHeld = directoryUnchanged[file.parent] === 1 && !mountsMoved;
-      if (verdict === SWEEP_UNCHANGED && pathLeadsToHeld) continue;
-      let hashedBytes = verdict === SWEEP_IDENTITY_MOVED && pathLeadsToHeld ? rehashHeld(check, tree, file) : BY_PATH;
+      const verdict = verdictOf(file);
+      if (verdict === SWEEP_UNCHANGED && pathLeadsToHeld(file)) continue;
+      const inPass = byPath[nextByPath] === file.index ? nextByPath++ : -1;
+      let hashedBytes = inPass < 0 && verdict === SWEEP_IDENTITY_MOVED && pathLeadsToHeld(file) ? rehashHeld(check, tree, file) : BY_PATH;
       if (hashedBytes === BY_PATH) {
         const held = dropHeld(tree, file.index);
         if (held !== undefined) dropped.push(held);
-        hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
+        if (inPass >= 0 && pass!.pinned(inPass)) hashedBytes = recordRehashed(check, file, pass!.identity(inPass));
+        // Not cleared by the pass (or never in it): checked here, where a refusal names the path.
+        else hashedBytes = verdict === SWEEP_IDENTITY_MOVED ? checkFileOpened(check, file) : checkFile(check, file);
       }
       if (hashedBytes >= 0) rehashed++;
       if (slicer.due(Math.max(hashedBytes, 0))) await nextTurn();

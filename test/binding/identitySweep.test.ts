@@ -12,7 +12,8 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lstatSync } from 'node:fs';
-import { createIdentityTable, recordIdentity, startSweepWorkers, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_LOOK_AGAIN, SWEEP_UNCHANGED } from '../../src/binding/identitySweep.js';
+import { createHash } from 'node:crypto';
+import { createIdentityTable, hashByPath, recordDigest, recordIdentity, startSweepWorkers, sweepIdentities, SWEEP_IDENTITY_MOVED, SWEEP_LOOK_AGAIN, SWEEP_UNCHANGED } from '../../src/binding/identitySweep.js';
 import { packageTreesSettled, pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
 
 /** Whole seconds, so that setting a file's times back restores them exactly (a Date holds only milliseconds). */
@@ -136,6 +137,14 @@ describe('identity sweep on worker threads', () => {
     expect(await refusal()).toMatchObject({ reason: 'file_removed', file: 'node_modules/dep-71' });
     await writeFile(dir, 'not a directory');
     expect(await refusal()).toMatchObject({ reason: 'file_changed', file: 'node_modules/dep-71' });
+    // Put back as pinned (new inodes), for the cases after this one.
+    await rm(dir);
+    await mkdir(dir);
+    for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
+      await writeFile(moduleAt(71, f), `module.exports = ${71 * 1000 + f};\n`);
+      await utimes(moduleAt(71, f), PINNED_TIME, PINNED_TIME);
+    }
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap().rehashed).toBe(FILES_PER_DIRECTORY);
   });
 });
 
@@ -197,5 +206,64 @@ describe("a worker's own verdicts (the sweep left to the workers)", () => {
       await writeFile(linked, linkedBytes);
       await unlink(join(grown, 'extra.js'));
     }
+  });
+});
+
+describe("a worker's own hash results (the pass left to the workers)", () => {
+  it('clears a file rewritten with its own bytes, with the status it read, and nothing that differs, is gone, is a link or changed mode', async () => {
+    const paths: string[] = [];
+    for (let d = 20; d < 30; d++) for (let f = 0; f < FILES_PER_DIRECTORY; f++) paths.push(moduleAt(d, f));
+    const table = createIdentityTable(paths);
+    for (const [i, path] of paths.entries()) {
+      const s = lstatSync(path);
+      recordIdentity(table, i, false, s.mode & 0o7777, { dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs });
+      recordDigest(table, i, createHash('sha256').update(await readFile(path)).digest());
+    }
+    const [rewritten, changed, remoded, removed, linked] = [moduleAt(21, 4), moduleAt(23, 9), moduleAt(25, 14), moduleAt(27, 19), moduleAt(29, 24)];
+    const originals = new Map(await Promise.all([changed, removed, linked].map(async (p) => [p, await readFile(p)] as const)));
+    await writeFile(rewritten, await readFile(rewritten));
+    // Same size, mtime set back: only the bytes tell.
+    await writeFile(changed, originals.get(changed)!.toString().replace('23009', '23008'));
+    await utimes(changed, PINNED_TIME, PINNED_TIME);
+    await chmod(remoded, 0o600);
+    await unlink(removed);
+    await unlink(linked);
+    await symlink(moduleAt(20, 0), linked);
+    try {
+      const pass = await hashByPath(table, paths.map((_, i) => i), false);
+      const refused = new Set([changed, remoded, removed, linked]);
+      for (const [k, path] of paths.entries()) expect([path, pass.pinned(k)]).toEqual([path, !refused.has(path)]);
+      const now = lstatSync(rewritten);
+      expect(pass.identity(paths.indexOf(rewritten))).toEqual({ dev: now.dev, ino: now.ino, size: now.size, mtimeMs: now.mtimeMs, ctimeMs: now.ctimeMs });
+    } finally {
+      await chmod(remoded, 0o644);
+      await writeFile(changed, originals.get(changed)!);
+      await utimes(changed, PINNED_TIME, PINNED_TIME);
+      await writeFile(removed, originals.get(removed)!);
+      await utimes(removed, PINNED_TIME, PINNED_TIME);
+      await unlink(linked);
+      await writeFile(linked, originals.get(linked)!);
+      await utimes(linked, PINNED_TIME, PINNED_TIME);
+    }
+    // Back to the pinned bytes (new identities): the tree check passes again, re-hashing them by path.
+    expect((await verifyPackageTree(root, pin)).isOk()).toBe(true);
+  });
+
+  it('refuses, naming the path, a file whose bytes differ among files re-hashed by path on every thread', async () => {
+    // Every module of dep-30…dep-39 gets a new inode (rewritten under a new name and renamed over): their directories move, so no held descriptor serves them.
+    for (let d = 30; d < 40; d++) {
+      for (let f = 0; f < FILES_PER_DIRECTORY; f++) {
+        const path = moduleAt(d, f);
+        const bytes = await readFile(path, 'utf8');
+        await writeFile(`${path}.new`, d === 36 && f === 5 ? bytes.replace('36005', '36004') : bytes);
+        await utimes(`${path}.new`, PINNED_TIME, PINNED_TIME);
+        await rename(`${path}.new`, path);
+      }
+    }
+    expect(await refusal()).toMatchObject({ reason: 'file_changed', file: relative(36, 5), path: moduleAt(36, 5) });
+    const fixed = moduleAt(36, 5);
+    await writeFile(fixed, (await readFile(fixed, 'utf8')).replace('36004', '36005'));
+    // The files cleared before the refusal keep the identities found then; the rest are re-hashed now.
+    expect((await verifyPackageTree(root, pin))._unsafeUnwrap().rehashed).toBeGreaterThan(0);
   });
 });
