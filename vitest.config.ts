@@ -34,6 +34,8 @@ const ALL = ['test/**/*.test.ts'];
 export default defineConfig({
   test: {
     pool: 'forks',
+    // Builds the sandbox launcher the sources use (native/build/), as `npm run build` does into dist/.
+    globalSetup: ['test/sandbox/launcherSetup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [

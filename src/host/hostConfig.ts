@@ -160,6 +160,8 @@ const SANDBOX_SCHEMA: OptionSchema = {
   dangerouslyRunUnsandboxed: 'boolean',
   profileKind: { oneOf: ['standard', 'dev'] },
   bwrapPath: 'string',
+  backend: { oneOf: ['auto', 'landlock', 'bubblewrap'] },
+  launcherPath: 'string',
   sandboxExecPath: 'string',
   platform: 'string',
   proveAt: { oneOf: ['create', 'first_spawn'] },

@@ -1,4 +1,5 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
+import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
 import { delimiter, isAbsolute, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -9,7 +10,9 @@ import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild, type Launch } from '../process/spawnChild.js';
 import { mountRequired, spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
-import { bubblewrapBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import { bubblewrapBackend, landlockBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import type { LauncherLimits } from './landlockArgs.js';
+import { findLauncher } from './launcherBinary.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
@@ -26,6 +29,12 @@ import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
 import { listenerUnavailable, probeEgress } from './egressProbe.js';
 
+/** The Linux backend a host asks for (see {@link SandboxSpawnerOptions.backend}). */
+export type SandboxBackendChoice = 'auto' | 'landlock' | 'bubblewrap';
+
+/** The backend asked for when the options name none (`etc/host-options.json`). */
+export const DEFAULT_SANDBOX_BACKEND: SandboxBackendChoice = hostOptionData.defaults.sandboxBackend as SandboxBackendChoice;
+
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;
 
@@ -40,6 +49,19 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
   readonly profileKind?: 'dev' | 'standard';
   /** The bubblewrap binary. Default: `bwrap` looked up on `PATH`. */
   readonly bwrapPath?: string;
+  /**
+   * Which Linux backend confines plugins. `landlock`: this library's own
+   * launcher (namespaces, a Landlock ruleset and seccomp applied directly,
+   * without bubblewrap's mounts); `bubblewrap`: bwrap; `auto`: the launcher
+   * when it is present, trustworthy and proved by the probe, else bubblewrap,
+   * with the reason in `describe`'s `backendFallback`. A forced backend that
+   * cannot be proved fails as any unproved sandbox does. Plugins with an
+   * egress destination list always run under bubblewrap. Default
+   * `etc/host-options.json` `sandboxBackend`.
+   */
+  readonly backend?: SandboxBackendChoice;
+  /** The Landlock launcher. Default: the one built beside this library (see `findLauncher`). */
+  readonly launcherPath?: string;
   /** The Seatbelt launcher on macOS. Default `/usr/bin/sandbox-exec`. */
   readonly sandboxExecPath?: string;
   /** The platform to sandbox for. Default `process.platform`. */
@@ -198,6 +220,8 @@ export interface EnforcedPolicy {
   readonly envNames?: readonly string[];
   /** The destinations reachable through the host's egress proxy, when the plugin has a list (its only way out). */
   readonly egress?: readonly string[];
+  /** Why `backend: 'auto'` runs plugins under bubblewrap rather than the Landlock launcher (absent, untrusted or not proved). */
+  readonly backendFallback?: string;
 }
 
 function findOnPath(name: string, searchPath: string | undefined): string | undefined {
@@ -248,6 +272,25 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/**
+ * What the Landlock launcher sets before any fork: the group's `cgroup.procs`
+ * files and, with a group, its data cap (as the joining shell does for
+ * bubblewrap); without one, the rlimits `prlimit` would set.
+ */
+function launcherLimitsOf(group: PluginGroup | undefined, grouped: TreeLimits | undefined, rlimits: readonly string[]): LauncherLimits {
+  const rlimit = (name: string): number | undefined => {
+    const arg = rlimits.find((a) => a.startsWith(`--${name}=`));
+    return arg === undefined ? undefined : Number(arg.slice(name.length + 3));
+  };
+  const dataBytes = grouped === undefined ? rlimit('data') : (grouped.memoryBytes ?? undefined);
+  const maxProcesses = rlimit('nproc');
+  return {
+    ...(group === undefined ? {} : { procsFiles: group.procsFiles }),
+    ...(dataBytes === undefined ? {} : { dataBytes }),
+    ...(maxProcesses === undefined ? {} : { maxProcesses }),
+  };
+}
+
 /** Both checks, run side by side, before the plugin runs; either alone when the other is absent. */
 function bothGates(first: Launch['gate'], second: Launch['gate']): Launch['gate'] {
   if (first === undefined || second === undefined) return first ?? second;
@@ -275,21 +318,51 @@ function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined
 const TREE_LIMITS_HINT =
   "Run the host where it can create control groups: as root with the cgroup v1 memory and pids hierarchies, or in a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes …); or drop requireTreeLimits to accept per-process rlimits.";
 
-/** The backend of the platform, or why none can be used (before any probe). */
-function platformBackend(options: SandboxSpawnerOptions): Result<SandboxBackend, HostError> {
+/**
+ * The backends a host may use, before any probe: `primary` is proved first;
+ * under `backend: 'auto'`, `fallback` (bubblewrap) is proved when the
+ * primary is not, and `fallbackReason` says why the launcher was not usable
+ * when it was never a candidate; `bubblewrap`, when installed, also runs
+ * plugins with an egress destination list.
+ */
+interface BackendCandidates {
+  readonly primary: SandboxBackend;
+  readonly fallback?: SandboxBackend;
+  readonly fallbackReason?: string;
+  readonly bubblewrap?: SandboxBackend;
+}
+
+/** What a proof settled: the backend in use, how trees are capped, and why `auto` fell back, if it did. */
+interface ProvedBackend {
+  readonly backend: SandboxBackend;
+  readonly limits: TreeLimitSupport;
+  readonly fallbackReason?: string;
+}
+
+function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline: Buffer; networked: Buffer }): Result<SandboxBackend, HostError> {
+  const bwrap = options.bwrapPath ?? findOnPath('bwrap', options.searchPath ?? process.env.PATH);
+  if (bwrap === undefined || !isExecutableFile(bwrap)) {
+    return err(
+      sandboxUnsupported(
+        'bubblewrap_missing',
+        bwrap === undefined ? 'bubblewrap (bwrap) is not installed: it was not found on PATH.' : `bubblewrap is not executable at ${bwrap}.`,
+        'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) or pass bwrapPath.',
+        { bwrap_path: bwrap ?? null },
+      ),
+    );
+  }
+  return ok(bubblewrapBackend(bwrap, seccomp, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))));
+}
+
+function launcherCandidate(options: SandboxSpawnerOptions, seccomp: { offline: Buffer; networked: Buffer }): Result<SandboxBackend, string> {
+  const found = options.launcherPath === undefined ? findLauncher() : findLauncher([options.launcherPath]);
+  return found.map((path) => landlockBackend(path, seccomp));
+}
+
+/** The backends of the platform, or why none can be used (before any probe). */
+function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidates, HostError> {
   const platform = options.platform ?? process.platform;
   if (platform === 'linux') {
-    const bwrap = options.bwrapPath ?? findOnPath('bwrap', options.searchPath ?? process.env.PATH);
-    if (bwrap === undefined || !isExecutableFile(bwrap)) {
-      return err(
-        sandboxUnsupported(
-          'bubblewrap_missing',
-          bwrap === undefined ? 'bubblewrap (bwrap) is not installed: it was not found on PATH.' : `bubblewrap is not executable at ${bwrap}.`,
-          'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) or pass bwrapPath.',
-          { bwrap_path: bwrap ?? null },
-        ),
-      );
-    }
     const offline = pluginSeccompFilter(false);
     const networked = pluginSeccompFilter(true);
     if (offline === undefined || networked === undefined) {
@@ -297,18 +370,53 @@ function platformBackend(options: SandboxSpawnerOptions): Result<SandboxBackend,
         sandboxUnsupported('architecture_unsupported', `Cannot enforce the sandbox on ${process.arch}: no seccomp syscall table for it.`, 'Run the host on x86-64 or arm64 Linux.', { arch: process.arch }),
       );
     }
-    return ok(bubblewrapBackend(bwrap, { offline, networked }, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))));
+    const seccomp = { offline, networked };
+    const choice = options.backend ?? DEFAULT_SANDBOX_BACKEND;
+    const bubblewrap = bubblewrapCandidate(options, seccomp);
+    if (choice === 'bubblewrap') return bubblewrap.map((primary) => ({ primary, bubblewrap: primary }));
+    const launcher = launcherCandidate(options, seccomp);
+    const withBubblewrap = bubblewrap.isOk() ? { bubblewrap: bubblewrap.value } : {};
+    if (choice === 'landlock') {
+      if (launcher.isErr()) {
+        return err(sandboxUnsupported('launcher_unusable', `The Landlock launcher cannot be used: ${launcher.error}.`, LAUNCHER_HINT, { launcher_problem: launcher.error }));
+      }
+      return ok({ primary: launcher.value, ...withBubblewrap });
+    }
+    if (launcher.isErr()) return bubblewrap.map((primary) => ({ primary, bubblewrap: primary, fallbackReason: launcher.error }));
+    return ok({ primary: launcher.value, ...withBubblewrap, ...(bubblewrap.isOk() ? { fallback: bubblewrap.value } : {}) });
   }
   if (platform === 'darwin') {
     const sandboxExec = options.sandboxExecPath ?? '/usr/bin/sandbox-exec';
     if (!isExecutableFile(sandboxExec)) {
       return err(sandboxUnsupported('sandbox_exec_missing', `sandbox-exec is not available at ${sandboxExec}.`, 'Run on macOS, where /usr/bin/sandbox-exec ships with the system.', { sandbox_exec_path: sandboxExec }));
     }
-    return ok(seatbeltBackend(sandboxExec));
+    return ok({ primary: seatbeltBackend(sandboxExec) });
   }
   return err(
     sandboxUnsupported('platform_unsupported', `No OS sandbox backend exists for platform ${platform}; plugins are not run unconfined.`, 'Run the host on Linux (bubblewrap) or macOS (Seatbelt).', { platform }),
   );
+}
+
+const LAUNCHER_HINT =
+  'Build it with `npm run build` (it needs a C compiler: apt-get install gcc libc6-dev), keep it owned by root or the host user and writable by nobody else, pass launcherPath, or choose backend "bubblewrap" or "auto".';
+
+/** Whether `backend` runs on Linux with namespaces (bubblewrap or the Landlock launcher). */
+function isLinuxBackend(backend: SandboxBackend | undefined): boolean {
+  return backend?.name === 'bubblewrap' || backend?.name === 'landlock';
+}
+
+/**
+ * Proves the candidates' primary backend, and under `auto` bubblewrap when
+ * the primary cannot be proved; the first proved is the one used.
+ */
+async function proveCandidates(candidates: BackendCandidates, options: SandboxSpawnerOptions, logger: Logger): Promise<Result<ProvedBackend, HostError>> {
+  const primary = await proveBackend(candidates.primary, options, logger);
+  if (primary.isOk()) return ok({ backend: candidates.primary, limits: primary.value, ...(candidates.fallbackReason === undefined ? {} : { fallbackReason: candidates.fallbackReason }) });
+  if (candidates.fallback === undefined || primary.error.code !== 'PLUGIN_SANDBOX_UNSUPPORTED' || primary.error.details?.cause === 'tree_limits_unavailable') return err(primary.error);
+  const fallbackReason = `the Landlock launcher was not proved: ${primary.error.message}`;
+  logger.warn({ reason: fallbackReason }, 'sandbox backend auto: falling back to bubblewrap');
+  const fallback = await proveBackend(candidates.fallback, options, logger);
+  return fallback.map((limits) => ({ backend: candidates.fallback!, limits, fallbackReason }));
 }
 
 /**
@@ -319,7 +427,7 @@ function platformBackend(options: SandboxSpawnerOptions): Result<SandboxBackend,
 async function proveBackend(backend: SandboxBackend, options: SandboxSpawnerOptions, logger: Logger): Promise<Result<TreeLimitSupport, HostError>> {
   const platform = options.platform ?? process.platform;
   const treeSupport: Promise<TreeLimitSupport> =
-    backend.name !== 'bubblewrap'
+    !isLinuxBackend(backend)
       ? Promise.resolve({ tree: undefined, cause: `control groups do not exist on ${platform}` })
       : options.controlGroups === 'off'
         ? Promise.resolve({ tree: undefined, cause: 'control groups turned off by the host (controlGroups: "off")' })
@@ -356,23 +464,39 @@ export class SandboxSpawner {
   private readonly logger: Logger;
   private egressProxy: EgressProxy | undefined;
   private treeSupport: TreeLimitSupport;
+  /** The backend in use (before a `first_spawn` proof: the one that will be proved first). */
+  private backend: SandboxBackend | undefined;
+  /** bubblewrap, when installed: plugins with an egress destination list run under it whatever `backend` is. */
+  private readonly bubblewrap: SandboxBackend | undefined;
+  /** Why `backend: 'auto'` did not use the Landlock launcher, once known. */
+  private backendFallback: string | undefined;
   /** With `proveAt: 'first_spawn'`, the proof every spawn waits for until it passed once. */
-  private unproved: (() => Promise<Result<TreeLimitSupport, HostError>>) | undefined;
+  private unproved: (() => Promise<Result<ProvedBackend, HostError>>) | undefined;
 
   private constructor(
-    private readonly backend: SandboxBackend | undefined,
     private readonly options: SandboxSpawnerOptions,
-    treeSupport: TreeLimitSupport | undefined,
-    prove?: () => Promise<Result<TreeLimitSupport, HostError>>,
+    candidates: BackendCandidates | undefined,
+    proved: ProvedBackend | undefined,
+    prove?: () => Promise<Result<ProvedBackend, HostError>>,
   ) {
     const home = options.homeDir;
     this.secretPaths = (options.secretPaths ?? DEFAULT_SECRET_PATHS).map((p) => expandHome(p, home));
     this.logger = options.logger ?? silentLogger;
-    this.prlimitPath = options.prlimitPath ?? (backend?.name === 'bubblewrap' ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
+    this.backend = proved?.backend ?? candidates?.primary;
+    this.bubblewrap = candidates?.bubblewrap;
+    this.prlimitPath = options.prlimitPath ?? (isLinuxBackend(this.backend) ? ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) : undefined);
     this.setprivPath = options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
     this.unproved = prove;
-    this.treeSupport = treeSupport ?? { tree: undefined, cause: prove === undefined ? 'no sandbox backend' : 'not probed yet (the sandbox is proved at the first spawn)' };
-    if (prove === undefined) this.warnIfMemoryUncapped();
+    this.treeSupport = { tree: undefined, cause: prove === undefined ? 'no sandbox backend' : 'not probed yet (the sandbox is proved at the first spawn)' };
+    if (proved !== undefined) this.settle(proved);
+  }
+
+  /** Takes the outcome of the proof: the backend used and how trees are capped. */
+  private settle(proved: ProvedBackend): void {
+    this.backend = proved.backend;
+    this.treeSupport = proved.limits;
+    this.backendFallback = proved.fallbackReason;
+    this.warnIfMemoryUncapped();
   }
 
   private warnIfMemoryUncapped(): void {
@@ -399,18 +523,18 @@ export class SandboxSpawner {
         );
       }
       logger.warn({ option: 'dangerouslyRunUnsandboxed' }, 'PLUGINS RUN UNSANDBOXED: no network, file system or process confinement (dev profile)');
-      return okAsync(new SandboxSpawner(undefined, options, undefined));
+      return okAsync(new SandboxSpawner(options, undefined, undefined));
     }
-    const backend = platformBackend(options);
+    const candidates = platformBackend(options);
     if (options.proveAt === 'first_spawn') {
-      let proving: Promise<Result<TreeLimitSupport, HostError>> | undefined;
-      const prove = (): Promise<Result<TreeLimitSupport, HostError>> =>
-        (proving ??= backend.isErr() ? Promise.resolve(err(backend.error)) : proveBackend(backend.value, options, logger));
-      return okAsync(new SandboxSpawner(backend.unwrapOr(undefined), options, undefined, prove));
+      let proving: Promise<Result<ProvedBackend, HostError>> | undefined;
+      const prove = (): Promise<Result<ProvedBackend, HostError>> =>
+        (proving ??= candidates.isErr() ? Promise.resolve(err(candidates.error)) : proveCandidates(candidates.value, options, logger));
+      return okAsync(new SandboxSpawner(options, candidates.unwrapOr(undefined), undefined, prove));
     }
-    if (backend.isErr()) return errAsync(backend.error);
-    return ResultAsync.fromSafePromise(proveBackend(backend.value, options, logger)).andThen((proved) =>
-      proved.map((limits) => new SandboxSpawner(backend.value, options, limits)),
+    if (candidates.isErr()) return errAsync(candidates.error);
+    return ResultAsync.fromSafePromise(proveCandidates(candidates.value, options, logger)).andThen((proved) =>
+      proved.map((value) => new SandboxSpawner(options, candidates.value, value)),
     );
   }
 
@@ -425,12 +549,12 @@ export class SandboxSpawner {
    * `launcherMountsMain` and carry no integrity policy.
    */
   get mountsMain(): boolean {
-    return this.backend?.name === 'bubblewrap';
+    return isLinuxBackend(this.backend);
   }
 
-  /** Whether plugins run as users of their own: the host is root and the backend is bubblewrap. */
+  /** Whether plugins run as users of their own: the host is root and the backend is bubblewrap or the Landlock launcher. */
   get switchesUsers(): boolean {
-    return this.backend?.name === 'bubblewrap' && process.getuid?.() === 0;
+    return isLinuxBackend(this.backend) && process.getuid?.() === 0;
   }
 
   /**
@@ -459,13 +583,12 @@ export class SandboxSpawner {
         }
         if (this.unproved === prove) {
           this.unproved = undefined;
-          this.treeSupport = proved.value;
-          this.warnIfMemoryUncapped();
+          this.settle(proved.value);
         }
         return this.spawn(request);
       });
     }
-    if (request.gate !== undefined && this.backend?.name !== 'bubblewrap') {
+    if (request.gate !== undefined && !isLinuxBackend(this.backend)) {
       const { gate, ...ungated } = request;
       return gate()
         .orElse((error) => {
@@ -477,9 +600,11 @@ export class SandboxSpawner {
     }
     const destinations = request.network ? [] : (request.egress ?? []);
     if (destinations.length > 0 && this.backend !== undefined) {
-      return this.egressRoute(request, destinations).andThen((onConnection) => this.spawnConfined(request, onConnection));
+      // The proxy's listener lives in the plugin's network namespace, which only bubblewrap reports.
+      const backend = this.backend.name === 'landlock' ? this.bubblewrap : this.backend;
+      return this.egressRoute(request, destinations, backend).andThen((onConnection) => this.spawnConfined(request, onConnection, backend));
     }
-    return this.spawnConfined(request, undefined);
+    return this.spawnConfined(request, undefined, this.backend);
   }
 
   /**
@@ -489,8 +614,7 @@ export class SandboxSpawner {
    * request's descriptors released: a plugin with a list never starts
    * without the proxy, nor with the whole network.
    */
-  private egressRoute(request: SandboxSpawnRequest, destinations: readonly string[]): ResultAsync<(socket: Socket) => void, HostError> {
-    const backend = this.backend;
+  private egressRoute(request: SandboxSpawnRequest, destinations: readonly string[], backend: SandboxBackend | undefined): ResultAsync<(socket: Socket) => void, HostError> {
     const refuse = (error: HostError): ResultAsync<never, HostError> => {
       request.executable.release();
       request.directories?.close();
@@ -516,18 +640,19 @@ export class SandboxSpawner {
    * address inside the plugin's network namespace before the plugin runs,
    * and serves every connection made there itself.
    */
-  private spawnConfined(request: SandboxSpawnRequest, onConnection: ((socket: Socket) => void) | undefined): ResultAsync<PluginProcess, HostError> {
+  private spawnConfined(request: SandboxSpawnRequest, onConnection: ((socket: Socket) => void) | undefined, backend: SandboxBackend | undefined): ResultAsync<PluginProcess, HostError> {
     const lifecycle = this.lifecycle();
     const { directories } = request;
-    // Only bubblewrap mounts descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
-    const bindsDescriptors = this.backend?.name === 'bubblewrap';
+    // Only the Linux backends mount descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
+    const bindsDescriptors = isLinuxBackend(backend);
     const executable = withDirectories(request.executable, bindsDescriptors ? directories : undefined);
     if (!bindsDescriptors) directories?.close();
     if (!bindsDescriptors && executable.mountedMain?.required === true) {
       executable.release();
-      return errAsync(mountRequired(this.backend?.name ?? 'the unsandboxed mode'));
+      return errAsync(mountRequired(backend?.name ?? 'the unsandboxed mode'));
     }
-    if (request.identity !== undefined && (this.backend?.name !== 'bubblewrap' || this.setprivPath === undefined)) {
+    const switchesItself = backend?.name === 'landlock';
+    if (request.identity !== undefined && !switchesItself && (backend?.name !== 'bubblewrap' || this.setprivPath === undefined)) {
       executable.release();
       return errAsync(
         sandboxUnsupported('probe_failed', 'Cannot run the plugin as its own user: util-linux setpriv was not found (or the backend cannot switch users).', 'Install util-linux (setpriv) or pass setprivPath.', {
@@ -535,11 +660,11 @@ export class SandboxSpawner {
         }),
       );
     }
-    if (this.backend === undefined) {
+    if (backend === undefined) {
       this.logger.warn({ argv0: executable.argv[0] }, 'spawning a plugin UNSANDBOXED (dangerouslyRunUnsandboxed)');
       return spawnPluginProcess({ ...lifecycle, executable, env: request.env, ...(request.cwd === undefined ? {} : { cwd: request.cwd }) });
     }
-    // bubblewrap mounts a pinned interpreter read-only from its descriptor and closes the descriptor: the plugin runs it
+    // The launcher mounts a pinned interpreter read-only from its descriptor and closes the descriptor: the plugin runs it
     // by path and never holds a descriptor through which a file its user owns could be reopened for writing.
     const program = bindsDescriptors ? request.executable.programFile : undefined;
     // It also shows a verified Node main module at its own path, which spares Node the integrity policy.
@@ -558,7 +683,7 @@ export class SandboxSpawner {
       readOnlyPaths: [...executable.readOnlyPaths, ...(request.readOnlyPaths ?? [])],
       hiddenPaths: request.hiddenPaths,
       secretPaths: this.secretPaths,
-      systemPaths: this.backend.systemPaths,
+      systemPaths: backend.systemPaths,
       ...(request.cwd === undefined ? {} : { cwd: request.cwd }),
       ...(bound.length === 0 ? {} : { boundDirectories: bound }),
       ...(request.identity === undefined ? {} : { identity: request.identity }),
@@ -571,14 +696,10 @@ export class SandboxSpawner {
     const mounted = mountedMain === undefined ? layout.value : { ...layout.value, mountedFiles: [{ fd: 3 + mountedMain.index, path: mountedMain.path }] };
     const sized = limits.memoryBytes === null ? mounted : { ...mounted, shmBytes: limits.memoryBytes };
     const firstFreeFd = 3 + executable.inheritFds.length;
-    const { args, extraInput } = this.backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1);
-    this.logger.debug({ backend: this.backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const tree = this.treeSupport.tree;
     const grouped = tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null);
-    // With a control group the shell that joins it sets the data cap too; prlimit runs only in the fallback.
-    const rlimits = grouped ? [] : this.rlimitArgs(limits);
-    let launch =
-      rlimits.length === 0 ? { command: this.backend.command, args } : { command: this.prlimitPath!, args: [...rlimits, '--', this.backend.command, ...args] };
+    // With a control group the shell that joins it (or the Landlock launcher) sets the data cap too; prlimit runs only in the fallback.
+    const rlimits = grouped ? [] : this.rlimitArgs(limits, backend);
     let group: PluginGroup | undefined;
     if (grouped) {
       const created = tree.create(limits);
@@ -592,8 +713,13 @@ export class SandboxSpawner {
         );
       }
       group = created.value;
-      launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
     }
+    const launcherLimits: LauncherLimits | undefined = backend.setsLimits ? launcherLimitsOf(group, grouped ? limits : undefined, rlimits) : undefined;
+    const { args, extraInput } = backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1, launcherLimits);
+    this.logger.debug({ backend: backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
+    let launch =
+      rlimits.length === 0 || backend.setsLimits ? { command: backend.command, args } : { command: this.prlimitPath!, args: [...rlimits, '--', backend.command, ...args] };
+    if (group !== undefined && !backend.setsLimits) launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
     let listener: Server | undefined;
     const listening: Launch['gate'] =
       onConnection === undefined
@@ -616,7 +742,7 @@ export class SandboxSpawner {
         ...(gate === undefined ? {} : { gate }),
         ...(onConnection === undefined ? {} : { launcherReport: true }),
       },
-      { ...lifecycle, tree: this.backend.tree, launcherFailure: this.backend.launcherFailure },
+      { ...lifecycle, tree: backend.tree, launcherFailure: backend.launcherFailure },
     )
       .map((child): PluginProcess => {
         const held = listener;
@@ -654,8 +780,8 @@ export class SandboxSpawner {
    * only as the fallback and only for a root host, whose plugins run as users
    * of their own (for a shared user it would count the host's own processes).
    */
-  private rlimitArgs(limits: TreeLimits): string[] {
-    if (this.prlimitPath === undefined) return [];
+  private rlimitArgs(limits: TreeLimits, backend: SandboxBackend | undefined = this.backend): string[] {
+    if (this.prlimitPath === undefined && backend?.setsLimits !== true) return [];
     const args = limits.memoryBytes === null ? [] : [`--data=${limits.memoryBytes}`];
     if (this.treeSupport.tree === undefined && limits.maxProcesses !== null && process.getuid?.() === 0) args.push(`--nproc=${limits.maxProcesses}`);
     return args;
@@ -663,14 +789,14 @@ export class SandboxSpawner {
 
   /** How the tree limits of `pluginId` are enforced, for `describe`. */
   private enforcedLimits(pluginId: string | undefined): EnforcedTreeLimits {
-    if (this.backend?.name !== 'bubblewrap') return { mechanism: 'none', memoryBytes: null, maxProcesses: null };
+    if (!isLinuxBackend(this.backend)) return { mechanism: 'none', memoryBytes: null, maxProcesses: null };
     const limits = this.treeLimits(pluginId);
     const tree = this.treeSupport.tree;
     if (tree !== undefined) return { mechanism: tree.mechanism, ...limits };
     const nproc = this.rlimitArgs(limits).some((a) => a.startsWith('--nproc='));
     return {
       mechanism: 'rlimit',
-      memoryBytes: this.prlimitPath === undefined ? null : limits.memoryBytes,
+      memoryBytes: this.prlimitPath === undefined && this.backend?.setsLimits !== true ? null : limits.memoryBytes,
       maxProcesses: nproc ? limits.maxProcesses : null,
       fallbackCause: this.treeSupport.cause,
     };
@@ -679,7 +805,7 @@ export class SandboxSpawner {
   /** The data-memory cap applied to spawns, when one is configured and something sets it (the group's shell, else `prlimit`). */
   private memoryLimit(pluginId: string | undefined): number | undefined {
     const limit = this.treeLimits(pluginId).memoryBytes;
-    return limit === null || (this.treeSupport.tree === undefined && this.prlimitPath === undefined) ? undefined : limit;
+    return limit === null || (this.treeSupport.tree === undefined && this.prlimitPath === undefined && this.backend?.setsLimits !== true) ? undefined : limit;
   }
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */
@@ -715,11 +841,12 @@ export class SandboxSpawner {
       hiddenPaths: [...request.hiddenPaths, ...this.secretPaths].filter((p) => isAbsolute(p)),
       ownPidNamespace: backend.containsTree,
       diesWithHost: backend.containsTree,
-      capabilitiesDropped: backend.name === 'bubblewrap',
+      capabilitiesDropped: isLinuxBackend(backend),
       memoryLimitBytes: this.memoryLimit(request.pluginId) ?? null,
       limits: this.enforcedLimits(request.pluginId),
       runsAs: request.identity ?? null,
       ...envNames,
+      ...(this.backendFallback === undefined ? {} : { backendFallback: this.backendFallback }),
       ...(request.network || (request.egress ?? []).length === 0 ? {} : { egress: [...(request.egress ?? [])] }),
     };
   }

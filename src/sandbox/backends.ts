@@ -2,11 +2,16 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
+import { landlockArgs, type LauncherLimits } from './landlockArgs.js';
 import { SYSTEM_PATHS, isWithin, type SandboxLayout } from './SandboxLayout.js';
 import { DARWIN_SYSTEM_PATHS, seatbeltProfile } from './seatbeltProfile.js';
 
-/** The OS mechanisms that enforce a sandbox. */
-export type SandboxBackendName = 'bubblewrap' | 'seatbelt';
+/**
+ * The OS mechanisms that enforce a sandbox: `landlock` is this library's own
+ * launcher (namespaces, a Landlock ruleset and seccomp, applied directly),
+ * `bubblewrap` the bwrap program, `seatbelt` macOS's sandbox-exec.
+ */
+export type SandboxBackendName = 'landlock' | 'bubblewrap' | 'seatbelt';
 
 /** How one backend turns a layout and a command line into an OS launch. */
 export interface SandboxBackend {
@@ -21,12 +26,15 @@ export interface SandboxBackend {
   readonly launcherFailure: RegExp;
   /** Whether the plugin gets its own PID namespace and dies with the host. */
   readonly containsTree: boolean;
+  /** Whether the launcher joins the plugin's control groups and sets its rlimits itself (`limits` of `launch`). */
+  readonly setsLimits: boolean;
   /**
    * Launcher arguments followed by the plugin's argv, and bytes for the
    * descriptor after the inherited ones; with `reportFd`, the launcher
-   * reports its sandbox's first process on that descriptor (bubblewrap only).
+   * reports its sandbox's first process on that descriptor (bubblewrap only);
+   * `limits` are applied by a launcher that `setsLimits`.
    */
-  launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number): { args: string[]; extraInput?: Buffer };
+  launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number, limits?: LauncherLimits): { args: string[]; extraInput?: Buffer };
 }
 
 /**
@@ -72,8 +80,32 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
     tree: 'pid-namespace',
     launcherFailure: /^bwrap: /,
     containsTree: true,
+    setsLimits: false,
     launch: (layout, argv, firstFreeFd, reportFd) => ({
       args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, argv, setprivPath)],
+      extraInput: layout.network ? seccomp.networked : seccomp.offline,
+    }),
+  };
+}
+
+/**
+ * The Landlock backend: `launcherPath` is this library's launcher
+ * (`native/launcher.c`, see `findLauncher`), which joins the plugin's control
+ * groups, sets its rlimits, enters new namespaces, mounts only the plugin's
+ * own trees, applies one Landlock ruleset, switches to the layout's user and
+ * loads `seccomp` (as for bubblewrap) right before it executes the plugin.
+ */
+export function landlockBackend(launcherPath: string, seccomp: { readonly offline: Buffer; readonly networked: Buffer }): SandboxBackend {
+  return {
+    name: 'landlock',
+    command: launcherPath,
+    systemPaths: SYSTEM_PATHS,
+    tree: 'pid-namespace',
+    launcherFailure: /^mcp-plugin-launcher: /,
+    containsTree: true,
+    setsLimits: true,
+    launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
+      args: [...landlockArgs(layout, firstFreeFd, limits), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };
@@ -88,6 +120,7 @@ export function seatbeltBackend(sandboxExecPath: string): SandboxBackend {
     tree: 'process-group',
     launcherFailure: /^sandbox-exec: /,
     containsTree: false,
+    setsLimits: false,
     launch: (layout, argv) => ({ args: ['-p', seatbeltProfile(layout), ...argv] }),
   };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ export type SandboxUnsupportedCause =
   | 'platform_unsupported'
   | 'architecture_unsupported'
   | 'bubblewrap_missing'
+  | 'launcher_unusable'
   | 'sandbox_exec_missing'
   | 'user_namespaces_disabled'
   | 'enforcement_not_proved'
@@ -29,19 +30,24 @@ export function sandboxUnsupported(cause: SandboxUnsupportedCause, message: stri
   return hostError('PLUGIN_SANDBOX_UNSUPPORTED', message, { hint, details: { cause, ...details } });
 }
 
-/** What the probe script reports: for each attempt, `written`/`connected` or the error code. */
+/** What the probe script reports: for each attempt, `written`/`connected`/`read` or the error code, and the process ids it sees. */
 interface ProbeReport {
   readonly outside: string;
   readonly inside: string;
   readonly tcp: string;
   readonly unix: string;
+  readonly secret: string;
+  readonly unlisted: string;
+  readonly pids: readonly number[];
 }
 
 // Runs inside the sandbox with the host's own Node: it is the host's probe, not a plugin.
 const PROBE_SCRIPT = `
 const fs = require('fs'), net = require('net');
-const [outside, inside, port, sock] = process.argv.slice(1);
+const [outside, inside, port, sock, secret, unlisted] = process.argv.slice(1);
 const attempt = (f) => { try { f(); return 'written'; } catch (e) { return e.code || String(e); } };
+const read = (p) => { try { return fs.readFileSync(p, 'utf8').includes('probe-secret') ? 'read' : 'masked'; } catch (e) { return e.code || String(e); } };
+const pids = () => { try { return fs.readdirSync('/proc').filter((n) => /^[0-9]+$/.test(n)).map(Number); } catch { return []; } };
 const connect = (o) => new Promise((done) => {
   const s = net.connect(o);
   s.setTimeout(3000);
@@ -53,11 +59,16 @@ const connect = (o) => new Promise((done) => {
   const r = { outside: attempt(() => fs.writeFileSync(outside, 'x')), inside: attempt(() => fs.writeFileSync(inside, 'x')) };
   r.tcp = await connect({ host: '127.0.0.1', port: Number(port) });
   r.unix = await connect({ path: sock });
+  r.secret = read(secret);
+  r.unlisted = read(unlisted);
+  r.pids = pids();
   process.stdout.write(JSON.stringify(r));
 })();
 `;
 
 const PROBE_TIMEOUT_MS = 20_000;
+
+const UNLISTED_PARENT = '/var/tmp';
 
 const USERNS_FAILURE = /uid map|gid map|user namespace|new namespace|unshare|clone|No permissions to creat/i;
 
@@ -98,6 +109,9 @@ function classifyFailure(backend: SandboxBackend, stderr: string, description: s
 
 async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError>> {
   const base = mkdtempSync(join(tmpdir(), 'mcp-sandbox-probe-'));
+  // A directory the layout never names, away from the temporary directory that holds the layout's own: the plugin
+  // must not read it, as it must not read a host secret.
+  const unlistedBase = mkdtempSync(join(existsSync(UNLISTED_PARENT) ? UNLISTED_PARENT : tmpdir(), 'mcp-sandbox-probe-unlisted-'));
   const tcp = countingServer();
   const unix = countingServer();
   try {
@@ -105,6 +119,9 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
     const outsideFile = join(base, 'outside', 'written');
     const insideFile = join(base, 'allowed', 'written');
     const socketPath = join(base, 'allowed', 'probe.sock');
+    const secretFile = join(base, 'outside', 'secret');
+    const unlistedFile = join(unlistedBase, 'secret');
+    for (const file of [secretFile, unlistedFile]) writeFileSync(file, 'probe-secret', { mode: 0o644 });
     await listen(tcp.server, { host: '127.0.0.1', port: 0 });
     await listen(unix.server, { path: socketPath });
     const address = tcp.server.address();
@@ -117,11 +134,11 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       // The outside directory is visible, so a failed write proves confinement rather than absence.
       readOnlyPaths: [base, ...nodeRuntimePaths()],
       hiddenPaths: [],
-      secretPaths: [],
+      secretPaths: [secretFile],
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath], layout.value.installRoot);
+    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath, secretFile, unlistedFile], layout.value.installRoot);
     const { args, extraInput } = backend.launch(layout.value, executable.argv, 3);
     const spawned = await spawnChild(
       executable,
@@ -129,7 +146,7 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       { tree: backend.tree, launcherFailure: backend.launcherFailure, stdinGraceMs: 0, termGraceMs: 1_000 },
     );
     if (spawned.isErr()) {
-      return err(sandboxUnsupported(backend.name === 'bubblewrap' ? 'bubblewrap_missing' : 'sandbox_exec_missing', `The ${backend.name} launcher cannot be started: ${spawned.error.message}`, `Install ${backend.name === 'bubblewrap' ? 'bubblewrap (Debian/Ubuntu package "bubblewrap")' : 'nothing: sandbox-exec ships with macOS'} or pass its path.`));
+      return err(sandboxUnsupported(LAUNCHER_MISSING[backend.name].cause, `The ${backend.name} launcher cannot be started: ${spawned.error.message}`, LAUNCHER_MISSING[backend.name].hint));
     }
     const child = spawned.value;
     const chunks: Buffer[] = [];
@@ -148,6 +165,10 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
     if (report.outside === 'written' || existsSync(outsideFile)) escaped.push('a write outside the writable directory succeeded');
     if (report.tcp === 'connected' || tcp.connections() > 0) escaped.push('a TCP connection to a host loopback listener succeeded');
     if (report.unix === 'connected' || unix.connections() > 0) escaped.push('a connection to a host Unix socket succeeded');
+    if (report.secret === 'read') escaped.push('a hidden secret file was read');
+    if (report.unlisted === 'read') escaped.push('a file outside every granted path was read');
+    // Its own PID space: the host's own process is not there, and only the few processes of the sandbox are.
+    if (!Array.isArray(report.pids) || report.pids.includes(process.pid) || report.pids.length > 8) escaped.push('the host\'s processes are visible');
     if (escaped.length > 0) {
       return err(
         sandboxUnsupported('enforcement_not_proved', `The ${backend.name} sandbox does not enforce its policy on this host: ${escaped.join('; ')}.`, 'Refusing to run plugins unconfined; check the kernel and launcher version.', { report }),
@@ -163,17 +184,28 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
     tcp.server.close();
     unix.server.close();
     rmSync(base, { recursive: true, force: true });
+    rmSync(unlistedBase, { recursive: true, force: true });
   }
 }
+
+/** What to install when a backend's launcher does not start. */
+const LAUNCHER_MISSING: Readonly<Record<SandboxBackend['name'], { cause: SandboxUnsupportedCause; hint: string }>> = {
+  bubblewrap: { cause: 'bubblewrap_missing', hint: 'Install bubblewrap (Debian/Ubuntu package "bubblewrap") or pass its path.' },
+  landlock: { cause: 'launcher_unusable', hint: 'Rebuild the launcher (`npm run build`, with gcc and libc6-dev) or pass launcherPath.' },
+  seatbelt: { cause: 'sandbox_exec_missing', hint: 'Install nothing: sandbox-exec ships with macOS; pass its path.' },
+};
 
 const probes = new Map<string, Promise<Result<void, HostError>>>();
 
 /**
  * Proves, once per launcher per process, that the backend really confines:
  * inside a sandbox with `network: false` a write outside the writable
- * directory, a TCP connection to a listener on the host's loopback and a
- * connection to a host Unix socket must all fail while a write inside
- * succeeds. Never trusts the mere presence of the launcher.
+ * directory, a TCP connection to a listener on the host's loopback, a
+ * connection to a host Unix socket, reading a hidden secret inside a
+ * visible directory and reading a file in a directory the layout never
+ * names must all fail, and the host's process must not be in the sandbox's
+ * PID space, while a write inside succeeds. Never trusts the mere presence
+ * of the launcher.
  */
 export function probeSandbox(backend: SandboxBackend): Promise<Result<void, HostError>> {
   const key = `${backend.name}:${backend.command}`;

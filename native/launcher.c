@@ -1,0 +1,717 @@
+/*
+ * mcp-plugin-launcher: starts one plugin confined by namespaces, a Landlock
+ * ruleset and the host's seccomp program, without bubblewrap. The host
+ * (src/sandbox/landlockArgs.ts) writes the whole spec on the command line:
+ *
+ *   launcher [option...] -- program [arg...]
+ *
+ * In the launcher, before any fork: --cgroup FILE (repeatable: join by
+ * writing its own pid), --rlimit-data BYTES, --rlimit-nproc N,
+ * --unshare-net, --user UID GID (switch to it before the plugin runs; root
+ * hosts), --seccomp FD (the program, read to its end right before exec; an
+ * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
+ * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
+ * sandbox's own /dev/shm, which is always mounted).
+ * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
+ * mount, IPC and UTS namespaces: --cover DIR (an empty tmpfs over DIR),
+ * --dir PATH (a mount point inside a cover), --bind PATH ro|rw (the host's
+ * tree at PATH, cloned before any mount), --bind-fd FD PATH ro|rw, --file FD
+ * PATH (a read-only copy of FD's bytes), --mask-dir PATH, --mask-file PATH,
+ * --seal DIR (a cover made read-only). Landlock, in the plugin's process:
+ * --allow PATH RIGHTS and --allow-fd FD RIGHTS, RIGHTS being letters of
+ * r (read), x (execute), w (write, create, remove), d (device ioctl) and
+ * ? (skip a PATH that does not exist).
+ *
+ * Every failure prints one line "mcp-plugin-launcher: <step>: <reason>"
+ * and exits 1 before the plugin ran.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <grp.h>
+#include <sys/mount.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#endif
+#ifndef MOUNT_ATTR_NOSUID
+#define MOUNT_ATTR_NOSUID 0x00000002
+#endif
+#ifndef MOUNT_ATTR_NODEV
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+#ifndef MOUNT_ATTR_NOEXEC
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef FSCONFIG_SET_STRING
+#define FSCONFIG_SET_STRING 1
+#endif
+#ifndef FSCONFIG_CMD_CREATE
+#define FSCONFIG_CMD_CREATE 6
+#endif
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC 0x00000001
+#endif
+#ifndef FSMOUNT_CLOEXEC
+#define FSMOUNT_CLOEXEC 0x00000001
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)
+#endif
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
+
+/* Landlock's ABI (include/uapi/linux/landlock.h), declared here: distribution headers lag the kernel. */
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_RULE_PATH_BENEATH 1
+#define LL_FS_EXECUTE (1ULL << 0)
+#define LL_FS_WRITE_FILE (1ULL << 1)
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_REMOVE_DIR (1ULL << 4)
+#define LL_FS_REMOVE_FILE (1ULL << 5)
+#define LL_FS_MAKE_CHAR (1ULL << 6)
+#define LL_FS_MAKE_DIR (1ULL << 7)
+#define LL_FS_MAKE_REG (1ULL << 8)
+#define LL_FS_MAKE_SOCK (1ULL << 9)
+#define LL_FS_MAKE_FIFO (1ULL << 10)
+#define LL_FS_MAKE_BLOCK (1ULL << 11)
+#define LL_FS_MAKE_SYM (1ULL << 12)
+#define LL_FS_REFER (1ULL << 13)
+#define LL_FS_TRUNCATE (1ULL << 14)
+#define LL_FS_IOCTL_DEV (1ULL << 15)
+#define LL_NET_BIND_TCP (1ULL << 0)
+#define LL_NET_CONNECT_TCP (1ULL << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define LL_SCOPE_SIGNAL (1ULL << 1)
+#define LL_FS_FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
+
+struct ll_ruleset_attr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+struct ll_path_beneath_attr {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+
+struct launcher_mount_attr {
+  uint64_t attr_set;
+  uint64_t attr_clr;
+  uint64_t propagation;
+  uint64_t userns_fd;
+};
+
+struct launcher_open_how {
+  uint64_t flags;
+  uint64_t mode;
+  uint64_t resolve;
+};
+
+#define MAX_OPS 512
+#define MAX_GROUPS 8
+
+enum op_kind { OP_COVER, OP_DIR, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
+
+struct op {
+  enum op_kind kind;
+  const char *path;
+  int fd;
+  int writable;
+  const char *rights;
+  int clone; /* OP_BIND: the tree cloned before any mount */
+};
+
+struct spec {
+  const char *groups[MAX_GROUPS];
+  int group_count;
+  long long rlimit_data;
+  long long rlimit_nproc;
+  int unshare_net;
+  int switch_user;
+  uid_t uid;
+  gid_t gid;
+  int seccomp_fd;
+  const char *chdir_path;
+  long long shm_bytes;
+  int pass_fds;
+  struct op ops[MAX_OPS];
+  int op_count;
+  char **argv;
+};
+
+static void fail(const char *step, const char *format, ...) {
+  char reason[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(reason, sizeof reason, format, args);
+  va_end(args);
+  dprintf(2, "mcp-plugin-launcher: %s: %s\n", step, reason);
+  _exit(1);
+}
+
+static void fail_errno(const char *step, const char *what) { fail(step, "%s: %s", what, strerror(errno)); }
+
+static long long number(const char *text, const char *option) {
+  char *end;
+  errno = 0;
+  long long value = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || end == text || value < 0) fail("spec", "%s needs a non-negative integer, got '%s'", option, text);
+  return value;
+}
+
+static int access_mode(const char *text) {
+  if (strcmp(text, "ro") == 0) return 0;
+  if (strcmp(text, "rw") == 0) return 1;
+  fail("spec", "expected ro or rw, got '%s'", text);
+  return 0;
+}
+
+static struct op *add_op(struct spec *spec, enum op_kind kind) {
+  if (spec->op_count == MAX_OPS) fail("spec", "more than %d mounts and grants", MAX_OPS);
+  struct op *op = &spec->ops[spec->op_count++];
+  memset(op, 0, sizeof *op);
+  op->kind = kind;
+  op->fd = -1;
+  op->clone = -1;
+  return op;
+}
+
+static void require_absolute(const char *path) {
+  if (path[0] != '/') fail("spec", "path must be absolute: %s", path);
+}
+
+static void parse(int argc, char **argv, struct spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->rlimit_data = -1;
+  spec->rlimit_nproc = -1;
+  spec->seccomp_fd = -1;
+  spec->shm_bytes = -1;
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *o = argv[i];
+    int left = argc - i - 1;
+#define NEED(n) \
+  if (left < (n)) fail("spec", "%s needs %d argument(s)", o, (n))
+    if (strcmp(o, "--") == 0) break;
+    if (strcmp(o, "--cgroup") == 0) {
+      NEED(1);
+      if (spec->group_count == MAX_GROUPS) fail("spec", "more than %d control groups", MAX_GROUPS);
+      spec->groups[spec->group_count++] = argv[++i];
+    } else if (strcmp(o, "--rlimit-data") == 0) {
+      NEED(1);
+      spec->rlimit_data = number(argv[++i], o);
+    } else if (strcmp(o, "--rlimit-nproc") == 0) {
+      NEED(1);
+      spec->rlimit_nproc = number(argv[++i], o);
+    } else if (strcmp(o, "--unshare-net") == 0) {
+      spec->unshare_net = 1;
+    } else if (strcmp(o, "--user") == 0) {
+      NEED(2);
+      spec->switch_user = 1;
+      spec->uid = (uid_t)number(argv[i + 1], o);
+      spec->gid = (gid_t)number(argv[i + 2], o);
+      if (spec->uid == 0 || spec->gid == 0) fail("spec", "--user must name a user other than root");
+      i += 2;
+    } else if (strcmp(o, "--seccomp") == 0) {
+      NEED(1);
+      spec->seccomp_fd = (int)number(argv[++i], o);
+    } else if (strcmp(o, "--chdir") == 0) {
+      NEED(1);
+      spec->chdir_path = argv[++i];
+    } else if (strcmp(o, "--shm") == 0) {
+      NEED(1);
+      spec->shm_bytes = number(argv[++i], o);
+    } else if (strcmp(o, "--pass-fds") == 0) {
+      NEED(1);
+      spec->pass_fds = (int)number(argv[++i], o);
+    } else if (strcmp(o, "--cover") == 0 || strcmp(o, "--dir") == 0 || strcmp(o, "--mask-dir") == 0 || strcmp(o, "--mask-file") == 0 ||
+               strcmp(o, "--seal") == 0) {
+      NEED(1);
+      enum op_kind kind = o[2] == 'c' ? OP_COVER : o[2] == 'd' ? OP_DIR : o[2] == 's' ? OP_SEAL : o[7] == 'd' ? OP_MASK_DIR : OP_MASK_FILE;
+      add_op(spec, kind)->path = argv[++i];
+    } else if (strcmp(o, "--bind") == 0) {
+      NEED(2);
+      struct op *op = add_op(spec, OP_BIND);
+      op->path = argv[i + 1];
+      op->writable = access_mode(argv[i + 2]);
+      i += 2;
+    } else if (strcmp(o, "--bind-fd") == 0) {
+      NEED(3);
+      struct op *op = add_op(spec, OP_BIND_FD);
+      op->fd = (int)number(argv[i + 1], o);
+      op->path = argv[i + 2];
+      op->writable = access_mode(argv[i + 3]);
+      i += 3;
+    } else if (strcmp(o, "--file") == 0) {
+      NEED(2);
+      struct op *op = add_op(spec, OP_FILE);
+      op->fd = (int)number(argv[i + 1], o);
+      op->path = argv[i + 2];
+      i += 2;
+    } else if (strcmp(o, "--allow") == 0) {
+      NEED(2);
+      struct op *op = add_op(spec, OP_ALLOW);
+      op->path = argv[i + 1];
+      op->rights = argv[i + 2];
+      i += 2;
+    } else if (strcmp(o, "--allow-fd") == 0) {
+      NEED(2);
+      struct op *op = add_op(spec, OP_ALLOW_FD);
+      op->fd = (int)number(argv[i + 1], o);
+      op->rights = argv[i + 2];
+      i += 2;
+    } else {
+      fail("spec", "unknown option '%s'", o);
+    }
+#undef NEED
+  }
+  if (i >= argc - 1) fail("spec", "no program after --");
+  if (spec->seccomp_fd < 0) fail("spec", "--seccomp is required");
+  for (int k = 0; k < spec->op_count; k++)
+    if (spec->ops[k].path != NULL) require_absolute(spec->ops[k].path);
+  spec->argv = &argv[i + 1];
+}
+
+static int open_no_symlinks(const char *path, int flags) {
+  struct launcher_open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC), .mode = 0, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+  return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+static int clone_tree(int dirfd, const char *path, int flags) {
+  return (int)syscall(SYS_open_tree, dirfd, path, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | flags);
+}
+
+static void set_mount_attr(int tree, uint64_t set, const char *step, const char *what) {
+  struct launcher_mount_attr attr = {.attr_set = set};
+  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) fail_errno(step, what);
+}
+
+/* Attaches a detached tree at path, resolved without following any link a plugin or another process could have planted. */
+static void attach(int tree, const char *path, const char *step) {
+  int target = open_no_symlinks(path, O_PATH);
+  if (target < 0) fail_errno(step, path);
+  if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) fail_errno(step, path);
+  close(target);
+  close(tree);
+}
+
+static int detached_tmpfs(const char *mode, long long size, uint64_t attrs, const char *step) {
+  int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) fail_errno(step, "fsopen tmpfs");
+  char size_text[32];
+  snprintf(size_text, sizeof size_text, "%lld", size);
+  if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) != 0) fail_errno(step, "tmpfs mode");
+  if (size >= 0 && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size_text, 0) != 0) fail_errno(step, "tmpfs size");
+  if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) fail_errno(step, "tmpfs create");
+  int tree = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
+  if (tree < 0) fail_errno(step, "fsmount tmpfs");
+  close(fs);
+  return tree;
+}
+
+/* A read-only copy of a descriptor's bytes at path: the verified file, whatever now lies at the path on the host. */
+static void mount_file_copy(int source, const char *path) {
+  int tree = detached_tmpfs("0755", -1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "file");
+  int out = openat(tree, "file", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+  if (out < 0) fail_errno("file", "create copy");
+  char buffer[65536];
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = pread(source, buffer, sizeof buffer, offset);
+    if (n < 0) fail_errno("file", "read source");
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(out, buffer + done, (size_t)(n - done));
+      if (w < 0) fail_errno("file", "write copy");
+      done += w;
+    }
+    offset += n;
+  }
+  if (fchmod(out, 0444) != 0) fail_errno("file", "chmod copy");
+  close(out);
+  int file = (int)syscall(SYS_open_tree, tree, "file", OPEN_TREE_CLONE | O_CLOEXEC);
+  if (file < 0) fail_errno("file", "clone copy");
+  set_mount_attr(file, MOUNT_ATTR_RDONLY, "file", "read-only copy");
+  close(tree);
+  attach(file, path, "file");
+}
+
+static void write_file(const char *path, const char *text, const char *step) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno(step, path);
+  size_t length = strlen(text);
+  if (write(fd, text, length) != (ssize_t)length) fail_errno(step, path);
+  close(fd);
+}
+
+static void join_groups(const struct spec *spec) {
+  char pid[24];
+  snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+  for (int i = 0; i < spec->group_count; i++) write_file(spec->groups[i], pid, "cgroup");
+}
+
+static void set_limit(int resource, long long value, const char *what) {
+  if (value < 0) return;
+  struct rlimit limit = {.rlim_cur = (rlim_t)value, .rlim_max = (rlim_t)value};
+  if (setrlimit(resource, &limit) != 0) fail_errno("rlimit", what);
+}
+
+/* Runs as the sandbox's process 1: the plugin's reaper, which forwards the host's signals to it. */
+static volatile pid_t forward_to = -1;
+
+static void forward(int signal) {
+  if (forward_to > 0) kill(forward_to, signal);
+}
+
+static const int FORWARDED[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+static void forward_signals(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = forward;
+  sigemptyset(&action.sa_mask);
+  for (size_t i = 0; i < sizeof FORWARDED / sizeof FORWARDED[0]; i++) sigaction(FORWARDED[i], &action, NULL);
+}
+
+static void default_signals(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = SIG_DFL;
+  for (size_t i = 0; i < sizeof FORWARDED / sizeof FORWARDED[0]; i++) sigaction(FORWARDED[i], &action, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Waits for child (reaping any orphan on the way) and exits as it did: its code, or 128 + the signal that killed it. */
+static void exit_like(pid_t child) {
+  for (;;) {
+    int status;
+    pid_t done = waitpid(-1, &status, 0);
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("wait", "plugin");
+    }
+    if (done != child) continue;
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    _exit(128 + WTERMSIG(status));
+  }
+}
+
+static void die_with_host(pid_t host) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_errno("pdeathsig", "prctl");
+  /* The host may have died before the request took effect. */
+  if (getppid() != host) _exit(1);
+}
+
+/*
+ * Process 1 dies with the launcher. Its parent lies outside its PID namespace, so getppid() says 0 whether or not the
+ * launcher lives; the launcher's end of a pipe, closed only by its death, tells instead.
+ */
+static void die_with_launcher(int launcher_alive) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_errno("pdeathsig", "prctl");
+  struct pollfd alive = {.fd = launcher_alive, .events = POLLIN};
+  if (poll(&alive, 1, 0) != 0) _exit(1);
+  close(launcher_alive);
+}
+
+static void apply_mounts(struct spec *spec) {
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail_errno("private", "/");
+  /* Every source by path is cloned before the first cover hides it. */
+  for (int i = 0; i < spec->op_count; i++) {
+    struct op *op = &spec->ops[i];
+    if (op->kind != OP_BIND) continue;
+    int source = open_no_symlinks(op->path, O_PATH);
+    if (source < 0) fail_errno("bind", op->path);
+    op->clone = clone_tree(source, "", AT_EMPTY_PATH);
+    if (op->clone < 0) fail_errno("bind", op->path);
+    close(source);
+    if (!op->writable) set_mount_attr(op->clone, MOUNT_ATTR_RDONLY, "bind", op->path);
+  }
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail_errno("proc", "/proc");
+  for (int i = 0; i < spec->op_count; i++) {
+    struct op *op = &spec->ops[i];
+    switch (op->kind) {
+      case OP_COVER:
+        if (strcmp(op->path, "/") == 0) fail("cover", "the root directory cannot be covered");
+        attach(detached_tmpfs("0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "cover"), op->path, "cover");
+        break;
+      case OP_DIR:
+        if (mkdir(op->path, 0755) != 0 && errno != EEXIST) fail_errno("dir", op->path);
+        if (chmod(op->path, 0755) != 0) fail_errno("dir", op->path);
+        break;
+      case OP_BIND:
+        attach(op->clone, op->path, "bind");
+        op->clone = -1;
+        break;
+      case OP_BIND_FD: {
+        int tree = clone_tree(op->fd, "", AT_EMPTY_PATH);
+        if (tree < 0) fail_errno("bind-fd", op->path);
+        if (!op->writable) set_mount_attr(tree, MOUNT_ATTR_RDONLY, "bind-fd", op->path);
+        attach(tree, op->path, "bind-fd");
+        break;
+      }
+      case OP_FILE:
+        mount_file_copy(op->fd, op->path);
+        break;
+      case OP_MASK_DIR:
+        attach(detached_tmpfs("0755", 4096, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "mask"), op->path, "mask");
+        break;
+      case OP_MASK_FILE: {
+        int null = clone_tree(AT_FDCWD, "/dev/null", 0);
+        if (null < 0) fail_errno("mask", "/dev/null");
+        /* Without device access, the null device at the path cannot even be opened. */
+        set_mount_attr(null, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "mask", op->path);
+        attach(null, op->path, "mask");
+        break;
+      }
+      case OP_SEAL: {
+        int target = open_no_symlinks(op->path, O_PATH);
+        if (target < 0) fail_errno("seal", op->path);
+        struct launcher_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+        if (syscall(SYS_mount_setattr, target, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0) fail_errno("seal", op->path);
+        close(target);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  /* Always the sandbox's own: the host's /dev/shm is shared with every process of the machine. */
+  attach(detached_tmpfs("1777", spec->shm_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "shm"), "/dev/shm", "shm");
+}
+
+static uint64_t handled_fs_rights(int abi) {
+  uint64_t rights = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_CHAR |
+                    LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_BLOCK | LL_FS_MAKE_SYM;
+  if (abi >= 2) rights |= LL_FS_REFER;
+  if (abi >= 3) rights |= LL_FS_TRUNCATE;
+  if (abi >= 5) rights |= LL_FS_IOCTL_DEV;
+  return rights;
+}
+
+static uint64_t rights_of(const char *letters, int *optional) {
+  uint64_t rights = 0;
+  *optional = 0;
+  for (const char *c = letters; *c; c++) {
+    switch (*c) {
+      case 'r':
+        rights |= LL_FS_READ_FILE | LL_FS_READ_DIR;
+        break;
+      case 'x':
+        rights |= LL_FS_EXECUTE;
+        break;
+      case 'w':
+        rights |= LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO |
+                  LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE;
+        break;
+      case 'd':
+        rights |= LL_FS_IOCTL_DEV;
+        break;
+      case '?':
+        *optional = 1;
+        break;
+      default:
+        fail("spec", "unknown access letter '%c' in '%s'", *c, letters);
+    }
+  }
+  return rights;
+}
+
+static void add_rule(int ruleset, int fd, uint64_t rights, uint64_t handled, const char *what) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) fail_errno("landlock", what);
+  uint64_t allowed = rights & handled;
+  if (!S_ISDIR(st.st_mode)) allowed &= LL_FS_FILE_RIGHTS;
+  if (allowed == 0) return;
+  struct ll_path_beneath_attr rule = {.allowed_access = allowed, .parent_fd = fd};
+  if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0) fail_errno("landlock", what);
+}
+
+/* One ruleset for everything the plugin may reach: what no rule grants, it cannot read, write or execute. */
+static int build_ruleset(const struct spec *spec) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+  if (abi < 1) fail("landlock", "Landlock is not enabled in this kernel (%s)", strerror(errno));
+  struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs_rights((int)abi)};
+  if (abi >= 4 && spec->unshare_net) attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+  if (abi >= 6) attr.scoped = LL_SCOPE_SIGNAL | (spec->unshare_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0);
+  size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (ruleset < 0) fail_errno("landlock", "create ruleset");
+  for (int i = 0; i < spec->op_count; i++) {
+    const struct op *op = &spec->ops[i];
+    int optional;
+    if (op->kind == OP_ALLOW) {
+      uint64_t rights = rights_of(op->rights, &optional);
+      int fd = open_no_symlinks(op->path, O_PATH);
+      if (fd < 0) {
+        if (optional && errno == ENOENT) continue;
+        fail_errno("landlock", op->path);
+      }
+      add_rule(ruleset, fd, rights, attr.handled_access_fs, op->path);
+      close(fd);
+    } else if (op->kind == OP_ALLOW_FD) {
+      add_rule(ruleset, op->fd, rights_of(op->rights, &optional), attr.handled_access_fs, "descriptor");
+    }
+  }
+  return ruleset;
+}
+
+static struct sock_fprog read_seccomp(int fd) {
+  size_t capacity = 4096, length = 0;
+  unsigned char *bytes = malloc(capacity);
+  if (bytes == NULL) fail("seccomp", "out of memory");
+  for (;;) {
+    if (length == capacity) {
+      capacity *= 2;
+      bytes = realloc(bytes, capacity);
+      if (bytes == NULL) fail("seccomp", "out of memory");
+    }
+    ssize_t n = read(fd, bytes + length, capacity - length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("seccomp", "read program");
+    }
+    if (n == 0) break;
+    length += (size_t)n;
+  }
+  /* An empty program is the host withholding it (a failed check, or the host gone): the plugin must not run. */
+  if (length == 0 || length % sizeof(struct sock_filter) != 0 || length / sizeof(struct sock_filter) > 0xffff)
+    fail("seccomp", "no valid program on the descriptor (%zu bytes)", length);
+  struct sock_fprog program = {.len = (unsigned short)(length / sizeof(struct sock_filter)), .filter = (struct sock_filter *)bytes};
+  return program;
+}
+
+static void drop_capabilities(void) {
+  for (int cap = 0; cap <= 63; cap++) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+      if (errno == EINVAL) break;
+      fail_errno("user", "drop bounding set");
+    }
+  }
+}
+
+static void clear_capability_sets(void) {
+  struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &header, data) != 0) fail_errno("user", "clear capabilities");
+}
+
+static void become_plugin_user(const struct spec *spec) {
+  if (spec->switch_user) {
+    if (setgroups(0, NULL) != 0) fail_errno("user", "setgroups");
+    if (setresgid(spec->gid, spec->gid, spec->gid) != 0) fail_errno("user", "setresgid");
+    if (setresuid(spec->uid, spec->uid, spec->uid) != 0) fail_errno("user", "setresuid");
+  }
+  clear_capability_sets();
+}
+
+/* The plugin's own process: Landlock, a new session, no stray descriptors, its user, the seccomp program, then the plugin. */
+static void run_plugin(const struct spec *spec) {
+  default_signals();
+  if (setsid() < 0) fail_errno("session", "setsid");
+  int ruleset = build_ruleset(spec);
+  if (spec->chdir_path != NULL) {
+    if (chdir(spec->chdir_path) != 0) fail_errno("chdir", spec->chdir_path);
+    /* As bubblewrap does, and a shell would: the plugin's PWD names where it runs, whatever the host passed. */
+    if (setenv("PWD", spec->chdir_path, 1) != 0) fail_errno("chdir", "PWD");
+  }
+  drop_capabilities();
+  become_plugin_user(spec);
+  struct sock_fprog program = read_seccomp(spec->seccomp_fd);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("no_new_privs", "prctl");
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail_errno("landlock", "restrict self");
+  close(ruleset);
+  /*
+   * The plugin keeps the descriptors the host hands it (3 up to 3 + --pass-fds) but those the launcher used up; whatever
+   * else the host let the launcher inherit, close-on-exec or not, ends here.
+   */
+  for (int i = 0; i < spec->op_count; i++)
+    if (spec->ops[i].fd >= 0) close(spec->ops[i].fd);
+  if (syscall(SYS_close_range, 3U + (unsigned)spec->pass_fds, ~0U, 0) != 0) fail_errno("descriptors", "close_range");
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) fail_errno("seccomp", "load program");
+  execvp(spec->argv[0], spec->argv);
+  fail_errno("exec", spec->argv[0]);
+}
+
+static void map_own_user(uid_t uid, gid_t gid) {
+  char map[64];
+  snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+  write_file("/proc/self/uid_map", map, "userns");
+  write_file("/proc/self/setgroups", "deny\n", "userns");
+  snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+  write_file("/proc/self/gid_map", map, "userns");
+}
+
+int main(int argc, char **argv) {
+  struct spec spec;
+  parse(argc, argv, &spec);
+  pid_t host = getppid();
+  die_with_host(host);
+  join_groups(&spec);
+  set_limit(RLIMIT_DATA, spec.rlimit_data, "data");
+  set_limit(RLIMIT_NPROC, spec.rlimit_nproc, "nproc");
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  /* Run by root, no user namespace: a user other than root could not exist inside one that maps root alone. */
+  int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (spec.unshare_net ? CLONE_NEWNET : 0) | (uid == 0 ? 0 : CLONE_NEWUSER);
+  if (unshare(flags) != 0) fail_errno("unshare", "namespaces");
+  if (uid != 0) map_own_user(uid, gid);
+  int alive[2];
+  if (pipe2(alive, O_CLOEXEC) != 0) fail_errno("fork", "pipe");
+  forward_signals();
+  pid_t reaper = fork();
+  if (reaper < 0) fail_errno("fork", "process 1");
+  if (reaper > 0) {
+    forward_to = reaper;
+    /* Nothing but the pipe that process 1 watches: the plugin's descriptors are process 1's to pass on. */
+    if (alive[1] > 3) syscall(SYS_close_range, 3U, (unsigned)alive[1] - 1, 0);
+    syscall(SYS_close_range, (unsigned)alive[1] + 1, ~0U, 0);
+    exit_like(reaper);
+  }
+  close(alive[1]);
+  die_with_launcher(alive[0]);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  apply_mounts(&spec);
+  pid_t plugin = fork();
+  if (plugin < 0) fail_errno("fork", "plugin");
+  if (plugin == 0) run_plugin(&spec);
+  forward_to = plugin;
+  syscall(SYS_close_range, 3U, ~0U, 0);
+  exit_like(plugin);
+  return 1;
+}

@@ -1,0 +1,74 @@
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { err, ok, type Result } from 'neverthrow';
+
+/** The launcher's file name, next to the built modules in `dist/` (see scripts/build-launcher.mjs). */
+export const LAUNCHER_FILE = 'mcp-plugin-launcher';
+
+/** ELF `e_machine` of the architectures Node names in `process.arch`. */
+const ELF_MACHINES: Readonly<Record<string, number>> = { x64: 62, arm64: 183, ia32: 3, arm: 40, riscv64: 243, ppc64: 21, s390x: 22 };
+
+function moduleFile(): string {
+  // The CommonJS build has __filename; the ES module build and the sources have import.meta.url.
+  return typeof __filename === 'string' ? __filename : fileURLToPath(import.meta.url);
+}
+
+/**
+ * Where the launcher is looked for: beside the built modules (the npm
+ * package's `dist/`), and, when this module runs from the sources, the
+ * repository's `native/build/` (built by the tests' global setup).
+ */
+export function launcherCandidates(here: string = moduleFile()): string[] {
+  const beside = fileURLToPath(new URL(`./${LAUNCHER_FILE}`, `file://${here}`));
+  const fromSources = /[\\/]src[\\/]sandbox[\\/]launcherBinary\.ts$/.test(here);
+  return fromSources ? [fileURLToPath(new URL(`../../native/build/${LAUNCHER_FILE}`, `file://${here}`)), beside] : [beside];
+}
+
+function elfMachine(path: string): number | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const header = Buffer.alloc(20);
+    if (readSync(fd, header, 0, 20, 0) < 20) return undefined;
+    if (header.readUInt32BE(0) !== 0x7f454c46) return undefined;
+    return header.readUInt16LE(18);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Why the launcher at `path` must not be used, or `undefined` when it may:
+ * it must be a regular executable file owned by root or by the host's own
+ * user, writable by neither group nor others (whoever could rewrite it
+ * would run code as the host), and built for this machine.
+ */
+export function launcherProblem(path: string, arch: string = process.arch, uid: number | undefined = process.getuid?.()): string | undefined {
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch {
+    return `no launcher at ${path}`;
+  }
+  if (!stat.isFile()) return `${path} is not a regular file`;
+  if (stat.uid !== 0 && stat.uid !== uid) return `${path} is owned by uid ${stat.uid}, neither root nor the host's user`;
+  if ((stat.mode & 0o022) !== 0) return `${path} is writable by its group or others (mode ${(stat.mode & 0o777).toString(8)})`;
+  if ((stat.mode & 0o100) === 0) return `${path} is not executable`;
+  const machine = elfMachine(path);
+  if (machine === undefined) return `${path} is not an ELF executable`;
+  if (machine !== ELF_MACHINES[arch]) return `${path} was built for ELF machine ${machine}, not ${arch}`;
+  return undefined;
+}
+
+/**
+ * The first usable launcher among `candidates`, or why none is (each
+ * candidate's problem, joined).
+ */
+export function findLauncher(candidates: readonly string[] = launcherCandidates()): Result<string, string> {
+  const problems: string[] = [];
+  for (const candidate of candidates) {
+    const problem = launcherProblem(candidate);
+    if (problem === undefined) return ok(candidate);
+    problems.push(problem);
+  }
+  return err(problems.join('; '));
+}
