@@ -271,8 +271,25 @@ export class HttpSessionTransport implements Transport {
     const exchange: Exchange = { res, ids, answers: new Map(), batch, streaming: false, keepAlive: undefined };
     this.#exchanges.add(exchange);
     for (const id of ids) this.#pending.set(id, exchange);
-    res.once('close', () => this.#release(exchange));
+    res.once('close', () => this.#abandon(exchange));
     for (const message of messages) this.onmessage?.(message, extra);
+  }
+
+  /**
+   * The client went away before all of a POST's answers were written: its
+   * requests still running are cancelled, as a `notifications/cancelled`
+   * from the client would, so the `Server` sends no answer for them. Else
+   * an answer that comes later would go to a new request reusing the id.
+   */
+  #abandon(exchange: Exchange): void {
+    if (!this.#exchanges.has(exchange)) return;
+    this.#release(exchange);
+    for (const requestId of exchange.ids) {
+      // An initialize is not cancelled (the protocol forbids it); its session stays uninitialized.
+      if (exchange.answers.has(requestId) || (requestId === this.#initializeId && this.#protocolVersion === undefined)) continue;
+      const cancelled: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'the client closed the HTTP request' } };
+      this.onmessage?.(cancelled);
+    }
   }
 
   /** Opens the standalone SSE stream for messages about no request (list changes, resource updates, logs). */
