@@ -9,11 +9,12 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
-import { HttpSessionTransport, isInitialize, JSON_RPC_CODES, readPostedMessages, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
+import { HttpSessionTransport, isInitialize, readPostedMessages, TRANSPORT_ERROR_CODES, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
 
 /** An HTTP client known by its own bearer token, with its own policy. */
 export interface GatewayHttpClient {
@@ -86,7 +87,7 @@ function loopbackUrl(url: string): boolean {
 }
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
-  writeJsonRpcError(res, status, JSON_RPC_CODES.transport, message, headers);
+  writeJsonRpcError(res, status, TRANSPORT_ERROR_CODES.refused, message, headers);
 }
 
 const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
@@ -157,7 +158,7 @@ export function listenHttp(
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       // Another token's session is as unknown to this client as a session that never existed.
-      if (session === undefined || session.token !== client.token) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'unknown session');
+      if (session === undefined || session.token !== client.token) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'unknown session');
       track(session, res);
       switch (req.method) {
         case 'POST': {
@@ -180,7 +181,7 @@ export function listenHttp(
     if (posted === undefined) return;
     // Only an initialize opens a session; anything else without one belongs to no session.
     if (!posted.messages.some(isInitialize)) return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
-    if (posted.messages.length > 1) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: an initialize request comes alone');
+    if (posted.messages.length > 1) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: an initialize request comes alone');
     if (sessions.size >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     if (heldBy(client.token) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     const transport = new HttpSessionTransport(randomUUID(), GATEWAY_DEFAULTS.sseKeepAliveMs);

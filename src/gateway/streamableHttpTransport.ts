@@ -14,13 +14,19 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCMessage, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
 
-/** JSON-RPC error codes of the transport's own refusals (the first two from JSON-RPC 2.0, the others as MCP servers use them). */
-export const JSON_RPC_CODES = Object.freeze({ parseError: -32700, invalidRequest: -32600, transport: -32000, sessionNotFound: -32001 });
+/**
+ * The server-error codes of the transport's refusals that JSON-RPC 2.0 does
+ * not name, as the SDK's own Streamable HTTP server transport answers them.
+ * The SDK exports no constant with these meanings (its `ErrorCode` gives
+ * -32000 and -32001 to a closed connection and a timeout), so they are named
+ * here; parse errors and invalid requests use `ErrorCode`.
+ */
+export const TRANSPORT_ERROR_CODES = Object.freeze({ refused: -32000, sessionNotFound: -32001 });
 
 /** Writes a JSON-RPC error without an id as the whole HTTP answer (or ends an answer already under way). */
 export function writeJsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
@@ -125,39 +131,39 @@ export interface PostLimits {
 export async function readPostedMessages(req: IncomingMessage, res: ServerResponse, limits: PostLimits): Promise<PostedMessages | undefined> {
   const accepted = mediaTypes(req.headers.accept);
   if (!accepts(accepted, 'application/json') || !accepts(accepted, 'text/event-stream')) {
-    writeJsonRpcError(res, 406, JSON_RPC_CODES.transport, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
+    writeJsonRpcError(res, 406, TRANSPORT_ERROR_CODES.refused, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
     return undefined;
   }
   if (!mediaTypes(req.headers['content-type']).has('application/json')) {
-    writeJsonRpcError(res, 415, JSON_RPC_CODES.transport, 'Unsupported Media Type: the body must be application/json');
+    writeJsonRpcError(res, 415, TRANSPORT_ERROR_CODES.refused, 'Unsupported Media Type: the body must be application/json');
     return undefined;
   }
   const tooLarge = `Payload Too Large: a request body holds at most ${limits.maxBytes} bytes`;
   if (Number(req.headers['content-length'] ?? 0) > limits.maxBytes) {
-    writeJsonRpcError(res, 413, JSON_RPC_CODES.invalidRequest, tooLarge, { connection: 'close' });
+    writeJsonRpcError(res, 413, ErrorCode.InvalidRequest, tooLarge, { connection: 'close' });
     return undefined;
   }
   const body = await readBody(req, limits.maxBytes);
   if (body === 'aborted') return undefined;
   if (body === 'too-large') {
-    writeJsonRpcError(res, 413, JSON_RPC_CODES.invalidRequest, tooLarge, { connection: 'close' });
+    writeJsonRpcError(res, 413, ErrorCode.InvalidRequest, tooLarge, { connection: 'close' });
     return undefined;
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
   } catch {
-    writeJsonRpcError(res, 400, JSON_RPC_CODES.parseError, 'Parse error: the body is not JSON');
+    writeJsonRpcError(res, 400, ErrorCode.ParseError, 'Parse error: the body is not JSON');
     return undefined;
   }
   const batch = Array.isArray(parsed);
   const messages: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
   if (messages.length === 0 || messages.length > limits.maxBatch) {
-    writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, `Invalid Request: a batch holds 1 to ${limits.maxBatch} messages`);
+    writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, `Invalid Request: a batch holds 1 to ${limits.maxBatch} messages`);
     return undefined;
   }
   if (!messages.every(isJsonRpcMessage)) {
-    writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
+    writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
     return undefined;
   }
   return { messages, batch };
@@ -242,24 +248,24 @@ export class HttpSessionTransport implements Transport {
   #refusedVersion(req: IncomingMessage, res: ServerResponse): boolean {
     const version = req.headers['mcp-protocol-version'];
     if (version === undefined || version === this.#protocolVersion) return false;
-    writeJsonRpcError(res, 400, JSON_RPC_CODES.transport, `Bad Request: MCP-Protocol-Version ${String(version)} is not the session's ${this.#protocolVersion ?? '(none negotiated yet)'}`);
+    writeJsonRpcError(res, 400, TRANSPORT_ERROR_CODES.refused, `Bad Request: MCP-Protocol-Version ${String(version)} is not the session's ${this.#protocolVersion ?? '(none negotiated yet)'}`);
     return true;
   }
 
   /** Handles a POST whose body {@link readPostedMessages} read. */
   handlePost(req: IncomingMessage, res: ServerResponse, posted: PostedMessages): void {
     const { messages, batch } = posted;
-    if (this.#closed) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'Session not found');
+    if (this.#closed) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'Session not found');
     const initialize = messages.find(isInitialize);
     if (initialize !== undefined) {
-      if (this.#initializeId !== undefined) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: the session is already initialized');
-      if (messages.length > 1) return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: an initialize request comes alone');
+      if (this.#initializeId !== undefined) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: the session is already initialized');
+      if (messages.length > 1) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: an initialize request comes alone');
       this.#initializeId = (initialize as { id: RequestId }).id;
     } else if (this.#refusedVersion(req, res)) return;
     const ids: RequestId[] = [];
     for (const message of messages) if (isRequest(message)) ids.push(message.id);
     if (ids.some((id, i) => this.#pending.has(id) || ids.indexOf(id) !== i)) {
-      return writeJsonRpcError(res, 400, JSON_RPC_CODES.invalidRequest, 'Invalid Request: a request id is already in use in this session');
+      return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: a request id is already in use in this session');
     }
     const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
     if (ids.length === 0) {
@@ -294,10 +300,10 @@ export class HttpSessionTransport implements Transport {
 
   /** Opens the standalone SSE stream for messages about no request (list changes, resource updates, logs). */
   handleGet(req: IncomingMessage, res: ServerResponse): void {
-    if (this.#closed) return writeJsonRpcError(res, 404, JSON_RPC_CODES.sessionNotFound, 'Session not found');
-    if (!acceptsEventStream(req)) return writeJsonRpcError(res, 406, JSON_RPC_CODES.transport, 'Not Acceptable: a GET must accept text/event-stream');
+    if (this.#closed) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'Session not found');
+    if (!acceptsEventStream(req)) return writeJsonRpcError(res, 406, TRANSPORT_ERROR_CODES.refused, 'Not Acceptable: a GET must accept text/event-stream');
     if (this.#refusedVersion(req, res)) return;
-    if (this.#standalone !== undefined) return writeJsonRpcError(res, 409, JSON_RPC_CODES.transport, 'Conflict: the session already has a GET stream open');
+    if (this.#standalone !== undefined) return writeJsonRpcError(res, 409, TRANSPORT_ERROR_CODES.refused, 'Conflict: the session already has a GET stream open');
     res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId });
     res.flushHeaders();
     const stream: EventStream = { res, keepAlive: keepAlive(res, this.#sseKeepAliveMs) };
@@ -386,7 +392,7 @@ export class HttpSessionTransport implements Transport {
     this.#closed = true;
     for (const exchange of [...this.#exchanges]) {
       this.#release(exchange);
-      writeJsonRpcError(exchange.res, 404, JSON_RPC_CODES.sessionNotFound, 'Session closed');
+      writeJsonRpcError(exchange.res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'Session closed');
     }
     if (this.#standalone !== undefined) {
       clearInterval(this.#standalone.keepAlive);
