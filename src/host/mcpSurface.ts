@@ -17,10 +17,8 @@ import {
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
-import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
-import { nestedDeeperThan } from '../framing/nestingDepth.js';
 import type { Clock } from '../ports/ports.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
@@ -58,13 +56,10 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
     case 'resource_updated':
       events.emit('resource:updated', { plugin_id: pluginId, uri: notice.uri });
       return;
-    case 'log': {
-      // A listener logs or forwards the data, which a recursive walk (JSON.stringify, a logger) cannot do past a few thousand levels.
-      const tooDeep = nestedDeeperThan(notice.data, pluginAnswerLimits.maxNestingDepth);
-      const data = tooDeep ? `[log data nested deeper than ${pluginAnswerLimits.maxNestingDepth} levels, dropped]` : notice.data;
-      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data });
+    case 'log':
+      // Data nested too deep for a listener's recursive walk arrives as a marker (the transport's bound on every line).
+      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data: notice.data });
       return;
-    }
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });
       return;

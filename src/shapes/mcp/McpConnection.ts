@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  ListToolsResultSchema,
   LoggingMessageNotificationSchema,
   PromptListChangedNotificationSchema,
   ResourceListChangedNotificationSchema,
@@ -15,9 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { err, ok, type Result } from 'neverthrow';
-import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
-import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
@@ -91,12 +90,6 @@ function toCallProgress(progress: Progress): CallProgress {
     ...(progress.total === undefined ? {} : { total: progress.total }),
     ...(progress.message === undefined ? {} : { message: progress.message }),
   };
-}
-
-/** PLUGIN_MALFORMED_RESPONSE for an answer nested deeper than `etc/plugin-answers.json` allows. */
-function tooDeepError(what: string, details: Readonly<Record<string, unknown>>): HostError {
-  const limit = pluginAnswerLimits.maxNestingDepth;
-  return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered ${what} with values nested more than ${limit} levels deep`, { details: { ...details, max_nesting_depth: limit } });
 }
 
 /**
@@ -246,7 +239,6 @@ export class McpConnection {
         timeout: timeoutMs,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
-      if (nestedDeeperThan(answer, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(method, { phase: method }));
       return ok(answer as McpSurfaceMethods[M]['result']);
     } catch (error) {
       return err(await this.failure(error, { phase: method, timeoutMs, ...(options.signal?.aborted === true ? { abortedBy: 'caller' as const } : {}) }));
@@ -288,7 +280,6 @@ export class McpConnection {
     const read = readCallToolResult(outcome.result);
     if (read.isErr()) return err(await this.failure(read.error, context));
     const result = read.value;
-    if (nestedDeeperThan(result, pluginAnswerLimits.maxNestingDepth)) return err(tooDeepError(`tools/call of "${name}"`, { tool: name }));
     const broken = this.outputSchemaViolation(name, result);
     if (broken !== undefined) return err(await this.failure(broken, context));
     return ok({ value: result, isError: result.isError === true });
@@ -350,7 +341,12 @@ export class McpConnection {
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       try {
-        const answer = await this.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs, ...(signal === undefined ? {} : { signal }) });
+        // Through request, not listTools: listTools also fills the Client's own output-schema cache for its callTool,
+        // which the host does not use (adoptTools takes the validators it checks results with).
+        const answer = await this.client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, ListToolsResultSchema, {
+          timeout: timeoutMs,
+          ...(signal === undefined ? {} : { signal }),
+        });
         tools.push(...answer.tools);
         cursor = answer.nextCursor;
       } catch (error) {

@@ -1,15 +1,23 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, ProgressNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { droppedLineId } from '../../framing/droppedLineId.js';
-import { isJsonObject } from '../../framing/jsonRpcValues.js';
+import { isJsonObject, isRequestId } from '../../framing/jsonRpcValues.js';
 import { frameTooLarge, LineChannel } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES, type OversizeLine } from '../../framing/LineReader.js';
+import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { DirectAnswer, DirectToolCalls } from './DirectToolCalls.js';
 
 const EXCERPT_CHARS = 200;
+/** How deep a plugin's line may nest: the bound on the values it carries, plus the envelope's own level. */
+const LINE_NESTING_LIMIT = pluginAnswerLimits.maxNestingDepth + 1;
+/** Each level of nesting takes two characters of the line (its brackets), so a shorter line cannot break the bound. */
+const SHORTEST_TOO_DEEP_LINE = 2 * LINE_NESTING_LIMIT;
+/** What a log message nested too deep carries instead of its data, so that a listener can still print the event. */
+const DROPPED_LOG_DATA = `[log data nested deeper than ${pluginAnswerLimits.maxNestingDepth} levels, dropped]`;
 /** After the process exits, how long stdout may still deliver buffered lines before the connection ends. */
 const EXIT_DRAIN_MS = 200;
 
@@ -58,6 +66,16 @@ function plainAnswer(message: Record<string, unknown>, id: number): DirectAnswer
   if (isJsonObject(result)) return result._meta === undefined ? { id, result } : undefined;
   if (!isJsonObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') return undefined;
   return { id, error: { code: error.code as number, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
+}
+
+/**
+ * Whether a parsed message is plainly a JSON-RPC notification as the SDK's
+ * strict schema has it (`jsonrpc` 2.0, a method and at most `params`); the
+ * method's own schema checks the rest.
+ */
+function notificationEnvelope(message: Record<string, unknown>): boolean {
+  for (const key in message) if (key !== 'jsonrpc' && key !== 'method' && key !== 'params') return false;
+  return message.jsonrpc === '2.0';
 }
 
 const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
@@ -214,6 +232,13 @@ export class PluginProcessTransport implements Transport {
       this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }), true);
       return;
     }
+    // The one bound on nesting for everything the plugin writes (answers, error data, progress, notices, its own
+    // requests): JSON.parse reads any depth, but a recursive walk of the value (the SDK's JSON.stringify of a message
+    // it cannot place, the gateway sending a result on, an application's logger) overflows the stack.
+    if (line.length >= SHORTEST_TOO_DEEP_LINE && nestedDeeperThan(parsed, LINE_NESTING_LIMIT)) {
+      parsed = this.boundedInPlaceOf(parsed);
+      if (parsed === undefined) return;
+    }
     if (this.options.directCalls !== undefined && this.routeDirect(this.options.directCalls, parsed)) return;
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
@@ -254,15 +279,47 @@ export class PluginProcessTransport implements Transport {
     }
     if (parsed.method !== 'notifications/progress') return false;
     const token = direct.callOf(isJsonObject(parsed.params) ? parsed.params.progressToken : undefined);
-    if (token === undefined) return false;
-    if (!JSONRPCMessageSchema.safeParse(parsed).success) return false;
+    if (token === undefined || !notificationEnvelope(parsed)) return false;
     const progress = ProgressNotificationSchema.safeParse(parsed);
-    if (!progress.success) {
-      this.onerror?.(new Error(`Uncaught error in notification handler: ${progress.error.message}`));
+    if (progress.success) {
+      direct.progress(token, progress.data.params);
       return true;
     }
-    direct.progress(token, progress.data.params);
+    // Which of the two verdicts the SDK gave: a message that breaks JSON-RPC itself is a stdout violation, one that
+    // only breaks the progress schema an error of the notification handler.
+    if (!JSONRPCMessageSchema.safeParse(parsed).success) return false;
+    this.onerror?.(new Error(`Uncaught error in notification handler: ${progress.error.message}`));
     return true;
+  }
+
+  /**
+   * What takes the place of a message nested deeper than the bound: for an
+   * answer, an error answer to the same request carrying
+   * `PLUGIN_MALFORMED_RESPONSE` (only that request fails, as for an answer
+   * over the frame cap); for a log message, the same message with a marker for
+   * its data. A request of the plugin's is refused in an error answer; any
+   * other message is dropped. Undefined when nothing takes its place.
+   */
+  private boundedInPlaceOf(parsed: unknown): Record<string, unknown> | undefined {
+    const limit = pluginAnswerLimits.maxNestingDepth;
+    const message = isJsonObject(parsed) ? parsed : {};
+    const id = isRequestId(message.id) ? message.id : undefined;
+    const failure = hostError('PLUGIN_MALFORMED_RESPONSE', `plugin wrote a message nested more than ${limit} levels deep`, { details: { max_nesting_depth: limit } });
+    if (id !== undefined && message.method === undefined) {
+      // The HostError rides in `data`, which no plugin can put there: the failure mapping recognizes it by its class.
+      return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: failure.message, data: failure } };
+    }
+    const params = isJsonObject(message.params) ? message.params : {};
+    if (id === undefined && message.method === 'notifications/message') {
+      const logger = typeof params.logger === 'string' ? { logger: params.logger } : {};
+      return { jsonrpc: '2.0', method: message.method, params: { level: params.level, ...logger, data: DROPPED_LOG_DATA } };
+    }
+    if (id !== undefined && typeof message.method === 'string') {
+      const refusal = { code: ErrorCode.InvalidRequest, message: `request nested more than ${limit} levels deep` };
+      this.send({ jsonrpc: '2.0', id, error: refusal }).catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))));
+    }
+    this.onerror?.(failure);
+    return undefined;
   }
 
   /** Fails the one request an oversize line answered, as if the plugin had answered it with that error. */

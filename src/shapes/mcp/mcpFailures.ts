@@ -1,8 +1,6 @@
 import { ErrorCode, McpError, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { HostError, hostError } from '../../errors/HostError.js';
 import { ERROR_CODES, type ErrorCodeInfo, type HostErrorCode } from '../../errors/registry.js';
-import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import type { Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import { crashOrLimit, exitWithin } from '../../process/exitInfo.js';
@@ -93,12 +91,6 @@ function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
     : ctx.phase === 'tools/call' && error.code === ErrorCode.InvalidParams
       ? 'INVALID_ARGS'
       : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
-  const limit = pluginAnswerLimits.maxNestingDepth;
-  if (nestedDeeperThan(error.data, limit)) {
-    return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin answered ${where(ctx)} with error data nested more than ${limit} levels deep`, {
-      details: { ...baseDetails(ctx), jsonrpc_code: error.code, max_nesting_depth: limit },
-    });
-  }
   return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
     details: { ...baseDetails(ctx), jsonrpc_code: error.code, ...(error.data === undefined ? {} : { jsonrpc_data: error.data }) },
     cause: error,

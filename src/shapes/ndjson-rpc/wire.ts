@@ -69,7 +69,8 @@ export function parseResponseLine(line: string): ParsedLine {
   const id = isRequestId(value.id) ? value.id : undefined;
   if (id === undefined) return { kind: 'invalid-response', id, reason: '"id" is missing or not a string or number' };
   const limit = pluginAnswerLimits.maxNestingDepth;
-  if (nestedDeeperThan(value, limit)) return { kind: 'invalid-response', id, reason: `the response nests more than ${limit} levels deep` };
+  // Each level takes two characters (its brackets): a line that short cannot break the bound, and needs no walk.
+  if (line.length > 2 * limit && nestedDeeperThan(value, limit)) return { kind: 'invalid-response', id, reason: `the response nests more than ${limit} levels deep` };
   const hasResult = has(value, 'result');
   const hasError = has(value, 'error');
   if (hasResult === hasError) {

@@ -1,6 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import type { HostError } from '../../../src/errors/HostError.js';
 import type { Clock } from '../../../src/ports/ports.js';
 import type { ExitInfo, PluginProcess } from '../../../src/process/PluginProcess.js';
@@ -205,5 +206,53 @@ describe('PluginProcessTransport', () => {
     expect(transport.offeredProtocolVersion).toBe('1999-01-01');
     transport.setProtocolVersion('2025-06-18');
     expect(transport.protocolVersion).toBe('2025-06-18');
+  });
+});
+
+describe('PluginProcessTransport, a line nested deeper than the answer bound', () => {
+  const LIMIT = pluginAnswerLimits.maxNestingDepth;
+  const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+  // Read by code and kind only: a recursive walk of a message that got through deep would overflow the stack.
+  const outcome = (m: JSONRPCMessage): string =>
+    'error' in m ? String((m.error.data as HostError | undefined)?.code ?? m.error.code) : 'result' in m ? `result ${String(m.id)}` : `${m.method}`;
+
+  it('fails only the request it answers, as PLUGIN_MALFORMED_RESPONSE with the bound, and keeps reading', async () => {
+    const { stdout, messages, errors } = await started();
+    // A result value may nest LIMIT levels (the result object and LIMIT - 1 arrays); one more is refused.
+    stdout.write(`{"jsonrpc":"2.0","id":1,"result":{"deep":${nested(LIMIT - 1)}}}\n`);
+    stdout.write(`{"jsonrpc":"2.0","id":2,"result":{"deep":${nested(LIMIT)}}}\n`);
+    stdout.write(`{"jsonrpc":"2.0","id":3,"error":{"code":-32050,"message":"deep","data":${nested(100_000)}}}\n`);
+    stdout.write('{"jsonrpc":"2.0","id":4,"result":{}}\n');
+    await tick();
+    expect(messages.map(outcome)).toEqual(['result 1', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE', 'result 4']);
+    const refused = messages[1] as { error: { data: HostError } };
+    expect(refused.error.data.details).toEqual({ max_nesting_depth: LIMIT });
+    expect(messages.map((m) => ('id' in m ? m.id : undefined))).toEqual([1, 2, 3, 4]);
+    expect(errors).toEqual([]);
+  });
+
+  it('hands on a log message with a marker in place of its data, which any listener can print', async () => {
+    const { stdout, messages } = await started();
+    stdout.write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","logger":"deep","data":${nested(100_000)}}}\n`);
+    await tick();
+    expect(messages.map(outcome)).toEqual(['notifications/message']);
+    expect(messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { level: 'error', logger: 'deep', data: `[log data nested deeper than ${LIMIT} levels, dropped]` },
+    });
+  });
+
+  it("refuses the plugin's own request in an error answer and drops any other message, reporting each as an error", async () => {
+    const stdin = new PassThrough();
+    const { stdout, messages, errors } = await started({}, stdin);
+    stdout.write(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"deep":${nested(100_000)}}}\n`);
+    stdout.write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"deep":${nested(100_000)}}}\n`);
+    stdout.write('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n');
+    await tick();
+    expect(messages.map(outcome)).toEqual(['notifications/tools/list_changed']);
+    expect(errors.map((e) => (e as HostError).code)).toEqual(['PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE']);
+    const answer = JSON.parse(String(stdin.read())) as { id: unknown; error: { code: number; message: string } };
+    expect(answer).toEqual({ jsonrpc: '2.0', id: 's1', error: { code: ErrorCode.InvalidRequest, message: `request nested more than ${LIMIT} levels deep` } });
   });
 });
