@@ -18,6 +18,11 @@
  * every entry it flags is checked again on the host's thread by the full
  * check (listed again, re-hashed), so a worker clears an entry only by the
  * same comparison, from the same source text, that the host's thread runs.
+ *
+ * The same threads also re-hash, by path, the files whose identity moved
+ * when no held descriptor can serve them ({@link hashByPath}), on the same
+ * terms: a worker only clears a file, and whatever it does not clear is
+ * checked again on the host's thread.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
