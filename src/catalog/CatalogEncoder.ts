@@ -22,12 +22,19 @@
  */
 import { entryRanges, RANGE_FIELDS } from './entryRanges.js';
 
-/** A file as read: its text (pure ASCII) and the value it parsed to. */
+/** A file as read: its bytes (pure ASCII) and the value they parsed to. */
 export interface SourceFile {
-  /** The file's text. */
-  readonly text: string;
-  /** `JSON.parse` of `text`. */
+  /** The file's bytes; copied entries are ranges of them. */
+  readonly bytes: Buffer;
+  /** `JSON.parse` of the bytes' text. */
   readonly data: object;
+}
+
+/** Whether `bytes[start, end)` spells `key` (ASCII). */
+function spells(bytes: Buffer, start: number, end: number, key: string): boolean {
+  if (end - start !== key.length) return false;
+  for (let i = 0; i < key.length; i++) if (bytes[start + i] !== key.charCodeAt(i)) return false;
+  return true;
 }
 
 /** A byte range of a buffer. */
@@ -163,6 +170,11 @@ export class CatalogEncoder {
     return joinSegments(out.segments);
   }
 
+  /** Whether the next encoding of `slot` would use a `source`: none of the slot was encoded yet. */
+  wantsSource(slot: string): boolean {
+    return !this.#previous.has(slot);
+  }
+
   /**
    * Caches the bytes of every entry of `source` (but each collection's first,
    * which has no comma before it in the text) as ranges of its text; returns
@@ -171,10 +183,9 @@ export class CatalogEncoder {
    * for one (a member name given twice) is left out.
    */
   #adopt(source: SourceFile): ReadonlyMap<string, object> | undefined {
-    const { text } = source;
-    const ranges = entryRanges(text);
+    const buffer = source.bytes;
+    const ranges = entryRanges(buffer);
     if (ranges === undefined) return undefined;
-    const buffer = Buffer.from(text, 'latin1');
     const collections = new Map<string, object>();
     for (const [member, found] of ranges) {
       const value = (source.data as Record<string, unknown>)[member];
@@ -193,7 +204,7 @@ export class CatalogEncoder {
         if (keys === undefined) entry = items![i];
         else {
           key = keys[i]!;
-          if (key.length !== ranges[at + 1]! - keyStart || !text.startsWith(key, keyStart)) continue;
+          if (!spells(buffer, keyStart, ranges[at + 1]!, key)) continue;
           entry = (value as Readonly<Record<string, unknown>>)[key];
         }
         if (typeof entry === 'object' && entry !== null) this.#entries.set(entry, { key, buffer, start: ranges[at + 2]!, end: ranges[at + 3]! });

@@ -24,7 +24,7 @@ import {
   type CatalogContents,
   type CatalogSnapshot,
 } from './catalogTypes.js';
-import { publishGeneration, readGeneration, repairGeneration, type GenerationFiles, type ParseCache, type ReadOutcome } from './generationFiles.js';
+import { publishGeneration, readGeneration, readLiveSource, repairGeneration, type GenerationFiles, type ParseCache, type ReadOutcome } from './generationFiles.js';
 import { ProfileLock } from './ProfileLock.js';
 
 /** Options of {@link CatalogStore.open}. */
@@ -260,16 +260,18 @@ export class CatalogStore {
     });
   }
 
-  /** The text of the live file of `kind` as read for `snapshot`, when kept (see FileVersion.text). */
-  #readText(kind: CatalogFileKind, snapshot: CatalogSnapshot): SourceFile | undefined {
-    const version = this.#cache.get(kind)?.version;
-    if (version?.text === undefined || version.data === undefined || version.data.txid !== snapshot.txid) return undefined;
-    return { text: version.text, data: version.data };
+  /** The live file of `kind` as read for `snapshot`, read again for the encoder's first encoding of it (see readLiveSource). */
+  async #source(kind: CatalogFileKind, snapshot: CatalogSnapshot): Promise<SourceFile | undefined> {
+    if (!this.#encoder.wantsSource(kind)) return undefined;
+    const source = await readLiveSource(this.#dir, kind, this.#cache);
+    return source?.data.txid === snapshot.txid ? source : undefined;
   }
 
   async #transact(lock: ProfileLock, mutate: CatalogMutator): Promise<Result<CatalogSnapshot, HostError>> {
     const current = await this.#readLocked();
     if (current.isErr()) return current;
+    // Read while the mutation and the checks below run on this thread (readLiveSource never rejects).
+    const sources = Promise.all(CATALOG_FILE_KINDS.map((kind) => this.#source(kind, current.value)));
     const mutated = mutate(current.value.contents, current.value);
     const next = isResult(mutated) ? mutated : ok(mutated);
     if (next.isErr()) return err(next.error);
@@ -302,10 +304,11 @@ export class CatalogStore {
         return err(hostError('HOST_INTERNAL_ERROR', `The transaction produced an invalid ${fileName(kind)}: ${checked.error.message}`, { details: checked.error.details }));
       }
     }
+    const [catalogSource, lockSource, stateSource] = await sources;
     const encoded = {
-      catalog: this.#encoder.encode('catalog', files.catalog, this.#readText('catalog', current.value)),
-      lock: this.#encoder.encode('lock', files.lock, this.#readText('lock', current.value)),
-      state: this.#encoder.encode('state', files.state, this.#readText('state', current.value)),
+      catalog: this.#encoder.encode('catalog', files.catalog, catalogSource),
+      lock: this.#encoder.encode('lock', files.lock, lockSource),
+      state: this.#encoder.encode('state', files.state, stateSource),
     };
     if (!(await lock.stillHeld())) {
       return err(hostError('CATALOG_LOCK_TIMEOUT', `The profile lock in ${this.#dir} was taken over during the transaction; nothing was written.`, { details: { reason: 'lock_lost' } }));

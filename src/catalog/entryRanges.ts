@@ -1,6 +1,6 @@
 /**
  * Where each entry of a catalog file's top-level collections lies in the
- * file's text, found by one scan, for files whose text is exactly what
+ * file's bytes, found by one scan, for files whose text is exactly what
  * `JSON.stringify` writes for the content it parses to.
  *
  * The first transaction after a store is opened rewrites every entry it did
@@ -56,7 +56,7 @@ class RangeList {
 }
 
 const QUOTE = 0x22;
-const BACKSLASH = '\\';
+const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const OPEN_OBJECT = 0x7b;
@@ -72,15 +72,17 @@ const isDigit = (c: number): boolean => c >= DIGIT_0 && c <= DIGIT_9;
 const inNumber = (c: number): boolean => isDigit(c) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === MINUS;
 
 /**
- * The entries of each top-level collection of `text` (a JSON object and a
+ * The entries of each top-level collection of `bytes` (a JSON object and a
  * final newline, valid JSON, pure ASCII), by member name; `undefined` when
  * the text is not in the form `JSON.stringify` gives (see above). A name met
  * twice at the top level keeps its last collection, as `JSON.parse` does.
+ * Bytes, not a string: the caller reads the file for this scan alone, and
+ * decoding a megabyte to a string would cost more than the scan.
  */
-export function entryRanges(text: string): Map<string, CollectionRanges> | undefined {
-  const last = text.length - 1;
-  if (text.charCodeAt(0) !== OPEN_OBJECT || text.charCodeAt(last) !== 0x0a || text.charCodeAt(last - 1) !== CLOSE_OBJECT) return undefined;
-  if (text.includes(BACKSLASH)) return undefined;
+export function entryRanges(bytes: Buffer): Map<string, CollectionRanges> | undefined {
+  const last = bytes.length - 1;
+  if (bytes[0] !== OPEN_OBJECT || bytes[last] !== 0x0a || bytes[last - 1] !== CLOSE_OBJECT) return undefined;
+  if (bytes.includes(BACKSLASH)) return undefined;
   const collections = new Map<string, CollectionRanges>();
   let depth = 0;
   let member = '';
@@ -90,13 +92,13 @@ export function entryRanges(text: string): Map<string, CollectionRanges> | undef
   let keyEnd = -1;
   let array = false;
   for (let i = 0; i < last; i++) {
-    const c = text.charCodeAt(i);
+    const c = bytes[i]!;
     if (c === QUOTE) {
       // Without backslashes a string ends at the next quote.
-      const close = text.indexOf('"', i + 1);
-      if (text.charCodeAt(close + 1) === COLON) {
-        if (isDigit(text.charCodeAt(i + 1))) return undefined;
-        if (depth === 1) member = text.slice(i + 1, close);
+      const close = bytes.indexOf(QUOTE, i + 1);
+      if (bytes[close + 1] === COLON) {
+        if (isDigit(bytes[i + 1]!)) return undefined;
+        if (depth === 1) member = bytes.toString('latin1', i + 1, close);
         else if (depth === 2 && keyStart < 0 && !array) {
           keyStart = i + 1;
           keyEnd = close;
@@ -125,8 +127,8 @@ export function entryRanges(text: string): Map<string, CollectionRanges> | undef
       }
     } else if (c === MINUS || isDigit(c)) {
       let end = i + 1;
-      while (end < last && inNumber(text.charCodeAt(end))) end++;
-      const number = text.slice(i, end);
+      while (end < last && inNumber(bytes[end]!)) end++;
+      const number = bytes.toString('latin1', i, end);
       if (String(Number(number)) !== number) return undefined;
       i = end - 1;
     } else if (c !== COLON && !(c >= 0x61 && c <= 0x7a)) {

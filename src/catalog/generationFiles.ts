@@ -34,8 +34,6 @@ export interface FileVersion<K extends CatalogFileKind = CatalogFileKind> {
   readonly generation: number;
   /** Parsed content (undefined for `absent`). */
   readonly data: CatalogFileData[K] | undefined;
-  /** The text `data` was parsed from, kept for a live file that is pure ASCII (the encoder copies entries from it). */
-  readonly text?: string | undefined;
 }
 
 /** The three files of one generation. */
@@ -56,8 +54,8 @@ const keyOf = (data: { install_generation: number; txid: string }): string => `$
 
 const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
-function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K], text?: string): FileVersion<K> {
-  return { origin, key: keyOf(data), generation: data.install_generation, data, text };
+function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {
+  return { origin, key: keyOf(data), generation: data.install_generation, data };
 }
 
 const ABSENT: FileVersion = { origin: 'absent', key: '0:', generation: 0, data: undefined };
@@ -89,10 +87,10 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
     const stats = await handle.stat({ bigint: true });
     const identity = identityOf(stats);
     if (cached?.identity === identity) return ok(cached.version);
-    const { text, ascii } = await readText(handle, Number(stats.size));
+    const text = await readText(handle, Number(stats.size));
     const parsed = parseFile(kind, text, path);
     if (parsed.isErr()) return err(parsed.error);
-    const version = versionOf('live', parsed.value, ascii ? text : undefined);
+    const version = versionOf('live', parsed.value);
     cache.set(kind, { identity, version });
     return ok(version);
   } catch (e) {
@@ -103,12 +101,17 @@ async function readLive(dir: string, kind: CatalogFileKind, cache: ParseCache): 
 }
 
 /**
- * The whole file as text, read into one buffer sized by its stat (grown if
- * the file grew meanwhile). Pure ASCII, which the host's own encoder writes
+ * The whole file as text. Pure ASCII, which the host's own encoder writes
  * unless a value holds other characters, is decoded as Latin-1: the same
  * string, made by a copy instead of a UTF-8 decode.
  */
-async function readText(handle: FileHandle, size: number): Promise<{ text: string; ascii: boolean }> {
+async function readText(handle: FileHandle, size: number): Promise<string> {
+  const bytes = await readBytes(handle, size);
+  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+}
+
+/** The whole file, read into one buffer sized by its stat (grown if the file grew meanwhile). */
+async function readBytes(handle: FileHandle, size: number): Promise<Buffer> {
   let buffer = Buffer.allocUnsafe(size + 1);
   let length = 0;
   for (;;) {
@@ -117,9 +120,33 @@ async function readText(handle: FileHandle, size: number): Promise<{ text: strin
     if (bytesRead === 0) break;
     length += bytesRead;
   }
-  const bytes = buffer.subarray(0, length);
-  const ascii = isAscii(bytes);
-  return { text: bytes.toString(ascii ? 'latin1' : 'utf8'), ascii };
+  return buffer.subarray(0, length);
+}
+
+/**
+ * The live file of `kind` read again, when it is still the very file
+ * `cache` parsed (same identity) and pure ASCII: its bytes and what they
+ * parsed to, for the encoder to copy unchanged entries from. Undefined
+ * otherwise, or when it cannot be read: the encoder then stringifies. The
+ * bytes are read when they are needed, not kept from the parse: a process
+ * that seldom writes the catalog would hold the files' text for nothing.
+ */
+export async function readLiveSource(dir: string, kind: CatalogFileKind, cache: ParseCache): Promise<{ bytes: Buffer; data: CatalogFileData[CatalogFileKind] } | undefined> {
+  const cached = cache.get(kind);
+  const data = cached?.version.origin === 'live' ? cached.version.data : undefined;
+  if (cached === undefined || data === undefined) return undefined;
+  let handle;
+  try {
+    handle = await open(join(dir, fileName(kind)), 'r');
+    const stats = await handle.stat({ bigint: true });
+    if (identityOf(stats) !== cached.identity) return undefined;
+    const bytes = await readBytes(handle, Number(stats.size));
+    return isAscii(bytes) ? { bytes, data } : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await handle?.close();
+  }
 }
 
 /**

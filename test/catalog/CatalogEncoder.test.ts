@@ -155,7 +155,7 @@ describe('CatalogEncoder, first encoding of a file read from disk', () => {
         }) as typeof JSON.stringify;
         let encoded: EncodedFile;
         try {
-          encoded = new CatalogEncoder().encode('f', next, { text, data: read });
+          encoded = new CatalogEncoder().encode('f', next, { bytes: Buffer.from(text, 'latin1'), data: read });
         } finally {
           JSON.stringify = stringify;
         }
@@ -174,7 +174,7 @@ describe('CatalogEncoder, first encoding of a file read from disk', () => {
     const read = { m: { a: { n: 1 }, b: { n: 2 } }, l: [{ i: 0 }, { i: 1 }] };
     const text = '{"m":{"a":{"n":1},"b":{"n":20}},"l":[{"i":0},{"i":10}]}\n';
     const next = { m: { ...read.m, c: { n: 3 } }, l: [...read.l, { i: 2 }] };
-    const encoded = new CatalogEncoder().encode('f', next, { text, data: read });
+    const encoded = new CatalogEncoder().encode('f', next, { bytes: Buffer.from(text, 'latin1'), data: read });
     expect(bytesOf(encoded).toString()).toBe('{"m":{"a":{"n":1},"b":{"n":20},"c":{"n":3}},"l":[{"i":0},{"i":10},{"i":2}]}\n');
   });
 });
