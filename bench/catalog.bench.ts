@@ -72,7 +72,7 @@ export async function run(): Promise<BenchResult[]> {
           compare: 'ratio',
           target: 3,
           better: 'lower',
-          note: `${values.length} transactions, each into a fresh copy of the store (lock, read, validate, write three files with fsync, rename, directory fsync); the baseline likewise into a 1-plugin store. Each is the first transaction of its store: the entries it keeps are copied from the files read at open (one scan proves their text is JSON.stringify's), not stringified again (issue 18, second round).`,
+          note: `${values.length} transactions, each into a fresh copy of the store (lock, read, validate, write three files with fsync, rename, directory fsync); the baseline likewise into a 1-plugin store. Each is the first transaction of its store: the entries it keeps are copied from the live files' bytes, read again for it while the mutation is checked (one scan proves their text is JSON.stringify's; the parse cache keeps no file text), not stringified again (issue 18, second round).`,
         },
         values,
         lat.one,
