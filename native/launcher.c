@@ -14,7 +14,8 @@
  * sandbox's own /dev/shm, which is always mounted).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
  * mount, IPC and UTS namespaces: --cover DIR (an empty tmpfs over DIR),
- * --dir PATH (a mount point inside a cover), --bind PATH ro|rw (the host's
+ * --dir PATH (a mount point inside a cover), --touch PATH (a file's mount point
+ * inside a cover), --bind PATH ro|rw (the host's
  * tree at PATH, cloned before any mount), --bind-fd FD PATH ro|rw, --file FD
  * PATH (a read-only copy of FD's bytes), --mask-dir PATH, --mask-file PATH,
  * --seal DIR (a cover made read-only). Landlock, in the plugin's process:
@@ -142,7 +143,7 @@ struct launcher_open_how {
 #define MAX_OPS 512
 #define MAX_GROUPS 8
 
-enum op_kind { OP_COVER, OP_DIR, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
+enum op_kind { OP_COVER, OP_DIR, OP_TOUCH, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
 
 struct op {
   enum op_kind kind;
@@ -261,6 +262,9 @@ static void parse(int argc, char **argv, struct spec *spec) {
       NEED(1);
       enum op_kind kind = o[2] == 'c' ? OP_COVER : o[2] == 'd' ? OP_DIR : o[2] == 's' ? OP_SEAL : o[7] == 'd' ? OP_MASK_DIR : OP_MASK_FILE;
       add_op(spec, kind)->path = argv[++i];
+    } else if (strcmp(o, "--touch") == 0) {
+      NEED(1);
+      add_op(spec, OP_TOUCH)->path = argv[++i];
     } else if (strcmp(o, "--bind") == 0) {
       NEED(2);
       struct op *op = add_op(spec, OP_BIND);
@@ -447,17 +451,42 @@ static void die_with_launcher(int launcher_alive) {
   close(launcher_alive);
 }
 
+/*
+ * The tree a descriptor opened in the host's mount namespace shows, cloned in this one: the kernel clones only mounts of
+ * the caller's namespace, so the descriptor's current path is opened again here, and must be the same directory.
+ */
+static int clone_descriptor(int fd, const char *target) {
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t length = readlink(link, path, sizeof path - 1);
+  if (length < 0) fail_errno("bind-fd", target);
+  path[length] = '\0';
+  struct stat verified, found;
+  int source = path[0] == '/' ? open_no_symlinks(path, O_PATH) : -1;
+  if (source < 0 || fstat(fd, &verified) != 0 || fstat(source, &found) != 0 || verified.st_dev != found.st_dev || verified.st_ino != found.st_ino)
+    fail("bind-fd", "%s: the verified directory is no longer reachable at a path without links", target);
+  int tree = clone_tree(source, "", AT_EMPTY_PATH);
+  if (tree < 0) fail_errno("bind-fd", target);
+  close(source);
+  return tree;
+}
+
 static void apply_mounts(struct spec *spec) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail_errno("private", "/");
-  /* Every source by path is cloned before the first cover hides it. */
+  /* Every source is cloned before the first cover could hide it. */
   for (int i = 0; i < spec->op_count; i++) {
     struct op *op = &spec->ops[i];
-    if (op->kind != OP_BIND) continue;
-    int source = open_no_symlinks(op->path, O_PATH);
-    if (source < 0) fail_errno("bind", op->path);
-    op->clone = clone_tree(source, "", AT_EMPTY_PATH);
-    if (op->clone < 0) fail_errno("bind", op->path);
-    close(source);
+    if (op->kind == OP_BIND) {
+      int source = open_no_symlinks(op->path, O_PATH);
+      if (source < 0) fail_errno("bind", op->path);
+      op->clone = clone_tree(source, "", AT_EMPTY_PATH);
+      if (op->clone < 0) fail_errno("bind", op->path);
+      close(source);
+    } else if (op->kind == OP_BIND_FD) {
+      op->clone = clone_descriptor(op->fd, op->path);
+    } else {
+      continue;
+    }
     if (!op->writable) set_mount_attr(op->clone, MOUNT_ATTR_RDONLY, "bind", op->path);
   }
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail_errno("proc", "/proc");
@@ -472,17 +501,17 @@ static void apply_mounts(struct spec *spec) {
         if (mkdir(op->path, 0755) != 0 && errno != EEXIST) fail_errno("dir", op->path);
         if (chmod(op->path, 0755) != 0) fail_errno("dir", op->path);
         break;
-      case OP_BIND:
-        attach(op->clone, op->path, "bind");
-        op->clone = -1;
-        break;
-      case OP_BIND_FD: {
-        int tree = clone_tree(op->fd, "", AT_EMPTY_PATH);
-        if (tree < 0) fail_errno("bind-fd", op->path);
-        if (!op->writable) set_mount_attr(tree, MOUNT_ATTR_RDONLY, "bind-fd", op->path);
-        attach(tree, op->path, "bind-fd");
+      case OP_TOUCH: {
+        int point = open(op->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+        if (point < 0) fail_errno("touch", op->path);
+        close(point);
         break;
       }
+      case OP_BIND:
+      case OP_BIND_FD:
+        attach(op->clone, op->path, op->kind == OP_BIND ? "bind" : "bind-fd");
+        op->clone = -1;
+        break;
       case OP_FILE:
         mount_file_copy(op->fd, op->path);
         break;
@@ -684,13 +713,14 @@ int main(int argc, char **argv) {
   join_groups(&spec);
   set_limit(RLIMIT_DATA, spec.rlimit_data, "data");
   set_limit(RLIMIT_NPROC, spec.rlimit_nproc, "nproc");
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   uid_t uid = getuid();
   gid_t gid = getgid();
   /* Run by root, no user namespace: a user other than root could not exist inside one that maps root alone. */
   int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (spec.unshare_net ? CLONE_NEWNET : 0) | (uid == 0 ? 0 : CLONE_NEWUSER);
   if (unshare(flags) != 0) fail_errno("unshare", "namespaces");
   if (uid != 0) map_own_user(uid, gid);
+  /* Only now: a process that is not dumpable cannot write its own user namespace's maps. */
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   int alive[2];
   if (pipe2(alive, O_CLOEXEC) != 0) fail_errno("fork", "pipe");
   forward_signals();

@@ -1,7 +1,7 @@
 /**
  * Attacks a malicious plugin can mount from inside the real sandbox, each
- * through a real host, real bubblewrap and a plugin whose `act` tool runs one
- * attack per call.
+ * through a real host, each real Linux backend (the Landlock launcher,
+ * bubblewrap) and a plugin whose `act` tool runs one attack per call.
  */
 import { execFile } from 'node:child_process';
 import { chmod, chown, copyFile, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool } from '../support/hostHarness.js';
+import { LINUX_BACKENDS } from './sandboxBackends.js';
 
 // Kernel keyrings are not namespaced: a process keeps the session keyring of whoever started it across bubblewrap and
 // setpriv, and "possesses" every key in it. Node has no keyctl binding; Python's ctypes makes the raw syscalls.
@@ -102,15 +103,13 @@ async function attackerPackage(pluginId: string, network: boolean): Promise<stri
 
 type Host = Awaited<ReturnType<HostPool['open']>>;
 
-async function installedAttackers(pluginIds: readonly string[], network: boolean, options: Parameters<HostPool['open']>[1] = {}): Promise<Host> {
+async function installedAttackersOf(pluginIds: readonly string[], network: boolean, options: Parameters<HostPool['open']>[1] = {}): Promise<Host> {
   const profile = await pool.profile();
   const installer = await pool.open(profile, options);
   for (const id of pluginIds) (await installer.install(await attackerPackage(id, network), { canary: false }))._unsafeUnwrap();
   await installer.close();
   return pool.open(profile, options);
 }
-
-const installedAttacker = (pluginId: string, network: boolean): Promise<Host> => installedAttackers([pluginId], network);
 
 type ActResult = { ok: boolean; code?: string; value?: unknown };
 
@@ -120,36 +119,14 @@ async function act(host: Host, pluginId: string, params: Record<string, unknown>
   return result.value.value as ActResult;
 }
 
-describe.runIf(['x64', 'arm64'].includes(process.arch))('kernel keyrings', () => {
-  for (const network of [false, true]) {
-    it(`refuse a plugin with network: ${network} its session keyring (the host's) and adding keys to it`, async () => {
-      const id = network ? 'keyring-net' : 'keyring-offline';
-      const host = await installedAttacker(id, network);
-      const result = await act(host, id, { op: 'python', script: KEYRING_PROBE });
-      expect(result).toEqual({ ok: true, value: { session: { ok: false, errno: 1 }, add: { ok: false, errno: 1 } } });
-    });
-  }
-});
-
-describe.runIf(['x64', 'arm64'].includes(process.arch))('user namespaces', () => {
-  for (const network of [false, true]) {
-    it(`refuse a plugin with network: ${network} a user namespace of its own, by every system call that makes one`, async () => {
-      const id = network ? 'userns-net' : 'userns-offline';
-      const host = await installedAttacker(id, network);
-      const result = await act(host, id, { op: 'python', script: USER_NAMESPACE_PROBE });
-      expect(result).toEqual({ ok: true, value: { unshare: { ok: false, errno: 1 }, clone: { ok: false, errno: 1 }, clone3: { ok: false, errno: 38 } } });
-    });
-  }
-});
-
 // The host below runs as an ordinary user, the way most hosts do: plugins then run as that user too, and an
 // interpreter from pyenv, nvm or a virtualenv is a file that user owns.
 const NON_ROOT_HOST = `
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PluginHost } from '${join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'host', 'PluginHost.js')}';
-const [profile, pkg, searchPath, code] = process.argv.slice(2);
-const open = async () => (await PluginHost.open({ profileDir: profile, profileKind: 'dev', interpreterSearchPath: searchPath }))._unsafeUnwrap();
+const [profile, pkg, searchPath, code, backend] = process.argv.slice(2);
+const open = async () => (await PluginHost.open({ profileDir: profile, profileKind: 'dev', interpreterSearchPath: searchPath, sandbox: { backend } }))._unsafeUnwrap();
 const installer = await open();
 (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
 await installer.close();
@@ -183,92 +160,120 @@ else:
     os.execv('/usr/bin/python3', ['python3', '-c', writer])
 `;
 
-describe.runIf(process.platform === 'linux')('the descriptor on a pinned interpreter', () => {
-  it('cannot be used by a plugin of a non-root host to rewrite an interpreter the host user owns', async () => {
-    const asRoot = process.getuid?.() === 0;
-    const work = await mkdtemp(join(tmpdir(), 'interp-writer-'));
-    scratch.push(work);
-    const interpreterDir = join(work, 'interpreter', 'bin');
-    await mkdir(interpreterDir, { recursive: true });
-    const interpreter = join(interpreterDir, 'python3');
-    await copyFile(await realpath('/usr/bin/python3'), interpreter);
-    await chmod(interpreter, 0o755);
-    const original = await readFile(interpreter);
-    const pkg = join(work, 'pkg');
-    await mkdir(join(pkg, 'bin'), { recursive: true });
-    await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
-    const manifest = {
-      manifest_schema_version: 1,
-      plugin_id: 'interp-writer',
-      name: 'Interpreter writer',
-      version: '1.0.0',
-      description: 'Runs the code it is sent',
-      namespace_owner: 'io.example.interp-writer',
-      shape: 'ndjson-rpc',
-      executable: 'bin/runner.py',
-      advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
-      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-    };
-    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
-    const script = join(work, 'host.mts');
-    await writeFile(script, NON_ROOT_HOST);
-    await mkdir(join(work, 'profile'));
-    const user = 65534;
-    if (asRoot) await Promise.all([work, join(work, 'interpreter'), interpreterDir, interpreter, join(work, 'profile')].map((p) => chown(p, user, user)));
-    const tsx = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin', 'tsx');
-    const argv = [tsx, script, join(work, 'profile'), pkg, `${interpreterDir}:/usr/bin:/bin`, REWRITE_INTERPRETER];
-    const command = asRoot ? ['/usr/bin/setpriv', '--reuid', String(user), '--regid', String(user), '--clear-groups', '--', ...argv] : argv;
-    const { stdout } = await promisify(execFile)(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: work } });
-    expect(JSON.parse(stdout)).toEqual({ ok: true, value: 'no descriptor on the interpreter' });
-    expect((await readFile(interpreter)).equals(original)).toBe(true);
-  }, 60_000);
-});
+describe.each(LINUX_BACKENDS)('under %s', (backend) => {
+  const installedAttackers = (pluginIds: readonly string[], network: boolean, options: Parameters<HostPool['open']>[1] = {}): Promise<Host> =>
+    installedAttackersOf(pluginIds, network, { ...options, sandbox: { ...options.sandbox, backend } });
+  const installedAttacker = (pluginId: string, network: boolean): Promise<Host> => installedAttackers([pluginId], network);
 
-describe.runIf(process.getuid?.() === 0)('plugin users on a root host', () => {
-  it('are never an account of the host: a range holding nobody (65534) is refused instead of running the plugin as nobody', async () => {
-    // nobody owns what NFS squashes and runs daemons (dnsmasq); a plugin sharing its uid shares their files, limits and kernel accounting.
-    const host = await installedAttackers(['as-nobody'], false, { sandbox: { pluginUidRange: { first: 65_534, count: 1 } } });
-    const call = await host.call('plug.as-nobody.act', { op: 'uid' });
-    expect(call.isErr() ? call.error.code : call.value.value).toBe('HOST_INVALID_OPTIONS');
+  describe.runIf(['x64', 'arm64'].includes(process.arch))('kernel keyrings', () => {
+    for (const network of [false, true]) {
+      it(`refuse a plugin with network: ${network} its session keyring (the host's) and adding keys to it`, async () => {
+        const id = network ? 'keyring-net' : 'keyring-offline';
+        const host = await installedAttacker(id, network);
+        const result = await act(host, id, { op: 'python', script: KEYRING_PROBE });
+        expect(result).toEqual({ ok: true, value: { session: { ok: false, errno: 1 }, add: { ok: false, errno: 1 } } });
+      });
+    }
   });
-});
 
-describe('info().enforced_capabilities.readablePaths', () => {
-  it('names the pinned interpreter a plugin can read when it lies outside the system directories, and each path once', async () => {
-    const work = await mkdtemp(join(tmpdir(), 'readable-'));
-    scratch.push(work);
-    const interpreterDir = join(work, 'bin');
-    await mkdir(interpreterDir);
-    const interpreter = join(interpreterDir, 'python3');
-    await copyFile(await realpath('/usr/bin/python3'), interpreter);
-    await chmod(interpreter, 0o755);
-    const pkg = join(work, 'pkg');
-    await mkdir(join(pkg, 'bin'), { recursive: true });
-    await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
-    const manifest = {
-      manifest_schema_version: 1,
-      plugin_id: 'reader',
-      name: 'Reader',
-      version: '1.0.0',
-      description: 'Runs the code it is sent',
-      namespace_owner: 'io.example.reader',
-      shape: 'ndjson-rpc',
-      executable: 'bin/runner.py',
-      advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
-      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-    };
-    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
-    const profile = await pool.profile();
-    const options = { interpreterSearchPath: `${interpreterDir}:/usr/bin:/bin` };
-    const installer = await pool.open(profile, options);
-    (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
-    await installer.close();
-    const host = await pool.open(profile, options);
-    const read = `result = {'ok': True, 'value': len(open(${JSON.stringify(interpreter)}, 'rb').read())}`;
-    const call = (await host.call('plug.reader.act', { code: read }))._unsafeUnwrap().value as ActResult;
-    expect(call.value).toBeGreaterThan(0);
-    const readable = (await host.info('reader'))._unsafeUnwrap().enforced_capabilities?.readablePaths ?? [];
-    expect(readable).toContain(interpreter);
-    expect(new Set(readable).size).toBe(readable.length);
+  describe.runIf(['x64', 'arm64'].includes(process.arch))('user namespaces', () => {
+    for (const network of [false, true]) {
+      it(`refuse a plugin with network: ${network} a user namespace of its own, by every system call that makes one`, async () => {
+        const id = network ? 'userns-net' : 'userns-offline';
+        const host = await installedAttacker(id, network);
+        const result = await act(host, id, { op: 'python', script: USER_NAMESPACE_PROBE });
+        expect(result).toEqual({ ok: true, value: { unshare: { ok: false, errno: 1 }, clone: { ok: false, errno: 1 }, clone3: { ok: false, errno: 38 } } });
+      });
+    }
+  });
+
+  describe.runIf(process.platform === 'linux')('the descriptor on a pinned interpreter', () => {
+    it('cannot be used by a plugin of a non-root host to rewrite an interpreter the host user owns', async () => {
+      const asRoot = process.getuid?.() === 0;
+      const work = await mkdtemp(join(tmpdir(), 'interp-writer-'));
+      scratch.push(work);
+      const interpreterDir = join(work, 'interpreter', 'bin');
+      await mkdir(interpreterDir, { recursive: true });
+      const interpreter = join(interpreterDir, 'python3');
+      await copyFile(await realpath('/usr/bin/python3'), interpreter);
+      await chmod(interpreter, 0o755);
+      const original = await readFile(interpreter);
+      const pkg = join(work, 'pkg');
+      await mkdir(join(pkg, 'bin'), { recursive: true });
+      await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
+      const manifest = {
+        manifest_schema_version: 1,
+        plugin_id: 'interp-writer',
+        name: 'Interpreter writer',
+        version: '1.0.0',
+        description: 'Runs the code it is sent',
+        namespace_owner: 'io.example.interp-writer',
+        shape: 'ndjson-rpc',
+        executable: 'bin/runner.py',
+        advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
+        declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+      };
+      await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
+      const script = join(work, 'host.mts');
+      await writeFile(script, NON_ROOT_HOST);
+      await mkdir(join(work, 'profile'));
+      const user = 65534;
+      if (asRoot) await Promise.all([work, join(work, 'interpreter'), interpreterDir, interpreter, join(work, 'profile')].map((p) => chown(p, user, user)));
+      const tsx = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin', 'tsx');
+      const argv = [tsx, script, join(work, 'profile'), pkg, `${interpreterDir}:/usr/bin:/bin`, REWRITE_INTERPRETER, backend];
+      const command = asRoot ? ['/usr/bin/setpriv', '--reuid', String(user), '--regid', String(user), '--clear-groups', '--', ...argv] : argv;
+      const { stdout } = await promisify(execFile)(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, TMPDIR: work } });
+      expect(JSON.parse(stdout)).toEqual({ ok: true, value: 'no descriptor on the interpreter' });
+      expect((await readFile(interpreter)).equals(original)).toBe(true);
+    }, 60_000);
+  });
+
+  describe.runIf(process.getuid?.() === 0)('plugin users on a root host', () => {
+    it('are never an account of the host: a range holding nobody (65534) is refused instead of running the plugin as nobody', async () => {
+      // nobody owns what NFS squashes and runs daemons (dnsmasq); a plugin sharing its uid shares their files, limits and kernel accounting.
+      const host = await installedAttackers(['as-nobody'], false, { sandbox: { pluginUidRange: { first: 65_534, count: 1 } } });
+      const call = await host.call('plug.as-nobody.act', { op: 'uid' });
+      expect(call.isErr() ? call.error.code : call.value.value).toBe('HOST_INVALID_OPTIONS');
+    });
+  });
+
+  describe('info().enforced_capabilities.readablePaths', () => {
+    it('names the pinned interpreter a plugin can read when it lies outside the system directories, and each path once', async () => {
+      const work = await mkdtemp(join(tmpdir(), 'readable-'));
+      scratch.push(work);
+      const interpreterDir = join(work, 'bin');
+      await mkdir(interpreterDir);
+      const interpreter = join(interpreterDir, 'python3');
+      await copyFile(await realpath('/usr/bin/python3'), interpreter);
+      await chmod(interpreter, 0o755);
+      const pkg = join(work, 'pkg');
+      await mkdir(join(pkg, 'bin'), { recursive: true });
+      await writeFile(join(pkg, 'bin', 'runner.py'), PYTHON_RUNNER, { mode: 0o755 });
+      const manifest = {
+        manifest_schema_version: 1,
+        plugin_id: 'reader',
+        name: 'Reader',
+        version: '1.0.0',
+        description: 'Runs the code it is sent',
+        namespace_owner: 'io.example.reader',
+        shape: 'ndjson-rpc',
+        executable: 'bin/runner.py',
+        advertised_tools: [{ name: 'act', description: 'Runs code', risk_class: 'read' }],
+        declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+      };
+      await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
+      const profile = await pool.profile();
+      const options = { interpreterSearchPath: `${interpreterDir}:/usr/bin:/bin`, sandbox: { backend } };
+      const installer = await pool.open(profile, options);
+      (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+      await installer.close();
+      const host = await pool.open(profile, options);
+      const read = `result = {'ok': True, 'value': len(open(${JSON.stringify(interpreter)}, 'rb').read())}`;
+      const call = (await host.call('plug.reader.act', { code: read }))._unsafeUnwrap().value as ActResult;
+      expect(call.value).toBeGreaterThan(0);
+      const readable = (await host.info('reader'))._unsafeUnwrap().enforced_capabilities?.readablePaths ?? [];
+      expect(readable).toContain(interpreter);
+      expect(new Set(readable).size).toBe(readable.length);
+    });
   });
 });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { okAsync, ResultAsync } from 'neverthrow';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LINUX_BACKENDS } from './sandboxBackends.js';
 import { pinPackageTree, verifyPackageTree, type PackageTreePin } from '../../src/binding/packageTree.js';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
@@ -22,9 +23,6 @@ const base = mkdtempSync(join(tmpdir(), 'spawn-gate-'));
 const started: PluginProcess[] = [];
 let spawner: SandboxSpawner;
 
-beforeAll(async () => {
-  spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home') }))._unsafeUnwrap();
-});
 afterEach(async () => {
   await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
   killAllWith(base);
@@ -81,9 +79,13 @@ async function spawnGated(pkg: Package): Promise<{ result: Awaited<ReturnType<Sa
   return { result, launcherUp, ranBeforeRelease };
 }
 
-describe('the spawn gate (real bubblewrap)', () => {
+describe.each(LINUX_BACKENDS)('the spawn gate (real %s)', (backend) => {
+  beforeAll(async () => {
+    spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home'), backend }))._unsafeUnwrap();
+  });
+
   it('checks the tree while the sandbox is being set up and runs the plugin once the check passed', async () => {
-    const pkg = await pinnedPackage('intact');
+    const pkg = await pinnedPackage(`${backend}-intact`);
     const { result, launcherUp, ranBeforeRelease } = await spawnGated(pkg);
     expect(launcherUp).toBe(true);
     expect(ranBeforeRelease).toBe(false);
@@ -93,7 +95,7 @@ describe('the spawn gate (real bubblewrap)', () => {
   });
 
   it('never runs a plugin whose tree changed: the launcher is killed before its release, the spawn fails with the check error', async () => {
-    const pkg = await pinnedPackage('tampered');
+    const pkg = await pinnedPackage(`${backend}-tampered`);
     appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
     const { result, launcherUp, ranBeforeRelease } = await spawnGated(pkg);
     expect(launcherUp).toBe(true);
@@ -103,24 +105,11 @@ describe('the spawn gate (real bubblewrap)', () => {
     expect(existsSync(pkg.marker)).toBe(false);
   });
 
-  it('runs the check before the spawn where the launcher cannot wait for it (unsandboxed dev mode)', async () => {
-    const unsandboxed = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
-    const pkg = await pinnedPackage('unsandboxed');
-    appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
-    const request = { executable: unverifiedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [] };
-    const refused = await unsandboxed.spawn({ ...request, gate: () => verifyPackageTree(pkg.root, pkg.pin).map(() => undefined) });
-    expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed' } });
-    expect(existsSync(pkg.marker)).toBe(false);
-    const started = (await unsandboxed.spawn({ ...request, gate: () => okAsync(undefined) }))._unsafeUnwrap();
-    expect((await started.exited).status).toBe(0);
-    expect(existsSync(pkg.marker)).toBe(true);
-  });
-
   it('never runs the plugin when the host dies while the check is running: the launcher fails on its unwritten seccomp program', async () => {
     const m = `gate-${process.pid}-${Math.random().toString(36).slice(2)}`;
     const writeDir = join(base, m);
     mkdirSync(writeDir);
-    const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-gated-host.ts'), m, writeDir], { stdio: 'ignore' });
+    const host = spawn(process.execPath, ['--import', 'tsx', join(FIXTURES, 'dying-gated-host.ts'), m, writeDir, backend], { stdio: 'ignore' });
     try {
       // The sandbox's own process waits in read(2) for the seccomp program, its mounts done.
       const read = process.arch === 'arm64' ? '63 ' : '0 ';
@@ -141,4 +130,19 @@ describe('the spawn gate (real bubblewrap)', () => {
       killAllWith(m);
     }
   }, 60_000);
+});
+
+describe('the spawn gate without a sandbox', () => {
+  it('runs the check before the spawn where the launcher cannot wait for it (unsandboxed dev mode)', async () => {
+    const unsandboxed = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
+    const pkg = await pinnedPackage('unsandboxed');
+    appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
+    const request = { executable: unverifiedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [] };
+    const refused = await unsandboxed.spawn({ ...request, gate: () => verifyPackageTree(pkg.root, pkg.pin).map(() => undefined) });
+    expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'file_changed' } });
+    expect(existsSync(pkg.marker)).toBe(false);
+    const started = (await unsandboxed.spawn({ ...request, gate: () => okAsync(undefined) }))._unsafeUnwrap();
+    expect((await started.exited).status).toBe(0);
+    expect(existsSync(pkg.marker)).toBe(true);
+  });
 });

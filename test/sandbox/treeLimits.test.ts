@@ -1,5 +1,5 @@
 // Tree limits on the real kernel: this machine has the hybrid cgroup v1 layout
-// (memory and pids hierarchies), real bubblewrap and real child processes.
+// (memory and pids hierarchies), real bubblewrap, the real Landlock launcher and real child processes.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/contro
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
 import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
+import { LINUX_BACKENDS } from './sandboxBackends.js';
 
 const MiB = 2 ** 20;
 const base = mkdtempSync(join(tmpdir(), 'tree-limits-'));
@@ -90,16 +91,16 @@ try { for (let i = 0; i < ${mib}; i++) written += fs.writeSync(fd, chunk); conso
 catch (e) { console.log(e.code + ' after ' + written); }
 setInterval(() => undefined, 1000);`;
 
-describe('tree limits with control groups (cgroup v1 here)', () => {
+describe.each(LINUX_BACKENDS)('tree limits with control groups (cgroup v1 here, %s)', (backend) => {
   it('probes control groups once and reports them in describe()', async () => {
-    const s = await spawner({ memoryLimitBytes: 256 * MiB, maxProcesses: 40 });
+    const s = await spawner({ backend, memoryLimitBytes: 256 * MiB, maxProcesses: 40 });
     const limits = s.describe({ installRoot, network: false, writeDir, hiddenPaths: [], pluginId: 'tree-test' }).limits;
     expect(limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 256 * MiB, maxProcesses: 40 });
     expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).limits.mechanism).toBe('cgroup-v1');
   });
 
   it('stops a tree whose two children each hold more than half the memory cap, naming the limit', async () => {
-    const s = await spawner({ memoryLimitBytes: 192 * MiB });
+    const s = await spawner({ backend, memoryLimitBytes: 192 * MiB });
     const p = await start(s, childrenHolding(2, 112));
     const exit = await p.exited;
     expect(exit.limit).toEqual({ limit: 'memory', value: 192 * MiB, mechanism: 'cgroup-v1' });
@@ -107,7 +108,7 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
   });
 
   it('charges /dev/shm to the tree: writing past the cap stops the plugin', async () => {
-    const s = await spawner({ memoryLimitBytes: 128 * MiB });
+    const s = await spawner({ backend, memoryLimitBytes: 128 * MiB });
     const p = await start(s, fillShm(256));
     const [said, exit] = await Promise.all([allOutput(p.stdout), p.exited]);
     expect(said).not.toContain('wrote 268435456');
@@ -115,7 +116,7 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
   });
 
   it('stops a process swarm at the task cap while a neighbour keeps running and the host can still fork', async () => {
-    const s = await spawner({ maxProcesses: 32 });
+    const s = await spawner({ backend, maxProcesses: 32 });
     const neighbour = await start(s, 'process.stdin.on("data", (d) => process.stdout.write(d));', { pluginId: 'neighbour' });
     const swarm = await start(s, sleepers(200));
     const exit = await swarm.exited;
@@ -127,22 +128,23 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
     expect(neighbour.exitInfo).toBeUndefined();
   });
 
-  it('caps each process\'s data segment from the shell that joins the group, without running prlimit', async () => {
+  it('caps each process\'s data segment from the shell that joins the group (the Landlock launcher itself), without running prlimit', async () => {
     const spy = join(base, 'prlimit-spy');
     const calls = join(base, 'prlimit-calls');
     writeFileSync(spy, `#!/bin/sh\necho "$@" >> ${calls}\nexec /usr/bin/prlimit "$@"\n`, { mode: 0o755 });
     const cap = 256 * MiB + 100;
-    const s = await spawner({ memoryLimitBytes: cap, prlimitPath: spy });
+    const s = await spawner({ backend, memoryLimitBytes: cap, prlimitPath: spy });
     expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).memoryLimitBytes).toBe(cap);
     const p = await start(s, 'console.log(require("node:fs").readFileSync("/proc/self/limits", "utf8"))');
     const limits = await allOutput(p.stdout);
     expect(existsSync(calls)).toBe(false);
-    // Whole KiB, rounded down: the shell's ulimit counts in KiB.
-    expect(/^Max data size\s+(\d+)\s+(\d+)\s+bytes/m.exec(limits)?.slice(1)).toEqual([String(256 * MiB), String(256 * MiB)]);
+    // Whole KiB, rounded down: the shell's ulimit counts in KiB; the launcher's setrlimit takes bytes.
+    const data = String(backend === 'bubblewrap' ? 256 * MiB : cap);
+    expect(/^Max data size\s+(\d+)\s+(\d+)\s+bytes/m.exec(limits)?.slice(1)).toEqual([data, data]);
   });
 
   it("lets a plugin's own limits override the host's", async () => {
-    const s = await spawner({ maxProcesses: 24, pluginLimits: { roomy: { maxProcesses: 128 } } });
+    const s = await spawner({ backend, maxProcesses: 24, pluginLimits: { roomy: { maxProcesses: 128 } } });
     expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [], pluginId: 'roomy' }).limits.maxProcesses).toBe(128);
     const roomy = await start(s, sleepers(40), { pluginId: 'roomy' });
     const line = await new Promise<string>((resolve) => roomy.stdout.once('data', (c: Buffer) => resolve(c.toString())));
@@ -152,7 +154,7 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
   });
 
   it('removes the group after the tree exits, and collects stale groups of dead hosts only', async () => {
-    const s = await spawner();
+    const s = await spawner({ backend });
     const p = await start(s, 'console.log("up"); setInterval(() => undefined, 1000)');
     await new Promise((resolve) => p.stdout.once('data', resolve));
     const dirs = groupDirsOf(p.pid);
@@ -171,7 +173,7 @@ describe('tree limits with control groups (cgroup v1 here)', () => {
     try {
       const system = currentCgroupSystem();
       // A fresh key: the probe (which collects) runs once per host view.
-      const support = await probeTreeLimits({ ...system, procSelfCgroup: `${system.procSelfCgroup}\n` });
+      const support = await probeTreeLimits({ ...system, procSelfCgroup: `${system.procSelfCgroup}${'\n'.repeat(1 + LINUX_BACKENDS.indexOf(backend))}` });
       expect(support.tree?.mechanism).toBe('cgroup-v1');
       expect(stale.filter((d) => existsSync(d))).toEqual([]);
       expect(alive.every((d) => existsSync(d))).toBe(true);
@@ -192,24 +194,24 @@ describe('limit options', () => {
   });
 });
 
-describe('fallback without control groups (controlGroups: "off")', () => {
+describe.each(LINUX_BACKENDS)('fallback without control groups (controlGroups: "off", %s)', (backend) => {
   it('reports rlimit with the cause, and fails closed when tree limits are required', async () => {
-    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
+    const s = await spawner({ backend, controlGroups: 'off', memoryLimitBytes: 64 * MiB });
     const limits = s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).limits;
     expect(limits.mechanism).toBe('rlimit');
     expect(limits.memoryBytes).toBe(64 * MiB);
     expect(limits.fallbackCause).toContain('controlGroups');
-    const refused = await SandboxSpawner.create({ homeDir: home, controlGroups: 'off', requireTreeLimits: true });
+    const refused = await SandboxSpawner.create({ homeDir: home, backend, controlGroups: 'off', requireTreeLimits: true });
     expect(refused._unsafeUnwrapErr().code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
     expect(refused._unsafeUnwrapErr().details.cause).toBe('tree_limits_unavailable');
-    expect((await SandboxSpawner.create({ homeDir: home, requireTreeLimits: true })).isOk()).toBe(true);
+    expect((await SandboxSpawner.create({ homeDir: home, backend, requireTreeLimits: true })).isOk()).toBe(true);
   });
 
   // RLIMIT_DATA refuses the allocation; the uncaught RangeError ends the plugin (exit 1), as a plugin that does not expect it ends.
   const allocateUntilRefused = `const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1));`;
 
   it('names the memory cap when a plugin dies of an allocation RLIMIT_DATA refused, and only then', async () => {
-    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 192 * MiB });
+    const s = await spawner({ backend, controlGroups: 'off', memoryLimitBytes: 192 * MiB });
     const refused = await start(s, allocateUntilRefused);
     const exit = await refused.exited;
     expect(exit.status).not.toBe(0);
@@ -229,7 +231,7 @@ describe('fallback without control groups (controlGroups: "off")', () => {
   });
 
   it('sizes /dev/shm to the memory cap: writes past it fail with ENOSPC', async () => {
-    const s = await spawner({ controlGroups: 'off', memoryLimitBytes: 64 * MiB });
+    const s = await spawner({ backend, controlGroups: 'off', memoryLimitBytes: 64 * MiB });
     const p = await start(s, fillShm(128));
     const line = await new Promise<string>((resolve) => p.stdout.once('data', (c: Buffer) => resolve(c.toString())));
     expect(line.trim()).toMatch(/^ENOSPC after \d+$/);
