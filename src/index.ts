@@ -60,7 +60,7 @@ export {
   type SetupOutcome,
   type StdoutPolicy,
 } from './host/PluginHost.js';
-export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow } from './host/inventory.js';
+export type { CredentialView, GrantedCapabilities, OperationView, PluginInfo, PluginRow, StartRefusal } from './host/inventory.js';
 export { serveGateway, type GatewayHandle, type GatewayOptions, type GatewayStdioOptions } from './gateway/serveGateway.js';
 export type { GatewayClientPolicy } from './gateway/clientPolicy.js';
 export type { GatewayHttpClient, GatewayHttpOptions } from './gateway/httpListener.js';

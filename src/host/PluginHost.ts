@@ -521,7 +521,9 @@ export class PluginHost {
     if (refused !== undefined) return errAsync(refused);
     return this.#catalog
       .plugin(pluginId)
-      .map((plugin) => pluginInfo(plugin, this.#pending(pluginId), this.#catalog.snapshot.install_generation, this.#launcher.enforcedPolicy(plugin)));
+      .map((plugin) =>
+        pluginInfo(plugin, this.#pending(pluginId), this.#catalog.snapshot.install_generation, this.#launcher.startRefusal ?? this.#launcher.enforcedPolicy(plugin)),
+      );
   }
 
   /** What a host's MCP server lists for the inventory: `<scheme>://plugins` and the `<scheme>://plugin/{name}` template. */

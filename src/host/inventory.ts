@@ -117,8 +117,10 @@ export interface PluginInfo extends PluginRow {
   readonly missing_settings: readonly string[];
   /** What the install gave it (declaration or host default, with the grant applied); null when the catalog records no capabilities. */
   readonly granted_capabilities: GrantedCapabilities | null;
-  /** What the sandbox enforces for it on this host. */
+  /** What the sandbox enforces for it on this host; null when the catalog records no capabilities, or when it cannot start here (see `start_refusal`). */
   readonly enforced_capabilities: EnforcedPolicy | null;
+  /** Present when the plugin cannot start on this host whatever it is asked (no sandbox exists here): the error every start fails with. */
+  readonly start_refusal?: StartRefusal;
   /** Present when the lock and the catalog disagree. */
   readonly metadata_warning?: 'lock_catalog_mismatch';
 }
@@ -168,12 +170,22 @@ function reasonOf(plugin: InstalledPlugin, status: InventoryStatus): string | nu
   }
 }
 
-/** Builds the full view of one plugin. */
+/** The error every start of a plugin fails with on this host, as `info` shows it. */
+export interface StartRefusal {
+  /** The stable code from the error registry. */
+  readonly code: string;
+  /** What is wrong. */
+  readonly message: string;
+  /** What to do about it. */
+  readonly hint: string;
+}
+
+/** Builds the full view of one plugin; `enforced` is what its sandbox would enforce, or why it cannot start at all. */
 export function pluginInfo(
   plugin: InstalledPlugin,
   pendingRestart: boolean,
   installGeneration: number,
-  enforced: EnforcedPolicy | null,
+  enforced: EnforcedPolicy | StartRefusal | null,
 ): PluginInfo {
   const row = pluginRow(plugin, pendingRestart);
   const d = plugin.descriptor;
@@ -221,7 +233,9 @@ export function pluginInfo(
     settings: d?.launch === undefined ? null : { ...d.launch.settings },
     missing_settings: [...(d?.launch?.missing_settings ?? [])],
     granted_capabilities: grantedOf(plugin),
-    enforced_capabilities: enforced,
+    ...(enforced !== null && 'code' in enforced
+      ? { enforced_capabilities: null, start_refusal: { code: enforced.code, message: enforced.message, hint: enforced.hint } }
+      : { enforced_capabilities: enforced }),
     ...(mismatch ? { metadata_warning: 'lock_catalog_mismatch' as const } : {}),
   };
 }

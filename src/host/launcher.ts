@@ -86,6 +86,17 @@ export class PluginLauncher {
   }
 
   /**
+   * Why no plugin of this host can start, when that is known without a
+   * spawn: no sandbox backend exists and plugins may not run unconfined (a
+   * host opened with `proveAt: 'first_spawn'` where no sandbox exists; with
+   * `create` it would not have opened). Undefined otherwise.
+   */
+  get startRefusal(): HostError | undefined {
+    if (this.sandboxed || this.#parts.config.sandbox.dangerouslyRunUnsandboxed === true) return undefined;
+    return hostError('PLUGIN_SANDBOX_UNSUPPORTED', 'No OS sandbox backend exists on this host, and plugins are not run unconfined: every start of a plugin fails.');
+  }
+
+  /**
    * The launcher of `plugin`'s sessions: each call starts one process of the
    * binding the catalog pinned when the session was built, and only that one.
    */
