@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readdirSync, realpathSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
 import { landlockArgs, type LauncherLimits } from './landlockArgs.js';
@@ -88,6 +88,16 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
   };
 }
 
+let topLevel: readonly string[] | undefined;
+
+/** The directories directly under the host's `/` (not links), read once per process. */
+function hostTopLevelDirectories(): readonly string[] {
+  topLevel ??= readdirSync('/', { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => join('/', entry.name));
+  return topLevel;
+}
+
 /**
  * The Landlock backend: `launcherPath` is this library's launcher
  * (`native/launcher.c`, see `findLauncher`), which joins the plugin's control
@@ -105,7 +115,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
-      args: [...landlockArgs(layout, firstFreeFd, limits), ...argv],
+      args: [...landlockArgs(layout, firstFreeFd, limits, layout.network ? hostTopLevelDirectories() : []), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

@@ -15,6 +15,7 @@ export interface LauncherLimits {
 /** Landlock grants every plugin gets besides its own trees and the system directories (`etc/sandbox/landlock-grants.json`). */
 const COMMON_GRANTS: readonly { readonly path: string; readonly rights: string }[] = grantData.grants;
 const ALWAYS_COVERED: readonly string[] = grantData.alwaysCovered;
+const NEVER_COVERED: readonly string[] = grantData.neverCovered;
 
 const depth = (path: string): number => path.split(sep).length;
 const byDepth = (a: string, b: string): number => depth(a) - depth(b) || a.localeCompare(b);
@@ -62,10 +63,15 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * verified. Masks, then the verified main module, come after the trees that
  * contain them, as in bubblewrap's order.
  *
+ * A plugin with network may create Unix sockets, and Landlock does not stop
+ * a connect() to a socket file it can reach: for it, every other top-level
+ * directory of the host (`hostTopLevel`, system directories, /proc, /dev and
+ * /sys aside) is covered too, so no socket outside its own trees is there.
+ *
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
  *   first after those the host hands over (from 3 on), which the plugin keeps unless the launcher mounts them.
  */
-export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: LauncherLimits = {}): string[] {
+export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: LauncherLimits = {}, hostTopLevel: readonly string[] = []): string[] {
   const args: string[] = [];
   for (const file of limits.procsFiles ?? []) args.push('--cgroup', file);
   if (limits.dataBytes !== undefined) args.push('--rlimit-data', String(limits.dataBytes));
@@ -79,7 +85,8 @@ export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: L
   const systemDirs = layout.system.filter((m) => m.kind === 'dir').map((m) => m.path);
   const inSystem = (path: string): boolean => systemDirs.some((s) => isWithin(path, s));
   const trees = ownTrees(layout);
-  const covers = [...new Set([...ALWAYS_COVERED, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
+  const networkCovers = layout.network ? hostTopLevel.filter((dir) => !inSystem(dir) && !NEVER_COVERED.includes(dir)) : [];
+  const covers = [...new Set([...ALWAYS_COVERED, ...networkCovers, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
   for (const cover of covers) args.push('--cover', cover);
   const made = new Set<string>(covers);
   const placed: OwnTree[] = [];

@@ -1,0 +1,155 @@
+/**
+ * The Landlock launcher itself (native/launcher.c): each step that can fail
+ * stops it before the plugin runs, with its own stable message; the runtime
+ * trusts only a launcher nobody else can rewrite, built for this machine and
+ * proved by the probe, and `auto` falls back to bubblewrap otherwise, saying
+ * why; inside, the sandbox's process 1 is out of the plugin's reach.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
+import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { findLauncher, launcherProblem } from '../../src/sandbox/launcherBinary.js';
+import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { firstJsonLine, PROBE } from '../support/processes.js';
+
+const base = mkdtempSync(join(tmpdir(), 'landlock-launcher-'));
+const launcher = findLauncher()._unsafeUnwrap();
+const installRoot = join(base, 'install');
+const writeDir = join(base, 'data');
+
+beforeAll(() => {
+  for (const dir of [installRoot, writeDir]) mkdirSync(dir, { recursive: true });
+  copyFileSync(PROBE, join(installRoot, 'probe.mjs'));
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+/** Runs the launcher with `spec`, `program` on fd 3 as its seccomp program, and a plugin that marks that it ran. */
+function launchWithProgram(spec: readonly string[], program: Buffer): { status: number | null; stderr: string; ran: boolean } {
+  const file = join(base, `program-${Math.random().toString(36).slice(2)}`);
+  writeFileSync(file, program);
+  const marker = join(writeDir, `ran-${Math.random().toString(36).slice(2)}`);
+  const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', writeDir, 'rwx'];
+  const script = `exec 3<'${file}'; exec '${launcher}' "$@"`;
+  const result = spawnSync('/bin/sh', ['-c', script, 'sh', ...spec, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', `echo > ${marker}`], { encoding: 'utf8' });
+  return { status: result.status, stderr: result.stderr, ran: existsSync(marker) };
+}
+
+describe('the launcher refuses to run a plugin when a step fails', () => {
+  it('runs the plugin when every step succeeds', () => {
+    const run = launchWithProgram([], pluginSeccompFilter(false)!);
+    expect(run).toMatchObject({ status: 0, stderr: '', ran: true });
+  });
+
+  it('an empty seccomp program (the host withheld it): the plugin never runs', () => {
+    const run = launchWithProgram([], Buffer.alloc(0));
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^mcp-plugin-launcher: seccomp: no valid program on the descriptor \(0 bytes\)\n$/);
+    expect(run.ran).toBe(false);
+  });
+
+  it('a tree to show that became a link after the host resolved it: refused, never followed', () => {
+    const elsewhere = join(base, 'elsewhere');
+    const planted = join(base, 'planted');
+    mkdirSync(elsewhere, { recursive: true });
+    symlinkSync(elsewhere, planted);
+    const run = launchWithProgram(['--cover', '/tmp', '--bind', planted, 'ro'], pluginSeccompFilter(false)!);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^mcp-plugin-launcher: bind: .*planted: Too many levels of symbolic links\n$/);
+    expect(run.ran).toBe(false);
+  });
+
+  it('a spec it cannot honour: an unknown option, root as the plugin user, the root directory covered', () => {
+    const cases: [string[], RegExp][] = [
+      [['--share-everything'], /^mcp-plugin-launcher: spec: unknown option '--share-everything'\n$/],
+      [['--user', '0', '0'], /^mcp-plugin-launcher: spec: --user must name a user other than root\n$/],
+      [['--cover', '/'], /^mcp-plugin-launcher: cover: the root directory cannot be covered\n$/],
+      [['--allow', '/nonexistent-grant', 'r'], /^mcp-plugin-launcher: landlock: \/nonexistent-grant: No such file or directory\n$/],
+    ];
+    for (const [spec, message] of cases) {
+      const run = launchWithProgram(spec, pluginSeccompFilter(false)!);
+      expect(run.status, spec.join(' ')).toBe(1);
+      expect(run.stderr, spec.join(' ')).toMatch(message);
+      expect(run.ran, spec.join(' ')).toBe(false);
+    }
+  });
+});
+
+describe('which launcher the runtime trusts', () => {
+  const copy = (name: string, mode: number): string => {
+    const path = join(base, name);
+    copyFileSync(launcher, path);
+    chmodSync(path, mode);
+    return path;
+  };
+
+  it('only a regular executable of this architecture that neither its group nor others can write, owned by root or the host user', () => {
+    expect(launcherProblem(copy('good', 0o755))).toBeUndefined();
+    expect(launcherProblem(copy('group-writable', 0o775))).toMatch(/writable by its group or others \(mode 775\)/);
+    expect(launcherProblem(copy('world-writable', 0o757))).toMatch(/writable by its group or others/);
+    const foreign = copy('foreign', 0o755);
+    chownSync(foreign, 4242, 4242);
+    expect(launcherProblem(foreign, process.arch, 1000)).toMatch(/owned by uid 4242, neither root nor the host's user/);
+    const script = join(base, 'script');
+    writeFileSync(script, '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    expect(launcherProblem(script)).toMatch(/not an ELF executable/);
+    expect(launcherProblem(copy('other-arch', 0o755), process.arch === 'arm64' ? 'x64' : 'arm64')).toMatch(/was built for ELF machine/);
+    expect(launcherProblem(join(base, 'absent'))).toMatch(/no launcher at/);
+  });
+
+  it("forced, an untrusted launcher fails closed; under 'auto' bubblewrap runs and describe() says why", async () => {
+    const untrusted = copy('untrusted', 0o775);
+    const forced = (await SandboxSpawner.create({ backend: 'landlock', launcherPath: untrusted }))._unsafeUnwrapErr();
+    expect(forced).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'launcher_unusable' } });
+    const auto = (await SandboxSpawner.create({ backend: 'auto', launcherPath: untrusted }))._unsafeUnwrap();
+    expect(auto.backendName).toBe('bubblewrap');
+    expect(auto.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).backendFallback).toMatch(/writable by its group or others/);
+  });
+
+  it("a launcher that does not confine is caught by the probe: refused when forced, bubblewrap under 'auto'", async () => {
+    // A trusted-looking ELF that skips its whole spec and runs the plugin unconfined.
+    const source = join(base, 'unconfined.c');
+    writeFileSync(source, '#include <string.h>\n#include <unistd.h>\nint main(int c, char **v) { for (int i = 1; i < c; i++) if (!strcmp(v[i], "--")) execv(v[i + 1], v + i + 1); return 1; }\n');
+    const unconfined = join(base, 'unconfined');
+    expect(spawnSync('cc', ['-o', unconfined, source]).status).toBe(0);
+    const forced = (await SandboxSpawner.create({ backend: 'landlock', launcherPath: unconfined }))._unsafeUnwrapErr();
+    expect(forced).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'enforcement_not_proved' } });
+    const auto = (await SandboxSpawner.create({ backend: 'auto', launcherPath: unconfined }))._unsafeUnwrap();
+    expect(auto.backendName).toBe('bubblewrap');
+    expect(auto.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).backendFallback).toMatch(/not proved: .*does not enforce/);
+  });
+
+  it("'auto' picks the launcher when it is trusted and proved, and names it in describe()", async () => {
+    const auto = (await SandboxSpawner.create({ backend: 'auto' }))._unsafeUnwrap();
+    expect(auto.backendName).toBe('landlock');
+    const policy = auto.describe({ installRoot, network: false, writeDir, hiddenPaths: [] });
+    expect(policy).toMatchObject({ backend: 'landlock', enforced: true, ownPidNamespace: true, diesWithHost: true, capabilitiesDropped: true });
+    expect(policy.backendFallback).toBeUndefined();
+  });
+});
+
+describe("the sandbox's process 1 (the launcher's reaper)", () => {
+  let plugin: PluginProcess | undefined;
+  afterAll(async () => {
+    await plugin?.stop({ stdinGraceMs: 0, termGraceMs: 0 });
+  });
+
+  it('is out of the plugin’s reach: its environment unreadable, signals to it refused', async () => {
+    const spawner = (await SandboxSpawner.create({ backend: 'landlock' }))._unsafeUnwrap();
+    const actions = ['read:/proc/1/environ', 'signal:1', 'read:/proc/1/mem'];
+    const spawned = await spawner.spawn({
+      executable: unverifiedCommand([process.execPath, join(installRoot, 'probe.mjs'), ...actions], installRoot, nodeRuntimePaths()),
+      env: {},
+      network: false,
+      writeDir,
+      hiddenPaths: [],
+    });
+    plugin = spawned._unsafeUnwrap();
+    expect(await firstJsonLine(plugin.stdout)).toEqual({ 'read:/proc/1/environ': 'EACCES', 'signal:1': 'EPERM', 'read:/proc/1/mem': 'EACCES' });
+  });
+});
