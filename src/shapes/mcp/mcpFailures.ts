@@ -82,17 +82,35 @@ function timeout(ctx: McpFailureContext, total: boolean, cause: unknown): HostEr
   return hostError('PLUGIN_TIMEOUT', message, { details, cause });
 }
 
+/**
+ * Codes with which a plugin says it could not parse or accept the request. A
+ * well-formed error object carrying one is the plugin's answer, which a
+ * client's arguments may provoke, not a protocol violation by the plugin: it
+ * must not map to the quarantine codes these numbers spell for the host's
+ * own findings, or one client could quarantine the plugin for all.
+ */
+const REJECTED_REQUEST_CODES: ReadonlySet<number> = new Set([ErrorCode.ParseError, ErrorCode.InvalidRequest]);
+
 function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
   // The SDK reports a tool result that breaks the tool's own outputSchema as -32602/-32600;
   // that is the plugin's malformed answer, not our params.
   // Invalid params of a tools/call are the tool's arguments, which the caller chose.
-  const code = /structured content/i.test(error.message)
+  const schemaBroken = /structured content/i.test(error.message);
+  const code = schemaBroken
     ? 'PLUGIN_MALFORMED_RESPONSE'
     : ctx.phase === 'tools/call' && error.code === ErrorCode.InvalidParams
       ? 'INVALID_ARGS'
-      : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
+      : REJECTED_REQUEST_CODES.has(error.code)
+        ? 'PLUGIN_REQUEST_REJECTED'
+        : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
   return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
-    details: { ...baseDetails(ctx), jsonrpc_code: error.code, ...(error.data === undefined ? {} : { jsonrpc_data: error.data }) },
+    details: {
+      ...baseDetails(ctx),
+      jsonrpc_code: error.code,
+      // McpError prefixes the plugin's message with `MCP error <code>: `.
+      ...(schemaBroken ? {} : { jsonrpc_message: error.message.replace(/^MCP error -?\d+: /, '') }),
+      ...(error.data === undefined ? {} : { jsonrpc_data: error.data }),
+    },
     cause: error,
   });
 }

@@ -27,7 +27,8 @@ describe('mapMcpFailure', () => {
     [ErrorCode.MethodNotFound, 'PLUGIN_METHOD_NOT_FOUND'],
     [ErrorCode.InvalidParams, 'INVALID_ARGS'],
     [ErrorCode.InternalError, 'PLUGIN_INTERNAL_ERROR'],
-    [ErrorCode.InvalidRequest, 'PLUGIN_MALFORMED_RESPONSE'],
+    [ErrorCode.InvalidRequest, 'PLUGIN_REQUEST_REJECTED'],
+    [ErrorCode.ParseError, 'PLUGIN_REQUEST_REJECTED'],
     [-31999, 'PLUGIN_INTERNAL_ERROR'],
   ])('maps JSON-RPC error %i from the plugin to %s with the code and stderr tail', async (code, expected) => {
     const error = await mapMcpFailure(new McpError(code, 'nope', { why: 1 }), context());
