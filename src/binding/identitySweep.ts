@@ -55,7 +55,7 @@ const DIGEST_BYTES = 32;
 const HASH_CHUNK = 16;
 /** Below this many files a hash pass stays on the host's thread. */
 const HASH_WORKER_MIN_FILES = 128;
-/** Files the host's thread hashes between two turns of the event loop (about 16 MiB of small files). */
+/** Files the host's thread hashes between two turns of the event loop (about 10 ms of 4 KiB files). */
 const FILES_PER_TURN = 1024;
 /** Numbers per file in a hash pass's identities: dev, ino, size, mtimeMs, ctimeMs. */
 const SEEN_FIELDS = 5;
