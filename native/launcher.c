@@ -489,6 +489,13 @@ static void apply_mounts(struct spec *spec) {
     }
     if (!op->writable) set_mount_attr(op->clone, MOUNT_ATTR_RDONLY, "bind", op->path);
   }
+  /*
+   * Everything the host shows, read-only: Landlock does not govern a file's metadata (mode, owner, times, extended
+   * attributes), which a read-only mount refuses. Only what is mounted from here on (the plugin's own writable tree,
+   * its /dev/shm) can be written; the clones above keep the access they were given.
+   */
+  struct launcher_mount_attr read_only = {.attr_set = MOUNT_ATTR_RDONLY};
+  if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &read_only, sizeof read_only) != 0) fail_errno("read-only", "/");
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail_errno("proc", "/proc");
   for (int i = 0; i < spec->op_count; i++) {
     struct op *op = &spec->ops[i];

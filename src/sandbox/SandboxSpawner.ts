@@ -600,11 +600,16 @@ export class SandboxSpawner {
     }
     const destinations = request.network ? [] : (request.egress ?? []);
     if (destinations.length > 0 && this.backend !== undefined) {
-      // The proxy's listener lives in the plugin's network namespace, which only bubblewrap reports.
-      const backend = this.backend.name === 'landlock' ? this.bubblewrap : this.backend;
+      const backend = this.backendFor(request);
       return this.egressRoute(request, destinations, backend).andThen((onConnection) => this.spawnConfined(request, onConnection, backend));
     }
     return this.spawnConfined(request, undefined, this.backend);
+  }
+
+  /** The backend a request runs under: bubblewrap for a plugin with an egress destination list, whose proxy listener only bubblewrap reports. */
+  private backendFor(request: SandboxPolicyRequest): SandboxBackend | undefined {
+    const destinations = request.network ? [] : (request.egress ?? []);
+    return destinations.length > 0 && this.backend?.name === 'landlock' ? this.bubblewrap : this.backend;
   }
 
   /**
@@ -810,7 +815,7 @@ export class SandboxSpawner {
 
   /** The policy a spawn of `request` enforces, as a plain object (for `info`). */
   describe(request: SandboxPolicyRequest & { readonly installRoot: string; readonly envNames?: readonly string[]; readonly identity?: PluginIdentity }): EnforcedPolicy {
-    const backend = this.backend;
+    const backend = this.backendFor(request);
     const envNames = request.envNames === undefined ? {} : { envNames: [...request.envNames].sort() };
     if (backend === undefined) {
       return {

@@ -34,9 +34,11 @@ function launchWithProgram(spec: readonly string[], program: Buffer): { status: 
   const file = join(base, `program-${Math.random().toString(36).slice(2)}`);
   writeFileSync(file, program);
   const marker = join(writeDir, `ran-${Math.random().toString(36).slice(2)}`);
+  // The host's own trees are read-only inside; the plugin's writable directory is shown over an empty /tmp.
+  const writable = ['--cover', '/tmp', '--dir', base, '--dir', writeDir, '--bind', writeDir, 'rw'];
   const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', writeDir, 'rwx'];
   const script = `exec 3<'${file}'; exec '${launcher}' "$@"`;
-  const result = spawnSync('/bin/sh', ['-c', script, 'sh', ...spec, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', `echo > ${marker}`], { encoding: 'utf8' });
+  const result = spawnSync('/bin/sh', ['-c', script, 'sh', ...writable, ...spec, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', `echo > ${marker}`], { encoding: 'utf8' });
   return { status: result.status, stderr: result.stderr, ran: existsSync(marker) };
 }
 
@@ -58,7 +60,7 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
     const planted = join(base, 'planted');
     mkdirSync(elsewhere, { recursive: true });
     symlinkSync(elsewhere, planted);
-    const run = launchWithProgram(['--cover', '/tmp', '--bind', planted, 'ro'], pluginSeccompFilter(false)!);
+    const run = launchWithProgram(['--bind', planted, 'ro'], pluginSeccompFilter(false)!);
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/^mcp-plugin-launcher: bind: .*planted: Too many levels of symbolic links\n$/);
     expect(run.ran).toBe(false);
