@@ -1,4 +1,5 @@
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 
@@ -36,11 +37,47 @@ function elfMachine(path: string): number | undefined {
   }
 }
 
+/** Every directory from `path`'s parent up to `/`. */
+function ancestors(path: string): string[] {
+  const dirs: string[] = [];
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    dirs.push(dir);
+    if (dir === dirname(dir)) return dirs;
+  }
+}
+
+/**
+ * Why whoever else may rename entries in a directory above the launcher could
+ * put a program of theirs at its path after the probe proved it: a directory
+ * owned by neither root nor the host's user, or writable by its group or
+ * others without the sticky bit (which lets only a file's owner rename over
+ * it). Both the path as named and its real path are checked.
+ */
+function replaceableBy(path: string, uid: number | undefined): string | undefined {
+  const named = resolve(path);
+  let dirs: Set<string>;
+  try {
+    dirs = new Set([...ancestors(named), ...ancestors(realpathSync(named))]);
+  } catch (e) {
+    return `${path} cannot be resolved: ${String(e)}`;
+  }
+  for (const dir of dirs) {
+    const stat = statSync(dir, { throwIfNoEntry: false });
+    if (stat === undefined) return `${path} can be replaced: ${dir} is gone`;
+    if (stat.uid !== 0 && stat.uid !== uid) return `${path} can be replaced: ${dir} is owned by uid ${stat.uid}, neither root nor the host's user`;
+    if ((stat.mode & 0o022) !== 0 && (stat.mode & 0o1000) === 0) {
+      return `${path} can be replaced: ${dir} is writable by its group or others (mode ${(stat.mode & 0o7777).toString(8)})`;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Why the launcher at `path` must not be used, or `undefined` when it may:
  * it must be a regular executable file owned by root or by the host's own
  * user, writable by neither group nor others (whoever could rewrite it
- * would run code as the host), and built for this machine.
+ * would run code as the host), in directories where no one else can rename
+ * another file over it, and built for this machine.
  */
 export function launcherProblem(path: string, arch: string = process.arch, uid: number | undefined = process.getuid?.()): string | undefined {
   let stat;
@@ -53,6 +90,8 @@ export function launcherProblem(path: string, arch: string = process.arch, uid: 
   if (stat.uid !== 0 && stat.uid !== uid) return `${path} is owned by uid ${stat.uid}, neither root nor the host's user`;
   if ((stat.mode & 0o022) !== 0) return `${path} is writable by its group or others (mode ${(stat.mode & 0o777).toString(8)})`;
   if ((stat.mode & 0o100) === 0) return `${path} is not executable`;
+  const replaceable = replaceableBy(path, uid);
+  if (replaceable !== undefined) return replaceable;
   const machine = elfMachine(path);
   if (machine === undefined) return `${path} is not an ELF executable`;
   if (machine !== ELF_MACHINES[arch]) return `${path} was built for ELF machine ${machine}, not ${arch}`;

@@ -1,0 +1,123 @@
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
+import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { launcherCandidates, launcherProblem } from '../../src/sandbox/launcherBinary.js';
+import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { firstJsonLine } from '../support/processes.js';
+import { LINUX_BACKENDS } from './sandboxBackends.js';
+
+// Attacks on what the sandbox's mount namespace shows beyond the plugin's trees: Landlock governs opening, creating and
+// removing files, not connecting to a Unix socket file nor changing a file's metadata (mode, times), so whatever the
+// launcher leaves visible and writable must be as unreachable there as bubblewrap leaves it.
+const base = mkdtempSync(join(tmpdir(), 'sandbox-attack-'));
+const installRoot = join(base, 'plugins', 'attacker');
+const dataDir = join(base, 'data', 'attacker');
+const attacker = join(installRoot, 'attacker.mjs');
+// Host files outside every tree of the plugin: in a directory no tree lies in, in a system directory, among the devices.
+const hostFiles = ['/var/tmp', '/etc', '/dev'].map((dir) => join(dir, `mcp-attack-${process.pid}.txt`));
+const started: PluginProcess[] = [];
+
+// Each action is `name:path`; the report maps it to 'ok' or the error code.
+const ATTACKER = `
+import { chmodSync, copyFileSync, utimesSync } from 'node:fs';
+import { connect } from 'node:net';
+const attempt = (action, path) => {
+  if (action === 'chmod') return Promise.resolve().then(() => chmodSync(path, 0o666));
+  if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
+  return new Promise((resolve, reject) => {
+    const socket = connect({ path });
+    socket.on('connect', () => { socket.destroy(); resolve(); });
+    socket.on('error', reject);
+  });
+};
+const report = {};
+for (const spec of process.argv.slice(2)) {
+  const [action, ...rest] = spec.split(':');
+  report[spec] = await attempt(action, rest.join(':')).then(() => 'ok', (e) => e.code ?? String(e));
+}
+process.stdout.write(JSON.stringify(report) + '\\n');
+`;
+
+beforeAll(() => {
+  for (const d of [installRoot, dataDir]) mkdirSync(d, { recursive: true });
+  writeFileSync(attacker, ATTACKER);
+});
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
+});
+afterAll(() => {
+  rmSync(base, { recursive: true, force: true });
+  for (const file of hostFiles) rmSync(file, { force: true });
+});
+
+async function attack(spawner: SandboxSpawner, actions: string[], overrides: Partial<SandboxSpawnRequest> = {}): Promise<Record<string, string>> {
+  const result = await spawner.spawn({
+    executable: unverifiedCommand([process.execPath, attacker, ...actions], installRoot, nodeRuntimePaths()),
+    env: {},
+    network: false,
+    writeDir: dataDir,
+    hiddenPaths: [],
+    ...overrides,
+  });
+  if (result.isErr()) throw result.error;
+  const p = result.value;
+  started.push(p);
+  return firstJsonLine<Record<string, string>>(p.stdout).catch(async (e: Error) => {
+    await p.exited;
+    throw new Error(`${e.message}; stderr: ${p.stderrTail()}`);
+  });
+}
+
+describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (real %s)', (backend) => {
+  let spawner: SandboxSpawner;
+  beforeAll(async () => {
+    spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home'), backend }))._unsafeUnwrap();
+  });
+
+  // Run by the host's user (here root without an identity, as on any host not switching users), the plugin owns the
+  // host's files: Landlock lets it chmod and utime every one its mount namespace shows on a writable mount.
+  it('changes no mode or times of a host file outside its trees (another directory, /etc, /dev)', async () => {
+    for (const file of hostFiles) {
+      writeFileSync(file, 'host file');
+      chmodSync(file, 0o600);
+      utimesSync(file, 1_000_000, 1_000_000);
+    }
+    const report = await attack(spawner, hostFiles.flatMap((file) => [`chmod:${file}`, `utimes:${file}`]));
+    for (const file of hostFiles) {
+      expect(report[`chmod:${file}`], file).not.toBe('ok');
+      expect(report[`utimes:${file}`], file).not.toBe('ok');
+      const after = statSync(file);
+      expect(after.mode & 0o777, file).toBe(0o600);
+      expect(after.mtimeMs, file).toBe(1_000_000_000);
+    }
+  });
+});
+
+describe('the launcher a local user could swap', () => {
+  // The probe proves the launcher at a path, every spawn runs whatever lies there then: a local user who may rename
+  // files in its directory puts a program of theirs in its place after the probe, and the host runs it (as root).
+  it('is refused when its directory (or one above it) lets others rename files in it', async () => {
+    const shared = join(base, 'shared');
+    const bin = join(shared, 'bin');
+    mkdirSync(bin, { recursive: true });
+    const launcherPath = join(bin, 'mcp-plugin-launcher');
+    copyFileSync(launcherCandidates()[0]!, launcherPath);
+    chmodSync(launcherPath, 0o755);
+    expect(launcherProblem(launcherPath)).toBeUndefined();
+    for (const [dir, mode] of [[bin, 0o777], [bin, 0o775], [shared, 0o757]] as const) {
+      chmodSync(dir, mode);
+      expect(launcherProblem(launcherPath), `${dir} ${mode.toString(8)}`).toMatch(/can be replaced: .* is writable by its group or others/);
+      chmodSync(dir, 0o755);
+    }
+    // A sticky directory lets nobody but the file's owner rename over it: /tmp holds trusted launchers safely.
+    chmodSync(bin, 0o1777);
+    expect(launcherProblem(launcherPath)).toBeUndefined();
+    chmodSync(bin, 0o777);
+    const refused = await SandboxSpawner.create({ backend: 'landlock', launcherPath });
+    expect(refused.isErr() ? refused.error.message + JSON.stringify(refused.error.details) : 'created').toMatch(/can be replaced/);
+  });
+});
