@@ -229,10 +229,26 @@ export interface ResourceUpdateSink {
 const routeKey = (route: ResourceRoute): string => `${route.pluginId}\n${route.uri}`;
 
 /**
+ * How many subscriptions a client's URIs count for: one per plugin resource,
+ * and one per URI not routed yet; only those not routed yet when `routingOnly`.
+ */
+function heldCount(held: ReadonlyMap<string, string | undefined>, routingOnly: boolean): number {
+  const resources = new Set<string>();
+  let routing = 0;
+  for (const key of held.values()) {
+    if (key === undefined) routing += 1;
+    else resources.add(key);
+  }
+  return routingOnly ? routing : resources.size + routing;
+}
+
+/**
  * The gateway's resource subscriptions: the host subscribes once per plugin
  * resource, whatever number of clients asked, and ends it with the last of
  * them. Each client holds at most `maxPerClient` (its subscriptions and
- * those it is making); its subscriptions end when it goes away.
+ * those it is making), counted as the plugins see them: the plain and the
+ * qualified spelling of one resource are one subscription. Its
+ * subscriptions end when it goes away.
  */
 export class GatewaySubscriptions {
   readonly #host: PluginHost;
@@ -240,8 +256,8 @@ export class GatewaySubscriptions {
   readonly #maxPerClient: number;
   /** By plugin resource: each subscribed client and the URIs it used for it. */
   readonly #byRoute = new Map<string, { readonly route: ResourceRoute; readonly clients: Map<ResourceUpdateSink, Set<string>> }>();
-  /** The URIs each client holds or is subscribing to, counted against its cap. */
-  readonly #held = new Map<ResourceUpdateSink, Set<string>>();
+  /** The URIs each client holds or is subscribing to, with the plugin resource each leads to once routed (undefined before). */
+  readonly #held = new Map<ResourceUpdateSink, Map<string, string | undefined>>();
   /** Plugin resources asked for whose answer has not come yet, with how many asks are out. */
   readonly #asking = new Map<string, number>();
 
@@ -258,20 +274,26 @@ export class GatewaySubscriptions {
 
   /** Subscribes `client` to the resource `uri` leads to; GATEWAY_SUBSCRIPTION_LIMIT past its cap. */
   subscribe(client: ResourceUpdateSink, policy: GatewayClientPolicy, uri: string): ResultAsync<void, HostError> {
-    const held = this.#held.get(client) ?? new Set<string>();
+    const held = this.#held.get(client) ?? new Map<string, string | undefined>();
     if (held.has(uri)) return okAsync(undefined);
-    if (held.size >= this.#maxPerClient) {
-      return errAsync(
-        hostError('GATEWAY_SUBSCRIPTION_LIMIT', `this client already holds ${held.size} resource subscriptions, the most one client may hold`, {
-          details: { uri, limit: this.#maxPerClient },
-        }),
-      );
-    }
-    this.#held.set(client, held.add(uri));
+    const limited = (holding: number): HostError =>
+      hostError('GATEWAY_SUBSCRIPTION_LIMIT', `this client already holds ${holding} resource subscriptions, the most one client may hold`, {
+        details: { uri, limit: this.#maxPerClient },
+      });
+    // Until its URI is routed a subscription counts as a resource of its own; routed, as the resource the plugin sees.
+    if (heldCount(held, true) >= this.#maxPerClient) return errAsync(limited(heldCount(held, true)));
+    this.#held.set(client, held.set(uri, undefined));
     return this.#surface
       .route(policy, uri)
       .andThen((route) => {
         const key = routeKey(route);
+        if (held.has(uri)) {
+          held.delete(uri);
+          const holding = heldCount(held, false);
+          const another = [...held.values()].includes(key);
+          if (!another && holding >= this.#maxPerClient) return errAsync(limited(holding));
+          held.set(uri, key);
+        }
         const add = (): ResultAsync<void, HostError> => {
           // The client went away (drop) while the plugin was asked: nothing may hold its server, nor the plugin's
           // subscription for it, unless another client holds the resource or is still asking for it.

@@ -8,12 +8,15 @@
  * `mcp_plugin_host.gateway.notifications.dropped`), and the first one written
  * after the stream drained is preceded by a gap notice: a `warning`
  * `notifications/message` from the logger `mcp-plugin-host` saying how many
- * were dropped. Answers and requests are never dropped: a client that
+ * were dropped, unless the client set a log level above `warning`
+ * (`logging/setLevel`), as it would not get a warning logged otherwise.
+ * Answers and requests are never dropped: a client that
  * stops reading those stops getting new ones from its own requests.
  */
-import type { JSONRPCMessage, JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, JSONRPCNotification, LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 import packageJson from '../../package.json' with { type: 'json' };
+import { LOGGING_LEVELS } from '../host/mcpSurface.js';
 import { TELEMETRY_SCOPE } from '../observability/telemetry.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
@@ -33,12 +36,14 @@ function droppedCounter(): Counter {
   return counted.counter;
 }
 
+const GAP_NOTICE_LEVEL: LoggingLevel = 'warning';
+
 /** The notice that tells a client how many notifications it missed. */
 function gapNotice(dropped: number): JSONRPCNotification {
   return {
     jsonrpc: '2.0',
     method: 'notifications/message',
-    params: { level: 'warning', logger: GATEWAY_DEFAULTS.serverName, data: { dropped_notifications: dropped, reason: 'the client did not read them fast enough' } },
+    params: { level: GAP_NOTICE_LEVEL, logger: GATEWAY_DEFAULTS.serverName, data: { dropped_notifications: dropped, reason: 'the client did not read them fast enough' } },
   };
 }
 
@@ -50,6 +55,8 @@ export function isNotification(message: JSONRPCMessage): boolean {
 /** One client's bound: what to write for each notification, given the bytes already waiting on its stream. */
 export class NotificationBound {
   #dropped = 0;
+  /** Whether the client's log level lets a gap notice through (every level does until it sets one). */
+  #noticed = true;
 
   /**
    * @param transport - The client's transport, as the drop counter names it.
@@ -63,6 +70,15 @@ export class NotificationBound {
   /** Notifications this client missed since its last gap notice. */
   get dropped(): number {
     return this.#dropped;
+  }
+
+  /** Reads what the client sent for the log level it sets (`logging/setLevel`), which gap notices respect. */
+  observe(message: JSONRPCMessage): void {
+    if (!('method' in message) || message.method !== 'logging/setLevel' || !('id' in message)) return;
+    const level = message.params?.level;
+    if (typeof level === 'string' && (LOGGING_LEVELS as readonly string[]).includes(level)) {
+      this.#noticed = LOGGING_LEVELS.indexOf(level as LoggingLevel) <= LOGGING_LEVELS.indexOf(GAP_NOTICE_LEVEL);
+    }
   }
 
   /**
@@ -79,6 +95,6 @@ export class NotificationBound {
     if (this.#dropped === 0) return [notification];
     const gap = gapNotice(this.#dropped);
     this.#dropped = 0;
-    return [gap, notification];
+    return this.#noticed ? [gap, notification] : [notification];
   }
 }

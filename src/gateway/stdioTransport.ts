@@ -115,6 +115,7 @@ export class GatewayStdioTransport implements Transport {
       this.onerror?.(new Error(`not a JSON-RPC 2.0 message: ${checked.error.message}`));
       return;
     }
+    this.#notifications.observe(checked.data);
     try {
       this.onmessage?.(checked.data);
     } catch (error) {

@@ -267,6 +267,7 @@ export class HttpSessionTransport implements Transport {
     if (ids.some((id, i) => this.#pending.has(id) || ids.indexOf(id) !== i)) {
       return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: a request id is already in use in this session');
     }
+    for (const message of messages) this.#notifications.observe(message);
     const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
     if (ids.length === 0) {
       // Notifications and answers to the server's own requests have nothing to wait for.
