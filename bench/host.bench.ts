@@ -10,8 +10,10 @@
  * - cold first call (verify the pinned executable, sandbox, spawn,
  *   initialize, tools/list check, call) against the bare SDK's spawn,
  *   initialize and call;
- * - host heap per idle warm plugin: ten plugins started and left idle.
+ * - host heap per idle warm plugin: ten plugins started and left idle;
+ * - what the plugin's own session costs a warm round trip (design note).
  */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,8 @@ const BATCH = 32;
 const COLD_STARTS = 8;
 const IDLE_PLUGINS = 10;
 const HEAP_SAMPLES = 5;
+const SESSION_ROUNDS = 8;
+const SESSION_CALLS = 1000;
 
 const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
 
@@ -222,6 +226,95 @@ async function idleHeap(profileDir: string, helloPkg: string): Promise<BenchResu
   );
 }
 
+/** A `hello` process spoken to in raw JSON-RPC lines, one request at a time: no SDK, no host. */
+class RawPeer {
+  readonly #child: ChildProcessWithoutNullStreams;
+  #answered: (() => void) | undefined;
+  #nextId = 1;
+
+  constructor(entry: string, ownSession: boolean) {
+    this.#child = spawn(process.execPath, [entry], { stdio: 'pipe', detached: ownSession });
+    this.#child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.includes(0x0a)) this.#answered?.();
+    });
+  }
+
+  request(method: string, params: Record<string, unknown>): Promise<void> {
+    return new Promise((resolve) => {
+      this.#answered = resolve;
+      this.#child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: this.#nextId++, method, params })}\n`);
+    });
+  }
+
+  async open(): Promise<void> {
+    await this.request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '0' } });
+    this.#child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+  }
+
+  close(): void {
+    this.#child.kill();
+  }
+}
+
+/**
+ * The host starts every plugin in a session of its own (Node's `detached`,
+ * and bubblewrap's `--new-session` again), which the bare SDK's child does
+ * not get. With the kernel's autogroup scheduling a new session is a new
+ * task group, and a round trip across task groups costs more: the same
+ * plugin, in raw lines, in its own session against in the host's.
+ */
+async function ownSession(helloEntry: string): Promise<BenchResult> {
+  const ownP50: number[] = [];
+  const sharedP50: number[] = [];
+  const call = (peer: RawPeer): Promise<void> => peer.request('tools/call', { name: 'hello', arguments: { name: 'bench' }, _meta: { progressToken: 1 } });
+  for (let round = 0; round < SESSION_ROUNDS; round++) {
+    // Which process starts first alternates by round.
+    const ownFirst = round % 2 === 0 ? new RawPeer(helloEntry, true) : undefined;
+    const shared = new RawPeer(helloEntry, false);
+    const peers = { own: ownFirst ?? new RawPeer(helloEntry, true), shared };
+    await peers.own.open();
+    await peers.shared.open();
+    for (let i = 0; i < WARMUP; i++) {
+      await call(peers.own);
+      await call(peers.shared);
+    }
+    const o: number[] = [];
+    const s: number[] = [];
+    const timed = async (peer: RawPeer, into: number[]): Promise<void> => {
+      const t = process.hrtime.bigint();
+      await call(peer);
+      into.push(elapsedMs(t));
+    };
+    for (let i = 0; i < SESSION_CALLS; i++) {
+      if (i % 2 === 0) {
+        await timed(peers.own, o);
+        await timed(peers.shared, s);
+      } else {
+        await timed(peers.shared, s);
+        await timed(peers.own, o);
+      }
+    }
+    ownP50.push(percentile(o, 50));
+    sharedP50.push(percentile(s, 50));
+    peers.own.close();
+    peers.shared.close();
+  }
+  return result(
+    {
+      name: 'Warm round trip p50 to a plugin in its own session (as the host starts every plugin)',
+      unit: 'ms',
+      baselineName: "the same plugin in the host's session (as the bare SDK starts it)",
+      compare: 'ratio',
+      target: 1.05,
+      better: 'lower',
+      role: 'design',
+      note: `${SESSION_ROUNDS} rounds, each a fresh pair of unsandboxed hello processes, ${WARMUP} warm-up and ${SESSION_CALLS} alternating tools/call round trips in raw JSON-RPC lines (no SDK, no host); p50 per round, median over rounds. The only difference is setsid (Node's detached): under the kernel's autogroup scheduling it puts the plugin in a task group of its own; the sandbox's own ingredients cost nothing measurable on a warm round trip (docs/performance.md "One warm call")`,
+    },
+    ownP50,
+    sharedP50,
+  );
+}
+
 /** Runs the PluginHost benchmarks. */
 export async function run(): Promise<BenchResult[]> {
   const profileDir = await mkdtemp(join(tmpdir(), 'bench-host-'));
@@ -237,6 +330,7 @@ export async function run(): Promise<BenchResult[]> {
     const out = [await warmCall(host, helloEntry), await concurrency(host), await coldCall(host, helloEntry)];
     await host.close();
     out.push(await idleHeap(profileDir, helloPkg));
+    out.push(await ownSession(helloEntry));
     return out;
   } finally {
     await rm(profileDir, { recursive: true, force: true });
