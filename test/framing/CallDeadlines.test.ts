@@ -1,33 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CallDeadlines, type CallDeadline } from '../../src/framing/CallDeadlines.js';
-import type { Clock } from '../../src/ports/ports.js';
-
-/** A clock whose time moves only when the test says so, counting the timers set on it. */
-class ManualClock implements Clock {
-  time = 0;
-  armed = 0;
-  private timers: { at: number; fn: () => void }[] = [];
-  now(): number {
-    return this.time;
-  }
-  setTimer(fn: () => void, ms: number): () => void {
-    this.armed++;
-    const timer = { at: this.time + ms, fn };
-    this.timers.push(timer);
-    return () => {
-      this.timers = this.timers.filter((t) => t !== timer);
-    };
-  }
-  get pending(): number {
-    return this.timers.length;
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    const due = this.timers.filter((t) => t.at <= this.time);
-    this.timers = this.timers.filter((t) => t.at > this.time);
-    for (const timer of due) timer.fn();
-  }
-}
+import { FakeClock } from '../support/clocks.js';
 
 function deadline(at: number, expired: string[], name: string): CallDeadline {
   return { at, expire: () => expired.push(name) };
@@ -35,7 +8,7 @@ function deadline(at: number, expired: string[], name: string): CallDeadline {
 
 describe('CallDeadlines', () => {
   it('runs every deadline on one timer, expiring each when its time comes and not before', () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock(0);
     const deadlines = new CallDeadlines(clock);
     const expired: string[] = [];
     deadlines.watch(deadline(100, expired, 'a'));
@@ -54,7 +27,7 @@ describe('CallDeadlines', () => {
   });
 
   it('arms again only for an earlier deadline; an ended call leaves the timer alone', () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock(0);
     const deadlines = new CallDeadlines(clock);
     const expired: string[] = [];
     for (let i = 0; i < 50; i++) {
@@ -72,7 +45,7 @@ describe('CallDeadlines', () => {
   });
 
   it('follows a deadline moved later, as progress moves it', () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock(0);
     const deadlines = new CallDeadlines(clock);
     const expired: string[] = [];
     const moving = deadline(100, expired, 'moving');
@@ -86,7 +59,7 @@ describe('CallDeadlines', () => {
   });
 
   it('keeps a deadline further away than a Node timer can wait (2^31 ms) from firing early', () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock(0);
     const deadlines = new CallDeadlines(clock);
     const expired: string[] = [];
     deadlines.watch(deadline(2 ** 32, expired, 'far'));

@@ -43,4 +43,9 @@ export class FakeClock implements Clock {
   get pending(): number {
     return this.#timers.size;
   }
+
+  /** Timers set so far, fired or not. */
+  get armed(): number {
+    return this.#seq;
+  }
 }

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../../src/ports/ports.js';
 import type { PluginProcess } from '../../../src/process/PluginProcess.js';
 import { McpSession, type McpSessionOptions } from '../../../src/shapes/mcp/McpSession.js';
+import { FakeClock } from '../../support/clocks.js';
 import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
 const RAW = fileURLToPath(new URL('../../../fixtures/plugins/mcp-raw/bin/mcp-raw.mjs', import.meta.url));
@@ -40,28 +41,6 @@ function stderrLine(process: PluginProcess | undefined, pattern: RegExp): Promis
       resolve(line);
     });
   });
-}
-
-/** A clock whose time moves only when the test says so. */
-class ManualClock implements Clock {
-  private time = 0;
-  private timers: { at: number; fn: () => void }[] = [];
-  now(): number {
-    return this.time;
-  }
-  setTimer(fn: () => void, ms: number): () => void {
-    const timer = { at: this.time + ms, fn };
-    this.timers.push(timer);
-    return () => {
-      this.timers = this.timers.filter((t) => t !== timer);
-    };
-  }
-  advance(ms: number): void {
-    this.time += ms;
-    const due = this.timers.filter((t) => t.at <= this.time);
-    this.timers = this.timers.filter((t) => t.at > this.time);
-    for (const timer of due) timer.fn();
-  }
 }
 
 describe('a tools/call result is checked as the SDK Client checks it', () => {
@@ -128,7 +107,7 @@ describe('timeouts', () => {
   });
 
   it("runs a call's timeout on the session's clock, and tells the plugin", async () => {
-    const clock = new ManualClock();
+    const clock = new FakeClock(0);
     const { session, processes } = rawPlugin({ clock });
     (await session.listTools())._unsafeUnwrap();
     const call = session.callTool('raw', { never: true }, { timeoutMs: 60_000 });
