@@ -347,23 +347,23 @@ describe('fail closed', () => {
 
   it('without bubblewrap on PATH: PLUGIN_SANDBOX_UNSUPPORTED naming the cause, nothing spawned', async () => {
     const before = descendantsOf(process.pid).length;
-    const error = (await SandboxSpawner.create({ searchPath: '/nonexistent:/also-not-here' }))._unsafeUnwrapErr();
+    const error = (await SandboxSpawner.create({ backend: 'bubblewrap', searchPath: '/nonexistent:/also-not-here' }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
     expect(error.details).toMatchObject({ cause: 'bubblewrap_missing' });
     expect(error.hint).toContain('bubblewrap');
     expect(descendantsOf(process.pid).length).toBe(before);
-    expect((await SandboxSpawner.create({ bwrapPath: join(fakeDir, 'missing-bwrap') }))._unsafeUnwrapErr().details).toMatchObject({ cause: 'bubblewrap_missing' });
+    expect((await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'missing-bwrap') }))._unsafeUnwrapErr().details).toMatchObject({ cause: 'bubblewrap_missing' });
   });
 
   it('user namespaces refused: PLUGIN_SANDBOX_UNSUPPORTED with a hint about them', async () => {
-    const error = (await SandboxSpawner.create({ bwrapPath: join(fakeDir, 'bwrap-no-userns') }))._unsafeUnwrapErr();
+    const error = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'bwrap-no-userns') }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
     expect(error.details).toMatchObject({ cause: 'user_namespaces_disabled' });
     expect(error.hint).toContain('user namespaces');
   });
 
   it('a launcher that does not confine is caught by the probe', async () => {
-    const error = (await SandboxSpawner.create({ bwrapPath: join(fakeDir, 'bwrap-unconfined') }))._unsafeUnwrapErr();
+    const error = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'bwrap-unconfined') }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
     expect(error.details).toMatchObject({ cause: 'enforcement_not_proved' });
     expect(error.message).toContain('a write outside the writable directory succeeded');

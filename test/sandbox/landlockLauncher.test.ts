@@ -124,6 +124,12 @@ describe('which launcher the runtime trusts', () => {
     const auto = (await SandboxSpawner.create({ backend: 'auto', launcherPath: unconfined }))._unsafeUnwrap();
     expect(auto.backendName).toBe('bubblewrap');
     expect(auto.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).backendFallback).toMatch(/not proved: .*does not enforce/);
+    // Proved at the first spawn instead: the spawn runs under bubblewrap, and the fallback is known from then on.
+    const late = (await SandboxSpawner.create({ backend: 'auto', launcherPath: unconfined, proveAt: 'first_spawn' }))._unsafeUnwrap();
+    const spawned = (await late.spawn({ executable: unverifiedCommand(['/bin/true'], installRoot), env: {}, network: false, writeDir, hiddenPaths: [] }))._unsafeUnwrap();
+    expect((await spawned.exited).status).toBe(0);
+    expect(late.backendName).toBe('bubblewrap');
+    expect(late.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).backendFallback).toMatch(/not proved/);
   });
 
   it("'auto' picks the launcher when it is trusted and proved, and names it in describe()", async () => {

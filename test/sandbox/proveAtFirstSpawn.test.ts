@@ -51,7 +51,7 @@ async function output(child: PluginProcess): Promise<string> {
 describe("SandboxSpawner with proveAt: 'first_spawn'", () => {
   it('runs no probe at create, proves once at the first spawns, then runs confined', { timeout: 60_000 }, async () => {
     // The probes are memoised per host process and launcher: a launcher path of its own proves afresh.
-    const spawner = (await SandboxSpawner.create({ bwrapPath: spyBwrap, proveAt: 'first_spawn' }))._unsafeUnwrap();
+    const spawner = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: spyBwrap, proveAt: 'first_spawn' }))._unsafeUnwrap();
     expect(existsSync(spyLog)).toBe(false);
     const run = async (): Promise<string> => output((await spawner.spawn(request()))._unsafeUnwrap());
     expect(await Promise.all([run(), run()])).toEqual(['confined\n', 'confined\n']);
@@ -62,7 +62,7 @@ describe("SandboxSpawner with proveAt: 'first_spawn'", () => {
   });
 
   it('where no sandbox exists: create succeeds, every spawn fails as create does by default', async () => {
-    const missing = { bwrapPath: join(base, 'no-bwrap') };
+    const missing = { backend: 'bubblewrap' as const, bwrapPath: join(base, 'no-bwrap') };
     const byDefault = (await SandboxSpawner.create(missing))._unsafeUnwrapErr();
     const spawner = (await SandboxSpawner.create({ ...missing, proveAt: 'first_spawn' }))._unsafeUnwrap();
     for (let attempt = 0; attempt < 2; attempt++) {
