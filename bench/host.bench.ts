@@ -14,17 +14,14 @@
  * - what the plugin's own session costs a warm round trip (design note).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { PluginHost } from '../src/index.js';
 import { percentile, result, type BenchResult } from './harness.js';
+import { withHelloProfile } from './support/helloProfile.js';
 
-const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/plugins/${name}`, import.meta.url));
 const ROUNDS = 8;
 const WARM_CALLS = 800;
 const WARMUP = 200;
@@ -317,24 +314,16 @@ async function ownSession(helloEntry: string): Promise<BenchResult> {
 
 /** Runs the PluginHost benchmarks. */
 export async function run(): Promise<BenchResult[]> {
-  const profileDir = await mkdtemp(join(tmpdir(), 'bench-host-'));
-  const helloPkg = await packageFixturePlugin(fixture('hello'), { bundle: ['bin/hello-mcp.mjs'] });
-  const faultyPkg = await packageFixturePlugin(fixture('mcp-faulty'), { bundle: ['bin/mcp-faulty.mjs'] });
-  try {
-    const installer = await openHost(profileDir);
-    (await installer.install(helloPkg))._unsafeUnwrap();
-    (await installer.install(faultyPkg))._unsafeUnwrap();
-    await installer.close();
-    const host = await openHost(profileDir);
-    const helloEntry = join(helloPkg, 'bin/hello-mcp.mjs');
-    const out = [await warmCall(host, helloEntry), await concurrency(host), await coldCall(host, helloEntry)];
-    await host.close();
-    out.push(await idleHeap(profileDir, helloPkg));
-    out.push(await ownSession(helloEntry));
-    return out;
-  } finally {
-    await rm(profileDir, { recursive: true, force: true });
-    await rm(helloPkg, { recursive: true, force: true });
-    await rm(faultyPkg, { recursive: true, force: true });
-  }
+  return withHelloProfile(
+    'bench-host-',
+    async (profileDir, helloEntry, helloPkg) => {
+      const host = await openHost(profileDir);
+      const out = [await warmCall(host, helloEntry), await concurrency(host), await coldCall(host, helloEntry)];
+      await host.close();
+      out.push(await idleHeap(profileDir, helloPkg));
+      out.push(await ownSession(helloEntry));
+      return out;
+    },
+    [{ fixture: 'mcp-faulty', bundle: ['bin/mcp-faulty.mjs'] }],
+  );
 }

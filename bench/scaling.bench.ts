@@ -13,7 +13,7 @@
  * same run, as design notes (the issue asks for the curves, not targets).
  */
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,9 +21,9 @@ import { CatalogStore } from '../src/catalog/CatalogStore.js';
 import { putPlugin } from '../src/catalog/catalogContents.js';
 import type { CatalogContents, CatalogVariant, LockedPlugin, PluginDescriptor, PluginStateRecord } from '../src/catalog/catalogTypes.js';
 import { PluginHost } from '../src/index.js';
-import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import { pluginRecords } from '../test/catalog/helpers/catalogFixtures.js';
 import { median, percentile, result, timeMs, type BenchResult } from './harness.js';
+import { withHelloProfile } from './support/helloProfile.js';
 import { renderPlot } from './support/svgPlot.js';
 
 const DOCS = fileURLToPath(new URL('../docs/', import.meta.url));
@@ -33,7 +33,6 @@ const IN_FLIGHT = [1, 8, 32, 128] as const;
 const CALLS_PER_LEVEL = 1024;
 const IDLE_STEPS = [0, 25, 50, 100] as const;
 
-const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/plugins/${name}`, import.meta.url));
 
 /** A store of `count` plugins written in one transaction (built as one content, not `count` puts, which is quadratic). */
 async function catalogTemplate(dir: string, count: number): Promise<void> {
@@ -202,25 +201,16 @@ const design = { unit: 'ms', compare: 'ratio', better: 'lower', role: 'design' }
 
 /** Runs the scaling curves and writes their plots. */
 export async function run(): Promise<BenchResult[]> {
-  const profileDir = await mkdtemp(join(tmpdir(), 'bench-scaling-host-'));
-  const helloPkg = await packageFixturePlugin(fixture('hello'), { bundle: ['bin/hello-mcp.mjs'] });
-  let calls: CallPoint[];
-  let memory: MemoryPoint[];
-  try {
-    const installer = (await PluginHost.open({ profileDir, profileKind: 'dev' }))._unsafeUnwrap();
-    (await installer.install(helloPkg, { canary: false }))._unsafeUnwrap();
-    await installer.close();
+  const { calls, memory } = await withHelloProfile('bench-scaling-host-', async (profileDir, _helloEntry, helloPkg) => {
     const host = (await PluginHost.open({ profileDir, profileKind: 'dev', plugins: { hello: { maxInFlight: 128 } } }))._unsafeUnwrap();
+    let curves: CallPoint[];
     try {
-      calls = await callCurves(host);
+      curves = await callCurves(host);
     } finally {
       await host.close();
     }
-    memory = await memoryCurve(profileDir, helloPkg);
-  } finally {
-    await rm(profileDir, { recursive: true, force: true });
-    await rm(helloPkg, { recursive: true, force: true });
-  }
+    return { calls: curves, memory: await memoryCurve(profileDir, helloPkg) };
+  });
   // After the host curves, so that the resident set they report holds none of the large catalogs' pages.
   const catalog = await catalogCurves();
   writePlots(catalog, calls, memory);
