@@ -236,7 +236,7 @@ export class PluginProcessTransport implements Transport {
     // requests): JSON.parse reads any depth, but a recursive walk of the value (the SDK's JSON.stringify of a message
     // it cannot place, the gateway sending a result on, an application's logger) overflows the stack.
     if (line.length >= SHORTEST_TOO_DEEP_LINE && nestedDeeperThan(parsed, LINE_NESTING_LIMIT)) {
-      parsed = this.boundedInPlaceOf(parsed);
+      parsed = this.boundedInPlaceOf(parsed, line);
       if (parsed === undefined) return;
     }
     if (this.options.directCalls !== undefined && this.routeDirect(this.options.directCalls, parsed)) return;
@@ -298,11 +298,20 @@ export class PluginProcessTransport implements Transport {
    * `PLUGIN_MALFORMED_RESPONSE` (only that request fails, as for an answer
    * over the frame cap); for a log message, the same message with a marker for
    * its data. A request of the plugin's is refused in an error answer; any
-   * other message is dropped. Undefined when nothing takes its place.
+   * other message is dropped, and JSON that is no message at all is plugin
+   * output (a stdout violation). Undefined when nothing takes its place.
    */
-  private boundedInPlaceOf(parsed: unknown): Record<string, unknown> | undefined {
+  private boundedInPlaceOf(parsed: unknown, line: string): Record<string, unknown> | undefined {
     const limit = pluginAnswerLimits.maxNestingDepth;
     const message = isJsonObject(parsed) ? parsed : {};
+    if (message.jsonrpc === undefined) {
+      // JSON without a `jsonrpc` member is plugin output (a JSON logger's line), as on the common path.
+      const output = hostError('PLUGIN_MALFORMED_RESPONSE', `plugin wrote JSON on stdout nested more than ${limit} levels deep`, {
+        details: { line_excerpt: excerpt(line), max_nesting_depth: limit },
+      });
+      this.violation(output, true);
+      return undefined;
+    }
     const id = isRequestId(message.id) ? message.id : undefined;
     const failure = hostError('PLUGIN_MALFORMED_RESPONSE', `plugin wrote a message nested more than ${limit} levels deep`, { details: { max_nesting_depth: limit } });
     if (id !== undefined && message.method === undefined) {

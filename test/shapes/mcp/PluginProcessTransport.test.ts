@@ -245,13 +245,20 @@ describe('PluginProcessTransport, a line nested deeper than the answer bound', (
 
   it("refuses the plugin's own request in an error answer and drops any other message, reporting each as an error", async () => {
     const stdin = new PassThrough();
-    const { stdout, messages, errors } = await started({}, stdin);
+    const violations: HostError[] = [];
+    const output: boolean[] = [];
+    const { stdout, messages, errors } = await started({ onViolation: (v, isOutput) => void (violations.push(v), output.push(isOutput)) }, stdin);
     stdout.write(`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"deep":${nested(100_000)}}}\n`);
     stdout.write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"deep":${nested(100_000)}}}\n`);
+    // JSON that is no message at all is plugin output, as a line of any depth without `jsonrpc` is.
+    stdout.write(`{"id":7,"deep":${nested(100_000)}}\n`);
     stdout.write('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n');
     await tick();
     expect(messages.map(outcome)).toEqual(['notifications/tools/list_changed']);
-    expect(errors.map((e) => (e as HostError).code)).toEqual(['PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE']);
+    expect(errors.map((e) => (e as HostError).code)).toEqual(['PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE', 'PLUGIN_MALFORMED_RESPONSE']);
+    expect(violations.map((v) => v.code)).toEqual(['PLUGIN_MALFORMED_RESPONSE']);
+    expect(output).toEqual([true]);
+    expect((violations[0]?.details.line_excerpt as string).length).toBeLessThanOrEqual(201);
     const answer = JSON.parse(String(stdin.read())) as { id: unknown; error: { code: number; message: string } };
     expect(answer).toEqual({ jsonrpc: '2.0', id: 's1', error: { code: ErrorCode.InvalidRequest, message: `request nested more than ${LIMIT} levels deep` } });
   });
