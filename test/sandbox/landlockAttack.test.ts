@@ -23,11 +23,12 @@ const started: PluginProcess[] = [];
 
 // Each action is `name:path`; the report maps it to 'ok' or the error code.
 const ATTACKER = `
-import { chmodSync, copyFileSync, utimesSync } from 'node:fs';
+import { chmodSync, closeSync, constants, openSync, utimesSync } from 'node:fs';
 import { connect } from 'node:net';
 const attempt = (action, path) => {
   if (action === 'chmod') return Promise.resolve().then(() => chmodSync(path, 0o666));
   if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
+  if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
   return new Promise((resolve, reject) => {
     const socket = connect({ path });
     socket.on('connect', () => { socket.destroy(); resolve(); });
@@ -94,6 +95,15 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       expect(after.mode & 0o777, file).toBe(0o600);
       expect(after.mtimeMs, file).toBe(1_000_000_000);
     }
+  });
+
+  // A plugin run as root (no identity: SandboxSpawner used directly on a root host) has no capability, but the kernel
+  // lets user 0 write a sysctl by its mode alone: kernel.core_pattern names a program the kernel runs as root on the
+  // next crash anywhere on the host. Opening for writing is the whole check (nothing is written).
+  it('a plugin run as root opens no global sysctl for writing', async () => {
+    const sysctls = ['/proc/sys/kernel/core_pattern', '/proc/sys/vm/drop_caches'];
+    const report = await attack(spawner, sysctls.map((path) => `openw:${path}`));
+    for (const path of sysctls) expect(report[`openw:${path}`], path).toMatch(/^E(ROFS|ACCES|PERM|NOENT)$/);
   });
 });
 
