@@ -201,6 +201,7 @@ export {
   type SandboxPolicyRequest,
   type SandboxSpawnRequest,
   type SandboxSpawnerOptions,
+  type SandboxBackendChoice,
 } from './sandbox/SandboxSpawner.js';
 export type { SandboxBackendName } from './sandbox/backends.js';
 export type { OpenedDirectory, PluginDirectories } from './sandbox/pluginDirectories.js';
