@@ -1,9 +1,5 @@
 import { dirname, sep } from 'node:path';
-import procReadOnly from '../../etc/sandbox/proc-read-only.json' with { type: 'json' };
 import { isWithin, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
-
-/** Entries of the sandbox's /proc shown read-only (`etc/sandbox/proc-read-only.json`). */
-const PROC_READ_ONLY: readonly string[] = procReadOnly.paths;
 
 function maskArgs(masks: readonly MaskedPath[]): string[] {
   // An empty tmpfs hides a directory; /dev/null, bound without device access, makes a file unreadable.
@@ -57,7 +53,10 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
     if (mount.kind === 'dir') args.push('--ro-bind', mount.path, mount.path);
     else args.push('--symlink', mount.target, mount.path);
   }
-  args.push('--proc', '/proc', ...PROC_READ_ONLY.flatMap((path) => ['--ro-bind-try', path, path]), '--dev', '/dev');
+  // Read-only as under the Landlock launcher: user 0 without a capability may still write a sysctl (kernel.core_pattern
+  // names a program the kernel runs as root) or the sysrq trigger by mode alone, and bwrap covers them only when it
+  // could write them itself, which it cannot once it dropped its capabilities.
+  args.push('--proc', '/proc', '--remount-ro', '/proc', '--dev', '/dev');
   // Shared memory is a tmpfs: sized, it cannot hold more than the plugin's memory cap even where no control group
   // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
   if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
