@@ -14,9 +14,9 @@
  * sandbox's own /dev/shm, which is always mounted).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
  * mount, IPC and UTS namespaces: --cover DIR (an empty tmpfs over DIR),
- * --dir PATH (a mount point inside a cover), --touch PATH (a file's mount point
- * inside a cover), --bind PATH ro|rw (the host's
- * tree at PATH, cloned before any mount), --bind-fd FD PATH ro|rw, --file FD
+ * --dir PATH (a directory inside a cover), --bind PATH ro|rw (the host's
+ * tree at PATH, cloned before any mount; its mount point, a directory or a
+ * file like the tree, is made when missing), --bind-fd FD PATH ro|rw, --file FD
  * PATH (a read-only copy of FD's bytes), --mask-dir PATH, --mask-file PATH,
  * --seal DIR (a cover made read-only). Landlock, in the plugin's process:
  * --allow PATH RIGHTS and --allow-fd FD RIGHTS, RIGHTS being letters of
@@ -143,7 +143,7 @@ struct launcher_open_how {
 #define MAX_OPS 512
 #define MAX_GROUPS 8
 
-enum op_kind { OP_COVER, OP_DIR, OP_TOUCH, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
+enum op_kind { OP_COVER, OP_DIR, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
 
 struct op {
   enum op_kind kind;
@@ -262,9 +262,6 @@ static void parse(int argc, char **argv, struct spec *spec) {
       NEED(1);
       enum op_kind kind = o[2] == 'c' ? OP_COVER : o[2] == 'd' ? OP_DIR : o[2] == 's' ? OP_SEAL : o[7] == 'd' ? OP_MASK_DIR : OP_MASK_FILE;
       add_op(spec, kind)->path = argv[++i];
-    } else if (strcmp(o, "--touch") == 0) {
-      NEED(1);
-      add_op(spec, OP_TOUCH)->path = argv[++i];
     } else if (strcmp(o, "--bind") == 0) {
       NEED(2);
       struct op *op = add_op(spec, OP_BIND);
@@ -452,6 +449,26 @@ static void die_with_launcher(int launcher_alive) {
 }
 
 /*
+ * A missing mount point, made like what will be mounted on it (a directory, or a file such as a pinned interpreter).
+ * Only a cover can lack one: the host's own trees are read-only by then, and the plugin's trees hold their real paths.
+ */
+static void make_mount_point(int tree, const char *path) {
+  struct stat st;
+  if (fstat(tree, &st) != 0) fail_errno("bind", path);
+  if (S_ISDIR(st.st_mode)) {
+    if (mkdir(path, 0755) == 0) {
+      if (chmod(path, 0755) != 0) fail_errno("bind", path);
+    } else if (errno != EEXIST) {
+      fail_errno("bind", path);
+    }
+    return;
+  }
+  int point = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+  if (point >= 0) close(point);
+  else if (errno != EEXIST) fail_errno("bind", path);
+}
+
+/*
  * The tree a descriptor opened in the host's mount namespace shows, cloned in this one: the kernel clones only mounts of
  * the caller's namespace, so the descriptor's current path is opened again here, and must be the same directory.
  */
@@ -508,14 +525,9 @@ static void apply_mounts(struct spec *spec) {
         if (mkdir(op->path, 0755) != 0 && errno != EEXIST) fail_errno("dir", op->path);
         if (chmod(op->path, 0755) != 0) fail_errno("dir", op->path);
         break;
-      case OP_TOUCH: {
-        int point = open(op->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-        if (point < 0) fail_errno("touch", op->path);
-        close(point);
-        break;
-      }
       case OP_BIND:
       case OP_BIND_FD:
+        make_mount_point(op->clone, op->path);
         attach(op->clone, op->path, op->kind == OP_BIND ? "bind" : "bind-fd");
         op->clone = -1;
         break;

@@ -19,8 +19,6 @@ export interface BoundDirectory {
   readonly fd: number;
   /** Whether the plugin may write it. */
   readonly writable: boolean;
-  /** A file (a pinned interpreter) rather than a directory. */
-  readonly file?: boolean;
 }
 
 /** A path hidden inside the sandbox: an empty read-only directory, or an unreadable file. */

@@ -678,7 +678,7 @@ export class SandboxSpawner {
     const pluginArgv = program === undefined ? argv : [program.path, ...argv.slice(1)];
     const launchEnv = onConnection === undefined ? request.env : { ...request.env, ...proxyEnvironment() };
     const bound: BoundDirectory[] = [
-      ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false, file: true }]),
+      ...(program === undefined ? [] : [{ path: program.path, fd: 3 + program.index, writable: false }]),
       ...(directories === undefined || !bindsDescriptors ? [] : boundDirectories(directories, 3 + request.executable.inheritFds.length)),
     ];
     const layout = resolveLayout({

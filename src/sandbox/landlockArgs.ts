@@ -25,7 +25,6 @@ interface OwnTree {
   readonly path: string;
   readonly source: { readonly fd: number } | 'path';
   readonly writable: boolean;
-  readonly file?: boolean;
 }
 
 function ownTrees(layout: SandboxLayout): OwnTree[] {
@@ -34,7 +33,7 @@ function ownTrees(layout: SandboxLayout): OwnTree[] {
   const trees: OwnTree[] = [
     ...layout.readOnly.map((path): OwnTree => ({ path, source: 'path', writable: false })),
     { path: layout.installRoot, source: 'path', writable: false },
-    ...bound.map((d): OwnTree => ({ path: d.path, source: { fd: d.fd }, writable: d.writable, ...(d.file === true ? { file: true } : {}) })),
+    ...bound.map((d): OwnTree => ({ path: d.path, source: { fd: d.fd }, writable: d.writable })),
   ];
   if (!boundDirectories.some((d) => d.writable)) trees.push({ path: layout.writeDir, source: 'path', writable: true });
   return trees.sort((a, b) => byDepth(a.path, b.path));
@@ -90,23 +89,23 @@ export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: L
   for (const cover of covers) args.push('--cover', cover);
   const made = new Set<string>(covers);
   const placed: OwnTree[] = [];
-  const mountPoint = (path: string, file: boolean): void => {
+  // The directories above a tree inside a cover; the launcher makes the tree's own mount point like the tree (a file or a directory).
+  const parentsOf = (path: string): void => {
     const cover = covers.find((c) => isWithin(path, c));
     // Inside a tree already shown, or a system directory, the path exists as it does on the host.
-    if (cover === undefined || placed.some((t) => isWithin(path, t.path))) return;
+    if (cover === undefined || path === cover || placed.some((t) => isWithin(path, t.path))) return;
     const missing: string[] = [];
-    for (let dir = file ? dirname(path) : path; !made.has(dir) && isWithin(dir, cover); dir = dirname(dir)) missing.unshift(dir);
+    for (let dir = dirname(path); !made.has(dir) && isWithin(dir, cover); dir = dirname(dir)) missing.unshift(dir);
     for (const dir of missing) {
       args.push('--dir', dir);
       made.add(dir);
     }
-    if (file) args.push('--touch', path);
   };
   const place = (tree: OwnTree): void => {
     // A read-only tree inside one already shown read-only from the host shows nothing new.
     const redundant = tree.source === 'path' && placed.some((t) => t.source === 'path' && !t.writable && !tree.writable && isWithin(tree.path, t.path));
     if (!redundant && (tree.source !== 'path' || !inSystem(tree.path))) {
-      mountPoint(tree.path, tree.file === true);
+      parentsOf(tree.path);
       const access = tree.writable ? 'rw' : 'ro';
       if (tree.source === 'path') args.push('--bind', tree.path, access);
       else args.push('--bind-fd', String(tree.source.fd), tree.path, access);
