@@ -202,6 +202,18 @@ describe.each(LINUX_BACKENDS)('SandboxSpawner on Linux (real %s)', (backend) => 
     });
   });
 
+  describe('a read-only path that is one file', () => {
+    it('shows that file, and nothing beside it', async () => {
+      const dir = join(base, `lone-file-${backend}`);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'granted.txt'), 'granted');
+      writeFileSync(join(dir, 'beside.txt'), 'not granted');
+      const report = await probe([`read:${join(dir, 'granted.txt')}`, `read:${join(dir, 'beside.txt')}`], { readOnlyPaths: [join(dir, 'granted.txt')] });
+      expect(report[`read:${join(dir, 'granted.txt')}`]).toBe('ok');
+      expect(report[`read:${join(dir, 'beside.txt')}`]).toMatch(/^E(NOENT|ACCES)$/);
+    });
+  });
+
   describe('memory', () => {
     const allocate = (mib: number): string =>
       `try { const held = []; for (let i = 0; i < ${mib / 16}; i++) held.push(Buffer.alloc(16 << 20, 1)); console.log('allocated'); } catch { console.log('refused'); }`;
