@@ -12,7 +12,7 @@ import { mountRequired, spawnPluginProcess } from '../process/spawnPluginProcess
 import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { bubblewrapBackend, landlockBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { LauncherLimits } from './landlockArgs.js';
-import { findLauncher } from './launcherBinary.js';
+import { findLauncher, untrustedProgram } from './launcherBinary.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
@@ -348,6 +348,18 @@ function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline:
         bwrap === undefined ? 'bubblewrap (bwrap) is not installed: it was not found on PATH.' : `bubblewrap is not executable at ${bwrap}.`,
         'Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) or pass bwrapPath.',
         { bwrap_path: bwrap ?? null },
+      ),
+    );
+  }
+  // Run by the host as itself, root often: a bwrap others could have put there (a PATH directory they may write) is refused.
+  const untrusted = untrustedProgram(bwrap);
+  if (untrusted !== undefined) {
+    return err(
+      sandboxUnsupported(
+        'bubblewrap_missing',
+        `bubblewrap at ${bwrap} cannot be trusted: ${untrusted}.`,
+        'Use the distribution\'s bwrap (owned by root, in a directory only root can write) or pass bwrapPath.',
+        { bwrap_path: bwrap },
       ),
     );
   }

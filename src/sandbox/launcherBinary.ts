@@ -73,25 +73,36 @@ function replaceableBy(path: string, uid: number | undefined): string | undefine
 }
 
 /**
- * Why the launcher at `path` must not be used, or `undefined` when it may:
- * it must be a regular executable file owned by root or by the host's own
- * user, writable by neither group nor others (whoever could rewrite it
- * would run code as the host), in directories where no one else can rename
- * another file over it, and built for this machine.
+ * Why the program at `path`, which the host runs as itself (root, often),
+ * must not be trusted, or `undefined` when it may: it must be a regular
+ * executable file owned by root or by the host's own user, writable by
+ * neither group nor others (whoever could rewrite it would run code as the
+ * host), in directories where no one else can rename another file over it.
+ *
+ * @param uid - The host's user id.
  */
-export function launcherProblem(path: string, arch: string = process.arch, uid: number | undefined = process.getuid?.()): string | undefined {
+export function untrustedProgram(path: string, uid: number | undefined = process.getuid?.()): string | undefined {
   let stat;
   try {
     stat = statSync(path);
   } catch {
-    return `no launcher at ${path}`;
+    return `no program at ${path}`;
   }
   if (!stat.isFile()) return `${path} is not a regular file`;
   if (stat.uid !== 0 && stat.uid !== uid) return `${path} is owned by uid ${stat.uid}, neither root nor the host's user`;
   if ((stat.mode & 0o022) !== 0) return `${path} is writable by its group or others (mode ${(stat.mode & 0o777).toString(8)})`;
   if ((stat.mode & 0o100) === 0) return `${path} is not executable`;
-  const replaceable = replaceableBy(path, uid);
-  if (replaceable !== undefined) return replaceable;
+  return replaceableBy(path, uid);
+}
+
+/**
+ * Why the launcher at `path` must not be used, or `undefined` when it may:
+ * a program the host may trust ({@link untrustedProgram}), built for this
+ * machine.
+ */
+export function launcherProblem(path: string, arch: string = process.arch, uid: number | undefined = process.getuid?.()): string | undefined {
+  const untrusted = untrustedProgram(path, uid);
+  if (untrusted !== undefined) return untrusted.startsWith('no program at ') ? `no launcher at ${path}` : untrusted;
   const machine = elfMachine(path);
   if (machine === undefined) return `${path} is not an ELF executable`;
   if (machine !== ELF_MACHINES[arch]) return `${path} was built for ELF machine ${machine}, not ${arch}`;

@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -129,5 +129,20 @@ describe('the launcher a local user could swap', () => {
     chmodSync(bin, 0o777);
     const refused = await SandboxSpawner.create({ backend: 'landlock', launcherPath });
     expect(refused.isErr() ? refused.error.message + JSON.stringify(refused.error.details) : 'created').toMatch(/can be replaced/);
+  });
+});
+
+describe('the bwrap a local user could plant on PATH', () => {
+  // bwrap is looked up on PATH and run by the host (as root on a root host): a PATH directory others may write lets
+  // them put a bwrap of theirs first, which passes the probe by running the real one after their own code.
+  it('is refused when it lies in a directory others may write', async () => {
+    const planted = join(base, 'planted-bin');
+    const ran = join(base, 'planted-bwrap-ran');
+    mkdirSync(planted, { recursive: true });
+    chmodSync(planted, 0o777);
+    writeFileSync(join(planted, 'bwrap'), `#!/bin/sh\ntouch ${ran}\nexec /usr/bin/bwrap "$@"\n`, { mode: 0o755 });
+    const created = await SandboxSpawner.create({ backend: 'bubblewrap', searchPath: `${planted}:/usr/bin:/bin` });
+    expect(existsSync(ran)).toBe(false);
+    expect(created.isErr() ? created.error.message : 'created').toMatch(/cannot be trusted: .* can be replaced: .* is writable by its group or others/);
   });
 });
