@@ -104,7 +104,8 @@ export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: L
   const place = (tree: OwnTree): void => {
     // A read-only tree inside one already shown read-only from the host shows nothing new.
     const redundant = tree.source === 'path' && placed.some((t) => t.source === 'path' && !t.writable && !tree.writable && isWithin(tree.path, t.path));
-    if (!redundant && (tree.source !== 'path' || !inSystem(tree.path))) {
+    // Inside a system directory a read-only tree shows as it is; a writable one is bound, the host's tree being read-only.
+    if (!redundant && (tree.source !== 'path' || tree.writable || !inSystem(tree.path))) {
       parentsOf(tree.path);
       const access = tree.writable ? 'rw' : 'ro';
       if (tree.source === 'path') args.push('--bind', tree.path, access);

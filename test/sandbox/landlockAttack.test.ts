@@ -97,6 +97,19 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     }
   });
 
+  // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
+  // launcher does not mount (one given by path inside a system directory) would be read-only too.
+  it('a writeDir given by path inside a system directory stays writable', async () => {
+    const systemWriteDir = join('/usr/local/share', `mcp-attack-${process.pid}`);
+    mkdirSync(systemWriteDir, { recursive: true });
+    try {
+      const report = await attack(spawner, [`chmod:${systemWriteDir}`], { writeDir: systemWriteDir });
+      expect(report[`chmod:${systemWriteDir}`]).toBe('ok');
+    } finally {
+      rmSync(systemWriteDir, { recursive: true, force: true });
+    }
+  });
+
   // A plugin run as root (no identity: SandboxSpawner used directly on a root host) has no capability, but the kernel
   // lets user 0 write a sysctl by its mode alone: kernel.core_pattern names a program the kernel runs as root on the
   // next crash anywhere on the host. Opening for writing is the whole check (nothing is written).
