@@ -6,5 +6,6 @@ import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
   const failure = (buildLauncher as (output: string) => string | undefined)(fileURLToPath(new URL('../../native/build/mcp-plugin-launcher', import.meta.url)));
-  if (failure !== undefined) throw new Error(`cannot build the sandbox launcher (apt-get install gcc libc6-dev):\n${failure}`);
+  // Only the tests that run the launcher need it: they fail on their own (launcher_unusable, naming the missing file).
+  if (failure !== undefined) process.stderr.write(`cannot build the sandbox launcher (apt-get install gcc libc6-dev):\n${failure}\n`);
 }
