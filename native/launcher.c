@@ -241,8 +241,11 @@ static void parse(int argc, char **argv, struct spec *spec) {
     } else if (strcmp(o, "--user") == 0) {
       NEED(2);
       spec->switch_user = 1;
-      spec->uid = (uid_t)number(argv[i + 1], o);
-      spec->gid = (gid_t)number(argv[i + 2], o);
+      long long uid = number(argv[i + 1], o), gid = number(argv[i + 2], o);
+      /* (uid_t)-1 makes setresuid change nothing (the plugin would stay root), and a larger id would wrap to another user. */
+      if (uid > 0xfffffffeLL || gid > 0xfffffffeLL) fail("spec", "--user ids must lie below 4294967295");
+      spec->uid = (uid_t)uid;
+      spec->gid = (gid_t)gid;
       if (spec->uid == 0 || spec->gid == 0) fail("spec", "--user must name a user other than root");
       i += 2;
     } else if (strcmp(o, "--seccomp") == 0) {

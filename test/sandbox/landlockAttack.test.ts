@@ -1,11 +1,13 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
-import { launcherCandidates, launcherProblem } from '../../src/sandbox/launcherBinary.js';
+import { findLauncher, launcherCandidates, launcherProblem } from '../../src/sandbox/launcherBinary.js';
+import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { firstJsonLine } from '../support/processes.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
@@ -157,5 +159,25 @@ describe('the bwrap a local user could plant on PATH', () => {
     const created = await SandboxSpawner.create({ backend: 'bubblewrap', searchPath: `${planted}:/usr/bin:/bin` });
     expect(existsSync(ran)).toBe(false);
     expect(created.isErr() ? created.error.message : 'created').toMatch(/cannot be trusted: .* can be replaced: .* is writable by its group or others/);
+  });
+});
+
+describe('the launcher given a user id that is no user', () => {
+  // setresuid(-1) changes nothing, so the id 4294967295 (-1 as uid_t) would leave the plugin root, and larger ids
+  // wrap to another user than the one named: each is refused before the plugin runs.
+  it.runIf(process.getuid?.() === 0)('refuses --user ids outside 1..4294967294 (no wrap, no -1)', () => {
+    const writeDir = join(base, 'user-ids');
+    mkdirSync(writeDir, { recursive: true });
+    const program = join(base, 'user-ids.seccomp');
+    writeFileSync(program, pluginSeccompFilter(false)!);
+    for (const id of ['4294967295', String(2 ** 32 + 1000)]) {
+      const marker = join(writeDir, `ran-as-${id}`);
+      const spec = ['--cover', '/tmp', '--dir', base, '--dir', writeDir, '--bind', writeDir, 'rw', '--user', id, id, '--seccomp', '3'];
+      const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', writeDir, 'rwx'];
+      const script = `exec 3<'${program}'; exec '${findLauncher()._unsafeUnwrap()}' "$@"`;
+      const run = spawnSync('/bin/sh', ['-c', script, 'sh', ...spec, ...grants, '--', '/bin/sh', '-c', `id -u > ${marker}`], { encoding: 'utf8' });
+      expect(existsSync(marker) ? `ran as ${readFileSync(marker, 'utf8').trim()}` : run.stderr, id).toMatch(/^mcp-plugin-launcher: spec: --user /);
+      expect(run.status, id).toBe(1);
+    }
   });
 });
