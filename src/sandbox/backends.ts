@@ -115,7 +115,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
-      args: [...landlockArgs(layout, firstFreeFd, limits, layout.network ? hostTopLevelDirectories() : []), ...argv],
+      args: [...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories()), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

@@ -62,10 +62,11 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * verified. Masks, then the verified main module, come after the trees that
  * contain them, as in bubblewrap's order.
  *
- * A plugin with network may create Unix sockets, and Landlock does not stop
- * a connect() to a socket file it can reach: for it, every other top-level
- * directory of the host (`hostTopLevel`, system directories, /proc, /dev and
- * /sys aside) is covered too, so no socket outside its own trees is there.
+ * Landlock does not stop a `stat` of a path outside every grant (whether a
+ * file exists, its size and times), nor a plugin with network from a
+ * connect() to a socket file it can reach: every other top-level directory
+ * of the host (`hostTopLevel`, system directories, /proc, /dev and /sys
+ * aside) is covered too, so nothing outside the plugin's own trees is there.
  *
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
  *   first after those the host hands over (from 3 on), which the plugin keeps unless the launcher mounts them.
@@ -84,8 +85,8 @@ export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: L
   const systemDirs = layout.system.filter((m) => m.kind === 'dir').map((m) => m.path);
   const inSystem = (path: string): boolean => systemDirs.some((s) => isWithin(path, s));
   const trees = ownTrees(layout);
-  const networkCovers = layout.network ? hostTopLevel.filter((dir) => !inSystem(dir) && !NEVER_COVERED.includes(dir)) : [];
-  const covers = [...new Set([...ALWAYS_COVERED, ...networkCovers, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
+  const otherCovers = hostTopLevel.filter((dir) => !inSystem(dir) && !NEVER_COVERED.includes(dir));
+  const covers = [...new Set([...ALWAYS_COVERED, ...otherCovers, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
   for (const cover of covers) args.push('--cover', cover);
   const made = new Set<string>(covers);
   const placed: OwnTree[] = [];

@@ -25,11 +25,12 @@ const started: PluginProcess[] = [];
 
 // Each action is `name:path`; the report maps it to 'ok' or the error code.
 const ATTACKER = `
-import { chmodSync, closeSync, constants, openSync, utimesSync } from 'node:fs';
+import { chmodSync, closeSync, constants, openSync, statSync, utimesSync } from 'node:fs';
 import { connect } from 'node:net';
 const attempt = (action, path) => {
   if (action === 'chmod') return Promise.resolve().then(() => chmodSync(path, 0o666));
   if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
+  if (action === 'stat') return Promise.resolve().then(() => statSync(path));
   if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
   return new Promise((resolve, reject) => {
     const socket = connect({ path });
@@ -97,6 +98,15 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       expect(after.mode & 0o777, file).toBe(0o600);
       expect(after.mtimeMs, file).toBe(1_000_000_000);
     }
+  });
+
+  // Landlock does not govern stat: a path left visible tells whether a file exists, its size and times (a key's, a
+  // history's), which bubblewrap hides entirely. Names outside every tree must not exist for any plugin, networked or not.
+  it('a plugin without network learns nothing of host files outside its trees, not even that they exist', async () => {
+    const secret = hostFiles[0]!;
+    writeFileSync(secret, 'host secret');
+    const report = await attack(spawner, [`stat:${secret}`, `stat:${join(process.cwd(), 'package.json')}`]);
+    expect(report).toEqual({ [`stat:${secret}`]: 'ENOENT', [`stat:${join(process.cwd(), 'package.json')}`]: 'ENOENT' });
   });
 
   // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
