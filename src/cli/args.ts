@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import type { ClientRequestKind, ManifestPreset, PluginGrant, RiskClass } from '../index.js';
+import { SANDBOX_BACKEND_CHOICES, isSandboxBackendChoice } from '../sandbox/backendChoice.js';
+import type { ClientRequestKind, ManifestPreset, PluginGrant, RiskClass, SandboxBackendChoice } from '../index.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -9,6 +10,7 @@ const OPTIONS = {
   dev: { type: 'boolean' },
   'dev-allow-namespace-conflict': { type: 'boolean' },
   preset: { type: 'string' },
+  sandbox: { type: 'string' },
   json: { type: 'boolean' },
   'no-color': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -68,6 +70,7 @@ export const GLOBAL_OPTIONS: readonly OptionName[] = [
   'dev',
   'dev-allow-namespace-conflict',
   'preset',
+  'sandbox',
   'json',
   'no-color',
   'help',
@@ -256,6 +259,8 @@ export interface Flags {
   readonly devAllowNamespaceConflict: boolean;
   /** Manifest preset. */
   readonly preset: ManifestPreset | undefined;
+  /** The Linux sandbox backend (`--sandbox`); unset: the host's default. */
+  readonly sandbox: SandboxBackendChoice | undefined;
   /** One JSON document on stdout and nothing for people (`--json`, `--format json` or `--format sarif`). */
   readonly json: boolean;
   /** Expected package checksum. */
@@ -464,6 +469,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
 
   const preset = text('preset');
   if (preset !== undefined && preset !== 'gum' && preset !== 'neutral') return usage(`--preset must be gum or neutral, not '${preset}'`, command);
+  const sandbox = text('sandbox');
+  if (sandbox !== undefined && !isSandboxBackendChoice(sandbox)) return usage(`--sandbox must be ${SANDBOX_BACKEND_CHOICES.join(', ')}, not '${sandbox}'`, command);
   const maxRisk = text('max-risk');
   if (maxRisk !== undefined && maxRisk !== 'read' && maxRisk !== 'write' && maxRisk !== 'destructive') {
     return usage(`--max-risk must be read, write or destructive, not '${maxRisk}'`, command);
@@ -507,6 +514,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       dev: bool('dev'),
       devAllowNamespaceConflict: bool('dev-allow-namespace-conflict'),
       preset,
+      sandbox,
       json: format === 'json' || format === 'sarif',
       format,
       template,

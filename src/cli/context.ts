@@ -96,6 +96,7 @@ export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {
     ...(flags.appName === undefined ? {} : { appName: flags.appName }),
     ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
     ...(flags.preset === undefined ? {} : { preset: flags.preset }),
+    ...(flags.sandbox === undefined ? {} : { sandbox: { backend: flags.sandbox } }),
     ...(keys.length === 0 ? {} : { trustedKeys: keys }),
     ...(flags.requireSignatures ? { requireSignatures: true } : {}),
     ...(flags.timeoutMs === undefined ? {} : { callTimeoutMs: flags.timeoutMs }),

@@ -16,6 +16,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   dev: ['--dev', 'dev profile: local directories, no checksum needed, dev-only overrides'],
   'dev-allow-namespace-conflict': ['--dev-allow-namespace-conflict', 'with --dev: install despite another recorded namespace owner'],
   preset: ['--preset gum|neutral', 'gum: the GUM contract exactly (mcp-plugin only); neutral: every shape (default)'],
+  sandbox: ['--sandbox auto|landlock|bubblewrap', 'Linux sandbox backend: auto (default) uses the Landlock launcher once proved, else bubblewrap'],
   json: ['--json', 'print one JSON document on stdout: {"ok":true,...} or {"ok":false,"error":{...}}'],
   'no-color': ['--no-color', 'no colour (also NO_COLOR=1); colour is used only on a terminal'],
   help: ['-h, --help', 'show help'],

@@ -22,6 +22,7 @@ function flagConfig(flags: Flags): GatewayConfig {
     ...(flags.appName === undefined ? {} : { appName: flags.appName }),
     ...(flags.dev ? { dev: true } : {}),
     ...(flags.preset === undefined ? {} : { preset: flags.preset }),
+    ...(flags.sandbox === undefined ? {} : { sandbox: flags.sandbox }),
     ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
     ...(flags.hotReload ? { hotReload: true } : {}),
     ...(flags.http ? { transport: 'http' as const } : {}),

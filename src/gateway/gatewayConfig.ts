@@ -11,6 +11,7 @@ import schema from '../../etc/schemas/gateway-config.schema.json' with { type: '
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginHostOptions } from '../host/PluginHost.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
+import type { SandboxBackendChoice } from '../sandbox/backendChoice.js';
 import type { RiskClass } from '../manifest/model.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import type { AuditFsyncPolicy } from '../audit/JsonlAuditSink.js';
@@ -46,6 +47,8 @@ export interface GatewayConfig {
   readonly dev?: boolean;
   /** The manifest preset. */
   readonly preset?: ManifestPreset;
+  /** The Linux sandbox backend (`--sandbox`). */
+  readonly sandbox?: SandboxBackendChoice;
   /** Time a plugin may stay silent during a call, in ms. */
   readonly timeoutMs?: number;
   /** Follow plugins other processes install, upgrade or remove, without restarting (`PluginHostOptions.hotReload`). */
@@ -158,6 +161,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     ...(config.appName === undefined ? {} : { appName: config.appName }),
     ...(config.dev === true ? { profileKind: 'dev' as const } : {}),
     ...(config.preset === undefined ? {} : { preset: config.preset }),
+    ...(config.sandbox === undefined ? {} : { sandbox: { backend: config.sandbox } }),
     ...(config.timeoutMs === undefined ? {} : { callTimeoutMs: config.timeoutMs }),
     ...(config.hotReload === true ? { hotReload: {} } : {}),
   };

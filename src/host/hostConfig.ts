@@ -15,6 +15,7 @@ import type { ProfileKind } from '../namespace/NamespaceLock.js';
 import { checkOptions, invalidOption, isPlainObject, type OptionSchema } from '../options/optionRules.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import { defaultProfileDir } from '../profile/ProfileLayout.js';
+import { SANDBOX_BACKEND_CHOICES } from '../sandbox/backendChoice.js';
 import type { SandboxSpawner, SandboxSpawnerOptions } from '../sandbox/SandboxSpawner.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink } from '../audit/auditRecord.js';
@@ -160,7 +161,7 @@ const SANDBOX_SCHEMA: OptionSchema = {
   dangerouslyRunUnsandboxed: 'boolean',
   profileKind: { oneOf: ['standard', 'dev'] },
   bwrapPath: 'string',
-  backend: { oneOf: ['auto', 'landlock', 'bubblewrap'] },
+  backend: { oneOf: SANDBOX_BACKEND_CHOICES },
   launcherPath: 'string',
   sandboxExecPath: 'string',
   platform: 'string',

@@ -1,5 +1,4 @@
 import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
-import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
 import { delimiter, isAbsolute, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -28,12 +27,9 @@ import { sandboxProxyListener } from '../egress/sandboxListener.js';
 import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
 import { listenerUnavailable, probeEgress } from './egressProbe.js';
+import { DEFAULT_SANDBOX_BACKEND, type SandboxBackendChoice } from './backendChoice.js';
 
-/** The Linux backend a host asks for (see {@link SandboxSpawnerOptions.backend}). */
-export type SandboxBackendChoice = 'auto' | 'landlock' | 'bubblewrap';
-
-/** The backend asked for when the options name none (`etc/host-options.json`). */
-export const DEFAULT_SANDBOX_BACKEND: SandboxBackendChoice = hostOptionData.defaults.sandboxBackend as SandboxBackendChoice;
+export type { SandboxBackendChoice } from './backendChoice.js';
 
 /** Default cap on each plugin's memory: 2 GiB (`etc/sandbox/tree-limits.json`). */
 export const DEFAULT_PLUGIN_MEMORY_LIMIT_BYTES: number = DEFAULT_TREE_LIMITS.memoryBytes;

@@ -23,14 +23,15 @@ describe('parseInvocation', () => {
   });
 
   it('reads global flags into typed values', () => {
-    const inv = command(['run', 'p', 't', '{}', '--profile', 'work', '--dev', '--preset', 'gum', '--max-risk', 'write', '--timeout', '2500', '-y', '--json']);
-    expect(inv.flags).toMatchObject({ profile: 'work', dev: true, preset: 'gum', maxRisk: 'write', timeoutMs: 2500, yes: true, json: true });
+    const inv = command(['run', 'p', 't', '{}', '--profile', 'work', '--dev', '--preset', 'gum', '--sandbox', 'landlock', '--max-risk', 'write', '--timeout', '2500', '-y', '--json']);
+    expect(inv.flags).toMatchObject({ profile: 'work', dev: true, preset: 'gum', sandbox: 'landlock', maxRisk: 'write', timeoutMs: 2500, yes: true, json: true });
   });
 
   it.each([
     [['run', 'p', 't', '--timeout', '0'], '--timeout must be a positive number'],
     [['run', 'p', 't', '--timeout', '1.5'], '--timeout must be a positive number'],
     [['list', '--preset', 'other'], '--preset must be gum or neutral'],
+    [['list', '--sandbox', 'bwrap'], '--sandbox must be auto, landlock, bubblewrap'],
     [['canary', 'x', '--canary-args', 'novalue'], 'key=value pairs'],
     [['validate', 'x', '--live'], '--live needs --canary'],
     [['list', '--profile='], '--profile needs a value'],

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { checkGatewayConfig, resolveGatewayConfig } from '../../src/gateway/gatewayConfig.js';
+
+describe('the gateway configuration key sandbox (--sandbox)', () => {
+  it('becomes the host option sandbox.backend', async () => {
+    const checked = checkGatewayConfig({ sandbox: 'landlock' });
+    expect(checked.isOk()).toBe(true);
+    const resolved = await resolveGatewayConfig(checked._unsafeUnwrap(), {});
+    expect(resolved._unsafeUnwrap().host.sandbox).toEqual({ backend: 'landlock' });
+  });
+
+  it('is absent from the host options when the configuration names none', async () => {
+    const resolved = await resolveGatewayConfig(checkGatewayConfig({})._unsafeUnwrap(), {});
+    expect(resolved._unsafeUnwrap().host.sandbox).toBeUndefined();
+  });
+
+  it('refuses a backend that does not exist, naming the key', () => {
+    const checked = checkGatewayConfig({ sandbox: 'bwrap' }, 'serve.json');
+    expect(checked.isErr()).toBe(true);
+    expect(checked._unsafeUnwrapErr().message).toContain('/sandbox');
+  });
+});
