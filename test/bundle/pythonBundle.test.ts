@@ -47,7 +47,7 @@ describe('a Python MCP Bundle with vendored dependencies', () => {
     await installer.close();
     const host = await pool.open(dir, { interpreterSearchPath: PYTHON_SEARCH_PATH });
     const info = (await host.info('hello-bundle'))._unsafeUnwrap();
-    expect(info.enforced_capabilities).toMatchObject({ backend: 'bubblewrap', network: false });
+    expect(info.enforced_capabilities).toMatchObject({ backend: expect.stringMatching(/^(landlock|bubblewrap)$/), network: false });
     const hello = await host.call('plug.hello-bundle.hello', { name: 'bundle' }, { maxRisk: 'write' });
     if (hello.isErr()) expect.fail(`${hello.error.code}: ${hello.error.message} ${JSON.stringify(hello.error.details ?? {})}`);
     expect(jsonOf(hello.value)).toEqual({ success: true, data: { greeting: 'Hello, bundle!' } });

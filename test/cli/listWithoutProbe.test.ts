@@ -40,7 +40,7 @@ beforeAll(async () => {
 }, SLOW);
 afterAll(() => work.dispose());
 
-const list = (env: Readonly<Record<string, string>>) => cli(['list', '--json', '--dev', '--profile-dir', profileDir], { env });
+const list = (env: Readonly<Record<string, string>>) => cli(['list', '--json', '--dev', '--sandbox', 'bubblewrap', '--profile-dir', profileDir], { env });
 
 describe('list without the sandbox probe', () => {
   it('lists the profile where no sandbox can be created', { timeout: SLOW }, async () => {
@@ -55,7 +55,7 @@ describe('list without the sandbox probe', () => {
     expect(json(run)).toMatchObject({ ok: true, plugins: [{ name: 'hello' }] });
     expect(existsSync(spyLog)).toBe(false);
 
-    const info = await cli(['info', 'hello', '--json', '--dev', '--profile-dir', profileDir], { env: spied });
+    const info = await cli(['info', 'hello', '--json', '--dev', '--sandbox', 'bubblewrap', '--profile-dir', profileDir], { env: spied });
     expect(info.code, info.stderr).toBe(0);
     expect((await readFile(spyLog, 'utf8')).length).toBeGreaterThan(0);
   });

@@ -7,7 +7,7 @@ import { cli, json, REPO, tempDir } from './cliHarness.js';
 const HELLO = join(REPO, 'fixtures/plugins/hello');
 
 let work: { readonly path: string; dispose(): Promise<void> };
-/** A PATH holding node and nothing else: no bwrap, so the sandbox cannot be created. */
+/** A PATH holding node and nothing else: no bwrap, so the sandbox cannot be created (the commands force bubblewrap, so the Landlock launcher is not tried). */
 let noSandbox: Readonly<Record<string, string>>;
 
 beforeAll(async () => {
@@ -21,26 +21,26 @@ afterAll(() => work.dispose());
 
 describe('validate where no OS sandbox can be created', () => {
   it('a lone manifest passes every static check, exit 0', async () => {
-    const run = await cli(['validate', join(HELLO, 'manifest.json'), '--json'], { env: noSandbox });
+    const run = await cli(['validate', '--sandbox', 'bubblewrap', join(HELLO, 'manifest.json'), '--json'], { env: noSandbox });
     expect(run.code).toBe(0);
     expect(json(run)).toMatchObject({ ok: true, skipped: [] });
   });
 
   it('a directory: static checks run, the sandboxed ones are skipped with the reason, exit 5', async () => {
-    const run = await cli(['validate', HELLO, '--json'], { env: noSandbox });
+    const run = await cli(['validate', '--sandbox', 'bubblewrap', HELLO, '--json'], { env: noSandbox });
     expect(run.code).toBe(5);
     const report = json(run);
     expect(report).toMatchObject({ ok: true, plugin: { plugin_id: 'hello' }, violations: [] });
     expect(report.skipped).toEqual(
       ['executable binding', 'tool list'].map((check) => ({ check, code: 'PLUGIN_SANDBOX_UNSUPPORTED', reason: expect.stringContaining('bubblewrap') })),
     );
-    const text = await cli(['validate', HELLO], { env: noSandbox });
+    const text = await cli(['validate', '--sandbox', 'bubblewrap', HELLO], { env: noSandbox });
     expect(text.code).toBe(5);
     expect(text.stdout).toMatch(/skipped\s+executable binding, tool list: PLUGIN_SANDBOX_UNSUPPORTED/);
   });
 
   it('--strict makes the skipped checks fail: PLUGIN_SANDBOX_UNSUPPORTED, exit 4', async () => {
-    const run = await cli(['validate', HELLO, '--strict', '--json'], { env: noSandbox });
+    const run = await cli(['validate', '--sandbox', 'bubblewrap', HELLO, '--strict', '--json'], { env: noSandbox });
     expect(run.code).toBe(4);
     expect(json(run)).toMatchObject({ ok: false, error: { code: 'PLUGIN_SANDBOX_UNSUPPORTED' } });
   });
@@ -50,7 +50,7 @@ describe('validate where no OS sandbox can be created', () => {
     await cp(HELLO, pkg, { recursive: true });
     const manifest = JSON.parse(await readFile(join(pkg, 'manifest.json'), 'utf8')) as Record<string, unknown>;
     await writeFile(join(pkg, 'manifest.json'), JSON.stringify({ ...manifest, plugin_id: 'Not_An_Id' }));
-    const run = await cli(['validate', pkg, '--json'], { env: noSandbox });
+    const run = await cli(['validate', '--sandbox', 'bubblewrap', pkg, '--json'], { env: noSandbox });
     expect(run.code).toBe(3);
     expect(json(run)).toMatchObject({ ok: false, violations: [{ pointer: '/plugin_id' }], skipped: [] });
   });
@@ -64,7 +64,7 @@ describe('validate a package whose executable is missing', () => {
     const pkg = join(work.path, `no-executable-${env === undefined ? 'bare' : 'sandboxed'}`);
     await cp(HELLO, pkg, { recursive: true });
     await rm(join(pkg, 'bin'), { recursive: true });
-    const run = await cli(['validate', pkg, '--json'], { env: env ?? noSandbox });
+    const run = await cli(['validate', '--sandbox', 'bubblewrap', pkg, '--json'], { env: env ?? noSandbox });
     expect(run.code).toBe(3);
     const report = json(run);
     expect(report.violations).toEqual([
@@ -83,7 +83,7 @@ describe('validate a package whose executable is missing', () => {
 });
 
 describe('validatePluginDir where no OS sandbox can be created', () => {
-  const noBwrap = { bwrapPath: '/nonexistent/bwrap' };
+  const noBwrap = { backend: 'bubblewrap', bwrapPath: '/nonexistent/bwrap' } as const;
 
   it('runs the static checks and lists the install as skipped; strict refuses instead', async () => {
     const report = (await validatePluginDir(HELLO, { sandbox: noBwrap }))._unsafeUnwrap();

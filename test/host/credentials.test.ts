@@ -213,7 +213,7 @@ describe('inventory resources', () => {
         { op_id: 'plug.host-canary.lookup', tool_name: 'lookup', risk_class: 'read', confirmation_policy: 'none' },
         { op_id: 'plug.host-canary.env', tool_name: 'report_env', risk_class: 'read', confirmation_policy: 'none' },
       ],
-      enforced_capabilities: { backend: 'bubblewrap', enforced: true, network: false, writablePaths: [join(dir, 'data', 'host-canary')] },
+      enforced_capabilities: { backend: expect.stringMatching(/^(landlock|bubblewrap)$/), enforced: true, network: false, writablePaths: [join(dir, 'data', 'host-canary')] },
     });
     expect(one.metadata_warning).toBeUndefined();
     expect((await host.resource('agent://plugin/nobody'))._unsafeUnwrapErr().code).toBe('PLUGIN_NOT_FOUND');

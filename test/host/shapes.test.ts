@@ -105,7 +105,7 @@ describe('Python MCP plugin with no third-party dependencies', () => {
     const info = (await host.info('hello-python'))._unsafeUnwrap();
     const lock = JSON.parse(await readFile(join(dir, 'plugins.lock'), 'utf8')) as { plugins: Record<string, { binding: { argv_normalized: string[] } }> };
     expect(lock.plugins['hello-python']?.binding.argv_normalized.join(' ')).toMatch(/python3/);
-    expect(info.enforced_capabilities).toMatchObject({ backend: 'bubblewrap', network: false });
+    expect(info.enforced_capabilities).toMatchObject({ backend: expect.stringMatching(/^(landlock|bubblewrap)$/), network: false });
     expect(jsonOf((await host.call('plug.hello-python.hello', { name: 'sandbox' }))._unsafeUnwrap())).toEqual({ success: true, data: { greeting: 'Hello, sandbox!' } });
     expect((await host.call('plug.hello-python.hello', { name: '' }))._unsafeUnwrapErr()).toMatchObject({ code: 'INVALID_ARGS', source_error_code: 'INVALID_INPUT' });
   });

@@ -44,7 +44,7 @@ describe('Python console script (author guide §5)', () => {
     expect(binding.executable_path).toBe('.mcp-plugin-host:venv/bin/hello-mcp');
     expect(binding.argv_normalized[1]).toBe('-IS');
     const info = (await reopened.info('hello'))._unsafeUnwrap();
-    expect(info.enforced_capabilities).toMatchObject({ backend: 'bubblewrap', network: false });
+    expect(info.enforced_capabilities).toMatchObject({ backend: expect.stringMatching(/^(landlock|bubblewrap)$/), network: false });
     const result = (await reopened.call('plug.hello.hello', { name: 'world' }))._unsafeUnwrap();
     expect(jsonOf(result)).toEqual({ success: true, data: { greeting: 'Hello, world!' } });
     // The guide's step 4: FastMCP returns the INVALID_INPUT envelope in an isError: false result.
