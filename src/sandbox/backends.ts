@@ -98,6 +98,17 @@ function hostTopLevelDirectories(): readonly string[] {
   return topLevel;
 }
 
+/** The Unix socket files directly in the host's /dev (a syslog daemon's /dev/log), read at each spawn: they come and go. */
+function hostDeviceSockets(): string[] {
+  try {
+    return readdirSync('/dev', { withFileTypes: true })
+      .filter((entry) => entry.isSocket())
+      .map((entry) => join('/dev', entry.name));
+  } catch {
+    return [];
+  }
+}
+
 /**
  * The Landlock backend: `launcherPath` is this library's launcher
  * (`native/launcher.c`, see `findLauncher`), which joins the plugin's control
@@ -115,7 +126,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
-      args: [...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories()), ...argv],
+      args: [...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), layout.network ? hostDeviceSockets() : []), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

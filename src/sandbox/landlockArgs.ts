@@ -68,10 +68,17 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * of the host (`hostTopLevel`, system directories, /proc, /dev and /sys
  * aside) is covered too, so nothing outside the plugin's own trees is there.
  *
+ * @param deviceSockets - The socket files in the host's /dev, each masked (for a plugin with network).
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
  *   first after those the host hands over (from 3 on), which the plugin keeps unless the launcher mounts them.
  */
-export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: LauncherLimits = {}, hostTopLevel: readonly string[] = []): string[] {
+export function landlockArgs(
+  layout: SandboxLayout,
+  seccompFd: number,
+  limits: LauncherLimits = {},
+  hostTopLevel: readonly string[] = [],
+  deviceSockets: readonly string[] = [],
+): string[] {
   const args: string[] = [];
   for (const file of limits.procsFiles ?? []) args.push('--cgroup', file);
   if (limits.dataBytes !== undefined) args.push('--rlimit-data', String(limits.dataBytes));
@@ -117,6 +124,8 @@ export function landlockArgs(layout: SandboxLayout, seccompFd: number, limits: L
   const isOwnRoot = (t: OwnTree): boolean => t.path === layout.installRoot || t.source !== 'path' || t.writable;
   for (const tree of trees.filter((t) => !isOwnRoot(t))) place(tree);
   args.push(...maskArgs(layout.masksOutside));
+  // /dev stays the host's: the null device over each socket file there, which a plugin with network could connect to.
+  for (const socket of deviceSockets) args.push('--mask-file', socket);
   for (const tree of trees.filter(isOwnRoot)) place(tree);
   for (const file of layout.mountedFiles ?? []) args.push('--file', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));

@@ -11,6 +11,7 @@ import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { firstJsonLine } from '../support/processes.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
+import { unixServer } from './servers.js';
 
 // Attacks on what the sandbox's mount namespace shows beyond the plugin's trees: Landlock governs opening, creating and
 // removing files, not connecting to a Unix socket file nor changing a file's metadata (mode, times), so whatever the
@@ -107,6 +108,22 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     writeFileSync(secret, 'host secret');
     const report = await attack(spawner, [`stat:${secret}`, `stat:${join(process.cwd(), 'package.json')}`]);
     expect(report).toEqual({ [`stat:${secret}`]: 'ENOENT', [`stat:${join(process.cwd(), 'package.json')}`]: 'ENOENT' });
+  });
+
+  // Landlock does not stop connect() on a socket file either, and /dev stays the host's: a syslog daemon's /dev/log
+  // (a socket there where no systemd links it into /run) would take a networked plugin's forged log lines.
+  it('a networked plugin reaches no host Unix socket in /dev', async () => {
+    const socket = join('/dev', `mcp-attack-${process.pid}.sock`);
+    rmSync(socket, { force: true });
+    const server = await unixServer(socket);
+    try {
+      const report = await attack(spawner, [`connect:${socket}`], { network: true });
+      expect(report[`connect:${socket}`]).not.toBe('ok');
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
+      rmSync(socket, { force: true });
+    }
   });
 
   // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
