@@ -8,7 +8,7 @@
  * In the launcher, before any fork: --cgroup FILE (repeatable: join by
  * writing its own pid), --rlimit-data BYTES, --rlimit-nproc N,
  * --unshare-net, --user UID GID (switch to it before the plugin runs; root
- * hosts), --seccomp FD (the program, read to its end right before exec; an
+ * hosts), --parent PID (the host's pid: gone, the launcher stops), --seccomp FD (the program, read to its end right before exec; an
  * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
  * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
  * sandbox's own /dev/shm, which is always mounted).
@@ -167,6 +167,7 @@ struct spec {
   const char *chdir_path;
   long long shm_bytes;
   int pass_fds;
+  pid_t parent;
   struct op ops[MAX_OPS];
   int op_count;
   char **argv;
@@ -257,6 +258,9 @@ static void parse(int argc, char **argv, struct spec *spec) {
     } else if (strcmp(o, "--shm") == 0) {
       NEED(1);
       spec->shm_bytes = number(argv[++i], o);
+    } else if (strcmp(o, "--parent") == 0) {
+      NEED(1);
+      spec->parent = (pid_t)number(argv[++i], o);
     } else if (strcmp(o, "--pass-fds") == 0) {
       NEED(1);
       spec->pass_fds = (int)number(argv[++i], o);
@@ -436,8 +440,8 @@ static void exit_like(pid_t child) {
 
 static void die_with_host(pid_t host) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_errno("pdeathsig", "prctl");
-  /* The host may have died before the request took effect. */
-  if (getppid() != host) _exit(1);
+  /* The host may have died before the request took effect, even before this process started (then an orphan's parent never dies). */
+  if (getppid() != host) fail("parent", "the host (pid %d) is gone", (int)host);
 }
 
 /*
@@ -730,8 +734,7 @@ static void map_own_user(uid_t uid, gid_t gid) {
 int main(int argc, char **argv) {
   struct spec spec;
   parse(argc, argv, &spec);
-  pid_t host = getppid();
-  die_with_host(host);
+  die_with_host(spec.parent > 0 ? spec.parent : getppid());
   join_groups(&spec);
   set_limit(RLIMIT_DATA, spec.rlimit_data, "data");
   set_limit(RLIMIT_NPROC, spec.rlimit_nproc, "nproc");

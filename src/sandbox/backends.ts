@@ -126,7 +126,8 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
-      args: [...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), layout.network ? hostDeviceSockets() : []), ...argv],
+      // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
+      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), layout.network ? hostDeviceSockets() : []), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

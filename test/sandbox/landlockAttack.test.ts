@@ -208,3 +208,23 @@ describe('the launcher given a user id that is no user', () => {
     }
   });
 });
+
+describe('the launcher whose host died before it started', () => {
+  // PR_SET_PDEATHSIG acts only from when it is set: a host gone before the launcher's first instruction leaves it an
+  // orphan whose parent (init or a subreaper) never dies, so its plugin would outlive the host. Comparing getppid()
+  // with itself proves nothing; the host names its pid and the launcher checks it.
+  it('refuses to run the plugin when its parent is no longer the host that named itself', () => {
+    const writeDir = join(base, 'orphan');
+    mkdirSync(writeDir, { recursive: true });
+    const program = join(base, 'orphan.seccomp');
+    writeFileSync(program, pluginSeccompFilter(false)!);
+    const marker = join(writeDir, 'ran');
+    const spec = ['--cover', '/tmp', '--dir', base, '--dir', writeDir, '--bind', writeDir, 'rw', '--seccomp', '3'];
+    const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', writeDir, 'rwx'];
+    // The shell plays the host: its child starts the launcher only once the shell has exited and been reaped.
+    const script = `exec 3<'${program}'; host=$$; (while kill -0 "$host" 2>/dev/null; do sleep 0.01; done; exec '${findLauncher()._unsafeUnwrap()}' --parent "$host" "$@") & exit 0`;
+    const run = spawnSync('/bin/sh', ['-c', script, 'sh', ...spec, ...grants, '--', '/bin/sh', '-c', `touch ${marker}`], { encoding: 'utf8' });
+    expect(run.stderr).toMatch(/^mcp-plugin-launcher: parent: the host \(pid \d+\) is gone\n$/);
+    expect(existsSync(marker)).toBe(false);
+  });
+});
