@@ -13,9 +13,10 @@ import { firstJsonLine } from '../support/processes.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
 import { unixServer } from './servers.js';
 
-// Attacks on what the sandbox's mount namespace shows beyond the plugin's trees: Landlock governs opening, creating and
-// removing files, not connecting to a Unix socket file nor changing a file's metadata (mode, times), so whatever the
-// launcher leaves visible and writable must be as unreachable there as bubblewrap leaves it.
+// The attack review of the Landlock backend, each attack run on both Linux backends where it applies. Landlock governs
+// opening, creating and removing files, not stat, connect() on a Unix socket file nor a file's metadata (mode, times),
+// so whatever the launcher leaves visible must be as unreachable as bubblewrap leaves it; then the programs the host
+// runs as itself (the launcher, bwrap) and the launcher's own guards (user ids, a host already gone).
 const base = mkdtempSync(join(tmpdir(), 'sandbox-attack-'));
 const installRoot = join(base, 'plugins', 'attacker');
 const dataDir = join(base, 'data', 'attacker');
