@@ -16,7 +16,7 @@ const RUNS = 50;
 export async function run(): Promise<BenchResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'sandbox-bench-'));
   try {
-    // 'auto': the Landlock launcher where it is proved, as hosts get it once it is the default; bubblewrap otherwise.
+    // 'auto', the default: the Landlock launcher where it is proved; bubblewrap otherwise.
     const spawner = (await SandboxSpawner.create({ backend: 'auto' }))._unsafeUnwrap();
     const bubblewrap = (await SandboxSpawner.create({ backend: 'bubblewrap' }))._unsafeUnwrap();
     const executable = () => unverifiedCommand(['/bin/true'], dir);

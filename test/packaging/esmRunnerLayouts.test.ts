@@ -74,12 +74,15 @@ async function readInSandbox(files: readonly string[], readable: readonly string
 let scratch: string;
 let tarball: string;
 let plugin: string;
+/** The backend this machine proves for the repository's own sources: the installed package, shipping its launcher, must prove the same. */
+let expectedBackend: string;
 const applications: string[] = [];
 
 beforeAll(async () => {
   scratch = await realpath(await mkdtemp(join(tmpdir(), 'packed-library-')));
   tarball = await packLibrary(scratch);
   plugin = await packageFixturePlugin(FIXTURE, { bundle: ['dist/index.mjs'] });
+  expectedBackend = (await SandboxSpawner.create({ backend: 'auto' }))._unsafeUnwrap().backendName;
 }, 300_000);
 afterAll(async () => {
   await Promise.all([scratch, plugin, ...applications].map((dir) => rm(dir, { recursive: true, force: true })));
@@ -95,7 +98,7 @@ describe.each<Layout>(['nested', 'hoisted', 'linked', 'pnpm', 'workspace'])('the
     const { stdout } = await run(process.execPath, [join(app, 'run.mjs'), profile, plugin], { cwd: app });
     const outcome = JSON.parse(stdout.trim().split('\n').at(-1)!) as { result?: unknown; error?: unknown; sandbox?: string };
     expect(outcome.error).toBeUndefined();
-    expect(outcome.sandbox).toBe('bubblewrap');
+    expect(outcome.sandbox).toBe(expectedBackend);
     expect(outcome.result).toMatchObject({ content: [{ type: 'text', text: 'through the packed library' }] });
 
     // What the runner's sandbox exposes is what it resolves, not the node_modules it sits in: a tool cache beside

@@ -14,15 +14,17 @@ import { promisify } from 'node:util';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
 const NPM_INSTALL = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'];
-const PACKED_PARTS = ['package.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'etc', 'scripts', 'docs', 'examples', 'README.md', 'CHANGELOG.md', 'BENCHMARKS.md'];
+const PACKED_PARTS = ['package.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'etc', 'scripts', 'native', 'docs', 'examples', 'README.md', 'CHANGELOG.md', 'BENCHMARKS.md'];
 
-/** Builds and packs the library; returns the tarball's path. */
+/** Builds (tsup and the sandbox launcher, as `npm run build` does) and packs the library; returns the tarball's path. */
 export async function packLibrary(into: string): Promise<string> {
   const copy = join(into, 'library');
   await mkdir(copy);
   for (const part of PACKED_PARTS) await cp(join(REPO, part), join(copy, part), { recursive: true });
   await symlink(join(REPO, 'node_modules'), join(copy, 'node_modules'));
   await run(process.execPath, [join(REPO, 'node_modules', 'tsup', 'dist', 'cli-default.js')], { cwd: copy });
+  // What `npm run build` adds after tsup: the sandbox launcher in dist/, which the package ships.
+  await run(process.execPath, [join(copy, 'scripts', 'build-launcher.mjs')], { cwd: copy });
   const { stdout } = await run('npm', ['pack', '--pack-destination', into, '--loglevel=error'], { cwd: copy });
   return join(into, stdout.trim().split('\n').at(-1)!);
 }
