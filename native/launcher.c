@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -438,6 +439,32 @@ static void exit_like(pid_t child) {
   }
 }
 
+/*
+ * Out of the host's process group and off its controlling terminal, still in its session. Terminal signals go to
+ * the foreground group only, and without a controlling terminal no process of the sandbox can open /dev/tty (to
+ * inject input with TIOCSTI, say). A session of its own (setsid) would do both, but also put the plugin in a
+ * scheduler autogroup of its own, which makes every round trip with the host slower (docs/performance.md).
+ */
+static void leave_host_terminal(void) {
+  /* A session leader (started detached, or exec'd by one) already leads its own group. */
+  int leader = getsid(0) == getpid();
+  if (!leader && setpgid(0, 0) != 0) fail_errno("session", "setpgid");
+  int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) {
+    if (errno == ENXIO || errno == ENOENT || errno == EACCES) return;
+    fail_errno("session", "/dev/tty");
+  }
+  /*
+   * TIOCNOTTY detaches this process, and so every process it forks, from the terminal. A leader detaches its whole
+   * session, and the kernel then hangs up the foreground group, which may be its own: that hangup is ignored.
+   */
+  if (leader) signal(SIGHUP, SIG_IGN);
+  if (ioctl(tty, TIOCNOTTY) != 0) fail_errno("session", "TIOCNOTTY");
+  if (leader) signal(SIGHUP, SIG_DFL);
+  close(tty);
+  if (open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) >= 0) fail("session", "the controlling terminal is still reachable");
+}
+
 static void die_with_host(pid_t host) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_errno("pdeathsig", "prctl");
   /* The host may have died before the request took effect, even before this process started (then an orphan's parent never dies). */
@@ -694,10 +721,9 @@ static void become_plugin_user(const struct spec *spec) {
   clear_capability_sets();
 }
 
-/* The plugin's own process: Landlock, a new session, no stray descriptors, its user, the seccomp program, then the plugin. */
+/* The plugin's own process: Landlock, no stray descriptors, its user, the seccomp program, then the plugin. */
 static void run_plugin(const struct spec *spec) {
   default_signals();
-  if (setsid() < 0) fail_errno("session", "setsid");
   int ruleset = build_ruleset(spec);
   if (spec->chdir_path != NULL) {
     if (chdir(spec->chdir_path) != 0) fail_errno("chdir", spec->chdir_path);
@@ -734,6 +760,7 @@ static void map_own_user(uid_t uid, gid_t gid) {
 int main(int argc, char **argv) {
   struct spec spec;
   parse(argc, argv, &spec);
+  leave_host_terminal();
   die_with_host(spec.parent > 0 ? spec.parent : getppid());
   join_groups(&spec);
   set_limit(RLIMIT_DATA, spec.rlimit_data, "data");

@@ -33,6 +33,15 @@ export interface Launch {
    * report on (bubblewrap's `--info-fd`); the gate reads it.
    */
   readonly launcherReport?: boolean;
+  /**
+   * Spawns the launcher in the host's session: it makes its own process
+   * group and drops the controlling terminal itself (the Landlock launcher).
+   * A session of its own would also give the plugin its own scheduler
+   * autogroup on kernels built with one, and every round trip between the
+   * host's autogroup and the plugin's then costs about 7 µs more
+   * (docs/performance.md, "One warm call").
+   */
+  readonly inHostSession?: boolean;
 }
 
 /** What a gate sees of the launcher it holds back. */
@@ -92,7 +101,7 @@ export function spawnChild(executable: PluginCommand, launch: Launch, options: C
       env: { ...launch.env },
       cwd: launch.cwd,
       // Its own session and process group: terminal signals aimed at the host do not reach it, and stop() can signal the group.
-      detached: true,
+      detached: launch.inHostSession !== true,
       windowsHide: true,
     });
   } catch (e) {

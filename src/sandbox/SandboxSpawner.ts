@@ -754,6 +754,7 @@ export class SandboxSpawner {
         ...(extraInput ? { extraInput } : {}),
         ...(gate === undefined ? {} : { gate }),
         ...(onConnection === undefined ? {} : { launcherReport: true }),
+        ...(backend.detachesItself ? { inHostSession: true } : {}),
       },
       { ...lifecycle, tree: backend.tree, launcherFailure: backend.launcherFailure },
     )

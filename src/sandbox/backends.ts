@@ -29,6 +29,12 @@ export interface SandboxBackend {
   /** Whether the launcher joins the plugin's control groups and sets its rlimits itself (`limits` of `launch`). */
   readonly setsLimits: boolean;
   /**
+   * Whether the launcher leaves the host's process group and controlling
+   * terminal itself, so the host spawns it in its own session
+   * (`Launch.inHostSession`); otherwise the host gives it a session of its own.
+   */
+  readonly detachesItself: boolean;
+  /**
    * Launcher arguments followed by the plugin's argv, and bytes for the
    * descriptor after the inherited ones; with `reportFd`, the launcher
    * reports its sandbox's first process on that descriptor (bubblewrap only);
@@ -81,6 +87,7 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
     launcherFailure: /^bwrap: /,
     containsTree: true,
     setsLimits: false,
+    detachesItself: false,
     launch: (layout, argv, firstFreeFd, reportFd) => ({
       args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, argv, setprivPath)],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
@@ -125,6 +132,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     launcherFailure: /^mcp-plugin-launcher: /,
     containsTree: true,
     setsLimits: true,
+    detachesItself: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
       // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
       args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), layout.network ? hostDeviceSockets() : []), ...argv],
@@ -143,6 +151,7 @@ export function seatbeltBackend(sandboxExecPath: string): SandboxBackend {
     launcherFailure: /^sandbox-exec: /,
     containsTree: false,
     setsLimits: false,
+    detachesItself: false,
     launch: (layout, argv) => ({ args: ['-p', seatbeltProfile(layout), ...argv] }),
   };
 }

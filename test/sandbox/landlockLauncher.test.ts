@@ -6,7 +6,7 @@
  * why; inside, the sandbox's process 1 is out of the plugin's reach.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,6 +79,40 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
       expect(run.stderr, spec.join(' ')).toMatch(message);
       expect(run.ran, spec.join(' ')).toBe(false);
     }
+  });
+});
+
+describe("the plugin's session", () => {
+  // script(1) gives the launcher a host with a controlling terminal, as a CLI run in a terminal has.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+
+  it.runIf(hasScript).each([
+    ['a child of the session leader, as the host starts it', ''],
+    ['the session leader itself (exec), as a launcher run directly may be', 'exec '],
+  ])("%s: neither the host's process group nor its terminal, even where /dev/tty is granted", (_label, how) => {
+    const file = join(base, `program-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(file, pluginSeccompFilter(false)!);
+    const marker = join(writeDir, `session-${Math.random().toString(36).slice(2)}`);
+    const writable = ['--cover', '/tmp', '--dir', base, '--dir', writeDir, '--bind', writeDir, 'rw'];
+    const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', '/proc', 'r', '--allow', '/dev/tty', 'rw', '--allow', writeDir, 'rwx'];
+    // Fields 5 to 7 of /proc/self/stat: process group, session and controlling terminal (0: none), as the sandbox's
+    // PID namespace shows them (0 for a group or session led from outside it).
+    const plugin = `set -- $(cut -d')' -f2 /proc/self/stat); echo "$3 $4 $5" > ${marker}; if (exec 4<>/dev/tty) 2>/dev/null; then echo tty >> ${marker}; else echo no-tty >> ${marker}; fi`;
+    const quote = (arg: string): string => `'${arg.replaceAll("'", "'\\''")}'`;
+    const launch = [launcher, ...writable, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', plugin].map(quote).join(' ');
+    const outer = `set -- $(cut -d')' -f2 /proc/self/stat); echo "host-tty $5"; exec 3<${quote(file)}; ${how}${launch}; exit $?`;
+    const run = spawnSync('script', ['-qec', outer, '/dev/null'], { encoding: 'utf8' });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/host-tty [1-9][0-9]*/);
+    const [ids, tty] = readFileSync(marker, 'utf8').trim().split('\n');
+    const [group, session, terminal] = ids!.split(' ').map(Number);
+    // Its process group and session are the launcher's or the host's, made outside the namespace (a session of its
+    // own, which costs every round trip a scheduler autogroup of its own, would be led by the plugin itself); as a
+    // child of the leader, its group is the launcher's own, not the host's, which terminal signals reach.
+    expect(group).toBe(0);
+    expect(session).toBe(0);
+    expect(terminal).toBe(0);
+    expect(tty).toBe('no-tty');
   });
 });
 
