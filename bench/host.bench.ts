@@ -11,7 +11,7 @@
  *   initialize, tools/list check, call) against the bare SDK's spawn,
  *   initialize and call;
  * - host heap per idle warm plugin: ten plugins started and left idle;
- * - what the plugin's own session costs a warm round trip (design note).
+ * - what a session of its own costs a plugin's warm round trip (design note; the Landlock launcher avoids it).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -254,9 +254,10 @@ class RawPeer {
 }
 
 /**
- * The host starts every plugin in a session of its own (Node's `detached`,
- * and bubblewrap's `--new-session` again), which the bare SDK's child does
- * not get. With the kernel's autogroup scheduling a new session is a new
+ * Under bubblewrap and unsandboxed the host starts a plugin in a session of
+ * its own (Node's `detached`, and bubblewrap's `--new-session` again), which
+ * the bare SDK's child does not get; the Landlock launcher keeps the plugin
+ * in the host's session (its own process group, no terminal). With the kernel's autogroup scheduling a new session is a new
  * task group, and a round trip across task groups costs more: the same
  * plugin, in raw lines, in its own session against in the host's.
  */
@@ -298,9 +299,9 @@ async function ownSession(helloEntry: string): Promise<BenchResult> {
   }
   return result(
     {
-      name: 'Warm round trip p50 to a plugin in its own session (as the host starts every plugin)',
+      name: 'Warm round trip p50 to a plugin in its own session (as bubblewrap and the unsandboxed mode start it)',
       unit: 'ms',
-      baselineName: "the same plugin in the host's session (as the bare SDK starts it)",
+      baselineName: "the same plugin in the host's session (as the bare SDK and the Landlock launcher start it)",
       compare: 'ratio',
       target: 1.05,
       better: 'lower',
