@@ -201,8 +201,8 @@ export {
   type SandboxPolicyRequest,
   type SandboxSpawnRequest,
   type SandboxSpawnerOptions,
-  type SandboxBackendChoice,
 } from './sandbox/SandboxSpawner.js';
+export { SANDBOX_BACKEND_CHOICES, type SandboxBackendChoice } from './sandbox/backendChoice.js';
 export type { SandboxBackendName } from './sandbox/backends.js';
 export type { OpenedDirectory, PluginDirectories } from './sandbox/pluginDirectories.js';
 export type { PluginIdentity, PluginUidRange } from './sandbox/pluginIdentity.js';
