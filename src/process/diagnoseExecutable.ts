@@ -21,7 +21,7 @@ const ELF_MACHINES: Readonly<Record<number, string>> = {
 };
 
 /** The ELF machine a Node `process.arch` runs natively. */
-const HOST_MACHINE: Readonly<Record<string, number>> = {
+export const HOST_MACHINE: Readonly<Record<string, number>> = {
   ia32: 3,
   mips: 8,
   mipsel: 8,
@@ -68,7 +68,8 @@ function readFacts(program: string, executable: PluginCommand): ProgramFacts | N
   }
 }
 
-function elfMachine(head: Buffer): number | undefined {
+/** The `e_machine` of an ELF file from its first 20 bytes or more, in the file's own byte order; `undefined` when it is not ELF. */
+export function elfMachine(head: Buffer): number | undefined {
   if (head.length < 20 || !head.subarray(0, 4).equals(ELF_MAGIC)) return undefined;
   return head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
 }

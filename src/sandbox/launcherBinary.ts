@@ -2,12 +2,11 @@ import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
+import { elfMachine, HOST_MACHINE } from '../process/diagnoseExecutable.js';
 
 /** The launcher's file name, next to the built modules in `dist/` (see scripts/build-launcher.mjs). */
 export const LAUNCHER_FILE = 'mcp-plugin-launcher';
 
-/** ELF `e_machine` of the architectures Node names in `process.arch`. */
-const ELF_MACHINES: Readonly<Record<string, number>> = { x64: 62, arm64: 183, ia32: 3, arm: 40, riscv64: 243, ppc64: 21, s390x: 22 };
 
 function moduleFile(): string {
   // The CommonJS build has __filename; the ES module build and the sources have import.meta.url.
@@ -25,13 +24,11 @@ export function launcherCandidates(here: string = moduleFile()): string[] {
   return fromSources ? [fileURLToPath(new URL(`../../native/build/${LAUNCHER_FILE}`, `file://${here}`)), beside] : [beside];
 }
 
-function elfMachine(path: string): number | undefined {
+function elfMachineOfFile(path: string): number | undefined {
   const fd = openSync(path, 'r');
   try {
     const header = Buffer.alloc(20);
-    if (readSync(fd, header, 0, 20, 0) < 20) return undefined;
-    if (header.readUInt32BE(0) !== 0x7f454c46) return undefined;
-    return header.readUInt16LE(18);
+    return elfMachine(header.subarray(0, readSync(fd, header, 0, 20, 0)));
   } finally {
     closeSync(fd);
   }
@@ -103,9 +100,9 @@ export function untrustedProgram(path: string, uid: number | undefined = process
 export function launcherProblem(path: string, arch: string = process.arch, uid: number | undefined = process.getuid?.()): string | undefined {
   const untrusted = untrustedProgram(path, uid);
   if (untrusted !== undefined) return untrusted.startsWith('no program at ') ? `no launcher at ${path}` : untrusted;
-  const machine = elfMachine(path);
+  const machine = elfMachineOfFile(path);
   if (machine === undefined) return `${path} is not an ELF executable`;
-  if (machine !== ELF_MACHINES[arch]) return `${path} was built for ELF machine ${machine}, not ${arch}`;
+  if (machine !== HOST_MACHINE[arch]) return `${path} was built for ELF machine ${machine}, not ${arch}`;
   return undefined;
 }
 
