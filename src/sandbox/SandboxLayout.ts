@@ -58,6 +58,21 @@ export interface SandboxLayout {
   readonly mountedFiles?: readonly { readonly fd: number; readonly path: string }[];
 }
 
+/**
+ * The descriptor-bound directories a launcher shows: every one, but a
+ * read-only binding of the path a writable one also binds (the data
+ * directory when it is the writable directory too).
+ */
+export function shownBoundDirectories(layout: SandboxLayout): BoundDirectory[] {
+  const bound = layout.boundDirectories ?? [];
+  return bound.filter((d) => d.writable || !bound.some((w) => w.writable && w.path === d.path));
+}
+
+/** Whether the layout's writable directory is shown by path: none of its bound directories is writable. */
+export function writeDirByPath(layout: SandboxLayout): boolean {
+  return !(layout.boundDirectories ?? []).some((d) => d.writable);
+}
+
 /** Directories that hold the system's programs and libraries, when present. */
 export const SYSTEM_PATHS: readonly string[] = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
 

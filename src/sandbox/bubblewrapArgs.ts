@@ -1,5 +1,5 @@
 import { dirname, sep } from 'node:path';
-import { isWithin, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
+import { isWithin, shownBoundDirectories, writeDirByPath, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
 
 function maskArgs(masks: readonly MaskedPath[]): string[] {
   // An empty tmpfs hides a directory; /dev/null, bound without device access, makes a file unreadable.
@@ -64,13 +64,11 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   if (layout.identity !== undefined) args.push(...traversableParents(layout));
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push(...maskArgs(layout.masksOutside));
-  const boundDirectories = layout.boundDirectories ?? [];
-  const bound = boundDirectories.filter((d) => d.writable || !boundDirectories.some((w) => w.writable && w.path === d.path));
   const own: { args: string[]; path: string }[] = [
     { args: ['--ro-bind', layout.installRoot], path: layout.installRoot },
-    ...bound.map((d) => ({ args: [d.writable ? '--bind-fd' : '--ro-bind-fd', String(d.fd)], path: d.path })),
+    ...shownBoundDirectories(layout).map((d) => ({ args: [d.writable ? '--bind-fd' : '--ro-bind-fd', String(d.fd)], path: d.path })),
   ];
-  if (!boundDirectories.some((d) => d.writable)) own.push({ args: ['--bind', layout.writeDir], path: layout.writeDir });
+  if (writeDirByPath(layout)) own.push({ args: ['--bind', layout.writeDir], path: layout.writeDir });
   own.sort((a, b) => a.path.split(sep).length - b.path.split(sep).length);
   for (const mount of own) args.push(...mount.args, mount.path);
   // Copied by bubblewrap into its own tmpfs and mounted over the installed file: a copy's descriptor cannot be bound

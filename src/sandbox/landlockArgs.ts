@@ -1,6 +1,6 @@
 import { dirname, sep } from 'node:path';
 import grantData from '../../etc/sandbox/landlock-grants.json' with { type: 'json' };
-import { isWithin, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
+import { isWithin, shownBoundDirectories, writeDirByPath, type MaskedPath, type SandboxLayout } from './SandboxLayout.js';
 
 /** What the launcher sets itself before any fork, where bubblewrap needs a shell and `prlimit` around it. */
 export interface LauncherLimits {
@@ -28,14 +28,12 @@ interface OwnTree {
 }
 
 function ownTrees(layout: SandboxLayout): OwnTree[] {
-  const boundDirectories = layout.boundDirectories ?? [];
-  const bound = boundDirectories.filter((d) => d.writable || !boundDirectories.some((w) => w.writable && w.path === d.path));
   const trees: OwnTree[] = [
     ...layout.readOnly.map((path): OwnTree => ({ path, source: 'path', writable: false })),
     { path: layout.installRoot, source: 'path', writable: false },
-    ...bound.map((d): OwnTree => ({ path: d.path, source: { fd: d.fd }, writable: d.writable })),
+    ...shownBoundDirectories(layout).map((d): OwnTree => ({ path: d.path, source: { fd: d.fd }, writable: d.writable })),
   ];
-  if (!boundDirectories.some((d) => d.writable)) trees.push({ path: layout.writeDir, source: 'path', writable: true });
+  if (writeDirByPath(layout)) trees.push({ path: layout.writeDir, source: 'path', writable: true });
   return trees.sort((a, b) => byDepth(a.path, b.path));
 }
 
