@@ -20,7 +20,7 @@ import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
-import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type TreeLimitOverride } from './treeLimits.js';
+import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type RlimitCaps, type TreeLimitOverride } from './treeLimits.js';
 import type { Server, Socket } from 'node:net';
 import { proxyEnvironment } from '../egress/sandboxProxy.js';
 import { sandboxProxyListener } from '../egress/sandboxListener.js';
@@ -268,18 +268,17 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/** No per-process rlimit: a control group caps the tree, or nothing can set them. */
+const NO_RLIMITS: RlimitCaps = { memoryBytes: null, maxProcesses: null };
+
 /**
  * What the Landlock launcher sets before any fork: the group's `cgroup.procs`
  * files and, with a group, its data cap (as the joining shell does for
  * bubblewrap); without one, the rlimits `prlimit` would set.
  */
-function launcherLimitsOf(group: PluginGroup | undefined, grouped: TreeLimits | undefined, rlimits: readonly string[]): LauncherLimits {
-  const rlimit = (name: string): number | undefined => {
-    const arg = rlimits.find((a) => a.startsWith(`--${name}=`));
-    return arg === undefined ? undefined : Number(arg.slice(name.length + 3));
-  };
-  const dataBytes = grouped === undefined ? rlimit('data') : (grouped.memoryBytes ?? undefined);
-  const maxProcesses = rlimit('nproc');
+function launcherLimitsOf(group: PluginGroup | undefined, grouped: TreeLimits | undefined, rlimits: RlimitCaps): LauncherLimits {
+  const dataBytes = (grouped === undefined ? rlimits.memoryBytes : grouped.memoryBytes) ?? undefined;
+  const maxProcesses = rlimits.maxProcesses ?? undefined;
   return {
     ...(group === undefined ? {} : { procsFiles: group.procsFiles }),
     ...(dataBytes === undefined ? {} : { dataBytes }),
@@ -712,7 +711,7 @@ export class SandboxSpawner {
     const tree = this.treeSupport.tree;
     const grouped = tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null);
     // With a control group the shell that joins it (or the Landlock launcher) sets the data cap too; prlimit runs only in the fallback.
-    const rlimits = grouped ? [] : this.rlimitArgs(limits, backend);
+    const rlimits = grouped ? NO_RLIMITS : this.processRlimits(limits, backend);
     let group: PluginGroup | undefined;
     if (grouped) {
       const created = tree.create(limits);
@@ -730,8 +729,12 @@ export class SandboxSpawner {
     const launcherLimits: LauncherLimits | undefined = backend.setsLimits ? launcherLimitsOf(group, grouped ? limits : undefined, rlimits) : undefined;
     const { args, extraInput } = backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1, launcherLimits);
     this.logger.debug({ backend: backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
+    const prlimits = [
+      ...(rlimits.memoryBytes === null ? [] : [`--data=${rlimits.memoryBytes}`]),
+      ...(rlimits.maxProcesses === null ? [] : [`--nproc=${rlimits.maxProcesses}`]),
+    ];
     let launch =
-      rlimits.length === 0 || backend.setsLimits ? { command: backend.command, args } : { command: this.prlimitPath!, args: [...rlimits, '--', backend.command, ...args] };
+      prlimits.length === 0 || backend.setsLimits ? { command: backend.command, args } : { command: this.prlimitPath!, args: [...prlimits, '--', backend.command, ...args] };
     if (group !== undefined && !backend.setsLimits) launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
     let listener: Server | undefined;
     const listening: Launch['gate'] =
@@ -762,12 +765,8 @@ export class SandboxSpawner {
         const held = listener;
         if (held !== undefined) void child.exited.then(() => held.close());
         if (group !== undefined) return new TreeLimitedProcess(child, group, this.logger);
-        if (rlimits.length === 0) return child;
-        const caps = {
-          memoryBytes: rlimits.some((a) => a.startsWith('--data=')) ? limits.memoryBytes : null,
-          maxProcesses: rlimits.some((a) => a.startsWith('--nproc=')) ? limits.maxProcesses : null,
-        };
-        return new RlimitedProcess(child, caps);
+        if (rlimits.memoryBytes === null && rlimits.maxProcesses === null) return child;
+        return new RlimitedProcess(child, rlimits);
       })
       .mapErr((error) => {
         listener?.close();
@@ -790,15 +789,15 @@ export class SandboxSpawner {
   }
 
   /**
-   * `prlimit` options: the data segment of each process always; RLIMIT_NPROC
+   * The per-process rlimits a spawn sets (through `prlimit`, or the Landlock
+   * launcher itself): the data segment of each process always; RLIMIT_NPROC
    * only as the fallback and only for a root host, whose plugins run as users
    * of their own (for a shared user it would count the host's own processes).
    */
-  private rlimitArgs(limits: TreeLimits, backend: SandboxBackend | undefined = this.backend): string[] {
-    if (this.prlimitPath === undefined && backend?.setsLimits !== true) return [];
-    const args = limits.memoryBytes === null ? [] : [`--data=${limits.memoryBytes}`];
-    if (this.treeSupport.tree === undefined && limits.maxProcesses !== null && process.getuid?.() === 0) args.push(`--nproc=${limits.maxProcesses}`);
-    return args;
+  private processRlimits(limits: TreeLimits, backend: SandboxBackend | undefined = this.backend): RlimitCaps {
+    if (this.prlimitPath === undefined && backend?.setsLimits !== true) return NO_RLIMITS;
+    const nproc = this.treeSupport.tree === undefined && process.getuid?.() === 0;
+    return { memoryBytes: limits.memoryBytes, maxProcesses: nproc ? limits.maxProcesses : null };
   }
 
   /** How the tree limits of `pluginId` are enforced, for `describe`. */
@@ -807,11 +806,11 @@ export class SandboxSpawner {
     const limits = this.treeLimits(pluginId);
     const tree = this.treeSupport.tree;
     if (tree !== undefined) return { mechanism: tree.mechanism, ...limits };
-    const nproc = this.rlimitArgs(limits).some((a) => a.startsWith('--nproc='));
+    const rlimits = this.processRlimits(limits);
     return {
       mechanism: 'rlimit',
-      memoryBytes: this.prlimitPath === undefined && this.backend?.setsLimits !== true ? null : limits.memoryBytes,
-      maxProcesses: nproc ? limits.maxProcesses : null,
+      memoryBytes: rlimits.memoryBytes,
+      maxProcesses: rlimits.maxProcesses,
       fallbackCause: this.treeSupport.cause,
     };
   }
