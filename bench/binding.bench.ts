@@ -309,8 +309,8 @@ async function packageTree(dir: string): Promise<BenchResult[]> {
 }
 
 /**
- * What the tree check adds to a sandboxed spawn: bubblewrap sets the sandbox
- * up (control group join, prlimit, namespaces, mounts) while the host checks
+ * What the tree check adds to a sandboxed spawn: the sandbox backend sets the
+ * sandbox up (control group join, rlimits, namespaces, mounts) while the host checks
  * the unchanged 5,000-file tree, and runs the plugin (`/bin/true`) once the
  * check passed; against the same spawn without a check, and (for the note)
  * the check run before the spawn.
@@ -348,7 +348,7 @@ async function spawnLatency(dir: string, root: string, pin: PackageTreePin): Pro
   for (const runs of [gated, ungated, sequential]) runs.splice(0, 2);
   const r = result(
     {
-      name: 'spawn latency added by the tree check of an unchanged 5,000-file, 20 MB package (checked while bubblewrap sets the sandbox up)',
+      name: 'spawn latency added by the tree check of an unchanged 5,000-file, 20 MB package (checked while the sandbox is set up)',
       baselineName: 'the same sandboxed spawn of /bin/true without a tree check',
       unit: 'ms',
       compare: 'difference',
