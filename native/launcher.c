@@ -6,7 +6,7 @@
  *   launcher [option...] -- program [arg...]
  *
  * In the launcher, before any fork: --cgroup FILE (repeatable: join by
- * writing its own pid), --rlimit-data BYTES, --rlimit-nproc N,
+ * writing 0, the writer itself, into a v1 group's tasks or a v2 group's cgroup.procs), --rlimit-data BYTES, --rlimit-nproc N,
  * --unshare-net, --user UID GID (switch to it before the plugin runs; root
  * hosts), --parent PID (the host's pid: gone, the launcher stops), --seccomp FD (the program, read to its end right before exec; an
  * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
@@ -385,10 +385,12 @@ static void write_file(const char *path, const char *text, const char *step) {
   close(fd);
 }
 
+/*
+ * "0" moves the writer. Written to a v1 tasks file it moves the calling thread alone, which skips the RCU grace period
+ * (about 10 ms) that moving a whole thread group waits for; the launcher has no other thread, so the process moves.
+ */
 static void join_groups(const struct spec *spec) {
-  char pid[24];
-  snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-  for (int i = 0; i < spec->group_count; i++) write_file(spec->groups[i], pid, "cgroup");
+  for (int i = 0; i < spec->group_count; i++) write_file(spec->groups[i], "0\n", "cgroup");
 }
 
 static void set_limit(int resource, long long value, const char *what) {

@@ -272,15 +272,15 @@ function isExecutableFile(path: string): boolean {
 const NO_RLIMITS: RlimitCaps = { memoryBytes: null, maxProcesses: null };
 
 /**
- * What the Landlock launcher sets before any fork: the group's `cgroup.procs`
- * files and, with a group, its data cap (as the joining shell does for
+ * What the Landlock launcher sets before any fork: the group's join files
+ * (`PluginGroup.joinFiles`) and, with a group, its data cap (as the joining shell does for
  * bubblewrap); without one, the rlimits `prlimit` would set.
  */
 function launcherLimitsOf(group: PluginGroup | undefined, grouped: TreeLimits | undefined, rlimits: RlimitCaps): LauncherLimits {
   const dataBytes = (grouped === undefined ? rlimits.memoryBytes : grouped.memoryBytes) ?? undefined;
   const maxProcesses = rlimits.maxProcesses ?? undefined;
   return {
-    ...(group === undefined ? {} : { procsFiles: group.procsFiles }),
+    ...(group === undefined ? {} : { joinFiles: group.joinFiles }),
     ...(dataBytes === undefined ? {} : { dataBytes }),
     ...(maxProcesses === undefined ? {} : { maxProcesses }),
   };
@@ -735,7 +735,7 @@ export class SandboxSpawner {
     ];
     let launch =
       prlimits.length === 0 || backend.setsLimits ? { command: backend.command, args } : { command: this.prlimitPath!, args: [...prlimits, '--', backend.command, ...args] };
-    if (group !== undefined && !backend.setsLimits) launch = joinGroupLaunch(group.procsFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
+    if (group !== undefined && !backend.setsLimits) launch = joinGroupLaunch(group.joinFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
     let listener: Server | undefined;
     const listening: Launch['gate'] =
       onConnection === undefined

@@ -39,8 +39,16 @@ export const nodeCgroupFs: CgroupFs = {
 export interface PluginGroup {
   /** The group's name (the same in every hierarchy it spans). */
   readonly name: string;
-  /** The `cgroup.procs` files a process writes its pid into to join the group, one per hierarchy. */
-  readonly procsFiles: readonly string[];
+  /**
+   * The files a single-threaded process writes `0` (itself) into to join the
+   * group, one per hierarchy: `tasks` under cgroup v1, `cgroup.procs` under
+   * v2. Moving a whole thread group (any write to `cgroup.procs`, or a pid to
+   * `tasks`) first waits for an RCU grace period, about 10 ms here; moving the
+   * writing thread itself does not, and in a single-threaded joiner (the
+   * launcher, the joining shell) that thread is the whole process. v2 has no
+   * such file for a group that is not threaded.
+   */
+  readonly joinFiles: readonly string[];
   /** Which cap the tree reached, read from the kernel's event counters, if any. */
   limitHit(): ResourceLimitHit | undefined;
   /** Pids in the group, as the host sees them. */
@@ -163,7 +171,7 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
       }
       return ok({
         name,
-        procsFiles: [join(memory, 'cgroup.procs'), join(pids, 'cgroup.procs')],
+        joinFiles: [join(memory, 'tasks'), join(pids, 'tasks')],
         limitHit() {
           if (limits.memoryBytes !== null && counter(readOr(fs, join(memory, 'memory.oom_control'), ''), 'oom_kill') > 0) {
             return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v1' };
@@ -245,7 +253,7 @@ export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: Cg
       }
       return ok({
         name,
-        procsFiles: [join(dir, 'cgroup.procs')],
+        joinFiles: [join(dir, 'cgroup.procs')],
         limitHit() {
           if (limits.memoryBytes !== null && counter(readOr(fs, join(dir, 'memory.events'), ''), 'oom_kill') > 0) {
             return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v2' };

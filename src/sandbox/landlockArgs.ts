@@ -4,8 +4,8 @@ import { isWithin, shownBoundDirectories, writeDirByPath, type MaskedPath, type 
 
 /** What the launcher sets itself before any fork, where bubblewrap needs a shell and `prlimit` around it. */
 export interface LauncherLimits {
-  /** `cgroup.procs` files of the plugin's control groups, joined by the launcher. */
-  readonly procsFiles?: readonly string[];
+  /** The join files of the plugin's control groups (`PluginGroup.joinFiles`): the launcher writes `0`, itself, into each. */
+  readonly joinFiles?: readonly string[];
   /** RLIMIT_DATA of every process, in bytes. */
   readonly dataBytes?: number;
   /** RLIMIT_NPROC of the plugin's user. */
@@ -78,7 +78,7 @@ export function landlockArgs(
   deviceSockets: readonly string[] = [],
 ): string[] {
   const args: string[] = [];
-  for (const file of limits.procsFiles ?? []) args.push('--cgroup', file);
+  for (const file of limits.joinFiles ?? []) args.push('--cgroup', file);
   if (limits.dataBytes !== undefined) args.push('--rlimit-data', String(limits.dataBytes));
   if (limits.maxProcesses !== undefined) args.push('--rlimit-nproc', String(limits.maxProcesses));
   if (!layout.network) args.push('--unshare-net');

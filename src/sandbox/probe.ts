@@ -229,9 +229,9 @@ function hostAlive(pid: number): boolean {
   }
 }
 
-/** Runs `sh -c script` inside `procsFiles`' group through the same join step plugin launches use. */
-function runJoined(procsFiles: readonly string[], script: string): Promise<number | null> {
-  const launch = joinGroupLaunch(procsFiles, '/bin/sh', ['-c', script]);
+/** Runs `sh -c script` inside the group of `joinFiles` through the same join step plugin launches use. */
+function runJoined(joinFiles: readonly string[], script: string): Promise<number | null> {
+  const launch = joinGroupLaunch(joinFiles, '/bin/sh', ['-c', script]);
   return new Promise((resolve) => {
     const child = spawn(launch.command, launch.args, { stdio: 'ignore', env: {} });
     child.once('error', () => resolve(null));
@@ -248,7 +248,7 @@ async function runTreeLimitProbe(system: CgroupSystem): Promise<TreeLimitSupport
   const group = tree.create({ memoryBytes: 64 * 2 ** 20, maxProcesses: 1 });
   if (group.isErr()) return { tree: undefined, cause: `${tree.mechanism}: ${group.error}` };
   try {
-    const status = await runJoined(group.value.procsFiles, '/bin/true; /bin/true');
+    const status = await runJoined(group.value.joinFiles, '/bin/true; /bin/true');
     const hit = group.value.limitHit();
     if (status === 125) return { tree: undefined, cause: `${tree.mechanism}: a process cannot join a group the host created` };
     if (hit?.limit !== 'processes') return { tree: undefined, cause: `${tree.mechanism}: a group's process cap was not enforced (a fork past it was not refused)` };

@@ -53,17 +53,18 @@ const JOIN_PROGRAM = '/bin/sh';
 // bare `ulimit -d` sets.
 const JOIN_SCRIPT =
   'if [ "$1" != - ]; then { ulimit -S -d "$1" && ulimit -H -d "$1"; } || { echo "mcp-plugin-host: cannot set the data segment limit" >&2; exit 125; }; fi; shift; ' +
-  'while [ "$1" != -- ]; do echo "$$" > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+  'while [ "$1" != -- ]; do echo 0 > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /**
  * Prefixes `command args` with a shell that caps its own data segment at
  * `dataBytes` (rounded down to whole KiB, inherited by everything it execs
- * and forks), writes its own pid into each `procsFiles` and then execs the
+ * and forks), joins the group by writing `0` (itself, a single thread) into
+ * each of `joinFiles` (`PluginGroup.joinFiles`) and then execs the
  * command. A limit or a group it cannot set fails the launch (exit 125).
  */
-export function joinGroupLaunch(procsFiles: readonly string[], command: string, args: readonly string[], dataBytes?: number): { command: string; args: string[] } {
+export function joinGroupLaunch(joinFiles: readonly string[], command: string, args: readonly string[], dataBytes?: number): { command: string; args: string[] } {
   const dataKib = dataBytes === undefined ? '-' : String(Math.floor(dataBytes / 1024));
-  return { command: JOIN_PROGRAM, args: ['-c', JOIN_SCRIPT, 'mcp-plugin-host-join', dataKib, ...procsFiles, '--', command, ...args] };
+  return { command: JOIN_PROGRAM, args: ['-c', JOIN_SCRIPT, 'mcp-plugin-host-join', dataKib, ...joinFiles, '--', command, ...args] };
 }
 
 const WATCH_INTERVAL_MS: number = treeLimitData.watchIntervalMs;

@@ -69,7 +69,7 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     const group = tree.create({ memoryBytes: 128 * 2 ** 20, maxProcesses: 32 })._unsafeUnwrap();
     const dir = join(h.base, group.name);
     expect(group.name).toMatch(new RegExp(`^mcp-plugin-host-${HOST_PID}-\\d+$`));
-    expect(group.procsFiles).toEqual([join(dir, 'cgroup.procs')]);
+    expect(group.joinFiles).toEqual([join(dir, 'cgroup.procs')]);
     expect(readFileSync(join(dir, 'memory.max'), 'utf8')).toBe(String(128 * 2 ** 20));
     expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
     expect(readFileSync(join(dir, 'memory.oom.group'), 'utf8')).toBe('1');

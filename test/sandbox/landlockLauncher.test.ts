@@ -48,6 +48,14 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
     expect(run).toMatchObject({ status: 0, stderr: '', ran: true });
   });
 
+  it('joins its control groups by writing 0, itself, into each join file (a pid would move a whole thread group)', () => {
+    const files = [join(base, 'join-memory'), join(base, 'join-pids')];
+    for (const file of files) writeFileSync(file, '');
+    const run = launchWithProgram(files.flatMap((file) => ['--cgroup', file]), pluginSeccompFilter(false)!);
+    expect(run).toMatchObject({ status: 0, stderr: '', ran: true });
+    expect(files.map((file) => readFileSync(file, 'utf8'))).toEqual(['0\n', '0\n']);
+  });
+
   it('an empty seccomp program (the host withheld it): the plugin never runs', () => {
     const run = launchWithProgram([], Buffer.alloc(0));
     expect(run.status).toBe(1);

@@ -1,7 +1,7 @@
 // Tree limits on the real kernel: this machine has the hybrid cgroup v1 layout
 // (memory and pids hierarchies), real bubblewrap, the real Landlock launcher and real child processes.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/controlGroups.js';
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
 import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { joinGroupLaunch } from '../../src/sandbox/treeLimits.js';
 import { eventually } from '../support/eventually.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
 
@@ -153,6 +154,34 @@ describe.each(LINUX_BACKENDS)('tree limits with control groups (cgroup v1 here, 
     expect((await tight.exited).limit?.limit).toBe('processes');
   });
 
+  it('joins each group by the file that moves the joining thread alone (v1 tasks), and every thread of the tree is inside', async () => {
+    const s = await spawner({ backend });
+    const p = await start(s, 'console.log("up"); setInterval(() => undefined, 1000)');
+    await new Promise((resolve) => p.stdout.once('data', resolve));
+    const tree = discoverGroupTree(currentCgroupSystem())._unsafeUnwrap();
+    const probeGroup = tree.create({ memoryBytes: 64 * MiB, maxProcesses: 8 })._unsafeUnwrap();
+    try {
+      expect(probeGroup.joinFiles.map((file) => file.split('/').pop())).toEqual(['tasks', 'tasks']);
+    } finally {
+      probeGroup.remove();
+    }
+    for (const dir of groupDirsOf(p.pid)) {
+      const members = readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim().split('\n');
+      const threads = new Set(readFileSync(join(dir, 'tasks'), 'utf8').trim().split('\n'));
+      // The launcher, the sandbox's process 1, the plugin (a Node, with its threads); under bubblewrap its chain.
+      expect(members.length).toBeGreaterThanOrEqual(backend === 'landlock' ? 3 : 2);
+      const missing = members.flatMap((pid) => {
+        try {
+          return readdirSync(`/proc/${pid}/task`).filter((tid) => !threads.has(tid));
+        } catch {
+          return [];
+        }
+      });
+      expect(missing).toEqual([]);
+      expect(threads.size).toBeGreaterThan(members.length);
+    }
+  });
+
   it('removes the group after the tree exits, and collects stale groups of dead hosts only', async () => {
     const s = await spawner({ backend });
     const p = await start(s, 'console.log("up"); setInterval(() => undefined, 1000)');
@@ -181,6 +210,16 @@ describe.each(LINUX_BACKENDS)('tree limits with control groups (cgroup v1 here, 
     } finally {
       for (const dir of [...stale, ...alive, ...foreign]) if (existsSync(dir)) rmdirSync(dir);
     }
+  });
+});
+
+describe('the shell that joins the group (bubblewrap)', () => {
+  it('writes 0, itself, into each join file: a pid there would make the kernel move a whole thread group', () => {
+    const files = [join(base, 'join-memory'), join(base, 'join-pids')];
+    for (const file of files) writeFileSync(file, '');
+    const launch = joinGroupLaunch(files, '/bin/true', []);
+    expect(spawnSync(launch.command, launch.args).status).toBe(0);
+    expect(files.map((file) => readFileSync(file, 'utf8'))).toEqual(['0\n', '0\n']);
   });
 });
 
