@@ -14,7 +14,7 @@
  * sandbox's own /dev/shm, which is always mounted).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
  * mount, IPC and UTS namespaces: --cover DIR (an empty tmpfs over DIR),
- * --dir PATH (a directory inside a cover), --bind PATH ro|rw (the host's
+ * --dir PATH (a directory inside a cover), --symlink TARGET PATH (a link inside a cover), --bind PATH ro|rw (the host's
  * tree at PATH, cloned before any mount; its mount point, a directory or a
  * file like the tree, is made when missing), --bind-fd FD PATH ro|rw, --file FD
  * PATH (a read-only copy of FD's bytes), --mask-dir PATH, --mask-file PATH,
@@ -144,7 +144,7 @@ struct launcher_open_how {
 #define MAX_OPS 512
 #define MAX_GROUPS 8
 
-enum op_kind { OP_COVER, OP_DIR, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
+enum op_kind { OP_COVER, OP_DIR, OP_SYMLINK, OP_BIND, OP_BIND_FD, OP_FILE, OP_MASK_DIR, OP_MASK_FILE, OP_SEAL, OP_ALLOW, OP_ALLOW_FD };
 
 struct op {
   enum op_kind kind;
@@ -152,6 +152,7 @@ struct op {
   int fd;
   int writable;
   const char *rights;
+  const char *target; /* OP_SYMLINK */
   int clone; /* OP_BIND: the tree cloned before any mount */
 };
 
@@ -270,6 +271,12 @@ static void parse(int argc, char **argv, struct spec *spec) {
       NEED(1);
       enum op_kind kind = o[2] == 'c' ? OP_COVER : o[2] == 'd' ? OP_DIR : o[2] == 's' ? OP_SEAL : o[7] == 'd' ? OP_MASK_DIR : OP_MASK_FILE;
       add_op(spec, kind)->path = argv[++i];
+    } else if (strcmp(o, "--symlink") == 0) {
+      NEED(2);
+      struct op *op = add_op(spec, OP_SYMLINK);
+      op->target = argv[i + 1];
+      op->path = argv[i + 2];
+      i += 2;
     } else if (strcmp(o, "--bind") == 0) {
       NEED(2);
       struct op *op = add_op(spec, OP_BIND);
@@ -560,6 +567,9 @@ static void apply_mounts(struct spec *spec) {
       case OP_DIR:
         if (mkdir(op->path, 0755) != 0 && errno != EEXIST) fail_errno("dir", op->path);
         if (chmod(op->path, 0755) != 0) fail_errno("dir", op->path);
+        break;
+      case OP_SYMLINK:
+        if (symlink(op->target, op->path) != 0) fail_errno("symlink", op->path);
         break;
       case OP_BIND:
       case OP_BIND_FD:

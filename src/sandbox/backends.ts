@@ -1,8 +1,8 @@
-import { readdirSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
-import { landlockArgs, type LauncherLimits } from './landlockArgs.js';
+import { landlockArgs, SHOWN_DEVICES, type LauncherLimits } from './landlockArgs.js';
 import { SYSTEM_PATHS, isWithin, type SandboxLayout } from './SandboxLayout.js';
 import { DARWIN_SYSTEM_PATHS, seatbeltProfile } from './seatbeltProfile.js';
 
@@ -105,15 +105,12 @@ function hostTopLevelDirectories(): readonly string[] {
   return topLevel;
 }
 
-/** The Unix socket files directly in the host's /dev (a syslog daemon's /dev/log), read at each spawn: they come and go. */
-function hostDeviceSockets(): string[] {
-  try {
-    return readdirSync('/dev', { withFileTypes: true })
-      .filter((entry) => entry.isSocket())
-      .map((entry) => join('/dev', entry.name));
-  } catch {
-    return [];
-  }
+let devices: readonly string[] | undefined;
+
+/** The device nodes the covered /dev shows that the host has, read once per process. */
+function hostDevices(): readonly string[] {
+  devices ??= SHOWN_DEVICES.filter((device) => existsSync(device));
+  return devices;
 }
 
 /**
@@ -135,7 +132,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     detachesItself: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
       // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
-      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), layout.network ? hostDeviceSockets() : []), ...argv],
+      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), hostDevices()), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

@@ -16,6 +16,9 @@ export interface LauncherLimits {
 const COMMON_GRANTS: readonly { readonly path: string; readonly rights: string }[] = grantData.grants;
 const ALWAYS_COVERED: readonly string[] = grantData.alwaysCovered;
 const NEVER_COVERED: readonly string[] = grantData.neverCovered;
+/** The device nodes shown in the covered /dev (those the host has), and the links beside them. */
+export const SHOWN_DEVICES: readonly string[] = grantData.devices;
+const DEVICE_LINKS: readonly { readonly path: string; readonly target: string }[] = grantData.deviceLinks;
 
 const depth = (path: string): number => path.split(sep).length;
 const byDepth = (a: string, b: string): number => depth(a) - depth(b) || a.localeCompare(b);
@@ -63,10 +66,12 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * Landlock does not stop a `stat` of a path outside every grant (whether a
  * file exists, its size and times), nor a plugin with network from a
  * connect() to a socket file it can reach: every other top-level directory
- * of the host (`hostTopLevel`, system directories, /proc, /dev and /sys
- * aside) is covered too, so nothing outside the plugin's own trees is there.
+ * of the host (`hostTopLevel`, system directories, /proc and /sys aside) is
+ * covered too, so nothing outside the plugin's own trees is there; /dev is
+ * covered and shows only `hostDevices` (read-only binds of the host's
+ * nodes), the plugin's own /dev/shm and the standard links.
  *
- * @param deviceSockets - The socket files in the host's /dev, each masked (for a plugin with network).
+ * @param hostDevices - Those of `SHOWN_DEVICES` the host has.
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
  *   first after those the host hands over (from 3 on), which the plugin keeps unless the launcher mounts them.
  */
@@ -75,7 +80,7 @@ export function landlockArgs(
   seccompFd: number,
   limits: LauncherLimits = {},
   hostTopLevel: readonly string[] = [],
-  deviceSockets: readonly string[] = [],
+  hostDevices: readonly string[] = [],
 ): string[] {
   const args: string[] = [];
   for (const file of limits.joinFiles ?? []) args.push('--cgroup', file);
@@ -93,6 +98,9 @@ export function landlockArgs(
   const otherCovers = hostTopLevel.filter((dir) => !inSystem(dir) && !NEVER_COVERED.includes(dir));
   const covers = [...new Set([...ALWAYS_COVERED, ...otherCovers, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
   for (const cover of covers) args.push('--cover', cover);
+  for (const device of hostDevices) args.push('--bind', device, 'ro');
+  args.push('--dir', '/dev/shm');
+  for (const link of DEVICE_LINKS) args.push('--symlink', link.target, link.path);
   const made = new Set<string>(covers);
   const placed: OwnTree[] = [];
   // The directories above a tree inside a cover; the launcher makes the tree's own mount point like the tree (a file or a directory).
@@ -122,8 +130,6 @@ export function landlockArgs(
   const isOwnRoot = (t: OwnTree): boolean => t.path === layout.installRoot || t.source !== 'path' || t.writable;
   for (const tree of trees.filter((t) => !isOwnRoot(t))) place(tree);
   args.push(...maskArgs(layout.masksOutside));
-  // /dev stays the host's: the null device over each socket file there, which a plugin with network could connect to.
-  for (const socket of deviceSockets) args.push('--mask-file', socket);
   for (const tree of trees.filter(isOwnRoot)) place(tree);
   for (const file of layout.mountedFiles ?? []) args.push('--file', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));

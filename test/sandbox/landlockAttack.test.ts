@@ -111,7 +111,7 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     expect(report).toEqual({ [`stat:${secret}`]: 'ENOENT', [`stat:${join(process.cwd(), 'package.json')}`]: 'ENOENT' });
   });
 
-  // Landlock does not stop connect() on a socket file either, and /dev stays the host's: a syslog daemon's /dev/log
+  // Landlock does not stop connect() on a socket file either: were the host's /dev shown, a syslog daemon's /dev/log
   // (a socket there where no systemd links it into /run) would take a networked plugin's forged log lines.
   it('a networked plugin reaches no host Unix socket in /dev', async () => {
     const socket = join('/dev', `mcp-attack-${process.pid}.sock`);
@@ -124,6 +124,25 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     } finally {
       await server.close();
       rmSync(socket, { force: true });
+    }
+  });
+
+  // Masking the sockets found in /dev at spawn misses one in a subdirectory (LXD's /dev/lxd/sock, the host's API) and one
+  // made there once the plugin runs; and the host's /dev tells by stat which devices and files the host has.
+  it('a networked plugin reaches no socket in a /dev subdirectory and sees none of the host\'s other devices', async () => {
+    const dir = join('/dev', `mcp-attack-${process.pid}`);
+    const socket = join(dir, 'sock');
+    mkdirSync(dir, { recursive: true });
+    const server = await unixServer(socket);
+    const deviceFile = hostFiles[2]!;
+    writeFileSync(deviceFile, 'host file');
+    try {
+      const report = await attack(spawner, [`connect:${socket}`, `stat:${deviceFile}`, 'stat:/dev/kmsg', 'stat:/dev/null'], { network: true });
+      expect(report).toEqual({ [`connect:${socket}`]: 'ENOENT', [`stat:${deviceFile}`]: 'ENOENT', 'stat:/dev/kmsg': 'ENOENT', 'stat:/dev/null': 'ok' });
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
