@@ -101,6 +101,12 @@ export class LineReader {
     while (start < chunk.length && !this.stopped) {
       const nl = chunk.indexOf(NEWLINE, start);
       const end = nl === -1 ? chunk.length : nl;
+      if (nl !== -1 && this.pendingBytes === 0 && !this.discarding && end - start <= this.maxFrameBytes) {
+        // A whole line inside one chunk (every answer of a warm call) is decoded in place: no view, no copy.
+        this.handlers.onLine(chunk.toString('utf8', start, end > start && chunk[end - 1] === CARRIAGE_RETURN ? end - 1 : end));
+        start = nl + 1;
+        continue;
+      }
       if (this.discarding) this.drop(chunk.subarray(start, end));
       else this.keep(chunk.subarray(start, end));
       if (nl === -1 || this.stopped) return;

@@ -9,14 +9,12 @@ import type { ToolResult } from '../PluginSession.js';
 import { crashDetails, rawLineDetails } from './processDiagnostics.js';
 import { parseResponseLine, type NdjsonRequest, type NdjsonRequestId } from './wire.js';
 
-/** Receives the outcome of one request exactly once. */
-export type Delivery = (outcome: Result<ToolResult, HostError>) => void;
-
-interface Pending {
+/** A request sent on a connection, waiting for its answer. */
+export interface PendingRequest {
+  /** The method called, for the errors that fail the request. */
   readonly method: string;
-  readonly deliver: Delivery;
-  /** Takes the request's line back out of the write queue, when it had to wait there. */
-  readonly withdraw: AbortController | undefined;
+  /** Receives the outcome of the request exactly once; the connection has forgotten the request by then. */
+  deliver(outcome: Result<ToolResult, HostError>): void;
 }
 
 /** What a connection needs from its session. */
@@ -58,7 +56,9 @@ const MAX_ABANDONED_IDS = 1024;
  * that fails every pending request.
  */
 export class NdjsonConnection {
-  private readonly pending = new Map<NdjsonRequestId, Pending>();
+  private readonly pending = new Map<NdjsonRequestId, PendingRequest>();
+  /** Takes a request's line back out of the write queue, for requests sent while it was backed up. */
+  private readonly withdrawals = new Map<NdjsonRequestId, AbortController>();
   /** Ids whose caller gave up (timeout, cancel): a late answer is dropped, not misdelivered. */
   private readonly abandoned = new Set<NdjsonRequestId>();
   private readonly channel: LineChannel;
@@ -96,21 +96,31 @@ export class NdjsonConnection {
 
   /**
    * Writes one request line, or queues it while the plugin's stdin is full;
-   * `deliver` receives its response or a host error.
+   * `waiting` receives its response or a host error.
    */
-  send(request: NdjsonRequest, deliver: Delivery): void {
-    const withdraw = this.channel.isBackedUp ? new AbortController() : undefined;
-    this.pending.set(request.id, { method: request.method, deliver, withdraw });
+  send(request: NdjsonRequest, waiting: PendingRequest): void {
+    this.pending.set(request.id, waiting);
+    let withdraw: AbortController | undefined;
+    if (this.channel.isBackedUp) {
+      withdraw = new AbortController();
+      this.withdrawals.set(request.id, withdraw);
+    }
     void this.channel.send(JSON.stringify(request), withdraw?.signal);
   }
 
   /** Stops waiting for `id`: a line still queued is dropped, an answer that comes anyway is dropped too. */
   forget(id: NdjsonRequestId): void {
-    const pending = this.pending.get(id);
-    if (pending === undefined) return;
-    this.pending.delete(id);
-    pending.withdraw?.abort();
+    if (!this.pending.delete(id)) return;
+    this.withdrawn(id)?.abort();
     this.abandon(id);
+  }
+
+  /** Forgets the withdrawal of `id`'s line, returning it. */
+  private withdrawn(id: NdjsonRequestId): AbortController | undefined {
+    if (this.withdrawals.size === 0) return undefined;
+    const withdraw = this.withdrawals.get(id);
+    this.withdrawals.delete(id);
+    return withdraw;
   }
 
   /** Remembers `id` as answered already, so a late answer to it is dropped; the oldest are forgotten past the bound. */
@@ -125,13 +135,15 @@ export class NdjsonConnection {
     return this.process.stop({ stdinGraceMs: graceMs });
   }
 
-  private oldestPending(): [NdjsonRequestId, Pending] | undefined {
+  private oldestPending(): [NdjsonRequestId, PendingRequest] | undefined {
     return this.pending.entries().next().value;
   }
 
-  private take(id: NdjsonRequestId): Pending | undefined {
+  private take(id: NdjsonRequestId): PendingRequest | undefined {
     const found = this.pending.get(id);
+    if (found === undefined) return undefined;
     this.pending.delete(id);
+    this.withdrawn(id);
     return found;
   }
 
@@ -143,7 +155,7 @@ export class NdjsonConnection {
       return;
     }
     const [id, pending] = oldest;
-    this.pending.delete(id);
+    this.take(id);
     // Its own answer may still come (the bad line was plugin output before it): that answer must not fail the next call.
     this.abandon(id);
     pending.deliver(err(ndjsonError(code, message, { method: pending.method, request_id: id, ...details })));
@@ -156,7 +168,7 @@ export class NdjsonConnection {
       return;
     }
     const id = parsed.kind === 'response' ? parsed.response.id : parsed.id;
-    if (id !== undefined && this.abandoned.delete(id)) {
+    if (id !== undefined && this.abandoned.size > 0 && this.abandoned.delete(id)) {
       this.env.logger.debug({ pid: this.process.pid, request_id: id }, 'ndjson-rpc: dropped a late answer to an abandoned request');
       return;
     }
@@ -188,6 +200,7 @@ export class NdjsonConnection {
       pending.deliver(err(crashOrLimit(ndjsonError('PLUGIN_CRASHED', message, { method: pending.method, request_id: id, ...details }), this.process)));
     }
     this.pending.clear();
+    this.withdrawals.clear();
     this.resolveCrash(crash);
     // Reap: stdout may have closed while the process lives on.
     void this.process.stop({ stdinGraceMs: 0 });

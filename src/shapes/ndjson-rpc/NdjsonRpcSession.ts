@@ -5,11 +5,10 @@ import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
 import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor, ToolResult } from '../PluginSession.js';
-import { CallTicket } from './CallTicket.js';
-import { NdjsonConnection, ndjsonError } from './NdjsonConnection.js';
-import { InFlightLimiter } from '../InFlightLimiter.js';
+import { cancelledError, NdjsonCall, type CallRegistry } from './NdjsonCall.js';
+import { NdjsonConnection } from './NdjsonConnection.js';
+import { InFlightLimiter, type ReleaseSlot } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
-import type { NdjsonRequest } from './wire.js';
 
 /** Default time a call may take, and the grace period of the EOF shutdown: 30 s. */
 export const DEFAULT_NDJSON_CALL_TIMEOUT_MS = 30_000;
@@ -42,8 +41,6 @@ export interface NdjsonRpcSessionOptions {
   readonly logger?: Logger;
 }
 
-type Phase = 'queued' | 'spawning' | 'awaiting_response';
-
 const positiveInteger = (value: number): boolean => Number.isSafeInteger(value) && value > 0;
 
 /**
@@ -67,8 +64,7 @@ export class NdjsonRpcSession implements PluginSession {
   private readonly permits: InFlightLimiter;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly tickets = new Set<CallTicket<ToolResult>>();
-  private readonly deadlines: CallDeadlines;
+  private readonly calls: CallRegistry;
   private readonly connections: LazyStart<NdjsonConnection>;
   private nextId = 1;
 
@@ -77,7 +73,7 @@ export class NdjsonRpcSession implements PluginSession {
     this.callTimeoutMs = options.callTimeoutMs ?? DEFAULT_NDJSON_CALL_TIMEOUT_MS;
     this.permits = new InFlightLimiter(options.maxInFlight ?? 1);
     this.clock = options.clock ?? systemClock;
-    this.deadlines = new CallDeadlines(this.clock);
+    this.calls = { open: new Set(), deadlines: new CallDeadlines(this.clock) };
     this.logger = options.logger ?? silentLogger;
     this.connections = new LazyStart({
       start: () => this.launch(),
@@ -127,7 +123,7 @@ export class NdjsonRpcSession implements PluginSession {
   async close(): Promise<void> {
     if (this.connections.isClosed) return;
     const closing = this.connections.close();
-    for (const ticket of this.tickets) ticket.settle(err(closedError()));
+    for (const call of this.calls.open) call.settle(err(closedError()));
     const connection = await closing;
     if (connection !== undefined) await connection.stop(this.callTimeoutMs);
   }
@@ -141,71 +137,43 @@ export class NdjsonRpcSession implements PluginSession {
   private call(method: string, params: unknown, options: CallOptions): Promise<Result<ToolResult, HostError>> {
     if (this.connections.isClosed) return Promise.resolve(err(closedError()));
     if (options.signal?.aborted === true) return Promise.resolve(err(cancelledError(method, 'queued')));
-    const ticket = new CallTicket<ToolResult>();
-    this.tickets.add(ticket);
-    ticket.onSettle(() => this.tickets.delete(ticket));
-    const progress: { phase: Phase } = { phase: 'queued' };
     const timeoutMs = Math.min(options.timeoutMs ?? this.callTimeoutMs, options.maxTotalTimeoutMs ?? this.options.maxTotalTimeoutMs ?? Number.POSITIVE_INFINITY);
-    const deadline = {
-      at: this.clock.now() + timeoutMs,
-      expire: () => ticket.settle(err(ndjsonError('PLUGIN_TIMEOUT', `plugin did not answer ${method} within ${timeoutMs} ms`, { method, timeout_ms: timeoutMs, phase: progress.phase }))),
-    };
-    this.deadlines.watch(deadline);
-    ticket.onSettle(() => this.deadlines.unwatch(deadline));
-    const signal = options.signal;
-    if (signal !== undefined) {
-      const onAbort = (): void => ticket.settle(err(cancelledError(method, progress.phase)));
-      signal.addEventListener('abort', onAbort, { once: true });
-      ticket.onSettle(() => signal.removeEventListener('abort', onAbort));
-    }
+    const call = new NdjsonCall(method, timeoutMs, this.calls, this.clock.now());
+    if (options.signal !== undefined) call.cancelOn(options.signal);
     const release = this.permits.tryAcquire();
     const connection = this.connections.live;
-    if (release === undefined || connection === undefined) return this.callAfterWaiting(ticket, progress, release, method, params);
-    ticket.onSettle(release);
-    this.send(ticket, progress, connection, method, params);
-    return ticket.outcome;
+    if (release === undefined || connection === undefined) return this.callAfterWaiting(call, release, params);
+    call.holdSlot(release);
+    call.sendOn(connection, this.nextId++, params);
+    return call.outcome;
   }
 
-  private async callAfterWaiting(
-    ticket: CallTicket<ToolResult>,
-    progress: { phase: Phase },
-    held: (() => void) | undefined,
-    method: string,
-    params: unknown,
-  ): Promise<Result<ToolResult, HostError>> {
-    const settledFirst = ticket.outcome.then(() => undefined);
+  private async callAfterWaiting(call: NdjsonCall, held: ReleaseSlot | undefined, params: unknown): Promise<Result<ToolResult, HostError>> {
+    const settledFirst = call.outcome.then(() => undefined);
     let release = held;
     if (release === undefined) {
       const acquiring = this.permits.acquire();
       release = await Promise.race([acquiring, settledFirst]);
-      if (release === undefined || ticket.isSettled) {
+      if (release === undefined || call.isSettled) {
         void acquiring.then((r) => r?.());
-        return ticket.outcome;
+        return call.outcome;
       }
     }
-    ticket.onSettle(release);
+    call.holdSlot(release);
 
-    progress.phase = 'spawning';
+    call.phase = 'spawning';
     let connection = this.connections.live;
     if (connection === undefined) {
       const connected = await Promise.race([this.connections.get(), settledFirst]);
-      if (connected === undefined || ticket.isSettled) return ticket.outcome;
+      if (connected === undefined || call.isSettled) return call.outcome;
       if (connected.isErr()) {
-        ticket.settle(err(connected.error));
-        return ticket.outcome;
+        call.settle(err(connected.error));
+        return call.outcome;
       }
       connection = connected.value;
     }
-    this.send(ticket, progress, connection, method, params);
-    return ticket.outcome;
-  }
-
-  private send(ticket: CallTicket<ToolResult>, progress: { phase: Phase }, connection: NdjsonConnection, method: string, params: unknown): void {
-    progress.phase = 'awaiting_response';
-    const request: NdjsonRequest = params === undefined ? { method, id: this.nextId } : { method, params, id: this.nextId };
-    this.nextId += 1;
-    ticket.onSettle(() => connection.forget(request.id));
-    connection.send(request, (outcome) => ticket.settle(outcome));
+    call.sendOn(connection, this.nextId++, params);
+    return call.outcome;
   }
 
   private async launch(): Promise<Result<NdjsonConnection, HostError>> {
@@ -223,10 +191,6 @@ export class NdjsonRpcSession implements PluginSession {
 
 function closedError(): HostError {
   return sessionClosedError('ndjson-rpc');
-}
-
-function cancelledError(method: string, phase: Phase): HostError {
-  return hostError('PLUGIN_CANCELLED', `call to ${method} was cancelled`, { details: { method, phase } });
 }
 
 /** A later call after a crash: same code and facts, marked sticky. */
