@@ -66,7 +66,7 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * Landlock does not stop a `stat` of a path outside every grant (whether a
  * file exists, its size and times), nor a plugin with network from a
  * connect() to a socket file it can reach: every other top-level directory
- * of the host (`hostTopLevel`, system directories, /proc and /sys aside) is
+ * of the host (`hostTopLevel`, system directories and /proc aside) is
  * covered too, so nothing outside the plugin's own trees is there; /dev is
  * covered and shows only `hostDevices` (read-only binds of the host's
  * nodes), the plugin's own /dev/shm and the standard links.

@@ -146,6 +146,13 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     }
   });
 
+  // Landlock refuses listing and reading /sys but not stat: a guessed name there (another plugin's control group, named
+  // from the host's pid and a counter; a device) would tell what the host runs and has. bubblewrap shows no /sys.
+  it('a plugin learns nothing from /sys, not even which names exist there', async () => {
+    const report = await attack(spawner, ['stat:/sys/fs/cgroup', 'stat:/sys/kernel']);
+    expect(report).toEqual({ 'stat:/sys/fs/cgroup': 'ENOENT', 'stat:/sys/kernel': 'ENOENT' });
+  });
+
   // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
   // launcher does not mount (one given by path inside a system directory) would be read-only too.
   it('a writeDir given by path inside a system directory stays writable', async () => {
