@@ -49,6 +49,13 @@ export interface BenchResult {
   readonly role?: 'target' | 'design';
   /** Free-form note (sample count, what is measured). */
   readonly note?: string;
+  /**
+   * For a `ratio` row measured in rounds that each time both sides: the
+   * median over rounds of each round's value/baseline, which is then the
+   * comparison. Rounds that differ in overall speed (load, where the OS put
+   * the processes) move it less than the ratio of the two medians.
+   */
+  readonly pairedRatio?: number;
 }
 
 /** Median of a non-empty list. */
@@ -104,7 +111,7 @@ export function result(
 /** The comparison figure: ratio or difference of value against baseline, or the value itself. */
 export function comparison(r: BenchResult): number {
   if (r.compare === 'absolute') return r.value;
-  return r.compare === 'ratio' ? r.value / r.baseline : r.value - r.baseline;
+  return r.compare === 'ratio' ? (r.pairedRatio ?? r.value / r.baseline) : r.value - r.baseline;
 }
 
 const within = (figure: number, target: number, better: Better): boolean => (better === 'higher' ? figure >= target : figure <= target);

@@ -33,6 +33,13 @@ describe('benchmark targets', () => {
     expect(meetsTarget({ ...throughput, absolute: { target: 2000, better: 'higher' } })).toBe(false);
   });
 
+  it('compares a row measured in paired rounds by the median of its per-round ratios', () => {
+    // Two rounds at different speeds: the ratio of the medians (1.25) is not what either round saw.
+    const paired = row({ value: 50, baseline: 40, target: 1.1, pairedRatio: 1.05 });
+    expect(comparison(paired)).toBe(1.05);
+    expect(meetsTarget(paired)).toBe(true);
+  });
+
   it('keeps design notes out of the target count', () => {
     expect(isCounted(row({}))).toBe(true);
     expect(isCounted(row({ role: 'design' }))).toBe(false);
