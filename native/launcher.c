@@ -6,7 +6,8 @@
  *   launcher [option...] -- program [arg...]
  *
  * In the launcher, before any fork: --cgroup FILE (repeatable: join by
- * writing 0, the writer itself, into a v1 group's tasks or a v2 group's cgroup.procs), --rlimit-data BYTES, --rlimit-nproc N,
+ * writing 0, the writer itself, into a v1 group's tasks or a v2 group's cgroup.procs), --cgroup-into DIR (a v2
+ * group the sandbox's process 1 is forked into, where the launcher itself stays), --rlimit-data BYTES, --rlimit-nproc N,
  * --unshare-net, --user UID GID (switch to it before the plugin runs; root
  * hosts), --parent PID (the host's pid: gone, the launcher stops), --seccomp FD (the program, read to its end right before exec; an
  * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
@@ -89,6 +90,9 @@
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
 #define RESOLVE_NO_MAGICLINKS 0x02
 #define RESOLVE_NO_SYMLINKS 0x04
 
@@ -135,6 +139,21 @@ struct launcher_mount_attr {
   uint64_t userns_fd;
 };
 
+/* clone3's argument (include/uapi/linux/sched.h), up to its cgroup member. */
+struct launcher_clone_args {
+  uint64_t flags;
+  uint64_t pidfd;
+  uint64_t child_tid;
+  uint64_t parent_tid;
+  uint64_t exit_signal;
+  uint64_t stack;
+  uint64_t stack_size;
+  uint64_t tls;
+  uint64_t set_tid;
+  uint64_t set_tid_size;
+  uint64_t cgroup;
+};
+
 struct launcher_open_how {
   uint64_t flags;
   uint64_t mode;
@@ -159,6 +178,7 @@ struct op {
 struct spec {
   const char *groups[MAX_GROUPS];
   int group_count;
+  const char *into_group;
   long long rlimit_data;
   long long rlimit_nproc;
   int unshare_net;
@@ -233,6 +253,9 @@ static void parse(int argc, char **argv, struct spec *spec) {
       NEED(1);
       if (spec->group_count == MAX_GROUPS) fail("spec", "more than %d control groups", MAX_GROUPS);
       spec->groups[spec->group_count++] = argv[++i];
+    } else if (strcmp(o, "--cgroup-into") == 0) {
+      NEED(1);
+      spec->into_group = argv[++i];
     } else if (strcmp(o, "--rlimit-data") == 0) {
       NEED(1);
       spec->rlimit_data = number(argv[++i], o);
@@ -317,6 +340,7 @@ static void parse(int argc, char **argv, struct spec *spec) {
   if (spec->seccomp_fd < 0) fail("spec", "--seccomp is required");
   for (int k = 0; k < spec->op_count; k++)
     if (spec->ops[k].path != NULL) require_absolute(spec->ops[k].path);
+  if (spec->into_group != NULL) require_absolute(spec->into_group);
   spec->argv = &argv[i + 1];
 }
 
@@ -404,6 +428,16 @@ static void set_limit(int resource, long long value, const char *what) {
   if (value < 0) return;
   struct rlimit limit = {.rlim_cur = (rlim_t)value, .rlim_max = (rlim_t)value};
   if (setrlimit(resource, &limit) != 0) fail_errno("rlimit", what);
+}
+
+/*
+ * Forks the sandbox's process 1, into a v2 group when one is given: a process born in its group moves nobody, so the
+ * kernel does not wait for the RCU grace period (about 10 ms) that moving one takes.
+ */
+static pid_t fork_reaper(int group) {
+  if (group < 0) return fork();
+  struct launcher_clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)group};
+  return (pid_t)syscall(SYS_clone3, &args, sizeof args);
 }
 
 /* Runs as the sandbox's process 1: the plugin's reaper, which forwards the host's signals to it. */
@@ -775,6 +809,8 @@ int main(int argc, char **argv) {
   leave_host_terminal();
   die_with_host(spec.parent > 0 ? spec.parent : getppid());
   join_groups(&spec);
+  int into_group = -1;
+  if (spec.into_group != NULL && (into_group = open_no_symlinks(spec.into_group, O_PATH | O_DIRECTORY)) < 0) fail_errno("cgroup", spec.into_group);
   set_limit(RLIMIT_DATA, spec.rlimit_data, "data");
   set_limit(RLIMIT_NPROC, spec.rlimit_nproc, "nproc");
   uid_t uid = getuid();
@@ -788,8 +824,8 @@ int main(int argc, char **argv) {
   int alive[2];
   if (pipe2(alive, O_CLOEXEC) != 0) fail_errno("fork", "pipe");
   forward_signals();
-  pid_t reaper = fork();
-  if (reaper < 0) fail_errno("fork", "process 1");
+  pid_t reaper = fork_reaper(into_group);
+  if (reaper < 0) fail_errno(into_group < 0 ? "fork" : "cgroup", "process 1");
   if (reaper > 0) {
     forward_to = reaper;
     /* Nothing but the pipe that process 1 watches: the plugin's descriptors are process 1's to pass on. */
@@ -798,6 +834,7 @@ int main(int argc, char **argv) {
     exit_like(reaper);
   }
   close(alive[1]);
+  if (into_group >= 0) close(into_group);
   die_with_launcher(alive[0]);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   apply_mounts(&spec);

@@ -281,6 +281,7 @@ function launcherLimitsOf(group: PluginGroup | undefined, grouped: TreeLimits | 
   const maxProcesses = rlimits.maxProcesses ?? undefined;
   return {
     ...(group === undefined ? {} : { joinFiles: group.joinFiles }),
+    ...(group?.forkInto === undefined ? {} : { forkInto: group.forkInto }),
     ...(dataBytes === undefined ? {} : { dataBytes }),
     ...(maxProcesses === undefined ? {} : { maxProcesses }),
   };

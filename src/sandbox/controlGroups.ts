@@ -49,6 +49,12 @@ export interface PluginGroup {
    * such file for a group that is not threaded.
    */
   readonly joinFiles: readonly string[];
+  /**
+   * A v2 group's directory: a launcher that forks its tree straight into the
+   * group (clone3 with CLONE_INTO_CGROUP, the Landlock launcher) moves no
+   * process, so it waits for no grace period at all.
+   */
+  readonly forkInto?: string;
   /** Which cap the tree reached, read from the kernel's event counters, if any. */
   limitHit(): ResourceLimitHit | undefined;
   /** Pids in the group, as the host sees them. */
@@ -254,6 +260,7 @@ export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: Cg
       return ok({
         name,
         joinFiles: [join(dir, 'cgroup.procs')],
+        forkInto: dir,
         limitHit() {
           if (limits.memoryBytes !== null && counter(readOr(fs, join(dir, 'memory.events'), ''), 'oom_kill') > 0) {
             return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v2' };

@@ -6,6 +6,8 @@ import { isWithin, shownBoundDirectories, writeDirByPath, type MaskedPath, type 
 export interface LauncherLimits {
   /** The join files of the plugin's control groups (`PluginGroup.joinFiles`): the launcher writes `0`, itself, into each. */
   readonly joinFiles?: readonly string[];
+  /** A v2 group the launcher forks the sandbox's process 1 into (`PluginGroup.forkInto`), instead of joining `joinFiles`. */
+  readonly forkInto?: string;
   /** RLIMIT_DATA of every process, in bytes. */
   readonly dataBytes?: number;
   /** RLIMIT_NPROC of the plugin's user. */
@@ -83,7 +85,8 @@ export function landlockArgs(
   hostDevices: readonly string[] = [],
 ): string[] {
   const args: string[] = [];
-  for (const file of limits.joinFiles ?? []) args.push('--cgroup', file);
+  if (limits.forkInto !== undefined) args.push('--cgroup-into', limits.forkInto);
+  else for (const file of limits.joinFiles ?? []) args.push('--cgroup', file);
   if (limits.dataBytes !== undefined) args.push('--rlimit-data', String(limits.dataBytes));
   if (limits.maxProcesses !== undefined) args.push('--rlimit-nproc', String(limits.maxProcesses));
   if (!layout.network) args.push('--unshare-net');

@@ -70,6 +70,8 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     const dir = join(h.base, group.name);
     expect(group.name).toMatch(new RegExp(`^mcp-plugin-host-${HOST_PID}-\\d+$`));
     expect(group.joinFiles).toEqual([join(dir, 'cgroup.procs')]);
+    // The Landlock launcher forks its tree into the directory: nothing moves, so no grace period is waited for.
+    expect(group.forkInto).toBe(dir);
     expect(readFileSync(join(dir, 'memory.max'), 'utf8')).toBe(String(128 * 2 ** 20));
     expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
     expect(readFileSync(join(dir, 'memory.oom.group'), 'utf8')).toBe('1');

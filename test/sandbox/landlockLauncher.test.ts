@@ -6,7 +6,7 @@
  * why; inside, the sandbox's process 1 is out of the plugin's reach.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,17 +29,18 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-/** Runs the launcher with `spec`, `program` on fd 3 as its seccomp program, and a plugin that marks that it ran. */
-function launchWithProgram(spec: readonly string[], program: Buffer): { status: number | null; stderr: string; ran: boolean } {
+/** Runs the launcher with `spec`, `program` on fd 3 as its seccomp program, and a plugin that marks that it ran (with `marking`'s output). */
+function launchWithProgram(spec: readonly string[], program: Buffer, marking = 'echo'): { status: number | null; stderr: string; ran: boolean; mark: string } {
   const file = join(base, `program-${Math.random().toString(36).slice(2)}`);
   writeFileSync(file, program);
   const marker = join(writeDir, `ran-${Math.random().toString(36).slice(2)}`);
   // The host's own trees are read-only inside; the plugin's writable directory is shown over an empty /tmp.
   const writable = ['--cover', '/tmp', '--dir', base, '--dir', writeDir, '--bind', writeDir, 'rw'];
-  const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', writeDir, 'rwx'];
+  const grants = ['--allow', '/usr', 'rx', '--allow', '/etc', 'rx', '--allow', '/proc', 'r', '--allow', writeDir, 'rwx'];
   const script = `exec 3<'${file}'; exec '${launcher}' "$@"`;
-  const result = spawnSync('/bin/sh', ['-c', script, 'sh', ...writable, ...spec, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', `echo > ${marker}`], { encoding: 'utf8' });
-  return { status: result.status, stderr: result.stderr, ran: existsSync(marker) };
+  const result = spawnSync('/bin/sh', ['-c', script, 'sh', ...writable, ...spec, '--seccomp', '3', ...grants, '--', '/bin/sh', '-c', `${marking} > ${marker}`], { encoding: 'utf8' });
+  const ran = existsSync(marker);
+  return { status: result.status, stderr: result.stderr, ran, mark: ran ? readFileSync(marker, 'utf8') : '' };
 }
 
 describe('the launcher refuses to run a plugin when a step fails', () => {
@@ -54,6 +55,22 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
     const run = launchWithProgram(files.flatMap((file) => ['--cgroup', file]), pluginSeccompFilter(false)!);
     expect(run).toMatchObject({ status: 0, stderr: '', ran: true });
     expect(files.map((file) => readFileSync(file, 'utf8'))).toEqual(['0\n', '0\n']);
+  });
+
+  it('forks the sandbox into a v2 group it is given (clone3 into the group: no process moves)', () => {
+    const mount = /^\S+ \S+ \S+ \/ (\S+) .* - cgroup2 /m.exec(readFileSync('/proc/self/mountinfo', 'utf8'))?.[1];
+    expect(mount, 'a cgroup v2 hierarchy is mounted').toBeDefined();
+    const group = join(mount!, `launcher-test-${process.pid}`);
+    mkdirSync(group);
+    try {
+      const run = launchWithProgram(['--cgroup-into', group], pluginSeccompFilter(false)!, 'cat /proc/self/cgroup /proc/1/cgroup');
+      expect(run).toMatchObject({ status: 0, stderr: '', ran: true });
+      const inGroup = run.mark.split('\n').filter((line) => line === `0::/launcher-test-${process.pid}`);
+      // The plugin and the sandbox's process 1.
+      expect(inGroup).toHaveLength(2);
+    } finally {
+      rmdirSync(group);
+    }
   });
 
   it('an empty seccomp program (the host withheld it): the plugin never runs', () => {
