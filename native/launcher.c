@@ -432,7 +432,9 @@ static void set_limit(int resource, long long value, const char *what) {
 
 /*
  * Forks the sandbox's process 1, into a v2 group when one is given: a process born in its group moves nobody, so the
- * kernel does not wait for the RCU grace period (about 10 ms) that moving one takes.
+ * kernel does not wait for the RCU grace period (about 10 ms) that moving one takes. The raw clone3 skips the C
+ * library's fork bookkeeping, which this single-threaded child never needs: it keeps the parent's cached thread id,
+ * read only by raise and the pthread calls, none of which process 1 makes (its fork of the plugin sets its own).
  */
 static pid_t fork_reaper(int group) {
   if (group < 0) return fork();
