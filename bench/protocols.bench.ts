@@ -19,9 +19,9 @@ import { median, percentile, result, type BenchResult } from './harness.js';
 const ECHO = fileURLToPath(new URL('../fixtures/plugins/ndjson-echo/echo.mjs', import.meta.url));
 const HANDSHAKE = fileURLToPath(new URL('../fixtures/plugins/handshake-reference/plugin.mjs', import.meta.url));
 
-const NDJSON_ROUNDS = 30;
-const ROUND_TRIPS = 800;
-const WARMUP = 300;
+const NDJSON_ROUNDS = 80;
+const ROUND_TRIPS = 400;
+const WARMUP = 200;
 const LAUNCHES = 40;
 
 const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - start) / 1e6;
