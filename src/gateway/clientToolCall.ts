@@ -1,13 +1,14 @@
 /**
  * One `tools/call` of one gateway client, whichever way it arrived (the
- * SDK server's request handler, or the stdio fast path that parses the
- * frame itself): the client's filter, `host.call` under its risk ceiling
+ * SDK server's request handler, or the stdio and HTTP fast paths that
+ * parse the frame themselves): the client's filter, `host.call` under its risk ceiling
  * with its confirmations, forwarded plugin requests, cancellation and
  * progress, inside the gateway's SERVER span.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { hostError } from '../errors/HostError.js';
+import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { HostTelemetry } from '../observability/telemetry.js';
@@ -66,4 +67,50 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
     }),
   );
   return toolResult(outcome);
+}
+
+const PLAIN_PARAM_KEYS: ReadonlySet<string> = new Set(['name', 'arguments', '_meta']);
+
+/**
+ * The params of a `tools/call` a fast path serves: a string `name`, object
+ * `arguments` if any, and a `_meta` holding at most a `progressToken`.
+ * Anything else (a task request, other `_meta` keys, a malformed frame) is
+ * left to the SDK server, which answers it as before.
+ */
+export function plainToolCallParams(params: unknown): ToolCallParams | undefined {
+  if (!isJsonObject(params) || typeof params.name !== 'string') return undefined;
+  for (const key in params) if (!PLAIN_PARAM_KEYS.has(key)) return undefined;
+  const args = params.arguments;
+  if (args !== undefined && !isJsonObject(args)) return undefined;
+  const meta = params._meta;
+  if (meta === undefined) return { name: params.name, arguments: args };
+  if (!isJsonObject(meta)) return undefined;
+  for (const key in meta) if (key !== 'progressToken') return undefined;
+  const token = meta.progressToken;
+  if (token !== undefined && !isRequestId(token)) return undefined;
+  return { name: params.name, arguments: args, progressToken: token };
+}
+
+/**
+ * Answers one `tools/call` a fast path took, as the SDK server would: what
+ * the call sends the client (progress, a confirmation elicitation, a
+ * plugin's requests) goes out through the client's SDK server tied to
+ * request `id`, and nothing more is sent once `signal` aborts. A rejection
+ * becomes an Internal error answer, as the SDK server makes it.
+ */
+export async function answerToolCall(client: ToolCallClient, id: RequestId, params: ToolCallParams, signal: AbortSignal, sessionId?: string): Promise<JSONRPCMessage> {
+  const { server } = client;
+  const extra: GatewayRequestExtra = {
+    signal,
+    requestId: id,
+    ...(sessionId === undefined ? {} : { sessionId }),
+    sendNotification: (notification) => (signal.aborted ? Promise.resolve() : server.notification(notification, { relatedRequestId: id })),
+    sendRequest: (request, resultSchema, options) =>
+      signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : server.request(request, resultSchema, { ...options, relatedRequestId: id }),
+  };
+  try {
+    return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra) };
+  } catch (error) {
+    return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: error instanceof Error ? error.message : 'Internal error' } };
+  }
 }

@@ -8,34 +8,10 @@
  * the client's SDK server, which reads the client's answers.
  */
 import type { Readable, Writable } from 'node:stream';
-import { ErrorCode, McpError, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
-import type { GatewayRequestExtra } from './clientForwarding.js';
-import { callForClient, type ToolCallClient, type ToolCallParams } from './clientToolCall.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isRequestId } from '../framing/jsonRpcValues.js';
+import { answerToolCall, plainToolCallParams, type ToolCallClient, type ToolCallParams } from './clientToolCall.js';
 import { GatewayStdioTransport, type FastRequestRoute } from './stdioTransport.js';
-
-const PARAM_KEYS: ReadonlySet<string> = new Set(['name', 'arguments', '_meta']);
-
-
-/**
- * The params of a `tools/call` the fast path serves: a string `name`,
- * object `arguments` if any, and a `_meta` holding at most a
- * `progressToken`. Anything else (a task request, other `_meta` keys, a
- * malformed frame) is left to the SDK server, which answers it as before.
- */
-function plainParams(params: unknown): ToolCallParams | undefined {
-  if (!isJsonObject(params) || typeof params.name !== 'string') return undefined;
-  for (const key in params) if (!PARAM_KEYS.has(key)) return undefined;
-  const args = params.arguments;
-  if (args !== undefined && !isJsonObject(args)) return undefined;
-  const meta = params._meta;
-  if (meta === undefined) return { name: params.name, arguments: args };
-  if (!isJsonObject(meta)) return undefined;
-  for (const key in meta) if (key !== 'progressToken') return undefined;
-  const token = meta.progressToken;
-  if (token !== undefined && !isRequestId(token)) return undefined;
-  return { name: params.name, arguments: args, progressToken: token };
-}
 
 /** The `tools/call` requests of the stdio client, served as they arrive; each can be cancelled by its id. */
 class StdioToolCalls implements FastRequestRoute {
@@ -48,11 +24,11 @@ class StdioToolCalls implements FastRequestRoute {
     this.#transport = transport;
   }
 
-  /** Serves `request` when its id and params are plain; see {@link plainParams}. */
+  /** Serves `request` when its id and params are plain; see {@link plainToolCallParams}. */
   take(request: Readonly<Record<string, unknown>>): boolean {
     const id = request.id;
     if (request.jsonrpc !== '2.0' || !isRequestId(id)) return false;
-    const params = plainParams(request.params);
+    const params = plainToolCallParams(request.params);
     if (params === undefined) return false;
     void this.#serve(id, params);
     return true;
@@ -72,20 +48,9 @@ class StdioToolCalls implements FastRequestRoute {
   async #serve(id: RequestId, params: ToolCallParams): Promise<void> {
     const abort = new AbortController();
     this.#inFlight.set(id, abort);
-    const server = this.#client.server;
-    const extra: GatewayRequestExtra = {
-      signal: abort.signal,
-      requestId: id,
-      sendNotification: (notification) => (abort.signal.aborted ? Promise.resolve() : server.notification(notification, { relatedRequestId: id })),
-      sendRequest: (request, resultSchema, options) =>
-        abort.signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : server.request(request, resultSchema, { ...options, relatedRequestId: id }),
-    };
     let answer: string;
     try {
-      const result = await callForClient(this.#client, params, extra);
-      answer = JSON.stringify({ jsonrpc: '2.0', id, result });
-    } catch (error) {
-      answer = JSON.stringify({ jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: error instanceof Error ? error.message : 'Internal error' } });
+      answer = JSON.stringify(await answerToolCall(this.#client, id, params, abort.signal));
     } finally {
       if (this.#inFlight.get(id) === abort) this.#inFlight.delete(id);
     }
