@@ -92,11 +92,11 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 
 const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
 
-/** Starts the HTTP side; `connect` makes the MCP server of one new session. */
+/** Starts the HTTP side; `connect` makes the MCP server of one new session, which the listener connects to the session's transport. */
 export function listenHttp(
   options: GatewayHttpOptions,
   defaultPolicy: GatewayClientPolicy,
-  connect: (policy: GatewayClientPolicy, clientName: string) => Server,
+  connect: (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport) => Server,
 ): ResultAsync<HttpListener, HostError> {
   const token = options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url');
   const clients: readonly GatewayHttpClient[] = [{ name: GATEWAY_DEFAULTS.defaultClientName, token, policy: defaultPolicy }, ...(options.clients ?? [])];
@@ -190,7 +190,7 @@ export function listenHttp(
     sessions.set(transport.sessionId, session);
     track(session, res);
     transport.onclose = () => sessions.delete(transport.sessionId);
-    await connect(client.policy, client.name).connect(transport);
+    await connect(client.policy, client.name, transport).connect(transport);
     transport.handlePost(req, res, posted);
   };
 

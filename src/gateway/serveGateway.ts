@@ -18,6 +18,8 @@ import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
+import { HttpToolCalls } from './httpToolCalls.js';
+import type { HttpSessionTransport } from './streamableHttpTransport.js';
 import { connectStdio } from './stdioToolCalls.js';
 
 /** Where the stdio transport reads and writes. Default this process's stdin and stdout. */
@@ -173,7 +175,11 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     };
     return calls;
   };
-  const connect = (policy: GatewayClientPolicy, clientName: string): Server => open(policy, clientName, 'http').server;
+  const connect = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport): Server => {
+    const calls = open(policy, clientName, 'http');
+    transport.routeFirst(new HttpToolCalls(calls, transport));
+    return calls.server;
+  };
   const notifyToolsChanged = (): void => {
     tools.invalidate();
     for (const server of servers) void server.sendToolListChanged().catch(() => undefined);

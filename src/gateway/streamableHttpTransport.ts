@@ -18,6 +18,7 @@ import { ErrorCode, type JSONRPCMessage, type MessageExtraInfo, type RequestId }
 import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
+import type { FastRequestRoute } from './stdioTransport.js';
 
 /**
  * The server-error codes of the transport's refusals that JSON-RPC 2.0 does
@@ -227,11 +228,22 @@ export class HttpSessionTransport implements Transport {
   #initializeId: RequestId | undefined;
   #protocolVersion: string | undefined;
   #closed = false;
+  #route: FastRequestRoute | undefined;
 
   /** A session under the id the listener chose. */
   constructor(sessionId: string, sseKeepAliveMs: number = GATEWAY_DEFAULTS.sseKeepAliveMs) {
     this.sessionId = sessionId;
     this.#sseKeepAliveMs = sseKeepAliveMs;
+  }
+
+  /**
+   * Sets the route that may take a POST carrying one `tools/call` on an
+   * initialized session, once every check of {@link handlePost} passed; it
+   * answers through {@link send}, like the SDK `Server`, and hears the
+   * cancellations of what it took.
+   */
+  routeFirst(route: FastRequestRoute): void {
+    this.#route = route;
   }
 
   /** Nothing to start: requests arrive through the listener. */
@@ -272,13 +284,19 @@ export class HttpSessionTransport implements Transport {
     if (ids.length === 0) {
       // Notifications and answers to the server's own requests have nothing to wait for.
       res.writeHead(202).end();
-      for (const message of messages) this.onmessage?.(message, extra);
+      for (const message of messages) {
+        if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
+        this.onmessage?.(message, extra);
+      }
       return;
     }
     const exchange: Exchange = { res, ids, answers: new Map(), batch, streaming: false, keepAlive: undefined };
     this.#exchanges.add(exchange);
     for (const id of ids) this.#pending.set(id, exchange);
     res.once('close', () => this.#abandon(exchange));
+    const [single] = messages;
+    // Only a lone tools/call on a session whose initialize was answered; a batch or anything else goes to the SDK `Server`.
+    if (!batch && single !== undefined && this.#protocolVersion !== undefined && isRequest(single) && single.method === 'tools/call' && this.#route?.take(single) === true) return;
     for (const message of messages) this.onmessage?.(message, extra);
   }
 
@@ -294,7 +312,9 @@ export class HttpSessionTransport implements Transport {
     for (const requestId of exchange.ids) {
       // An initialize is not cancelled (the protocol forbids it); its session stays uninitialized.
       if (exchange.answers.has(requestId) || (requestId === this.#initializeId && this.#protocolVersion === undefined)) continue;
-      const cancelled: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'the client closed the HTTP request' } };
+      const reason = 'the client closed the HTTP request';
+      this.#route?.cancel(requestId, reason);
+      const cancelled: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
       this.onmessage?.(cancelled);
     }
   }
@@ -400,6 +420,7 @@ export class HttpSessionTransport implements Transport {
       this.#standalone.res.end();
       this.#standalone = undefined;
     }
+    this.#route?.close();
     this.onclose?.();
     return Promise.resolve();
   }
