@@ -2,11 +2,12 @@
  * The gateway and the host's observability, each figure beside a baseline
  * measured in the same run:
  *
- * - HTTP gateway throughput: 32 SDK Clients over Streamable HTTP (in a
- *   process of their own), each one call at a time, all at once, through
+ * - HTTP gateway throughput: 32 lean HTTP clients (keep-alive node:http, in
+ *   a process of their own), each one call at a time, all at once, through
  *   `serveGateway`, against one SDK Client with 32 calls in flight straight
- *   to the plugin, and (a design note) against the same 32 clients calling a
- *   canned endpoint that only answers, the most those clients can drive;
+ *   to the plugin; and (design notes) the same with 32 SDK Clients over
+ *   Streamable HTTP, and those against a canned endpoint that only answers,
+ *   the most the SDK clients can drive;
  * - the per-call cost of the OpenTelemetry instrumentation when no provider
  *   is registered: `HostTelemetry.call` around work that is already done,
  *   against the same work unwrapped.
@@ -14,11 +15,11 @@
  * The warm call through `mcp-plugin-host serve` over stdio has a file of its
  * own, bench/gatewayStdio.bench.ts.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { okAsync } from 'neverthrow';
 import { PluginHost, serveGateway } from '../src/index.js';
 import { HostTelemetry } from '../src/observability/telemetry.js';
@@ -28,7 +29,6 @@ import { withHelloProfile } from './support/helloProfile.js';
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
 const CANNED_SCRIPT = join(REPO, 'bench/support/cannedMcpEndpoint.ts');
-const execFileAsync = promisify(execFile);
 const CLIENTS = 32;
 const CALLS_PER_CLIENT = 40;
 /** Calls per client before the measured runs, in bench/support/gatewayClients.ts. */
@@ -45,6 +45,37 @@ async function cannedEndpoint(): Promise<{ url: string; stop: () => void }> {
   return { url, stop: () => child.stdin.end() };
 }
 
+/** What bench/support/gatewayClients.ts measured, and this process's CPU time during its runs of each kind of gateway client, in µs. */
+interface ClientRuns {
+  readonly gateway: number[];
+  readonly lean: number[];
+  readonly direct: number[];
+  readonly canned: number[];
+  readonly clientCpuUsPerCall: number;
+  readonly leanClientCpuUsPerCall: number;
+  readonly gatewayCpuUs: { gateway: number; lean: number };
+}
+
+/** Runs the clients' process; at each of its marks, reads this process's CPU time and lets it go on. */
+async function runClients(plan: Readonly<Record<string, unknown>>): Promise<ClientRuns> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
+  const gatewayCpuUs = { gateway: 0, lean: 0 };
+  let begun = process.cpuUsage();
+  let last = '';
+  for await (const line of createInterface({ input: child.stdout })) {
+    const message = JSON.parse(line) as { mark?: 'begin' | 'end'; side?: 'gateway' | 'lean' };
+    if (message.mark === 'begin') begun = process.cpuUsage();
+    else if (message.mark === 'end' && message.side !== undefined) {
+      const used = process.cpuUsage(begun);
+      gatewayCpuUs[message.side] += used.user + used.system;
+    } else last = line;
+    if (message.mark !== undefined) child.stdin.write('\n');
+  }
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0) throw new Error(`bench/support/gatewayClients.ts exited with ${String(code)}`);
+  return { ...(JSON.parse(last) as Omit<ClientRuns, 'gatewayCpuUs'>), gatewayCpuUs };
+}
+
 async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult[]> {
   const opened = await PluginHost.open({ profileDir, profileKind: 'dev', maxInFlight: CLIENTS });
   if (opened.isErr()) throw opened.error;
@@ -55,13 +86,24 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
   const canned = await cannedEndpoint();
   const plan = { url: gateway.url, cannedUrl: canned.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
   try {
-    const cpuBefore = process.cpuUsage();
-    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, maxBuffer: 1 << 20 });
-    const cpu = process.cpuUsage(cpuBefore);
-    const measured = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { gateway: number[]; direct: number[]; canned: number[]; clientCpuUsPerCall: number };
-    // Everything this process did while the clients ran was serving the gateway's calls (warm-up included); the canned endpoint has its own process.
-    const gatewayCalls = CLIENTS * (CALLS_PER_CLIENT * RUNS + WARMUP_CALLS_PER_CLIENT);
-    const cpuPerCallUs = (cpu.user + cpu.system) / gatewayCalls;
+    const measured = await runClients(plan);
+    // What this process did during a gateway run was serving that run's calls; the canned endpoint has its own process.
+    const measuredCalls = CLIENTS * CALLS_PER_CLIENT * RUNS;
+    const cpuPerCallUs = measured.gatewayCpuUs.gateway / measuredCalls;
+    const leanCpuPerCallUs = measured.gatewayCpuUs.lean / measuredCalls;
+    const leanThroughput = result(
+      {
+        name: `Gateway HTTP throughput, ${CLIENTS} concurrent lean HTTP clients (sandboxed plugin)`,
+        unit: 'calls/s',
+        baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
+        compare: 'ratio',
+        target: 0.7,
+        better: 'higher',
+        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating with the rows below; the clients are lean on purpose, so that the gateway and not the client is what is measured: ${CLIENTS} keep-alive node:http connections, one session each, JSON POSTs of tools/call accepting application/json and text/event-stream (bench/support/leanMcpHttpClient.ts), in a process of their own that spent ${measured.leanClientCpuUsPerCall.toFixed(0)} µs of CPU per call; the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${leanCpuPerCallUs.toFixed(0)} µs of CPU per call (HTTP, the tools/call fast path, host.call, the plugin's pipe). Three processes share 2 cores here: docs/performance.md 'Gateway over HTTP' says where the time goes`,
+      },
+      measured.lean,
+      measured.direct,
+    );
     const throughput = result(
       {
         name: `Gateway HTTP throughput, ${CLIENTS} concurrent clients (sandboxed plugin)`,
@@ -70,7 +112,8 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         compare: 'ratio',
         target: 0.7,
         better: 'higher',
-        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating which side goes first; the clients run in a process of their own (bench/support/gatewayClients.ts), the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${cpuPerCallUs.toFixed(0)} µs of CPU per gateway call (HTTP, the gateway's Streamable HTTP transport, the SDK Server, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per gateway call, which alone caps what these clients can drive (next row)`,
+        role: 'design',
+        note: `the runs of the row above with ${CLIENTS} SDK Clients over Streamable HTTP (bench/support/gatewayClients.ts) in place of the lean ones; the gateway's process spent ${cpuPerCallUs.toFixed(0)} µs of CPU per call (HTTP, the tools/call fast path, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per call, which alone caps what these clients can drive (next row), so this row measures the SDK client more than the gateway`,
       },
       measured.gateway,
       measured.direct,
@@ -84,12 +127,12 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         target: 0.7,
         better: 'higher',
         role: 'design',
-        note: `the runs of the row above, with the canned side as a third; the share of the SDK HTTP clients' own throughput the gateway delivers, plugin sandboxed behind it. The direct baseline above cannot be reached over HTTP with these clients: the canned side is their ceiling`,
+        note: `the runs of the rows above, with the canned side as another; the share of the SDK HTTP clients' own throughput the gateway delivers, plugin sandboxed behind it. The direct baseline above cannot be reached over HTTP with these clients: the canned side is their ceiling`,
       },
       measured.gateway,
       measured.canned,
     );
-    return [throughput, ceiling];
+    return [leanThroughput, throughput, ceiling];
   } finally {
     canned.stop();
     await gateway.close();

@@ -2,17 +2,24 @@
  * The client side of the gateway throughput benchmark, in a process of its
  * own so that the clients' HTTP and SSE work is not counted against the
  * gateway: `clients` SDK Clients over Streamable HTTP to the gateway, each
- * one call at a time, against one SDK Client with `clients` calls in flight
- * straight to the plugin over stdio, and against as many SDK Clients, the
- * same way, to the canned endpoint at `cannedUrl` (the most these clients
- * can drive). Prints `{"gateway":[…],"direct":[…],"canned":[…],"clientCpuUsPerCall":…}`
- * (calls per second of each run, and this process's CPU per gateway call) on stdout.
+ * one call at a time; as many lean clients (bench/support/leanMcpHttpClient.ts)
+ * the same way, so that the gateway and not the client is what bounds them;
+ * one SDK Client with `clients` calls in flight straight to the plugin over
+ * stdio; and as many SDK Clients to the canned endpoint at `cannedUrl` (the
+ * most those clients can drive). Prints
+ * `{"gateway":[…],"lean":[…],"direct":[…],"canned":[…],"clientCpuUsPerCall":…,"leanClientCpuUsPerCall":…}`
+ * (calls per second of each run, and this process's CPU per gateway call of
+ * each kind of client) as the last line on stdout. Around each gateway run
+ * it prints `{"mark":"begin"|"end","side":…}` and waits for a line on stdin,
+ * so that the gateway's process can read its own CPU time for that run.
  *
  *   node --import tsx bench/support/gatewayClients.ts '{"url":…,"cannedUrl":…,"token":…,"entry":…,"opId":…,"tool":…,"clients":32,"perClient":40,"runs":5,"warmupPerClient":10}'
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createInterface } from 'node:readline';
+import { LeanMcpHttpClient } from './leanMcpHttpClient.js';
 
 interface Plan {
   readonly url: string;
@@ -48,33 +55,55 @@ const connectHttp = (url: string): Promise<Client[]> =>
       return client;
     }),
   );
+const acks = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+/** Tells the gateway's process a run begins or ends and waits until it has read its CPU time. */
+async function mark(mark: 'begin' | 'end', side: string): Promise<void> {
+  process.stdout.write(`${JSON.stringify({ mark, side })}\n`);
+  await acks.next();
+}
 const httpClients = await connectHttp(plan.url);
+const leanClients = await Promise.all(
+  Array.from({ length: plan.clients }, async () => {
+    const client = new LeanMcpHttpClient(plan.url, plan.token);
+    await client.initialize();
+    return client;
+  }),
+);
 const cannedClients = await connectHttp(plan.cannedUrl);
 const direct = new Client({ name: 'bench-direct', version: '0.0.0' }, { capabilities: {} });
 await direct.connect(new StdioClientTransport({ command: process.execPath, args: [plan.entry], stderr: 'pipe' }));
 
 const viaGateway = httpClients.map((client) => () => client.callTool({ name: plan.opId, arguments: ARGS }));
+const viaLean = leanClients.map((client) => () => client.callTool(plan.opId, ARGS));
 const viaDirect = httpClients.map(() => () => direct.callTool({ name: plan.tool, arguments: ARGS }));
 const viaCanned = cannedClients.map((client) => () => client.callTool({ name: plan.tool, arguments: ARGS }));
 await callsPerSecond(viaGateway, plan.warmupPerClient);
+await callsPerSecond(viaLean, plan.warmupPerClient);
 await callsPerSecond(viaDirect, plan.warmupPerClient);
 await callsPerSecond(viaCanned, plan.warmupPerClient);
 const gateway: number[] = [];
+const lean: number[] = [];
 const directRuns: number[] = [];
 const canned: number[] = [];
 let gatewayCpuUs = 0;
-const sides = ['gateway', 'direct', 'canned'] as const;
+let leanCpuUs = 0;
+const sides = ['gateway', 'lean', 'direct', 'canned'] as const;
 for (let run = 0; run < plan.runs; run++) {
   // Which side goes first rotates, so drift in machine load falls on all three.
   for (const side of [...sides.slice(run % sides.length), ...sides.slice(0, run % sides.length)]) {
-    if (side === 'gateway') {
+    if (side === 'gateway' || side === 'lean') {
+      await mark('begin', side);
       const before = process.cpuUsage();
-      gateway.push(await callsPerSecond(viaGateway, plan.perClient));
+      (side === 'gateway' ? gateway : lean).push(await callsPerSecond(side === 'gateway' ? viaGateway : viaLean, plan.perClient));
       const used = process.cpuUsage(before);
-      gatewayCpuUs += used.user + used.system;
+      await mark('end', side);
+      if (side === 'gateway') gatewayCpuUs += used.user + used.system;
+      else leanCpuUs += used.user + used.system;
     } else if (side === 'direct') directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
     else canned.push(await callsPerSecond(viaCanned, plan.perClient));
   }
 }
-await Promise.all([...httpClients.map((c) => c.close()), ...cannedClients.map((c) => c.close()), direct.close()]);
-process.stdout.write(`${JSON.stringify({ gateway, direct: directRuns, canned, clientCpuUsPerCall: gatewayCpuUs / (plan.runs * plan.clients * plan.perClient) })}\n`);
+await Promise.all([...httpClients.map((c) => c.close()), ...leanClients.map((c) => c.close()), ...cannedClients.map((c) => c.close()), direct.close()]);
+const measuredCalls = plan.runs * plan.clients * plan.perClient;
+process.stdout.write(`${JSON.stringify({ gateway, lean, direct: directRuns, canned, clientCpuUsPerCall: gatewayCpuUs / measuredCalls, leanClientCpuUsPerCall: leanCpuUs / measuredCalls })}\n`);
+process.stdin.destroy();
