@@ -62,7 +62,7 @@ const SEEN_FIELDS = 5;
 /** Read size of a hash pass. */
 const HASH_READ_BYTES = 1 << 20;
 
-/** How a tree's files are opened for reading: read-only, never through a final link. */
+/** How a tree's files (and every file the host checks, src/binding/safeOpen.ts) are opened for reading: read-only, never through a final link. */
 export const TREE_OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
 /**
  * The same, leaving the file's access time alone: after a ctime moved, the

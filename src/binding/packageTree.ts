@@ -135,9 +135,13 @@ interface Tree {
   /** Descriptors held open on its files (see {@link holdDescriptors}). */
   held: number;
   /**
-   * Per entry, the device and inode a held descriptor named when it was
-   * opened: a descriptor whose number names another file now was closed by
-   * the embedding application, and its number is that application's.
+   * Per entry ({@link HELD_FIELDS} numbers), the device, inode and birth
+   * time a held descriptor named when it was opened: a descriptor whose
+   * number names another file now was closed by the embedding application,
+   * and its number is that application's. The birth time tells a file that
+   * took a freed inode's number apart from the one held (where the file
+   * system records none it is 0 on both sides), and unlike the change time
+   * it stays put when the held file is written or its mode changes.
    */
   readonly heldAs: Float64Array;
   /** Checks of this tree in progress: its descriptors are not closed meanwhile. */
@@ -467,7 +471,7 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
     recordIdentity(table, file.index, false, file.mode, file.known);
     recordDigest(table, file.index, file.digest);
   }
-  return ok({ directories, files, table, held: 0, heldAs: new Float64Array(2 * (directories.length + files.length)), checking: 0, mounts: undefined });
+  return ok({ directories, files, table, held: 0, heldAs: new Float64Array(HELD_FIELDS * (directories.length + files.length)), checking: 0, mounts: undefined });
 }
 
 /** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
@@ -505,8 +509,8 @@ async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree,
   if (cachedTrees.size >= MAX_CACHED_TREES) {
     const [oldest, evicted] = cachedTrees.entries().next().value!;
     cachedTrees.delete(oldest);
-    releaseDescriptors(evicted);
-    releaseIdentityTable(evicted.table);
+    // A tree under check keeps its descriptors until its last check ends (then let go of on the descriptor chain).
+    if (evicted.checking === 0) forgetTree(evicted);
   }
   cachedTrees.set(key, parsed.value);
   return parsed;
@@ -543,11 +547,22 @@ function readMountTable(): string | undefined {
 
 let heldBudget: number | undefined;
 let heldTotal = 0;
+/** Numbers per entry in a tree's `heldAs`: device, inode, birth time. */
+const HELD_FIELDS = 3;
 /** Opens between two turns of the event loop while descriptors are taken. */
 const OPENS_PER_SLICE = 512;
 
 /** Background work on held descriptors (closing, opening), one task after the other: no two ever open for the same tree. */
 let descriptorWork: Promise<void> = Promise.resolve();
+
+/** Lets go of everything the process holds for a tree no longer cached: its descriptors and the workers' copy of its table. */
+function forgetTree(tree: Tree): void {
+  releaseDescriptors(tree);
+  releaseIdentityTable(tree.table);
+}
+
+/** Whether `tree` is evicted or forgotten and no check of it runs: then nothing may hold anything for it. */
+const abandoned = (tree: Tree): boolean => tree.checking === 0 && ![...cachedTrees.values()].includes(tree);
 
 /** Closes every descriptor `tree` holds. */
 function releaseDescriptors(tree: Tree): void {
@@ -563,6 +578,7 @@ interface DroppedDescriptor {
   readonly fd: number;
   readonly dev: number;
   readonly ino: number;
+  readonly birthtimeMs: number;
 }
 
 /** Takes entry `index`'s descriptor out of the sweep and returns it (undefined if none), to be closed by the caller with {@link closeHeld}. */
@@ -571,7 +587,8 @@ function dropHeld(tree: Tree, index: number): DroppedDescriptor | undefined {
   if (fd < 0) return undefined;
   tree.held--;
   heldTotal--;
-  return { fd, dev: tree.heldAs[2 * index]!, ino: tree.heldAs[2 * index + 1]! };
+  const at = HELD_FIELDS * index;
+  return { fd, dev: tree.heldAs[at]!, ino: tree.heldAs[at + 1]!, birthtimeMs: tree.heldAs[at + 2]! };
 }
 
 /**
@@ -579,10 +596,10 @@ function dropHeld(tree: Tree, index: number): DroppedDescriptor | undefined {
  * number the embedding application closed and opened again is its own, and
  * closing it would pull a file out from under it.
  */
-function closeHeld({ fd, dev, ino }: DroppedDescriptor): void {
+function closeHeld({ fd, dev, ino, birthtimeMs }: DroppedDescriptor): void {
   try {
     const stat = fstatSync(fd);
-    if (stat.dev !== dev || stat.ino !== ino) return;
+    if (stat.dev !== dev || stat.ino !== ino || stat.birthtimeMs !== birthtimeMs) return;
     closeSync(fd);
   } catch {
     // Closed from outside (the number is free or someone else's), or a read-only close that failed with nothing to flush.
@@ -622,7 +639,8 @@ function releaseRemovedTrees(): void {
 function heldStatus(tree: Tree, index: number): Stats | undefined {
   try {
     const stat = fstatSync(tree.table.descriptors[index]!);
-    return stat.dev === tree.heldAs[2 * index] && stat.ino === tree.heldAs[2 * index + 1] ? stat : undefined;
+    const at = HELD_FIELDS * index;
+    return stat.dev === tree.heldAs[at] && stat.ino === tree.heldAs[at + 1] && stat.birthtimeMs === tree.heldAs[at + 2] ? stat : undefined;
   } catch {
     return undefined;
   }
@@ -675,8 +693,10 @@ async function holdDescriptors(tree: Tree): Promise<void> {
         closeSync(fd);
         continue;
       }
-      tree.heldAs[2 * file.index] = stat.dev;
-      tree.heldAs[2 * file.index + 1] = stat.ino;
+      const at = HELD_FIELDS * file.index;
+      tree.heldAs[at] = stat.dev;
+      tree.heldAs[at + 1] = stat.ino;
+      tree.heldAs[at + 2] = stat.birthtimeMs;
       Atomics.store(tree.table.descriptors, file.index, fd);
       tree.held++;
       heldTotal++;
@@ -686,7 +706,7 @@ async function holdDescriptors(tree: Tree): Promise<void> {
     tree.checking--;
   }
   // Evicted or forgotten while the descriptors were opened: they belong to no cached tree.
-  if (![...cachedTrees.values()].includes(tree)) releaseDescriptors(tree);
+  if (abandoned(tree)) forgetTree(tree);
 }
 
 function lstatOrUndefined(path: string): Stats | undefined {
@@ -895,7 +915,8 @@ async function verify(root: string, pin: PackageTreePin, executablePath: string 
       .then(async () => {
         for (const held of dropped) closeHeld(held);
         releaseRemovedTrees();
-        if (passed) await holdDescriptors(tree);
+        if (abandoned(tree)) forgetTree(tree);
+        else if (passed) await holdDescriptors(tree);
       })
       // Only a speed-up: a tree whose descriptors could not be taken is swept by lstat, as before.
       .catch(() => undefined);

@@ -4,12 +4,13 @@
  * and the descriptor's own path (read back from /proc) must be the expected
  * one, which catches a directory swapped for a link between the checks.
  */
-import { constants, type BigIntStats } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
 import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { errnoOf, ioError } from '../errors/ioError.js';
+import { TREE_OPEN_FLAGS } from './identitySweep.js';
 import { untrusted } from './untrusted.js';
 
 /** A regular file opened read-only, with the status taken from its descriptor. */
@@ -22,9 +23,6 @@ export interface OpenedFile {
   readonly path: string;
 }
 
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-
-
 /** The path the kernel has for an open descriptor (Linux), or the real path of `path` elsewhere. */
 async function pathOfDescriptor(handle: FileHandle, path: string): Promise<string> {
   if (process.platform === 'linux') return readlink(`/proc/self/fd/${handle.fd}`);
@@ -35,7 +33,7 @@ async function pathOfDescriptor(handle: FileHandle, path: string): Promise<strin
 export async function openRegularFile(path: string): Promise<Result<OpenedFile, HostError>> {
   let handle: FileHandle;
   try {
-    handle = await open(path, OPEN_FLAGS);
+    handle = await open(path, TREE_OPEN_FLAGS);
   } catch (e) {
     const code = errnoOf(e);
     if (code === 'ELOOP') return err(untrusted('link', `${path} is a symbolic link.`, { path }));

@@ -4,9 +4,9 @@
  * its path still leads there (and refused, by its path, when its bytes
  * differ); reading leaves access times alone; and a descriptor number the
  * embedding application closed behind the host's back and opened again is
- * never closed by the host.
+ * never closed by the host, even on a new file holding the held file's inode.
  */
-import { closeSync, fstatSync, openSync, readlinkSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,5 +132,27 @@ describe('descriptors held on a checked package tree', () => {
     stillTheApplications(first, firstApp);
     stillTheApplications(second, secondApp);
     expect((await heldIn(root)).size).toBe(0);
+  });
+
+  it('never closes a number the application reopened on a new file that took the deleted held file\'s inode', async () => {
+    const { root } = await checkedTree();
+    const target = moduleIn(root, 5);
+    const fd = (await heldIn(root)).get(target)!;
+    const { dev, ino } = fstatSync(fd);
+    closeSync(fd);
+    // The held file's last link and descriptor are gone: its inode is free, and this file system hands it out again.
+    unlinkSync(target);
+    const appFile = join(root, 'lib', 'app.txt');
+    await writeFile(appFile, 'the application owns this\n');
+    expect(statSync(appFile)).toMatchObject({ dev, ino });
+    for (;;) {
+      const opened = openSync(appFile, 'r');
+      appDescriptors.push(opened);
+      if (opened === fd) break;
+      expect(opened).toBeLessThan(fd);
+    }
+
+    forgetPackageTrees();
+    expect(readlinkSync(`/proc/self/fd/${fd}`)).toBe(appFile);
   });
 });
