@@ -56,6 +56,7 @@ import { pluginInfo, pluginRow, type PluginInfo, type PluginRow } from './invent
 import { PluginLauncher } from './launcher.js';
 import { inventoryDescriptors, readInventoryResource, type InventoryResource, type InventoryResourceDescriptors } from './resources.js';
 import { PluginRuntimes } from './runtimes.js';
+import { ToolListRecords } from './toolListRecords.js';
 import { PluginSurfaces, type CompletionReference, type CompletionRequest } from './mcpSurface.js';
 import { Supervisor } from './Supervisor.js';
 
@@ -389,6 +390,7 @@ export class PluginHost {
       isClosed,
       onSessionCreated: (id, runtime) => this.#surfaces.adopt(id, runtime),
       onUnseenStartFailure: (id, runtime, failure) => void this.#supervisor.startFailedUnseen(id, runtime, failure),
+      toolLists: new ToolListRecords(parts.layout.root, logger, random),
     });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
     const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout, config.outputProfiles) });

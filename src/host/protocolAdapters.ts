@@ -23,6 +23,7 @@ import type { PluginShape } from '../manifest/model.js';
 import type { CallResult, McpCallResult, PluginSession, ProcessLauncher, ProtocolCallResult, ToolResult } from '../shapes/PluginSession.js';
 import { clientRequestSettings } from './clientRequests.js';
 import { pluginRunSettings, type HostConfig, type PluginRunSettings } from './hostConfig.js';
+import type { ToolListRecords } from './toolListRecords.js';
 
 /** What an adapter builds a session from. */
 export interface SessionContext {
@@ -46,6 +47,8 @@ export interface SessionContext {
   readonly onUnseenStartFailure: (failure: HostError) => void;
   /** Told how each request to its client an MCP-speaking plugin sends (of a kind it declares) ended. */
   readonly onClientRequest: (report: ClientRequestReport) => void;
+  /** The tool lists verified at earlier starts, by pinned code; undefined: every start lists before its first call. */
+  readonly toolLists?: ToolListRecords;
 }
 
 /** What an adapter verifies a plugin's main file with. */
@@ -101,11 +104,13 @@ function mcpSessionOptions(context: SessionContext, shape: 'mcp-plugin' | 'esm-m
   const config = context.config;
   const run = pluginRunSettings(config, context.plugin.plugin_id);
   const clientRequests = clientRequestSettings(context.plugin, config, context.onClientRequest);
+  const expectedTools = toolNames(context.plugin);
   return {
     launch: context.launch,
     clock: context.clock,
     logger: context.logger,
-    expectedTools: toolNames(context.plugin),
+    expectedTools,
+    ...(context.toolLists === undefined ? {} : { toolRecord: context.toolLists.recordFor(context.plugin, expectedTools) }),
     defaultTimeoutMs: run.callTimeoutMs,
     maxTotalTimeoutMs: config.maxTotalTimeoutMs,
     startupTimeoutMs: run.startupTimeoutMs,

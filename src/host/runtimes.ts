@@ -17,6 +17,7 @@ import { protocolAdapter, type ProtocolAdapter } from './protocolAdapters.js';
 import type { ClientRequestReport } from '../shapes/mcp/clientRequests.js';
 import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { emitNotice } from './mcpSurface.js';
+import type { ToolListRecords } from './toolListRecords.js';
 
 /** What a runtime was started from: the binding its launcher only ever starts, and its shape's adapter. */
 export interface RuntimeOrigin {
@@ -42,6 +43,8 @@ export interface RuntimeParts {
   readonly onSessionCreated?: (pluginId: string, runtime: PluginRuntime) => void;
   /** Told when a session's start failed after every caller waiting for it left: a failure no call reports. */
   readonly onUnseenStartFailure?: (pluginId: string, runtime: PluginRuntime, failure: HostError) => void;
+  /** The tool lists verified at earlier starts, which let a later cold start of the same code call before it lists. */
+  readonly toolLists?: ToolListRecords;
 }
 
 /** The host's plugin sessions by plugin id, and the ones draining after a remove or an upgrade. */
@@ -78,7 +81,20 @@ export class PluginRuntimes {
     const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
     const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, failure);
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
-    const session = adapter.value.createSession({ plugin, launch, config, clock, logger, random, onStdoutNoise, onNotice, onUnseenStartFailure, onClientRequest });
+    const toolLists = this.#parts.toolLists;
+    const session = adapter.value.createSession({
+      plugin,
+      launch,
+      config,
+      clock,
+      logger,
+      random,
+      onStdoutNoise,
+      onNotice,
+      onUnseenStartFailure,
+      onClientRequest,
+      ...(toolLists === undefined ? {} : { toolLists }),
+    });
     if (session.isErr()) return err(session.error);
     const runtime = new PluginRuntime(session.value, clock, config.idleTimeoutMs, () => {
       if (this.#running.get(id) === runtime) this.#running.delete(id);

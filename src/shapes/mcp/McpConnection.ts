@@ -51,6 +51,32 @@ export interface McpToolsChange {
   readonly mismatch: HostError | undefined;
 }
 
+/**
+ * The tool list a start of the same pinned code verified before, and where a
+ * newly verified one goes. With a recorded list the first call is sent right
+ * after `initialize` and the fresh `tools/list` is checked beside it: if it
+ * differs from the record in what the host uses (names, output schemas,
+ * task support) or breaks the manifest, the connection ends with
+ * `PLUGIN_TOOLS_MISMATCH` and every call on it fails.
+ */
+export interface McpToolRecord {
+  /** The list verified at an earlier start of this code, if any (read while the plugin initializes). */
+  readonly load: () => Promise<readonly Tool[] | undefined>;
+  /** Told each list that passed the manifest check at a start checked before its first call. */
+  readonly save: (tools: readonly Tool[]) => void;
+  /** Told when the fresh list differs from the recorded one, so the next start checks before its call. */
+  readonly forget: () => void;
+}
+
+/** What of a listed tool the host routes and validates with: the part a recorded list must match. */
+const usedPart = (tool: Tool): unknown => [tool.name, tool.outputSchema ?? null, tool.execution?.taskSupport ?? null];
+
+/** Whether two lists agree in every part the host uses, in any order. */
+function sameUsedParts(recorded: readonly Tool[], fresh: readonly Tool[]): boolean {
+  const key = (tools: readonly Tool[]): string => JSON.stringify(tools.map(usedPart).sort((a, b) => String((a as unknown[])[0]).localeCompare(String((b as unknown[])[0]))));
+  return key(recorded) === key(fresh);
+}
+
 /** Fixed settings a connection gets from its session. */
 export interface McpConnectionSettings {
   readonly clientInfo: Implementation;
@@ -71,6 +97,8 @@ export interface McpConnectionSettings {
   readonly onStdoutNoise: ((line: string) => void) | undefined;
   /** How the plugin's requests to its client are answered; undefined: none is. */
   readonly clientRequests: ClientRequestSettings | undefined;
+  /** The verified tool list of this code from an earlier start; undefined: every start checks before its first call. */
+  readonly toolRecord: McpToolRecord | undefined;
 }
 
 type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
@@ -160,12 +188,24 @@ export class McpConnection {
    */
   static async open(process: PluginProcess, settings: McpConnectionSettings, signal?: AbortSignal): Promise<Result<McpConnection, HostError>> {
     const connection = new McpConnection(process, settings);
+    const recordedList = settings.toolRecord?.load();
     try {
       await connection.client.connect(connection.transport, { timeout: settings.startupTimeoutMs, ...(signal === undefined ? {} : { signal }) });
     } catch (error) {
       const failure = await connection.failure(error, { phase: 'initialize', timeoutMs: settings.startupTimeoutMs });
       await connection.end(failure);
       return err(failure);
+    }
+    const recorded = await recordedList;
+    if (recorded !== undefined) {
+      connection.adoptTools(recorded);
+      if (connection.currentMismatch === undefined) {
+        // Only manifest-declared tools are ever routed, and this list was verified for this very code, so nothing
+        // undeclared can be called before the fresh list is checked; a fresh list that disagrees ends the connection.
+        void connection.serializeListing(() => connection.checkAgainstRecord(recorded, settings.startupTimeoutMs));
+        return ok(connection);
+      }
+      settings.toolRecord?.forget();
     }
     const listed = await connection.serializeListing(() => connection.listAllTools(settings.startupTimeoutMs, signal));
     if (listed.isErr()) {
@@ -177,7 +217,27 @@ export class McpConnection {
       await connection.end(connection.currentMismatch);
       return err(connection.currentMismatch);
     }
+    settings.toolRecord?.save(listed.value);
     return ok(connection);
+  }
+
+  /** The first `tools/list` of a start that trusted the recorded list: the connection ends unless the two agree. */
+  private async checkAgainstRecord(recorded: readonly Tool[], timeoutMs: number): Promise<void> {
+    const listed = await this.listAllTools(timeoutMs);
+    if (listed.isErr()) {
+      await this.end(listed.error);
+      return;
+    }
+    this.adoptTools(listed.value);
+    if (this.currentMismatch === undefined && !sameUsedParts(recorded, listed.value)) {
+      this.currentMismatch = hostError('PLUGIN_TOOLS_MISMATCH', 'plugin lists tools that differ from the list verified for the same code', {
+        details: { undeclared: [], missing: [], differs_from_recorded: true },
+      });
+    }
+    if (this.currentMismatch === undefined) return;
+    this.settings.toolRecord?.forget();
+    this.settings.logger.warn({ pid: this.process.pid, code: this.currentMismatch.code }, 'first tools/list disagrees with the recorded one; ending the connection');
+    await this.end(this.currentMismatch);
   }
 
   /** Whether the process or its stdout is gone; the session then starts a new connection. */

@@ -11,7 +11,7 @@ import { InFlightLimiter } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
 import { CallWait } from './CallWait.js';
 import type { ClientRequestSettings } from './clientRequests.js';
-import { McpConnection, type McpConnectionSettings, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
+import { McpConnection, type McpConnectionSettings, type McpToolRecord, type McpToolResult, type McpToolsChange, type StdoutNoisePolicy } from './McpConnection.js';
 import type { McpPluginNotice, McpSurface, McpSurfaceMethod, McpSurfaceMethods, SurfaceRequestOptions, SurfaceState } from './McpSurface.js';
 
 /** Default time a `tools/call` may go without an answer or progress: 30 s. */
@@ -72,6 +72,12 @@ export interface McpSessionOptions {
   readonly clientRequests?: ClientRequestSettings;
   /** Told about every `tools/list_changed` once the new list is read. */
   readonly onToolsChanged?: (change: McpToolsChange) => void;
+  /**
+   * The tool list verified at an earlier start of the same pinned code, and
+   * where each newly verified one is saved. Omit, and every start runs
+   * `tools/list` before its first call.
+   */
+  readonly toolRecord?: McpToolRecord;
   /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
   readonly onNotice?: (notice: McpPluginNotice) => void;
   /** Told when a start failed after every call waiting for it left: a failure no call reports. */
@@ -171,6 +177,7 @@ export class McpSession implements PluginSession, McpSurface {
       },
       onStdoutNoise: options.onStdoutNoise,
       clientRequests: options.clientRequests,
+      toolRecord: options.toolRecord,
     };
     this.connections = new LazyStart({
       start: (abandoned) => this.open(abandoned),

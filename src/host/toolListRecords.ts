@@ -1,0 +1,93 @@
+/**
+ * The tool list each plugin's pinned code listed at a start that was checked
+ * before its first call, kept in the profile (host-private, hidden from
+ * every plugin's sandbox) so that a later cold start of the same code can
+ * send its first call right after `initialize` and check `tools/list` beside
+ * it (McpConnection ends the connection if the two disagree).
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ListToolsResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { Logger, Random } from '../ports/ports.js';
+import type { McpToolRecord } from '../shapes/mcp/McpConnection.js';
+
+const RECORDS_DIR = 'tool-lists';
+
+interface StoredList {
+  readonly pins: string;
+  readonly tools: readonly Tool[];
+}
+
+/**
+ * What pins a plugin's code and its declared tools: its whole `plugins.lock`
+ * entry (package digest, binding with its tree digest and entry digest,
+ * grant) and the manifest's tool names. Any change gives another digest.
+ */
+function pinsOf(plugin: InstalledPlugin, declaredTools: readonly string[]): string {
+  return createHash('sha256')
+    .update(JSON.stringify({ lock: plugin.lock, tools: [...declaredTools].sort() }))
+    .digest('hex');
+}
+
+/** One profile's recorded tool lists, by plugin id, read from disk once per plugin and pins. */
+export class ToolListRecords {
+  readonly #dir: string;
+  readonly #known = new Map<string, StoredList | undefined>();
+
+  constructor(
+    profileRoot: string,
+    private readonly logger: Logger,
+    private readonly random: Random,
+  ) {
+    this.#dir = join(profileRoot, RECORDS_DIR);
+  }
+
+  /** The record a session of `plugin` reads and writes. */
+  recordFor(plugin: InstalledPlugin, declaredTools: readonly string[]): McpToolRecord {
+    const id = plugin.plugin_id;
+    const pins = pinsOf(plugin, declaredTools);
+    const file = join(this.#dir, `${encodeURIComponent(id)}.json`);
+    return {
+      load: async () => {
+        const key = `${id}\n${pins}`;
+        if (!this.#known.has(key)) this.#known.set(key, await this.read(file, pins));
+        return this.#known.get(key)?.tools;
+      },
+      save: (tools) => {
+        const stored = { pins, tools };
+        this.#known.set(`${id}\n${pins}`, stored);
+        void this.write(file, stored);
+      },
+      forget: () => {
+        this.#known.set(`${id}\n${pins}`, undefined);
+        unlink(file).catch(() => undefined);
+      },
+    };
+  }
+
+  private async read(file: string, pins: string): Promise<StoredList | undefined> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(file, 'utf8'));
+    } catch {
+      return undefined;
+    }
+    if (typeof parsed !== 'object' || parsed === null || (parsed as { pins?: unknown }).pins !== pins) return undefined;
+    const tools = ListToolsResultSchema.safeParse({ tools: (parsed as { tools?: unknown }).tools });
+    return tools.success ? { pins, tools: tools.data.tools } : undefined;
+  }
+
+  private async write(file: string, stored: StoredList): Promise<void> {
+    const temp = `${file}.${Buffer.from(this.random.bytes(8)).toString('hex')}.tmp`;
+    try {
+      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+      await writeFile(temp, JSON.stringify(stored), { mode: 0o600 });
+      await rename(temp, file);
+    } catch (error) {
+      unlink(temp).catch(() => undefined);
+      this.logger.warn({ file, error: String(error) }, 'could not record the verified tool list; the next start checks it before its call');
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { McpToolRecord } from '../../../src/shapes/mcp/McpConnection.js';
+import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
+import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
+
+const server = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'list-order-server.mjs');
+const launchListOrder = (mode: string) => launchCommand([process.execPath, server], { env: { LIST_ORDER_MODE: mode } });
+
+const sessions: McpSession[] = [];
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((s) => s.close()));
+  await stopAllTestProcesses();
+});
+
+/** A record held in memory, as the host holds one per pinned code. */
+function memoryRecord(recorded?: readonly Tool[]): McpToolRecord & { current: readonly Tool[] | undefined; saves: number } {
+  const record = {
+    current: recorded,
+    saves: 0,
+    load: () => Promise.resolve(record.current),
+    save: (tools: readonly Tool[]) => {
+      record.current = tools;
+      record.saves++;
+    },
+    forget: () => {
+      record.current = undefined;
+    },
+  };
+  return record;
+}
+
+const open = (mode: string, toolRecord: McpToolRecord | undefined, startupTimeoutMs = 30_000): McpSession => {
+  const session = McpSession.create({ launch: launchListOrder(mode), expectedTools: ['echo'], startupTimeoutMs, ...(toolRecord === undefined ? {} : { toolRecord }) })._unsafeUnwrap();
+  sessions.push(session);
+  return session;
+};
+
+describe('the recorded tool list of a verified start', () => {
+  it('a second cold start of the same code sends its first call without waiting for tools/list', async () => {
+    const record = memoryRecord();
+    const first = await open('plain', record).callTool('echo', { text: 'one' });
+    expect(first._unsafeUnwrap().value.structuredContent).toEqual({ text: 'one' });
+    expect(record.saves).toBe(1);
+    expect(record.current?.map((t) => t.name)).toEqual(['echo']);
+
+    // This server answers tools/list only once it has answered a call: a start that lists first would never get to the call.
+    const second = open('list-after-call', record);
+    const answered = await second.callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
+    expect(answered._unsafeUnwrap().value.structuredContent).toEqual({ text: 'two' });
+    expect((await second.listTools())._unsafeUnwrap().map((t) => t.name)).toEqual(['echo']);
+    expect(record.current?.map((t) => t.name)).toEqual(['echo']);
+  });
+
+  it('a start without a recorded list (new code) checks tools/list before its first call', async () => {
+    const record = memoryRecord();
+    const outcome = await open('list-after-call', record, 1500).callTool('echo', { text: 'x' });
+    expect(outcome._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
+    expect(record.saves).toBe(0);
+  });
+
+  it.each([
+    ['another output schema', 'other-schema'],
+    ['an undeclared tool', 'other-names'],
+  ])('a plugin whose list changed since it was recorded (%s) is refused with PLUGIN_TOOLS_MISMATCH and checked first next time', async (_label, mode) => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    const outcome = await open(mode, record).callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
+    const failure = outcome._unsafeUnwrapErr();
+    expect(failure.code).toBe('PLUGIN_TOOLS_MISMATCH');
+    expect(record.current).toBeUndefined();
+
+    const checkedFirst = await open(mode, record).callTool('echo', { text: 'three' }, { timeoutMs: 1500 });
+    expect(checkedFirst._unsafeUnwrapErr().code).toBe(mode === 'other-names' ? 'PLUGIN_TOOLS_MISMATCH' : 'PLUGIN_TIMEOUT');
+  });
+});
