@@ -100,7 +100,7 @@ async function install(bundle: string): Promise<BenchResult> {
       compare: 'ratio',
       target: 1.5,
       better: 'lower',
-      note: `${INSTALLS} runs of each after one warm-up, alternating order; each install into a fresh profile through an open PluginHost (canary off), which hashes the bundle, stages and extracts it with the archive checks (members up to 1 MiB read, inflated and written with synchronous calls, each file hashed as it is written), validates the manifest, pins every file (a file unchanged since it was written keeps that digest) and commits the catalog`,
+      note: `${INSTALLS} runs of each after one warm-up, alternating order; each install into a fresh profile through an open PluginHost (canary off), which hashes the bundle, stages and extracts it with the archive checks (members up to 1 MiB read, inflated and written with synchronous calls, each file hashed as it is written), validates the manifest, pins every file (a file unchanged since it was written keeps that digest) and commits the catalog; neither side fsyncs the extracted files (unzip fsyncs nothing, the host its file list, schemas and catalog only: see docs/install-safety.md, durability)`,
     },
     ours,
     unzip,
