@@ -177,7 +177,7 @@ async function coldCall(host: PluginHost, helloEntry: string): Promise<BenchResu
       compare: 'difference',
       target: 10,
       better: 'lower',
-      note: `${COLD_STARTS} cold starts each, alternating which side goes first; target issue 18's ≤ +10 ms (issue 14 asked for 25); where the time goes: docs/performance.md "One cold call"`,
+      note: `${COLD_STARTS} cold starts each, alternating which side goes first; the host's first start before the row recorded the verified tool list, so these starts send the call right after initialize and check tools/list beside it (docs/security-model.md); target issue 18's ≤ +10 ms (issue 14 asked for 25); where the time goes: docs/performance.md "One cold call"`,
     },
     hostMs,
     sdkMs,

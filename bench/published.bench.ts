@@ -148,7 +148,7 @@ async function coldCall(bundle: string, layout: string): Promise<BenchResult> {
         compare: 'difference',
         target: 25,
         better: 'lower',
-        note: `${COLD_STARTS} cold starts each after one warm-up, alternating order; each of ours in a freshly opened PluginHost (the process already holds the parsed file list and its sweep workers, as a host that started the plugin before does)`,
+        note: `${COLD_STARTS} cold starts each after one warm-up, alternating order; each of ours in a freshly opened PluginHost (the process already holds the parsed file list and its sweep workers, as a host that started the plugin before does; the warm-up recorded the verified tool list in the profile, so these starts send the call right after initialize and check tools/list beside it)`,
       },
       ours,
       bare,
