@@ -250,6 +250,17 @@ export class McpConnection {
     return this.descriptors;
   }
 
+  /**
+   * The tools once every `tools/list` asked for so far is checked: a start
+   * that trusted a recorded list lists beside its first call, and a caller
+   * asking for the list gets the fresh one, or the failure it ended with.
+   */
+  async checkedTools(): Promise<Result<readonly ToolDescriptor[], HostError>> {
+    await this.listing;
+    const failure = this.currentMismatch ?? this.fatal;
+    return failure === undefined ? ok(this.descriptors) : err(failure);
+  }
+
   /** The manifest mismatch in force, if the last tool list broke it. */
   get mismatch(): HostError | undefined {
     return this.currentMismatch;

@@ -206,9 +206,7 @@ export class McpSession implements PluginSession, McpSurface {
   /** The plugin's tools (starting it if needed); `PLUGIN_TOOLS_MISMATCH` when they do not match the manifest. */
   listTools(): ResultAsync<readonly ToolDescriptor[], HostError> {
     return new ResultAsync(
-      this.connection().then((connection) =>
-        connection.andThen((c) => (c.mismatch === undefined ? ok(c.toolDescriptors) : err(c.mismatch))),
-      ),
+      this.connection().then((connection) => (connection.isErr() ? err(connection.error) : connection.value.checkedTools())),
     );
   }
 

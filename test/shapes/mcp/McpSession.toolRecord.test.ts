@@ -73,6 +73,10 @@ describe('the recorded tool list of a verified start', () => {
     expect(failure.code).toBe('PLUGIN_TOOLS_MISMATCH');
     expect(record.current).toBeUndefined();
 
+    (await open('plain', record).callTool('echo', { text: 'again' }))._unsafeUnwrap();
+    const listed = await open(mode, record).listTools();
+    expect(listed._unsafeUnwrapErr().code).toBe('PLUGIN_TOOLS_MISMATCH');
+
     const checkedFirst = await open(mode, record).callTool('echo', { text: 'three' }, { timeoutMs: 1500 });
     expect(checkedFirst._unsafeUnwrapErr().code).toBe(mode === 'other-names' ? 'PLUGIN_TOOLS_MISMATCH' : 'PLUGIN_TIMEOUT');
   });
