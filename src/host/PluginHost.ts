@@ -333,6 +333,7 @@ export class PluginHost {
   readonly #secrets: SecretStore;
   readonly #installer: Installer;
   readonly #catalog: HostCatalog;
+  readonly #toolLists: ToolListRecords;
   readonly #launcher: PluginLauncher;
   readonly #runtimes: PluginRuntimes;
   readonly #supervisor: Supervisor;
@@ -380,6 +381,7 @@ export class PluginHost {
     const credentials = new CredentialSource(this.#secrets, config.credentialsFromEnv ? config.env : undefined);
     this.#credentials = credentials;
     const launcher = new PluginLauncher({ layout: parts.layout, spawner: parts.spawner, credentials, env: parts.env, catalog, events, logger, random, config, isClosed });
+    const toolLists = new ToolListRecords(parts.layout.root, logger, random);
     const runtimes = new PluginRuntimes({
       launcher,
       config,
@@ -390,11 +392,12 @@ export class PluginHost {
       isClosed,
       onSessionCreated: (id, runtime) => this.#surfaces.adopt(id, runtime),
       onUnseenStartFailure: (id, runtime, failure) => void this.#supervisor.startFailedUnseen(id, runtime, failure),
-      toolLists: new ToolListRecords(parts.layout.root, logger, random),
+      toolLists,
     });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
     const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
     this.#catalog = catalog;
+    this.#toolLists = toolLists;
     this.#launcher = launcher;
     this.#runtimes = runtimes;
     this.#supervisor = supervisor;
@@ -552,6 +555,7 @@ export class PluginHost {
     const removing = this.#runtimes
       .retire(pluginId, 'removed', options.drainTimeoutMs ?? this.#config.drainTimeoutMs, { keepRefusing: true })
       .andThen(() => this.#installer.remove(pluginId))
+      .andThen(() => ResultAsync.fromSafePromise(this.#toolLists.discard(pluginId)))
       .andThen(() => (options.forgetSecrets === true ? this.#secrets.delete(pluginId) : okAsync(undefined)))
       .andThen(() => {
         this.#active.delete(pluginId);

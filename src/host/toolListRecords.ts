@@ -48,7 +48,7 @@ export class ToolListRecords {
   recordFor(plugin: InstalledPlugin, declaredTools: readonly string[]): McpToolRecord {
     const id = plugin.plugin_id;
     const pins = pinsOf(plugin, declaredTools);
-    const file = join(this.#dir, `${encodeURIComponent(id)}.json`);
+    const file = this.fileOf(id);
     return {
       load: async () => {
         const key = `${id}\n${pins}`;
@@ -65,6 +65,16 @@ export class ToolListRecords {
         unlink(file).catch(() => undefined);
       },
     };
+  }
+
+  /** Drops a removed plugin's record: no later install can match its pins, so it would only linger. */
+  async discard(pluginId: string): Promise<void> {
+    for (const key of this.#known.keys()) if (key.startsWith(`${pluginId}\n`)) this.#known.delete(key);
+    await unlink(this.fileOf(pluginId)).catch(() => undefined);
+  }
+
+  private fileOf(pluginId: string): string {
+    return join(this.#dir, `${encodeURIComponent(pluginId)}.json`);
   }
 
   private async read(file: string, pins: string): Promise<StoredList | undefined> {

@@ -41,6 +41,15 @@ describe('recorded tool lists', () => {
     answered(await second.call('plug.host-probe.echo', { message: 'two' }));
   });
 
+  it('drops the record when the plugin is removed', async () => {
+    const dir = await pool.profile();
+    const host = await pool.installed(dir, ['probe']);
+    answered(await host.call('plug.host-probe.echo', { message: 'one' }));
+    await recorded(dir);
+    answered(await host.remove('host-probe'));
+    await expect(readFile(recordOf(dir), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it.each([
     ['names a tool the manifest does not declare', (r: { pins: string; tools: { name: string }[] }) => ({ ...r, tools: [...r.tools, { name: 'undeclared', inputSchema: { type: 'object' } }] })],
     ['was recorded for other pins', (r: { pins: string; tools: { name: string }[] }) => ({ ...r, pins: '0'.repeat(64), tools: r.tools.slice(1) })],
