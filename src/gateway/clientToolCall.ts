@@ -14,6 +14,7 @@ import type { RiskClass } from '../manifest/model.js';
 import type { HostTelemetry } from '../observability/telemetry.js';
 import { clientAnswers, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import type { FastRequestRoute } from './stdioTransport.js';
 import { errorResult, toolResult } from './toolResults.js';
 
 /** Who a client server serves, as the audit records and spans name the caller: the HTTP client's name (`default` for the default token) or `stdio`. */
@@ -112,5 +113,59 @@ export async function answerToolCall(client: ToolCallClient, id: RequestId, para
     return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra) };
   } catch (error) {
     return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: error instanceof Error ? error.message : 'Internal error' } };
+  }
+}
+
+/**
+ * One client connection's fast-path `tools/call` requests, served as they
+ * arrive, each cancellable by its id; a transport only says how an answer
+ * goes out ({@link deliver}).
+ */
+export abstract class ToolCallRoute implements FastRequestRoute {
+  readonly #client: ToolCallClient;
+  readonly #inFlight = new Map<RequestId, AbortController>();
+
+  /** Serves `client`'s calls; `sessionId` names the HTTP session the calls belong to, if any. */
+  constructor(
+    client: ToolCallClient,
+    private readonly sessionId?: string,
+  ) {
+    this.#client = client;
+  }
+
+  /** Serves `request` when its id and params are plain (see {@link plainToolCallParams}); else the SDK server gets it. */
+  take(request: Readonly<Record<string, unknown>>): boolean {
+    const id = request.id;
+    if (request.jsonrpc !== '2.0' || !isRequestId(id)) return false;
+    const params = plainToolCallParams(request.params);
+    if (params === undefined) return false;
+    void this.#serve(id, params);
+    return true;
+  }
+
+  /** Stops the call the client cancelled (or whose HTTP POST it closed); it then gets no answer, as with the SDK server. */
+  cancel(requestId: unknown, reason: unknown): void {
+    if (isRequestId(requestId)) this.#inFlight.get(requestId)?.abort(reason);
+  }
+
+  /** Stops every call in flight: the connection or session ended. */
+  close(): void {
+    for (const abort of this.#inFlight.values()) abort.abort();
+    this.#inFlight.clear();
+  }
+
+  /** Sends one answer to the client. */
+  protected abstract deliver(answer: JSONRPCMessage): Promise<void>;
+
+  async #serve(id: RequestId, params: ToolCallParams): Promise<void> {
+    const abort = new AbortController();
+    this.#inFlight.set(id, abort);
+    let answer: JSONRPCMessage;
+    try {
+      answer = await answerToolCall(this.#client, id, params, abort.signal, this.sessionId);
+    } finally {
+      if (this.#inFlight.get(id) === abort) this.#inFlight.delete(id);
+    }
+    if (!abort.signal.aborted) await this.deliver(answer);
   }
 }

@@ -11,56 +11,26 @@
  * the client something first (progress, a confirmation elicitation, a
  * plugin's request), which still goes out through the client's SDK server.
  */
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { isRequestId } from '../framing/jsonRpcValues.js';
-import { answerToolCall, plainToolCallParams, type ToolCallClient, type ToolCallParams } from './clientToolCall.js';
-import type { FastRequestRoute } from './stdioTransport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ToolCallRoute, type ToolCallClient } from './clientToolCall.js';
 import type { HttpSessionTransport } from './streamableHttpTransport.js';
 
-/** The `tools/call` requests of one HTTP session, served as they arrive; each can be cancelled by its id. */
-export class HttpToolCalls implements FastRequestRoute {
-  readonly #client: ToolCallClient;
-  readonly #transport: HttpSessionTransport;
-  readonly #inFlight = new Map<RequestId, AbortController>();
-
+/** The `tools/call` requests of one HTTP session, answered through the session's transport. */
+export class HttpToolCalls extends ToolCallRoute {
   /** Serves the fast-path calls of `client`'s session on `transport`. */
-  constructor(client: ToolCallClient, transport: HttpSessionTransport) {
-    this.#client = client;
-    this.#transport = transport;
+  constructor(
+    client: ToolCallClient,
+    private readonly transport: HttpSessionTransport,
+  ) {
+    super(client, transport.sessionId);
   }
 
-  /** Serves `request` when its id and params are plain (see {@link plainToolCallParams}); else the SDK server gets it. */
-  take(request: Readonly<Record<string, unknown>>): boolean {
-    const id = request.id;
-    if (!isRequestId(id)) return false;
-    const params = plainToolCallParams(request.params);
-    if (params === undefined) return false;
-    void this.#serve(id, params);
-    return true;
-  }
-
-  /** Stops the call the client cancelled (or whose POST it closed); it then gets no answer, as with the SDK server. */
-  cancel(requestId: unknown, reason: unknown): void {
-    if (isRequestId(requestId)) this.#inFlight.get(requestId)?.abort(reason);
-  }
-
-  /** Stops every call in flight: the session ended. */
-  close(): void {
-    for (const abort of this.#inFlight.values()) abort.abort();
-    this.#inFlight.clear();
-  }
-
-  async #serve(id: RequestId, params: ToolCallParams): Promise<void> {
-    const abort = new AbortController();
-    this.#inFlight.set(id, abort);
-    const answer = await answerToolCall(this.#client, id, params, abort.signal, this.#transport.sessionId);
-    if (this.#inFlight.get(id) === abort) this.#inFlight.delete(id);
-    if (abort.signal.aborted) return;
+  protected async deliver(answer: JSONRPCMessage): Promise<void> {
     try {
-      await this.#transport.send(answer);
+      await this.transport.send(answer);
     } catch (error) {
       // As the SDK server does with an answer it cannot send: the session's error handler hears of it.
-      this.#transport.onerror?.(error instanceof Error ? error : new Error(String(error)));
+      this.transport.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
   }
 }

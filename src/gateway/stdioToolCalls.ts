@@ -8,53 +8,21 @@
  * the client's SDK server, which reads the client's answers.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { isRequestId } from '../framing/jsonRpcValues.js';
-import { answerToolCall, plainToolCallParams, type ToolCallClient, type ToolCallParams } from './clientToolCall.js';
-import { GatewayStdioTransport, type FastRequestRoute } from './stdioTransport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ToolCallRoute, type ToolCallClient } from './clientToolCall.js';
+import { GatewayStdioTransport } from './stdioTransport.js';
 
-/** The `tools/call` requests of the stdio client, served as they arrive; each can be cancelled by its id. */
-class StdioToolCalls implements FastRequestRoute {
-  readonly #client: ToolCallClient;
-  readonly #transport: GatewayStdioTransport;
-  readonly #inFlight = new Map<RequestId, AbortController>();
-
-  constructor(client: ToolCallClient, transport: GatewayStdioTransport) {
-    this.#client = client;
-    this.#transport = transport;
+/** The stdio client's fast-path calls: each answer is written as one `JSON.stringify`. */
+class StdioToolCalls extends ToolCallRoute {
+  constructor(
+    client: ToolCallClient,
+    private readonly transport: GatewayStdioTransport,
+  ) {
+    super(client);
   }
 
-  /** Serves `request` when its id and params are plain; see {@link plainToolCallParams}. */
-  take(request: Readonly<Record<string, unknown>>): boolean {
-    const id = request.id;
-    if (request.jsonrpc !== '2.0' || !isRequestId(id)) return false;
-    const params = plainToolCallParams(request.params);
-    if (params === undefined) return false;
-    void this.#serve(id, params);
-    return true;
-  }
-
-  /** Stops the call the client cancelled; it then gets no answer, as the SDK server does it. */
-  cancel(requestId: unknown, reason: unknown): void {
-    if (isRequestId(requestId)) this.#inFlight.get(requestId)?.abort(reason);
-  }
-
-  /** Stops every call in flight. */
-  close(): void {
-    for (const abort of this.#inFlight.values()) abort.abort();
-    this.#inFlight.clear();
-  }
-
-  async #serve(id: RequestId, params: ToolCallParams): Promise<void> {
-    const abort = new AbortController();
-    this.#inFlight.set(id, abort);
-    let answer: string;
-    try {
-      answer = JSON.stringify(await answerToolCall(this.#client, id, params, abort.signal));
-    } finally {
-      if (this.#inFlight.get(id) === abort) this.#inFlight.delete(id);
-    }
-    if (!abort.signal.aborted) await this.#transport.write(answer);
+  protected deliver(answer: JSONRPCMessage): Promise<void> {
+    return this.transport.write(JSON.stringify(answer));
   }
 }
 
