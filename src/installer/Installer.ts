@@ -196,7 +196,7 @@ export interface InstallResult extends InstalledPlugin {
 type Reinstall =
   | { readonly kind: 'new' }
   | { readonly kind: 'unchanged'; readonly plugin: InstalledPlugin }
-  | { readonly kind: 'repair'; readonly root: string };
+  | { readonly kind: 'repair'; readonly root: string; readonly signer?: string };
 
 const io = (operation: string) => (cause: unknown): HostError => ioError(operation, undefined, cause);
 
@@ -214,6 +214,20 @@ function installRefusal(source: string, violations: NonEmptyViolations): HostErr
 function sameSettings(a: Readonly<Record<string, SettingValue>> | undefined, b: Readonly<Record<string, SettingValue>> | undefined): boolean {
   const text = (r: Readonly<Record<string, SettingValue>> | undefined): string => JSON.stringify(Object.entries(r ?? {}).sort(([x], [y]) => (x < y ? -1 : 1)));
   return text(a) === text(b);
+}
+
+/** `PLUGIN_SIGNATURE_INVALID` (`signer_changed`) when the installed plugin was signed by a key that did not sign this package, unless `allowSignerChange`. */
+function signerRefusal(installed: LockedPlugin, id: string, staged: Pick<StagedPackage, 'signature'>, options: InstallOptions): HostError | undefined {
+  const signer = staged.signature?.keyFingerprint;
+  if (installed.package.signer === undefined || signer === installed.package.signer || options.allowSignerChange === true) return undefined;
+  return hostError(
+    'PLUGIN_SIGNATURE_INVALID',
+    `plugin '${id}' ${installed.version} was signed by key ${installed.package.signer}; this package is ${signer === undefined ? 'not signed' : `signed by key ${signer}`}`,
+    {
+      details: { reason: 'signer_changed', plugin_id: id, installed_signer: installed.package.signer, signer: signer ?? null },
+      hint: 'Sign the package with the key that signed the installed version, or pass allowSignerChange: true (CLI: --allow-signer-change) if the publisher changed keys.',
+    },
+  );
 }
 
 /**
@@ -234,17 +248,8 @@ function versionRefusal(
   options: InstallOptions,
 ): HostError | undefined {
   const id = manifest.plugin_id;
-  const signer = staged.signature?.keyFingerprint;
-  if (installed.package.signer !== undefined && signer !== installed.package.signer && options.allowSignerChange !== true) {
-    return hostError(
-      'PLUGIN_SIGNATURE_INVALID',
-      `plugin '${id}' ${installed.version} was signed by key ${installed.package.signer}; this package is ${signer === undefined ? 'not signed' : `signed by key ${signer}`}`,
-      {
-        details: { reason: 'signer_changed', plugin_id: id, installed_signer: installed.package.signer, signer: signer ?? null },
-        hint: 'Sign the package with the key that signed the installed version, or pass allowSignerChange: true (CLI: --allow-signer-change) if the publisher changed keys.',
-      },
-    );
-  }
+  const signerChanged = signerRefusal(installed, id, staged, options);
+  if (signerChanged !== undefined) return signerChanged;
   const order = compareVersions(manifest.version, installed.version);
   const details = { plugin_id: id, version: manifest.version, installed_version: installed.version };
   if (order === 0 && options.replace !== true) {
@@ -331,7 +336,9 @@ export class Installer {
       if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
       const trusted = await this.#trust(staged, manifest, options, current.value);
       if (trusted.isErr()) return err(trusted.error);
-      return this.#publish(staged, manifest, options, reinstall.value.kind === 'repair' ? reinstall.value.root : undefined);
+      if (reinstall.value.kind !== 'repair') return this.#publish(staged, manifest, options);
+      const { root, signer } = reinstall.value;
+      return this.#publish(signer === undefined ? staged : { ...staged, signature: { keyFingerprint: signer } }, manifest, options, root);
     });
   }
 
@@ -350,7 +357,12 @@ export class Installer {
       // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins; under another grant they are installed again.
       const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
       const unchanged = intact && sameGrant(plugin.lock.grant, options.grant) && sameSettings(plugin.descriptor?.launch?.settings, manifest.launch?.settings);
-      return ok(unchanged ? { kind: 'unchanged', plugin } : { kind: 'repair', root: plugin.lock.binding.install_root });
+      if (unchanged) return ok({ kind: 'unchanged', plugin });
+      // The bytes the recorded key signed, given again unsigned, keep that signer: otherwise a repair would drop the pin and let an unsigned upgrade in.
+      const installedSigner = plugin.lock.package.signer;
+      if (staged.signature === undefined) return ok({ kind: 'repair', root: plugin.lock.binding.install_root, ...(installedSigner === undefined ? {} : { signer: installedSigner }) });
+      const refused = signerRefusal(plugin.lock, manifest.plugin_id, staged, options);
+      return refused === undefined ? ok({ kind: 'repair', root: plugin.lock.binding.install_root }) : err(refused);
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
     return refused === undefined ? ok({ kind: 'new' }) : err(refused);

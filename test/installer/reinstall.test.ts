@@ -6,7 +6,7 @@
  * by the same key unless the caller allows the change. The same rules hold
  * under the profile lock.
  */
-import { readdir, stat, writeFile } from 'node:fs/promises';
+import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { okAsync } from 'neverthrow';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -147,6 +147,33 @@ describe('signer', () => {
 
     const changed = unwrap(await p.installer.install(byOther.archive, { checksum: byOther.checksum, signature: byOther.signature, allowSignerChange: true }));
     expect(changed.lock.version).toBe('2.0.0');
+    expect(changed.lock.package.signer).not.toBe(first.lock.package.signer);
+  });
+
+  it('keeps the signer through a repair from the same bytes given unsigned, so an unsigned upgrade is still refused after it', async () => {
+    p = await testProfile('standard', { trustedKeys });
+    const v1 = await packed('1.0.0');
+    const first = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    // A changed install root makes the same bytes a repair, not an unchanged install.
+    await writeFile(join(first.lock.binding.install_root, 'mcp-plugin.json'), '{}\n');
+    const repaired = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum }));
+    expect(repaired.lock.binding.install_root).not.toBe(first.lock.binding.install_root);
+    expect(repaired.lock.package.signer).toBe(first.lock.package.signer);
+    const unsigned = await packed('2.0.0');
+    const error = refusedWith(await p.installer.install(unsigned.archive, { checksum: unsigned.checksum }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(error.details).toMatchObject({ reason: 'signer_changed', installed_signer: first.lock.package.signer, signer: null });
+  });
+
+  it('refuses a repair from the same bytes signed by another trusted key unless allowSignerChange', async () => {
+    p = await testProfile('standard', { trustedKeys });
+    const v1 = await packed('1.0.0');
+    const first = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    await writeFile(join(first.lock.binding.install_root, 'mcp-plugin.json'), '{}\n');
+    const bytes = await readFile(v1.archive);
+    const byOther = signPackage(bytes, otherTrusted.privateKey);
+    const error = refusedWith(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: byOther }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(error.details).toMatchObject({ reason: 'signer_changed', installed_signer: first.lock.package.signer });
+    const changed = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: byOther, allowSignerChange: true }));
     expect(changed.lock.package.signer).not.toBe(first.lock.package.signer);
   });
 
