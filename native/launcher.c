@@ -14,7 +14,7 @@
  * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
  * sandbox's own /dev/shm, which is always mounted).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
- * mount, IPC and UTS namespaces: --cover DIR (an empty tmpfs over DIR),
+ * mount, IPC, UTS and control group namespaces: --cover DIR (an empty tmpfs over DIR),
  * --dir PATH (a directory inside a cover), --symlink TARGET PATH (a link inside a cover), --bind PATH ro|rw (the host's
  * tree at PATH, cloned before any mount; its mount point, a directory or a
  * file like the tree, is made when missing), --bind-fd FD PATH ro|rw, --file FD
@@ -839,6 +839,11 @@ int main(int argc, char **argv) {
   if (into_group >= 0) close(into_group);
   die_with_launcher(alive[0]);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  /*
+   * Rooted at the groups process 1 was born or joined into: /proc/self/cgroup would otherwise name the host's own groups
+   * and the plugin's (the host's pid). EINVAL is a kernel without control groups, which has no such file to read.
+   */
+  if (unshare(CLONE_NEWCGROUP) != 0 && errno != EINVAL) fail_errno("unshare", "cgroup namespace");
   apply_mounts(&spec);
   pid_t plugin = fork();
   if (plugin < 0) fail_errno("fork", "plugin");

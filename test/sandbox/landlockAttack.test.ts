@@ -25,15 +25,16 @@ const attacker = join(installRoot, 'attacker.mjs');
 const hostFiles = ['/var/tmp', '/etc', '/dev'].map((dir) => join(dir, `mcp-attack-${process.pid}.txt`));
 const started: PluginProcess[] = [];
 
-// Each action is `name:path`; the report maps it to 'ok' or the error code.
+// Each action is `name:path`; the report maps it to 'ok' (for a read, the file's text) or the error code.
 const ATTACKER = `
-import { chmodSync, closeSync, constants, openSync, statSync, utimesSync } from 'node:fs';
+import { chmodSync, closeSync, constants, openSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { connect } from 'node:net';
 const attempt = (action, path) => {
   if (action === 'chmod') return Promise.resolve().then(() => chmodSync(path, 0o666));
   if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
   if (action === 'stat') return Promise.resolve().then(() => statSync(path));
   if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
+  if (action === 'read') return Promise.resolve().then(() => readFileSync(path, 'utf8'));
   return new Promise((resolve, reject) => {
     const socket = connect({ path });
     socket.on('connect', () => { socket.destroy(); resolve(); });
@@ -43,7 +44,7 @@ const attempt = (action, path) => {
 const report = {};
 for (const spec of process.argv.slice(2)) {
   const [action, ...rest] = spec.split(':');
-  report[spec] = await attempt(action, rest.join(':')).then(() => 'ok', (e) => e.code ?? String(e));
+  report[spec] = await attempt(action, rest.join(':')).then((value) => (typeof value === 'string' ? value : 'ok'), (e) => e.code ?? String(e));
 }
 process.stdout.write(JSON.stringify(report) + '\\n');
 `;
@@ -151,6 +152,15 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
   it('a plugin learns nothing from /sys, not even which names exist there', async () => {
     const report = await attack(spawner, ['stat:/sys/fs/cgroup', 'stat:/sys/kernel']);
     expect(report).toEqual({ 'stat:/sys/fs/cgroup': 'ENOENT', 'stat:/sys/kernel': 'ENOENT' });
+  });
+
+  // /proc is the sandbox's own, but what a process reads there is relative to its namespaces: without a control group
+  // namespace /proc/self/cgroup names the host's groups (the host's pid, the group the host itself runs in).
+  it('a plugin learns nothing of the host\'s control groups from /proc/self/cgroup', async () => {
+    const report = await attack(spawner, ['read:/proc/self/cgroup']);
+    const lines = report['read:/proc/self/cgroup']!.trim().split('\n');
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).toMatch(/^\d+:[^:]*:\/$/);
   });
 
   // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
