@@ -131,7 +131,7 @@ export const COMMANDS = {
       'package not signed by the key that signed the installed one needs --allow-signer-change.',
       'The plugin becomes callable from the next mcp-plugin-host process (restart semantics).',
       'On a terminal the install first shows the namespace owner, terms of service, risk, license and',
-      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again).',
+      'powers and asks to accept them (--yes accepts; the same owner reinstalling is not asked again unless it asks for more powers).',
       'Outside dev profiles an archive or npm package must ship a LICENSE file under --preset gum.',
       'Sandbox grants: --grant-network, --grant-write-dir <dir inside the data dir>, --grant-env NAME',
       'and --grant-egress host[:port] (each repeatable); --grant-client-request sampling|elicitation|roots',

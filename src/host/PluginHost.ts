@@ -296,7 +296,10 @@ export interface HostInstallOptions extends HostInspectOptions {
    * Shown the plugin's namespace owner, terms of service, risk, license and
    * powers after every check passed and before anything is written; false
    * refuses the install with PLUGIN_TRUST_DECLINED. Not asked again when the
-   * same namespace owner installed the plugin before (kept across remove).
+   * same namespace owner installed the plugin before (kept across remove),
+   * unless an upgrade of the installed plugin asks for a power it does not
+   * have (the network, another writable directory, an env name, an egress
+   * destination or a client request kind).
    * Without it, calling install is the acceptance.
    */
   readonly accept?: TrustCallback;

@@ -40,7 +40,7 @@ import type { NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
-import { hasLicenseFile, trustRequestOf, type TrustCallback } from './trust.js';
+import { hasLicenseFile, trustRequestOf, widensCapabilities, type TrustCallback } from './trust.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -615,7 +615,9 @@ export class Installer {
    * when the host requires one, and the `accept` callback, when given, must
    * accept the plugin's {@link TrustRequest}. An owner recorded for the
    * plugin id by an earlier install (kept across remove) already accepted:
-   * its reinstalls and upgrades are not asked again.
+   * its reinstalls and upgrades are not asked again, unless the installed
+   * plugin would get a power it was not accepted with (see
+   * {@link widensCapabilities}): the owner string is the package's own claim.
    */
   async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
     const id = manifest.plugin_id;
@@ -626,8 +628,14 @@ export class Installer {
     if (options.accept === undefined) return ok(undefined);
     const owners = snapshot.contents.namespace_owners;
     const recorded = Object.hasOwn(owners, id) ? owners[id]?.namespace_owner : undefined;
-    if (recorded !== undefined && recorded === this.#claimOf(manifest, options).namespace_owner) return ok(undefined);
-    const request = trustRequestOf(manifest, source, grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities));
+    const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
+    if (recorded !== undefined && recorded === this.#claimOf(manifest, options).namespace_owner) {
+      // The owner string is the package's own claim: it spares the question only while the plugin gets no power it was not accepted with.
+      const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+      const installedCapabilities = previous === undefined ? undefined : previous.descriptor?.capabilities;
+      if (previous === undefined || (installedCapabilities !== undefined && !widensCapabilities(installedCapabilities, capabilities))) return ok(undefined);
+    }
+    const request = trustRequestOf(manifest, source, capabilities);
     const accepted = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);

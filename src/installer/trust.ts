@@ -57,6 +57,21 @@ export function trustRequestOf(manifest: NormalizedManifest, source: PackageSour
   };
 }
 
+/**
+ * Whether `next` gives a plugin a power `installed` did not: the network, a
+ * writable directory outside the installed one, an env name, an egress
+ * destination or a client request kind it did not have. An upgrade that
+ * does is asked for acceptance again, however its owner was accepted before.
+ */
+export function widensCapabilities(installed: DeclaredCapabilities, next: DeclaredCapabilities): boolean {
+  const added = (had: readonly string[] | undefined, has: readonly string[] | undefined): boolean => (has ?? []).some((item) => !(had ?? []).includes(item));
+  if (next.network && !installed.network) return true;
+  const writeDir = next.fs_write_dir;
+  if (writeDir !== installed.fs_write_dir && installed.fs_write_dir !== '' && !writeDir.startsWith(`${installed.fs_write_dir}/`)) return true;
+  if (added(installed.env_allow, next.env_allow) || added(installed.client_requests, next.client_requests)) return true;
+  return !next.network && !installed.network && added(installed.egress, next.egress);
+}
+
 const LICENSE_NAMES: ReadonlySet<string> = new Set(licenseFiles.names.map((n) => n.toLowerCase()));
 
 /** Whether a regular file at the package root is named as a license is (LICENSE, LICENCE, COPYING, with .md/.txt). */

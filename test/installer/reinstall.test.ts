@@ -194,3 +194,36 @@ describe('signer', () => {
     expect(unwrap(await p.installer.install(plain2.archive, { checksum: plain2.checksum })).lock.version).toBe('2.0.0');
   });
 });
+
+describe('trust on upgrade', () => {
+  const capabilities = (m: Record<string, unknown>): Record<string, unknown> => m.declared_capabilities as Record<string, unknown>;
+
+  it('asks again when an upgrade by the same owner asks for more powers, and not when it asks for the same or fewer', async () => {
+    p = await testProfile('dev');
+    const asked: string[] = [];
+    const accept = (request: { version: string }): boolean => (asked.push(request.version), true);
+    unwrap(await p.installer.install(await greeter('greeter'), { accept }));
+    expect(asked).toEqual(['1.0.0']);
+    unwrap(await p.installer.install(await greeter('greeter-same', (m) => (m.version = '1.1.0')), { accept }));
+    const fewer = await greeter('greeter-fewer', (m) => {
+      m.version = '1.2.0';
+      capabilities(m).env_allow = [];
+    });
+    unwrap(await p.installer.install(fewer, { accept }));
+    expect(asked).toEqual(['1.0.0']);
+    const wider: [string, (m: Record<string, unknown>) => void][] = [
+      ['2.0.0', (m) => (capabilities(m).network = true)],
+      ['2.1.0', (m) => (capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'])],
+      ['2.2.0', (m) => (capabilities(m).egress = ['api.example.com:443'])],
+    ];
+    for (const [version, widen] of wider) {
+      const pkg = await greeter(`greeter-${version}`, (m) => {
+        m.version = version;
+        widen(m);
+      });
+      const declined = refusedWith(await p.installer.install(pkg, { accept: () => false }), 'PLUGIN_TRUST_DECLINED');
+      expect(declined.details).toMatchObject({ plugin_id: 'greeter' });
+    }
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.2.0');
+  });
+});
