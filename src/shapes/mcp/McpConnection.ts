@@ -57,7 +57,8 @@ export interface McpToolsChange {
  * after `initialize` and the fresh `tools/list` is checked beside it: if it
  * differs from the record in what the host uses (names, output schemas,
  * task support) or breaks the manifest, the connection ends with
- * `PLUGIN_TOOLS_MISMATCH` and every call on it fails.
+ * `PLUGIN_TOOLS_MISMATCH` and every call on it fails, an answer that came
+ * before the check included.
  */
 export interface McpToolRecord {
   /** The list verified at an earlier start of this code, if any (read while the plugin initializes). */
@@ -142,6 +143,8 @@ export class McpConnection {
   private outputValidators: ReadonlyMap<string, JsonSchemaValidator<unknown>> = new Map();
   /** Listed tools that accept only task-based execution, which the host does not offer. */
   private taskOnlyTools: ReadonlySet<string> = new Set();
+  /** A start that trusted a recorded list, until its fresh list passed: the failure it ends with, if it does. */
+  private recordCheck: Promise<HostError | undefined> | undefined;
 
   private constructor(
     readonly process: PluginProcess,
@@ -202,7 +205,7 @@ export class McpConnection {
       if (connection.currentMismatch === undefined) {
         // Only manifest-declared tools are ever routed, and this list was verified for this very code, so nothing
         // undeclared can be called before the fresh list is checked; a fresh list that disagrees ends the connection.
-        void connection.serializeListing(() => connection.checkAgainstRecord(recorded, settings.startupTimeoutMs));
+        connection.recordCheck = connection.serializeListing(() => connection.checkAgainstRecord(recorded, settings.startupTimeoutMs));
         return ok(connection);
       }
       settings.toolRecord?.forget();
@@ -222,11 +225,14 @@ export class McpConnection {
   }
 
   /** The first `tools/list` of a start that trusted the recorded list: the connection ends unless the two agree. */
-  private async checkAgainstRecord(recorded: readonly Tool[], timeoutMs: number): Promise<void> {
+  private async checkAgainstRecord(recorded: readonly Tool[], timeoutMs: number): Promise<HostError | undefined> {
     const listed = await this.listAllTools(timeoutMs);
     if (listed.isErr()) {
+      // Unless the host ended the connection itself, a list that never passed must not keep the record trusted: a
+      // plugin that failed or stalled tools/list on every start would otherwise never have its list checked.
+      if (this.fatal === undefined) this.settings.toolRecord?.forget();
       await this.end(listed.error);
-      return;
+      return listed.error;
     }
     this.adoptTools(listed.value);
     if (this.currentMismatch === undefined && !sameUsedParts(recorded, listed.value)) {
@@ -234,10 +240,15 @@ export class McpConnection {
         details: { undeclared: [], missing: [], differs_from_recorded: true },
       });
     }
-    if (this.currentMismatch === undefined) return;
+    const mismatch = this.currentMismatch;
+    if (mismatch === undefined) {
+      this.recordCheck = undefined;
+      return undefined;
+    }
     this.settings.toolRecord?.forget();
-    this.settings.logger.warn({ pid: this.process.pid, code: this.currentMismatch.code }, 'first tools/list disagrees with the recorded one; ending the connection');
-    await this.end(this.currentMismatch);
+    this.settings.logger.warn({ pid: this.process.pid, code: mismatch.code }, 'first tools/list disagrees with the recorded one; ending the connection');
+    await this.end(mismatch);
+    return mismatch;
   }
 
   /** Whether the process or its stdout is gone; the session then starts a new connection. */
@@ -347,6 +358,12 @@ export class McpConnection {
       onProgress: onProgress === undefined ? undefined : (progress) => this.reportProgress(name, onProgress, progress),
     });
     leaveCalls();
+    if (outcome.answered && this.recordCheck !== undefined) {
+      // An answer that came before the fresh list was checked is only handed out if the list passes, so that a
+      // process whose list disagrees serves no call at all, whichever of the two answers it sent first.
+      const refused = await this.recordCheck;
+      if (refused !== undefined) return err(refused);
+    }
     if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));
     const read = readCallToolResult(outcome.result);
     if (read.isErr()) return err(await this.failure(read.error, context));

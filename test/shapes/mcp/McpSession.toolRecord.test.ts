@@ -7,7 +7,8 @@ import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
 import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
 const server = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'list-order-server.mjs');
-const launchListOrder = (mode: string) => launchCommand([process.execPath, server], { env: { LIST_ORDER_MODE: mode } });
+const launchListOrder = (mode: string, echoPatch?: Record<string, unknown>) =>
+  launchCommand([process.execPath, server], { env: { LIST_ORDER_MODE: mode, ...(echoPatch === undefined ? {} : { LIST_ORDER_ECHO: JSON.stringify(echoPatch) }) } });
 
 const sessions: McpSession[] = [];
 afterEach(async () => {
@@ -32,8 +33,8 @@ function memoryRecord(recorded?: readonly Tool[]): McpToolRecord & { current: re
   return record;
 }
 
-const open = (mode: string, toolRecord: McpToolRecord | undefined, startupTimeoutMs = 30_000): McpSession => {
-  const session = McpSession.create({ launch: launchListOrder(mode), expectedTools: ['echo'], startupTimeoutMs, ...(toolRecord === undefined ? {} : { toolRecord }) })._unsafeUnwrap();
+const open = (mode: string, toolRecord: McpToolRecord | undefined, startupTimeoutMs = 30_000, echoPatch?: Record<string, unknown>): McpSession => {
+  const session = McpSession.create({ launch: launchListOrder(mode, echoPatch), expectedTools: ['echo'], startupTimeoutMs, ...(toolRecord === undefined ? {} : { toolRecord }) })._unsafeUnwrap();
   sessions.push(session);
   return session;
 };
@@ -79,5 +80,24 @@ describe('the recorded tool list of a verified start', () => {
 
     const checkedFirst = await open(mode, record).callTool('echo', { text: 'three' }, { timeoutMs: 1500 });
     expect(checkedFirst._unsafeUnwrapErr().code).toBe(mode === 'other-names' ? 'PLUGIN_TOOLS_MISMATCH' : 'PLUGIN_TIMEOUT');
+  });
+
+  it('a call the plugin answers before its changed list is refused too: no answer leaves a start before its fresh list is checked', async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    // The answer matches the recorded output schema and comes first; the list that follows names an undeclared tool.
+    const outcome = await open('call-first-other', record).callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
+    expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_TOOLS_MISMATCH');
+    expect(record.current).toBeUndefined();
+  });
+
+  it('a start that trusted the record and never answers tools/list serves no answer and drops the record, so the next start checks first', async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    const outcome = await open('list-never', record, 1500).callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
+    expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_TIMEOUT');
+    expect(record.current).toBeUndefined();
   });
 });
