@@ -17,6 +17,7 @@ import {
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
@@ -55,10 +56,9 @@ export interface McpToolsChange {
  * The tool list a start of the same pinned code verified before, and where a
  * newly verified one goes. With a recorded list the first call is sent right
  * after `initialize` and the fresh `tools/list` is checked beside it: if it
- * differs from the record in what the host uses (names, output schemas,
- * task support) or breaks the manifest, the connection ends with
- * `PLUGIN_TOOLS_MISMATCH` and every call on it fails, an answer that came
- * before the check included.
+ * differs from the record in any field of any tool or breaks the manifest,
+ * the connection ends with `PLUGIN_TOOLS_MISMATCH` and every call on it
+ * fails, an answer that came before the check included.
  */
 export interface McpToolRecord {
   /** The list verified at an earlier start of this code, if any (read while the plugin initializes). */
@@ -69,13 +69,24 @@ export interface McpToolRecord {
   readonly forget: () => void;
 }
 
-/** What of a listed tool the host routes and validates with: the part a recorded list must match. */
-const usedPart = (tool: Tool): unknown => [tool.name, tool.outputSchema ?? null, tool.execution?.taskSupport ?? null];
+const byKey = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Whether two lists agree in every part the host uses, in any order. */
-function sameUsedParts(recorded: readonly Tool[], fresh: readonly Tool[]): boolean {
-  const key = (tools: readonly Tool[]): string => JSON.stringify(tools.map(usedPart).sort((a, b) => String((a as unknown[])[0]).localeCompare(String((b as unknown[])[0]))));
-  return key(recorded) === key(fresh);
+/** A listed tool as JSON with every object's keys in order, so that only what a tool says, not how its keys were ordered, tells two apart. */
+const toolText = (tool: Tool): string => JSON.stringify(tool, (_key, value: unknown) => (isJsonObject(value) ? Object.fromEntries(Object.entries(value).sort(byKey)) : value));
+
+/**
+ * Whether two lists agree in every field of every tool, in any order: what the
+ * host routes and validates with (names, output schemas, task support) and
+ * what a client shown the list reads and acts on (title, description, input
+ * schema, annotations, icons, `_meta`).
+ */
+function sameTools(recorded: readonly Tool[], fresh: readonly Tool[]): boolean {
+  if (recorded.length !== fresh.length) return false;
+  const freshTexts = fresh.map(toolText).sort();
+  return recorded
+    .map(toolText)
+    .sort()
+    .every((text, i) => text === freshTexts[i]);
 }
 
 /** Fixed settings a connection gets from its session. */
@@ -235,7 +246,7 @@ export class McpConnection {
       return listed.error;
     }
     this.adoptTools(listed.value);
-    if (this.currentMismatch === undefined && !sameUsedParts(recorded, listed.value)) {
+    if (this.currentMismatch === undefined && !sameTools(recorded, listed.value)) {
       this.currentMismatch = hostError('PLUGIN_TOOLS_MISMATCH', 'plugin lists tools that differ from the list verified for the same code', {
         details: { undeclared: [], missing: [], differs_from_recorded: true },
       });
