@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { inflateRawSync } from 'node:zlib';
 import yauzl, { type Entry, type LocalFileHeader, type ZipFile } from 'yauzl';
+import { crc32 } from './crc32.js';
 import { safeEntryName, type SafeEntryName } from './entryName.js';
 import type { PackageLimits } from './limits.js';
 import { archiveInvalid, Refusal, refuseEntry, refuseLimit, type ArchiveRefusalReason } from './refusal.js';
@@ -101,15 +102,33 @@ function wholeEntry(reader: ArchiveReader, entry: Entry, local: LocalFileHeader,
   };
   const packed = Buffer.allocUnsafe(entry.compressedSize);
   if (readFully(reader.fd, packed, 0, packed.length, local.fileDataStart) < packed.length) corrupt('its data ends early');
-  if (entry.compressionMethod === STORED) return packed;
-  let data: Buffer;
-  try {
-    data = inflateRawSync(packed, { maxOutputLength: Math.max(1, entry.uncompressedSize) });
-  } catch (cause) {
-    return corrupt(String(cause));
+  let data = packed;
+  if (entry.compressionMethod !== STORED) {
+    try {
+      data = inflateRawSync(packed, { maxOutputLength: Math.max(1, entry.uncompressedSize) });
+    } catch (cause) {
+      return corrupt(String(cause));
+    }
+    if (data.length !== entry.uncompressedSize) corrupt(`it inflates to ${data.length} bytes, its header declares ${entry.uncompressedSize}`);
   }
-  if (data.length !== entry.uncompressedSize) corrupt(`it inflates to ${data.length} bytes, its header declares ${entry.uncompressedSize}`);
+  if (crc32(data) !== entry.crc32) corrupt(crcMismatch(entry));
   return data;
+}
+
+const crcMismatch = (entry: Entry): string => `its data does not match the CRC-32 its headers declare (${entry.crc32.toString(16).padStart(8, '0')})`;
+
+/**
+ * The member's bytes as they stream, refused at their end when they do not
+ * match the declared CRC-32: yauzl checks sizes, not the CRC, and another
+ * unzip would refuse such a member rather than install what it holds.
+ */
+async function* crcChecked(data: AsyncIterable<Uint8Array>, entry: Entry, name: string): AsyncGenerator<Uint8Array> {
+  let crc = 0;
+  for await (const chunk of data) {
+    crc = crc32(chunk, crc);
+    yield chunk;
+  }
+  if (crc !== entry.crc32) throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' is corrupt: ${crcMismatch(entry)}`));
 }
 
 /**
@@ -227,7 +246,7 @@ async function stageEntry(zip: ZipFile, reader: ArchiveReader, entry: Entry, tre
   // after the iterator has let go, which must not become an uncaught exception.
   data.on('error', () => undefined);
   try {
-    await tree.addFile(name, safe, executable, entry.uncompressedSize, data);
+    await tree.addFile(name, safe, executable, entry.uncompressedSize, crcChecked(data, entry, name));
   } catch (cause) {
     // yauzl reports a deflate stream that lies about its size, or a bad CRC, as a stream error.
     if (cause instanceof Refusal || (cause as NodeJS.ErrnoException).syscall !== undefined) throw cause;

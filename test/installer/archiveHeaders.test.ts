@@ -119,3 +119,31 @@ describe('zip local headers that disagree with the central directory', () => {
     await expectRefused(await stage('crc.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'header_mismatch', field: 'crc32' });
   });
 });
+
+describe('zip entries whose data does not match their CRC-32', () => {
+  /** Sets the CRC of the `index`-th entry to `crc32` in both its local header and its central record, so the two still agree. */
+  const withCrc = (zip: Buffer, index: number, crc32: number): Buffer => {
+    const out = patchLocalHeader(zip, index, { crc32 });
+    let seen = -1;
+    for (let at = 0; at + 46 <= out.length; at++) {
+      if (out.readUInt32LE(at) !== 0x02014b50 || ++seen !== index) continue;
+      out.writeUInt32LE(crc32, at + 16);
+      return out;
+    }
+    throw new Error(`no central record number ${index}`);
+  };
+  const big = Buffer.alloc(3 * 1024 * 1024, 'ab');
+
+  it.each([
+    ['a small stored entry', 'console.log(1)\n', false],
+    ['a small deflated entry', 'console.log(1)\n', true],
+    ['a streamed stored entry', big, false],
+    ['a streamed deflated entry', big, true],
+  ] as const)('refuses %s as malformed, naming the entry', async (_label, data, compress) => {
+    const zip = await zipOf([
+      { name: 'manifest.json', data: MANIFEST },
+      { name: 'aaaa.js', data, compress },
+    ]);
+    await expectRefused(await stage('crc.zip', withCrc(zip, 1, 0x12345678)), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'malformed', entry: 'aaaa.js' });
+  });
+});
