@@ -279,15 +279,16 @@ export class HttpSessionTransport implements Transport {
     if (ids.some((id, i) => this.#pending.has(id) || ids.indexOf(id) !== i)) {
       return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: a request id is already in use in this session');
     }
-    for (const message of messages) this.#notifications.observe(message);
+    for (const message of messages) {
+      this.#notifications.observe(message);
+      // Wherever it comes, alone or in a batch beside requests, a cancellation reaches the fast route too.
+      if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
+    }
     const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
     if (ids.length === 0) {
       // Notifications and answers to the server's own requests have nothing to wait for.
       res.writeHead(202).end();
-      for (const message of messages) {
-        if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
-        this.onmessage?.(message, extra);
-      }
+      for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
     const exchange: Exchange = { res, ids, answers: new Map(), batch, streaming: false, keepAlive: undefined };
