@@ -53,23 +53,27 @@ interface PreparedLaunch {
 }
 
 /**
- * Both halves of a launch once both settled. A failed check wins over the
- * verification (a plugin reinstalled meanwhile is pending restart, not
- * quarantined for its removed files), and whatever the other half holds is
- * released.
+ * Both halves of a launch once both settled, or what stopped it. A failed
+ * catalog check wins over either (a plugin reinstalled meanwhile is pending
+ * restart, not quarantined for its removed files), a failed preparation over
+ * the verification, and whatever the other half holds is released.
  */
-function bothPrepared(prepared: ResultAsync<PreparedLaunch, HostError>, verifying: ResultAsync<VerifiedExecutable, HostError>): ResultAsync<[PreparedLaunch, VerifiedExecutable], HostError> {
-  return ResultAsync.fromSafePromise(Promise.all([prepared, verifying])).andThen(([checked, verified]): Result<[PreparedLaunch, VerifiedExecutable], HostError> => {
-    if (checked.isErr()) {
+function bothPrepared(
+  checks: ResultAsync<void, HostError>,
+  prepared: ResultAsync<PreparedLaunch, HostError>,
+  verifying: ResultAsync<VerifiedExecutable, HostError>,
+): ResultAsync<[PreparedLaunch, VerifiedExecutable], HostError> {
+  return new ResultAsync(
+    (async (): Promise<Result<[PreparedLaunch, VerifiedExecutable], HostError>> => {
+      const [launch, verified] = await Promise.all([prepared, verifying]);
+      const both = launch.andThen((l) => verified.map((v): [PreparedLaunch, VerifiedExecutable] => [l, v]));
+      if (both.isOk()) return both;
+      if (launch.isOk()) launch.value.directories.close();
       if (verified.isOk()) verified.value.release();
-      return err(checked.error);
-    }
-    if (verified.isErr()) {
-      checked.value.directories.close();
-      return err(verified.error);
-    }
-    return ok([checked.value, verified.value]);
-  });
+      const checked = await checks;
+      return checked.isErr() ? err(checked.error) : both;
+    })(),
+  );
 }
 
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
@@ -116,21 +120,21 @@ export class PluginLauncher {
       if (policy.isErr()) return errAsync(policy.error);
       if (writeComponents.isErr()) return errAsync(writeComponents.error);
       if (launch.isErr()) return errAsync(launch.error);
-      // The pinned code is verified while the checks below run; nothing of it runs before they all passed.
+      // The pinned code is verified while the launch is prepared; nothing of it runs before every check passed.
       const verifying = this.#verifiedCode(plugin, adapter);
-      // The sandbox below is built from the catalog's capabilities: they must be the ones the install pinned.
-      const pinned: ResultAsync<unknown, HostError> = plugin.descriptor?.capabilities === undefined ? okAsync(undefined) : pinnedCapabilities(plugin);
-      const prepared = pinned
-        .andThen(() => this.#checkStillInstalled(plugin))
-        .andThen(() => spawner.pluginIdentity(dataRoot, id))
+      // Whether the catalog still pins this code with these capabilities: neither check shapes the launch, so both run
+      // beside it and the spawn's gate waits for them, as for the tree check: the plugin runs only once they passed.
+      const stillPinned = this.#stillPinned(plugin);
+      const reading = credentials.values(id, declared);
+      const prepared = spawner
+        .pluginIdentity(dataRoot, id)
         .andThen((identity) =>
           openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) }).map(
             (directories) => ({ identity, directories }),
           ),
         )
-        .andThen(({ identity, directories }) =>
-          credentials
-            .values(id, declared)
+        .asyncAndThen(({ identity, directories }) =>
+          reading
             .andThen((values) =>
               env.buildEnv({
                 parentEnv: config.env,
@@ -146,7 +150,7 @@ export class PluginLauncher {
               return errAsync(error);
             }),
         );
-      return bothPrepared(prepared, verifying)
+      return bothPrepared(stillPinned, prepared, verifying)
         .andThen(([{ identity, directories, pluginEnv }, executable]) =>
           // The spawner releases the verified descriptors and the directories whatever the outcome.
           spawner.spawn({
@@ -156,8 +160,9 @@ export class PluginLauncher {
             env: pluginEnv,
             directories,
             ...(identity === undefined ? {} : { identity }),
-            // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it passed.
-            gate: () => verifyBindingTree(binding),
+            // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it and the
+            // catalog checks passed (a failed catalog check is reported first).
+            gate: () => ResultAsync.combine([stillPinned, verifyBindingTree(binding)]).map(() => undefined),
           }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
@@ -210,6 +215,16 @@ export class PluginLauncher {
     const context = { copyDir: layout.execDir, random, config, launcherMountsMain: spawner.mountsMain };
     // A refused main file is reported as the tree check reports it, naming the file within its install root.
     return adapter.verifyMain(binding, context).orElse((error) => verifyBindingTree(binding).andThen(() => errAsync(error)));
+  }
+
+  /**
+   * That the catalog still pins the binding the session was built for, and
+   * the capabilities the sandbox is built from are the ones the install
+   * pinned; a reinstall is reported before a capabilities mismatch.
+   */
+  #stillPinned(plugin: InstalledPlugin): ResultAsync<void, HostError> {
+    const pinned = plugin.descriptor?.capabilities === undefined ? okAsync(undefined) : pinnedCapabilities(plugin).map(() => undefined);
+    return ResultAsync.combine([this.#checkStillInstalled(plugin), pinned]).map(() => undefined);
   }
 
   /** Another process may have upgraded or removed the plugin since this session was built; it then waits for the next open. */

@@ -1,11 +1,13 @@
 /**
  * A launch verifies the pinned code while its other checks run (the plugin's
  * user and directories, its credentials, its environment), and releases what
- * one half holds when the other fails. Real PluginHost, real canary plugin in
- * bubblewrap; the secret store is held back to catch the launch between the two.
+ * one half holds when the other fails; the catalog checks run beside the
+ * launcher's own start and hold the plugin back until they passed. Real
+ * PluginHost, real probe plugin in the default sandbox; the secret store is
+ * held back to catch the launch between the two halves.
  */
 import { readdirSync, readlinkSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +15,7 @@ import { hostError, type HostError } from '../../src/errors/HostError.js';
 import type { SecretStore } from '../../src/secrets/SecretStore.js';
 import { eventually } from '../support/eventually.js';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
-import { FIXTURES, HostPool, jsonOf } from '../support/hostHarness.js';
+import { FIXTURES, HostPool, jsonOf, packaged } from '../support/hostHarness.js';
 
 const pool = new HostPool();
 const packages: string[] = [];
@@ -102,5 +104,37 @@ describe('launch', () => {
     const answer = JSON.stringify(jsonOf((await host.call('plug.host-probe.env', {}))._unsafeUnwrap()));
     expect(answer).toContain(TOKEN);
     expect(verifiedCopiesHeld()).toEqual([]);
+  });
+
+  it('starts the launcher beside the catalog checks, and a failed check stops it before the plugin runs any code', async () => {
+    const dir = await pool.profile();
+    const installer = await pool.open(dir);
+    (await installer.install(await packaged('probe'), { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const home = join(dir, 'data', 'host-probe');
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, 'mode'), 'mark-start');
+    const starts = async (): Promise<string[]> => (await readFile(join(home, 'starts'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
+
+    const host = await pool.open(dir);
+    expect((await host.call('plug.host-probe.echo', { message: 'as installed' })).isOk()).toBe(true);
+    expect(await starts()).toHaveLength(1);
+    await host.close();
+
+    const catalogFile = join(dir, 'plugin-catalog.json');
+    const catalog = JSON.parse(await readFile(catalogFile, 'utf8')) as { plugins: Record<string, { capabilities: { env_allow: string[] } }> };
+    catalog.plugins['host-probe']!.capabilities.env_allow.push('AWS_SECRET_ACCESS_KEY');
+    await writeFile(catalogFile, JSON.stringify(catalog, null, 2));
+    const logged: string[] = [];
+    const record = (_fields: Record<string, unknown>, message: string): void => void logged.push(message);
+    const edited = await pool.open(dir, { logger: { debug: record, info: record, warn: record, error: record } });
+    const spawns: number[] = [];
+    edited.events.on('spawn', (e) => spawns.push(e.pid));
+    expect((await edited.call('plug.host-probe.echo', { message: 'widened' }))._unsafeUnwrapErr().code).toBe('PLUGIN_CAPABILITIES_MISMATCH');
+    // The launcher was started before the check refused, and was stopped (its tree gone) before the plugin ran.
+    expect(logged).toContain('spawning sandboxed plugin');
+    expect(logged).not.toContain('plugin process started');
+    expect(spawns).toEqual([]);
+    expect(await starts()).toHaveLength(1);
   });
 });
