@@ -146,6 +146,12 @@ function configFor(config: McpConfig, platform: string): McpConfig {
   };
 }
 
+/** The `user_config` entry named `key`: an own key only, so an inherited name (`constructor`, `toString`) names none. */
+function userConfigEntry(doc: BundleDocument, key: string): UserConfigEntry | undefined {
+  const entries = doc.user_config;
+  return entries !== undefined && Object.hasOwn(entries, key) ? entries[key] : undefined;
+}
+
 /** Collects what substitution finds: violations, missing required settings, and the settings it used. */
 class Substitution {
   readonly violations: Violation[] = [];
@@ -168,7 +174,7 @@ class Substitution {
       return '';
     }
     const key = name.slice('user_config.'.length);
-    const entry = this.doc.user_config?.[key];
+    const entry = userConfigEntry(this.doc, key);
     if (entry === undefined) {
       this.violations.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', pointer, `\${${name}} names a user_config key the manifest does not define`));
       return '';
@@ -179,7 +185,7 @@ class Substitution {
       );
       return '';
     }
-    const value = this.settings[key] ?? entry.default;
+    const value = (Object.hasOwn(this.settings, key) ? this.settings[key] : undefined) ?? entry.default;
     if (value === undefined) {
       if (entry.required === true) this.missing.add(key);
       return '';
@@ -307,7 +313,7 @@ function credentialsOf(doc: BundleDocument, env: Readonly<Record<string, string>
   for (const [name, value] of Object.entries(env)) {
     const lone = /^\$\{user_config\.([^}]*)\}$/.exec(value);
     const key = lone?.[1];
-    const entry = key === undefined ? undefined : doc.user_config?.[key];
+    const entry = key === undefined ? undefined : userConfigEntry(doc, key);
     if (key === undefined || entry?.sensitive !== true) {
       rest[name] = value;
       continue;
@@ -365,9 +371,10 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
     }
     tail = args;
   }
-  const settings: Record<string, SettingValue> = {};
+  // No prototype: a key such as __proto__ is a name like any other here.
+  const settings: Record<string, SettingValue> = Object.create(null) as Record<string, SettingValue>;
   for (const [key, given] of Object.entries(context.settings ?? {})) {
-    const checked = settingValue(key, given, doc.user_config?.[key]);
+    const checked = settingValue(key, given, userConfigEntry(doc, key));
     if (checked.isErr()) out.push(checked.error);
     else settings[key] = checked.value;
   }
@@ -406,8 +413,8 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
     if (hasViolations(out)) return { violations: out };
   }
   for (const key of Object.keys(doc.user_config ?? {})) {
-    const entryConfig = doc.user_config?.[key];
-    if (entryConfig?.sensitive !== true && !substitution.used.has(key) && settings[key] === undefined && entryConfig?.default !== undefined) settings[key] = entryConfig.default;
+    const entryConfig = userConfigEntry(doc, key);
+    if (entryConfig?.sensitive !== true && !substitution.used.has(key) && !Object.hasOwn(settings, key) && entryConfig?.default !== undefined) settings[key] = entryConfig.default;
   }
   return {
     violations: [],

@@ -186,6 +186,15 @@ describe('MCP Bundles: refusals', () => {
       at('PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/args/1'),
     ],
     ['a desktop folder', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs', '${DOCUMENTS}'] } }), at('PLUGIN_BUNDLE_UNSUPPORTED', '/server/mcp_config/args/1')],
+    // An inherited property of a plain object is no user_config key: it must not pass as one (its value would be a function).
+    [
+      'a placeholder naming an inherited property as a user_config key',
+      probeManifest(
+        { user_config: { label: { type: 'string', title: 'Label', description: 'label', default: 'x' } } },
+        { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs', '${user_config.constructor}'] } },
+      ),
+      at('PLUGIN_MANIFEST_INVALID', '/server/mcp_config/args/1'),
+    ],
     ['a denylisted env var', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')],
     // Its server starts once to list its tools before the env is judged: that start must not get the denied name either.
     [
