@@ -14,7 +14,9 @@
  * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
  * sandbox's own /dev/shm, which is always mounted).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
- * mount, IPC, UTS and control group namespaces: --cover DIR (an empty tmpfs over DIR),
+ * mount, IPC, UTS and control group namespaces, in a fresh root that holds of
+ * the host's / only the top-level directories the options reach into (and the
+ * host's top-level links into them), /proc and the covered directories: --cover DIR (an empty tmpfs over DIR),
  * --dir PATH (a directory inside a cover), --symlink TARGET PATH (a link inside a cover), --bind PATH ro|rw (the host's
  * tree at PATH, cloned before any mount; its mount point, a directory or a
  * file like the tree, is made when missing), --bind-fd FD PATH ro|rw, --file FD
@@ -28,6 +30,7 @@
  * and exits 1 before the plugin ran.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -567,6 +570,91 @@ static int clone_descriptor(int fd, const char *target) {
   return tree;
 }
 
+/* Whether path's first component is name ("usr" for /usr/lib, or for usr/bin, a link's relative target). */
+static int starts_with_top(const char *path, const char *name) {
+  while (*path == '/') path++;
+  size_t length = strcspn(path, "/");
+  return length == strlen(name) && strncmp(path, name, length) == 0;
+}
+
+/* Whether /name is covered itself (not only something below it). */
+static int covers_top(const struct spec *spec, const char *name) {
+  for (int i = 0; i < spec->op_count; i++) {
+    const char *path = spec->ops[i].path;
+    if (spec->ops[i].kind != OP_COVER || !starts_with_top(path, name)) continue;
+    path += strspn(path, "/") + strlen(name);
+    if (strspn(path, "/") == strlen(path)) return 1;
+  }
+  return 0;
+}
+
+/* A top-level directory the sandbox shows as the host has it: one the spec reaches into (a system directory), neither covered nor /proc. */
+static int shown_from_host(const struct spec *spec, const char *name) {
+  if (strcmp(name, "proc") == 0 || covers_top(spec, name)) return 0;
+  for (int i = 0; i < spec->op_count; i++)
+    if (spec->ops[i].path != NULL && starts_with_top(spec->ops[i].path, name)) return 1;
+  return 0;
+}
+
+/*
+ * Moves the sandbox into a fresh root holding only the top-level directories the spec shows from the host (recursive
+ * clones), the host's top-level links into them (merged /usr's /bin), an empty directory for each cover, and the fresh
+ * /proc; the host's tree is then detached. Covering a host directory in place hid its files but not the mounts below it
+ * (/proc/self/mountinfo listed every one), nor a file at / (stat needs no Landlock right) or a directory made at / after
+ * the host listed it, whose sockets a plugin with network could connect to. The fresh /proc is mounted before the host's
+ * is detached: in a user namespace the kernel mounts a proc only where a fully visible one is already mounted.
+ */
+static void enter_fresh_root(const struct spec *spec) {
+  /* Staged on /proc, which every host has and the fresh root replaces. */
+  attach(detached_tmpfs("0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "root"), "/proc", "root");
+  int root = open_no_symlinks("/proc", O_PATH | O_DIRECTORY);
+  if (root < 0) fail_errno("root", "fresh root");
+  DIR *host = opendir("/");
+  if (host == NULL) fail_errno("root", "/");
+  for (struct dirent *entry; (entry = readdir(host)) != NULL;) {
+    const char *name = entry->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+    char path[4096], target[4096];
+    snprintf(path, sizeof path, "/%s", name);
+    struct stat st;
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode) && shown_from_host(spec, name)) {
+      if (mkdirat(root, name, 0755) != 0) fail_errno("root", path);
+      int tree = clone_tree(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+      if (tree < 0) fail_errno("root", path);
+      if (syscall(SYS_move_mount, tree, "", root, name, MOVE_MOUNT_F_EMPTY_PATH) != 0) fail_errno("root", path);
+      close(tree);
+    } else if (S_ISLNK(st.st_mode)) {
+      ssize_t length = readlink(path, target, sizeof target - 1);
+      if (length < 0) continue;
+      target[length] = '\0';
+      const char *first = target + strspn(target, "/");
+      char first_name[256];
+      snprintf(first_name, sizeof first_name, "%.*s", (int)strcspn(first, "/"), first);
+      if (shown_from_host(spec, first_name) && symlinkat(target, root, name) != 0) fail_errno("root", path);
+    }
+  }
+  closedir(host);
+  /* A cover of a directory the host lacks still gets its mount point, as the fresh /proc does. */
+  for (int i = 0; i < spec->op_count; i++) {
+    const char *path = spec->ops[i].path;
+    if (spec->ops[i].kind != OP_COVER) continue;
+    if (strcmp(path, "/") == 0) fail("cover", "the root directory cannot be covered");
+    if (strchr(path + 1, '/') == NULL && mkdirat(root, path + 1, 0755) != 0 && errno != EEXIST) fail_errno("root", path);
+  }
+  /* The sandbox's own /dev/shm is always mounted, even where the spec shows no /dev. */
+  if (!covers_top(spec, "dev") && !shown_from_host(spec, "dev") && (mkdirat(root, "dev", 0755) != 0 || mkdirat(root, "dev/shm", 0755) != 0))
+    fail_errno("root", "/dev/shm");
+  if (mkdirat(root, "proc", 0555) != 0) fail_errno("root", "/proc");
+  set_mount_attr(root, MOUNT_ATTR_RDONLY, "root", "read-only");
+  if (mount("proc", "/proc/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail_errno("proc", "/proc");
+  if (fchdir(root) != 0) fail_errno("root", "chdir");
+  if (syscall(SYS_pivot_root, ".", ".") != 0) fail_errno("root", "pivot_root");
+  if (umount2(".", MNT_DETACH) != 0) fail_errno("root", "detach the host's tree");
+  if (chdir("/") != 0) fail_errno("root", "chdir /");
+  close(root);
+}
+
 static void apply_mounts(struct spec *spec) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail_errno("private", "/");
   /* Every source is cloned before the first cover could hide it. */
@@ -592,12 +680,11 @@ static void apply_mounts(struct spec *spec) {
    */
   struct launcher_mount_attr read_only = {.attr_set = MOUNT_ATTR_RDONLY};
   if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &read_only, sizeof read_only) != 0) fail_errno("read-only", "/");
-  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) fail_errno("proc", "/proc");
+  enter_fresh_root(spec);
   for (int i = 0; i < spec->op_count; i++) {
     struct op *op = &spec->ops[i];
     switch (op->kind) {
       case OP_COVER:
-        if (strcmp(op->path, "/") == 0) fail("cover", "the root directory cannot be covered");
         attach(detached_tmpfs("0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "cover"), op->path, "cover");
         break;
       case OP_DIR:

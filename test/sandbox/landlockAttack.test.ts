@@ -163,6 +163,46 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     for (const line of lines) expect(line).toMatch(/^\d+:[^:]*:\/$/);
   });
 
+  // Covering a directory hides its files but not the host's mounts inside it: /proc/self/mountinfo would list every one
+  // (a home on its own device, a USB stick's label under /media, a network share and its server under /mnt, the
+  // host's control group hierarchies), as bubblewrap's fresh root does not.
+  it.runIf(process.getuid?.() === 0)('a plugin learns nothing of the host\'s mounts from /proc/self/mountinfo', async () => {
+    const hostMount = join('/var/tmp', `mcp-attack-${process.pid}-mount`);
+    mkdirSync(hostMount, { recursive: true });
+    const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4k', 'mcp-attack-share', hostMount], { encoding: 'utf8' });
+    expect(mounted.status, mounted.stderr).toBe(0);
+    try {
+      const report = await attack(spawner, ['read:/proc/self/mountinfo']);
+      const mountPoints = report['read:/proc/self/mountinfo']!.trim().split('\n').map((line) => line.split(' ')[4]!);
+      expect(mountPoints).toContain('/proc');
+      expect(mountPoints.filter((point) => point.includes(`mcp-attack-${process.pid}`) || point.startsWith('/sys/fs/cgroup'))).toEqual([]);
+    } finally {
+      spawnSync('umount', [hostMount]);
+      rmSync(hostMount, { recursive: true, force: true });
+    }
+  });
+
+  // The root directory lists names of the host's own (a marker such as /.dockerenv, a swap file) and gains new ones
+  // while the host runs (a volume mounted on a directory made at /); each must be absent, a socket there unreachable.
+  it.runIf(process.getuid?.() === 0)('a networked plugin finds neither a file at / nor a directory made there after the host started', async () => {
+    await attack(spawner, [], { network: true });
+    const topFile = `/mcp-attack-${process.pid}.txt`;
+    const topDir = `/mcp-attack-${process.pid}`;
+    const socket = join(topDir, 'sock');
+    writeFileSync(topFile, 'host file');
+    mkdirSync(topDir, { recursive: true });
+    const server = await unixServer(socket);
+    try {
+      const report = await attack(spawner, [`stat:${topFile}`, `stat:${topDir}`, `connect:${socket}`], { network: true });
+      expect(report).toEqual({ [`stat:${topFile}`]: 'ENOENT', [`stat:${topDir}`]: 'ENOENT', [`connect:${socket}`]: 'ENOENT' });
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
+      rmSync(topDir, { recursive: true, force: true });
+      rmSync(topFile, { force: true });
+    }
+  });
+
   // Not an attack: the guard against one. The host's tree is read-only in the sandbox, so a writable directory the
   // launcher does not mount (one given by path inside a system directory) would be read-only too.
   it('a writeDir given by path inside a system directory stays writable', async () => {
