@@ -2,12 +2,13 @@
  * The gateway and the host's observability, each figure beside a baseline
  * measured in the same run:
  *
- * - HTTP gateway throughput: 32 lean HTTP clients (keep-alive node:http, in
- *   a process of their own), each one call at a time, all at once, through
- *   `serveGateway`, against one SDK Client with 32 calls in flight straight
- *   to the plugin; and (design notes) the same with 32 SDK Clients over
- *   Streamable HTTP, and those against a canned endpoint that only answers,
- *   the most the SDK clients can drive;
+ * - HTTP gateway throughput: 32 raw HTTP clients (one keep-alive node:net
+ *   connection and session each, in a process of their own), each one call
+ *   at a time, all at once, through `serveGateway` of the package as built,
+ *   against one SDK Client with 32 calls in flight straight to the plugin;
+ *   and (design notes) the same with 32 lean node:http clients, with 32 SDK
+ *   Clients over Streamable HTTP, and those against a canned endpoint that
+ *   only answers, the most the SDK clients can drive;
  * - the per-call cost of the OpenTelemetry instrumentation when no provider
  *   is registered: `HostTelemetry.call` around work that is already done,
  *   against the same work unwrapped.
@@ -17,66 +18,91 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { okAsync } from 'neverthrow';
-import { PluginHost, serveGateway } from '../src/index.js';
 import { HostTelemetry } from '../src/observability/telemetry.js';
-import { result, type BenchResult } from './harness.js';
+import { median, result, type BenchResult } from './harness.js';
+import { buildCli } from './support/builtCli.js';
 import { withHelloProfile } from './support/helloProfile.js';
+import { cpuUsOf, descendants } from './support/processCpu.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
 const CANNED_SCRIPT = join(REPO, 'bench/support/cannedMcpEndpoint.ts');
 const CLIENTS = 32;
-const CALLS_PER_CLIENT = 40;
-/** Calls per client before the measured runs, in bench/support/gatewayClients.ts. */
-const WARMUP_CALLS_PER_CLIENT = 10;
+const CALLS_PER_CLIENT = 150;
+/** Calls per client of each kind before the measured runs, in bench/support/gatewayClients.ts: the gateway's code is tiered up by V8 first. */
+const WARMUP_CALLS_PER_CLIENT = 100;
 const RUNS = 5;
 const TOKEN = 'bench-token-0123456789abcdef';
 const TELEMETRY_CALLS = 200_000;
 
-/** The canned endpoint in a process of its own, and its URL; it stops when its stdin ends. */
-async function cannedEndpoint(): Promise<{ url: string; stop: () => void }> {
+/** The canned endpoint in a process of its own, its URL and pid; it stops when its stdin ends. */
+async function cannedEndpoint(): Promise<{ url: string; pid: number; stop: () => void }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CANNED_SCRIPT], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
   const [line] = (await once(child.stdout, 'data')) as [Buffer];
   const { url } = JSON.parse(line.toString('utf8')) as { url: string };
-  return { url, stop: () => child.stdin.end() };
+  return { url, pid: child.pid ?? 0, stop: () => child.stdin.end() };
 }
 
-/** What bench/support/gatewayClients.ts measured, and this process's CPU time during its runs of each kind of gateway client, in µs. */
-interface ClientRuns {
-  readonly gateway: number[];
-  readonly lean: number[];
-  readonly direct: number[];
-  readonly canned: number[];
-  readonly clientCpuUsPerCall: number;
-  readonly leanClientCpuUsPerCall: number;
-  readonly gatewayCpuUs: { gateway: number; lean: number };
+/** The kinds of client that call through the gateway. */
+type GatewaySide = 'gateway' | 'lean' | 'raw';
+type PerSide = Record<GatewaySide, number>;
+
+/** What bench/support/gatewayClients.ts measured, with the CPU time of this process and of the plugin's during its runs of each kind of gateway client, in µs. */
+interface ClientRuns extends Record<GatewaySide | 'direct' | 'canned', number[]> {
+  readonly clientCpuUsPerCall: PerSide;
+  readonly gatewayCpuUs: PerSide;
+  readonly pluginCpuUs: PerSide;
 }
 
-/** Runs the clients' process; at each of its marks, reads this process's CPU time and lets it go on. */
-async function runClients(plan: Readonly<Record<string, unknown>>): Promise<ClientRuns> {
+/**
+ * Runs the clients' process; at each of its marks, reads the CPU time of
+ * this process and of the gateway's plugin (every process under this one but
+ * the clients' and the canned endpoint's) and lets it go on.
+ */
+async function runClients(plan: Readonly<Record<string, unknown>>, cannedPid: number): Promise<ClientRuns> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
-  const gatewayCpuUs = { gateway: 0, lean: 0 };
+  const gatewayCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0 };
+  const pluginCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0 };
+  const plugin = (): number => cpuUsOf(descendants(process.pid, [child.pid ?? 0, cannedPid]));
   let begun = process.cpuUsage();
+  let pluginBegun = 0;
   let last = '';
   for await (const line of createInterface({ input: child.stdout })) {
-    const message = JSON.parse(line) as { mark?: 'begin' | 'end'; side?: 'gateway' | 'lean' };
-    if (message.mark === 'begin') begun = process.cpuUsage();
-    else if (message.mark === 'end' && message.side !== undefined) {
+    const message = JSON.parse(line) as { mark?: 'begin' | 'end'; side?: GatewaySide };
+    if (message.mark === 'begin') {
+      pluginBegun = plugin();
+      begun = process.cpuUsage();
+    } else if (message.mark === 'end' && message.side !== undefined) {
       const used = process.cpuUsage(begun);
       gatewayCpuUs[message.side] += used.user + used.system;
+      pluginCpuUs[message.side] += plugin() - pluginBegun;
     } else last = line;
     if (message.mark !== undefined) child.stdin.write('\n');
   }
   const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(`bench/support/gatewayClients.ts exited with ${String(code)}`);
-  return { ...(JSON.parse(last) as Omit<ClientRuns, 'gatewayCpuUs'>), gatewayCpuUs };
+  return { ...(JSON.parse(last) as Omit<ClientRuns, 'gatewayCpuUs' | 'pluginCpuUs'>), gatewayCpuUs, pluginCpuUs };
 }
 
+/** The median over runs of each run's value/baseline (the runs of both sides alternate). */
+const pairedRatio = (values: readonly number[], baselines: readonly number[]): number => median(values.map((value, i) => value / (baselines[i] ?? Number.NaN)));
+
 async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult[]> {
+  // The gateway as the package ships it (tsup's build), not the sources as tsx runs them.
+  const built = await buildCli();
+  try {
+    const library = (await import(pathToFileURL(join(dirname(built.entry), 'index.js')).href)) as typeof import('../src/index.js');
+    return await httpThroughputOf(library, profileDir, helloEntry);
+  } finally {
+    await built.remove();
+  }
+}
+
+async function httpThroughputOf({ PluginHost, serveGateway }: typeof import('../src/index.js'), profileDir: string, helloEntry: string): Promise<BenchResult[]> {
   const opened = await PluginHost.open({ profileDir, profileKind: 'dev', maxInFlight: CLIENTS });
   if (opened.isErr()) throw opened.error;
   const host = opened.value;
@@ -86,11 +112,27 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
   const canned = await cannedEndpoint();
   const plan = { url: gateway.url, cannedUrl: canned.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
   try {
-    const measured = await runClients(plan);
+    const measured = await runClients(plan, canned.pid);
     // What this process did during a gateway run was serving that run's calls; the canned endpoint has its own process.
     const measuredCalls = CLIENTS * CALLS_PER_CLIENT * RUNS;
-    const cpuPerCallUs = measured.gatewayCpuUs.gateway / measuredCalls;
-    const leanCpuPerCallUs = measured.gatewayCpuUs.lean / measuredCalls;
+    const perCall = (side: GatewaySide): string =>
+      `clients ${measured.clientCpuUsPerCall[side].toFixed(0)} µs, gateway ${(measured.gatewayCpuUs[side] / measuredCalls).toFixed(0)} µs, plugin ${(measured.pluginCpuUs[side] / measuredCalls).toFixed(0)} µs`;
+    const rawThroughput = {
+      ...result(
+        {
+          name: `Gateway HTTP throughput, ${CLIENTS} concurrent raw HTTP clients (sandboxed plugin)`,
+          unit: 'calls/s',
+          baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
+          compare: 'ratio',
+          target: 0.7,
+          better: 'higher',
+          note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating with the rows below after ${CLIENTS} × ${WARMUP_CALLS_PER_CLIENT} warm-up calls per kind of client; the ratio is the median of the runs' own ratios. The gateway is the package as built (tsup), with its host (maxInFlight ${CLIENTS}) in the bench's process. The clients cost as little as a real one can, so that the gateway and not the client is measured: ${CLIENTS} keep-alive node:net connections, one session each, every POST carrying the bearer token, Mcp-Session-Id, MCP-Protocol-Version, Accept and Content-Type, the request bytes built once per connection but for the JSON-RPC id; each answer's status, Content-Length and JSON body are checked (200, its own id, a result, not a tool error), anything else fails the run (bench/support/rawMcpHttpClient.ts). CPU per call (all threads): ${perCall('raw')}; three processes share 2 cores, docs/performance.md 'Gateway over HTTP' says where the time goes`,
+        },
+        measured.raw,
+        measured.direct,
+      ),
+      pairedRatio: pairedRatio(measured.raw, measured.direct),
+    };
     const leanThroughput = result(
       {
         name: `Gateway HTTP throughput, ${CLIENTS} concurrent lean HTTP clients (sandboxed plugin)`,
@@ -99,7 +141,8 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         compare: 'ratio',
         target: 0.7,
         better: 'higher',
-        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating with the rows below; the clients are lean on purpose, so that the gateway and not the client is what is measured: ${CLIENTS} keep-alive node:http connections, one session each, JSON POSTs of tools/call accepting application/json and text/event-stream (bench/support/leanMcpHttpClient.ts), in a process of their own that spent ${measured.leanClientCpuUsPerCall.toFixed(0)} µs of CPU per call; the gateway and its host (maxInFlight ${CLIENTS}) in this one, which spent ${leanCpuPerCallUs.toFixed(0)} µs of CPU per call (HTTP, the tools/call fast path, host.call, the plugin's pipe). Three processes share 2 cores here: docs/performance.md 'Gateway over HTTP' says where the time goes`,
+        role: 'design',
+        note: `the runs of the row above with ${CLIENTS} lean node:http clients in place of the raw ones: keep-alive node:http, one session each, a JSON POST of tools/call built per call, answers read as JSON or SSE (bench/support/leanMcpHttpClient.ts); CPU per call: ${perCall('lean')}. Node's HTTP client machinery costs the clients more than the gateway spends`,
       },
       measured.lean,
       measured.direct,
@@ -113,7 +156,7 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
         target: 0.7,
         better: 'higher',
         role: 'design',
-        note: `the runs of the row above with ${CLIENTS} SDK Clients over Streamable HTTP (bench/support/gatewayClients.ts) in place of the lean ones; the gateway's process spent ${cpuPerCallUs.toFixed(0)} µs of CPU per call (HTTP, the tools/call fast path, host.call); the clients' process spent ${measured.clientCpuUsPerCall.toFixed(0)} µs per call, which alone caps what these clients can drive (next row), so this row measures the SDK client more than the gateway`,
+        note: `the runs of the rows above with ${CLIENTS} SDK Clients over Streamable HTTP (bench/support/gatewayClients.ts); CPU per call: ${perCall('gateway')}; the SDK clients' own cost caps what they can drive (next row), so this row measures the SDK client more than the gateway`,
       },
       measured.gateway,
       measured.direct,
@@ -132,7 +175,7 @@ async function httpThroughput(profileDir: string, helloEntry: string): Promise<B
       measured.gateway,
       measured.canned,
     );
-    return [leanThroughput, throughput, ceiling];
+    return [rawThroughput, leanThroughput, throughput, ceiling];
   } finally {
     canned.stop();
     await gateway.close();

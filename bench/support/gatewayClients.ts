@@ -2,12 +2,13 @@
  * The client side of the gateway throughput benchmark, in a process of its
  * own so that the clients' HTTP and SSE work is not counted against the
  * gateway: `clients` SDK Clients over Streamable HTTP to the gateway, each
- * one call at a time; as many lean clients (bench/support/leanMcpHttpClient.ts)
- * the same way, so that the gateway and not the client is what bounds them;
- * one SDK Client with `clients` calls in flight straight to the plugin over
- * stdio; and as many SDK Clients to the canned endpoint at `cannedUrl` (the
- * most those clients can drive). Prints
- * `{"gateway":[…],"lean":[…],"direct":[…],"canned":[…],"clientCpuUsPerCall":…,"leanClientCpuUsPerCall":…}`
+ * one call at a time; as many raw clients (bench/support/rawMcpHttpClient.ts)
+ * and as many lean ones (bench/support/leanMcpHttpClient.ts) the same way,
+ * so that the gateway and not the client is what bounds them; one SDK Client
+ * with `clients` calls in flight straight to the plugin over stdio; and as
+ * many SDK Clients to the canned endpoint at `cannedUrl` (the most those
+ * clients can drive). Prints
+ * `{"gateway":[…],"lean":[…],"raw":[…],"direct":[…],"canned":[…],"clientCpuUsPerCall":{"gateway":…,"lean":…,"raw":…}}`
  * (calls per second of each run, and this process's CPU per gateway call of
  * each kind of client) as the last line on stdout. Around each gateway run
  * it prints `{"mark":"begin"|"end","side":…}` and waits for a line on stdin,
@@ -20,6 +21,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createInterface } from 'node:readline';
 import { LeanMcpHttpClient } from './leanMcpHttpClient.js';
+import { RawMcpHttpClient } from './rawMcpHttpClient.js';
 
 interface Plan {
   readonly url: string;
@@ -69,41 +71,48 @@ const leanClients = await Promise.all(
     return client;
   }),
 );
+const rawClients = await Promise.all(
+  Array.from({ length: plan.clients }, async () => {
+    const client = new RawMcpHttpClient(plan.url, plan.token);
+    await client.open(plan.opId, ARGS);
+    return client;
+  }),
+);
 const cannedClients = await connectHttp(plan.cannedUrl);
 const direct = new Client({ name: 'bench-direct', version: '0.0.0' }, { capabilities: {} });
 await direct.connect(new StdioClientTransport({ command: process.execPath, args: [plan.entry], stderr: 'pipe' }));
 
 const viaGateway = httpClients.map((client) => () => client.callTool({ name: plan.opId, arguments: ARGS }));
 const viaLean = leanClients.map((client) => () => client.callTool(plan.opId, ARGS));
+const viaRaw = rawClients.map((client) => () => client.call());
 const viaDirect = httpClients.map(() => () => direct.callTool({ name: plan.tool, arguments: ARGS }));
 const viaCanned = cannedClients.map((client) => () => client.callTool({ name: plan.tool, arguments: ARGS }));
 await callsPerSecond(viaGateway, plan.warmupPerClient);
 await callsPerSecond(viaLean, plan.warmupPerClient);
+await callsPerSecond(viaRaw, plan.warmupPerClient);
 await callsPerSecond(viaDirect, plan.warmupPerClient);
 await callsPerSecond(viaCanned, plan.warmupPerClient);
-const gateway: number[] = [];
-const lean: number[] = [];
-const directRuns: number[] = [];
-const canned: number[] = [];
-let gatewayCpuUs = 0;
-let leanCpuUs = 0;
-const sides = ['gateway', 'lean', 'direct', 'canned'] as const;
+const throughGateway = { gateway: viaGateway, lean: viaLean, raw: viaRaw } as const;
+const runs = { gateway: [] as number[], lean: [] as number[], raw: [] as number[], direct: [] as number[], canned: [] as number[] };
+const cpuUs = { gateway: 0, lean: 0, raw: 0 };
+const sides = ['gateway', 'lean', 'raw', 'direct', 'canned'] as const;
 for (let run = 0; run < plan.runs; run++) {
-  // Which side goes first rotates, so drift in machine load falls on all three.
+  // Which side goes first rotates, so drift in machine load falls on all of them.
   for (const side of [...sides.slice(run % sides.length), ...sides.slice(0, run % sides.length)]) {
-    if (side === 'gateway' || side === 'lean') {
+    if (side === 'direct') runs.direct.push(await callsPerSecond(viaDirect, plan.perClient));
+    else if (side === 'canned') runs.canned.push(await callsPerSecond(viaCanned, plan.perClient));
+    else {
       await mark('begin', side);
       const before = process.cpuUsage();
-      (side === 'gateway' ? gateway : lean).push(await callsPerSecond(side === 'gateway' ? viaGateway : viaLean, plan.perClient));
+      runs[side].push(await callsPerSecond(throughGateway[side], plan.perClient));
       const used = process.cpuUsage(before);
       await mark('end', side);
-      if (side === 'gateway') gatewayCpuUs += used.user + used.system;
-      else leanCpuUs += used.user + used.system;
-    } else if (side === 'direct') directRuns.push(await callsPerSecond(viaDirect, plan.perClient));
-    else canned.push(await callsPerSecond(viaCanned, plan.perClient));
+      cpuUs[side] += used.user + used.system;
+    }
   }
 }
-await Promise.all([...httpClients.map((c) => c.close()), ...leanClients.map((c) => c.close()), ...cannedClients.map((c) => c.close()), direct.close()]);
+await Promise.all([...httpClients, ...leanClients, ...rawClients, ...cannedClients, direct].map((c) => c.close()));
 const measuredCalls = plan.runs * plan.clients * plan.perClient;
-process.stdout.write(`${JSON.stringify({ gateway, lean, direct: directRuns, canned, clientCpuUsPerCall: gatewayCpuUs / measuredCalls, leanClientCpuUsPerCall: leanCpuUs / measuredCalls })}\n`);
+const clientCpuUsPerCall = { gateway: cpuUs.gateway / measuredCalls, lean: cpuUs.lean / measuredCalls, raw: cpuUs.raw / measuredCalls };
+process.stdout.write(`${JSON.stringify({ ...runs, clientCpuUsPerCall })}\n`);
 process.stdin.destroy();
