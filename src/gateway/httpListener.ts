@@ -14,6 +14,7 @@ import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { lastVerdictOf } from './lastVerdict.js';
 import { HttpSessionTransport, isInitialize, readPostedMessages, TRANSPORT_ERROR_CODES, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
 
 /** An HTTP client known by its own bearer token, with its own policy. */
@@ -71,10 +72,8 @@ interface Session {
 
 const MCP_PATH = '/mcp';
 
-function sameToken(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
+function sameToken(given: Buffer, expected: Buffer): boolean {
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** Whether a URL (an Origin) names this machine by a loopback host name. */
@@ -139,19 +138,24 @@ export function listenHttp(
     });
   };
 
+  const tokens = clients.map((c) => ({ client: c, token: Buffer.from(c.token) }));
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const given = match?.[1];
-    return given === undefined ? undefined : clients.find((c) => sameToken(given, c.token));
+    if (given === undefined) return undefined;
+    const presented = Buffer.from(given);
+    return tokens.find((t) => sameToken(presented, t.token))?.client;
   };
+  const loopbackOrigin = lastVerdictOf(loopbackUrl);
+  const loopbackHost = lastVerdictOf((host) => loopbackUrl(`http://${host}`));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const origin = req.headers.origin;
-    if (origin !== undefined && !loopbackUrl(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
+    if (origin !== undefined && !loopbackOrigin(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
     // On loopback, a Host that is not a loopback name is a DNS-rebound page even when it sends no Origin.
-    if (loopbackBind && !loopbackUrl(`http://${req.headers.host ?? ''}`)) return refuse(res, 403, `host ${req.headers.host ?? '(none)'} is not allowed`);
-    if (new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
+    if (loopbackBind && !loopbackHost(req.headers.host ?? '')) return refuse(res, 403, `host ${req.headers.host ?? '(none)'} is not allowed`);
+    if (req.url !== MCP_PATH && new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
     const client = clientOf(req);
     if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
     const sessionId = req.headers['mcp-session-id'];

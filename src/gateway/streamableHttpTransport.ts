@@ -17,6 +17,7 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import { ErrorCode, type JSONRPCMessage, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+import { lastVerdictOf } from './lastVerdict.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
 import type { FastRequestRoute } from './stdioTransport.js';
 
@@ -85,6 +86,15 @@ function acceptsEventStream(req: IncomingMessage): boolean {
   return accepts(mediaTypes(req.headers.accept), 'text/event-stream');
 }
 
+/** Whether an Accept header names both JSON and SSE, as a POST's must. */
+const acceptsJsonAndEventStream = lastVerdictOf((header) => {
+  const accepted = mediaTypes(header);
+  return accepts(accepted, 'application/json') && accepts(accepted, 'text/event-stream');
+});
+
+/** Whether a Content-Type header says JSON. */
+const jsonContent = lastVerdictOf((header) => mediaTypes(header).has('application/json'));
+
 /** The body, or why there is none: larger than `maxBytes`, or the client went away first. */
 function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'aborted'> {
   return new Promise((resolve) => {
@@ -130,12 +140,11 @@ export interface PostLimits {
  * Undefined when it has answered the request itself with the refusal.
  */
 export async function readPostedMessages(req: IncomingMessage, res: ServerResponse, limits: PostLimits): Promise<PostedMessages | undefined> {
-  const accepted = mediaTypes(req.headers.accept);
-  if (!accepts(accepted, 'application/json') || !accepts(accepted, 'text/event-stream')) {
+  if (!acceptsJsonAndEventStream(req.headers.accept ?? '')) {
     writeJsonRpcError(res, 406, TRANSPORT_ERROR_CODES.refused, 'Not Acceptable: a POST must accept both application/json and text/event-stream');
     return undefined;
   }
-  if (!mediaTypes(req.headers['content-type']).has('application/json')) {
+  if (!jsonContent(req.headers['content-type'] ?? '')) {
     writeJsonRpcError(res, 415, TRANSPORT_ERROR_CODES.refused, 'Unsupported Media Type: the body must be application/json');
     return undefined;
   }
