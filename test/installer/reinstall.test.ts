@@ -105,15 +105,31 @@ describe('downgrade', () => {
     expect(await exists(v2.lock.binding.install_root)).toBe(false);
   });
 
-  it('orders versions by semver precedence, prereleases below releases, and leaves non-semver unordered', () => {
+  it('refuses a lower version that is not semver but dotted numbers (CalVer, two parts), against either kind', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('greeter-cal-2', (m) => (m.version = '2024.10'))));
+    const older = refusedWith(await p.installer.install(await greeter('greeter-cal-1', (m) => (m.version = '2024.9'))), 'PLUGIN_DOWNGRADE_REFUSED');
+    expect(older.details).toMatchObject({ version: '2024.9', installed_version: '2024.10' });
+    unwrap(await p.installer.install(await greeter('greeter-semver', (m) => (m.version = '2025.1.0'))));
+    refusedWith(await p.installer.install(await greeter('greeter-two-parts', (m) => (m.version = '2024.12'))), 'PLUGIN_DOWNGRADE_REFUSED');
+  });
+
+  it('orders versions by semver precedence, prereleases below releases, dotted numbers by their numbers, and leaves other versions unordered', () => {
     expect(compareVersions('1.10.0', '1.9.9')).toBe(1);
     expect(compareVersions('1.0.0-rc.1', '1.0.0')).toBe(-1);
     expect(compareVersions('1.0.0-alpha.2', '1.0.0-alpha.10')).toBe(-1);
     expect(compareVersions('1.0.0-alpha', '1.0.0-alpha.1')).toBe(-1);
     expect(compareVersions('1.0.0-beta', '1.0.0-1')).toBe(1);
     expect(compareVersions('1.0.0+build.5', '1.0.0')).toBe(0);
-    expect(compareVersions('2024.1', '2023.9')).toBeUndefined();
+    expect(compareVersions('2024.1', '2023.9')).toBe(1);
+    expect(compareVersions('2024.10', '2024.9')).toBe(1);
+    expect(compareVersions('1.0', '1.0.0')).toBe(0);
+    expect(compareVersions('1.5', '2.0.0')).toBe(-1);
+    expect(compareVersions('1.0', '1.0.0-rc.1')).toBe(1);
     expect(compareVersions('2024.1', '2024.1')).toBe(0);
+    expect(compareVersions('beta', 'alpha')).toBeUndefined();
+    expect(compareVersions('r5', 'r5')).toBe(0);
+    expect(compareVersions('1.0.x', '1.0.0')).toBeUndefined();
   });
 });
 

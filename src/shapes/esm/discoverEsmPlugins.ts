@@ -17,7 +17,7 @@ function nameAndVersion(folder: string): { readonly name: string; readonly versi
  * Of several `<name>@<version>` folders of one name, the one of the highest
  * version: an install writes a new folder per version (seed 003), so an
  * upgrade leaves the older one beside it. Folders whose versions have no
- * order (not semver) all stay, and the loader keeps the first.
+ * order (neither semver nor dotted numbers) all stay, and the loader keeps the first.
  */
 function newestVersions(roots: readonly string[]): string[] {
   const newest = new Map<string, { readonly root: string; readonly version: string }>();
