@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, realpathSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
 import { landlockArgs, SHOWN_DEVICES, type LauncherLimits } from './landlockArgs.js';
@@ -95,16 +95,6 @@ export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline
   };
 }
 
-let topLevel: readonly string[] | undefined;
-
-/** The directories directly under the host's `/` (not links), read once per process. */
-function hostTopLevelDirectories(): readonly string[] {
-  topLevel ??= readdirSync('/', { withFileTypes: true })
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => join('/', entry.name));
-  return topLevel;
-}
-
 let devices: readonly string[] | undefined;
 
 /** The device nodes the covered /dev shows that the host has, read once per process. */
@@ -132,7 +122,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     detachesItself: true,
     launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
       // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
-      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostTopLevelDirectories(), hostDevices()), ...argv],
+      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostDevices()), ...argv],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

@@ -17,7 +17,6 @@ export interface LauncherLimits {
 /** Landlock grants every plugin gets besides its own trees and the system directories (`etc/sandbox/landlock-grants.json`). */
 const COMMON_GRANTS: readonly { readonly path: string; readonly rights: string }[] = grantData.grants;
 const ALWAYS_COVERED: readonly string[] = grantData.alwaysCovered;
-const NEVER_COVERED: readonly string[] = grantData.neverCovered;
 /** The device nodes shown in the covered /dev (those the host has), and the links beside them. */
 export const SHOWN_DEVICES: readonly string[] = grantData.devices;
 const DEVICE_LINKS: readonly { readonly path: string; readonly target: string }[] = grantData.deviceLinks;
@@ -67,11 +66,11 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  *
  * Landlock does not stop a `stat` of a path outside every grant (whether a
  * file exists, its size and times), nor a plugin with network from a
- * connect() to a socket file it can reach: every other top-level directory
- * of the host (`hostTopLevel`, system directories and /proc aside) is
- * covered too, so nothing outside the plugin's own trees is there; /dev is
- * covered and shows only `hostDevices` (read-only binds of the host's
- * nodes), the plugin's own /dev/shm and the standard links.
+ * connect() to a socket file it can reach: the launcher's fresh root holds
+ * no other top-level directory of the host than those the spec reaches into
+ * (the system ones), so nothing outside the plugin's own trees is there;
+ * /dev is covered and shows only `hostDevices` (read-only binds of the
+ * host's nodes), the plugin's own /dev/shm and the standard links.
  *
  * @param hostDevices - Those of `SHOWN_DEVICES` the host has.
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
@@ -81,7 +80,6 @@ export function landlockArgs(
   layout: SandboxLayout,
   seccompFd: number,
   limits: LauncherLimits = {},
-  hostTopLevel: readonly string[] = [],
   hostDevices: readonly string[] = [],
 ): string[] {
   const args: string[] = [];
@@ -98,8 +96,7 @@ export function landlockArgs(
   const systemDirs = layout.system.filter((m) => m.kind === 'dir').map((m) => m.path);
   const inSystem = (path: string): boolean => systemDirs.some((s) => isWithin(path, s));
   const trees = ownTrees(layout);
-  const otherCovers = hostTopLevel.filter((dir) => !inSystem(dir) && !NEVER_COVERED.includes(dir));
-  const covers = [...new Set([...ALWAYS_COVERED, ...otherCovers, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
+  const covers = [...new Set([...ALWAYS_COVERED, ...trees.filter((t) => !inSystem(t.path)).map((t) => topLevel(t.path))])].sort(byDepth);
   for (const cover of covers) args.push('--cover', cover);
   for (const device of hostDevices) args.push('--bind', device, 'ro');
   args.push('--dir', '/dev/shm');

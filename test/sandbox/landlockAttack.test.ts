@@ -23,6 +23,8 @@ const dataDir = join(base, 'data', 'attacker');
 const attacker = join(installRoot, 'attacker.mjs');
 // Host files outside every tree of the plugin: in a directory no tree lies in, in a system directory, among the devices.
 const hostFiles = ['/var/tmp', '/etc', '/dev'].map((dir) => join(dir, `mcp-attack-${process.pid}.txt`));
+// A top-level directory of the host's own, there before the host's first spawn.
+const hostTopDir = `/mcp-attack-${process.pid}-host`;
 const started: PluginProcess[] = [];
 
 // Each action is `name:path`; the report maps it to 'ok' (for a read, the file's text) or the error code.
@@ -50,7 +52,7 @@ process.stdout.write(JSON.stringify(report) + '\\n');
 `;
 
 beforeAll(() => {
-  for (const d of [installRoot, dataDir]) mkdirSync(d, { recursive: true });
+  for (const d of [installRoot, dataDir, hostTopDir]) mkdirSync(d, { recursive: true });
   writeFileSync(attacker, ATTACKER);
 });
 afterEach(async () => {
@@ -58,6 +60,7 @@ afterEach(async () => {
 });
 afterAll(() => {
   rmSync(base, { recursive: true, force: true });
+  rmSync(hostTopDir, { recursive: true, force: true });
   for (const file of hostFiles) rmSync(file, { force: true });
 });
 
@@ -176,6 +179,8 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       const mountPoints = report['read:/proc/self/mountinfo']!.trim().split('\n').map((line) => line.split(' ')[4]!);
       expect(mountPoints).toContain('/proc');
       expect(mountPoints.filter((point) => point.includes(`mcp-attack-${process.pid}`) || point.startsWith('/sys/fs/cgroup'))).toEqual([]);
+      // Nor which top-level directories the host has, by a name there (an empty cover would still say it exists).
+      expect(await attack(spawner, [`stat:${hostTopDir}`])).toEqual({ [`stat:${hostTopDir}`]: 'ENOENT' });
     } finally {
       spawnSync('umount', [hostMount]);
       rmSync(hostMount, { recursive: true, force: true });
