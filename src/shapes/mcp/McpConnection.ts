@@ -89,6 +89,17 @@ function sameTools(recorded: readonly Tool[], fresh: readonly Tool[]): boolean {
     .every((text, i) => text === freshTexts[i]);
 }
 
+/** What `pending` settles with, or `'aborted'` as soon as `signal` aborts, if it does first. */
+function untilSettledOrAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T | 'aborted'> {
+  if (signal === undefined) return pending;
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+    pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** Fixed settings a connection gets from its session. */
 export interface McpConnectionSettings {
   readonly clientInfo: Implementation;
@@ -369,10 +380,12 @@ export class McpConnection {
       onProgress: onProgress === undefined ? undefined : (progress) => this.reportProgress(name, onProgress, progress),
     });
     leaveCalls();
-    if (outcome.answered && this.recordCheck !== undefined) {
+    const recordCheck = this.recordCheck;
+    if (outcome.answered && recordCheck !== undefined) {
       // An answer that came before the fresh list was checked is only handed out if the list passes, so that a
       // process whose list disagrees serves no call at all, whichever of the two answers it sent first.
-      const refused = await this.recordCheck;
+      const refused = await untilSettledOrAborted(recordCheck, options.signal);
+      if (refused === 'aborted') return err(await this.failure(options.signal?.reason, { ...context, abortedBy: 'caller' }));
       if (refused !== undefined) return err(refused);
     }
     if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));

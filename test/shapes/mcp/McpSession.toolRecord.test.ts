@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { McpToolRecord } from '../../../src/shapes/mcp/McpConnection.js';
+import type { McpPluginNotice } from '../../../src/shapes/mcp/McpSurface.js';
 import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
 import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
@@ -33,8 +34,20 @@ function memoryRecord(recorded?: readonly Tool[]): McpToolRecord & { current: re
   return record;
 }
 
-const open = (mode: string, toolRecord: McpToolRecord | undefined, startupTimeoutMs = 30_000, echoPatch?: Record<string, unknown>): McpSession => {
-  const session = McpSession.create({ launch: launchListOrder(mode, echoPatch), expectedTools: ['echo'], startupTimeoutMs, ...(toolRecord === undefined ? {} : { toolRecord }) })._unsafeUnwrap();
+const open = (
+  mode: string,
+  toolRecord: McpToolRecord | undefined,
+  startupTimeoutMs = 30_000,
+  echoPatch?: Record<string, unknown>,
+  onNotice?: (notice: McpPluginNotice) => void,
+): McpSession => {
+  const session = McpSession.create({
+    launch: launchListOrder(mode, echoPatch),
+    expectedTools: ['echo'],
+    startupTimeoutMs,
+    ...(toolRecord === undefined ? {} : { toolRecord }),
+    ...(onNotice === undefined ? {} : { onNotice }),
+  })._unsafeUnwrap();
   sessions.push(session);
   return session;
 };
@@ -99,6 +112,17 @@ describe('the recorded tool list of a verified start', () => {
     const outcome = await open('list-never', record, 1500).callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
     expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_TIMEOUT');
     expect(record.current).toBeUndefined();
+  });
+
+  it('a caller that cancels a call answered while the fresh list is awaited gets PLUGIN_CANCELLED at once, not at the end of the start timeout', async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    // The plugin logs after each answer: when the log arrives, the answer has been read and waits for the list.
+    const cancel = new AbortController();
+    const cancelOnceAnswered = (notice: McpPluginNotice): void => void (notice.kind === 'log' && setImmediate(() => cancel.abort()));
+    const outcome = await open('list-never', record, 20_000, undefined, cancelOnceAnswered).callTool('echo', { text: 'two' }, { timeoutMs: 30_000, signal: cancel.signal });
+    expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_CANCELLED');
   });
 
   it.each([
