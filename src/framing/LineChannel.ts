@@ -87,9 +87,18 @@ export class LineChannel {
   /** The writer whose line filled the pipe: resumed on `drain`. */
   private filledBy: ((written: boolean) => void) | undefined;
   private blocked = false;
+  /** Whether a line went to the pipe in this turn of the event loop; the turn's later lines are held (corked) until its end. */
+  private wroteThisTurn = false;
+  private corked = false;
   private ended = false;
   private cancelExitTimer: (() => void) | undefined;
   private readonly onDrain = (): void => this.flush();
+  private readonly endTurn = (): void => {
+    this.wroteThisTurn = false;
+    if (!this.corked) return;
+    this.corked = false;
+    this.process.stdin.uncork();
+  };
   private readonly onStdinError = (error: Error): void => {
     if (!this.ended) this.handlers.onWriteError?.(error);
   };
@@ -171,8 +180,22 @@ export class LineChannel {
     this.end(false, undefined);
   }
 
+  /**
+   * The first line of a turn goes to the pipe at once; lines written after it
+   * in the same turn (the calls a gateway read from many clients at once)
+   * are held until the turn ends and go in one write: one system call and one
+   * wake-up of the plugin for all of them, rather than one each.
+   */
   private write(line: string): Promise<boolean> {
-    if (this.process.stdin.write(line)) return WRITTEN;
+    const { stdin } = this.process;
+    if (!this.wroteThisTurn) {
+      this.wroteThisTurn = true;
+      setImmediate(this.endTurn);
+    } else if (!this.corked) {
+      this.corked = true;
+      stdin.cork();
+    }
+    if (stdin.write(line)) return WRITTEN;
     this.blocked = true;
     return new Promise((done) => (this.filledBy = done));
   }

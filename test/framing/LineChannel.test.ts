@@ -118,6 +118,31 @@ describe('LineChannel: backpressure', () => {
   });
 });
 
+/** Writes back every line it reads. */
+const ECHO = "process.stdin.pipe(process.stdout)";
+
+describe('LineChannel: one write per turn', () => {
+  it('sends the first line of a turn at once and the lines sent after it in the same turn in one write', async () => {
+    const child = await spawnNode(ECHO);
+    const { channel, lines } = open(child);
+    // The pipe's writes as the stream hands them to the operating system: one line each, or several in one writev.
+    const stdin = child.stdin as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+    const writes: number[] = [];
+    const write = stdin._write.bind(stdin);
+    const writev = stdin._writev.bind(stdin);
+    stdin._write = (...a) => (writes.push(1), write(...a));
+    stdin._writev = (...a) => (writes.push((a[0] as unknown[]).length), writev(...a));
+    const sent = ['a', 'b', 'c', 'd', 'e'].map((line) => channel.send(line));
+    expect(writes).toEqual([1]);
+    expect(await Promise.all(sent)).toEqual([true, true, true, true, true]);
+    await vi.waitFor(() => expect(lines).toEqual(['a', 'b', 'c', 'd', 'e']), { timeout: 10_000 });
+    expect(writes).toEqual([1, 4]);
+    channel.send('f');
+    await vi.waitFor(() => expect(lines.at(-1)).toBe('f'), { timeout: 10_000 });
+    expect(writes).toEqual([1, 4, 1]);
+  });
+});
+
 describe('LineChannel: frame cap', () => {
   it('reports PLUGIN_FRAME_TOO_LARGE as soon as a line of a live plugin crosses the cap, before any newline', async () => {
     const child = await spawnNode(UNENDING_LINE);

@@ -52,6 +52,8 @@ describe('PluginProcessTransport', () => {
     const { transport } = await started({}, stdin);
     await transport.send({ jsonrpc: '2.0', id: 1, method: 'ping' });
     await transport.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    // The second line of a turn goes out with the turn's end (LineChannel gathers them into one write).
+    await new Promise((resolve) => setImmediate(resolve));
     expect(stdin.read()?.toString()).toBe('{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
   });
 
