@@ -45,7 +45,7 @@ export class StagingTree {
     private readonly limits: PackageLimits,
   ) {}
 
-  /** Entries added so far. */
+  /** Entries added so far, with the parent directories their names implied. */
   get entryCount(): number {
     return this.entries;
   }
@@ -101,7 +101,9 @@ export class StagingTree {
   async addDirectory(name: string, entry: SafeEntryName): Promise<void> {
     this.claim(name, entry);
     if (this.files.has(entry.normalized)) refuseEntry('conflict', name, `directory '${name}' collides with a file`);
-    this.ensureDirectory(name, entry.segments);
+    this.ensureDirectory(name, entry.segments.slice(0, -1));
+    // The entry itself was counted by the caller; only the parents its name implies count here.
+    if (entry.segments.length > 0 && !this.directories.has(entry.normalized)) this.makeDirectory(name, entry.normalized);
   }
 
   /**
@@ -195,21 +197,36 @@ export class StagingTree {
     }
   }
 
-  // Synchronous, as writeFile is: a mkdir and a chmod cost less than two trips to the thread pool.
+  /**
+   * Makes the parent directories `segments` name that do not exist yet. Each
+   * one made counts against `maxEntries` as the entry it is: otherwise a few
+   * names 2,000 levels deep would make thousands of directories the limit
+   * never saw. A known directory's parents are all known, so an entry below
+   * one costs a single lookup, not one per level (which made an archive of
+   * 2,000 entries 1,900 levels down take a minute to stage).
+   */
   private ensureDirectory(name: string, segments: readonly string[]): void {
-    for (let depth = 1; depth <= segments.length; depth++) {
-      const relative = segments.slice(0, depth).join('/');
+    if (this.directories.has(segments.join('/'))) return;
+    let relative = '';
+    for (const segment of segments) {
+      relative = relative === '' ? segment : `${relative}/${segment}`;
       if (this.directories.has(relative)) continue;
       if (this.files.has(relative)) refuseEntry('conflict', name, `entry '${name}' needs '${relative}' to be a directory, but it is a file`);
-      const path = join(this.root, ...segments.slice(0, depth));
-      try {
-        mkdirSync(path, { mode: DIRECTORY_MODE });
-      } catch (cause) {
-        this.mapCreateError(cause, name);
-      }
-      chmodSync(path, DIRECTORY_MODE);
-      this.directories.add(relative);
+      this.countEntry(name);
+      this.makeDirectory(name, relative);
     }
+  }
+
+  // Synchronous, as writeFile is: a mkdir and a chmod cost less than two trips to the thread pool.
+  private makeDirectory(name: string, relative: string): void {
+    const path = join(this.root, relative);
+    try {
+      mkdirSync(path, { mode: DIRECTORY_MODE });
+    } catch (cause) {
+      this.mapCreateError(cause, name);
+    }
+    chmodSync(path, DIRECTORY_MODE);
+    this.directories.add(relative);
   }
 
   // A name this class has not created can still exist when the file system

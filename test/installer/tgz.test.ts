@@ -5,7 +5,7 @@ import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_PACKAGE_LIMITS } from '../../src/installer/limits.js';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
-import { tgzOf, type TarMember } from './craftArchives.js';
+import { paxHeader, tgzOf, type TarMember } from './craftArchives.js';
 import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
 
 const MANIFEST = JSON.stringify({ manifest_schema_version: 1, plugin: { id: 'hello' } });
@@ -249,13 +249,20 @@ describe('tgz sources', () => {
     const members = Array.from({ length: 5000 }, (_, i) => ({ path: `node_modules/dep${i % 50}/f${i}.js`, data: 'module.exports = 1;\n' }));
     const archive = await ws.file('many.tgz', tgzOf([{ path: 'manifest.json', data: MANIFEST }, ...members]));
     const staged = expectStaged(await openPackageSource(archive, { stagingRoot: ws.stagingRoot }));
-    expect(staged.stats.entries).toBe(5001);
+    // The archive lists 5,001 members; their names imply 51 directories more (node_modules and dep0 … dep49).
+    expect(staged.stats.entries).toBe(5052);
     await staged.discard();
   });
 
   it('refuses more than 4,096 entries', async () => {
     const members = Array.from({ length: 4097 }, (_, i) => ({ path: `f${i}`, data: '' }));
     await refuse(members, { reason: 'limit', limit: 'maxEntries', max: 4096, entry: 'f4096' });
+  });
+
+  it('counts the parent directories an entry name implies against maxEntries, so a few deep names cannot make thousands of directories', async () => {
+    const chain = (top: string): string => [top, ...Array.from({ length: 1400 }, () => 'd')].join('/');
+    const members = ['c0', 'c1', 'c2'].flatMap((top) => [paxHeader({ path: `${chain(top)}/f.js` }), { path: `${top}.js`, data: '' }]);
+    await refuse([{ path: 'manifest.json', data: MANIFEST }, ...members], { reason: 'limit', limit: 'maxEntries', max: 4096, entry: `${chain('c2')}/f.js` });
   });
 
   it('refuses an archive over maxArchiveBytes before extracting it', async () => {
