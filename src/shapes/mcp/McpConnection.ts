@@ -250,9 +250,9 @@ export class McpConnection {
   private async checkAgainstRecord(recorded: readonly Tool[], timeoutMs: number): Promise<HostError | undefined> {
     const listed = await this.listAllTools(timeoutMs);
     if (listed.isErr()) {
-      // Unless the host ended the connection itself, a list that never passed must not keep the record trusted: a
-      // plugin that failed or stalled tools/list on every start would otherwise never have its list checked.
-      if (this.fatal === undefined) this.settings.toolRecord?.forget();
+      // Unless the session was closed meanwhile, a list that never passed must not keep the record trusted: a plugin
+      // that failed, broke or stalled tools/list on every start would otherwise never have its list checked.
+      if (this.fatal?.code !== 'HOST_CLOSED') this.settings.toolRecord?.forget();
       await this.end(listed.error);
       return listed.error;
     }

@@ -114,6 +114,15 @@ describe('the recorded tool list of a verified start', () => {
     expect(record.current).toBeUndefined();
   });
 
+  it('a start that trusted the record and answers tools/list with garbage drops the record too', async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    const outcome = await open('list-garbage', record).callTool('echo', { text: 'two' }, { timeoutMs: 20_000 });
+    expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_INVALID_JSON');
+    expect(record.current).toBeUndefined();
+  });
+
   it('a caller that cancels a call answered while the fresh list is awaited gets PLUGIN_CANCELLED at once, not at the end of the start timeout', async () => {
     const record = memoryRecord();
     (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
