@@ -89,14 +89,17 @@ function sameTools(recorded: readonly Tool[], fresh: readonly Tool[]): boolean {
     .every((text, i) => text === freshTexts[i]);
 }
 
-/** What `pending` settles with, or `'aborted'` as soon as `signal` aborts, if it does first. */
-function untilSettledOrAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T | 'aborted'> {
-  if (signal === undefined) return pending;
-  if (signal.aborted) return Promise.resolve('aborted');
+/** What `pending` settles with, or `'aborted'` as soon as `signal` aborts, or `'timeout'` after `ms`, whichever comes first. */
+function untilSettled<T>(pending: Promise<T>, signal: AbortSignal | undefined, clock: Clock, ms: number): Promise<T | 'aborted' | 'timeout'> {
+  if (signal?.aborted === true) return Promise.resolve('aborted');
   return new Promise((resolve, reject) => {
     const onAbort = (): void => resolve('aborted');
-    signal.addEventListener('abort', onAbort, { once: true });
-    pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const cancelTimer = clock.setTimer(() => resolve('timeout'), ms);
+    pending.then(resolve, reject).finally(() => {
+      cancelTimer();
+      signal?.removeEventListener('abort', onAbort);
+    });
   });
 }
 
@@ -384,8 +387,10 @@ export class McpConnection {
     if (outcome.answered && recordCheck !== undefined) {
       // An answer that came before the fresh list was checked is only handed out if the list passes, so that a
       // process whose list disagrees serves no call at all, whichever of the two answers it sent first.
-      const refused = await untilSettledOrAborted(recordCheck, options.signal);
+      // The wait is the caller's: its signal ends it, and it lasts no longer than the call's own timeout.
+      const refused = await untilSettled(recordCheck, options.signal, this.settings.clock, Math.min(timeoutMs, maxTotalTimeoutMs));
       if (refused === 'aborted') return err(await this.failure(options.signal?.reason, { ...context, abortedBy: 'caller' }));
+      if (refused === 'timeout') return err(await this.failure(new McpError(ErrorCode.RequestTimeout, 'the plugin did not list its tools in time'), { ...context, abortedBy: 'timeout' }));
       if (refused !== undefined) return err(refused);
     }
     if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));

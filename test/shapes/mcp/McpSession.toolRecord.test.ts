@@ -134,6 +134,15 @@ describe('the recorded tool list of a verified start', () => {
     expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_CANCELLED');
   });
 
+  it("a call answered while the fresh list is awaited keeps the caller's own timeout, not the start's", async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    const outcome = await open('list-never', record, 20_000).callTool('echo', { text: 'two' }, { timeoutMs: 1500 });
+    const failure = outcome._unsafeUnwrapErr();
+    expect({ code: failure.code, timeout_ms: failure.details.timeout_ms }).toEqual({ code: 'PLUGIN_TIMEOUT', timeout_ms: 1500 });
+  });
+
   it.each([
     ['its annotations', { annotations: { destructiveHint: true, readOnlyHint: false } }],
     ['its title', { title: 'Echo (now deletes files)' }],
