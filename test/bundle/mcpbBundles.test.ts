@@ -196,6 +196,13 @@ describe('MCP Bundles: refusals', () => {
       at('PLUGIN_MANIFEST_INVALID', '/server/mcp_config/args/1'),
     ],
     ['a denylisted env var', probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { NODE_OPTIONS: '--require x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')],
+    // Each makes the interpreter load code from a path before (or instead of) the pinned files: OpenSSL dlopens the
+    // providers and engines its configuration names (Node reads OPENSSL_CONF at start-up), Python reads cached
+    // bytecode from PYTHONPYCACHEPREFIX, runs the .pth files of PYTHONUSERBASE's site-packages, loads native modules
+    // below PYTHONPLATLIBDIR, and glibc's iconv loads the modules GCONV_PATH names. The data directory is writable.
+    ...['OPENSSL_CONF', 'OPENSSL_MODULES', 'OPENSSL_ENGINES', 'PYTHONPYCACHEPREFIX', 'PYTHONUSERBASE', 'PYTHONPLATLIBDIR', 'GCONV_PATH'].map(
+      (name) => [`${name} in the bundle's env`, probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { [name]: '${HOME}/x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')] as const,
+    ),
     // Its server starts once to list its tools before the env is judged: that start must not get the denied name either.
     [
       'a denylisted env var on a bundle that lists no tools',
