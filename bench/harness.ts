@@ -56,6 +56,13 @@ export interface BenchResult {
    * the processes) move it less than the ratio of the two medians.
    */
   readonly pairedRatio?: number;
+  /**
+   * For a `difference` row whose runs come in pairs, one of each side next
+   * to each other: the median of the per-pair differences, which is then the
+   * comparison. Load that changes between pairs moves both sides of a pair
+   * alike, so it moves this less than the difference of the two medians.
+   */
+  readonly pairedDifference?: number;
 }
 
 /** Median of a non-empty list. */
@@ -111,7 +118,7 @@ export function result(
 /** The comparison figure: ratio or difference of value against baseline, or the value itself. */
 export function comparison(r: BenchResult): number {
   if (r.compare === 'absolute') return r.value;
-  return r.compare === 'ratio' ? (r.pairedRatio ?? r.value / r.baseline) : r.value - r.baseline;
+  return r.compare === 'ratio' ? (r.pairedRatio ?? r.value / r.baseline) : (r.pairedDifference ?? r.value - r.baseline);
 }
 
 const within = (figure: number, target: number, better: Better): boolean => (better === 'higher' ? figure >= target : figure <= target);
