@@ -10,7 +10,7 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Whether a parsed JSON value is a request id: a string or an integer, as the SDK's own schema has it. */
+/** Whether a parsed JSON value is a request id: a string or a safe integer, as the SDK's own schema has it (past 2^53 two ids can parse to one number). */
 export function isRequestId(value: unknown): value is RequestId {
-  return typeof value === 'string' || Number.isInteger(value);
+  return typeof value === 'string' || Number.isSafeInteger(value);
 }
