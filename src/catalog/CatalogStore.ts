@@ -5,6 +5,8 @@
  * moment leaves either the old or the new generation (see generationFiles.ts
  * and docs/install-safety.md).
  */
+import { stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { err, ok, ResultAsync, safeTry, type Result } from 'neverthrow';
@@ -121,6 +123,43 @@ function validateOptions(options: CatalogStoreOptions): Result<void, HostError> 
   return ok(undefined);
 }
 
+/**
+ * Refuses a profile directory another user could change: one owned by a user
+ * other than this process's (or root), or one its group or others can write
+ * (sticky or not). Such a user could rename the catalog files, the staging
+ * area or an install root away and put their own in their place, and the
+ * host would publish, run or delete what they planted. Not checked where the
+ * platform has no POSIX owners (Windows).
+ */
+async function profileDirectoryTrusted(dir: string): Promise<Result<void, HostError>> {
+  const uid = process.geteuid?.();
+  if (uid === undefined) return ok(undefined);
+  let info: Stats;
+  try {
+    info = await stat(dir);
+  } catch (cause) {
+    return err(ioError('Reading the profile directory', dir, cause));
+  }
+  const mode = (info.mode & 0o7777).toString(8);
+  if (info.uid !== uid && info.uid !== 0) {
+    return err(
+      hostError('HOST_INVALID_OPTIONS', `The profile directory ${dir} belongs to user ${info.uid}, not to this process's user (${uid}) or root.`, {
+        details: { option: 'profileDir', reason: 'foreign_owner', path: dir, owner_uid: info.uid },
+        hint: 'Use a profile directory of your own, or have its owner hand it over (chown).',
+      }),
+    );
+  }
+  if ((info.mode & 0o022) !== 0) {
+    return err(
+      hostError('HOST_INVALID_OPTIONS', `The profile directory ${dir} can be written by its group or by others (mode ${mode}).`, {
+        details: { option: 'profileDir', reason: 'writable_by_others', path: dir, mode },
+        hint: `Make it writable by its owner alone: chmod go-w ${dir} (the host creates it 0700).`,
+      }),
+    );
+  }
+  return ok(undefined);
+}
+
 /** A profile's catalog store. */
 export class CatalogStore {
   readonly #dir: string;
@@ -159,6 +198,7 @@ export class CatalogStore {
       } catch (cause) {
         return err(ioError('Creating the profile directory', options.profileDir, cause));
       }
+      yield* await profileDirectoryTrusted(options.profileDir);
       const store = new CatalogStore(options);
       const outcome = yield* await readGeneration(store.#dir, store.#cache);
       let opened: Result<CatalogSnapshot, HostError>;

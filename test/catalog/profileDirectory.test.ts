@@ -3,7 +3,7 @@
  * be created (under /proc) fails the open with HOST_IO_ERROR instead of
  * hanging in Node's recursive mkdir, and a file on the way is named.
  */
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,5 +33,25 @@ describe('the profile directory', () => {
     const store = (await CatalogStore.open({ profileDir: dir, profile: 'default' }))._unsafeUnwrap();
     for (const level of [join(base, 'one'), join(base, 'one', 'two'), dir]) expect((await stat(level)).mode & 0o777).toBe(0o700);
     expect(store).toBeInstanceOf(CatalogStore);
+  });
+
+  // Another user who can write the profile directory can rename the catalog files, the staging area or an install
+  // root away and put their own in place; the host would publish, run or remove what they planted.
+  it.each([0o777, 0o770, 0o1777, 0o722])('refuses a directory that its group or others can write (mode 0o%o), and opens it once it is not', async (mode) => {
+    const dir = join(base, `shared-${mode.toString(8)}`);
+    await mkdir(dir);
+    await chmod(dir, mode);
+    const error = (await CatalogStore.open({ profileDir: dir, profile: 'default' }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'profileDir', reason: 'writable_by_others', mode: mode.toString(8) } });
+    await chmod(dir, 0o755);
+    expect((await CatalogStore.open({ profileDir: dir, profile: 'default' })).isOk()).toBe(true);
+  });
+
+  it.runIf(process.getuid?.() === 0)('refuses a directory another user owns', async () => {
+    const dir = join(base, 'foreign');
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, 65534, 65534);
+    const error = (await CatalogStore.open({ profileDir: dir, profile: 'default' }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'profileDir', reason: 'foreign_owner', owner_uid: 65534 } });
   });
 });
