@@ -8,7 +8,7 @@ import type {
   ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { listPlugins } from '../catalog/catalogContents.js';
+import { listPlugins, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
@@ -40,6 +40,7 @@ import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
 import type { RemoveOptions } from './drain.js';
 import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
 import { CatalogWatch } from './catalogWatch.js';
+import type { NamedOperation } from './operations.js';
 import {
   checkArguments,
   checkSetupArguments,
@@ -650,10 +651,10 @@ export class PluginHost {
     const operation = this.#closed ? undefined : this.#catalog.operation(opId);
     const plugin = operation?.plugin;
     const caller = typeof options.caller?.id === 'string' ? options.caller : undefined;
-    const started = clock.now();
+    const started = audit === undefined ? 0 : clock.now();
     const outcome = telemetry.call(
       { opId, toolName: operation?.variant.tool_name, pluginId: plugin?.plugin_id, pluginVersion: plugin?.lock.version, shape: plugin?.descriptor?.shape, callerId: caller?.id },
-      () => this.#call(opId, args, options),
+      () => this.#call(opId, operation, args, options),
     );
     if (audit === undefined) return outcome;
     return new ResultAsync(
@@ -665,11 +666,11 @@ export class PluginHost {
     );
   }
 
-  #call(opId: string, args: unknown, options: HostCallOptions): ResultAsync<CallResult, HostError> {
+  /** `operation` is what `call` looked up for its span: looked up once per call. */
+  #call(opId: string, operation: NamedOperation<InstalledPlugin> | undefined, args: unknown, options: HostCallOptions): ResultAsync<CallResult, HostError> {
     if (this.#closed) return errAsync(closedError());
     const invalid = checkArguments('call', { opId }, { value: options, schema: METHOD_OPTION_SCHEMAS.call });
     if (invalid !== undefined) return errAsync(invalid);
-    const operation = this.#catalog.operation(opId);
     if (operation === undefined) {
       return errAsync(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is installed`, { details: { op_id: opId } }));
     }
@@ -677,9 +678,10 @@ export class PluginHost {
     const refused =
       startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
     if (refused !== undefined) return errAsync(callError(refused, { id: plugin.plugin_id, opId }));
-    const dispatch = (): ResultAsync<CallResult, HostError> => this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
-    if (variant.confirmation_policy !== 'high_stakes_write') return dispatch();
-    return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(dispatch);
+    if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
+    return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(() =>
+      this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call'),
+    );
   }
 
   /**

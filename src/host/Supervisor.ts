@@ -145,10 +145,10 @@ export class Supervisor {
    * next success tries again.
    */
   callSucceeded(pluginId: string, callStarted: number): Promise<void> | undefined {
-    // A failure recorded by an earlier host necessarily predates this call.
-    const failedBefore = (row: PluginStateRecord): boolean => inBackoff(row) && (this.#lastFailureAt.get(pluginId) ?? -Infinity) < callStarted;
     const state = this.#parts.catalog.cachedPlugin(pluginId)?.state;
     if (state === undefined || !inBackoff(state)) return undefined;
+    // A failure recorded by an earlier host necessarily predates this call.
+    const failedBefore = (row: PluginStateRecord): boolean => inBackoff(row) && (this.#lastFailureAt.get(pluginId) ?? -Infinity) < callStarted;
     if (!failedBefore(state)) return Promise.resolve();
     return this.#parts.catalog.updateState(pluginId, (row) => (failedBefore(row) ? withCrashState(row, CLEAR_CRASH_STATE) : row)).match(
       () => {

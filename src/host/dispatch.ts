@@ -125,7 +125,9 @@ export class CallDispatcher {
               const broken = this.#parts.schemas.checkResult(plugin, tool, value);
               return broken === undefined ? ok(value) : err(callError(broken, call));
             });
-      mapped = checked.isErr() ? checked : (await this.#parts.shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
+      const shaper = this.#parts.shaper;
+      mapped =
+        checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };

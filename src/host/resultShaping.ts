@@ -89,6 +89,19 @@ export class ResultShaper {
     return budget === undefined ? shaped : shaped.andThen((r) => this.#withinBudget(plugin, tool, r, budget));
   }
 
+  /**
+   * Whether {@link ResultShaper.shape} returns `result` as it is without
+   * looking into it (an error result, or a tool with no profile and no token
+   * budget), so that a caller can skip its promise.
+   */
+  leavesAsIs(plugin: InstalledPlugin, tool: string, result: CallResult): boolean {
+    if (result.isError) return true;
+    const variant = plugin.variants.find((v) => v.tool_name === tool);
+    if (typeof variant?.output_profile === 'string' || variant?.token_budget_exception !== undefined) return false;
+    const bindings = this.#supplied.bindings;
+    return bindings === undefined || !Object.hasOwn(bindings, `plug.${plugin.plugin_id}.${tool}`);
+  }
+
   #profiled(plugin: InstalledPlugin, tool: string, result: CallResult): ResultAsync<CallResult, HostError> {
     const binding = this.#bindingOf(plugin, tool);
     if (binding === undefined) return okAsync(result);

@@ -212,13 +212,15 @@ export class HostTelemetry {
     });
   }
 
+  /** One reaction on the work's own promise, not an async function awaiting it: a warm call pays for each promise hop. */
   #settle<T>(work: ResultAsync<T, HostError>, done: (outcome: Result<T, HostError>) => void): ResultAsync<T, HostError> {
     return new ResultAsync(
-      (async () => {
-        const outcome = await work;
-        done(outcome);
-        return outcome;
-      })(),
+      Promise.resolve(
+        work.then<Result<T, HostError>, never>((outcome) => {
+          done(outcome);
+          return outcome;
+        }),
+      ),
     );
   }
 }

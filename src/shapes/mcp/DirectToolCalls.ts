@@ -39,15 +39,34 @@ export type DirectCallOutcome =
 /** A JSON-RPC answer to one of the direct calls, its envelope already checked. */
 export type DirectAnswer = { readonly id: number; readonly result: unknown } | { readonly id: number; readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } };
 
-interface PendingCall extends CallDeadline {
-  readonly id: number;
-  readonly settle: (outcome: DirectCallOutcome) => void;
+/** A call in flight: a class, so that a call makes no closure for its deadline (its connection's `expired` serves every call). */
+class PendingCall implements CallDeadline {
+  at: number;
+  idleDeadline: number;
+  readonly totalDeadline: number;
   readonly timeoutMs: number;
   readonly statedMaxTotalTimeoutMs: number;
-  readonly totalDeadline: number;
-  idleDeadline: number;
   readonly onProgress: ((progress: Progress) => void) | undefined;
-  unfollow: (() => void) | undefined;
+  unfollow: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly id: number,
+    readonly settle: (outcome: DirectCallOutcome) => void,
+    request: DirectCallRequest,
+    now: number,
+    private readonly expired: (call: PendingCall) => void,
+  ) {
+    this.timeoutMs = request.timeoutMs;
+    this.statedMaxTotalTimeoutMs = request.statedMaxTotalTimeoutMs;
+    this.onProgress = request.onProgress;
+    this.idleDeadline = now + request.timeoutMs;
+    this.totalDeadline = now + request.maxTotalTimeoutMs;
+    this.at = Math.min(this.idleDeadline, this.totalDeadline);
+  }
+
+  expire(): void {
+    this.expired(this);
+  }
 }
 
 /**
@@ -72,6 +91,8 @@ export class DirectToolCalls {
   readonly #deadlines: CallDeadlines;
   #nextId = FIRST_DIRECT_CALL_ID;
   #closedWith: unknown;
+  // A tie is the cap's: it is the firmer promise.
+  readonly #expired = (call: PendingCall): void => this.#timeOut(call, call.totalDeadline <= call.idleDeadline);
 
   /**
    * @param send - Writes one message to the plugin (the transport's `send`).
@@ -110,22 +131,7 @@ export class DirectToolCalls {
     if (signal?.aborted === true) return Promise.resolve({ answered: false, error: signal.reason, abortedBy: 'caller' });
     const id = this.#nextId++;
     return new Promise((settle) => {
-      const now = this.clock.now();
-      const idleDeadline = now + request.timeoutMs;
-      const totalDeadline = now + request.maxTotalTimeoutMs;
-      const call: PendingCall = {
-        at: Math.min(idleDeadline, totalDeadline),
-        // A tie is the cap's: it is the firmer promise.
-        expire: () => this.#timeOut(call, call.totalDeadline <= call.idleDeadline),
-        id,
-        settle,
-        timeoutMs: request.timeoutMs,
-        statedMaxTotalTimeoutMs: request.statedMaxTotalTimeoutMs,
-        totalDeadline,
-        idleDeadline,
-        onProgress: request.onProgress,
-        unfollow: undefined,
-      };
+      const call = new PendingCall(id, settle, request, this.clock.now(), this.#expired);
       this.#pending.set(id, call);
       this.#deadlines.watch(call);
       if (signal !== undefined) {

@@ -289,19 +289,33 @@ export class McpSession implements PluginSession, McpSurface {
     await connection?.end(sessionClosedError(this.shape));
   }
 
-  private async call(name: string, args: unknown, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
+  private call(name: string, args: unknown, options: CallOptions): Promise<Result<McpToolResult, HostError>> {
     if (!isArguments(args)) {
-      return err(hostError('INVALID_ARGS', `MCP tool arguments must be a JSON object, got ${Array.isArray(args) ? 'an array' : typeof args}`, { details: { tool: name } }));
+      return Promise.resolve(
+        err(hostError('INVALID_ARGS', `MCP tool arguments must be a JSON object, got ${Array.isArray(args) ? 'an array' : typeof args}`, { details: { tool: name } })),
+      );
     }
-    // Warm and uncontended, the common case, takes no promise hop and no timer before the request.
+    // Warm and uncontended, the common case, takes no promise hop and no timer before the request, and one reaction after it.
     const warm = options.signal?.aborted === true ? undefined : this.connections.live;
-    const fast = warm === undefined ? undefined : this.limiter.tryAcquire();
-    if (warm !== undefined && fast !== undefined) {
+    const release = warm === undefined ? undefined : this.limiter.tryAcquire();
+    if (warm !== undefined && release !== undefined) {
+      let sent: Promise<Result<McpToolResult, HostError>>;
       try {
-        return await this.send(warm, name, args, options);
-      } finally {
-        fast();
+        sent = this.send(warm, name, args, options);
+      } catch (error) {
+        release();
+        return Promise.reject(error);
       }
+      return sent.then(
+        (outcome) => {
+          release();
+          return outcome;
+        },
+        (error: unknown) => {
+          release();
+          throw error;
+        },
+      );
     }
     const budget = { timeoutMs: options.timeoutMs ?? this.settings.defaultTimeoutMs, maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs };
     return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args);

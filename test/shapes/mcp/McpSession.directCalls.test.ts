@@ -127,6 +127,18 @@ describe('timeouts', () => {
     expect(result.value).toEqual(answer);
   });
 
+  it('hands its slot back after each warm call, whether it was answered, refused or timed out', async () => {
+    const { session } = rawPlugin({ maxInFlight: 1 });
+    (await session.listTools())._unsafeUnwrap();
+    const ok = { content: [{ type: 'text', text: 'ok' }] };
+    expect((await session.callTool('raw', { answer: ok }))._unsafeUnwrap().value).toEqual(ok);
+    expect((await session.callTool('raw', { error: { code: -32602, message: 'no' } }))._unsafeUnwrapErr().code).toBe('INVALID_ARGS');
+    expect((await session.callTool('raw', { never: true }, { timeoutMs: 100 }))._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
+    expect(session.stats()).toMatchObject({ inFlight: 0, waiting: 0 });
+    // With one slot, a slot kept by any call above would leave this one waiting until its timeout.
+    expect((await session.callTool('raw', { answer: ok }, { timeoutMs: 5000 }))._unsafeUnwrap().value).toEqual(ok);
+  });
+
   it('arms one timer for all the calls in flight, not one per call', async () => {
     let armed = 0;
     const counting: Clock = {
