@@ -1,8 +1,10 @@
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { PackageDigest } from './checksum.js';
+import { Refusal } from './refusal.js';
 
 /** An Ed25519 public key the host trusts to sign packages. */
 export interface TrustedKey {
@@ -102,16 +104,23 @@ export function verifyDigestSignature(
   );
 }
 
-/** Reads the `<archive>.sig` sidecar; `undefined` when there is none. */
+/**
+ * Reads the `<archive>.sig` sidecar; `undefined` when there is none. Opened
+ * without blocking and refused (`PLUGIN_SIGNATURE_INVALID`, `malformed`)
+ * unless it is a regular file: a FIFO put there would hold the install (and
+ * a thread of the pool) until something wrote to it.
+ */
 export async function readSidecarSignature(archivePath: string): Promise<string | undefined> {
+  const path = `${archivePath}.sig`;
   let handle;
   try {
-    handle = await open(`${archivePath}.sig`, 'r');
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw cause;
   }
   try {
+    if (!(await handle.stat()).isFile()) throw new Refusal(signatureInvalid('malformed', `the signature sidecar ${path} is not a regular file`));
     const buffer = Buffer.alloc(SIDECAR_MAX_BYTES + 1);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
     // An oversized sidecar decodes to the wrong length and is refused as malformed.
