@@ -351,13 +351,16 @@ export async function copyPinnedFile(
   relative: string,
   options: VerifyExecutableOptions,
 ): Promise<Result<VerifiedCopy, HostError>> {
-  const dir = await preparePrivateDir(options.copyDir);
-  if (dir.isErr()) return err(dir.error);
-  const opened = await openPinnedFile(record, relative);
+  // Independent steps run side by side: on a busy event loop every step waited for costs a turn of it.
+  const [dir, opened] = await Promise.all([preparePrivateDir(options.copyDir), openPinnedFile(record, relative)]);
+  if (dir.isErr()) {
+    if (opened.isOk()) void opened.value.handle.close().catch(() => undefined);
+    return err(dir.error);
+  }
   if (opened.isErr()) return err(opened.error);
   const copied = await copyWhileHashing(opened.value.handle, options.copyDir, options.random ?? systemRandom, (sha) =>
     digestsEqual(record.executable_sha256, sha),
-  ).finally(() => opened.value.handle.close().catch(() => undefined));
+  ).finally(() => void opened.value.handle.close().catch(() => undefined));
   if (copied.isErr()) return err(copied.error);
   if ('refused' in copied.value) return err(digestMismatch(opened.value.path, record, copied.value.refused));
   return ok(copied.value);
@@ -416,11 +419,14 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
   const guard = options.nodeMainGuardPath ?? NODE_MAIN_GUARD;
   const underPolicy = pin?.kind === 'node' && pin.node_main === 'integrity_policy';
   if (underPolicy && options.launcherMountsMain !== true && existsSync(guard)) return verifyUnderPolicy(record, relative.value, pin, options, guard);
-  const copied = await copyPinnedFile(record, relative.value, options);
-  if (copied.isErr()) return err(copied.error);
+  // The interpreter is opened while the main file is copied; a refused copy is reported first.
+  const [copied, interpreter] = await Promise.all([copyPinnedFile(record, relative.value, options), pin === undefined ? undefined : openPinnedInterpreter(pin)]);
+  if (copied.isErr()) {
+    if (interpreter?.isOk() === true) void interpreter.value.handle.close().catch(() => undefined);
+    return err(copied.error);
+  }
   const copy = copied.value;
-  if (pin === undefined) return ok(verifiedExecutable(record, copy.sha256, launchNative(record, copy), undefined));
-  const interpreter = await openPinnedInterpreter(pin);
+  if (pin === undefined || interpreter === undefined) return ok(verifiedExecutable(record, copy.sha256, launchNative(record, copy), undefined));
   if (interpreter.isErr()) {
     await copy.handle.close().catch(() => undefined);
     return err(interpreter.error);

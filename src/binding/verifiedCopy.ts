@@ -64,10 +64,10 @@ export async function copyWhileHashing(
       return ok({ refused: sha256 });
     }
     const reader = await open(name, 'r');
-    await unlink(name);
     // Close the writer before anyone execs the copy: an open writer makes exec fail with ETXTBSY.
-    await writer.close();
+    const closing = writer.close();
     writer = undefined;
+    await Promise.all([unlink(name), closing]);
     return ok({ sha256, handle: reader });
   } catch (e) {
     await writer?.close().catch(() => undefined);
