@@ -115,6 +115,31 @@ export function result(
   };
 }
 
+/**
+ * {@link result} for a `ratio` row measured in rounds that each time both
+ * sides (`values[i]` beside `baselines[i]`): its comparison is the median of
+ * the per-round ratios ({@link BenchResult.pairedRatio}).
+ */
+export function pairedResult(
+  fields: Omit<BenchResult, 'value' | 'baseline' | 'spread' | 'pairedRatio'>,
+  values: readonly number[],
+  baselines: readonly number[],
+): BenchResult {
+  return { ...result(fields, values, baselines), pairedRatio: median(roundRatios(values, baselines)) };
+}
+
+/** Each round's value/baseline. */
+export function roundRatios(values: readonly number[], baselines: readonly number[]): number[] {
+  return values.map((value, round) => value / baselines[round]!);
+}
+
+/** How the per-round ratios spread, for a row's note: their quartiles and range, and the ratio of the two medians beside them. */
+export function roundRatioSpread(values: readonly number[], baselines: readonly number[]): string {
+  const ratios = roundRatios(values, baselines);
+  const text = (ratio: number): string => `${ratio.toFixed(3)}×`;
+  return `per-round ratios: quartiles ${text(percentile(ratios, 25))}–${text(percentile(ratios, 75))}, range ${text(Math.min(...ratios))}–${text(Math.max(...ratios))}; ratio of the two medians ${text(median(values) / median(baselines))}`;
+}
+
 /** The comparison figure: ratio or difference of value against baseline, or the value itself. */
 export function comparison(r: BenchResult): number {
   if (r.compare === 'absolute') return r.value;

@@ -19,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { McpSession } from '../src/shapes/mcp/McpSession.js';
 import { launchCommand } from '../test/support/mcpLaunch.js';
-import { percentile, result, type BenchResult } from './harness.js';
+import { pairedResult, percentile, result, roundRatioSpread, type BenchResult } from './harness.js';
 
 const HELLO = fileURLToPath(new URL('../fixtures/plugins/hello/bin/hello-mcp.mjs', import.meta.url));
 const FAULTY = fileURLToPath(new URL('../fixtures/plugins/mcp-faulty/bin/mcp-faulty.mjs', import.meta.url));
@@ -28,7 +28,16 @@ const ARGS = { name: 'bench' };
 
 const ROUNDS = 12;
 const WARM_CALLS = 1500;
-const WARMUP = 300;
+/**
+ * Calls each side makes before the warm row's round is measured: V8 tiers a
+ * process's code up over its first thousand or two calls and each round's
+ * plugins are fresh, so a few hundred calls left both servers half compiled
+ * (the same slow server time on both sides). A host is long-lived: the row
+ * measures warmed code.
+ */
+const WARMUP = 3000;
+/** Warm-up of the throughput row, which measures many calls per run. */
+const THROUGHPUT_WARMUP = 300;
 const RUNS = 5;
 const BATCH = 32;
 const BATCHES = 20;
@@ -69,7 +78,8 @@ async function bareCall(client: Client): Promise<void> {
 /**
  * Where the OS places two server processes on two busy cores moves a 50 µs
  * round trip by more than the overhead measured, so every round starts a
- * fresh pair (in alternating order) and the figure is the median over rounds.
+ * fresh pair (in alternating order); the figures are the medians over rounds
+ * of each round's p50, the comparison the median of the per-round ratios.
  */
 async function warmCallP50(): Promise<BenchResult> {
   const values: number[] = [];
@@ -104,7 +114,7 @@ async function warmCallP50(): Promise<BenchResult> {
     baselines.push(percentile(viaSdk, 50));
     await Promise.all([s.close(), client.close()]);
   }
-  return result(
+  return pairedResult(
     {
       name: 'MCP warm call p50 (McpSession vs bare SDK Client)',
       baselineName: 'SDK Client + StdioClientTransport',
@@ -112,7 +122,7 @@ async function warmCallP50(): Promise<BenchResult> {
       compare: 'ratio',
       target: 1.1,
       better: 'lower',
-      note: `${ROUNDS} rounds, each a fresh pair of hello processes (Node SDK server) and ${WARM_CALLS} alternating calls; p50 per round, median over rounds; our requests carry a progressToken (so that progress can extend a call's timeout), which the plugin parses and the bare SDK's requests lack`,
+      note: `${ROUNDS} rounds, each a fresh pair of hello processes (Node SDK server), ${WARMUP} warm-up calls each side (both servers' code tiered up) and ${WARM_CALLS} alternating calls; p50 per round; the figures are the medians over rounds, the comparison the median of the per-round ratios (${roundRatioSpread(values, baselines)}); our requests carry a progressToken (so that progress can extend a call's timeout), which the plugin parses and the bare SDK's requests lack`,
     },
     values,
     baselines,
@@ -139,7 +149,7 @@ async function throughput(calls: number, batches: number, call: () => Promise<vo
 async function concurrentThroughput(): Promise<BenchResult> {
   const s = session(ARGV, BATCH);
   const client = await bareClient();
-  for (let i = 0; i < WARMUP; i++) await sessionCall(s);
+  for (let i = 0; i < THROUGHPUT_WARMUP; i++) await sessionCall(s);
   const calls = BATCH * BATCHES;
   const ours: number[] = [];
   const sdk: number[] = [];
