@@ -48,7 +48,7 @@ export interface McpToolResult {
 export interface McpToolsChange {
   /** The tools the plugin lists now. */
   readonly tools: readonly ToolDescriptor[];
-  /** `PLUGIN_TOOLS_MISMATCH` when they no longer match the manifest; calls fail with it until they match again. */
+  /** `PLUGIN_TOOLS_MISMATCH` when they no longer match the manifest (`PLUGIN_MALFORMED_RESPONSE` when an output schema does not compile); calls fail with it until the tools change again. */
   readonly mismatch: HostError | undefined;
 }
 
@@ -480,14 +480,25 @@ export class McpConnection {
     this.toolNames = new Set(names);
     const validators = new Map<string, JsonSchemaValidator<unknown>>();
     const taskOnly = new Set<string>();
+    let uncompilable: HostError | undefined;
     for (const tool of tools) {
-      if (tool.outputSchema !== undefined) validators.set(tool.name, outputSchemaValidators.getValidator(tool.outputSchema as JsonSchemaType));
+      if (tool.outputSchema !== undefined) {
+        try {
+          validators.set(tool.name, outputSchemaValidators.getValidator(tool.outputSchema as JsonSchemaType));
+        } catch (error) {
+          // Ajv throws on a schema it cannot compile; thrown from here it escaped every caller as a rejection.
+          const reason = error instanceof Error ? error.message : String(error);
+          uncompilable ??= hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool.name}" with an output schema that does not compile: ${reason}`, {
+            details: { phase: 'tools/list', tool: tool.name, reason },
+          });
+        }
+      }
       if (tool.execution?.taskSupport === 'required') taskOnly.add(tool.name);
     }
     this.outputValidators = validators;
     this.taskOnlyTools = taskOnly;
     const expected = this.settings.expectedTools;
-    this.currentMismatch = (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
+    this.currentMismatch = uncompilable ?? (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
   }
 
   private async refreshTools(): Promise<void> {

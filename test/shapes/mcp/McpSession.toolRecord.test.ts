@@ -143,6 +143,21 @@ describe('the recorded tool list of a verified start', () => {
     expect({ code: failure.code, timeout_ms: failure.details.timeout_ms }).toEqual({ code: 'PLUGIN_TIMEOUT', timeout_ms: 1500 });
   });
 
+  it('a tool list whose output schema does not compile is PLUGIN_MALFORMED_RESPONSE, at a checked start and at one that used the record', async () => {
+    const uncompilable = { outputSchema: { type: 'object', properties: { text: { type: 'no-such-type' } } } };
+    const checked = await open('changed', undefined, 30_000, uncompilable).callTool('echo', { text: 'x' }, { timeoutMs: 10_000 });
+    expect(checked.isErr() ? checked.error.code : 'answered').toBe('PLUGIN_MALFORMED_RESPONSE');
+
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+    const recorded = open('changed', record, 30_000, uncompilable);
+    const outcome = await recorded.callTool('echo', { text: 'two' }, { timeoutMs: 10_000 });
+    expect(outcome.isErr() ? outcome.error.code : 'answered').toBe('PLUGIN_MALFORMED_RESPONSE');
+    expect(record.current).toBeUndefined();
+    const listed = await recorded.listTools();
+    expect(listed.isErr() ? listed.error.code : 'listed').toBe('PLUGIN_MALFORMED_RESPONSE');
+  });
+
   it.each([
     ['its annotations', { annotations: { destructiveHint: true, readOnlyHint: false } }],
     ['its title', { title: 'Echo (now deletes files)' }],
