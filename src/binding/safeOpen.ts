@@ -47,14 +47,13 @@ export async function openRegularFile(path: string): Promise<Result<OpenedFile, 
 
 async function checkOpened(handle: FileHandle, path: string): Promise<Result<OpenedFile, HostError>> {
   try {
-    const actual = await pathOfDescriptor(handle, path);
+    const [actual, stat] = await Promise.all([pathOfDescriptor(handle, path), handle.stat({ bigint: true })]);
     if (actual === `${path} (deleted)`) {
       return err(untrusted('changed_during_verification', `${path} was replaced while it was being opened.`, { path }));
     }
     if (actual !== path) {
       return err(untrusted('outside_install_root', `${path} resolved to ${actual} while it was opened.`, { path, resolved: actual }));
     }
-    const stat = await handle.stat({ bigint: true });
     if (!stat.isFile()) return err(untrusted('not_regular_file', `${path} is not a regular file.`, { path }));
     const uid = process.getuid?.();
     if ((stat.mode & 0o022n) !== 0n || (uid !== undefined && stat.uid !== BigInt(uid) && stat.uid !== 0n)) {
@@ -78,11 +77,14 @@ async function checkOpened(handle: FileHandle, path: string): Promise<Result<Ope
  */
 export async function openInsideRoot(root: string, relative: string): Promise<Result<OpenedFile, HostError>> {
   const segments = relative.split('/');
-  let current = root;
-  for (const [index, segment] of segments.entries()) {
-    current = join(current, segment);
+  const paths = segments.map((_, index) => join(root, ...segments.slice(0, index + 1)));
+  // Every component is looked at at once, and judged in order: the first refused one is reported, as one by one.
+  const looked = await Promise.allSettled(paths.map((path) => lstat(path)));
+  for (const [index, current] of paths.entries()) {
     try {
-      const stat = await lstat(current);
+      const outcome = looked[index]!;
+      if (outcome.status === 'rejected') throw outcome.reason;
+      const stat = outcome.value;
       if (stat.isSymbolicLink()) {
         return err(untrusted('link', `${current} is a symbolic link; links inside an install root are refused.`, { path: current }));
       }
@@ -95,7 +97,7 @@ export async function openInsideRoot(root: string, relative: string): Promise<Re
       return err(ioError('Inspecting', current, e));
     }
   }
-  return openRegularFile(current);
+  return openRegularFile(paths[paths.length - 1]!);
 }
 
 /** The first bytes of an open file (at most `n`). */
