@@ -87,11 +87,14 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
 
 /** Removes one plugin from all three files; its namespace owner stays recorded. */
 export function removePlugin(contents: CatalogContents, pluginId: string): CatalogContents {
+  const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
+  const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
   return {
     variants: contents.variants.filter((v) => v.plugin_id !== pluginId),
     descriptors: without(contents.descriptors, pluginId),
     plugins: without(contents.plugins, pluginId),
-    namespace_owners: contents.namespace_owners,
+    // The key that signed it stays with the owner, as its data and credentials stay: the next install is held to it.
+    namespace_owners: signer === undefined || owner === undefined ? contents.namespace_owners : withMember(contents.namespace_owners, pluginId, { ...owner, signer }),
     states: without(contents.states, pluginId),
   };
 }

@@ -144,6 +144,8 @@ export interface NamespaceOwnerEntry {
   readonly first_party?: true;
   /** When the owner was first recorded (ISO 8601). */
   readonly first_recorded_at?: string;
+  /** The key that signed the plugin when it was last removed; its next install is held to it. */
+  readonly signer?: string;
 }
 
 /** `plugins.lock`. */

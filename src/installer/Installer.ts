@@ -15,7 +15,7 @@ import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
 import type { ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
-import type { NamespaceClaim, NamespaceLock, ProfileKind } from '../namespace/NamespaceLock.js';
+import type { NamespaceClaim, NamespaceLock, NamespaceOwners, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
@@ -216,15 +216,25 @@ function sameSettings(a: Readonly<Record<string, SettingValue>> | undefined, b: 
   return text(a) === text(b);
 }
 
-/** `PLUGIN_SIGNATURE_INVALID` (`signer_changed`) when the installed plugin was signed by a key that did not sign this package, unless `allowSignerChange`. */
-function signerRefusal(installed: LockedPlugin, id: string, staged: Pick<StagedPackage, 'signature'>, options: InstallOptions): HostError | undefined {
+/** The key that signed a plugin id's last removed install, as the owners record keeps it (see removePlugin). */
+function removedSigner(owners: NamespaceOwners, id: string): string | undefined {
+  return Object.hasOwn(owners, id) ? owners[id]?.signer : undefined;
+}
+
+/**
+ * `PLUGIN_SIGNATURE_INVALID` (`signer_changed`) when the plugin, installed or
+ * last removed (`version` absent), was signed by a key that did not sign this
+ * package, unless `allowSignerChange`.
+ */
+function signerRefusal(recorded: { readonly signer: string | undefined; readonly version?: string }, id: string, staged: Pick<StagedPackage, 'signature'>, options: InstallOptions): HostError | undefined {
   const signer = staged.signature?.keyFingerprint;
-  if (installed.package.signer === undefined || signer === installed.package.signer || options.allowSignerChange === true) return undefined;
+  if (recorded.signer === undefined || signer === recorded.signer || options.allowSignerChange === true) return undefined;
+  const which = recorded.version === undefined ? 'was signed by key' : `${recorded.version} was signed by key`;
   return hostError(
     'PLUGIN_SIGNATURE_INVALID',
-    `plugin '${id}' ${installed.version} was signed by key ${installed.package.signer}; this package is ${signer === undefined ? 'not signed' : `signed by key ${signer}`}`,
+    `plugin '${id}' ${which} ${recorded.signer}${recorded.version === undefined ? ' when it was removed' : ''}; this package is ${signer === undefined ? 'not signed' : `signed by key ${signer}`}`,
     {
-      details: { reason: 'signer_changed', plugin_id: id, installed_signer: installed.package.signer, signer: signer ?? null },
+      details: { reason: 'signer_changed', plugin_id: id, installed_signer: recorded.signer, signer: signer ?? null },
       hint: 'Sign the package with the key that signed the installed version, or pass allowSignerChange: true (CLI: --allow-signer-change) if the publisher changed keys.',
     },
   );
@@ -248,7 +258,7 @@ function versionRefusal(
   options: InstallOptions,
 ): HostError | undefined {
   const id = manifest.plugin_id;
-  const signerChanged = signerRefusal(installed, id, staged, options);
+  const signerChanged = signerRefusal({ signer: installed.package.signer, version: installed.version }, id, staged, options);
   if (signerChanged !== undefined) return signerChanged;
   const order = compareVersions(manifest.version, installed.version);
   const details = { plugin_id: id, version: manifest.version, installed_version: installed.version };
@@ -352,7 +362,11 @@ export class Installer {
    */
   async #reinstall(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<Reinstall, HostError>> {
     const plugin = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: manifest.plugin_id });
-    if (plugin === undefined) return ok({ kind: 'new' });
+    if (plugin === undefined) {
+      // A removed plugin's data directory and stored credentials stay: the next install of its id is held to the key that signed it.
+      const refused = signerRefusal({ signer: removedSigner(snapshot.contents.namespace_owners, manifest.plugin_id) }, manifest.plugin_id, staged, options);
+      return refused === undefined ? ok({ kind: 'new' }) : err(refused);
+    }
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
       // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins; under another grant they are installed again.
       const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
@@ -361,7 +375,7 @@ export class Installer {
       // The bytes the recorded key signed, given again unsigned, keep that signer: otherwise a repair would drop the pin and let an unsigned upgrade in.
       const installedSigner = plugin.lock.package.signer;
       if (staged.signature === undefined) return ok({ kind: 'repair', root: plugin.lock.binding.install_root, ...(installedSigner === undefined ? {} : { signer: installedSigner }) });
-      const refused = signerRefusal(plugin.lock, manifest.plugin_id, staged, options);
+      const refused = signerRefusal({ signer: installedSigner, version: plugin.lock.version }, manifest.plugin_id, staged, options);
       return refused === undefined ? ok({ kind: 'repair', root: plugin.lock.binding.install_root }) : err(refused);
     }
     const refused = versionRefusal(plugin.lock, manifest, staged, options);
@@ -723,7 +737,12 @@ export class Installer {
         const conflict = conflictUnderLock(id, records.variants, current.variants);
         if (conflict !== undefined) return err(conflict);
         const previous = Object.hasOwn(current.plugins, id) ? current.plugins[id] : undefined;
-        const refused = previous === undefined || previous.binding.install_root === repairs ? undefined : versionRefusal(previous, manifest, staged, options);
+        const refused =
+          previous === undefined
+            ? signerRefusal({ signer: removedSigner(current.namespace_owners, id) }, id, staged, options)
+            : previous.binding.install_root === repairs
+              ? undefined
+              : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));

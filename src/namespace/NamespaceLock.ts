@@ -24,6 +24,12 @@ export interface NamespaceOwnerRecord {
   readonly first_party?: true;
   /** When the owner was first recorded, as an ISO 8601 timestamp. */
   readonly first_recorded_at?: string;
+  /**
+   * The fingerprint of the key that signed the plugin when it was last
+   * removed: its next install must be signed by that key unless the caller
+   * allows a signer change (its data and credentials outlive the remove).
+   */
+  readonly signer?: string;
 }
 
 /** Every recorded owner, keyed by plugin id; a plain JSON object. */

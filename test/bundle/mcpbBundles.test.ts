@@ -201,7 +201,11 @@ describe('MCP Bundles: refusals', () => {
     // bytecode from PYTHONPYCACHEPREFIX, runs the .pth files of PYTHONUSERBASE's site-packages, loads native modules
     // below PYTHONPLATLIBDIR, and glibc's iconv loads the modules GCONV_PATH names. The data directory is writable.
     ...['OPENSSL_CONF', 'OPENSSL_MODULES', 'OPENSSL_ENGINES', 'PYTHONPYCACHEPREFIX', 'PYTHONUSERBASE', 'PYTHONPLATLIBDIR', 'GCONV_PATH'].map(
-      (name) => [`${name} in the bundle's env`, probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { [name]: '${HOME}/x' } } }), at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env')] as const,
+      (name): [string, ReturnType<typeof probeManifest>, ReturnType<typeof at>] => [
+        `${name} in the bundle's env`,
+        probeManifest({}, { mcp_config: { command: 'node', args: ['${__dirname}/server/probe.mjs'], env: { [name]: '${HOME}/x' } } }),
+        at('PLUGIN_ENV_PROHIBITED', '/server/mcp_config/env'),
+      ],
     ),
     // Its server starts once to list its tools before the env is judged: that start must not get the denied name either.
     [

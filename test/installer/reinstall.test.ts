@@ -193,6 +193,25 @@ describe('signer', () => {
     expect(changed.lock.package.signer).not.toBe(first.lock.package.signer);
   });
 
+  it('remembers the signer across remove: a reinstall must be signed by the same key unless allowSignerChange', async () => {
+    p = await testProfile('standard', { trustedKeys });
+    const v1 = await packed('1.0.0');
+    const first = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    unwrap(await p.installer.remove('greeter'));
+    // The data directory and stored credentials outlive the remove: a package from another hand must not inherit them.
+    const unsigned = await packed('1.0.1');
+    const error = refusedWith(await p.installer.install(unsigned.archive, { checksum: unsigned.checksum }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(error.details).toMatchObject({ reason: 'signer_changed', plugin_id: 'greeter', installed_signer: first.lock.package.signer, signer: null });
+    const byOther = await packed('1.0.2', otherTrusted);
+    refusedWith(await p.installer.install(byOther.archive, { checksum: byOther.checksum, signature: byOther.signature }), 'PLUGIN_SIGNATURE_INVALID');
+    expect(await installed(p, 'greeter')).toBeUndefined();
+    const again = unwrap(await p.installer.install(v1.archive, { checksum: v1.checksum, signature: v1.signature }));
+    expect(again.lock.package.signer).toBe(first.lock.package.signer);
+    unwrap(await p.installer.remove('greeter'));
+    const changed = unwrap(await p.installer.install(byOther.archive, { checksum: byOther.checksum, signature: byOther.signature, allowSignerChange: true }));
+    expect(changed.lock.package.signer).not.toBe(first.lock.package.signer);
+  });
+
   it('upgrades a package signed by the same key, and leaves unsigned plugins free to upgrade unsigned', async () => {
     p = await testProfile('standard', { trustedKeys });
     const v1 = await packed('1.0.0');
