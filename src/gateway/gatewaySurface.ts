@@ -375,6 +375,8 @@ export class GatewaySubscriptions {
     const entry = this.#byRoute.get(key);
     if (entry === undefined || entry.clients.size > 0) return okAsync(undefined);
     this.#byRoute.delete(key);
+    // Another client's subscribe to the same resource is still at the plugin: its answer makes the route anew.
+    if (this.#asking.has(key)) return okAsync(undefined);
     return this.#host.unsubscribeResource(entry.route.pluginId, entry.route.uri);
   }
 }
