@@ -671,14 +671,22 @@ static void apply_mounts(struct spec *spec) {
     } else {
       continue;
     }
-    if (!op->writable) set_mount_attr(op->clone, MOUNT_ATTR_RDONLY, "bind", op->path);
+    struct stat source;
+    if (fstat(op->clone, &source) != 0) fail_errno("bind", op->path);
+    /*
+     * As bubblewrap binds every tree: a device node in one (its data directory, its install root) would open the host's
+     * device whatever Landlock grants on the tree. Only a device the spec binds itself (/dev/null) keeps device access.
+     */
+    uint64_t device = S_ISCHR(source.st_mode) || S_ISBLK(source.st_mode) ? 0 : MOUNT_ATTR_NODEV;
+    set_mount_attr(op->clone, MOUNT_ATTR_NOSUID | device | (op->writable ? 0 : MOUNT_ATTR_RDONLY), "bind", op->path);
   }
   /*
    * Everything the host shows, read-only: Landlock does not govern a file's metadata (mode, owner, times, extended
    * attributes), which a read-only mount refuses. Only what is mounted from here on (the plugin's own writable tree,
-   * its /dev/shm) can be written; the clones above keep the access they were given.
+   * its /dev/shm) can be written; the clones above keep the access they were given. No device node in a system
+   * directory opens either (bubblewrap binds them nodev too): only the devices the spec binds are devices.
    */
-  struct launcher_mount_attr read_only = {.attr_set = MOUNT_ATTR_RDONLY};
+  struct launcher_mount_attr read_only = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
   if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &read_only, sizeof read_only) != 0) fail_errno("read-only", "/");
   enter_fresh_root(spec);
   for (int i = 0; i < spec->op_count; i++) {

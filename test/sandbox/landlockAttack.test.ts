@@ -36,6 +36,7 @@ const attempt = (action, path) => {
   if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
   if (action === 'stat') return Promise.resolve().then(() => statSync(path));
   if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
+  if (action === 'openr') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_RDONLY)));
   if (action === 'read') return Promise.resolve().then(() => readFileSync(path, 'utf8'));
   return new Promise((resolve, reject) => {
     const socket = connect({ path });
@@ -218,6 +219,23 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       expect(report[`chmod:${systemWriteDir}`]).toBe('ok');
     } finally {
       rmSync(systemWriteDir, { recursive: true, force: true });
+    }
+  });
+
+  // A device node in a tree the plugin may read (its data directory, its install root, a system directory) opens the
+  // device whatever Landlock grants there: bubblewrap mounts every tree nodev. Made by root here; a plugin could not.
+  it.runIf(process.getuid?.() === 0)('opens no device node found in its own trees', async () => {
+    const nodes = [join(dataDir, 'zero-device'), join(installRoot, 'zero-device')];
+    for (const node of nodes) {
+      rmSync(node, { force: true });
+      const made = spawnSync('mknod', ['-m', '0666', node, 'c', '1', '5'], { encoding: 'utf8' });
+      expect(made.status, made.stderr).toBe(0);
+    }
+    try {
+      const report = await attack(spawner, nodes.map((node) => `openr:${node}`));
+      for (const node of nodes) expect(report[`openr:${node}`], node).toMatch(/^E(ACCES|PERM)$/);
+    } finally {
+      for (const node of nodes) rmSync(node, { force: true });
     }
   });
 
