@@ -133,7 +133,8 @@ export function landlockArgs(
   for (const tree of trees.filter(isOwnRoot)) place(tree);
   for (const file of layout.mountedFiles ?? []) args.push('--file', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));
-  for (const cover of covers) args.push('--seal', cover);
+  // A cover a tree is bound on (a writeDir that is a top-level directory) lies hidden under it: sealing it would seal the tree.
+  for (const cover of covers) if (!placed.some((t) => t.path === cover)) args.push('--seal', cover);
 
   for (const dir of systemDirs) args.push('--allow', dir, 'rx');
   for (const tree of trees) {

@@ -222,6 +222,19 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     }
   });
 
+  // Not an attack either: a tree that is a top-level directory itself (a container's /data volume) is bound over the
+  // cover of that directory, and sealing the cover must not make the tree bound on it read-only.
+  it.runIf(process.getuid?.() === 0)('a writeDir that is a top-level directory stays writable', async () => {
+    const topWriteDir = `/mcp-attack-${process.pid}-data`;
+    mkdirSync(topWriteDir, { recursive: true });
+    try {
+      const report = await attack(spawner, [`chmod:${topWriteDir}`], { writeDir: topWriteDir });
+      expect(report[`chmod:${topWriteDir}`]).toBe('ok');
+    } finally {
+      rmSync(topWriteDir, { recursive: true, force: true });
+    }
+  });
+
   // A device node in a tree the plugin may read (its data directory, its install root, a system directory) opens the
   // device whatever Landlock grants there: bubblewrap mounts every tree nodev. Made by root here; a plugin could not.
   it.runIf(process.getuid?.() === 0)('opens no device node found in its own trees', async () => {
