@@ -107,6 +107,7 @@ export interface HostConfig {
   readonly trustedKeys: readonly string[] | undefined;
   readonly requireSignatures: boolean;
   readonly requireLicense: boolean;
+  readonly durableInstall: boolean;
   readonly packageLimits: Partial<PackageLimits> | undefined;
   readonly interpreterSearchPath: string | undefined;
   readonly npm: NpmSettings | undefined;
@@ -217,6 +218,7 @@ const HOST_SCHEMA: OptionSchema = {
   trustedKeys: 'strings',
   requireSignatures: 'boolean',
   requireLicense: 'boolean',
+  durableInstall: 'boolean',
   packageLimits: { fields: { maxArchiveBytes: 'bytes', maxExtractedBytes: 'bytes', maxEntries: 'count' } },
   interpreterSearchPath: 'string',
   npm: { fields: { cli: 'string', registry: 'string' } },
@@ -321,6 +323,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       trustedKeys: o.trustedKeys,
       requireSignatures: o.requireSignatures ?? DEFAULTS.requireSignatures,
       requireLicense: o.requireLicense ?? (o.preset ?? DEFAULTS.preset) === 'gum',
+      durableInstall: o.durableInstall ?? DEFAULTS.durableInstall,
       packageLimits: o.packageLimits,
       interpreterSearchPath: o.interpreterSearchPath,
       npm: o.npm,

@@ -9,6 +9,7 @@ import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { syncDirectory } from '../catalog/generationFiles.js';
+import { syncTree } from './syncTree.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
@@ -78,6 +79,8 @@ export interface InstallerOptions {
   readonly npm?: NpmSettings;
   /** Refuse packages from archives and registries that ship no LICENSE file (PLUGIN_LICENSE_MISSING). */
   readonly requireLicense?: boolean;
+  /** Fsync every file and directory of a new install root, and the folders it was moved into, before its commit (see syncTree). */
+  readonly durableInstall?: boolean;
   /** The sandbox an `npm:` server that ships no manifest is started in once, to read its tools; without it such a server needs the `manifest` option. */
   readonly spawner?: SandboxSpawner;
 }
@@ -721,6 +724,7 @@ export class Installer {
         return err(bound.error);
       }
       binding = bound.value;
+      if (this.#o.durableInstall === true) await syncTree(installRoot, [dirname(installRoot), layout.pluginsDir]);
       const status = options.initialStatus ? await options.initialStatus(manifest) : 'installed_pending_restart';
       const capabilities = grantedCapabilities(manifest, options.grant);
       if (capabilities.isErr()) {
