@@ -855,6 +855,21 @@ static void clear_capability_sets(void) {
   if (syscall(SYS_capset, &header, data) != 0) fail_errno("user", "clear capabilities");
 }
 
+/*
+ * Process 1, once the plugin is forked, only reaps and forwards the host's signals: it keeps CAP_KILL alone, and only
+ * for a plugin switched to its own user (a signal to another user needs it). Left as it was, on a root host it held
+ * every capability of the host's user namespace inside the sandbox's namespaces, where bubblewrap's process 1 holds none.
+ */
+static void keep_only_kill(const struct spec *spec) {
+  drop_capabilities();
+  struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (spec->switch_user) data[0].permitted = data[0].effective = 1U << CAP_KILL;
+  if (syscall(SYS_capset, &header, data) != 0) fail_errno("reaper", "drop capabilities");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("reaper", "no_new_privs");
+}
+
 static void become_plugin_user(const struct spec *spec) {
   if (spec->switch_user) {
     if (setgroups(0, NULL) != 0) fail_errno("user", "setgroups");
@@ -944,6 +959,7 @@ int main(int argc, char **argv) {
   if (plugin < 0) fail_errno("fork", "plugin");
   if (plugin == 0) run_plugin(&spec);
   forward_to = plugin;
+  keep_only_kill(&spec);
   syscall(SYS_close_range, 3U, ~0U, 0);
   exit_like(plugin);
   return 1;
