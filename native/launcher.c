@@ -870,6 +870,18 @@ static void keep_only_kill(const struct spec *spec) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("reaper", "no_new_privs");
 }
 
+/*
+ * The plugin reads /proc/1/cmdline, the launcher's whole command line: the host's pid, its control groups (the host's
+ * own among them) and where the launcher is installed (a home directory). Process 1 needs none of it once the plugin
+ * is forked, which keeps its own copy; its argument bytes become the launcher's name alone.
+ */
+static void hide_command_line(int argc, char **argv) {
+  char *start = argv[0];
+  char *end = argv[argc - 1] + strlen(argv[argc - 1]);
+  memset(start, 0, (size_t)(end - start));
+  snprintf(start, (size_t)(end - start) + 1, "mcp-plugin-launcher");
+}
+
 static void become_plugin_user(const struct spec *spec) {
   if (spec->switch_user) {
     if (setgroups(0, NULL) != 0) fail_errno("user", "setgroups");
@@ -960,6 +972,7 @@ int main(int argc, char **argv) {
   if (plugin == 0) run_plugin(&spec);
   forward_to = plugin;
   keep_only_kill(&spec);
+  hide_command_line(argc, argv);
   syscall(SYS_close_range, 3U, ~0U, 0);
   exit_like(plugin);
   return 1;

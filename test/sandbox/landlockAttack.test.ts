@@ -263,6 +263,15 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     for (const [set, bits] of Object.entries(sets)) expect(bits & ~CAP_KILL, `${set} ${bits.toString(16)}`).toBe(0n);
   });
 
+  // Anyone may read /proc/1/cmdline. The launcher's names the host's pid, its control groups (the host's own among
+  // them, which /proc/self/cgroup no longer shows) and where the launcher is installed; bubblewrap's names none of them.
+  it('a plugin learns nothing of the host from process 1\'s command line', async () => {
+    const cmdline = (await attack(spawner, ['read:/proc/1/cmdline']))['read:/proc/1/cmdline']!;
+    const args = cmdline.split('\0').filter((arg) => arg !== '');
+    expect(args.length).toBeGreaterThan(0);
+    expect(args.filter((arg) => arg === String(process.pid) || arg.includes('/sys/fs/cgroup') || arg.includes(process.cwd()))).toEqual([]);
+  });
+
   // A plugin run as root (no identity: SandboxSpawner used directly on a root host) has no capability, but the kernel
   // lets user 0 write a sysctl by its mode alone: kernel.core_pattern names a program the kernel runs as root on the
   // next crash anywhere on the host. Opening for writing is the whole check (nothing is written).
