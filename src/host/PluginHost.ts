@@ -642,9 +642,10 @@ export class PluginHost {
    * (VARIANT_QUARANTINED, with `retry_after_ms` inside a backoff window), one
    * missing credentials (PLUGIN_NEEDS_CONFIGURATION), one installed after
    * this host opened (PLUGIN_PENDING_RESTART), a tool above `maxRisk`
-   * (PLUGIN_RISK_NOT_ALLOWED), an unconfirmed `high_stakes_write` tool
-   * (PLUGIN_CONFIRMATION_DENIED) and arguments that break the tool's request
-   * schema (INVALID_ARGS with `details.pointer`, before the plugin starts); a
+   * (PLUGIN_RISK_NOT_ALLOWED), arguments that break the tool's request
+   * schema (INVALID_ARGS with `details.pointer`, before the plugin starts)
+   * and an unconfirmed `high_stakes_write` tool (PLUGIN_CONFIRMATION_DENIED:
+   * the confirmation is asked only for arguments that passed); a
    * success that breaks its response schema is
    * PLUGIN_RESPONSE_SCHEMA_VIOLATION. Results of `mcp-plugin` and
    * `esm-module` plugins follow the result semantics of
@@ -691,6 +692,8 @@ export class PluginHost {
       startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
     if (refused !== undefined) return errAsync(callError(refused, { id: plugin.plugin_id, opId }));
     if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
+    const invalidArgs = this.#dispatcher.argumentRefusal(plugin, variant.tool_name, args, opId);
+    if (invalidArgs !== undefined) return errAsync(invalidArgs);
     return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(() =>
       this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call'),
     );

@@ -77,18 +77,29 @@ export class CallDispatcher {
     this.#parts = parts;
   }
 
-  /** Calls `tool` of `plugin` (started if it is not running); `purpose` says whose crash books a failure feeds. */
-  dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
-    const { runtimes, events, clock } = this.#parts;
+  /**
+   * INVALID_ARGS when `args` nest deeper than the host writes to a plugin or
+   * break the request schema of `tool`, else undefined. Also asked before a
+   * high_stakes_write confirmation, so no one is asked to approve a call that cannot run.
+   */
+  argumentRefusal(plugin: InstalledPlugin, tool: string, args: unknown, opId: string): HostError | undefined {
     const id = plugin.plugin_id;
     // Written to the plugin with JSON.stringify, which a deep enough value overflows; a request schema may not bound depth.
     const limit = pluginAnswerLimits.maxArgumentNestingDepth;
     if (nestedDeeperThan(args, limit)) {
       const tooDeep = hostError('INVALID_ARGS', `the arguments of '${tool}' nest more than ${limit} levels deep`, { details: { tool, max_nesting_depth: limit } });
-      return errAsync(callError(tooDeep, { id, opId }));
+      return callError(tooDeep, { id, opId });
     }
     const invalid = this.#parts.schemas.checkArguments(plugin, tool, args);
-    if (invalid !== undefined) return errAsync(callError(invalid, { id, opId }));
+    return invalid === undefined ? undefined : callError(invalid, { id, opId });
+  }
+
+  /** Calls `tool` of `plugin` (started if it is not running); `purpose` says whose crash books a failure feeds. */
+  dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
+    const { runtimes, events, clock } = this.#parts;
+    const id = plugin.plugin_id;
+    const invalid = this.argumentRefusal(plugin, tool, args, opId);
+    if (invalid !== undefined) return errAsync(invalid);
     const crashed = this.#parts.supervisor.stickyCrash(plugin);
     if (crashed !== undefined) return errAsync(callError(crashed, { id, opId }));
     const taken = runtimes.take(plugin);

@@ -17,6 +17,7 @@ import {
   type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { HostPool } from '../support/hostHarness.js';
 import { callbackPackage, op, removeCallbackPackages } from './callbackPlugin.js';
@@ -110,6 +111,28 @@ describe('the gateway asks its client', () => {
       const sampled = (await client.callTool({ name: op('ask_model'), arguments: { question: 'anyone?' } })) as CallToolResult;
       expect(sampled.isError).toBe(true);
       expect(JSON.parse(textOf(sampled))).toMatchObject({ error: { code: -32601 } });
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'does not ask its client to confirm a high_stakes_write call whose arguments are refused: they are INVALID_ARGS',
+    async () => {
+      const dir = await profileWithPlugin();
+      const elicited: ElicitRequest['params'][] = [];
+      const client = new Client({ name: 'asking-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+      client.setRequestHandler(ElicitRequestSchema, (request) => {
+        elicited.push(request.params);
+        return { action: 'decline' };
+      });
+      await connect(dir, client);
+
+      const depth = pluginAnswerLimits.maxArgumentNestingDepth + 10;
+      const deep = JSON.parse(`{"x":${'['.repeat(depth)}${']'.repeat(depth)}}`) as Record<string, unknown>;
+      const erase = (await client.callTool({ name: op('erase_notes'), arguments: deep })) as CallToolResult;
+      expect(erase.isError).toBe(true);
+      expect(errorCodeOf(erase)).toBe('INVALID_ARGS');
+      expect(elicited).toEqual([]);
     },
     TIMEOUT_MS,
   );
