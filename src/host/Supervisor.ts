@@ -33,6 +33,14 @@ const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
   'PLUGIN_PROTOCOL_VERSION_MISMATCH',
 ]);
 
+/**
+ * Where a PLUGIN_TIMEOUT counts toward quarantine: the host's own tools/list
+ * (at every start, and the re-list after list_changed), a start the plugin
+ * did not finish, counted as a crash at start is. An initialize that never
+ * ends is PLUGIN_HANDSHAKE_FAILED already; a tools/call timeout is the call's.
+ */
+const QUARANTINE_TIMEOUT_PHASES: ReadonlySet<unknown> = new Set(['tools/list']);
+
 /** Why a dispatch runs: a caller's call feeds the crash ladder; a canary keeps its own books. */
 export type DispatchPurpose = 'call' | 'canary';
 
@@ -64,7 +72,7 @@ export class Supervisor {
 
   /** Whether `failure` is the plugin's (it could not start or broke its protocol) rather than the call's. */
   countsAgainstPlugin(failure: HostError): boolean {
-    return QUARANTINE_CODES.has(failure.code);
+    return QUARANTINE_CODES.has(failure.code) || (failure.code === 'PLUGIN_TIMEOUT' && QUARANTINE_TIMEOUT_PHASES.has(failure.details.phase));
   }
 
   /**
