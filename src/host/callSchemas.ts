@@ -13,6 +13,7 @@ import { jcsDigest } from '../manifest/schemaRefs.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import type { CompiledSchema } from '../manifest/schemas.js';
+import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult } from '../shapes/PluginSession.js';
 
@@ -34,7 +35,7 @@ export class CallSchemas {
 
   constructor(layout: ProfileLayout) {
     this.#layout = layout;
-    this.#ajv = new Ajv2020({ strict: false, addUsedSchema: false });
+    this.#ajv = new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: untrustedPatternEngine } });
     formats.default(this.#ajv);
   }
 
@@ -101,7 +102,14 @@ function storeError(ref: string, problem: string, cause?: unknown): HostError {
 }
 
 function firstFailure(check: CompiledSchema, value: unknown): SchemaFailure | undefined {
-  if (check(value)) return undefined;
+  let valid: boolean;
+  try {
+    valid = withPatternBudget(() => check(value));
+  } catch (cause) {
+    if (cause instanceof PatternBudgetExceeded) return { pointer: '', message: cause.message };
+    throw cause;
+  }
+  if (valid) return undefined;
   const first = check.errors?.[0];
   return { pointer: first?.instancePath ?? '', message: first?.message ?? 'does not match' };
 }

@@ -9,12 +9,13 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { CompiledSchema } from '../manifest/schemas.js';
+import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
 import type { ToolDescriptor } from '../shapes/PluginSession.js';
 
 /** Compiles tools' input schemas (each one the plugin lists, draft 2020-12 rules, `$schema` ignored). */
 export class CanaryArgumentCheck {
   // Its own instance: plugin schemas may reuse one another's $id.
-  readonly #ajv = new Ajv2020({ strict: false, addUsedSchema: false });
+  readonly #ajv = new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: untrustedPatternEngine } });
 
   constructor() {
     formats.default(this.#ajv);
@@ -36,10 +37,17 @@ export class CanaryArgumentCheck {
     } catch (cause) {
       return { unusable: cause instanceof Error ? cause.message : String(cause) };
     }
-    if (validate(args)) return {};
-    const first = validate.errors?.[0];
-    const pointer = first?.instancePath ?? '';
-    const message = first?.message ?? 'does not match';
+    let pointer: string;
+    let message: string;
+    try {
+      if (withPatternBudget(() => validate(args))) return {};
+      pointer = validate.errors?.[0]?.instancePath ?? '';
+      message = validate.errors?.[0]?.message ?? 'does not match';
+    } catch (cause) {
+      if (!(cause instanceof PatternBudgetExceeded)) throw cause;
+      pointer = '';
+      message = cause.message;
+    }
     return {
       refused: hostError('INVALID_ARGS', `the canary arguments of '${tool}' do not match its input schema at '${pointer}': ${message}`, {
         details: { tool, pointer, schema_error: message },

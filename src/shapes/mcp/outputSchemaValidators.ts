@@ -9,13 +9,36 @@
  * stop, or by another host in the same process) paid a new Ajv instance and
  * a compile per schema, 1–3 ms, on its cold path each time. Here each
  * distinct schema text is compiled once, with the SDK's own Ajv settings;
- * what is validated and how does not change.
+ * what is validated does not change. Patterns run in the bounded engine of
+ * untrustedPatterns.ts, not in V8's backtracking one on the host's thread.
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { Ajv } from 'ajv';
+import formats from 'ajv-formats';
+import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../../manifest/untrustedPatterns.js';
 
 /** Distinct schemas kept; past that the cache starts over (a plugin may list a new schema at every start). */
 const MAX_SCHEMAS = 256;
+
+/** The SDK's default Ajv settings, with patterns run by the bounded engine (a plugin writes both the schema and the data). */
+function newCompiler(): AjvJsonSchemaValidator {
+  const ajv = new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, code: { regExp: untrustedPatternEngine } });
+  formats.default(ajv);
+  return new AjvJsonSchemaValidator(ajv);
+}
+
+/** `validate` with its own budget of backtracking matches; a cut match is the content's schema failure. */
+function bounded<T>(validate: JsonSchemaValidator<T>): JsonSchemaValidator<T> {
+  return (input) => {
+    try {
+      return withPatternBudget(() => validate(input));
+    } catch (cause) {
+      if (cause instanceof PatternBudgetExceeded) return { valid: false, data: undefined, errorMessage: cause.message };
+      throw cause;
+    }
+  };
+}
 
 /** A {@link jsonSchemaValidator} that compiles each distinct output schema once per process. */
 export interface SharedOutputSchemaValidators extends jsonSchemaValidator {
@@ -38,7 +61,7 @@ class OutputSchemaCache implements SharedOutputSchemaValidators {
     // meet in one instance, so such a schema gets an instance of its own, as it did with the SDK's default.
     if (text.includes('"$id"')) {
       this.#compiled++;
-      return new AjvJsonSchemaValidator().getValidator<T>(schema);
+      return bounded(newCompiler().getValidator<T>(schema));
     }
     let validator = this.#validators.get(text);
     if (validator === undefined) {
@@ -47,8 +70,8 @@ class OutputSchemaCache implements SharedOutputSchemaValidators {
         this.#validators.clear();
         this.#compiler = undefined;
       }
-      this.#compiler ??= new AjvJsonSchemaValidator();
-      validator = this.#compiler.getValidator<unknown>(schema);
+      this.#compiler ??= newCompiler();
+      validator = bounded(this.#compiler.getValidator<unknown>(schema));
       this.#compiled++;
       this.#validators.set(text, validator);
     }

@@ -1,0 +1,197 @@
+/**
+ * The regular-expression engine of every Ajv instance that compiles schemas
+ * this project did not write: a plugin's output schema, its manifest's
+ * request and response schemas, the input schemas it lists.
+ *
+ * Ajv's default engine is V8's backtracking RegExp, and both the pattern and
+ * the string it is matched against can come from a plugin: `^(a+)+$` against
+ * thirty `a`s and a `!` blocks the host's thread for seconds, and with it
+ * every other plugin and the gateway. Here a pattern RE2 can express runs in
+ * RE2 (re2js, linear in the input); one it cannot (lookaround,
+ * backreferences, which published servers' schemas do use) runs in V8's
+ * engine on a worker thread while the host's thread waits for it, bounded:
+ * one validation spends at most `nativeBudgetMs` there, then the match is cut
+ * (the worker is ended) and the validation fails with
+ * {@link PatternBudgetExceeded}.
+ */
+import { RE2JS } from 're2js';
+import { Worker } from 'node:worker_threads';
+import type { RegExpEngine, RegExpLike } from 'ajv/dist/types/index.js';
+import settings from '../../etc/untrusted-patterns.json' with { type: 'json' };
+
+/** Thrown out of a validation whose patterns that RE2 cannot run took longer than their budget; callers report it as the schema failure of their data. */
+export class PatternBudgetExceeded extends Error {
+  constructor(pattern: string, why: string) {
+    super(`pattern ${JSON.stringify(pattern)} ${why}`);
+    this.name = 'PatternBudgetExceeded';
+  }
+}
+
+/** The shared word a waiting host thread and the worker exchange, by its states. */
+const IDLE = 0;
+const MATCHING = 1;
+const MATCHED = 2;
+const NOT_MATCHED = 3;
+
+const WORKER_SOURCE = `'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const state = new Int32Array(workerData);
+const compiled = new Map();
+parentPort.on('message', ({ source, flags, input }) => {
+  const key = flags + '/' + source;
+  let pattern = compiled.get(key);
+  Atomics.store(state, 0, ${MATCHING});
+  Atomics.notify(state, 0);
+  if (pattern === undefined) {
+    if (compiled.size >= ${settings.maxCachedPatterns}) compiled.clear();
+    pattern = new RegExp(source, flags);
+    compiled.set(key, pattern);
+  }
+  Atomics.store(state, 0, pattern.test(input) ? ${MATCHED} : ${NOT_MATCHED});
+  Atomics.notify(state, 0);
+});
+`;
+
+/** The worker that runs V8 matches, started on first need and ended when a match overruns. */
+interface NativeMatcher {
+  readonly worker: Worker;
+  readonly state: Int32Array;
+}
+
+let matcher: NativeMatcher | undefined;
+
+/** Milliseconds of native matching left to the validation in progress; `undefined` outside {@link withPatternBudget}. */
+let budgetLeftMs: number | undefined;
+
+/**
+ * Runs one validation with a fresh native-matching budget, so that many
+ * strings under one lookahead pattern cannot add up to a long block.
+ */
+export function withPatternBudget<T>(validate: () => T): T {
+  const outer = budgetLeftMs;
+  budgetLeftMs = settings.nativeBudgetMs;
+  try {
+    return validate();
+  } finally {
+    budgetLeftMs = outer;
+  }
+}
+
+function nativeMatcher(): NativeMatcher {
+  if (matcher === undefined) {
+    const state = new Int32Array(new SharedArrayBuffer(4));
+    // No loaders or flags of the host: the worker needs RegExp and nothing else.
+    const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: state.buffer });
+    worker.unref();
+    worker.on('error', () => {
+      if (matcher?.worker === worker) matcher = undefined;
+    });
+    matcher = { worker, state };
+  }
+  return matcher;
+}
+
+/** Matches in V8's engine on the worker, the host's thread waiting at most the budget left. */
+function nativeTest(source: string, flags: string, input: string): boolean {
+  const left = budgetLeftMs ?? settings.nativeBudgetMs;
+  if (left <= 0) throw new PatternBudgetExceeded(source, `was not run: this validation spent its ${settings.nativeBudgetMs} ms of backtracking matches`);
+  const { worker, state } = nativeMatcher();
+  Atomics.store(state, 0, IDLE);
+  worker.postMessage({ source, flags, input });
+  // A worker still starting is not the pattern's time: its start has a bound of its own.
+  if (Atomics.wait(state, 0, IDLE, settings.workerStartMs) === 'timed-out') {
+    cut(worker);
+    throw new PatternBudgetExceeded(source, `was not run: the matching thread did not answer in ${settings.workerStartMs} ms`);
+  }
+  const started = performance.now();
+  Atomics.wait(state, 0, MATCHING, left);
+  const outcome = Atomics.load(state, 0);
+  if (budgetLeftMs !== undefined) budgetLeftMs -= performance.now() - started;
+  if (outcome === MATCHING) {
+    cut(worker);
+    throw new PatternBudgetExceeded(source, `was cut after ${Math.round(left)} ms of backtracking (a match RE2 cannot run, bounded to ${settings.nativeBudgetMs} ms per validation)`);
+  }
+  return outcome === MATCHED;
+}
+
+function cut(worker: Worker): void {
+  if (matcher?.worker === worker) matcher = undefined;
+  void worker.terminate();
+}
+
+/**
+ * The pattern rewritten for RE2 with JavaScript's meaning, or `undefined`
+ * when RE2 would read it differently in a way not rewritten here: `.` and
+ * `\s` are narrower in RE2, so they become JavaScript's classes; `\S` inside a
+ * class and an empty class (`[]`, `[^]`) have no such rewrite.
+ */
+function re2Source(source: string): string | undefined {
+  const translated = RE2JS.translateRegExp(source);
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < translated.length; i++) {
+    const ch = translated.charAt(i);
+    if (ch === '\\') {
+      const next = translated.charAt(i + 1);
+      i++;
+      if (next === 's') out += inClass ? settings.jsWhitespace : `[${settings.jsWhitespace}]`;
+      else if (next === 'S') {
+        if (inClass) return undefined;
+        out += `[^${settings.jsWhitespace}]`;
+      } else out += ch + next;
+    } else if (inClass) {
+      if (ch === ']') inClass = false;
+      out += ch;
+    } else if (ch === '[') {
+      const negated = translated.charAt(i + 1) === '^';
+      if (translated.charAt(i + (negated ? 2 : 1)) === ']') return undefined;
+      inClass = true;
+      out += negated ? '[^' : '[';
+      if (negated) i++;
+    } else if (ch === '.') out += `[^${settings.jsLineTerminators}]`;
+    else out += ch;
+  }
+  return out;
+}
+
+function linearPattern(source: string): RE2JS | undefined {
+  const rewritten = re2Source(source);
+  if (rewritten === undefined) return undefined;
+  try {
+    return RE2JS.compile(rewritten);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Ajv's `code.regExp` for schemas this project did not write. The pattern is
+ * first compiled by V8 (not run), so that a pattern JavaScript refuses is
+ * refused as before.
+ */
+export const untrustedPatternEngine: RegExpEngine = Object.assign((source: string, flags: string): RegExpLike => new BoundedPattern(source, flags), {
+  code: 'untrustedPatternEngine',
+});
+
+/** One compiled pattern; its text is Ajv's key for it (Ajv shares one compiled pattern per distinct text). */
+class BoundedPattern implements RegExpLike {
+  readonly #source: string;
+  readonly #flags: string;
+  readonly #label: string;
+  readonly #linear: RE2JS | undefined;
+
+  constructor(source: string, flags: string) {
+    this.#label = String(new RegExp(source, flags));
+    this.#source = source;
+    this.#flags = flags;
+    this.#linear = linearPattern(source);
+  }
+
+  test(input: string): boolean {
+    return this.#linear === undefined ? nativeTest(this.#source, this.#flags, input) : this.#linear.test(input);
+  }
+
+  toString(): string {
+    return this.#label;
+  }
+}
