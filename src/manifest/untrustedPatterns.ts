@@ -185,6 +185,8 @@ class BoundedPattern implements RegExpLike {
     this.#source = source;
     this.#flags = flags;
     this.#linear = linearPattern(source);
+    // Started at compile, so that the first match does not wait on the host's thread for a worker to boot.
+    if (this.#linear === undefined) nativeMatcher();
   }
 
   test(input: string): boolean {
