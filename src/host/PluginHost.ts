@@ -703,7 +703,8 @@ export class PluginHost {
    * The tools the plugin offers, as it lists them now (MCP `tools/list`,
    * handshake `exposed_tools`; ndjson-rpc has no discovery, so its declared
    * tools). Starts the plugin if it is not running, through the same checks
-   * and sandbox as a call; a list that differs from the manifest is
+   * and sandbox as a call, and a start that fails counts toward quarantine
+   * as one for a call does; a list that differs from the manifest is
    * PLUGIN_TOOLS_MISMATCH with the undeclared and missing names. MCP tools
    * come with their `title`, `inputSchema`, `outputSchema` and
    * `annotations` as the plugin states them.
@@ -716,7 +717,14 @@ export class PluginHost {
     if (plugin === undefined) return errAsync(notInstalled(pluginId));
     const refused = startRefusal(plugin, `plug.${pluginId}`, this.#config.clock.now(), this.#pending(pluginId));
     if (refused !== undefined) return errAsync(refused);
-    return this.#runtimes.take(plugin).asyncAndThen((runtime) => runtime.session.listTools());
+    // The list may start the plugin: a start that fails here counts toward quarantine as one for a call does.
+    return this.#runtimes.take(plugin).asyncAndThen((runtime) =>
+      runtime.session.listTools().orElse((failure) =>
+        ResultAsync.fromSafePromise(
+          this.#supervisor.countsAgainstPlugin(failure) ? this.#supervisor.pluginFailed(pluginId, runtime, failure, 'call') : Promise.resolve(),
+        ).andThen(() => errAsync(failure)),
+      ),
+    );
   }
 
   /**

@@ -5,7 +5,8 @@
  * a full startup wait. A start that times out counts as a failed start, as
  * a crash at start does, on each way a start is checked: the first
  * `tools/list` inside the start, the one beside the first call of a start
- * that trusted a recorded list, and a start every waiting caller left. A
+ * that trusted a recorded list, a start every waiting caller left, and a
+ * start by `tools()`. A
  * tool call's own timeout still costs the plugin nothing. Real sandboxed
  * probe plugin, fake clock for the backoff windows.
  */
@@ -22,8 +23,8 @@ afterAll(() => removePackages());
 
 const ECHO = 'plug.host-probe.echo';
 const STARTUP_TIMEOUT_MS = 1_000;
-/** GUM spec §8.6's first two waits, written out so a change to the code's ladder cannot move the expectation. */
-const FIRST_WAITS_MS = [30_000, 60_000];
+/** GUM spec §8.6's first three waits, written out so a change to the code's ladder cannot move the expectation. */
+const FIRST_WAITS_MS = [30_000, 60_000, 120_000];
 
 async function setMode(profileDir: string, mode: 'stall-tools-list' | 'normal'): Promise<void> {
   const dataDir = join(profileDir, 'data', 'host-probe');
@@ -77,6 +78,12 @@ describe('a start that times out', () => {
     const leftEarly = (await host.call(ECHO, {}, { signal: AbortSignal.timeout(100) }))._unsafeUnwrapErr();
     expect(leftEarly.code).toBe('PLUGIN_CANCELLED');
     await waitUntil(async () => (await readStateRow(dir, 'host-probe')).retry_count === 3);
+
+    // tools() starts the plugin as a call does, and its failed start counts the same.
+    clock.advance(FIRST_WAITS_MS[2]!);
+    expect((await host.tools('host-probe'))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TIMEOUT', details: { phase: 'tools/list' } });
+    expect(await readStateRow(dir, 'host-probe')).toMatchObject({ status: 'quarantined', retry_count: 4 });
+    expect((await host.tools('host-probe'))._unsafeUnwrapErr().code).toBe('VARIANT_QUARANTINED');
 
     await setMode(dir, 'normal');
     (await host.unquarantine('host-probe'))._unsafeUnwrap();
