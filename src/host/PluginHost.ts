@@ -30,7 +30,7 @@ import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { TrustCallback } from '../installer/trust.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
-import { confirm, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
+import { confirm, frozenJsonCopy, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
@@ -694,8 +694,13 @@ export class PluginHost {
     if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
     const invalidArgs = this.#dispatcher.argumentRefusal(plugin, variant.tool_name, args, opId);
     if (invalidArgs !== undefined) return errAsync(invalidArgs);
-    return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args }).andThen(() =>
-      this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call'),
+    // What was approved is what runs: the callback and the caller both hold `args` while the question is open, so both see and dispatch one frozen copy.
+    const approved = frozenJsonCopy(args);
+    if (approved === undefined) {
+      return errAsync(callError(hostError('INVALID_ARGS', `the arguments of '${variant.tool_name}' are not JSON`, { details: { tool: variant.tool_name } }), { id: plugin.plugin_id, opId }));
+    }
+    return confirm(options.confirm ?? this.#config.confirm, { op_id: opId, plugin_id: plugin.plugin_id, risk_class: variant.risk_class, args: approved.value }).andThen(() =>
+      this.#dispatcher.dispatch(plugin, variant.tool_name, approved.value, options, opId, 'call'),
     );
   }
 

@@ -21,7 +21,7 @@ export interface ConfirmationRequest {
   readonly plugin_id: string;
   /** The tool's risk class. */
   readonly risk_class: RiskClass;
-  /** The arguments it would be called with. */
+  /** The arguments it would be called with: a frozen copy, which is what runs if the call is approved. */
   readonly args: unknown;
 }
 
@@ -85,4 +85,18 @@ export function confirm(callback: ConfirmationCallback | undefined, request: Con
     if (approved instanceof HostError) return errAsync(approved);
     return errAsync(denied('the confirmation callback refused it'));
   });
+}
+
+/**
+ * A deep copy of `value` as JSON carries it (what a plugin is sent), frozen at
+ * every level, or undefined when JSON cannot carry it (a BigInt).
+ */
+export function frozenJsonCopy(value: unknown): { readonly value: unknown } | undefined {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+  return { value: text === undefined ? undefined : JSON.parse(text, (_key, parsed: unknown) => (typeof parsed === 'object' && parsed !== null ? Object.freeze(parsed) : parsed)) };
 }

@@ -73,4 +73,35 @@ describe('a high_stakes_write call', () => {
     expect(jsonOf((await host.call(op, { note: 'fine' }, { maxRisk: 'write' }))._unsafeUnwrap())).toMatchObject({ data: { written: 'fine' } });
     expect(asked).toEqual([{ op_id: op, plugin_id: 'host-probe', risk_class: 'write', args: { note: 'fine' } }]);
   });
+
+  it('runs the arguments that were approved: neither the caller nor the callback can change them while the question is open', async () => {
+    const profile = await pool.profile();
+    const installer = await pool.open(profile);
+    (await installer.install(await probeWithNoteSchema(), { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    let release = (): void => undefined;
+    const asked = new Promise<void>((resolve) => (release = resolve));
+    const host = await pool.open(profile, {
+      confirm: async (request) => {
+        release();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return (request.args as { note?: unknown }).note === 'fine';
+      },
+    });
+
+    const args: Record<string, unknown> = { note: 'fine' };
+    const calling = host.call(op, args, { maxRisk: 'write' });
+    await asked;
+    args.note = 'changed by the caller after the question was asked';
+    expect(jsonOf((await calling)._unsafeUnwrap())).toMatchObject({ data: { written: 'fine' } });
+
+    const rewriting = await pool.open(profile, {
+      confirm: (request) => {
+        (request.args as { note: string }).note = 'changed by the callback';
+        return true;
+      },
+    });
+    const refused = (await rewriting.call(op, { note: 'fine' }, { maxRisk: 'write' }))._unsafeUnwrapErr();
+    expect(refused.code).toBe('PLUGIN_CONFIRMATION_DENIED');
+  });
 });
