@@ -75,6 +75,7 @@ export interface GroupTree {
 }
 
 const GROUP_PREFIX: string = treeLimitData.groupPrefix;
+const NAME_ATTEMPTS: number = treeLimitData.nameAttempts;
 const OWN_GROUP = new RegExp(`^${GROUP_PREFIX.replace(/[^a-z0-9]/gi, '\\$&')}-(\\d+)-(\\d+|host)$`);
 
 const errorCode = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? String(e);
@@ -112,20 +113,32 @@ function removeAll(fs: CgroupFs, dirs: readonly string[]): boolean {
   return removed;
 }
 
-/** Creates a fresh group directory in each parent, undoing the ones made when a later one fails. */
-function makeGroupDirs(fs: CgroupFs, parents: readonly string[], name: string): Result<string[], string> {
-  const made: string[] = [];
-  for (const parent of parents) {
-    const dir = join(parent, name);
-    try {
-      fs.mkdir(dir);
-      made.push(dir);
-    } catch (e) {
-      removeAll(fs, made);
-      return err(`cannot create control group ${dir}: ${errorCode(e)}`);
+/**
+ * Creates a group directory in each parent under the next free name, undoing
+ * the ones made when a later one fails. A name can be taken: by another copy
+ * of this module in the host process (an ESM and a CJS build side by side count
+ * their own sequence), or by a group an earlier process with the same pid left.
+ */
+function makeGroupDirs(fs: CgroupFs, parents: readonly string[], hostPid: number): Result<{ name: string; dirs: string[] }, string> {
+  for (let attempt = 0; attempt < NAME_ATTEMPTS; attempt++) {
+    const name = nextName(hostPid);
+    const made: string[] = [];
+    let taken = false;
+    for (const parent of parents) {
+      const dir = join(parent, name);
+      try {
+        fs.mkdir(dir);
+        made.push(dir);
+      } catch (e) {
+        removeAll(fs, made);
+        if (errorCode(e) !== 'EEXIST') return err(`cannot create control group ${dir}: ${errorCode(e)}`);
+        taken = true;
+        break;
+      }
     }
+    if (!taken) return ok({ name, dirs: made });
   }
-  return ok(made);
+  return err(`cannot create a control group in ${parents.join(' and ')}: ${NAME_ATTEMPTS} names in a row were taken`);
 }
 
 function collectIn(fs: CgroupFs, parents: readonly string[], isAlive: (pid: number) => boolean): string[] {
@@ -160,10 +173,10 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
     mechanism: 'cgroup-v1',
     parents: [memoryParent, pidsParent],
     create(limits) {
-      const name = nextName(hostPid);
-      const made = makeGroupDirs(fs, [memoryParent, pidsParent], name);
+      const made = makeGroupDirs(fs, [memoryParent, pidsParent], hostPid);
       if (made.isErr()) return err(made.error);
-      const [memory, pids] = made.value as [string, string];
+      const { name } = made.value;
+      const [memory, pids] = made.value.dirs as [string, string];
       try {
         if (limits.memoryBytes !== null) {
           fs.write(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
@@ -172,7 +185,7 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
         }
         if (limits.maxProcesses !== null) fs.write(join(pids, 'pids.max'), String(limits.maxProcesses));
       } catch (e) {
-        removeAll(fs, made.value);
+        removeAll(fs, made.value.dirs);
         return err(`cannot set the limits of control group ${name}: ${errorCode(e)}`);
       }
       return ok({
@@ -188,7 +201,7 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
           return undefined;
         },
         members: () => [...new Set([...pidsIn(fs, memory), ...pidsIn(fs, pids)])],
-        remove: () => removeAll(fs, made.value),
+        remove: () => removeAll(fs, made.value.dirs),
       });
     },
     collectStale: (isAlive) => collectIn(fs, [memoryParent, pidsParent], isAlive),
@@ -241,10 +254,10 @@ export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: Cg
     mechanism: 'cgroup-v2' as const,
     parents: [base],
     create(limits: TreeLimits): Result<PluginGroup, string> {
-      const name = nextName(hostPid);
-      const made = makeGroupDirs(fs, [base], name);
+      const made = makeGroupDirs(fs, [base], hostPid);
       if (made.isErr()) return err(made.error);
-      const dir = made.value[0]!;
+      const { name } = made.value;
+      const dir = made.value.dirs[0]!;
       try {
         if (limits.memoryBytes !== null) {
           fs.write(join(dir, 'memory.max'), String(limits.memoryBytes));

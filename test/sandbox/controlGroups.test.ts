@@ -125,6 +125,24 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     expect(collected).toEqual([join(h.base, 'mcp-plugin-host-111-host')]);
     for (const kept of ['mcp-plugin-host-111-1', 'mcp-plugin-host-222-1', 'mcp-plugin-host-111-x', 'other-111-1']) expect(existsSync(join(h.base, kept))).toBe(true);
   });
+  it('takes the next free name when one is taken: by a second copy of the library in the process, or by a group an earlier process with the pid left', async () => {
+    const h = unifiedHierarchy('');
+    // An ESM and a CJS build loaded side by side are two copies of the module, each with its own name sequence.
+    const secondCopy = (await import(/* @vite-ignore */ `../../src/sandbox/controlGroups.ts?second-copy=${Date.now()}`)) as typeof import('../../src/sandbox/controlGroups.js');
+    const first = discoverGroupTree(h.system(withKernelFiles(nodeCgroupFs)))._unsafeUnwrap();
+    const second = secondCopy.discoverGroupTree(h.system(withKernelFiles(nodeCgroupFs)))._unsafeUnwrap();
+    const limits = { memoryBytes: 2 ** 20, maxProcesses: 8 };
+    const names = [first.create(limits)._unsafeUnwrap().name, second.create(limits)._unsafeUnwrap().name, second.create(limits)._unsafeUnwrap().name];
+    const number = (name: string): number => Number(name.slice(`mcp-plugin-host-${HOST_PID}-`.length));
+    // A stale group at the next few numbers, as a dead process with the same pid leaves one behind.
+    const next = Math.max(...names.map(number)) + 1;
+    const stale = [next, next + 1, next + 2].map((n) => join(h.base, `mcp-plugin-host-${HOST_PID}-${n}`));
+    for (const dir of stale) mkdirSync(dir);
+    names.push(first.create(limits)._unsafeUnwrap().name, first.create(limits)._unsafeUnwrap().name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(readFileSync(join(h.base, name, 'pids.max'), 'utf8')).toBe('8');
+    for (const dir of stale) expect(existsSync(join(dir, 'pids.max'))).toBe(false);
+  });
 });
 
 describe('the tree limit probe', () => {
