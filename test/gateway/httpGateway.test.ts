@@ -171,13 +171,10 @@ describe('serveGateway over Streamable HTTP', () => {
         changes += 1;
       });
 
-      // Listing starts the probe, which fails: its tools are still listed from the catalog.
+      // Listing starts the probe, which fails: its tools are still in that answer, from the catalog. The failed start
+      // counts as a crash (as a call's does): the probe enters quarantine, and the client hears of it.
       const first = (await client.listTools()).tools.map((t) => t.name);
       expect(first).toContain('plug.host-probe.echo');
-      expect(changes).toBe(0);
-      // A call that fails to start it counts as a crash: the probe enters quarantine.
-      const crashed = (await client.callTool({ name: 'plug.host-probe.echo', arguments: {} })) as CallToolResult;
-      expect(crashed.isError).toBe(true);
       await waitUntil(() => changes >= 1, 30_000);
       const after = (await client.listTools()).tools.map((t) => t.name);
       expect(after).not.toContain('plug.host-probe.echo');

@@ -121,7 +121,9 @@ describe('startPlugin', () => {
       expect(failure).toBeInstanceOf(AssertionError);
       expect((failure as AssertionError).message).toContain('PLUGIN_TOOLS_MISMATCH');
       expect((failure as AssertionError).message).toContain('misses declared tools [translate]');
-      expectHostError(await plugin.call('shout', { text: 'x' }), 'PLUGIN_TOOLS_MISMATCH');
+      // The failed start counted toward quarantine, as any start does: the call is refused, naming why.
+      const refused = expectHostError(await plugin.call('shout', { text: 'x' }), 'VARIANT_QUARANTINED');
+      expect(refused.details).toMatchObject({ last_error_code: 'PLUGIN_TOOLS_MISMATCH' });
     } finally {
       await plugin.close();
     }
