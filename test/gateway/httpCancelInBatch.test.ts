@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
-import { gatewayTestPools } from '../support/gatewayHarness.js';
+import { gatewayTestPools, openRawHttpSession } from '../support/gatewayHarness.js';
 import { nextEvent } from '../support/hostHarness.js';
 
 const TOKEN = 'cancel-in-batch-token-0123456789';
@@ -24,23 +24,12 @@ describe('HTTP gateway cancellation in a batch', () => {
   it('stops a fast-path call when its cancellation comes in a batch with another request', async () => {
     const host = await pool.installed(await pool.profile(), ['probe']);
     const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
-    const url = served.url ?? '';
-    const post = (body: unknown, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> =>
-      fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-        body: JSON.stringify(body),
-        ...(signal === undefined ? {} : { signal }),
-      });
-    const opened = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'cancel-batch', version: '1' } } }, {});
-    await opened.body?.cancel();
-    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': VERSION };
-    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+    const { post } = await openRawHttpSession(served.url ?? '', TOKEN, VERSION, 'cancel-batch');
     const call = (id: number, message: string, delayMs: number): unknown => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: ECHO, arguments: { message, delayMs } } });
 
     const started = nextEvent(host, 'call:start');
     const stillWaiting = new AbortController();
-    const slow = post(call(7, 'slow', SLOW_MS), session, stillWaiting.signal).catch(() => undefined);
+    const slow = post(call(7, 'slow', SLOW_MS), stillWaiting.signal).catch(() => undefined);
     const { call_id: slowCall } = await started;
     const slowEnded = new Promise<HostEventMap['call:end']>((resolve) => {
       const off = host.events.on('call:end', (end) => {
@@ -50,7 +39,7 @@ describe('HTTP gateway cancellation in a batch', () => {
       });
     });
 
-    const batch = await post([{ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'changed my mind' } }, call(8, 'quick', 0)], session);
+    const batch = await post([{ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'changed my mind' } }, call(8, 'quick', 0)]);
     const [quick] = (await batch.json()) as Answer[];
     expect(quick?.result?.content?.[0]?.text).toContain('quick');
 

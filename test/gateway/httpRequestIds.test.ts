@@ -8,7 +8,7 @@
  * in the sandbox.
  */
 import { describe, expect, it } from 'vitest';
-import { gatewayTestPools } from '../support/gatewayHarness.js';
+import { gatewayTestPools, openRawHttpSession } from '../support/gatewayHarness.js';
 
 const TOKEN = 'request-ids-token-0123456789abcdef';
 const VERSION = '2025-06-18';
@@ -20,26 +20,15 @@ describe('HTTP gateway request ids', () => {
   it('refuses an integer id past the safe range, alone or in a batch, and serves the largest safe one', async () => {
     const host = await pool.installed(await pool.profile(), ['probe']);
     const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
-    const url = served.url ?? '';
-    const post = (body: string, headers: Record<string, string>): Promise<Response> =>
-      fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-        body,
-      });
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'ids', version: '1' } } };
-    const opened = await post(JSON.stringify(initialize), {});
-    await opened.body?.cancel();
-    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': VERSION };
-    await (await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session)).body?.cancel();
+    const { post } = await openRawHttpSession(served.url ?? '', TOKEN, VERSION, 'ids');
     // Written as text: a JavaScript number cannot hold the id 2^53 + 1.
     const call = (id: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${ECHO}","arguments":{"message":"id ${id}"}}}`;
 
     for (const body of [call('9007199254740993'), `[${call('9007199254740995')}]`]) {
-      const refused = await post(body, session);
+      const refused = await post(body);
       expect({ status: refused.status, code: ((await refused.json()) as { error?: { code: number } }).error?.code }).toEqual({ status: 400, code: -32600 });
     }
-    const safe = await post(call(String(Number.MAX_SAFE_INTEGER)), session);
+    const safe = await post(call(String(Number.MAX_SAFE_INTEGER)));
     expect(safe.status).toBe(200);
     expect(((await safe.json()) as { id?: number }).id).toBe(Number.MAX_SAFE_INTEGER);
   }, 60_000);

@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { gatewayTestPools } from '../support/gatewayHarness.js';
+import { gatewayTestPools, openRawHttpSession } from '../support/gatewayHarness.js';
 import { nextEvent } from '../support/hostHarness.js';
 
 const TOKEN = 'request-id-reuse-token-0123456789';
@@ -23,29 +23,18 @@ describe('HTTP gateway request ids', () => {
   it('answers a request that reuses the id of a disconnected POST with its own result, not the abandoned call\'s', async () => {
     const host = await pool.installed(await pool.profile(), ['probe']);
     const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
-    const url = served.url ?? '';
-    const post = (body: unknown, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> =>
-      fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-        body: JSON.stringify(body),
-        ...(signal === undefined ? {} : { signal }),
-      });
-    const opened = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'reuse', version: '1' } } }, {});
-    await opened.body?.cancel();
-    const session = { 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': VERSION };
-    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, session);
+    const { post } = await openRawHttpSession(served.url ?? '', TOKEN, VERSION, 'reuse');
     const call = (message: string, delayMs: number): unknown => ({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: ECHO, arguments: { message, delayMs } } });
 
     const started = nextEvent(host, 'call:start');
     const giveUp = new AbortController();
-    const abandoned = post(call('abandoned', 1_000), session, giveUp.signal).catch(() => undefined);
+    const abandoned = post(call('abandoned', 1_000), giveUp.signal).catch(() => undefined);
     await started;
     giveUp.abort();
     await abandoned;
     await sleep(CLOSE_SEEN_MS);
 
-    const reused = await post(call('waited for', 1_500), session);
+    const reused = await post(call('waited for', 1_500));
     expect(reused.status).toBe(200);
     const answer = (await reused.json()) as Answer;
     expect(answer.id).toBe(7);

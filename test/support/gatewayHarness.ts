@@ -87,3 +87,25 @@ export async function requestErrorCode(request: Promise<unknown>): Promise<unkno
   if (!(failure instanceof McpError)) throw new Error(`expected an McpError, got ${String(failure)}`);
   return (failure.data as { code?: unknown } | undefined)?.code;
 }
+
+/** A raw Streamable HTTP session on a gateway: `post` sends a JSON-RPC body (a string is sent as written) with the token and the session's headers. */
+export interface RawHttpSession {
+  readonly session: Readonly<Record<string, string>>;
+  post(body: unknown, signal?: AbortSignal): Promise<Response>;
+}
+
+/** POSTs `initialize` and `notifications/initialized` with fetch, as a client that speaks the protocol by hand does. */
+export async function openRawHttpSession(url: string, token: string, protocolVersion: string, clientName: string): Promise<RawHttpSession> {
+  const send = (body: unknown, headers: Record<string, string>, signal?: AbortSignal): Promise<Response> =>
+    fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  const opened = await send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: { name: clientName, version: '1' } } }, {});
+  await opened.body?.cancel();
+  const session = { 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': protocolVersion };
+  await (await send({ jsonrpc: '2.0', method: 'notifications/initialized' }, session)).body?.cancel();
+  return { session, post: (body, signal) => send(body, session, signal) };
+}
