@@ -5,6 +5,8 @@
  * would otherwise leave behind a route holding each closed session's
  * server, and a plugin subscription no client holds that is never ended.
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/eventually.js';
@@ -15,9 +17,13 @@ const TOKEN = 'subscription-race-token-0123456789';
 const { pool, gateways } = gatewayTestPools();
 
 /** A gateway over HTTP on a host with the surface plugin installed: the plugin's stderr lines, and its first spawn. */
-async function servedSurface(): Promise<{ served: Awaited<ReturnType<typeof gateways.serve>>; stderr: string[]; spawn: Promise<void> }> {
+async function servedSurface(mode?: string): Promise<{ served: Awaited<ReturnType<typeof gateways.serve>>; stderr: string[]; spawn: Promise<void> }> {
   const dir = await pool.profile();
   await pool.install(dir, ['surface']);
+  if (mode !== undefined) {
+    await mkdir(join(dir, 'data', 'host-surface'), { recursive: true });
+    await writeFile(join(dir, 'data', 'host-surface', 'mode'), mode);
+  }
   const host = await pool.open(dir, { idleTimeoutMs: 0 });
   const stderr: string[] = [];
   host.events.on('stderr', (e) => stderr.push(e.line));
@@ -52,7 +58,7 @@ describe('a session that ends while its subscribe is in flight', () => {
   it(
     'keeps the plugin subscribed for another client whose subscribe to the same resource was in flight too',
     async () => {
-      const { served, stderr, spawn } = await servedSurface();
+      const { served, stderr, spawn } = await servedSurface('slow-second-subscribe');
 
       const leaver = await gateways.connectHttp(served.url!, TOKEN, 'leaver');
       const stayer = await gateways.connectHttp(served.url!, TOKEN, 'stayer');
@@ -65,6 +71,10 @@ describe('a session that ends while its subscribe is in flight', () => {
       );
       const staying = stayer.client.subscribeResource({ uri: 'surface://note' });
       await spawn;
+      // The session ends while the stayer's subscribe is still at the plugin (it answers a second subscribe 1.5 s late)
+      // and the leaver's was taken too. Waiting for both keeps the race this case is about whatever the load: without
+      // the wait the stayer's POST could reach the gateway only after the session ended, when no one holds or asks.
+      await waitUntil(() => stderr.filter((line) => line === 'subscribed surface://note').length >= 2, 30_000);
       await leaver.transport.terminateSession();
       await leaving;
       await leaver.client.close();
