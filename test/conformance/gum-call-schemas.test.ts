@@ -3,10 +3,9 @@
  * a variant references are applied at call time, through PluginHost with a
  * real ndjson-rpc plugin subprocess.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { addSchemaRef, packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
@@ -14,19 +13,10 @@ const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson
 /** The host-ndjson echo plugin (its `echo` returns its params) with a schema bundle for `echo`. */
 async function echoWithSchemas(): Promise<string> {
   const dir = await packageFixturePlugin(fixtureDir, { bundle: ['bin/echo.mjs'] });
-  const path = join(dir, 'manifest.json');
-  const manifest = JSON.parse(await readFile(path, 'utf8')) as { advertised_tools: Array<Record<string, unknown>> };
-  manifest.advertised_tools = manifest.advertised_tools.map((t) => (t.name === 'echo' ? { ...t, schema_ref: 'host-ndjson.echo' } : t));
-  await writeFile(path, JSON.stringify(manifest));
-  await mkdir(join(dir, 'schemas'));
-  const bundle = {
-    $schema: 'https://json-schema.org/draft/2020-12/schema',
-    $defs: {
-      request: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
-      response: { type: 'object', required: ['text'], properties: { text: { type: 'string', maxLength: 5 } } },
-    },
-  };
-  await writeFile(join(dir, 'schemas', 'host-ndjson.echo.json'), JSON.stringify(bundle));
+  await addSchemaRef(dir, 'echo', 'host-ndjson.echo', {
+    request: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
+    response: { type: 'object', required: ['text'], properties: { text: { type: 'string', maxLength: 5 } } },
+  });
   return dir;
 }
 

@@ -6,11 +6,11 @@
  * call that cannot run, and a gateway does not render over-deep arguments
  * into its elicitation). Real host, real sandboxed probe plugin.
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { addSchemaRef, packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import type { ConfirmationRequest } from '../../src/host/PluginHost.js';
 import { FIXTURES, HostPool, jsonOf, removePackages } from '../support/hostHarness.js';
 
@@ -29,19 +29,10 @@ async function probeWithNoteSchema(): Promise<string> {
   const fixture = FIXTURES.probe;
   const dir = await packageFixturePlugin(join(import.meta.dirname, '../../fixtures/plugins', fixture.dir), { bundle: fixture.bundle });
   built.push(dir);
-  const path = join(dir, 'manifest.json');
-  const manifest = JSON.parse(await readFile(path, 'utf8')) as { advertised_tools: Array<Record<string, unknown>> };
-  manifest.advertised_tools = manifest.advertised_tools.map((t) => (t.name === 'write_note' ? { ...t, schema_ref: 'host-probe.write_note' } : t));
-  await writeFile(path, JSON.stringify(manifest));
-  await mkdir(join(dir, 'schemas'));
-  const bundle = {
-    $schema: 'https://json-schema.org/draft/2020-12/schema',
-    $defs: {
-      request: { type: 'object', required: ['note'], properties: { note: { type: 'string' } } },
-      response: { type: 'object' },
-    },
-  };
-  await writeFile(join(dir, 'schemas', 'host-probe.write_note.json'), JSON.stringify(bundle));
+  await addSchemaRef(dir, 'write_note', 'host-probe.write_note', {
+    request: { type: 'object', required: ['note'], properties: { note: { type: 'string' } } },
+    response: { type: 'object' },
+  });
   return dir;
 }
 

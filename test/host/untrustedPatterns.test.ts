@@ -4,10 +4,9 @@
  * `host.call` checks arguments and results. Through PluginHost with a real
  * ndjson-rpc plugin subprocess (the host-ndjson echo, which returns its params).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { addSchemaRef, packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
@@ -18,19 +17,10 @@ const EVIL_TEXT = `${'a'.repeat(32)}!`;
 /** The echo plugin whose request schema checks `text` with a pattern RE2 runs, and whose response schema checks `note` with one it cannot. */
 async function echoWithEvilPatterns(): Promise<string> {
   const dir = await packageFixturePlugin(fixtureDir, { bundle: ['bin/echo.mjs'] });
-  const path = join(dir, 'manifest.json');
-  const manifest = JSON.parse(await readFile(path, 'utf8')) as { advertised_tools: Array<Record<string, unknown>> };
-  manifest.advertised_tools = manifest.advertised_tools.map((t) => (t.name === 'echo' ? { ...t, schema_ref: 'host-ndjson.echo' } : t));
-  await writeFile(path, JSON.stringify(manifest));
-  await mkdir(join(dir, 'schemas'));
-  const bundle = {
-    $schema: 'https://json-schema.org/draft/2020-12/schema',
-    $defs: {
-      request: { type: 'object', required: ['text'], properties: { text: { type: 'string', pattern: '^(a+)+$' }, note: { type: 'string' } } },
-      response: { type: 'object', properties: { note: { type: 'string', pattern: '^(?=a)(a+)+$' } } },
-    },
-  };
-  await writeFile(join(dir, 'schemas', 'host-ndjson.echo.json'), JSON.stringify(bundle));
+  await addSchemaRef(dir, 'echo', 'host-ndjson.echo', {
+    request: { type: 'object', required: ['text'], properties: { text: { type: 'string', pattern: '^(a+)+$' }, note: { type: 'string' } } },
+    response: { type: 'object', properties: { note: { type: 'string', pattern: '^(?=a)(a+)+$' } } },
+  });
   return dir;
 }
 
