@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { okAsync } from 'neverthrow';
 import { HostTelemetry } from '../src/observability/telemetry.js';
-import { median, result, type BenchResult } from './harness.js';
+import { pairedResult, result, type BenchResult } from './harness.js';
 import { buildCli } from './support/builtCli.js';
 import { withHelloProfile } from './support/helloProfile.js';
 import { cpuUsOf, descendants } from './support/processCpu.js';
@@ -88,8 +88,6 @@ async function runClients(plan: Readonly<Record<string, unknown>>, cannedPid: nu
   return { ...(JSON.parse(last) as Omit<ClientRuns, 'gatewayCpuUs' | 'pluginCpuUs'>), gatewayCpuUs, pluginCpuUs };
 }
 
-/** The median over runs of each run's value/baseline (the runs of both sides alternate). */
-const pairedRatio = (values: readonly number[], baselines: readonly number[]): number => median(values.map((value, i) => value / (baselines[i] ?? Number.NaN)));
 
 async function httpThroughput(profileDir: string, helloEntry: string): Promise<BenchResult[]> {
   // The gateway as the package ships it (tsup's build), not the sources as tsx runs them.
@@ -117,22 +115,19 @@ async function httpThroughputOf({ PluginHost, serveGateway }: typeof import('../
     const measuredCalls = CLIENTS * CALLS_PER_CLIENT * RUNS;
     const perCall = (side: GatewaySide): string =>
       `clients ${measured.clientCpuUsPerCall[side].toFixed(0)} µs, gateway ${(measured.gatewayCpuUs[side] / measuredCalls).toFixed(0)} µs, plugin ${(measured.pluginCpuUs[side] / measuredCalls).toFixed(0)} µs`;
-    const rawThroughput = {
-      ...result(
-        {
-          name: `Gateway HTTP throughput, ${CLIENTS} concurrent raw HTTP clients (sandboxed plugin)`,
-          unit: 'calls/s',
-          baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
-          compare: 'ratio',
-          target: 0.7,
-          better: 'higher',
-          note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating with the rows below after ${CLIENTS} × ${WARMUP_CALLS_PER_CLIENT} warm-up calls per kind of client; the ratio is the median of the runs' own ratios. The gateway is the package as built (tsup), with its host (maxInFlight ${CLIENTS}) in the bench's process. The clients cost as little as a real one can, so that the gateway and not the client is measured: ${CLIENTS} keep-alive node:net connections, one session each, every POST carrying the bearer token, Mcp-Session-Id, MCP-Protocol-Version, Accept and Content-Type, the request bytes built once per connection but for the JSON-RPC id; each answer's status, Content-Length and JSON body are checked (200, its own id, a result, not a tool error), anything else fails the run (bench/support/rawMcpHttpClient.ts). CPU per call (all threads): ${perCall('raw')}; three processes share 2 cores, docs/performance.md 'Gateway over HTTP' says where the time goes`,
-        },
-        measured.raw,
-        measured.direct,
-      ),
-      pairedRatio: pairedRatio(measured.raw, measured.direct),
-    };
+    const rawThroughput = pairedResult(
+      {
+        name: `Gateway HTTP throughput, ${CLIENTS} concurrent raw HTTP clients (sandboxed plugin)`,
+        unit: 'calls/s',
+        baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
+        compare: 'ratio',
+        target: 0.7,
+        better: 'higher',
+        note: `${RUNS} runs of ${CLIENTS} × ${CALLS_PER_CLIENT} calls each side to hello (no I/O, so the plugin's one thread bounds the baseline), rotating with the rows below after ${CLIENTS} × ${WARMUP_CALLS_PER_CLIENT} warm-up calls per kind of client; the ratio is the median of the runs' own ratios. The gateway is the package as built (tsup), with its host (maxInFlight ${CLIENTS}) in the bench's process. The clients cost as little as a real one can, so that the gateway and not the client is measured: ${CLIENTS} keep-alive node:net connections, one session each, every POST carrying the bearer token, Mcp-Session-Id, MCP-Protocol-Version, Accept and Content-Type, the request bytes built once per connection but for the JSON-RPC id; each answer's status, Content-Length and JSON body are checked (200, its own id, a result, not a tool error), anything else fails the run (bench/support/rawMcpHttpClient.ts). CPU per call (all threads): ${perCall('raw')}; three processes share 2 cores, docs/performance.md 'Gateway over HTTP' says where the time goes`,
+      },
+      measured.raw,
+      measured.direct,
+    );
     const leanThroughput = result(
       {
         name: `Gateway HTTP throughput, ${CLIENTS} concurrent lean HTTP clients (sandboxed plugin)`,
