@@ -3,11 +3,15 @@
  * its own HTTP session, make 200 calls each through `serveGateway` to one
  * sandboxed plugin. Every call must come back exactly once with its own
  * answer (the message it sent, echoed), and the host's memory must be flat:
- * the heap after a full collection grows by at most a fixed bound from a
- * warmed-up start to the end, and RSS, which the allocator keeps once it has
- * grown, by at most a bound over the second half of the calls (a plateau,
- * not a climb). The figures go to docs/RELIABILITY.md through
- * scripts/reliability-report.ts.
+ * after a full collection, the heap and the native memory V8 accounts for
+ * (buffers, sockets' backing stores) grow by at most fixed bounds from a
+ * warmed-up start to the end. RSS is recorded with a ceiling only: with the
+ * 50 clients in the same process, the allocator's pools swing by ~90 MiB
+ * between samples under the suite's parallel load while the heap and native
+ * memory stay flat (a run of 50 x 800 calls sampled every 100: RSS 239, 314,
+ * 318, 318, 275, 320, 319, 320 MiB, external 4.7 MiB throughout), so a bound
+ * on the difference of two RSS samples failed runs that leaked nothing. The
+ * figures go to docs/RELIABILITY.md through scripts/reliability-report.ts.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,8 +29,10 @@ const CALLS_PER_CLIENT = 200;
 const WARMUP_CALLS_PER_CLIENT = 10;
 /** Heap growth allowed after a full collection: what 10,000 calls may leave behind if nothing leaks. */
 const HEAP_GROWTH_LIMIT_MB = 16;
-/** RSS growth allowed over the second half of the calls, once the first half has grown the allocator's pools. */
-const RSS_GROWTH_LIMIT_MB = 64;
+/** Growth allowed of the native memory V8 accounts for (`external`, array buffers included) after a full collection. */
+const EXTERNAL_GROWTH_LIMIT_MB = 8;
+/** RSS of the whole process (gateway, host and the 50 clients) at the end: about 320 MiB when the pools have grown. */
+const RSS_CEILING_MB = 512;
 const TOKEN = 'load-token-0123456789abcdef';
 const TIMEOUT_MS = 600_000;
 const MIB = 1024 * 1024;
@@ -40,12 +46,12 @@ afterAll(async () => {
 setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
 
-/** The heap after a full collection and the RSS, in MiB. */
-function memory(): { heapMb: number; rssMb: number } {
+/** The heap and the native memory V8 accounts for after a full collection, and the RSS, in MiB. */
+function memory(): { heapMb: number; externalMb: number; rssMb: number } {
   collect();
   collect();
   const usage = process.memoryUsage();
-  return { heapMb: usage.heapUsed / MIB, rssMb: usage.rss / MIB };
+  return { heapMb: usage.heapUsed / MIB, externalMb: usage.external / MIB, rssMb: usage.rss / MIB };
 }
 
 const round = (mb: number): number => Math.round(mb * 10) / 10;
@@ -119,9 +125,15 @@ it(
 
     const calls = CLIENTS * CALLS_PER_CLIENT;
     const heapGrowth = after.heapMb - before.heapMb;
-    const rssGrowth = after.rssMb - half.rssMb;
+    const externalGrowth = after.externalMb - before.externalMb;
     const lost = calls - answered - failed;
-    const passed = answered === calls && mixedUp === 0 && failed === 0 && heapGrowth <= HEAP_GROWTH_LIMIT_MB && rssGrowth <= RSS_GROWTH_LIMIT_MB;
+    const passed =
+      answered === calls &&
+      mixedUp === 0 &&
+      failed === 0 &&
+      heapGrowth <= HEAP_GROWTH_LIMIT_MB &&
+      externalGrowth <= EXTERNAL_GROWTH_LIMIT_MB &&
+      after.rssMb <= RSS_CEILING_MB;
     const record: GatewayLoadRecord = {
       clients: CLIENTS,
       calls_per_client: CALLS_PER_CLIENT,
@@ -133,10 +145,14 @@ it(
       heap_before_mb: round(before.heapMb),
       heap_after_mb: round(after.heapMb),
       heap_growth_limit_mb: HEAP_GROWTH_LIMIT_MB,
+      external_before_mb: round(before.externalMb),
+      external_half_mb: round(half.externalMb),
+      external_after_mb: round(after.externalMb),
+      external_growth_limit_mb: EXTERNAL_GROWTH_LIMIT_MB,
       rss_before_mb: round(before.rssMb),
       rss_half_mb: round(half.rssMb),
       rss_after_mb: round(after.rssMb),
-      rss_growth_limit_mb: RSS_GROWTH_LIMIT_MB,
+      rss_ceiling_mb: RSS_CEILING_MB,
       wall_ms: Math.round(wallMs),
       passed,
       problems,
@@ -146,7 +162,8 @@ it(
     expect(problems).toEqual([]);
     expect({ answered, failed, mixedUp, lost }).toEqual({ answered: calls, failed: 0, mixedUp: 0, lost: 0 });
     expect(heapGrowth).toBeLessThanOrEqual(HEAP_GROWTH_LIMIT_MB);
-    expect(rssGrowth).toBeLessThanOrEqual(RSS_GROWTH_LIMIT_MB);
+    expect(externalGrowth).toBeLessThanOrEqual(EXTERNAL_GROWTH_LIMIT_MB);
+    expect(after.rssMb).toBeLessThanOrEqual(RSS_CEILING_MB);
   },
   TIMEOUT_MS,
 );

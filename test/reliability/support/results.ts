@@ -73,11 +73,16 @@ export interface GatewayLoadRecord {
   readonly heap_before_mb: number;
   readonly heap_after_mb: number;
   readonly heap_growth_limit_mb: number;
-  /** RSS before the counted calls, after half of them and after all, in MiB; the bound applies to the second half. */
+  /** Native memory V8 accounts for (`external`) after a full collection, before, at half and after the counted calls, in MiB. */
+  readonly external_before_mb: number;
+  readonly external_half_mb: number;
+  readonly external_after_mb: number;
+  readonly external_growth_limit_mb: number;
+  /** RSS before the counted calls, after half of them and after all, in MiB; the ceiling applies to the last. */
   readonly rss_before_mb: number;
   readonly rss_half_mb: number;
   readonly rss_after_mb: number;
-  readonly rss_growth_limit_mb: number;
+  readonly rss_ceiling_mb: number;
   readonly wall_ms: number;
   readonly passed: boolean;
   readonly problems: readonly string[];
