@@ -20,6 +20,7 @@ import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
+import settings from '../../etc/npm-install.json' with { type: 'json' };
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -56,14 +57,16 @@ const introspectionFailed = (message: string, cause: unknown, process: PluginPro
     hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no writable directory but its data directory). Pass the manifest install option instead, or the args it needs.',
   });
 
-async function listTools(process: PluginProcess, timeoutMs: number): Promise<Result<ListedTool[], HostError>> {
+// A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
+async function listTools(process: PluginProcess, deadline: number): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO);
+  const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
   try {
-    await client.connect(new PluginProcessTransport(process), { timeout: timeoutMs });
+    await client.connect(new PluginProcessTransport(process), timeLeft());
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: timeoutMs });
+    for (let pages = 0; pages < settings.introspectionMaxToolPages; pages++) {
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor }, timeLeft());
       for (const tool of page.tools) {
         tools.push({
           name: tool.name,
@@ -79,8 +82,9 @@ async function listTools(process: PluginProcess, timeoutMs: number): Promise<Res
         });
       }
       cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return ok(tools);
+      if (cursor === undefined) return ok(tools);
+    }
+    return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process));
   } catch (cause) {
     return err(introspectionFailed('introspecting the server failed', cause, process));
   } finally {
@@ -98,6 +102,7 @@ async function listTools(process: PluginProcess, timeoutMs: number): Promise<Res
  */
 export function introspectServer(request: IntrospectionRequest): ResultAsync<ListedTool[], HostError> {
   const { root, executable, spawner, workDir } = request;
+  const deadline = Date.now() + request.timeoutMs;
   const dataRoot = join(workDir, 'data');
   const copyDir = join(workDir, 'exec');
   const prepared = ResultAsync.fromPromise(
@@ -146,5 +151,5 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, request.timeoutMs)));
+    .andThen((started) => new ResultAsync(listTools(started, deadline)));
 }
