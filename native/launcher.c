@@ -891,8 +891,22 @@ static void become_plugin_user(const struct spec *spec) {
   clear_capability_sets();
 }
 
+/*
+ * Blocks until process 1 has closed its end of the pipe, which it does only once it has dropped its capabilities and
+ * hidden its command line. Forked first, the plugin won the race for the processor in about one spawn in twenty and read
+ * process 1's whole command line (the host's pid, its groups) and a status with every capability of root still held.
+ */
+static void await_reaper_ready(int ready_read, int ready_write) {
+  close(ready_write);
+  char byte;
+  while (read(ready_read, &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(ready_read);
+}
+
 /* The plugin's own process: Landlock, no stray descriptors, its user, the seccomp program, then the plugin. */
-static void run_plugin(const struct spec *spec) {
+static void run_plugin(const struct spec *spec, int ready_read, int ready_write) {
+  await_reaper_ready(ready_read, ready_write);
   default_signals();
   int ruleset = build_ruleset(spec);
   if (spec->chdir_path != NULL) {
@@ -967,12 +981,15 @@ int main(int argc, char **argv) {
    */
   if (unshare(CLONE_NEWCGROUP) != 0 && errno != EINVAL) fail_errno("unshare", "cgroup namespace");
   apply_mounts(&spec);
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) fail_errno("fork", "pipe");
   pid_t plugin = fork();
   if (plugin < 0) fail_errno("fork", "plugin");
-  if (plugin == 0) run_plugin(&spec);
+  if (plugin == 0) run_plugin(&spec, ready[0], ready[1]);
   forward_to = plugin;
   keep_only_kill(&spec);
   hide_command_line(argc, argv);
+  /* Closes the ready pipe with the rest: the plugin goes on. */
   syscall(SYS_close_range, 3U, ~0U, 0);
   exit_like(plugin);
   return 1;

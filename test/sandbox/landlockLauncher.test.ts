@@ -221,4 +221,44 @@ describe("the sandbox's process 1 (the launcher's reaper)", () => {
     plugin = spawned._unsafeUnwrap();
     expect(await firstJsonLine(plugin.stdout)).toEqual({ 'read:/proc/1/environ': 'EACCES', 'signal:1': 'EPERM', 'read:/proc/1/mem': 'EACCES' });
   });
+
+  // Process 1 drops root's capabilities and overwrites its command line once the plugin is forked. A plugin whose first
+  // instructions read /proc/1 (a static program, no loader in between) must still find both done: the plugin waits for
+  // process 1. Without that wait it won the race in about one spawn in twenty on this 2-core machine.
+  it('has dropped its capabilities and hidden its command line before the plugin runs its first instruction', async () => {
+    const source = join(base, 'first-look.c');
+    writeFileSync(
+      source,
+      `#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+  char cmdline[16384], status[8192];
+  int fd = open("/proc/1/cmdline", O_RDONLY);
+  long cmdlineLength = read(fd, cmdline, sizeof cmdline);
+  fd = open("/proc/1/status", O_RDONLY);
+  long statusLength = read(fd, status, sizeof status - 1);
+  status[statusLength > 0 ? statusLength : 0] = 0;
+  int words = 0;
+  for (long i = 0; i < cmdlineLength; i++) words += cmdline[i] != 0 && (i == 0 || cmdline[i - 1] == 0);
+  char *effective = strstr(status, "CapEff:");
+  printf("{\\"words\\":%d,\\"effective\\":\\"%.16s\\"}\\n", words, effective ? effective + 8 : "?");
+  return 0;
+}
+`,
+    );
+    const firstLook = join(installRoot, 'first-look');
+    const built = spawnSync('cc', ['-O1', '-static', '-o', firstLook, source], { encoding: 'utf8' });
+    expect(built.stderr).toBe('');
+    const spawner = (await SandboxSpawner.create({ backend: 'landlock' }))._unsafeUnwrap();
+    const seen = new Map<string, number>();
+    for (let run = 0; run < 100; run++) {
+      const spawned = (await spawner.spawn({ executable: unverifiedCommand([firstLook], installRoot), env: {}, network: false, writeDir, hiddenPaths: [] }))._unsafeUnwrap();
+      const line = JSON.stringify(await firstJsonLine(spawned.stdout));
+      await spawned.exited;
+      seen.set(line, (seen.get(line) ?? 0) + 1);
+    }
+    expect([...seen.keys()]).toEqual([JSON.stringify({ words: 1, effective: '0000000000000000' })]);
+  });
 });
