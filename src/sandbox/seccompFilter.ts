@@ -3,7 +3,9 @@
  * namespace already cuts TCP, UDP, DNS and abstract Unix sockets, but a Unix
  * socket *file* is reachable from any namespace that can see its path. So with
  * `network: false` the sandbox refuses to create `AF_UNIX` sockets at all
- * (`socketpair` stays allowed: it cannot reach anything outside), the
+ * (`socketpair` stays allowed: it cannot reach anything outside), `AF_VSOCK`
+ * ones (no network namespace confines them: on a virtual machine they reach
+ * its hypervisor's services), the
  * multiplexed `socketcall` of 32-bit x86, and io_uring, whose socket opcode
  * would bypass the filter.
  *
@@ -43,6 +45,8 @@ const SECCOMP_RET_ERRNO = 0x00050000;
 const EPERM = 1;
 const ENOSYS = 38;
 const AF_UNIX = 1;
+// Virtual machine sockets belong to no network namespace: a new one does not keep them from the hypervisor.
+const AF_VSOCK = 40;
 const X32_SYSCALL_BIT = 0x40000000;
 const CLONE_NEWUSER = 0x10000000;
 
@@ -101,7 +105,7 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   out.push(ret(SECCOMP_RET_ALLOW));
-  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
+  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), jumpIfEqual(AF_VSOCK, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
   return out;
 }
 

@@ -280,6 +280,21 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     const report = await attack(spawner, sysctls.map((path) => `openw:${path}`));
     for (const path of sysctls) expect(report[`openw:${path}`], path).toMatch(/^E(ROFS|ACCES|PERM|NOENT)$/);
   });
+
+  // A virtual machine socket belongs to no network namespace: on a guest with /dev/vsock (this machine, a Firecracker
+  // guest) a plugin without network created one and could connect to the hypervisor's services. Only its creation is
+  // tried here; nothing is connected to.
+  it('a plugin without network creates no virtual machine (AF_VSOCK) socket', async () => {
+    const source = join(base, 'vsock.c');
+    writeFileSync(source, '#include <errno.h>\n#include <stdio.h>\n#include <sys/socket.h>\nint main(void) { int s = socket(40, SOCK_STREAM, 0); printf("{\\"errno\\":%d}\\n", s < 0 ? errno : 0); return 0; }\n');
+    const probe = join(installRoot, 'vsock');
+    expect(spawnSync('cc', ['-static', '-o', probe, source], { encoding: 'utf8' }).stderr).toBe('');
+    const result = await spawner.spawn({ executable: unverifiedCommand([probe], installRoot), env: {}, network: false, writeDir: dataDir, hiddenPaths: [] });
+    const p = result._unsafeUnwrap();
+    started.push(p);
+    const EPERM = 1;
+    expect(await firstJsonLine(p.stdout)).toEqual({ errno: EPERM });
+  });
 });
 
 describe('the launcher a local user could swap', () => {

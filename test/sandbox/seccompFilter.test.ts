@@ -34,6 +34,7 @@ describe('unixSocketDenyFilter', () => {
   it('x86-64: refuses AF_UNIX sockets and io_uring, allows other sockets and socketpair', () => {
     const p = unixSocketDenyFilter('x64')!;
     expect(evaluate(p, X86_64, 41, 1)).toBe(EPERM); // socket(AF_UNIX)
+    expect(evaluate(p, X86_64, 41, 40)).toBe(EPERM); // socket(AF_VSOCK): no network namespace confines it
     expect(evaluate(p, X86_64, 41, 2)).toBe(ALLOW); // socket(AF_INET): the network namespace confines it
     expect(evaluate(p, X86_64, 53, 1)).toBe(ALLOW); // socketpair(AF_UNIX)
     expect(evaluate(p, X86_64, 42, 0)).toBe(ALLOW); // connect
