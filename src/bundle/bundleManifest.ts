@@ -22,7 +22,6 @@
  *   and the install grant widens them.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { findOnPath } from '../binding/interpreter.js';
@@ -35,6 +34,7 @@ import type { ManifestReport } from '../manifest/ManifestValidator.js';
 import type { CredentialDescriptor, DeclaredCapabilities, ManifestTool, NormalizedManifest, SettingValue } from '../manifest/model.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText } from '../manifest/parse.js';
 import { hasViolations, pointerOf, sortViolations, violation, type Violation } from '../manifest/violations.js';
+import { readAtMost } from '../installer/readAtMost.js';
 import { BUNDLE_MANIFEST_VERSIONS, bundleSchemaViolations } from './bundleSchemas.js';
 import { BUNDLE_SERVER_TYPES, type BundleServerType } from './serverTypes.js';
 import { pythonBundleLaunch } from './pythonBundle.js';
@@ -452,14 +452,15 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
  * Reads `manifest.json` at a package root as an MCP Bundle manifest: the
  * report of its checks (schema of its `manifest_version`, mapping,
  * compatibility) and the mapped manifest when it passes; `undefined` when
- * the file is not a bundle manifest (a GUM one, or unreadable: the manifest
- * validator reports those).
+ * the file is not a bundle manifest (a GUM one, or unreadable or over the
+ * manifest size limit: the manifest validator reports those). No more of
+ * the file than that limit is read.
  */
 export async function readBundleManifest(root: string, context: BundleReadContext): Promise<Result<ManifestReport | undefined, HostError>> {
   const path = join(root, BUNDLE_MANIFEST_FILE);
   let bytes: Buffer;
   try {
-    bytes = await readFile(path);
+    bytes = await readAtMost(path, DEFAULT_PARSE_LIMITS.maxBytes);
   } catch (cause) {
     return err(ioError('Reading', path, cause));
   }

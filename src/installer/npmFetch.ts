@@ -15,7 +15,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
@@ -23,6 +23,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
+import { readAtMost } from './readAtMost.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {
@@ -139,9 +140,12 @@ function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.P
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-async function readJson(path: string): Promise<Record<string, unknown> | undefined> {
+/** A JSON object file; `undefined` when it cannot be read, is not an object, or holds more than `maxBytes` (no more of it is read). */
+async function readJson(path: string, maxBytes: number): Promise<Record<string, unknown> | undefined> {
   try {
-    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'));
+    const bytes = await readAtMost(path, maxBytes);
+    if (bytes.length > maxBytes) return undefined;
+    const parsed: unknown = JSON.parse(bytes.toString('utf8'));
     return isRecord(parsed) ? parsed : undefined;
   } catch {
     return undefined;
@@ -222,7 +226,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
   if (resolved.isErr()) return err(resolved.error);
-  const lock = await readJson(join(project, 'package-lock.json'));
+  const lock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const foreign = foreignSources(lock, registry, spec);
   if (foreign.length > 0) return err(foreignFailure(target, registry, foreign));
   // A range or tag would be resolved again, and the registry may have published another version since: npm installs
@@ -231,19 +235,19 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
   const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), bounds);
   if (ran.isErr()) return err(ran.error);
-  const installed = foreignSources(await readJson(join(project, 'package-lock.json')), registry, spec);
+  const installed = foreignSources(await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes), registry, spec);
   if (installed.length > 0) return err(foreignFailure(target, registry, installed));
-  const manifest = await readJson(join(project, 'package.json'));
+  const manifest = await readJson(join(project, 'package.json'), settings.maxPackageJsonBytes);
   const dependencies = isRecord(manifest?.['dependencies']) ? Object.keys(manifest['dependencies']) : [];
   const name = dependencies[0];
   if (dependencies.length !== 1 || name === undefined) {
     return err(npmFailure('layout_unexpected', `npm recorded ${dependencies.length} dependencies for '${target}', expected exactly one`, { dependencies }));
   }
   const dir = join(project, 'node_modules', ...name.split('/'));
-  const packageJson = await readJson(join(dir, 'package.json'));
+  const packageJson = await readJson(join(dir, 'package.json'), settings.maxPackageJsonBytes);
   const version = packageJson?.['version'];
   if (packageJson === undefined || typeof version !== 'string') {
-    return err(npmFailure('layout_unexpected', `npm installed '${name}' without a readable package.json at ${dir}`, { name }));
+    return err(npmFailure('layout_unexpected', `npm installed '${name}' without a readable package.json of at most ${settings.maxPackageJsonBytes} bytes at ${dir}`, { name }));
   }
   return ok({ dir, name, version, packageJson });
 }

@@ -7,7 +7,7 @@
  * caller's, else one generated from the server's own `tools/list`.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -19,6 +19,8 @@ import { locatePackageRoot } from './packageRoot.js';
 import { toHostError } from './refusal.js';
 import { DIRECTORY_MODE, StagingTree } from './StagingTree.js';
 import { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from '../manifest/ManifestValidator.js';
+import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
+import { readAtMost } from './readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { introspectServer } from './introspect.js';
@@ -79,12 +81,15 @@ export function isNpmSource(source: string): boolean {
  * (`server` with `manifest_version`/`dxt_version`) only by its content —
  * other tools use that name too.
  */
-async function shippedManifest(root: string): Promise<{ readonly name: PackageManifestName; readonly plugin: boolean } | undefined> {
+export async function shippedManifest(root: string): Promise<{ readonly name: PackageManifestName; readonly plugin: boolean } | undefined> {
   const name = PACKAGE_MANIFEST_NAMES.find((candidate) => existsSync(join(root, candidate)));
   if (name !== 'manifest.json') return name === undefined ? undefined : { name, plugin: true };
   let document: unknown;
   try {
-    document = JSON.parse(await readFile(join(root, name), 'utf8'));
+    const bytes = await readAtMost(join(root, name), DEFAULT_PARSE_LIMITS.maxBytes);
+    // Over the manifest size limit: the validator reports it, and no more of it is read.
+    if (bytes.length > DEFAULT_PARSE_LIMITS.maxBytes) return { name, plugin: true };
+    document = JSON.parse(bytes.toString('utf8'));
   } catch {
     // Not JSON: the validator reports it as a broken plugin manifest, with its position.
     return { name, plugin: true };

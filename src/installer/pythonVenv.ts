@@ -13,7 +13,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { lchown, lstat, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { lchown, lstat, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { parse as parseToml } from 'smol-toml';
@@ -25,6 +25,7 @@ import { confinedCommand } from './installConfinement.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { archiveInvalid } from './refusal.js';
+import { readAtMost } from './readAtMost.js';
 import { refuseDirectReferences } from './wheelRequirements.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
 
@@ -80,7 +81,11 @@ export async function consoleScriptOf(root: string, executable: string): Promise
   if (executable.includes('/') || existsSync(join(root, executable)) || !existsSync(pyproject)) return ok(undefined);
   let document: unknown;
   try {
-    document = parseToml(await readFile(pyproject, 'utf8'));
+    const bytes = await readAtMost(pyproject, settings.maxPyprojectBytes);
+    if (bytes.length > settings.maxPyprojectBytes) {
+      return err(failure('pyproject_invalid', `pyproject.toml of the package is over the ${settings.maxPyprojectBytes}-byte limit`, { path: pyproject }));
+    }
+    document = parseToml(bytes.toString('utf8'));
   } catch (cause) {
     return err(failure('pyproject_invalid', `pyproject.toml of the package cannot be read: ${(cause as Error).message}`, { path: pyproject }));
   }

@@ -1,8 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
+import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
+import { violation, violationsError } from '../manifest/violations.js';
+import { readAtMost } from './readAtMost.js';
 import { openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 
 /** Options of `PluginHost.wrap`. */
@@ -30,7 +32,11 @@ async function wrap(source: string, options: Omit<NpmSourceOptions, 'manifest'>)
   if (staged.isErr()) return err(staged.error);
   const { root, manifestFile, manifestOrigin, discard } = staged.value;
   try {
-    const manifestText = await readFile(join(root, manifestFile), 'utf8');
+    const bytes = await readAtMost(join(root, manifestFile), DEFAULT_PARSE_LIMITS.maxBytes);
+    if (bytes.length > DEFAULT_PARSE_LIMITS.maxBytes) {
+      return err(violationsError(manifestFile, [violation('parse', 'PLUGIN_MANIFEST_INVALID', '', `manifest is over the ${DEFAULT_PARSE_LIMITS.maxBytes}-byte limit`)]));
+    }
+    const manifestText = bytes.toString('utf8');
     const origin = manifestOrigin === 'package' ? 'package' : 'introspection';
     return ok({ source: staged.value.source.path, manifestFile, manifestText, origin, needs_review: origin === 'introspection' });
   } catch (cause) {
@@ -43,7 +49,8 @@ async function wrap(source: string, options: Omit<NpmSourceOptions, 'manifest'>)
 /**
  * Fetches and stages an `npm:` source as an install would (without a caller
  * manifest), reads the manifest it would be installed with, and discards the
- * staging: nothing is installed.
+ * staging: nothing is installed. A shipped manifest over the manifest size
+ * limit is PLUGIN_MANIFEST_INVALID, read no further than that limit.
  */
 export function wrapNpmSource(source: string, options: Omit<NpmSourceOptions, 'manifest'>): ResultAsync<WrappedServer, HostError> {
   return new ResultAsync(wrap(source, options));
