@@ -34,22 +34,71 @@ function isSecretField(name: string, secrets: ReadonlySet<string>): boolean {
   return false;
 }
 
+// A name written before its value in text (`password=`, `"api_key": "`, `Authorization: `, `--token=`). A name starts
+// where no name character precedes it, and the lookahead takes it whole, so a match that fails costs one pass over the
+// name and never retries its prefixes: the scan stays linear in the string's length.
+const NAME_IN_TEXT = /(?<![\w-])(?=(-{0,2}[A-Za-z_][\w-]*))\1["']?\s*[:=]\s*["']?/g;
+// The value after such a name: up to a space, quote or separator, after an HTTP authorization scheme if one comes first.
+const VALUE_AFTER_NAME = /(?:(?:bearer|basic|digest)\s+)?([^\s"'&,;}\]]+)/iy;
+// A password in a URL (`scheme://user:password@host`).
+const URL_PASSWORD = /(?<![\w+.-])(?=([A-Za-z][\w+.-]*:\/\/[^/\s:@]*:))\1[^/\s@]+(?=@)/g;
+// A bearer token standing alone; 16 characters at least, so that prose ("bearer bonds") is left as it is.
+const BEARER_TOKEN = /(?<![\w-])(bearer\s+)[\w.~+/=-]{16,}/gi;
+// A command-line flag naming its value's field (`--token`, `-password`), its value being the next argument.
+const FLAG = /^-{1,2}[A-Za-z][\w-]*$/;
+// Fields of an object that names the field it carries (`{ name: "X-Api-Key", value: "…" }`, as HAR headers do).
+const NAMING_FIELDS = ['name', 'key'];
+const NAMED_VALUE_FIELD = 'value';
+
+/** `text` with the value after every secret name in it, a URL's password and a bearer token replaced by `[redacted]`. */
+function redactText(text: string, secrets: ReadonlySet<string>): string {
+  const redacted = AUDIT_DEFAULTS.redactedValue;
+  let out = '';
+  let copied = 0;
+  for (const match of text.matchAll(NAME_IN_TEXT)) {
+    if (match.index < copied || !isSecretField(match[1] ?? '', secrets)) continue;
+    VALUE_AFTER_NAME.lastIndex = match.index + match[0].length;
+    const value = VALUE_AFTER_NAME.exec(text)?.[1];
+    if (value === undefined) continue;
+    const end = VALUE_AFTER_NAME.lastIndex;
+    out += text.slice(copied, end - value.length) + redacted;
+    copied = end;
+  }
+  out += text.slice(copied);
+  return out.replace(URL_PASSWORD, (_whole, head: string) => `${head}${redacted}`).replace(BEARER_TOKEN, (_whole, scheme: string) => `${scheme}${redacted}`);
+}
+
+/** Whether `item`, an array's element, names the secret that follows it: a flag (`--token`), or the name of a `[name, value]` pair. */
+function namesNext(item: unknown, index: number, array: readonly unknown[], secrets: ReadonlySet<string>): boolean {
+  if (typeof item !== 'string' || !isSecretField(item, secrets)) return false;
+  return FLAG.test(item) || (array.length === 2 && index === 0);
+}
+
 /**
- * A copy of call arguments with the value of every secret field, at any
- * depth, replaced by `[redacted]`. Values JSON cannot hold are left out as
- * JSON.stringify would; cycles and nesting past 32 levels become `[cut]`.
+ * A copy of call arguments with secrets replaced by `[redacted]`, at any
+ * depth: the value of every secret field; the element after a flag or the
+ * second of a `[name, value]` pair that names one; the `value` of an object
+ * whose `name` or `key` names one; and, inside strings, the value written
+ * after a secret name (`password=…`, `"api_key": "…"`, `Authorization:
+ * Bearer …`), a URL's password and a bearer token. Values JSON cannot hold
+ * are left out as JSON.stringify would; cycles and nesting past 32 levels
+ * become `[cut]`.
  */
 export function redactArguments(args: unknown, secrets: ReadonlySet<string>): unknown {
   const seen = new Set<object>();
+  const redacted = AUDIT_DEFAULTS.redactedValue;
   const copy = (value: unknown, depth: number): unknown => {
+    if (typeof value === 'string') return redactText(value, secrets);
     if (typeof value !== 'object' || value === null) return typeof value === 'bigint' ? value.toString() : value;
     if (depth >= MAX_DEPTH || seen.has(value)) return '[cut]';
     seen.add(value);
     try {
-      if (Array.isArray(value)) return value.map((item) => copy(item, depth + 1));
+      if (Array.isArray(value)) return value.map((item, index) => (index > 0 && namesNext(value[index - 1], index - 1, value, secrets) ? redacted : copy(item, depth + 1)));
+      const entries = Object.entries(value);
+      const namesValue = entries.some(([key, field]) => NAMING_FIELDS.includes(key) && typeof field === 'string' && isSecretField(field, secrets));
       const out: Record<string, unknown> = {};
-      for (const [key, field] of Object.entries(value)) {
-        out[key] = isSecretField(key, secrets) ? AUDIT_DEFAULTS.redactedValue : copy(field, depth + 1);
+      for (const [key, field] of entries) {
+        out[key] = isSecretField(key, secrets) || (namesValue && key === NAMED_VALUE_FIELD) ? redacted : copy(field, depth + 1);
       }
       return out;
     } finally {

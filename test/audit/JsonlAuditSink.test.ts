@@ -157,6 +157,49 @@ describe('redactArguments', () => {
     expect(args.password).toBe('hunter2');
   });
 
+  it('redacts secrets whose field name says nothing: header pairs, name/value objects, command-line flags and secrets inside strings', () => {
+    const args = {
+      headers: [
+        ['Authorization', 'Bearer abc'],
+        ['Accept', 'application/json'],
+      ],
+      har: [
+        { name: 'X-Api-Key', value: 'k-1' },
+        { name: 'Accept', value: 'text/plain' },
+      ],
+      argv: ['--token', 't-1', '--verbose', '-p', 'x', '--password=hunter2', '--max-tokens', '100'],
+      curl: "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30' https://u:s3cret@api.example.com/v1?api_key=q-1&page=2",
+      body: '{"user":"ann","password":"hunter3","max_tokens":5}',
+      note: 'Bearer 0123456789abcdef0123 expired; tokenizer=cl100k',
+      aws_secret_access_key: 'wJalr',
+      credential: 'c-1',
+    };
+    const text = JSON.stringify(redactArguments(args, secrets));
+    for (const secret of ['abc', 'k-1', 't-1', 'hunter2', 'eyJhbGciOiJIUzI1NiJ9', 's3cret', 'q-1', 'hunter3', '0123456789abcdef0123', 'wJalr', 'c-1']) {
+      expect(text).not.toContain(secret);
+    }
+    expect(redactArguments(args, secrets)).toMatchObject({
+      headers: [
+        ['Authorization', '[redacted]'],
+        ['Accept', 'application/json'],
+      ],
+      har: [
+        { name: 'X-Api-Key', value: '[redacted]' },
+        { name: 'Accept', value: 'text/plain' },
+      ],
+      argv: ['--token', '[redacted]', '--verbose', '-p', 'x', '--password=[redacted]', '--max-tokens', '100'],
+      curl: "curl -H 'Authorization: Bearer [redacted]' https://u:[redacted]@api.example.com/v1?api_key=[redacted]&page=2",
+      body: '{"user":"ann","password":"[redacted]","max_tokens":5}',
+      note: 'Bearer [redacted] expired; tokenizer=cl100k',
+    });
+  });
+
+  it('redacts a secret after long runs of name characters and spaces in a string', () => {
+    const prefix = `${'a-'.repeat(200_000)}=x ${' '.repeat(200_000)}`;
+    const redacted = redactArguments({ long: `${prefix}password = hunter2` }, secrets) as { long: string };
+    expect(redacted.long === `${prefix}password = [redacted]`).toBe(true);
+  });
+
   it('cuts cycles instead of looping', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
     cyclic.self = cyclic;

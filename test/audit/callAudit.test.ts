@@ -66,10 +66,13 @@ describe('PluginHost audit records', () => {
     async () => {
       const kept = new KeptRecords();
       const host = await pool.installed(await pool.profile(), ['probe'], { audit: { sink: kept, arguments: true, secretFields: ['pin'] } });
-      const args = { text: 'hi', api_key: 'k-123', nested: { pin: '0000', keep: true } };
+      const args = { text: 'hi', api_key: 'k-123', nested: { pin: '0000', keep: true }, argv: ['--token', 't-456'], url: 'https://ann:pw-789@example.com/?pin=1357' };
       expect((await host.call('plug.host-probe.echo', args)).isOk()).toBe(true);
       expect(kept.records).toHaveLength(1);
-      expect(kept.records[0]).toMatchObject({ outcome: 'ok', arguments: { text: 'hi', api_key: '[redacted]', nested: { pin: '[redacted]', keep: true } } });
+      expect(kept.records[0]).toMatchObject({
+        outcome: 'ok',
+        arguments: { text: 'hi', api_key: '[redacted]', nested: { pin: '[redacted]', keep: true }, argv: ['--token', '[redacted]'], url: 'https://ann:[redacted]@example.com/?pin=[redacted]' },
+      });
     },
     TIMEOUT_MS,
   );
