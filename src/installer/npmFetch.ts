@@ -23,6 +23,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
+import { packagesWithInstallScripts } from './npmInstallScripts.js';
 import { readAtMost } from './readAtMost.js';
 
 /** Where npm comes from and which registry it asks. */
@@ -42,7 +43,16 @@ export type NpmSpec =
   | { readonly kind: 'tarball'; readonly path: string };
 
 /** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
-export type NpmFailureReason = 'invalid_spec' | 'npm_unavailable' | 'npm_failed' | 'layout_unexpected' | 'no_bin' | 'no_manifest' | 'manifest_conflict' | 'dependency_source';
+export type NpmFailureReason =
+  | 'invalid_spec'
+  | 'npm_unavailable'
+  | 'npm_failed'
+  | 'layout_unexpected'
+  | 'no_bin'
+  | 'no_manifest'
+  | 'manifest_conflict'
+  | 'dependency_source'
+  | 'package_mismatch';
 
 /** A PLUGIN_NPM_INSTALL_FAILED error. */
 export function npmFailure(reason: NpmFailureReason, message: string, details: Record<string, unknown> = {}): HostError {
@@ -88,6 +98,8 @@ export interface FetchedNpmPackage {
   readonly version: string;
   /** Its package.json, parsed. */
   readonly packageJson: Readonly<Record<string, unknown>>;
+  /** The packages of its tree (itself included) whose install scripts npm skipped. */
+  readonly installScripts: readonly string[];
 }
 
 const tail = (text: string): string => {
@@ -235,7 +247,8 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
   const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), bounds);
   if (ran.isErr()) return err(ran.error);
-  const installed = foreignSources(await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes), registry, spec);
+  const installedLock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
+  const installed = foreignSources(installedLock, registry, spec);
   if (installed.length > 0) return err(foreignFailure(target, registry, installed));
   const manifest = await readJson(join(project, 'package.json'), settings.maxPackageJsonBytes);
   const dependencies = isRecord(manifest?.['dependencies']) ? Object.keys(manifest['dependencies']) : [];
@@ -249,5 +262,15 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   if (packageJson === undefined || typeof version !== 'string') {
     return err(npmFailure('layout_unexpected', `npm installed '${name}' without a readable package.json of at most ${settings.maxPackageJsonBytes} bytes at ${dir}`, { name }));
   }
-  return ok({ dir, name, version, packageJson });
+  // A registry lists a version and its tarball separately, and npm does not compare the two: the package is the one npm resolved.
+  if (spec.kind === 'registry' && (packageJson['name'] !== name || version !== checked)) {
+    const claimed = `${String(packageJson['name'])}@${version}`;
+    return err(
+      npmFailure('package_mismatch', `the tarball the registry serves for '${name}@${checked}' has a package.json that says it is '${claimed}'; it is refused`, {
+        resolved: `${name}@${checked}`,
+        claimed,
+      }),
+    );
+  }
+  return ok({ dir, name, version, packageJson, installScripts: packagesWithInstallScripts(installedLock) });
 }

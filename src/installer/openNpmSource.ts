@@ -24,7 +24,8 @@ import { readAtMost } from './readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { introspectServer } from './introspect.js';
-import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type NpmSettings } from './npmFetch.js';
+import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
+import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import { binOf, generatedManifest } from './npmManifest.js';
 
 /** Where a staged npm package's manifest came from. */
@@ -102,10 +103,11 @@ export async function shippedManifest(root: string): Promise<{ readonly name: Pa
 
 async function manifestFor(
   tree: StagingTree,
-  packageJson: Readonly<Record<string, unknown>>,
+  fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts'>,
   stage: string,
   options: NpmSourceOptions,
 ): Promise<Result<NpmManifestOrigin, HostError>> {
+  const packageJson = fetched.packageJson;
   const shipped = await shippedManifest(tree.root);
   if (shipped !== undefined) {
     if (!shipped.plugin) {
@@ -149,8 +151,8 @@ async function manifestFor(
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
   });
   await rm(workDir, { recursive: true, force: true });
-  if (tools.isErr()) return err(tools.error);
-  await write(generatedManifest({ packageJson, executable: executable.value, tools: tools.value }));
+  if (tools.isErr()) return err(withSkippedInstallScripts(tools.error, fetched.installScripts));
+  await write(generatedManifest({ packageJson, executable: executable.value, tools: tools.value, installScripts: fetched.installScripts }));
   return ok('introspection');
 }
 
@@ -177,7 +179,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
     await mkdir(tree.root, { mode: 0o700 });
     await copyDirectory(fetched.value.dir, tree);
     await rm(work, { recursive: true, force: true });
-    const origin = await manifestFor(tree, fetched.value.packageJson, stage, options);
+    const origin = await manifestFor(tree, fetched.value, stage, options);
     if (origin.isErr()) return await fail(origin.error);
     const found = await locatePackageRoot(tree.root, false);
     const root = join(stage, 'package');
@@ -210,7 +212,8 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
  *
  * Fails with PLUGIN_NPM_INSTALL_FAILED (`details.reason`: `invalid_spec`,
  * `npm_unavailable`, `npm_failed` with `details.stderr_tail`,
- * `layout_unexpected`, `no_bin`, `no_manifest`, `manifest_conflict`), the copier's
+ * `layout_unexpected`, `no_bin`, `no_manifest`, `manifest_conflict`,
+ * `dependency_source`, `package_mismatch`), the copier's
  * PLUGIN_ARCHIVE_INVALID / PLUGIN_EXECUTABLE_UNTRUSTED, the introspection's
  * errors, or HOST_IO_ERROR.
  */
