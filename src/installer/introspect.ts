@@ -14,7 +14,7 @@ import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { setExecutableMode } from './setExecutableMode.js';
-import type { PluginProcess } from '../process/PluginProcess.js';
+import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
@@ -51,18 +51,23 @@ export interface IntrospectionRequest {
 /** The plugin id the introspection's sandbox and data directory are named by. */
 const INTROSPECTION_ID = 'npm-introspection';
 
-const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined): HostError =>
+const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo): HostError =>
   hostError('PLUGIN_HANDSHAKE_FAILED', `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, {
-    details: { reason: 'introspection', ...(process === undefined ? {} : { stderr_tail: process.stderrTail() }) },
-    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no writable directory but its data directory). Pass the manifest install option instead, or the args it needs.',
+    details: {
+      reason: 'introspection',
+      ...(process === undefined ? {} : { stderr_tail: process.stderrTail() }),
+      ...(exit === undefined ? {} : { exit: exit.description }),
+    },
+    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no host environment or credentials, no writable directory but its data directory); details.stderr_tail and details.exit say why. Pass the args it needs, or the manifest install option: a server that needs a token, a database or the network to start cannot list its tools there.',
   });
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
 async function listTools(process: PluginProcess, deadline: number): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO);
+  const transport = new PluginProcessTransport(process);
   const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
   try {
-    await client.connect(new PluginProcessTransport(process), timeLeft());
+    await client.connect(transport, timeLeft());
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
     for (let pages = 0; pages < settings.introspectionMaxToolPages; pages++) {
@@ -86,7 +91,11 @@ async function listTools(process: PluginProcess, deadline: number): Promise<Resu
     }
     return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process));
   } catch (cause) {
-    return err(introspectionFailed('introspecting the server failed', cause, process));
+    if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process));
+    // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
+    const exit = await process.stop();
+    const stderr = process.stderrTail().trim() === '' ? '; it wrote nothing on stderr' : '; see details.stderr_tail';
+    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit));
   } finally {
     await client.close().catch(() => undefined);
     await process.stop();

@@ -10,6 +10,8 @@ import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { DEFAULT_CAPABILITIES } from './grant.js';
 import { npmFailure } from './npmFetch.js';
+import { skippedInstallScriptsNote } from './npmInstallScripts.js';
+import settings from '../../etc/npm-install.json' with { type: 'json' };
 
 /** A tool as `tools/list` describes it: the parts a manifest is made from. */
 export interface ListedTool {
@@ -37,10 +39,19 @@ export function riskClassOf(tool: ListedTool): 'write' | 'destructive' {
   return tool.annotations?.destructiveHint === true ? 'destructive' : 'write';
 }
 
-/** A plugin id for an npm package name: its unscoped name, lowercased, with anything outside `[a-z0-9-]` turned into `-`. */
+/**
+ * A plugin id for an npm package name: its unscoped name, lowercased, with
+ * anything outside `[a-z0-9-]` turned into `-`; a scoped name whose unscoped
+ * part is made only of the `genericNameWords` of etc/npm-install.json keeps
+ * its scope in front (`@playwright/mcp` → `playwright-mcp`).
+ */
 export function pluginIdOf(packageName: string): string {
-  const unscoped = packageName.slice(packageName.lastIndexOf('/') + 1).toLowerCase();
-  const cleaned = unscoped.replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
+  const slash = packageName.lastIndexOf('/');
+  const unscoped = packageName.slice(slash + 1).toLowerCase();
+  // `@playwright/mcp` and `@azure/mcp` would both be `mcp`, and the second install would fail on the first one's namespace.
+  const generic = unscoped.split(/[^a-z0-9]+/).every((word) => word === '' || settings.genericNameWords.includes(word));
+  const named = generic && slash > 0 ? `${packageName.slice(0, slash).replace(/^@/, '').toLowerCase()}-${unscoped}` : unscoped;
+  const cleaned = named.replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
   const id = /^[a-z]/.test(cleaned) ? cleaned : `npm-${cleaned}`;
   return id.slice(0, 64).replace(/-+$/, '');
 }
@@ -85,13 +96,16 @@ export interface GeneratedManifestInput {
   readonly executable: string;
   /** The tools the server listed. */
   readonly tools: readonly ListedTool[];
+  /** The packages of its tree whose install scripts npm skipped, named in `risk`. */
+  readonly installScripts?: readonly string[];
 }
 
 /**
  * A GUM JSON manifest (shape `mcp-plugin`) for the package: plugin id from
- * its unscoped name, namespace owner `npm:<name>`, the host-default sandbox
+ * its name ({@link pluginIdOf}), namespace owner `npm:<name>`, the host-default sandbox
  * powers, one advertised tool per listed tool, and `risk` marking it as not
- * yet reviewed ({@link NEEDS_REVIEW}).
+ * yet reviewed ({@link NEEDS_REVIEW}), followed by the packages whose install
+ * scripts never ran, if any.
  */
 export function generatedManifest(input: GeneratedManifestInput): Record<string, unknown> {
   const pkg = input.packageJson;
@@ -109,7 +123,7 @@ export function generatedManifest(input: GeneratedManifestInput): Record<string,
     shape: 'mcp-plugin',
     executable: input.executable,
     ...(license === undefined ? {} : { license }),
-    risk: NEEDS_REVIEW,
+    risk: input.installScripts === undefined || input.installScripts.length === 0 ? NEEDS_REVIEW : `${NEEDS_REVIEW} ${skippedInstallScriptsNote(input.installScripts)}`,
     advertised_tools: input.tools.map((tool) => {
       const toolDescription = text(tool.description);
       return { name: tool.name, ...(toolDescription === undefined ? {} : { description: toolDescription }), risk_class: riskClassOf(tool) };

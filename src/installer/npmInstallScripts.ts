@@ -1,0 +1,45 @@
+/**
+ * The install scripts npm skipped. npm runs with `--ignore-scripts`, so a
+ * package that builds a native addon (`node-gyp rebuild`, `prebuild-install`)
+ * or downloads a file at install (a browser, a platform binary) is laid out
+ * without it; its server then fails at start or at its first call. npm
+ * records such packages in its lockfile (`hasInstallScript`), which is where
+ * the host learns their names, to tell the person why.
+ */
+import { hostError, type HostError } from '../errors/HostError.js';
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The names of the packages of an npm lockfile (v2/v3 `packages`) that have
+ * install scripts, in lockfile order, each once.
+ */
+export function packagesWithInstallScripts(lock: Readonly<Record<string, unknown>> | undefined): string[] {
+  const packages = isRecord(lock?.['packages']) ? lock['packages'] : {};
+  const names = new Set<string>();
+  for (const [path, entry] of Object.entries(packages)) {
+    if (path === '' || !isRecord(entry) || entry['hasInstallScript'] !== true) continue;
+    names.add(path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  }
+  return [...names];
+}
+
+/** The sentence that says which install scripts never ran and what that can break. */
+export function skippedInstallScriptsNote(names: readonly string[]): string {
+  return `Packages of its tree have install scripts, which never run here: ${names.join(', ')}. A native addon they build or a file they download at install (a browser, a platform binary) is missing.`;
+}
+
+/**
+ * A failed start of a server whose tree has packages with install scripts:
+ * the same error, with `details.skipped_install_scripts` and a hint naming
+ * them first, since the missing file is the likely cause.
+ */
+export function withSkippedInstallScripts(error: HostError, names: readonly string[]): HostError {
+  if (names.length === 0) return error;
+  return hostError(error.code, error.message, {
+    details: { ...error.details, skipped_install_scripts: [...names] },
+    retryable: error.retryable,
+    cause: error,
+    hint: `${skippedInstallScriptsNote(names)} Install a version that ships them prebuilt, or another server. ${error.hint}`,
+  });
+}
