@@ -494,6 +494,9 @@ export async function sweepIdentities(table: IdentityTable, hostThread = true): 
     if (workers.ready) helpers = workers.start(table, flags, counters, chunkDone);
   }
   if (hostThread || helpers === undefined) {
+    // The workers have their message: what the caller does next in its own call (a gated spawn's layout and fork) runs
+    // beside them before this thread sweeps; a microtask, so a check awaited alone waits no turn of the event loop.
+    if (helpers !== undefined) await Promise.resolve();
     while (!sweepClaimed(lstatNoThrow, fstatSync, sweepRange, table, flags, counters, chunkDone, CHUNK, FIELDS, ENTRIES_PER_TURN)) {
       if (Atomics.load(counters, 0) >= total) break;
       await nextTurn();

@@ -474,16 +474,23 @@ function parseList(text: string, root: string): Result<Tree, HostError> {
   return ok({ directories, files, table, held: 0, heldAs: new Float64Array(HELD_FIELDS * (directories.length + files.length)), checking: 0, mounts: undefined });
 }
 
-/** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
-async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree, HostError>> {
+/** The parsed list of `root` from this process's cache, if there. */
+function cachedTree(root: string, pin: PackageTreePin): Tree | undefined {
   const key = `${pin.sha256}\0${root}`;
   const cached = cachedTrees.get(key);
   if (cached !== undefined) {
     // Moved to the back: the list evicted first is the one used least recently.
     cachedTrees.delete(key);
     cachedTrees.set(key, cached);
-    return ok(cached);
   }
+  return cached;
+}
+
+/** The parsed list of `root`, from this process's cache or read and checked against the pinned digest. */
+async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree, HostError>> {
+  const cached = cachedTree(root, pin);
+  if (cached !== undefined) return ok(cached);
+  const key = `${pin.sha256}\0${root}`;
   const opened = await openInsideRoot(root, PACKAGE_TREE_LIST_NAME);
   if (opened.isErr()) return err(opened.error);
   const chunks: Buffer[] = [];
@@ -860,7 +867,10 @@ function identityMoved(root: string, file: TreeFile): boolean {
  * leads there), anything else is looked at again and refused.
  */
 async function verify(root: string, pin: PackageTreePin, executablePath: string | undefined): Promise<Result<PackageTreeCheck, HostError>> {
-  const loaded = await loadTree(root, pin);
+  // A cached list is taken without a turn of the event loop, so that the sweep's workers start within the caller's
+  // call: a spawn gated on the check forks right after it, and the workers sweep while the host's thread forks.
+  const cached = cachedTree(root, pin);
+  const loaded = cached === undefined ? await loadTree(root, pin) : ok(cached);
   if (loaded.isErr()) return err(loaded.error);
   const tree = loaded.value;
   const { directories, files, table } = tree;

@@ -173,11 +173,12 @@ export interface SandboxSpawnRequest extends SandboxPolicyRequest {
   readonly identity?: PluginIdentity;
   /**
    * A check that must pass before any code of the plugin runs (the package
-   * tree check). bubblewrap sets the sandbox up while it runs: the seccomp
-   * program, which bubblewrap reads after its mounts and right before it runs
-   * the plugin, is written only once the check passed. Other launchers run
-   * it first. A failed check fails the spawn with its error, the plugin
-   * never having run.
+   * tree check). Under a Linux backend it starts before the launcher is
+   * spawned and the sandbox is set up while it runs: the seccomp program,
+   * which the launcher reads after its mounts and right before it runs the
+   * plugin, is written only once the check passed. Other launchers run it
+   * first. A failed check fails the spawn with its error, the plugin never
+   * having run.
    */
   readonly gate?: () => ResultAsync<void, HostError>;
 }
@@ -654,6 +655,8 @@ export class SandboxSpawner {
    * and serves every connection made there itself.
    */
   private spawnConfined(request: SandboxSpawnRequest, onConnection: ((socket: Socket) => void) | undefined, backend: SandboxBackend | undefined): ResultAsync<PluginProcess, HostError> {
+    // Started before the layout and the fork, which take the host's thread: the check's worker threads run meanwhile.
+    const checking = request.gate?.();
     const lifecycle = this.lifecycle();
     const { directories } = request;
     // Only the Linux backends mount descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
@@ -748,7 +751,7 @@ export class SandboxSpawner {
                 server.on('connection', onConnection);
               })
               .mapErr(listenerUnavailable);
-    const gate = bothGates(listening, request.gate);
+    const gate = bothGates(listening, checking === undefined ? undefined : () => checking);
     return spawnChild(
       executable,
       {

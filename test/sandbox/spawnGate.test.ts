@@ -94,6 +94,22 @@ describe.each(LINUX_BACKENDS)('the spawn gate (real %s)', (backend) => {
     expect(readFileSync(pkg.marker, 'utf8')).toBe('ran\n');
   });
 
+  it('starts the check before the launcher is forked, so that the check overlaps the layout and the fork too', async () => {
+    const pkg = await pinnedPackage(`${backend}-early`);
+    let launchersAtStart = -1;
+    const gate = (): ResultAsync<void, HostError> => {
+      launchersAtStart = processesWith(pkg.root).length;
+      return verifyPackageTree(pkg.root, pkg.pin).map(() => undefined);
+    };
+    const plugin = (
+      await spawner.spawn({ executable: unverifiedCommand(['/bin/sh', join(pkg.root, 'start.sh')], pkg.root), env: {}, network: false, writeDir: pkg.writeDir, hiddenPaths: [], gate })
+    )._unsafeUnwrap();
+    started.push(plugin);
+    expect(launchersAtStart).toBe(0);
+    expect((await plugin.exited).status).toBe(0);
+    expect(readFileSync(pkg.marker, 'utf8')).toBe('ran\n');
+  });
+
   it('never runs a plugin whose tree changed: the launcher is killed before its release, the spawn fails with the check error', async () => {
     const pkg = await pinnedPackage(`${backend}-tampered`);
     appendFileSync(join(pkg.root, 'lib', 'greeting.txt'), 'changed\n');
