@@ -50,3 +50,20 @@ export async function packGreeterServer(dir: string, marker: string): Promise<st
   execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
   return join(dir, 'greeter-npm-1.0.0.tgz');
 }
+
+/** A package to pack: its name, the server's source at bin/server.mjs, and its scripts. */
+export interface PackedServer {
+  readonly name: string;
+  readonly source: string;
+  readonly scripts?: Readonly<Record<string, string>>;
+}
+
+/** Packs `server` with `npm pack` (scripts off) into `dir`; returns the tarball's path. */
+export async function packServer(dir: string, server: PackedServer): Promise<string> {
+  const pkg = join(dir, server.name.replace(/[@/]/g, '_'));
+  await mkdir(join(pkg, 'bin'), { recursive: true });
+  await writeFile(join(pkg, 'bin', 'server.mjs'), server.source, { mode: 0o755 });
+  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: server.name, version: '1.0.0', type: 'module', bin: 'bin/server.mjs', scripts: server.scripts ?? {} }));
+  execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
+  return join(dir, `${server.name.replace(/^@/, '').replace('/', '-')}-1.0.0.tgz`);
+}
