@@ -9,11 +9,13 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode, McpError, type CallToolResult, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { hostError } from '../errors/HostError.js';
 import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
+import { pluginIdOf } from '../host/operations.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { HostTelemetry } from '../observability/telemetry.js';
 import { clientAnswers, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import type { PluginRequestParties } from './requestParties.js';
 import type { FastRequestRoute } from './stdioTransport.js';
 import { errorResult, toolResult } from './toolResults.js';
 
@@ -33,6 +35,8 @@ export interface ToolCallClient {
   readonly caller: string;
   readonly identity: ClientIdentity;
   readonly telemetry: HostTelemetry;
+  /** Where its calls are counted at their plugin while they run, so that the plugin's log messages reach this client alone. */
+  readonly parties: PluginRequestParties;
 }
 
 /** What a `tools/call` asks, once its frame is checked. */
@@ -51,21 +55,23 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
   const { identity } = client;
   const { progressToken } = params;
   const served = { opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId };
-  const outcome = await client.telemetry.served(served, () =>
-    client.host.call(opId, params.arguments ?? {}, {
-      maxRisk: client.maxRisk,
-      ...clientAnswers(client.server, extra, client.caller),
-      signal: extra.signal,
-      caller: { id: identity.name, transport: identity.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
-      ...(progressToken === undefined
-        ? {}
-        : {
-            onProgress: (p) =>
-              void extra
-                .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
-                .catch(() => undefined),
-          }),
-    }),
+  const outcome = await client.parties.during(pluginIdOf(opId), client.server, () =>
+    client.telemetry.served(served, () =>
+      client.host.call(opId, params.arguments ?? {}, {
+        maxRisk: client.maxRisk,
+        ...clientAnswers(client.server, extra, client.caller),
+        signal: extra.signal,
+        caller: { id: identity.name, transport: identity.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
+        ...(progressToken === undefined
+          ? {}
+          : {
+              onProgress: (p) =>
+                void extra
+                  .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
+                  .catch(() => undefined),
+            }),
+      }),
+    ),
   );
   return toolResult(outcome);
 }

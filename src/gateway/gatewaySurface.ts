@@ -40,6 +40,7 @@ import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { InvalidatedCache } from './invalidatedCache.js';
+import { PluginRequestParties } from './requestParties.js';
 
 const QUALIFIED_URI = /^plug\.([a-z][a-z0-9-]{0,63}):(.+)$/s;
 
@@ -94,6 +95,8 @@ function notFound(what: string, details: Record<string, unknown>): HostError {
 export class GatewaySurface {
   readonly #host: PluginHost;
   readonly #surface = new InvalidatedCache(() => this.#build());
+  /** The clients with requests at each plugin, to which its log messages are attributed. */
+  readonly parties = new PluginRequestParties();
 
   constructor(host: PluginHost) {
     this.#host = host;
@@ -150,33 +153,40 @@ export class GatewaySurface {
     });
   }
 
-  /** Reads a resource through its route; contents at the URI the plugin was asked for are labelled with the client's URI. */
-  read(policy: GatewayClientPolicy, uri: string): ResultAsync<ReadResourceResult, HostError> {
+  /** Reads a resource for `client` through its route; contents at the URI the plugin was asked for are labelled with the client's URI. */
+  read(policy: GatewayClientPolicy, uri: string, client: object): ResultAsync<ReadResourceResult, HostError> {
     return this.route(policy, uri).andThen((route) =>
-      this.#host.readResource(route.pluginId, route.uri).map((read) => ({
+      this.#for(client, route.pluginId, () => this.#host.readResource(route.pluginId, route.uri)).map((read) => ({
         ...read,
         contents: read.contents.map((c) => (c.uri === route.uri ? { ...c, uri } : c)),
       })),
     );
   }
 
-  /** A prompt by its gateway name. */
-  getPrompt(policy: GatewayClientPolicy, name: string, args: Readonly<Record<string, string>> | undefined): ResultAsync<GetPromptResult, HostError> {
-    return this.#promptRoute(policy, name).andThen((route) => this.#host.getPrompt(route.pluginId, route.own, args ?? {}));
+  /** A prompt by its gateway name, for `client`. */
+  getPrompt(policy: GatewayClientPolicy, name: string, args: Readonly<Record<string, string>> | undefined, client: object): ResultAsync<GetPromptResult, HostError> {
+    return this.#promptRoute(policy, name).andThen((route) => this.#for(client, route.pluginId, () => this.#host.getPrompt(route.pluginId, route.own, args ?? {})));
   }
 
-  /** Completions for a prompt argument (gateway prompt name) or a template variable (the template as listed). */
-  complete(policy: GatewayClientPolicy, params: CompleteRequest['params']): ResultAsync<CompleteResult['completion'], HostError> {
+  /** `ask`, a request of `client` at `pluginId`, counted among that plugin's parties while it runs. */
+  #for<T>(client: object, pluginId: string, ask: () => ResultAsync<T, HostError>): ResultAsync<T, HostError> {
+    return new ResultAsync(this.parties.during(pluginId, client, ask));
+  }
+
+  /** Completions for `client` for a prompt argument (gateway prompt name) or a template variable (the template as listed). */
+  complete(policy: GatewayClientPolicy, params: CompleteRequest['params'], client: object): ResultAsync<CompleteResult['completion'], HostError> {
     const chosen = params.context?.arguments;
     const request: CompletionRequest = { argument: params.argument, ...(chosen === undefined ? {} : { context: { arguments: chosen } }) };
     const ref = params.ref;
     if (ref.type === 'ref/prompt') {
-      return this.#promptRoute(policy, ref.name).andThen((route) => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request));
+      return this.#promptRoute(policy, ref.name).andThen((route) =>
+        this.#for(client, route.pluginId, () => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request)),
+      );
     }
     return this.#index().andThen((index) => {
       const template = index.templates.find((t) => t.item.uriTemplate === ref.uri && offeredTo(policy, `plug.${t.pluginId}.`));
       if (template === undefined) return errAsync(notFound(`the resource template ${JSON.stringify(ref.uri)}`, { uri: ref.uri }));
-      return this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request);
+      return this.#for(client, template.pluginId, () => this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request));
     });
   }
 
@@ -307,8 +317,7 @@ export class GatewaySubscriptions {
         };
         if (this.#byRoute.has(key)) return add();
         this.#asking.set(key, (this.#asking.get(key) ?? 0) + 1);
-        return this.#host
-          .subscribeResource(route.pluginId, route.uri)
+        return new ResultAsync(this.#surface.parties.during(route.pluginId, client, () => this.#host.subscribeResource(route.pluginId, route.uri)))
           .andThen(() => {
             this.#answered(key);
             return add();
@@ -385,7 +394,8 @@ const logForwarders = new WeakMap<Server, (message: HostEventMap['log']) => void
 
 /**
  * Passes a plugin's log message to a client served by {@link serveSurface}
- * when its policy offers the plugin and the message is at or above the level
+ * when its policy offers the plugin, the message is attributed to it or to no
+ * client ({@link PluginRequestParties}), and it is at or above the level
  * the client set (`logging/setLevel`; every level until it does). The logger
  * is `plug.<plugin_id>`, or `plug.<plugin_id>:<logger>` when the plugin names one.
  */
@@ -421,13 +431,13 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   logForwarders.set(server, (message) => {
     if (level !== undefined && LOGGING_LEVELS.indexOf(message.level) < LOGGING_LEVELS.indexOf(level)) return;
-    if (!offeredTo(policy, `plug.${message.plugin_id}.`)) return;
+    if (!offeredTo(policy, `plug.${message.plugin_id}.`) || !surface.parties.mayHear(message.plugin_id, server)) return;
     const logger = message.logger === undefined ? `plug.${message.plugin_id}` : `plug.${message.plugin_id}:${message.logger}`;
     void server.sendLoggingMessage({ level: message.level, logger, data: message.data }).catch(() => undefined);
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request) => answer(surface.read(policy, request.params.uri)));
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => answer(surface.read(policy, request.params.uri, server)));
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     await answer(subscriptions.subscribe(server, policy, request.params.uri));
     return {};
@@ -437,6 +447,6 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
     return {};
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...(await answer(surface.prompts(policy)))] }));
-  server.setRequestHandler(GetPromptRequestSchema, (request) => answer(surface.getPrompt(policy, request.params.name, request.params.arguments)));
-  server.setRequestHandler(CompleteRequestSchema, async (request) => ({ completion: await answer(surface.complete(policy, request.params)) }));
+  server.setRequestHandler(GetPromptRequestSchema, (request) => answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server)));
+  server.setRequestHandler(CompleteRequestSchema, async (request) => ({ completion: await answer(surface.complete(policy, request.params, server)) }));
 }

@@ -18,6 +18,7 @@ import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
 import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
+import type { PluginRequestParties } from './requestParties.js';
 import { HttpToolCalls } from './httpToolCalls.js';
 import type { HttpSessionTransport } from './streamableHttpTransport.js';
 import { connectStdio } from './stdioToolCalls.js';
@@ -71,7 +72,15 @@ function invalid(message: string, option: string): HostError {
 let clientCount = 0;
 
 /** One client's MCP server: lists and calls the tools its policy lets it see; confirmations and plugin requests go to its client. */
-function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOptions, policy: GatewayClientPolicy, client: ClientIdentity, telemetry: HostTelemetry): ToolCallClient {
+function clientServer(
+  host: PluginHost,
+  tools: GatewayTools,
+  options: GatewayOptions,
+  policy: GatewayClientPolicy,
+  client: ClientIdentity,
+  telemetry: HostTelemetry,
+  parties: PluginRequestParties,
+): ToolCallClient {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -83,7 +92,7 @@ function clientServer(host: PluginHost, tools: GatewayTools, options: GatewayOpt
     if (listed.isErr()) throw listed.error;
     return { tools: listed.value.filter((t) => offeredTo(policy, t.opId)).map((t) => t.tool) };
   });
-  const calls: ToolCallClient = { host, server, policy, maxRisk, caller, identity: client, telemetry };
+  const calls: ToolCallClient = { host, server, policy, maxRisk, caller, identity: client, telemetry, parties };
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     callForClient(calls, { name: request.params.name, arguments: request.params.arguments, progressToken: request.params._meta?.progressToken }, extra),
   );
@@ -165,7 +174,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
   const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport']): ToolCallClient => {
-    const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry);
+    const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry, surface.parties);
     const { server } = calls;
     serveSurface(server, surface, subscriptions, policy);
     servers.add(server);

@@ -1,0 +1,55 @@
+/**
+ * A plugin's log messages and the gateway's clients over HTTP (attack review
+ * S): what a plugin logs while serving one client's request goes to that
+ * client, not to the other sessions, whichever token they hold. Real SDK
+ * clients, a real sandboxed SDK server plugin (fixtures/plugins/host-surface).
+ */
+import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js';
+import { describe, expect, it } from 'vitest';
+import { waitUntil } from '../support/eventually.js';
+import { gatewayTestPools, type HttpClient } from '../support/gatewayHarness.js';
+
+const TIMEOUT_MS = 120_000;
+const FLOOD = 'plug.host-surface.flood';
+const TOKEN_A = 'log-isolation-token-a-0123456789';
+const TOKEN_B = 'log-isolation-token-b-0123456789';
+const { pool, gateways } = gatewayTestPools();
+
+async function listening(url: string, token: string, name: string): Promise<HttpClient & { readonly logs: string[] }> {
+  const connected = await gateways.connectHttp(url, token, name);
+  const logs: string[] = [];
+  connected.client.setNotificationHandler(LoggingMessageNotificationSchema, (n: LoggingMessageNotification) => void logs.push(String(n.params.data)));
+  return { ...connected, logs };
+}
+
+describe('gateway log messages', () => {
+  it(
+    'go to the client whose call the plugin logged during, not to another session of the same or another token',
+    async () => {
+      const dir = await pool.profile();
+      await pool.install(dir, ['surface']);
+      const host = await pool.open(dir, { idleTimeoutMs: 0 });
+      const served = await gateways.serve(host, { http: { token: TOKEN_A, port: 0, clients: [{ name: 'b', token: TOKEN_B, policy: {} }] } });
+      const url = served.url!;
+      const alice = await listening(url, TOKEN_A, 'alice');
+      const sameToken = await listening(url, TOKEN_A, 'alice-2');
+      const bob = await listening(url, TOKEN_B, 'bob');
+
+      // Alice's call logs "0 aaa", "1 aaa" (the fixture logs `<i> <bytes x's>`; the sizes tell the calls apart).
+      expect((await alice.client.callTool({ name: FLOOD, arguments: { count: 2, bytes: 3 } })).isError).not.toBe(true);
+      await waitUntil(() => alice.logs.length === 2);
+      expect(alice.logs).toEqual(['0 xxx', '1 xxx']);
+      // Each other client then makes a call of its own: its own log comes after anything the gateway sent it before.
+      for (const [other, bytes] of [
+        [bob, 5],
+        [sameToken, 7],
+      ] as const) {
+        expect((await other.client.callTool({ name: FLOOD, arguments: { count: 1, bytes } })).isError).not.toBe(true);
+        await waitUntil(() => other.logs.includes(`0 ${'x'.repeat(bytes)}`));
+        expect(other.logs).toEqual([`0 ${'x'.repeat(bytes)}`]);
+      }
+      expect(alice.logs).toEqual(['0 xxx', '1 xxx']);
+    },
+    TIMEOUT_MS,
+  );
+});
