@@ -6,7 +6,6 @@ import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary, statusText, trustLines } from './present.js';
 import { confirm } from './prompt.js';
-import { oneLineField } from './style.js';
 import { usageFailure } from './usage.js';
 
 /**
@@ -59,8 +58,9 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
       ? {
           accept: async (request: TrustRequest) => {
             spinner.stop();
-            for (const line of trustLines(request)) ctx.terminal.stderr.write(`${line}\n`);
-            return confirm(ctx.terminal, `Install ${oneLineField(`${request.display_name} ${request.version}`)} and run it with these powers?`);
+            for (const line of trustLines(request, ctx.terminal.stderr.columns)) ctx.terminal.stderr.write(`${line}\n`);
+            // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
+            return confirm(ctx.terminal, `Install ${request.plugin_id} and run it with these powers?`);
           },
         }
       : {}),

@@ -1,4 +1,5 @@
 import type { CanaryOutcome, InventoryStatus, PluginInfo, TrustRequest } from '../index.js';
+import layout from '../../etc/cli-terminal.json' with { type: 'json' };
 import { columns, oneLineField, type Style } from './style.js';
 
 /** A canary outcome as JSON: `error` is always present, `null` on success. */
@@ -26,8 +27,37 @@ export function statusText(status: InventoryStatus | string, style: Style): stri
   }
 }
 
-/** What an install asks a person to accept, one line each: who publishes it, its terms, its risk and its powers. */
-export function trustLines(request: TrustRequest): string[] {
+/**
+ * `text` cut into pieces of at most `width` terminal columns. A code point
+ * outside ASCII counts as two (as a wide one takes), so a piece never runs
+ * past the width, whatever the text holds.
+ */
+function wrapToColumns(text: string, width: number): string[] {
+  const pieces: string[] = [];
+  let piece = '';
+  let used = 0;
+  for (const char of text) {
+    const cost = char.charCodeAt(0) < 0x80 ? 1 : 2;
+    if (used + cost > width && piece !== '') {
+      pieces.push(piece);
+      piece = '';
+      used = 0;
+    }
+    piece += char;
+    used += cost;
+  }
+  return [...pieces, piece];
+}
+
+/**
+ * What an install asks a person to accept: who publishes it, its terms, its
+ * risk and its powers, a row each. Each row is wrapped to `terminalColumns`
+ * (unknown: etc/cli-terminal.json) by the CLI, its continuations starting at
+ * the value column: a package's text that ran past the terminal's edge would
+ * otherwise go on at the key column of the next line, where padding could
+ * make it pass for a row of its own (`network  no`).
+ */
+export function trustLines(request: TrustRequest, terminalColumns?: number): string[] {
   const caps = request.capabilities;
   const network = caps.network ? 'yes' : caps.egress === undefined || caps.egress.length === 0 ? 'no' : `only ${caps.egress.join(', ')}`;
   const rows: [string, string][] = [
@@ -40,8 +70,14 @@ export function trustLines(request: TrustRequest): string[] {
     ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
     ['tools', request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
   ];
-  const shown = rows.map(([key, value]): [string, string] => [key, oneLineField(value)]);
-  return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...columns(shown, (text) => text).map((line) => `  ${line}`)];
+  const keyWidth = Math.max(...rows.map(([key]) => key.length));
+  const valueColumn = 2 + keyWidth + 2;
+  const width = terminalColumns === undefined || terminalColumns <= 0 ? layout.columnsWhenUnknown : terminalColumns;
+  const valueWidth = Math.max(layout.minValueColumns, width - valueColumn);
+  const lines = rows.flatMap(([key, value]) =>
+    wrapToColumns(oneLineField(value), valueWidth).map((piece, index) => `${index === 0 ? `  ${key.padEnd(keyWidth)}  ` : ' '.repeat(valueColumn)}${piece}`.trimEnd()),
+  );
+  return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...lines];
 }
 
 /** The auth components as checklist lines: secrets by credential alias, external prerequisites the host cannot complete. */

@@ -4,6 +4,8 @@ export interface OutputStream {
   write(text: string): unknown;
   /** Whether a terminal is attached. */
   readonly isTTY?: boolean;
+  /** The terminal's width in columns, when it reports one. */
+  readonly columns?: number;
 }
 
 /** Text decorations; every function is the identity when colour is off. */

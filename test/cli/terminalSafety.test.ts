@@ -45,6 +45,24 @@ describe('package text on the terminal', () => {
     expect(prompt).toMatch(/plugin +Greeter +network +no/);
   });
 
+  it('wraps the powers question itself: a name padded past the edge of the terminal cannot pose as a row of its own', { timeout: SLOW }, async () => {
+    // Under `script` the terminal reports no width: the CLI lays the question out for 80 columns. The plugin row's value
+    // starts at column 20, so 53 spaces after the name reach the edge and the fake row would start the next screen line.
+    const padded = join(scratch.path, 'padded');
+    await cp(join(REPO, 'fixtures/plugins/install-node'), padded, { recursive: true });
+    const manifest = JSON.parse(await readFile(join(padded, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    manifest['name'] = `Greeter${' '.repeat(53)}  network          no${' '.repeat(60)}`;
+    manifest['declared_capabilities'] = { network: true, fs_write_dir: '', env_allow: [] };
+    await writeFile(join(padded, 'manifest.json'), JSON.stringify(manifest));
+    const run = await onTerminal(['install', padded, '--dev', '--skip-canary', '--profile-dir', join(scratch.path, 'padded-profile')], /run it with these powers\? \[y\/N\] /, 'n');
+    const prompt = run.stdout.slice(run.stdout.indexOf('This plugin runs as code'), run.stdout.indexOf('[y/N]') + 5);
+    const lines = prompt.split(/\r?\n/);
+    expect(lines.filter((line) => line.length > 80)).toEqual([]);
+    expect(lines.filter((line) => /^ {2}network /.test(line))).toEqual([expect.stringMatching(/^ {2}network +yes$/)]);
+    // After the spinner's own clearing sequence: the question names the plugin by its id.
+    expect(lines.at(-1)).toMatch(/(^|\u001b\[0J)Install greeter and run it with these powers\? \[y\/N\]$/);
+  });
+
   it('shows a description as one line of text in info', { timeout: SLOW }, async () => {
     const profile = join(scratch.path, 'info');
     expect((await cli(['install', pkg, '--dev', '--yes', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
