@@ -1,0 +1,54 @@
+/**
+ * A published server that needs a web API and runs with the host default (no
+ * network) fails its calls in its own words: "fetch failed" as a tool error
+ * (@kazuph/mcp-fetch, firecrawl-mcp) or as a JSON-RPC internal error
+ * (@modelcontextprotocol/server-github, @notionhq/notion-mcp-server: getaddrinfo
+ * EAI_AGAIN). The host's hint then names the grant that would let it through;
+ * with the network granted it does not.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { HostPool } from '../support/hostHarness.js';
+import { packServer } from './npmPack.js';
+
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => pool.cleanup());
+
+// fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them.
+const FETCHING_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+const tools = ['fetch_as_result', 'fetch_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+createInterface({ input: process.stdin }).on('line', async (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'fetcher', version: '1.0.0' } } });
+  if (method === 'tools/list') return send({ id, result: { tools } });
+  if (method !== 'tools/call') return send({ id, error: { code: -32601, message: 'no ' + method } });
+  const failure = await fetch('https://registry.npmjs.org/').then(() => 'reached', (error) => String(error) + ' ' + String(error.cause?.code));
+  if (params.name === 'fetch_as_result') send({ id, result: { isError: true, content: [{ type: 'text', text: failure }] } });
+  else send({ id, error: { code: -32603, message: failure } });
+});
+`;
+
+describe('npm: a server that needs the network, installed without it', { timeout: 120_000 }, () => {
+  it('fails its calls with a hint naming the network grant', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
+      const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
+      expect(error.code).toBe(code);
+      expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
+    }
+  });
+
+  it('gives no such hint to a plugin that has the network', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await host.install(`npm:${tarball}`, { canary: false, grant: { network: true } })).isOk()).toBe(true);
+    const answered = await host.call('plug.fetcher.fetch_as_result', {}, { maxRisk: 'write' });
+    // This machine may or may not reach the registry; either way nothing blames the sandbox.
+    if (answered.isErr()) expect(answered.error.hint).not.toContain('no network in its sandbox');
+  });
+});
