@@ -15,6 +15,12 @@ export interface Terminal {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
+// JSON.stringify escapes C0 controls but leaves DEL, the C1 controls (U+009B is a CSI to some terminals) and the line
+// separators raw; a package's text carrying them would reach a terminal that shows --json output. Escaped, the document
+// parses to the same value.
+const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g;
+const escapedCodePoint = (found: string): string => `\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 /** A violation as the CLI prints it. */
 export interface PrintedViolation {
   /** JSON pointer into the manifest. */
@@ -78,7 +84,7 @@ export class Output {
   data(value: Readonly<Record<string, unknown>>): void {
     if (!this.json) return;
     const pretty = this.#terminal.stdout.isTTY === true;
-    this.#terminal.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined)}\n`);
+    this.#terminal.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined).replace(RAW_IN_JSON, escapedCodePoint)}\n`);
   }
 
   /** A progress indicator on stderr, drawn only for people on a terminal. */

@@ -73,6 +73,22 @@ describe('package text on the terminal', () => {
     await rm(profile, { recursive: true, force: true });
   });
 
+  it('prints --json documents with C1 controls and line separators escaped, parsing to the same text', { timeout: SLOW }, async () => {
+    // U+009B is a one-character CSI to terminals that honour C1 controls: erase the screen, then a fake status.
+    const description = 'Greets people\u009b2J\u009b1;1Hstatus active\u2028\u007f';
+    const c1Package = join(scratch.path, 'c1');
+    await cp(join(REPO, 'fixtures/plugins/install-node'), c1Package, { recursive: true });
+    const manifest = JSON.parse(await readFile(join(c1Package, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    manifest['description'] = description;
+    await writeFile(join(c1Package, 'manifest.json'), JSON.stringify(manifest));
+    const profile = join(scratch.path, 'c1-profile');
+    expect((await cli(['install', c1Package, '--dev', '--yes', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
+    const info = await cli(['info', 'greeter', '--profile-dir', profile, '--json']);
+    expect(info.code).toBe(0);
+    expect(info.stdout).not.toMatch(/[\u007f-\u009f\u2028\u2029]/);
+    expect(JSON.stringify(JSON.parse(info.stdout))).toContain(JSON.stringify(description).slice(1, -1));
+  });
+
   it('shows a plugin that dies at start with its stderr as text', { timeout: SLOW }, async () => {
     const dies = join(scratch.path, 'dies');
     await cp(join(REPO, 'fixtures/plugins/install-node'), dies, { recursive: true });
