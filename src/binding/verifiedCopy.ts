@@ -6,9 +6,12 @@
  * the child. Neither a rename nor an in-place write of the installed file
  * after hashing can change what runs.
  */
+import { createHash } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { chmod, lstat, mkdir, open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
+import copySettings from '../../etc/verified-copy.json' with { type: 'json' };
 import type { HostError } from '../errors/HostError.js';
 import type { Random } from '../ports/ports.js';
 import { sha256OfHandle } from './sha256.js';
@@ -47,6 +50,8 @@ export async function copyWhileHashing(
   accept: (sha256: string) => boolean,
 ): Promise<Result<VerifiedCopy | { readonly refused: string }, HostError>> {
   const name = join(dir, `.verified-${Buffer.from(random.bytes(12)).toString('hex')}`);
+  const small = smallCopy(source, name, accept);
+  if (small !== undefined) return small;
   let writer: FileHandle | undefined;
   try {
     // Readable and executable by everyone: a plugin running as its own user (root host) execs it through the inherited
@@ -73,6 +78,80 @@ export async function copyWhileHashing(
     await writer?.close().catch(() => undefined);
     await unlink(name).catch(() => undefined);
     return err(ioError('Copying verified bytes to', name, e));
+  }
+}
+
+let smallCopyBuffer: Buffer | undefined;
+
+/**
+ * {@link copyWhileHashing} of a file of at most `synchronousMaxBytes`
+ * (`etc/verified-copy.json`) with synchronous calls but for the reopening:
+ * the same bytes hashed and written, one turn of the event loop instead of
+ * one per read, write, open, close and unlink (a spawn waits for each, and
+ * on a loop busy with the launch every one costs a turn). Undefined for a
+ * larger file, which streams.
+ */
+function smallCopy(source: FileHandle, name: string, accept: (sha256: string) => boolean): Promise<Result<VerifiedCopy | { readonly refused: string }, HostError>> | undefined {
+  let writer: number | undefined;
+  try {
+    if (fstatSync(source.fd).size > copySettings.synchronousMaxBytes) return undefined;
+    smallCopyBuffer ??= Buffer.allocUnsafe(copySettings.synchronousChunkBytes);
+    const buffer = smallCopyBuffer;
+    writer = openSync(name, 'wx', 0o555);
+    const hash = createHash('sha256');
+    // Read to the end, however long the file grew since its size was taken: the copy holds exactly the hashed bytes.
+    for (let position = 0, read: number; (read = readSync(source.fd, buffer, 0, buffer.length, position)) > 0; position += read) {
+      hash.update(buffer.subarray(0, read));
+      for (let written = 0; written < read; ) written += writeSync(writer, buffer, written, read - written);
+    }
+    const sha256 = hash.digest('hex');
+    if (!accept(sha256)) {
+      closeSync(writer);
+      writer = undefined;
+      unlinkSync(name);
+      return Promise.resolve(ok({ refused: sha256 }));
+    }
+    const kept = writer;
+    writer = undefined;
+    return open(name, 'r').then(
+      (reader): Result<VerifiedCopy, HostError> => {
+        try {
+          // Closed before anyone execs the copy: an open writer makes exec fail with ETXTBSY.
+          closeSync(kept);
+          unlinkSync(name);
+          return ok({ sha256, handle: reader });
+        } catch (e) {
+          void reader.close().catch(() => undefined);
+          unlinkNoThrow(name);
+          return err(ioError('Copying verified bytes to', name, e));
+        }
+      },
+      (e: unknown) => {
+        closeNoThrow(kept);
+        unlinkNoThrow(name);
+        return err(ioError('Copying verified bytes to', name, e));
+      },
+    );
+  } catch (e) {
+    if (writer !== undefined) closeNoThrow(writer);
+    unlinkNoThrow(name);
+    return Promise.resolve(err(ioError('Copying verified bytes to', name, e)));
+  }
+}
+
+function closeNoThrow(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // Closed already.
+  }
+}
+
+function unlinkNoThrow(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Never created, or already gone.
   }
 }
 
