@@ -152,13 +152,14 @@ export const COMMANDS = {
   wrap: {
     args: ['<npm:spec>'],
     summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
-    options: ['arg'],
+    options: ['arg', 'grant-client-request'],
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
       'annotations (destructiveHint destructive, otherwise write: never read, as readOnlyHint is the',
       "server's own claim). It is marked needs_review: read it, adjust it (a read-only tool to read),",
-      'then install with --manifest <file>. Nothing is installed.',
+      'then install with --manifest <file>. Nothing is installed. --grant-client-request KIND announces',
+      'that request kind at initialize, as an install granting it does (some servers list more tools then).',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },

@@ -16,7 +16,8 @@ export async function wrapCommand(ctx: CommandContext): Promise<ExitCode> {
   return withHost(ctx, async (host) => {
     const spinner = ctx.out.spinner();
     spinner.update(`fetching ${source} and reading its tool list in the sandbox`);
-    const wrapped = await host.wrap(source, ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args });
+    const clientRequests = ctx.flags.grant?.client_requests;
+    const wrapped = await host.wrap(source, { ...(ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args }), ...(clientRequests === undefined ? {} : { clientRequests }) });
     spinner.stop();
     if (wrapped.isErr()) return fail(ctx, wrapped.error, true);
     const { manifestText, needs_review: needsReview, origin, manifestFile } = wrapped.value;

@@ -14,7 +14,7 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
-import type { ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import type { ClientRequestKind, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, NamespaceOwners, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
@@ -554,7 +554,7 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } }),
       );
     }
-    return openNpmSource(source, { ...this.#npmSourceOptions(options.args), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
+    return openNpmSource(source, { ...this.#npmSourceOptions(options.args, options.grant?.client_requests), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
   }
 
   /**
@@ -563,10 +563,10 @@ export class Installer {
    * `tools/list` in a sandboxed start (`needs_review`). Nothing is installed.
    */
   wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
-    return wrapNpmSource(source, this.#npmSourceOptions(options.args));
+    return wrapNpmSource(source, this.#npmSourceOptions(options.args, options.clientRequests));
   }
 
-  #npmSourceOptions(args: readonly string[] | undefined): Omit<NpmSourceOptions, 'manifest'> {
+  #npmSourceOptions(args: readonly string[] | undefined, clientRequests: readonly ClientRequestKind[] | undefined): Omit<NpmSourceOptions, 'manifest'> {
     const o = this.#o;
     return {
       stagingRoot: o.layout.stagingDir,
@@ -576,7 +576,14 @@ export class Installer {
       ...(args === undefined ? {} : { args }),
       ...(o.spawner === undefined
         ? {}
-        : { introspection: { spawner: o.spawner, hiddenPaths: [o.layout.root], ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }) } }),
+        : {
+            introspection: {
+              spawner: o.spawner,
+              hiddenPaths: [o.layout.root],
+              ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }),
+              ...(clientRequests === undefined ? {} : { clientRequests }),
+            },
+          }),
     };
   }
 

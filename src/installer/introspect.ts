@@ -18,6 +18,8 @@ import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
+import { clientCapabilities } from '../shapes/mcp/clientRequests.js';
+import type { ClientRequestKind } from '../manifest/model.js';
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
@@ -46,6 +48,8 @@ export interface IntrospectionRequest {
   readonly searchPath?: string;
   /** Time for the start, `initialize` and `tools/list` together. */
   readonly timeoutMs: number;
+  /** The client requests the install grants, announced at `initialize` as the installed plugin's sessions will: a server may list tools only for a client that can answer them. */
+  readonly clientRequests?: readonly ClientRequestKind[];
 }
 
 /** The plugin id the introspection's sandbox and data directory are named by. */
@@ -62,8 +66,8 @@ const introspectionFailed = (message: string, cause: unknown, process: PluginPro
   });
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
-async function listTools(process: PluginProcess, deadline: number): Promise<Result<ListedTool[], HostError>> {
-  const client = new Client(DEFAULT_MCP_CLIENT_INFO);
+async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[]): Promise<Result<ListedTool[], HostError>> {
+  const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
   const transport = new PluginProcessTransport(process);
   const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
   try {
@@ -160,5 +164,5 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, deadline)));
+    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [])));
 }

@@ -26,6 +26,7 @@ import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { introspectServer } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
+import type { ClientRequestKind } from '../manifest/model.js';
 import { binOf, generatedManifest } from './npmManifest.js';
 
 /** Where a staged npm package's manifest came from. */
@@ -41,6 +42,8 @@ export interface NpmIntrospectionOptions {
   readonly searchPath?: string;
   /** Time for its start, `initialize` and `tools/list`. Default 30 s. */
   readonly timeoutMs?: number;
+  /** The client requests the install grants (announced at `initialize`, so the server lists the tools that use them). */
+  readonly clientRequests?: readonly ClientRequestKind[];
 }
 
 /** Options of {@link openNpmSource}. */
@@ -149,6 +152,7 @@ async function manifestFor(
     timeoutMs: introspection.timeoutMs ?? DEFAULT_INTROSPECTION_TIMEOUT_MS,
     ...(options.args === undefined ? {} : { args: options.args }),
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
+    ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
   });
   await rm(workDir, { recursive: true, force: true });
   if (tools.isErr()) return err(withSkippedInstallScripts(tools.error, fetched.installScripts));

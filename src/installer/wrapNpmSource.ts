@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
+import type { ClientRequestKind } from '../manifest/model.js';
 import { ioError } from '../errors/ioError.js';
 import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { violation, violationsError } from '../manifest/violations.js';
@@ -11,6 +12,8 @@ import { openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 export interface WrapOptions {
   /** Arguments the server is started with for its introspection; `${data_dir}` stands for its data directory. */
   readonly args?: readonly string[];
+  /** Client requests to announce at its `initialize`, as an install granting them would (a server may list tools only for a client that answers them). */
+  readonly clientRequests?: readonly ClientRequestKind[];
 }
 
 /** The manifest an `npm:` server would be installed with, for a person to review. */

@@ -123,7 +123,7 @@ export interface CallClientRequests {
 }
 
 /** The client capabilities a session announces at `initialize`: exactly the declared kinds. */
-export function clientCapabilities(settings: ClientRequestSettings | undefined): ClientCapabilities {
+export function clientCapabilities(settings: Pick<ClientRequestSettings, 'kinds'> | undefined): ClientCapabilities {
   const kinds = new Set(settings?.kinds ?? []);
   return {
     ...(kinds.has('sampling') ? { sampling: {} } : {}),
