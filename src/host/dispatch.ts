@@ -14,7 +14,7 @@ import type { Clock } from '../ports/ports.js';
 import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
 import { withClientRequests, type ClientRequestHandlers } from './clientRequests.js';
-import { withOfflineHint } from './offlineHint.js';
+import { withSandboxHint } from './sandboxFailureHints.js';
 import type { CallSchemas } from './callSchemas.js';
 import type { ResultShaper } from './resultShaping.js';
 import { stoppedByRetirement } from './drain.js';
@@ -141,7 +141,7 @@ export class CallDispatcher {
       mapped =
         checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
-    mapped = mapped.mapErr((error) => withOfflineHint(error, plugin));
+    mapped = mapped.mapErr((error) => withSandboxHint(error, plugin));
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
       events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);

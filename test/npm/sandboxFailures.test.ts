@@ -1,13 +1,15 @@
 /**
- * A published server that needs a web API and runs with the host default (no
- * network) fails its calls in its own words: "fetch failed" as a tool error
+ * Published servers stopped by the host default sandbox fail their calls in
+ * their own words. One that needs a web API: "fetch failed" as a tool error
  * (@kazuph/mcp-fetch, firecrawl-mcp) or as a JSON-RPC internal error
  * (@modelcontextprotocol/server-github, @notionhq/notion-mcp-server: getaddrinfo
- * EAI_AGAIN). The host's hint then names the grant that would let it through;
- * with the network granted it does not.
+ * EAI_AGAIN); the host's hint then names the grant that would let it through
+ * (with the network granted it does not). One that writes next to its own
+ * files (@modelcontextprotocol/server-memory's default memory.jsonl): EROFS
+ * inside the install root; the hint says to point it at the data directory.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { HostPool } from '../support/hostHarness.js';
+import { HostPool, textOf } from '../support/hostHarness.js';
 import { packServer } from './npmPack.js';
 
 const pool = new HostPool();
@@ -30,6 +32,42 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
   else send({ id, error: { code: -32603, message: failure } });
 });
 `;
+
+// `remember` writes state.json next to the server, or where --state names.
+const STATEFUL_SERVER = `#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+const flag = process.argv.indexOf('--state');
+const state = flag === -1 ? new URL('./state.json', import.meta.url) : process.argv[flag + 1];
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'stateful', version: '1.0.0' } } });
+  if (method === 'tools/list') return send({ id, result: { tools: [{ name: 'remember', inputSchema: { type: 'object' } }] } });
+  try {
+    writeFileSync(state, '{}');
+    send({ id, result: { content: [{ type: 'text', text: 'remembered' }] } });
+  } catch (error) {
+    send({ id, result: { isError: true, content: [{ type: 'text', text: String(error) }] } });
+  }
+});
+`;
+
+describe('npm: a server that writes next to its own files', { timeout: 120_000 }, () => {
+  it('fails with a hint pointing at the data directory, and works when pointed there', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'stateful', source: STATEFUL_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
+    const error = (await host.call('plug.stateful.remember', {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_TOOL_ERROR');
+    expect(error.hint).toMatch(/^The plugin tried to write inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
+
+    const pointed = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await pointed.install(`npm:${tarball}`, { canary: false, args: ['--state', '${data_dir}/state.json'] })).isOk()).toBe(true);
+    expect(textOf((await pointed.call('plug.stateful.remember', {}, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('remembered');
+  });
+});
 
 describe('npm: a server that needs the network, installed without it', { timeout: 120_000 }, () => {
   it('fails its calls with a hint naming the network grant', async () => {
