@@ -45,9 +45,14 @@ export function terminalSafe(text: string): string {
   return text.replace(CONTROL, (found) => (OWN_DECORATION.test(found) ? found : ''));
 }
 
-/** A package's one-line field for a person: {@link terminalSafe}, with line breaks as spaces so it cannot pose as lines of its own. */
+/**
+ * A package's one-line field for a person: {@link terminalSafe}, with line
+ * breaks as spaces so it cannot pose as lines of its own, and tabs as one
+ * space each: a tab moves the cursor up to eight columns, past the width the
+ * CLI counts when it wraps a field to the terminal.
+ */
 export function oneLineField(text: string): string {
-  return terminalSafe(text.replace(/[\r\n]+/g, ' '));
+  return terminalSafe(text.replace(/[\r\n]+/g, ' ').replaceAll('\t', ' '));
 }
 const plain = (text: string): string => text;
 

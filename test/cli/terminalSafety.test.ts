@@ -63,6 +63,20 @@ describe('package text on the terminal', () => {
     expect(lines.at(-1)).toMatch(/(^|\u001b\[0J)Install greeter and run it with these powers\? \[y\/N\]$/);
   });
 
+  it('shows tabs in a name as spaces: a tab moves the cursor further than the one column it takes in the text', { timeout: SLOW }, async () => {
+    // Twenty tabs reach the terminal's last column; the X fills it and the fake row would start the next screen line.
+    const tabbed = join(scratch.path, 'tabbed');
+    await cp(join(REPO, 'fixtures/plugins/install-node'), tabbed, { recursive: true });
+    const manifest = JSON.parse(await readFile(join(tabbed, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    manifest['name'] = `Greeter${'\t'.repeat(20)}X  network          no`;
+    manifest['declared_capabilities'] = { network: true, fs_write_dir: '', env_allow: [] };
+    await writeFile(join(tabbed, 'manifest.json'), JSON.stringify(manifest));
+    const run = await onTerminal(['install', tabbed, '--dev', '--skip-canary', '--profile-dir', join(scratch.path, 'tabbed-profile')], /run it with these powers\? \[y\/N\] /, 'n');
+    const prompt = run.stdout.slice(run.stdout.indexOf('This plugin runs as code'), run.stdout.indexOf('[y/N]') + 5);
+    expect(prompt).not.toContain('\t');
+    expect(prompt.split(/\r?\n/).filter((line) => line.length > 80)).toEqual([]);
+  });
+
   it('shows a description as one line of text in info', { timeout: SLOW }, async () => {
     const profile = join(scratch.path, 'info');
     expect((await cli(['install', pkg, '--dev', '--yes', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
