@@ -101,6 +101,8 @@ export interface GatewayConfigHttp {
   readonly maxSessions?: number;
   /** Time a session may stay idle before it is closed, in ms. */
   readonly sessionIdleMs?: number;
+  /** HTTP connections open at once. */
+  readonly maxConnections?: number;
 }
 
 /** What a configuration resolves to: how to open the host, and how to serve it. */
@@ -203,6 +205,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
         ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(http.maxSessions === undefined ? {} : { maxSessions: http.maxSessions }),
         ...(http.sessionIdleMs === undefined ? {} : { sessionIdleMs: http.sessionIdleMs }),
+        ...(http.maxConnections === undefined ? {} : { maxConnections: http.maxConnections }),
         clients: resolvedClients,
       },
     },

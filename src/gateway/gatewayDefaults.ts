@@ -44,6 +44,11 @@ export interface GatewayDefaults {
   readonly sseKeepAliveMs: number;
   /** How long an idle keep-alive HTTP connection stays open, in ms. */
   readonly httpKeepAliveMs: number;
+  /**
+   * The most HTTP connections open at once, with or without a token; one more is closed as it arrives, so that
+   * connections cannot take every file descriptor of the host's process.
+   */
+  readonly maxConnections: number;
   /** How a high_stakes_write confirmation is asked of the client as an elicitation. */
   readonly confirmation: GatewayConfirmationText;
 }

@@ -47,6 +47,11 @@ export interface GatewayHttpOptions {
   readonly maxSessions?: number;
   /** Time a session may go without a request (and hold no open stream) before the gateway closes it, in ms. Default 15 minutes. */
   readonly sessionIdleMs?: number;
+  /**
+   * HTTP connections open at once, with or without a token; one more is closed as it arrives, so that whoever reaches
+   * the port cannot take every file descriptor of the host's process (no plugin could start then). Default 2048.
+   */
+  readonly maxConnections?: number;
 }
 
 /** A listening HTTP side. */
@@ -109,7 +114,8 @@ export function listenHttp(
   }
   const maxSessions = options.maxSessions ?? GATEWAY_DEFAULTS.maxSessions;
   const sessionIdleMs = options.sessionIdleMs ?? GATEWAY_DEFAULTS.sessionIdleMs;
-  for (const [option, value] of [['http.maxSessions', maxSessions], ['http.sessionIdleMs', sessionIdleMs]] as const) {
+  const maxConnections = options.maxConnections ?? GATEWAY_DEFAULTS.maxConnections;
+  for (const [option, value] of [['http.maxSessions', maxSessions], ['http.sessionIdleMs', sessionIdleMs], ['http.maxConnections', maxConnections]] as const) {
     if (!Number.isSafeInteger(value) || value < 1) return errAsync(hostError('HOST_INVALID_OPTIONS', `${option} must be a positive whole number, not ${String(value)}`, { details: { option } }));
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
@@ -205,6 +211,7 @@ export function listenHttp(
     });
   });
   http.keepAliveTimeout = GATEWAY_DEFAULTS.httpKeepAliveMs;
+  http.maxConnections = maxConnections;
   const port = options.port ?? GATEWAY_DEFAULTS.port;
   return ResultAsync.fromPromise(
     new Promise<AddressInfo>((resolve, reject) => {
