@@ -44,7 +44,7 @@ export class CallSchemas {
     const check = this.#schemaOf(plugin, tool, 'request');
     if (check === undefined) return undefined;
     if (typeof check !== 'function') return check;
-    const failure = firstFailure(check, args);
+    const failure = firstFailure(check, args, plugin.plugin_id);
     if (failure === undefined) return undefined;
     return hostError('INVALID_ARGS', `the arguments of '${tool}' do not match its request schema at '${failure.pointer}': ${failure.message}`, {
       details: { tool, pointer: failure.pointer, schema_error: failure.message },
@@ -63,7 +63,7 @@ export class CallSchemas {
     if (check === undefined) return undefined;
     if (typeof check !== 'function') return check;
     const body = result.shape === 'mcp-plugin' || result.shape === 'esm-module' ? mcpResponseBody(result.value) : { found: true as const, value: result.value };
-    const failure = body.found ? firstFailure(check, body.value) : { pointer: '', message: 'the result carries no JSON body (no structuredContent and no single JSON text block)' };
+    const failure = body.found ? firstFailure(check, body.value, plugin.plugin_id) : { pointer: '', message: 'the result carries no JSON body (no structuredContent and no single JSON text block)' };
     if (failure === undefined) return undefined;
     return hostError('PLUGIN_RESPONSE_SCHEMA_VIOLATION', `the result of '${tool}' does not match its response schema at '${failure.pointer}': ${failure.message}`, {
       details: { tool, pointer: failure.pointer, schema_error: failure.message },
@@ -101,10 +101,10 @@ function storeError(ref: string, problem: string, cause?: unknown): HostError {
   return hostError('PLUGIN_SCHEMA_REF_INVALID', `schema '${ref}' ${problem}`, { details: { ref }, ...(cause === undefined ? {} : { cause }) });
 }
 
-function firstFailure(check: CompiledSchema, value: unknown): SchemaFailure | undefined {
+function firstFailure(check: CompiledSchema, value: unknown, pluginId: string): SchemaFailure | undefined {
   let valid: boolean;
   try {
-    valid = withPatternBudget(() => check(value));
+    valid = withPatternBudget(() => check(value), pluginId);
   } catch (cause) {
     if (cause instanceof PatternBudgetExceeded) return { pointer: '', message: cause.message };
     throw cause;

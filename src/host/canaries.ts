@@ -96,7 +96,7 @@ export class Canaries {
         .take(plugin)
         .asyncAndThen((rt) => rt.session.listTools())
         .andThen((tools) => {
-          const checked = this.#argumentCheck.check(tools, spec.tool, args);
+          const checked = this.#argumentCheck.check(id, tools, spec.tool, args);
           if (checked.unusable !== undefined) logger.warn({ plugin_id: id, tool: spec.tool }, `the canary tool's input schema does not compile; arguments unchecked: ${checked.unusable}`);
           return checked.refused === undefined ? okAsync(undefined) : errAsync(checked.refused);
         })

@@ -25,9 +25,10 @@ export class CanaryArgumentCheck {
    * INVALID_ARGS (with `details.pointer`) when `args` break the input schema
    * `tools` gives `tool`; undefined when they fit, or when the plugin lists
    * no schema for it. A schema that does not compile is reported as
-   * `unusable` (the caller logs it) and checks nothing.
+   * `unusable` (the caller logs it) and checks nothing. Its backtracking
+   * matches count against `pluginId`'s budget (untrustedPatterns.ts).
    */
-  check(tools: readonly ToolDescriptor[], tool: string, args: unknown): { readonly refused?: HostError; readonly unusable?: string } {
+  check(pluginId: string, tools: readonly ToolDescriptor[], tool: string, args: unknown): { readonly refused?: HostError; readonly unusable?: string } {
     const schema = tools.find((t) => t.name === tool)?.inputSchema;
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return {};
     const { $schema: _dialect, ...body } = schema as Record<string, unknown>;
@@ -40,7 +41,7 @@ export class CanaryArgumentCheck {
     let pointer: string;
     let message: string;
     try {
-      if (withPatternBudget(() => validate(args))) return {};
+      if (withPatternBudget(() => validate(args), pluginId)) return {};
       pointer = validate.errors?.[0]?.instancePath ?? '';
       message = validate.errors?.[0]?.message ?? 'does not match';
     } catch (cause) {

@@ -12,7 +12,11 @@
  * engine on a worker thread while the host's thread waits for it, bounded:
  * one validation spends at most `nativeBudgetMs` there, then the match is cut
  * (the worker is ended) and the validation fails with
- * {@link PatternBudgetExceeded}.
+ * {@link PatternBudgetExceeded}. The host's thread waits for those matches,
+ * and with it every other plugin: so a plugin whose schemas cost it
+ * `ownerBudgetMs` of them within `ownerWindowMs` gets its matches refused
+ * unrun until the window ends (a manifest whose pattern backtracks on every
+ * argument held the thread 100 ms at every call, indefinitely).
  */
 import { RE2JS } from 're2js';
 import { Worker } from 'node:worker_threads';
@@ -63,18 +67,45 @@ let matcher: NativeMatcher | undefined;
 /** Milliseconds of native matching left to the validation in progress; `undefined` outside {@link withPatternBudget}. */
 let budgetLeftMs: number | undefined;
 
+/** The native matching one plugin spent in the window that began at `windowStart` (performance.now()). */
+interface OwnerSpending {
+  windowStart: number;
+  spentMs: number;
+}
+
+/** By plugin id: bounded by the plugins the process runs. */
+const spendingByOwner = new Map<string, OwnerSpending>();
+
+/** The plugin whose validation is in progress; `undefined` when none was named. */
+let currentOwner: string | undefined;
+
 /**
  * Runs one validation with a fresh native-matching budget, so that many
- * strings under one lookahead pattern cannot add up to a long block.
+ * strings under one lookahead pattern cannot add up to a long block; its
+ * native matching also counts against `owner`'s (a plugin id's) budget per
+ * window, when one is named.
  */
-export function withPatternBudget<T>(validate: () => T): T {
+export function withPatternBudget<T>(validate: () => T, owner?: string): T {
   const outer = budgetLeftMs;
+  const outerOwner = currentOwner;
   budgetLeftMs = settings.nativeBudgetMs;
+  currentOwner = owner;
   try {
     return validate();
   } finally {
     budgetLeftMs = outer;
+    currentOwner = outerOwner;
   }
+}
+
+/** `owner`'s spending in the current window, a fresh one when the last has ended. */
+function ownerSpending(owner: string, now: number): OwnerSpending {
+  let spending = spendingByOwner.get(owner);
+  if (spending === undefined || now - spending.windowStart >= settings.ownerWindowMs) {
+    spending = { windowStart: now, spentMs: 0 };
+    spendingByOwner.set(owner, spending);
+  }
+  return spending;
 }
 
 function nativeMatcher(): NativeMatcher {
@@ -93,8 +124,13 @@ function nativeMatcher(): NativeMatcher {
 
 /** Matches in V8's engine on the worker, the host's thread waiting at most the budget left. */
 function nativeTest(source: string, flags: string, input: string): boolean {
-  const left = budgetLeftMs ?? settings.nativeBudgetMs;
-  if (left <= 0) throw new PatternBudgetExceeded(source, `was not run: this validation spent its ${settings.nativeBudgetMs} ms of backtracking matches`);
+  const spending = currentOwner === undefined ? undefined : ownerSpending(currentOwner, performance.now());
+  if (spending !== undefined && spending.spentMs >= settings.ownerBudgetMs) {
+    throw new PatternBudgetExceeded(source, `was not run: plugin '${currentOwner}' spent its ${settings.ownerBudgetMs} ms of backtracking matches for ${settings.ownerWindowMs / 1000} s`);
+  }
+  const validationLeft = budgetLeftMs ?? settings.nativeBudgetMs;
+  if (validationLeft <= 0) throw new PatternBudgetExceeded(source, `was not run: this validation spent its ${settings.nativeBudgetMs} ms of backtracking matches`);
+  const left = spending === undefined ? validationLeft : Math.min(validationLeft, settings.ownerBudgetMs - spending.spentMs);
   const { worker, state } = nativeMatcher();
   Atomics.store(state, 0, IDLE);
   worker.postMessage({ source, flags, input });
@@ -106,7 +142,10 @@ function nativeTest(source: string, flags: string, input: string): boolean {
   const started = performance.now();
   Atomics.wait(state, 0, MATCHING, left);
   const outcome = Atomics.load(state, 0);
-  if (budgetLeftMs !== undefined) budgetLeftMs -= performance.now() - started;
+  // A wait is charged at most its bound: the host's thread resuming late under load is not the pattern's time.
+  const spentMs = Math.min(performance.now() - started, left);
+  if (budgetLeftMs !== undefined) budgetLeftMs -= spentMs;
+  if (spending !== undefined) spending.spentMs += spentMs;
   if (outcome === MATCHING) {
     cut(worker);
     throw new PatternBudgetExceeded(source, `was cut after ${Math.round(left)} ms of backtracking (a match RE2 cannot run, bounded to ${settings.nativeBudgetMs} ms per validation)`);
