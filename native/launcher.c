@@ -906,8 +906,9 @@ static void await_reaper_ready(int ready_read, int ready_write) {
 
 /* The plugin's own process: Landlock, no stray descriptors, its user, the seccomp program, then the plugin. */
 static void run_plugin(const struct spec *spec, int ready_read, int ready_write) {
-  await_reaper_ready(ready_read, ready_write);
+  /* Signals first: a host's SIGTERM forwarded while it waits ends it, as it would end the plugin. */
   default_signals();
+  await_reaper_ready(ready_read, ready_write);
   int ruleset = build_ruleset(spec);
   if (spec->chdir_path != NULL) {
     if (chdir(spec->chdir_path) != 0) fail_errno("chdir", spec->chdir_path);
