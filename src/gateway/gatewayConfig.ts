@@ -3,7 +3,8 @@
  * read, checked against the schema, and turned into host and gateway options,
  * with bearer tokens read from their sources.
  */
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
@@ -144,14 +145,31 @@ export function readGatewayConfig(path: string): ResultAsync<GatewayConfig, Host
     .map((config) => (config.audit === undefined ? config : { ...config, audit: { ...config.audit, file: resolve(dirname(path), config.audit.file) } }));
 }
 
+// O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever.
+const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+/** The text of a token file, or why it is refused: not a regular file (a FIFO, a device), or larger than a token needs. */
+async function readTokenFile(path: string): Promise<Result<string, string>> {
+  const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
+  const handle = await open(path, TOKEN_FILE_FLAGS);
+  try {
+    if (!(await handle.stat()).isFile()) return err('is not a regular file');
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(limit + 1), 0, limit + 1, 0);
+    return bytesRead > limit ? err(`is larger than ${limit} bytes`) : ok(buffer.subarray(0, bytesRead).toString('utf8'));
+  } finally {
+    await handle.close();
+  }
+}
+
 function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>): ResultAsync<string, HostError> {
   const checked = (token: string | undefined, from: string): ResultAsync<string, HostError> =>
     token !== undefined && token.length >= GATEWAY_DEFAULTS.minTokenLength && !/\s/.test(token)
       ? okAsync(token)
       : errAsync(invalidConfig(from, `needs a bearer token of at least ${GATEWAY_DEFAULTS.minTokenLength} characters without spaces`));
   if ('env' in source) return checked(env[source.env], `token env ${source.env}`);
-  return ResultAsync.fromPromise(readFile(source.file, 'utf8'), (cause) => invalidConfig(`token file ${source.file}`, 'cannot be read', cause)).andThen((text) =>
-    checked(text.split('\n')[0]?.trim(), `token file ${source.file}`),
+  const where = `token file ${source.file}`;
+  return ResultAsync.fromPromise(readTokenFile(source.file), (cause) => invalidConfig(where, 'cannot be read', cause)).andThen((text) =>
+    text.isErr() ? errAsync(invalidConfig(where, text.error)) : checked(text.value.split('\n')[0]?.trim(), where),
   );
 }
 

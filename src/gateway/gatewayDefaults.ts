@@ -42,6 +42,8 @@ export interface GatewayDefaults {
   readonly maxBatchMessages: number;
   /** How often an open SSE stream carries a keep-alive comment, in ms. */
   readonly sseKeepAliveMs: number;
+  /** The most bytes a bearer token file may hold (its first line is the token). */
+  readonly maxTokenFileBytes: number;
   /** How long an idle keep-alive HTTP connection stays open, in ms. */
   readonly httpKeepAliveMs: number;
   /**

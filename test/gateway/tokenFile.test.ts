@@ -1,0 +1,45 @@
+/**
+ * The bearer token file of the gateway's configuration (attack review S):
+ * it is read as one regular file and no more than a token's worth of it. A
+ * FIFO at the path made `serve` wait for a writer forever, and a device or
+ * a huge file was read whole; both are refused. Real files and a real FIFO.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkGatewayConfig, resolveGatewayConfig } from '../../src/gateway/gatewayConfig.js';
+
+const TOKEN = 'token-file-test-0123456789';
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+
+async function resolvedWith(file: string): Promise<{ token?: string | undefined; code?: string; message?: string }> {
+  const config = checkGatewayConfig({ transport: 'http', http: { token: { file } } })._unsafeUnwrap();
+  const resolved = await resolveGatewayConfig(config, {});
+  return resolved.isOk() ? { token: resolved.value.gateway.http?.token } : { code: resolved.error.code, message: resolved.error.message };
+}
+
+describe('the gateway token file', () => {
+  it('gives its first line as the token', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    await writeFile(join(dir, 'token'), `${TOKEN}\nignored\n`, { mode: 0o600 });
+    expect(await resolvedWith(join(dir, 'token'))).toEqual({ token: TOKEN });
+  });
+
+  it('refuses a FIFO and a device instead of waiting on them or reading them whole, and a file larger than a token needs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const path of [fifo, '/dev/zero']) {
+      expect(await resolvedWith(path)).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining('not a regular file') });
+    }
+    await writeFile(join(dir, 'large'), `${TOKEN}\n${'x'.repeat(1 << 20)}`, { mode: 0o600 });
+    expect(await resolvedWith(join(dir, 'large'))).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining('larger than') });
+  });
+});
