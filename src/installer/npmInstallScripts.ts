@@ -26,13 +26,14 @@ export function packagesWithInstallScripts(lock: Readonly<Record<string, unknown
 
 /** The sentence that says which install scripts never ran and what that can break. */
 export function skippedInstallScriptsNote(names: readonly string[]): string {
-  return `Packages of its tree have install scripts, which never run here: ${names.join(', ')}. A native addon they build or a file they download at install (a browser, a platform binary) is missing.`;
+  return `Packages of its tree have install scripts, which never run here: ${names.join(', ')}. A native addon they build or a file they download at install (a browser, a platform binary) may be missing.`;
 }
 
 /**
  * A failed start of a server whose tree has packages with install scripts:
- * the same error, with `details.skipped_install_scripts` and a hint naming
- * them first, since the missing file is the likely cause.
+ * the same error, with `details.skipped_install_scripts` and its hint
+ * followed by their names. Only a possible cause: many such scripts merely
+ * check or tidy (esbuild's), so the server's own words decide.
  */
 export function withSkippedInstallScripts(error: HostError, names: readonly string[]): HostError {
   if (names.length === 0) return error;
@@ -40,6 +41,6 @@ export function withSkippedInstallScripts(error: HostError, names: readonly stri
     details: { ...error.details, skipped_install_scripts: [...names] },
     retryable: error.retryable,
     cause: error,
-    hint: `${skippedInstallScriptsNote(names)} Install a version that ships them prebuilt, or another server. ${error.hint}`,
+    hint: `${error.hint} ${skippedInstallScriptsNote(names)} When the server's error names a missing file of one of them, that is why: install a version that ships it prebuilt, or another server.`,
   });
 }
