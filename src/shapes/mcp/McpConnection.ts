@@ -17,6 +17,7 @@ import {
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
@@ -30,7 +31,7 @@ import { outputSchemaValidators } from './outputSchemaValidators.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
 
-const MAX_TOOL_PAGES = 100;
+const MAX_TOOL_PAGES = pluginAnswerLimits.maxListPages;
 const EXIT_GRACE_MS = 1000;
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
@@ -460,9 +461,12 @@ export class McpConnection {
       try {
         // Through request, not listTools: listTools also fills the Client's own output-schema cache for its callTool,
         // which the host does not use (adoptTools takes the validators it checks results with).
+        // Each page gets a signal of its own that follows the caller's: the SDK's request leaves its abort listener on
+        // the signal it is given, so one signal shared by every page collected a listener per page (and Node's
+        // MaxListenersExceededWarning on the host's stderr from the eleventh page on).
         const answer = await this.client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, ListToolsResultSchema, {
           timeout: timeoutMs,
-          ...(signal === undefined ? {} : { signal }),
+          ...(signal === undefined ? {} : { signal: AbortSignal.any([signal]) }),
         });
         tools.push(...answer.tools);
         cursor = answer.nextCursor;

@@ -1,5 +1,6 @@
 import type { Implementation, LoggingLevel, Prompt, Resource, ResourceTemplate, ServerCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import packageJson from '../../../package.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { sessionClosedError } from '../../framing/LineChannel.js';
@@ -20,8 +21,7 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS = 300_000;
 /** Default time allowed for `initialize` and the first `tools/list` of a new process: 30 s. */
 export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
-/** Cap on the pages of one resources, templates or prompts list. */
-const MAX_LIST_PAGES = 100;
+const MAX_LIST_PAGES = pluginAnswerLimits.maxListPages;
 
 /** Default number of `tools/call` requests outstanding at one plugin: 16. */
 export const DEFAULT_MCP_MAX_IN_FLIGHT = 16;

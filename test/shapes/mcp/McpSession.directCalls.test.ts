@@ -4,6 +4,7 @@
  * that answers whatever each call asks for (fixtures/plugins/mcp-raw).
  */
 import { fileURLToPath } from 'node:url';
+import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../../src/ports/ports.js';
 import type { PluginProcess } from '../../../src/process/PluginProcess.js';
@@ -157,5 +158,36 @@ describe('timeouts', () => {
       expect(results.map((r) => r._unsafeUnwrap().value.content)).toEqual(Array.from({ length: 16 }, (_, i) => [{ type: 'text', text: String(i) }]));
     }
     expect(armed).toBe(1);
+  });
+});
+
+describe('a list that names another page after every page', () => {
+  function endlessPlugin(flag: string): { session: McpSession; processes: PluginProcess[] } {
+    const processes: PluginProcess[] = [];
+    const session = McpSession.create({
+      launch: launchCommand([process.execPath, RAW, flag], { onSpawn: (p) => processes.push(p) }),
+      expectedTools: ['shaped', 'raw'],
+    })._unsafeUnwrap();
+    sessions.push(session);
+    return { session, processes };
+  }
+  const pagesAsked = (process: PluginProcess | undefined, method: string): number =>
+    (process?.stderrTail() ?? '').split('\n').filter((line) => line.startsWith(`received ${method} `)).length;
+
+  it.each([
+    ['tools/list', '--endless-tools', (session: McpSession) => session.listTools()],
+    ['resources/list', '--endless-resources', (session: McpSession) => session.listResources()],
+  ])('ends %s after the pages etc/plugin-answers.json allows, as PLUGIN_MALFORMED_RESPONSE, leaving no listener behind', async (method, flag, list) => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const { session, processes } = endlessPlugin(flag);
+    const listed = (await list(session))._unsafeUnwrapErr();
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off('warning', onWarning);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+    expect(listed.code).toBe('PLUGIN_MALFORMED_RESPONSE');
+    expect(listed.details).toMatchObject({ phase: method });
+    expect(pagesAsked(processes.at(-1), method)).toBe(pluginAnswerLimits.maxListPages);
   });
 });
