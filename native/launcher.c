@@ -896,8 +896,7 @@ static void become_plugin_user(const struct spec *spec) {
  * hidden its command line. Forked first, the plugin won the race for the processor in about one spawn in twenty and read
  * process 1's whole command line (the host's pid, its groups) and a status with every capability of root still held.
  */
-static void await_reaper_ready(int ready_read, int ready_write) {
-  close(ready_write);
+static void await_reaper_ready(int ready_read) {
   char byte;
   while (read(ready_read, &byte, 1) < 0 && errno == EINTR) {
   }
@@ -906,9 +905,9 @@ static void await_reaper_ready(int ready_read, int ready_write) {
 
 /* The plugin's own process: Landlock, no stray descriptors, its user, the seccomp program, then the plugin. */
 static void run_plugin(const struct spec *spec, int ready_read, int ready_write) {
-  /* Signals first: a host's SIGTERM forwarded while it waits ends it, as it would end the plugin. */
+  /* Signals first: a host's SIGTERM forwarded while it waits for process 1 ends it, as it would end the plugin. */
   default_signals();
-  await_reaper_ready(ready_read, ready_write);
+  close(ready_write);
   int ruleset = build_ruleset(spec);
   if (spec->chdir_path != NULL) {
     if (chdir(spec->chdir_path) != 0) fail_errno("chdir", spec->chdir_path);
@@ -921,6 +920,8 @@ static void run_plugin(const struct spec *spec, int ready_read, int ready_write)
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("no_new_privs", "prctl");
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail_errno("landlock", "restrict self");
   close(ruleset);
+  /* Last of the set-up, which overlaps process 1's own drop: the plugin seldom waits at all. */
+  await_reaper_ready(ready_read);
   /*
    * The plugin keeps the descriptors the host hands it (3 up to 3 + --pass-fds) but those the launcher used up; whatever
    * else the host let the launcher inherit, close-on-exec or not, ends here.
