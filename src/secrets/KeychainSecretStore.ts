@@ -12,7 +12,7 @@ import { ResultAsync, okAsync } from 'neverthrow';
 import secretStoreData from '../../etc/secret-store.json' with { type: 'json' };
 import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
-import { FileSecretStore, type SecretStore } from './SecretStore.js';
+import { FileSecretStore, storedValues, type SecretStore } from './SecretStore.js';
 
 const LINUX = secretStoreData.keychain.linux;
 
@@ -90,9 +90,7 @@ export class KeychainSecretStore implements SecretStore {
     const run = await this.#run(['lookup', ...this.#attributes(pluginId)]);
     if (run.code === 1 && run.stderr.trim() === '') return {};
     this.#expect(run, [0]);
-    const parsed: unknown = JSON.parse(run.stdout);
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
-    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    return storedValues(run.stdout);
   }
 
   /** The item's attribute pairs, after `--`: a plugin id or profile path starting with `-` is a value, never an option. */

@@ -21,6 +21,22 @@ export interface SecretStore {
 const storeError = (operation: string, path: string) => (cause: unknown): HostError => ioError(operation, path, cause);
 
 /**
+ * The string values of a store's stored text (JSON of an object; other JSON
+ * holds none). Text that is not JSON throws an error of its own: the
+ * parser's would quote the text, which is a secret, into the host's error.
+ */
+export function storedValues(text: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error('the stored text is not a JSON object');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
+  return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+/**
  * The default {@link SecretStore}: one JSON file per plugin, mode 0600, in
  * `<profile>/secrets/` (mode 0700). The sandbox hides the whole profile
  * directory from plugins, so no plugin can read another's secrets, or its own
@@ -67,9 +83,7 @@ export class FileSecretStore implements SecretStore {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
       throw e;
     }
-    const parsed: unknown = JSON.parse(text);
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return {};
-    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    return storedValues(text);
   }
 
   private async write(pluginId: string, values: Record<string, string>): Promise<void> {
