@@ -35,20 +35,31 @@ describe('gateway log messages', () => {
       const sameToken = await listening(url, TOKEN_A, 'alice-2');
       const bob = await listening(url, TOKEN_B, 'bob');
 
-      // Alice's call logs "0 aaa", "1 aaa" (the fixture logs `<i> <bytes x's>`; the sizes tell the calls apart).
-      expect((await alice.client.callTool({ name: FLOOD, arguments: { count: 2, bytes: 3 } })).isError).not.toBe(true);
-      await waitUntil(() => alice.logs.length === 2);
-      expect(alice.logs).toEqual(['0 xxx', '1 xxx']);
-      // Each other client then makes a call of its own: its own log comes after anything the gateway sent it before.
-      for (const [other, bytes] of [
-        [bob, 5],
-        [sameToken, 7],
+      // The fixture logs `<i> <bytes x's>`; the sizes tell the calls apart. First each client hears its own call's
+      // log, so that its stream for notifications is open before Alice's call (without one they would be dropped).
+      const ownCall = async (client: HttpClient & { readonly logs: string[] }, count: number, bytes: number): Promise<void> => {
+        expect((await client.client.callTool({ name: FLOOD, arguments: { count, bytes } })).isError).not.toBe(true);
+        await waitUntil(() => client.logs.includes(`${count - 1} ${'x'.repeat(bytes)}`));
+      };
+      for (const [client, bytes] of [
+        [alice, 1],
+        [sameToken, 2],
+        [bob, 4],
       ] as const) {
-        expect((await other.client.callTool({ name: FLOOD, arguments: { count: 1, bytes } })).isError).not.toBe(true);
-        await waitUntil(() => other.logs.includes(`0 ${'x'.repeat(bytes)}`));
-        expect(other.logs).toEqual([`0 ${'x'.repeat(bytes)}`]);
+        await ownCall(client, 1, bytes);
+        expect(client.logs).toEqual([`0 ${'x'.repeat(bytes)}`]);
       }
-      expect(alice.logs).toEqual(['0 xxx', '1 xxx']);
+      await ownCall(alice, 2, 3);
+      expect(alice.logs).toEqual(['0 x', '0 xxx', '1 xxx']);
+      // Then each other client makes another call: its log comes after anything the gateway sent it before.
+      for (const [other, first, bytes] of [
+        [bob, 4, 5],
+        [sameToken, 2, 7],
+      ] as const) {
+        await ownCall(other, 1, bytes);
+        expect(other.logs).toEqual([`0 ${'x'.repeat(first)}`, `0 ${'x'.repeat(bytes)}`]);
+      }
+      expect(alice.logs).toEqual(['0 x', '0 xxx', '1 xxx']);
     },
     TIMEOUT_MS,
   );
