@@ -9,7 +9,9 @@ export type ReleaseSlot = () => void;
  */
 export class InFlightLimiter {
   private active = 0;
-  private readonly queue: { grant: (release: ReleaseSlot) => void }[] = [];
+  // A Set keeps arrival order and takes a waiter out in constant time: a session closing with thousands of calls queued
+  // aborts each of them, and searching an array for each would cost the square of the queue on the host's thread.
+  private readonly queue = new Set<{ grant: (release: ReleaseSlot) => void }>();
 
   /** @param max - The number of slots, at least 1. */
   constructor(readonly max: number) {}
@@ -21,7 +23,7 @@ export class InFlightLimiter {
 
   /** Requests waiting for a slot. */
   get waiting(): number {
-    return this.queue.length;
+    return this.queue.size;
   }
 
   /** A slot now, or `undefined` when none is free: no promise on the uncontended path. */
@@ -46,12 +48,11 @@ export class InFlightLimiter {
         },
       };
       const onAbort = (): void => {
-        const at = this.queue.indexOf(entry);
-        if (at !== -1) this.queue.splice(at, 1);
+        this.queue.delete(entry);
         resolve(undefined);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.queue.push(entry);
+      this.queue.add(entry);
     });
   }
 
@@ -60,9 +61,12 @@ export class InFlightLimiter {
     return () => {
       if (released) return;
       released = true;
-      const next = this.queue.shift();
-      if (next === undefined) this.active--;
-      else next.grant(this.releaser());
+      const next = this.queue.values().next();
+      if (next.done === true) this.active--;
+      else {
+        this.queue.delete(next.value);
+        next.value.grant(this.releaser());
+      }
     };
   }
 }
