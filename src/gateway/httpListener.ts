@@ -5,7 +5,7 @@
  * gateway's own, in streamableHttpTransport.ts) and server and belongs to the
  * token that opened it.
  */
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -77,8 +77,17 @@ interface Session {
 
 const MCP_PATH = '/mcp';
 
-function sameToken(given: Buffer, expected: Buffer): boolean {
-  return given.length === expected.length && timingSafeEqual(given, expected);
+const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
+
+/**
+ * The client whose token digest equals the presented one. Digests have one length whatever the token's, so the
+ * comparison's time says nothing of a token's length, and every client's digest is compared, so nothing of which
+ * client matched either.
+ */
+function clientWithDigest<C>(presented: Buffer, tokens: readonly { client: C; digest: Buffer }[]): C | undefined {
+  let found: C | undefined;
+  for (const t of tokens) if (timingSafeEqual(presented, t.digest) && found === undefined) found = t.client;
+  return found;
 }
 
 /** Whether a URL (an Origin) names this machine by a loopback host name. */
@@ -144,14 +153,13 @@ export function listenHttp(
     });
   };
 
-  const tokens = clients.map((c) => ({ client: c, token: Buffer.from(c.token) }));
+  const tokens = clients.map((c) => ({ client: c, digest: tokenDigest(c.token) }));
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const given = match?.[1];
     if (given === undefined) return undefined;
-    const presented = Buffer.from(given);
-    return tokens.find((t) => sameToken(presented, t.token))?.client;
+    return clientWithDigest(tokenDigest(given), tokens);
   };
   const loopbackOrigin = lastVerdictOf(loopbackUrl);
   const loopbackHost = lastVerdictOf((host) => loopbackUrl(`http://${host}`));
