@@ -8,7 +8,9 @@
  * In the launcher, before any fork: --cgroup FILE (repeatable: join by
  * writing 0, the writer itself, into a v1 group's tasks or a v2 group's cgroup.procs), --cgroup-into DIR (a v2
  * group the sandbox's process 1 is forked into, where the launcher itself stays), --rlimit-data BYTES, --rlimit-nproc N,
- * --unshare-net, --user UID GID (switch to it before the plugin runs; root
+ * --unshare-net, --egress-port PORT (with --unshare-net: the namespace's loopback is brought up and, where Landlock
+ * handles TCP, the plugin may connect to PORT alone, the host's proxy address), --report FD (the sandbox's process 1,
+ * as bubblewrap's --info-fd reports it: {"child-pid": N} in the host's pid space, then FD closed), --user UID GID (switch to it before the plugin runs; root
  * hosts), --parent PID (the host's pid: gone, the launcher stops), --seccomp FD (the program, read to its end right before exec; an
  * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
  * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
@@ -45,6 +47,8 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <net/if.h>
 #include <sys/mount.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -102,6 +106,7 @@
 /* Landlock's ABI (include/uapi/linux/landlock.h), declared here: distribution headers lag the kernel. */
 #define LL_CREATE_RULESET_VERSION (1U << 0)
 #define LL_RULE_PATH_BENEATH 1
+#define LL_RULE_NET_PORT 2
 #define LL_FS_EXECUTE (1ULL << 0)
 #define LL_FS_WRITE_FILE (1ULL << 1)
 #define LL_FS_READ_FILE (1ULL << 2)
@@ -133,6 +138,11 @@ struct ll_ruleset_attr {
 struct ll_path_beneath_attr {
   uint64_t allowed_access;
   int32_t parent_fd;
+} __attribute__((packed));
+
+struct ll_net_port_attr {
+  uint64_t allowed_access;
+  uint64_t port;
 } __attribute__((packed));
 
 struct launcher_mount_attr {
@@ -185,6 +195,8 @@ struct spec {
   long long rlimit_data;
   long long rlimit_nproc;
   int unshare_net;
+  long long egress_port;
+  int report_fd;
   int switch_user;
   uid_t uid;
   gid_t gid;
@@ -245,6 +257,8 @@ static void parse(int argc, char **argv, struct spec *spec) {
   spec->rlimit_nproc = -1;
   spec->seccomp_fd = -1;
   spec->shm_bytes = -1;
+  spec->egress_port = -1;
+  spec->report_fd = -1;
   int i = 1;
   for (; i < argc; i++) {
     const char *o = argv[i];
@@ -267,6 +281,13 @@ static void parse(int argc, char **argv, struct spec *spec) {
       spec->rlimit_nproc = number(argv[++i], o);
     } else if (strcmp(o, "--unshare-net") == 0) {
       spec->unshare_net = 1;
+    } else if (strcmp(o, "--egress-port") == 0) {
+      NEED(1);
+      spec->egress_port = number(argv[++i], o);
+      if (spec->egress_port < 1 || spec->egress_port > 65535) fail("spec", "--egress-port needs a port from 1 to 65535");
+    } else if (strcmp(o, "--report") == 0) {
+      NEED(1);
+      spec->report_fd = (int)number(argv[++i], o);
     } else if (strcmp(o, "--user") == 0) {
       NEED(2);
       spec->switch_user = 1;
@@ -341,6 +362,8 @@ static void parse(int argc, char **argv, struct spec *spec) {
   }
   if (i >= argc - 1) fail("spec", "no program after --");
   if (spec->seccomp_fd < 0) fail("spec", "--seccomp is required");
+  /* A proxy port with the host's network would open nothing: the plugin would reach everything the host reaches. */
+  if (spec->egress_port >= 0 && !spec->unshare_net) fail("spec", "--egress-port needs --unshare-net");
   for (int k = 0; k < spec->op_count; k++)
     if (spec->ops[k].path != NULL) require_absolute(spec->ops[k].path);
   if (spec->into_group != NULL) require_absolute(spec->into_group);
@@ -795,6 +818,11 @@ static int build_ruleset(const struct spec *spec) {
   size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
   if (ruleset < 0) fail_errno("landlock", "create ruleset");
+  /* No TCP bind at all, and a connect only to the proxy's port: in a namespace whose only interface is loopback. */
+  if (attr.handled_access_net != 0 && spec->egress_port >= 0) {
+    struct ll_net_port_attr rule = {.allowed_access = LL_NET_CONNECT_TCP, .port = (uint64_t)spec->egress_port};
+    if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &rule, 0) != 0) fail_errno("landlock", "proxy port");
+  }
   for (int i = 0; i < spec->op_count; i++) {
     const struct op *op = &spec->ops[i];
     int optional;
@@ -934,6 +962,27 @@ static void run_plugin(const struct spec *spec, int ready_read, int ready_write)
   fail_errno("exec", spec->argv[0]);
 }
 
+/* The proxy address lies on the namespace's loopback, which a new network namespace holds down. */
+static void bring_loopback_up(void) {
+  int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) fail_errno("loopback", "socket");
+  struct ifreq request;
+  memset(&request, 0, sizeof request);
+  snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
+  if (ioctl(sock, SIOCGIFFLAGS, &request) != 0) fail_errno("loopback", "read flags");
+  request.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(sock, SIOCSIFFLAGS, &request) != 0) fail_errno("loopback", "bring up");
+  close(sock);
+}
+
+/* Written once process 1 exists, while the plugin waits for its seccomp program: the host opens its listener meanwhile. */
+static void report_sandbox(int report_fd, pid_t reaper) {
+  char text[64];
+  int length = snprintf(text, sizeof text, "{\"child-pid\": %d}\n", (int)reaper);
+  if (write(report_fd, text, (size_t)length) != length) fail_errno("report", "write");
+  close(report_fd);
+}
+
 static void map_own_user(uid_t uid, gid_t gid) {
   char map[64];
   snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
@@ -959,6 +1008,7 @@ int main(int argc, char **argv) {
   int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (spec.unshare_net ? CLONE_NEWNET : 0) | (uid == 0 ? 0 : CLONE_NEWUSER);
   if (unshare(flags) != 0) fail_errno("unshare", "namespaces");
   if (uid != 0) map_own_user(uid, gid);
+  if (spec.egress_port >= 0) bring_loopback_up();
   /* Only now: a process that is not dumpable cannot write its own user namespace's maps. */
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   int alive[2];
@@ -968,6 +1018,7 @@ int main(int argc, char **argv) {
   if (reaper < 0) fail_errno(into_group < 0 ? "fork" : "cgroup", "process 1");
   if (reaper > 0) {
     forward_to = reaper;
+    if (spec.report_fd >= 0) report_sandbox(spec.report_fd, reaper);
     /* Nothing but the pipe that process 1 watches: the plugin's descriptors are process 1's to pass on. */
     if (alive[1] > 3) syscall(SYS_close_range, 3U, (unsigned)alive[1] - 1, 0);
     syscall(SYS_close_range, (unsigned)alive[1] + 1, ~0U, 0);
@@ -975,6 +1026,8 @@ int main(int argc, char **argv) {
   }
   close(alive[1]);
   if (into_group >= 0) close(into_group);
+  /* The host reads the report to its end: no process of the sandbox may hold it open. */
+  if (spec.report_fd >= 0) close(spec.report_fd);
   die_with_launcher(alive[0]);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   /*

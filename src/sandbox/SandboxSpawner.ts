@@ -52,7 +52,8 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * when it is present, trustworthy and proved by the probe, else bubblewrap,
    * with the reason in `describe`'s `backendFallback`. A forced backend that
    * cannot be proved fails as any unproved sandbox does. Plugins with an
-   * egress destination list always run under bubblewrap. Default
+   * egress destination list run under the launcher too when the host is
+   * root; a host that is not root runs them under bubblewrap. Default
    * `etc/host-options.json` `sandboxBackend`.
    */
   readonly backend?: SandboxBackendChoice;
@@ -475,7 +476,7 @@ export class SandboxSpawner {
   private treeSupport: TreeLimitSupport;
   /** The backend in use (before a `first_spawn` proof: the one that will be proved first). */
   private backend: SandboxBackend | undefined;
-  /** bubblewrap, when installed: plugins with an egress destination list run under it whatever `backend` is. */
+  /** bubblewrap, when installed: plugins with an egress destination list run under it under the launcher on a host that is not root. */
   private readonly bubblewrap: SandboxBackend | undefined;
   /** Why `backend: 'auto'` did not use the Landlock launcher, once known. */
   private backendFallback: string | undefined;
@@ -615,10 +616,16 @@ export class SandboxSpawner {
     return this.spawnConfined(request, undefined, this.backend);
   }
 
-  /** The backend a request runs under: bubblewrap for a plugin with an egress destination list, whose proxy listener only bubblewrap reports. */
+  /**
+   * The backend a request runs under: the host's, but for a plugin with an
+   * egress destination list under the launcher on a host that is not root,
+   * which runs under bubblewrap. The listener helper opens the sandbox's
+   * network namespace through /proc, which a process that is not dumpable
+   * (the launcher's process 1) shows only to a user holding CAP_SYS_PTRACE.
+   */
   private backendFor(request: SandboxPolicyRequest): SandboxBackend | undefined {
     const destinations = request.network ? [] : (request.egress ?? []);
-    return destinations.length > 0 && this.backend?.name === 'landlock' ? this.bubblewrap : this.backend;
+    return destinations.length > 0 && this.backend?.name === 'landlock' && process.getuid?.() !== 0 ? this.bubblewrap : this.backend;
   }
 
   /**
@@ -634,8 +641,8 @@ export class SandboxSpawner {
       request.directories?.close();
       return errAsync(error);
     };
-    if (backend?.name !== 'bubblewrap') {
-      return refuse(sandboxUnsupported('egress_unavailable', `Egress destination lists are enforced with bubblewrap only, not ${backend?.name ?? 'no sandbox'}.`, 'Run plugins with an egress list on Linux, or give the plugin network: true.'));
+    if (backend === undefined || !isLinuxBackend(backend)) {
+      return refuse(sandboxUnsupported('egress_unavailable', `Egress destination lists are enforced with bubblewrap or the Landlock launcher only, not ${backend?.name ?? 'no sandbox'}.`, 'Run plugins with an egress list on Linux, or give the plugin network: true.'));
     }
     const policy = egressPolicy(destinations, '/declared_capabilities/egress');
     if (policy.isErr()) return refuse(policy.error);

@@ -3,6 +3,7 @@ import { basename, dirname } from 'node:path';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
 import { landlockArgs, SHOWN_DEVICES, type LauncherLimits } from './landlockArgs.js';
+import { SANDBOX_PROXY_PORT } from '../egress/sandboxProxy.js';
 import { SYSTEM_PATHS, isWithin, type SandboxLayout } from './SandboxLayout.js';
 import { DARWIN_SYSTEM_PATHS, seatbeltProfile } from './seatbeltProfile.js';
 
@@ -37,7 +38,8 @@ export interface SandboxBackend {
   /**
    * Launcher arguments followed by the plugin's argv, and bytes for the
    * descriptor after the inherited ones; with `reportFd`, the launcher
-   * reports its sandbox's first process on that descriptor (bubblewrap only);
+   * reports its sandbox's first process on that descriptor (bubblewrap's
+   * `--info-fd`, the launcher's `--report`, which also opens the proxy port);
    * `limits` are applied by a launcher that `setsLimits`.
    */
   launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number, limits?: LauncherLimits): { args: string[]; extraInput?: Buffer };
@@ -120,9 +122,14 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     detachesItself: true,
-    launch: (layout, argv, firstFreeFd, _reportFd, limits) => ({
+    launch: (layout, argv, firstFreeFd, reportFd, limits) => ({
       // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
-      args: ['--parent', String(process.pid), ...landlockArgs(layout, firstFreeFd, limits, hostDevices()), ...argv],
+      args: [
+        '--parent',
+        String(process.pid),
+        ...landlockArgs(layout, firstFreeFd, limits, hostDevices(), reportFd === undefined ? undefined : { reportFd, proxyPort: SANDBOX_PROXY_PORT }),
+        ...argv,
+      ],
       extraInput: layout.network ? seccomp.networked : seccomp.offline,
     }),
   };

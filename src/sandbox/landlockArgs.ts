@@ -14,6 +14,14 @@ export interface LauncherLimits {
   readonly maxProcesses?: number;
 }
 
+/** How the launcher opens a sandbox to the host's egress proxy: a plugin with a destination list, without network. */
+export interface LauncherEgress {
+  /** The descriptor the launcher reports its sandbox's process 1 on (`{"child-pid": N}`), read by `sandboxProxyListener`. */
+  readonly reportFd: number;
+  /** The proxy's port on the sandbox's loopback: the only TCP port the plugin may connect to (Landlock ABI 4 and later). */
+  readonly proxyPort: number;
+}
+
 /** Landlock grants every plugin gets besides its own trees and the system directories (`etc/sandbox/landlock-grants.json`). */
 const COMMON_GRANTS: readonly { readonly path: string; readonly rights: string }[] = grantData.grants;
 const ALWAYS_COVERED: readonly string[] = grantData.alwaysCovered;
@@ -73,6 +81,7 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * host's nodes), the plugin's own /dev/shm and the standard links.
  *
  * @param hostDevices - Those of `SHOWN_DEVICES` the host has.
+ * @param egress - For a plugin with a destination list (and no network): its report descriptor and the proxy's port.
  * @param seccompFd - The descriptor the launcher reads the seccomp program from, right before it runs the plugin: the
  *   first after those the host hands over (from 3 on), which the plugin keeps unless the launcher mounts them.
  */
@@ -81,6 +90,7 @@ export function landlockArgs(
   seccompFd: number,
   limits: LauncherLimits = {},
   hostDevices: readonly string[] = [],
+  egress?: LauncherEgress,
 ): string[] {
   const args: string[] = [];
   if (limits.forkInto !== undefined) args.push('--cgroup-into', limits.forkInto);
@@ -88,6 +98,7 @@ export function landlockArgs(
   if (limits.dataBytes !== undefined) args.push('--rlimit-data', String(limits.dataBytes));
   if (limits.maxProcesses !== undefined) args.push('--rlimit-nproc', String(limits.maxProcesses));
   if (!layout.network) args.push('--unshare-net');
+  if (egress !== undefined && !layout.network) args.push('--egress-port', String(egress.proxyPort), '--report', String(egress.reportFd));
   if (layout.identity !== undefined) args.push('--user', String(layout.identity.uid), String(layout.identity.gid));
   // The host's descriptors come first, the seccomp program's right after them: the plugin keeps the host's, but those the launcher mounts.
   args.push('--seccomp', String(seccompFd), '--pass-fds', String(seccompFd - 3), '--chdir', layout.cwd);
