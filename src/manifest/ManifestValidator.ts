@@ -1,8 +1,9 @@
-import { open, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
+import { readAtMost } from '../installer/readAtMost.js';
 import { isRecord, own } from './access.js';
 import {
   checkAuthTaxonomy,
@@ -377,25 +378,7 @@ export class ManifestValidator {
   }
 
   #readLimited(path: string): ResultAsync<Uint8Array, HostError> {
-    const limit = this.#limits.maxBytes;
-    const read = async (): Promise<Uint8Array> => {
-      const handle = await open(path, 'r');
-      try {
-        // One byte past the limit is enough to know the file is too large.
-        const { size } = await handle.stat();
-        const buffer = Buffer.alloc(Math.min(size, limit) + 1);
-        let filled = 0;
-        while (filled < buffer.length) {
-          const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
-          if (bytesRead === 0) break;
-          filled += bytesRead;
-        }
-        return buffer.subarray(0, filled);
-      } finally {
-        await handle.close();
-      }
-    };
-    return ResultAsync.fromPromise(read(), (cause) => fileError(path, cause));
+    return ResultAsync.fromPromise(readAtMost(path, this.#limits.maxBytes), (cause) => fileError(path, cause));
   }
 
   #bundleReader(pluginDir: string): SchemaBundleReader {
