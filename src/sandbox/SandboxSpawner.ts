@@ -321,7 +321,8 @@ const TREE_LIMITS_HINT =
  * under `backend: 'auto'`, `fallback` (bubblewrap) is proved when the
  * primary is not, and `fallbackReason` says why the launcher was not usable
  * when it was never a candidate; `bubblewrap`, when installed, also runs
- * plugins with an egress destination list.
+ * plugins with an egress destination list under the launcher on a host
+ * that is not root.
  */
 interface BackendCandidates {
   readonly primary: SandboxBackend;

@@ -120,7 +120,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       return err(sandboxUnsupported('egress_unavailable', `The egress probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
     }
     if (report.direct === 'connected' || directHits > 0) {
-      return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process with an egress list reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel and bubblewrap version.', { report }));
+      return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process with an egress list reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel, and the bubblewrap version or the Landlock launcher.', { report }));
     }
     if (report.proxied !== 'ok' || proxiedHits !== 1) {
       return err(sandboxUnsupported('egress_unavailable', `A connection to the proxy address in the sandbox did not reach the host (${report.proxied}).`, HINT, { report }));
