@@ -70,9 +70,16 @@ export class Supervisor {
     this.#parts = parts;
   }
 
-  /** Whether `failure` is the plugin's (it could not start or broke its protocol) rather than the call's. */
+  /**
+   * Whether `failure` is the plugin's (it could not start or broke its protocol) rather than the call's. A plugin
+   * failure the plugin's side explained (the ESM runner's load report: PLUGIN_ENTRY_INVALID, …, whose cause is the
+   * runner's crash) counts as the crash does: the plugin's own code runs in the runner's process and can write that
+   * report, so a report must not take a crash out of the books.
+   */
   countsAgainstPlugin(failure: HostError): boolean {
-    return QUARANTINE_CODES.has(failure.code) || (failure.code === 'PLUGIN_TIMEOUT' && QUARANTINE_TIMEOUT_PHASES.has(failure.details.phase));
+    if (QUARANTINE_CODES.has(failure.code)) return true;
+    if (failure.code === 'PLUGIN_TIMEOUT' && QUARANTINE_TIMEOUT_PHASES.has(failure.details.phase)) return true;
+    return failure.code.startsWith('PLUGIN_') && failure.cause instanceof HostError && failure.cause.code === 'PLUGIN_CRASHED';
   }
 
   /**

@@ -129,6 +129,23 @@ describe('esm-module plugins through PluginHost', () => {
     expect((await host.info('error-envelope'))._unsafeUnwrap()).toMatchObject({ status: 'active', last_error_code: null });
   }, 90_000);
 
+  it.each([
+    ["with the runner's load-failed status, reported as the line says, counted as the crash it is", 78, 'PLUGIN_ENTRY_INVALID'],
+    ['with another status, not believed: PLUGIN_CRASHED', 3, 'PLUGIN_CRASHED'],
+  ])("a plugin that writes the runner's load report and exits %s", async (_what, status, code) => {
+    const dir = await pool.profile();
+    const hostOptions = { esmRunnerArgv: runner.argv };
+    const installer = await pool.open(dir, hostOptions);
+    const pkg = await packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-forged-report'), { bundle: ['dist/index.mjs'] });
+    packages.push(pkg);
+    (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(dir, hostOptions);
+
+    expect((await host.call('plug.forged-report.forge', { status }, CALL))._unsafeUnwrapErr().code).toBe(code);
+    expect(await readStateRow(dir, 'forged-report')).toMatchObject({ status: 'quarantined', quarantine_reason: 'crash', retry_count: 1 });
+  }, 90_000);
+
   it('fails a start with HOST_INVALID_OPTIONS, without quarantine, when the runner script is not there', async () => {
     const dir = await pool.profile();
     await installedHost(dir);

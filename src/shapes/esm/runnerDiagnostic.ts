@@ -49,12 +49,15 @@ export function parseRunnerReport(line: string): EsmRunnerReport | undefined {
 
 /**
  * Turns the `PLUGIN_CRASHED` of a runner that exited because its plugin
- * failed to load into the load's own HostError (PLUGIN_ENTRY_INVALID,
- * PLUGIN_CAPABILITY_MISMATCH, …), read from the runner's report in the
- * stderr tail. Any other error comes back unchanged.
+ * failed to load (status {@link ESM_RUNNER_LOAD_FAILED_EXIT}) into the load's
+ * own HostError (PLUGIN_ENTRY_INVALID, PLUGIN_CAPABILITY_MISMATCH, …), read
+ * from the runner's report in the stderr tail, with the crash as its cause.
+ * Any other error comes back unchanged.
  */
 export function esmRunnerFailure(error: HostError): HostError {
   if (error.code !== 'PLUGIN_CRASHED') return error;
+  const exit = error.details['exit'];
+  if (typeof exit !== 'object' || exit === null || (exit as { code?: unknown }).code !== ESM_RUNNER_LOAD_FAILED_EXIT) return error;
   const tail = error.details['stderr_tail'];
   if (typeof tail !== 'string') return error;
   const report = tail
