@@ -42,7 +42,12 @@ export interface HostCallOptions {
   readonly signal?: AbortSignal;
   /** Receives progress. */
   readonly onProgress?: (progress: CallProgress) => void;
-  /** Who asks, as the application knows them: recorded in the call's audit record and span, never checked. */
+  /**
+   * Who asks, as the application knows them: recorded in the call's audit
+   * record and span, never checked. Calls waiting for a plugin's in-flight
+   * slots take them caller by caller in turn (one caller per id and
+   * transport; calls without a caller are the application's, one caller).
+   */
   readonly caller?: CallerIdentity;
 }
 
@@ -118,7 +123,9 @@ export class CallDispatcher {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
-      result = await runtime.session.callTool(tool, args, withClientRequests(callBudget(this.#parts.config, options, call.id), plugin, options.clientRequests, call.opId));
+      const budget = callBudget(this.#parts.config, options, call.id);
+      const sessionOptions = options.caller === undefined ? budget : { ...budget, caller: fairShareKey(options.caller) };
+      result = await runtime.session.callTool(tool, args, withClientRequests(sessionOptions, plugin, options.clientRequests, call.opId));
     } finally {
       runtime.end();
     }
@@ -157,6 +164,15 @@ export class CallDispatcher {
     }
     return mapped;
   }
+}
+
+/**
+ * Whose turn a call takes at its plugin's in-flight slots: the caller's id
+ * and transport, not its session, so that a gateway client holding one token
+ * gets one turn however many sessions it opens.
+ */
+function fairShareKey(caller: CallerIdentity): string {
+  return caller.transport === undefined ? caller.id : `${caller.transport}:${caller.id}`;
 }
 
 /** The error a caller sees: every call error names its plugin and operation in its details. */

@@ -52,6 +52,12 @@ export interface CallOptions {
   readonly onProgress?: (progress: CallProgress) => void;
   /** Who answers the plugin's requests to its client during the call (MCP-speaking shapes); absent: the host's callbacks. */
   readonly clientRequests?: CallClientRequests;
+  /**
+   * Whose call this is, for sharing the session's in-flight slots: calls
+   * waiting for a slot are served caller by caller in turn, so that one
+   * caller's backlog does not hold up another's calls. Absent: the application's.
+   */
+  readonly caller?: string;
 }
 
 /** What a tool call returned, before the host maps plugin-local errors. */

@@ -50,6 +50,48 @@ describe('InFlightLimiter', () => {
   });
 });
 
+/** Queues `label`'s call on `limiter` for `caller`; when granted, it writes its label to `served` and gives the slot back at once. */
+function queueCall(limiter: InFlightLimiter, served: string[], label: string, caller?: string, signal?: AbortSignal): Promise<void> {
+  return limiter.acquire(signal, caller).then((release) => {
+    if (release === undefined) return;
+    served.push(label);
+    release();
+  });
+}
+
+describe('InFlightLimiter turns', () => {
+  it('serves the callers with calls waiting in turn, each caller its oldest call first; no caller is the application', async () => {
+    const limiter = new InFlightLimiter(1);
+    const held = limiter.tryAcquire();
+    const served: string[] = [];
+    const calls = [
+      ...['a1', 'a2', 'a3', 'a4'].map((label) => queueCall(limiter, served, label, 'a')),
+      ...['b1', 'b2'].map((label) => queueCall(limiter, served, label, 'b')),
+      queueCall(limiter, served, 'app1'),
+    ];
+    expect(limiter.waiting).toBe(7);
+    held?.();
+    await Promise.all(calls);
+    expect(served).toEqual(['a1', 'b1', 'app1', 'a2', 'b2', 'a3', 'a4']);
+    expect({ inFlight: limiter.inFlight, waiting: limiter.waiting }).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it("takes an aborted waiting call out of its caller's queue: a caller left with none loses its turn, and queues again at the back", async () => {
+    const limiter = new InFlightLimiter(1);
+    const held = limiter.tryAcquire();
+    const served: string[] = [];
+    const gaveUp = new AbortController();
+    const calls = [queueCall(limiter, served, 'a1', 'a', gaveUp.signal), queueCall(limiter, served, 'b1', 'b'), queueCall(limiter, served, 'b2', 'b')];
+    gaveUp.abort();
+    expect(limiter.waiting).toBe(2);
+    calls.push(queueCall(limiter, served, 'a2', 'a'));
+    held?.();
+    await Promise.all(calls);
+    expect(served).toEqual(['b1', 'a2', 'b2']);
+    expect({ inFlight: limiter.inFlight, waiting: limiter.waiting }).toEqual({ inFlight: 0, waiting: 0 });
+  });
+});
+
 describe('InFlightLimiter.tryAcquire', () => {
   it('takes a free slot without waiting, refuses when full, and hands released slots to waiters first', async () => {
     const limiter = new InFlightLimiter(1);

@@ -318,7 +318,7 @@ export class McpSession implements PluginSession, McpSurface {
       );
     }
     const budget = { timeoutMs: options.timeoutMs ?? this.settings.defaultTimeoutMs, maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs };
-    return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args);
+    return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args, options.caller);
   }
 
   /**
@@ -329,8 +329,8 @@ export class McpSession implements PluginSession, McpSurface {
    * call joins it, and its failure is reported even when no call is left
    * waiting (LazyStart's onUnseenFailure).
    */
-  private async callWithin(wait: CallWait, args: Record<string, unknown> | undefined): Promise<Result<McpToolResult, HostError>> {
-    const release = await this.limiter.acquire(wait.signal);
+  private async callWithin(wait: CallWait, args: Record<string, unknown> | undefined, caller: string | undefined): Promise<Result<McpToolResult, HostError>> {
+    const release = await this.limiter.acquire(wait.signal, caller);
     if (release === undefined) {
       wait.dispose();
       return err(wait.failure('a free slot'));

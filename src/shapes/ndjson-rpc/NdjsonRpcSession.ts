@@ -142,17 +142,17 @@ export class NdjsonRpcSession implements PluginSession {
     if (options.signal !== undefined) call.cancelOn(options.signal);
     const release = this.permits.tryAcquire();
     const connection = this.connections.live;
-    if (release === undefined || connection === undefined) return this.callAfterWaiting(call, release, params);
+    if (release === undefined || connection === undefined) return this.callAfterWaiting(call, release, params, options.caller);
     call.holdSlot(release);
     call.sendOn(connection, this.nextId++, params);
     return call.outcome;
   }
 
-  private async callAfterWaiting(call: NdjsonCall, held: ReleaseSlot | undefined, params: unknown): Promise<Result<ToolResult, HostError>> {
+  private async callAfterWaiting(call: NdjsonCall, held: ReleaseSlot | undefined, params: unknown, caller: string | undefined): Promise<Result<ToolResult, HostError>> {
     const settledFirst = call.outcome.then(() => undefined);
     let release = held;
     if (release === undefined) {
-      const acquiring = this.permits.acquire();
+      const acquiring = this.permits.acquire(undefined, caller);
       release = await Promise.race([acquiring, settledFirst]);
       if (release === undefined || call.isSettled) {
         void acquiring.then((r) => r?.());
