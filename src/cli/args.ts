@@ -152,7 +152,7 @@ export const COMMANDS = {
   wrap: {
     args: ['<npm:spec>'],
     summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
-    options: ['arg', 'grant-client-request'],
+    options: ['arg', 'grant-client-request', 'grant-env'],
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
@@ -160,6 +160,8 @@ export const COMMANDS = {
       "server's own claim). It is marked needs_review: read it, adjust it (a read-only tool to read),",
       'then install with --manifest <file>. Nothing is installed. --grant-client-request KIND announces',
       'that request kind at initialize, as an install granting it does (some servers list more tools then).',
+      '--grant-env NAME passes that host environment variable to the start, as an install granting it',
+      'does: a server that needs a token to start (SLACK_BOT_TOKEN=... wrap ... --grant-env SLACK_BOT_TOKEN).',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },

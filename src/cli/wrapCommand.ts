@@ -17,7 +17,12 @@ export async function wrapCommand(ctx: CommandContext): Promise<ExitCode> {
     const spinner = ctx.out.spinner();
     spinner.update(`fetching ${source} and reading its tool list in the sandbox`);
     const clientRequests = ctx.flags.grant?.client_requests;
-    const wrapped = await host.wrap(source, { ...(ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args }), ...(clientRequests === undefined ? {} : { clientRequests }) });
+    const env = ctx.flags.grant?.env_allow;
+    const wrapped = await host.wrap(source, {
+      ...(ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args }),
+      ...(clientRequests === undefined ? {} : { clientRequests }),
+      ...(env === undefined ? {} : { env }),
+    });
     spinner.stop();
     if (wrapped.isErr()) return fail(ctx, wrapped.error, true);
     const { manifestText, needs_review: needsReview, origin, manifestFile } = wrapped.value;

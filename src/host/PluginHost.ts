@@ -379,6 +379,7 @@ export class PluginHost {
       store: parts.store,
       layout: parts.layout,
       envDenylist: parts.env,
+      hostEnv: config.env,
       namespaceLock: parts.namespaceLock,
       profileKind: config.profileKind,
       preset: config.preset,

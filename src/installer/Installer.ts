@@ -45,6 +45,12 @@ import { hasLicenseFile, trustRequestOf, widensCapabilities, type TrustCallback 
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
+/** What an install or a wrap grants that its introspection start gets too. */
+interface IntrospectionGrant {
+  readonly clientRequests: readonly ClientRequestKind[] | undefined;
+  readonly env: readonly string[] | undefined;
+}
+
 /** What the Installer is built from: the profile's store and the host's policies. */
 export interface InstallerOptions {
   /** The profile's catalog. */
@@ -53,6 +59,8 @@ export interface InstallerOptions {
   readonly layout: ProfileLayout;
   /** The env denylist applied to `env_allow` and `needs_user_creds`. */
   readonly envDenylist: EnvDenylist;
+  /** The host environment an `npm:` server's introspection start reads the env names the install grants from. Default: none of it. */
+  readonly hostEnv?: Readonly<Record<string, string | undefined>>;
   /** Reserved prefixes and recorded owners. */
   readonly namespaceLock: NamespaceLock;
   /** `dev` accepts local directories, archives without checksum and the namespace override. */
@@ -554,7 +562,8 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } }),
       );
     }
-    return openNpmSource(source, { ...this.#npmSourceOptions(options.args, options.grant?.client_requests), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
+    const granted = { clientRequests: options.grant?.client_requests, env: options.grant?.env_allow };
+    return openNpmSource(source, { ...this.#npmSourceOptions(options.args, granted), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
   }
 
   /**
@@ -563,11 +572,13 @@ export class Installer {
    * `tools/list` in a sandboxed start (`needs_review`). Nothing is installed.
    */
   wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
-    return wrapNpmSource(source, this.#npmSourceOptions(options.args, options.clientRequests));
+    return wrapNpmSource(source, this.#npmSourceOptions(options.args, { clientRequests: options.clientRequests, env: options.env }));
   }
 
-  #npmSourceOptions(args: readonly string[] | undefined, clientRequests: readonly ClientRequestKind[] | undefined): Omit<NpmSourceOptions, 'manifest'> {
+  // The introspection start gets what the install grants: the client requests announced, and the granted env names with the host's values.
+  #npmSourceOptions(args: readonly string[] | undefined, granted: IntrospectionGrant): Omit<NpmSourceOptions, 'manifest'> {
     const o = this.#o;
+    const { clientRequests, env } = granted;
     return {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
@@ -582,6 +593,7 @@ export class Installer {
               hiddenPaths: [o.layout.root],
               ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }),
               ...(clientRequests === undefined ? {} : { clientRequests }),
+              ...(env === undefined || env.length === 0 ? {} : { grantedEnv: { names: env, hostEnv: o.hostEnv ?? {}, denylist: o.envDenylist } }),
             },
           }),
     };

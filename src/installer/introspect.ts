@@ -8,8 +8,9 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { err, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, verifyExecutableBinding } from '../binding/ExecutableBinding.js';
+import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
@@ -23,6 +24,7 @@ import type { ClientRequestKind } from '../manifest/model.js';
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
+import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -50,23 +52,43 @@ export interface IntrospectionRequest {
   readonly timeoutMs: number;
   /** The client requests the install grants, announced at `initialize` as the installed plugin's sessions will: a server may list tools only for a client that can answer them. */
   readonly clientRequests?: readonly ClientRequestKind[];
+  /** Host env names the install grants, passed with the host's values as the installed plugin will get them; no other host env reaches the start. */
+  readonly grantedEnv?: GrantedIntrospectionEnv;
+}
+
+/**
+ * The host env an install grants (its `env_allow` names, the user's consent),
+ * for a server that needs a token to start: built by the run-time env builder,
+ * so a denylisted name is dropped here as it is at every start.
+ */
+export interface GrantedIntrospectionEnv {
+  /** The granted names. */
+  readonly names: readonly string[];
+  /** The host environment the values are read from. */
+  readonly hostEnv: Readonly<Record<string, string | undefined>>;
+  /** The host's env denylist. */
+  readonly denylist: EnvDenylist;
 }
 
 /** The plugin id the introspection's sandbox and data directory are named by. */
 const INTROSPECTION_ID = 'npm-introspection';
 
-const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo): HostError =>
-  hostError('PLUGIN_HANDSHAKE_FAILED', `${message}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+// A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
+const withoutSecrets = (text: string, secrets: readonly string[]): string =>
+  secrets.reduce((out, secret) => out.replaceAll(secret, auditDefaults.redactedValue), text);
+
+const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: readonly string[] = []): HostError =>
+  hostError('PLUGIN_HANDSHAKE_FAILED', withoutSecrets(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`, secrets), {
     details: {
       reason: 'introspection',
-      ...(process === undefined ? {} : { stderr_tail: process.stderrTail() }),
+      ...(process === undefined ? {} : { stderr_tail: withoutSecrets(process.stderrTail(), secrets) }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
-    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no host environment or credentials, no writable directory but its data directory); details.stderr_tail and details.exit say why. Pass the args it needs, or the manifest install option: a server that needs a token, a database or the network to start cannot list its tools there.',
+    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant\'s env_allow) and the host environment sets it; pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there.',
   });
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
-async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[]): Promise<Result<ListedTool[], HostError>> {
+async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: readonly string[]): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
   const transport = new PluginProcessTransport(process);
   const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
@@ -93,17 +115,31 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
       cursor = page.nextCursor;
       if (cursor === undefined) return ok(tools);
     }
-    return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process));
+    return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process, undefined, secrets));
   } catch (cause) {
-    if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process));
+    if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process, undefined, secrets));
     // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
     const exit = await process.stop();
     const stderr = process.stderrTail().trim() === '' ? '; it wrote nothing on stderr' : '; see details.stderr_tail';
-    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit));
+    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit, secrets));
   } finally {
     await client.close().catch(() => undefined);
     await process.stop();
   }
+}
+
+// Every value the host env holds for a granted name, denylisted or not: none may show in an error.
+function grantedValues(granted: GrantedIntrospectionEnv | undefined): string[] {
+  if (granted === undefined) return [];
+  return granted.names.map((name) => granted.hostEnv[name] ?? '').filter((value) => value !== '');
+}
+
+// The package's own env and the host's fixed values, plus the granted host names read through the run-time builder (which drops a denylisted one).
+function introspectionEnv(request: IntrospectionRequest, fixed: Readonly<Record<string, string>>): Result<Record<string, string>, HostError> {
+  const own = { ...request.env, ...fixed };
+  const granted = request.grantedEnv;
+  if (granted === undefined) return ok(own);
+  return granted.denylist.buildEnv({ parentEnv: granted.hostEnv, allowPassThrough: [], envAllow: granted.names, fixed: own, pluginId: INTROSPECTION_ID });
 }
 
 /**
@@ -137,8 +173,17 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
     .andThen((binding) =>
       spawner.pluginIdentity(dataRoot, INTROSPECTION_ID).asyncAndThen((identity) =>
         openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
-          (directories) =>
-            verifyExecutableBinding(binding, { copyDir })
+          (directories) => {
+            const env = introspectionEnv(request, {
+              HOME: directories.data.path,
+              TMPDIR: directories.write.path,
+              PATH: pluginSearchPath(binding.interpreter?.path ?? dirname(process.execPath)),
+            });
+            if (env.isErr()) {
+              directories.close();
+              return errAsync(env.error);
+            }
+            return verifyExecutableBinding(binding, { copyDir })
               .orElse((error) => {
                 directories.close();
                 return err(error);
@@ -151,18 +196,14 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
                   readOnlyPaths: [directories.data.path],
                   pluginId: INTROSPECTION_ID,
                   executable: verified,
-                  env: {
-                    ...request.env,
-                    HOME: directories.data.path,
-                    TMPDIR: directories.write.path,
-                    PATH: pluginSearchPath(binding.interpreter?.path ?? dirname(process.execPath)),
-                  },
+                  env: env.value,
                   directories,
                   ...(identity === undefined ? {} : { identity }),
                 }),
-              ),
+              );
+          },
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [])));
+    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedValues(request.grantedEnv))));
 }

@@ -23,7 +23,7 @@ import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { readAtMost } from './readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
-import { introspectServer } from './introspect.js';
+import { introspectServer, type GrantedIntrospectionEnv } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import type { ClientRequestKind } from '../manifest/model.js';
@@ -44,6 +44,8 @@ export interface NpmIntrospectionOptions {
   readonly timeoutMs?: number;
   /** The client requests the install grants (announced at `initialize`, so the server lists the tools that use them). */
   readonly clientRequests?: readonly ClientRequestKind[];
+  /** The host env the install grants, for a server that needs a token to start (see {@link GrantedIntrospectionEnv}). */
+  readonly grantedEnv?: GrantedIntrospectionEnv;
 }
 
 /** Options of {@link openNpmSource}. */
@@ -153,6 +155,7 @@ async function manifestFor(
     ...(options.args === undefined ? {} : { args: options.args }),
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
+    ...(introspection.grantedEnv === undefined ? {} : { grantedEnv: introspection.grantedEnv }),
   });
   await rm(workDir, { recursive: true, force: true });
   if (tools.isErr()) return err(withSkippedInstallScripts(tools.error, fetched.installScripts));

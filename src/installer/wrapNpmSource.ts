@@ -14,6 +14,8 @@ export interface WrapOptions {
   readonly args?: readonly string[];
   /** Client requests to announce at its `initialize`, as an install granting them would (a server may list tools only for a client that answers them). */
   readonly clientRequests?: readonly ClientRequestKind[];
+  /** Host env names passed with the host's values to its start, as an install granting them (`env_allow`) would; a denylisted name is dropped. */
+  readonly env?: readonly string[];
 }
 
 /** The manifest an `npm:` server would be installed with, for a person to review. */

@@ -7,7 +7,7 @@
 import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packGreeterServer } from '../npm/npmPack.js';
+import { packGreeterServer, packServer, TOKEN_SERVER } from '../npm/npmPack.js';
 import { cli, json, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
@@ -44,6 +44,31 @@ describe('wrap', () => {
       const ran = await cli(['run', 'greeter-npm', 'remember', '{"name":"cli"}', '--profile-dir', profile]);
       expect(ran.stdout).toContain('Hello, cli (x)');
       await expect(access(marker)).rejects.toThrow();
+    } finally {
+      await work.dispose();
+    }
+  });
+
+  it('passes the --grant-env names to the start of a server that needs a token, for wrap and install', { timeout: SLOW }, async () => {
+    const work = await tempDir('cli-wrap-env-');
+    try {
+      const tarball = await packServer(work.path, { name: 'token-server', source: TOKEN_SERVER });
+      const profile = join(work.path, 'profile');
+      const token = 'cli-token-7d1e0b';
+      const env = { TOKEN: token };
+
+      const refused = await cli(['wrap', `npm:${tarball}`, '--profile-dir', profile], { env });
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('--grant-env NAME');
+      const wrapped = await cli(['wrap', `npm:${tarball}`, '--grant-env', 'TOKEN', '--profile-dir', profile], { env });
+      expect(wrapped.code, wrapped.stderr).toBe(0);
+      expect((JSON.parse(wrapped.stdout) as { advertised_tools: { name: string }[] }).advertised_tools.map((t) => t.name)).toEqual(['whoami']);
+
+      const installed = await cli(['install', `npm:${tarball}`, '--grant-env', 'TOKEN', '--skip-canary', '--profile-dir', profile, '--json'], { env });
+      expect(installed.code, installed.stdout).toBe(0);
+      const ran = await cli(['run', 'token-server', 'whoami', '{}', '--max-risk', 'write', '--profile-dir', profile], { env });
+      expect(ran.stdout).toContain(`token of ${token.length} characters`);
+      expect([refused, wrapped, installed, ran].map((run) => run.stdout + run.stderr).join('')).not.toContain(token);
     } finally {
       await work.dispose();
     }

@@ -67,3 +67,25 @@ export async function packServer(dir: string, server: PackedServer): Promise<str
   execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
   return join(dir, `${server.name.replace(/^@/, '').replace('/', '-')}-1.0.0.tgz`);
 }
+
+/**
+ * A server that needs a token to start, as @modelcontextprotocol/server-slack does: exits 1 without TOKEN, exits 2
+ * when NODE_OPTIONS, LD_PRELOAD or UNGRANTED_SECRET reached it, and with `--fail` prints its token and exits 1.
+ * Its one tool, `whoami`, answers with the token's length.
+ */
+export const TOKEN_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+if (process.env.TOKEN === undefined) { process.stderr.write('TOKEN is not set\\n'); process.exit(1); }
+const leaked = ['NODE_OPTIONS', 'LD_PRELOAD', 'UNGRANTED_SECRET'].filter((name) => process.env[name] !== undefined);
+if (leaked.length > 0) { process.stderr.write('reached: ' + leaked.join(',') + '\\n'); process.exit(2); }
+if (process.argv.includes('--fail')) { process.stderr.write('starting with token ' + process.env.TOKEN + ', then failing\\n'); process.exit(1); }
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'token-server', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'whoami', inputSchema: { type: 'object' } }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'token of ' + process.env.TOKEN.length + ' characters' }] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
