@@ -94,8 +94,12 @@ export class InFlightLimiter {
       const waiter = queue.values().next().value as Waiter;
       queue.delete(waiter);
       this.queued--;
-      this.turns.delete(caller);
-      if (queue.size > 0) this.turns.set(caller, queue);
+      if (queue.size === 0) this.turns.delete(caller);
+      else if (this.turns.size > 1) {
+        // To the back of the turns; a caller waiting alone is there already.
+        this.turns.delete(caller);
+        this.turns.set(caller, queue);
+      }
       waiter.grant(this.releaser());
     };
   }
