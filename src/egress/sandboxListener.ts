@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Server } from 'node:net';
 import type { Readable } from 'node:stream';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
@@ -202,6 +202,32 @@ class ListenerHelper {
 }
 
 let helper: ListenerHelper | undefined;
+
+/** CAP_SYS_PTRACE (include/uapi/linux/capability.h). */
+const CAP_SYS_PTRACE = 19n;
+
+let entersLauncherSandboxes: boolean | undefined;
+
+/**
+ * Whether the listener helper this host starts may open the network
+ * namespace of the launcher's sandbox: its process 1 is not dumpable, so
+ * /proc/<pid>/ns/net opens only for a process holding CAP_SYS_PTRACE. The
+ * helper is a fresh program of the host's user: a root host's gets its
+ * bounding set (a container's or a service's may lack the capability),
+ * any other user's gets none. Read once.
+ */
+export function helperEntersLauncherSandboxes(): boolean {
+  if (entersLauncherSandboxes === undefined) {
+    let bounding = 0n;
+    try {
+      bounding = BigInt(`0x${/^CapBnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`);
+    } catch {
+      bounding = 0n;
+    }
+    entersLauncherSandboxes = process.getuid?.() === 0 && ((bounding >> CAP_SYS_PTRACE) & 1n) === 1n;
+  }
+  return entersLauncherSandboxes;
+}
 
 function runningHelper(): ListenerHelper | SandboxListenerFailure {
   if (helper?.alive === true) return helper;

@@ -23,7 +23,7 @@ import { numberProblem, type NumberKind } from '../options/optionRules.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type RlimitCaps, type TreeLimitOverride } from './treeLimits.js';
 import type { Server, Socket } from 'node:net';
 import { proxyEnvironment } from '../egress/sandboxProxy.js';
-import { sandboxProxyListener } from '../egress/sandboxListener.js';
+import { helperEntersLauncherSandboxes, sandboxProxyListener } from '../egress/sandboxListener.js';
 import { egressPolicy } from '../egress/destinations.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from '../egress/EgressProxy.js';
 import { listenerUnavailable, probeEgress } from './egressProbe.js';
@@ -53,7 +53,8 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * with the reason in `describe`'s `backendFallback`. A forced backend that
    * cannot be proved fails as any unproved sandbox does. Plugins with an
    * egress destination list run under the launcher too when the host is
-   * root; a host that is not root runs them under bubblewrap. Default
+   * root with CAP_SYS_PTRACE in its bounding set; any other host runs them
+   * under bubblewrap. Default
    * `etc/host-options.json` `sandboxBackend`.
    */
   readonly backend?: SandboxBackendChoice;
@@ -619,14 +620,16 @@ export class SandboxSpawner {
 
   /**
    * The backend a request runs under: the host's, but for a plugin with an
-   * egress destination list under the launcher on a host that is not root,
-   * which runs under bubblewrap. The listener helper opens the sandbox's
-   * network namespace through /proc, which a process that is not dumpable
-   * (the launcher's process 1) shows only to a user holding CAP_SYS_PTRACE.
+   * egress destination list under the launcher on a host whose listener
+   * helper cannot enter the launcher's sandboxes (not root, or root without
+   * CAP_SYS_PTRACE in its bounding set), which runs under bubblewrap. The
+   * helper opens the sandbox's network namespace through /proc, which a
+   * process that is not dumpable (the launcher's process 1) shows only to a
+   * process holding CAP_SYS_PTRACE.
    */
   private backendFor(request: SandboxPolicyRequest): SandboxBackend | undefined {
     const destinations = request.network ? [] : (request.egress ?? []);
-    return destinations.length > 0 && this.backend?.name === 'landlock' && process.getuid?.() !== 0 ? this.bubblewrap : this.backend;
+    return destinations.length > 0 && this.backend?.name === 'landlock' && !helperEntersLauncherSandboxes() ? this.bubblewrap : this.backend;
   }
 
   /**
