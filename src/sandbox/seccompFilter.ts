@@ -6,8 +6,9 @@
  * (`socketpair` stays allowed: it cannot reach anything outside), `AF_VSOCK`
  * ones (no network namespace confines them: on a virtual machine they reach
  * its hypervisor's services), the
- * multiplexed `socketcall` of 32-bit x86, and io_uring, whose socket opcode
- * would bypass the filter.
+ * multiplexed `socketcall` of 32-bit x86, io_uring, whose socket opcode
+ * would bypass the filter, and MPTCP and SMC sockets, which step around the
+ * Landlock launcher's TCP rules inside the namespace.
  *
  * Every plugin, with or without network, is refused the kernel keyring calls
  * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
@@ -39,6 +40,7 @@ const BPF_RET_K = 0x06;
 const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const OFFSET_ARG0_LOW = 16;
+const OFFSET_ARG2_LOW = 32;
 
 const SECCOMP_RET_ALLOW = 0x7fff0000;
 const SECCOMP_RET_ERRNO = 0x00050000;
@@ -48,6 +50,13 @@ const AF_UNIX = 1;
 // Virtual machine sockets belong to no network namespace: a new one does not keep them from the hypervisor.
 const AF_VSOCK = 40;
 const X32_SYSCALL_BIT = 0x40000000;
+/*
+ * Stream protocols of AF_INET and AF_INET6 besides TCP: Landlock's TCP rules do not see them (Linux 6.18: an MPTCP
+ * socket binds, listens and connects to any port of the namespace the rules close to TCP), and without network there
+ * is nothing for them to reach.
+ */
+const IPPROTO_SMC = 256;
+const IPPROTO_MPTCP = 262;
 const CLONE_NEWUSER = 0x10000000;
 
 // io_uring_setup, io_uring_enter, io_uring_register: one number on every architecture.
@@ -105,7 +114,8 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   out.push(ret(SECCOMP_RET_ALLOW));
-  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), jumpIfEqual(AF_VSOCK, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
+  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), jumpIfEqual(AF_VSOCK, 'eperm'));
+  out.push(load(OFFSET_ARG2_LOW), jumpIfEqual(IPPROTO_MPTCP, 'eperm'), jumpIfEqual(IPPROTO_SMC, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
   return out;
 }
 

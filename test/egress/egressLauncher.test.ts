@@ -39,10 +39,14 @@ def connect(family, address):
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.settimeout(5)
         s.connect(address)
-def bind(address):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def bind(address, protocol=0):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, protocol) as s:
         s.bind(address)
         s.listen(1)
+def mptcp_connect(address):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262) as s:
+        s.settimeout(5)
+        s.connect(address)
 def proxied(url):
     with socket.create_connection(('127.0.0.1', proxy_port), timeout=10) as s:
         s.sendall(('GET %s HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' % url).encode())
@@ -66,6 +70,8 @@ print(json.dumps({
     'public_direct': outcome(lambda: connect(socket.AF_INET, ('203.0.113.10', 443))),
     'bind_listener': outcome(lambda: bind(('127.0.0.1', 0))),
     'bind_any': outcome(lambda: bind(('0.0.0.0', 8080))),
+    'mptcp_bind': outcome(lambda: bind(('127.0.0.1', 8081), 262)),
+    'mptcp_other_port': outcome(lambda: mptcp_connect(('127.0.0.1', proxy_port + 1))),
     'abstract_host': outcome(lambda: connect(socket.AF_UNIX, '\\0' + sys.argv[3])),
     'tcp_sockets': read('/proc/net/tcp'),
 }))
@@ -147,6 +153,9 @@ describe('a plugin with a destination list under the Landlock launcher', { timeo
     expect(report.public_direct).toBe('EACCES');
     expect(report.bind_listener).toBe('EACCES');
     expect(report.bind_any).toBe('EACCES');
+    // MPTCP, which Landlock's TCP rules do not see (its bind and connect reached the namespace), is refused by seccomp.
+    expect(report.mptcp_bind).toBe('EPERM');
+    expect(report.mptcp_other_port).toBe('EPERM');
     // No Unix socket at all without network (the seccomp program), so none of the host's abstract ones.
     expect(report.abstract_host).toBe('EPERM');
     expect(abstractHits).toBe(0);
