@@ -7,8 +7,9 @@
  * ones (no network namespace confines them: on a virtual machine they reach
  * its hypervisor's services), the
  * multiplexed `socketcall` of 32-bit x86, io_uring, whose socket opcode
- * would bypass the filter, and MPTCP and SMC sockets, which step around the
- * Landlock launcher's TCP rules inside the namespace.
+ * would bypass the filter, and MPTCP and SMC sockets and sends with
+ * `MSG_FASTOPEN`, which step around the Landlock launcher's TCP rules
+ * inside the namespace.
  *
  * Every plugin, with or without network, is refused the kernel keyring calls
  * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
@@ -41,6 +42,7 @@ const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const OFFSET_ARG0_LOW = 16;
 const OFFSET_ARG2_LOW = 32;
+const ARG_BYTES = 8;
 
 const SECCOMP_RET_ALLOW = 0x7fff0000;
 const SECCOMP_RET_ERRNO = 0x00050000;
@@ -57,6 +59,8 @@ const X32_SYSCALL_BIT = 0x40000000;
  */
 const IPPROTO_SMC = 256;
 const IPPROTO_MPTCP = 262;
+// TCP Fast Open: a send with this flag connects an unconnected socket without connect(), which Landlock checks.
+const MSG_FASTOPEN = 0x20000000;
 const CLONE_NEWUSER = 0x10000000;
 
 // io_uring_setup, io_uring_enter, io_uring_register: one number on every architecture.
@@ -75,14 +79,16 @@ interface ArchTable {
   readonly processAccess: readonly number[];
   /** clone and unshare, whose first argument holds the namespace flags. */
   readonly namespaceFlags: readonly number[];
+  /** sendto, sendmsg, sendmmsg (and ARM's send), each with the index of the argument holding its flags. */
+  readonly sends: readonly (readonly [number, number])[];
   readonly socketcall?: number;
   readonly rejectX32?: boolean;
 }
 
-const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], processAccess: [101, 310, 311, 312], namespaceFlags: [56, 272], rejectX32: true };
-const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], processAccess: [26, 347, 348, 349], namespaceFlags: [120, 310], socketcall: 102 };
-const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], processAccess: [117, 270, 271, 272], namespaceFlags: [220, 97] };
-const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], processAccess: [26, 376, 377, 378], namespaceFlags: [120, 337] };
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], processAccess: [101, 310, 311, 312], namespaceFlags: [56, 272], sends: [[44, 3], [46, 2], [307, 3]], rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], processAccess: [26, 347, 348, 349], namespaceFlags: [120, 310], sends: [[369, 3], [370, 2], [345, 3]], socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], processAccess: [117, 270, 271, 272], namespaceFlags: [220, 97], sends: [[206, 3], [211, 2], [269, 3]] };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], processAccess: [26, 376, 377, 378], namespaceFlags: [120, 337], sends: [[290, 3], [296, 2], [374, 3], [289, 3]] };
 
 /** The architectures a process of a given Node `process.arch` host may run, native first. */
 const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
@@ -113,7 +119,11 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   out.push(jumpIfEqual(table.socket, checkFamily));
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
+  for (const [nr, flagsArg] of table.sends) out.push(jumpIfEqual(nr, `sendFlags${index}_${flagsArg}`));
   out.push(ret(SECCOMP_RET_ALLOW));
+  for (const flagsArg of new Set(table.sends.map(([, arg]) => arg))) {
+    out.push(label(`sendFlags${index}_${flagsArg}`), load(OFFSET_ARG0_LOW + flagsArg * ARG_BYTES), jumpIfAnyBit(MSG_FASTOPEN, 'eperm'), ret(SECCOMP_RET_ALLOW));
+  }
   out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), jumpIfEqual(AF_VSOCK, 'eperm'));
   out.push(load(OFFSET_ARG2_LOW), jumpIfEqual(IPPROTO_MPTCP, 'eperm'), jumpIfEqual(IPPROTO_SMC, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
   return out;

@@ -58,6 +58,10 @@ def proxied(url):
             answer += chunk
     head, _, body = answer.decode().partition('\\r\\n\\r\\n')
     return head.split('\\r\\n')[0] + ' ' + body
+def fast_open(address):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.sendto(b'x', 0x20000000, address)
 def read(path):
     with open(path, 'rb') as f:
         return f.read().decode().replace('\\0', ' ').strip()
@@ -72,6 +76,7 @@ print(json.dumps({
     'bind_any': outcome(lambda: bind(('0.0.0.0', 8080))),
     'mptcp_bind': outcome(lambda: bind(('127.0.0.1', 8081), 262)),
     'mptcp_other_port': outcome(lambda: mptcp_connect(('127.0.0.1', proxy_port + 1))),
+    'fast_open_other_port': outcome(lambda: fast_open(('127.0.0.1', proxy_port + 1))),
     'abstract_host': outcome(lambda: connect(socket.AF_UNIX, '\\0' + sys.argv[3])),
     'tcp_sockets': read('/proc/net/tcp'),
 }))
@@ -156,6 +161,8 @@ describe('a plugin with a destination list under the Landlock launcher', { timeo
     // MPTCP, which Landlock's TCP rules do not see (its bind and connect reached the namespace), is refused by seccomp.
     expect(report.mptcp_bind).toBe('EPERM');
     expect(report.mptcp_other_port).toBe('EPERM');
+    // So is a send with MSG_FASTOPEN, which connects without connect() (it reached the namespace: ECONNREFUSED).
+    expect(report.fast_open_other_port).toBe('EPERM');
     // No Unix socket at all without network (the seccomp program), so none of the host's abstract ones.
     expect(report.abstract_host).toBe('EPERM');
     expect(abstractHits).toBe(0);
