@@ -645,6 +645,15 @@ export class SandboxSpawner {
       request.directories?.close();
       return errAsync(error);
     };
+    if (backend === undefined && this.backend?.name === 'landlock') {
+      return refuse(
+        sandboxUnsupported(
+          'egress_unavailable',
+          'The Landlock launcher runs plugins with an egress destination list only on a root host whose capability bounding set keeps CAP_SYS_PTRACE (the listener helper enters the sandbox\'s network namespace), and bubblewrap, which would run them otherwise, is not installed.',
+          'Install bubblewrap, run the host as root with CAP_SYS_PTRACE in its bounding set, or give the plugin network: true.',
+        ),
+      );
+    }
     if (backend === undefined || !isLinuxBackend(backend)) {
       return refuse(sandboxUnsupported('egress_unavailable', `Egress destination lists are enforced with bubblewrap or the Landlock launcher only, not ${backend?.name ?? 'no sandbox'}.`, 'Run plugins with an egress list on Linux, or give the plugin network: true.'));
     }

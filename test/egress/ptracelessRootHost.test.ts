@@ -42,4 +42,18 @@ describe('egress under a root host without CAP_SYS_PTRACE', { timeout: 120_000 }
     ).catch((failure: { stdout?: string }) => ({ stdout: failure.stdout ?? '' }));
     expect(JSON.parse(stdout)).toEqual({ uid: 0, status: 'HTTP/1.1 200 OK', body: 'origin api.test/unprivileged' });
   });
+
+  it.runIf(process.getuid?.() === 0)('refuses the plugin, saying why and what would run it, when bubblewrap is not there either', async () => {
+    // setpriv found on the test's PATH; the host's PATH below has no bwrap: it has the launcher only.
+    const setpriv = (await promisify(execFile)('sh', ['-c', 'command -v setpriv'])).stdout.trim();
+    const { stdout } = await promisify(execFile)(
+      setpriv,
+      ['--bounding-set', '-sys_ptrace', '--', process.execPath, '--import', 'tsx', FIXTURE, base, String(originPort)],
+      { cwd: join(import.meta.dirname, '..', '..'), env: { PATH: base, HOME: base }, timeout: 100_000, killSignal: 'SIGKILL' },
+    ).catch((failure: { stdout?: string }) => ({ stdout: failure.stdout ?? '' }));
+    const refused = JSON.parse(stdout) as { code: string; message: string };
+    expect(refused.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
+    expect(refused.message).toContain('CAP_SYS_PTRACE');
+    expect(refused.message).toContain('bubblewrap');
+  });
 });
