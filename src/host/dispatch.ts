@@ -123,9 +123,7 @@ export class CallDispatcher {
     const { runtimes, supervisor, events, clock, isClosed } = this.#parts;
     let result: Result<ToolResult, HostError>;
     try {
-      const budget = callBudget(this.#parts.config, options, call.id);
-      const sessionOptions = options.caller === undefined ? budget : { ...budget, caller: fairShareKey(options.caller) };
-      result = await runtime.session.callTool(tool, args, withClientRequests(sessionOptions, plugin, options.clientRequests, call.opId));
+      result = await runtime.session.callTool(tool, args, withClientRequests(callBudget(this.#parts.config, options, call.id), plugin, options.clientRequests, call.opId));
     } finally {
       runtime.end();
     }
@@ -164,15 +162,6 @@ export class CallDispatcher {
     }
     return mapped;
   }
-}
-
-/**
- * Whose turn a call takes at its plugin's in-flight slots: the caller's id
- * and transport, not its session, so that a gateway client holding one token
- * gets one turn however many sessions it opens.
- */
-function fairShareKey(caller: CallerIdentity): string {
-  return caller.transport === undefined ? caller.id : `${caller.transport}:${caller.id}`;
 }
 
 /** The error a caller sees: every call error names its plugin and operation in its details. */
