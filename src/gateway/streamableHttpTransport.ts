@@ -369,10 +369,12 @@ export class HttpSessionTransport implements Transport {
       // An answer whose POST is gone (the client disconnected) has nowhere to go.
       if (id === undefined || exchange === undefined) return Promise.resolve();
       this.#pending.delete(id);
-      if (id === this.#initializeId && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
+      // Only the first answer with the initialize request's id is initialize's: a client may use the id again later.
+      const answersInitialize = id === this.#initializeId && this.#protocolVersion === undefined;
+      if (answersInitialize && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
       exchange.answers.set(id, message);
       if (exchange.streaming) exchange.res.write(sseEvent(message));
-      if (exchange.answers.size === exchange.ids.length) this.#finish(exchange, id === this.#initializeId && 'error' in message);
+      if (exchange.answers.size === exchange.ids.length) this.#finish(exchange, answersInitialize && 'error' in message);
       return Promise.resolve();
     }
     const related = options?.relatedRequestId === undefined ? undefined : this.#pending.get(options.relatedRequestId);

@@ -41,4 +41,22 @@ describe('HTTP gateway request ids', () => {
     expect(answer.result?.content?.[0]?.text).toContain('waited for');
     expect(answer.result?.content?.[0]?.text).not.toContain('abandoned');
   });
+
+  it("takes a later request that reuses the initialize request's id as any other: the session keeps its version and stays open", async () => {
+    const host = await pool.installed(await pool.profile(), ['probe']);
+    const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
+    // openRawHttpSession initializes with id 1.
+    const { post } = await openRawHttpSession(served.url ?? '', TOKEN, VERSION, 'initialize-id-reuse');
+
+    const pinged = await post({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(pinged.status).toBe(200);
+    expect(((await pinged.json()) as { id?: number }).id).toBe(1);
+    const refused = await post({ jsonrpc: '2.0', id: 1, method: 'no/such-method' });
+    expect(refused.status).toBe(200);
+    expect(((await refused.json()) as Answer).error?.message).toBeDefined();
+
+    const after = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: ECHO, arguments: { message: 'still here' } } });
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as Answer).result?.content?.[0]?.text).toContain('still here');
+  });
 });
