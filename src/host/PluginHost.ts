@@ -693,7 +693,7 @@ export class PluginHost {
       startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
     if (refused !== undefined) return errAsync(callError(refused, { id: plugin.plugin_id, opId }));
     if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
-    const invalidArgs = this.#dispatcher.argumentRefusal(plugin, variant.tool_name, args, opId);
+    const invalidArgs = this.#dispatcher.argumentRefusal(plugin, variant.tool_name, args, opId, options.caller);
     if (invalidArgs !== undefined) return errAsync(invalidArgs);
     // What was approved is what runs: the callback and the caller both hold `args` while the question is open, so both see and dispatch one frozen copy.
     const approved = frozenJsonCopy(args);

@@ -6,6 +6,7 @@
  * records, and each digest is compiled once per host.
  */
 import { readFileSync } from 'node:fs';
+import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -16,6 +17,7 @@ import type { CompiledSchema } from '../manifest/schemas.js';
 import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult } from '../shapes/PluginSession.js';
+import { fairShareKey } from './hostConfig.js';
 
 /** Which of a variant's two schemas. */
 type SchemaSide = 'request' | 'response';
@@ -39,12 +41,16 @@ export class CallSchemas {
     formats.default(this.#ajv);
   }
 
-  /** INVALID_ARGS when `args` break the request schema of `tool`'s variant; `undefined` when they pass or it has none. */
-  checkArguments(plugin: InstalledPlugin, tool: string, args: unknown): HostError | undefined {
+  /**
+   * INVALID_ARGS when `args` break the request schema of `tool`'s variant;
+   * `undefined` when they pass or it has none. Its backtracking matches are
+   * charged to the plugin and `caller`, who sent the arguments.
+   */
+  checkArguments(plugin: InstalledPlugin, tool: string, args: unknown, caller: CallerIdentity | undefined): HostError | undefined {
     const check = this.#schemaOf(plugin, tool, 'request');
     if (check === undefined) return undefined;
     if (typeof check !== 'function') return check;
-    const failure = firstFailure(check, args, plugin.plugin_id);
+    const failure = firstFailure(check, args, plugin.plugin_id, caller === undefined ? undefined : fairShareKey(caller));
     if (failure === undefined) return undefined;
     return hostError('INVALID_ARGS', `the arguments of '${tool}' do not match its request schema at '${failure.pointer}': ${failure.message}`, {
       details: { tool, pointer: failure.pointer, schema_error: failure.message },
@@ -101,10 +107,10 @@ function storeError(ref: string, problem: string, cause?: unknown): HostError {
   return hostError('PLUGIN_SCHEMA_REF_INVALID', `schema '${ref}' ${problem}`, { details: { ref }, ...(cause === undefined ? {} : { cause }) });
 }
 
-function firstFailure(check: CompiledSchema, value: unknown, pluginId: string): SchemaFailure | undefined {
+function firstFailure(check: CompiledSchema, value: unknown, pluginId: string, caller?: string): SchemaFailure | undefined {
   let valid: boolean;
   try {
-    valid = withPatternBudget(() => check(value), pluginId);
+    valid = withPatternBudget(() => check(value), pluginId, caller);
   } catch (cause) {
     if (cause instanceof PatternBudgetExceeded) return { pointer: '', message: cause.message };
     throw cause;

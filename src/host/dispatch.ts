@@ -85,10 +85,11 @@ export class CallDispatcher {
 
   /**
    * INVALID_ARGS when `args` nest deeper than the host writes to a plugin or
-   * break the request schema of `tool`, else undefined. Also asked before a
+   * break the request schema of `tool` (its backtracking matches charged to
+   * the plugin and `caller`), else undefined. Also asked before a
    * high_stakes_write confirmation, so no one is asked to approve a call that cannot run.
    */
-  argumentRefusal(plugin: InstalledPlugin, tool: string, args: unknown, opId: string): HostError | undefined {
+  argumentRefusal(plugin: InstalledPlugin, tool: string, args: unknown, opId: string, caller: CallerIdentity | undefined): HostError | undefined {
     const id = plugin.plugin_id;
     // Written to the plugin with JSON.stringify, which a deep enough value overflows; a request schema may not bound depth.
     const limit = pluginAnswerLimits.maxArgumentNestingDepth;
@@ -96,7 +97,7 @@ export class CallDispatcher {
       const tooDeep = hostError('INVALID_ARGS', `the arguments of '${tool}' nest more than ${limit} levels deep`, { details: { tool, max_nesting_depth: limit } });
       return callError(tooDeep, { id, opId });
     }
-    const invalid = this.#parts.schemas.checkArguments(plugin, tool, args);
+    const invalid = this.#parts.schemas.checkArguments(plugin, tool, args, caller);
     return invalid === undefined ? undefined : callError(invalid, { id, opId });
   }
 
@@ -104,7 +105,7 @@ export class CallDispatcher {
   dispatch(plugin: InstalledPlugin, tool: string, args: unknown, options: HostCallOptions, opId: string, purpose: DispatchPurpose): ResultAsync<CallResult, HostError> {
     const { runtimes, events, clock } = this.#parts;
     const id = plugin.plugin_id;
-    const invalid = this.argumentRefusal(plugin, tool, args, opId);
+    const invalid = this.argumentRefusal(plugin, tool, args, opId, options.caller);
     if (invalid !== undefined) return errAsync(invalid);
     const crashed = this.#parts.supervisor.stickyCrash(plugin);
     if (crashed !== undefined) return errAsync(callError(crashed, { id, opId }));

@@ -403,9 +403,10 @@ export function callBudget(config: HostConfig, options: HostCallOptions, pluginI
 /**
  * Whose turn a call takes at its plugin's in-flight slots: the caller's id
  * and transport, not its session, so that a gateway client holding one token
- * gets one turn however many sessions it opens.
+ * gets one turn however many sessions it opens. Also whose budget of
+ * backtracking schema matches the call's arguments spend.
  */
-function fairShareKey(caller: CallerIdentity): string {
+export function fairShareKey(caller: CallerIdentity): string {
   return caller.transport === undefined ? caller.id : `${caller.transport}:${caller.id}`;
 }
 

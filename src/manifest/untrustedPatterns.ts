@@ -13,10 +13,14 @@
  * one validation spends at most `nativeBudgetMs` there, then the match is cut
  * (the worker is ended) and the validation fails with
  * {@link PatternBudgetExceeded}. The host's thread waits for those matches,
- * and with it every other plugin: so a plugin whose schemas cost it
- * `ownerBudgetMs` of them within `ownerWindowMs` gets its matches refused
- * unrun until the window ends (a manifest whose pattern backtracks on every
- * argument held the thread 100 ms at every call, indefinitely).
+ * and with it every other plugin: so an owner whose matches took
+ * `ownerBudgetMs` within the last `ownerWindowMs` gets its matches refused
+ * unrun until enough of them are older than that (a manifest whose pattern
+ * backtracks on every argument held the thread 100 ms at every call,
+ * indefinitely). The owner of a request schema's matches is the plugin and
+ * the caller whose arguments they are, so that one caller's arguments cannot
+ * spend every other caller's share; of a response or canary schema's, the
+ * plugin.
  */
 import { RE2JS } from 're2js';
 import { Worker } from 'node:worker_threads';
@@ -67,45 +71,105 @@ let matcher: NativeMatcher | undefined;
 /** Milliseconds of native matching left to the validation in progress; `undefined` outside {@link withPatternBudget}. */
 let budgetLeftMs: number | undefined;
 
-/** The native matching one plugin spent in the window that began at `windowStart` (performance.now()). */
+/** Native matches of one owner that ended less than `ownerWindowMs` ago, the oldest first. */
 interface OwnerSpending {
-  windowStart: number;
+  readonly entries: SpendingEntry[];
+  /** The sum of the entries' `spentMs`. */
+  totalMs: number;
+}
+
+/**
+ * Matches that ended within `ownerEntryMs` of `firstEndedAt`, dated by the
+ * last of them: counted a little longer than each was, never shorter, and an
+ * owner holds at most one entry per `ownerEntryMs` of its window.
+ */
+interface SpendingEntry {
+  readonly firstEndedAt: number;
+  endedAt: number;
   spentMs: number;
 }
 
-/** By plugin id: bounded by the plugins the process runs. */
-const spendingByOwner = new Map<string, OwnerSpending>();
+/** By plugin id, then by caller (`undefined`: the plugin's own schemas, or calls naming no caller). */
+const spendingByPlugin = new Map<string, Map<string | undefined, OwnerSpending>>();
 
-/** The plugin whose validation is in progress; `undefined` when none was named. */
-let currentOwner: string | undefined;
+/** How many owners {@link spendingByPlugin} holds, and how many it may before owners idle for a window are dropped. */
+let ownersHeld = 0;
+let sweepAbove = settings.ownerSweepFloor;
+
+/** The plugin, and the caller when it is a request's check, whose validation is in progress; `undefined` when none was named. */
+let currentPlugin: string | undefined;
+let currentCaller: string | undefined;
 
 /**
  * Runs one validation with a fresh native-matching budget, so that many
  * strings under one lookahead pattern cannot add up to a long block; its
- * native matching also counts against `owner`'s (a plugin id's) budget per
- * window, when one is named.
+ * native matching also counts against the budget per window of `plugin` (a
+ * plugin id) and `caller` (the caller whose arguments are checked), when a
+ * plugin is named.
  */
-export function withPatternBudget<T>(validate: () => T, owner?: string): T {
+export function withPatternBudget<T>(validate: () => T, plugin?: string, caller?: string): T {
   const outer = budgetLeftMs;
-  const outerOwner = currentOwner;
+  const outerPlugin = currentPlugin;
+  const outerCaller = currentCaller;
   budgetLeftMs = settings.nativeBudgetMs;
-  currentOwner = owner;
+  currentPlugin = plugin;
+  currentCaller = caller;
   try {
     return validate();
   } finally {
     budgetLeftMs = outer;
-    currentOwner = outerOwner;
+    currentPlugin = outerPlugin;
+    currentCaller = outerCaller;
   }
 }
 
-/** `owner`'s spending in the current window, a fresh one when the last has ended. */
-function ownerSpending(owner: string, now: number): OwnerSpending {
-  let spending = spendingByOwner.get(owner);
-  if (spending === undefined || now - spending.windowStart >= settings.ownerWindowMs) {
-    spending = { windowStart: now, spentMs: 0 };
-    spendingByOwner.set(owner, spending);
+/** The spending of `plugin` for `caller` in the window that ends `now`, without the entries that left it. */
+function ownerSpending(plugin: string, caller: string | undefined, now: number): OwnerSpending {
+  const held = spendingByPlugin.get(plugin)?.get(caller);
+  if (held !== undefined) {
+    const { entries } = held;
+    while (entries.length > 0 && now - entries[0]!.endedAt >= settings.ownerWindowMs) held.totalMs -= entries.shift()!.spentMs;
+    return held;
   }
+  if (ownersHeld >= sweepAbove) dropIdleOwners(now);
+  const spending: OwnerSpending = { entries: [], totalMs: 0 };
+  let byCaller = spendingByPlugin.get(plugin);
+  if (byCaller === undefined) {
+    byCaller = new Map();
+    spendingByPlugin.set(plugin, byCaller);
+  }
+  byCaller.set(caller, spending);
+  ownersHeld++;
   return spending;
+}
+
+/** Drops the owners with nothing in their window: callers come and go, and each would otherwise stay for the process's life. */
+function dropIdleOwners(now: number): void {
+  for (const [plugin, byCaller] of spendingByPlugin) {
+    for (const [caller, spending] of byCaller) {
+      const last = spending.entries.at(-1);
+      if (last !== undefined && now - last.endedAt < settings.ownerWindowMs) continue;
+      byCaller.delete(caller);
+      ownersHeld--;
+    }
+    if (byCaller.size === 0) spendingByPlugin.delete(plugin);
+  }
+  sweepAbove = Math.max(settings.ownerSweepFloor, ownersHeld * 2);
+}
+
+/** Adds a match that ended at `now` to `spending`. */
+function charge(spending: OwnerSpending, now: number, spentMs: number): void {
+  spending.totalMs += spentMs;
+  const last = spending.entries.at(-1);
+  if (last !== undefined && now - last.firstEndedAt < settings.ownerEntryMs) {
+    last.endedAt = now;
+    last.spentMs += spentMs;
+  } else spending.entries.push({ firstEndedAt: now, endedAt: now, spentMs });
+}
+
+/** Whose budget a refusal names. */
+function ownerLabel(plugin: string, caller: string | undefined): string {
+  return caller === undefined ? `plugin '${plugin}'` : `caller '${caller}' of plugin '${plugin}'`;
 }
 
 function nativeMatcher(): NativeMatcher {
@@ -124,13 +188,14 @@ function nativeMatcher(): NativeMatcher {
 
 /** Matches in V8's engine on the worker, the host's thread waiting at most the budget left. */
 function nativeTest(source: string, flags: string, input: string): boolean {
-  const spending = currentOwner === undefined ? undefined : ownerSpending(currentOwner, performance.now());
-  if (spending !== undefined && spending.spentMs >= settings.ownerBudgetMs) {
-    throw new PatternBudgetExceeded(source, `was not run: plugin '${currentOwner}' spent its ${settings.ownerBudgetMs} ms of backtracking matches for ${settings.ownerWindowMs / 1000} s`);
+  const spending = currentPlugin === undefined ? undefined : ownerSpending(currentPlugin, currentCaller, performance.now());
+  if (spending !== undefined && spending.totalMs >= settings.ownerBudgetMs) {
+    const owner = ownerLabel(currentPlugin!, currentCaller);
+    throw new PatternBudgetExceeded(source, `was not run: ${owner} spent its ${settings.ownerBudgetMs} ms of backtracking matches in the last ${settings.ownerWindowMs / 1000} s`);
   }
   const validationLeft = budgetLeftMs ?? settings.nativeBudgetMs;
   if (validationLeft <= 0) throw new PatternBudgetExceeded(source, `was not run: this validation spent its ${settings.nativeBudgetMs} ms of backtracking matches`);
-  const left = spending === undefined ? validationLeft : Math.min(validationLeft, settings.ownerBudgetMs - spending.spentMs);
+  const left = spending === undefined ? validationLeft : Math.min(validationLeft, settings.ownerBudgetMs - spending.totalMs);
   const { worker, state } = nativeMatcher();
   Atomics.store(state, 0, IDLE);
   worker.postMessage({ source, flags, input });
@@ -143,9 +208,10 @@ function nativeTest(source: string, flags: string, input: string): boolean {
   Atomics.wait(state, 0, MATCHING, left);
   const outcome = Atomics.load(state, 0);
   // A wait is charged at most its bound: the host's thread resuming late under load is not the pattern's time.
-  const spentMs = Math.min(performance.now() - started, left);
+  const ended = performance.now();
+  const spentMs = Math.min(ended - started, left);
   if (budgetLeftMs !== undefined) budgetLeftMs -= spentMs;
-  if (spending !== undefined) spending.spentMs += spentMs;
+  if (spending !== undefined) charge(spending, ended, spentMs);
   if (outcome === MATCHING) {
     cut(worker);
     throw new PatternBudgetExceeded(source, `was cut after ${Math.round(left)} ms of backtracking (a match RE2 cannot run, bounded to ${settings.nativeBudgetMs} ms per validation)`);

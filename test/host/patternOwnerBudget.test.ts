@@ -59,4 +59,31 @@ describe("a plugin's backtracking patterns cost the host's thread a bounded shar
     expect((await host.call('plug.fair-patterns.echo', { text: 'a fair argument' }))._unsafeUnwrap().value).toEqual({ text: 'a fair argument' });
     expect((await host.call('plug.fair-patterns.echo', { text: 'no letter A here' }))._unsafeUnwrapErr().code).toBe('INVALID_ARGS');
   });
+
+  it("one caller's arguments spend its own share of a plugin's budget, not another caller's", async () => {
+    const profile = await pool.profile();
+    const installer = await pool.open(profile);
+    // (a+)+$ inside a negative lookahead: exponential on a run of a's that does not end the string, instant on anything else.
+    const installed = await installer.install(await echoWithRequestPattern('shared-patterns', '^(?!(a+)+$)'), { canary: false });
+    if (installed.isErr()) throw installed.error;
+    await installer.close();
+    const host = await pool.open(profile);
+    const alice = { id: 'alice', transport: 'http' };
+    const bob = { id: 'bob', transport: 'http' };
+
+    const backtracking = { text: `${'a'.repeat(40)}!` };
+    const calls = Math.ceil(settings.ownerBudgetMs / settings.nativeBudgetMs) + 1;
+    const messages: string[] = [];
+    for (let call = 0; call < calls; call++) {
+      const refused = (await host.call('plug.shared-patterns.echo', backtracking, { caller: alice }))._unsafeUnwrapErr();
+      expect(refused.code).toBe('INVALID_ARGS');
+      messages.push(refused.message);
+    }
+    expect(messages.at(-1)).toContain(`caller 'http:alice' of plugin 'shared-patterns' spent its ${settings.ownerBudgetMs} ms of backtracking matches`);
+
+    // Bob's and the application's arguments still run through the same lookaround pattern, on their own budgets.
+    expect((await host.call('plug.shared-patterns.echo', { text: 'bob asks' }, { caller: bob }))._unsafeUnwrap().value).toEqual({ text: 'bob asks' });
+    expect((await host.call('plug.shared-patterns.echo', { text: 'the application asks' }))._unsafeUnwrap().value).toEqual({ text: 'the application asks' });
+    expect((await host.call('plug.shared-patterns.echo', backtracking, { caller: alice }))._unsafeUnwrapErr().message).toContain("caller 'http:alice'");
+  });
 });
