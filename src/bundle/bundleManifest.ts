@@ -34,7 +34,7 @@ import type { ManifestReport } from '../manifest/ManifestValidator.js';
 import type { CredentialDescriptor, DeclaredCapabilities, ManifestTool, NormalizedManifest, SettingValue } from '../manifest/model.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText } from '../manifest/parse.js';
 import { hasViolations, pointerOf, sortViolations, violation, type Violation } from '../manifest/violations.js';
-import { readAtMost } from '../installer/readAtMost.js';
+import { readAtMost } from '../manifest/readAtMost.js';
 import { BUNDLE_MANIFEST_VERSIONS, bundleSchemaViolations } from './bundleSchemas.js';
 import { BUNDLE_SERVER_TYPES, type BundleServerType } from './serverTypes.js';
 import { pythonBundleLaunch } from './pythonBundle.js';

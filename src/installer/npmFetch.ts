@@ -24,7 +24,7 @@ import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { packagesWithInstallScripts } from './npmInstallScripts.js';
-import { readAtMost } from './readAtMost.js';
+import { readAtMost } from '../manifest/readAtMost.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {

@@ -20,7 +20,7 @@ import { toHostError } from './refusal.js';
 import { DIRECTORY_MODE, StagingTree } from './StagingTree.js';
 import { PACKAGE_MANIFEST_NAMES, type PackageManifestName } from '../manifest/ManifestValidator.js';
 import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
-import { readAtMost } from './readAtMost.js';
+import { readAtMost } from '../manifest/readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { introspectServer, type GrantedIntrospectionEnv } from './introspect.js';

@@ -25,7 +25,7 @@ import { confinedCommand } from './installConfinement.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { archiveInvalid } from './refusal.js';
-import { readAtMost } from './readAtMost.js';
+import { readAtMost } from '../manifest/readAtMost.js';
 import { refuseDirectReferences } from './wheelRequirements.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
 

@@ -5,7 +5,7 @@ import type { ClientRequestKind } from '../manifest/model.js';
 import { ioError } from '../errors/ioError.js';
 import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { violation, violationsError } from '../manifest/violations.js';
-import { readAtMost } from './readAtMost.js';
+import { readAtMost } from '../manifest/readAtMost.js';
 import { openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 
 /** Options of `PluginHost.wrap`. */

@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
-import { readAtMost } from '../installer/readAtMost.js';
+import { readAtMost } from './readAtMost.js';
 import { isRecord, own } from './access.js';
 import {
   checkAuthTaxonomy,

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleScript } from '../support/bundleScript.js';
+import { readAtMost } from '../../src/manifest/readAtMost.js';
 
 const run = promisify(execFile);
 const SLOW = 120_000;
@@ -63,5 +64,18 @@ describe('bounded reads of shipped files', () => {
     const read = await measuredRead('pyproject', await packageWith('pyproject.toml', '[project]\nname = "large"\n'));
     expect(read.outcome).toEqual({ error: 'PLUGIN_PYTHON_INSTALL_FAILED', reason: 'pyproject_invalid' });
     expect(read.grownMiB).toBeLessThan(MAX_GROWTH_MIB);
+  });
+});
+
+describe('readAtMost on a file whose size says nothing of its length', () => {
+  it('reads a /proc file (size 0) to its end, not one byte as if it were whole', async () => {
+    const text = (await readAtMost('/proc/self/status', 1024 * 1024)).toString('utf8');
+    expect(text).toMatch(/^Name:/);
+    expect(text).toContain('\nPid:');
+    expect(text.endsWith('\n')).toBe(true);
+  });
+
+  it('still stops one byte past the limit', async () => {
+    expect((await readAtMost('/proc/self/status', 16)).length).toBe(17);
   });
 });

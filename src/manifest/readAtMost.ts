@@ -15,12 +15,18 @@ export async function readAtMost(path: string, limit: number): Promise<Buffer> {
   const handle = await open(path, 'r');
   try {
     const { size } = await handle.stat();
-    const buffer = Buffer.alloc(Math.min(size, limit) + 1);
+    let buffer = Buffer.alloc(Math.min(size, limit) + 1);
     let filled = 0;
-    while (filled < buffer.length) {
+    for (;;) {
       const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
       if (bytesRead === 0) break;
       filled += bytesRead;
+      if (filled < buffer.length) continue;
+      if (buffer.length > limit) break;
+      // The file grew after its size was read: read on to its end or past the limit, never stopping short as if whole.
+      const grown = Buffer.alloc(Math.min(buffer.length * 2, limit + 1));
+      buffer.copy(grown, 0, 0, filled);
+      buffer = grown;
     }
     return buffer.subarray(0, filled);
   } finally {
