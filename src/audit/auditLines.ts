@@ -6,7 +6,13 @@ import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 import type { AuditRecord } from './auditRecord.js';
 
 /** The audit defaults, from `etc/audit-defaults.json`. */
-export const AUDIT_DEFAULTS = Object.freeze({ ...auditDefaults, secretFieldNames: Object.freeze([...auditDefaults.secretFieldNames]) });
+export const AUDIT_DEFAULTS = Object.freeze({
+  ...auditDefaults,
+  secretFieldNames: Object.freeze([...auditDefaults.secretFieldNames]),
+  authorizationSchemes: Object.freeze([...auditDefaults.authorizationSchemes]),
+  lineValueFieldNames: Object.freeze([...auditDefaults.lineValueFieldNames]),
+  namingFields: Object.freeze([...auditDefaults.namingFields]),
+});
 
 // Nested deeper than this, arguments are cut: a record is evidence, not a copy of every payload.
 const MAX_DEPTH = 32;
@@ -34,21 +40,45 @@ function isSecretField(name: string, secrets: ReadonlySet<string>): boolean {
   return false;
 }
 
-// A name written before its value in text (`password=`, `"api_key": "`, `Authorization: `, `--token=`). A name starts
-// where no name character precedes it, and the lookahead takes it whole, so a match that fails costs one pass over the
-// name and never retries its prefixes: the scan stays linear in the string's length.
-const NAME_IN_TEXT = /(?<![\w-])(?=(-{0,2}[A-Za-z_][\w-]*))\1["']?\s*[:=]\s*["']?/g;
-// The value after such a name: up to a space, quote or separator, after an HTTP authorization scheme if one comes first.
-const VALUE_AFTER_NAME = /(?:(?:bearer|basic|digest)\s+)?([^\s"'&,;}\]]+)/iy;
+// A name written before its value in text (`password=`, `"api_key": "`, `Authorization: `, `--token=`), and the quote that
+// opens its value if one does. A name starts where no name character precedes it, and the lookahead takes it whole, so a
+// match that fails costs one pass over the name and never retries its prefixes: the scan stays linear in the string's length.
+const NAME_IN_TEXT = /(?<![\w-])(?=(-{0,2}[A-Za-z_][\w-]*))\1["']?\s*[:=]\s*(["']?)/g;
+const schemeAlternatives = AUDIT_DEFAULTS.authorizationSchemes.map((scheme) => scheme.replace(/[^A-Za-z0-9]/g, '\\$&')).join('|');
+// An HTTP authorization scheme in front of a header's value (`Bearer `, `Token `): kept, so a record still says what kind of credential it was.
+const SCHEME_BEFORE_VALUE = new RegExp(`(?:${schemeAlternatives})[ \\t]+`, 'iy');
+// A value that is not quoted and whose name does not hold a whole line: up to a space, quote or separator.
+const WORD_VALUE = /[^\s"'&,;}\]]+/y;
 // A password in a URL (`scheme://user:password@host`).
 const URL_PASSWORD = /(?<![\w+.-])(?=([A-Za-z][\w+.-]*:\/\/[^/\s:@]*:))\1[^/\s@]+(?=@)/g;
-// A bearer token standing alone; 16 characters at least, so that prose ("bearer bonds") is left as it is.
-const BEARER_TOKEN = /(?<![\w-])(bearer\s+)[\w.~+/=-]{16,}/gi;
+// A bearer token standing alone, long enough that prose ("bearer bonds") is left as it is.
+const BEARER_TOKEN = new RegExp(`(?<![\\w-])(bearer\\s+)[\\w.~+/=-]{${AUDIT_DEFAULTS.bearerTokenMinChars},}`, 'gi');
 // A command-line flag naming its value's field (`--token`, `-password`), its value being the next argument.
 const FLAG = /^-{1,2}[A-Za-z][\w-]*$/;
-// Fields of an object that names the field it carries (`{ name: "X-Api-Key", value: "…" }`, as HAR headers do).
-const NAMING_FIELDS = ['name', 'key'];
-const NAMED_VALUE_FIELD = 'value';
+const LINE_VALUE_NAMES = new Set(AUDIT_DEFAULTS.lineValueFieldNames.map(normalizedName));
+
+/** Where a value opened by `quote` at `from` ends: its closing quote (one after a backslash is escaped), or the line's end. */
+function quotedValueEnd(text: string, from: number, quote: string): number {
+  for (let at = from; at < text.length; at++) {
+    const char = text[at];
+    if (char === quote || char === '\n' || char === '\r') return at;
+    if (char === '\\') at++;
+  }
+  return text.length;
+}
+
+/**
+ * Where the value of `name` starting at `from` ends: at its closing quote when
+ * a quote opens it; for a name whose value is a whole header line (`Cookie`,
+ * `Authorization`), at the line's end or the quote written before the name
+ * (`-H 'Cookie: a=1; b=2'`); otherwise after one word.
+ */
+function valueEnd(text: string, from: number, holdsLine: boolean, openingQuote: string, quoteBeforeName: string | undefined): number {
+  if (openingQuote !== '') return quotedValueEnd(text, from, openingQuote);
+  if (holdsLine) return quotedValueEnd(text, from, quoteBeforeName === '"' || quoteBeforeName === "'" ? quoteBeforeName : '\n');
+  WORD_VALUE.lastIndex = from;
+  return WORD_VALUE.test(text) ? WORD_VALUE.lastIndex : from;
+}
 
 /** `text` with the value after every secret name in it, a URL's password and a bearer token replaced by `[redacted]`. */
 function redactText(text: string, secrets: ReadonlySet<string>): string {
@@ -56,12 +86,15 @@ function redactText(text: string, secrets: ReadonlySet<string>): string {
   let out = '';
   let copied = 0;
   for (const match of text.matchAll(NAME_IN_TEXT)) {
-    if (match.index < copied || !isSecretField(match[1] ?? '', secrets)) continue;
-    VALUE_AFTER_NAME.lastIndex = match.index + match[0].length;
-    const value = VALUE_AFTER_NAME.exec(text)?.[1];
-    if (value === undefined) continue;
-    const end = VALUE_AFTER_NAME.lastIndex;
-    out += text.slice(copied, end - value.length) + redacted;
+    const name = match[1] ?? '';
+    if (match.index < copied || !isSecretField(name, secrets)) continue;
+    const holdsLine = LINE_VALUE_NAMES.has(normalizedName(name));
+    let start = match.index + match[0].length;
+    SCHEME_BEFORE_VALUE.lastIndex = start;
+    if (holdsLine && SCHEME_BEFORE_VALUE.test(text)) start = SCHEME_BEFORE_VALUE.lastIndex;
+    const end = valueEnd(text, start, holdsLine, match[2] ?? '', text[match.index - 1]);
+    if (end === start) continue;
+    out += text.slice(copied, start) + redacted;
     copied = end;
   }
   out += text.slice(copied);
@@ -95,10 +128,10 @@ export function redactArguments(args: unknown, secrets: ReadonlySet<string>): un
     try {
       if (Array.isArray(value)) return value.map((item, index) => (index > 0 && namesNext(value[index - 1], index - 1, value, secrets) ? redacted : copy(item, depth + 1)));
       const entries = Object.entries(value);
-      const namesValue = entries.some(([key, field]) => NAMING_FIELDS.includes(key) && typeof field === 'string' && isSecretField(field, secrets));
+      const namesValue = entries.some(([key, field]) => AUDIT_DEFAULTS.namingFields.includes(key) && typeof field === 'string' && isSecretField(field, secrets));
       const out: Record<string, unknown> = {};
       for (const [key, field] of entries) {
-        out[key] = isSecretField(key, secrets) || (namesValue && key === NAMED_VALUE_FIELD) ? redacted : copy(field, depth + 1);
+        out[key] = isSecretField(key, secrets) || (namesValue && key === AUDIT_DEFAULTS.namedValueField) ? redacted : copy(field, depth + 1);
       }
       return out;
     } finally {

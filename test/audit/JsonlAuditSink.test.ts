@@ -194,6 +194,23 @@ describe('redactArguments', () => {
     });
   });
 
+  it('redacts a quoted value to its closing quote and a header value to the end of its line, whatever its scheme', () => {
+    const args = {
+      shell: 'password="correct horse battery staple" --verbose',
+      json: '{"api_key": "abc def", "escaped": 1, "secret": "x\\" y", "page": 2}',
+      header: 'Authorization: Token abcdef123456\nAccept: text/plain',
+      setCookies: 'Cookie: a=1; session=SECRET1\r\nSet-Cookie: sid=SECRET2; Path=/',
+      curl: "curl -H 'X-Api-Key: key one' -H 'Proxy-Authorization: Negotiate YII' https://example.com",
+    };
+    expect(redactArguments(args, secrets)).toEqual({
+      shell: 'password="[redacted]" --verbose',
+      json: '{"api_key": "[redacted]", "escaped": 1, "secret": "[redacted]", "page": 2}',
+      header: 'Authorization: Token [redacted]\nAccept: text/plain',
+      setCookies: 'Cookie: [redacted]\r\nSet-Cookie: [redacted]',
+      curl: "curl -H 'X-Api-Key: [redacted]' -H 'Proxy-Authorization: Negotiate [redacted]' https://example.com",
+    });
+  });
+
   it('redacts a secret after long runs of name characters and spaces in a string', () => {
     const prefix = `${'a-'.repeat(200_000)}=x ${' '.repeat(200_000)}`;
     const redacted = redactArguments({ long: `${prefix}password = hunter2` }, secrets) as { long: string };
