@@ -90,7 +90,7 @@ export type { AuditCallRecord, AuditConnectionRecord, AuditGapRecord, AuditRecor
 export { JsonlAuditSink, type AuditFsyncPolicy, type JsonlAuditSinkOptions } from './audit/JsonlAuditSink.js';
 export type { HostAuditOptions } from './audit/callAudit.js';
 export { TELEMETRY_ATTRIBUTES, TELEMETRY_NAMES, TELEMETRY_SCOPE, type HostTelemetryOptions } from './observability/telemetry.js';
-export type { CallOptions, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
+export type { CallOptions, CallPresence, CallProgress, CallResult, McpCallResult, ProtocolCallResult, ToolDescriptor, ToolResult } from './shapes/PluginSession.js';
 export type { CallClientRequests } from './shapes/mcp/clientRequests.js';
 export {
   applyOutputProfile,

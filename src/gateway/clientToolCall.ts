@@ -35,7 +35,7 @@ export interface ToolCallClient {
   readonly caller: string;
   readonly identity: ClientIdentity;
   readonly telemetry: HostTelemetry;
-  /** Where its calls are counted at their plugin while they run, so that the plugin's log messages reach this client alone. */
+  /** Where its calls are counted at their plugin while they are there, so that the plugin's log messages reach this client alone. */
   readonly parties: PluginRequestParties;
 }
 
@@ -55,23 +55,23 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
   const { identity } = client;
   const { progressToken } = params;
   const served = { opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId };
-  const outcome = await client.parties.during(pluginIdOf(opId), client.server, () =>
-    client.telemetry.served(served, () =>
-      client.host.call(opId, params.arguments ?? {}, {
-        maxRisk: client.maxRisk,
-        ...clientAnswers(client.server, extra, client.caller),
-        signal: extra.signal,
-        caller: { id: identity.name, transport: identity.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
-        ...(progressToken === undefined
-          ? {}
-          : {
-              onProgress: (p) =>
-                void extra
-                  .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
-                  .catch(() => undefined),
-            }),
-      }),
-    ),
+  const pluginId = pluginIdOf(opId);
+  const outcome = await client.telemetry.served(served, () =>
+    client.host.call(opId, params.arguments ?? {}, {
+      maxRisk: client.maxRisk,
+      ...clientAnswers(client.server, extra, client.caller),
+      signal: extra.signal,
+      caller: { id: identity.name, transport: identity.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
+      ...(pluginId === undefined ? {} : { presence: client.parties.presence(pluginId, client.server) }),
+      ...(progressToken === undefined
+        ? {}
+        : {
+            onProgress: (p) =>
+              void extra
+                .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
+                .catch(() => undefined),
+          }),
+    }),
   );
   return toolResult(outcome);
 }

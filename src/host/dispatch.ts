@@ -11,7 +11,7 @@ import type { HostEvents } from '../events/HostEvents.js';
 import { nestedDeeperThan } from '../framing/nestingDepth.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { Clock } from '../ports/ports.js';
-import type { CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
+import type { CallPresence, CallProgress, CallResult, ToolResult } from '../shapes/PluginSession.js';
 import type { ConfirmationCallback } from './admission.js';
 import { withClientRequests, type ClientRequestHandlers } from './clientRequests.js';
 import { withSandboxHint } from './sandboxFailureHints.js';
@@ -49,6 +49,13 @@ export interface HostCallOptions {
    * transport; calls without a caller are the application's, one caller).
    */
   readonly caller?: CallerIdentity;
+  /**
+   * Told when the call is sent to its plugin (it holds one of the plugin's
+   * in-flight slots, past any queue and the plugin's start) and when it stops
+   * holding it (answered, or the plugin told to cancel it): the span in which
+   * the plugin works for this call (MCP-speaking shapes).
+   */
+  readonly presence?: CallPresence;
 }
 
 /** What a dispatched call carries to its end. */

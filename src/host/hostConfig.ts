@@ -261,6 +261,7 @@ const CALL_SCHEMA: OptionSchema = {
   signal: 'abortSignal',
   onProgress: 'function',
   caller: { fields: { id: 'string', session: 'string', transport: 'string' } },
+  presence: { fields: { sent: 'function', settled: 'function' } },
 };
 
 const INSPECT_SCHEMA: OptionSchema = {
@@ -379,16 +380,17 @@ export function pluginRunSettings(config: HostConfig, pluginId: string): PluginR
 /**
  * A call's budget: its own timeout and total cap, else the plugin's timeout
  * (its `plugins` entry, else the host's) and the host's cap, with its signal
- * and progress callback, and whose turn it takes at the plugin's in-flight
- * slots. Calls that set none of these, to a plugin without a timeout of its
- * own, share one object per host.
+ * and progress callback, whose turn it takes at the plugin's in-flight
+ * slots, and who is told when it holds one. Calls that set none of these,
+ * to a plugin without a timeout of its own, share one object per host.
  */
 export function callBudget(config: HostConfig, options: HostCallOptions, pluginId?: string): CallOptions {
-  const { timeoutMs, maxTotalTimeoutMs, signal, onProgress, caller } = options;
+  const { timeoutMs, maxTotalTimeoutMs, signal, onProgress, caller, presence } = options;
   // Only the timeout is read here: building the plugin's whole run settings cost every call about 0.5 µs.
   const own = pluginId !== undefined && Object.hasOwn(config.plugins, pluginId) ? config.plugins[pluginId] : undefined;
   const pluginTimeoutMs = own?.callTimeoutMs ?? config.callTimeoutMs;
-  const plain = timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined && caller === undefined;
+  const plain =
+    timeoutMs === undefined && maxTotalTimeoutMs === undefined && signal === undefined && onProgress === undefined && caller === undefined && presence === undefined;
   if (plain && pluginTimeoutMs === config.callTimeoutMs) return defaultBudget(config);
   // The caller goes into this one literal: spreading the budget into another object to add it cost a gateway call ~0.4 µs.
   return {
@@ -397,6 +399,7 @@ export function callBudget(config: HostConfig, options: HostCallOptions, pluginI
     ...(signal === undefined ? {} : { signal }),
     ...(onProgress === undefined ? {} : { onProgress }),
     ...(caller === undefined ? {} : { caller: fairShareKey(caller) }),
+    ...(presence === undefined ? {} : { presence }),
   };
 }
 
@@ -407,7 +410,8 @@ export function callBudget(config: HostConfig, options: HostCallOptions, pluginI
  * backtracking schema matches the call's arguments spend.
  */
 export function fairShareKey(caller: CallerIdentity): string {
-  return caller.transport === undefined ? caller.id : `${caller.transport}:${caller.id}`;
+  // As JSON, so that no id an application picks can spell another caller's transport and id.
+  return JSON.stringify([caller.transport ?? null, caller.id]);
 }
 
 const defaultBudgets = new WeakMap<HostConfig, CallOptions>();

@@ -40,6 +40,19 @@ export interface CallProgress {
   readonly message?: string;
 }
 
+/**
+ * Told when a call reaches its plugin and when it leaves it, so that what the
+ * plugin does meanwhile can be put down to the call (a gateway sends a
+ * plugin's log messages to the client whose calls are at it). One object may
+ * serve many calls: it is told once per call each way.
+ */
+export interface CallPresence {
+  /** The call was sent to the plugin's process and holds one of its in-flight slots. */
+  sent(): void;
+  /** The call no longer holds its slot: the plugin answered it, or was told to cancel it. */
+  settled(): void;
+}
+
 /** Per-call options shared by every protocol. */
 export interface CallOptions {
   /** Time allowed without an answer (reset by progress where the protocol has it), in ms. */
@@ -58,6 +71,8 @@ export interface CallOptions {
    * caller's backlog does not hold up another's calls. Absent: the application's.
    */
   readonly caller?: string;
+  /** Told when the call is sent and when it settles at the plugin (MCP-speaking shapes, whose plugins log to their client). */
+  readonly presence?: CallPresence;
 }
 
 /** What a tool call returned, before the host maps plugin-local errors. */

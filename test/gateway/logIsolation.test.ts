@@ -5,6 +5,8 @@
  * clients, a real sandboxed SDK server plugin (fixtures/plugins/host-surface).
  */
 import { LoggingMessageNotificationSchema, type LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/eventually.js';
 import { gatewayTestPools, type HttpClient } from '../support/gatewayHarness.js';
@@ -60,6 +62,48 @@ describe('gateway log messages', () => {
         expect(other.logs).toEqual([`0 ${'x'.repeat(first)}`, `0 ${'x'.repeat(bytes)}`]);
       }
       expect(alice.logs).toEqual(['0 x', '0 xxx', '1 xxx']);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "go to the client whose call is at the plugin while another client's call waits for a slot there",
+    async () => {
+      const dir = await pool.profile();
+      await pool.install(dir, ['surface']);
+      // One in-flight slot: while Bob's call holds it, Alice's call waits in the plugin's queue, not at the plugin.
+      const host = await pool.open(dir, { idleTimeoutMs: 0, maxInFlight: 1 });
+      const served = await gateways.serve(host, { http: { token: TOKEN_A, port: 0, clients: [{ name: 'b', token: TOKEN_B, policy: {} }] } });
+      const alice = await listening(served.url!, TOKEN_A, 'alice');
+      const bob = await listening(served.url!, TOKEN_B, 'bob');
+      for (const [client, bytes] of [
+        [alice, 1],
+        [bob, 2],
+      ] as const) {
+        expect((await client.client.callTool({ name: FLOOD, arguments: { count: 1, bytes } })).isError).not.toBe(true);
+        await waitUntil(() => client.logs.includes(`0 ${'x'.repeat(bytes)}`));
+      }
+
+      let starts = 0;
+      let aliceQueued: () => void = () => undefined;
+      const queued = new Promise<void>((resolve) => (aliceQueued = resolve));
+      const off = host.events.on('call:start', () => {
+        if (++starts === 2) aliceQueued();
+      });
+      // Bob's call holds the slot until the test puts the gate file in the plugin's data directory, then logs.
+      const bobsCall = bob.client.callTool({ name: FLOOD, arguments: { count: 2, bytes: 3, gate: 'go' } }, undefined, { timeout: TIMEOUT_MS });
+      await waitUntil(() => starts === 1);
+      const alicesCall = alice.client.callTool({ name: FLOOD, arguments: { count: 1, bytes: 4 } }, undefined, { timeout: TIMEOUT_MS });
+      await queued;
+      off();
+      await writeFile(join(dir, 'data', 'host-surface', 'go'), '');
+
+      expect((await bobsCall).isError).not.toBe(true);
+      expect((await alicesCall).isError).not.toBe(true);
+      await waitUntil(() => alice.logs.includes('0 xxxx'));
+      await waitUntil(() => bob.logs.includes('1 xxx'));
+      expect(bob.logs).toEqual(['0 xx', '0 xxx', '1 xxx']);
+      expect(alice.logs).toEqual(['0 x', '0 xxxx']);
     },
     TIMEOUT_MS,
   );

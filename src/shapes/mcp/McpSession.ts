@@ -6,7 +6,7 @@ import { hostError, type HostError } from '../../errors/HostError.js';
 import { sessionClosedError } from '../../framing/LineChannel.js';
 import { DEFAULT_MAX_FRAME_BYTES } from '../../framing/LineReader.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../../ports/ports.js';
-import type { CallOptions, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
+import type { CallOptions, CallPresence, PluginSession, ProcessLauncher, ToolDescriptor } from '../PluginSession.js';
 import { isRecord } from '../../manifest/access.js';
 import { InFlightLimiter } from '../InFlightLimiter.js';
 import { LazyStart } from '../LazyStart.js';
@@ -299,6 +299,7 @@ export class McpSession implements PluginSession, McpSurface {
     const warm = options.signal?.aborted === true ? undefined : this.connections.live;
     const release = warm === undefined ? undefined : this.limiter.tryAcquire();
     if (warm !== undefined && release !== undefined) {
+      const { presence } = options;
       let sent: Promise<Result<McpToolResult, HostError>>;
       try {
         sent = this.send(warm, name, args, options);
@@ -306,19 +307,22 @@ export class McpSession implements PluginSession, McpSurface {
         release();
         return Promise.reject(error);
       }
+      presence?.sent();
       return sent.then(
         (outcome) => {
           release();
+          presence?.settled();
           return outcome;
         },
         (error: unknown) => {
           release();
+          presence?.settled();
           throw error;
         },
       );
     }
     const budget = { timeoutMs: options.timeoutMs ?? this.settings.defaultTimeoutMs, maxTotalTimeoutMs: options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs };
-    return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args, options.caller);
+    return this.callWithin(new CallWait(name, { ...options, ...budget }, this.settings.clock), args, options.caller, options.presence);
   }
 
   /**
@@ -329,12 +333,18 @@ export class McpSession implements PluginSession, McpSurface {
    * call joins it, and its failure is reported even when no call is left
    * waiting (LazyStart's onUnseenFailure).
    */
-  private async callWithin(wait: CallWait, args: Record<string, unknown> | undefined, caller: string | undefined): Promise<Result<McpToolResult, HostError>> {
+  private async callWithin(
+    wait: CallWait,
+    args: Record<string, unknown> | undefined,
+    caller: string | undefined,
+    presence: CallPresence | undefined,
+  ): Promise<Result<McpToolResult, HostError>> {
     const release = await this.limiter.acquire(wait.signal, caller);
     if (release === undefined) {
       wait.dispose();
       return err(wait.failure('a free slot'));
     }
+    let sent = false;
     try {
       let c = this.connections.live;
       if (c === undefined) {
@@ -346,10 +356,14 @@ export class McpSession implements PluginSession, McpSurface {
       const remaining = wait.remaining();
       wait.dispose();
       if (remaining === undefined) return err(wait.failure('the plugin to start'));
-      return await this.send(c, wait.tool, args, remaining, wait.budget);
+      const answer = this.send(c, wait.tool, args, remaining, wait.budget);
+      sent = true;
+      presence?.sent();
+      return await answer;
     } finally {
       wait.dispose();
       release();
+      if (sent) presence?.settled();
     }
   }
 
