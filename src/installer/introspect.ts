@@ -16,6 +16,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
+import { DEFAULT_STDERR_RING_BYTES } from '../process/StderrRing.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
@@ -74,14 +75,41 @@ export interface GrantedIntrospectionEnv {
 const INTROSPECTION_ID = 'npm-introspection';
 
 // A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
+// `secrets` holds every form of them, longest first, so that a form holding another is replaced whole.
 const withoutSecrets = (text: string, secrets: readonly string[]): string =>
   secrets.reduce((out, secret) => out.replaceAll(secret, auditDefaults.redactedValue), text);
+
+/** `text` without what it begins with when that is the end of a secret (`minRedactedValueChars` or more of it). */
+function withoutLeadingSecretEnd(text: string, secrets: readonly string[]): string {
+  const min = auditDefaults.minRedactedValueChars;
+  const head = text.slice(0, min);
+  for (const secret of secrets) {
+    for (let from = secret.indexOf(head, 1); from !== -1 && from <= secret.length - min; from = secret.indexOf(head, from + 1)) {
+      if (text.startsWith(secret.slice(from))) return auditDefaults.redactedValue + text.slice(secret.length - from);
+    }
+  }
+  return text;
+}
+
+/**
+ * The stderr tail without secrets. The ring keeps only the newest bytes, so
+ * once it is full its first line may begin inside a secret, which no whole
+ * copy matches: that line is dropped, or, when the tail is one line, the end
+ * of a secret it begins with is replaced. (The tail starts at a character
+ * boundary, up to 3 bytes after the ring's start: a tail that close to the
+ * ring's size is taken for a full ring.)
+ */
+function stderrTailWithoutSecrets(tail: string, secrets: readonly string[]): string {
+  if (secrets.length === 0 || Buffer.byteLength(tail, 'utf8') < DEFAULT_STDERR_RING_BYTES - 3) return withoutSecrets(tail, secrets);
+  const firstLineEnd = tail.indexOf('\n');
+  return withoutSecrets(firstLineEnd === -1 ? withoutLeadingSecretEnd(tail, secrets) : tail.slice(firstLineEnd + 1), secrets);
+}
 
 const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: readonly string[] = []): HostError =>
   hostError('PLUGIN_HANDSHAKE_FAILED', withoutSecrets(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`, secrets), {
     details: {
       reason: 'introspection',
-      ...(process === undefined ? {} : { stderr_tail: withoutSecrets(process.stderrTail(), secrets) }),
+      ...(process === undefined ? {} : { stderr_tail: stderrTailWithoutSecrets(process.stderrTail(), secrets) }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
     hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant\'s env_allow) and the host environment sets it; pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there.',
@@ -128,10 +156,17 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
   }
 }
 
-// Every value the host env holds for a granted name, denylisted or not: none may show in an error.
-function grantedValues(granted: GrantedIntrospectionEnv | undefined): string[] {
+// Every value the host env holds for a granted name, denylisted or not, as written, JSON-escaped and percent-encoded: none may
+// show in an error. A value shorter than minRedactedValueChars is left out: replacing every `T1` garbles a message and hides little.
+function grantedSecretForms(granted: GrantedIntrospectionEnv | undefined): string[] {
   if (granted === undefined) return [];
-  return granted.names.map((name) => granted.hostEnv[name] ?? '').filter((value) => value !== '');
+  const forms = new Set<string>();
+  for (const name of granted.names) {
+    const value = granted.hostEnv[name] ?? '';
+    if (value.length < auditDefaults.minRedactedValueChars) continue;
+    forms.add(value).add(JSON.stringify(value).slice(1, -1)).add(encodeURIComponent(value));
+  }
+  return [...forms].sort((a, b) => b.length - a.length);
 }
 
 // The package's own env and the host's fixed values, plus the granted host names read through the run-time builder (which drops a denylisted one).
@@ -205,5 +240,5 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedValues(request.grantedEnv))));
+    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedSecretForms(request.grantedEnv))));
 }

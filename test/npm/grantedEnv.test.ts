@@ -67,4 +67,18 @@ describe('npm: a server that needs a token to start', NPM_TIMEOUT, () => {
     expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', stderr_tail: 'starting with token [redacted], then failing\n' } });
     expect(JSON.stringify({ message: error.message, details: error.details, hint: error.hint })).not.toContain(TOKEN_VALUE);
   });
+
+  it('keeps the granted value out of a stderr tail that begins inside it, and its JSON-escaped and percent-encoded copies too; a value under 4 characters is kept', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'token-server', source: TOKEN_SERVER });
+    const token = 'tok "4f9c/1e" granted value';
+    const forms = [token.slice(4), JSON.stringify(token).slice(1, -1), encodeURIComponent(token)];
+    const noisy = await pool.open(await pool.profile(), { profileKind: 'standard', env: { ...hostEnv, TOKEN: token } });
+    const error = (await noisy.wrap(`npm:${tarball}`, { env: ['TOKEN'], args: ['--fail-after-noise'] }))._unsafeUnwrapErr();
+    const tail = String((error.details as { stderr_tail?: unknown }).stderr_tail);
+    expect(tail).toContain('config {"token":"[redacted]"}\nurl https://example.com/?t=[redacted]\nthen failing\n');
+    for (const form of forms) expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(form);
+    const short = await pool.open(await pool.profile(), { profileKind: 'standard', env: { ...hostEnv, TOKEN: 'in' } });
+    const shortError = (await short.wrap(`npm:${tarball}`, { env: ['TOKEN'], args: ['--fail'] }))._unsafeUnwrapErr();
+    expect(shortError.details).toMatchObject({ stderr_tail: 'starting with token in, then failing\n' });
+  });
 });

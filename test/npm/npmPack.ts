@@ -79,6 +79,14 @@ if (process.env.TOKEN === undefined) { process.stderr.write('TOKEN is not set\\n
 const leaked = ['NODE_OPTIONS', 'LD_PRELOAD', 'UNGRANTED_SECRET'].filter((name) => process.env[name] !== undefined);
 if (leaked.length > 0) { process.stderr.write('reached: ' + leaked.join(',') + '\\n'); process.exit(2); }
 if (process.argv.includes('--fail')) { process.stderr.write('starting with token ' + process.env.TOKEN + ', then failing\\n'); process.exit(1); }
+if (process.argv.includes('--fail-after-noise')) {
+  // Exactly 64 KiB after the token's fourth character: the stderr tail begins inside the token.
+  const token = process.env.TOKEN;
+  const newest = 'config ' + JSON.stringify({ token }) + '\\nurl https://example.com/?t=' + encodeURIComponent(token) + '\\nthen failing\\n';
+  const noise = 64 * 1024 - Buffer.byteLength(token.slice(4) + '\\n') - Buffer.byteLength(newest);
+  process.stderr.write('starting with token ' + token + '\\n' + 'n'.repeat(noise - 1) + '\\n' + newest);
+  process.exit(1);
+}
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, method, params } = JSON.parse(line);
