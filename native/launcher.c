@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -287,7 +288,10 @@ static void parse(int argc, char **argv, struct spec *spec) {
       if (spec->egress_port < 1 || spec->egress_port > 65535) fail("spec", "--egress-port needs a port from 1 to 65535");
     } else if (strcmp(o, "--report") == 0) {
       NEED(1);
-      spec->report_fd = (int)number(argv[++i], o);
+      long long fd = number(argv[++i], o);
+      /* Process 1 closes it before forking the plugin: standard input, output or error must never be the one closed. */
+      if (fd < 3 || fd > INT_MAX) fail("spec", "--report needs a descriptor number of 3 or more");
+      spec->report_fd = (int)fd;
     } else if (strcmp(o, "--user") == 0) {
       NEED(2);
       spec->switch_user = 1;

@@ -19,7 +19,9 @@ export function packagesWithInstallScripts(lock: Readonly<Record<string, unknown
   const names = new Set<string>();
   for (const [path, entry] of Object.entries(packages)) {
     if (path === '' || !isRecord(entry) || entry['hasInstallScript'] !== true) continue;
-    names.add(path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    const nested = path.lastIndexOf('node_modules/');
+    // A path outside node_modules (a workspace link) is the package's own folder: its name is the path.
+    names.add(nested === -1 ? path : path.slice(nested + 'node_modules/'.length));
   }
   return [...names];
 }

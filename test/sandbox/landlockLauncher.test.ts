@@ -93,9 +93,10 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
     expect(run.ran).toBe(false);
   });
 
-  it('a spec it cannot honour: an unknown option, root as the plugin user, the root directory covered', () => {
+  it('a spec it cannot honour: an unknown option, root as the plugin user, the root directory covered, a report on standard output', () => {
     const cases: [string[], RegExp][] = [
       [['--share-everything'], /^mcp-plugin-launcher: spec: unknown option '--share-everything'\n$/],
+      [['--report', '1'], /^mcp-plugin-launcher: spec: --report needs a descriptor number of 3 or more\n$/],
       [['--user', '0', '0'], /^mcp-plugin-launcher: spec: --user must name a user other than root\n$/],
       [['--cover', '/'], /^mcp-plugin-launcher: cover: the root directory cannot be covered\n$/],
       [['--allow', '/nonexistent-grant', 'r'], /^mcp-plugin-launcher: landlock: \/nonexistent-grant: No such file or directory\n$/],
