@@ -77,6 +77,8 @@ describe('npm: a server that needs a token to start', NPM_TIMEOUT, () => {
     const tail = String((error.details as { stderr_tail?: unknown }).stderr_tail);
     expect(tail).toContain('config {"token":"[redacted]"}\nurl https://example.com/?t=[redacted]\nthen failing\n');
     for (const form of forms) expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(form);
+    const oneLine = (await noisy.wrap(`npm:${tarball}`, { env: ['TOKEN'], args: ['--fail-one-line'] }))._unsafeUnwrapErr();
+    expect(String((oneLine.details as { stderr_tail?: unknown }).stderr_tail)).toMatch(/^\[redacted\]n+$/);
     const short = await pool.open(await pool.profile(), { profileKind: 'standard', env: { ...hostEnv, TOKEN: 'in' } });
     const shortError = (await short.wrap(`npm:${tarball}`, { env: ['TOKEN'], args: ['--fail'] }))._unsafeUnwrapErr();
     expect(shortError.details).toMatchObject({ stderr_tail: 'starting with token in, then failing\n' });

@@ -87,6 +87,11 @@ if (process.argv.includes('--fail-after-noise')) {
   process.stderr.write('starting with token ' + token + '\\n' + 'n'.repeat(noise - 1) + '\\n' + newest);
   process.exit(1);
 }
+if (process.argv.includes('--fail-one-line')) {
+  // One line, the token's end first in its newest 64 KiB.
+  process.stderr.write('starting with token ' + process.env.TOKEN + 'n'.repeat(64 * 1024 - Buffer.byteLength(process.env.TOKEN.slice(4))));
+  process.exit(1);
+}
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, method, params } = JSON.parse(line);
