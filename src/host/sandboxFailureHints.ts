@@ -11,22 +11,16 @@ import hints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { HostError } from '../errors/HostError.js';
 
-const FAILURE_CODES: ReadonlySet<string> = new Set(['PLUGIN_TOOL_ERROR', 'PLUGIN_INTERNAL_ERROR']);
-
-const OFFLINE_HINT =
-  'The plugin has no network in its sandbox (the host default) and its failure reads like a network one: if the tool must reach a service, install it again with a grant of the network (CLI --grant-network) or of the destinations it needs (--grant-egress host:port).';
-
-const READ_ONLY_HINT =
-  'The plugin tried to write inside its install root, which is read-only in the sandbox (the files the install pinned); the one directory it may write is its data directory (its HOME). Point it there with the argument or environment variable it reads for that path: an argument with ${data_dir} (CLI --arg), or a host variable passed with --grant-env NAME.';
+const FAILURE_CODES: ReadonlySet<string> = new Set(hints.failureCodes);
 
 /** The hint for what the plugin's failure says, if the sandbox explains it. */
 function sandboxHint(error: HostError, plugin: InstalledPlugin): string | undefined {
   const said = `${error.message}\n${JSON.stringify(error.details['result'] ?? '')}`;
   const capabilities = plugin.descriptor?.capabilities;
   const offline = capabilities !== undefined && !capabilities.network && (capabilities.egress ?? []).length === 0;
-  if (offline && hints.networkPatterns.some((pattern) => said.includes(pattern))) return OFFLINE_HINT;
+  if (offline && hints.networkPatterns.some((pattern) => said.includes(pattern))) return hints.offlineHint;
   const root = plugin.lock.binding.install_root;
-  if (said.includes(root) && hints.readOnlyPatterns.some((pattern) => said.includes(pattern))) return READ_ONLY_HINT;
+  if (said.includes(root) && hints.readOnlyPatterns.some((pattern) => said.includes(pattern))) return hints.readOnlyHint;
   return undefined;
 }
 
