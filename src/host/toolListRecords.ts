@@ -35,6 +35,8 @@ function pinsOf(plugin: InstalledPlugin, declaredTools: readonly string[]): stri
 export class ToolListRecords {
   readonly #dir: string;
   readonly #known = new Map<string, StoredList | undefined>();
+  /** Records being written, so that closing the host waits for them (a record may not appear after close). */
+  readonly #writing = new Set<Promise<void>>();
 
   constructor(
     profileRoot: string,
@@ -58,13 +60,19 @@ export class ToolListRecords {
       save: (tools) => {
         const stored = { pins, tools };
         this.#known.set(`${id}\n${pins}`, stored);
-        void this.write(file, stored);
+        const writing = this.write(file, stored).finally(() => this.#writing.delete(writing));
+        this.#writing.add(writing);
       },
       forget: () => {
         this.#known.set(`${id}\n${pins}`, undefined);
         unlink(file).catch(() => undefined);
       },
     };
+  }
+
+  /** Settles once every record being written is in place (or given up, as logged). */
+  async settled(): Promise<void> {
+    while (this.#writing.size > 0) await Promise.all(this.#writing);
   }
 
   /** Drops a removed plugin's record: no later install can match its pins, so it would only linger. */

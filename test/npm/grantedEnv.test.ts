@@ -39,7 +39,9 @@ describe('npm: a server that needs a token to start', NPM_TIMEOUT, () => {
     expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
     const called = await host.call('plug.token-server.whoami', {}, { maxRisk: 'write' });
     expect(textOf(called._unsafeUnwrap())).toBe(`token of ${TOKEN_VALUE.length} characters`);
-    // The generated manifest, the lock and the catalog name the grant, never its value.
+    // Closed first: the host writes the plugin's tool list in the background after the call (a temporary file, renamed).
+    await host.close();
+    // The generated manifest, the lock, the catalog and the tool list name the grant, never its value.
     expect(await filesHolding(dir, TOKEN_VALUE)).toEqual([]);
   });
 
