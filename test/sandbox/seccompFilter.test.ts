@@ -9,10 +9,17 @@ const ENOSYS = 0x00050026;
 const X86_64 = 0xc000003e;
 const I386 = 0x40000003;
 const AARCH64 = 0xc00000b7;
+const ARM = 0x40000028;
+const AF_INET = 2;
+const SOCK_STREAM = 1;
+const MSG_FASTOPEN = 0x20000000;
+const MSG_DONTWAIT = 0x40;
 
 /** A classic-BPF interpreter for the instructions the filter uses, over struct seccomp_data. */
-function evaluate(program: Buffer, arch: number, nr: number, arg0 = 0): number {
-  const data: Record<number, number> = { 0: nr >>> 0, 4: arch >>> 0, 16: arg0 >>> 0 };
+function evaluate(program: Buffer, arch: number, nr: number, ...args: number[]): number {
+  const data: Record<number, number> = { 0: nr >>> 0, 4: arch >>> 0 };
+  // Each argument is 8 bytes from offset 16; the filter reads the low 32 bits (little-endian: the first word).
+  args.forEach((arg, i) => (data[16 + 8 * i] = arg >>> 0));
   let acc = 0;
   for (let pc = 0; pc < program.length / 8; ) {
     const code = program.readUInt16LE(pc * 8);
@@ -48,6 +55,31 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(p, I386, 359, 1)).toBe(EPERM);
     expect(evaluate(p, I386, 359, 2)).toBe(ALLOW);
     expect(evaluate(p, AARCH64, 198, 1)).toBe(ENOSYS); // foreign architecture: nothing
+  });
+
+  // Numbers from each architecture's kernel syscall table: socket, and each send with the index of its flags argument.
+  it.each([
+    ['x86-64', 'x64', X86_64, 41, [[44, 3], [46, 2], [307, 3]]],
+    ['i386 on an x86-64 host', 'x64', I386, 359, [[369, 3], [370, 2], [345, 3]]],
+    ['aarch64', 'arm64', AARCH64, 198, [[206, 3], [211, 2], [269, 3]]],
+    ['32-bit ARM on an arm64 host', 'arm64', ARM, 281, [[290, 3], [296, 2], [374, 3], [289, 3]]],
+  ] as const)('%s: refuses MPTCP and SMC stream sockets and sends with MSG_FASTOPEN, allows TCP and other send flags', (_name, host, arch, socket, sends) => {
+    const p = unixSocketDenyFilter(host)!;
+    expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, 262)).toBe(EPERM); // IPPROTO_MPTCP
+    expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, 256)).toBe(EPERM); // IPPROTO_SMC
+    expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, 6)).toBe(ALLOW); // IPPROTO_TCP
+    expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, 0)).toBe(ALLOW);
+    for (const [nr, flagsArg] of sends) {
+      const withFlags = (flags: number): number[] => Array.from({ length: 6 }, (_, i) => (i === flagsArg ? flags : 0));
+      expect(evaluate(p, arch, nr, ...withFlags(MSG_FASTOPEN | MSG_DONTWAIT)), `syscall ${nr}`).toBe(EPERM);
+      expect(evaluate(p, arch, nr, ...withFlags(MSG_DONTWAIT)), `syscall ${nr}`).toBe(ALLOW);
+      // The flag in another argument than the flags' is not a Fast Open send.
+      expect(evaluate(p, arch, nr, ...withFlags(0).map((_, i) => (i === (flagsArg === 2 ? 3 : 2) ? MSG_FASTOPEN : 0))), `syscall ${nr}`).toBe(ALLOW);
+    }
+    // With network the plugin's sends and sockets are the namespace's business: nothing is refused.
+    const networked = pluginSeccompFilter(true, host)!;
+    expect(evaluate(networked, arch, socket, AF_INET, SOCK_STREAM, 262)).toBe(ALLOW);
+    expect(evaluate(networked, arch, sends[0][0], 0, 0, 0, MSG_FASTOPEN)).toBe(ALLOW);
   });
 
   it('arm64: the same rules with its own numbers', () => {
