@@ -8,41 +8,33 @@
  * and the proxy still serves it afterwards, under its own list.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressEvent } from '../../src/egress/EgressProxy.js';
 import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { loopbackOrigin } from '../support/egressOrigin.js';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'egress');
 const base = mkdtempSync(join(tmpdir(), 'egress-isolation-'));
 const writeDir = join(base, 'data');
 const PLUGIN_UID = 1_900_000_417;
-let origin: Server;
-let originPort = 0;
+const origin = loopbackOrigin();
 let spawner: SandboxSpawner;
 const events: EgressEvent[] = [];
 
 beforeAll(async () => {
   mkdirSync(writeDir, { recursive: true });
-  origin = createServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
-  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
-  originPort = (origin.address() as AddressInfo).port;
   spawner = (
     await SandboxSpawner.create({
-      egressResolver: { resolve: () => Promise.resolve(['203.0.113.10']), route: () => ({ host: '127.0.0.1', port: originPort }) },
+      egressResolver: { resolve: () => Promise.resolve(['203.0.113.10']), route: () => ({ host: '127.0.0.1', port: origin.port() }) },
       onEgress: (event) => events.push(event),
     })
   )._unsafeUnwrap();
 }, 120_000);
 
-afterAll(() => {
-  origin.close();
-  rmSync(base, { recursive: true, force: true });
-});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 type Attempts = Record<'uid' | 'mem' | 'ptrace_attach' | 'ptrace_seize' | 'signal_0' | 'sigstop' | 'sigkill', unknown>;
 interface AttackReport {
@@ -57,7 +49,7 @@ interface AttackReport {
 describe('the egress path seen from a hostile plugin', { timeout: 120_000 }, () => {
   it.runIf(process.getuid?.() === 0)('holds nothing the plugin can write, trace or signal, has no way around it, and still serves the plugin', async () => {
     const spawned = await spawner.spawn({
-      executable: unverifiedCommand(['/usr/bin/python3', '-I', join(FIXTURES, 'attacker.py'), String(originPort), 'http://api.test/after-attack'], FIXTURES),
+      executable: unverifiedCommand(['/usr/bin/python3', '-I', join(FIXTURES, 'attacker.py'), String(origin.port()), 'http://api.test/after-attack'], FIXTURES),
       env: {},
       network: false,
       egress: ['api.test:80'],

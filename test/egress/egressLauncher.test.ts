@@ -6,8 +6,7 @@
  * what each of its attempts got, as one JSON object.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +18,7 @@ import { probeEgress } from '../../src/sandbox/egressProbe.js';
 import { findLauncher } from '../../src/sandbox/launcherBinary.js';
 import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
 import { SandboxSpawner, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { loopbackOrigin } from '../support/egressOrigin.js';
 
 const base = mkdtempSync(join(tmpdir(), 'egress-launcher-'));
 const installRoot = join(base, 'plugin');
@@ -82,8 +82,7 @@ print(json.dumps({
 }))
 `;
 
-let origin: Server;
-let originPort = 0;
+const origin = loopbackOrigin();
 let abstractServer: Server;
 let abstractHits = 0;
 let spawner: SandboxSpawner;
@@ -92,9 +91,6 @@ const events: EgressEvent[] = [];
 beforeAll(async () => {
   mkdirSync(installRoot, { recursive: true });
   mkdirSync(writeDir, { recursive: true });
-  origin = createHttpServer((req, res) => res.end(`origin ${req.headers.host ?? ''}${req.url ?? ''}`));
-  await new Promise<void>((resolve) => origin.listen({ host: '127.0.0.1', port: 0 }, resolve));
-  originPort = (origin.address() as AddressInfo).port;
   // A host socket in the abstract namespace: no plugin may reach it.
   abstractServer = createServer((socket) => {
     abstractHits++;
@@ -106,7 +102,7 @@ beforeAll(async () => {
       backend: 'auto',
       egressResolver: {
         resolve: (name) => (name === 'api.test' || name === 'other.test' ? Promise.resolve(['203.0.113.10']) : Promise.reject(new Error(`ENOTFOUND ${name}`))),
-        route: () => ({ host: '127.0.0.1', port: originPort }),
+        route: () => ({ host: '127.0.0.1', port: origin.port() }),
       },
       onEgress: (event) => events.push(event),
     })
@@ -114,14 +110,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(() => {
-  origin.close();
   abstractServer.close();
   rmSync(base, { recursive: true, force: true });
 });
 
 function request(): SandboxSpawnRequest {
   return {
-    executable: unverifiedCommand(['/usr/bin/python3', '-I', '-c', PLUGIN, String(proxySettings.sandboxProxyPort), String(originPort), ABSTRACT_NAME], installRoot),
+    executable: unverifiedCommand(['/usr/bin/python3', '-I', '-c', PLUGIN, String(proxySettings.sandboxProxyPort), String(origin.port()), ABSTRACT_NAME], installRoot),
     env: {},
     network: false,
     egress: ['api.test:80'],
@@ -172,7 +167,7 @@ describe('a plugin with a destination list under the Landlock launcher', { timeo
       .slice(1)
       .map((line) => parseInt(line.trim().split(/\s+/)[1]!.split(':')[1]!, 16));
     expect(localPorts).toContain(proxySettings.sandboxProxyPort);
-    expect(localPorts).not.toContain(originPort);
+    expect(localPorts).not.toContain(origin.port());
     expect(exit.code).toBe(0);
   });
 
