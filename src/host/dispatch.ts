@@ -154,7 +154,8 @@ export class CallDispatcher {
       mapped =
         checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
-    mapped = mapped.mapErr((error) => withSandboxHint(error, plugin));
+    // Only a failure is looked at: mapErr would copy every answered call's Ok on the warm path.
+    if (mapped.isErr()) mapped = err(withSandboxHint(mapped.error, plugin));
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
       events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
