@@ -1,3 +1,4 @@
+import terminalLayout from '../../etc/cli-terminal.json' with { type: 'json' };
 import type { HostError } from '../index.js';
 import { cliHint } from './cliHints.js';
 import { Spinner } from './Spinner.js';
@@ -16,9 +17,9 @@ export interface Terminal {
 }
 
 // JSON.stringify escapes C0 controls but leaves DEL, the C1 controls (U+009B is a CSI to some terminals) and the line
-// separators raw; a package's text carrying them would reach a terminal that shows --json output. Escaped, the document
-// parses to the same value.
-const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029]/g;
+// separators raw, and the bidirectional formatting characters; a package's text carrying them would reach a terminal
+// that shows --json output. Escaped, the document parses to the same value.
+const RAW_IN_JSON = new RegExp(String.raw`[\u007f-\u009f\u2028\u2029${terminalLayout.bidiControls}]`, 'g');
 const escapedCodePoint = (found: string): string => `\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** A violation as the CLI prints it. */

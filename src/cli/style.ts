@@ -1,3 +1,5 @@
+import terminalLayout from '../../etc/cli-terminal.json' with { type: 'json' };
+
 /** A stream the CLI writes to: process.stdout / process.stderr, or a test double. */
 export interface OutputStream {
   /** Writes text. */
@@ -28,18 +30,24 @@ export interface Style {
 
 const sgr = (open: number, close: number) => (text: string): string => `\u001b[${open}m${text}\u001b[${close}m`;
 
-// An escape sequence (CSI, OSC, or a two-character one) or a lone control character: C0 but tab and line feed, DEL, C1.
-const CONTROL = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+// An escape sequence (CSI, OSC, or a two-character one) or a lone control character: C0 but tab and line feed, DEL, C1,
+// and the bidirectional formatting characters, which reorder the text shown around them.
+const CONTROL = new RegExp(
+  String.raw`\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f${terminalLayout.bidiControls}]`,
+  'g',
+);
 // The decorations createStyle writes, the only escape sequences the CLI itself prints through Output.
 const OWN_DECORATION = /^\u001b\[(?:1|2|22|31|32|33|36|39)m$/;
 
 /**
  * `text` as the CLI may put it on a terminal: every escape sequence and
- * control character removed (tab and line feed kept) but the decorations of
- * {@link createStyle}. Names, descriptions, hints and messages printed for
- * people come from packages and plugins; an escape sequence in one could move
- * the cursor and rewrite lines already shown (the powers a person is asked to
- * approve at install), retitle the window or hide text.
+ * control character removed (tab and line feed kept), bidirectional
+ * formatting characters too, but the decorations of {@link createStyle}.
+ * Names, descriptions, hints and messages printed for people come from
+ * packages and plugins; an escape sequence in one could move the cursor and
+ * rewrite lines already shown (the powers a person is asked to approve at
+ * install), retitle the window or hide text, and a right-to-left override
+ * could show its text backwards.
  */
 export function terminalSafe(text: string): string {
   return text.replace(CONTROL, (found) => (OWN_DECORATION.test(found) ? found : ''));

@@ -103,6 +103,30 @@ describe('package text on the terminal', () => {
     expect(JSON.stringify(JSON.parse(info.stdout))).toContain(JSON.stringify(description).slice(1, -1));
   });
 
+  it('shows a name with bidi controls in logical order: a right-to-left override cannot reorder the powers question', { timeout: SLOW }, async () => {
+    // U+202E shows what follows right to left, so "Greeter‮on krowten" would read "Greeter network no"; U+2066..U+2069 isolate, U+200E/F and U+061C mark.
+    const bidi = '\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c';
+    const reordered = join(scratch.path, 'bidi');
+    await cp(join(REPO, 'fixtures/plugins/install-node'), reordered, { recursive: true });
+    const manifest = JSON.parse(await readFile(join(reordered, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    manifest['name'] = `Greeter\u202eon          krowten  ${bidi}`;
+    manifest['description'] = `Greets people${bidi}`;
+    manifest['declared_capabilities'] = { network: true, fs_write_dir: '', env_allow: [] };
+    await writeFile(join(reordered, 'manifest.json'), JSON.stringify(manifest));
+    const profile = join(scratch.path, 'bidi-profile');
+    const run = await onTerminal(['install', reordered, '--dev', '--skip-canary', '--profile-dir', profile], /run it with these powers\? \[y\/N\] /, 'n');
+    const prompt = run.stdout.slice(run.stdout.indexOf('This plugin runs as code'));
+    expect(prompt).toMatch(/plugin +Greeteron {10}krowten/);
+    expect(prompt).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+    expect((await cli(['install', reordered, '--dev', '--yes', '--skip-canary', '--profile-dir', profile])).code).toBe(0);
+    const info = await cli(['info', 'greeter', '--profile-dir', profile]);
+    expect(info.stdout).toMatch(/^description +Greets people$/m);
+    expect(info.stdout).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+    const json = await cli(['info', 'greeter', '--profile-dir', profile, '--json']);
+    expect(json.stdout).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+    expect(JSON.stringify(JSON.parse(json.stdout))).toContain(JSON.stringify(`Greets people${bidi}`).slice(1, -1));
+  });
+
   it('shows a plugin that dies at start with its stderr as text', { timeout: SLOW }, async () => {
     const dies = join(scratch.path, 'dies');
     await cp(join(REPO, 'fixtures/plugins/install-node'), dies, { recursive: true });
