@@ -40,6 +40,7 @@ export class NdjsonCall implements CallDeadline, PendingRequest {
   private id: NdjsonRequestId = 0;
   private abortSignal: AbortSignal | undefined;
   private onAbort: (() => void) | undefined;
+  private ending: AbortController | undefined;
 
   /**
    * Registers the call and watches its deadline.
@@ -70,6 +71,17 @@ export class NdjsonCall implements CallDeadline, PendingRequest {
     this.abortSignal = signal;
     this.onAbort = () => this.settle(err(cancelledError(this.method, this.phase)));
     signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /**
+   * Aborts when the call is settled, however it ends: a call waiting for a
+   * slot leaves the limiter's queue then, instead of keeping its place until
+   * its turn and handing the slot straight on. Made only for calls that wait.
+   */
+  get endSignal(): AbortSignal {
+    this.ending ??= new AbortController();
+    if (this.settled) this.ending.abort();
+    return this.ending.signal;
   }
 
   /** Holds an in-flight slot until the call ends (given back at once if it already has). */
@@ -108,6 +120,7 @@ export class NdjsonCall implements CallDeadline, PendingRequest {
     this.sentOn?.forget(this.id);
     this.sentOn = undefined;
     this.abortSignal?.removeEventListener('abort', this.onAbort!);
+    this.ending?.abort();
     const slot = this.slot;
     this.slot = undefined;
     slot?.();

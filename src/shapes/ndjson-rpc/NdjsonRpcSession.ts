@@ -104,6 +104,11 @@ export class NdjsonRpcSession implements PluginSession {
     return okAsync(this.tools);
   }
 
+  /** Calls holding an in-flight slot, and calls waiting for one: for monitoring and tests. */
+  stats(): { readonly inFlight: number; readonly waiting: number } {
+    return { inFlight: this.permits.inFlight, waiting: this.permits.waiting };
+  }
+
   /**
    * Sends `{"method": name, "params": args, "id": n}` and waits for the answer.
    * `options.timeoutMs` (default: the session's call timeout) bounds the whole
@@ -149,22 +154,17 @@ export class NdjsonRpcSession implements PluginSession {
   }
 
   private async callAfterWaiting(call: NdjsonCall, held: ReleaseSlot | undefined, params: unknown, caller: string | undefined): Promise<Result<ToolResult, HostError>> {
-    const settledFirst = call.outcome.then(() => undefined);
     let release = held;
     if (release === undefined) {
-      const acquiring = this.permits.acquire(undefined, caller);
-      release = await Promise.race([acquiring, settledFirst]);
-      if (release === undefined || call.isSettled) {
-        void acquiring.then((r) => r?.());
-        return call.outcome;
-      }
+      release = await this.permits.acquire(call.endSignal, caller);
+      if (release === undefined) return call.outcome;
     }
     call.holdSlot(release);
 
     call.phase = 'spawning';
     let connection = this.connections.live;
     if (connection === undefined) {
-      const connected = await Promise.race([this.connections.get(), settledFirst]);
+      const connected = await Promise.race([this.connections.get(), call.outcome.then(() => undefined)]);
       if (connected === undefined || call.isSettled) return call.outcome;
       if (connected.isErr()) {
         call.settle(err(connected.error));

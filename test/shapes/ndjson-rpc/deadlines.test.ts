@@ -35,4 +35,23 @@ describe('ndjson-rpc call deadlines', () => {
     expect(outcomes.map((o) => (o.isOk() ? 'ok' : o.error.code))).toEqual(['PLUGIN_TIMEOUT', 'ok', 'PLUGIN_TIMEOUT']);
     expect(outcomes.map((o) => (o.isErr() ? o.error.details.timeout_ms : undefined))).toEqual([200, undefined, 400]);
   });
+
+  it('takes calls that time out or are cancelled while queued out of the in-flight queue at once', async () => {
+    const s = NdjsonRpcSession.create({ launch: plainLauncher(nodeArgv(ECHO), { env: { ECHO_MODE: 'concurrent' } }), maxInFlight: 1 })._unsafeUnwrap();
+    sessions.push(s);
+    (await s.callTool('echo', { delayMs: 0 }))._unsafeUnwrap();
+    // Holds the one slot for the rest of the test: the queued calls below end while it is still at the plugin.
+    const holder = s.callTool('echo', { delayMs: 60_000 }, { timeoutMs: 60_000 });
+    const cancel = new AbortController();
+    const timedOut = Array.from({ length: 5 }, (_, i) => s.callTool('echo', { delayMs: 0 }, { timeoutMs: 50, caller: `c${i % 2}` }));
+    const cancelled = Array.from({ length: 3 }, () => s.callTool('echo', { delayMs: 0 }, { signal: cancel.signal, caller: 'c2' }));
+    expect(s.stats()).toEqual({ inFlight: 1, waiting: 8 });
+    cancel.abort();
+    const outcomes = await Promise.all([...timedOut, ...cancelled]);
+    expect(outcomes.map((o) => o._unsafeUnwrapErr().code)).toEqual([...Array(5).fill('PLUGIN_TIMEOUT'), ...Array(3).fill('PLUGIN_CANCELLED')]);
+    // Before, each stayed queued until its turn came (here: never), then took the slot only to hand it straight on.
+    expect(s.stats()).toEqual({ inFlight: 1, waiting: 0 });
+    await s.close();
+    expect((await holder)._unsafeUnwrapErr().code).toBe('HOST_CLOSED');
+  });
 });
