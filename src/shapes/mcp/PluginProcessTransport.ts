@@ -10,6 +10,7 @@ import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { DirectAnswer, DirectToolCalls } from './DirectToolCalls.js';
+import { repairToolListResult, type ToolListRepairs } from './toolListLeniency.js';
 
 const EXCERPT_CHARS = 200;
 /** How deep a plugin's line may nest: the bound on the values it carries, plus the envelope's own level. */
@@ -46,6 +47,8 @@ export interface PluginProcessTransportOptions {
   readonly clock?: Clock;
   /** The host's own `tools/call` requests: their answers and progress go there instead of to the SDK. */
   readonly directCalls?: DirectToolCalls;
+  /** Told what was repaired in a `tools/list` answer before the SDK read it (`etc/tool-list-leniency.json`). */
+  readonly onToolListRepaired?: (repairs: ToolListRepairs) => void;
 }
 
 
@@ -107,6 +110,8 @@ export class PluginProcessTransport implements Transport {
   private offeredVersion: string | undefined;
   /** Requests sent while the pipe was full, by id, until their line reaches the pipe. */
   private readonly queuedRequests = new Map<string | number, AbortController>();
+  /** The ids of `tools/list` requests not answered yet, whose answers get the leniency repairs. */
+  private readonly toolListIds = new Set<string | number>();
 
   /**
    * @param process - The running plugin; the transport owns it from `start()` on.
@@ -180,6 +185,8 @@ export class PluginProcessTransport implements Transport {
     const channel = this.channel;
     if (this.closed || channel === undefined) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
     if ('method' in message && message.method === 'initialize' && 'id' in message) this.initializeId = message.id;
+    if ('method' in message && message.method === 'tools/list' && 'id' in message) this.toolListIds.add(message.id);
+    else if ('method' in message && message.method === 'notifications/cancelled' && this.toolListIds.size > 0) this.forgetCancelled(message.params);
     const text = JSON.stringify(message);
     // The SDK only awaits a send; handing on the channel's promise spares one promise per message on the warm path.
     if (!channel.isBackedUp) return channel.send(text) as Promise<unknown> as Promise<void>;
@@ -240,6 +247,7 @@ export class PluginProcessTransport implements Transport {
       if (parsed === undefined) return;
     }
     if (this.options.directCalls !== undefined && this.routeDirect(this.options.directCalls, parsed)) return;
+    if (this.toolListIds.size > 0) parsed = this.repairedToolList(parsed);
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
       const claimsJsonRpc = typeof parsed === 'object' && parsed !== null && 'jsonrpc' in parsed;
@@ -351,6 +359,21 @@ export class PluginProcessTransport implements Transport {
     else this.onmessage?.({ jsonrpc: '2.0', id, error });
   }
 
+  /** A `tools/list` the SDK gave up on (timed out, aborted) is forgotten: a plugin that never answers its lists must not grow the set. */
+  private forgetCancelled(params: unknown): void {
+    const requestId = isJsonObject(params) ? params.requestId : undefined;
+    if (isRequestId(requestId)) this.toolListIds.delete(requestId);
+  }
+
+  /** An answer to a `tools/list` request with the leniency repairs made; any other message as it is. */
+  private repairedToolList(parsed: unknown): unknown {
+    if (!isJsonObject(parsed) || parsed.method !== undefined || !isRequestId(parsed.id) || !this.toolListIds.delete(parsed.id)) return parsed;
+    const repaired = repairToolListResult(parsed.result);
+    if (repaired === undefined) return parsed;
+    this.options.onToolListRepaired?.(repaired.repairs);
+    return { ...parsed, result: repaired.result };
+  }
+
   private noteInitializeAnswer(message: JSONRPCMessage): void {
     this.initializeId = undefined;
     const version = 'result' in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
@@ -366,6 +389,7 @@ export class PluginProcessTransport implements Transport {
     if (this.closed) return;
     this.closed = true;
     this.endedByPeer = byPeer;
+    this.toolListIds.clear();
     this.options.directCalls?.close();
     this.onclose?.();
   }

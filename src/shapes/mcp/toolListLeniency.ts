@@ -1,0 +1,67 @@
+/**
+ * The repairs the host makes to a plugin's `tools/list` answer before the SDK's
+ * strict schema reads it: published servers send shapes the reference clients
+ * accept (an input schema without `type`, `null` for a field left out), and a
+ * host that refused them would refuse those servers whole. Each repair only
+ * narrows or removes, never widens what a tool accepts.
+ */
+import { isJsonObject } from '../../framing/jsonRpcValues.js';
+import leniency from '../../../etc/tool-list-leniency.json' with { type: 'json' };
+
+/** What was repaired in one `tools/list` answer, for the log. */
+export interface ToolListRepairs {
+  /** Tools whose input or output schema had no `type` and got `type: "object"`. */
+  readonly untypedSchemas: readonly string[];
+  /** How many null members were removed. */
+  readonly nullsRemoved: number;
+}
+
+function withoutNulls(value: Record<string, unknown>, fields: readonly string[]): { value: Record<string, unknown>; removed: number } {
+  let removed = 0;
+  const kept = { ...value };
+  for (const field of fields) {
+    if (field in kept && kept[field] === null) {
+      delete kept[field];
+      removed++;
+    }
+  }
+  return { value: kept, removed };
+}
+
+// Arguments and structured content are JSON objects by the protocol itself, so `type: "object"` says nothing a schema without a type did not already have to accept from a conforming caller.
+const typedSchema = (schema: unknown): { schema: unknown; repaired: boolean } =>
+  isJsonObject(schema) && !('type' in schema) ? { schema: { type: 'object', ...schema }, repaired: true } : { schema, repaired: false };
+
+/**
+ * The `result` of a `tools/list` answer with the repairs of
+ * `etc/tool-list-leniency.json` made, and what they were; `undefined` when
+ * nothing needed one (the answer goes on unchanged). Anything this does not
+ * recognise is left as it is, for the SDK's schema to judge.
+ */
+export function repairToolListResult(result: unknown): { result: Record<string, unknown>; repairs: ToolListRepairs } | undefined {
+  if (!isJsonObject(result) || !Array.isArray(result.tools)) return undefined;
+  const top = withoutNulls(result, leniency.nullableResultFields);
+  let nullsRemoved = top.removed;
+  const untypedSchemas: string[] = [];
+  const tools = result.tools.map((tool: unknown) => {
+    if (!isJsonObject(tool)) return tool;
+    const fields = withoutNulls(tool, leniency.nullableToolFields);
+    nullsRemoved += fields.removed;
+    const repaired = fields.value;
+    if (isJsonObject(repaired.annotations)) {
+      const annotations = withoutNulls(repaired.annotations, leniency.nullableAnnotationFields);
+      nullsRemoved += annotations.removed;
+      repaired.annotations = annotations.value;
+    }
+    const input = typedSchema(repaired.inputSchema);
+    const output = typedSchema(repaired.outputSchema);
+    if (input.repaired || output.repaired) {
+      untypedSchemas.push(String(repaired.name));
+      repaired.inputSchema = input.schema;
+      if (output.repaired) repaired.outputSchema = output.schema;
+    }
+    return repaired;
+  });
+  if (nullsRemoved === 0 && untypedSchemas.length === 0) return undefined;
+  return { result: { ...top.value, tools }, repairs: { untypedSchemas, nullsRemoved } };
+}
