@@ -89,3 +89,53 @@ describe('seed 000 §2 install through PluginHost under the default preset', () 
     expect((await host.install(pkg, { canary: false }))._unsafeUnwrapErr().code).toBe('PLUGIN_NAMESPACE_CONFLICT');
   });
 });
+
+describe('seed 000 §2 field-by-field: "Every field below is required unless marked optional"', () => {
+  const gum = new ManifestValidator({});
+
+  it.each([
+    ['manifest_schema_version', 'PLUGIN_MANIFEST_SCHEMA_UNSUPPORTED'],
+    ['plugin_id', 'PLUGIN_MANIFEST_INVALID'],
+    ['name', 'PLUGIN_MANIFEST_INVALID'],
+    ['version', 'PLUGIN_MANIFEST_INVALID'],
+    ['namespace_owner', 'PLUGIN_NAMESPACE_CONFLICT'],
+    ['shape', 'PLUGIN_MANIFEST_INVALID'],
+    ['executable', 'PLUGIN_MANIFEST_INVALID'],
+    ['advertised_tools', 'PLUGIN_MANIFEST_INVALID'],
+    ['declared_capabilities', 'PLUGIN_MANIFEST_INVALID'],
+  ])('§2 a third-party manifest without %s is refused with %s at that field', (field, code) => {
+    const doc = gumJson();
+    delete doc[field];
+    expect(pairs(gum.inspectValue(doc, 'gum-json')._unsafeUnwrap().violations)).toEqual([[code, `/${field}`]]);
+  });
+
+  it.each([
+    ['advertised_tools', 'name'],
+    ['advertised_tools', 'risk_class'],
+    ['declared_capabilities', 'network'],
+    ['declared_capabilities', 'fs_write_dir'],
+    ['declared_capabilities', 'env_allow'],
+  ])('§2 %s.%s is required: its absence is PLUGIN_MANIFEST_INVALID at the field', (parent, field) => {
+    const doc = gumJson();
+    const holder = parent === 'advertised_tools' ? (doc.advertised_tools as Array<Record<string, unknown>>)[0]! : (doc.declared_capabilities as Record<string, unknown>);
+    delete holder[field];
+    const pointer = parent === 'advertised_tools' ? `/advertised_tools/0/${field}` : `/declared_capabilities/${field}`;
+    expect(pairs(gum.inspectValue(doc, 'gum-json')._unsafeUnwrap().violations)).toEqual([['PLUGIN_MANIFEST_INVALID', pointer]]);
+  });
+
+  it('§2 plugin_id matches ^[a-z][a-z0-9-]{0,63}$: 1 and 64 characters pass, 65 and a non-letter start or other characters fail', () => {
+    const violations = (id: string) => pairs(gum.inspectValue({ ...gumJson(), plugin_id: id }, 'gum-json')._unsafeUnwrap().violations);
+    for (const id of ['a', 'a'.repeat(64), 'fli-2', 'x-']) expect(violations(id), id).toEqual([]);
+    for (const id of ['a'.repeat(65), '1fli', '-fli', 'Fli', 'fli_2', 'fli.x', '']) expect(violations(id), id).toEqual([['PLUGIN_MANIFEST_INVALID', '/plugin_id']]);
+  });
+
+  it('§2 risk_class is one of read, write, destructive', () => {
+    const withRisk = (risk: string) => {
+      const doc = gumJson();
+      (doc.advertised_tools as Array<Record<string, unknown>>)[0]!.risk_class = risk;
+      return pairs(gum.inspectValue(doc, 'gum-json')._unsafeUnwrap().violations);
+    };
+    for (const risk of ['read', 'write', 'destructive']) expect(withRisk(risk), risk).toEqual([]);
+    for (const risk of ['admin', 'READ', '']) expect(withRisk(risk), risk).toEqual([['PLUGIN_MANIFEST_INVALID', '/advertised_tools/0/risk_class']]);
+  });
+});

@@ -9,6 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { validateHandshakeManifest } from '../../src/manifest/handshake.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
 
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-handshake');
@@ -49,5 +50,21 @@ describe('seed 004 handshake runtime: per-plugin timeouts through PluginHost', (
     const error = (await host.call('plug.host-handshake.echo', { a: 1 }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_TIMEOUT');
     expect(error.details).toMatchObject({ plugin_id: 'host-handshake', phase: 'handshake', timeout_ms: 300 });
+  });
+});
+
+describe('seed 004 handshake response: required manifest fields plugin_id, plugin_version, protocol_version, exposed_tools', () => {
+  const complete = (): Record<string, unknown> => ({ plugin_id: 'rterm.echo', plugin_version: '1.2.0', protocol_version: 'rterm.plugin.v1', exposed_tools: ['echo'] });
+
+  it('a manifest with the four fields and no capabilities is accepted', () => {
+    expect(validateHandshakeManifest(complete()).isOk()).toBe(true);
+  });
+
+  it.each(['plugin_id', 'plugin_version', 'protocol_version', 'exposed_tools'])('a manifest without %s fails the handshake (PLUGIN_HANDSHAKE_FAILED at that field)', (field) => {
+    const manifest = complete();
+    delete manifest[field];
+    const error = validateHandshakeManifest(manifest)._unsafeUnwrapErr();
+    expect(error.code).toBe('PLUGIN_HANDSHAKE_FAILED');
+    expect((error.details.violations as Array<{ pointer: string }>).map((v) => v.pointer)).toEqual([`/${field}`]);
   });
 });

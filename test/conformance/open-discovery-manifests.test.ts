@@ -145,3 +145,14 @@ describe('seed 003: every manifest the seed shows passes the strict Open Discove
     expect(reconcileCapabilities(manifest, registeredAt('mcp://docs/other')).map((m) => m.problem)).toEqual(['uri-differs']);
   });
 });
+
+describe('seed 003 Loader Steps 1 "Enforce required fields: name, version, sdk, entry, capabilities"', () => {
+  const complete = (): Record<string, unknown> => ({ name: 'net-utils', version: '1.1.0', sdk: '@modelcontextprotocol/sdk', entry: 'dist/index.js', capabilities: {} });
+
+  it.each(['name', 'version', 'sdk', 'entry', 'capabilities'])('a manifest without %s is refused with PLUGIN_MANIFEST_INVALID at that field', (field) => {
+    const manifest = complete();
+    delete manifest[field];
+    const result = validator.inspectValue(manifest, 'open-discovery')._unsafeUnwrap();
+    expect(result.violations.map((v) => [v.code, v.pointer])).toEqual([['PLUGIN_MANIFEST_INVALID', `/${field}`]]);
+  });
+});
