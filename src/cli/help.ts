@@ -40,7 +40,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
   yes: ['-y, --yes', 'confirm without asking (run: a high_stakes_write tool; remove)'],
   timeout: ['--timeout <ms>', 'time a plugin may stay silent during a call'],
-  set: ['--set NAME=value | NAME', 'a credential to store (repeatable); NAME alone reads $NAME'],
+  set: ['--set NAME=- | NAME | NAME=value', 'a credential to store (repeatable): =- reads stdin, NAME alone $NAME'],
   'grant-network': ['--grant-network', 'grant the plugin the network'],
   'grant-write-dir': ['--grant-write-dir <dir>', 'grant a writable directory inside its data dir'],
   'grant-env': ['--grant-env NAME', 'grant a host environment variable (repeatable)'],

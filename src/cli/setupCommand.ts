@@ -5,7 +5,7 @@ import type { ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { reportCanary } from './lifecycleCommands.js';
 import { authChecklist } from './present.js';
-import { ask } from './prompt.js';
+import { ask, readAll } from './prompt.js';
 import { oneLineField } from './style.js';
 import { usageError } from './usage.js';
 
@@ -14,19 +14,42 @@ async function declaredCredentials(host: PluginHost, name: string): Promise<Resu
   return (await host.info(name)).map((info) => info.credential_descriptors);
 }
 
+// `--set NAME=-`: the value comes from stdin, so it is never in this process's command line.
+const FROM_STDIN = '-';
+
 /**
- * Resolves `--set KEY=value` / `--set KEY` (value from this process's
- * environment). KEY is a credential's alias or its env name; the host
- * refuses keys the plugin does not declare.
+ * The value `--set NAME=-` names: typed on a terminal with the input hidden,
+ * or all of piped stdin without its final line break.
  */
-function assignments(ctx: CommandContext): Result<Map<string, string>, HostError> {
+async function valueFromStdin(ctx: CommandContext, key: string): Promise<string> {
+  if (ctx.terminal.stdin.isTTY === true) return ask(ctx.terminal, `  ${oneLineField(key)} (input hidden): `, { hidden: true });
+  return (await readAll(ctx.terminal.stdin)).replace(/\r?\n$/, '');
+}
+
+/**
+ * Resolves `--set KEY=value`, `--set KEY=-` (value from stdin) and
+ * `--set KEY` (value from this process's environment). KEY is a
+ * credential's alias or its env name; the host refuses keys the plugin does
+ * not declare. A value typed in the command line is taken, with a warning:
+ * other users see it in the process list, and the shell keeps it in history.
+ */
+async function assignments(ctx: CommandContext): Promise<Result<Map<string, string>, HostError>> {
   const values = new Map<string, string>();
+  const fromStdin = ctx.flags.set.filter((item) => item.endsWith(`=${FROM_STDIN}`));
+  if (fromStdin.length > 1) return err(usageError(`only one --set NAME=${FROM_STDIN} can read stdin; give the others as --set NAME (from the environment)`, 'setup'));
   for (const item of ctx.flags.set) {
     const eq = item.indexOf('=');
     const key = eq === -1 ? item : item.slice(0, eq);
-    const value = eq === -1 ? ctx.terminal.env[key] : item.slice(eq + 1);
+    const typed = eq === -1 ? undefined : item.slice(eq + 1);
+    const value = typed === undefined ? ctx.terminal.env[key] : typed === FROM_STDIN ? await valueFromStdin(ctx, key) : typed;
     if (value === undefined || value === '') {
-      return err(usageError(eq === -1 ? `--set ${key}: the environment variable ${key} is not set` : `--set ${key}= needs a value`, 'setup'));
+      const why = typed === undefined ? `the environment variable ${key} is not set` : typed === FROM_STDIN ? 'stdin gave no value' : 'the value is empty';
+      return err(usageError(`--set ${key}: ${why}`, 'setup'));
+    }
+    if (typed !== undefined && typed !== FROM_STDIN) {
+      ctx.terminal.stderr.write(
+        `warning: --set ${oneLineField(key)}=<value> puts the secret in the command line, where other users see it in the process list and the shell keeps it in history; use --set ${oneLineField(key)}=${FROM_STDIN} (stdin) or --set ${oneLineField(key)} (environment)\n`,
+      );
     }
     values.set(key, value);
   }
@@ -58,7 +81,7 @@ export function setupCommand(ctx: CommandContext): Promise<ExitCode> {
     if (declared.isErr()) return fail(ctx, declared.error, false, name);
     let values: Map<string, string>;
     if (ctx.flags.set.length > 0) {
-      const given = assignments(ctx);
+      const given = await assignments(ctx);
       if (given.isErr()) return fail(ctx, given.error, false, name);
       values = given.value;
     } else if (declared.value.length === 0) {
@@ -66,7 +89,7 @@ export function setupCommand(ctx: CommandContext): Promise<ExitCode> {
     } else if (ctx.terminal.stdin.isTTY === true && !ctx.out.json) {
       values = await prompted(ctx, declared.value);
     } else {
-      return fail(ctx, usageError(`${name} needs credentials: pass --set NAME=value (stdin is not a terminal to prompt on)`, 'setup'), false, name);
+      return fail(ctx, usageError(`${name} needs credentials: pass --set NAME=- with the value on stdin, or --set NAME to read $NAME (stdin is not a terminal to prompt on)`, 'setup'), false, name);
     }
     const spinner = ctx.out.spinner();
     spinner.update(`storing ${values.size} credential(s) and running the canary of ${name}`);

@@ -178,7 +178,7 @@ describe('plugin lifecycle through the CLI', () => {
   it('setup without --set on a non-terminal is a usage error', { timeout: SLOW }, async () => {
     const run = await inProfile(['setup', 'greeter']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('pass --set NAME=value');
+    expect(run.stderr).toContain('pass --set NAME=- with the value on stdin');
   });
 
   it('setup refuses a credential the plugin does not declare, naming the declared ones by alias', { timeout: SLOW }, async () => {
