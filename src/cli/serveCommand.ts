@@ -49,7 +49,8 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
   if (flags.tokenEnv !== undefined && flags.tokenFile !== undefined) return usageFailure(ctx, 'give --token-env or --token-file, not both', 'serve');
   const resolved = await mergedConfig(flags).andThen((config) => resolveGatewayConfig(config, terminal.env));
   if (resolved.isErr()) return fail(ctx, resolved.error, false);
-  const { host: hostOptions, gateway, audit } = resolved.value;
+  const { host: hostOptions, gateway, audit, warnings } = resolved.value;
+  for (const warning of warnings) terminal.stderr.write(`mcp-plugin-host: warning: ${warning}\n`);
   const { stdin, stdout } = terminal;
   let stdio: { readonly stdin: Readable; readonly stdout: Writable } | undefined;
   if (gateway.stdio !== undefined) {

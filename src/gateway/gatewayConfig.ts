@@ -3,7 +3,7 @@
  * read, checked against the schema, and turned into host and gateway options,
  * with bearer tokens read from their sources.
  */
-import { constants } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -114,6 +114,8 @@ export interface ResolvedGatewayConfig {
   readonly gateway: GatewayOptions;
   /** The audit file to open for the host, when the configuration names one. */
   readonly audit?: GatewayConfigAudit;
+  /** What a person should fix but the gateway accepts: a token file other users can read. */
+  readonly warnings: readonly string[];
 }
 
 let validate: ReturnType<Ajv2020['compile']> | undefined;
@@ -148,12 +150,37 @@ export function readGatewayConfig(path: string): ResultAsync<GatewayConfig, Host
 // O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever.
 const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
-/** The text of a token file, or why it is refused: not a regular file (a FIFO, a device), or larger than a token needs. */
-async function readTokenFile(path: string): Promise<Result<string, string>> {
+const WRITABLE_BY_GROUP_OR_OTHERS = 0o022;
+const READABLE_BY_OTHERS = 0o004;
+
+/**
+ * Why a token file's owner or mode lets another user choose the token: one
+ * who can write it, or who owns it (and can chmod it), could. Only this
+ * process's user and root may own it; a file others may only read (a
+ * Kubernetes secret mount is root's, mode 0644) is taken with a warning.
+ */
+function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warning?: string } {
+  const mode = (info.mode & 0o777).toString(8).padStart(4, '0');
+  if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0) return { refused: `is writable by its group or by others (mode ${mode}): whoever can write it chooses the token; chmod go-w it` };
+  const self = process.geteuid?.();
+  if (self !== undefined && info.uid !== self && info.uid !== 0) return { refused: `is owned by uid ${info.uid}, neither this process's user (${self}) nor root: its owner can rewrite it` };
+  if ((info.mode & READABLE_BY_OTHERS) !== 0) return { warning: `is readable by every user (mode ${mode}): chmod o-r it unless the whole machine may read the token` };
+  return {};
+}
+
+/**
+ * The text of a token file, or why it is refused: not a regular file (a FIFO,
+ * a device), larger than a token needs, or writable by someone else.
+ */
+async function readTokenFile(path: string, warnings: string[]): Promise<Result<string, string>> {
   const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
   const handle = await open(path, TOKEN_FILE_FLAGS);
   try {
-    if (!(await handle.stat()).isFile()) return err('is not a regular file');
+    const info = await handle.stat();
+    if (!info.isFile()) return err('is not a regular file');
+    const trust = tokenFileTrust(info);
+    if (trust.refused !== undefined) return err(trust.refused);
+    if (trust.warning !== undefined) warnings.push(`token file ${path} ${trust.warning}`);
     const { buffer, bytesRead } = await handle.read(Buffer.alloc(limit + 1), 0, limit + 1, 0);
     return bytesRead > limit ? err(`is larger than ${limit} bytes`) : ok(buffer.subarray(0, bytesRead).toString('utf8'));
   } finally {
@@ -161,14 +188,14 @@ async function readTokenFile(path: string): Promise<Result<string, string>> {
   }
 }
 
-function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>): ResultAsync<string, HostError> {
+function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>, warnings: string[]): ResultAsync<string, HostError> {
   const checked = (token: string | undefined, from: string): ResultAsync<string, HostError> =>
     token !== undefined && token.length >= GATEWAY_DEFAULTS.minTokenLength && !/\s/.test(token)
       ? okAsync(token)
       : errAsync(invalidConfig(from, `needs a bearer token of at least ${GATEWAY_DEFAULTS.minTokenLength} characters without spaces`));
   if ('env' in source) return checked(env[source.env], `token env ${source.env}`);
   const where = `token file ${source.file}`;
-  return ResultAsync.fromPromise(readTokenFile(source.file), (cause) => invalidConfig(where, 'cannot be read', cause)).andThen((text) =>
+  return ResultAsync.fromPromise(readTokenFile(source.file, warnings), (cause) => invalidConfig(where, 'cannot be read', cause)).andThen((text) =>
     text.isErr() ? errAsync(invalidConfig(where, text.error)) : checked(text.value.split('\n')[0]?.trim(), where),
   );
 }
@@ -198,11 +225,12 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
   };
   const http = config.http ?? {};
   const audit = config.audit === undefined ? {} : { audit: config.audit };
-  if (config.transport !== 'http') return okAsync({ host, gateway: { ...base, stdio: true }, ...audit });
-  const defaultToken = http.token === undefined ? okAsync<string | undefined, HostError>(undefined) : readToken(http.token, env);
+  if (config.transport !== 'http') return okAsync({ host, gateway: { ...base, stdio: true }, ...audit, warnings: [] });
+  const warnings: string[] = [];
+  const defaultToken = http.token === undefined ? okAsync<string | undefined, HostError>(undefined) : readToken(http.token, env, warnings);
   const clients = ResultAsync.combine(
     (http.clients ?? []).map((c) =>
-      readToken(c.token, env).map(
+      readToken(c.token, env, warnings).map(
         (token): GatewayHttpClient => ({
           name: c.name,
           token,
@@ -214,6 +242,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
   return ResultAsync.combine([defaultToken, clients] as const).map(([token, resolvedClients]) => ({
     host,
     ...audit,
+    warnings,
     gateway: {
       ...base,
       http: {

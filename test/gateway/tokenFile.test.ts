@@ -5,7 +5,7 @@
  * a huge file was read whole; both are refused. Real files and a real FIFO.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -41,5 +41,30 @@ describe('the gateway token file', () => {
     }
     await writeFile(join(dir, 'large'), `${TOKEN}\n${'x'.repeat(1 << 20)}`, { mode: 0o600 });
     expect(await resolvedWith(join(dir, 'large'))).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining('larger than') });
+  });
+
+  it('refuses a file another user could write (group or other writable, or owned by another user than this one and root), and warns of one every user can read', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    const file = join(dir, 'token');
+    await writeFile(file, `${TOKEN}\n`);
+    const resolve = async (): Promise<{ token?: string | undefined; warnings?: readonly string[]; message?: string }> => {
+      const config = checkGatewayConfig({ transport: 'http', http: { token: { file } } })._unsafeUnwrap();
+      const resolved = await resolveGatewayConfig(config, {});
+      return resolved.isOk() ? { token: resolved.value.gateway.http?.token, warnings: resolved.value.warnings } : { message: resolved.error.message };
+    };
+    for (const mode of [0o620, 0o602, 0o666]) {
+      await chmod(file, mode);
+      expect(await resolve()).toEqual({ message: expect.stringContaining('is writable by its group or by others') });
+    }
+    // A Kubernetes secret mount: root's, mode 0644. Taken, with a warning; a private file without one.
+    await chmod(file, 0o644);
+    expect(await resolve()).toEqual({ token: TOKEN, warnings: [expect.stringMatching(/token file .* is readable by every user \(mode 0644\)/)] });
+    await chmod(file, 0o600);
+    expect(await resolve()).toEqual({ token: TOKEN, warnings: [] });
+    if (process.geteuid?.() === 0) {
+      await chown(file, 65534, 65534);
+      expect(await resolve()).toEqual({ message: expect.stringContaining('is owned by uid 65534, neither this process') });
+    }
   });
 });
