@@ -71,7 +71,7 @@ export interface GrantedIntrospectionEnv {
   readonly denylist: EnvDenylist;
 }
 
-/** The plugin id the introspection's sandbox and data directory are named by. */
+/** The plugin id the introspection's sandbox and data directory (under the install's own work directory) are named by; its user is no plugin's (SandboxSpawner.introspectionIdentity). */
 const INTROSPECTION_ID = 'npm-introspection';
 
 // A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
@@ -206,7 +206,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
       }),
     )
     .andThen((binding) =>
-      spawner.pluginIdentity(dataRoot, INTROSPECTION_ID).asyncAndThen((identity) =>
+      spawner.introspectionIdentity().asyncAndThen((identity) =>
         openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
           (directories) => {
             const env = introspectionEnv(request, {

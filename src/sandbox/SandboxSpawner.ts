@@ -13,7 +13,7 @@ import { bubblewrapBackend, landlockBackend, seatbeltBackend, type SandboxBacken
 import type { LauncherLimits } from './landlockArgs.js';
 import { findLauncher, untrustedProgram } from './launcherBinary.js';
 import type { PluginDirectories } from './pluginDirectories.js';
-import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
+import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, introspectionIdentity, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
 import { isWithin, resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { pluginSeccompFilter } from './seccompFilter.js';
@@ -578,6 +578,16 @@ export class SandboxSpawner {
   pluginIdentity(dataRoot: string, pluginId: string): Result<PluginIdentity | undefined, HostError> {
     if (!this.switchesUsers) return ok(undefined);
     return checkUidRange(this.options.pluginUidRange ?? DEFAULT_PLUGIN_UID_RANGE).andThen((range) => pluginIdentity(dataRoot, pluginId, range));
+  }
+
+  /**
+   * The user an install's introspection runs a package's server as (see
+   * `introspectionIdentity`: an id no plugin is given), or `undefined` when
+   * plugins run as the host's user.
+   */
+  introspectionIdentity(): Result<PluginIdentity | undefined, HostError> {
+    if (!this.switchesUsers) return ok(undefined);
+    return checkUidRange(this.options.pluginUidRange ?? DEFAULT_PLUGIN_UID_RANGE).map((range) => introspectionIdentity(range));
   }
 
   /**

@@ -50,11 +50,11 @@ function localAccountIds(): Map<number, string> {
  */
 export function checkUidRange(range: PluginUidRange): Result<PluginUidRange, HostError> {
   const { first, count } = range;
-  if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 1000 || count < 1 || first + count > 0xffff_ffff) {
+  if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 1000 || count < 2 || first + count > 0xffff_ffff) {
     return err(
       hostError('HOST_INVALID_OPTIONS', `pluginUidRange ${JSON.stringify(range)} is not a range of ordinary user ids`, {
         details: { option: 'pluginUidRange', first, count },
-        hint: 'Pass integers with first >= 1000, count >= 1 and first + count <= 4294967295, a range no real user or other service uses.',
+        hint: 'Pass integers with first >= 1000, count >= 2 (the first id is the install introspection\'s) and first + count <= 4294967295, a range no real user or other service uses.',
       }),
     );
   }
@@ -83,11 +83,23 @@ function ownerInRange(path: string, range: PluginUidRange): number | undefined {
 }
 
 /**
+ * The user an install's introspection runs a package's server as when the
+ * host is root: the range's first id, which {@link pluginIdentity} gives no
+ * plugin, so that the server of a package not yet accepted shares no user
+ * with an installed plugin (its files, its processes).
+ */
+export function introspectionIdentity(range: PluginUidRange = DEFAULT_PLUGIN_UID_RANGE): PluginIdentity {
+  return { uid: range.first, gid: range.first };
+}
+
+/**
  * The user a plugin runs as when the host is root: the owner of its data
  * directory once it has one from the range (stable across upgrades and host
  * restarts), otherwise an id derived from a hash of the plugin id, moving
  * onward past ids that own another plugin's data directory, so no two
- * plugins share a user. The group id equals the user id.
+ * plugins share a user. The group id equals the user id. The range's first
+ * id is never a plugin's ({@link introspectionIdentity}); a data directory
+ * it owns is given another.
  *
  * @param dataRoot - The parent of every plugin's data directory (`<profile>/data`).
  */
@@ -103,11 +115,13 @@ export function pluginIdentity(dataRoot: string, pluginId: string, range: Plugin
     const uid = ownerInRange(join(dataRoot, name), range);
     if (uid !== undefined && name !== pluginId) taken.set(uid, name);
   }
+  const reserved = introspectionIdentity(range).uid;
   const own = ownerInRange(join(dataRoot, pluginId), range);
-  if (own !== undefined && !taken.has(own)) return ok({ uid: own, gid: own });
-  const start = createHash('sha256').update(pluginId).digest().readUInt32BE(0) % range.count;
-  for (let step = 0; step < range.count; step++) {
-    const uid = range.first + ((start + step) % range.count);
+  if (own !== undefined && own !== reserved && !taken.has(own)) return ok({ uid: own, gid: own });
+  const pluginIds = range.count - 1;
+  const start = createHash('sha256').update(pluginId).digest().readUInt32BE(0) % pluginIds;
+  for (let step = 0; step < pluginIds; step++) {
+    const uid = reserved + 1 + ((start + step) % pluginIds);
     if (!taken.has(uid)) return ok({ uid, gid: uid });
   }
   return err(

@@ -231,7 +231,7 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
   describe.runIf(process.getuid?.() === 0)('plugin users on a root host', () => {
     it('are never an account of the host: a range holding nobody (65534) is refused instead of running the plugin as nobody', async () => {
       // nobody owns what NFS squashes and runs daemons (dnsmasq); a plugin sharing its uid shares their files, limits and kernel accounting.
-      const host = await installedAttackers(['as-nobody'], false, { sandbox: { pluginUidRange: { first: 65_534, count: 1 } } });
+      const host = await installedAttackers(['as-nobody'], false, { sandbox: { pluginUidRange: { first: 65_534, count: 2 } } });
       const call = await host.call('plug.as-nobody.act', { op: 'uid' });
       expect(call.isErr() ? call.error.code : call.value.value).toBe('HOST_INVALID_OPTIONS');
     });

@@ -2,17 +2,18 @@ import { chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkUidRange, pluginIdentity } from '../../src/sandbox/pluginIdentity.js';
+import { checkUidRange, introspectionIdentity, pluginIdentity } from '../../src/sandbox/pluginIdentity.js';
 
 const base = mkdtempSync(join(tmpdir(), 'plugin-uids-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
-const range = { first: 1_950_000_000, count: 4 };
+// The first id is the install introspection's: four ids for plugins.
+const range = { first: 1_950_000_000, count: 5 };
 
 describe('pluginIdentity', () => {
   it('derives an id in the range from the plugin id, the same every time, group equal to user', () => {
     const root = mkdtempSync(join(base, 'fresh-'));
     const first = pluginIdentity(root, 'alpha', range)._unsafeUnwrap();
-    expect(first.uid).toBeGreaterThanOrEqual(range.first);
+    expect(first.uid).toBeGreaterThan(range.first);
     expect(first.uid).toBeLessThan(range.first + range.count);
     expect(first.gid).toBe(first.uid);
     expect(pluginIdentity(root, 'alpha', range)._unsafeUnwrap()).toEqual(first);
@@ -40,6 +41,16 @@ describe('pluginIdentity', () => {
       ids.add(uid);
     }
     expect(pluginIdentity(root, 'delta', range)._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
+  });
+
+  it.runIf(process.getuid?.() === 0)('gives no plugin the introspection\'s id, not even one whose data directory that id owns', () => {
+    const root = mkdtempSync(join(base, 'reserved-'));
+    const reserved = introspectionIdentity(range).uid;
+    mkdirSync(join(root, 'npm-introspection'));
+    chownSync(join(root, 'npm-introspection'), reserved, reserved);
+    expect(pluginIdentity(root, 'npm-introspection', range)._unsafeUnwrap().uid).not.toBe(reserved);
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) expect(pluginIdentity(root, name, range)._unsafeUnwrap().uid).not.toBe(reserved);
+    expect(checkUidRange({ first: 1_950_000_000, count: 1 }).isErr()).toBe(true);
   });
 
   it('refuses ranges that reach root or system ids or past 2^32 - 1', () => {
