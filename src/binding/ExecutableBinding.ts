@@ -29,7 +29,7 @@ import { normalizeExecutablePath } from './relativePath.js';
 import { openInsideRoot, readHead, type OpenedFile } from './safeOpen.js';
 import { digestsEqual, isSha256Hex, sha256OfHandle } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES } from './shebang.js';
-import { isShellName } from './shells.js';
+import { isPythonName, isShellName } from './shells.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
 import { markVerified } from './verified.js';
@@ -193,7 +193,8 @@ async function bindOpened(
  * Pins a plugin's executable at install. Refuses, with
  * `PLUGIN_EXECUTABLE_UNTRUSTED` and `details.reason`: absolute paths, `..`,
  * links anywhere below the root, files outside it, non-regular files, files
- * others may write, shells (by name or as `#!` interpreter), files that are
+ * others may write, shells (by name or as `#!` interpreter), a Python
+ * interpreter as the executable itself, files that are
  * neither native programs nor `#!` scripts, and interpreters that cannot be
  * resolved to a native program.
  */
@@ -204,6 +205,10 @@ export function bindExecutable(options: BindExecutableOptions): ResultAsync<Exec
       if (relative.isErr()) return err(relative.error);
       if (isShellName(relative.value)) {
         return err(untrusted('shell_interpreter', `The executable "${relative.value}" is a shell; shell wrappers are refused.`, { path: relative.value }));
+      }
+      // Seed 000 lists python with the shells: started with no script, as a plugin is, it runs whatever it reads.
+      if (isPythonName(relative.value)) {
+        return err(untrusted('shell_interpreter', `The executable "${relative.value}" is a Python interpreter; ship the plugin's own program (a script or console script) as the executable.`, { path: relative.value }));
       }
       const root = await realInstallRoot(options.installRoot);
       if (root.isErr()) return err(root.error);

@@ -2,7 +2,7 @@
  * Seed 000 (GUM plugin contract): the contract's own rules hold for every
  * GUM-form manifest whatever preset the host runs under.
  */
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
@@ -88,6 +88,22 @@ describe('seed 000 §2 install through PluginHost under the default preset', () 
     });
     expect((await host.install(pkg, { canary: false }))._unsafeUnwrapErr().code).toBe('PLUGIN_NAMESPACE_CONFLICT');
   });
+
+  it.each(['bin/python3', 'bin/python3.11', 'bin/python'])(
+    '§6 "executable … points to a shell interpreter (sh, bash, python)": a Python interpreter shipped as the executable (%s) is PLUGIN_EXECUTABLE_UNTRUSTED',
+    async (executable) => {
+      const host = await pool.open(await pool.profile());
+      const pkg = await bentPackage((m) => {
+        m.executable = executable;
+      });
+      await copyFile('/usr/bin/python3.11', join(pkg, executable));
+      await chmod(join(pkg, executable), 0o755);
+      const error = (await host.install(pkg, { canary: false }))._unsafeUnwrapErr();
+      expect(error.code).toBe('PLUGIN_EXECUTABLE_UNTRUSTED');
+      expect(error.details).toMatchObject({ reason: 'shell_interpreter' });
+      expect((await host.list())._unsafeUnwrap()).toEqual([]);
+    },
+  );
 });
 
 describe('seed 000 §2 field-by-field: "Every field below is required unless marked optional"', () => {
