@@ -818,7 +818,12 @@ static int build_ruleset(const struct spec *spec) {
   if (abi < 1) fail("landlock", "Landlock is not enabled in this kernel (%s)", strerror(errno));
   struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs_rights((int)abi)};
   if (abi >= 4 && spec->unshare_net) attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
-  if (abi >= 6) attr.scoped = LL_SCOPE_SIGNAL | (spec->unshare_net ? LL_SCOPE_ABSTRACT_UNIX_SOCKET : 0);
+  /*
+   * Abstract Unix sockets too with network: they have no file a mount could hide, so a plugin sharing the host's network
+   * namespace reached every one of the host's (a desktop's X11 display, a container runtime's shim). Its own processes'
+   * sockets stay reachable: the scope refuses only those made outside the plugin's Landlock domain.
+   */
+  if (abi >= 6) attr.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT_UNIX_SOCKET;
   size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
   if (ruleset < 0) fail_errno("landlock", "create ruleset");

@@ -39,7 +39,7 @@ const attempt = (action, path) => {
   if (action === 'openr') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_RDONLY)));
   if (action === 'read') return Promise.resolve().then(() => readFileSync(path, 'utf8'));
   return new Promise((resolve, reject) => {
-    const socket = connect({ path });
+    const socket = connect({ path: action === 'abstract' ? '\\0' + path : path });
     socket.on('connect', () => { socket.destroy(); resolve(); });
     socket.on('error', reject);
   });
@@ -129,6 +129,21 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     } finally {
       await server.close();
       rmSync(socket, { force: true });
+    }
+  });
+
+  // An abstract Unix socket has no file a mount could hide: sharing the host's network namespace, a plugin reached the
+  // host's every one (a desktop's X11 display and D-Bus, a container runtime's shim API), whose servers trust the peer's
+  // uid. The launcher scopes them to the plugin's Landlock domain with network too; bubblewrap cannot (security-model.md).
+  it.runIf(backend === 'landlock')('a networked plugin reaches no abstract Unix socket of the host', async () => {
+    const name = `mcp-attack-${process.pid}-abstract`;
+    const server = await unixServer(`\0${name}`);
+    try {
+      const report = await attack(spawner, [`abstract:${name}`], { network: true });
+      expect(report[`abstract:${name}`]).toBe('EPERM');
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
     }
   });
 
