@@ -3,7 +3,8 @@
  * their own words. One that needs a web API: "fetch failed" as a tool error
  * (@kazuph/mcp-fetch, firecrawl-mcp) or as a JSON-RPC internal error
  * (@modelcontextprotocol/server-github, @notionhq/notion-mcp-server: getaddrinfo
- * EAI_AGAIN); the host's hint then names the grant that would let it through
+ * EAI_AGAIN), or one that connects to a local database (@modelcontextprotocol/server-postgres:
+ * "connect EACCES 127.0.0.1:5432", the Landlock sandbox's refusal); the host's hint then names the grant that would let it through
  * (with the network granted it does not). One that writes next to its own
  * files (@modelcontextprotocol/server-memory's default memory.jsonl): EROFS
  * inside the install root; the hint says to point it at the data directory.
@@ -16,17 +17,21 @@ const pool = new HostPool();
 afterEach(() => pool.cleanup());
 afterAll(() => pool.cleanup());
 
-// fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them.
+// fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them;
+// connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432').
 const FETCHING_SERVER = `#!/usr/bin/env node
+import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-const tools = ['fetch_as_result', 'fetch_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const connected = () => new Promise((resolve) => connect(5432, '127.0.0.1').on('connect', () => resolve('reached')).on('error', (error) => resolve(error.message)));
 createInterface({ input: process.stdin }).on('line', async (line) => {
   const { id, method, params } = JSON.parse(line);
   if (id === undefined) return;
   if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'fetcher', version: '1.0.0' } } });
   if (method === 'tools/list') return send({ id, result: { tools } });
   if (method !== 'tools/call') return send({ id, error: { code: -32601, message: 'no ' + method } });
+  if (params.name === 'connect_as_error') return send({ id, error: { code: -32603, message: await connected() } });
   const failure = await fetch('https://registry.npmjs.org/').then(() => 'reached', (error) => String(error) + ' ' + String(error.cause?.code));
   if (params.name === 'fetch_as_result') send({ id, result: { isError: true, content: [{ type: 'text', text: failure }] } });
   else send({ id, error: { code: -32603, message: failure } });
@@ -74,7 +79,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
       const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
