@@ -88,13 +88,18 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
 /** Removes one plugin from all three files; its namespace owner stays recorded. */
 export function removePlugin(contents: CatalogContents, pluginId: string): CatalogContents {
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
+  const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
   return {
     variants: contents.variants.filter((v) => v.plugin_id !== pluginId),
     descriptors: without(contents.descriptors, pluginId),
     plugins: without(contents.plugins, pluginId),
-    // The key that signed it stays with the owner, as its data and credentials stay: the next install is held to it.
-    namespace_owners: signer === undefined || owner === undefined ? contents.namespace_owners : withMember(contents.namespace_owners, pluginId, { ...owner, signer }),
+    // The key that signed it and the powers it was accepted with stay with the owner, as its data and credentials stay:
+    // the next install is held to the key, and asked again when it would get more powers.
+    namespace_owners:
+      owner === undefined || (signer === undefined && capabilities === undefined)
+        ? contents.namespace_owners
+        : withMember(contents.namespace_owners, pluginId, { ...owner, ...(signer === undefined ? {} : { signer }), ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities }) }),
     states: without(contents.states, pluginId),
   };
 }

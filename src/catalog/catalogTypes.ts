@@ -146,6 +146,8 @@ export interface NamespaceOwnerEntry {
   readonly first_recorded_at?: string;
   /** The key that signed the plugin when it was last removed; its next install is held to it. */
   readonly signer?: string;
+  /** The powers the plugin ran with when it was last removed: a reinstall that would get more is asked for acceptance again. */
+  readonly accepted_capabilities?: DeclaredCapabilities;
 }
 
 /** `plugins.lock`. */

@@ -651,9 +651,11 @@ export class Installer {
    * when the host requires one, and the `accept` callback, when given, must
    * accept the plugin's {@link TrustRequest}. An owner recorded for the
    * plugin id by an earlier install (kept across remove) already accepted:
-   * its reinstalls and upgrades are not asked again, unless the installed
-   * plugin would get a power it was not accepted with (see
-   * {@link widensCapabilities}): the owner string is the package's own claim.
+   * its reinstalls and upgrades are not asked again, unless the plugin would
+   * get a power it was not accepted with (see {@link widensCapabilities}):
+   * the installed plugin's, or after a remove those recorded with the owner
+   * (a remove from before that record is asked again). The owner string is
+   * the package's own claim.
    */
   async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
     const id = manifest.plugin_id;
@@ -663,13 +665,14 @@ export class Installer {
     }
     if (options.accept === undefined) return ok(undefined);
     const owners = snapshot.contents.namespace_owners;
-    const recorded = Object.hasOwn(owners, id) ? owners[id]?.namespace_owner : undefined;
+    const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
     const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
-    if (recorded !== undefined && recorded === this.#claimOf(manifest, options).namespace_owner) {
-      // The owner string is the package's own claim: it spares the question only while the plugin gets no power it was not accepted with.
+    if (recorded?.namespace_owner !== undefined && recorded.namespace_owner === this.#claimOf(manifest, options).namespace_owner) {
+      // The owner string is the package's own claim: it spares the question only while the plugin gets no power it was
+      // accepted without, those of the installed plugin or, once removed, those it had at its remove.
       const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
-      const installedCapabilities = previous === undefined ? undefined : previous.descriptor?.capabilities;
-      if (previous === undefined || (installedCapabilities !== undefined && !widensCapabilities(installedCapabilities, capabilities))) return ok(undefined);
+      const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
+      if (acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities)) return ok(undefined);
     }
     const request = trustRequestOf(manifest, source, capabilities);
     const accepted = await Promise.resolve()

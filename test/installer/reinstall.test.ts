@@ -261,4 +261,23 @@ describe('trust on upgrade', () => {
     }
     expect((await installed(p, 'greeter'))?.lock.version).toBe('1.2.0');
   });
+  it('after a remove, lets the same owner reinstall with the powers it had unasked (seed 000 4.2), and asks again for more', async () => {
+    p = await testProfile('dev');
+    const asked: string[] = [];
+    const accept = (request: { version: string }): boolean => (asked.push(request.version), true);
+    unwrap(await p.installer.install(await greeter('greeter'), { accept }));
+    unwrap(await p.installer.remove('greeter'));
+    unwrap(await p.installer.install(await greeter('greeter-again', (m) => (m.version = '1.1.0')), { accept }));
+    expect(asked).toEqual(['1.0.0']);
+    unwrap(await p.installer.remove('greeter'));
+    // Anyone can write the owner string: a package claiming it after the remove does not get the network unasked.
+    const networked = await greeter('greeter-networked', (m) => {
+      m.version = '2.0.0';
+      capabilities(m).network = true;
+    });
+    refusedWith(await p.installer.install(networked, { accept: () => false }), 'PLUGIN_TRUST_DECLINED');
+    expect(await installed(p, 'greeter')).toBeUndefined();
+    unwrap(await p.installer.install(networked, { accept }));
+    expect(asked).toEqual(['1.0.0', '2.0.0']);
+  });
 });
