@@ -155,3 +155,49 @@ describe('seed 000 §2 field-by-field: "Every field below is required unless mar
     for (const risk of ['admin', 'READ', '']) expect(withRisk(risk), risk).toEqual([['PLUGIN_MANIFEST_INVALID', '/advertised_tools/0/risk_class']]);
   });
 });
+
+describe('seed 001 Manifest ABI: "Every plugin manifest MUST declare" (the TOML contract form)', () => {
+  const gum = new ManifestValidator({});
+  const violationsOf = (text: string) => pairs(gum.inspectText(text, { form: 'gum-toml' })._unsafeUnwrap().violations);
+
+  it('the contract fixture declaring everything passes', () => {
+    expect(violationsOf(gumTomlText())).toEqual([]);
+  });
+
+  it.each([
+    ['name', 'PLUGIN_MANIFEST_INVALID', '/plugin/name'],
+    ['version', 'PLUGIN_MANIFEST_INVALID', '/plugin/version'],
+    ['description', 'PLUGIN_MANIFEST_INVALID', '/plugin/description'],
+    ['namespace_owner', 'PLUGIN_NAMESPACE_CONFLICT', '/plugin/namespace_owner'],
+    ['shape', 'PLUGIN_MANIFEST_INVALID', '/plugin/shape'],
+    ['command', 'PLUGIN_MANIFEST_INVALID', '/plugin/command'],
+    ['license', 'PLUGIN_MANIFEST_INVALID', '/plugin/license'],
+    ['tos', 'PLUGIN_MANIFEST_INVALID', '/plugin/tos'],
+    ['risk', 'PLUGIN_MANIFEST_INVALID', '/plugin/risk'],
+    ['source', 'PLUGIN_MANIFEST_INVALID', '/package/source'],
+    ['ref', 'PLUGIN_MANIFEST_INVALID', '/package/ref'],
+    ['checksum', 'PLUGIN_MANIFEST_INVALID', '/package/checksum'],
+    ['cache_ttl', 'PLUGIN_MANIFEST_INVALID', '/requirements/cache_ttl'],
+    ['op_id', 'PLUGIN_MANIFEST_INVALID', '/tools/0/op_id'],
+    ['variant_id', 'PLUGIN_MANIFEST_INVALID', '/tools/0/variant_id'],
+    ['backend_kind', 'PLUGIN_MANIFEST_INVALID', '/tools/0/backend_kind'],
+    ['interface_kind', 'PLUGIN_MANIFEST_INVALID', '/tools/0/interface_kind'],
+    ['risk_class', 'PLUGIN_MANIFEST_INVALID', '/tools/0/risk_class'],
+    ['capabilities', 'PLUGIN_MANIFEST_INVALID', '/tools/0/capabilities'],
+    ['scopes', 'PLUGIN_MANIFEST_INVALID', '/tools/0/scopes'],
+    ['schema_ref', 'PLUGIN_SCHEMA_REF_INVALID', '/tools/0/schema_ref'],
+    ['tool_name', 'PLUGIN_BINDING_INVALID', '/tools/0/tool_name'],
+  ])('without %s the manifest is refused with %s at %s', (key, code, pointer) => {
+    const text = gumTomlText().replace(new RegExp(`^${key} = .*\\n`, 'm'), '');
+    expect(violationsOf(text)).toEqual([[code, pointer]]);
+  });
+
+  it.each([
+    ['rate policy', '[requirements.rate_policy]\nrequests_per_minute = 60\nburst = 10\n', '/requirements/rate_policy'],
+    ['canary', '[requirements.canary]\ntool = "search"\nargs = { origin = "SFO", destination = "JFK", depart_date = "+7d" }\n', '/requirements/canary'],
+  ])('[requirements] without its %s is refused with PLUGIN_MANIFEST_INVALID', (_what, block, pointer) => {
+    const text = gumTomlText();
+    expect(text).toContain(block);
+    expect(violationsOf(text.replace(block, ''))).toEqual([['PLUGIN_MANIFEST_INVALID', pointer]]);
+  });
+});
