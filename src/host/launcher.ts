@@ -16,6 +16,8 @@ import type { HostEvents } from '../events/HostEvents.js';
 import type { DeclaredCapabilities } from '../manifest/model.js';
 import type { Logger, Random } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
+import { SecretRedactor } from '../secrets/knownSecrets.js';
+import { withSecretsRedacted } from '../secrets/secretRedactingProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { openPluginDirectories, pluginDirectoryPaths, type PluginDirectories } from '../sandbox/pluginDirectories.js';
@@ -74,6 +76,14 @@ function bothPrepared(
       return checked.isErr() ? err(checked.error) : both;
     })(),
   );
+}
+
+/** The values of a plugin's environment that are secrets: its credentials and the host values its grant passes through. */
+function secretEnvValues(env: Readonly<Record<string, string | undefined>>, credentials: readonly string[], granted: readonly string[]): string[] {
+  return [...credentials, ...granted].flatMap((name) => {
+    const value = env[name];
+    return value === undefined ? [] : [value];
+  });
 }
 
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
@@ -153,17 +163,19 @@ export class PluginLauncher {
       return bothPrepared(stillPinned, prepared, verifying)
         .andThen(([{ identity, directories, pluginEnv }, executable]) =>
           // The spawner releases the verified descriptors and the directories whatever the outcome.
-          spawner.spawn({
-            ...policy.value,
-            writeDir: directories.write.path,
-            executable,
-            env: pluginEnv,
-            directories,
-            ...(identity === undefined ? {} : { identity }),
-            // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it and the
-            // catalog checks passed (a failed catalog check is reported first).
-            gate: () => ResultAsync.combine([stillPinned, verifyBindingTree(binding)]).map(() => undefined),
-          }),
+          spawner
+            .spawn({
+              ...policy.value,
+              writeDir: directories.write.path,
+              executable,
+              env: pluginEnv,
+              directories,
+              ...(identity === undefined ? {} : { identity }),
+              // The rest of the install root is checked while the sandbox is set up; the plugin runs only once it and the
+              // catalog checks passed (a failed catalog check is reported first).
+              gate: () => ResultAsync.combine([stillPinned, verifyBindingTree(binding)]).map(() => undefined),
+            })
+            .map((process) => withSecretsRedacted(process, new SecretRedactor(secretEnvValues(pluginEnv, declared, caps.env_allow)))),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };

@@ -1,0 +1,34 @@
+/** Which forms of a known secret value are redacted: pure logic, on top of the plugin-stderr integration test. */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { SecretRedactor } from '../../src/secrets/knownSecrets.js';
+
+const VALUE = 'sk-live-0123456789abcdef';
+
+describe('SecretRedactor', () => {
+  it('finds the value base64 and base64url encoded at any byte offset inside a longer encoded stream', () => {
+    const redactor = new SecretRedactor([VALUE]);
+    for (let before = 0; before < 4; before++) {
+      for (let after = 0; after < 4; after++) {
+        const stream = Buffer.concat([randomBytes(before), Buffer.from(VALUE), randomBytes(after)]);
+        for (const encoding of ['base64', 'base64url', 'hex'] as const) {
+          const text = stream.toString(encoding);
+          const out = redactor.redact(`x ${text} y`);
+          expect(out, `${encoding} ${before}/${after}`).toContain('[redacted]');
+          // What is left of the encoded stream is at most the few characters that also hold the bytes around the value.
+          expect(out.replace('[redacted]', '').length, `${encoding} ${before}/${after}`).toBeLessThanOrEqual(`x  y`.length + (encoding === 'hex' ? 2 * (before + after) : Math.ceil(((before + after) * 8) / 6) + 4));
+        }
+      }
+    }
+    expect(redactor.redact(Buffer.from(VALUE).toString('hex').toUpperCase())).toBe('[redacted]');
+    expect(redactor.redact(encodeURIComponent(`a b ${VALUE}`))).toBe('a%20b%20[redacted]');
+  });
+
+  it('leaves values too short to tell from text alone, and encodes only values long enough', () => {
+    expect(new SecretRedactor(['abc']).redact('abc abcd')).toBe('abc abcd');
+    const short = new SecretRedactor(['abcd12']);
+    expect(short.redact('abcd12')).toBe('[redacted]');
+    expect(short.redact(Buffer.from('abcd12').toString('base64'))).toBe(Buffer.from('abcd12').toString('base64'));
+    expect(SecretRedactor.none.redact(VALUE)).toBe(VALUE);
+  });
+});
