@@ -201,3 +201,20 @@ describe('seed 001 Manifest ABI: "Every plugin manifest MUST declare" (the TOML 
     expect(violationsOf(text.replace(block, ''))).toEqual([['PLUGIN_MANIFEST_INVALID', pointer]]);
   });
 });
+
+describe('seed 001 Plugin Shapes: "gum plugin install rejects third-party Shape 2 manifests with PLUGIN_SHAPE_UNSUPPORTED"', () => {
+  // A host that runs first-party Shape 2 ABI fixtures lists grpc-subprocess; a third party still may not use it.
+  const shape2Host = new ManifestValidator({ allowedShapes: ['mcp-plugin', 'grpc-subprocess'] });
+  const grpcTool = '\n[[tools]]\nop_id = "fli.grpc"\nvariant_id = "fli.grpc.v1"\nbackend_kind = "grpc-plugin"\ninterface_kind = "rpc"\nrisk_class = "read"\ncapabilities = []\nscopes = []\nschema_ref = "fli.search"\noutput_profile = "fli.compact"\nnull_elision_safe_fields = ["*"]\nrpc_service = "fli.v1.Flights"\nrpc_method = "Search"\n';
+
+  it('a third-party [plugin].shape = "grpc-subprocess" is refused even by a host that accepts the shape for first-party plugins', () => {
+    const text = gumTomlText().replace('shape = "mcp-plugin"', 'shape = "grpc-subprocess"');
+    expect(pairs(shape2Host.inspectText(text, { form: 'gum-toml' })._unsafeUnwrap().violations)).toEqual([['PLUGIN_SHAPE_UNSUPPORTED', '/plugin/shape']]);
+    expect(pairs(shape2Host.inspectValue({ ...gumJson(), shape: 'grpc-subprocess' }, 'gum-json')._unsafeUnwrap().violations)).toEqual([['PLUGIN_SHAPE_UNSUPPORTED', '/shape']]);
+  });
+
+  it('a third-party backend_kind = "grpc-plugin" tool with complete selectors is refused there too; the same manifest as first-party passes', () => {
+    expect(pairs(shape2Host.inspectText(gumTomlText() + grpcTool, { form: 'gum-toml' })._unsafeUnwrap().violations)).toEqual([['PLUGIN_SHAPE_UNSUPPORTED', '/tools/1/backend_kind']]);
+    expect(shape2Host.inspectText(gumTomlText() + grpcTool, { form: 'gum-toml', firstParty: true })._unsafeUnwrap().violations).toEqual([]);
+  });
+});
