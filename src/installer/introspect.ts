@@ -26,6 +26,7 @@ import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js'
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
+import sandboxFailureHints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -105,15 +106,23 @@ function stderrTailWithoutSecrets(tail: string, secrets: readonly string[]): str
   return withoutSecrets(firstLineEnd === -1 ? withoutLeadingSecretEnd(tail, secrets) : tail.slice(firstLineEnd + 1), secrets);
 }
 
-const introspectionFailed = (message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: readonly string[] = []): HostError =>
-  hostError('PLUGIN_HANDSHAKE_FAILED', withoutSecrets(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`, secrets), {
+// A server that connects at start (a proxy such as mcp-remote, a database client) says so only in its own words on stderr.
+const OFFLINE_START_HINT =
+  'Its stderr reads like a network failure: the introspection start has no network, whatever the install grants, so a server that connects while it starts (a remote proxy, a database or cache client) cannot list its tools there; install it with a manifest that lists them (the manifest install option, CLI --manifest <file>) and a network grant. ';
+
+function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: readonly string[] = []): HostError {
+  const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
+  const stderrTail = process === undefined ? undefined : stderrTailWithoutSecrets(process.stderrTail(), secrets);
+  const offline = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
+  return hostError('PLUGIN_HANDSHAKE_FAILED', withoutSecrets(said, secrets), {
     details: {
       reason: 'introspection',
-      ...(process === undefined ? {} : { stderr_tail: stderrTailWithoutSecrets(process.stderrTail(), secrets) }),
+      ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
-    hint: 'The server did not answer initialize and tools/list in its sandbox (no network, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant\'s env_allow) and the host environment sets it; pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there.',
+    hint: `${offline ? OFFLINE_START_HINT : ''}The server did not answer initialize and tools/list in its sandbox (no network, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow) and the host environment sets it; pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there.`,
   });
+}
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
 async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: readonly string[]): Promise<Result<ListedTool[], HostError>> {

@@ -59,6 +59,22 @@ describe('npm: servers that do not start in the introspection sandbox', NPM_TIME
     expect(error.message).toContain('the server closed its stdout before answering (exited with status 1); it wrote nothing on stderr');
   });
 
+  it('says a server that connects while it starts cannot list its tools offline, and what installs it', async () => {
+    // As mcp-remote (a proxy to a remote server) and @modelcontextprotocol/server-redis do: connect first, print the error, give up.
+    const connecting = `#!/usr/bin/env node
+import { connect } from 'node:net';
+connect(6379, '127.0.0.1').on('connect', () => process.exit(0)).on('error', (error) => {
+  process.stderr.write('Connection error: ' + error.message + '\\n');
+  process.exit(1);
+});
+`;
+    const tarball = await packServer(await pool.profile(), { name: 'connecting', source: connecting });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', exit: 'exited with status 1' } });
+    expect(error.hint).toMatch(/^Its stderr reads like a network failure: the introspection start has no network, .* \(the manifest install option, CLI --manifest <file>\) and a network grant\. /);
+  });
+
   it('keeps a running server whose install scripts were skipped, and says so in its risk', async () => {
     const work = await pool.profile();
     const tarball = await packGreeterServer(work, join(work, 'scripts-ran'));
