@@ -1,3 +1,5 @@
+import socketFamilies from '../../etc/sandbox/socket-families.json' with { type: 'json' };
+
 /**
  * A classic-BPF seccomp program for `bwrap --seccomp`. A new network
  * namespace already cuts TCP, UDP, DNS and abstract Unix sockets, but a Unix
@@ -10,6 +12,10 @@
  * would bypass the filter, and MPTCP and SMC sockets and sends with
  * `MSG_FASTOPEN`, which step around the Landlock launcher's TCP rules
  * inside the namespace.
+ *
+ * With or without network, `socket()` takes only the families (and without
+ * network the inet protocols) listed in `etc/sandbox/socket-families.json`:
+ * any other made the kernel load that protocol's module for the plugin.
  *
  * Every plugin, with or without network, is refused the kernel keyring calls
  * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
@@ -48,17 +54,12 @@ const SECCOMP_RET_ALLOW = 0x7fff0000;
 const SECCOMP_RET_ERRNO = 0x00050000;
 const EPERM = 1;
 const ENOSYS = 38;
-const AF_UNIX = 1;
-// Virtual machine sockets belong to no network namespace: a new one does not keep them from the hypervisor.
-const AF_VSOCK = 40;
 const X32_SYSCALL_BIT = 0x40000000;
-/*
- * Stream protocols of AF_INET and AF_INET6 besides TCP: Landlock's TCP rules do not see them (Linux 6.18: an MPTCP
- * socket binds, listens and connects to any port of the namespace the rules close to TCP), and without network there
- * is nothing for them to reach.
- */
-const IPPROTO_SMC = 256;
-const IPPROTO_MPTCP = 262;
+const values = (entries: readonly { readonly value: number }[]): number[] => entries.map((entry) => entry.value);
+const INET_FAMILIES = values(socketFamilies.inet);
+const OTHER_FAMILIES = values(socketFamilies.other);
+const NETWORK_FAMILIES = values(socketFamilies.withNetwork);
+const OFFLINE_INET_PROTOCOLS = values(socketFamilies.offlineInetProtocols);
 // TCP Fast Open: a send with this flag connects an unconnected socket without connect(), which Landlock checks.
 const MSG_FASTOPEN = 0x20000000;
 const CLONE_NEWUSER = 0x10000000;
@@ -105,8 +106,25 @@ const jumpIfAnyBit = (k: number, target: string): Instruction => ({ code: BPF_JM
 const ret = (k: number): Instruction => ({ code: BPF_RET_K, jt: 0, jf: 0, k });
 const label = (name: string): Instruction => ({ label: name });
 
+/**
+ * The socket() check, jumped to from each architecture's socket syscall: a family of the list, and without network an
+ * inet protocol of the list; anything else EPERM, before the kernel could load a module for it.
+ */
+function socketBlock(checkFamily: string, checkProtocol: string, network: boolean): Instruction[] {
+  const out: Instruction[] = [label(checkFamily), load(OFFSET_ARG0_LOW)];
+  for (const family of INET_FAMILIES) out.push(jumpIfEqual(family, network ? 'allow' : checkProtocol));
+  for (const family of network ? [...OTHER_FAMILIES, ...NETWORK_FAMILIES] : OTHER_FAMILIES) out.push(jumpIfEqual(family, 'allow'));
+  out.push(ret(SECCOMP_RET_ERRNO | EPERM));
+  if (network) return out;
+  out.push(label(checkProtocol), load(OFFSET_ARG2_LOW));
+  for (const protocol of OFFLINE_INET_PROTOCOLS) out.push(jumpIfEqual(protocol, 'allow'));
+  out.push(ret(SECCOMP_RET_ERRNO | EPERM));
+  return out;
+}
+
 function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): Instruction[] {
   const checkFamily = `family${index}`;
+  const checkProtocol = `protocol${index}`;
   const checkFlags = `flags${index}`;
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
@@ -115,8 +133,8 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   for (const nr of table.namespaceFlags) out.push(jumpIfEqual(nr, checkFlags));
   out.push(jumpIfEqual(CLONE3, 'enosys'));
   const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
-  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...namespaceBlock];
   out.push(jumpIfEqual(table.socket, checkFamily));
+  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(checkFamily, checkProtocol, true), ...namespaceBlock];
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   for (const [nr, flagsArg] of table.sends) out.push(jumpIfEqual(nr, `sendFlags${index}_${flagsArg}`));
@@ -124,9 +142,7 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   for (const flagsArg of new Set(table.sends.map(([, arg]) => arg))) {
     out.push(label(`sendFlags${index}_${flagsArg}`), load(OFFSET_ARG0_LOW + flagsArg * ARG_BYTES), jumpIfAnyBit(MSG_FASTOPEN, 'eperm'), ret(SECCOMP_RET_ALLOW));
   }
-  out.push(label(checkFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(AF_UNIX, 'eperm'), jumpIfEqual(AF_VSOCK, 'eperm'));
-  out.push(load(OFFSET_ARG2_LOW), jumpIfEqual(IPPROTO_MPTCP, 'eperm'), jumpIfEqual(IPPROTO_SMC, 'eperm'), ret(SECCOMP_RET_ALLOW), ...namespaceBlock);
-  return out;
+  return [...out, ...socketBlock(checkFamily, checkProtocol, false), ...namespaceBlock];
 }
 
 function assemble(program: readonly Instruction[]): Buffer {
@@ -168,6 +184,6 @@ export function pluginSeccompFilter(network: boolean, hostArch: string = process
   // A process of an architecture we have no table for gets nothing.
   program.push(ret(SECCOMP_RET_ERRNO | ENOSYS));
   tables.forEach((table, i) => program.push(label(`arch${i}`), ...archBlock(table, i, !network)));
-  program.push(label('eperm'), ret(SECCOMP_RET_ERRNO | EPERM), label('enosys'), ret(SECCOMP_RET_ERRNO | ENOSYS));
+  program.push(label('eperm'), ret(SECCOMP_RET_ERRNO | EPERM), label('enosys'), ret(SECCOMP_RET_ERRNO | ENOSYS), label('allow'), ret(SECCOMP_RET_ALLOW));
   return assemble(program);
 }

@@ -82,6 +82,26 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(networked, arch, sends[0][0], 0, 0, 0, MSG_FASTOPEN)).toBe(ALLOW);
   });
 
+  // Creating a socket of a family or protocol the kernel has not loaded loads its module, reached by any plugin.
+  it.each([
+    ['x86-64', 'x64', X86_64, 41],
+    ['i386 on an x86-64 host', 'x64', I386, 359],
+    ['aarch64', 'arm64', AARCH64, 198],
+    ['32-bit ARM on an arm64 host', 'arm64', ARM, 281],
+  ] as const)('%s: socket() takes only the listed families, and without network the listed inet protocols', (_name, host, arch, socket) => {
+    const [AF_UNIX, AF_INET6, AF_NETLINK, AF_PACKET, AF_RDS, AF_CAN, AF_TIPC, AF_ALG, AF_VSOCK] = [1, 10, 16, 17, 21, 29, 30, 38, 40];
+    const SOCK_DGRAM = 2;
+    for (const network of [false, true]) {
+      const p = pluginSeccompFilter(network, host)!;
+      for (const family of [AF_PACKET, AF_RDS, AF_CAN, AF_TIPC, AF_ALG, AF_VSOCK, 0, 46]) expect(evaluate(p, arch, socket, family, SOCK_DGRAM, 0), `family ${family}`).toBe(EPERM);
+      for (const family of [AF_INET, AF_INET6, AF_NETLINK]) expect(evaluate(p, arch, socket, family, SOCK_DGRAM, 0), `family ${family}`).toBe(ALLOW);
+      expect(evaluate(p, arch, socket, AF_UNIX, SOCK_STREAM, 0)).toBe(network ? ALLOW : EPERM);
+      for (const protocol of [1, 6, 17, 58]) expect(evaluate(p, arch, socket, AF_INET6, SOCK_DGRAM, protocol), `protocol ${protocol}`).toBe(ALLOW);
+      // SCTP, DCCP, UDP-Lite: modules of their own; with network the plugin may use what the host's kernel offers.
+      for (const protocol of [132, 33, 136]) expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, protocol), `protocol ${protocol}`).toBe(network ? ALLOW : EPERM);
+    }
+  });
+
   it('arm64: the same rules with its own numbers', () => {
     const p = unixSocketDenyFilter('arm64')!;
     expect(evaluate(p, AARCH64, 198, 1)).toBe(EPERM);
