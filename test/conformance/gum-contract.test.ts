@@ -9,6 +9,7 @@ import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { ManifestValidator } from '../../src/manifest/ManifestValidator.js';
 import { HostPool } from '../support/hostHarness.js';
 import { gumJson, gumTomlText, pairs } from '../manifest/helpers.js';
+import { editManifest, refusedWith, testProfile, violationCodes, type TestProfile } from '../installer/InstallerHarness.js';
 
 const neutral = new ManifestValidator({ preset: 'neutral' });
 
@@ -216,5 +217,33 @@ describe('seed 001 Plugin Shapes: "gum plugin install rejects third-party Shape 
   it('a third-party backend_kind = "grpc-plugin" tool with complete selectors is refused there too; the same manifest as first-party passes', () => {
     expect(pairs(shape2Host.inspectText(gumTomlText() + grpcTool, { form: 'gum-toml' })._unsafeUnwrap().violations)).toEqual([['PLUGIN_SHAPE_UNSUPPORTED', '/tools/1/backend_kind']]);
     expect(shape2Host.inspectText(gumTomlText() + grpcTool, { form: 'gum-toml', firstParty: true })._unsafeUnwrap().violations).toEqual([]);
+  });
+});
+
+describe('seed 001 Plugin Shapes: the Shape 2 gate "happens before schema copy, executable staging, canary execution, or registry writes"', () => {
+  let profile: TestProfile | undefined;
+  afterEach(async () => {
+    await profile?.dispose();
+    profile = undefined;
+  });
+
+  it('a third-party grpc-subprocess package with schemas leaves the schema store, staging, install roots and catalog as they were, and no status hook (the canary) runs', async () => {
+    const hookRuns: string[] = [];
+    profile = await testProfile('dev', {
+      allowedShapes: ['mcp-plugin', 'grpc-subprocess'],
+      initialStatus: (manifest) => {
+        hookRuns.push(manifest.plugin_id);
+        return 'active';
+      },
+    });
+    const pkg = await profile.copyFixture('install-schemas');
+    await editManifest(pkg, (m) => {
+      m.shape = 'grpc-subprocess';
+    });
+    const before = await profile.census();
+    const error = refusedWith(await profile.installer.install(pkg), 'PLUGIN_SHAPE_UNSUPPORTED');
+    expect(violationCodes(error)).toEqual(['PLUGIN_SHAPE_UNSUPPORTED']);
+    expect(await profile.census()).toEqual(before);
+    expect(hookRuns).toEqual([]);
   });
 });
