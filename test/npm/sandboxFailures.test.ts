@@ -18,12 +18,13 @@ afterEach(() => pool.cleanup());
 afterAll(() => pool.cleanup());
 
 // fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them;
-// connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432').
+// connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432');
+// kubectl_as_error with what kubectl, a Go program, says of the same refusal under mcp-server-kubernetes.
 const FETCHING_SERVER = `#!/usr/bin/env node
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 const connected = () => new Promise((resolve) => connect(5432, '127.0.0.1').on('connect', () => resolve('reached')).on('error', (error) => resolve(error.message)));
 createInterface({ input: process.stdin }).on('line', async (line) => {
   const { id, method, params } = JSON.parse(line);
@@ -32,6 +33,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
   if (method === 'tools/list') return send({ id, result: { tools } });
   if (method !== 'tools/call') return send({ id, error: { code: -32601, message: 'no ' + method } });
   if (params.name === 'connect_as_error') return send({ id, error: { code: -32603, message: await connected() } });
+  if (params.name === 'kubectl_as_error') return send({ id, error: { code: -32603, message: 'Command failed: kubectl get pods\\nGet "http://localhost:8080/api?timeout=32s": dial tcp 127.0.0.1:8080: connect: permission denied' } });
   const failure = await fetch('https://registry.npmjs.org/').then(() => 'reached', (error) => String(error) + ' ' + String(error.cause?.code));
   if (params.name === 'fetch_as_result') send({ id, result: { isError: true, content: [{ type: 'text', text: failure }] } });
   else send({ id, error: { code: -32603, message: failure } });
@@ -79,7 +81,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
       const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
