@@ -1,6 +1,13 @@
 import type { CanaryOutcome, InventoryStatus, PluginInfo, TrustRequest } from '../index.js';
 import layout from '../../etc/cli-terminal.json' with { type: 'json' };
+import { isAbsolute } from 'node:path';
 import { columns, oneLineField, type Style } from './style.js';
+
+// An npm source's path is the `<name>@<version>` the registry resolved, or a local tarball's absolute path: the
+// tarball's name, version and owner are its own package.json's claims, so it is never shown as the package it names.
+const isLocalNpmTarball = (kind: string, path: string): boolean => kind === 'npm' && isAbsolute(path);
+const localTarball = (path: string): string => `local npm tarball ${path}`;
+const claimedOwner = (owner: string): string => `${owner} (claimed by the tarball's package.json, not checked against the npm registry)`;
 
 /** A canary outcome as JSON: `error` is always present, `null` on success. */
 export function canaryJson(outcome: CanaryOutcome): Record<string, unknown> {
@@ -59,10 +66,11 @@ function wrapToColumns(text: string, width: number): string[] {
  */
 export function trustLines(request: TrustRequest, terminalColumns?: number): string[] {
   const caps = request.capabilities;
+  const tarball = isLocalNpmTarball(request.source, request.source_path);
   const network = caps.network ? 'yes' : caps.egress === undefined || caps.egress.length === 0 ? 'no' : `only ${caps.egress.join(', ')}`;
   const rows: [string, string][] = [
-    ['plugin', `${request.display_name} ${request.version} (${request.plugin_id}, from a ${request.source} package)`],
-    ['namespace owner', request.namespace_owner ?? 'none declared'],
+    ['plugin', `${request.display_name} ${request.version} (${request.plugin_id}, from ${tarball ? `${localTarball(request.source_path)}, not the npm registry` : `a ${request.source} package`})`],
+    ['namespace owner', request.namespace_owner === null ? 'none declared' : tarball ? claimedOwner(request.namespace_owner) : request.namespace_owner],
     ['terms of service', request.tos ?? 'none stated'],
     ['risk', request.risk ?? 'none stated'],
     ['license', request.license ?? 'none declared'],
@@ -91,6 +99,8 @@ export function authChecklist(info: PluginInfo): string[] {
 /** The `info` view for people: aligned key/value lines. */
 export function infoLines(info: PluginInfo, style: Style): string[] {
   const caps = info.enforced_capabilities;
+  const [kind = '', ...pathParts] = info.package.source.split(':');
+  const tarballPath = isLocalNpmTarball(kind, pathParts.join(':')) ? pathParts.join(':') : undefined;
   const rows: [string, string][] = [
     ['name', info.name],
     ['display name', info.display_name],
@@ -98,11 +108,11 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
     ['shape', info.shape],
     ['status', info.status + (info.reason === null ? '' : ` (${info.reason})`)],
     ['description', info.description ?? '-'],
-    ['namespace owner', info.namespace_owner ?? '-'],
+    ['namespace owner', info.namespace_owner === null ? '-' : tarballPath === undefined ? info.namespace_owner : claimedOwner(info.namespace_owner)],
     ['operations', info.operations.map((o) => o.op_id).join(', ') || '-'],
     ['executable', `${info.executable.path}  sha256:${info.executable.sha256}`],
     ['install root', info.executable.install_root],
-    ['package', `${info.package.source}${info.package.checksum === '' ? '' : `  ${info.package.checksum}`}`],
+    ['package', `${tarballPath === undefined ? info.package.source : localTarball(tarballPath)}${info.package.checksum === '' ? '' : `  ${info.package.checksum}`}`],
     ['installed at', info.installed_at ?? '-'],
     ['activated at', info.activated_at ?? '-'],
   ];

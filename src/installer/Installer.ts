@@ -674,7 +674,7 @@ export class Installer {
       const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
       if (acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities)) return ok(undefined);
     }
-    const request = trustRequestOf(manifest, source, capabilities);
+    const request = trustRequestOf(manifest, staged.source, capabilities);
     const accepted = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);

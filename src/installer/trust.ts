@@ -28,6 +28,13 @@ export interface TrustRequest {
   readonly license: string | null;
   /** Where the package comes from. */
   readonly source: PackageSourceKind;
+  /**
+   * The source itself: a directory's or an archive's path; for `npm`, the
+   * `<name>@<version>` the registry resolved, or a local tarball's absolute
+   * path, whose name, version and owner are then its own package.json's
+   * claims, which nothing checks against the registry.
+   */
+  readonly source_path: string;
   /** The powers it will run with. */
   readonly capabilities: DeclaredCapabilities;
   /** Its tools and what each may do. */
@@ -42,7 +49,11 @@ export interface TrustRequest {
 export type TrustCallback = (request: TrustRequest) => boolean | Promise<boolean>;
 
 /** The summary of `manifest` a person accepts. */
-export function trustRequestOf(manifest: NormalizedManifest, source: PackageSourceKind, capabilities: DeclaredCapabilities): TrustRequest {
+export function trustRequestOf(
+  manifest: NormalizedManifest,
+  source: { readonly kind: PackageSourceKind; readonly path: string },
+  capabilities: DeclaredCapabilities,
+): TrustRequest {
   return {
     plugin_id: manifest.plugin_id,
     display_name: manifest.name,
@@ -51,7 +62,8 @@ export function trustRequestOf(manifest: NormalizedManifest, source: PackageSour
     tos: manifest.tos ?? null,
     risk: manifest.risk ?? null,
     license: manifest.license ?? null,
-    source,
+    source: source.kind,
+    source_path: source.path,
     capabilities,
     tools: manifest.tools.map((t) => ({ name: t.name, risk_class: t.risk_class })),
   };

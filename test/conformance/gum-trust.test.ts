@@ -54,6 +54,7 @@ describe('seed 001 §Trust Posture and §Reserved Namespaces: install displays t
         risk: 'Searches public flight fares',
         license: null,
         source: 'directory',
+        source_path: pkg,
         capabilities: { network: false, fs_write_dir: '', env_allow: [] },
         tools: [{ name: 'search', risk_class: 'read' }],
       },
