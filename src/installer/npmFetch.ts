@@ -25,6 +25,7 @@ import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { packagesWithInstallScripts } from './npmInstallScripts.js';
 import { readAtMost } from '../manifest/readAtMost.js';
+import { SecretRedactor } from '../secrets/knownSecrets.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {
@@ -33,8 +34,18 @@ export interface NpmSettings {
    * the npm shipped with that Node (`<prefix>/lib/node_modules/npm/bin/npm-cli.js`).
    */
   readonly cli?: string;
-  /** The registry URL. Default `https://registry.npmjs.org/` (etc/npm-install.json). */
+  /**
+   * The registry URL. Default `https://registry.npmjs.org/` (etc/npm-install.json).
+   * A user and password in it (`https://user:password@host/`) are taken out
+   * of the URL npm is given and passed in a private configuration file.
+   */
   readonly registry?: string;
+  /**
+   * A token for the registry (npm's `_authToken`, sent as a bearer token),
+   * passed to npm in a private configuration file, never in its command line
+   * or environment, and redacted from every error.
+   */
+  readonly token?: string;
 }
 
 /** What an `npm:` source names: a package of the registry, or a local tarball made by `npm pack`. */
@@ -114,7 +125,7 @@ interface NpmGrowthBounds {
   readonly limits: PackageLimits;
 }
 
-function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, bounds?: NpmGrowthBounds): Promise<Result<void, HostError>> {
+function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, redactor: SecretRedactor, bounds?: NpmGrowthBounds): Promise<Result<void, HostError>> {
   return new Promise((done) => {
     let exceeded: GrowthExceeded | undefined;
     let stopWatching: () => Promise<void> = () => Promise.resolve();
@@ -139,10 +150,11 @@ function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.P
         );
       }
       if (error === null) return done(ok(undefined));
+      const printed = redactor.redact(tail(stderr));
       done(
         err(
-          npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${tail(stderr).trim().split('\n').slice(-3).join(' ')}`, {
-            stderr_tail: tail(stderr),
+          npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${printed.trim().split('\n').slice(-3).join(' ')}`, {
+            stderr_tail: printed,
           }),
         ),
       );
@@ -168,6 +180,46 @@ async function readJson(path: string, maxBytes: number): Promise<Record<string, 
 function npmEnvironment(home: string): NodeJS.ProcessEnv {
   const passed = Object.fromEntries(settings.passedEnv.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
   return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: join(home, 'npmrc'), npm_config_globalconfig: join(home, 'npmrc-global') };
+}
+
+/** The registry as npm is told it (no user or password in its URL), the private configuration that authenticates to it, and what to redact. */
+interface RegistryAccess {
+  readonly url: string;
+  readonly npmrc: string;
+  readonly redactor: SecretRedactor;
+}
+
+const registryOption = (message: string): HostError => hostError('HOST_INVALID_OPTIONS', `the npm registry ${message}`, { details: { option: 'npm.registry' } });
+
+/**
+ * Splits the credentials off the registry URL. They go to npm as a userconfig
+ * keyed by the registry's host and path (npm sends them to that registry
+ * only): `_auth` for a user and password, base64 as npm wants it, and
+ * `_authToken` for a token, which must be one line of printable characters,
+ * since a line break in it would add settings of its own to the file.
+ */
+function registryAccess(registry: string, token: string | undefined): Result<RegistryAccess, HostError> {
+  let url: URL;
+  try {
+    url = new URL(registry);
+  } catch {
+    // Not quoted: the text may hold a password.
+    return err(registryOption('is not a URL'));
+  }
+  const user = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  url.username = '';
+  url.password = '';
+  const scope = `//${url.host}${url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`}`;
+  const lines: string[] = [];
+  if (user !== '' || password !== '') lines.push(`${scope}:_auth=${Buffer.from(`${user}:${password}`).toString('base64')}`);
+  if (token !== undefined) {
+    if (!/^[\x21-\x7e]+$/.test(token)) return err(hostError('HOST_INVALID_OPTIONS', 'the npm registry token must be one word of printable ASCII characters', { details: { option: 'npm.token' } }));
+    lines.push(`${scope}:_authToken=${token}`);
+  }
+  // A user alone (`https://<token>@host/`) is how some registries take a token.
+  const secrets = [password === '' ? user : password, `${user}:${password}`, token ?? ''].filter((value) => value !== '' && value !== ':');
+  return ok({ url: url.href, npmrc: lines.map((line) => `${line}\n`).join(''), redactor: new SecretRedactor(secrets) });
 }
 
 // npm runs this instead of git: a dependency from a git repository is refused before git runs, and the attempt is recorded.
@@ -220,20 +272,22 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
     const tarball = await stat(spec.path).catch(() => undefined);
     if (tarball?.isFile() !== true) return err(npmFailure('invalid_spec', `no npm tarball at ${spec.path}`, { path: spec.path }));
   }
+  const access = registryAccess(npm.registry ?? settings.registry, npm.token);
+  if (access.isErr()) return err(access.error);
+  const { url: registry, npmrc, redactor } = access.value;
   const home = join(work, '.npm');
   const project = join(work, 'project');
   await mkdir(home, { recursive: true, mode: 0o700 });
   await mkdir(project, { mode: 0o700 });
-  await writeFile(join(home, 'npmrc'), '');
+  await writeFile(join(home, 'npmrc'), npmrc, { mode: 0o600 });
   await writeFile(join(home, 'npmrc-global'), '');
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
   await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
   const target = spec.kind === 'registry' ? spec.spec : spec.path;
-  const registry = npm.registry ?? settings.registry;
   const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
   const bounds = { project, cache: join(home, 'cache'), limits };
-  const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), bounds);
+  const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), redactor, bounds);
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
@@ -245,7 +299,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   // the version the checked lockfile holds, and the lockfile it leaves is checked again.
   const checked = spec.kind === 'registry' ? lockedVersion(lock, spec.name) : target;
   if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
-  const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), bounds);
+  const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), redactor, bounds);
   if (ran.isErr()) return err(ran.error);
   const installedLock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const installed = foreignSources(installedLock, registry, spec);
