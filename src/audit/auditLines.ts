@@ -4,6 +4,7 @@
  */
 import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 import type { AuditRecord } from './auditRecord.js';
+import { SecretRedactor } from '../secrets/knownSecrets.js';
 
 /** The audit defaults, from `etc/audit-defaults.json`. */
 export const AUDIT_DEFAULTS = Object.freeze({
@@ -113,15 +114,16 @@ function namesNext(item: unknown, index: number, array: readonly unknown[], secr
  * second of a `[name, value]` pair that names one; the `value` of an object
  * whose `name` or `key` names one; and, inside strings, the value written
  * after a secret name (`password=…`, `"api_key": "…"`, `Authorization:
- * Bearer …`), a URL's password and a bearer token. Values JSON cannot hold
- * are left out as JSON.stringify would; cycles and nesting past 32 levels
- * become `[cut]`.
+ * Bearer …`), a URL's password and a bearer token; and, wherever they are,
+ * the secret values `known` holds and their encoded copies. Values JSON
+ * cannot hold are left out as JSON.stringify would; cycles and nesting past
+ * 32 levels become `[cut]`.
  */
-export function redactArguments(args: unknown, secrets: ReadonlySet<string>): unknown {
+export function redactArguments(args: unknown, secrets: ReadonlySet<string>, known: SecretRedactor = SecretRedactor.none): unknown {
   const seen = new Set<object>();
   const redacted = AUDIT_DEFAULTS.redactedValue;
   const copy = (value: unknown, depth: number): unknown => {
-    if (typeof value === 'string') return redactText(value, secrets);
+    if (typeof value === 'string') return known.redact(redactText(value, secrets));
     if (typeof value !== 'object' || value === null) return typeof value === 'bigint' ? value.toString() : value;
     if (depth >= MAX_DEPTH || seen.has(value)) return '[cut]';
     seen.add(value);

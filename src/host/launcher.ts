@@ -92,6 +92,13 @@ export class PluginLauncher {
 
   constructor(parts: LauncherParts) {
     this.#parts = parts;
+    // A spawner the host made is the host's alone: it may keep a control group ready for the next start (removed by close).
+    if (parts.config.spawner === undefined) parts.spawner.keepSpareGroup();
+  }
+
+  /** Removes the control group the host's own spawner keeps ready for the next start; the application's spawner is left as it is. */
+  close(): void {
+    if (this.#parts.config.spawner === undefined) this.#parts.spawner.dropSpareGroup();
   }
 
   /** Whether plugins run inside an OS sandbox. */
@@ -175,7 +182,11 @@ export class PluginLauncher {
               // catalog checks passed (a failed catalog check is reported first).
               gate: () => ResultAsync.combine([stillPinned, verifyBindingTree(binding)]).map(() => undefined),
             })
-            .map((process) => withSecretsRedacted(process, new SecretRedactor(secretEnvValues(pluginEnv, declared, caps.env_allow)))),
+            .map((process) => {
+              const secrets = secretEnvValues(pluginEnv, declared, caps.env_allow);
+              config.audit?.knowSecrets(id, secrets);
+              return withSecretsRedacted(process, new SecretRedactor(secrets));
+            }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };

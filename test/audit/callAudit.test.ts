@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { AuditCallRecord, AuditRecord, AuditSink } from '../../src/audit/auditRecord.js';
 import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
-import { HostPool, removePackages } from '../support/hostHarness.js';
+import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
 
 const TIMEOUT_MS = 120_000;
 const pool = new HostPool();
@@ -73,6 +73,25 @@ describe('PluginHost audit records', () => {
         outcome: 'ok',
         arguments: { text: 'hi', api_key: '[redacted]', nested: { pin: '[redacted]', keep: true }, argv: ['--token', '[redacted]'], url: 'https://ann:[redacted]@example.com/?pin=[redacted]' },
       });
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    'redacts the secret values the host gave a plugin, and their encoded copies, wherever a call\'s arguments carry them',
+    async () => {
+      const kept = new KeptRecords();
+      const host = await pool.open(await pool.profile(), { activation: 'immediate', audit: { sink: kept, arguments: true } });
+      (await host.install(await packaged('canary')))._unsafeUnwrap();
+      const token = 'good-7e51a0c2d9f3b864';
+      // The live canary launches the plugin with the stored token: the host knows it from then on.
+      expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
+      const b64 = Buffer.from(token).toString('base64');
+      const args = { from: '2026-02-01', to: '2026-02-03', city: token, note: `seen as ${b64} in a header`, list: [Buffer.from(token).toString('hex')] };
+      expect((await host.call('plug.host-canary.lookup', args)).isOk()).toBe(true);
+      const record = kept.records.find((r) => r.kind === 'call' && r.op_id === 'plug.host-canary.lookup' && r.at !== undefined && JSON.stringify(r).includes('2026-02-03'));
+      expect(record).toMatchObject({ outcome: 'ok', arguments: { city: '[redacted]', note: 'seen as [redacted] in a header', list: ['[redacted]'] } });
+      expect(JSON.stringify(kept.records)).not.toContain(token);
     },
     TIMEOUT_MS,
   );
