@@ -827,6 +827,7 @@ export class PluginHost {
     this.#closed = true;
     this.#watch?.stop();
     await this.#runtimes.closeAll();
+    this.#launcher.close();
     await this.#toolLists.settled();
   }
 
