@@ -24,6 +24,7 @@ import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { archiveInvalid } from './refusal.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { packagesWithInstallScripts } from './npmInstallScripts.js';
+import { adoptPeerDependencies } from './npmPeers.js';
 import { readAtMost } from '../manifest/readAtMost.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
 
@@ -325,6 +326,10 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
         claimed,
       }),
     );
+  }
+  const peers = await adoptPeerDependencies(project, name, dir);
+  if ('conflict' in peers) {
+    return err(npmFailure('layout_unexpected', `npm installed '${peers.conflict}' beside '${name}' as a peer and inside it as a dependency`, { name, peer: peers.conflict }));
   }
   return ok({ dir, name, version, packageJson, installScripts: packagesWithInstallScripts(installedLock) });
 }

@@ -56,6 +56,8 @@ export interface PackedServer {
   readonly name: string;
   readonly source: string;
   readonly scripts?: Readonly<Record<string, string>>;
+  /** Registry packages it declares as peers, name to range. */
+  readonly peerDependencies?: Readonly<Record<string, string>>;
 }
 
 /** Packs `server` with `npm pack` (scripts off) into `dir`; returns the tarball's path. */
@@ -63,7 +65,7 @@ export async function packServer(dir: string, server: PackedServer): Promise<str
   const pkg = join(dir, server.name.replace(/[@/]/g, '_'));
   await mkdir(join(pkg, 'bin'), { recursive: true });
   await writeFile(join(pkg, 'bin', 'server.mjs'), server.source, { mode: 0o755 });
-  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: server.name, version: '1.0.0', type: 'module', bin: 'bin/server.mjs', scripts: server.scripts ?? {} }));
+  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: server.name, version: '1.0.0', type: 'module', bin: 'bin/server.mjs', scripts: server.scripts ?? {}, ...(server.peerDependencies === undefined ? {} : { peerDependencies: server.peerDependencies }) }));
   execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
   return join(dir, `${server.name.replace(/^@/, '').replace('/', '-')}-1.0.0.tgz`);
 }
