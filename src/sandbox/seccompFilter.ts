@@ -13,8 +13,9 @@ import socketFamilies from '../../etc/sandbox/socket-families.json' with { type:
  * `MSG_FASTOPEN`, which step around the Landlock launcher's TCP rules
  * inside the namespace.
  *
- * With or without network, `socket()` takes only the families (and without
- * network the inet protocols) listed in `etc/sandbox/socket-families.json`:
+ * With or without network, `socket()` takes only the families and netlink
+ * protocols (and without network the inet protocols) listed in
+ * `etc/sandbox/socket-families.json`:
  * any other made the kernel load that protocol's module for the plugin.
  *
  * Every plugin, with or without network, is refused the kernel keyring calls
@@ -57,7 +58,8 @@ const ENOSYS = 38;
 const X32_SYSCALL_BIT = 0x40000000;
 const values = (entries: readonly { readonly value: number }[]): number[] => entries.map((entry) => entry.value);
 const INET_FAMILIES = values(socketFamilies.inet);
-const OTHER_FAMILIES = values(socketFamilies.other);
+const NETLINK_FAMILY = socketFamilies.netlink.value;
+const NETLINK_PROTOCOLS = values(socketFamilies.netlinkProtocols);
 const NETWORK_FAMILIES = values(socketFamilies.withNetwork);
 const OFFLINE_INET_PROTOCOLS = values(socketFamilies.offlineInetProtocols);
 // TCP Fast Open: a send with this flag connects an unconnected socket without connect(), which Landlock checks.
@@ -107,24 +109,30 @@ const ret = (k: number): Instruction => ({ code: BPF_RET_K, jt: 0, jf: 0, k });
 const label = (name: string): Instruction => ({ label: name });
 
 /**
- * The socket() check, jumped to from each architecture's socket syscall: a family of the list, and without network an
- * inet protocol of the list; anything else EPERM, before the kernel could load a module for it.
+ * The socket() check, jumped to from each architecture's socket syscall: a family of the list, a netlink protocol of
+ * the list, and without network an inet protocol of the list; anything else EPERM, before the kernel could load a
+ * module for it.
  */
-function socketBlock(checkFamily: string, checkProtocol: string, network: boolean): Instruction[] {
-  const out: Instruction[] = [label(checkFamily), load(OFFSET_ARG0_LOW)];
-  for (const family of INET_FAMILIES) out.push(jumpIfEqual(family, network ? 'allow' : checkProtocol));
-  for (const family of network ? [...OTHER_FAMILIES, ...NETWORK_FAMILIES] : OTHER_FAMILIES) out.push(jumpIfEqual(family, 'allow'));
+function socketBlock(index: number, network: boolean): Instruction[] {
+  const [inetProtocol, netlinkProtocol] = [`inetProtocol${index}`, `netlinkProtocol${index}`];
+  const out: Instruction[] = [label(`family${index}`), load(OFFSET_ARG0_LOW)];
+  for (const family of INET_FAMILIES) out.push(jumpIfEqual(family, network ? 'allow' : inetProtocol));
+  out.push(jumpIfEqual(NETLINK_FAMILY, netlinkProtocol));
+  if (network) for (const family of NETWORK_FAMILIES) out.push(jumpIfEqual(family, 'allow'));
   out.push(ret(SECCOMP_RET_ERRNO | EPERM));
-  if (network) return out;
-  out.push(label(checkProtocol), load(OFFSET_ARG2_LOW));
-  for (const protocol of OFFLINE_INET_PROTOCOLS) out.push(jumpIfEqual(protocol, 'allow'));
-  out.push(ret(SECCOMP_RET_ERRNO | EPERM));
+  const protocolCheck = (name: string, protocols: readonly number[]): Instruction[] => [
+    label(name),
+    load(OFFSET_ARG2_LOW),
+    ...protocols.map((protocol) => jumpIfEqual(protocol, 'allow')),
+    ret(SECCOMP_RET_ERRNO | EPERM),
+  ];
+  out.push(...protocolCheck(netlinkProtocol, NETLINK_PROTOCOLS));
+  if (!network) out.push(...protocolCheck(inetProtocol, OFFLINE_INET_PROTOCOLS));
   return out;
 }
 
 function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): Instruction[] {
   const checkFamily = `family${index}`;
-  const checkProtocol = `protocol${index}`;
   const checkFlags = `flags${index}`;
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
@@ -134,7 +142,7 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   out.push(jumpIfEqual(CLONE3, 'enosys'));
   const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
   out.push(jumpIfEqual(table.socket, checkFamily));
-  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(checkFamily, checkProtocol, true), ...namespaceBlock];
+  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(index, true), ...namespaceBlock];
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   for (const [nr, flagsArg] of table.sends) out.push(jumpIfEqual(nr, `sendFlags${index}_${flagsArg}`));
@@ -142,7 +150,7 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   for (const flagsArg of new Set(table.sends.map(([, arg]) => arg))) {
     out.push(label(`sendFlags${index}_${flagsArg}`), load(OFFSET_ARG0_LOW + flagsArg * ARG_BYTES), jumpIfAnyBit(MSG_FASTOPEN, 'eperm'), ret(SECCOMP_RET_ALLOW));
   }
-  return [...out, ...socketBlock(checkFamily, checkProtocol, false), ...namespaceBlock];
+  return [...out, ...socketBlock(index, false), ...namespaceBlock];
 }
 
 function assemble(program: readonly Instruction[]): Buffer {

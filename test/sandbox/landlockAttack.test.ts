@@ -312,8 +312,8 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
   });
 
   // socket() of a family or protocol the kernel has not loaded makes it load the module (net-pf-21 for RDS): every
-  // rarely used protocol a distribution ships (RDS, TIPC, CAN, crypto sockets, SCTP, the sources of past local root
-  // exploits) was one call away for any plugin. This kernel has no modules, so before the list they failed later,
+  // rarely used protocol a distribution ships (RDS, TIPC, CAN, crypto sockets, SCTP, iSCSI over netlink, the sources of
+  // past local root exploits) was one call away for any plugin. This kernel has no modules, so before the list they failed later,
   // with EAFNOSUPPORT or EPROTONOSUPPORT; refused by seccomp they are EPERM everywhere, whatever the host's kernel loads.
   it('a plugin with or without network creates no socket of a family or protocol outside the list', async () => {
     const source = join(base, 'families.c');
@@ -321,7 +321,7 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       source,
       '#include <errno.h>\n#include <stdio.h>\n#include <sys/socket.h>\n' +
         'static void try(const char *name, int family, int type, int protocol) { int s = socket(family, type, protocol); printf("%s\\"%s\\":%d", family == 21 ? "{" : ",", name, s < 0 ? errno : 0); }\n' +
-        'int main(void) { try("rds", 21, SOCK_SEQPACKET, 0); try("can", 29, SOCK_DGRAM, 1); try("tipc", 30, SOCK_RDM, 0); try("alg", 38, SOCK_SEQPACKET, 0); try("sctp", 2, SOCK_STREAM, 132); try("dccp", 10, 6, 33); printf("}\\n"); return 0; }\n',
+        'int main(void) { try("rds", 21, SOCK_SEQPACKET, 0); try("can", 29, SOCK_DGRAM, 1); try("tipc", 30, SOCK_RDM, 0); try("alg", 38, SOCK_SEQPACKET, 0); try("sctp", 2, SOCK_STREAM, 132); try("dccp", 10, 6, 33); try("iscsi", 16, SOCK_DGRAM, 8); try("route", 16, SOCK_DGRAM, 0); printf("}\\n"); return 0; }\n',
     );
     const probe = join(installRoot, 'families');
     expect(spawnSync('cc', ['-static', '-o', probe, source], { encoding: 'utf8' }).stderr).toBe('');
@@ -330,7 +330,7 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       const p = (await spawner.spawn({ executable: unverifiedCommand([probe], installRoot), env: {}, network, writeDir: dataDir, hiddenPaths: [] }))._unsafeUnwrap();
       started.push(p);
       const report = await firstJsonLine<Record<string, number>>(p.stdout);
-      const refused = { rds: EPERM, can: EPERM, tipc: EPERM, alg: EPERM };
+      const refused = { rds: EPERM, can: EPERM, tipc: EPERM, alg: EPERM, iscsi: EPERM, route: 0 };
       // With network an inet socket's protocol is the host's kernel's business (SCTP is a real protocol); without, only the listed ones.
       expect(report, `network: ${network}`).toEqual(network ? { ...refused, sctp: report.sctp, dccp: report.dccp } : { ...refused, sctp: EPERM, dccp: EPERM });
     }

@@ -88,7 +88,7 @@ describe('unixSocketDenyFilter', () => {
     ['i386 on an x86-64 host', 'x64', I386, 359],
     ['aarch64', 'arm64', AARCH64, 198],
     ['32-bit ARM on an arm64 host', 'arm64', ARM, 281],
-  ] as const)('%s: socket() takes only the listed families, and without network the listed inet protocols', (_name, host, arch, socket) => {
+  ] as const)('%s: socket() takes only the listed families and netlink protocols, and without network the listed inet protocols', (_name, host, arch, socket) => {
     const [AF_UNIX, AF_INET6, AF_NETLINK, AF_PACKET, AF_RDS, AF_CAN, AF_TIPC, AF_ALG, AF_VSOCK] = [1, 10, 16, 17, 21, 29, 30, 38, 40];
     const SOCK_DGRAM = 2;
     for (const network of [false, true]) {
@@ -99,6 +99,9 @@ describe('unixSocketDenyFilter', () => {
       for (const protocol of [1, 6, 17, 58]) expect(evaluate(p, arch, socket, AF_INET6, SOCK_DGRAM, protocol), `protocol ${protocol}`).toBe(ALLOW);
       // SCTP, DCCP, UDP-Lite: modules of their own; with network the plugin may use what the host's kernel offers.
       for (const protocol of [132, 33, 136]) expect(evaluate(p, arch, socket, AF_INET, SOCK_STREAM, protocol), `protocol ${protocol}`).toBe(network ? ALLOW : EPERM);
+      // Netlink: route, sock_diag, audit, uevents and generic; iSCSI, XFRM, netfilter, RDMA and crypto load modules or need capabilities.
+      for (const protocol of [0, 4, 9, 15, 16]) expect(evaluate(p, arch, socket, AF_NETLINK, SOCK_DGRAM, protocol), `netlink ${protocol}`).toBe(ALLOW);
+      for (const protocol of [6, 8, 12, 20, 21]) expect(evaluate(p, arch, socket, AF_NETLINK, SOCK_DGRAM, protocol), `netlink ${protocol}`).toBe(EPERM);
     }
   });
 
