@@ -227,21 +227,25 @@ describe('seed 001 Plugin Shapes: the Shape 2 gate "happens before schema copy, 
     profile = undefined;
   });
 
-  it('a third-party grpc-subprocess package with schemas leaves the schema store, staging, install roots and catalog as they were, and no status hook (the canary) runs', async () => {
+  it('a third-party grpc-subprocess package with schemas leaves the schema store, staging, install roots and catalog as they were; neither the trust question nor the status hook (the canary) runs', async () => {
     const hookRuns: string[] = [];
-    profile = await testProfile('dev', {
-      allowedShapes: ['mcp-plugin', 'grpc-subprocess'],
-      initialStatus: (manifest) => {
-        hookRuns.push(manifest.plugin_id);
-        return 'active';
-      },
-    });
+    profile = await testProfile('dev', { allowedShapes: ['mcp-plugin', 'grpc-subprocess'] });
     const pkg = await profile.copyFixture('install-schemas');
     await editManifest(pkg, (m) => {
       m.shape = 'grpc-subprocess';
     });
     const before = await profile.census();
-    const error = refusedWith(await profile.installer.install(pkg), 'PLUGIN_SHAPE_UNSUPPORTED');
+    const installed = await profile.installer.install(pkg, {
+      accept: () => {
+        hookRuns.push('accept');
+        return true;
+      },
+      initialStatus: () => {
+        hookRuns.push('initialStatus');
+        return 'active';
+      },
+    });
+    const error = refusedWith(installed, 'PLUGIN_SHAPE_UNSUPPORTED');
     expect(violationCodes(error)).toEqual(['PLUGIN_SHAPE_UNSUPPORTED']);
     expect(await profile.census()).toEqual(before);
     expect(hookRuns).toEqual([]);
