@@ -99,8 +99,10 @@ export class Supervisor {
     logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
     events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
     if (purpose !== 'call') return;
-    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure));
-    if (recorded.isErr()) logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
+    // Charged to the install the process ran: another process may have removed and reinstalled or upgraded the plugin meanwhile.
+    const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure), runtimes.originOf(runtime)?.binding);
+    if (recorded.isErr() && recorded.error.details.replaced === true) logger.info({ plugin_id: pluginId }, 'the failed process ran an install removed or replaced since; not recorded');
+    else if (recorded.isErr()) logger.error({ plugin_id: pluginId, code: recorded.error.code }, 'could not record a plugin failure');
   }
 
   /**
@@ -221,7 +223,7 @@ export class Supervisor {
       });
   }
 
-  #recordCrash(pluginId: string, failure: HostError): ResultAsync<void, HostError> {
+  #recordCrash(pluginId: string, failure: HostError, ran: ExecutableBindingRecord | undefined): ResultAsync<void, HostError> {
     const { clock, logger, events } = this.#parts;
     const permanent = failure.code === 'PLUGIN_EXECUTABLE_UNTRUSTED';
     const reason = permanent ? String(failure.details.reason ?? 'digest_mismatch') : 'crash';
@@ -232,6 +234,7 @@ export class Supervisor {
           row,
           recordFailure(crashStateOf(row), { code: failure.code, reason, now: clock.now(), permanent }, this.#parts.backoffScheduleMs),
         ),
+        ran,
       )
       .map((row) => {
         const permanentNow = row.permanent_quarantine === true;

@@ -67,11 +67,19 @@ export class HostCatalog {
     return this.#operations.get(opId);
   }
 
-  /** Rewrites one plugin's state row in a catalog transaction; returns the row as written. */
-  updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord): ResultAsync<PluginStateRecord, HostError> {
+  /**
+   * Rewrites one plugin's state row in a catalog transaction; returns the row
+   * as written. With `ran`, only while the catalog still pins that install:
+   * another process may have removed and reinstalled or upgraded the plugin
+   * since, and what the old install's process did is not the new one's
+   * ({@link installReplaced}).
+   */
+  updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord, ran?: ExecutableBindingRecord): ResultAsync<PluginStateRecord, HostError> {
     return this.#store
       .transaction((current) => {
-        if (current.plugins[pluginId] === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
+        const plugin = Object.hasOwn(current.plugins, pluginId) ? current.plugins[pluginId] : undefined;
+        if (plugin === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
+        if (ran !== undefined && !sameBinding(plugin.binding, ran)) return err(installReplaced(pluginId));
         return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
       })
       .map((snapshot) => {
@@ -129,4 +137,9 @@ export function closedError(): HostError {
 /** The plugin is not in this profile's catalog. */
 export function notInstalled(pluginId: string): HostError {
   return hostError('PLUGIN_NOT_FOUND', `plugin '${pluginId}' is not installed in this profile`, { details: { plugin_id: pluginId } });
+}
+
+/** The plugin's install that a process ran is no longer the one the catalog pins (`details.replaced`). */
+export function installReplaced(pluginId: string): HostError {
+  return hostError('PLUGIN_NOT_FOUND', `the install of plugin '${pluginId}' this process ran was removed or replaced since`, { details: { plugin_id: pluginId, replaced: true } });
 }
