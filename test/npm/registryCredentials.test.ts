@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -77,6 +77,10 @@ async function fetchWith(spec: string, npm: NpmSettings): Promise<{ outcome: Awa
   await rm(argvLog, { force: true });
   const work = await mkdtemp(join(base, 'work-'));
   const outcome = await fetchNpmPackage(parseNpmSpec(spec)._unsafeUnwrap(), work, { cli: wrapper, ...npm });
+  // npm's cache and logs (_logs) are in the staging home: of all it wrote, only the private userconfig holds a secret.
+  const holding = execFileSync('grep', ['-rlF', '-e', PASSWORD, '-e', TOKEN, '-e', Buffer.from(`${USER}:${PASSWORD}`).toString('base64'), work], { encoding: 'utf8' }).trim();
+  expect(holding).toBe(join(work, '.npm', 'npmrc'));
+  expect((await stat(holding)).mode & 0o777).toBe(0o600);
   return { outcome, argv: await readFile(argvLog, 'utf8') };
 }
 
