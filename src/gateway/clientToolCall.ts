@@ -7,9 +7,11 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode, McpError, type CallToolResult, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { CallerIdentity } from '../audit/auditRecord.js';
 import { hostError } from '../errors/HostError.js';
 import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { pluginIdOf } from '../host/operations.js';
+import type { HostCallOptions } from '../host/dispatch.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { HostTelemetry } from '../observability/telemetry.js';
@@ -24,6 +26,8 @@ export interface ClientIdentity {
   readonly name: string;
   readonly transport: 'stdio' | 'http';
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** Everything fixed about one client's calls. */
 export interface ToolCallClient {
@@ -46,8 +50,19 @@ export interface ToolCallParams {
   readonly progressToken?: string | number | undefined;
 }
 
-/** Runs one `tools/call` of `client`; a failure is an `isError` result carrying the host code, never a rejection. */
-export async function callForClient(client: ToolCallClient, params: ToolCallParams, extra: GatewayRequestExtra): Promise<CallToolResult> {
+/** The caller the host is told of for `client`'s calls in HTTP session `sessionId` (none over stdio). */
+export function callerOf(client: ToolCallClient, sessionId: string | undefined): CallerIdentity {
+  const { name, transport } = client.identity;
+  return sessionId === undefined ? { id: name, transport } : { id: name, transport, session: sessionId };
+}
+
+/**
+ * Runs one `tools/call` of `client`; a failure is an `isError` result
+ * carrying the host code, never a rejection. `caller` is what
+ * {@link callerOf} gives for the call's session: a fast route makes it once
+ * for all the calls of its connection.
+ */
+export async function callForClient(client: ToolCallClient, params: ToolCallParams, extra: GatewayRequestExtra, caller: CallerIdentity = callerOf(client, extra.sessionId)): Promise<CallToolResult> {
   const opId = params.name;
   if (!offeredTo(client.policy, opId)) {
     return errorResult(hostError('VARIANT_NOT_FOUND', `no operation ${JSON.stringify(opId)} is offered to this client`, { details: { op_id: opId } }));
@@ -56,23 +71,17 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
   const { progressToken } = params;
   const served = { opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId };
   const pluginId = pluginIdOf(opId);
-  const outcome = await client.telemetry.served(served, () =>
-    client.host.call(opId, params.arguments ?? {}, {
-      maxRisk: client.maxRisk,
-      ...clientAnswers(client.server, extra, client.caller),
-      signal: extra.signal,
-      caller: { id: identity.name, transport: identity.transport, ...(extra.sessionId === undefined ? {} : { session: extra.sessionId }) },
-      ...(pluginId === undefined ? {} : { presence: client.parties.presence(pluginId, client.server) }),
-      ...(progressToken === undefined
-        ? {}
-        : {
-            onProgress: (p) =>
-              void extra
-                .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
-                .catch(() => undefined),
-          }),
-    }),
-  );
+  const { confirm, clientRequests } = clientAnswers(client.server, extra, client.caller);
+  // Built as one object, keys added in place: host.call checks each of them, and spreads would allocate one object per key group.
+  const options: Mutable<HostCallOptions> = { maxRisk: client.maxRisk, confirm, clientRequests, signal: extra.signal, caller };
+  if (pluginId !== undefined) options.presence = client.parties.presence(pluginId, client.server);
+  if (progressToken !== undefined) {
+    options.onProgress = (p) =>
+      void extra
+        .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
+        .catch(() => undefined);
+  }
+  const outcome = await client.telemetry.served(served, () => client.host.call(opId, params.arguments ?? {}, options));
   return toolResult(outcome);
 }
 
@@ -105,7 +114,7 @@ export function plainToolCallParams(params: unknown): ToolCallParams | undefined
  * request `id`, and nothing more is sent once `signal` aborts. A rejection
  * becomes an Internal error answer, as the SDK server makes it.
  */
-export async function answerToolCall(client: ToolCallClient, id: RequestId, params: ToolCallParams, signal: AbortSignal, sessionId?: string): Promise<JSONRPCMessage> {
+export async function answerToolCall(client: ToolCallClient, id: RequestId, params: ToolCallParams, signal: AbortSignal, caller: CallerIdentity, sessionId?: string): Promise<JSONRPCMessage> {
   const { server } = client;
   const extra: GatewayRequestExtra = {
     signal,
@@ -116,7 +125,7 @@ export async function answerToolCall(client: ToolCallClient, id: RequestId, para
       signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : server.request(request, resultSchema, { ...options, relatedRequestId: id }),
   };
   try {
-    return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra) };
+    return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra, caller) };
   } catch (error) {
     return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: error instanceof Error ? error.message : 'Internal error' } };
   }
@@ -129,6 +138,8 @@ export async function answerToolCall(client: ToolCallClient, id: RequestId, para
  */
 export abstract class ToolCallRoute implements FastRequestRoute {
   readonly #client: ToolCallClient;
+  /** Who the host is told asks, the same for every call of the connection. */
+  readonly #caller: CallerIdentity;
   readonly #inFlight = new Map<RequestId, AbortController>();
 
   /** Serves `client`'s calls; `sessionId` names the HTTP session the calls belong to, if any. */
@@ -137,6 +148,7 @@ export abstract class ToolCallRoute implements FastRequestRoute {
     private readonly sessionId?: string,
   ) {
     this.#client = client;
+    this.#caller = callerOf(client, sessionId);
   }
 
   /** Serves `request` when its id and params are plain (see {@link plainToolCallParams}); else the SDK server gets it. */
@@ -168,7 +180,7 @@ export abstract class ToolCallRoute implements FastRequestRoute {
     this.#inFlight.set(id, abort);
     let answer: JSONRPCMessage;
     try {
-      answer = await answerToolCall(this.#client, id, params, abort.signal, this.sessionId);
+      answer = await answerToolCall(this.#client, id, params, abort.signal, this.#caller, this.sessionId);
     } finally {
       if (this.#inFlight.get(id) === abort) this.#inFlight.delete(id);
     }

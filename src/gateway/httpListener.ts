@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, ResultAsync } from 'neverthrow';
@@ -64,6 +64,12 @@ export interface HttpListener {
   readonly sessions: number;
   /** Stops accepting and ends every session. */
   close(): Promise<void>;
+}
+
+/** The Authorization header a connection's last authenticated request carried, and the client it named. */
+interface AcceptedAuthorization {
+  readonly header: string;
+  readonly client: GatewayHttpClient;
 }
 
 interface Session {
@@ -154,12 +160,18 @@ export function listenHttp(
   };
 
   const tokens = clients.map((c) => ({ client: c, digest: tokenDigest(c.token) }));
+  const accepted = new WeakMap<Socket, AcceptedAuthorization>();
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
+    const last = accepted.get(req.socket);
+    // A keep-alive connection presenting the header it was last accepted with: comparing the two with === tells it no more than how much of its own accepted header it repeated.
+    if (last !== undefined && last.header === header) return last.client;
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const given = match?.[1];
     if (given === undefined) return undefined;
-    return clientWithDigest(tokenDigest(given), tokens);
+    const client = clientWithDigest(tokenDigest(given), tokens);
+    if (client !== undefined) accepted.set(req.socket, { header, client });
+    return client;
   };
   const loopbackOrigin = lastVerdictOf(loopbackUrl);
   const loopbackHost = lastVerdictOf((host) => loopbackUrl(`http://${host}`));

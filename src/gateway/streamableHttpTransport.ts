@@ -293,10 +293,10 @@ export class HttpSessionTransport implements Transport {
       // Wherever it comes, alone or in a batch beside requests, a cancellation reaches the fast route too.
       if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
     }
-    const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
     if (ids.length === 0) {
       // Notifications and answers to the server's own requests have nothing to wait for.
       res.writeHead(202).end();
+      const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
@@ -307,6 +307,7 @@ export class HttpSessionTransport implements Transport {
     const [single] = messages;
     // Only a lone tools/call on a session whose initialize was answered; a batch or anything else goes to the SDK `Server`.
     if (!batch && single !== undefined && this.#protocolVersion !== undefined && isRequest(single) && single.method === 'tools/call' && this.#route?.take(single) === true) return;
+    const extra: MessageExtraInfo = { requestInfo: { headers: req.headers } };
     for (const message of messages) this.onmessage?.(message, extra);
   }
 

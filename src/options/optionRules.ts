@@ -87,64 +87,68 @@ export function isPlainObject(value: unknown): value is Readonly<Record<string, 
 export function checkOptions(value: unknown, schema: OptionSchema, where: string, prefix = ''): HostError | undefined {
   if (value === undefined) return undefined;
   if (!isPlainObject(value)) return invalidOption(prefix === '' ? where : prefix.slice(0, -1), `must be an object, got ${describeValue(value)}`);
-  const known = Object.keys(schema);
-  for (const [key, field] of Object.entries(value)) {
-    const path = `${prefix}${key}`;
+  // Checked on every host call: a path is spelled only for a refusal, and no entry pairs or closures are made.
+  for (const key of Object.keys(value)) {
+    const field = value[key];
     const rule = Object.hasOwn(schema, key) ? schema[key] : undefined;
     if (rule === undefined) {
-      const closest = closestName(key, known);
-      return invalidOption(path, `is not an option of ${where}`, closest === undefined ? undefined : `${prefix}${closest}`);
+      const closest = closestName(key, Object.keys(schema));
+      return invalidOption(`${prefix}${key}`, `is not an option of ${where}`, closest === undefined ? undefined : `${prefix}${closest}`);
     }
     if (field === undefined) continue;
-    const problem = checkRule(field, rule, where, path);
+    const problem = checkRule(field, rule, where, prefix, key);
     if (problem !== undefined) return problem;
   }
   return undefined;
 }
 
-function checkRule(value: unknown, rule: OptionRule, where: string, path: string): HostError | undefined {
-  const problem = (text: string | undefined): HostError | undefined => (text === undefined ? undefined : invalidOption(path, text));
+/** The refusal of the option at `prefix` + `key` that `text` describes, if any. */
+function problemAt(prefix: string, key: string, text: string | undefined): HostError | undefined {
+  return text === undefined ? undefined : invalidOption(`${prefix}${key}`, text);
+}
+
+function checkRule(value: unknown, rule: OptionRule, where: string, prefix: string, key: string): HostError | undefined {
   if (typeof rule === 'string') {
     switch (rule) {
       case 'string':
-        return problem(typeof value === 'string' ? undefined : `must be a string, got ${describeValue(value)}`);
+        return problemAt(prefix, key, typeof value === 'string' ? undefined : `must be a string, got ${describeValue(value)}`);
       case 'boolean':
-        return problem(typeof value === 'boolean' ? undefined : `must be true or false, got ${describeValue(value)}`);
+        return problemAt(prefix, key, typeof value === 'boolean' ? undefined : `must be true or false, got ${describeValue(value)}`);
       case 'function':
-        return problem(typeof value === 'function' ? undefined : `must be a function, got ${describeValue(value)}`);
+        return problemAt(prefix, key, typeof value === 'function' ? undefined : `must be a function, got ${describeValue(value)}`);
       case 'object':
-        return problem(typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `must be an object, got ${describeValue(value)}`);
+        return problemAt(prefix, key, typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : `must be an object, got ${describeValue(value)}`);
       case 'strings':
-        return problem(Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `must be a list of strings, got ${describeValue(value)}`);
+        return problemAt(prefix, key, Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `must be a list of strings, got ${describeValue(value)}`);
       case 'stringRecord':
-        return problem(isPlainObject(value) && Object.values(value).every((v) => v === undefined || typeof v === 'string') ? undefined : `must map names to strings`);
+        return problemAt(prefix, key, isPlainObject(value) && Object.values(value).every((v) => v === undefined || typeof v === 'string') ? undefined : `must map names to strings`);
       case 'pathSegment':
-        return problem(pathSegmentProblem(value));
+        return problemAt(prefix, key, pathSegmentProblem(value));
       case 'signature':
-        return problem(typeof value === 'string' || value instanceof Uint8Array ? undefined : `must be a string or bytes, got ${describeValue(value)}`);
+        return problemAt(prefix, key, typeof value === 'string' || value instanceof Uint8Array ? undefined : `must be a string or bytes, got ${describeValue(value)}`);
       case 'abortSignal':
-        return problem(value instanceof AbortSignal ? undefined : `must be an AbortSignal, got ${describeValue(value)}`);
+        return problemAt(prefix, key, value instanceof AbortSignal ? undefined : `must be an AbortSignal, got ${describeValue(value)}`);
       default:
-        return problem(numberProblem(rule, value));
+        return problemAt(prefix, key, numberProblem(rule, value));
     }
   }
   if ('oneOf' in rule) {
     if (rule.oneOf.includes(value as string)) return undefined;
     const near = typeof value === 'string' ? closestName(value, rule.oneOf.filter((v): v is string => typeof v === 'string')) : undefined;
     const allowed = rule.oneOf.map((v) => JSON.stringify(v)).join(' or ');
-    return problem(`must be ${allowed}, got ${describeValue(value)}${near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`}`);
+    return problemAt(prefix, key, `must be ${allowed}, got ${describeValue(value)}${near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`}`);
   }
-  if ('orFalse' in rule) return problem(value === false ? undefined : numberProblem(rule.number, value)?.replace(', got', ' or false, got'));
+  if ('orFalse' in rule) return problemAt(prefix, key, value === false ? undefined : numberProblem(rule.number, value)?.replace(', got', ' or false, got'));
   if ('listOf' in rule) {
-    if (!Array.isArray(value) || value.length === 0) return problem(`must list at least one value, got ${describeValue(value)}`);
+    if (!Array.isArray(value) || value.length === 0) return problemAt(prefix, key, `must list at least one value, got ${describeValue(value)}`);
     const bad = value.find((v) => numberProblem(rule.listOf, v) !== undefined);
-    return bad === undefined ? undefined : problem(`lists ${describeValue(bad)}: each ${numberProblem(rule.listOf, bad)!.replace(/, got .*$/, '')}`);
+    return bad === undefined ? undefined : problemAt(prefix, key, `lists ${describeValue(bad)}: each ${numberProblem(rule.listOf, bad)!.replace(/, got .*$/, '')}`);
   }
-  if ('fields' in rule) return checkOptions(value, rule.fields, where, `${path}.`);
-  if (!isPlainObject(value)) return problem(`must be an object, got ${describeValue(value)}`);
-  for (const [key, entry] of Object.entries(value)) {
+  if ('fields' in rule) return checkOptions(value, rule.fields, where, `${prefix}${key}.`);
+  if (!isPlainObject(value)) return problemAt(prefix, key, `must be an object, got ${describeValue(value)}`);
+  for (const [entryKey, entry] of Object.entries(value)) {
     if (entry === undefined) continue;
-    const bad = checkRule(entry, rule.recordOf, where, `${path}.${key}`);
+    const bad = checkRule(entry, rule.recordOf, where, `${prefix}${key}.`, entryKey);
     if (bad !== undefined) return bad;
   }
   return undefined;
