@@ -13,11 +13,11 @@ export interface PluginIdentity {
   readonly gid: number;
 }
 
-/** A range of host user ids given to plugins, one per plugin: `first` up to `first + count - 1`. */
+/** A range of host user ids: `first` for the install's introspection, one per plugin from `first + 1` up to `first + count - 1`. */
 export interface PluginUidRange {
   /** The lowest id of the range. */
   readonly first: number;
-  /** How many ids the range holds. */
+  /** How many ids the range holds, at least 2. */
   readonly count: number;
 }
 
