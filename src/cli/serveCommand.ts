@@ -33,6 +33,17 @@ function flagConfig(flags: Flags): GatewayConfig {
   };
 }
 
+/**
+ * The environment plugins' allowlisted variables are read from, without the
+ * variables the gateway's bearer tokens come from: a plugin granted that name
+ * would otherwise hold a token to the gateway that serves it.
+ */
+function withoutTokens(env: Readonly<Record<string, string | undefined>>, config: GatewayConfig): Record<string, string | undefined> {
+  const sources = [config.http?.token, ...(config.http?.clients ?? []).map((client) => client.token)];
+  const names = new Set(sources.flatMap((source) => (source !== undefined && 'env' in source ? [source.env] : [])));
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !names.has(name)));
+}
+
 function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
   const fromFile = flags.config === undefined ? okAsync<GatewayConfig, HostError>({}) : readGatewayConfig(flags.config);
   const fromFlags = flagConfig(flags);
@@ -47,7 +58,9 @@ function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
 export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
   const { flags, terminal } = ctx;
   if (flags.tokenEnv !== undefined && flags.tokenFile !== undefined) return usageFailure(ctx, 'give --token-env or --token-file, not both', 'serve');
-  const resolved = await mergedConfig(flags).andThen((config) => resolveGatewayConfig(config, terminal.env));
+  const merged = await mergedConfig(flags);
+  if (merged.isErr()) return fail(ctx, merged.error, false);
+  const resolved = await resolveGatewayConfig(merged.value, terminal.env);
   if (resolved.isErr()) return fail(ctx, resolved.error, false);
   const { host: hostOptions, gateway, audit, warnings } = resolved.value;
   for (const warning of warnings) terminal.stderr.write(`mcp-plugin-host: warning: ${warning}\n`);
@@ -64,7 +77,7 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
     auditSink === undefined || audit === undefined
       ? {}
       : { audit: { sink: auditSink, ...(audit.arguments === undefined ? {} : { arguments: audit.arguments }), ...(audit.secretFields === undefined ? {} : { secretFields: audit.secretFields }) } };
-  const opened = await PluginHost.open({ ...hostOptions, ...auditOptions });
+  const opened = await PluginHost.open({ ...hostOptions, env: withoutTokens(terminal.env, merged.value), ...auditOptions });
   if (opened.isErr()) {
     // The open's failure is the one to report; the empty audit file's close adds nothing.
     await auditSink?.close().unwrapOr(undefined);
