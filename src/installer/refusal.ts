@@ -58,8 +58,14 @@ export function archiveInvalid(
   extra: Readonly<Record<string, unknown>> = {},
 ): HostError {
   const details = entry === undefined ? { reason, ...extra } : { reason, entry, ...extra };
-  return hostError('PLUGIN_ARCHIVE_INVALID', message, { details });
+  const limit = reason === 'limit' && typeof extra['limit'] === 'string' ? extra['limit'] : undefined;
+  return hostError('PLUGIN_ARCHIVE_INVALID', message, limit === undefined ? { details } : { details, hint: limitHint(limit) });
 }
+
+// A published package may be this large on purpose (mongodb-mcp-server@3.0.4's dependencies ship two bun builds, over 256 MiB), and nothing
+// in the package can be changed by the person installing it: the remedy is the limit, which only they can judge.
+const limitHint = (limit: string): string =>
+  `The package is over the host's ${limit} (details.max). If you trust it to be this large (an npm server whose dependencies ship platform binaries), open the host with a higher packageLimits.${limit} (library option; the CLI has no flag for it); otherwise repackage it within the limits.`;
 
 /** Throws {@link archiveInvalid} as a {@link Refusal}. */
 export function refuseEntry(
