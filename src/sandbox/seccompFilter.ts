@@ -8,15 +8,16 @@ import socketFamilies from '../../etc/sandbox/socket-families.json' with { type:
  * (`socketpair` stays allowed: it cannot reach anything outside), `AF_VSOCK`
  * ones (no network namespace confines them: on a virtual machine they reach
  * its hypervisor's services), the
- * multiplexed `socketcall` of 32-bit x86, io_uring, whose socket opcode
- * would bypass the filter, and MPTCP and SMC sockets and sends with
+ * multiplexed `socketcall` of 32-bit x86, and MPTCP and SMC sockets and sends with
  * `MSG_FASTOPEN`, which step around the Landlock launcher's TCP rules
  * inside the namespace.
  *
  * With or without network, `socket()` takes only the families and netlink
  * protocols (and without network the inet protocols) listed in
  * `etc/sandbox/socket-families.json`:
- * any other made the kernel load that protocol's module for the plugin.
+ * any other made the kernel load that protocol's module for the plugin. So
+ * io_uring is refused (`ENOSYS`: runtimes fall back to ordinary calls) with
+ * network too: its socket opcode creates a socket this filter never sees.
  *
  * Every plugin, with or without network, is refused the kernel keyring calls
  * (`add_key`, `request_key`, `keyctl`): keyrings belong to no namespace, and a
@@ -142,9 +143,9 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   out.push(jumpIfEqual(CLONE3, 'enosys'));
   const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
   out.push(jumpIfEqual(table.socket, checkFamily));
+  for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(index, true), ...namespaceBlock];
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
-  for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
   for (const [nr, flagsArg] of table.sends) out.push(jumpIfEqual(nr, `sendFlags${index}_${flagsArg}`));
   out.push(ret(SECCOMP_RET_ALLOW));
   for (const flagsArg of new Set(table.sends.map(([, arg]) => arg))) {
@@ -179,8 +180,8 @@ function assemble(program: readonly Instruction[]): Buffer {
 
 /**
  * The compiled filter of every plugin for a host architecture
- * (`process.arch`): keyring calls, calls into other processes and new user namespaces refused, and with `network: false` Unix
- * sockets and io_uring too. `undefined` when this library has no syscall
+ * (`process.arch`): keyring calls, calls into other processes, new user namespaces, io_uring and sockets of families
+ * and protocols off the list refused, and with `network: false` Unix sockets too. `undefined` when this library has no syscall
  * table for the architecture, in which case the sandbox cannot be enforced
  * and spawning must fail closed.
  */

@@ -112,7 +112,7 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(p, AARCH64, 425)).toBe(ENOSYS);
   });
 
-  it('refuses the keyring calls with and without network, and leaves Unix sockets and io_uring alone with network', () => {
+  it('refuses the keyring calls with and without network, io_uring too (its socket opcode skips the family list), and leaves Unix sockets alone with network', () => {
     for (const network of [false, true]) {
       const x64 = pluginSeccompFilter(network, 'x64')!;
       for (const nr of [248, 249, 250]) expect(evaluate(x64, X86_64, nr)).toBe(EPERM);
@@ -122,7 +122,8 @@ describe('unixSocketDenyFilter', () => {
     }
     const networked = pluginSeccompFilter(true, 'x64')!;
     expect(evaluate(networked, X86_64, 41, 1)).toBe(ALLOW);
-    expect(evaluate(networked, X86_64, 425)).toBe(ALLOW);
+    for (const nr of [425, 426, 427]) expect(evaluate(networked, X86_64, nr)).toBe(ENOSYS);
+    expect(evaluate(pluginSeccompFilter(true, 'arm64')!, AARCH64, 425)).toBe(ENOSYS);
     expect(evaluate(networked, I386, 102, 1)).toBe(ALLOW);
     expect(evaluate(networked, X86_64, 0x40000000 + 41, 1)).toBe(ENOSYS);
   });
