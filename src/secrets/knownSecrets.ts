@@ -61,10 +61,12 @@ export class SecretRedactor {
   static readonly none = new SecretRedactor([]);
 
   readonly #pattern: RegExp | undefined;
+  readonly #forms: readonly string[];
 
   /** @param values - The secret values as the host holds them. */
   constructor(values: Iterable<string>) {
     const forms = secretForms(values);
+    this.#forms = forms;
     this.#pattern = forms.length === 0 ? undefined : new RegExp(forms.map(escapedForRegExp).join('|'), 'g');
   }
 
@@ -76,5 +78,21 @@ export class SecretRedactor {
   /** `text` with every known secret form replaced by `[redacted]`. */
   redact(text: string): string {
     return this.#pattern === undefined ? text : text.replace(this.#pattern, auditDefaults.redactedValue);
+  }
+
+  /**
+   * `text`, cut from a longer one at its start (a wrapped ring buffer), with
+   * what it begins with replaced when that is the end of a known form
+   * (`minRedactedValueChars` or more of it), then redacted as a whole.
+   */
+  redactCutStart(text: string): string {
+    const min = auditDefaults.minRedactedValueChars;
+    const head = text.slice(0, min);
+    for (const form of head.length < min ? [] : this.#forms) {
+      for (let from = form.indexOf(head, 1); from !== -1 && from <= form.length - min; from = form.indexOf(head, from + 1)) {
+        if (text.startsWith(form.slice(from))) return auditDefaults.redactedValue + this.redact(text.slice(form.length - from));
+      }
+    }
+    return this.redact(text);
   }
 }

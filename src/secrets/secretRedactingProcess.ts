@@ -12,7 +12,8 @@ const UTF8_BOUNDARY_SLACK = 3;
  * environment or its configuration while it fails would otherwise put its
  * credentials in errors an application logs and a gateway client reads.
  * Once the ring has wrapped, the tail's first line may begin inside a
- * secret, which no whole copy matches: that partial line is dropped.
+ * secret, which no whole copy matches: that partial line is dropped, or,
+ * when the tail is one line, the end of a secret it begins with replaced.
  */
 export class SecretRedactingProcess implements PluginProcess {
   readonly pid: number;
@@ -47,8 +48,9 @@ export class SecretRedactingProcess implements PluginProcess {
   stderrTail(): string {
     const tail = this.#inner.stderrTail();
     const wrapped = Buffer.byteLength(tail, 'utf8') >= DEFAULT_STDERR_RING_BYTES - UTF8_BOUNDARY_SLACK;
+    if (!wrapped) return this.#redactor.redact(tail);
     const firstLineEnd = tail.indexOf('\n');
-    return this.#redactor.redact(wrapped && firstLineEnd !== -1 ? tail.slice(firstLineEnd + 1) : tail);
+    return firstLineEnd === -1 ? this.#redactor.redactCutStart(tail) : this.#redactor.redact(tail.slice(firstLineEnd + 1));
   }
 
   /** {@inheritDoc PluginProcess.onStderrLine} */

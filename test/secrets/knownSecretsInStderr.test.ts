@@ -45,4 +45,15 @@ describe('secret values the host knows, in a plugin stderr', () => {
     for (const form of printed) expect(seen).not.toContain(form);
     expect(seen).not.toContain(token.slice(5));
   });
+
+  it('are redacted from a wrapped one-line tail that begins inside one', async () => {
+    const token = `good-${randomBytes(12).toString('hex')}`;
+    const dir = await pool.profile();
+    const host = await pool.open(dir, { activation: 'immediate' });
+    (await host.install(await packaged('canary')))._unsafeUnwrap();
+    expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
+    const failed = (await host.call(LOOKUP, { from: '2026-01-01', to: '2026-01-02', city: 'leak-in-long-line' }))._unsafeUnwrapErr();
+    expect(failed.code).toBe('PLUGIN_CRASHED');
+    expect(String(failed.details['stderr_tail'])).toMatch(/^\[redacted\]n+$/);
+  });
 });
