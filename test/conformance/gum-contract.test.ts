@@ -1,6 +1,8 @@
 /**
- * Seed 000 (GUM plugin contract): the contract's own rules hold for every
- * GUM-form manifest whatever preset the host runs under.
+ * Seeds 000 and 001 (GUM plugin author guide and contract): the contract's
+ * own rules hold for every GUM-form manifest whatever preset the host runs
+ * under; every field the guide's table and the contract's Manifest ABI
+ * require is required; the Shape 2 gate and the executable refusals.
  */
 import { chmod, copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
