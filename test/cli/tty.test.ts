@@ -43,7 +43,7 @@ describe('on a terminal', () => {
   });
 
   it('the same command through pipes draws no spinner and no colour', { timeout: SLOW }, async () => {
-    const run = await cli(['setup', 'greeter', '--set', `${GREETER_ENV}=${SECRET}`, '--profile-dir', profile.path]);
+    const run = await cli(['setup', 'greeter', '--set', `${GREETER_ENV}=-`, '--profile-dir', profile.path], { input: SECRET });
     expect(run.code).toBe(0);
     expect(run.stdout + run.stderr).not.toMatch(/\u001b\[/);
     expect(run.stderr).toBe('');
