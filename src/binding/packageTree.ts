@@ -524,6 +524,18 @@ async function loadTree(root: string, pin: PackageTreePin): Promise<Result<Tree,
 }
 
 /**
+ * What the pin of the install root `root` lists, the root itself left out:
+ * `d <path>` for a directory, `f <path> <size> <sha256>` for a file. Read
+ * from the root's file list once that list matches the pin, so these are the
+ * bytes the install pinned whatever the files under `root` hold now.
+ */
+export function pinnedEntries(root: string, pin: PackageTreePin): ResultAsync<ReadonlySet<string>, HostError> {
+  return new ResultAsync(loadTree(root, pin)).map(
+    (tree) => new Set([...tree.directories.filter((d) => d.path !== '.').map((d) => `d ${d.path}`), ...tree.files.map((f) => `f ${f.path} ${f.size} ${f.sha256}`)]),
+  );
+}
+
+/**
  * How many descriptors the trees of this process may hold open together
  * (etc/package-tree.json): the configured number, at most the configured
  * share of the process's open-file limit; none where that limit cannot be

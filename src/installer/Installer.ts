@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
-import { pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
+import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
@@ -29,7 +29,7 @@ import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
-import { sameTree } from './sameTree.js';
+import { sameAsPinned, sameTree } from './sameTree.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
@@ -393,10 +393,18 @@ export class Installer {
     return refused === undefined ? ok({ kind: 'new' }) : err(refused);
   }
 
-  /** Same package digest when both have one (archives); otherwise the same files with the same bytes. */
+  /**
+   * Same package digest when both have one (archives); otherwise the same
+   * files with the same bytes as the install pinned (its tree pin), so that
+   * a directory or npm package given again repairs an install root changed
+   * since; a row from before tree pins is compared with its install root.
+   */
   async #samePackage(staged: StagedPackage, installed: LockedPlugin): Promise<boolean> {
     const recorded = installed.package.checksum;
     if (staged.digest !== undefined && recorded !== '') return staged.digest === recorded;
+    const tree = installed.binding.tree;
+    const pinned = tree === undefined ? undefined : await pinnedEntries(installed.binding.install_root, tree);
+    if (pinned?.isOk() === true) return sameAsPinned(staged.root, pinned.value);
     return sameTree(staged.root, installed.binding.install_root);
   }
 

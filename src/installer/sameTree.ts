@@ -52,3 +52,28 @@ export async function sameTree(a: string, b: string): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * True when `root` holds exactly the entries a tree pin lists (see
+ * `pinnedEntries`: `d <path>`, `f <path> <size> <sha256>`), every file with
+ * the pinned bytes; false when it cannot be read.
+ */
+export async function sameAsPinned(root: string, pinned: ReadonlySet<string>): Promise<boolean> {
+  // What the host wrote into the install root (a Python environment) has a `:` in its name, and `listing` leaves it out.
+  const pathOf = (entry: string): string => (entry.startsWith('d ') ? entry.slice(2) : entry.slice(2, entry.lastIndexOf(' ', entry.lastIndexOf(' ') - 1)));
+  const packageEntries = new Set([...pinned].filter((entry) => !pathOf(entry).split('/').some((name) => name.includes(':'))));
+  try {
+    const entries = await listing(root);
+    if (entries.length !== packageEntries.size) return false;
+    for (const entry of entries) {
+      if (entry.startsWith('d ')) {
+        if (!packageEntries.has(entry)) return false;
+      } else if (!entry.startsWith('f ') || !packageEntries.has(`${entry} ${await fileDigest(join(root, entry.slice(2, entry.lastIndexOf(' '))))}`)) {
+        return false;
+      }
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}

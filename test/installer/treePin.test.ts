@@ -65,6 +65,23 @@ describe('the package tree pin', () => {
     await expectTreePinned(again.lock);
   });
 
+  it('repairs an install root changed since install from the same directory given again (no digest: compared with the pinned bytes)', async () => {
+    p = await testProfile('dev');
+    const pkg = await p.copyFixture('install-node', 'greeter');
+    const first = unwrap(await p.installer.install(pkg));
+    await writeFile(join(first.lock.binding.install_root, 'lib', 'greeting.mjs'), 'export const greeting = () => "changed";\n');
+    expect((await recheckPinnedCode(first.lock.binding))._unsafeUnwrapErr().details).toMatchObject({ reason: 'file_changed' });
+
+    const again = unwrap(await p.installer.install(pkg));
+    expect(again.unchanged).toBeUndefined();
+    expect(again.lock.binding.install_root).not.toBe(first.lock.binding.install_root);
+    expect((await verifyBindingTree(again.lock.binding)).isOk()).toBe(true);
+    // Other bytes of the same version are still refused without replace.
+    const other = await p.copyFixture('install-node', 'greeter-other');
+    await writeFile(join(other, 'lib', 'greeting.mjs'), 'export const greeting = () => "other";\n');
+    expect((await p.installer.install(other))._unsafeUnwrapErr().code).toBe('PLUGIN_ALREADY_INSTALLED');
+  });
+
   it('pins the tree of a lock row recorded before tree pins when the same package is installed again', async () => {
     p = await testProfile('dev');
     const pkg = await p.copyFixture('install-node', 'greeter');
