@@ -8,7 +8,7 @@ import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { EgressEvent } from '../egress/EgressProxy.js';
 import type { HostError } from '../errors/HostError.js';
 import type { Clock } from '../ports/ports.js';
-import { SecretRedactor } from '../secrets/knownSecrets.js';
+import { KnownSecrets } from '../secrets/knownSecrets.js';
 import { redactArguments, secretNameSet } from './auditLines.js';
 import type { AuditCallRecord, AuditConnectionRecord, AuditRecord, AuditSink, CallerIdentity } from './auditRecord.js';
 
@@ -48,10 +48,11 @@ export class CallAuditor {
   readonly #withArguments: boolean;
   readonly #secrets: ReadonlySet<string>;
   readonly #clock: Clock;
-  readonly #knownValues = new Map<string, readonly string[]>();
-  #known = SecretRedactor.none;
+  readonly #known: KnownSecrets;
 
-  constructor(options: HostAuditOptions, clock: Clock) {
+  /** @param known - The secret values the host gave its plugins, redacted from every record's arguments. */
+  constructor(options: HostAuditOptions, clock: Clock, known: KnownSecrets = new KnownSecrets()) {
+    this.#known = known;
     this.#sink = options.sink;
     this.#withArguments = options.arguments === true;
     this.#secrets = secretNameSet(options.secretFields);
@@ -70,22 +71,9 @@ export class CallAuditor {
       ...(plugin === undefined ? {} : { plugin_id: plugin.plugin_id, plugin_version: plugin.lock.version, code_digest: codeDigest(plugin) }),
       outcome: outcome.isOk() ? 'ok' : outcome.error.code,
       duration_ms: now - call.started,
-      ...(this.#withArguments ? { arguments: redactArguments(call.args, this.#secrets, this.#known) } : {}),
+      ...(this.#withArguments ? { arguments: redactArguments(call.args, this.#secrets, this.#known.redactor) } : {}),
     };
     this.#write(record);
-  }
-
-  /**
-   * Tells the secret values the host gave `pluginId` (its stored credentials
-   * and granted host values, at its latest launch): from then on they and
-   * their encoded copies are redacted from every record's arguments, whichever
-   * plugin a call is for, since a caller may pass one plugin's token to another.
-   */
-  knowSecrets(pluginId: string, values: readonly string[]): void {
-    const before = this.#knownValues.get(pluginId);
-    if (before !== undefined && before.length === values.length && before.every((value, i) => value === values[i])) return;
-    this.#knownValues.set(pluginId, values);
-    this.#known = new SecretRedactor([...this.#knownValues.values()].flat());
   }
 
   /** Records a connection a plugin made through the egress proxy, as the proxy decided it. */

@@ -20,6 +20,7 @@ import type { SandboxSpawner, SandboxSpawnerOptions } from '../sandbox/SandboxSp
 import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink, CallerIdentity } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
+import { KnownSecrets } from '../secrets/knownSecrets.js';
 import { HostTelemetry } from '../observability/telemetry.js';
 import { checkHostOutputProfiles, type HostOutputProfiles } from './resultShaping.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
@@ -144,6 +145,8 @@ export interface HostConfig {
   readonly logger: Logger;
   /** Writes the audit record of each call; absent without the `audit` option. */
   readonly audit: CallAuditor | undefined;
+  /** The secret values the host gave its plugins, redacted from audit records and what plugins log or print. */
+  readonly knownSecrets: KnownSecrets;
   /** The host's spans and metrics (no-ops without a provider). */
   readonly telemetry: HostTelemetry;
   /** The application's output profiles, checked. */
@@ -306,6 +309,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
   const appName = o.appName ?? DEFAULTS.appName;
   const env = o.env ?? process.env;
   const logger = o.logger ?? silentLogger;
+  const knownSecrets = new KnownSecrets();
   const maxInFlight = o.maxInFlight;
   return ok(
     Object.freeze({
@@ -355,7 +359,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       clock: o.clock ?? systemClock,
       random: o.random ?? systemRandom,
       logger,
-      audit: o.audit === undefined ? undefined : new CallAuditor(o.audit, o.clock ?? systemClock),
+      audit: o.audit === undefined ? undefined : new CallAuditor(o.audit, o.clock ?? systemClock, knownSecrets),
+      knownSecrets,
       telemetry: new HostTelemetry(o.telemetry),
       outputProfiles: o.outputProfiles ?? {},
     }),

@@ -184,7 +184,7 @@ export class PluginLauncher {
             })
             .map((process) => {
               const secrets = secretEnvValues(pluginEnv, declared, caps.env_allow);
-              config.audit?.knowSecrets(id, secrets);
+              config.knownSecrets.know(id, secrets);
               return withSecretsRedacted(process, new SecretRedactor(secrets));
             }),
         )

@@ -20,6 +20,7 @@ import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Clock } from '../ports/ports.js';
+import { redactJsonStrings, SecretRedactor } from '../secrets/knownSecrets.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
 import { stoppedByRetirement } from './drain.js';
@@ -43,8 +44,13 @@ export interface CompletionRequest {
   readonly context?: { readonly arguments?: Readonly<Record<string, string>> };
 }
 
-/** Turns a plugin's notification into the host event that carries it with the plugin id. */
-export function emitNotice(events: HostEvents, pluginId: string, notice: McpPluginNotice): void {
+/**
+ * Turns a plugin's notification into the host event that carries it with the
+ * plugin id; a log message's data has the secret values `secrets` knows
+ * redacted, since a plugin that logs its configuration would hand its
+ * credentials to every listener and gateway client.
+ */
+export function emitNotice(events: HostEvents, pluginId: string, notice: McpPluginNotice, secrets: SecretRedactor = SecretRedactor.none): void {
   switch (notice.kind) {
     case 'list_changed':
       events.emit('list_changed', {
@@ -58,7 +64,7 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
       return;
     case 'log':
       // Data nested too deep for a listener's recursive walk arrives as a marker (the transport's bound on every line).
-      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data: notice.data });
+      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: notice.logger }), data: redactJsonStrings(notice.data, secrets) });
       return;
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });

@@ -77,8 +77,8 @@ export class PluginRuntimes {
     if (adapter.isErr()) return err(adapter.error);
     const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
-    const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line });
-    const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice);
+    const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line: config.knownSecrets.redactor.redact(line) });
+    const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice, config.knownSecrets.redactor);
     const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, failure);
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
     const toolLists = this.#parts.toolLists;

@@ -96,3 +96,38 @@ export class SecretRedactor {
     return this.redact(text);
   }
 }
+
+// Deeper than this, a value is left as it is: the transport already bounds the nesting of what a plugin sends.
+const MAX_JSON_DEPTH = 64;
+
+/** A copy of a JSON value with every string, at any depth up to 64, passed through `redactor`. */
+export function redactJsonStrings(value: unknown, redactor: SecretRedactor, depth = 0): unknown {
+  if (typeof value === 'string') return redactor.redact(value);
+  if (redactor.empty || typeof value !== 'object' || value === null || depth >= MAX_JSON_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((item) => redactJsonStrings(item, redactor, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, redactJsonStrings(field, redactor, depth + 1)]));
+}
+
+/**
+ * The secret values one host gave its plugins (stored credentials, granted
+ * host values), as of each plugin's latest launch, and one redactor for all
+ * of them: audit records, log messages and stdout lines a plugin sends are
+ * passed through it, whichever plugin they come from.
+ */
+export class KnownSecrets {
+  readonly #byPlugin = new Map<string, readonly string[]>();
+  #redactor = SecretRedactor.none;
+
+  /** Records the values `pluginId` was launched with; the redactor is rebuilt only when they changed. */
+  know(pluginId: string, values: readonly string[]): void {
+    const before = this.#byPlugin.get(pluginId);
+    if (before !== undefined && before.length === values.length && before.every((value, i) => value === values[i])) return;
+    this.#byPlugin.set(pluginId, values);
+    this.#redactor = new SecretRedactor([...this.#byPlugin.values()].flat());
+  }
+
+  /** The redactor of every value known now. */
+  get redactor(): SecretRedactor {
+    return this.#redactor;
+  }
+}
