@@ -417,6 +417,9 @@ function parseFailure(cause: unknown): string {
   if (missing !== null) return `${missing[1] ?? 'this option'} needs a value`;
   const extra = /^Option '(?:-\w, )?(--[\w-]+)' does not take an argument/.exec(message);
   if (extra !== null) return `${extra[1] ?? 'this option'} takes no value`;
+  // A server's own flags, as its README passes them (`npx -y pkg --stdio`), are values that begin with a dash.
+  const dashed = /^Option '(?:-\w, )?(--[\w-]+)' argument is ambiguous/.exec(message);
+  if (dashed !== null) return `${dashed[1] ?? 'this option'}'s value begins with '-': write it joined, ${dashed[1] ?? '--option'}=-value (e.g. --arg=--stdio)`;
   return message.split('\n')[0] ?? 'invalid command line';
 }
 

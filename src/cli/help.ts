@@ -47,7 +47,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'grant-egress': ['--grant-egress host[:port]', 'grant a network destination (repeatable)'],
   'grant-client-request': ['--grant-client-request KIND', 'let it send sampling, elicitation or roots requests to the host (repeatable)'],
   setting: ['--setting key=value', "an MCP Bundle's user_config value (repeatable; a repeated key is a list)"],
-  arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir)'],
+  arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir; --arg=--flag for one that begins with -)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
   'python-index': ['--python-index <url>', 'a package index pip may fetch missing Python wheels from'],
   config: ['--config <file>', 'a JSON gateway configuration (etc/schemas/gateway-config.schema.json)'],

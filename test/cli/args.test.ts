@@ -35,6 +35,7 @@ describe('parseInvocation', () => {
     [['canary', 'x', '--canary-args', 'novalue'], 'key=value pairs'],
     [['validate', 'x', '--live'], '--live needs --canary'],
     [['list', '--profile='], '--profile needs a value'],
+    [['install', 'npm:x', '--arg', '--stdio'], "--arg's value begins with '-': write it joined, --arg=-value (e.g. --arg=--stdio)"],
   ])('refuses %j', (argv, message) => {
     const parsed = parseInvocation(argv);
     expect(parsed.ok).toBe(false);
