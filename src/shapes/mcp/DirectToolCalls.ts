@@ -28,12 +28,14 @@ export interface DirectCallRequest {
 }
 
 /**
- * How a direct call ended: the plugin's raw `result` (not yet checked), or
- * the error the SDK `Client` would have rejected the same request with,
- * and who aborted it when the host or its caller did.
+ * How a direct call ended: the plugin's raw `result` (not yet checked) with
+ * the clock time its timeout or total cap would have ended it (`until`;
+ * `capped`: the cap came first), or the error the SDK `Client` would have
+ * rejected the same request with, and who aborted it when the host or its
+ * caller did.
  */
 export type DirectCallOutcome =
-  | { readonly answered: true; readonly result: unknown }
+  | { readonly answered: true; readonly result: unknown; readonly until: number; readonly capped: boolean }
   | { readonly answered: false; readonly error: unknown; readonly abortedBy?: AbortedBy };
 
 /** A JSON-RPC answer to one of the direct calls, its envelope already checked. */
@@ -159,7 +161,7 @@ export class DirectToolCalls {
       const { code, message: text, data } = message.error;
       this.#end(call, { answered: false, error: McpError.fromError(code, text, data) });
     } else {
-      this.#end(call, { answered: true, result: message.result });
+      this.#end(call, { answered: true, result: message.result, until: call.at, capped: call.totalDeadline <= call.idleDeadline });
     }
   }
 

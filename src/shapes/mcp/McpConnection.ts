@@ -388,10 +388,14 @@ export class McpConnection {
     if (outcome.answered && recordCheck !== undefined) {
       // An answer that came before the fresh list was checked is only handed out if the list passes, so that a
       // process whose list disagrees serves no call at all, whichever of the two answers it sent first.
-      // The wait is the caller's: its signal ends it, and it lasts no longer than the call's own timeout.
-      const refused = await untilSettled(recordCheck, options.signal, this.settings.clock, Math.min(timeoutMs, maxTotalTimeoutMs));
+      // The wait is the caller's: its signal ends it, and so does what was left of the call's timeout or cap when the
+      // answer came (a fresh whole timeout would let a call last almost twice its own).
+      const refused = await untilSettled(recordCheck, options.signal, this.settings.clock, outcome.until - this.settings.clock.now());
       if (refused === 'aborted') return err(await this.failure(options.signal?.reason, { ...context, abortedBy: 'caller' }));
-      if (refused === 'timeout') return err(await this.failure(new McpError(ErrorCode.RequestTimeout, 'the plugin did not list its tools in time'), { ...context, abortedBy: 'timeout' }));
+      if (refused === 'timeout') {
+        const abortedBy = outcome.capped ? 'total-timeout' : 'timeout';
+        return err(await this.failure(new McpError(ErrorCode.RequestTimeout, 'the plugin did not list its tools in time'), { ...context, abortedBy }));
+      }
       if (refused !== undefined) return err(refused);
     }
     if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));

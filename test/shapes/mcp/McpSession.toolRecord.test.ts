@@ -8,8 +8,8 @@ import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
 import { launchCommand, stopAllTestProcesses } from '../../support/mcpLaunch.js';
 
 const server = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'list-order-server.mjs');
-const launchListOrder = (mode: string, echoPatch?: Record<string, unknown>) =>
-  launchCommand([process.execPath, server], { env: { LIST_ORDER_MODE: mode, ...(echoPatch === undefined ? {} : { LIST_ORDER_ECHO: JSON.stringify(echoPatch) }) } });
+const launchListOrder = (mode: string, echoPatch?: Record<string, unknown>, env: Record<string, string> = {}) =>
+  launchCommand([process.execPath, server], { env: { LIST_ORDER_MODE: mode, ...env, ...(echoPatch === undefined ? {} : { LIST_ORDER_ECHO: JSON.stringify(echoPatch) }) } });
 
 const sessions: McpSession[] = [];
 afterEach(async () => {
@@ -40,9 +40,10 @@ const open = (
   startupTimeoutMs = 30_000,
   echoPatch?: Record<string, unknown>,
   onNotice?: (notice: McpPluginNotice) => void,
+  env?: Record<string, string>,
 ): McpSession => {
   const session = McpSession.create({
-    launch: launchListOrder(mode, echoPatch),
+    launch: launchListOrder(mode, echoPatch, env),
     expectedTools: ['echo'],
     startupTimeoutMs,
     ...(toolRecord === undefined ? {} : { toolRecord }),
@@ -141,6 +142,17 @@ describe('the recorded tool list of a verified start', () => {
     const outcome = await open('list-never', record, 20_000).callTool('echo', { text: 'two' }, { timeoutMs: 1500 });
     const failure = outcome._unsafeUnwrapErr();
     expect({ code: failure.code, timeout_ms: failure.details.timeout_ms }).toEqual({ code: 'PLUGIN_TIMEOUT', timeout_ms: 1500 });
+  });
+
+  it('a call answered late while the fresh list is awaited waits only for what is left of its timeout, not a whole timeout more', async () => {
+    const record = memoryRecord();
+    (await open('plain', record).callTool('echo', { text: 'one' }))._unsafeUnwrap();
+
+    // The answer comes 3 s into the call's 3.5 s, the list at 4.5 s: inside a fresh 3.5 s wait after the answer, past the call's own.
+    const late = open('list-late', record, 20_000, undefined, undefined, { LIST_ORDER_CALL_MS: '3000', LIST_ORDER_LIST_MS: '4500' });
+    const outcome = await late.callTool('echo', { text: 'two' }, { timeoutMs: 3500 });
+    const failure = outcome.isErr() ? outcome.error : undefined;
+    expect({ code: failure?.code, timeout_ms: failure?.details.timeout_ms }).toEqual({ code: 'PLUGIN_TIMEOUT', timeout_ms: 3500 });
   });
 
   it('a tool list whose output schema does not compile is PLUGIN_MALFORMED_RESPONSE, at a checked start and at one that used the record', async () => {
