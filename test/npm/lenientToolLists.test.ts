@@ -2,8 +2,9 @@
  * Tool lists as published servers send them, which the MCP SDK's strict schema
  * refuses and the reference clients accept: @modelcontextprotocol/server-gitlab
  * 2025.4.25 lists every tool with an inputSchema of only `$schema` (no `type`),
- * and servers send `null` for fields they leave out. The host repairs those
- * before the SDK reads the list (etc/tool-list-leniency.json), at install
+ * and servers send `null` for fields they leave out (in a tool, the initialize
+ * result, a tools/call result). The host repairs those before the SDK reads
+ * them (etc/answer-leniency.json), at install
  * (introspection) and at every start; a schema typed as something else than an
  * object is still refused.
  */
@@ -15,7 +16,8 @@ const pool = new HostPool();
 afterEach(() => pool.cleanup());
 afterAll(() => pool.cleanup());
 
-// `search` as server-gitlab lists it; `describe` with nulls where fields are optional; --array-schema: an input schema that is no object schema.
+// `search` as server-gitlab lists it; `describe` with nulls where fields are optional, as are the initialize result's instructions and a call
+// result's isError and structuredContent; --array-schema: an input schema that is no object schema.
 const LENIENT_SERVER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
 const arraySchema = process.argv.includes('--array-schema');
@@ -27,14 +29,14 @@ const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', 
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, method, params } = JSON.parse(line);
   if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'lenient', version: '1.0.0' } } });
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'lenient', version: '1.0.0' }, instructions: null } });
   else if (method === 'tools/list') send({ id, result: { tools, nextCursor: null } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: params.name + ' ' + JSON.stringify(params.arguments) }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: params.name + ' ' + JSON.stringify(params.arguments) }], isError: null, structuredContent: null } });
   else send({ id, error: { code: -32601, message: 'no ' + method } });
 });
 `;
 
-describe('npm: tool lists the MCP SDK refuses and the reference clients accept', { timeout: 120_000 }, () => {
+describe('npm: answers the MCP SDK refuses and the reference clients accept', { timeout: 120_000 }, () => {
   it('installs, lists and calls a server whose input schema has no type and whose optional fields are null', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'lenient', source: LENIENT_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
@@ -53,7 +55,9 @@ describe('npm: tool lists the MCP SDK refuses and the reference clients accept',
     expect(describeTool).not.toHaveProperty('outputSchema');
     expect(describeTool?.annotations).toEqual({ destructiveHint: true });
     expect(textOf((await host.call('plug.lenient.search', { search: 'x' }, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('search {"search":"x"}');
-    expect(textOf((await host.call('plug.lenient.describe', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('describe {}');
+    const described = (await host.call('plug.lenient.describe', {}, { maxRisk: 'destructive' }))._unsafeUnwrap();
+    expect(textOf(described)).toBe('describe {}');
+    expect(described.isError).toBe(false);
   });
 
   it('still refuses an input schema typed as something else than an object', async () => {

@@ -187,6 +187,7 @@ export class McpConnection {
         settings.onStdoutViolation(failure);
         settings.logger.warn({ pid: process.pid, code: failure.code, details: failure.details }, 'failed one call whose answer was over the frame cap');
       },
+      onToolListRepaired: (repairs) => settings.logger.info({ pid: process.pid, ...repairs }, 'plugin tools/list repaired before the MCP schema check (etc/answer-leniency.json)'),
       clock: settings.clock,
     });
     this.calls = new CallsInFlight((settings.clientRequests?.kinds.length ?? 0) > 0);

@@ -10,7 +10,7 @@ import { nestedDeeperThan } from '../../framing/nestingDepth.js';
 import { systemClock, type Clock } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { DirectAnswer, DirectToolCalls } from './DirectToolCalls.js';
-import { repairToolListResult, type ToolListRepairs } from './toolListLeniency.js';
+import { repairInitializeResult, repairToolListResult, type ToolListRepairs } from './answerLeniency.js';
 
 const EXCERPT_CHARS = 200;
 /** How deep a plugin's line may nest: the bound on the values it carries, plus the envelope's own level. */
@@ -47,7 +47,7 @@ export interface PluginProcessTransportOptions {
   readonly clock?: Clock;
   /** The host's own `tools/call` requests: their answers and progress go there instead of to the SDK. */
   readonly directCalls?: DirectToolCalls;
-  /** Told what was repaired in a `tools/list` answer before the SDK read it (`etc/tool-list-leniency.json`). */
+  /** Told what was repaired in a `tools/list` answer before the SDK read it (`etc/answer-leniency.json`). */
   readonly onToolListRepaired?: (repairs: ToolListRepairs) => void;
 }
 
@@ -255,9 +255,10 @@ export class PluginProcessTransport implements Transport {
       this.violation(violation, !claimsJsonRpc);
       return;
     }
-    if (this.initializeId !== undefined && 'id' in message.data && message.data.id === this.initializeId) this.noteInitializeAnswer(message.data);
+    let data = message.data;
+    if (this.initializeId !== undefined && 'id' in data && data.id === this.initializeId) data = this.noteInitializeAnswer(data);
     try {
-      this.onmessage?.(message.data);
+      this.onmessage?.(data);
     } catch (error) {
       // The SDK prints a message it cannot place (an answer to no request, progress on no token) with JSON.stringify,
       // which a value nested deep enough overflows: thrown here, it would leave the pipe's reader as an uncaught exception.
@@ -374,10 +375,14 @@ export class PluginProcessTransport implements Transport {
     return { ...parsed, result: repaired.result };
   }
 
-  private noteInitializeAnswer(message: JSONRPCMessage): void {
+  /** Notes the protocol version the plugin offered; returns its answer with the leniency repairs made. */
+  private noteInitializeAnswer(message: JSONRPCMessage): JSONRPCMessage {
     this.initializeId = undefined;
-    const version = 'result' in message ? (message.result as { protocolVersion?: unknown }).protocolVersion : undefined;
+    if (!('result' in message)) return message;
+    const version = (message.result as { protocolVersion?: unknown }).protocolVersion;
     if (typeof version === 'string') this.offeredVersion = version;
+    const repaired = repairInitializeResult(message.result);
+    return repaired === undefined ? message : { ...message, result: repaired };
   }
 
   private violation(error: HostError, output: boolean): void {

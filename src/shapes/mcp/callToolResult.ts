@@ -1,6 +1,7 @@
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { err, ok, type Result } from 'neverthrow';
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
+import { repairCallToolResult } from './answerLeniency.js';
 
 
 /** A `{ "type": "text", "text": "…" }` block and nothing else: the content block most tools answer with. */
@@ -37,9 +38,15 @@ function isPlainCallToolResult(value: unknown): value is CallToolResult {
  * walk that accepts exactly what the schema accepts unchanged; anything else
  * by the SDK's own `CallToolResultSchema`, whose verdict and output (defaults
  * filled, unknown members of content blocks stripped) are returned as they are.
+ * A result the schema refuses is read again without the null members a
+ * server may send for absent ones (`etc/answer-leniency.json`).
  */
 export function readCallToolResult(value: unknown): Result<CallToolResult, Error> {
   if (isPlainCallToolResult(value)) return ok(value);
   const parsed = CallToolResultSchema.safeParse(value);
-  return parsed.success ? ok(parsed.data) : err(parsed.error);
+  if (parsed.success) return ok(parsed.data);
+  const repaired = repairCallToolResult(value);
+  if (repaired === undefined) return err(parsed.error);
+  const reparsed = CallToolResultSchema.safeParse(repaired);
+  return reparsed.success ? ok(reparsed.data) : err(reparsed.error);
 }

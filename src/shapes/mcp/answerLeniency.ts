@@ -1,12 +1,12 @@
 /**
- * The repairs the host makes to a plugin's `tools/list` answer before the SDK's
- * strict schema reads it: published servers send shapes the reference clients
+ * The repairs the host makes to a plugin's answers before the SDK's strict
+ * schemas read them: published servers send shapes the reference clients
  * accept (an input schema without `type`, `null` for a field left out), and a
  * host that refused them would refuse those servers whole. Each repair only
  * narrows or removes, never widens what a tool accepts.
  */
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
-import leniency from '../../../etc/tool-list-leniency.json' with { type: 'json' };
+import leniency from '../../../etc/answer-leniency.json' with { type: 'json' };
 
 /** What was repaired in one `tools/list` answer, for the log. */
 export interface ToolListRepairs {
@@ -28,13 +28,27 @@ function withoutNulls(value: Record<string, unknown>, fields: readonly string[])
   return { value: kept, removed };
 }
 
+/** An initialize result without the null members that `etc/answer-leniency.json` lets a server send for absent ones; undefined when it has none. */
+export function repairInitializeResult(result: unknown): Record<string, unknown> | undefined {
+  if (!isJsonObject(result)) return undefined;
+  const repaired = withoutNulls(result, leniency.nullableInitializeFields);
+  return repaired.removed === 0 ? undefined : repaired.value;
+}
+
+/** A tools/call result without the null members that `etc/answer-leniency.json` lets a server send for absent ones; undefined when it has none. */
+export function repairCallToolResult(result: unknown): Record<string, unknown> | undefined {
+  if (!isJsonObject(result)) return undefined;
+  const repaired = withoutNulls(result, leniency.nullableCallResultFields);
+  return repaired.removed === 0 ? undefined : repaired.value;
+}
+
 // Arguments and structured content are JSON objects by the protocol itself, so `type: "object"` says nothing a schema without a type did not already have to accept from a conforming caller.
 const typedSchema = (schema: unknown): { schema: unknown; repaired: boolean } =>
   isJsonObject(schema) && !('type' in schema) ? { schema: { type: 'object', ...schema }, repaired: true } : { schema, repaired: false };
 
 /**
  * The `result` of a `tools/list` answer with the repairs of
- * `etc/tool-list-leniency.json` made, and what they were; `undefined` when
+ * `etc/answer-leniency.json` made, and what they were; `undefined` when
  * nothing needed one (the answer goes on unchanged). Anything this does not
  * recognise is left as it is, for the SDK's schema to judge.
  */
