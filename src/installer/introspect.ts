@@ -127,7 +127,16 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
 async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: readonly string[]): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
-  const transport = new PluginProcessTransport(process);
+  // A line that claims to be JSON-RPC and breaks it may have been the answer the client waits for: the introspection
+  // ends at once with what the line was, instead of waiting out its timeout for an answer that was dropped.
+  let brokenLine: HostError | undefined;
+  const transport: PluginProcessTransport = new PluginProcessTransport(process, {
+    onViolation: (violation, output) => {
+      if (output || brokenLine !== undefined) return;
+      brokenLine = violation;
+      void transport.close();
+    },
+  });
   const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
   try {
     await client.connect(transport, timeLeft());
@@ -154,6 +163,10 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
     }
     return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process, undefined, secrets));
   } catch (cause) {
+    if (brokenLine !== undefined) {
+      const line = brokenLine.details['line_excerpt'];
+      return err(introspectionFailed('introspecting the server failed', `${brokenLine.message}${typeof line === 'string' ? `: ${line}` : ''}`, process, undefined, secrets));
+    }
     if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process, undefined, secrets));
     // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
     const exit = await process.stop();

@@ -75,6 +75,24 @@ connect(6379, '127.0.0.1').on('connect', () => process.exit(0)).on('error', (err
     expect(error.hint).toMatch(/^Its stderr reads like a network failure: the introspection start has no network, .* \(the manifest install option, CLI --manifest <file>\) and a network grant\. /);
   });
 
+  it('ends at once, saying what the line was, when the answer breaks JSON-RPC', async () => {
+    // An envelope member JSON-RPC does not have: the SDK's schema refuses the whole line, so the answer never arrives.
+    const broken = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (method !== 'initialize') return;
+  const result = { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'broken', version: '1.0.0' } };
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result, server_time: 1 }) + '\\n');
+});
+`;
+    const tarball = await packServer(await pool.profile(), { name: 'broken-envelope', source: broken });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection' } });
+    expect(error.message).toMatch(/^introspecting the server failed: plugin wrote JSON on stdout that is not a JSON-RPC 2\.0 message: \{"jsonrpc":"2\.0","id":0,.*"server_time":1\}$/);
+  });
+
   it('keeps a running server whose install scripts were skipped, and says so in its risk', async () => {
     const work = await pool.profile();
     const tarball = await packGreeterServer(work, join(work, 'scripts-ran'));
