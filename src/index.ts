@@ -206,7 +206,7 @@ export { SANDBOX_BACKEND_CHOICES, type SandboxBackendChoice } from './sandbox/ba
 export type { SandboxBackendName } from './sandbox/backends.js';
 export type { OpenedDirectory, PluginDirectories } from './sandbox/pluginDirectories.js';
 export type { PluginIdentity, PluginUidRange } from './sandbox/pluginIdentity.js';
-export type { EnforcedTreeLimits, TreeLimitOverride } from './sandbox/treeLimits.js';
+export type { CpuQuota, EnforcedTreeLimits, TreeLimitOverride } from './sandbox/treeLimits.js';
 export type { EgressEvent, EgressRefusalReason, EgressResolver } from './egress/EgressProxy.js';
 export type { DestinationRefusal } from './egress/destinations.js';
 export type { RefusedAddressKind } from './egress/addresses.js';

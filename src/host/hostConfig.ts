@@ -158,7 +158,8 @@ export const HOST_OPTION_DEFAULTS = hostOptionData.defaults;
 
 const DEFAULTS = HOST_OPTION_DEFAULTS;
 
-const TREE_LIMIT_FIELDS: OptionSchema = { memoryBytes: { number: 'bytes', orFalse: true }, maxProcesses: { number: 'count', orFalse: true } };
+// The CPU weight's range and the quota's shape are checked by SandboxSpawner.create, which names the field at fault.
+const TREE_LIMIT_FIELDS: OptionSchema = { memoryBytes: { number: 'bytes', orFalse: true }, maxProcesses: { number: 'count', orFalse: true }, cpuWeight: { number: 'count', orFalse: true }, cpuQuota: 'object' };
 
 /** The options of `sandbox` (those of `SandboxSpawner.create`). */
 const SANDBOX_SCHEMA: OptionSchema = {
@@ -176,6 +177,8 @@ const SANDBOX_SCHEMA: OptionSchema = {
   logger: 'object',
   memoryLimitBytes: { number: 'bytes', orFalse: true },
   maxProcesses: { number: 'count', orFalse: true },
+  cpuWeight: { number: 'count', orFalse: true },
+  cpuQuota: 'object',
   pluginLimits: { recordOf: { fields: TREE_LIMIT_FIELDS } },
   controlGroups: { oneOf: ['auto', 'off'] },
   requireTreeLimits: 'boolean',

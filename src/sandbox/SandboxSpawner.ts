@@ -18,9 +18,22 @@ import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSuppor
 import { isWithin, resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { pluginSeccompFilter } from './seccompFilter.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from './secretLocations.js';
-import type { GroupTree, PluginGroup, TreeLimits } from './controlGroups.js';
+import { sameTreeLimits, usesCpu, type GroupTree, type PluginGroup, type TreeLimits } from './controlGroups.js';
 import { numberProblem, type NumberKind } from '../options/optionRules.js';
-import { DEFAULT_TREE_LIMITS, joinGroupLaunch, removeGroup, resolveTreeLimits, RlimitedProcess, TreeLimitedProcess, type EnforcedTreeLimits, type RlimitCaps, type TreeLimitOverride } from './treeLimits.js';
+import {
+  cpuQuotaProblem,
+  cpuWeightProblem,
+  DEFAULT_TREE_LIMITS,
+  joinGroupLaunch,
+  removeGroup,
+  resolveTreeLimits,
+  RlimitedProcess,
+  TreeLimitedProcess,
+  type CpuQuota,
+  type EnforcedTreeLimits,
+  type RlimitCaps,
+  type TreeLimitOverride,
+} from './treeLimits.js';
 import type { Server, Socket } from 'node:net';
 import { proxyEnvironment } from '../egress/sandboxProxy.js';
 import { helperEntersLauncherSandboxes, sandboxProxyListener } from '../egress/sandboxListener.js';
@@ -103,7 +116,27 @@ export interface SandboxSpawnerOptions extends LifecycleOptions {
    * Default 512 (`etc/sandbox/tree-limits.json`); `false` lifts the cap.
    */
   readonly maxProcesses?: number | false;
-  /** Per-plugin caps by plugin id, overriding `memoryLimitBytes` and `maxProcesses` for that plugin. */
+  /**
+   * The CPU weight of each plugin's whole tree against the host's own (100,
+   * the cgroup v2 scale; v1 `cpu.shares` get the same ratio to a host
+   * thread's 1024), a whole number from 1 to 10000. Under contention a
+   * plugin that would fill every core leaves a host thread 100 / (100 +
+   * weight) of its core; an idle host leaves it all (the weight only orders
+   * contenders). Set by the control group's cpu controller; where there is
+   * none, plugins run unweighed and `describe` says why (`limits.cpuCause`).
+   * Default 25 (`etc/sandbox/tree-limits.json`); `false` sets none (each of
+   * the tree's threads then weighs as much as one of the host's).
+   */
+  readonly cpuWeight?: number | false;
+  /**
+   * A hard cap on the CPU time of each plugin's whole tree, e.g.
+   * `{ cores: 0.5 }` for half a core (v1 `cpu.cfs_quota_us` per
+   * `cpu.cfs_period_us`, v2 `cpu.max`; period 100 ms): a tree past it waits
+   * for the next period even on an idle host. A spawn is refused
+   * (PLUGIN_SPAWN_FAILED) where no cpu controller can enforce it. Default none.
+   */
+  readonly cpuQuota?: CpuQuota;
+  /** Per-plugin caps by plugin id, overriding `memoryLimitBytes`, `maxProcesses`, `cpuWeight` and `cpuQuota` for that plugin. */
   readonly pluginLimits?: Readonly<Record<string, TreeLimitOverride>>;
   /**
    * `auto` (default) caps each plugin's tree with a control group (cgroup v2,
@@ -307,11 +340,36 @@ function invalidTreeLimit(options: SandboxSpawnerOptions): HostError | undefined
     ]),
   ];
   const bad = given.find(([, value, kind]) => value !== undefined && value !== false && numberProblem(kind, value) !== undefined);
-  if (bad === undefined) return undefined;
+  if (bad === undefined) return invalidCpuLimit(options);
   return hostError('HOST_INVALID_OPTIONS', `${bad[0]} ${numberProblem(bad[2], bad[1])!.replace(', got', ' or false, got')}`, {
     details: { option: bad[0], value: String(bad[1]) },
     hint: 'Give the cap in bytes (memory) or tasks (processes), or false to lift it.',
   });
+}
+
+/** HOST_INVALID_OPTIONS for the first CPU weight or quota, host-wide or per plugin, that is out of range. */
+function invalidCpuLimit(options: SandboxSpawnerOptions): HostError | undefined {
+  const levels: [string, TreeLimitOverride][] = [
+    ['', { ...(options.cpuWeight === undefined ? {} : { cpuWeight: options.cpuWeight }), ...(options.cpuQuota === undefined ? {} : { cpuQuota: options.cpuQuota }) }],
+    ...Object.entries(options.pluginLimits ?? {}).map(([id, limits]): [string, TreeLimitOverride] => [`pluginLimits.${id}.`, limits]),
+  ];
+  for (const [prefix, limits] of levels) {
+    const weight = cpuWeightProblem(limits.cpuWeight);
+    if (weight !== undefined) {
+      return hostError('HOST_INVALID_OPTIONS', `${prefix}cpuWeight ${weight}`, {
+        details: { option: `${prefix}cpuWeight`, value: String(limits.cpuWeight) },
+        hint: "Give the tree's CPU weight against the host's 100 (default 25: the host keeps 80% of a contended core), or false for none.",
+      });
+    }
+    const quota = cpuQuotaProblem(limits.cpuQuota);
+    if (quota !== undefined) {
+      return hostError('HOST_INVALID_OPTIONS', `${prefix}cpuQuota${quota.at} ${quota.problem}`, {
+        details: { option: `${prefix}cpuQuota${quota.at}` },
+        hint: 'Give cpuQuota as { cores: n }, the CPU time of n cores the whole tree may use (0.5 is half a core), or leave it out for no hard cap.',
+      });
+    }
+  }
+  return undefined;
 }
 
 const TREE_LIMITS_HINT =
@@ -454,6 +512,7 @@ async function proveBackend(backend: SandboxBackend, options: SandboxSpawnerOpti
     logger.warn({ cause: limits.cause }, 'plugin trees are not capped as a whole: falling back to per-process rlimits and a sized /dev/shm');
   } else {
     logger.info({ mechanism: limits.tree.mechanism, parents: limits.tree.parents }, 'plugin process trees capped by control groups');
+    if (limits.tree.cpuUnavailable !== undefined) logger.warn({ cause: limits.tree.cpuUnavailable }, 'plugin trees get no CPU weight: the host is not shielded from a busy plugin');
   }
   const leaking = inheritableDescriptors();
   if (leaking.length > 0) {
@@ -751,7 +810,16 @@ export class SandboxSpawner {
     const sized = limits.memoryBytes === null ? mounted : { ...mounted, shmBytes: limits.memoryBytes };
     const firstFreeFd = 3 + executable.inheritFds.length;
     const tree = this.treeSupport.tree;
-    const grouped = tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null);
+    if (tree === undefined && limits.cpuCores !== undefined) {
+      executable.release();
+      return errAsync(
+        hostError('PLUGIN_SPAWN_FAILED', `the plugin's CPU quota (${limits.cpuCores} cores) cannot be enforced: no control group holds its tree (${this.treeSupport.cause})`, {
+          details: { cpu_cores: limits.cpuCores, cause: this.treeSupport.cause },
+          hint: 'Run the host where it can create control groups with the cpu controller, or drop cpuQuota.',
+        }),
+      );
+    }
+    const grouped = tree !== undefined && (limits.memoryBytes !== null || limits.maxProcesses !== null || usesCpu(limits));
     // With a control group the shell that joins it (or the Landlock launcher) sets the data cap too; prlimit runs only in the fallback.
     const rlimits = grouped ? NO_RLIMITS : this.processRlimits(limits, backend);
     let group: PluginGroup | undefined;
@@ -848,7 +916,7 @@ export class SandboxSpawner {
   private takeGroup(tree: GroupTree, limits: TreeLimits): Result<PluginGroup, string> {
     const spare = this.spareGroup;
     this.spareGroup = undefined;
-    if (spare !== undefined && spare.limits.memoryBytes === limits.memoryBytes && spare.limits.maxProcesses === limits.maxProcesses) return ok(spare.group);
+    if (spare !== undefined && sameTreeLimits(spare.limits, limits)) return ok(spare.group);
     if (spare !== undefined) removeGroup(spare.group, this.logger);
     return tree.create(limits);
   }
@@ -867,6 +935,8 @@ export class SandboxSpawner {
       {
         ...(o.memoryLimitBytes === undefined ? {} : { memoryBytes: o.memoryLimitBytes }),
         ...(o.maxProcesses === undefined ? {} : { maxProcesses: o.maxProcesses }),
+        ...(o.cpuWeight === undefined ? {} : { cpuWeight: o.cpuWeight }),
+        ...(o.cpuQuota === undefined ? {} : { cpuQuota: o.cpuQuota }),
       },
       pluginId === undefined ? undefined : o.pluginLimits?.[pluginId],
     );
@@ -886,15 +956,22 @@ export class SandboxSpawner {
 
   /** How the tree limits of `pluginId` are enforced, for `describe`. */
   private enforcedLimits(pluginId: string | undefined): EnforcedTreeLimits {
-    if (!isLinuxBackend(this.backend)) return { mechanism: 'none', memoryBytes: null, maxProcesses: null };
+    if (!isLinuxBackend(this.backend)) return { mechanism: 'none', memoryBytes: null, maxProcesses: null, cpuWeight: null, cpuCores: null };
     const limits = this.treeLimits(pluginId);
     const tree = this.treeSupport.tree;
-    if (tree !== undefined) return { mechanism: tree.mechanism, ...limits };
+    const cpuCause = usesCpu(limits) ? (tree === undefined ? this.treeSupport.cause : tree.cpuUnavailable) : undefined;
+    const cpu = {
+      cpuWeight: cpuCause === undefined ? (limits.cpuWeight ?? null) : null,
+      cpuCores: cpuCause === undefined ? (limits.cpuCores ?? null) : null,
+      ...(cpuCause === undefined ? {} : { cpuCause }),
+    };
+    if (tree !== undefined) return { mechanism: tree.mechanism, memoryBytes: limits.memoryBytes, maxProcesses: limits.maxProcesses, ...cpu };
     const rlimits = this.processRlimits(limits);
     return {
       mechanism: 'rlimit',
       memoryBytes: rlimits.memoryBytes,
       maxProcesses: rlimits.maxProcesses,
+      ...cpu,
       fallbackCause: this.treeSupport.cause,
     };
   }
@@ -923,7 +1000,7 @@ export class SandboxSpawner {
         diesWithHost: false,
         capabilitiesDropped: false,
         memoryLimitBytes: null,
-        limits: { mechanism: 'none', memoryBytes: null, maxProcesses: null },
+        limits: { mechanism: 'none', memoryBytes: null, maxProcesses: null, cpuWeight: null, cpuCores: null },
         ...envNames,
       };
     }

@@ -10,7 +10,23 @@ export interface TreeLimits {
   readonly memoryBytes: number | null;
   /** Tasks (processes and threads) of the plugin together. */
   readonly maxProcesses: number | null;
+  /**
+   * The tree's CPU weight on the cgroup v2 scale (1-10000, where a default
+   * group is 100; v1 `cpu.shares` get the same ratio to a nice-0 thread's
+   * 1024). Absent: the tree's threads compete one by one, as the host's do.
+   */
+  readonly cpuWeight?: number;
+  /** A hard cap: the CPU time of this many cores per period, for the whole tree. Absent: no cap. */
+  readonly cpuCores?: number;
 }
+
+/** Whether `a` and `b` set the same caps (a group made for one serves the other). */
+export function sameTreeLimits(a: TreeLimits, b: TreeLimits): boolean {
+  return a.memoryBytes === b.memoryBytes && a.maxProcesses === b.maxProcesses && a.cpuWeight === b.cpuWeight && a.cpuCores === b.cpuCores;
+}
+
+/** Whether `limits` needs the cpu controller. */
+export const usesCpu = (limits: TreeLimits): boolean => limits.cpuWeight !== undefined || limits.cpuCores !== undefined;
 
 /**
  * The file operations control groups need, so that the cgroup v2 logic can be
@@ -68,6 +84,12 @@ export interface GroupTree {
   readonly mechanism: Exclude<TreeLimitMechanism, 'rlimit'>;
   /** The directories plugin groups are created in. */
   readonly parents: readonly string[];
+  /**
+   * Why the cpu controller cannot weigh or cap plugin groups here, when it
+   * cannot: a group is then made without its CPU weight, and one with a CPU
+   * quota is refused.
+   */
+  readonly cpuUnavailable?: string;
   /** Creates a group carrying `limits`; the error says why not. */
   create(limits: TreeLimits): Result<PluginGroup, string>;
   /** Removes empty groups left by hosts that are no longer running; returns their paths. */
@@ -75,6 +97,20 @@ export interface GroupTree {
 }
 
 const GROUP_PREFIX: string = treeLimitData.groupPrefix;
+const CPU_PERIOD_US: number = treeLimitData.cpuPeriodUs;
+const V1_DEFAULT_SHARES: number = treeLimitData.v1DefaultShares;
+const V2_DEFAULT_WEIGHT: number = treeLimitData.v2DefaultWeight;
+
+/** The v1 `cpu.shares` with the same ratio to a nice-0 thread as `weight` has to a default v2 group (the kernel's minimum is 2). */
+const v1Shares = (weight: number): number => Math.max(2, Math.round((weight * V1_DEFAULT_SHARES) / V2_DEFAULT_WEIGHT));
+
+/** Microseconds of CPU time per period for `cores` cores. */
+const quotaUs = (cores: number): number => Math.round(cores * CPU_PERIOD_US);
+
+/** The refusal of a group whose CPU quota nothing here can enforce, or `undefined`. */
+function unenforceableQuota(limits: TreeLimits, cpuUnavailable: string | undefined): string | undefined {
+  return limits.cpuCores === undefined || cpuUnavailable === undefined ? undefined : `its CPU quota cannot be enforced: ${cpuUnavailable}`;
+}
 const NAME_ATTEMPTS: number = treeLimitData.nameAttempts;
 const OWN_GROUP = new RegExp(`^${GROUP_PREFIX.replace(/[^a-z0-9]/gi, '\\$&')}-(\\d+)-(\\d+|host)$`);
 
@@ -165,18 +201,26 @@ const nextName = (hostPid: number): string => `${GROUP_PREFIX}-${hostPid}-${++se
 
 /**
  * Plugin groups in the cgroup v1 hierarchies of the `memory` and `pids`
- * controllers, created under the host's own current group in each (so they
- * nest within whatever limit the host itself already has).
+ * controllers, and of `cpu` (`cpuParent`) when it is mounted, created under
+ * the host's own current group in each (so they nest within whatever limit
+ * the host itself already has). A group spans the cpu hierarchy only when
+ * its limits weigh or cap CPU.
  */
-export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs): GroupTree {
+export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs, cpuParent?: string): GroupTree {
+  const cpuUnavailable = cpuParent === undefined ? 'the cgroup v1 cpu controller is not mounted' : undefined;
+  const parents = cpuParent === undefined ? [memoryParent, pidsParent] : [memoryParent, pidsParent, cpuParent];
   return {
     mechanism: 'cgroup-v1',
-    parents: [memoryParent, pidsParent],
+    parents,
+    ...(cpuUnavailable === undefined ? {} : { cpuUnavailable }),
     create(limits) {
-      const made = makeGroupDirs(fs, [memoryParent, pidsParent], hostPid);
+      const refused = unenforceableQuota(limits, cpuUnavailable);
+      if (refused !== undefined) return err(refused);
+      const weighed = cpuParent !== undefined && usesCpu(limits);
+      const made = makeGroupDirs(fs, weighed ? parents : [memoryParent, pidsParent], hostPid);
       if (made.isErr()) return err(made.error);
       const { name } = made.value;
-      const [memory, pids] = made.value.dirs as [string, string];
+      const [memory, pids, cpu] = made.value.dirs as [string, string, string | undefined];
       try {
         if (limits.memoryBytes !== null) {
           fs.write(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
@@ -184,13 +228,18 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
           if (fs.exists(join(memory, 'memory.memsw.limit_in_bytes'))) fs.write(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
         }
         if (limits.maxProcesses !== null) fs.write(join(pids, 'pids.max'), String(limits.maxProcesses));
+        if (cpu !== undefined && limits.cpuWeight !== undefined) fs.write(join(cpu, 'cpu.shares'), String(v1Shares(limits.cpuWeight)));
+        if (cpu !== undefined && limits.cpuCores !== undefined) {
+          fs.write(join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
+          fs.write(join(cpu, 'cpu.cfs_quota_us'), String(quotaUs(limits.cpuCores)));
+        }
       } catch (e) {
         removeAll(fs, made.value.dirs);
         return err(`cannot set the limits of control group ${name}: ${errorCode(e)}`);
       }
       return ok({
         name,
-        joinFiles: [join(memory, 'tasks'), join(pids, 'tasks')],
+        joinFiles: made.value.dirs.map((dir) => join(dir, 'tasks')),
         limitHit() {
           if (limits.memoryBytes !== null && counter(readOr(fs, join(memory, 'memory.oom_control'), ''), 'oom_kill') > 0) {
             return { limit: 'memory', value: limits.memoryBytes, mechanism: 'cgroup-v1' };
@@ -200,11 +249,11 @@ export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: 
           }
           return undefined;
         },
-        members: () => [...new Set([...pidsIn(fs, memory), ...pidsIn(fs, pids)])],
+        members: () => [...new Set(made.value.dirs.flatMap((dir) => pidsIn(fs, dir)))],
         remove: () => removeAll(fs, made.value.dirs),
       });
     },
-    collectStale: (isAlive) => collectIn(fs, [memoryParent, pidsParent], isAlive),
+    collectStale: (isAlive) => collectIn(fs, parents, isAlive),
   };
 }
 
@@ -212,20 +261,35 @@ const V2_CONTROLLERS = ['memory', 'pids'] as const;
 
 /**
  * Makes `base` able to hold limited child groups: its `memory` and `pids`
- * controllers are enabled for its children. cgroup v2 refuses that while
- * `base` itself holds processes; when the only one is the host, the host
- * moves into a leaf group of its own first.
+ * controllers are enabled for its children, and `cpu` too where it is
+ * delegated (without it groups carry no CPU weight; the result says why).
+ * cgroup v2 refuses that while `base` itself holds processes; when the only
+ * one is the host, the host moves into a leaf group of its own first, where
+ * it keeps the default weight its plugins' groups are weighed against.
  */
-function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Result<void, string> {
+function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Result<{ cpuUnavailable?: string }, string> {
   const available = readOr(fs, join(base, 'cgroup.controllers'), '').split(/\s+/);
   const missing = V2_CONTROLLERS.filter((c) => !available.includes(c));
   if (missing.length > 0) return err(`the ${missing.join(' and ')} controller${missing.length > 1 ? 's are' : ' is'} not delegated to ${base}`);
+  let cpuUnavailable = available.includes('cpu') ? undefined : `the cpu controller is not delegated to ${base}`;
+  const wanted = (): string[] => (cpuUnavailable === undefined ? [...V2_CONTROLLERS, 'cpu'] : [...V2_CONTROLLERS]);
   const enabled = readOr(fs, join(base, 'cgroup.subtree_control'), '').split(/\s+/);
-  if (V2_CONTROLLERS.every((c) => enabled.includes(c))) return ok(undefined);
-  const enable = (): void => fs.write(join(base, 'cgroup.subtree_control'), V2_CONTROLLERS.map((c) => `+${c}`).join(' '));
+  if (wanted().every((c) => enabled.includes(c))) return ok(cpuUnavailable === undefined ? {} : { cpuUnavailable });
+  const enable = (): void => fs.write(join(base, 'cgroup.subtree_control'), wanted().map((c) => `+${c}`).join(' '));
+  // The cpu controller is a nicety: one the kernel will not enable (real-time tasks in the subtree, say) leaves memory and pids to do their work.
+  const enableOrDropCpu = (): void => {
+    try {
+      enable();
+    } catch (e) {
+      if (cpuUnavailable !== undefined || errorCode(e) === 'EBUSY') throw e;
+      cpuUnavailable = `cannot enable the cpu controller in ${base}: ${errorCode(e)}`;
+      enable();
+    }
+  };
+  const enabledNow = (): Result<{ cpuUnavailable?: string }, string> => ok(cpuUnavailable === undefined ? {} : { cpuUnavailable });
   try {
-    enable();
-    return ok(undefined);
+    enableOrDropCpu();
+    return enabledNow();
   } catch (e) {
     if (errorCode(e) !== 'EBUSY') return err(`cannot enable the memory and pids controllers in ${base}: ${errorCode(e)}`);
   }
@@ -237,8 +301,8 @@ function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Resul
   try {
     if (!fs.exists(leaf)) fs.mkdir(leaf);
     fs.write(join(leaf, 'cgroup.procs'), String(hostPid));
-    enable();
-    return ok(undefined);
+    enableOrDropCpu();
+    return enabledNow();
   } catch (e) {
     return err(`cannot move the host into ${leaf} to enable controllers in ${base}: ${errorCode(e)}`);
   }
@@ -250,10 +314,13 @@ function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Resul
  * `pids` controllers cannot be enabled there.
  */
 export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs): Result<GroupTree, string> {
-  return enableV2Controllers(fs, base, hostPid).map(() => ({
+  return enableV2Controllers(fs, base, hostPid).map(({ cpuUnavailable }) => ({
     mechanism: 'cgroup-v2' as const,
     parents: [base],
+    ...(cpuUnavailable === undefined ? {} : { cpuUnavailable }),
     create(limits: TreeLimits): Result<PluginGroup, string> {
+      const refused = unenforceableQuota(limits, cpuUnavailable);
+      if (refused !== undefined) return err(refused);
       const made = makeGroupDirs(fs, [base], hostPid);
       if (made.isErr()) return err(made.error);
       const { name } = made.value;
@@ -266,6 +333,8 @@ export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: Cg
           if (fs.exists(join(dir, 'memory.oom.group'))) fs.write(join(dir, 'memory.oom.group'), '1');
         }
         if (limits.maxProcesses !== null) fs.write(join(dir, 'pids.max'), String(limits.maxProcesses));
+        if (cpuUnavailable === undefined && limits.cpuWeight !== undefined) fs.write(join(dir, 'cpu.weight'), String(limits.cpuWeight));
+        if (cpuUnavailable === undefined && limits.cpuCores !== undefined) fs.write(join(dir, 'cpu.max'), `${quotaUs(limits.cpuCores)} ${CPU_PERIOD_US}`);
       } catch (e) {
         removeAll(fs, [dir]);
         return err(`cannot set the limits of control group ${dir}: ${errorCode(e)}`);
@@ -368,12 +437,13 @@ export function discoverGroupTree(system: CgroupSystem): Result<GroupTree, strin
       reasons.push(`cgroup v2: ${tree.error}`);
     }
   } else reasons.push('cgroup v2: no unified hierarchy is mounted');
-  const v1Dirs = ['memory', 'pids'].map((controller) => {
+  const v1Dir = (controller: string): string | undefined => {
     const mount = mounts.find((m) => m.fsType === 'cgroup' && m.superOptions.includes(controller));
     const path = groups.get(controller);
     return mount === undefined || path === undefined ? undefined : groupDir(mount, path);
-  });
-  if (v1Dirs[0] !== undefined && v1Dirs[1] !== undefined) return ok(cgroupV1Tree(v1Dirs[0], v1Dirs[1], system.hostPid, system.fs));
+  };
+  const v1Dirs = ['memory', 'pids'].map(v1Dir);
+  if (v1Dirs[0] !== undefined && v1Dirs[1] !== undefined) return ok(cgroupV1Tree(v1Dirs[0], v1Dirs[1], system.hostPid, system.fs, v1Dir('cpu')));
   reasons.push('cgroup v1: the memory and pids controllers are not both mounted');
   return err(reasons.join('; '));
 }

@@ -7,11 +7,26 @@ import type { ExitInfo, PluginProcess, ResourceLimitHit, StopOptions, TreeLimitM
 import { sendSignal } from '../process/processTree.js';
 import type { PluginGroup, TreeLimits } from './controlGroups.js';
 
-/** The default cap on a plugin's whole tree: memory 2 GiB and 512 tasks (from `etc/sandbox/tree-limits.json`). */
-export const DEFAULT_TREE_LIMITS: { readonly memoryBytes: number; readonly maxProcesses: number } = {
+/**
+ * The default caps on a plugin's whole tree: memory 2 GiB, 512 tasks, and a
+ * CPU weight of 25 (a quarter of the host's; no hard CPU cap), from
+ * `etc/sandbox/tree-limits.json`.
+ */
+export const DEFAULT_TREE_LIMITS: { readonly memoryBytes: number; readonly maxProcesses: number; readonly cpuWeight: number } = {
   memoryBytes: treeLimitData.memoryBytes,
   maxProcesses: treeLimitData.maxProcesses,
+  cpuWeight: treeLimitData.cpuWeight,
 };
+
+/** A hard cap on the CPU time of a plugin's whole tree. */
+export interface CpuQuota {
+  /**
+   * The CPU time of this many cores, per period of 100 ms, for all the
+   * tree's threads together: `0.5` is half of one core, `2` two whole cores.
+   * From 0.01 to 1024 (`etc/sandbox/tree-limits.json`).
+   */
+  readonly cores: number;
+}
 
 /** Caps that replace the defaults; `false` lifts a cap, an omitted field keeps the level below. */
 export interface TreeLimitOverride {
@@ -19,15 +34,51 @@ export interface TreeLimitOverride {
   readonly memoryBytes?: number | false;
   /** Tasks (processes and threads) of the whole tree. */
   readonly maxProcesses?: number | false;
+  /**
+   * The whole tree's CPU weight against the host's own (100) on the cgroup v2
+   * scale, a whole number from 1 to 10000; `false` weighs the tree's threads
+   * one by one, as the host's.
+   */
+  readonly cpuWeight?: number | false;
+  /** A hard cap on the whole tree's CPU time. */
+  readonly cpuQuota?: CpuQuota;
 }
 
 /** The limits of one plugin: its own override, else the host's, else {@link DEFAULT_TREE_LIMITS}. */
 export function resolveTreeLimits(host: TreeLimitOverride, plugin: TreeLimitOverride | undefined): TreeLimits {
-  const pick = (key: keyof TreeLimitOverride): number | null => {
+  const pick = (key: 'memoryBytes' | 'maxProcesses' | 'cpuWeight'): number | null => {
     const value = plugin?.[key] ?? host[key] ?? DEFAULT_TREE_LIMITS[key];
     return value === false ? null : value;
   };
-  return { memoryBytes: pick('memoryBytes'), maxProcesses: pick('maxProcesses') };
+  const cpuWeight = pick('cpuWeight');
+  const cpuCores = (plugin?.cpuQuota ?? host.cpuQuota)?.cores;
+  return {
+    memoryBytes: pick('memoryBytes'),
+    maxProcesses: pick('maxProcesses'),
+    ...(cpuWeight === null ? {} : { cpuWeight }),
+    ...(cpuCores === undefined ? {} : { cpuCores }),
+  };
+}
+
+const CPU_WEIGHT_MAX: number = treeLimitData.cpuWeightMax;
+const CPU_QUOTA_MIN_CORES: number = treeLimitData.cpuQuotaMinCores;
+const CPU_QUOTA_MAX_CORES: number = treeLimitData.cpuQuotaMaxCores;
+
+/** What is wrong with `value` as a CPU weight (`false` or 1-10000), or `undefined`. */
+export function cpuWeightProblem(value: unknown): string | undefined {
+  if (value === undefined || value === false || (Number.isSafeInteger(value) && (value as number) >= 1 && (value as number) <= CPU_WEIGHT_MAX)) return undefined;
+  return `must be a whole number from 1 to ${CPU_WEIGHT_MAX} or false, got ${typeof value === 'number' ? String(value) : typeof value}`;
+}
+
+/** What is wrong with `value` as a {@link CpuQuota}, naming the field at fault (`''` or `.cores`), or `undefined`. */
+export function cpuQuotaProblem(value: unknown): { readonly at: string; readonly problem: string } | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { at: '', problem: `must be { cores: n }, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : String(value)}` };
+  const other = Object.keys(value).find((key) => key !== 'cores');
+  if (other !== undefined) return { at: '', problem: `has no field ${other} (only cores)` };
+  const cores = (value as { cores?: unknown }).cores;
+  if (typeof cores === 'number' && Number.isFinite(cores) && cores >= CPU_QUOTA_MIN_CORES && cores <= CPU_QUOTA_MAX_CORES) return undefined;
+  return { at: '.cores', problem: `must be a number of cores from ${CPU_QUOTA_MIN_CORES} to ${CPU_QUOTA_MAX_CORES}, got ${typeof cores === 'number' ? String(cores) : typeof cores}` };
 }
 
 /** How a plugin's tree limits are enforced, as `info().enforced_capabilities.limits` reports it. */
@@ -38,8 +89,14 @@ export interface EnforcedTreeLimits {
   readonly memoryBytes: number | null;
   /** The task cap (for `rlimit`: RLIMIT_NPROC of the plugin's uid), or `null`. */
   readonly maxProcesses: number | null;
+  /** The tree's CPU weight (cgroup v2 scale; the host's is 100), or `null` when none is set. */
+  readonly cpuWeight: number | null;
+  /** The tree's hard CPU cap in cores, or `null` when none is set. */
+  readonly cpuCores: number | null;
   /** Why control groups are not used, when they are not. */
   readonly fallbackCause?: string;
+  /** Why no CPU weight or cap is set although one is configured (no cpu controller): a quota then refuses the spawn. */
+  readonly cpuCause?: string;
 }
 
 const JOIN_PROGRAM = '/bin/sh';

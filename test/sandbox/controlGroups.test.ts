@@ -41,7 +41,7 @@ function withKernelFiles(fs: CgroupFs): CgroupFs {
     ...fs,
     mkdir(path) {
       fs.mkdir(path);
-      for (const file of ['memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cgroup.procs']) writeFileSync(join(path, file), '');
+      for (const file of ['memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cpu.weight', 'cpu.max', 'cgroup.procs']) writeFileSync(join(path, file), '');
     },
   };
 }
@@ -60,12 +60,13 @@ function noInternalProcesses(fs: CgroupFs, base: string): CgroupFs {
 }
 
 describe('cgroup v2 (fake cgroupfs)', () => {
-  it('enables memory and pids for child groups and writes each limit of a new plugin group', () => {
+  it('enables memory, pids and cpu for child groups and writes each limit of a new plugin group', () => {
     const h = unifiedHierarchy('');
     const tree = discoverGroupTree(h.system(withKernelFiles(nodeCgroupFs)))._unsafeUnwrap();
     expect(tree.mechanism).toBe('cgroup-v2');
     expect(tree.parents).toEqual([h.base]);
-    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+    expect(tree.cpuUnavailable).toBeUndefined();
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
     const group = tree.create({ memoryBytes: 128 * 2 ** 20, maxProcesses: 32 })._unsafeUnwrap();
     const dir = join(h.base, group.name);
     expect(group.name).toMatch(new RegExp(`^mcp-plugin-host-${HOST_PID}-\\d+$`));
@@ -76,6 +77,38 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
     expect(readFileSync(join(dir, 'memory.oom.group'), 'utf8')).toBe('1');
     expect(readFileSync(join(dir, 'pids.max'), 'utf8')).toBe('32');
+    // No CPU limits asked for: the kernel's defaults (weight 100, no cap) stay.
+    expect(readFileSync(join(dir, 'cpu.weight'), 'utf8')).toBe('');
+    expect(readFileSync(join(dir, 'cpu.max'), 'utf8')).toBe('');
+
+    const weighed = tree.create({ memoryBytes: null, maxProcesses: null, cpuWeight: 25, cpuCores: 0.5 })._unsafeUnwrap();
+    expect(readFileSync(join(h.base, weighed.name, 'cpu.weight'), 'utf8')).toBe('25');
+    expect(readFileSync(join(h.base, weighed.name, 'cpu.max'), 'utf8')).toBe('50000 100000');
+  });
+
+  it('makes groups without CPU weight where cpu is not delegated, says why, and refuses a CPU quota', () => {
+    const h = unifiedHierarchy('', 'io memory pids');
+    const tree = discoverGroupTree(h.system(withKernelFiles(nodeCgroupFs)))._unsafeUnwrap();
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+    expect(tree.cpuUnavailable).toBe(`the cpu controller is not delegated to ${h.base}`);
+    const group = tree.create({ memoryBytes: 2 ** 20, maxProcesses: 8, cpuWeight: 25 })._unsafeUnwrap();
+    expect(readFileSync(join(h.base, group.name, 'cpu.weight'), 'utf8')).toBe('');
+    expect(tree.create({ memoryBytes: 2 ** 20, maxProcesses: 8, cpuWeight: 25, cpuCores: 1 })._unsafeUnwrapErr()).toContain('CPU quota cannot be enforced: the cpu controller is not delegated');
+  });
+
+  it('enables memory and pids alone when the kernel refuses cpu (EINVAL), and says why', () => {
+    const h = unifiedHierarchy('');
+    const refusingCpu: CgroupFs = {
+      ...nodeCgroupFs,
+      write(path, text) {
+        if (path === join(h.base, 'cgroup.subtree_control') && text.includes('cpu')) throw Object.assign(new Error('invalid'), { code: 'EINVAL' });
+        nodeCgroupFs.write(path, text);
+      },
+    };
+    const tree = discoverGroupTree(h.system(refusingCpu))._unsafeUnwrap();
+    expect(tree.mechanism).toBe('cgroup-v2');
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+    expect(tree.cpuUnavailable).toBe(`cannot enable the cpu controller in ${h.base}: EINVAL`);
   });
 
   it('reads limit hits from memory.events (oom_kill) and pids.events (max)', () => {
@@ -100,7 +133,7 @@ describe('cgroup v2 (fake cgroupfs)', () => {
     const tree = discoverGroupTree(h.system(noInternalProcesses(nodeCgroupFs, h.base)));
     expect(tree._unsafeUnwrap().mechanism).toBe('cgroup-v2');
     expect(readFileSync(join(h.base, `mcp-plugin-host-${HOST_PID}-host`, 'cgroup.procs'), 'utf8')).toBe(String(HOST_PID));
-    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids');
+    expect(readFileSync(join(h.base, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
   });
 
   it('never moves processes that are not the host: the group is unusable and v1 is tried next', () => {

@@ -66,8 +66,8 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     it('reports each plugin’s limits and mechanism in enforced_capabilities', async () => {
       const hog = (await host.info('host-hog'))._unsafeUnwrap().enforced_capabilities;
       const neighbour = (await host.info('host-probe'))._unsafeUnwrap().enforced_capabilities;
-      expect(hog?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 192 * MiB, maxProcesses: 32 });
-      expect(neighbour?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 2 * 1024 * MiB, maxProcesses: 512 });
+      expect(hog?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 192 * MiB, maxProcesses: 32, cpuWeight: 25, cpuCores: null });
+      expect(neighbour?.limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 2 * 1024 * MiB, maxProcesses: 512, cpuWeight: 25, cpuCores: null });
     });
 
     it('fails a plugin whose two children each hold more than half its memory cap with PLUGIN_RESOURCE_LIMIT', async () => {

@@ -96,7 +96,7 @@ describe.each(LINUX_BACKENDS)('tree limits with control groups (cgroup v1 here, 
   it('probes control groups once and reports them in describe()', async () => {
     const s = await spawner({ backend, memoryLimitBytes: 256 * MiB, maxProcesses: 40 });
     const limits = s.describe({ installRoot, network: false, writeDir, hiddenPaths: [], pluginId: 'tree-test' }).limits;
-    expect(limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 256 * MiB, maxProcesses: 40 });
+    expect(limits).toEqual({ mechanism: 'cgroup-v1', memoryBytes: 256 * MiB, maxProcesses: 40, cpuWeight: 25, cpuCores: null });
     expect(s.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).limits.mechanism).toBe('cgroup-v1');
   });
 
