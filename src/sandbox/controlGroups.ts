@@ -90,6 +90,8 @@ export interface GroupTree {
    * quota is refused.
    */
   readonly cpuUnavailable?: string;
+  /** The same tree making its groups without the cpu controller, which `cause` says cannot be used (found by the probe). */
+  withoutCpu(cause: string): GroupTree;
   /** Creates a group carrying `limits`; the error says why not. */
   create(limits: TreeLimits): Result<PluginGroup, string>;
   /** Removes empty groups left by hosts that are no longer running; returns their paths. */
@@ -201,18 +203,26 @@ const nextName = (hostPid: number): string => `${GROUP_PREFIX}-${hostPid}-${++se
 
 /**
  * Plugin groups in the cgroup v1 hierarchies of the `memory` and `pids`
- * controllers, and of `cpu` (`cpuParent`) when it is mounted, created under
- * the host's own current group in each (so they nest within whatever limit
- * the host itself already has). A group spans the cpu hierarchy only when
- * its limits weigh or cap CPU.
+ * controllers, and of `cpu` (`cpu`: the host's group there, or why that
+ * hierarchy cannot be used), created under the host's own current group in
+ * each (so they nest within whatever limit the host itself already has). A
+ * group spans the cpu hierarchy only when its limits weigh or cap CPU.
  */
-export function cgroupV1Tree(memoryParent: string, pidsParent: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs, cpuParent?: string): GroupTree {
-  const cpuUnavailable = cpuParent === undefined ? 'the cgroup v1 cpu controller is not mounted' : undefined;
+export function cgroupV1Tree(
+  memoryParent: string,
+  pidsParent: string,
+  hostPid: number = process.pid,
+  fs: CgroupFs = nodeCgroupFs,
+  cpu: string | { readonly unavailable: string } = { unavailable: 'the cgroup v1 cpu controller is not mounted' },
+): GroupTree {
+  const cpuParent = typeof cpu === 'string' ? cpu : undefined;
+  const cpuUnavailable = typeof cpu === 'string' ? undefined : cpu.unavailable;
   const parents = cpuParent === undefined ? [memoryParent, pidsParent] : [memoryParent, pidsParent, cpuParent];
   return {
     mechanism: 'cgroup-v1',
     parents,
     ...(cpuUnavailable === undefined ? {} : { cpuUnavailable }),
+    withoutCpu: (cause) => cgroupV1Tree(memoryParent, pidsParent, hostPid, fs, { unavailable: cause }),
     create(limits) {
       const refused = unenforceableQuota(limits, cpuUnavailable);
       if (refused !== undefined) return err(refused);
@@ -314,10 +324,16 @@ function enableV2Controllers(fs: CgroupFs, base: string, hostPid: number): Resul
  * `pids` controllers cannot be enabled there.
  */
 export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: CgroupFs = nodeCgroupFs): Result<GroupTree, string> {
-  return enableV2Controllers(fs, base, hostPid).map(({ cpuUnavailable }) => ({
+  return enableV2Controllers(fs, base, hostPid).map(({ cpuUnavailable }) => v2Tree(base, hostPid, fs, cpuUnavailable));
+}
+
+/** The groups of {@link cgroupV2Tree} once its controllers are enabled; `cpuUnavailable` says why groups get no CPU files. */
+function v2Tree(base: string, hostPid: number, fs: CgroupFs, cpuUnavailable: string | undefined): GroupTree {
+  return {
     mechanism: 'cgroup-v2' as const,
     parents: [base],
     ...(cpuUnavailable === undefined ? {} : { cpuUnavailable }),
+    withoutCpu: (cause: string) => v2Tree(base, hostPid, fs, cause),
     create(limits: TreeLimits): Result<PluginGroup, string> {
       const refused = unenforceableQuota(limits, cpuUnavailable);
       if (refused !== undefined) return err(refused);
@@ -357,7 +373,7 @@ export function cgroupV2Tree(base: string, hostPid: number = process.pid, fs: Cg
       });
     },
     collectStale: (isAlive: (pid: number) => boolean) => collectIn(fs, [base], isAlive),
-  }));
+  };
 }
 
 /** One line of /proc/self/mountinfo, the parts that matter here. */

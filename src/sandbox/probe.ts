@@ -10,7 +10,7 @@ import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
 import { currentCgroupSystem, discoverGroupTree, type CgroupSystem, type GroupTree } from './controlGroups.js';
 import { resolveLayout } from './SandboxLayout.js';
-import { joinGroupLaunch } from './treeLimits.js';
+import { DEFAULT_TREE_LIMITS, joinGroupLaunch } from './treeLimits.js';
 
 /** Why a host cannot enforce a sandbox, as reported in `details.cause` of PLUGIN_SANDBOX_UNSUPPORTED. */
 export type SandboxUnsupportedCause =
@@ -252,10 +252,23 @@ async function runTreeLimitProbe(system: CgroupSystem): Promise<TreeLimitSupport
     const hit = group.value.limitHit();
     if (status === 125) return { tree: undefined, cause: `${tree.mechanism}: a process cannot join a group the host created` };
     if (hit?.limit !== 'processes') return { tree: undefined, cause: `${tree.mechanism}: a group's process cap was not enforced (a fork past it was not refused)` };
-    return { tree };
+    return { tree: withCpuProved(tree) };
   } finally {
     group.value.remove();
   }
+}
+
+/**
+ * `tree`, or the same without the cpu controller when a weighed group cannot
+ * be made there (a cpu hierarchy mounted but not writable by the host, say):
+ * plugins then run unweighed rather than not at all.
+ */
+function withCpuProved(tree: GroupTree): GroupTree {
+  if (tree.cpuUnavailable !== undefined) return tree;
+  const weighed = tree.create({ memoryBytes: null, maxProcesses: null, cpuWeight: DEFAULT_TREE_LIMITS.cpuWeight });
+  if (weighed.isErr()) return tree.withoutCpu(weighed.error);
+  weighed.value.remove();
+  return tree;
 }
 
 const treeProbes = new Map<string, Promise<TreeLimitSupport>>();

@@ -10,6 +10,8 @@ import { resolveHostConfig } from '../../src/host/hostConfig.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
+import { currentCgroupSystem, nodeCgroupFs, type CgroupFs } from '../../src/sandbox/controlGroups.js';
+import { probeTreeLimits } from '../../src/sandbox/probe.js';
 import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
@@ -113,6 +115,29 @@ describe.each(LINUX_BACKENDS)('CPU of a plugin tree (cgroup v1 cpu hierarchy her
     expect(await eventually(() => throttled() > 0)).toBe(true);
     await p.stop({ stdinGraceMs: 0, termGraceMs: 0 });
     expect(await eventually(() => !existsSync(group))).toBe(true);
+  });
+});
+
+describe('a cpu hierarchy the host cannot write (the real memory and pids hierarchies, mkdir in cpu refused)', () => {
+  it('is found by the probe, which keeps the tree without CPU weight and says why', async () => {
+    const system = currentCgroupSystem();
+    const cpuMount = '/sys/fs/cgroup/cpu/';
+    const readOnlyCpu: CgroupFs = {
+      ...nodeCgroupFs,
+      mkdir(path) {
+        if (path.startsWith(cpuMount)) throw Object.assign(new Error('read-only'), { code: 'EROFS' });
+        nodeCgroupFs.mkdir(path);
+      },
+    };
+    // Extra newlines make a fresh key: the probe runs once per host view.
+    const support = await probeTreeLimits({ ...system, procSelfCgroup: `${system.procSelfCgroup}\n\n\n\n\n`, fs: readOnlyCpu });
+    const tree = support.tree!;
+    expect(tree.mechanism).toBe('cgroup-v1');
+    expect(tree.cpuUnavailable).toMatch(/^cannot create control group \/sys\/fs\/cgroup\/cpu\/mcp-plugin-host-\d+-\d+: EROFS$/);
+    const unweighed = tree.create({ memoryBytes: 64 * 2 ** 20, maxProcesses: 8, cpuWeight: 25 })._unsafeUnwrap();
+    expect(unweighed.joinFiles.some((file) => file.startsWith(cpuMount))).toBe(false);
+    expect(unweighed.remove()).toBe(true);
+    expect(tree.create({ memoryBytes: null, maxProcesses: null, cpuWeight: 25, cpuCores: 1 })._unsafeUnwrapErr()).toContain('CPU quota cannot be enforced: cannot create control group');
   });
 });
 
