@@ -98,8 +98,9 @@ export interface PluginHostOptions {
   /**
    * Sandbox options (bubblewrap path, secret paths, grace periods, the dev-only
    * unsandboxed mode), including the caps of each plugin's whole process tree:
-   * `memoryLimitBytes` and `maxProcesses` for every plugin, `pluginLimits` by
-   * plugin id, `requireTreeLimits` to refuse hosts without control groups.
+   * `memoryLimitBytes`, `maxProcesses`, `cpuWeight` and `cpuQuota` for every
+   * plugin, `pluginLimits` by plugin id, `requireTreeLimits` to refuse hosts
+   * without control groups.
    */
   readonly sandbox?: SandboxSpawnerOptions;
   /** A ready spawner, replacing the one built from `sandbox`. */
