@@ -8,7 +8,9 @@
  *   against one SDK Client with 32 calls in flight straight to the plugin;
  *   and (design notes) the same with 32 lean node:http clients, with 32 SDK
  *   Clients over Streamable HTTP, and those against a canned endpoint that
- *   only answers, the most the SDK clients can drive;
+ *   only answers, the most the SDK clients can drive; and the raw clients
+ *   against a bare HTTP-to-pipe relay in front of the plugin, the most any
+ *   gateway could deliver with the same two hops;
  * - the per-call cost of the OpenTelemetry instrumentation when no provider
  *   is registered: `HostTelemetry.call` around work that is already done,
  *   against the same work unwrapped.
@@ -31,6 +33,7 @@ import { cpuUsOf, descendants } from './support/processCpu.js';
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLIENTS_SCRIPT = join(REPO, 'bench/support/gatewayClients.ts');
 const CANNED_SCRIPT = join(REPO, 'bench/support/cannedMcpEndpoint.ts');
+const RELAY_SCRIPT = join(REPO, 'bench/support/httpPipeRelay.ts');
 const CLIENTS = 32;
 const CALLS_PER_CLIENT = 150;
 /** Calls per client of each kind before the measured runs, in bench/support/gatewayClients.ts: the gateway's code is tiered up by V8 first. */
@@ -39,19 +42,19 @@ const RUNS = 5;
 const TOKEN = 'bench-token-0123456789abcdef';
 const TELEMETRY_CALLS = 200_000;
 
-/** The canned endpoint in a process of its own, its URL and pid; it stops when its stdin ends. */
-async function cannedEndpoint(): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CANNED_SCRIPT], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
+/** A bench endpoint (the canned one, or the relay with its arguments) in a process of its own, its URL and pid; it stops when its stdin ends. */
+async function endpoint(script: string, args: readonly string[] = []): Promise<{ url: string; pid: number; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
   const [line] = (await once(child.stdout, 'data')) as [Buffer];
   const { url } = JSON.parse(line.toString('utf8')) as { url: string };
   return { url, pid: child.pid ?? 0, stop: () => child.stdin.end() };
 }
 
-/** The kinds of client that call through the gateway. */
-type GatewaySide = 'gateway' | 'lean' | 'raw';
+/** The kinds of client that call through the gateway, and the raw clients calling the relay (measured the same way). */
+type GatewaySide = 'gateway' | 'lean' | 'raw' | 'relay';
 type PerSide = Record<GatewaySide, number>;
 
-/** What bench/support/gatewayClients.ts measured, with the CPU time of this process and of the plugin's during its runs of each kind of gateway client, in µs. */
+/** What bench/support/gatewayClients.ts measured, with the CPU time of this process (of the relay's, for the relay) and of the plugin's during its runs of each kind of gateway client, in µs. */
 interface ClientRuns extends Record<GatewaySide | 'direct' | 'canned', number[]> {
   readonly clientCpuUsPerCall: PerSide;
   readonly gatewayCpuUs: PerSide;
@@ -61,25 +64,30 @@ interface ClientRuns extends Record<GatewaySide | 'direct' | 'canned', number[]>
 /**
  * Runs the clients' process; at each of its marks, reads the CPU time of
  * this process and of the gateway's plugin (every process under this one but
- * the clients' and the canned endpoint's) and lets it go on.
+ * the clients', the canned endpoint's and the relay's), or for a relay run of
+ * the relay's process and of its plugin, and lets it go on.
  */
-async function runClients(plan: Readonly<Record<string, unknown>>, cannedPid: number): Promise<ClientRuns> {
+async function runClients(plan: Readonly<Record<string, unknown>>, cannedPid: number, relayPid: number): Promise<ClientRuns> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLIENTS_SCRIPT, JSON.stringify(plan)], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
-  const gatewayCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0 };
-  const pluginCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0 };
-  const plugin = (): number => cpuUsOf(descendants(process.pid, [child.pid ?? 0, cannedPid]));
-  let begun = process.cpuUsage();
+  const gatewayCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0, relay: 0 };
+  const pluginCpuUs: PerSide = { gateway: 0, lean: 0, raw: 0, relay: 0 };
+  const plugin = (side: GatewaySide): number => cpuUsOf(side === 'relay' ? descendants(relayPid, []) : descendants(process.pid, [child.pid ?? 0, cannedPid, relayPid]));
+  const server = (side: GatewaySide): number => {
+    if (side === 'relay') return cpuUsOf([relayPid]);
+    const used = process.cpuUsage();
+    return used.user + used.system;
+  };
+  let begun = 0;
   let pluginBegun = 0;
   let last = '';
   for await (const line of createInterface({ input: child.stdout })) {
     const message = JSON.parse(line) as { mark?: 'begin' | 'end'; side?: GatewaySide };
-    if (message.mark === 'begin') {
-      pluginBegun = plugin();
-      begun = process.cpuUsage();
+    if (message.mark === 'begin' && message.side !== undefined) {
+      pluginBegun = plugin(message.side);
+      begun = server(message.side);
     } else if (message.mark === 'end' && message.side !== undefined) {
-      const used = process.cpuUsage(begun);
-      gatewayCpuUs[message.side] += used.user + used.system;
-      pluginCpuUs[message.side] += plugin() - pluginBegun;
+      gatewayCpuUs[message.side] += server(message.side) - begun;
+      pluginCpuUs[message.side] += plugin(message.side) - pluginBegun;
     } else last = line;
     if (message.mark !== undefined) child.stdin.write('\n');
   }
@@ -107,14 +115,15 @@ async function httpThroughputOf({ PluginHost, serveGateway }: typeof import('../
   const served = await serveGateway(host, { http: { token: TOKEN, port: 0 } });
   if (served.isErr()) throw served.error;
   const gateway = served.value;
-  const canned = await cannedEndpoint();
-  const plan = { url: gateway.url, cannedUrl: canned.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
+  const canned = await endpoint(CANNED_SCRIPT);
+  const relay = await endpoint(RELAY_SCRIPT, [helloEntry, 'hello']);
+  const plan = { url: gateway.url, cannedUrl: canned.url, relayUrl: relay.url, token: TOKEN, entry: helloEntry, opId: 'plug.hello.hello', tool: 'hello', clients: CLIENTS, perClient: CALLS_PER_CLIENT, runs: RUNS, warmupPerClient: WARMUP_CALLS_PER_CLIENT };
   try {
-    const measured = await runClients(plan, canned.pid);
+    const measured = await runClients(plan, canned.pid, relay.pid);
     // What this process did during a gateway run was serving that run's calls; the canned endpoint has its own process.
     const measuredCalls = CLIENTS * CALLS_PER_CLIENT * RUNS;
     const perCall = (side: GatewaySide): string =>
-      `clients ${measured.clientCpuUsPerCall[side].toFixed(0)} µs, gateway ${(measured.gatewayCpuUs[side] / measuredCalls).toFixed(0)} µs, plugin ${(measured.pluginCpuUs[side] / measuredCalls).toFixed(0)} µs`;
+      `clients ${measured.clientCpuUsPerCall[side].toFixed(0)} µs, ${side === 'relay' ? 'relay' : 'gateway'} ${(measured.gatewayCpuUs[side] / measuredCalls).toFixed(0)} µs, plugin ${(measured.pluginCpuUs[side] / measuredCalls).toFixed(0)} µs`;
     const rawThroughput = pairedResult(
       {
         name: `Gateway HTTP throughput, ${CLIENTS} concurrent raw HTTP clients (sandboxed plugin)`,
@@ -170,8 +179,23 @@ async function httpThroughputOf({ PluginHost, serveGateway }: typeof import('../
       measured.gateway,
       measured.canned,
     );
-    return [rawThroughput, leanThroughput, throughput, ceiling];
+    const relayThroughput = result(
+      {
+        name: `HTTP relay throughput, ${CLIENTS} concurrent raw HTTP clients, no gateway (unsandboxed plugin)`,
+        unit: 'calls/s',
+        baselineName: `one SDK Client with ${CLIENTS} calls in flight straight to the plugin (unsandboxed)`,
+        compare: 'ratio',
+        target: 0.7,
+        better: 'higher',
+        role: 'design',
+        note: `the runs of the rows above with the same raw clients calling bench/support/httpPipeRelay.ts, a node:http server in a process of its own that relays each tools/call line to the plugin's stdin (the lines of one turn in one write) and answers with the plugin's line, its ids swapped: no checks, no host, so the most any gateway could deliver with an HTTP hop and a pipe hop on this machine. CPU per call: ${perCall('relay')}`,
+      },
+      measured.relay,
+      measured.direct,
+    );
+    return [rawThroughput, leanThroughput, throughput, ceiling, relayThroughput];
   } finally {
+    relay.stop();
     canned.stop();
     await gateway.close();
     await host.close();
