@@ -68,7 +68,7 @@ export interface HttpListener {
 
 /** The Authorization header a connection's last authenticated request carried, and the client it named. */
 interface AcceptedAuthorization {
-  readonly header: string;
+  readonly header: Buffer;
   readonly client: GatewayHttpClient;
 }
 
@@ -164,13 +164,15 @@ export function listenHttp(
   const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
     const header = req.headers.authorization ?? '';
     const last = accepted.get(req.socket);
-    // A keep-alive connection presenting the header it was last accepted with: comparing the two with === tells it no more than how much of its own accepted header it repeated.
-    if (last !== undefined && last.header === header) return last.client;
+    // A keep-alive connection presenting the header it was last accepted with. A proxy may carry another user's requests on the
+    // same connection, so the comparison must not tell how much of the accepted header they guessed: constant-time, after a length check.
+    const presented = Buffer.from(header);
+    if (last !== undefined && last.header.length === presented.length && timingSafeEqual(last.header, presented)) return last.client;
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const given = match?.[1];
     if (given === undefined) return undefined;
     const client = clientWithDigest(tokenDigest(given), tokens);
-    if (client !== undefined) accepted.set(req.socket, { header, client });
+    if (client !== undefined) accepted.set(req.socket, { header: presented, client });
     return client;
   };
   const loopbackOrigin = lastVerdictOf(loopbackUrl);
