@@ -207,8 +207,14 @@ function registryAccess(registry: string, token: string | undefined): Result<Reg
     // Not quoted: the text may hold a password.
     return err(registryOption('is not a URL'));
   }
-  const user = decodeURIComponent(url.username);
-  const password = decodeURIComponent(url.password);
+  let user: string;
+  let password: string;
+  try {
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    return err(registryOption('has a user or password with a malformed % escape'));
+  }
   url.username = '';
   url.password = '';
   const scope = `//${url.host}${url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`}`;

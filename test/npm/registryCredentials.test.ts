@@ -113,6 +113,14 @@ describe('npm registry credentials', { timeout: 120_000 }, () => {
     }
   });
 
+  it('a malformed % escape in the password is an invalid registry option, not an I/O error, and is not quoted', async () => {
+    const work = await mkdtemp(join(base, 'work-'));
+    const outcome = await fetchNpmPackage(parseNpmSpec('npm:private-server@1.0.0')._unsafeUnwrap(), work, { cli: wrapper, registry: `http://${USER}:p%zz${PASSWORD}@127.0.0.1:9/` });
+    const error = outcome._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'npm.registry' } });
+    expect(JSON.stringify({ message: error.message, details: error.details })).not.toContain(PASSWORD);
+  });
+
   it('a refused install names the registry without its password', async () => {
     // The tarball listed on another host than the registry's: the tree is refused before anything is fetched.
     const registry = await privateRegistry(basic, 'localhost');
