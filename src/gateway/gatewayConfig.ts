@@ -4,7 +4,7 @@
  * with bearer tokens read from their sources.
  */
 import { constants, type Stats } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { lstat, open, readFile, readlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
@@ -168,12 +168,37 @@ function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warn
   return {};
 }
 
+// Linux gives up on a path after 40 links (ELOOP); so does this.
+const MAX_LINKS_FOLLOWED = 40;
+
+/**
+ * Why a symbolic link on the way to a token file is refused, if one is: the
+ * owner of a link can point it at any file this process may read, so every
+ * link followed must be this process's user's or root's, as the file must
+ * (a Kubernetes secret mount's `token -> ..data/token` links are root's).
+ */
+async function untrustedLink(path: string): Promise<string | undefined> {
+  const self = process.geteuid?.();
+  let at = path;
+  for (let followed = 0; followed < MAX_LINKS_FOLLOWED; followed += 1) {
+    const info = await lstat(at);
+    if (!info.isSymbolicLink()) return undefined;
+    if (self !== undefined && info.uid !== self && info.uid !== 0) {
+      return `is reached through the symbolic link ${at}, owned by uid ${info.uid}, neither this process's user (${self}) nor root: its owner can point it at any file; name the file itself or chown the link`;
+    }
+    at = resolve(dirname(at), await readlink(at));
+  }
+  return undefined;
+}
+
 /**
  * The text of a token file, or why it is refused: not a regular file (a FIFO,
  * a device), larger than a token needs, or writable by someone else.
  */
 async function readTokenFile(path: string, warnings: string[]): Promise<Result<string, string>> {
   const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
+  const links = await untrustedLink(path);
+  if (links !== undefined) return err(links);
   const handle = await open(path, TOKEN_FILE_FLAGS);
   try {
     const info = await handle.stat();

@@ -5,7 +5,7 @@
  * a huge file was read whole; both are refused. Real files and a real FIFO.
  */
 import { execFileSync } from 'node:child_process';
-import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, lchown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -66,5 +66,27 @@ describe('the gateway token file', () => {
       await chown(file, 65534, 65534);
       expect(await resolve()).toEqual({ message: expect.stringContaining('is owned by uid 65534, neither this process') });
     }
+  });
+
+  it('follows a symbolic link of this user or root (a Kubernetes mount) and refuses one another user owns, whatever it points at', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    const file = join(dir, 'token');
+    await writeFile(file, `${TOKEN}\n`, { mode: 0o600 });
+    // As a Kubernetes secret volume lays it out: token -> ..data/token, ..data -> the dated directory.
+    await mkdir(join(dir, '..2026_11_27'));
+    await writeFile(join(dir, '..2026_11_27', 'token'), `${TOKEN}\n`, { mode: 0o600 });
+    await symlink('..2026_11_27', join(dir, '..data'));
+    await symlink('..data/token', join(dir, 'mounted'));
+    expect(await resolvedWith(join(dir, 'mounted'))).toEqual({ token: TOKEN });
+    if (process.geteuid?.() !== 0) return;
+    // Another user's link to a file only this one may read: that user chose which file the token comes from.
+    const planted = join(dir, 'planted');
+    await symlink(file, planted);
+    await lchown(planted, 65534, 65534);
+    expect(await resolvedWith(planted)).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringMatching(/through the symbolic link .*planted, owned by uid 65534, neither this process's user \(0\) nor root/) });
+    // A root link to another user's link: the second is on the way too.
+    await symlink(planted, join(dir, 'chained'));
+    expect(await resolvedWith(join(dir, 'chained'))).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining('planted, owned by uid 65534') });
   });
 });
