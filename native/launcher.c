@@ -7,7 +7,8 @@
  *
  * In the launcher, before any fork: --cgroup FILE (repeatable: join by
  * writing 0, the writer itself, into a v1 group's tasks or a v2 group's cgroup.procs), --cgroup-into DIR (a v2
- * group the sandbox's process 1 is forked into, where the launcher itself stays), --rlimit-data BYTES, --rlimit-nproc N,
+ * group the sandbox's process 1 is forked into, where the launcher itself stays), --rlimit-data BYTES, --rlimit-nproc N
+ * (RLIMIT_CORE is always 0, soft and hard: no core file of a plugin),
  * --unshare-net, --egress-port PORT (with --unshare-net: the namespace's loopback is brought up and, where Landlock
  * handles TCP, the plugin may connect to PORT alone, the host's proxy address), --report FD (the sandbox's process 1,
  * as bubblewrap's --info-fd reports it: {"child-pid": N} in the host's pid space, then FD closed), --user UID GID (switch to it before the plugin runs; root
@@ -1011,6 +1012,9 @@ int main(int argc, char **argv) {
   if (spec.into_group != NULL && (into_group = open_no_symlinks(spec.into_group, O_PATH | O_DIRECTORY)) < 0) fail_errno("cgroup", spec.into_group);
   set_limit(RLIMIT_DATA, spec.rlimit_data, "data");
   set_limit(RLIMIT_NPROC, spec.rlimit_nproc, "nproc");
+  /* A core file holds the plugin's memory (its credentials, other callers' data) and lands wherever the host's
+   * core_pattern says; hard 0 too, so the plugin cannot raise it back. */
+  set_limit(RLIMIT_CORE, 0, "core");
   uid_t uid = getuid();
   gid_t gid = getgid();
   /* Run by root, no user namespace: a user other than root could not exist inside one that maps root alone. */

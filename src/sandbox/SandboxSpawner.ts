@@ -845,7 +845,8 @@ export class SandboxSpawner {
     ];
     let launch =
       prlimits.length === 0 || backend.setsLimits ? { command: backend.command, args } : { command: this.prlimitPath!, args: [...prlimits, '--', backend.command, ...args] };
-    if (group !== undefined && !backend.setsLimits) launch = joinGroupLaunch(group.joinFiles, launch.command, launch.args, limits.memoryBytes ?? undefined);
+    // The shell also turns core dumps off, so it runs without a group too (the launcher does both itself).
+    if (!backend.setsLimits) launch = joinGroupLaunch(group?.joinFiles ?? [], launch.command, launch.args, group === undefined ? undefined : (limits.memoryBytes ?? undefined));
     let listener: Server | undefined;
     const listening: Launch['gate'] =
       onConnection === undefined

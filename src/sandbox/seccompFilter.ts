@@ -5,7 +5,7 @@ import socketFamilies from '../../etc/sandbox/socket-families.json' with { type:
  * namespace already cuts TCP, UDP, DNS and abstract Unix sockets, but a Unix
  * socket *file* is reachable from any namespace that can see its path. So with
  * `network: false` the sandbox refuses to create `AF_UNIX` sockets at all
- * (`socketpair` stays allowed: it cannot reach anything outside), `AF_VSOCK`
+ * (a `socketpair` of them stays allowed: it cannot reach anything outside), `AF_VSOCK`
  * ones (no network namespace confines them: on a virtual machine they reach
  * its hypervisor's services), the
  * multiplexed `socketcall` of 32-bit x86, and MPTCP and SMC sockets and sends with
@@ -14,8 +14,11 @@ import socketFamilies from '../../etc/sandbox/socket-families.json' with { type:
  *
  * With or without network, `socket()` takes only the families and netlink
  * protocols (and without network the inet protocols) listed in
- * `etc/sandbox/socket-families.json`:
- * any other made the kernel load that protocol's module for the plugin. So
+ * `etc/sandbox/socket-families.json`, and `socketpair()` only `AF_UNIX`:
+ * any other made the kernel load that protocol's module for the plugin (the
+ * kernel looks a family up before it finds the family makes no pairs). With
+ * network, 32-bit x86's `socketcall` may not create sockets (its arguments,
+ * the family among them, lie in memory a filter cannot read). So
  * io_uring is refused (`ENOSYS`: runtimes fall back to ordinary calls) with
  * network too: its socket opcode creates a socket this filter never sees.
  *
@@ -63,6 +66,10 @@ const NETLINK_FAMILY = socketFamilies.netlink.value;
 const NETLINK_PROTOCOLS = values(socketFamilies.netlinkProtocols);
 const NETWORK_FAMILIES = values(socketFamilies.withNetwork);
 const OFFLINE_INET_PROTOCOLS = values(socketFamilies.offlineInetProtocols);
+const SOCKETPAIR_FAMILY = socketFamilies.socketpair.value;
+// socketcall's call numbers (linux/net.h) that create sockets: its arguments lie in memory, so their family cannot be read.
+const SOCKETCALL_SOCKET = 1;
+const SOCKETCALL_SOCKETPAIR = 8;
 // TCP Fast Open: a send with this flag connects an unconnected socket without connect(), which Landlock checks.
 const MSG_FASTOPEN = 0x20000000;
 const CLONE_NEWUSER = 0x10000000;
@@ -77,6 +84,7 @@ const PIDFD_GETFD = 438;
 interface ArchTable {
   readonly auditArch: number;
   readonly socket: number;
+  readonly socketpair: number;
   /** add_key, request_key, keyctl. */
   readonly keyring: readonly number[];
   /** ptrace, process_vm_readv, process_vm_writev, kcmp: reaching into another process of the same user. */
@@ -89,10 +97,10 @@ interface ArchTable {
   readonly rejectX32?: boolean;
 }
 
-const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, keyring: [248, 249, 250], processAccess: [101, 310, 311, 312], namespaceFlags: [56, 272], sends: [[44, 3], [46, 2], [307, 3]], rejectX32: true };
-const I386: ArchTable = { auditArch: 0x40000003, socket: 359, keyring: [286, 287, 288], processAccess: [26, 347, 348, 349], namespaceFlags: [120, 310], sends: [[369, 3], [370, 2], [345, 3]], socketcall: 102 };
-const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, keyring: [217, 218, 219], processAccess: [117, 270, 271, 272], namespaceFlags: [220, 97], sends: [[206, 3], [211, 2], [269, 3]] };
-const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, keyring: [309, 310, 311], processAccess: [26, 376, 377, 378], namespaceFlags: [120, 337], sends: [[290, 3], [296, 2], [374, 3], [289, 3]] };
+const X86_64: ArchTable = { auditArch: 0xc000003e, socket: 41, socketpair: 53, keyring: [248, 249, 250], processAccess: [101, 310, 311, 312], namespaceFlags: [56, 272], sends: [[44, 3], [46, 2], [307, 3]], rejectX32: true };
+const I386: ArchTable = { auditArch: 0x40000003, socket: 359, socketpair: 360, keyring: [286, 287, 288], processAccess: [26, 347, 348, 349], namespaceFlags: [120, 310], sends: [[369, 3], [370, 2], [345, 3]], socketcall: 102 };
+const AARCH64: ArchTable = { auditArch: 0xc00000b7, socket: 198, socketpair: 199, keyring: [217, 218, 219], processAccess: [117, 270, 271, 272], namespaceFlags: [220, 97], sends: [[206, 3], [211, 2], [269, 3]] };
+const ARM: ArchTable = { auditArch: 0x40000028, socket: 281, socketpair: 288, keyring: [309, 310, 311], processAccess: [26, 376, 377, 378], namespaceFlags: [120, 337], sends: [[290, 3], [296, 2], [374, 3], [289, 3]] };
 
 /** The architectures a process of a given Node `process.arch` host may run, native first. */
 const TABLES_BY_HOST_ARCH: Readonly<Record<string, readonly ArchTable[]>> = {
@@ -135,6 +143,8 @@ function socketBlock(index: number, network: boolean): Instruction[] {
 function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): Instruction[] {
   const checkFamily = `family${index}`;
   const checkFlags = `flags${index}`;
+  const checkPairFamily = `pairFamily${index}`;
+  const checkSocketcall = `socketcall${index}`;
   const out: Instruction[] = [load(OFFSET_NR)];
   if (table.rejectX32) out.push(jumpIfAtLeast(X32_SYSCALL_BIT, 'enosys'));
   for (const nr of table.keyring) out.push(jumpIfEqual(nr, 'eperm'));
@@ -142,16 +152,29 @@ function archBlock(table: ArchTable, index: number, denyUnixSockets: boolean): I
   for (const nr of table.namespaceFlags) out.push(jumpIfEqual(nr, checkFlags));
   out.push(jumpIfEqual(CLONE3, 'enosys'));
   const namespaceBlock = [label(checkFlags), load(OFFSET_ARG0_LOW), jumpIfAnyBit(CLONE_NEWUSER, 'eperm'), ret(SECCOMP_RET_ALLOW)];
-  out.push(jumpIfEqual(table.socket, checkFamily));
+  out.push(jumpIfEqual(table.socket, checkFamily), jumpIfEqual(table.socketpair, checkPairFamily));
   for (const nr of IO_URING_SYSCALLS) out.push(jumpIfEqual(nr, 'enosys'));
-  if (!denyUnixSockets) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(index, true), ...namespaceBlock];
+  const pairBlock = [label(checkPairFamily), load(OFFSET_ARG0_LOW), jumpIfEqual(SOCKETPAIR_FAMILY, 'allow'), ret(SECCOMP_RET_ERRNO | EPERM)];
+  if (!denyUnixSockets) {
+    if (table.socketcall === undefined) return [...out, ret(SECCOMP_RET_ALLOW), ...socketBlock(index, true), ...pairBlock, ...namespaceBlock];
+    // With network, socketcall's other calls (connect, send, ...) stay: 32-bit programs built for kernels before 4.3 use nothing else.
+    out.push(jumpIfEqual(table.socketcall, checkSocketcall), ret(SECCOMP_RET_ALLOW));
+    const socketcallBlock = [
+      label(checkSocketcall),
+      load(OFFSET_ARG0_LOW),
+      jumpIfEqual(SOCKETCALL_SOCKET, 'eperm'),
+      jumpIfEqual(SOCKETCALL_SOCKETPAIR, 'eperm'),
+      ret(SECCOMP_RET_ALLOW),
+    ];
+    return [...out, ...socketBlock(index, true), ...pairBlock, ...socketcallBlock, ...namespaceBlock];
+  }
   if (table.socketcall !== undefined) out.push(jumpIfEqual(table.socketcall, 'eperm'));
   for (const [nr, flagsArg] of table.sends) out.push(jumpIfEqual(nr, `sendFlags${index}_${flagsArg}`));
   out.push(ret(SECCOMP_RET_ALLOW));
   for (const flagsArg of new Set(table.sends.map(([, arg]) => arg))) {
     out.push(label(`sendFlags${index}_${flagsArg}`), load(OFFSET_ARG0_LOW + flagsArg * ARG_BYTES), jumpIfAnyBit(MSG_FASTOPEN, 'eperm'), ret(SECCOMP_RET_ALLOW));
   }
-  return [...out, ...socketBlock(index, false), ...namespaceBlock];
+  return [...out, ...socketBlock(index, false), ...pairBlock, ...namespaceBlock];
 }
 
 function assemble(program: readonly Instruction[]): Buffer {

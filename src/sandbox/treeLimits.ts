@@ -107,16 +107,19 @@ const JOIN_PROGRAM = '/bin/sh';
 // an exec of prlimit; `-` sets none. -d counts KiB in every POSIX shell that
 // has it; the soft limit goes first (a hard limit below the current soft one
 // is refused), and both are set explicitly, since shells differ in what a
-// bare `ulimit -d` sets.
+// bare `ulimit -d` sets. Core dumps go off first, soft and hard (a plugin's
+// core file holds its credentials and lands wherever core_pattern says).
 const JOIN_SCRIPT =
+  '{ ulimit -S -c 0 && ulimit -H -c 0; } || { echo "mcp-plugin-host: cannot turn core dumps off" >&2; exit 125; }; ' +
   'if [ "$1" != - ]; then { ulimit -S -d "$1" && ulimit -H -d "$1"; } || { echo "mcp-plugin-host: cannot set the data segment limit" >&2; exit 125; }; fi; shift; ' +
   'while [ "$1" != -- ]; do echo 0 > "$1" || { echo "mcp-plugin-host: cannot join control group $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 /**
- * Prefixes `command args` with a shell that caps its own data segment at
+ * Prefixes `command args` with a shell that sets its own RLIMIT_CORE to 0
+ * (soft and hard, so nothing it starts writes or re-enables core files), caps its own data segment at
  * `dataBytes` (rounded down to whole KiB, inherited by everything it execs
  * and forks), joins the group by writing `0` (itself, a single thread) into
- * each of `joinFiles` (`PluginGroup.joinFiles`) and then execs the
+ * each of `joinFiles` (`PluginGroup.joinFiles`; none joined when empty) and then execs the
  * command. A limit or a group it cannot set fails the launch (exit 125).
  */
 export function joinGroupLaunch(joinFiles: readonly string[], command: string, args: readonly string[], dataBytes?: number): { command: string; args: string[] } {

@@ -300,13 +300,15 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
   // rarely used protocol a distribution ships (RDS, TIPC, CAN, crypto sockets, SCTP, iSCSI over netlink, the sources of
   // past local root exploits) was one call away for any plugin. This kernel has no modules, so before the list they failed later,
   // with EAFNOSUPPORT or EPROTONOSUPPORT; refused by seccomp they are EPERM everywhere, whatever the host's kernel loads.
-  it('a plugin with or without network creates no socket of a family or protocol outside the list', async () => {
+  // socketpair() looks the family up (loading its module) before finding it makes no pairs: it takes AF_UNIX only.
+  it('a plugin with or without network creates no socket or socket pair of a family or protocol outside the list', async () => {
     const source = join(base, 'families.c');
     writeFileSync(
       source,
       '#include <errno.h>\n#include <stdio.h>\n#include <sys/socket.h>\n#include <sys/syscall.h>\n#include <unistd.h>\n' +
         'static void try(const char *name, int family, int type, int protocol) { int s = socket(family, type, protocol); printf("%s\\"%s\\":%d", family == 21 ? "{" : ",", name, s < 0 ? errno : 0); }\n' +
-        'int main(void) { try("rds", 21, SOCK_SEQPACKET, 0); try("can", 29, SOCK_DGRAM, 1); try("tipc", 30, SOCK_RDM, 0); try("alg", 38, SOCK_SEQPACKET, 0); try("sctp", 2, SOCK_STREAM, 132); try("dccp", 10, 6, 33); try("iscsi", 16, SOCK_DGRAM, 8); try("route", 16, SOCK_DGRAM, 0); char params[120] = {0}; long ring = syscall(425, 1, params); printf(",\\"uring\\":%d}\\n", ring < 0 ? errno : 0); return 0; }\n',
+        'static void pair(const char *name, int family, int type) { int sv[2]; printf(",\\"%s\\":%d", name, socketpair(family, type, 0, sv) < 0 ? errno : 0); }\n' +
+        'int main(void) { try("rds", 21, SOCK_SEQPACKET, 0); try("can", 29, SOCK_DGRAM, 1); try("tipc", 30, SOCK_RDM, 0); try("alg", 38, SOCK_SEQPACKET, 0); try("sctp", 2, SOCK_STREAM, 132); try("dccp", 10, 6, 33); try("iscsi", 16, SOCK_DGRAM, 8); try("route", 16, SOCK_DGRAM, 0); pair("pairRds", 21, SOCK_SEQPACKET); pair("pairCan", 29, SOCK_DGRAM); pair("pairTipc", 30, SOCK_RDM); pair("pairAlg", 38, SOCK_SEQPACKET); pair("pairVsock", 40, SOCK_STREAM); pair("pairX25", 9, SOCK_SEQPACKET); pair("pairUnix", 1, SOCK_STREAM); char params[120] = {0}; long ring = syscall(425, 1, params); printf(",\\"uring\\":%d}\\n", ring < 0 ? errno : 0); return 0; }\n',
     );
     const probe = join(installRoot, 'families');
     expect(spawnSync('cc', ['-static', '-o', probe, source], { encoding: 'utf8' }).stderr).toBe('');
@@ -316,7 +318,8 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
       started.push(p);
       const report = await firstJsonLine<Record<string, number>>(p.stdout);
       // io_uring's socket opcode would create any of them past the filter: refused with network too.
-      const refused = { rds: EPERM, can: EPERM, tipc: EPERM, alg: EPERM, iscsi: EPERM, route: 0, uring: ENOSYS };
+      const refused = { rds: EPERM, can: EPERM, tipc: EPERM, alg: EPERM, iscsi: EPERM, route: 0, uring: ENOSYS,
+        pairRds: EPERM, pairCan: EPERM, pairTipc: EPERM, pairAlg: EPERM, pairVsock: EPERM, pairX25: EPERM, pairUnix: 0 };
       // With network an inet socket's protocol is the host's kernel's business (SCTP is a real protocol); without, only the listed ones.
       expect(report, `network: ${network}`).toEqual(network ? { ...refused, sctp: report.sctp, dccp: report.dccp } : { ...refused, sctp: EPERM, dccp: EPERM });
     }

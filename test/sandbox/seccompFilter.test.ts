@@ -105,6 +105,32 @@ describe('unixSocketDenyFilter', () => {
     }
   });
 
+  // socketpair() of a family looks the family up (loading its module) before finding it makes no pairs.
+  it.each([
+    ['x86-64', 'x64', X86_64, 53],
+    ['i386 on an x86-64 host', 'x64', I386, 360],
+    ['aarch64', 'arm64', AARCH64, 199],
+    ['32-bit ARM on an arm64 host', 'arm64', ARM, 288],
+  ] as const)('%s: socketpair() takes only AF_UNIX, with and without network', (_name, host, arch, socketpair) => {
+    const [AF_UNIX, AF_INET6, AF_RDS, AF_CAN, AF_TIPC, AF_ALG, AF_VSOCK, AF_X25] = [1, 10, 21, 29, 30, 38, 40, 9];
+    for (const network of [false, true]) {
+      const p = pluginSeccompFilter(network, host)!;
+      expect(evaluate(p, arch, socketpair, AF_UNIX, SOCK_STREAM, 0), `network ${network}`).toBe(ALLOW);
+      for (const family of [AF_INET, AF_INET6, AF_RDS, AF_CAN, AF_TIPC, AF_ALG, AF_VSOCK, AF_X25, 0, 46]) {
+        expect(evaluate(p, arch, socketpair, family, SOCK_STREAM, 0), `family ${family}, network ${network}`).toBe(EPERM);
+      }
+    }
+  });
+
+  it('i386 on an x86-64 host: socketcall creates no socket with or without network (its family lies in memory), and with network keeps its other calls', () => {
+    const [SYS_SOCKET, SYS_CONNECT, SYS_SOCKETPAIR, SYS_SEND, SYS_RECVMSG] = [1, 3, 8, 9, 17];
+    for (const network of [false, true]) {
+      const p = pluginSeccompFilter(network, 'x64')!;
+      for (const call of [SYS_SOCKET, SYS_SOCKETPAIR]) expect(evaluate(p, I386, 102, call), `call ${call}, network ${network}`).toBe(EPERM);
+      for (const call of [SYS_CONNECT, SYS_SEND, SYS_RECVMSG]) expect(evaluate(p, I386, 102, call), `call ${call}, network ${network}`).toBe(network ? ALLOW : EPERM);
+    }
+  });
+
   it('arm64: the same rules with its own numbers', () => {
     const p = unixSocketDenyFilter('arm64')!;
     expect(evaluate(p, AARCH64, 198, 1)).toBe(EPERM);
@@ -124,7 +150,7 @@ describe('unixSocketDenyFilter', () => {
     expect(evaluate(networked, X86_64, 41, 1)).toBe(ALLOW);
     for (const nr of [425, 426, 427]) expect(evaluate(networked, X86_64, nr)).toBe(ENOSYS);
     expect(evaluate(pluginSeccompFilter(true, 'arm64')!, AARCH64, 425)).toBe(ENOSYS);
-    expect(evaluate(networked, I386, 102, 1)).toBe(ALLOW);
+    expect(evaluate(networked, I386, 102, 3)).toBe(ALLOW); // socketcall(SYS_CONNECT)
     expect(evaluate(networked, X86_64, 0x40000000 + 41, 1)).toBe(ENOSYS);
   });
 
