@@ -81,7 +81,7 @@ export interface BundleServerStart {
 
 /** The `risk` statement of a bundle whose tools its server listed: nobody has reviewed their risk classes yet. */
 export const BUNDLE_NEEDS_REVIEW =
-  'needs_review: the bundle lists no tools or says its server generates them, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (destructiveHint is destructive, anything else is write: a readOnlyHint is only the server claiming it, so read comes after review); review them.';
+  'needs_review: the bundle lists no tools or says its server generates them, so these are the ones its server listed in a sandboxed start, with risk classes from their annotations (destructiveHint false or readOnlyHint is write, anything else is destructive, as MCP reads a tool without hints; a readOnlyHint is only the server claiming it, so read comes after review); review them.';
 
 interface UserConfigEntry {
   readonly type: 'string' | 'number' | 'boolean' | 'directory' | 'file';

@@ -133,9 +133,10 @@ describe('MCP Bundles: grant, settings, server types', () => {
   it('gives a bundle that lists no tools the tools its server lists in a sandboxed start, marked needs_review', { timeout: SLOW }, async () => {
     const host = await pool.open(await pool.profile(), { activation: 'immediate' });
     const installed = must(await host.install(await probeBundle(probeManifest({ tools: undefined })), { canary: false }));
-    expect(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class])).toEqual(PROBE_TOOLS.map(({ name }) => [name, 'write']));
+    // The probe's tools carry no annotations: destructive, as MCP reads a tool without hints.
+    expect(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class])).toEqual(PROBE_TOOLS.map(({ name }) => [name, 'destructive']));
     expect(installed.plugin.risk).toMatch(/^needs_review: /);
-    expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'listed' }, { maxRisk: 'write' }))).data.args.message).toBe('listed');
+    expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'listed' }, { maxRisk: 'destructive' }))).data.args.message).toBe('listed');
   });
 
   it('takes the server\'s own tool list when the bundle says tools_generated', { timeout: SLOW }, async () => {
@@ -154,7 +155,7 @@ describe('MCP Bundles: grant, settings, server types', () => {
     await writeFile(join(dir, 'server/greeter.mjs'), GREETER_SERVER.replace(/^#!.*\n/, ''));
     const host = await pool.open(await pool.profile(), { activation: 'immediate' });
     const installed = must(await host.install(dir, { canary: false }));
-    expect(Object.fromEntries(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class]))).toEqual({ greet: 'write', forget: 'destructive', remember: 'write', purge: 'destructive' });
+    expect(Object.fromEntries(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class]))).toEqual({ greet: 'write', forget: 'destructive', remember: 'destructive', purge: 'destructive' });
     expect((await host.call('plug.greeter-bundle.greet', { name: 'x' }))._unsafeUnwrapErr().code).toBe('PLUGIN_RISK_NOT_ALLOWED');
   });
 

@@ -29,7 +29,7 @@ describe('wrap', () => {
       expect(manifest.advertised_tools.map((t) => [t.name, t.risk_class])).toEqual([
         ['greet', 'write'],
         ['forget', 'destructive'],
-        ['remember', 'write'],
+        ['remember', 'destructive'],
         ['purge', 'destructive'],
       ]);
       const asJson = json(await cli(['wrap', `npm:${tarball}`, '--profile-dir', profile, '--json']));
@@ -66,7 +66,7 @@ describe('wrap', () => {
 
       const installed = await cli(['install', `npm:${tarball}`, '--grant-env', 'TOKEN', '--skip-canary', '--profile-dir', profile, '--json'], { env });
       expect(installed.code, installed.stdout).toBe(0);
-      const ran = await cli(['run', 'token-server', 'whoami', '{}', '--max-risk', 'write', '--profile-dir', profile], { env });
+      const ran = await cli(['run', 'token-server', 'whoami', '{}', '--max-risk', 'destructive', '--profile-dir', profile], { env });
       expect(ran.stdout).toContain(`token of ${token.length} characters`);
       expect([refused, wrapped, installed, ran].map((run) => run.stdout + run.stderr).join('')).not.toContain(token);
     } finally {

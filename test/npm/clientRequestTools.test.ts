@@ -51,7 +51,7 @@ describe('npm: client requests granted at install are announced to the introspec
     const installed = await host.install(`npm:${tarball}`, { canary: false, grant: { client_requests: ['sampling'] } });
     expect(installed._unsafeUnwrap().plugin.operations.map((o) => o.tool_name).sort()).toEqual(['ask', 'echo']);
     expect((await host.tools('asker'))._unsafeUnwrap().map((t) => t.name).sort()).toEqual(['ask', 'echo']);
-    expect(textOf((await host.call('plug.asker.ask', {}, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('model said yes');
+    expect(textOf((await host.call('plug.asker.ask', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('model said yes');
 
     const wrapped = (await host.wrap(`npm:${tarball}`, { clientRequests: ['sampling'] }))._unsafeUnwrap();
     expect((JSON.parse(wrapped.manifestText) as { advertised_tools: { name: string }[] }).advertised_tools.map((t) => t.name)).toEqual(['echo', 'ask']);

@@ -37,7 +37,7 @@ describe('npm: a server that needs a token to start', NPM_TIMEOUT, () => {
     const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate', env: hostEnv });
     const installed = await host.install(`npm:${tarball}`, { canary: false, grant: { network: false, fs_write_dir: '', env_allow: ['TOKEN'] } });
     expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
-    const called = await host.call('plug.token-server.whoami', {}, { maxRisk: 'write' });
+    const called = await host.call('plug.token-server.whoami', {}, { maxRisk: 'destructive' });
     expect(textOf(called._unsafeUnwrap())).toBe(`token of ${TOKEN_VALUE.length} characters`);
     // Closed first: the host writes the plugin's tool list in the background after the call (a temporary file, renamed).
     await host.close();

@@ -24,6 +24,8 @@ const arraySchema = process.argv.includes('--array-schema');
 const tools = [
   { name: 'search', description: 'Searches', inputSchema: arraySchema ? { type: 'array' } : { $schema: 'http://json-schema.org/draft-07/schema#' } },
   { name: 'describe', title: null, description: null, inputSchema: { type: 'object' }, outputSchema: null, annotations: { readOnlyHint: null, destructiveHint: true } },
+  { name: 'erase', inputSchema: { type: 'object' }, annotations: { destructiveHint: null } },
+  { name: 'peek', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true, destructiveHint: null } },
 ];
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
@@ -41,20 +43,27 @@ describe('npm: answers the MCP SDK refuses and the reference clients accept', { 
     const tarball = await packServer(await pool.profile(), { name: 'lenient', source: LENIENT_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     const installed = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrap();
+    // A null hint is dropped as absent, and a tool without a destructiveHint is destructive unless it claims readOnlyHint (MCP's
+    // reading, as of open-discovery manifests); never read, since nobody reviewed the claim.
     expect(installed.plugin.operations.map((o) => [o.tool_name, o.risk_class])).toEqual([
-      ['search', 'write'],
+      ['search', 'destructive'],
       ['describe', 'destructive'],
+      ['erase', 'destructive'],
+      ['peek', 'write'],
     ]);
     const tools = (await host.tools('lenient'))._unsafeUnwrap();
     expect(tools.map((t) => [t.name, t.inputSchema])).toEqual([
       ['search', { type: 'object', $schema: 'http://json-schema.org/draft-07/schema#' }],
       ['describe', { type: 'object' }],
+      ['erase', { type: 'object' }],
+      ['peek', { type: 'object' }],
     ]);
+    expect(tools[2]?.annotations).toEqual({});
     const describeTool = tools[1];
     expect(describeTool).not.toHaveProperty('description');
     expect(describeTool).not.toHaveProperty('outputSchema');
     expect(describeTool?.annotations).toEqual({ destructiveHint: true });
-    expect(textOf((await host.call('plug.lenient.search', { search: 'x' }, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('search {"search":"x"}');
+    expect(textOf((await host.call('plug.lenient.search', { search: 'x' }, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('search {"search":"x"}');
     const described = (await host.call('plug.lenient.describe', {}, { maxRisk: 'destructive' }))._unsafeUnwrap();
     expect(textOf(described)).toBe('describe {}');
     expect(described.isError).toBe(false);

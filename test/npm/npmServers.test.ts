@@ -96,8 +96,9 @@ describe('npm: a local tarball made by npm pack', NPM_TIMEOUT, () => {
     expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
     await expect(access(marker)).rejects.toThrow();
     const risks = Object.fromEntries((await host.info('greeter-npm'))._unsafeUnwrap().operations.map((o) => [o.tool_name, o.risk_class]));
-    // Its own readOnlyHint does not make greet read (nobody reviewed it), and purge's destructiveHint outweighs its readOnlyHint.
-    expect(risks).toEqual({ greet: 'write', forget: 'destructive', remember: 'write', purge: 'destructive' });
+    // Its own readOnlyHint does not make greet read (nobody reviewed it), purge's destructiveHint outweighs its readOnlyHint,
+    // and remember, without hints, is destructive as MCP reads it.
+    expect(risks).toEqual({ greet: 'write', forget: 'destructive', remember: 'destructive', purge: 'destructive' });
     expect((await host.call('plug.greeter-npm.greet', { name: 'npm' }))._unsafeUnwrapErr().code).toBe('PLUGIN_RISK_NOT_ALLOWED');
     const greeted = await host.call('plug.greeter-npm.greet', { name: 'npm' }, { maxRisk: 'write' });
     expect(textOf(greeted._unsafeUnwrap())).toBe(`Hello, npm (--home=${join(dir, 'data', 'greeter-npm')})`);

@@ -69,13 +69,13 @@ describe('npm: a server that writes next to its own files', { timeout: 120_000 }
     const tarball = await packServer(await pool.profile(), { name: 'stateful', source: STATEFUL_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    const error = (await host.call('plug.stateful.remember', {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
+    const error = (await host.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_TOOL_ERROR');
     expect(error.hint).toMatch(/^The plugin tried to write inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
 
     const pointed = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await pointed.install(`npm:${tarball}`, { canary: false, args: ['--state', '${data_dir}/state.json'] })).isOk()).toBe(true);
-    expect(textOf((await pointed.call('plug.stateful.remember', {}, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('remembered');
+    expect(textOf((await pointed.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('remembered');
   });
 });
 
@@ -85,7 +85,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
     for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
-      const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'write' }))._unsafeUnwrapErr();
+      const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
     }
@@ -95,7 +95,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false, grant: { network: true } })).isOk()).toBe(true);
-    const answered = await host.call('plug.fetcher.fetch_as_result', {}, { maxRisk: 'write' });
+    const answered = await host.call('plug.fetcher.fetch_as_result', {}, { maxRisk: 'destructive' });
     // This machine may or may not reach the registry; either way nothing blames the sandbox.
     if (answered.isErr()) expect(answered.error.hint).not.toContain('no network in its sandbox');
   });

@@ -114,6 +114,6 @@ describe('npm: plugin ids of scoped packages with generic names', NPM_TIMEOUT, (
       expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
     }
     expect((await host.list())._unsafeUnwrap().map((row) => row.name).sort()).toEqual(['acme-mcp', 'zeta-mcp']);
-    expect(textOf((await host.call('plug.zeta-mcp.ping', {}, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('pong');
+    expect(textOf((await host.call('plug.zeta-mcp.ping', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('pong');
   });
 });
