@@ -35,6 +35,6 @@ describe('npm: a server with peer dependencies', { timeout: 180_000 }, () => {
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     const installed = await host.install(`npm:${tarball}`, { canary: false });
     expect(installed.isOk() ? 'installed' : installed.error.message).toBe('installed');
-    expect(textOf((await host.call('plug.peer-user.duration', {}, { maxRisk: 'write' }))._unsafeUnwrap())).toBe('7200000');
+    expect(textOf((await host.call('plug.peer-user.duration', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('7200000');
   });
 });
