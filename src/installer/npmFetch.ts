@@ -38,13 +38,13 @@ export interface NpmSettings {
   /**
    * The registry URL. Default `https://registry.npmjs.org/` (etc/npm-install.json).
    * A user and password in it (`https://user:password@host/`) are taken out
-   * of the URL npm is given and passed in a private configuration file.
+   * of the URL npm is given and passed to it as its userconfig through a pipe.
    */
   readonly registry?: string;
   /**
    * A token for the registry (npm's `_authToken`, sent as a bearer token),
-   * passed to npm in a private configuration file, never in its command line
-   * or environment, and redacted from every error.
+   * passed to npm as its userconfig through a pipe, never in a file, its
+   * command line or environment, and redacted from every error.
    */
   readonly token?: string;
 }
@@ -126,13 +126,29 @@ interface NpmGrowthBounds {
   readonly limits: PackageLimits;
 }
 
-function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, redactor: SecretRedactor, bounds?: NpmGrowthBounds): Promise<Result<void, HostError>> {
+// The file descriptor npm reads its userconfig from (npm_config_userconfig=/dev/fd/3).
+const USERCONFIG_FD = 3;
+// Ends the here-document holding the userconfig; every line of a userconfig starts with `//`, so none is this.
+const USERCONFIG_END = 'NPMRC_END';
+
+/**
+ * What `sh -s` reads on its stdin to start npm: the userconfig as a
+ * here-document on fd 3 (a pipe: the credentials are never in a file, so a
+ * SIGKILL of the host leaves none behind), then npm in the shell's place,
+ * with nothing on its stdin.
+ */
+const npmLauncherScript = (npmrc: string): string => `exec ${USERCONFIG_FD}<<'${USERCONFIG_END}'\n${npmrc}${USERCONFIG_END}\nexec "$@" 0</dev/null\n`;
+
+function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, npmrc: string, redactor: SecretRedactor, bounds?: NpmGrowthBounds): Promise<Result<void, HostError>> {
   return new Promise((done) => {
     let exceeded: GrowthExceeded | undefined;
     let stopWatching: () => Promise<void> = () => Promise.resolve();
-    const child = execFile(process.execPath, [cli, ...args], { cwd, env, timeout: settings.timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
+    const child = execFile('/bin/sh', ['-s', '--', process.execPath, cli, ...args], { cwd, env, timeout: settings.timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, stderr) => {
       void stopWatching().then(() => finish(error, stderr));
     });
+    // The shell may be gone before it read all of it (killed): its stdin's EPIPE is not npm's failure.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(npmLauncherScript(npmrc));
     if (bounds !== undefined) {
       stopWatching = watchGrowth(bounds.project, bounds.cache, bounds.limits, (crossed) => {
         exceeded = crossed;
@@ -180,7 +196,7 @@ async function readJson(path: string, maxBytes: number): Promise<Record<string, 
 /** The environment npm runs with: nothing of the host's but the proxy and CA settings named in etc/npm-install.json. */
 function npmEnvironment(home: string): NodeJS.ProcessEnv {
   const passed = Object.fromEntries(settings.passedEnv.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
-  return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: join(home, 'npmrc'), npm_config_globalconfig: join(home, 'npmrc-global') };
+  return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: `/dev/fd/${USERCONFIG_FD}`, npm_config_globalconfig: join(home, 'npmrc-global') };
 }
 
 /** The registry as npm is told it (no user or password in its URL), the private configuration that authenticates to it, and what to redact. */
@@ -194,7 +210,7 @@ const registryOption = (message: string): HostError => hostError('HOST_INVALID_O
 
 /**
  * Splits the credentials off the registry URL. They go to npm as a userconfig
- * keyed by the registry's host and path (npm sends them to that registry
+ * (read from a pipe, see {@link runNpm}) keyed by the registry's host and path (npm sends them to that registry
  * only): `_auth` for a user and password, base64 as npm wants it, and
  * `_authToken` for a token, which must be one line of printable characters,
  * since a line break in it would add settings of its own to the file.
@@ -286,7 +302,6 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   const project = join(work, 'project');
   await mkdir(home, { recursive: true, mode: 0o700 });
   await mkdir(project, { mode: 0o700 });
-  await writeFile(join(home, 'npmrc'), npmrc, { mode: 0o600 });
   await writeFile(join(home, 'npmrc-global'), '');
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
   await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
@@ -294,7 +309,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
   const bounds = { project, cache: join(home, 'cache'), limits };
-  const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), redactor, bounds);
+  const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), npmrc, redactor, bounds);
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
@@ -306,7 +321,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   // the version the checked lockfile holds, and the lockfile it leaves is checked again.
   const checked = spec.kind === 'registry' ? lockedVersion(lock, spec.name) : target;
   if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
-  const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), redactor, bounds);
+  const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), npmrc, redactor, bounds);
   if (ran.isErr()) return err(ran.error);
   const installedLock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const installed = foreignSources(installedLock, registry, spec);

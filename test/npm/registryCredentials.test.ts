@@ -1,15 +1,16 @@
 /**
  * Registry credentials reach npm without its command line and never come
  * back in an error: a registry URL with a user and password, or a token, is
- * given to npm as a private (0600) userconfig in the staging directory, and
- * the password, the token and their encodings are redacted from what npm
- * printed. A local registry (node:http) that answers only with the right
- * Authorization header, and an npm wrapper that records its argv.
+ * given to npm as its userconfig through a pipe, never in a file (so a host
+ * killed mid-install leaves none behind), and the password, the token and
+ * their encodings are redacted from what npm printed. A local registry
+ * (node:http) that answers only with the right Authorization header, and an
+ * npm wrapper that records its argv.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -73,14 +74,18 @@ async function privateRegistry(authorization: string, tarballHost = '127.0.0.1')
   return { origin: `127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
 }
 
+/** The files under `dir` that hold the password, the token or the base64 of user:password. */
+function filesHoldingSecrets(dir: string): string[] {
+  const found = spawnSync('grep', ['-rlF', '-e', PASSWORD, '-e', TOKEN, '-e', Buffer.from(`${USER}:${PASSWORD}`).toString('base64'), dir], { encoding: 'utf8' });
+  return found.stdout.split('\n').filter((line) => line !== '');
+}
+
 async function fetchWith(spec: string, npm: NpmSettings): Promise<{ outcome: Awaited<ReturnType<typeof fetchNpmPackage>>; argv: string }> {
   await rm(argvLog, { force: true });
   const work = await mkdtemp(join(base, 'work-'));
   const outcome = await fetchNpmPackage(parseNpmSpec(spec)._unsafeUnwrap(), work, { cli: wrapper, ...npm });
-  // npm's cache and logs (_logs) are in the staging home: of all it wrote, only the private userconfig holds a secret.
-  const holding = execFileSync('grep', ['-rlF', '-e', PASSWORD, '-e', TOKEN, '-e', Buffer.from(`${USER}:${PASSWORD}`).toString('base64'), work], { encoding: 'utf8' }).trim();
-  expect(holding).toBe(join(work, '.npm', 'npmrc'));
-  expect((await stat(holding)).mode & 0o777).toBe(0o600);
+  // npm's cache and logs (_logs) are in the staging home: nothing of all it wrote holds a secret.
+  expect(filesHoldingSecrets(work)).toEqual([]);
   return { outcome, argv: await readFile(argvLog, 'utf8') };
 }
 
@@ -110,6 +115,36 @@ describe('npm registry credentials', { timeout: 120_000 }, () => {
       expect(argv).not.toContain(TOKEN);
     } finally {
       registry.server.close();
+    }
+  });
+
+  it('a host killed (SIGKILL) while npm talks to the registry leaves no file holding the credentials', async () => {
+    // A registry that never answers: npm has read its configuration and is waiting on the registry when the host is killed.
+    let asked: (authorization: string | undefined) => void = () => undefined;
+    const firstRequest = new Promise<string | undefined>((resolve) => (asked = resolve));
+    const registry = createServer((req) => asked(req.headers.authorization));
+    await new Promise<void>((listening) => registry.listen(0, '127.0.0.1', listening));
+    const work = await mkdtemp(join(base, 'killed-'));
+    const script = join(base, 'install-then-wait.mts');
+    const fetchModule = new URL('../../src/installer/npmFetch.ts', import.meta.url).pathname;
+    const origin = `http://${USER}:${PASSWORD}@127.0.0.1:${(registry.address() as AddressInfo).port}/`;
+    await writeFile(
+      script,
+      `import { fetchNpmPackage, parseNpmSpec } from ${JSON.stringify(fetchModule)};\n` +
+        `await fetchNpmPackage(parseNpmSpec('npm:private-server@1.0.0')._unsafeUnwrap(), ${JSON.stringify(work)}, { registry: ${JSON.stringify(origin)}, token: ${JSON.stringify(TOKEN)} });\n`,
+    );
+    // Its own process group: the host and the npm it started are killed together, as a container's processes are.
+    const host = spawn(process.execPath, ['--import', 'tsx', script], { detached: true, stdio: 'ignore' });
+    const exited = new Promise((resolve) => host.once('exit', resolve));
+    try {
+      expect(await firstRequest).toBe(`Bearer ${TOKEN}`);
+      process.kill(-(host.pid ?? 0), 'SIGKILL');
+      await exited;
+      expect(filesHoldingSecrets(work)).toEqual([]);
+    } finally {
+      if (host.exitCode === null && host.signalCode === null) process.kill(-(host.pid ?? 0), 'SIGKILL');
+      registry.closeAllConnections();
+      registry.close();
     }
   });
 
