@@ -1,7 +1,8 @@
 /** Which forms of a known secret value are redacted: pure logic, on top of the plugin-stderr integration test. */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SecretRedactor } from '../../src/secrets/knownSecrets.js';
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+import { redactJsonStrings, SecretRedactor } from '../../src/secrets/knownSecrets.js';
 
 const VALUE = 'sk-live-0123456789abcdef';
 
@@ -30,5 +31,28 @@ describe('SecretRedactor', () => {
     expect(short.redact('abcd12')).toBe('[redacted]');
     expect(short.redact(Buffer.from('abcd12').toString('base64'))).toBe(Buffer.from('abcd12').toString('base64'));
     expect(SecretRedactor.none.redact(VALUE)).toBe(VALUE);
+  });
+
+  it('redacts every one of 1,000 known values, as written and in every encoding, with text between them', () => {
+    const values = Array.from({ length: 1000 }, (_, i) => `${i}-${randomBytes(12).toString('base64url')}`);
+    const redactor = new SecretRedactor(values);
+    const encodings = (value: string): string[] => {
+      const bytes = Buffer.from(value);
+      return [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), bytes.toString('base64'), bytes.toString('base64url'), bytes.toString('hex'), bytes.toString('hex').toUpperCase()];
+    };
+    const text = values.map((value) => encodings(value).map((form) => `<${form}>`).join(' ')).join('\n');
+    const out = redactor.redact(text).split('\n');
+    expect(out).toHaveLength(values.length);
+    // A base64 copy keeps at most the last characters that also hold the bits after the value, and its padding.
+    for (const line of out) for (const piece of line.split(' ')) expect(piece).toMatch(/^<\[redacted\][A-Za-z0-9_=-]{0,3}>$/);
+  });
+
+  it('a log value: keys and strings at every depth a plugin line may nest to are redacted', () => {
+    const redactor = new SecretRedactor([VALUE]);
+    let deep: unknown = { token: VALUE };
+    for (let i = 1; i < pluginAnswerLimits.maxNestingDepth; i++) deep = [deep];
+    const out = JSON.stringify(redactJsonStrings({ config: deep, byKey: { [VALUE]: true } }, redactor));
+    expect(out).not.toContain(VALUE);
+    expect(out).toContain('"[redacted]":true');
   });
 });
