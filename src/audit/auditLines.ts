@@ -35,7 +35,7 @@ export function secretNameSet(extra: readonly string[] = []): ReadonlySet<string
  * ends with one (`github_token`, `X-Api-Key`, `dbPassword`), so that
  * `max_tokens` or `tokenizer` are kept.
  */
-function isSecretField(name: string, secrets: ReadonlySet<string>): boolean {
+export function isSecretField(name: string, secrets: ReadonlySet<string>): boolean {
   const normalized = normalizedName(name);
   for (const secret of secrets) if (normalized === secret || normalized.endsWith(secret)) return true;
   return false;

@@ -17,6 +17,7 @@ import type { DeclaredCapabilities } from '../manifest/model.js';
 import type { Logger, Random } from '../ports/ports.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
+import { isSecretField, secretNameSet } from '../audit/auditLines.js';
 import { withSecretsRedacted } from '../secrets/secretRedactingProcess.js';
 import type { VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
@@ -79,12 +80,16 @@ function bothPrepared(
 }
 
 /** The values of a plugin's environment that are secrets: its credentials and the host values its grant passes through. */
-function secretEnvValues(env: Readonly<Record<string, string | undefined>>, credentials: readonly string[], granted: readonly string[]): string[] {
-  return [...credentials, ...granted].flatMap((name) => {
+function secretEnvValues(env: Readonly<Record<string, string | undefined>>, names: readonly string[]): string[] {
+  return names.flatMap((name) => {
     const value = env[name];
     return value === undefined ? [] : [value];
   });
 }
+
+// Granted host values whose names read as secrets (the audit's secret field names) are redacted for every plugin; the rest
+// (USER, LANG, HOME) are ordinary words that would blank other plugins' audit records and logs.
+const SECRET_ENV_NAMES = secretNameSet();
 
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
 export class PluginLauncher {
@@ -183,9 +188,10 @@ export class PluginLauncher {
               gate: () => ResultAsync.combine([stillPinned, verifyBindingTree(binding)]).map(() => undefined),
             })
             .map((process) => {
-              const secrets = secretEnvValues(pluginEnv, declared, caps.env_allow);
-              config.knownSecrets.know(id, secrets);
-              return withSecretsRedacted(process, new SecretRedactor(secrets));
+              const credentials = secretEnvValues(pluginEnv, declared);
+              const secretGrants = caps.env_allow.filter((name) => isSecretField(name, SECRET_ENV_NAMES));
+              config.knownSecrets.know(id, [...credentials, ...secretEnvValues(pluginEnv, secretGrants)]);
+              return withSecretsRedacted(process, new SecretRedactor([...credentials, ...secretEnvValues(pluginEnv, caps.env_allow)]));
             }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
