@@ -16,7 +16,8 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
-import { DEFAULT_STDERR_RING_BYTES } from '../process/StderrRing.js';
+import { SecretRedactor } from '../secrets/knownSecrets.js';
+import { redactedStderrTail } from '../secrets/secretRedactingProcess.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
@@ -25,7 +26,6 @@ import type { ClientRequestKind } from '../manifest/model.js';
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
-import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 import sandboxFailureHints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 
 /** What an introspection starts, and where. */
@@ -75,46 +75,16 @@ export interface GrantedIntrospectionEnv {
 /** The plugin id the introspection's sandbox and data directory (under the install's own work directory) are named by; its user is no plugin's (SandboxSpawner.introspectionIdentity). */
 const INTROSPECTION_ID = 'npm-introspection';
 
-// A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
-// `secrets` holds every form of them, longest first, so that a form holding another is replaced whole.
-const withoutSecrets = (text: string, secrets: readonly string[]): string =>
-  secrets.reduce((out, secret) => out.replaceAll(secret, auditDefaults.redactedValue), text);
-
-/** `text` without what it begins with when that is the end of a secret (`minRedactedValueChars` or more of it). */
-function withoutLeadingSecretEnd(text: string, secrets: readonly string[]): string {
-  const min = auditDefaults.minRedactedValueChars;
-  const head = text.slice(0, min);
-  for (const secret of secrets) {
-    for (let from = secret.indexOf(head, 1); from !== -1 && from <= secret.length - min; from = secret.indexOf(head, from + 1)) {
-      if (text.startsWith(secret.slice(from))) return auditDefaults.redactedValue + text.slice(secret.length - from);
-    }
-  }
-  return text;
-}
-
-/**
- * The stderr tail without secrets. The ring keeps only the newest bytes, so
- * once it is full its first line may begin inside a secret, which no whole
- * copy matches: that line is dropped, or, when the tail is one line, the end
- * of a secret it begins with is replaced. (The tail starts at a character
- * boundary, up to 3 bytes after the ring's start: a tail that close to the
- * ring's size is taken for a full ring.)
- */
-function stderrTailWithoutSecrets(tail: string, secrets: readonly string[]): string {
-  if (secrets.length === 0 || Buffer.byteLength(tail, 'utf8') < DEFAULT_STDERR_RING_BYTES - 3) return withoutSecrets(tail, secrets);
-  const firstLineEnd = tail.indexOf('\n');
-  return withoutSecrets(firstLineEnd === -1 ? withoutLeadingSecretEnd(tail, secrets) : tail.slice(firstLineEnd + 1), secrets);
-}
-
 // A server that connects at start (a proxy such as mcp-remote, a database client) says so only in its own words on stderr.
 const OFFLINE_START_HINT =
   'Its stderr reads like a network failure: the introspection start has no network, whatever the install grants, so a server that connects while it starts (a remote proxy, a database or cache client) cannot list its tools there; install it with a manifest that lists them (the manifest install option, CLI --manifest <file>) and a network grant. ';
 
-function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: readonly string[] = []): HostError {
+// A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
+function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: SecretRedactor = SecretRedactor.none): HostError {
   const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
-  const stderrTail = process === undefined ? undefined : stderrTailWithoutSecrets(process.stderrTail(), secrets);
+  const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
   const offline = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
-  return hostError('PLUGIN_HANDSHAKE_FAILED', withoutSecrets(said, secrets), {
+  return hostError('PLUGIN_HANDSHAKE_FAILED', secrets.redact(said), {
     details: {
       reason: 'introspection',
       ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
@@ -125,7 +95,7 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
 }
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
-async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: readonly string[]): Promise<Result<ListedTool[], HostError>> {
+async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: SecretRedactor): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
   // A line that claims to be JSON-RPC and breaks it may have been the answer the client waits for: the introspection
   // ends at once with what the line was, instead of waiting out its timeout for an answer that was dropped.
@@ -178,17 +148,9 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
   }
 }
 
-// Every value the host env holds for a granted name, denylisted or not, as written, JSON-escaped and percent-encoded: none may
-// show in an error. A value shorter than minRedactedValueChars is left out: replacing every `T1` garbles a message and hides little.
-function grantedSecretForms(granted: GrantedIntrospectionEnv | undefined): string[] {
-  if (granted === undefined) return [];
-  const forms = new Set<string>();
-  for (const name of granted.names) {
-    const value = granted.hostEnv[name] ?? '';
-    if (value.length < auditDefaults.minRedactedValueChars) continue;
-    forms.add(value).add(JSON.stringify(value).slice(1, -1)).add(encodeURIComponent(value));
-  }
-  return [...forms].sort((a, b) => b.length - a.length);
+// Every value the host env holds for a granted name, denylisted or not, in every form SecretRedactor knows: none may show in an error.
+function grantedSecrets(granted: GrantedIntrospectionEnv | undefined): SecretRedactor {
+  return granted === undefined ? SecretRedactor.none : new SecretRedactor(granted.names.flatMap((name) => granted.hostEnv[name] ?? []));
 }
 
 // The package's own env and the host's fixed values, plus the granted host names read through the run-time builder (which drops a denylisted one).
@@ -262,5 +224,5 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedSecretForms(request.grantedEnv))));
+    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedSecrets(request.grantedEnv))));
 }

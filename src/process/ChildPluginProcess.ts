@@ -130,6 +130,10 @@ export class ChildPluginProcess implements PluginProcess {
     return this.ring.tail();
   }
 
+  stderrWrapped(): boolean {
+    return this.ring.wrapped;
+  }
+
   onStderrLine(listener: (line: string) => void): () => void {
     return this.ring.onLine(listener);
   }

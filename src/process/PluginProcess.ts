@@ -50,6 +50,12 @@ export interface PluginProcess {
   readonly exitInfo: ExitInfo | undefined;
   /** The last bytes the plugin wrote to stderr (bounded ring buffer), as text. */
   stderrTail(): string;
+  /**
+   * Whether the stderr ring dropped older bytes, so that the tail begins
+   * inside a line; absent, the host takes it as dropped wherever it matters
+   * (keeping secrets out of a tail).
+   */
+  stderrWrapped?(): boolean;
   /** Subscribes to complete stderr lines; returns an unsubscribe function. */
   onStderrLine(listener: (line: string) => void): () => void;
   /**

@@ -18,6 +18,7 @@ export class StderrRing {
   private readonly ring: Buffer;
   private start = 0;
   private length = 0;
+  private dropped = false;
   private readonly pendingLine: Buffer[] = [];
   private pendingBytes = 0;
   private truncatingLine = false;
@@ -57,6 +58,11 @@ export class StderrRing {
     return bytes.subarray(from).toString('utf8');
   }
 
+  /** Whether older bytes were dropped to keep the newest: the tail then begins wherever the cut fell, inside a line. */
+  get wrapped(): boolean {
+    return this.dropped;
+  }
+
   /** Subscribes to complete lines; returns an unsubscribe function. */
   onLine(listener: (line: string) => void): () => void {
     this.listeners.add(listener);
@@ -77,7 +83,9 @@ export class StderrRing {
       writeAt = (writeAt + n) % cap;
     }
     const total = this.length + bytes.length;
+    if (chunk.length > bytes.length) this.dropped = true;
     if (total > cap) {
+      this.dropped = true;
       this.start = (this.start + (total - cap)) % cap;
       this.length = cap;
     } else {

@@ -176,6 +176,10 @@ abstract class CappedProcess implements PluginProcess {
     return this.inner.stderrTail();
   }
 
+  stderrWrapped(): boolean {
+    return this.inner.stderrWrapped?.() ?? true;
+  }
+
   onStderrLine(listener: (line: string) => void): () => void {
     return this.inner.onStderrLine(listener);
   }

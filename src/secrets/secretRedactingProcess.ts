@@ -1,9 +1,19 @@
-import { DEFAULT_STDERR_RING_BYTES } from '../process/StderrRing.js';
 import type { ExitInfo, PluginProcess, ResourceLimitHit, StopOptions } from '../process/PluginProcess.js';
 import type { SecretRedactor } from './knownSecrets.js';
 
-// The ring starts at a character boundary up to 3 bytes after its first byte: a tail this close to its size has wrapped.
-const UTF8_BOUNDARY_SLACK = 3;
+/**
+ * `process`'s stderr tail without the secrets `redactor` knows. Once its
+ * ring dropped older bytes (a process that cannot say is taken to have), the
+ * tail's first line may begin inside a secret, which no whole copy matches:
+ * that partial line is dropped, or, when the tail is one line, the end of a
+ * secret it begins with replaced.
+ */
+export function redactedStderrTail(process: PluginProcess, redactor: SecretRedactor): string {
+  const tail = process.stderrTail();
+  if (redactor.empty || !(process.stderrWrapped?.() ?? true)) return redactor.redact(tail);
+  const firstLineEnd = tail.indexOf('\n');
+  return firstLineEnd === -1 ? redactor.redactCutStart(tail) : redactor.redact(tail.slice(firstLineEnd + 1));
+}
 
 /**
  * A plugin process whose stderr, as the host hands it on (the tail in crash
@@ -11,9 +21,7 @@ const UTF8_BOUNDARY_SLACK = 3;
  * values the host gave the plugin redacted. A plugin that prints its
  * environment or its configuration while it fails would otherwise put its
  * credentials in errors an application logs and a gateway client reads.
- * Once the ring has wrapped, the tail's first line may begin inside a
- * secret, which no whole copy matches: that partial line is dropped, or,
- * when the tail is one line, the end of a secret it begins with replaced.
+ * A wrapped tail is cut as {@link redactedStderrTail} says.
  */
 export class SecretRedactingProcess implements PluginProcess {
   readonly pid: number;
@@ -46,11 +54,12 @@ export class SecretRedactingProcess implements PluginProcess {
 
   /** {@inheritDoc PluginProcess.stderrTail} */
   stderrTail(): string {
-    const tail = this.#inner.stderrTail();
-    const wrapped = Buffer.byteLength(tail, 'utf8') >= DEFAULT_STDERR_RING_BYTES - UTF8_BOUNDARY_SLACK;
-    if (!wrapped) return this.#redactor.redact(tail);
-    const firstLineEnd = tail.indexOf('\n');
-    return firstLineEnd === -1 ? this.#redactor.redactCutStart(tail) : this.#redactor.redact(tail.slice(firstLineEnd + 1));
+    return redactedStderrTail(this.#inner, this.#redactor);
+  }
+
+  /** {@inheritDoc PluginProcess.stderrWrapped} */
+  stderrWrapped(): boolean {
+    return this.#inner.stderrWrapped?.() ?? true;
   }
 
   /** {@inheritDoc PluginProcess.onStderrLine} */

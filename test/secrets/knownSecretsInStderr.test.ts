@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
 
 const pool = new HostPool();
@@ -53,6 +54,17 @@ describe('secret values the host knows, in a plugin stderr', () => {
     (await host.install(await packaged('canary')))._unsafeUnwrap();
     expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
     const failed = (await host.call(LOOKUP, { from: '2026-01-01', to: '2026-01-02', city: 'leak-in-long-line' }))._unsafeUnwrapErr();
+    expect(failed.code).toBe('PLUGIN_CRASHED');
+    expect(String(failed.details['stderr_tail'])).toMatch(/^\[redacted\]n+$/);
+  });
+
+  it('are redacted from a wrapped one-line tail that begins inside one, whatever the stderr ring size', async () => {
+    const token = `good-${randomBytes(12).toString('hex')}`;
+    const spawner = (await SandboxSpawner.create({ stderrRingBytes: 4096 }))._unsafeUnwrap();
+    const host = await pool.open(await pool.profile(), { activation: 'immediate', spawner });
+    (await host.install(await packaged('canary')))._unsafeUnwrap();
+    expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
+    const failed = (await host.call(LOOKUP, { from: '2026-01-01', to: '2026-01-02', city: 'leak-in-line-for-ring-4096' }))._unsafeUnwrapErr();
     expect(failed.code).toBe('PLUGIN_CRASHED');
     expect(String(failed.details['stderr_tail'])).toMatch(/^\[redacted\]n+$/);
   });
