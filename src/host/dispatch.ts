@@ -15,6 +15,7 @@ import type { CallPresence, CallProgress, CallResult, ToolResult } from '../shap
 import type { ConfirmationCallback } from './admission.js';
 import { withClientRequests, type ClientRequestHandlers } from './clientRequests.js';
 import { withSandboxHint } from './sandboxFailureHints.js';
+import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
 import type { CallSchemas } from './callSchemas.js';
 import type { ResultShaper } from './resultShaping.js';
 import { stoppedByRetirement } from './drain.js';
@@ -155,7 +156,7 @@ export class CallDispatcher {
         checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
     // Only a failure is looked at: mapErr would copy every answered call's Ok on the warm path.
-    if (mapped.isErr()) mapped = err(withSandboxHint(mapped.error, plugin));
+    if (mapped.isErr()) mapped = err(errorWithoutSecrets(withSandboxHint(mapped.error, plugin), this.#parts.config.knownSecrets.redactor));
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
       events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);
