@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { redactJsonStrings, SecretRedactor } from '../../src/secrets/knownSecrets.js';
+import { HostEvents, type HostEventMap } from '../../src/events/HostEvents.js';
+import { emitNotice } from '../../src/host/mcpSurface.js';
 
 const VALUE = 'sk-live-0123456789abcdef';
 
@@ -54,5 +56,13 @@ describe('SecretRedactor', () => {
     const out = JSON.stringify(redactJsonStrings({ config: deep, byKey: { [VALUE]: true } }, redactor));
     expect(out).not.toContain(VALUE);
     expect(out).toContain('"[redacted]":true');
+  });
+
+  it('a log event: its logger name is redacted too', () => {
+    const events = new HostEvents();
+    const logs: HostEventMap['log'][] = [];
+    events.on('log', (e) => logs.push(e));
+    emitNotice(events, 'p', { kind: 'log', level: 'info', logger: `client-${VALUE}`, data: 'x' }, new SecretRedactor([VALUE]));
+    expect(logs).toEqual([{ plugin_id: 'p', level: 'info', logger: 'client-[redacted]', data: 'x' }]);
   });
 });
