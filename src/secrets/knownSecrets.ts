@@ -149,13 +149,19 @@ export class SecretRedactor {
  * A copy of a JSON value with every string and object key passed through
  * `redactor`, to the depth a plugin's answer may nest
  * (etc/plugin-answers.json maxNestingDepth; the transport refuses deeper
- * lines, and anything past it is left as it is).
+ * lines, and anything past it is left as it is). `value` itself when
+ * nothing in it was redacted.
  */
 export function redactJsonStrings(value: unknown, redactor: SecretRedactor, depth = 0): unknown {
   if (typeof value === 'string') return redactor.redact(value);
   if (redactor.empty || typeof value !== 'object' || value === null || depth > pluginAnswerLimits.maxNestingDepth) return value;
-  if (Array.isArray(value)) return value.map((item) => redactJsonStrings(item, redactor, depth + 1));
-  return Object.fromEntries(Object.entries(value).map(([key, field]) => [redactor.redact(key), redactJsonStrings(field, redactor, depth + 1)]));
+  if (Array.isArray(value)) {
+    const items = value.map((item) => redactJsonStrings(item, redactor, depth + 1));
+    return items.every((item, i) => item === value[i]) ? value : items;
+  }
+  const entries = Object.entries(value);
+  const redacted = entries.map(([key, field]) => [redactor.redact(key), redactJsonStrings(field, redactor, depth + 1)] as const);
+  return redacted.every(([key, field], i) => key === entries[i]![0] && field === entries[i]![1]) ? value : Object.fromEntries(redacted);
 }
 
 /**

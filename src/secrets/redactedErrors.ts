@@ -16,7 +16,7 @@ export function errorWithoutSecrets(error: HostError, redactor: SecretRedactor):
   if (redactor.empty) return error;
   const message = redactor.redact(error.message);
   const details = redactJsonStrings(error.details, redactor) as Readonly<Record<string, unknown>>;
-  if (message === error.message && JSON.stringify(details) === JSON.stringify(error.details)) return error;
+  if (message === error.message && details === error.details) return error;
   return new HostError(error.code, message, {
     details,
     retryable: error.retryable,
