@@ -549,7 +549,7 @@ export class SandboxSpawner {
    * (making one is ~0.4 ms of the host's thread on the cold call's path).
    */
   private spareGroup: { readonly group: PluginGroup; readonly limits: TreeLimits } | undefined;
-  /** Whether a group is made ahead: from {@link keepSpareGroup} until {@link dropSpareGroup}. */
+  /** Whether a group is made ahead: from {@link SandboxSpawner.keepSpareGroup} until {@link SandboxSpawner.dropSpareGroup}. */
   private sparing = false;
 
   private constructor(
@@ -893,7 +893,7 @@ export class SandboxSpawner {
   /**
    * From now on, after each spawn whose plugin is capped by a control group,
    * makes an empty group with the same limits for the next such spawn, which
-   * then only forks into it. Whoever calls this calls {@link dropSpareGroup}
+   * then only forks into it. Whoever calls this calls {@link SandboxSpawner.dropSpareGroup}
    * when done with the spawner (PluginHost does on `close`), so that no group
    * outlives its use; one left by a host that died is removed as stale by
    * the next host's probe.
