@@ -87,8 +87,9 @@ function secretEnvValues(env: Readonly<Record<string, string | undefined>>, name
   });
 }
 
-// Granted host values whose names read as secrets (the audit's secret field names) are redacted for every plugin; the rest
-// (USER, LANG, HOME) are ordinary words that would blank other plugins' audit records and logs.
+// Granted host values whose names read as secrets (the audit's secret field names) are redacted; the rest (USER, LANG,
+// FAULT_MODE) are ordinary words: blanked, they would garble other plugins' audit records and logs, and the plugin's own
+// stderr that its author reads to find out why it failed.
 const SECRET_ENV_NAMES = secretNameSet();
 
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
@@ -190,8 +191,9 @@ export class PluginLauncher {
             .map((process) => {
               const credentials = secretEnvValues(pluginEnv, declared);
               const secretGrants = caps.env_allow.filter((name) => isSecretField(name, SECRET_ENV_NAMES));
-              config.knownSecrets.know(id, [...credentials, ...secretEnvValues(pluginEnv, secretGrants)]);
-              return withSecretsRedacted(process, new SecretRedactor([...credentials, ...secretEnvValues(pluginEnv, caps.env_allow)]));
+              const secrets = [...credentials, ...secretEnvValues(pluginEnv, secretGrants)];
+              config.knownSecrets.know(id, secrets);
+              return withSecretsRedacted(process, new SecretRedactor(secrets));
             }),
         )
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
