@@ -90,6 +90,25 @@ export function withDetails(error: HostError, extra: Readonly<Record<string, unk
 }
 
 /**
+ * The same failure with some of what it says replaced: the code,
+ * retryability, `retry_after_ms` and `source_error_code` are kept, and so is
+ * the cause unless `dropCause` (a cause that may quote what was replaced).
+ */
+export function reworded(
+  error: HostError,
+  changes: { readonly message?: string; readonly details?: Readonly<Record<string, unknown>>; readonly hint?: string; readonly dropCause?: boolean },
+): HostError {
+  return new HostError(error.code, changes.message ?? error.message, {
+    details: changes.details ?? error.details,
+    retryable: error.retryable,
+    ...(error.retry_after_ms === undefined ? {} : { retry_after_ms: error.retry_after_ms }),
+    ...(error.source_error_code === undefined ? {} : { source_error_code: error.source_error_code }),
+    ...(error.cause === undefined || changes.dropCause === true ? {} : { cause: error.cause }),
+    hint: changes.hint ?? error.hint,
+  });
+}
+
+/**
  * A `HOST_INTERNAL_ERROR`: the host broke one of its own invariants (code of
  * ours threw where it should have returned a Result). `cause` is what was
  * thrown; its message is kept in the error's message.

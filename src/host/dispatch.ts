@@ -6,7 +6,7 @@ import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
-import { HostError, hostError, internalError } from '../errors/HostError.js';
+import { hostError, internalError, reworded, type HostError } from '../errors/HostError.js';
 import type { HostEvents } from '../events/HostEvents.js';
 import { nestedDeeperThan } from '../framing/nestingDepth.js';
 import type { RiskClass } from '../manifest/model.js';
@@ -177,14 +177,7 @@ export class CallDispatcher {
 /** The error a caller sees: every call error names its plugin and operation in its details. */
 export function callError(error: HostError, call: Pick<DispatchedCall, 'id' | 'opId'>): HostError {
   if (error.details.plugin_id === call.id && error.details.op_id === call.opId) return error;
-  return new HostError(error.code, error.message, {
-    details: { ...error.details, plugin_id: call.id, op_id: call.opId },
-    retryable: error.retryable,
-    ...(error.retry_after_ms === undefined ? {} : { retry_after_ms: error.retry_after_ms }),
-    ...(error.source_error_code === undefined ? {} : { source_error_code: error.source_error_code }),
-    ...(error.cause === undefined ? {} : { cause: error.cause }),
-    hint: error.hint,
-  });
+  return reworded(error, { details: { ...error.details, plugin_id: call.id, op_id: call.opId } });
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import hints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
-import { HostError } from '../errors/HostError.js';
+import { reworded, type HostError } from '../errors/HostError.js';
 
 const FAILURE_CODES: ReadonlySet<string> = new Set(hints.failureCodes);
 
@@ -34,12 +34,5 @@ export function withSandboxHint(error: HostError, plugin: InstalledPlugin): Host
   if (!FAILURE_CODES.has(error.code)) return error;
   const hint = sandboxHint(error, plugin);
   if (hint === undefined) return error;
-  return new HostError(error.code, error.message, {
-    details: error.details,
-    retryable: error.retryable,
-    ...(error.retry_after_ms === undefined ? {} : { retry_after_ms: error.retry_after_ms }),
-    ...(error.source_error_code === undefined ? {} : { source_error_code: error.source_error_code }),
-    ...(error.cause === undefined ? {} : { cause: error.cause }),
-    hint: `${hint} ${error.hint}`,
-  });
+  return reworded(error, { hint: `${hint} ${error.hint}` });
 }

@@ -4,7 +4,7 @@
  * the error it returns (server-google-maps quotes the request URL, key and
  * all) would hand it to the application's logs and every gateway client.
  */
-import { HostError } from '../errors/HostError.js';
+import { reworded, type HostError } from '../errors/HostError.js';
 import { redactJsonStrings, type SecretRedactor } from './knownSecrets.js';
 
 /**
@@ -17,11 +17,5 @@ export function errorWithoutSecrets(error: HostError, redactor: SecretRedactor):
   const message = redactor.redact(error.message);
   const details = redactJsonStrings(error.details, redactor) as Readonly<Record<string, unknown>>;
   if (message === error.message && details === error.details) return error;
-  return new HostError(error.code, message, {
-    details,
-    retryable: error.retryable,
-    ...(error.retry_after_ms === undefined ? {} : { retry_after_ms: error.retry_after_ms }),
-    ...(error.source_error_code === undefined ? {} : { source_error_code: error.source_error_code }),
-    hint: error.hint,
-  });
+  return reworded(error, { message, details, dropCause: true });
 }
