@@ -28,19 +28,18 @@ function withoutNulls(value: Record<string, unknown>, fields: readonly string[])
   return { value: kept, removed };
 }
 
-/** An initialize result without the null members that `etc/answer-leniency.json` lets a server send for absent ones; undefined when it has none. */
-export function repairInitializeResult(result: unknown): Record<string, unknown> | undefined {
+/** `result` without its null `fields`; undefined when it is not an object or has none. */
+function resultWithoutNulls(result: unknown, fields: readonly string[]): Record<string, unknown> | undefined {
   if (!isJsonObject(result)) return undefined;
-  const repaired = withoutNulls(result, leniency.nullableInitializeFields);
+  const repaired = withoutNulls(result, fields);
   return repaired.removed === 0 ? undefined : repaired.value;
 }
 
+/** An initialize result without the null members that `etc/answer-leniency.json` lets a server send for absent ones; undefined when it has none. */
+export const repairInitializeResult = (result: unknown): Record<string, unknown> | undefined => resultWithoutNulls(result, leniency.nullableInitializeFields);
+
 /** A tools/call result without the null members that `etc/answer-leniency.json` lets a server send for absent ones; undefined when it has none. */
-export function repairCallToolResult(result: unknown): Record<string, unknown> | undefined {
-  if (!isJsonObject(result)) return undefined;
-  const repaired = withoutNulls(result, leniency.nullableCallResultFields);
-  return repaired.removed === 0 ? undefined : repaired.value;
-}
+export const repairCallToolResult = (result: unknown): Record<string, unknown> | undefined => resultWithoutNulls(result, leniency.nullableCallResultFields);
 
 // Arguments and structured content are JSON objects by the protocol itself, so `type: "object"` says nothing a schema without a type did not already have to accept from a conforming caller.
 const typedSchema = (schema: unknown): { schema: unknown; repaired: boolean } =>
