@@ -119,7 +119,7 @@ async function coldCall(bundle: string, layout: string): Promise<BenchResult> {
       const host = await openHost(profileDir);
       ours.push(
         await timeMs(async () => {
-          (await host.call('plug.everything.echo', { message: 'cold' }, { maxRisk: 'write' }))._unsafeUnwrap();
+          (await host.call('plug.everything.echo', { message: 'cold' }, { maxRisk: 'destructive' }))._unsafeUnwrap();
         }),
       );
       await host.close();

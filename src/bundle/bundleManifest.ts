@@ -14,8 +14,9 @@
  *   value of one `mcp_config.env` entry, which becomes a `needs_user_creds`
  *   name with a descriptor (alias = the key), filled from the secret store
  *   by `setup`; it never enters the catalog;
- * - `tools` are the advertised tools (MCPB tools carry no annotations, so
- *   each is `write`); a bundle that lists none, or says `tools_generated`,
+ * - `tools` are the advertised tools, each `destructive`: MCPB tools carry no
+ *   annotations, and MCP reads a tool without hints as destructive (as for a
+ *   tool an npm server lists bare); a bundle that lists none, or says `tools_generated`,
  *   gets the tools its server lists in one sandboxed start (the
  *   installer's introspection), marked needs_review; `compatibility` platforms and runtimes are checked;
  * - no sandbox powers are declared: the capabilities are the host default
@@ -297,7 +298,9 @@ function toolsOf(doc: BundleDocument, out: Violation[], listable: boolean): Mani
   return tools.map((tool) => ({
     name: tool.name,
     ...(tool.description === undefined ? {} : { description: tool.description }),
-    risk_class: 'write',
+    // No hints to read (the MCPB format has none): MCP's default, as riskClassOf gives a tool its server lists bare.
+    // `write` here let a bundle make any tool callable under maxRisk write just by listing it.
+    risk_class: 'destructive',
     confirmation_policy: 'none',
     null_elision_safe_fields: [],
     capabilities: [],

@@ -67,7 +67,7 @@ async function probeBundle(manifest: Manifest, shebang = false): Promise<string>
 }
 
 async function probeEnv(host: Awaited<ReturnType<HostPool['open']>>): Promise<Record<string, string>> {
-  return jsonOf<{ data: { env: Record<string, string> } }>(must(await host.call('plug.probe-bundle.env', {}, { maxRisk: 'write' }))).data.env;
+  return jsonOf<{ data: { env: Record<string, string> } }>(must(await host.call('plug.probe-bundle.env', {}, { maxRisk: 'destructive' }))).data.env;
 }
 
 describe('MCP Bundles: grant, settings, server types', () => {
@@ -79,10 +79,12 @@ describe('MCP Bundles: grant, settings, server types', () => {
     const installer = await pool.open(dir, { env });
     const plain = must(await installer.install(bundle, { canary: false }));
     expect(plain.plugin).toMatchObject({ name: 'probe-bundle', granted_capabilities: { network: false, env_allow: [], basis: 'host_default', grant: null } });
-    expect(plain.plugin.operations.map((o) => o.risk_class)).toEqual(PROBE_TOOLS.map(() => 'write'));
+    // The tools the bundle lists carry no hints (MCPB has none): destructive, as MCP reads a tool without hints, so not callable under write.
+    expect(plain.plugin.operations.map((o) => o.risk_class)).toEqual(PROBE_TOOLS.map(() => 'destructive'));
     expect(must(await installer.inspect(bundle, {})).report.form).toBe('mcpb');
     await installer.close();
     let host = await pool.open(dir, { env });
+    expect((await host.call('plug.probe-bundle.env', {}, { maxRisk: 'write' }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_RISK_NOT_ALLOWED', details: { risk_class: 'destructive' } });
     expect(Object.keys(await probeEnv(host))).not.toContain('PROBE_GREETING');
     expect(must(await host.info('probe-bundle')).enforced_capabilities?.network).toBe(false);
     await host.close();
@@ -115,7 +117,7 @@ describe('MCP Bundles: grant, settings, server types', () => {
     expect(missing.plugin).toMatchObject({ settings: { depth: 3 }, missing_settings: ['label'] });
     await installer.close();
     let host = await pool.open(dir);
-    const refused = await host.call('plug.probe-bundle.echo', {}, { maxRisk: 'write' });
+    const refused = await host.call('plug.probe-bundle.echo', {}, { maxRisk: 'destructive' });
     expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SETTING_MISSING', details: { missing_settings: ['label'] } });
     expect(refused._unsafeUnwrapErr().hint).toContain('--setting label=');
     await host.close();
@@ -164,7 +166,7 @@ describe('MCP Bundles: grant, settings, server types', () => {
     const manifest = probeManifest({ manifest_version: undefined, dxt_version: '0.1' }, { type: 'binary', mcp_config: { command: '${__dirname}/server/probe.mjs', args: [] } });
     const host = await pool.open(dir, { activation: 'immediate' });
     must(await host.install(await probeBundle(manifest, true), { canary: false }));
-    expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'binary' }, { maxRisk: 'write' }))).data.args.message).toBe('binary');
+    expect(jsonOf<{ data: { args: { message: string } } }>(must(await host.call('plug.probe-bundle.echo', { message: 'binary' }, { maxRisk: 'destructive' }))).data.args.message).toBe('binary');
   });
 });
 

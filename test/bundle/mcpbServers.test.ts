@@ -144,9 +144,9 @@ describe('published servers as MCP Bundles, under the sandbox', () => {
     expect(setup).toMatchObject({ status: 'passed', stored: ['api_key'] });
     const root = must(await host.info('everything')).executable.install_root;
     // MCPB tools carry no annotations, so every bundle tool is a write.
-    const env = jsonOf<Record<string, string>>(must(await host.call('plug.everything.get-env', {}, { maxRisk: 'write' })));
+    const env = jsonOf<Record<string, string>>(must(await host.call('plug.everything.get-env', {}, { maxRisk: 'destructive' })));
     expect(env).toMatchObject({ EVERYTHING_TOKEN: SECRET, GREETING: 'hello', BUNDLE_ROOT: root, HOME: join(dir, 'data', 'everything') });
-    const echoed = must(await host.call('plug.everything.echo', { message: 'from a bundle' }, { maxRisk: 'write' }));
+    const echoed = must(await host.call('plug.everything.echo', { message: 'from a bundle' }, { maxRisk: 'destructive' }));
     expect(JSON.stringify(echoed.value)).toContain('from a bundle');
 
     const info = must(await host.info('everything'));
@@ -163,8 +163,8 @@ describe('published servers as MCP Bundles, under the sandbox', () => {
     await installer.close();
     const host = await pool.open(dir);
     const entities = [{ name: 'bundle', entityType: 'format', observations: ['a zip with manifest.json'] }];
-    must(await host.call('plug.memory.create_entities', { entities }, { maxRisk: 'write' }));
-    const graph = must(await host.call('plug.memory.read_graph', {}, { maxRisk: 'write' }));
+    must(await host.call('plug.memory.create_entities', { entities }, { maxRisk: 'destructive' }));
+    const graph = must(await host.call('plug.memory.read_graph', {}, { maxRisk: 'destructive' }));
     expect(JSON.stringify(graph.value)).toContain('a zip with manifest.json');
     expect(await readFile(join(dir, 'data', 'memory', 'graph.json'), 'utf8')).toContain('a zip with manifest.json');
   });
@@ -174,9 +174,9 @@ describe('published servers as MCP Bundles, under the sandbox', () => {
     const host = await pool.open(dir, { activation: 'immediate' });
     must(await host.install(filesystem, { canary: false }));
     const dataDir = join(dir, 'data', 'filesystem');
-    must(await host.call('plug.filesystem.write_file', { path: join(dataDir, 'note.txt'), content: 'from a bundle\n' }, { maxRisk: 'write' }));
+    must(await host.call('plug.filesystem.write_file', { path: join(dataDir, 'note.txt'), content: 'from a bundle\n' }, { maxRisk: 'destructive' }));
     expect(await readFile(join(dataDir, 'note.txt'), 'utf8')).toBe('from a bundle\n');
-    const outside = await host.call('plug.filesystem.read_text_file', { path: join(dir, 'plugins.lock') }, { maxRisk: 'write' });
+    const outside = await host.call('plug.filesystem.read_text_file', { path: join(dir, 'plugins.lock') }, { maxRisk: 'destructive' });
     expect(JSON.stringify(outside.isOk() ? outside.value : outside.error)).toMatch(/denied|outside|not allowed/i);
   });
 });

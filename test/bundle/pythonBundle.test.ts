@@ -48,11 +48,11 @@ describe('a Python MCP Bundle with vendored dependencies', () => {
     const host = await pool.open(dir, { interpreterSearchPath: PYTHON_SEARCH_PATH });
     const info = (await host.info('hello-bundle'))._unsafeUnwrap();
     expect(info.enforced_capabilities).toMatchObject({ backend: expect.stringMatching(/^(landlock|bubblewrap)$/), network: false });
-    const hello = await host.call('plug.hello-bundle.hello', { name: 'bundle' }, { maxRisk: 'write' });
+    const hello = await host.call('plug.hello-bundle.hello', { name: 'bundle' }, { maxRisk: 'destructive' });
     if (hello.isErr()) expect.fail(`${hello.error.code}: ${hello.error.message} ${JSON.stringify(hello.error.details ?? {})}`);
     expect(jsonOf(hello.value)).toEqual({ success: true, data: { greeting: 'Hello, bundle!' } });
     const root = info.executable.install_root;
-    const where = jsonOf((await host.call('plug.hello-bundle.where', {}, { maxRisk: 'write' }))._unsafeUnwrap());
+    const where = jsonOf((await host.call('plug.hello-bundle.where', {}, { maxRisk: 'destructive' }))._unsafeUnwrap());
     expect(where).toEqual({ fastmcp: join(root, 'server/lib/mcp/server/fastmcp.py'), main: join(root, 'server/main.py'), path0: join(root, 'server') });
   });
 
