@@ -232,6 +232,14 @@ function removedSigner(owners: NamespaceOwners, id: string): string | undefined 
   return Object.hasOwn(owners, id) ? owners[id]?.signer : undefined;
 }
 
+/** `PLUGIN_SIGNATURE_INVALID` (`missing`) for an `npm:` source on a host that requires signatures: it cannot carry one. */
+function unsignedNpmSource(source: string): HostError {
+  return hostError('PLUGIN_SIGNATURE_INVALID', `signatures are required and '${source}' is an npm: source, which carries no signature`, {
+    details: { reason: 'missing', source: 'npm' },
+    hint: 'An npm: source cannot be signed (npm checks registry integrity only): install the plugin as a signed archive instead (a .tgz, .zip or .mcpb holding its manifest, with its .sig), or open the host without requireSignatures.',
+  });
+}
+
 /**
  * `PLUGIN_SIGNATURE_INVALID` (`signer_changed`) when the plugin, installed or
  * last removed (`version` absent), was signed by a key that did not sign this
@@ -570,6 +578,9 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } }),
       );
     }
+    // Nothing to sign: npm checks a registry's integrity, and a local tarball's only against itself. Under requireSignatures
+    // an npm: source is an unsigned package, refused as one before npm runs (a local tarball was an unsigned archive otherwise).
+    if (this.#o.requireSignatures === true) return errAsync(unsignedNpmSource(source));
     const granted = { clientRequests: options.grant?.client_requests, env: options.grant?.env_allow };
     return openNpmSource(source, { ...this.#npmSourceOptions(options.args, granted), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
   }
