@@ -280,6 +280,36 @@ const foreignFailure = (target: string, registry: string, foreign: readonly { pa
     dependencies: foreign,
   });
 
+const FAILED_REQUESTS = settings.failedRequestPatterns.map((pattern) => new RegExp(pattern, 'g'));
+
+/**
+ * A failed npm run whose stderr names a request it could not complete to a
+ * URL outside the registry: a dependency from a tarball URL, which npm
+ * fetches while it resolves the tree, before the lockfile can be checked.
+ * It is the refusal the lockfile check would give had the fetch worked, not
+ * a registry or network problem of the caller's (@sentry/node 9 depends on a
+ * codeload.github.com tarball: every server using it fails here, and would
+ * fail with the network too).
+ */
+function failedForeignRequest(failure: HostError, target: string, registry: string): HostError | undefined {
+  const stderr = failure.details['stderr_tail'];
+  if (typeof stderr !== 'string') return undefined;
+  const base = registry.endsWith('/') ? registry : `${registry}/`;
+  const url = FAILED_REQUESTS.flatMap((pattern) => [...stderr.matchAll(pattern)].map((match) => match[1] ?? '')).find(
+    (found) => /^https?:\/\//.test(found) && !found.startsWith(base),
+  );
+  if (url === undefined) return undefined;
+  return hostError(
+    'PLUGIN_NPM_INSTALL_FAILED',
+    `a dependency of '${target}' comes from ${url}, outside the registry ${registry}, and npm could not fetch it; it would be refused if it could (no registry integrity pins its bytes)`,
+    {
+      details: { reason: 'dependency_source', source: 'url', url, stderr_tail: stderr },
+      cause: failure,
+      hint: 'A package of its tree depends on a tarball URL instead of a registry version (details.url; npm ls or the package.json of the package naming it says which). The host installs registry packages only: install another version of the server, or repackage it with that dependency from the registry.',
+    },
+  );
+}
+
 /**
  * Installs the package `spec` names, with its production dependencies, into
  * `work` (an empty directory of the staging area), using `work/.npm` for
@@ -313,7 +343,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
-  if (resolved.isErr()) return err(resolved.error);
+  if (resolved.isErr()) return err(failedForeignRequest(resolved.error, target, registry) ?? resolved.error);
   const lock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const foreign = foreignSources(lock, registry, spec);
   if (foreign.length > 0) return err(foreignFailure(target, registry, foreign));

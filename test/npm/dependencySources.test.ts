@@ -74,6 +74,38 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
     }
   });
 
+  it('names a tarball URL npm could not fetch while resolving as the dependency source it is, and a registry 404 as npm failing', async () => {
+    const dir = await mkdtemp(join(base, 'unfetchable-'));
+    const requested: string[] = [];
+    // Answers 404 to everything: the URL a dependency names, and the registry's page for any package.
+    const server: Server = createServer((req, res) => {
+      requested.push(req.url ?? '');
+      res.statusCode = 404;
+      res.end('{}');
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const url = `${origin}/gone/urldep-1.0.0.tgz`;
+      const tarball = await pack(dir, 'uses-gone-url', { dependencies: { urldep: url } });
+      const work = join(dir, 'work');
+      await mkdir(work);
+      const error = (await fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work))._unsafeUnwrapErr();
+      expect(requested).toContain('/gone/urldep-1.0.0.tgz');
+      expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url', url } });
+      expect(error.hint).toMatch(/tarball URL/);
+      expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
+
+      // The registry itself answering 404 is no dependency source: the spec or the registry is wrong.
+      const other = join(dir, 'work-registry');
+      await mkdir(other);
+      const missing = (await fetchNpmPackage(parseNpmSpec('npm:not-published-here@1.0.0')._unsafeUnwrap(), other, { registry: `${origin}/` }))._unsafeUnwrapErr();
+      expect(missing).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'npm_failed' } });
+    } finally {
+      server.close();
+    }
+  });
+
   it('installs the version it checked: one published between the resolution and the install, with a dependency from a URL, is never fetched', async () => {
     const dir = await mkdtemp(join(base, 'flip-'));
     const dependency = await pack(dir, 'urldep', {});
