@@ -20,12 +20,14 @@ afterAll(() => pool.cleanup());
 // fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them;
 // connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432');
 // kubectl_as_error with what kubectl, a Go program, says of the same refusal under mcp-server-kubernetes;
-// sentry_as_result with @sentry/mcp-server's words for a failed look-up, resolver_as_error with glibc's, as a Python server prints them.
+// sentry_as_result with @sentry/mcp-server's words for a failed look-up, resolver_as_error with glibc's, as a Python server prints them;
+// listen_as_result with the words of a listen the sandbox refused, as @agentdeskai/browser-tools-mcp reports its browser connector's port.
 const FETCHING_SERVER = `#!/usr/bin/env node
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error', 'listen_as_result'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const listened = () => new Promise((resolve) => { const server = createServer(); server.on('error', (error) => resolve(error.message)).listen(0, '127.0.0.1', () => server.close(() => resolve('listening'))); });
 const connected = () => new Promise((resolve) => connect(5432, '127.0.0.1').on('connect', () => resolve('reached')).on('error', (error) => resolve(error.message)));
 createInterface({ input: process.stdin }).on('line', async (line) => {
   const { id, method, params } = JSON.parse(line);
@@ -34,6 +36,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
   if (method === 'tools/list') return send({ id, result: { tools } });
   if (method !== 'tools/call') return send({ id, error: { code: -32601, message: 'no ' + method } });
   if (params.name === 'connect_as_error') return send({ id, error: { code: -32603, message: await connected() } });
+  if (params.name === 'listen_as_result') return send({ id, result: { isError: true, content: [{ type: 'text', text: 'The browser connector is not available: ' + await listened() } ] } });
   if (params.name === 'kubectl_as_error') return send({ id, error: { code: -32603, message: 'Command failed: kubectl get pods\\nGet "http://localhost:8080/api?timeout=32s": dial tcp 127.0.0.1:8080: connect: permission denied' } });
   if (params.name === 'sentry_as_result') return send({ id, result: { isError: true, content: [{ type: 'text', text: 'Unable to connect to https://sentry.io/api/0/organizations/ - DNS temporarily unavailable' }] } });
   if (params.name === 'resolver_as_error') return send({ id, error: { code: -32603, message: "HTTPSConnectionPool(host='api.example.com', port=443): Failed to resolve 'api.example.com' ([Errno -3] Temporary failure in name resolution)" } });
@@ -84,7 +87,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR']] as const) {
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR'], ['listen_as_result', 'PLUGIN_TOOL_ERROR']] as const) {
       const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
@@ -98,5 +101,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const answered = await host.call('plug.fetcher.fetch_as_result', {}, { maxRisk: 'destructive' });
     // This machine may or may not reach the registry; either way nothing blames the sandbox.
     if (answered.isErr()) expect(answered.error.hint).not.toContain('no network in its sandbox');
+    // The grant the hint names is the remedy for a refused listen too: with it the server listens.
+    expect((await host.call('plug.fetcher.listen_as_result', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr().message).toContain('The browser connector is not available: listening');
   });
 });
