@@ -85,7 +85,10 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
   }
   const host = opened.value;
   try {
-    const served = await serveGateway(host, stdio === undefined ? gateway : { ...gateway, stdio });
+    // What the HTTP side has to tell about token files (a rotated token, a file that cannot give one) is for the operator.
+    const onNotice = (message: string): void => void terminal.stderr.write(`mcp-plugin-host: ${message}\n`);
+    const withNotices = gateway.http === undefined ? gateway : { ...gateway, http: { ...gateway.http, onNotice } };
+    const served = await serveGateway(host, stdio === undefined ? withNotices : { ...withNotices, stdio });
     if (served.isErr()) return fail(ctx, served.error, false);
     const handle = served.value;
     if (handle.url !== undefined) {

@@ -3,8 +3,7 @@
  * read, checked against the schema, and turned into host and gateway options,
  * with bearer tokens read from their sources.
  */
-import { constants, type Stats } from 'node:fs';
-import { lstat, open, readFile, readlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
@@ -14,10 +13,10 @@ import type { PluginHostOptions } from '../host/PluginHost.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { SandboxBackendChoice } from '../sandbox/backendChoice.js';
 import type { RiskClass } from '../manifest/model.js';
-import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import type { AuditFsyncPolicy } from '../audit/JsonlAuditSink.js';
 import type { GatewayHttpClient } from './httpListener.js';
 import type { GatewayOptions } from './serveGateway.js';
+import { readTokenFile, weakToken } from './tokenFile.js';
 
 /** Where a bearer token is read: an environment variable or a file's first line. */
 export type GatewayTokenSource = { readonly env: string } | { readonly file: string };
@@ -147,77 +146,11 @@ export function readGatewayConfig(path: string): ResultAsync<GatewayConfig, Host
     .map((config) => (config.audit === undefined ? config : { ...config, audit: { ...config.audit, file: resolve(dirname(path), config.audit.file) } }));
 }
 
-// O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever.
-const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
-
-const WRITABLE_BY_GROUP_OR_OTHERS = 0o022;
-const READABLE_BY_OTHERS = 0o004;
-
-/**
- * Why a token file's owner or mode lets another user choose the token: one
- * who can write it, or who owns it (and can chmod it), could. Only this
- * process's user and root may own it; a file others may only read (a
- * Kubernetes secret mount is root's, mode 0644) is taken with a warning.
- */
-function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warning?: string } {
-  const mode = (info.mode & 0o777).toString(8).padStart(4, '0');
-  if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0) return { refused: `is writable by its group or by others (mode ${mode}): whoever can write it chooses the token; chmod go-w it` };
-  const self = process.geteuid?.();
-  if (self !== undefined && info.uid !== self && info.uid !== 0) return { refused: `is owned by uid ${info.uid}, neither this process's user (${self}) nor root: its owner can rewrite it` };
-  if ((info.mode & READABLE_BY_OTHERS) !== 0) return { warning: `is readable by every user (mode ${mode}): chmod o-r it unless the whole machine may read the token` };
-  return {};
-}
-
-// Linux gives up on a path after 40 links (ELOOP); so does this.
-const MAX_LINKS_FOLLOWED = 40;
-
-/**
- * Why a symbolic link on the way to a token file is refused, if one is: the
- * owner of a link can point it at any file this process may read, so every
- * link followed must be this process's user's or root's, as the file must
- * (a Kubernetes secret mount's `token -> ..data/token` links are root's).
- */
-async function untrustedLink(path: string): Promise<string | undefined> {
-  const self = process.geteuid?.();
-  let at = path;
-  for (let followed = 0; followed < MAX_LINKS_FOLLOWED; followed += 1) {
-    const info = await lstat(at);
-    if (!info.isSymbolicLink()) return undefined;
-    if (self !== undefined && info.uid !== self && info.uid !== 0) {
-      return `is reached through the symbolic link ${at}, owned by uid ${info.uid}, neither this process's user (${self}) nor root: its owner can point it at any file; name the file itself or chown the link`;
-    }
-    at = resolve(dirname(at), await readlink(at));
-  }
-  return undefined;
-}
-
-/**
- * The text of a token file, or why it is refused: not a regular file (a FIFO,
- * a device), larger than a token needs, or writable by someone else.
- */
-async function readTokenFile(path: string, warnings: string[]): Promise<Result<string, string>> {
-  const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
-  const links = await untrustedLink(path);
-  if (links !== undefined) return err(links);
-  const handle = await open(path, TOKEN_FILE_FLAGS);
-  try {
-    const info = await handle.stat();
-    if (!info.isFile()) return err('is not a regular file');
-    const trust = tokenFileTrust(info);
-    if (trust.refused !== undefined) return err(trust.refused);
-    if (trust.warning !== undefined) warnings.push(`token file ${path} ${trust.warning}`);
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(limit + 1), 0, limit + 1, 0);
-    return bytesRead > limit ? err(`is larger than ${limit} bytes`) : ok(buffer.subarray(0, bytesRead).toString('utf8'));
-  } finally {
-    await handle.close();
-  }
-}
-
 function readToken(source: GatewayTokenSource, env: Readonly<Record<string, string | undefined>>, warnings: string[]): ResultAsync<string, HostError> {
-  const checked = (token: string | undefined, from: string): ResultAsync<string, HostError> =>
-    token !== undefined && token.length >= GATEWAY_DEFAULTS.minTokenLength && !/\s/.test(token)
-      ? okAsync(token)
-      : errAsync(invalidConfig(from, `needs a bearer token of at least ${GATEWAY_DEFAULTS.minTokenLength} characters without spaces`));
+  const checked = (token: string | undefined, from: string): ResultAsync<string, HostError> => {
+    const weak = weakToken(token);
+    return weak === undefined && token !== undefined ? okAsync(token) : errAsync(invalidConfig(from, weak ?? 'is empty'));
+  };
   if ('env' in source) return checked(env[source.env], `token env ${source.env}`);
   const where = `token file ${source.file}`;
   return ResultAsync.fromPromise(readTokenFile(source.file, warnings), (cause) => invalidConfig(where, 'cannot be read', cause)).andThen((text) =>
@@ -259,6 +192,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
         (token): GatewayHttpClient => ({
           name: c.name,
           token,
+          ...('file' in c.token ? { tokenFile: c.token.file } : {}),
           policy: { ...(c.maxRisk === undefined ? {} : { maxRisk: c.maxRisk }), ...(c.allow === undefined ? {} : { allow: c.allow }), ...(c.deny === undefined ? {} : { deny: c.deny }) },
         }),
       ),
@@ -274,6 +208,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
         ...(http.host === undefined ? {} : { host: http.host }),
         ...(http.port === undefined ? {} : { port: http.port }),
         ...(token === undefined ? {} : { token }),
+        ...(http.token !== undefined && 'file' in http.token ? { tokenFile: http.token.file } : {}),
         ...(http.allowedOrigins === undefined ? {} : { allowedOrigins: http.allowedOrigins }),
         ...(http.maxSessions === undefined ? {} : { maxSessions: http.maxSessions }),
         ...(http.sessionIdleMs === undefined ? {} : { sessionIdleMs: http.sessionIdleMs }),

@@ -44,6 +44,8 @@ export interface GatewayDefaults {
   readonly sseKeepAliveMs: number;
   /** The most bytes a bearer token file may hold (its first line is the token). */
   readonly maxTokenFileBytes: number;
+  /** How often a token file is read again, so that a rotated token replaces the old one without a restart, in ms. */
+  readonly tokenFileCheckMs: number;
   /** How long an idle keep-alive HTTP connection stays open, in ms. */
   readonly httpKeepAliveMs: number;
   /**

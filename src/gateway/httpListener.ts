@@ -5,17 +5,19 @@
  * gateway's own, in streamableHttpTransport.ts) and server and belongs to the
  * token that opened it.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import { BearerTokens, tokenDigest, type TokenHolder } from './bearerTokens.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { lastVerdictOf } from './lastVerdict.js';
 import { HttpSessionTransport, isInitialize, readPostedMessages, TRANSPORT_ERROR_CODES, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
+import { tokenFromFile, weakToken } from './tokenFile.js';
 
 /** An HTTP client known by its own bearer token, with its own policy. */
 export interface GatewayHttpClient {
@@ -23,6 +25,12 @@ export interface GatewayHttpClient {
   readonly name: string;
   /** The bearer token it presents. */
   readonly token: string;
+  /**
+   * The file `token` was read from. The gateway reads it again every second (`tokenFileCheckMs`) and, when its first
+   * line changed, takes that as the client's token and refuses the old one from then on (docs/gateway.md, "HTTP
+   * security"). {@link resolveGatewayConfig} sets it for `{ "file": ... }` token sources.
+   */
+  readonly tokenFile?: string;
   /** What it may see and call. */
   readonly policy: GatewayClientPolicy;
 }
@@ -33,8 +41,12 @@ export interface GatewayHttpOptions {
   readonly host?: string;
   /** The port; 0 picks a free one. Default 8765. */
   readonly port?: number;
-  /** The default bearer token (the gateway's `policy` applies to it). Default: generated; read it from {@link GatewayHandle.token}. */
+  /** The default bearer token (the gateway's `policy` applies to it). Default: read from `tokenFile`, or generated; read it from {@link GatewayHandle.token}. */
   readonly token?: string;
+  /** The file the default token is read from, and read again as {@link GatewayHttpClient.tokenFile} is; read at start when `token` is not given. */
+  readonly tokenFile?: string;
+  /** Hears what an operator should know and no client is told: a token file whose token changed, or that cannot give one (the token stays). */
+  readonly onNotice?: (message: string) => void;
   /** Clients with their own tokens and policies. */
   readonly clients?: readonly GatewayHttpClient[];
   /** Origins (`scheme://host[:port]`) accepted besides loopback ones. */
@@ -58,7 +70,7 @@ export interface GatewayHttpOptions {
 export interface HttpListener {
   /** The MCP endpoint. */
   readonly url: string;
-  /** The default bearer token. */
+  /** The default bearer token: the one it started with, even after its file changed. */
   readonly token: string;
   /** MCP sessions open now. */
   readonly sessions: number;
@@ -66,15 +78,18 @@ export interface HttpListener {
   close(): Promise<void>;
 }
 
-/** The Authorization header a connection's last authenticated request carried, and the client it named. */
+/** The Authorization header a connection's last authenticated request carried, the client it named, and when. */
 interface AcceptedAuthorization {
   readonly header: Buffer;
-  readonly client: GatewayHttpClient;
+  readonly client: TokenHolder;
+  /** The tokens' generation it was accepted under; after a rotation it is checked anew. */
+  readonly generation: number;
 }
 
 interface Session {
   readonly transport: HttpSessionTransport;
-  readonly token: string;
+  /** The client that opened it: a session belongs to the client, not to the token it held then, and outlives a rotation. */
+  readonly owner: TokenHolder;
   /** When its last request ended (or began), by `performance.now()`. */
   lastSeen: number;
   /** Its requests still open (an SSE stream counts until it closes). */
@@ -82,19 +97,6 @@ interface Session {
 }
 
 const MCP_PATH = '/mcp';
-
-const tokenDigest = (token: string): Buffer => createHash('sha256').update(token).digest();
-
-/**
- * The client whose token digest equals the presented one. Digests have one length whatever the token's, so the
- * comparison's time says nothing of a token's length, and every client's digest is compared, so nothing of which
- * client matched either.
- */
-function clientWithDigest<C>(presented: Buffer, tokens: readonly { client: C; digest: Buffer }[]): C | undefined {
-  let found: C | undefined;
-  for (const t of tokens) if (timingSafeEqual(presented, t.digest) && found === undefined) found = t.client;
-  return found;
-}
 
 /** Whether a URL (an Origin) names this machine by a loopback host name. */
 function loopbackUrl(url: string): boolean {
@@ -111,15 +113,26 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 
 const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
 
+type SessionServer = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport) => Server;
+
 /** Starts the HTTP side; `connect` makes the MCP server of one new session, which the listener connects to the session's transport. */
-export function listenHttp(
-  options: GatewayHttpOptions,
-  defaultPolicy: GatewayClientPolicy,
-  connect: (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport) => Server,
-): ResultAsync<HttpListener, HostError> {
-  const token = options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url');
-  const clients: readonly GatewayHttpClient[] = [{ name: GATEWAY_DEFAULTS.defaultClientName, token, policy: defaultPolicy }, ...(options.clients ?? [])];
-  const weak = clients.find((c) => c.token.length < GATEWAY_DEFAULTS.minTokenLength || /\s/.test(c.token));
+export function listenHttp(options: GatewayHttpOptions, defaultPolicy: GatewayClientPolicy, connect: SessionServer): ResultAsync<HttpListener, HostError> {
+  const notice = options.onNotice ?? ((): void => undefined);
+  if (options.token !== undefined || options.tokenFile === undefined) return listenWith(options.token ?? randomBytes(GATEWAY_DEFAULTS.tokenBytes).toString('base64url'), options, defaultPolicy, connect);
+  const file = options.tokenFile;
+  const warnings: string[] = [];
+  return ResultAsync.fromSafePromise(tokenFromFile(file, warnings)).andThen((read) => {
+    for (const warning of warnings) notice(warning);
+    return read.isOk() ? listenWith(read.value, options, defaultPolicy, connect) : errAsync(hostError('HOST_INVALID_OPTIONS', `token file ${file} ${read.error}`, { details: { option: 'http.tokenFile' } }));
+  });
+}
+
+function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: GatewayClientPolicy, connect: SessionServer): ResultAsync<HttpListener, HostError> {
+  const clients: readonly GatewayHttpClient[] = [
+    { name: GATEWAY_DEFAULTS.defaultClientName, token, ...(options.tokenFile === undefined ? {} : { tokenFile: options.tokenFile }), policy: defaultPolicy },
+    ...(options.clients ?? []),
+  ];
+  const weak = clients.find((c) => weakToken(c.token) !== undefined);
   if (weak !== undefined) {
     return errAsync(hostError('HOST_INVALID_OPTIONS', `a gateway bearer token needs at least ${GATEWAY_DEFAULTS.minTokenLength} characters and no spaces`, { details: { option: 'http.token' } }));
   }
@@ -136,7 +149,7 @@ export function listenHttp(
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const sessions = new Map<string, Session>();
   const share = Math.max(1, Math.floor(maxSessions / clients.length));
-  const heldBy = (token: string): number => [...sessions.values()].filter((s) => s.token === token).length;
+  const heldBy = (owner: TokenHolder): number => [...sessions.values()].filter((s) => s.owner === owner).length;
   const limits: PostLimits = { maxBytes: GATEWAY_DEFAULTS.maxRequestBytes, maxBatch: GATEWAY_DEFAULTS.maxBatchMessages };
   const sweep = setInterval(
     () => {
@@ -159,20 +172,25 @@ export function listenHttp(
     });
   };
 
-  const tokens = clients.map((c) => ({ client: c, digest: tokenDigest(c.token) }));
+  const holders = clients.map((c): TokenHolder => ({ name: c.name, policy: c.policy, tokenFile: c.tokenFile, token: c.token, digest: tokenDigest(c.token) }));
+  // A rotated token ends the GET streams of its client's sessions: they were opened with a token that is refused now.
+  const tokens = new BearerTokens(holders, GATEWAY_DEFAULTS.tokenFileCheckMs, options.onNotice ?? ((): void => undefined), (holder) => {
+    for (const session of sessions.values()) if (session.owner === holder) session.transport.endStream();
+  });
   const accepted = new WeakMap<Socket, AcceptedAuthorization>();
-  const clientOf = (req: IncomingMessage): (typeof clients)[number] | undefined => {
+  const clientOf = (req: IncomingMessage): TokenHolder | undefined => {
     const header = req.headers.authorization ?? '';
     const last = accepted.get(req.socket);
-    // A keep-alive connection presenting the header it was last accepted with. A proxy may carry another user's requests on the
-    // same connection, so the comparison must not tell how much of the accepted header they guessed: constant-time, after a length check.
+    // A keep-alive connection presenting the header it was last accepted with, under the tokens of now. A proxy may carry another
+    // user's requests on the same connection, so the comparison must not tell how much of the accepted header they guessed:
+    // constant-time, after a length check.
     const presented = Buffer.from(header);
-    if (last !== undefined && last.header.length === presented.length && timingSafeEqual(last.header, presented)) return last.client;
+    if (last !== undefined && last.generation === tokens.generation && last.header.length === presented.length && timingSafeEqual(last.header, presented)) return last.client;
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const given = match?.[1];
     if (given === undefined) return undefined;
-    const client = clientWithDigest(tokenDigest(given), tokens);
-    if (client !== undefined) accepted.set(req.socket, { header: presented, client });
+    const client = tokens.holderOf(given);
+    if (client !== undefined) accepted.set(req.socket, { header: presented, client, generation: tokens.generation });
     return client;
   };
   const loopbackOrigin = lastVerdictOf(loopbackUrl);
@@ -190,7 +208,7 @@ export function listenHttp(
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       // Another token's session is as unknown to this client as a session that never existed.
-      if (session === undefined || session.token !== client.token) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'unknown session');
+      if (session === undefined || session.owner !== client) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'unknown session');
       track(session, res);
       switch (req.method) {
         case 'POST': {
@@ -215,10 +233,10 @@ export function listenHttp(
     if (!posted.messages.some(isInitialize)) return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
     if (posted.messages.length > 1) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: an initialize request comes alone');
     if (sessions.size >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
-    if (heldBy(client.token) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
+    if (heldBy(client) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
     const transport = new HttpSessionTransport(randomUUID(), GATEWAY_DEFAULTS.sseKeepAliveMs);
     // Registered before the first await, so a burst of initializes cannot open more sessions than the caps allow.
-    const session: Session = { transport, token: client.token, lastSeen: performance.now(), open: 0 };
+    const session: Session = { transport, owner: client, lastSeen: performance.now(), open: 0 };
     sessions.set(transport.sessionId, session);
     track(session, res);
     transport.onclose = () => sessions.delete(transport.sessionId);
@@ -240,7 +258,11 @@ export function listenHttp(
       http.once('error', reject);
       http.listen(port, bindHost, () => resolve(http.address() as AddressInfo));
     }),
-    (cause) => hostError('GATEWAY_LISTEN_FAILED', `the gateway cannot listen on ${bindHost}:${port}`, { cause, details: { host: bindHost, port } }),
+    (cause) => {
+      clearInterval(sweep);
+      tokens.stop();
+      return hostError('GATEWAY_LISTEN_FAILED', `the gateway cannot listen on ${bindHost}:${port}`, { cause, details: { host: bindHost, port } });
+    },
   ).map((address): HttpListener => {
     const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return {
@@ -251,6 +273,7 @@ export function listenHttp(
       },
       close: async () => {
         clearInterval(sweep);
+        tokens.stop();
         await Promise.all([...sessions.values()].map((s) => s.transport.close()));
         sessions.clear();
         http.closeAllConnections();

@@ -346,6 +346,20 @@ export class HttpSessionTransport implements Transport {
     });
   }
 
+  /**
+   * Ends the standalone GET stream, if one is open, and nothing else: the
+   * listener does so when the token that opened it is rotated away, so that an
+   * old token does not go on receiving the session's notifications. The client
+   * may open another stream with the token it holds now.
+   */
+  endStream(): void {
+    const stream = this.#standalone;
+    if (stream === undefined) return;
+    clearInterval(stream.keepAlive);
+    this.#standalone = undefined;
+    stream.res.end();
+  }
+
   /** Ends the session at the client's request. */
   async handleDelete(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.#refusedVersion(req, res)) return;

@@ -90,3 +90,46 @@ describe('the gateway token file', () => {
     expect(await resolvedWith(join(dir, 'chained'))).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining('planted, owned by uid 65534') });
   });
 });
+
+describe('the directories on the way to the gateway token file', () => {
+  it('refuses a file in a directory another user owns, or one others may write without the sticky bit, and takes one in a sticky directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    const inner = join(dir, 'secrets');
+    await mkdir(inner, { mode: 0o700 });
+    const file = join(inner, 'token');
+    await writeFile(file, `${TOKEN}\n`, { mode: 0o600 });
+    expect(await resolvedWith(file)).toEqual({ token: TOKEN });
+    // Whoever may write the directory can rename the file away and put theirs in its place.
+    for (const mode of [0o770, 0o707, 0o777]) {
+      await chmod(inner, mode);
+      expect(await resolvedWith(file)).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining(`through the directory ${inner}, writable by its group or by others without the sticky bit`) });
+    }
+    // Sticky (as /tmp and a Kubernetes secret volume are): only the file's owner may rename or remove it there.
+    await chmod(inner, 0o1777);
+    expect(await resolvedWith(file)).toEqual({ token: TOKEN });
+    await chmod(inner, 0o700);
+    if (process.geteuid?.() !== 0) return;
+    await chown(inner, 65534, 65534);
+    expect(await resolvedWith(file)).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringContaining(`through the directory ${inner}, owned by uid 65534, neither this process's user (0) nor root`) });
+  });
+
+  it('refuses a file reached through a symbolic link to a directory when another user owns that link, and follows one of this user', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-file-'));
+    dirs.push(dir);
+    const real = join(dir, 'real');
+    await mkdir(real, { mode: 0o700 });
+    await writeFile(join(real, 'token'), `${TOKEN}\n`, { mode: 0o600 });
+    await symlink('real', join(dir, 'mine'));
+    // The link is a directory's name in the middle of the path, not the file's.
+    expect(await resolvedWith(join(dir, 'mine', 'token'))).toEqual({ token: TOKEN });
+    if (process.geteuid?.() !== 0) return;
+    await symlink(real, join(dir, 'theirs'));
+    await lchown(join(dir, 'theirs'), 65534, 65534);
+    expect(await resolvedWith(join(dir, 'theirs', 'token'))).toMatchObject({ code: 'HOST_INVALID_OPTIONS', message: expect.stringMatching(/through the symbolic link .*theirs, owned by uid 65534/) });
+    // A '..' after a link climbs from where the link led, as the kernel resolves it.
+    await mkdir(join(real, 'sub'), { mode: 0o700 });
+    await symlink(join(real, 'sub'), join(dir, 'down'));
+    expect(await resolvedWith(`${join(dir, 'down')}/../token`)).toEqual({ token: TOKEN });
+  });
+});

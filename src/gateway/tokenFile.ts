@@ -1,0 +1,160 @@
+/**
+ * Bearer token files: read as one small regular file that no other user can
+ * choose the content of, and read again while the gateway serves, so that a
+ * token is rotated by rewriting its file (docs/gateway.md, "HTTP security").
+ */
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readlink } from 'node:fs/promises';
+import { dirname, isAbsolute, join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
+
+// O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever.
+const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+const WRITABLE_BY_GROUP_OR_OTHERS = 0o022;
+const READABLE_BY_OTHERS = 0o004;
+// S_ISVTX, which node:fs does not export.
+const STICKY = 0o1000;
+
+// Linux gives up on a path after 40 links (ELOOP); so does this.
+const MAX_LINKS_FOLLOWED = 40;
+
+/** Whether `uid` may decide what a path holds: this process's user or root. */
+function trustedOwner(uid: number): boolean {
+  const self = process.geteuid?.();
+  return self === undefined || uid === self || uid === 0;
+}
+
+function octal(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/**
+ * Why a token file's owner or mode lets another user choose the token: one
+ * who can write it, or who owns it (and can chmod it), could. Only this
+ * process's user and root may own it; a file others may only read (a
+ * Kubernetes secret mount is root's, mode 0644) is taken with a warning.
+ */
+function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warning?: string } {
+  const mode = octal(info.mode & 0o777);
+  if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0) return { refused: `is writable by its group or by others (mode ${mode}): whoever can write it chooses the token; chmod go-w it` };
+  if (!trustedOwner(info.uid)) return { refused: `is owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can rewrite it` };
+  if ((info.mode & READABLE_BY_OTHERS) !== 0) return { warning: `is readable by every user (mode ${mode}): chmod o-r it unless the whole machine may read the token` };
+  return {};
+}
+
+/**
+ * Why a directory on the way to a token file lets another user swap the file
+ * for one of theirs, if it does: whoever owns a directory, or may write it,
+ * can rename the file away and put another in its place. A sticky directory
+ * (`/tmp`, a Kubernetes secret volume) may be writable by all: there only an
+ * entry's owner (or the directory's) may rename or remove it, and the next
+ * component's owner is judged in its turn.
+ */
+function directoryTrust(at: string, info: Stats): string | undefined {
+  if (!trustedOwner(info.uid)) {
+    return `is reached through the directory ${at}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can replace the file; move the file or chown the directory`;
+  }
+  if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0 && (info.mode & STICKY) === 0) {
+    return `is reached through the directory ${at}, writable by its group or by others without the sticky bit (mode ${octal(info.mode)}): whoever can write it can replace the file; chmod go-w it (or +t)`;
+  }
+  return undefined;
+}
+
+const components = (path: string): string[] => path.split('/').filter((c) => c !== '' && c !== '.');
+
+/**
+ * Why the way to a token file is not trusted, if it is not: every directory
+ * from `/` to the file, and every symbolic link followed on the way (in a
+ * directory's name as in the file's), must be this process's user's or
+ * root's, the directories not writable by others (but sticky ones), since
+ * the owner of a link can point it at any file this process may read, and
+ * the owner of a directory can replace the file. The path is walked here
+ * component by component, as the kernel resolves it, so that a link in the
+ * middle of it is judged as one at its end is (a Kubernetes secret mount's
+ * `token -> ..data/token` and `..data -> ..<date>` links are root's).
+ */
+async function untrustedWay(path: string): Promise<string | undefined> {
+  const rootInfo = await lstat('/');
+  const atRoot = directoryTrust('/', rootInfo);
+  if (atRoot !== undefined) return atRoot;
+  let at = '/';
+  // Not path.resolve: it would fold `link/..` away, where the kernel climbs from wherever the link led.
+  const pending = components(isAbsolute(path) ? path : `${process.cwd()}/${path}`);
+  let followed = 0;
+  while (pending.length > 0) {
+    const name = pending.shift() as string;
+    if (name === '..') {
+      // `at` holds no link, so its parent is the lexical one.
+      at = dirname(at);
+      continue;
+    }
+    const next = join(at, name);
+    const info = await lstat(next);
+    if (info.isSymbolicLink()) {
+      if (!trustedOwner(info.uid)) {
+        return `is reached through the symbolic link ${next}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can point it at any file; name the file itself or chown the link`;
+      }
+      followed += 1;
+      // The kernel refuses the open past this many links; the open says so.
+      if (followed > MAX_LINKS_FOLLOWED) return undefined;
+      const target = await readlink(next);
+      if (isAbsolute(target)) at = '/';
+      pending.unshift(...components(target));
+      continue;
+    }
+    if (pending.length === 0) return undefined;
+    // A directory on the way; something else (a file used as one) fails the open with ENOTDIR.
+    if (!info.isDirectory()) return undefined;
+    const refused = directoryTrust(next, info);
+    if (refused !== undefined) return refused;
+    at = next;
+  }
+  return undefined;
+}
+
+/**
+ * The text of a token file, or why it is refused: reached through a link or a
+ * directory another user controls, not a regular file (a FIFO, a device),
+ * larger than a token needs, or writable by someone else. A warning (a file
+ * every user may read) is added to `warnings`.
+ */
+export async function readTokenFile(path: string, warnings: string[]): Promise<Result<string, string>> {
+  const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
+  const way = await untrustedWay(path);
+  if (way !== undefined) return err(way);
+  const handle = await open(path, TOKEN_FILE_FLAGS);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return err('is not a regular file');
+    const trust = tokenFileTrust(info);
+    if (trust.refused !== undefined) return err(trust.refused);
+    if (trust.warning !== undefined) warnings.push(`token file ${path} ${trust.warning}`);
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(limit + 1), 0, limit + 1, 0);
+    return bytesRead > limit ? err(`is larger than ${limit} bytes`) : ok(buffer.subarray(0, bytesRead).toString('utf8'));
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Why `token` is no bearer token the gateway accepts, if it is not: too short, or holding spaces. */
+export function weakToken(token: string | undefined): string | undefined {
+  return token !== undefined && token.length >= GATEWAY_DEFAULTS.minTokenLength && !/\s/.test(token)
+    ? undefined
+    : `needs a bearer token of at least ${GATEWAY_DEFAULTS.minTokenLength} characters without spaces`;
+}
+
+/** A token file's token: its first line, trimmed, or why the file gives none. */
+export async function tokenFromFile(path: string, warnings: string[]): Promise<Result<string, string>> {
+  let text: Result<string, string>;
+  try {
+    text = await readTokenFile(path, warnings);
+  } catch (cause) {
+    return err(`cannot be read (${cause instanceof Error ? cause.message : String(cause)})`);
+  }
+  if (text.isErr()) return err(text.error);
+  const token = text.value.split('\n')[0]?.trim();
+  const weak = weakToken(token);
+  return weak === undefined && token !== undefined ? ok(token) : err(weak ?? 'is empty');
+}
