@@ -352,6 +352,8 @@ export class EgressProxy {
     const upstream = httpRequest({ method, path: `${url.pathname}${url.search}`, headers, createConnection: () => socket });
     upstream.on('response', (answer) => {
       res.writeHead(answer.statusCode ?? 502, forwardedHeaders(answer.headers));
+      // Sent at once: a stream whose body comes later (an SSE stream, as MCP's Streamable HTTP opens) would otherwise hold its client waiting for headers the origin already sent.
+      res.flushHeaders();
       answer.pipe(res);
     });
     upstream.on('error', () => {

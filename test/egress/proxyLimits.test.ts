@@ -111,6 +111,20 @@ describe('egress proxy bounds', () => {
     expect(unlisted).toMatch(/^HTTP\/1\.1 403 Forbidden/);
   });
 
+  it("passes a response's headers on as soon as the origin sent them, before any of its body (an SSE stream that writes later)", async () => {
+    // An MCP Streamable HTTP server opens its SSE stream with headers alone; a client waits for them before it sends its next request.
+    const streams: HttpServer = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+    });
+    const streamPort = await listen(streams);
+    const { proxy } = proxyWith({});
+    const port = await listenerFor(proxy, 'sse', [`127.0.0.1:${streamPort}`]);
+    const direct = await exchange(port, `GET http://127.0.0.1:${streamPort}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, /\r\n\r\n/);
+    expect(direct).toMatch(/^HTTP\/1\.1 200 OK\r\n(.+\r\n)*content-type: text\/event-stream\r\n/i);
+    streams.closeAllConnections();
+  });
+
   it('closes a tunnel that carries nothing for the idle time', async () => {
     const { proxy } = proxyWith({ 'api.test': '203.0.113.10' }, { tunnelIdleTimeoutMs: 200 });
     const port = await listenerFor(proxy, 'p', ['api.test:443']);
