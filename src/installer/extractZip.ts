@@ -22,6 +22,7 @@ const FILE_TYPES: ReadonlyMap<number, 'file' | 'directory' | ArchiveRefusalReaso
 const ENCRYPTED_FLAG = 0x1;
 const DATA_DESCRIPTOR_FLAG = 0x8;
 const ZIP64_MARKER = 0xffffffff;
+const ZIP64_EXTRA_FIELD = 0x0001;
 const STORED = 0;
 const MAX_LINK_TARGET_BYTES = 4096;
 const DEFLATED = 8;
@@ -163,6 +164,18 @@ function extraFieldsOf(raw: Buffer): { id: number; data: Buffer }[] {
 }
 
 /**
+ * The sizes a local header gives: its own fields, or where one is 0xffffffff
+ * the ZIP64 extra field's, which in a local header holds both (uncompressed
+ * first, APPNOTE 4.5.3); `null` for a size no field gives.
+ */
+function localSizes(local: LocalFileHeader): { compressed: number | null; uncompressed: number | null } {
+  if (local.compressedSize !== ZIP64_MARKER && local.uncompressedSize !== ZIP64_MARKER) return { compressed: local.compressedSize, uncompressed: local.uncompressedSize };
+  const zip64 = extraFieldsOf(local.extraField).find((field) => field.id === ZIP64_EXTRA_FIELD && field.data.length >= 16);
+  if (zip64 === undefined) return { compressed: null, uncompressed: null };
+  return { uncompressed: Number(zip64.data.readBigUInt64LE(0)), compressed: Number(zip64.data.readBigUInt64LE(8)) };
+}
+
+/**
  * Refuses an entry whose local file header disagrees with its central
  * directory record. Tools differ on which of the two they trust (a streaming
  * unzip reads only local headers), so a package whose two views differ would
@@ -186,11 +199,11 @@ async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promi
     mismatch('encryption', entry.generalPurposeBitFlag & ENCRYPTED_FLAG, local.generalPurposeBitFlag & ENCRYPTED_FLAG);
   }
   if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) return local;
-  // ZIP64 entries carry 0xffffffff here and their sizes in an extra field; yauzl checks those against the data.
-  if (local.compressedSize !== ZIP64_MARKER && local.compressedSize !== entry.compressedSize) mismatch('compressed_size', entry.compressedSize, local.compressedSize);
-  if (local.uncompressedSize !== ZIP64_MARKER && local.uncompressedSize !== entry.uncompressedSize) {
-    mismatch('uncompressed_size', entry.uncompressedSize, local.uncompressedSize);
-  }
+  // ZIP64 entries carry 0xffffffff here and their sizes in the local ZIP64 extra field, which a reader of local headers
+  // alone (a streaming unzip) takes: it must give the central directory's sizes too, or that reader sees other data.
+  const sizes = localSizes(local);
+  if (sizes.compressed !== entry.compressedSize) mismatch('compressed_size', entry.compressedSize, sizes.compressed);
+  if (sizes.uncompressed !== entry.uncompressedSize) mismatch('uncompressed_size', entry.uncompressedSize, sizes.uncompressed);
   if (local.crc32 !== entry.crc32) mismatch('crc32', entry.crc32, local.crc32);
   return local;
 }

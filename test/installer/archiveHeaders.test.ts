@@ -7,6 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
+import { crc32 } from '../../src/installer/crc32.js';
 import { patchLocalHeader, paxHeader, tgzOf, zipOf, type TarMember } from './craftArchives.js';
 import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
 
@@ -145,5 +146,95 @@ describe('zip entries whose data does not match their CRC-32', () => {
       { name: 'aaaa.js', data, compress },
     ]);
     await expectRefused(await stage('crc.zip', withCrc(zip, 1, 0x12345678)), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'malformed', entry: 'aaaa.js' });
+  });
+});
+
+/** One stored member of {@link storedZip}; `localZip64` gives its local header 0xffffffff sizes and a ZIP64 extra field with these. */
+interface StoredMember {
+  readonly name: string;
+  readonly data: string;
+  readonly localZip64?: { readonly uncompressed: number; readonly compressed: number };
+}
+
+/** A zip of stored members written byte by byte (yazl never writes a ZIP64 local header for a small member). */
+function storedZip(members: readonly StoredMember[]): Buffer {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const member of members) {
+    const name = Buffer.from(member.name);
+    const data = Buffer.from(member.data);
+    const crc = crc32(data);
+    const zip64 = member.localZip64;
+    const extra = Buffer.alloc(zip64 === undefined ? 0 : 20);
+    if (zip64 !== undefined) {
+      extra.writeUInt16LE(0x0001, 0);
+      extra.writeUInt16LE(16, 2);
+      extra.writeBigUInt64LE(BigInt(zip64.uncompressed), 4);
+      extra.writeBigUInt64LE(BigInt(zip64.compressed), 12);
+    }
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(zip64 === undefined ? 10 : 45, 4);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(zip64 === undefined ? data.length : 0xffffffff, 18);
+    local.writeUInt32LE(zip64 === undefined ? data.length : 0xffffffff, 22);
+    local.writeUInt16LE(name.length, 26);
+    local.writeUInt16LE(extra.length, 28);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE((3 << 8) | 45, 4);
+    central.writeUInt16LE(10, 6);
+    central.writeUInt32LE(crc, 16);
+    central.writeUInt32LE(data.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    central.writeUInt32LE((0o100644 << 16) >>> 0, 38);
+    central.writeUInt32LE(offset, 42);
+    const entry = Buffer.concat([local, name, extra, data]);
+    locals.push(entry);
+    centrals.push(Buffer.concat([central, name]));
+    offset += entry.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(members.length, 8);
+  end.writeUInt16LE(members.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, directory, end]);
+}
+
+describe('zip ZIP64 local headers that disagree with the central directory', () => {
+  const CODE = 'console.log(1)\n';
+  const members = (localZip64: NonNullable<StoredMember['localZip64']>): StoredMember[] => [
+    { name: 'manifest.json', data: MANIFEST },
+    { name: 'aaaa.js', data: CODE, localZip64 },
+  ];
+
+  it('stages a member whose local ZIP64 sizes are the central directory\'s', async () => {
+    const staged = expectStaged(await stage('zip64.zip', storedZip(members({ uncompressed: CODE.length, compressed: CODE.length }))));
+    expect((await readdir(staged.root)).sort()).toEqual(['aaaa.js', 'manifest.json']);
+    await staged.discard();
+  });
+
+  // A reader of local headers alone (a streaming unzip) takes the ZIP64 sizes: 7 bytes of data here, 'console', then garbage.
+  it('refuses a local ZIP64 extra field with other sizes', async () => {
+    await expectRefused(await stage('zip64-lie.zip', storedZip(members({ uncompressed: 7, compressed: 7 }))), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', {
+      reason: 'header_mismatch',
+      entry: 'aaaa.js',
+      field: 'compressed_size',
+      central: CODE.length,
+      local: 7,
+    });
+  });
+
+  it('refuses 0xffffffff local sizes with no ZIP64 extra field to give them', async () => {
+    const zip = storedZip(members({ uncompressed: CODE.length, compressed: CODE.length }));
+    // The extra field's id becomes one no reader knows: the sizes it held are gone.
+    const at = zip.indexOf(Buffer.from('aaaa.js')) + 'aaaa.js'.length;
+    zip.writeUInt16LE(0x6666, at);
+    await expectRefused(await stage('zip64-none.zip', zip), ws.stagingRoot, 'PLUGIN_ARCHIVE_INVALID', { reason: 'header_mismatch', entry: 'aaaa.js', field: 'compressed_size' });
   });
 });
