@@ -29,6 +29,10 @@
  * r (read), x (execute), w (write, create, remove), d (device ioctl) and
  * ? (skip a PATH that does not exist).
  *
+ * Two modes of its own, as the only options: --scope -- program [arg...] (Landlock's abstract Unix socket and
+ * signal scopes alone, then the program: bubblewrap's plugins, src/sandbox/backends.ts) and --landlock-abi (prints the
+ * kernel's Landlock ABI, 0 for none).
+ *
  * Every failure prints one line "mcp-plugin-launcher: <step>: <reason>"
  * and exits 1 before the plugin ran.
  */
@@ -1002,8 +1006,42 @@ static void map_own_user(uid_t uid, gid_t gid) {
   write_file("/proc/self/gid_map", map, "userns");
 }
 
+/*
+ * The scope-only mode, for a plugin bubblewrap confines (src/sandbox/backends.ts): bubblewrap has no Landlock, and its
+ * plugin with network connected to every abstract Unix socket of the host (an X11 display, a D-Bus bus, a container
+ * runtime's shim), which no mount hides, and signalled its sandbox's process 1. Run inside bubblewrap's sandbox (after
+ * its seccomp program and no_new_privs), right before the plugin: a ruleset that handles no file or network access,
+ * only the scopes, so the plugin and its descendants reach only abstract sockets and processes of their own domain.
+ * The host asks for it only where --landlock-abi reported 6 or more: here an unenforceable scope fails rather than run
+ * the plugin open.
+ */
+static void run_scoped(int argc, char **argv) {
+  if (argc < 4 || strcmp(argv[2], "--") != 0) fail("spec", "--scope needs -- and a program");
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+  if (abi < 6) fail("landlock", "the kernel's Landlock (ABI %ld) cannot scope abstract Unix sockets and signals (ABI 6)", abi < 0 ? 0 : abi);
+  struct ll_ruleset_attr attr = {.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT_UNIX_SOCKET};
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (ruleset < 0) fail_errno("landlock", "create scope ruleset");
+  /* bubblewrap set it already; restricting oneself needs it (or CAP_SYS_ADMIN), and setting it twice is harmless. */
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("no_new_privs", "prctl");
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail_errno("landlock", "restrict self");
+  close(ruleset);
+  execvp(argv[3], argv + 3);
+  fail_errno("exec", argv[3]);
+}
+
+/* The running kernel's Landlock ABI on standard output (0: none), for the host to report what it enforces. */
+static void print_abi(void) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+  printf("%ld\n", abi < 0 ? 0L : abi);
+  exit(0);
+}
+
 int main(int argc, char **argv) {
   struct spec spec;
+  /* Modes of their own, before anything of the full launcher (its terminal, groups and namespaces) happens. */
+  if (argc >= 2 && strcmp(argv[1], "--scope") == 0) run_scoped(argc, argv);
+  if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) print_abi();
   parse(argc, argv, &spec);
   leave_host_terminal();
   die_with_host(spec.parent > 0 ? spec.parent : getppid());

@@ -9,9 +9,9 @@ import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild, type Launch } from '../process/spawnChild.js';
 import { mountRequired, spawnPluginProcess } from '../process/spawnPluginProcess.js';
 import type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
-import { bubblewrapBackend, landlockBackend, seatbeltBackend, type SandboxBackend, type SandboxBackendName } from './backends.js';
+import { bubblewrapBackend, landlockBackend, SCOPES_ABI, seatbeltBackend, withScopeLauncher, type SandboxBackend, type SandboxBackendName } from './backends.js';
 import type { LauncherLimits } from './landlockArgs.js';
-import { findLauncher, untrustedProgram } from './launcherBinary.js';
+import { findLauncher, landlockAbi, untrustedProgram } from './launcherBinary.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, introspectionIdentity, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
@@ -228,6 +228,13 @@ export interface EnforcedPolicy {
   readonly network: boolean;
   /** Whether connecting to host Unix socket files is blocked. */
   readonly unixSocketsBlocked: boolean;
+  /**
+   * Whether the plugin is refused the host's abstract Unix sockets and
+   * signals to processes outside its sandbox (Landlock's scopes, kernel ABI
+   * 6 and a usable launcher; under bubblewrap too). `false`: a plugin with
+   * network connects to the host's abstract sockets.
+   */
+  readonly abstractSocketsScoped: boolean;
   /** The only writable host directories. */
   readonly writablePaths: readonly string[];
   /** Host paths readable inside, besides system directories. */
@@ -397,7 +404,7 @@ interface ProvedBackend {
   readonly fallbackReason?: string;
 }
 
-function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline: Buffer; networked: Buffer }): Result<SandboxBackend, HostError> {
+function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline: Buffer; networked: Buffer }, scopeLauncher: string | undefined): Result<SandboxBackend, HostError> {
   const bwrap = options.bwrapPath ?? findOnPath('bwrap', options.searchPath ?? process.env.PATH);
   if (bwrap === undefined || !isExecutableFile(bwrap)) {
     return err(
@@ -421,12 +428,7 @@ function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline:
       ),
     );
   }
-  return ok(bubblewrapBackend(bwrap, seccomp, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p))));
-}
-
-function launcherCandidate(options: SandboxSpawnerOptions, seccomp: { offline: Buffer; networked: Buffer }): Result<SandboxBackend, string> {
-  const found = options.launcherPath === undefined ? findLauncher() : findLauncher([options.launcherPath]);
-  return found.map((path) => landlockBackend(path, seccomp));
+  return ok(bubblewrapBackend(bwrap, seccomp, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)), scopeLauncher));
 }
 
 /** The backends of the platform, or why none can be used (before any probe). */
@@ -442,9 +444,12 @@ function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidat
     }
     const seccomp = { offline, networked };
     const choice = options.backend ?? DEFAULT_SANDBOX_BACKEND;
-    const bubblewrap = bubblewrapCandidate(options, seccomp);
+    const found = options.launcherPath === undefined ? findLauncher() : findLauncher([options.launcherPath]);
+    // Landlock's scopes (abstract Unix sockets, signals) come from the launcher under either backend, where the kernel has them.
+    const scopeLauncher = found.isOk() && landlockAbi(found.value) >= SCOPES_ABI ? found.value : undefined;
+    const bubblewrap = bubblewrapCandidate(options, seccomp, scopeLauncher);
     if (choice === 'bubblewrap') return bubblewrap.map((primary) => ({ primary, bubblewrap: primary }));
-    const launcher = launcherCandidate(options, seccomp);
+    const launcher = found.map((path) => landlockBackend(path, seccomp, scopeLauncher !== undefined));
     const withBubblewrap = bubblewrap.isOk() ? { bubblewrap: bubblewrap.value } : {};
     if (choice === 'landlock') {
       if (launcher.isErr()) {
@@ -505,6 +510,12 @@ async function proveBackend(backend: SandboxBackend, options: SandboxSpawnerOpti
   const [proved, limits] = await Promise.all([probeSandbox(backend), treeSupport]);
   if (proved.isErr()) return err(proved.error);
   logger.info({ backend: backend.name, launcher: backend.command }, 'sandbox enforcement proved');
+  if (isLinuxBackend(backend) && !backend.scoped) {
+    logger.warn(
+      { backend: backend.name },
+      'plugins are not scoped by Landlock (kernel ABI below 6, or no usable Landlock launcher under bubblewrap): a plugin with network connects to the host\'s abstract Unix sockets',
+    );
+  }
   if (limits.tree === undefined) {
     if (options.requireTreeLimits === true) {
       return err(sandboxUnsupported('tree_limits_unavailable', `No control group can cap a plugin's whole process tree on this host: ${limits.cause}.`, TREE_LIMITS_HINT, { limits_cause: limits.cause }));
@@ -758,8 +769,14 @@ export class SandboxSpawner {
     const { directories } = request;
     // Only the Linux backends mount descriptors; Seatbelt rules name the verified paths, and nothing needs the descriptors then.
     const bindsDescriptors = isLinuxBackend(backend);
-    const executable = withDirectories(request.executable, bindsDescriptors ? directories : undefined);
+    const withDirs = withDirectories(request.executable, bindsDescriptors ? directories : undefined);
     if (!bindsDescriptors) directories?.close();
+    // Under bubblewrap, the launcher that scopes the plugin is handed over after everything else the launch inherits.
+    const scoping: Result<{ executable: typeof withDirs; scopeFd?: number }, string> = backend === undefined ? ok({ executable: withDirs }) : withScopeLauncher(backend, withDirs);
+    if (scoping.isErr()) {
+      return errAsync(hostError('PLUGIN_SPAWN_FAILED', scoping.error, { details: { cause: 'scope_launcher_unavailable' }, hint: LAUNCHER_HINT }));
+    }
+    const { executable, scopeFd } = scoping.value;
     if (!bindsDescriptors && executable.mountedMain?.required === true) {
       executable.release();
       return errAsync(mountRequired(backend?.name ?? 'the unsandboxed mode'));
@@ -837,7 +854,7 @@ export class SandboxSpawner {
       group = created.value;
     }
     const launcherLimits: LauncherLimits | undefined = backend.setsLimits ? launcherLimitsOf(group, grouped ? limits : undefined, rlimits) : undefined;
-    const { args, extraInput } = backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1, launcherLimits);
+    const { args, extraInput } = backend.launch(sized, pluginArgv, firstFreeFd, onConnection === undefined ? undefined : firstFreeFd + 1, launcherLimits, scopeFd);
     this.logger.debug({ backend: backend.name, network: request.network, write_dir: layout.value.writeDir }, 'spawning sandboxed plugin');
     const prlimits = [
       ...(rlimits.memoryBytes === null ? [] : [`--data=${rlimits.memoryBytes}`]),
@@ -993,6 +1010,7 @@ export class SandboxSpawner {
         enforced: false,
         network: true,
         unixSocketsBlocked: false,
+        abstractSocketsScoped: false,
         writablePaths: ['(everything the host user can write)'],
         readablePaths: ['(everything the host user can read)'],
         systemPaths: [],
@@ -1010,6 +1028,7 @@ export class SandboxSpawner {
       enforced: true,
       network: request.network,
       unixSocketsBlocked: !request.network,
+      abstractSocketsScoped: backend.scoped,
       writablePaths: [request.writeDir],
       readablePaths: [...new Set([request.installRoot, ...(request.readOnlyPaths ?? []).filter((p) => !backend.systemPaths.some((s) => isWithin(p, s))), request.writeDir])],
       systemPaths: [...backend.systemPaths],

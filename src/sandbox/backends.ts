@@ -1,5 +1,8 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, openSync, realpathSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import scopeData from '../../etc/sandbox/scope-launcher.json' with { type: 'json' };
+import type { PluginCommand } from '../process/VerifiedExecutable.js';
 import type { TreeKind } from '../process/ChildPluginProcess.js';
 import { bubblewrapArgs } from './bubblewrapArgs.js';
 import { landlockArgs, SHOWN_DEVICES, type LauncherLimits } from './landlockArgs.js';
@@ -27,6 +30,21 @@ export interface SandboxBackend {
   readonly launcherFailure: RegExp;
   /** Whether the plugin gets its own PID namespace and dies with the host. */
   readonly containsTree: boolean;
+  /**
+   * Whether the plugin and its descendants are refused every abstract Unix
+   * socket and every signal to a process made outside their own Landlock
+   * domain (Landlock's scopes, ABI 6): the host's sockets and processes, the
+   * sandbox's process 1. The Landlock launcher sets them itself; bubblewrap's
+   * plugin gets them from the launcher's scope-only mode (`scopeLauncher`).
+   */
+  readonly scoped: boolean;
+  /**
+   * For bubblewrap, where the kernel has the scopes and a trusted launcher
+   * is installed: the launcher that starts the plugin in its scope-only
+   * mode. Every launch hands its descriptor over ({@link withScopeLauncher})
+   * and passes its number as `scopeFd`.
+   */
+  readonly scopeLauncher?: string;
   /** Whether the launcher joins the plugin's control groups and sets its rlimits itself (`limits` of `launch`). */
   readonly setsLimits: boolean;
   /**
@@ -40,9 +58,10 @@ export interface SandboxBackend {
    * descriptor after the inherited ones; with `reportFd`, the launcher
    * reports its sandbox's first process on that descriptor (bubblewrap's
    * `--info-fd`, the launcher's `--report`, which also opens the proxy port);
-   * `limits` are applied by a launcher that `setsLimits`.
+   * `limits` are applied by a launcher that `setsLimits`; `scopeFd` is the
+   * inherited descriptor of `scopeLauncher` (below `firstFreeFd`).
    */
-  launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number, limits?: LauncherLimits): { args: string[]; extraInput?: Buffer };
+  launch(layout: SandboxLayout, argv: readonly string[], firstFreeFd: number, reportFd?: number, limits?: LauncherLimits, scopeFd?: number): { args: string[]; extraInput?: Buffer };
 }
 
 /**
@@ -74,27 +93,77 @@ function asPluginUser(layout: SandboxLayout, argv: readonly string[], setprivPat
   ];
 }
 
+/** Where bubblewrap shows the scope launcher, and the Landlock ABI its scopes need (`etc/sandbox/scope-launcher.json`). */
+export const SCOPE_LAUNCHER_INSIDE: string = scopeData.pathInside;
+/** The Landlock ABI that scopes abstract Unix sockets and signals (Linux 6.12). */
+export const SCOPES_ABI: number = scopeData.minimumAbi;
+
 /**
  * The bubblewrap backend; `seccomp` holds the compiled filters of plugins
  * without and with network (`pluginSeccompFilter`), one of which every
  * plugin gets; `setprivPath` the util-linux setpriv that switches to a
- * layout's user (needed only when the host runs as root).
+ * layout's user (needed only when the host runs as root); `scopeLauncher`
+ * the Landlock launcher to start the plugin through in its scope-only mode
+ * (only where the kernel's Landlock has the scopes, see `landlockAbi`):
+ * without it a plugin with network reaches the host's abstract Unix sockets.
  */
-export function bubblewrapBackend(bwrapPath: string, seccomp: { readonly offline: Buffer; readonly networked: Buffer }, setprivPath?: string): SandboxBackend {
+export function bubblewrapBackend(
+  bwrapPath: string,
+  seccomp: { readonly offline: Buffer; readonly networked: Buffer },
+  setprivPath?: string,
+  scopeLauncher?: string,
+): SandboxBackend {
   return {
     name: 'bubblewrap',
     command: bwrapPath,
     systemPaths: SYSTEM_PATHS,
     tree: 'pid-namespace',
-    launcherFailure: /^bwrap: /,
+    // The scope launcher's own failures (before the plugin runs) are the sandbox's too.
+    launcherFailure: scopeLauncher === undefined ? /^bwrap: / : /^(bwrap|mcp-plugin-launcher): /,
     containsTree: true,
     setsLimits: false,
     detachesItself: false,
-    launch: (layout, argv, firstFreeFd, reportFd) => ({
-      args: [...bubblewrapArgs(layout, firstFreeFd, reportFd), ...asPluginUser(layout, argv, setprivPath)],
-      extraInput: layout.network ? seccomp.networked : seccomp.offline,
-    }),
+    scoped: scopeLauncher !== undefined,
+    ...(scopeLauncher === undefined ? {} : { scopeLauncher }),
+    launch: (layout, argv, firstFreeFd, reportFd, _limits, scopeFd) => {
+      // A launch without the descriptor would run the plugin unscoped while describe() says otherwise.
+      if (scopeLauncher !== undefined && scopeFd === undefined) throw new Error('bubblewrap launch without the scope launcher\'s descriptor (withScopeLauncher)');
+      const scope = scopeFd === undefined ? undefined : { fd: scopeFd, path: SCOPE_LAUNCHER_INSIDE };
+      // Behind setpriv: the launcher runs as the plugin's user with no capability left, the last step before the plugin.
+      const scoped = scope === undefined ? argv : [scope.path, '--scope', '--', ...argv];
+      return {
+        args: [...bubblewrapArgs(layout, firstFreeFd, reportFd, scope), ...asPluginUser(layout, scoped, setprivPath)],
+        extraInput: layout.network ? seccomp.networked : seccomp.offline,
+      };
+    },
   };
+}
+
+/**
+ * The command with the scope launcher's descriptor inherited after its own
+ * (closed with them on `release`), and that descriptor's number in the
+ * launcher process (`scopeFd` of `launch`), for a backend with a
+ * `scopeLauncher`; any other backend's command unchanged. The descriptor,
+ * not the path, is bound, so the launcher's host path (the host's
+ * installation directory) shows nowhere in the sandbox. An error (the
+ * launcher cannot be opened) has released the command's descriptors.
+ */
+export function withScopeLauncher<Command extends PluginCommand>(backend: SandboxBackend, executable: Command): Result<{ executable: Command; scopeFd?: number }, string> {
+  const path = backend.scopeLauncher;
+  if (path === undefined) return ok({ executable });
+  let fd: number;
+  try {
+    fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  } catch (e) {
+    executable.release();
+    return err(`the Landlock launcher at ${path}, which scopes plugins under bubblewrap, cannot be opened: ${String(e)}`);
+  }
+  const scopeFd = 3 + executable.inheritFds.length;
+  const release = (): void => {
+    executable.release();
+    closeSync(fd);
+  };
+  return ok({ executable: { ...executable, inheritFds: [...executable.inheritFds, fd], release }, scopeFd });
 }
 
 let devices: readonly string[] | undefined;
@@ -111,8 +180,10 @@ function hostDevices(): readonly string[] {
  * groups, sets its rlimits, enters new namespaces, mounts only the plugin's
  * own trees, applies one Landlock ruleset, switches to the layout's user and
  * loads `seccomp` (as for bubblewrap) right before it executes the plugin.
+ * `scoped`: whether the kernel's Landlock has the scopes (see `landlockAbi`),
+ * which the launcher then sets.
  */
-export function landlockBackend(launcherPath: string, seccomp: { readonly offline: Buffer; readonly networked: Buffer }): SandboxBackend {
+export function landlockBackend(launcherPath: string, seccomp: { readonly offline: Buffer; readonly networked: Buffer }, scoped = false): SandboxBackend {
   return {
     name: 'landlock',
     command: launcherPath,
@@ -122,6 +193,7 @@ export function landlockBackend(launcherPath: string, seccomp: { readonly offlin
     containsTree: true,
     setsLimits: true,
     detachesItself: true,
+    scoped,
     launch: (layout, argv, firstFreeFd, reportFd, limits) => ({
       // The host's pid: a launcher started after the host died (an orphan, whose death signal never comes) stops.
       args: [
@@ -146,6 +218,7 @@ export function seatbeltBackend(sandboxExecPath: string): SandboxBackend {
     containsTree: false,
     setsLimits: false,
     detachesItself: false,
+    scoped: false,
     launch: (layout, argv) => ({ args: ['-p', seatbeltProfile(layout), ...argv] }),
   };
 }

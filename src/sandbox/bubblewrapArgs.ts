@@ -35,8 +35,9 @@ function traversableParents(layout: SandboxLayout): string[] {
  *
  * @param seccompFd - The descriptor number bubblewrap reads the seccomp program from (every plugin has one; see `pluginSeccompFilter`).
  * @param infoFd - A descriptor bubblewrap reports its sandbox's first process on (`--info-fd`), for a plugin with a destination list (see `sandboxProxyListener`).
+ * @param scope - The Landlock launcher's descriptor and where the sandbox shows it, read-only, for its scope-only mode (see `bubblewrapBackend`).
  */
-export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined, infoFd?: number): string[] {
+export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefined, infoFd?: number, scope?: { readonly fd: number; readonly path: string }): string[] {
   const args: string[] = [];
   if (layout.identity === undefined) {
     args.push('--unshare-all');
@@ -61,6 +62,9 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
   if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
   args.push('--tmpfs', '/tmp');
+  // A file of the sandbox's own root, bound from the host's descriptor (which bubblewrap then closes): read-only, so a
+  // plugin of a host that owns the launcher cannot rewrite it, and no host path of it appears in bubblewrap's arguments.
+  if (scope !== undefined) args.push('--ro-bind-fd', String(scope.fd), scope.path);
   if (layout.identity !== undefined) args.push(...traversableParents(layout));
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push(...maskArgs(layout.masksOutside));

@@ -3,7 +3,7 @@ import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild, type LaunchedLauncher } from '../process/spawnChild.js';
-import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
+import { nodeRuntimePaths, withScopeLauncher, type SandboxBackend } from './backends.js';
 import { sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { SANDBOX_PROXY_PORT } from '../egress/sandboxProxy.js';
@@ -88,8 +88,11 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot);
-    const { args, extraInput } = backend.launch(layout.value, executable.argv, 3, 4);
+    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot));
+    if (scoping.isErr()) return err(sandboxUnsupported('egress_unavailable', `The egress probe could not start: ${scoping.error}`, HINT));
+    const { executable, scopeFd } = scoping.value;
+    const firstFreeFd = 3 + executable.inheritFds.length;
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, firstFreeFd, firstFreeFd + 1, undefined, scopeFd);
     const gate = (launched: LaunchedLauncher) =>
       sandboxProxyListener(launched)
         .map((server) => {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,7 +7,6 @@ import { elfMachine, HOST_MACHINE } from '../process/diagnoseExecutable.js';
 
 /** The launcher's file name, next to the built modules in `dist/` (see scripts/build-launcher.mjs). */
 export const LAUNCHER_FILE = 'mcp-plugin-launcher';
-
 
 function moduleFile(): string {
   // The CommonJS build has __filename; the ES module build and the sources have import.meta.url.
@@ -118,4 +118,24 @@ export function findLauncher(candidates: readonly string[] = launcherCandidates(
     problems.push(problem);
   }
   return err(problems.join('; '));
+}
+
+const abis = new Map<string, number>();
+
+/**
+ * The running kernel's Landlock ABI as the launcher at `path` reads it
+ * (`--landlock-abi`; 0 when Landlock is off, or the launcher does not
+ * answer), asked once per launcher for the life of the process. It decides
+ * whether plugins get Landlock's scopes (ABI 6: abstract Unix sockets and
+ * signals), and `describe` reports what it decided.
+ */
+export function landlockAbi(path: string): number {
+  let abi = abis.get(path);
+  if (abi === undefined) {
+    const answer = spawnSync(path, ['--landlock-abi'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] });
+    const parsed = answer.status === 0 ? Number.parseInt(answer.stdout.trim(), 10) : Number.NaN;
+    abi = Number.isSafeInteger(parsed) && parsed > 0 ? parsed : 0;
+    abis.set(path, abi);
+  }
+  return abi;
 }

@@ -7,7 +7,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
-import { nodeRuntimePaths, type SandboxBackend } from './backends.js';
+import { nodeRuntimePaths, withScopeLauncher, type SandboxBackend } from './backends.js';
 import { currentCgroupSystem, discoverGroupTree, type CgroupSystem, type GroupTree } from './controlGroups.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { DEFAULT_TREE_LIMITS, joinGroupLaunch } from './treeLimits.js';
@@ -138,8 +138,11 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const executable = unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath, secretFile, unlistedFile], layout.value.installRoot);
-    const { args, extraInput } = backend.launch(layout.value, executable.argv, 3);
+    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath, secretFile, unlistedFile], layout.value.installRoot));
+    if (scoping.isErr()) return err(sandboxUnsupported(LAUNCHER_MISSING[backend.name].cause, `The ${backend.name} sandbox cannot be started: ${scoping.error}`, LAUNCHER_MISSING[backend.name].hint));
+    // Proved as plugins run: under bubblewrap, through the launcher's scope-only mode where the kernel has the scopes.
+    const { executable, scopeFd } = scoping.value;
+    const { args, extraInput } = backend.launch(layout.value, executable.argv, 3 + executable.inheritFds.length, undefined, undefined, scopeFd);
     const spawned = await spawnChild(
       executable,
       { command: backend.command, args, env: {}, cwd: '/', ...(extraInput ? { extraInput } : {}) },

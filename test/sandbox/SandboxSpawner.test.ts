@@ -375,11 +375,15 @@ describe('fail closed', () => {
   });
 
   it('a launcher that does not confine is caught by the probe', async () => {
-    const error = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'bwrap-unconfined') }))._unsafeUnwrapErr();
+    // Without the Landlock launcher (which scopes bubblewrap's plugins, and which an unconfined bwrap cannot even start
+    // at its path inside the sandbox) the probe's own findings are what refuses it.
+    const error = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'bwrap-unconfined'), launcherPath: join(fakeDir, 'no-launcher') }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
     expect(error.details).toMatchObject({ cause: 'enforcement_not_proved' });
     expect(error.message).toContain('a write outside the writable directory succeeded');
     expect(error.message).toContain('TCP');
+    const scoped = (await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(fakeDir, 'bwrap-unconfined') }))._unsafeUnwrapErr();
+    expect(scoped.code).toBe('PLUGIN_SANDBOX_UNSUPPORTED');
   });
 
   it('platforms without a backend fail closed', async () => {

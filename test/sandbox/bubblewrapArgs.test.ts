@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bubblewrapBackend, SCOPE_LAUNCHER_INSIDE } from '../../src/sandbox/backends.js';
 import { bubblewrapArgs } from '../../src/sandbox/bubblewrapArgs.js';
 import { resolveLayout, type LayoutInput, type SandboxLayout } from '../../src/sandbox/SandboxLayout.js';
 
@@ -126,5 +127,39 @@ describe('bubblewrapArgs for a bound, switched-user layout', () => {
     expect(pairs(args, '--cap-add')).toEqual(['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP']);
     expect(pairs(args, '--dir')).toContain(join(profile, 'data'));
     expect(pairs(args, '--perms').every((p) => p === '0755')).toBe(true);
+  });
+});
+
+describe('bubblewrap with the scope launcher', () => {
+  const seccomp = { offline: Buffer.from('offline'), networked: Buffer.from('networked') };
+  const switched = layout({ identity: { uid: 1_900_000_001, gid: 1_900_000_001 }, network: true });
+
+  // The launcher is bound from the host's descriptor at a path of the sandbox's own root, before / is made read-only,
+  // and runs behind setpriv, right before the plugin: as the plugin's user, with no capability left.
+  it('binds the launcher from its descriptor and runs the plugin through its scope-only mode, behind setpriv', () => {
+    const backend = bubblewrapBackend('/usr/bin/bwrap', seccomp, '/usr/bin/setpriv', '/opt/host/dist/mcp-plugin-launcher');
+    expect(backend.scoped).toBe(true);
+    const { args } = backend.launch(switched, ['/usr/bin/node', 'main.js'], 6, undefined, undefined, 5);
+    expect(args.join(' ')).toContain(`--ro-bind-fd 5 ${SCOPE_LAUNCHER_INSIDE}`);
+    expect(args.indexOf('--ro-bind-fd')).toBeLessThan(args.lastIndexOf('--remount-ro'));
+    // Nowhere the launcher's host path, which names where the host is installed.
+    expect(args.filter((a) => a.includes('/opt/host'))).toEqual([]);
+    const plugin = args.slice(args.indexOf('--') + 1);
+    expect(plugin[0]).toBe('/usr/bin/setpriv');
+    expect(plugin.slice(plugin.indexOf('--') + 1)).toEqual([SCOPE_LAUNCHER_INSIDE, '--scope', '--', '/usr/bin/node', 'main.js']);
+  });
+
+  it('refuses a launch without the launcher\'s descriptor rather than run the plugin unscoped', () => {
+    const backend = bubblewrapBackend('/usr/bin/bwrap', seccomp, '/usr/bin/setpriv', '/opt/host/dist/mcp-plugin-launcher');
+    expect(() => backend.launch(switched, ['/usr/bin/node'], 6)).toThrow(/scope launcher/);
+  });
+
+  it('without a launcher (or a kernel without the scopes) runs the plugin as before and says it is not scoped', () => {
+    const backend = bubblewrapBackend('/usr/bin/bwrap', seccomp, '/usr/bin/setpriv');
+    expect(backend.scoped).toBe(false);
+    const { args } = backend.launch(switched, ['/usr/bin/node', 'main.js'], 6);
+    expect(args).not.toContain('--ro-bind-fd');
+    expect(args.slice(-2)).toEqual(['/usr/bin/node', 'main.js']);
+    expect(args).not.toContain('--scope');
   });
 });

@@ -38,6 +38,7 @@ const attempt = (action, path) => {
   if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
   if (action === 'openr') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_RDONLY)));
   if (action === 'read') return Promise.resolve().then(() => readFileSync(path, 'utf8'));
+  if (action === 'signal') return Promise.resolve().then(() => { process.kill(Number(path), 0); });
   return new Promise((resolve, reject) => {
     const socket = connect({ path: action === 'abstract' ? '\\0' + path : path });
     socket.on('connect', () => { socket.destroy(); resolve(); });
@@ -326,25 +327,68 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
   });
 });
 
-describe('the launcher\'s plugin with network', () => {
+describe.each(LINUX_BACKENDS)('a networked plugin and the processes and sockets outside its sandbox (real %s)', (backend) => {
   let spawner: SandboxSpawner;
   beforeAll(async () => {
-    spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home'), backend: 'landlock' }))._unsafeUnwrap();
+    spawner = (await SandboxSpawner.create({ homeDir: join(base, 'home'), backend }))._unsafeUnwrap();
   });
+  // As the host's user (root here, without an identity) and, on a root host, as a plugin user of its own (setpriv under
+  // bubblewrap, which then runs the scope launcher without any capability).
+  const identities = (): Partial<SandboxSpawnRequest>[] => {
+    const identity = spawner.pluginIdentity(join(base, 'data'), 'attacker')._unsafeUnwrap();
+    return identity === undefined ? [{}] : [{}, { identity }];
+  };
 
   // An abstract Unix socket has no file a mount could hide: sharing the host's network namespace, a plugin reached the
   // host's every one (a desktop's X11 display and D-Bus, a container runtime's shim API), whose servers trust the peer's
-  // uid. The launcher scopes them to the plugin's Landlock domain with network too; bubblewrap, without Landlock, cannot
-  // (security-model.md, Network).
+  // uid. The launcher scopes them to the plugin's Landlock domain with network too, and so does bubblewrap's sandbox,
+  // whose plugin the launcher starts in its scope-only mode (until attack round 4 a plugin under bubblewrap connected).
   it('a networked plugin reaches no abstract Unix socket of the host', async () => {
-    const name = `mcp-attack-${process.pid}-abstract`;
+    const name = `mcp-attack-${process.pid}-abstract-${backend}`;
     const server = await unixServer(`\0${name}`);
     try {
-      const report = await attack(spawner, [`abstract:${name}`], { network: true });
-      expect(report[`abstract:${name}`]).toBe('EPERM');
+      for (const identity of identities()) {
+        const report = await attack(spawner, [`abstract:${name}`], { network: true, ...identity });
+        expect(report[`abstract:${name}`], JSON.stringify(identity)).toBe('EPERM');
+      }
       expect(server.connections()).toBe(0);
+      expect(spawner.describe({ network: true, writeDir: dataDir, installRoot, hiddenPaths: [] }).abstractSocketsScoped).toBe(true);
     } finally {
       await server.close();
+    }
+  });
+
+  // Its own abstract sockets stay usable: the scope refuses only those made outside the plugin's domain.
+  it('a networked plugin still serves and reaches an abstract socket of its own', async () => {
+    const name = `mcp-attack-${process.pid}-own-${backend}`;
+    const own = `import { createServer, connect } from 'node:net';
+const server = createServer((s) => s.end('hi')).listen('\\0${name}', () => {
+  const c = connect({ path: '\\0${name}' });
+  c.on('data', (d) => { process.stdout.write(JSON.stringify({ own: String(d) }) + '\\n'); server.close(); c.destroy(); });
+  c.on('error', (e) => { process.stdout.write(JSON.stringify({ own: e.code }) + '\\n'); server.close(); });
+});
+`;
+    writeFileSync(join(installRoot, 'own-abstract.mjs'), own);
+    const result = await spawner.spawn({
+      executable: unverifiedCommand([process.execPath, join(installRoot, 'own-abstract.mjs')], installRoot, nodeRuntimePaths()),
+      env: {},
+      network: true,
+      writeDir: dataDir,
+      hiddenPaths: [],
+    });
+    const p = result._unsafeUnwrap();
+    started.push(p);
+    expect(await firstJsonLine<Record<string, string>>(p.stdout)).toEqual({ own: 'hi' });
+  });
+
+  // The sandbox's process 1 (bubblewrap's, the launcher's reaper) lies outside the plugin's domain: no signal reaches it,
+  // not even the probe of signal 0, with network or without.
+  it('signals nothing outside its own processes', async () => {
+    for (const identity of identities()) {
+      for (const network of [false, true]) {
+        const report = await attack(spawner, ['signal:1'], { network, ...identity });
+        expect(report['signal:1'], `network: ${network} ${JSON.stringify(identity)}`).toBe('EPERM');
+      }
     }
   });
 });
