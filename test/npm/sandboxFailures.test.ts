@@ -21,12 +21,13 @@ afterAll(() => pool.cleanup());
 // connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432');
 // kubectl_as_error with what kubectl, a Go program, says of the same refusal under mcp-server-kubernetes;
 // sentry_as_result with @sentry/mcp-server's words for a failed look-up, resolver_as_error with glibc's, as a Python server prints them;
-// listen_as_result with the words of a listen the sandbox refused, as @agentdeskai/browser-tools-mcp reports its browser connector's port.
+// listen_as_result with the words of a listen the sandbox refused, as @agentdeskai/browser-tools-mcp reports its browser connector's port;
+// fetch_as_rejection with a fetch failure as JSON-RPC -32600 (invalid request), as @translated/lara-mcp answers every failed API call.
 const FETCHING_SERVER = `#!/usr/bin/env node
 import { connect, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error', 'listen_as_result'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error', 'listen_as_result', 'fetch_as_rejection'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 const listened = () => new Promise((resolve) => { const server = createServer(); server.on('error', (error) => resolve(error.message)).listen(0, '127.0.0.1', () => server.close(() => resolve('listening'))); });
 const connected = () => new Promise((resolve) => connect(5432, '127.0.0.1').on('connect', () => resolve('reached')).on('error', (error) => resolve(error.message)));
 createInterface({ input: process.stdin }).on('line', async (line) => {
@@ -42,6 +43,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
   if (params.name === 'resolver_as_error') return send({ id, error: { code: -32603, message: "HTTPSConnectionPool(host='api.example.com', port=443): Failed to resolve 'api.example.com' ([Errno -3] Temporary failure in name resolution)" } });
   const failure = await fetch('https://registry.npmjs.org/').then(() => 'reached', (error) => String(error) + ' ' + String(error.cause?.code));
   if (params.name === 'fetch_as_result') send({ id, result: { isError: true, content: [{ type: 'text', text: failure }] } });
+  else if (params.name === 'fetch_as_rejection') send({ id, error: { code: -32600, message: failure } });
   else send({ id, error: { code: -32603, message: failure } });
 });
 `;
@@ -87,7 +89,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR'], ['listen_as_result', 'PLUGIN_TOOL_ERROR']] as const) {
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR'], ['listen_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_rejection', 'PLUGIN_REQUEST_REJECTED']] as const) {
       const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
