@@ -34,6 +34,7 @@ import { confirm, frozenJsonCopy, riskRefusal, startRefusal, type ConfirmationCa
 import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
 import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
+import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
 import { CallSchemas } from './callSchemas.js';
 import { ResultShaper, type HostOutputProfiles } from './resultShaping.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
@@ -421,7 +422,7 @@ export class PluginHost {
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
     this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => !this.#pending(id) });
-    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id) });
+    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id), knownSecrets: config.knownSecrets });
     const pollMs = config.hotReloadPollMs;
     this.#watch = pollMs === undefined ? undefined : new CatalogWatch({ catalog, runtimes, events, logger, pollMs, drainTimeoutMs: config.drainTimeoutMs });
     this.#watch?.start();
@@ -635,7 +636,13 @@ export class PluginHost {
     if (this.#closed) return errAsync(closedError());
     const refused = checkArguments('canary', { pluginId }, { value: options, schema: METHOD_OPTION_SCHEMAS.canary });
     if (refused !== undefined) return errAsync(refused);
-    return this.#canaries.run(pluginId, options);
+    // A failed canary's error quotes what the plugin wrote (its stdout banner, its tool error); setup hands it to the CLI and the application.
+    return this.#canaries.run(pluginId, options).map((outcome) => (outcome.error === undefined ? outcome : { ...outcome, error: this.#withoutSecrets(outcome.error) }));
+  }
+
+  /** `error` without the secret values this host gave its plugins (what a plugin wrote may quote them). */
+  #withoutSecrets(error: HostError): HostError {
+    return errorWithoutSecrets(error, this.#config.knownSecrets.redactor);
   }
 
   /**
@@ -729,7 +736,7 @@ export class PluginHost {
       runtime.session.listTools().orElse((failure) =>
         ResultAsync.fromSafePromise(
           this.#supervisor.countsAgainstPlugin(failure) ? this.#supervisor.pluginFailed(pluginId, runtime, failure, 'call') : Promise.resolve(),
-        ).andThen(() => errAsync(failure)),
+        ).andThen(() => errAsync(this.#withoutSecrets(failure))),
       ),
     );
   }

@@ -6,7 +6,8 @@ export const DEFAULT_STDERR_LINE_MAX_BYTES = 16 * 1024;
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
-const TRUNCATION_MARK = ' [line truncated]';
+/** What ends a stderr line cut at the line bound (the redaction of known secrets looks for it: a secret may straddle the cut). */
+export const TRUNCATION_MARK = ' [line truncated]';
 
 /**
  * Keeps the newest bytes a plugin wrote to stderr, and splits them into

@@ -8,6 +8,17 @@
  */
 import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+import { TRUNCATION_MARK } from '../process/StderrRing.js';
+import { EXCERPT_CUT_MARK } from '../shapes/mcp/PluginProcessTransport.js';
+
+/**
+ * What the host writes where it cut a plugin's text short: a stderr line at
+ * its bound, a stdout line's excerpt. A secret straddling the cut leaves its
+ * first characters just before the mark, which no whole form matches.
+ */
+const CUT_MARKS: readonly string[] = [TRUNCATION_MARK, EXCERPT_CUT_MARK];
+// A byte cut inside a multi-byte character decodes as U+FFFD (one per cut sequence) before the mark.
+const REPLACEMENT_CHAR = '\uFFFD';
 
 const BASE64_BITS_PER_CHAR = 6;
 
@@ -101,8 +112,48 @@ export class SecretRedactor {
     return this.#forms.length === 0;
   }
 
-  /** `text` with every known secret form replaced by `[redacted]`, leftmost first, the longest form at a place. */
+  /**
+   * `text` with every known secret form replaced by `[redacted]`, leftmost
+   * first, the longest form at a place; and, when `text` ends with a mark the
+   * host writes where it cut text short (a stderr line at its bound, a stdout
+   * excerpt), the first characters of a form just before the mark
+   * (`minRedactedValueChars` or more of them).
+   */
   redact(text: string): string {
+    const whole = this.#redactWhole(text);
+    const mark = this.#forms.length === 0 ? undefined : CUT_MARKS.find((m) => whole.endsWith(m));
+    if (mark === undefined) return whole;
+    let body = whole.slice(0, whole.length - mark.length);
+    while (body.endsWith(REPLACEMENT_CHAR)) body = body.slice(0, -REPLACEMENT_CHAR.length);
+    const at = this.#cutFormStart(body);
+    return at === -1 ? whole : `${body.slice(0, at)}${auditDefaults.redactedValue}${mark}`;
+  }
+
+  /**
+   * `text`, cut from a longer one at its end (an excerpt with no mark, as a
+   * bounded copy of a plugin's line is), with a form's first characters it
+   * ends with replaced, then redacted as a whole.
+   */
+  redactCutEnd(text: string): string {
+    const whole = this.#redactWhole(text);
+    const at = this.#cutFormStart(whole);
+    return at === -1 ? whole : `${whole.slice(0, at)}${auditDefaults.redactedValue}`;
+  }
+
+  /** Where in `text` the first characters of a form begin that run to its end, at least `minRedactedValueChars` of them and fewer than the whole form; -1 if none. */
+  #cutFormStart(text: string): number {
+    const width = auditDefaults.minRedactedValueChars;
+    const longest = this.#forms[0]?.length ?? 0;
+    // Leftmost first: the longest cut prefix, so no characters of it are left before the replacement.
+    for (let at = Math.max(0, text.length - longest + 1); at <= text.length - width; at++) {
+      const rest = text.length - at;
+      const sharing = this.#byPrefix.get(text.slice(at, at + width));
+      if (sharing?.some((form) => form.length > rest && form.startsWith(text.slice(at)))) return at;
+    }
+    return -1;
+  }
+
+  #redactWhole(text: string): string {
     const width = auditDefaults.minRedactedValueChars;
     if (this.#forms.length === 0 || text.length < width) return text;
     const lastStart = text.length - width;

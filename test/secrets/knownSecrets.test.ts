@@ -2,7 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+import { hostError } from '../../src/errors/HostError.js';
 import { redactJsonStrings, SecretRedactor } from '../../src/secrets/knownSecrets.js';
+import { errorWithoutSecrets } from '../../src/secrets/redactedErrors.js';
 import { HostEvents, type HostEventMap } from '../../src/events/HostEvents.js';
 import { emitNotice } from '../../src/host/mcpSurface.js';
 
@@ -25,6 +27,36 @@ describe('SecretRedactor', () => {
     }
     expect(redactor.redact(Buffer.from(VALUE).toString('hex').toUpperCase())).toBe('[redacted]');
     expect(redactor.redact(encodeURIComponent(`a b ${VALUE}`))).toBe('a%20b%20[redacted]');
+  });
+
+  it('redacts the first characters of a value where the host cut text short inside it, and only there', () => {
+    const redactor = new SecretRedactor([VALUE]);
+    for (let kept = 4; kept < VALUE.length; kept++) {
+      const head = VALUE.slice(0, kept);
+      expect(redactor.redact(`nnn${head} [line truncated]`), `${kept}`).toBe('nnn[redacted] [line truncated]');
+      expect(redactor.redact(`nnn${head}…`), `${kept}`).toBe('nnn[redacted]…');
+      expect(redactor.redactCutEnd(`nnn${head}`), `${kept}`).toBe('nnn[redacted]');
+      // Not cut: the same characters are ordinary text.
+      expect(redactor.redact(`nnn${head}`), `${kept}`).toBe(`nnn${head}`);
+    }
+    // A byte cut inside a multi-byte character decodes as U+FFFD before the mark.
+    expect(redactor.redact(`x ${VALUE.slice(0, 9)}\uFFFD [line truncated]`)).toBe('x [redacted] [line truncated]');
+    // Its encoded forms too, and fewer than 4 characters are left alone (they cannot be told from text).
+    expect(redactor.redact(`b64=${Buffer.from(VALUE).toString('base64').slice(0, 12)}…`)).toBe('b64=[redacted]…');
+    expect(redactor.redact(`x ${VALUE.slice(0, 3)}…`)).toBe(`x ${VALUE.slice(0, 3)}…`);
+    expect(redactor.redact(`${VALUE} and ${VALUE.slice(0, 6)}…`)).toBe('[redacted] and [redacted]…');
+  });
+
+  it('a call error: a raw line the host cut inside a value loses the value\'s first characters', () => {
+    const redactor = new SecretRedactor([VALUE]);
+    const line = `${'n'.repeat(2040)}${VALUE}`;
+    const error = hostError('PLUGIN_INVALID_JSON', 'plugin wrote a line that is not JSON', { details: { raw_line: line.slice(0, 2048), raw_line_truncated: true, raw_line_length: line.length } });
+    const redacted = errorWithoutSecrets(error, redactor);
+    expect(redacted.details['raw_line']).toBe(`${'n'.repeat(2040)}[redacted]`);
+    expect(JSON.stringify(redacted)).not.toContain(VALUE.slice(0, 8));
+    // An uncut raw line is only redacted where a whole form is.
+    const whole = errorWithoutSecrets(hostError('PLUGIN_INVALID_JSON', 'x', { details: { raw_line: `n ${VALUE.slice(0, 8)}` } }), redactor);
+    expect(whole.details['raw_line']).toBe(`n ${VALUE.slice(0, 8)}`);
   });
 
   it('leaves values too short to tell from text alone, and encodes only values long enough', () => {

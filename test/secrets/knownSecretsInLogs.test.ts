@@ -30,4 +30,26 @@ describe('secret values the host knows, in what a plugin logs or prints', () => 
     expect(stdout).toContain('debug: token=[redacted]');
     expect(JSON.stringify([logs, stdout])).not.toContain(token);
   });
+
+  it('are redacted from the host logger records that quote a plugin line, and from a stdout excerpt cut inside one', async () => {
+    const token = 'good-8e2a4c6f0b1d3957';
+    const records: unknown[] = [];
+    const record = (level: string) => (fields: Record<string, unknown>, message: string) => records.push({ level, fields, message });
+    const logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
+    const host = await pool.open(await pool.profile(), { activation: 'immediate', logger });
+    (await host.install(await packaged('canary')))._unsafeUnwrap();
+    expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
+    const stdout: string[] = [];
+    host.events.on('stdout', (e) => stdout.push(e.line));
+    expect((await host.call('plug.host-canary.lookup', { from: '2026-01-01', to: '2026-01-02', city: 'log-and-print' })).isOk()).toBe(true);
+    // The host keeps 200 characters of a dropped stdout line: 190 of 'n', then the token's first 10.
+    expect((await host.call('plug.host-canary.lookup', { from: '2026-01-01', to: '2026-01-02', city: 'print-at-excerpt-cap-190' })).isOk()).toBe(true);
+    await waitUntil(() => stdout.length >= 2);
+    expect(stdout).toContain('debug: token=[redacted]');
+    expect(stdout).toContain(`${'n'.repeat(190)}[redacted]…`);
+    const logged = JSON.stringify(records);
+    expect(logged).toContain('debug: token=[redacted]');
+    expect(logged).not.toContain(token.slice(0, 10));
+    expect(JSON.stringify(stdout)).not.toContain(token.slice(0, 10));
+  });
 });

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { waitUntil } from '../support/eventually.js';
 import { HostPool, packaged, removePackages } from '../support/hostHarness.js';
 
 const pool = new HostPool();
@@ -67,5 +68,21 @@ describe('secret values the host knows, in a plugin stderr', () => {
     const failed = (await host.call(LOOKUP, { from: '2026-01-01', to: '2026-01-02', city: 'leak-in-line-for-ring-4096' }))._unsafeUnwrapErr();
     expect(failed.code).toBe('PLUGIN_CRASHED');
     expect(String(failed.details['stderr_tail'])).toMatch(/^\[redacted\]n+$/);
+  });
+
+  it('are redacted from a stderr line the host cut at its bound inside one', async () => {
+    const token = `good-${randomBytes(12).toString('hex')}`;
+    const host = await pool.open(await pool.profile(), { activation: 'immediate' });
+    (await host.install(await packaged('canary')))._unsafeUnwrap();
+    expect((await host.setup('host-canary', { HOST_CANARY_TOKEN: token }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
+    const lines: string[] = [];
+    host.events.on('stderr', (e) => lines.push(e.line));
+    // 16 KiB (the line bound) less 12 bytes of 'n': the line keeps the token's first 12 characters.
+    const answered = await host.call(LOOKUP, { from: '2026-01-01', to: '2026-01-02', city: `leak-at-line-cap-${16 * 1024 - 12}` });
+    expect(answered.isOk()).toBe(true);
+    await waitUntil(() => lines.some((line) => line.startsWith('nnnn')));
+    const cut = lines.find((line) => line.startsWith('nnnn'))!;
+    expect(cut).toMatch(/^n+\[redacted\] \[line truncated\]$/);
+    expect(lines.join('\n')).not.toContain(token.slice(0, 12));
   });
 });

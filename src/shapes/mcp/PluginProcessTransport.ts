@@ -81,7 +81,9 @@ function notificationEnvelope(message: Record<string, unknown>): boolean {
   return message.jsonrpc === '2.0';
 }
 
-const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line);
+/** What ends a stdout line excerpt that was cut (the redaction of known secrets looks for it: a secret may straddle the cut). */
+export const EXCERPT_CUT_MARK = '…';
+const excerpt = (line: string): string => (line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}${EXCERPT_CUT_MARK}` : line);
 
 /**
  * An MCP SDK `Transport` over a {@link PluginProcess}: newline-delimited
