@@ -60,7 +60,8 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
             spinner.stop();
             for (const line of trustLines(request, ctx.terminal.stderr.columns)) ctx.terminal.stderr.write(`${line}\n`);
             // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
-            return confirm(ctx.terminal, `Install ${request.plugin_id} and run it with these powers?`);
+            const question = request.stage === 'introspection' ? `Start ${request.plugin_id} once with this network to list its tools?` : `Install ${request.plugin_id} and run it with these powers?`;
+            return confirm(ctx.terminal, question);
           },
         }
       : {}),

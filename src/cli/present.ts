@@ -76,7 +76,8 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     ['license', request.license ?? 'none declared'],
     ['network', network],
     ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
-    ['tools', request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
+    // Before its one start with network, the server has listed nothing yet: the install asks again once it has.
+    ['tools', request.stage === 'introspection' ? 'not listed yet: it starts once, with this network, to list them' : request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
   ];
   const keyWidth = Math.max(...rows.map(([key]) => key.length));
   const valueColumn = 2 + keyWidth + 2;

@@ -14,19 +14,20 @@ import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
-import type { ClientRequestKind, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import type { ClientRequestKind, DeclaredCapabilities, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, NamespaceOwners, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
 import { readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
-import { introspectServer } from './introspect.js';
+import { introspectServer, type IntrospectionNetwork } from './introspect.js';
 import { riskClassOf } from './npmManifest.js';
 import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from './openNpmSource.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
+import { installPathRefusal } from './installPath.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
 import { sameAsPinned, sameTree } from './sameTree.js';
@@ -38,10 +39,10 @@ import { compareVersions } from '../manifest/versionOrder.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity } from '../sandbox/pluginIdentity.js';
 import type { NpmSettings } from './npmFetch.js';
-import { isNpmSource, openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
+import { isNpmSource, openNpmSource, type NetworkedStart, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
-import { hasLicenseFile, trustRequestOf, widensCapabilities, type TrustCallback } from './trust.js';
+import { hasLicenseFile, trustRequestOf, widensCapabilities, type TrustCallback, type TrustRequest } from './trust.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -49,7 +50,17 @@ import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 interface IntrospectionGrant {
   readonly clientRequests: readonly ClientRequestKind[] | undefined;
   readonly env: readonly string[] | undefined;
+  readonly network?: IntrospectionNetwork;
+  /** Asked before a start with network (the install's `accept`); absent: the grant is the consent. */
+  readonly consent?: (start: NetworkedStart) => Promise<Result<void, HostError>>;
 }
+
+/** A generated manifest's id and capabilities source, the host default a grant widens: what an introspected server is installed with. */
+const INTROSPECTED: Pick<NormalizedManifest, 'plugin_id' | 'capabilities' | 'capabilities_source'> = {
+  plugin_id: 'npm-introspection',
+  capabilities: DEFAULT_CAPABILITIES,
+  capabilities_source: 'host_default',
+};
 
 /** What the Installer is built from: the profile's store and the host's policies. */
 export interface InstallerOptions {
@@ -212,6 +223,27 @@ type Reinstall =
 const io = (operation: string) => (cause: unknown): HostError => ioError(operation, undefined, cause);
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
+
+/** The network part of capabilities, for an introspection start. */
+function networkOf(capabilities: DeclaredCapabilities): IntrospectionNetwork {
+  return { network: capabilities.network, ...(capabilities.egress === undefined ? {} : { egress: capabilities.egress }) };
+}
+
+/**
+ * Whether an owner recorded for the plugin id by an earlier install (kept
+ * across remove) already accepted these powers. The owner string is the
+ * package's own claim: it spares the question only while the plugin gets no
+ * power it was accepted without, those of the installed plugin or, once
+ * removed, those it had at its remove.
+ */
+function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities): boolean {
+  const owners = snapshot.contents.namespace_owners;
+  const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
+  if (recorded?.namespace_owner === undefined || recorded.namespace_owner !== owner) return false;
+  const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+  const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
+  return acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities);
+}
 
 /** The error of a refused install; a grant beyond the declaration gets the hint that names its field. */
 function installRefusal(source: string, violations: NonEmptyViolations): HostError {
@@ -581,8 +613,53 @@ export class Installer {
     // Nothing to sign: npm checks a registry's integrity, and a local tarball's only against itself. Under requireSignatures
     // an npm: source is an unsigned package, refused as one before npm runs (a local tarball was an unsigned archive otherwise).
     if (this.#o.requireSignatures === true) return errAsync(unsignedNpmSource(source));
-    const granted = { clientRequests: options.grant?.client_requests, env: options.grant?.env_allow };
+    // The introspection start gets the network the installed plugin will have (a grant widens the host default), never more.
+    const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
+    if (capabilities.isErr()) return errAsync(capabilities.error);
+    const { accept } = options;
+    const granted: IntrospectionGrant = {
+      clientRequests: options.grant?.client_requests,
+      env: options.grant?.env_allow,
+      network: networkOf(capabilities.value),
+      ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, capabilities.value, accept) }),
+    };
     return openNpmSource(source, { ...this.#npmSourceOptions(options.args, granted), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
+  }
+
+  /**
+   * The consent to an introspection start with network: the install's
+   * `accept`, asked before any code of the package runs, with what is known
+   * then (no tools yet: `stage: 'introspection'`), unless the same owner was
+   * accepted with these powers before (as the install's own question is
+   * spared, see {@link Installer.#trust}). Declining is PLUGIN_TRUST_DECLINED.
+   */
+  async #consentToStart(start: NetworkedStart, capabilities: DeclaredCapabilities, accept: TrustCallback): Promise<Result<void, HostError>> {
+    const snapshot = await this.#o.store.snapshot();
+    if (snapshot.isErr()) return err(snapshot.error);
+    if (acceptedBefore(snapshot.value, start.plugin_id, start.namespace_owner, capabilities)) return ok(undefined);
+    const request: TrustRequest = {
+      plugin_id: start.plugin_id,
+      display_name: start.name,
+      version: start.version,
+      namespace_owner: start.namespace_owner,
+      tos: null,
+      risk: start.risk,
+      license: start.license,
+      source: 'npm',
+      source_path: start.source_path,
+      capabilities,
+      tools: [],
+      stage: 'introspection',
+    };
+    const accepted = await Promise.resolve()
+      .then(() => accept(request))
+      .catch(() => false);
+    if (accepted === true) return ok(undefined);
+    return err(
+      hostError('PLUGIN_TRUST_DECLINED', `the start of '${start.plugin_id}' ${start.version} with network, to list its tools, was not accepted`, {
+        details: { plugin_id: start.plugin_id, namespace_owner: start.namespace_owner, stage: 'introspection' },
+      }),
+    );
   }
 
   /**
@@ -591,13 +668,16 @@ export class Installer {
    * `tools/list` in a sandboxed start (`needs_review`). Nothing is installed.
    */
   wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
-    return wrapNpmSource(source, this.#npmSourceOptions(options.args, { clientRequests: options.clientRequests, env: options.env }));
+    // Checked as an install's grant is (a malformed destination fails here): the caller asking for the network is its consent.
+    const network = grantedCapabilities(INTROSPECTED, { ...(options.network === undefined ? {} : { network: options.network }), ...(options.egress === undefined ? {} : { egress: options.egress }) });
+    if (network.isErr()) return errAsync(network.error);
+    return wrapNpmSource(source, this.#npmSourceOptions(options.args, { clientRequests: options.clientRequests, env: options.env, network: networkOf(network.value) }));
   }
 
-  // The introspection start gets what the install grants: the client requests announced, and the granted env names with the host's values.
+  // The introspection start gets what the install grants: the client requests announced, the granted env names with the host's values, and the granted network.
   #npmSourceOptions(args: readonly string[] | undefined, granted: IntrospectionGrant): Omit<NpmSourceOptions, 'manifest'> {
     const o = this.#o;
-    const { clientRequests, env } = granted;
+    const { clientRequests, env, network, consent } = granted;
     return {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
@@ -613,6 +693,8 @@ export class Installer {
               ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }),
               ...(clientRequests === undefined ? {} : { clientRequests }),
               ...(env === undefined || env.length === 0 ? {} : { grantedEnv: { names: env, hostEnv: o.hostEnv ?? {}, denylist: o.envDenylist } }),
+              ...(network === undefined ? {} : { grantedNetwork: network }),
+              ...(consent === undefined ? {} : { consent }),
             },
           }),
     };
@@ -683,16 +765,8 @@ export class Installer {
       return err(hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } }));
     }
     if (options.accept === undefined) return ok(undefined);
-    const owners = snapshot.contents.namespace_owners;
-    const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
     const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
-    if (recorded?.namespace_owner !== undefined && recorded.namespace_owner === this.#claimOf(manifest, options).namespace_owner) {
-      // The owner string is the package's own claim: it spares the question only while the plugin gets no power it was
-      // accepted without, those of the installed plugin or, once removed, those it had at its remove.
-      const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
-      const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
-      if (acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities)) return ok(undefined);
-    }
+    if (acceptedBefore(snapshot, id, this.#claimOf(manifest, options).namespace_owner, capabilities)) return ok(undefined);
     const request = trustRequestOf(manifest, staged.source, capabilities);
     const accepted = await Promise.resolve()
       .then(() => options.accept?.(request))
@@ -729,6 +803,9 @@ export class Installer {
     const layout = this.#o.layout;
     const nonce = hex(this.#random.bytes(6));
     const installRoot = layout.installRoot(id, manifest.version, nonce);
+    // Before anything is written: a tree renamed into a root where its paths are too long could not be deleted again.
+    const tooLong = installPathRefusal(installRoot, staged.longestEntryBytes);
+    if (tooLong !== undefined) return err(tooLong);
     const pin: { path?: string } = {};
     let moved = false;
     // Undo deletes only what this install created: an install root it did

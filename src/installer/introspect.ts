@@ -1,9 +1,11 @@
 /**
  * Asking a server that ships no manifest which tools it has: start it once,
- * pinned and sandboxed like an installed plugin but with no network and no
- * writable directory beyond a throwaway data directory, run `initialize` and
- * `tools/list` (every page), and stop it. Lines on stdout that are not
- * JSON-RPC (banners, logging) are dropped, not fatal.
+ * pinned and sandboxed like an installed plugin but with no writable
+ * directory beyond a throwaway data directory, and no network unless the
+ * install grants it (then exactly the granted network: the whole of it, or
+ * the destination list), run `initialize` and `tools/list` (every page), and
+ * stop it. Lines on stdout that are not JSON-RPC (banners, logging) are
+ * dropped, not fatal.
  */
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -22,7 +24,7 @@ import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
 import { clientCapabilities } from '../shapes/mcp/clientRequests.js';
-import type { ClientRequestKind } from '../manifest/model.js';
+import type { ClientRequestKind, DeclaredCapabilities } from '../manifest/model.js';
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
@@ -56,6 +58,27 @@ export interface IntrospectionRequest {
   readonly clientRequests?: readonly ClientRequestKind[];
   /** Host env names the install grants, passed with the host's values as the installed plugin will get them; no other host env reaches the start. */
   readonly grantedEnv?: GrantedIntrospectionEnv;
+  /**
+   * The network the install grants explicitly, which the start gets as the
+   * installed plugin will: the whole network, or only the destination list
+   * (through the host's egress proxy). Absent, or neither: no network.
+   */
+  readonly grantedNetwork?: IntrospectionNetwork;
+}
+
+/** The network part of the capabilities an install grants: `network: true`, or a destination list with `network: false`. */
+export type IntrospectionNetwork = Pick<DeclaredCapabilities, 'network' | 'egress'>;
+
+/** Whether `granted` gives any network at all (the whole of it, or at least one destination). */
+export function hasNetwork(granted: IntrospectionNetwork | undefined): boolean {
+  return granted !== undefined && (granted.network || (granted.egress ?? []).length > 0);
+}
+
+// What the start could reach, in the words of the hints.
+function networkWords(granted: IntrospectionNetwork | undefined): string {
+  if (granted?.network === true) return 'the whole network the install grants';
+  const egress = granted?.egress ?? [];
+  return egress.length === 0 ? 'no network' : `only the destinations the install grants (${egress.join(', ')}), through the host's egress proxy`;
 }
 
 /**
@@ -77,25 +100,44 @@ const INTROSPECTION_ID = 'npm-introspection';
 
 // A server that connects at start (a proxy such as mcp-remote, a database client) says so only in its own words on stderr.
 const OFFLINE_START_HINT =
-  'Its stderr reads like a network failure: the introspection start has no network, whatever the install grants, so a server that connects while it starts (a remote proxy, a database or cache client) cannot list its tools there; install it with a manifest that lists them (the manifest install option, CLI --manifest <file>) and a network grant. ';
+  'Its stderr reads like a network failure: the introspection start has no network unless the install grants it, so a server that connects while it starts (a remote proxy, a database or cache client) cannot list its tools there; install it with a grant of the network it needs (CLI --grant-network, or --grant-egress host:port), which the start then gets too, or with a manifest that lists its tools (the manifest install option, CLI --manifest <file>). ';
+
+// With the network granted, a failure that reads like a network one is the service's (down, unlisted, refused by the proxy), not a missing grant.
+const NETWORKED_START_HINT =
+  'Its stderr reads like a network failure, with the network the install grants: check that the address it was given (its args, its env) is right and the service answers there; with a destination list, the start reaches only those destinations, through the host\'s egress proxy (which refuses loopback and private addresses unless listed as IP literals, and which a client that ignores HTTPS_PROXY does not use). ';
+
+/** What the start had, for the error it fails with: the granted values to redact, and the network it was given. */
+interface StartContext {
+  readonly secrets: SecretRedactor;
+  readonly network?: IntrospectionNetwork;
+}
+
+const NO_CONTEXT: StartContext = { secrets: SecretRedactor.none };
 
 // A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
-function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, secrets: SecretRedactor = SecretRedactor.none): HostError {
+function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, context: StartContext = NO_CONTEXT): HostError {
+  const { secrets } = context;
   const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
   const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
-  const offline = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
+  const networkFailure = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
+  const networked = hasNetwork(context.network);
+  const networkHint = !networkFailure ? '' : networked ? NETWORKED_START_HINT : OFFLINE_START_HINT;
+  // Only an offline start is told that a server which connects at start cannot list its tools there: a granted one had what the plugin will have.
+  const needs = networked
+    ? 'pass the args it needs (the address it connects to), or the manifest install option.'
+    : 'pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there unless the install grants it the network (--grant-network, or --grant-egress host:port), which the start then gets too.';
   return hostError('PLUGIN_HANDSHAKE_FAILED', secrets.redact(said), {
     details: {
       reason: 'introspection',
       ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
-    hint: `${offline ? OFFLINE_START_HINT : ''}The server did not answer initialize and tools/list in its sandbox (no network, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow) and the host environment sets it; pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there.`,
+    hint: `${networkHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow) and the host environment sets it; ${needs}`,
   });
 }
 
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
-async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], secrets: SecretRedactor): Promise<Result<ListedTool[], HostError>> {
+async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], context: StartContext): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
   // A line that claims to be JSON-RPC and breaks it may have been the answer the client waits for: the introspection
   // ends at once with what the line was, instead of waiting out its timeout for an answer that was dropped.
@@ -131,17 +173,17 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
       cursor = page.nextCursor;
       if (cursor === undefined) return ok(tools);
     }
-    return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process, undefined, secrets));
+    return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process, undefined, context));
   } catch (cause) {
     if (brokenLine !== undefined) {
       const line = brokenLine.details['line_excerpt'];
-      return err(introspectionFailed('introspecting the server failed', `${brokenLine.message}${typeof line === 'string' ? `: ${line}` : ''}`, process, undefined, secrets));
+      return err(introspectionFailed('introspecting the server failed', `${brokenLine.message}${typeof line === 'string' ? `: ${line}` : ''}`, process, undefined, context));
     }
-    if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process, undefined, secrets));
+    if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process, undefined, context));
     // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
     const exit = await process.stop();
     const stderr = process.stderrTail().trim() === '' ? '; it wrote nothing on stderr' : '; see details.stderr_tail';
-    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit, secrets));
+    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit, context));
   } finally {
     await client.close().catch(() => undefined);
     await process.stop();
@@ -170,6 +212,7 @@ function introspectionEnv(request: IntrospectionRequest, fixed: Readonly<Record<
  */
 export function introspectServer(request: IntrospectionRequest): ResultAsync<ListedTool[], HostError> {
   const { root, executable, spawner, workDir } = request;
+  const granted = hasNetwork(request.grantedNetwork) ? request.grantedNetwork : undefined;
   const deadline = Date.now() + request.timeoutMs;
   const dataRoot = join(workDir, 'data');
   const copyDir = join(workDir, 'exec');
@@ -209,7 +252,8 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
               })
               .andThen((verified) =>
                 spawner.spawn({
-                  network: false,
+                  network: granted?.network === true,
+                  ...(granted === undefined || granted.network ? {} : { egress: granted.egress ?? [] }),
                   writeDir: directories.write.path,
                   hiddenPaths: request.hiddenPaths,
                   readOnlyPaths: [directories.data.path],
@@ -224,5 +268,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ),
       ),
     )
-    .andThen((started) => new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], grantedSecrets(request.grantedEnv))));
+    .andThen((started) =>
+      new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], { secrets: grantedSecrets(request.grantedEnv), ...(granted === undefined ? {} : { network: granted }) })),
+    );
 }

@@ -23,7 +23,7 @@ import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { readAtMost } from '../manifest/readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
-import { introspectServer, type GrantedIntrospectionEnv } from './introspect.js';
+import { hasNetwork, introspectServer, type GrantedIntrospectionEnv, type IntrospectionNetwork } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import type { ClientRequestKind } from '../manifest/model.js';
@@ -46,6 +46,34 @@ export interface NpmIntrospectionOptions {
   readonly clientRequests?: readonly ClientRequestKind[];
   /** The host env the install grants, for a server that needs a token to start (see {@link GrantedIntrospectionEnv}). */
   readonly grantedEnv?: GrantedIntrospectionEnv;
+  /** The network the install grants explicitly, for a server that connects while it starts; without it the start is offline. */
+  readonly grantedNetwork?: IntrospectionNetwork;
+  /**
+   * Asked before a start that gets network (a {@link grantedNetwork} with any
+   * network in it), once the package is fetched and before any of its code
+   * runs; an error ends the staging with it. Absent: the grant is the consent.
+   */
+  readonly consent?: (start: NetworkedStart) => Promise<Result<void, HostError>>;
+}
+
+/** What is known of an npm server before its introspection start: the generated manifest's facts but its tools. */
+export interface NetworkedStart {
+  /** The plugin id the generated manifest will have. */
+  readonly plugin_id: string;
+  /** The package name. */
+  readonly name: string;
+  /** The package version. */
+  readonly version: string;
+  /** `npm:<name>`. */
+  readonly namespace_owner: string;
+  /** The package.json license, or null. */
+  readonly license: string | null;
+  /** The generated manifest's `risk` (not reviewed, and the skipped install scripts). */
+  readonly risk: string;
+  /** The `<name>@<version>` npm resolved, or the local tarball's path. */
+  readonly source_path: string;
+  /** The network the start gets. */
+  readonly network: IntrospectionNetwork;
 }
 
 /** Options of {@link openNpmSource}. */
@@ -106,11 +134,28 @@ export async function shippedManifest(root: string): Promise<{ readonly name: Pa
   return { name, plugin: keys.has('plugin_id') || keys.has('manifest_schema_version') || bundle };
 }
 
+// The generated manifest's facts, before the tools are known, for the consent to a start with network.
+function networkedStart(fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts'>, executable: string, sourcePath: string, network: IntrospectionNetwork): NetworkedStart {
+  const facts = generatedManifest({ packageJson: fetched.packageJson, executable, tools: [], installScripts: fetched.installScripts });
+  const text = (key: string): string => String(facts[key]);
+  return {
+    plugin_id: text('plugin_id'),
+    name: text('name'),
+    version: text('version'),
+    namespace_owner: text('namespace_owner'),
+    license: typeof facts['license'] === 'string' ? facts['license'] : null,
+    risk: text('risk'),
+    source_path: sourcePath,
+    network,
+  };
+}
+
 async function manifestFor(
   tree: StagingTree,
   fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts'>,
   stage: string,
   options: NpmSourceOptions,
+  sourcePath: string,
 ): Promise<Result<NpmManifestOrigin, HostError>> {
   const packageJson = fetched.packageJson;
   const shipped = await shippedManifest(tree.root);
@@ -142,6 +187,12 @@ async function manifestFor(
   if (introspection === undefined) {
     return err(npmFailure('no_manifest', `npm package '${String(packageJson['name'])}' ships no manifest; pass the manifest install option`));
   }
+  const network = introspection.grantedNetwork;
+  // Nothing of the package runs with network before the install's consent to that network.
+  if (network !== undefined && hasNetwork(network) && introspection.consent !== undefined) {
+    const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network));
+    if (consented.isErr()) return err(consented.error);
+  }
   const workDir = join(stage, 'introspection');
   // The server may run as a user of its own: the tree must be readable to it, as an install root is.
   await chmod(tree.root, DIRECTORY_MODE);
@@ -156,6 +207,7 @@ async function manifestFor(
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
     ...(introspection.grantedEnv === undefined ? {} : { grantedEnv: introspection.grantedEnv }),
+    ...(network === undefined ? {} : { grantedNetwork: network }),
   });
   await rm(workDir, { recursive: true, force: true });
   if (tools.isErr()) return err(withSkippedInstallScripts(tools.error, fetched.installScripts));
@@ -186,13 +238,13 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
     await mkdir(tree.root, { mode: 0o700 });
     await copyDirectory(fetched.value.dir, tree);
     await rm(work, { recursive: true, force: true });
-    const origin = await manifestFor(tree, fetched.value, stage, options);
+    const path = spec.value.kind === 'registry' ? `${fetched.value.name}@${fetched.value.version}` : spec.value.path;
+    const origin = await manifestFor(tree, fetched.value, stage, options, path);
     if (origin.isErr()) return await fail(origin.error);
     const found = await locatePackageRoot(tree.root, false);
     const root = join(stage, 'package');
     await rename(found.dir, root);
     await chmod(root, DIRECTORY_MODE);
-    const path = spec.value.kind === 'registry' ? `${fetched.value.name}@${fetched.value.version}` : spec.value.path;
     return ok({
       root,
       manifestFile: found.manifestFile,
@@ -200,6 +252,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
       stats: { entries: tree.entryCount, bytes: tree.byteCount },
       ...(tree.droppedLinks.length === 0 ? {} : { droppedLinks: tree.droppedLinks }),
       writtenFiles: tree.writtenFiles,
+      longestEntryBytes: tree.longestNameBytes,
       ...(origin.value === 'introspection' ? { capabilitiesSource: 'host_default' as const } : {}),
       manifestOrigin: origin.value,
       discard,

@@ -39,6 +39,13 @@ export interface TrustRequest {
   readonly capabilities: DeclaredCapabilities;
   /** Its tools and what each may do. */
   readonly tools: readonly { readonly name: string; readonly risk_class: RiskClass }[];
+  /**
+   * `introspection` when the install asks before it starts a server that
+   * ships no manifest once, with the network it grants, to list its tools:
+   * `tools` is empty then (not listed yet), and once they are listed the
+   * install asks again with them. Absent: the question before the install.
+   */
+  readonly stage?: 'introspection';
 }
 
 /**

@@ -16,6 +16,10 @@ export interface WrapOptions {
   readonly clientRequests?: readonly ClientRequestKind[];
   /** Host env names passed with the host's values to its start, as an install granting them (`env_allow`) would; a denylisted name is dropped. */
   readonly env?: readonly string[];
+  /** The whole network for its start, as an install granting `network: true` would (a server that connects while it starts). */
+  readonly network?: boolean;
+  /** Destinations its start may reach through the host's egress proxy, as an install granting `egress` would. */
+  readonly egress?: readonly string[];
 }
 
 /** The manifest an `npm:` server would be installed with, for a person to review. */

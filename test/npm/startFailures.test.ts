@@ -72,7 +72,9 @@ connect(6379, '127.0.0.1').on('connect', () => process.exit(0)).on('error', (err
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
     const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
     expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', exit: 'exited with status 1' } });
-    expect(error.hint).toMatch(/^Its stderr reads like a network failure: the introspection start has no network, .* \(the manifest install option, CLI --manifest <file>\) and a network grant\. /);
+    expect(error.hint).toMatch(
+      /^Its stderr reads like a network failure: the introspection start has no network unless the install grants it, .* \(CLI --grant-network, or --grant-egress host:port\), which the start then gets too, or with a manifest that lists its tools \(the manifest install option, CLI --manifest <file>\)\. /,
+    );
   });
 
   it('ends at once, saying what the line was, when the answer breaks JSON-RPC', async () => {
