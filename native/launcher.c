@@ -29,9 +29,9 @@
  * r (read), x (execute), w (write, create, remove), d (device ioctl) and
  * ? (skip a PATH that does not exist).
  *
- * Two modes of its own, as the only options: --scope -- program [arg...] (Landlock's abstract Unix socket and
- * signal scopes alone, then the program: bubblewrap's plugins, src/sandbox/backends.ts) and --landlock-abi (prints the
- * kernel's Landlock ABI, 0 for none).
+ * Two modes of its own, as the only options: --scope [--pass-fds N] -- program [arg...] (Landlock's abstract Unix
+ * socket and signal scopes alone, every descriptor from 3 + N on closed, then the program: bubblewrap's plugins,
+ * src/sandbox/backends.ts) and --landlock-abi (prints the kernel's Landlock ABI, 0 for none).
  *
  * Every failure prints one line "mcp-plugin-launcher: <step>: <reason>"
  * and exits 1 before the plugin ran.
@@ -1016,7 +1016,14 @@ static void map_own_user(uid_t uid, gid_t gid) {
  * the plugin open.
  */
 static void run_scoped(int argc, char **argv) {
-  if (argc < 4 || strcmp(argv[2], "--") != 0) fail("spec", "--scope needs -- and a program");
+  int at = 2;
+  long long pass_fds = -1;
+  if (at + 1 < argc && strcmp(argv[at], "--pass-fds") == 0) {
+    pass_fds = number(argv[at + 1], "--pass-fds");
+    if (pass_fds > INT_MAX - 3) fail("spec", "--pass-fds is out of range");
+    at += 2;
+  }
+  if (at + 1 >= argc || strcmp(argv[at], "--") != 0) fail("spec", "--scope needs -- and a program");
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 6) fail("landlock", "the kernel's Landlock (ABI %ld) cannot scope abstract Unix sockets and signals (ABI 6)", abi < 0 ? 0 : abi);
   struct ll_ruleset_attr attr = {.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT_UNIX_SOCKET};
@@ -1026,8 +1033,14 @@ static void run_scoped(int argc, char **argv) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail_errno("no_new_privs", "prctl");
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail_errno("landlock", "restrict self");
   close(ruleset);
-  execvp(argv[3], argv + 3);
-  fail_errno("exec", argv[3]);
+  /*
+   * bubblewrap hands the plugin every descriptor it inherited: one that whatever started the host left without
+   * close-on-exec reached the plugin (a log file, a socket, a directory of the host's). The plugin keeps 3 up to
+   * 3 + --pass-fds - 1, those the host handed it (bubblewrap has closed the ones it mounted); the rest ends here.
+   */
+  if (pass_fds >= 0 && syscall(SYS_close_range, 3U + (unsigned)pass_fds, ~0U, 0) != 0) fail_errno("descriptors", "close_range");
+  execvp(argv[at + 1], argv + at + 1);
+  fail_errno("exec", argv[at + 1]);
 }
 
 /* The running kernel's Landlock ABI on standard output (0: none), for the host to report what it enforces. */

@@ -130,7 +130,9 @@ export function bubblewrapBackend(
       if (scopeLauncher !== undefined && scopeFd === undefined) throw new Error('bubblewrap launch without the scope launcher\'s descriptor (withScopeLauncher)');
       const scope = scopeFd === undefined ? undefined : { fd: scopeFd, path: SCOPE_LAUNCHER_INSIDE };
       // Behind setpriv: the launcher runs as the plugin's user with no capability left, the last step before the plugin.
-      const scoped = scope === undefined ? argv : [scope.path, '--scope', '--', ...argv];
+      // It also closes every descriptor from firstFreeFd on (bubblewrap's own, and any the host's parent leaked without
+      // close-on-exec), as the launcher backend does; those below are the host's for the plugin, or closed by bubblewrap.
+      const scoped = scope === undefined ? argv : [scope.path, '--scope', '--pass-fds', String(firstFreeFd - 3), '--', ...argv];
       return {
         args: [...bubblewrapArgs(layout, firstFreeFd, reportFd, scope), ...asPluginUser(layout, scoped, setprivPath)],
         extraInput: layout.network ? seccomp.networked : seccomp.offline,

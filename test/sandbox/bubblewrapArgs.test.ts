@@ -146,7 +146,8 @@ describe('bubblewrap with the scope launcher', () => {
     expect(args.filter((a) => a.includes('/opt/host'))).toEqual([]);
     const plugin = args.slice(args.indexOf('--') + 1);
     expect(plugin[0]).toBe('/usr/bin/setpriv');
-    expect(plugin.slice(plugin.indexOf('--') + 1)).toEqual([SCOPE_LAUNCHER_INSIDE, '--scope', '--', '/usr/bin/node', 'main.js']);
+    // The plugin keeps the descriptors below the seccomp program's (6): the host's, from 3 on.
+    expect(plugin.slice(plugin.indexOf('--') + 1)).toEqual([SCOPE_LAUNCHER_INSIDE, '--scope', '--pass-fds', '3', '--', '/usr/bin/node', 'main.js']);
   });
 
   it('refuses a launch without the launcher\'s descriptor rather than run the plugin unscoped', () => {
