@@ -372,6 +372,14 @@ export function wantsJson(argv: readonly string[]): boolean {
   return options.includes('--json') || format.some((f) => f === 'json' || f === 'sarif');
 }
 
+/**
+ * A command's positional arguments as the usage line and messages show them: an optional one (spelled with a
+ * trailing `?` in {@link COMMANDS}) in brackets, so no message shows the table's own notation.
+ */
+export function shownArgs(args: readonly string[]): string[] {
+  return args.map((a) => (a.endsWith('?') ? `[${a.slice(0, -1)}]` : a));
+}
+
 /** Whether a word names a command. */
 export function isCommandName(value: string): value is CommandName {
   return Object.prototype.hasOwnProperty.call(COMMANDS, value);
@@ -462,8 +470,8 @@ export function parseInvocation(argv: readonly string[]): { ok: true; value: Inv
     if (!allowed.has(option)) return usage(`option --${option} does not apply to '${name}'`, name);
   }
   const required = spec.args.filter((a) => !a.endsWith('?')).length;
-  if (positionals.length < required) return usage(`'${name}' needs ${spec.args.join(' ')}`, name);
-  if (positionals.length > spec.args.length) return usage(`'${name}' takes ${spec.args.length === 0 ? 'no arguments' : spec.args.join(' ')}; unexpected '${positionals[spec.args.length] ?? ''}'`, name);
+  if (positionals.length < required) return usage(`'${name}' needs ${shownArgs(spec.args).join(' ')}`, name);
+  if (positionals.length > spec.args.length) return usage(`'${name}' takes ${spec.args.length === 0 ? 'no arguments' : shownArgs(spec.args).join(' ')}; unexpected '${positionals[spec.args.length] ?? ''}'`, name);
 
   const flags = readFlags(values, name);
   if (!flags.ok) return flags;
@@ -501,7 +509,6 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs > 2_147_483_647) return usage(`--timeout must be a positive number of milliseconds, not '${timeout}'`, command);
   }
   if (bool('dev-allow-namespace-conflict') && !bool('dev')) return usage('--dev-allow-namespace-conflict works only in dev profiles: add --dev', command);
-  if (bool('live') && command === 'validate' && !bool('canary')) return usage('--live needs --canary', command);
   for (const k of ['profile', 'profile-dir', 'app-name', 'checksum', 'signature', 'grant-write-dir', 'config', 'bind', 'token-env', 'token-file'] as const) {
     if (text(k) === '') return usage(`--${k} needs a value`, command);
   }

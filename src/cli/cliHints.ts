@@ -42,6 +42,11 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
       return undefined;
     case 'PLUGIN_TIMEOUT':
       return 'raise --timeout <ms>';
+    case 'HOST_INVALID_OPTIONS':
+      // The host names its option (profile, appName); here the user typed a flag, and a path belongs in --profile-dir.
+      if (error.details.option === 'profile') return 'give --profile one directory name (such as work), or a path with --profile-dir <dir>';
+      if (error.details.option === 'appName') return 'give --app-name one directory name (such as my-agent), or a path with --profile-dir <dir>';
+      return undefined;
     default:
       return undefined;
   }

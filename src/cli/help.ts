@@ -1,4 +1,4 @@
-import { COMMANDS, GLOBAL_OPTIONS, type CommandName, type CommandSpec, type OptionName } from './args.js';
+import { COMMANDS, GLOBAL_OPTIONS, shownArgs, type CommandName, type CommandSpec, type OptionName } from './args.js';
 import { EXIT_CODE_LINES } from './exitCodes.js';
 import { columns, type Style } from './style.js';
 import commandExamples from '../../etc/cli-examples.json' with { type: 'json' };
@@ -71,8 +71,7 @@ function optionRows(names: readonly OptionName[]): string[] {
 
 function usageLine(name: CommandName): string {
   const spec: CommandSpec = COMMANDS[name];
-  const args = spec.args.map((a) => (a.endsWith('?') ? `[${a.slice(0, -1)}]` : a));
-  return [PROGRAM, name, ...args, '[options]'].join(' ');
+  return [PROGRAM, name, ...shownArgs(spec.args), '[options]'].join(' ');
 }
 
 function exitCodeRows(): string[] {

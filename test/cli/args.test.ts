@@ -22,6 +22,10 @@ describe('parseInvocation', () => {
     expect(command(['canary', 'x', '--canary-args', '{"a":{"b":1}}', '--canary-args=c="s"']).flags.canaryArgs).toEqual({ a: { b: 1 }, c: 's' });
   });
 
+  it('takes validate --live alone, as docs/cli.md writes it (the plugin is always started; --canary is kept for scripts)', () => {
+    expect(command(['validate', './plugin', '--live']).flags).toMatchObject({ live: true });
+  });
+
   it('reads global flags into typed values', () => {
     const inv = command(['run', 'p', 't', '{}', '--profile', 'work', '--dev', '--preset', 'gum', '--sandbox', 'landlock', '--max-risk', 'write', '--timeout', '2500', '-y', '--json']);
     expect(inv.flags).toMatchObject({ profile: 'work', dev: true, preset: 'gum', sandbox: 'landlock', maxRisk: 'write', timeoutMs: 2500, yes: true, json: true });
@@ -33,7 +37,9 @@ describe('parseInvocation', () => {
     [['list', '--preset', 'other'], '--preset must be gum or neutral'],
     [['list', '--sandbox', 'bwrap'], '--sandbox must be auto, landlock, bubblewrap'],
     [['canary', 'x', '--canary-args', 'novalue'], 'key=value pairs'],
-    [['validate', 'x', '--live'], '--live needs --canary'],
+    // An optional argument is shown as the usage line shows it, never in the command table's `?` notation.
+    [['run', 'p'], "'run' needs <plugin> <tool> [<json-args|->]"],
+    [['run', 'p', 't', '{}', 'extra'], "'run' takes <plugin> <tool> [<json-args|->]; unexpected 'extra'"],
     [['list', '--profile='], '--profile needs a value'],
     [['install', 'npm:x', '--arg', '--stdio'], "--arg's value begins with '-': write it joined, --arg=-value (e.g. --arg=--stdio)"],
   ])('refuses %j', (argv, message) => {
