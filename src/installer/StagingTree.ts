@@ -35,6 +35,7 @@ export class StagingTree {
   private readonly files = new Set<string>();
   private readonly dropped: string[] = [];
   private readonly written = new Map<string, WrittenFile>();
+  private longest = 0;
 
   /**
    * @param root - An existing, empty directory only this process writes to.
@@ -62,6 +63,15 @@ export class StagingTree {
    */
   get writtenFiles(): HashedWhileWritten {
     return this.written;
+  }
+
+  /**
+   * Bytes of the longest entry name claimed so far (UTF-8, `/`-separated,
+   * below the root): what an install root must leave room for, since a
+   * longer path than the system takes could not be opened or deleted there.
+   */
+  get longestNameBytes(): number {
+    return this.longest;
   }
 
   /** Names of the links dropped so far, in the order they were seen. */
@@ -179,6 +189,7 @@ export class StagingTree {
   private claim(name: string, entry: SafeEntryName): void {
     if (this.named.has(entry.normalized)) refuseEntry('duplicate', name, `entry '${name}' appears more than once`);
     this.named.add(entry.normalized);
+    this.longest = Math.max(this.longest, Buffer.byteLength(entry.normalized));
   }
 
   private chargeBytes(name: string, count: number): void {

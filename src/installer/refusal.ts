@@ -14,7 +14,8 @@ export type EntryNameRefusalReason =
   | 'reserved_name'
   | 'traversal'
   | 'empty_segment'
-  | 'segment_too_long';
+  | 'segment_too_long'
+  | 'path_too_long';
 
 /**
  * Why an archive or package entry was refused; stable strings carried in
