@@ -1,4 +1,4 @@
-import { accessSync, existsSync, constants as fsConstants } from 'node:fs';
+import { accessSync, existsSync, constants as fsConstants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -431,6 +431,17 @@ function bubblewrapCandidate(options: SandboxSpawnerOptions, seccomp: { offline:
   return ok(bubblewrapBackend(bwrap, seccomp, options.setprivPath ?? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)), scopeLauncher));
 }
 
+/**
+ * Whether a plugin's own user could run the launcher at `path` inside bubblewrap's sandbox, where it starts the plugin
+ * behind setpriv: on a root host only a launcher others may read and execute (the root host's probe, which runs no
+ * plugin user, would not see a launcher of mode 0750 fail every spawn). Any other host runs plugins as itself.
+ */
+function runsAsPluginUser(path: string): boolean {
+  if (process.getuid?.() !== 0) return true;
+  const mode = statSync(path, { throwIfNoEntry: false })?.mode ?? 0;
+  return (mode & 0o005) === 0o005;
+}
+
 /** The backends of the platform, or why none can be used (before any probe). */
 function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidates, HostError> {
   const platform = options.platform ?? process.platform;
@@ -446,7 +457,7 @@ function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidat
     const choice = options.backend ?? DEFAULT_SANDBOX_BACKEND;
     const found = options.launcherPath === undefined ? findLauncher() : findLauncher([options.launcherPath]);
     // Landlock's scopes (abstract Unix sockets, signals) come from the launcher under either backend, where the kernel has them.
-    const scopeLauncher = found.isOk() && landlockAbi(found.value) >= SCOPES_ABI ? found.value : undefined;
+    const scopeLauncher = found.isOk() && landlockAbi(found.value) >= SCOPES_ABI && runsAsPluginUser(found.value) ? found.value : undefined;
     const bubblewrap = bubblewrapCandidate(options, seccomp, scopeLauncher);
     if (choice === 'bubblewrap') return bubblewrap.map((primary) => ({ primary, bubblewrap: primary }));
     const launcher = found.map((path) => landlockBackend(path, seccomp, scopeLauncher !== undefined));

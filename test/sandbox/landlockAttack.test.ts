@@ -381,6 +381,18 @@ const server = createServer((s) => s.end('hi')).listen('\\0${name}', () => {
     expect(await firstJsonLine<Record<string, string>>(p.stdout)).toEqual({ own: 'hi' });
   });
 
+  // Under bubblewrap the launcher that scopes the plugin is in the sandbox's root: the host's own file, run as root by
+  // the Landlock backend. A plugin of a host that owns it (its user namespace maps the host's user) must not rewrite it.
+  it('cannot rewrite or change the scope launcher it is shown', async () => {
+    const launcher = '/.mcp-plugin-launcher';
+    for (const identity of identities()) {
+      const report = await attack(spawner, [`openw:${launcher}`, `chmod:${launcher}`, `utimes:${launcher}`], { network: true, ...identity });
+      // Shown only under bubblewrap (the launcher backend applies its scopes itself): there read-only, elsewhere absent.
+      const refused = backend === 'bubblewrap' ? /^E(ROFS|ACCES|PERM)$/ : /^ENOENT$/;
+      for (const action of ['openw', 'chmod', 'utimes']) expect(report[`${action}:${launcher}`], `${action} ${JSON.stringify(identity)}`).toMatch(refused);
+    }
+  });
+
   // The sandbox's process 1 (bubblewrap's, the launcher's reaper) lies outside the plugin's domain: no signal reaches it,
   // not even the probe of signal 0, with network or without.
   it('signals nothing outside its own processes', async () => {
