@@ -3,13 +3,15 @@
  * ships (dist/*.d.ts, reached through the package's own `exports` map by its name, as an application imports it).
  * A snippet is a fragment: the names it uses without defining them (`host`, the application's own `askUser`) are
  * declared for it below with precise types, never `any`, so a snippet that misuses the API fails here. A ```ts
- * block whose fence reads ```ts sketch is pseudo-code and is not compiled.
+ * block whose fence reads ```ts sketch is pseudo-code and is not compiled. Every complete GUM manifest the pages
+ * show (a ```json block with `manifest_schema_version`) passes the validator.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ManifestValidator } from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** One type-check of every snippet with the package's declarations and the MCP SDK's (seconds alone, more on a busy machine). */
@@ -90,6 +92,21 @@ describe('docs snippets', () => {
   it('finds the snippets of the pages it checks', () => {
     expect(snippets.map((s) => s.where)).toEqual(expect.arrayContaining([expect.stringMatching(/^README\.md:/), expect.stringMatching(/^docs\/embedding\.md:/)]));
     expect(snippets.some((s) => s.commonjs)).toBe(true);
+  });
+
+  it('show GUM manifests that pass every grammar check', () => {
+    const manifests = DOCS.flatMap((path) =>
+      [...readFileSync(join(ROOT, path), 'utf8').matchAll(/^```json\n([\s\S]*?)^```/gm)]
+        .map((m) => m[1] ?? '')
+        .filter((text) => text.includes('"manifest_schema_version"'))
+        .map((text) => ({ path, text })),
+    );
+    expect(manifests.map((m) => m.path)).toContain('docs/manifest.md');
+    const validator = new ManifestValidator();
+    for (const { path, text } of manifests) {
+      const checked = validator.validateValue(JSON.parse(text) as unknown, 'gum-json');
+      expect(checked.isErr() ? `${path}: ${checked.error.code} ${JSON.stringify(checked.error.details)}` : 'valid').toBe('valid');
+    }
   });
 
   it('compile under strict against the shipped declarations', () => {
