@@ -8,10 +8,12 @@
  * through the host reaches that server. Without the grant the start stays
  * offline and fails with the offline hint, as before.
  */
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EgressResolver } from '../../src/egress/EgressProxy.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool, textOf } from '../support/hostHarness.js';
+import { packGreeterServer } from './npmPack.js';
 import { startRemoteServer, type RemoteServer } from './remoteServer.js';
 
 const pool = new HostPool();
@@ -105,6 +107,30 @@ describe('npm: a server that connects at start, installed with a network grant',
     const called = await host.call('plug.mcp-remote.remote_echo', { text: 'through the proxy' }, { maxRisk: 'write' });
     expect(textOf(called._unsafeUnwrap())).toBe('remote says through the proxy');
     expect(remote.calls.slice(before)).toEqual([{ name: 'remote_echo', arguments: { text: 'through the proxy' } }]);
+  });
+
+  it('an owner accepted with these powers is not asked again before a reinstall starts; a wider network is asked for', async () => {
+    const scratch = await pool.profile();
+    const tarball = await packGreeterServer(scratch, join(scratch, 'marker'));
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const asked: string[] = [];
+    const install = async (grant: { network?: boolean; egress?: string[] }) => {
+      const installed = await host.install(`npm:${tarball}`, {
+        canary: false,
+        grant,
+        accept: (request) => {
+          asked.push(`${request.stage ?? 'install'} ${request.capabilities.network ? 'network' : (request.capabilities.egress ?? []).join(',')}`);
+          return true;
+        },
+      });
+      expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
+    };
+    await install({ egress: ['api.test:443'] });
+    expect(asked.splice(0)).toEqual(['introspection api.test:443', 'install api.test:443']);
+    await install({ egress: ['api.test:443'] });
+    expect(asked.splice(0)).toEqual([]);
+    await install({ network: true });
+    expect(asked.splice(0)).toEqual(['introspection network', 'install network']);
   });
 
   it('a declined start with network runs nothing: PLUGIN_TRUST_DECLINED before the server was started', async () => {
