@@ -71,21 +71,47 @@ function prefixHash(text: string, at: number, width: number): number {
   return hash;
 }
 
+/** The forms sharing their first `minRedactedValueChars` characters. */
+interface PrefixBucket {
+  /** Their lengths, longest first, each once. */
+  readonly lengths: number[];
+  readonly forms: Set<string>;
+  /** The same forms in code unit order, for the prefix search at a cut. */
+  readonly sorted: string[];
+}
+
+/** Whether a form of `sorted` longer than `length` begins with `head` (of `length` characters): the first form not below `head` is the one to look at. */
+function longerFormStarting(sorted: readonly string[], head: string, length: number): boolean {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (sorted[middle]! < head) low = middle + 1;
+    else high = middle;
+  }
+  // A form equal to `head` sorts first among those beginning with it; the next may be longer.
+  for (let i = low; i < sorted.length && sorted[i]!.startsWith(head); i++) if (sorted[i]!.length > length) return true;
+  return false;
+}
+
 /**
  * Replaces known secret values, and their encoded copies, with
  * `[redacted]`. One pass over the text whatever the number of forms: a
  * rolling hash of the next `minRedactedValueChars` characters is looked up in
  * a bit filter of the forms' first characters, and only where it is set are
- * the forms with those first characters tried, longest first. One regular
- * expression alternating every form was as fast up to a few hundred forms
- * and 20-50 times slower beyond (V8 leaves its fast path).
+ * the forms with those first characters looked up, one set lookup per length
+ * they come in, longest first. One regular expression alternating every form
+ * was as fast up to a few hundred forms and 20-50 times slower beyond (V8
+ * leaves its fast path); trying each form sharing the first characters in
+ * turn cost the number of such forms at every place they begin (values with
+ * a common vendor prefix, `sk-live-`, and text repeating it).
  */
 export class SecretRedactor {
   /** A redactor that knows no secret and returns text as it is. */
   static readonly none = new SecretRedactor([]);
 
   readonly #forms: readonly string[];
-  readonly #byPrefix = new Map<string, string[]>();
+  readonly #byPrefix = new Map<string, PrefixBucket>();
   readonly #prefixFilter = new Uint8Array(PREFIX_FILTER_BITS / 8);
   // What the window's first character weighs in its hash: removed from it as the window moves on.
   readonly #leavingWeight: number;
@@ -96,12 +122,19 @@ export class SecretRedactor {
     this.#forms = secretForms(values);
     for (const form of this.#forms) {
       const prefix = form.slice(0, width);
-      const sharing = this.#byPrefix.get(prefix);
-      if (sharing === undefined) this.#byPrefix.set(prefix, [form]);
-      else sharing.push(form);
+      let bucket = this.#byPrefix.get(prefix);
+      if (bucket === undefined) {
+        bucket = { lengths: [], forms: new Set(), sorted: [] };
+        this.#byPrefix.set(prefix, bucket);
+      }
+      // Forms come longest first, so the lengths do too.
+      if (bucket.lengths.at(-1) !== form.length) bucket.lengths.push(form.length);
+      bucket.forms.add(form);
+      bucket.sorted.push(form);
       const slot = prefixHash(prefix, 0, width) & (PREFIX_FILTER_BITS - 1);
       this.#prefixFilter[slot >>> 3]! |= 1 << (slot & 7);
     }
+    for (const bucket of this.#byPrefix.values()) bucket.sorted.sort();
     let weight = 1;
     for (let i = 1; i < width; i++) weight = Math.imul(weight, PREFIX_HASH_BASE);
     this.#leavingWeight = weight;
@@ -147,10 +180,20 @@ export class SecretRedactor {
     // Leftmost first: the longest cut prefix, so no characters of it are left before the replacement.
     for (let at = Math.max(0, text.length - longest + 1); at <= text.length - width; at++) {
       const rest = text.length - at;
-      const sharing = this.#byPrefix.get(text.slice(at, at + width));
-      if (sharing?.some((form) => form.length > rest && form.startsWith(text.slice(at)))) return at;
+      const sorted = this.#byPrefix.get(text.slice(at, at + width))?.sorted;
+      if (sorted !== undefined && longerFormStarting(sorted, text.slice(at), rest)) return at;
     }
     return -1;
+  }
+
+  /** The length of the longest form that begins at `at` in `text`, 0 if none. */
+  #formLengthAt(text: string, at: number, width: number): number {
+    const bucket = this.#byPrefix.get(text.slice(at, at + width));
+    if (bucket === undefined) return 0;
+    for (const length of bucket.lengths) {
+      if (at + length <= text.length && bucket.forms.has(text.slice(at, at + length))) return length;
+    }
+    return 0;
   }
 
   #redactWhole(text: string): string {
@@ -164,10 +207,13 @@ export class SecretRedactor {
     while (at <= lastStart) {
       const slot = hash & (PREFIX_FILTER_BITS - 1);
       if ((this.#prefixFilter[slot >>> 3]! & (1 << (slot & 7))) !== 0) {
-        const form = this.#byPrefix.get(text.slice(at, at + width))?.find((candidate) => text.startsWith(candidate, at));
-        if (form !== undefined) {
+        const length = this.#formLengthAt(text, at, width);
+        if (length !== 0) {
           redacted += text.slice(copied, at) + auditDefaults.redactedValue;
-          at += form.length;
+          // Another known form beginning inside this one and running past it (two secrets overlapping) is replaced with it, so none of it is left.
+          let end = at + length;
+          for (let inside = at + 1; inside < end && inside <= lastStart; inside++) end = Math.max(end, inside + this.#formLengthAt(text, inside, width));
+          at = end;
           copied = at;
           if (at <= lastStart) hash = prefixHash(text, at, width);
           continue;

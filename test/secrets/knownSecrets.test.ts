@@ -59,6 +59,24 @@ describe('SecretRedactor', () => {
     expect(whole.details['raw_line']).toBe(`n ${VALUE.slice(0, 8)}`);
   });
 
+  it('values that share a prefix, hold one another or overlap: each is replaced whole, and nothing of either is left', () => {
+    const long = 'sk-live-0123456789abcdef';
+    const short = 'sk-live-0123';
+    const inner = 'live-0123456789';
+    expect(new SecretRedactor([short, long]).redact(`a ${long} b ${short}9 c`)).toBe('a [redacted] b [redacted]9 c');
+    expect(new SecretRedactor([inner]).redact(`a ${long} b`)).toBe('a sk-[redacted]abcdef b');
+    expect(new SecretRedactor([inner, long]).redact(`a ${long} b`)).toBe('a [redacted] b');
+    // Overlapping: the first ends inside the second, which runs on.
+    expect(new SecretRedactor(['abcd1234', 'cd1234efgh']).redact('x abcd1234efgh y')).toBe('x [redacted] y');
+    // 100 values with one vendor prefix, of several lengths, in text repeating the prefix.
+    const values = Array.from({ length: 100 }, (_, i) => `sk-live-${randomBytes(8 + (i % 5)).toString('hex')}`);
+    const redactor = new SecretRedactor(values);
+    const text = values.map((value) => `sk-live-sk-live-${value}sk-live-`).join(' ');
+    const out = redactor.redact(text);
+    for (const value of values) expect(out).not.toContain(value.slice(8));
+    expect(out).toBe(values.map(() => 'sk-live-sk-live-[redacted]sk-live-').join(' '));
+  });
+
   it('leaves values too short to tell from text alone, and encodes only values long enough', () => {
     expect(new SecretRedactor(['abc']).redact('abc abcd')).toBe('abc abcd');
     const short = new SecretRedactor(['abcd12']);
