@@ -133,6 +133,18 @@ describe('npm: a server that connects at start, installed with a network grant',
     expect(asked.splice(0)).toEqual(['introspection network', 'install network']);
   });
 
+  it('wrap takes the network as an option: with it the generated manifest lists the remote tools; a malformed destination is refused before npm runs', async () => {
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const wrapped = await host.wrap(`npm:${MCP_REMOTE}`, { args: [remote.url], network: true });
+    expect(wrapped.isOk(), JSON.stringify(wrapped.isErr() ? wrapped.error : null)).toBe(true);
+    const manifest = JSON.parse(wrapped._unsafeUnwrap().manifestText) as { advertised_tools: { name: string }[]; declared_capabilities: { network: boolean } };
+    expect(manifest.advertised_tools.map((t) => t.name)).toEqual(['remote_echo', 'remote_wipe']);
+    // The generated manifest keeps the host default: the network is the install's grant, not the package's declaration.
+    expect(manifest.declared_capabilities.network).toBe(false);
+    const refused = (await host.wrap(`npm:${MCP_REMOTE}`, { args: [remote.url], egress: ['https://remote.test/'] }))._unsafeUnwrapErr();
+    expect(refused.code).toBe('PLUGIN_EGRESS_DESTINATION_INVALID');
+  });
+
   it('a declined start with network runs nothing: PLUGIN_TRUST_DECLINED before the server was started', async () => {
     const before = remote.requests();
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
