@@ -125,6 +125,15 @@ function initializeFailure(error: unknown, ctx: McpFailureContext): HostError {
   }
   const reason = error instanceof Error ? error.message : String(error);
   const details = { ...baseDetails(ctx), reason, ...(error instanceof McpError ? { jsonrpc_code: error.code } : {}) };
+  // The registry's hint speaks of a handshake line, which an MCP server that is merely slow to start never got wrong:
+  // published servers with large trees (mongodb-mcp-server, @elastic/mcp-server-elasticsearch) miss 30 s on a loaded machine.
+  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+    return hostError('PLUGIN_HANDSHAKE_FAILED', `plugin did not answer initialize within ${ctx.timeoutMs} ms: ${reason}`, {
+      details: { ...details, timeout_ms: ctx.timeoutMs },
+      cause: error,
+      hint: 'A server that loads a large tree, or any server on a busy machine, may need longer to start: raise startupTimeoutMs (a host option, or plugins.<plugin_id>.startupTimeoutMs for this plugin alone). details.stderr_tail shows what it printed meanwhile.',
+    });
+  }
   return hostError('PLUGIN_HANDSHAKE_FAILED', `plugin did not complete the MCP initialize exchange: ${reason}`, { details, cause: error });
 }
 

@@ -92,7 +92,9 @@ describe('mapMcpFailure', () => {
     expect(refused.details).toMatchObject({ offered: '1999-01-01', supported: expect.arrayContaining(['2025-06-18']) });
     const slow = await mapMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), context({ phase: 'initialize' }));
     expect(slow.code).toBe('PLUGIN_HANDSHAKE_FAILED');
-    expect(slow.details).toMatchObject({ phase: 'initialize', jsonrpc_code: ErrorCode.RequestTimeout });
+    expect(slow.details).toMatchObject({ phase: 'initialize', jsonrpc_code: ErrorCode.RequestTimeout, timeout_ms: 1000 });
+    // A slow start is no malformed handshake line: the hint names the setting that gives it more time.
+    expect(slow.hint).toMatch(/startupTimeoutMs/);
   });
 
   it('maps a result that fails the MCP schema to PLUGIN_MALFORMED_RESPONSE', async () => {
