@@ -3,14 +3,16 @@
  * choose the content of, and read again while the gateway serves, so that a
  * token is rotated by rewriting its file (docs/gateway.md, "HTTP security").
  */
-import { constants, type Stats } from 'node:fs';
+import { constants, type BigIntStats, type Stats } from 'node:fs';
 import { lstat, open, readlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
-// O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever.
-const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+// O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever. O_NOFOLLOW: the walk resolved
+// every link already, and a link found at the file's name now was put there after the walk judged it. O_NOCTTY: a
+// terminal is refused anyway, and must not become the gateway's.
+const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY;
 
 const WRITABLE_BY_GROUP_OR_OTHERS = 0o022;
 const READABLE_BY_OTHERS = 0o004;
@@ -36,7 +38,7 @@ function octal(mode: number): string {
  * process's user and root may own it; a file others may only read (a
  * Kubernetes secret mount is root's, mode 0644) is taken with a warning.
  */
-function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warning?: string } {
+function tokenFileTrust(info: Owned): { readonly refused?: string; readonly warning?: string } {
   const mode = octal(info.mode & 0o777);
   if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0) return { refused: `is writable by its group or by others (mode ${mode}): whoever can write it chooses the token; chmod go-w it` };
   if (!trustedOwner(info.uid)) return { refused: `is owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can rewrite it` };
@@ -52,7 +54,7 @@ function tokenFileTrust(info: Stats): { readonly refused?: string; readonly warn
  * entry's owner (or the directory's) may rename or remove it, and the next
  * component's owner is judged in its turn.
  */
-function directoryTrust(at: string, info: Stats): string | undefined {
+function directoryTrust(at: string, info: Owned): string | undefined {
   if (!trustedOwner(info.uid)) {
     return `is reached through the directory ${at}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can replace the file; move the file or chown the directory`;
   }
@@ -62,23 +64,35 @@ function directoryTrust(at: string, info: Stats): string | undefined {
   return undefined;
 }
 
+/** An entry's mode and owner, as numbers whichever way it was stat'ed. */
+type Owned = Pick<Stats, 'mode' | 'uid'>;
+const owned = (info: BigIntStats): Owned => ({ mode: Number(info.mode), uid: Number(info.uid) });
+
 const components = (path: string): string[] => path.split('/').filter((c) => c !== '' && c !== '.');
 
+/** Where the walk to a token file ended: the file's path with every link resolved, and what it was when judged. */
+interface WayEnd {
+  readonly path: string;
+  readonly entry: BigIntStats;
+}
+
 /**
- * Why the way to a token file is not trusted, if it is not: every directory
- * from `/` to the file, and every symbolic link followed on the way (in a
- * directory's name as in the file's), must be this process's user's or
+ * Where the way to a token file leads, or why it is not trusted: every
+ * directory from `/` to the file, and every symbolic link followed on the way
+ * (in a directory's name as in the file's), must be this process's user's or
  * root's, the directories not writable by others (but sticky ones), since
  * the owner of a link can point it at any file this process may read, and
  * the owner of a directory can replace the file. The path is walked here
  * component by component, as the kernel resolves it, so that a link in the
  * middle of it is judged as one at its end is (a Kubernetes secret mount's
- * `token -> ..data/token` and `..data -> ..<date>` links are root's).
+ * `token -> ..data/token` and `..data -> ..<date>` links are root's). The
+ * file itself is judged here too, before anything opens it: in a sticky
+ * directory others may write, only an entry of this user or root cannot be
+ * replaced by another user between this walk and the open (attack review R1).
  */
-async function untrustedWay(path: string): Promise<string | undefined> {
-  const rootInfo = await lstat('/');
-  const atRoot = directoryTrust('/', rootInfo);
-  if (atRoot !== undefined) return atRoot;
+async function wayToTokenFile(path: string): Promise<Result<WayEnd, string>> {
+  const atRoot = directoryTrust('/', owned(await lstat('/', { bigint: true })));
+  if (atRoot !== undefined) return err(atRoot);
   let at = '/';
   // Not path.resolve: it would fold `link/..` away, where the kernel climbs from wherever the link led.
   const pending = components(isAbsolute(path) ? path : `${process.cwd()}/${path}`);
@@ -91,44 +105,56 @@ async function untrustedWay(path: string): Promise<string | undefined> {
       continue;
     }
     const next = join(at, name);
-    const info = await lstat(next);
-    if (info.isSymbolicLink()) {
+    // One lstat of each entry, judged and (the file's) remembered as it was then: BigInt, as inode numbers may pass 2^53.
+    const entry = await lstat(next, { bigint: true });
+    const info = owned(entry);
+    if (entry.isSymbolicLink()) {
       if (!trustedOwner(info.uid)) {
-        return `is reached through the symbolic link ${next}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can point it at any file; name the file itself or chown the link`;
+        return err(`is reached through the symbolic link ${next}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can point it at any file; name the file itself or chown the link`);
       }
       followed += 1;
-      // The kernel refuses the open past this many links; the open says so.
-      if (followed > MAX_LINKS_FOLLOWED) return undefined;
+      // The kernel refuses a path past this many links (ELOOP).
+      if (followed > MAX_LINKS_FOLLOWED) return err(`cannot be read (more than ${MAX_LINKS_FOLLOWED} symbolic links on the way)`);
       const target = await readlink(next);
       if (isAbsolute(target)) at = '/';
       pending.unshift(...components(target));
       continue;
     }
-    if (pending.length === 0) return undefined;
-    // A directory on the way; something else (a file used as one) fails the open with ENOTDIR.
-    if (!info.isDirectory()) return undefined;
+    if (pending.length === 0) {
+      if (!entry.isFile()) return err('is not a regular file');
+      const refused = tokenFileTrust(info).refused;
+      if (refused !== undefined) return err(refused);
+      return ok({ path: next, entry });
+    }
+    // The kernel fails the open of a path that goes on past a file with ENOTDIR.
+    if (!entry.isDirectory()) return err(`cannot be read (${next} is not a directory)`);
     const refused = directoryTrust(next, info);
-    if (refused !== undefined) return refused;
+    if (refused !== undefined) return err(refused);
     at = next;
   }
-  return undefined;
+  // The path named a directory ('/', or one ending in '..').
+  return err('is not a regular file');
 }
 
 /**
  * The text of a token file, or why it is refused: reached through a link or a
  * directory another user controls, not a regular file (a FIFO, a device),
  * larger than a token needs, or writable by someone else. A warning (a file
- * every user may read) is added to `warnings`.
+ * every user may read) is added to `warnings`. What is read is the file the
+ * walk judged: opened by its resolved path without following a link, and
+ * refused unless it is still the same file (device and inode).
  */
 export async function readTokenFile(path: string, warnings: string[]): Promise<Result<string, string>> {
   const limit = GATEWAY_DEFAULTS.maxTokenFileBytes;
-  const way = await untrustedWay(path);
-  if (way !== undefined) return err(way);
-  const handle = await open(path, TOKEN_FILE_FLAGS);
+  const way = await wayToTokenFile(path);
+  if (way.isErr()) return err(way.error);
+  const handle = await open(way.value.path, TOKEN_FILE_FLAGS);
   try {
-    const info = await handle.stat();
+    const info = await handle.stat({ bigint: true });
+    const judged = way.value.entry;
+    if (info.dev !== judged.dev || info.ino !== judged.ino) return err('was replaced while it was read');
     if (!info.isFile()) return err('is not a regular file');
-    const trust = tokenFileTrust(info);
+    const trust = tokenFileTrust(owned(info));
     if (trust.refused !== undefined) return err(trust.refused);
     if (trust.warning !== undefined) warnings.push(`token file ${path} ${trust.warning}`);
     const { buffer, bytesRead } = await handle.read(Buffer.alloc(limit + 1), 0, limit + 1, 0);
