@@ -16,7 +16,7 @@
  * the owners are read, its install already committed (the catalog read
  * after names the root) or undid itself (it removed the root).
  */
-import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rmdir, writeFile } from 'node:fs/promises';
 import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
@@ -26,6 +26,7 @@ import type { Clock } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { toHostError } from './refusal.js';
 import { PIN_STALE_MS, isStale } from './schemaPins.js';
+import { removeTree } from './removeTree.js';
 
 /** The owner record inside a staging directory. */
 export const STAGE_OWNER_FILE = 'owner.json';
@@ -155,10 +156,11 @@ export async function collectInstallLeftovers(layout: ProfileLayout, store: Cata
   const installRoots: string[] = [];
   for (const root of roots) {
     if (named(root)) continue;
-    await rm(root, { recursive: true, force: true });
+    // However deep it goes: a tree past the path limit failed rm, and with it every later collection.
+    await removeTree(root);
     await rmdir(dirname(root)).catch(() => undefined);
     installRoots.push(root.slice(layout.pluginsDir.length + 1));
   }
-  for (const name of stages.dead) await rm(join(layout.stagingDir, name), { recursive: true, force: true });
+  for (const name of stages.dead) await removeTree(join(layout.stagingDir, name));
   return { staging: stages.dead, installRoots };
 }
