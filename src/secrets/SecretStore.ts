@@ -1,4 +1,5 @@
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -40,10 +41,16 @@ export function storedValues(text: string): Record<string, string> {
  * The default {@link SecretStore}: one JSON file per plugin, mode 0600, in
  * `<profile>/secrets/` (mode 0700). The sandbox hides the whole profile
  * directory from plugins, so no plugin can read another's secrets, or its own
- * file, except through the environment the host builds for it.
+ * file, except through the environment the host builds for it. A write goes
+ * to a temporary file of its own, renamed over the plugin's; one store's
+ * writes and deletes of a plugin run one at a time (two at once shared one
+ * temporary file: one reported success for values the other's rename threw
+ * away). `delete` also removes temporary files a killed writer left.
  */
 export class FileSecretStore implements SecretStore {
   private readonly dir: string;
+  /** The last write or delete of each plugin, which the next waits for. */
+  readonly #pending = new Map<string, Promise<unknown>>();
 
   /** @param profileDir - The profile directory that holds `secrets/`. */
   constructor(profileDir: string) {
@@ -58,21 +65,48 @@ export class FileSecretStore implements SecretStore {
   /** {@inheritDoc SecretStore.set} */
   set(pluginId: string, values: Readonly<Record<string, string>>): ResultAsync<void, HostError> {
     return ResultAsync.fromPromise(
-      (async () => {
+      this.#oneAtATime(pluginId, async () => {
         const current = await this.read(pluginId);
         await this.write(pluginId, { ...current, ...values });
-      })(),
+      }),
       storeError('Storing the secrets in', this.file(pluginId)),
     );
   }
 
   /** {@inheritDoc SecretStore.delete} */
   delete(pluginId: string): ResultAsync<void, HostError> {
-    return ResultAsync.fromPromise(rm(this.file(pluginId), { force: true }), storeError('Deleting the secrets in', this.file(pluginId)));
+    return ResultAsync.fromPromise(
+      this.#oneAtATime(pluginId, async () => {
+        await rm(this.file(pluginId), { force: true });
+        // A writer killed before its rename left its temporary file, every value of the plugin in it.
+        const left = await readdir(this.dir).catch((e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? [] : Promise.reject(e)));
+        const temporary = new RegExp(`^${escapedForPattern(this.fileName(pluginId))}\\.\\d+(?:\\.[0-9a-f]+)?\\.tmp$`);
+        for (const name of left.filter((n) => temporary.test(n))) await rm(join(this.dir, name), { force: true });
+      }),
+      storeError('Deleting the secrets in', this.file(pluginId)),
+    );
+  }
+
+  /** Runs `work` after the plugin's previous write or delete in this store settled. */
+  #oneAtATime<T>(pluginId: string, work: () => Promise<T>): Promise<T> {
+    const ran = (this.#pending.get(pluginId) ?? Promise.resolve()).then(work, work);
+    const settled = ran.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#pending.set(pluginId, settled);
+    void settled.then(() => {
+      if (this.#pending.get(pluginId) === settled) this.#pending.delete(pluginId);
+    });
+    return ran;
+  }
+
+  private fileName(pluginId: string): string {
+    return `${encodeURIComponent(pluginId)}.json`;
   }
 
   private file(pluginId: string): string {
-    return join(this.dir, `${encodeURIComponent(pluginId)}.json`);
+    return join(this.dir, this.fileName(pluginId));
   }
 
   private async read(pluginId: string): Promise<Record<string, string>> {
@@ -89,14 +123,26 @@ export class FileSecretStore implements SecretStore {
   private async write(pluginId: string, values: Record<string, string>): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const target = this.file(pluginId);
-    const temp = `${target}.${process.pid}.tmp`;
-    const handle = await open(temp, 'w', 0o600);
+    // Its own name, created anew ('wx'): another writer's file is never truncated or renamed in its place.
+    const temp = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    const handle = await open(temp, 'wx', 0o600);
     try {
-      await handle.writeFile(JSON.stringify(values));
-      await handle.sync();
-    } finally {
-      await handle.close();
+      try {
+        await handle.writeFile(JSON.stringify(values));
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, target);
+    } catch (e) {
+      // A write that failed leaves no copy of the values behind.
+      await rm(temp, { force: true });
+      throw e;
     }
-    await rename(temp, target);
   }
+}
+
+/** `text` with the characters a regular expression gives a meaning escaped. */
+function escapedForPattern(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

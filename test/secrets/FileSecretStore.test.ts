@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -34,5 +34,28 @@ describe('FileSecretStore', () => {
       expect(failure.message).toContain('is not a JSON object');
       expect((await store.set('p', { B: '2' })).isErr()).toBe(true);
     }
+  });
+
+  it('keeps every value of writes made at once, each reporting success, and leaves no temporary file', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'secrets-'));
+    const store = new FileSecretStore(dir);
+    // A long value keeps the first write busy while the others start: they shared one temporary file.
+    const outcomes = await Promise.all([store.set('p', { A: 'a'.repeat(200_000) }), store.set('p', { B: 'sk-live-2' }), store.set('p', { C: 'sk-live-3' })]);
+    for (const outcome of outcomes) expect(outcome.isOk()).toBe(true);
+    expect(Object.keys((await store.get('p'))._unsafeUnwrap()).sort()).toEqual(['A', 'B', 'C']);
+    expect(await readdir(join(dir, 'secrets'))).toEqual(['p.json']);
+  });
+
+  it('leaves no copy of the values a killed writer left once the plugin is deleted', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'secrets-'));
+    const store = new FileSecretStore(dir);
+    // What a writer killed between its write and its rename left (this and the previous naming), and another plugin's file.
+    (await store.set('p', { TOKEN: 'sk-live-stored' }))._unsafeUnwrap();
+    (await store.set('p.json', { TOKEN: 'sk-live-other' }))._unsafeUnwrap();
+    for (const left of ['p.json.4242.tmp', 'p.json.4243.0a1b2c3d4e5f.tmp']) await writeFile(join(dir, 'secrets', left), '{"TOKEN":"sk-live-left"}', { mode: 0o600 });
+    (await store.delete('p'))._unsafeUnwrap();
+    const kept = await readdir(join(dir, 'secrets'));
+    expect(kept).toEqual(['p.json.json']);
+    expect(await readFile(join(dir, 'secrets', 'p.json.json'), 'utf8')).toContain('sk-live-other');
   });
 });
