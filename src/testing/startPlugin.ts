@@ -12,8 +12,8 @@ import {
   type PluginInfo,
   type ProfileKind,
   type SandboxSpawnerOptions,
+  type CallResult,
   type ToolDescriptor,
-  type ToolResult,
 } from '../index.js';
 import { describeFailure } from './assertions.js';
 import { makeScratchDir, MemorySecretStore, removeScratchDir } from './scratchProfile.js';
@@ -57,9 +57,11 @@ export class PluginUnderTest {
   /**
    * Calls one of the plugin's tools by its unprefixed name. Unlike a
    * production host, every risk class is accepted and `high_stakes_write`
-   * calls are confirmed, unless `options` says otherwise.
+   * calls are confirmed, unless `options` says otherwise. The result is
+   * `PluginHost.call`'s own, so `shape` narrows `value` (an MCP
+   * `CallToolResult` for `mcp-plugin` and `esm-module`) without a cast.
    */
-  call(tool: string, args: unknown = {}, options: HostCallOptions = {}): ResultAsync<ToolResult, HostError> {
+  call(tool: string, args: unknown = {}, options: HostCallOptions = {}): ResultAsync<CallResult, HostError> {
     return this.host.call(`plug.${this.pluginId}.${tool}`, args, { maxRisk: 'destructive', confirm: () => true, ...options });
   }
 

@@ -42,6 +42,7 @@ const PLACEHOLDERS: Readonly<Record<string, string>> = {
   toHostIoError: 'declare function toHostIoError(cause: unknown): HostError;',
   forward: 'declare function forward(result: unknown): void;',
   pkg: 'declare const pkg: string;',
+  pluginDir: 'declare const pluginDir: string;',
   profileDir: 'declare const profileDir: string;',
 };
 
