@@ -82,7 +82,10 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   args.push(...maskArgs(layout.masksInside));
   for (const m of [...layout.masksOutside, ...layout.masksInside]) if (m.kind === 'dir') args.push('--remount-ro', m.path);
   // The sandbox's root and /tmp are tmpfs that only hold mount points; left writable they would be scratch space outside writeDir.
-  args.push('--remount-ro', '/tmp', '--remount-ro', '/');
+  // So is bubblewrap's /dev (its device nodes, /dev/shm and /dev/pts are mounts of their own and keep their access):
+  // sized at half the host's memory, it held what a plugin owning it wrote there, uncharged where no control group
+  // counts tmpfs pages (the rlimit fallback), past the memory cap that /dev/shm's size keeps.
+  args.push('--remount-ro', '/dev', '--remount-ro', '/tmp', '--remount-ro', '/');
   args.push('--chdir', layout.cwd);
   if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
   if (infoFd !== undefined) args.push('--info-fd', String(infoFd));

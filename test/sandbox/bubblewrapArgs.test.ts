@@ -99,7 +99,7 @@ describe('bubblewrapArgs', () => {
     expect(at('--tmpfs', profile)).toBeLessThan(at('--bind', writeDir));
     expect(args.join(' ')).toContain(`--ro-bind /dev/null ${join(home, '.netrc')}`);
     expect(at('--ro-bind', installRoot)).toBeLessThan(at('--tmpfs', join(installRoot, '.aws')));
-    expect(pairs(args, '--remount-ro')).toEqual(['/proc', profile, join(home, '.ssh'), join(installRoot, '.aws'), '/tmp', '/']);
+    expect(pairs(args, '--remount-ro')).toEqual(['/proc', profile, join(home, '.ssh'), join(installRoot, '.aws'), '/dev', '/tmp', '/']);
   });
 });
 

@@ -29,12 +29,13 @@ const started: PluginProcess[] = [];
 
 // Each action is `name:path`; the report maps it to 'ok' (for a read, the file's text) or the error code.
 const ATTACKER = `
-import { chmodSync, closeSync, constants, openSync, readFileSync, statSync, utimesSync } from 'node:fs';
+import { chmodSync, closeSync, constants, openSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 const attempt = (action, path) => {
   if (action === 'chmod') return Promise.resolve().then(() => chmodSync(path, 0o666));
   if (action === 'utimes') return Promise.resolve().then(() => utimesSync(path, 0, 0));
   if (action === 'stat') return Promise.resolve().then(() => statSync(path));
+  if (action === 'create') return Promise.resolve().then(() => writeFileSync(path, 'scratch'));
   if (action === 'openw') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_WRONLY)));
   if (action === 'openr') return Promise.resolve().then(() => closeSync(openSync(path, constants.O_RDONLY)));
   if (action === 'read') return Promise.resolve().then(() => readFileSync(path, 'utf8'));
@@ -251,6 +252,18 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
     } finally {
       for (const node of nodes) rmSync(node, { force: true });
     }
+  });
+
+  // Memory outside the plugin's caps: bubblewrap's /dev is a tmpfs of its own, sized at half the host's memory, and a
+  // plugin owning it (the host's user in its user namespace, or root without an identity) filled it where no control
+  // group charges its pages (the rlimit fallback: RLIMIT_DATA does not count tmpfs), as /dev/shm, sized to the cap, no
+  // longer can. Nothing but its writable directory and /dev/shm takes a file.
+  it('keeps no scratch space outside its writable directory and /dev/shm', async () => {
+    const places = ['/dev', '/tmp', '/'].map((dir) => join(dir, `mcp-attack-${process.pid}-scratch`));
+    const report = await attack(spawner, [...places.map((path) => `create:${path}`), `create:${join(dataDir, 'scratch')}`, `create:/dev/shm/mcp-attack-${process.pid}`]);
+    for (const path of places) expect(report[`create:${path}`], path).toMatch(/^E(ROFS|ACCES|PERM)$/);
+    expect(report[`create:${join(dataDir, 'scratch')}`]).toBe('ok');
+    expect(report[`create:/dev/shm/mcp-attack-${process.pid}`]).toBe('ok');
   });
 
   // The sandbox's process 1 is the plugin's neighbour: in its PID and mount namespaces, visible at /proc/1. bubblewrap's
