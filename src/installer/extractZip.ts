@@ -23,6 +23,8 @@ const ENCRYPTED_FLAG = 0x1;
 const DATA_DESCRIPTOR_FLAG = 0x8;
 const ZIP64_MARKER = 0xffffffff;
 const ZIP64_EXTRA_FIELD = 0x0001;
+/** The optional signature of a data descriptor (APPNOTE 4.3.9.3), which a streaming unzip looks for to end a stored member. */
+const DATA_DESCRIPTOR_SIGNATURE = Buffer.from([0x50, 0x4b, 0x07, 0x08]);
 const STORED = 0;
 const MAX_LINK_TARGET_BYTES = 4096;
 const DEFLATED = 8;
@@ -176,13 +178,30 @@ function localSizes(local: LocalFileHeader): { compressed: number | null; uncomp
 }
 
 /**
+ * Where a stored member's bytes hold a data descriptor's signature, if they
+ * do: read in chunks that overlap by the signature's length less one.
+ */
+function descriptorSignatureIn(fd: number, start: number, length: number): number | undefined {
+  const overlap = DATA_DESCRIPTOR_SIGNATURE.length - 1;
+  const chunk = Buffer.allocUnsafe(Math.min(STREAM_CHUNK_BYTES, length));
+  for (let at = 0; at < length; ) {
+    const n = readFully(fd, chunk, 0, Math.min(chunk.length, length - at), start + at);
+    const found = chunk.subarray(0, n).indexOf(DATA_DESCRIPTOR_SIGNATURE);
+    if (found !== -1) return at + found;
+    if (n < chunk.length || at + n >= length) return undefined;
+    at += n - overlap;
+  }
+  return undefined;
+}
+
+/**
  * Refuses an entry whose local file header disagrees with its central
  * directory record. Tools differ on which of the two they trust (a streaming
  * unzip reads only local headers), so a package whose two views differ would
  * install other files than another tool shows. The sizes and CRC are only in
  * the local header when no data descriptor follows the data (flag bit 3).
  */
-async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promise<LocalFileHeader> {
+async function checkLocalHeader(zip: ZipFile, reader: ArchiveReader, entry: Entry, name: string): Promise<LocalFileHeader> {
   const local = await zip.readLocalFileHeaderPromise(entry).catch((cause: unknown) => {
     throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' has no readable local header: ${String(cause)}`));
   });
@@ -198,7 +217,22 @@ async function checkLocalHeader(zip: ZipFile, entry: Entry, name: string): Promi
   if ((local.generalPurposeBitFlag & ENCRYPTED_FLAG) !== (entry.generalPurposeBitFlag & ENCRYPTED_FLAG)) {
     mismatch('encryption', entry.generalPurposeBitFlag & ENCRYPTED_FLAG, local.generalPurposeBitFlag & ENCRYPTED_FLAG);
   }
-  if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) return local;
+  if ((local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0) {
+    // A reader of local headers alone learns where a stored member with a data descriptor ends only by finding the
+    // descriptor's signature: one inside the data would end the member there for it, and it would take the rest (the
+    // installed file's own bytes) for other members (attack review R1). A deflated member's end is its stream's.
+    if (local.compressionMethod === STORED) {
+      const at = descriptorSignatureIn(reader.fd, local.fileDataStart, entry.compressedSize);
+      if (at !== undefined) {
+        refuseEntry('header_mismatch', name, `zip entry '${name}' is stored with a data descriptor and holds a data descriptor's signature at byte ${at}: a streaming unzip would end it there`, {
+          field: 'data_descriptor',
+          central: entry.compressedSize,
+          local: at,
+        });
+      }
+    }
+    return local;
+  }
   // ZIP64 entries carry 0xffffffff here and their sizes in the local ZIP64 extra field, which a reader of local headers
   // alone (a streaming unzip) takes: it must give the central directory's sizes too, or that reader sees other data.
   const sizes = localSizes(local);
@@ -231,7 +265,7 @@ async function stageEntry(zip: ZipFile, reader: ArchiveReader, entry: Entry, tre
   tree.countEntry(name);
   const kind = entryKind(entry, name);
   const safe = safeEntryName('zip', name);
-  const local = await checkLocalHeader(zip, entry, name);
+  const local = await checkLocalHeader(zip, reader, entry, name);
   if ((entry.generalPurposeBitFlag & ENCRYPTED_FLAG) !== 0) refuseEntry('encrypted', name, `zip entry '${name}' is encrypted`);
   if (kind === 'directory') {
     if (entry.uncompressedSize > 0) refuseEntry('malformed', name, `zip directory entry '${name}' carries data`);
