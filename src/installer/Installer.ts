@@ -1,4 +1,4 @@
-import { mkdir, realpath, rename, rm, rmdir } from 'node:fs/promises';
+import { mkdir, realpath, rename, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
@@ -20,14 +20,15 @@ import type { NamespaceClaim, NamespaceLock, NamespaceOwners, ProfileKind } from
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
-import { readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
-import { introspectServer, type IntrospectionNetwork } from './introspect.js';
+import { BUNDLE_NEEDS_REVIEW, readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
+import { hasNetwork, introspectServer, type IntrospectionNetwork } from './introspect.js';
 import { riskClassOf } from './npmManifest.js';
 import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from './openNpmSource.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import { installPathRefusal } from './installPath.js';
+import { removeTree } from './removeTree.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
 import { sameAsPinned, sameTree } from './sameTree.js';
@@ -572,7 +573,7 @@ export class Installer {
     if (current.isErr()) return err(current.error);
     const snapshot = current.value;
     if (staged.manifestFile === 'manifest.json') {
-      const bundle = await this.#inspectBundle(staged.root, snapshot, options);
+      const bundle = await this.#inspectBundle(staged, snapshot, options);
       if (bundle.isErr() || bundle.value !== undefined) return bundle as Result<ManifestReport, HostError>;
     }
     const manifestPath = join(staged.root, staged.manifestFile);
@@ -633,10 +634,15 @@ export class Installer {
    * accepted with these powers before (as the install's own question is
    * spared, see {@link Installer.#trust}). Declining is PLUGIN_TRUST_DECLINED.
    */
-  async #consentToStart(start: NetworkedStart, capabilities: DeclaredCapabilities, accept: TrustCallback): Promise<Result<void, HostError>> {
+  async #consentToStart(
+    start: NetworkedStart,
+    capabilities: DeclaredCapabilities,
+    accept: TrustCallback,
+    source: { readonly kind: PackageSourceKind; readonly owner: string | undefined } = { kind: 'npm', owner: start.namespace_owner ?? undefined },
+  ): Promise<Result<void, HostError>> {
     const snapshot = await this.#o.store.snapshot();
     if (snapshot.isErr()) return err(snapshot.error);
-    if (acceptedBefore(snapshot.value, start.plugin_id, start.namespace_owner, capabilities)) return ok(undefined);
+    if (acceptedBefore(snapshot.value, start.plugin_id, source.owner, capabilities)) return ok(undefined);
     const request: TrustRequest = {
       plugin_id: start.plugin_id,
       display_name: start.name,
@@ -645,7 +651,7 @@ export class Installer {
       tos: null,
       risk: start.risk,
       license: start.license,
-      source: 'npm',
+      source: source.kind,
       source_path: start.source_path,
       capabilities,
       tools: [],
@@ -701,14 +707,15 @@ export class Installer {
   }
 
   /** An MCP Bundle's checks (see readBundleManifest) and the host checks; undefined when the manifest.json is not a bundle's. */
-  async #inspectBundle(root: string, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport | undefined, HostError>> {
+  async #inspectBundle(staged: StagedPackage, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport | undefined, HostError>> {
+    const root = staged.root;
     const spawner = this.#o.spawner;
     const read = await readBundleManifest(root, {
       defaultCapabilities: DEFAULT_CAPABILITIES,
       dataDirOf: (id) => this.#o.layout.dataDir(id),
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
       ...(options.settings === undefined ? {} : { settings: options.settings }),
-      ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner) }),
+      ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner, staged.source, options) }),
     });
     if (read.isErr() || read.value?.manifest === undefined) return read;
     const violations = sortViolations(this.#hostChecks(read.value.manifest, snapshot, options));
@@ -716,7 +723,27 @@ export class Installer {
   }
 
   /** The tools a staged bundle's server lists in one sandboxed start (see introspectServer), each with its risk class from its annotations. */
-  async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner): Promise<Result<readonly ManifestTool[], HostError>> {
+  async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner, source: StagedPackage['source'], options: InstallOptions): Promise<Result<readonly ManifestTool[], HostError>> {
+    // A bundle declares no capabilities: its start gets the network the install grants, as the installed plugin will (see #openNpm).
+    const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
+    if (capabilities.isErr()) return err(capabilities.error);
+    const network = networkOf(capabilities.value);
+    if (hasNetwork(network) && options.accept !== undefined && server.plugin !== undefined) {
+      const { plugin } = server;
+      const start: NetworkedStart = {
+        plugin_id: plugin.plugin_id,
+        name: plugin.name,
+        version: plugin.version,
+        // A bundle declares no owner (the install question shows none); the owner recorded for it is the bundle itself, as namespaceOwnerOf names it.
+        namespace_owner: null,
+        license: plugin.license ?? null,
+        risk: BUNDLE_NEEDS_REVIEW,
+        source_path: source.path,
+        network,
+      };
+      const consented = await this.#consentToStart(start, capabilities.value, options.accept, { kind: source.kind, owner: `mcpb:${plugin.plugin_id}` });
+      if (consented.isErr()) return err(consented.error);
+    }
     const workDir = join(dirname(server.root), 'introspection');
     const listed = await introspectServer({
       root: server.root,
@@ -731,8 +758,10 @@ export class Installer {
       hiddenPaths: [this.#o.layout.root],
       timeoutMs: DEFAULT_INTROSPECTION_TIMEOUT_MS,
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
+      grantedNetwork: network,
     });
-    await rm(workDir, { recursive: true, force: true });
+    // However deep the server's writes in its data directory go (removeTree).
+    await removeTree(workDir);
     return listed.map((tools) =>
       tools.map((tool): ManifestTool => ({
         name: tool.name,
@@ -813,7 +842,7 @@ export class Installer {
     // schema files go with the collection once its pin is gone; files
     // another plugin references or another install has pinned stay.
     const undo = async (): Promise<void> => {
-      if (moved) await rm(installRoot, { recursive: true, force: true });
+      if (moved) await removeTree(installRoot);
       await rmdir(dirname(installRoot)).catch(() => undefined);
       if (pin.path !== undefined) {
         await unpin(pin.path);
@@ -975,7 +1004,7 @@ export class Installer {
     const pluginsDir = await realpath(this.#o.layout.pluginsDir).catch(() => this.#o.layout.pluginsDir);
     const parts = relative(pluginsDir, root).split(sep);
     if (!isAbsolute(root) || parts.length !== 2 || parts[0] !== pluginId || parts[1] === '' || parts[1] === '..') return false;
-    await rm(root, { recursive: true, force: true });
+    await removeTree(root);
     // The per-plugin parent goes too once no install root is left in it.
     await rmdir(dirname(root)).catch(() => undefined);
     return true;

@@ -7,7 +7,7 @@
  * caller's, else one generated from the server's own `tools/list`.
  */
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -28,6 +28,7 @@ import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type Fetc
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import type { ClientRequestKind } from '../manifest/model.js';
 import { binOf, generatedManifest } from './npmManifest.js';
+import { removeTree } from './removeTree.js';
 
 /** Where a staged npm package's manifest came from. */
 export type NpmManifestOrigin = 'package' | 'caller' | 'introspection';
@@ -64,8 +65,8 @@ export interface NetworkedStart {
   readonly name: string;
   /** The package version. */
   readonly version: string;
-  /** `npm:<name>`. */
-  readonly namespace_owner: string;
+  /** The owner the install question shows: `npm:<name>` for an npm server, null for a bundle, which declares none. */
+  readonly namespace_owner: string | null;
   /** The package.json license, or null. */
   readonly license: string | null;
   /** The generated manifest's `risk` (not reviewed, and the skipped install scripts). */
@@ -209,7 +210,8 @@ async function manifestFor(
     ...(introspection.grantedEnv === undefined ? {} : { grantedEnv: introspection.grantedEnv }),
     ...(network === undefined ? {} : { grantedNetwork: network }),
   });
-  await rm(workDir, { recursive: true, force: true });
+  // However deep the server's writes in its data directory go: Node's rm stops at the path limit.
+  await removeTree(workDir);
   if (tools.isErr()) return err(withSkippedInstallScripts(tools.error, fetched.installScripts));
   await write(generatedManifest({ packageJson, executable: executable.value, tools: tools.value, installScripts: fetched.installScripts }));
   return ok('introspection');
@@ -223,7 +225,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
   const made = await makeStage(options.stagingRoot);
   if (made.isErr()) return err(made.error);
   const stage = made.value;
-  const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
+  const discard = (): Promise<void> => removeTree(stage);
   const fail = async (error: HostError): Promise<Result<never, HostError>> => {
     await discard().catch(() => undefined);
     return err(error);
@@ -237,7 +239,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
     const tree = new StagingTree(join(stage, 'tree'), limits.value);
     await mkdir(tree.root, { mode: 0o700 });
     await copyDirectory(fetched.value.dir, tree);
-    await rm(work, { recursive: true, force: true });
+    await removeTree(work);
     const path = spec.value.kind === 'registry' ? `${fetched.value.name}@${fetched.value.version}` : spec.value.path;
     const origin = await manifestFor(tree, fetched.value, stage, options, path);
     if (origin.isErr()) return await fail(origin.error);
