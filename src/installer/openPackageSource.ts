@@ -15,6 +15,7 @@ import { Refusal, refuse, refuseEntry, toHostError } from './refusal.js';
 import { decodeSignature, parseTrustedKeys, readSidecarSignature, verifyDigestSignature, type TrustedKey } from './signature.js';
 import { DIRECTORY_MODE, StagingTree } from './StagingTree.js';
 import type { HashedWhileWritten } from '../binding/packageTree.js';
+import { removeTree } from './removeTree.js';
 
 /** What kind of package source a path turned out to be (`npm`: fetched with npm, see `openNpmSource`). */
 export type PackageSourceKind = 'directory' | 'tgz' | 'zip' | 'npm';
@@ -223,7 +224,7 @@ async function stagePackage(path: string, options: PackageSourceOptions): Promis
   const made = await makeStage(options.stagingRoot);
   if (made.isErr()) return err(made.error);
   const stage = made.value;
-  const discard = (): Promise<void> => rm(stage, { recursive: true, force: true });
+  const discard = (): Promise<void> => removeTree(stage);
   try {
     await claimStage(stage, options.clock ?? systemClock);
     const staged = await (isDirectory ? stageDirectory : stageArchive)(absolute, stage, options, v);
