@@ -40,17 +40,43 @@ function base64Cores(value: Buffer): string[] {
 }
 
 /**
+ * `json` (a JSON string's inside) with every character past ASCII as a
+ * `\uXXXX` escape, lower-case hex, as Python's `json.dumps` writes by default.
+ */
+function asciiJson(json: string): string {
+  return json.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * `value` percent-encoded the ways programs put it in a URL:
+ * `encodeURIComponent` (leaves `!'()*`); every byte but the unreserved
+ * `-_.~` escaped (RFC 3986), as is, keeping `/` (Python's `quote`), and with
+ * `+` for a space (Python's `quote_plus`, Go's `QueryEscape`); and
+ * form-encoded (`URLSearchParams`: `+` for a space, `~` escaped, `*` not).
+ */
+function percentEncodings(value: string): string[] {
+  const component = encodeURIComponent(value);
+  const strict = component.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return [component, strict, strict.replace(/%2F/g, '/'), strict.replace(/%20/g, '+'), new URLSearchParams([['', value]]).toString().slice(1)];
+}
+
+/**
  * Every form of `values` that is redacted: each value of at least
- * `minRedactedValueChars` characters as written, JSON-escaped and
- * percent-encoded; for values of at least `minEncodedSecretChars`, also its
- * base64 and base64url cores and its hex (lower and upper case). Longest
+ * `minRedactedValueChars` characters as written, JSON-escaped (also with
+ * `\uXXXX` past ASCII, and with `\/`) and percent-encoded (as `encodeURIComponent`,
+ * RFC 3986's unreserved set alone, keeping `/`, `+` for a space, and
+ * form-encoded; upper- and lower-case hex); for values of at
+ * least `minEncodedSecretChars`, also its base64 and base64url cores and its
+ * hex (lower and upper case). Longest
  * first, so a form that holds another is replaced whole.
  */
 export function secretForms(values: Iterable<string>): string[] {
   const forms = new Set<string>();
   for (const value of values) {
     if (value.length < auditDefaults.minRedactedValueChars) continue;
-    forms.add(value).add(JSON.stringify(value).slice(1, -1)).add(encodeURIComponent(value));
+    const json = JSON.stringify(value).slice(1, -1);
+    forms.add(value).add(json).add(asciiJson(json)).add(json.replace(/\//g, '\\/'));
+    for (const encoded of percentEncodings(value)) forms.add(encoded).add(encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()));
     if (value.length < auditDefaults.minEncodedSecretChars) continue;
     const bytes = Buffer.from(value, 'utf8');
     for (const core of base64Cores(bytes)) forms.add(core).add(core.replace(/\+/g, '-').replace(/\//g, '_'));

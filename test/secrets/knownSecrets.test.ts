@@ -1,4 +1,5 @@
 /** Which forms of a known secret value are redacted: pure logic, on top of the plugin-stderr integration test. */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
@@ -75,6 +76,26 @@ describe('SecretRedactor', () => {
     const out = redactor.redact(text);
     for (const value of values) expect(out).not.toContain(value.slice(8));
     expect(out).toBe(values.map(() => 'sk-live-sk-live-[redacted]sk-live-').join(' '));
+  });
+
+  it('finds a value escaped or percent-encoded as other languages write it (Python quote, quote_plus, json.dumps; PHP json_encode)', () => {
+    // What Python itself writes for each value, so the forms are checked against the encoders and not against themselves.
+    const values = ['wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', "pä ss(w)ord!~*'x/ü-123"];
+    const python = (code: string, value: string): string =>
+      execFileSync('python3', ['-c', `import json, re, sys, urllib.parse; sys.stdout.write(${code})`, value], { encoding: 'utf8' });
+    const redactor = new SecretRedactor(values);
+    for (const value of values) {
+      const written = [
+        python('urllib.parse.quote(sys.argv[1])', value),
+        python('urllib.parse.quote_plus(sys.argv[1])', value),
+        // Lower-case hex, as some encoders write it.
+        python("re.sub('%[0-9A-F]{2}', lambda m: m.group(0).lower(), urllib.parse.quote(sys.argv[1]))", value),
+        python('json.dumps(sys.argv[1])[1:-1]', value),
+        JSON.stringify(value).slice(1, -1).replace(/\//g, '\\/'),
+        new URLSearchParams([['', value]]).toString().slice(1),
+      ];
+      for (const form of written) expect(redactor.redact(`GET /api?key=${form}&q=1`), form).toBe('GET /api?key=[redacted]&q=1');
+    }
   });
 
   it('leaves values too short to tell from text alone, and encodes only values long enough', () => {
