@@ -145,10 +145,11 @@ export function bubblewrapBackend(
  * The command with the scope launcher's descriptor inherited after its own
  * (closed with them on `release`), and that descriptor's number in the
  * launcher process (`scopeFd` of `launch`), for a backend with a
- * `scopeLauncher`; any other backend's command unchanged. The descriptor,
- * not the path, is bound, so the launcher's host path (the host's
- * installation directory) shows nowhere in the sandbox. An error (the
- * launcher cannot be opened) has released the command's descriptors.
+ * `scopeLauncher`; any other backend's command unchanged. bubblewrap copies
+ * the launcher from the descriptor into its own tmpfs, so the launcher's
+ * host path (the host's installation directory) shows nowhere in the
+ * sandbox, not even in `/proc/self/mountinfo`. An error (the launcher
+ * cannot be opened) has released the command's descriptors.
  */
 export function withScopeLauncher<Command extends PluginCommand>(backend: SandboxBackend, executable: Command): Result<{ executable: Command; scopeFd?: number }, string> {
   const path = backend.scopeLauncher;

@@ -62,9 +62,11 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
   if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
   args.push('--tmpfs', '/tmp');
-  // A file of the sandbox's own root, bound from the host's descriptor (which bubblewrap then closes): read-only, so a
-  // plugin of a host that owns the launcher cannot rewrite it, and no host path of it appears in bubblewrap's arguments.
-  if (scope !== undefined) args.push('--ro-bind-fd', String(scope.fd), scope.path);
+  // A copy in bubblewrap's own tmpfs, read from the host's descriptor (which bubblewrap then closes), at a file of the
+  // sandbox's root: read-only and executable, no host inode a plugin of a host that owns the launcher could reach, and
+  // no host path of it anywhere inside. A bind of the host's file (--ro-bind-fd) named that path, where the host is
+  // installed, as its mount's root in /proc/self/mountinfo.
+  if (scope !== undefined) args.push('--perms', '0555', '--ro-bind-data', String(scope.fd), scope.path);
   if (layout.identity !== undefined) args.push(...traversableParents(layout));
   for (const path of layout.readOnly) args.push('--ro-bind', path, path);
   args.push(...maskArgs(layout.masksOutside));

@@ -134,14 +134,14 @@ describe('bubblewrap with the scope launcher', () => {
   const seccomp = { offline: Buffer.from('offline'), networked: Buffer.from('networked') };
   const switched = layout({ identity: { uid: 1_900_000_001, gid: 1_900_000_001 }, network: true });
 
-  // The launcher is bound from the host's descriptor at a path of the sandbox's own root, before / is made read-only,
+  // The launcher is copied from the host's descriptor to a path of the sandbox's own root, before / is made read-only,
   // and runs behind setpriv, right before the plugin: as the plugin's user, with no capability left.
-  it('binds the launcher from its descriptor and runs the plugin through its scope-only mode, behind setpriv', () => {
+  it('copies the launcher from its descriptor and runs the plugin through its scope-only mode, behind setpriv', () => {
     const backend = bubblewrapBackend('/usr/bin/bwrap', seccomp, '/usr/bin/setpriv', '/opt/host/dist/mcp-plugin-launcher');
     expect(backend.scoped).toBe(true);
     const { args } = backend.launch(switched, ['/usr/bin/node', 'main.js'], 6, undefined, undefined, 5);
-    expect(args.join(' ')).toContain(`--ro-bind-fd 5 ${SCOPE_LAUNCHER_INSIDE}`);
-    expect(args.indexOf('--ro-bind-fd')).toBeLessThan(args.lastIndexOf('--remount-ro'));
+    expect(args.join(' ')).toContain(`--perms 0555 --ro-bind-data 5 ${SCOPE_LAUNCHER_INSIDE}`);
+    expect(args.indexOf('--ro-bind-data')).toBeLessThan(args.lastIndexOf('--remount-ro'));
     // Nowhere the launcher's host path, which names where the host is installed.
     expect(args.filter((a) => a.includes('/opt/host'))).toEqual([]);
     const plugin = args.slice(args.indexOf('--') + 1);
@@ -159,7 +159,7 @@ describe('bubblewrap with the scope launcher', () => {
     const backend = bubblewrapBackend('/usr/bin/bwrap', seccomp, '/usr/bin/setpriv');
     expect(backend.scoped).toBe(false);
     const { args } = backend.launch(switched, ['/usr/bin/node', 'main.js'], 6);
-    expect(args).not.toContain('--ro-bind-fd');
+    expect(args).not.toContain('--ro-bind-data');
     expect(args.slice(-2)).toEqual(['/usr/bin/node', 'main.js']);
     expect(args).not.toContain('--scope');
   });

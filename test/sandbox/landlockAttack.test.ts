@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -404,6 +404,17 @@ const server = createServer((s) => s.end('hi')).listen('\\0${name}', () => {
       const refused = backend === 'bubblewrap' ? /^E(ROFS|ACCES|PERM)$/ : /^ENOENT$/;
       for (const action of ['openw', 'chmod', 'utimes']) expect(report[`${action}:${launcher}`], `${action} ${JSON.stringify(identity)}`).toMatch(refused);
     }
+  });
+
+  // Where the host is installed (a home directory, an application's node_modules) is the host's business: the scope
+  // launcher shown under bubblewrap must not name its host path, neither in process 1's command line nor as the root of
+  // its mount in /proc/self/mountinfo (a bind of the host's file shows its path there; a copy shows bubblewrap's tmpfs).
+  it('learns nothing of where the host\'s launcher is installed', async () => {
+    const hostPath = realpathSync(findLauncher()._unsafeUnwrap());
+    const report = await attack(spawner, ['read:/proc/self/mountinfo', 'read:/proc/1/cmdline'], { network: true });
+    expect(report['read:/proc/self/mountinfo']).toContain('/proc');
+    expect(report['read:/proc/self/mountinfo']).not.toContain(hostPath);
+    expect(report['read:/proc/1/cmdline']!.split('\0').filter((arg) => arg.includes(hostPath))).toEqual([]);
   });
 
   // The sandbox's process 1 (bubblewrap's, the launcher's reaper) lies outside the plugin's domain: no signal reaches it,
