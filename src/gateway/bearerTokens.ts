@@ -30,6 +30,12 @@ export class BearerTokens {
   readonly holders: readonly TokenHolder[];
   readonly #notice: (message: string) => void;
   readonly #rotated: (holder: TokenHolder) => void;
+  /**
+   * The SHA-256 (hex) of every token rotated away, whichever client held it: never taken again, by that client or
+   * another. A token is often rotated because it leaked, and a file restored from a backup, or another client's file
+   * given the old token, would let the leaked one in again (attack review R1).
+   */
+  readonly #retired = new Set<string>();
   readonly #timer: NodeJS.Timeout | undefined;
   /** Grows whenever a token changes: what was accepted under an older generation is checked again. */
   #generation = 0;
@@ -43,8 +49,22 @@ export class BearerTokens {
    */
   constructor(holders: readonly TokenHolder[], checkMs: number, notice: (message: string) => void, rotated: (holder: TokenHolder) => void) {
     this.holders = holders;
-    this.#notice = notice;
-    this.#rotated = rotated;
+    // What hears a notice or a rotation is the caller's code: if it throws, the timer's promise must not reject (an
+    // unhandled rejection ends the process), and the rotation has happened all the same.
+    this.#notice = (message) => {
+      try {
+        notice(message);
+      } catch {
+        // Nothing else to tell it to.
+      }
+    };
+    this.#rotated = (holder) => {
+      try {
+        rotated(holder);
+      } catch {
+        // As above.
+      }
+    };
     if (holders.some((h) => h.tokenFile !== undefined)) {
       this.#timer = setInterval(() => void this.#readAgain(), checkMs);
       this.#timer.unref();
@@ -92,12 +112,19 @@ export class BearerTokens {
       return;
     }
     // One token, one client: a token two clients share would make the policy depend on their order.
-    const problem = read.isErr() ? `token file ${file} ${read.error}` : this.holders.some((h) => h !== holder && h.token === token) ? `token file ${file} holds the token of another client` : undefined;
+    const problem = read.isErr()
+      ? `token file ${file} ${read.error}`
+      : this.holders.some((h) => h !== holder && h.token === token)
+        ? `token file ${file} holds the token of another client`
+        : token !== undefined && this.#retired.has(tokenDigest(token).toString('hex'))
+          ? `token file ${file} holds a token rotated away before, which is never taken again; write a new one`
+          : undefined;
     if (problem !== undefined || token === undefined) {
       this.#keepToken(holder, problem ?? `token file ${file} is empty`);
       return;
     }
     this.#problems.delete(holder);
+    this.#retired.add(holder.digest.toString('hex'));
     holder.token = token;
     holder.digest = tokenDigest(token);
     this.#generation += 1;
