@@ -54,6 +54,7 @@ export {
   type NdjsonMalformedPolicy,
   type PluginHostOptions,
   type PluginRunOptions,
+  type QuarantineOptions,
   type RemoveOptions,
   type RootsCallback,
   type SamplingCallback,

@@ -170,6 +170,8 @@ export class CatalogStore {
   readonly #staleLockMs: number;
   readonly #cache: ParseCache = new Map();
   readonly #encoder = new CatalogEncoder();
+  /** The generation this store published last and its catalog file's identity, taken under the lock that published it. */
+  #published: { readonly txid: string; readonly identity: string } | undefined;
 
   private constructor(options: CatalogStoreOptions) {
     this.#dir = options.profileDir;
@@ -222,6 +224,16 @@ export class CatalogStore {
   /** The profile directory. */
   get profileDir(): string {
     return this.#dir;
+  }
+
+  /**
+   * The identity (device, inode, size and times, as the parse cache keeps it) of the catalog file this
+   * store published for `snapshot`, when `snapshot` is this store's last
+   * transaction: a reader that holds it need not read the catalog again
+   * until the file's identity changes.
+   */
+  publishedIdentity(snapshot: CatalogSnapshot): string | undefined {
+    return this.#published?.txid === snapshot.txid ? this.#published.identity : undefined;
   }
 
   /**
@@ -363,6 +375,9 @@ export class CatalogStore {
       this.#cache,
     );
     if (published.isErr()) return err(published.error);
+    // Still under the lock: the catalog file the cache names is the one just published, nobody else's.
+    const identity = this.#cache.get('catalog')?.identity;
+    this.#published = identity === undefined ? undefined : { txid: stamp.txid, identity };
     return ok({ profile: this.#profile, install_generation: stamp.install_generation, txid: stamp.txid, updated_at: stamp.updated_at, contents: next.value });
   }
 }

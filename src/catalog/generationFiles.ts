@@ -15,6 +15,7 @@
  */
 import { isAscii } from 'node:buffer';
 import type { BigIntStats } from 'node:fs';
+import { statSync } from 'node:fs';
 import { open, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
@@ -53,6 +54,17 @@ export type ParseCache = Map<CatalogFileKind, { readonly identity: string; reado
 const keyOf = (data: { install_generation: number; txid: string }): string => `${data.install_generation}:${data.txid}`;
 
 const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+
+/**
+ * The identity of the live file of `kind` now, by one synchronous stat, as
+ * the parse cache records it: a publish renames a new file over the name, so
+ * a different answer means another generation may be live. `undefined` when
+ * there is no such file; a stat that fails throws.
+ */
+export function liveIdentitySync(dir: string, kind: CatalogFileKind): string | undefined {
+  const stats = statSync(join(dir, fileName(kind)), { bigint: true, throwIfNoEntry: false });
+  return stats === undefined ? undefined : identityOf(stats);
+}
 
 function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {
   return { origin, key: keyOf(data), generation: data.install_generation, data };

@@ -214,6 +214,15 @@ export const COMMANDS = {
     ],
   },
   unquarantine: { args: ['<name>'], summary: 'clear quarantine without starting anything', options: [] },
+  quarantine: {
+    args: ['<name>'],
+    summary: 'quarantine a plugin now, in every host open on the profile, until unquarantine or reload',
+    options: [],
+    details: [
+      'Every host on the profile refuses its calls from the next one on (VARIANT_QUARANTINED) and stops',
+      'its running process within about a second, after the calls in flight finish (up to the drain deadline).',
+    ],
+  },
   serve: {
     args: [],
     summary: 'serve every active plugin as one MCP server (stdio, or Streamable HTTP with --http)',

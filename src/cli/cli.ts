@@ -27,6 +27,7 @@ const HANDLERS: Readonly<Record<CommandName, () => Promise<Handler>>> = {
   canary: async () => (await import('./lifecycleCommands.js')).canaryCommand,
   setup: async () => (await import('./setupCommand.js')).setupCommand,
   unquarantine: async () => (await import('./lifecycleCommands.js')).unquarantineCommand,
+  quarantine: async () => (await import('./lifecycleCommands.js')).quarantineCommand,
   wrap: async () => (await import('./wrapCommand.js')).wrapCommand,
   serve: async () => (await import('./serveCommand.js')).serveCommand,
   profile: async () => (await import('./profileCommand.js')).profileCommand,

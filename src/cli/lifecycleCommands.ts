@@ -48,6 +48,18 @@ export function unquarantineCommand(ctx: CommandContext): Promise<ExitCode> {
   });
 }
 
+/** `quarantine <name>`: quarantines the plugin for good; every host on the profile stops it. */
+export function quarantineCommand(ctx: CommandContext): Promise<ExitCode> {
+  const name = nameOf(ctx);
+  return withHost(ctx, async (host) => {
+    const quarantined = await host.quarantine(name);
+    if (quarantined.isErr()) return failNaming(ctx, host, quarantined.error, { pluginId: name });
+    ctx.out.data({ ok: true, plugin_id: name, quarantined: true });
+    ctx.out.line(`quarantined ${name} ${ctx.out.style.dim(`(until '${PROGRAM} unquarantine ${name}' or '${PROGRAM} reload ${name}')`)}`);
+    return EXIT_CODES.ok;
+  });
+}
+
 /**
  * Prints a canary outcome as the command's result: exit 0 only when it
  * passed. A skipped canary (credentials missing) did not prove anything, so

@@ -30,6 +30,7 @@ import type { HostTelemetryOptions } from '../observability/telemetry.js';
 import type { TrustCallback } from '../installer/trust.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import type { CallResult, ToolDescriptor } from '../shapes/PluginSession.js';
+import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { confirm, frozenJsonCopy, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
@@ -38,8 +39,8 @@ import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
 import { CallSchemas } from './callSchemas.js';
 import { ResultShaper, type HostOutputProfiles } from './resultShaping.js';
 import { CallDispatcher, callError, type HostCallOptions } from './dispatch.js';
-import type { RemoveOptions } from './drain.js';
-import { activateInstalled, closedError, HostCatalog, notInstalled } from './hostCatalog.js';
+import type { QuarantineOptions, RemoveOptions } from './drain.js';
+import { activateInstalled, closedError, HostCatalog, notInstalled, sameBinding } from './hostCatalog.js';
 import { CatalogWatch } from './catalogWatch.js';
 import type { NamedOperation } from './operations.js';
 import {
@@ -67,7 +68,7 @@ export type { ClientRequestContext, ClientRequestHandlers, ElicitationCallback, 
 export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
 export type { NdjsonCrashPolicy, NdjsonMalformedPolicy, PluginRunOptions, StdoutPolicy } from './hostConfig.js';
-export type { RemoveOptions } from './drain.js';
+export type { QuarantineOptions, RemoveOptions } from './drain.js';
 export type { CompletionReference, CompletionRequest } from './mcpSurface.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
 
@@ -357,11 +358,18 @@ export class PluginHost {
   readonly #dispatcher: CallDispatcher;
   readonly #canaries: Canaries;
   readonly #surfaces: PluginSurfaces;
-  /** Plugins callable in this session: those installed when it opened, plus `immediate` installs. */
-  readonly #active: Set<string>;
+  /**
+   * Plugins callable in this session without hot reload, with the install
+   * each may run: those installed when it opened, plus `immediate` installs.
+   * A plugin whose catalog entry pins another install (an upgrade, or a
+   * remove and reinstall, by this host or another process) is pending restart.
+   */
+  readonly #active: Map<string, ExecutableBindingRecord>;
   readonly #credentials: CredentialSource;
-  /** Follows other processes' installs when the host was opened with `hotReload`. */
-  readonly #watch: CatalogWatch | undefined;
+  /** Whether the host was opened with `hotReload`. */
+  readonly #hotReload: boolean;
+  /** Follows what other processes do to the profile: everything with `hotReload`, else what must stop now. */
+  readonly #watch: CatalogWatch;
   #closed = false;
 
   /** Typed events, subscribe-only (each is also published on `node:diagnostics_channel`). */
@@ -376,7 +384,7 @@ export class PluginHost {
     this.#config = config;
     this.#layout = parts.layout;
     this.#secrets = config.secretStore ?? new PreferredSecretStore({ profileDir: parts.layout.root, appName: config.appName, env: config.env });
-    this.#active = new Set(Object.keys(parts.snapshot.contents.plugins));
+    this.#active = new Map(Object.entries(parts.snapshot.contents.plugins).map(([id, locked]) => [id, locked.binding]));
     this.#installer = new Installer({
       store: parts.store,
       layout: parts.layout,
@@ -422,10 +430,11 @@ export class PluginHost {
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
     this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => !this.#pending(id) });
-    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id), knownSecrets: config.knownSecrets });
-    const pollMs = config.hotReloadPollMs;
-    this.#watch = pollMs === undefined ? undefined : new CatalogWatch({ catalog, runtimes, events, logger, pollMs, drainTimeoutMs: config.drainTimeoutMs });
-    this.#watch?.start();
+    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id) });
+    this.#hotReload = config.hotReloadPollMs !== undefined;
+    const mode = this.#hotReload ? 'hot' : 'restart';
+    this.#watch = new CatalogWatch({ catalog, runtimes, events, logger, mode, pollMs: config.catalogPollMs, drainTimeoutMs: config.drainTimeoutMs });
+    this.#watch.start();
   }
 
   /**
@@ -504,7 +513,7 @@ export class PluginHost {
       .andThen((installed) => {
         const id = installed.plugin_id;
         if (installed.unchanged === true) return this.info(id).map((plugin): InstallOutcome => ({ plugin, unchanged: true }));
-        if (immediate) this.#active.add(id);
+        if (immediate) this.#active.set(id, installed.lock.binding);
         else this.#active.delete(id);
         const needsConfiguration = installed.state?.status === 'needs_configuration';
         const now = new Date(this.#config.clock.now()).toISOString();
@@ -535,7 +544,7 @@ export class PluginHost {
   /** The `plugins` inventory, sorted by name. */
   list(): ResultAsync<readonly PluginRow[], HostError> {
     if (this.#closed) return errAsync(closedError());
-    return this.#catalog.refresh().map((snapshot) => listPlugins(snapshot).map((p) => pluginRow(p, this.#pending(p.plugin_id))));
+    return this.#catalog.refresh().map((snapshot) => listPlugins(snapshot).map((p) => pluginRow(p, this.#pending(p.plugin_id, p))));
   }
 
   /** The `plugin/{name}` view of one plugin: status, operations, provenance, safe credential descriptors, enforced sandbox. */
@@ -546,7 +555,7 @@ export class PluginHost {
     return this.#catalog
       .plugin(pluginId)
       .map((plugin) =>
-        pluginInfo(plugin, this.#pending(pluginId), this.#catalog.snapshot.install_generation, this.#launcher.startRefusal ?? this.#launcher.enforcedPolicy(plugin)),
+        pluginInfo(plugin, this.#pending(pluginId, plugin), this.#catalog.snapshot.install_generation, this.#launcher.startRefusal ?? this.#launcher.enforcedPolicy(plugin)),
       );
   }
 
@@ -587,6 +596,23 @@ export class PluginHost {
         return result;
       })(),
     );
+  }
+
+  /**
+   * Quarantines a plugin now, until `unquarantine` or `reload` (reason
+   * `operator`, permanent): its calls are refused with VARIANT_QUARANTINED,
+   * and its running process drains (up to `drainTimeoutMs`) and stops. The
+   * quarantine is in the profile's catalog, so every other host on the
+   * profile refuses the plugin from its next call on and stops its process
+   * there too, within its catalog poll (1 s) even without calls.
+   */
+  quarantine(pluginId: string, options: QuarantineOptions = {}): ResultAsync<void, HostError> {
+    if (this.#closed) return errAsync(closedError());
+    const refused = checkArguments('quarantine', { pluginId }, { value: options, schema: METHOD_OPTION_SCHEMAS.quarantine });
+    if (refused !== undefined) return errAsync(refused);
+    return this.#supervisor
+      .quarantine(pluginId)
+      .andThen(() => this.#runtimes.retire(pluginId, 'quarantined', options.drainTimeoutMs ?? this.#config.drainTimeoutMs));
   }
 
   /** Clears quarantine, restarts the plugin and runs a passive canary (start + tool list check). */
@@ -669,6 +695,18 @@ export class PluginHost {
    * and `details.op_id`.
    */
   call(opId: string, args: unknown, options: HostCallOptions = {}): ResultAsync<CallResult, HostError> {
+    // Another process may have removed, quarantined or upgraded the plugin since the last read: one stat tells, and only then is the catalog read.
+    if (this.#closed || !this.#catalog.changedOnDisk()) return this.#lookedUp(opId, args, options);
+    return new ResultAsync(
+      (async () => {
+        const read = await this.#catalog.refresh();
+        return this.#lookedUp(opId, args, options, read.isErr() ? read.error : undefined);
+      })(),
+    );
+  }
+
+  /** A call on the snapshot now held; `unread` is why the catalog could not be read again, which fails the call (a quarantine may be in what was not read). */
+  #lookedUp(opId: string, args: unknown, options: HostCallOptions, unread?: HostError): ResultAsync<CallResult, HostError> {
     const { audit, telemetry, clock } = this.#config;
     const operation = this.#closed ? undefined : this.#catalog.operation(opId);
     const plugin = operation?.plugin;
@@ -676,7 +714,7 @@ export class PluginHost {
     const started = audit === undefined ? 0 : clock.now();
     const outcome = telemetry.call(
       { opId, toolName: operation?.variant.tool_name, pluginId: plugin?.plugin_id, pluginVersion: plugin?.lock.version, shape: plugin?.descriptor?.shape, callerId: caller?.id },
-      () => this.#call(opId, operation, args, options),
+      () => (unread === undefined ? this.#call(opId, operation, args, options) : errAsync(unread)),
     );
     if (audit === undefined) return outcome;
     return new ResultAsync(
@@ -698,7 +736,7 @@ export class PluginHost {
     }
     const { plugin, variant } = operation;
     const refused =
-      startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
+      startRefusal(plugin, opId, this.#config.clock.now(), this.#pending(plugin.plugin_id, plugin)) ?? riskRefusal(opId, variant, options.maxRisk ?? 'read');
     if (refused !== undefined) return errAsync(callError(refused, { id: plugin.plugin_id, opId }));
     if (variant.confirmation_policy !== 'high_stakes_write') return this.#dispatcher.dispatch(plugin, variant.tool_name, args, options, opId, 'call');
     const invalidArgs = this.#dispatcher.argumentRefusal(plugin, variant.tool_name, args, opId, options.caller);
@@ -727,18 +765,20 @@ export class PluginHost {
     if (this.#closed) return errAsync(closedError());
     const invalid = checkArguments('tools', { pluginId });
     if (invalid !== undefined) return errAsync(invalid);
-    const plugin = this.#catalog.cachedPlugin(pluginId);
-    if (plugin === undefined) return errAsync(notInstalled(pluginId));
-    const refused = startRefusal(plugin, `plug.${pluginId}`, this.#config.clock.now(), this.#pending(pluginId));
-    if (refused !== undefined) return errAsync(refused);
-    // The list may start the plugin: a start that fails here counts toward quarantine as one for a call does.
-    return this.#runtimes.take(plugin).asyncAndThen((runtime) =>
-      runtime.session.listTools().orElse((failure) =>
-        ResultAsync.fromSafePromise(
-          this.#supervisor.countsAgainstPlugin(failure) ? this.#supervisor.pluginFailed(pluginId, runtime, failure, 'call') : Promise.resolve(),
-        ).andThen(() => errAsync(this.#withoutSecrets(failure))),
-      ),
-    );
+    return this.#catalog.current().andThen(() => {
+      const plugin = this.#catalog.cachedPlugin(pluginId);
+      if (plugin === undefined) return errAsync(notInstalled(pluginId));
+      const refused = startRefusal(plugin, `plug.${pluginId}`, this.#config.clock.now(), this.#pending(pluginId, plugin));
+      if (refused !== undefined) return errAsync(refused);
+      // The list may start the plugin: a start that fails here counts toward quarantine as one for a call does.
+      return this.#runtimes.take(plugin).asyncAndThen((runtime) =>
+        runtime.session.listTools().orElse((failure) =>
+          ResultAsync.fromSafePromise(
+            this.#supervisor.countsAgainstPlugin(failure) ? this.#supervisor.pluginFailed(pluginId, runtime, failure, 'call') : Promise.resolve(),
+          ).andThen(() => errAsync(this.#withoutSecrets(failure))),
+        ),
+      );
+    });
   }
 
   /**
@@ -833,13 +873,16 @@ export class PluginHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#watch?.stop();
+    this.#watch.stop();
     await this.#runtimes.closeAll();
     this.#launcher.close();
     await this.#toolLists.settled();
   }
 
-  #pending(pluginId: string): boolean {
-    return this.#watch === undefined && !this.#active.has(pluginId);
+  /** Whether `plugin` (the catalog's entry for `pluginId` now) waits for the next open in this host. */
+  #pending(pluginId: string, plugin: InstalledPlugin | undefined = this.#catalog.cachedPlugin(pluginId)): boolean {
+    if (this.#hotReload) return false;
+    const active = this.#active.get(pluginId);
+    return active === undefined || plugin === undefined || !sameBinding(active, plugin.lock.binding);
   }
 }

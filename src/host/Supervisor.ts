@@ -15,7 +15,7 @@ import type { HostEvents } from '../events/HostEvents.js';
 import type { Clock, Logger } from '../ports/ports.js';
 import { CLEAR_CRASH_STATE, recordFailure } from './CrashPolicy.js';
 import { sameBinding, type HostCatalog } from './hostCatalog.js';
-import { canaryHold, crashStateOf, inBackoff, withCrashState } from './pluginState.js';
+import { canaryHold, crashStateOf, inBackoff, OPERATOR_QUARANTINE_REASON, withCrashState } from './pluginState.js';
 import type { PluginRuntime } from './PluginRuntime.js';
 import type { PluginRuntimes } from './runtimes.js';
 
@@ -183,6 +183,26 @@ export class Supervisor {
       this.#parts.logger.info({ plugin_id: pluginId }, 'plugin unquarantined');
       this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: false, permanent: false, retry_count: 0 });
     });
+  }
+
+  /**
+   * Quarantines the plugin by hand, for good (until unquarantine or reload):
+   * its crash count and last error are kept, the reason is `operator`.
+   * Stopping its processes is the caller's (this host) and the catalog
+   * watch's (every other host).
+   */
+  quarantine(pluginId: string): ResultAsync<void, HostError> {
+    const now = this.#parts.clock.now();
+    return this.#parts.catalog
+      .updateState(pluginId, (row) => {
+        // Without next_retry_at: a permanent quarantine has no automatic retry.
+        const { next_retry_at: _retry, ...crash } = crashStateOf(row);
+        return withCrashState(row, { ...crash, quarantined: true, permanent_quarantine: true, quarantined_at: now, quarantine_reason: OPERATOR_QUARANTINE_REASON });
+      })
+      .map((row) => {
+        this.#parts.logger.warn({ plugin_id: pluginId }, 'plugin quarantined by hand');
+        this.#parts.events.emit('quarantine', { plugin_id: pluginId, quarantined: true, permanent: true, retry_count: row.retry_count });
+      });
   }
 
   /** Records a canary's outcome: a pass lifts a hold and the backoff, a failure holds the plugin until a canary passes. */

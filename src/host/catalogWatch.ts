@@ -1,13 +1,22 @@
 /**
- * Hot reload of installed plugins (seed 003: "hot reload watches entry +
- * manifest; on change: revalidate → re-register"). An installed plugin's
- * files never change in place here: an upgrade, a reinstall or a remove is a
- * new catalog generation published by one transaction, from this process or
- * another. So a host opened with `hotReload` watches the generation, not the
- * files: each new one is read, and the plugins it installs, removes or
- * upgrades are followed, only ever onto code an install verified and pinned.
+ * Following what other processes do to the profile. An installed plugin's
+ * files never change in place here: an upgrade, a reinstall, a remove or a
+ * quarantine is a new catalog generation published by one transaction, from
+ * this process or another. So every host watches the generation, not the
+ * files, and reads each new one (a poll, and a stat on each call: see
+ * {@link HostCatalog.changedOnDisk}).
+ *
+ * A host opened with `hotReload` follows everything (seed 003: "hot reload
+ * watches entry + manifest; on change: revalidate → re-register"): the
+ * plugins a generation installs, removes or upgrades are followed, only ever
+ * onto code an install verified and pinned. Every other host keeps the
+ * contract's restart semantics for what is new (an install or an upgrade is
+ * `installed_pending_restart` until the next open: seed 001), but what must
+ * stop now stops in it too: a removed plugin's process, a quarantined one's
+ * ("quarantined wins in every MCP and CLI surface"), and the old version's
+ * process of an upgraded one, whose install root the upgrade deletes.
  */
-import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
+import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Logger } from '../ports/ports.js';
 import { sameBinding, type HostCatalog } from './hostCatalog.js';
@@ -26,13 +35,35 @@ function catalogChange(before: CatalogSnapshot, after: CatalogSnapshot): Catalog
   return { install_generation: after.install_generation, installed: installed.sort(), removed: removed.sort(), upgraded: upgraded.sort() };
 }
 
+/**
+ * Whether `after` quarantines a plugin `before` did not (or quarantines it
+ * again: a new quarantine time, or permanently now).
+ */
+function newlyQuarantined(before: PluginStateRecord | undefined, after: PluginStateRecord | undefined): boolean {
+  if (after === undefined || after.quarantined_at === null) return false;
+  if (before === undefined || before.quarantined_at === null) return true;
+  return before.quarantined_at !== after.quarantined_at || (before.permanent_quarantine !== true && after.permanent_quarantine === true);
+}
+
+/** The plugins `after` quarantines anew relative to `before` (still installed in both). */
+function quarantinedBetween(before: CatalogSnapshot, after: CatalogSnapshot): string[] {
+  const was = before.contents.states;
+  return Object.keys(after.contents.states).filter((id) => Object.hasOwn(was, id) && newlyQuarantined(was[id], after.contents.states[id]));
+}
+
 /** What a {@link CatalogWatch} works with. */
 export interface CatalogWatchParts {
   readonly catalog: HostCatalog;
   readonly runtimes: PluginRuntimes;
   readonly events: HostEvents;
   readonly logger: Logger;
-  /** How often the generation is read. */
+  /**
+   * `hot` (the host was opened with `hotReload`): installs, removes and
+   * upgrades are followed. `restart`: only what must stop now is (removes,
+   * quarantines, the old process of an upgrade); new code waits for the next open.
+   */
+  readonly mode: 'hot' | 'restart';
+  /** How often the generation is checked (a stat of one file; the catalog is read only when it changed). */
   readonly pollMs: number;
   /** How long a removed or upgraded plugin's calls in flight may still run on its old process. */
   readonly drainTimeoutMs: number;
@@ -40,11 +71,13 @@ export interface CatalogWatchParts {
 
 /**
  * Polls the profile's catalog and follows each new generation: the host's
- * snapshot moves to it (new operations callable, removed ones gone), a
- * running process of a removed or upgraded plugin is retired (its calls in
- * flight drain, then it stops; the next call starts the new code), and
- * `catalog:changed` says what changed. A generation that only rewrites
- * state rows (a canary, a crash) changes no plugin and says nothing.
+ * snapshot moves to it (removed operations gone, and with `hot` new ones
+ * callable), a running process of a removed, upgraded or newly quarantined
+ * plugin is retired (its calls in flight drain, then it stops), and with
+ * `hot` `catalog:changed` says what changed. A generation that only
+ * rewrites state rows (a canary, a crash) changes no plugin and says
+ * nothing, but a quarantine in it stops the plugin here too, whichever
+ * process recorded it.
  */
 export class CatalogWatch {
   readonly #parts: CatalogWatchParts;
@@ -63,7 +96,7 @@ export class CatalogWatch {
    */
   start(): void {
     if (this.#timer !== undefined) return;
-    this.#stopFollowing = this.#parts.catalog.onMoved((before, after) => this.#follow(before, after));
+    this.#stopFollowing = this.#parts.catalog.onMoved((before, after, written) => this.#follow(before, after, written));
     this.#timer = setInterval(() => void this.#poll(), this.#parts.pollMs);
     this.#timer.unref();
   }
@@ -80,19 +113,51 @@ export class CatalogWatch {
     if (this.#reading) return;
     this.#reading = true;
     try {
-      const read = await this.#parts.catalog.refresh();
-      if (read.isErr()) this.#parts.logger.warn({ code: read.error.code }, 'hot reload could not read the catalog; trying again on the next poll');
+      const { catalog, logger } = this.#parts;
+      if (!catalog.changedOnDisk()) return;
+      const read = await catalog.refresh();
+      if (read.isErr()) logger.warn({ code: read.error.code }, 'the catalog could not be read to follow other processes; trying again on the next poll');
     } finally {
       this.#reading = false;
     }
   }
 
-  #follow(before: CatalogSnapshot, after: CatalogSnapshot): void {
+  #follow(before: CatalogSnapshot, after: CatalogSnapshot, written: string | undefined): void {
+    // A quarantine this host wrote itself was already acted on by its writer (the supervisor stopped the failed process).
+    for (const id of quarantinedBetween(before, after)) if (id !== written) this.#retireQuarantined(id);
     const change = catalogChange(before, after);
     if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
+    if (this.#parts.mode === 'restart') {
+      // The upgrade's writer here (install) retires its own old process, with the drain its caller asked for.
+      for (const id of change.removed) this.#retireStopped(id, 'removed');
+      for (const id of change.upgraded) if (id !== written) this.#retireStopped(id, 'upgraded');
+      return;
+    }
     for (const id of change.removed) this.#retireStale(id, 'removed');
     for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
     this.#parts.events.emit('catalog:changed', change);
+  }
+
+  /**
+   * Without hot reload: a removed plugin's operations are gone from the
+   * snapshot, and an upgraded one is pending restart here, so no new call
+   * reaches either; its running process, if any, drains and stops.
+   */
+  #retireStopped(pluginId: string, reason: 'removed' | 'upgraded'): void {
+    const { runtimes, drainTimeoutMs, logger } = this.#parts;
+    if (runtimes.running(pluginId) === undefined) return;
+    void runtimes.retire(pluginId, reason, drainTimeoutMs).map(() => logger.info({ plugin_id: pluginId, reason }, `another process ${reason === 'removed' ? 'removed' : 'upgraded'} the plugin; its process here was stopped`));
+  }
+
+  /**
+   * Another process quarantined the plugin: new calls are refused already
+   * (the snapshot carries the quarantine), and its running process here
+   * drains and stops, as a quarantine stops a plugin in every host.
+   */
+  #retireQuarantined(pluginId: string): void {
+    const { runtimes, drainTimeoutMs, logger } = this.#parts;
+    if (runtimes.running(pluginId) === undefined) return;
+    void runtimes.retire(pluginId, 'quarantined', drainTimeoutMs).map(() => logger.info({ plugin_id: pluginId }, 'the plugin was quarantined; its process here was stopped'));
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * The drain on remove and upgrade: a retired plugin refuses new calls, its
+ * The drain on remove, upgrade and another process's quarantine: a retired plugin refuses new calls, its
  * calls in flight get a while to finish, and a call still running then ends
  * with PLUGIN_CALL_INTERRUPTED rather than HOST_CLOSED.
  */
@@ -18,12 +18,23 @@ export interface RemoveOptions {
   readonly drainTimeoutMs?: number;
 }
 
-/** Why a plugin's session is retired. */
-export type RetireReason = 'removed' | 'upgraded';
+/** Options of {@link PluginHost.quarantine}. */
+export interface QuarantineOptions {
+  /**
+   * How long the plugin's calls in flight in this host may run before its
+   * process is stopped; a call still running then fails with
+   * PLUGIN_CALL_INTERRUPTED. Other hosts on the profile drain with their own
+   * deadline. Default the host's `callTimeoutMs`, else {@link DEFAULT_DRAIN_TIMEOUT_MS}.
+   */
+  readonly drainTimeoutMs?: number;
+}
+
+/** Why a plugin's session is retired: removed or upgraded (here or by another process), or quarantined by another process. */
+export type RetireReason = 'removed' | 'upgraded' | 'quarantined';
 
 /** Sessions being drained, and the plugins that refuse new calls meanwhile. */
 export class RuntimeDrains {
-  /** Sessions of removed or upgraded plugins whose calls in flight are draining; close stops them too. */
+  /** Sessions of removed, upgraded or quarantined plugins whose calls in flight are draining; close stops them too. */
   readonly #draining = new Set<PluginRuntime>();
   /** Plugins being removed or upgraded here: a call that would start them fails with this error meanwhile. */
   readonly #retiring = new Map<string, HostError>();

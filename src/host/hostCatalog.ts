@@ -5,6 +5,7 @@
  */
 import { err, ok, okAsync, type ResultAsync } from 'neverthrow';
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { liveIdentitySync } from '../catalog/generationFiles.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -13,6 +14,13 @@ import type { Clock } from '../ports/ports.js';
 import { operationIndex, type NamedOperation } from './operations.js';
 import { withStatus } from './pluginState.js';
 
+/**
+ * Told when a host's snapshot moves from `before` to `after`; `written` is
+ * the plugin whose state row this host itself wrote in that move, if it was
+ * such a write (what the writer does about that plugin is its own business).
+ */
+export type CatalogMoveListener = (before: CatalogSnapshot, after: CatalogSnapshot, written?: string) => void;
+
 /** The catalog as one host sees it; every concern of the host reads plugins through it. */
 export class HostCatalog {
   readonly #store: CatalogStore;
@@ -20,11 +28,30 @@ export class HostCatalog {
   #indexed: CatalogSnapshot | undefined;
   #index = new Map<string, InstalledPlugin>();
   #operations: ReadonlyMap<string, NamedOperation<InstalledPlugin>> = new Map();
-  readonly #movedListeners = new Set<(before: CatalogSnapshot, after: CatalogSnapshot) => void>();
+  readonly #movedListeners = new Set<CatalogMoveListener>();
+  /** What {@link HostCatalog.changedOnDisk} compares with: the catalog file's identity when the snapshot held was read or written; `undefined` before the first. */
+  #readIdentity: string | undefined;
+  #unreadable = 0;
 
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
     this.#store = store;
     this.#snapshot = snapshot;
+    this.#readIdentity = store.publishedIdentity(snapshot);
+  }
+
+  /**
+   * Whether another generation may have been published since this host last
+   * read the catalog: one synchronous stat of one file, cheap enough for
+   * every call (a publish renames a new file over it, so its inode, times or
+   * size differ). A true answer only means "read again".
+   */
+  changedOnDisk(): boolean {
+    return this.#probe() !== this.#readIdentity;
+  }
+
+  /** The snapshot, read again first when {@link HostCatalog.changedOnDisk} says another process may have published. */
+  current(): ResultAsync<CatalogSnapshot, HostError> {
+    return this.changedOnDisk() ? this.refresh() : okAsync(this.#snapshot);
   }
 
   /** The snapshot last read or written by this host. */
@@ -34,16 +61,22 @@ export class HostCatalog {
 
   /** Reads the catalog again (another host may have changed it). */
   refresh(): ResultAsync<CatalogSnapshot, HostError> {
-    return this.#store.snapshot().map((snapshot) => this.#move(snapshot));
+    // Probed before the read: a publish landing during the read then shows as a change at the next probe, never the reverse.
+    const probed = this.#probe();
+    return this.#store.snapshot().map((snapshot) => {
+      this.#readIdentity = probed;
+      return this.#move(snapshot);
+    });
   }
 
   /**
    * Tells `listener` each time this host's snapshot moves to another
    * generation, whichever read or write moved it: the one place a change is
    * seen, so no two observers of the catalog report one change twice.
+   * A move made by this host's own state write names the plugin it wrote.
    * Returns a function that stops telling it.
    */
-  onMoved(listener: (before: CatalogSnapshot, after: CatalogSnapshot) => void): () => void {
+  onMoved(listener: CatalogMoveListener): () => void {
     this.#movedListeners.add(listener);
     return () => this.#movedListeners.delete(listener);
   }
@@ -83,18 +116,33 @@ export class HostCatalog {
         return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
       })
       .map((snapshot) => {
-        this.#move(snapshot);
+        // This host's own write is read already: the file it published is the one a later probe compares with.
+        if (this.#move(snapshot, pluginId) === snapshot) this.#readIdentity = this.#store.publishedIdentity(snapshot) ?? this.#readIdentity;
         return snapshot.contents.states[pluginId]!;
       });
   }
 
   /** Moves to `snapshot` unless a newer generation was already seen (two reads in flight may finish out of order); returns the snapshot now held. */
-  #move(snapshot: CatalogSnapshot): CatalogSnapshot {
+  #move(snapshot: CatalogSnapshot, written?: string): CatalogSnapshot {
     const before = this.#snapshot;
     if (snapshot.txid === before.txid || snapshot.install_generation < before.install_generation) return before;
     this.#snapshot = snapshot;
-    for (const listener of this.#movedListeners) listener(before, snapshot);
+    for (const listener of this.#movedListeners) listener(before, snapshot, written);
     return snapshot;
+  }
+
+  /**
+   * The catalog file's identity now: the file every publish replaces first
+   * (generationFiles.ts renames it before the lock and state files). `''`
+   * when it does not exist; a stat that fails never matches, so the next use
+   * reads and reports the failure.
+   */
+  #probe(): string {
+    try {
+      return liveIdentitySync(this.#store.profileDir, 'catalog') ?? '';
+    } catch {
+      return `unreadable:${++this.#unreadable}`;
+    }
   }
 
   /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */

@@ -21,7 +21,6 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink, CallerIdentity } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
 import { KnownSecrets } from '../secrets/knownSecrets.js';
-import { loggerWithoutSecrets } from '../secrets/loggerWithoutSecrets.js';
 import { HostTelemetry } from '../observability/telemetry.js';
 import { checkHostOutputProfiles, type HostOutputProfiles } from './resultShaping.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
@@ -141,6 +140,14 @@ export interface HostConfig {
   readonly activation: 'next-open' | 'immediate';
   /** How often a host opened with `hotReload` reads the catalog generation; undefined without `hotReload`. */
   readonly hotReloadPollMs: number | undefined;
+  /**
+   * How often every host checks its profile's catalog for what other
+   * processes did (a stat of one file, a read only when it changed): the
+   * `hotReload` poll when set, else `etc/host-options.json` `catalogPollMs`.
+   * Bounds how long a plugin another process removed or quarantined may
+   * keep running here without calls (every call checks first).
+   */
+  readonly catalogPollMs: number;
   readonly clock: Clock;
   readonly random: Random;
   readonly logger: Logger;
@@ -292,6 +299,7 @@ export const METHOD_OPTION_SCHEMAS = {
   install: { ...INSPECT_SCHEMA, canary: 'boolean', drainTimeoutMs: 'milliseconds', accept: 'function' },
   inspect: INSPECT_SCHEMA,
   remove: { forgetSecrets: 'boolean', drainTimeoutMs: 'milliseconds' },
+  quarantine: { drainTimeoutMs: 'milliseconds' },
   canary: { live: 'boolean', args: 'object' },
 } as const satisfies Readonly<Record<string, OptionSchema>>;
 
@@ -312,9 +320,8 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
   const profile = o.profile ?? DEFAULTS.profile;
   const appName = o.appName ?? DEFAULTS.appName;
   const env = o.env ?? process.env;
+  const logger = o.logger ?? silentLogger;
   const knownSecrets = new KnownSecrets();
-  // Records quote plugins' text (a dropped stdout line, a failed call's message): the secrets the host gave them stay out.
-  const logger = o.logger === undefined ? silentLogger : loggerWithoutSecrets(o.logger, knownSecrets);
   const maxInFlight = o.maxInFlight;
   return ok(
     Object.freeze({
@@ -361,6 +368,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       clientRequestTimeoutMs: o.clientRequestTimeoutMs ?? DEFAULTS.clientRequestTimeoutMs,
       activation: o.activation ?? (DEFAULTS.activation as HostConfig['activation']),
       hotReloadPollMs: o.hotReload === undefined ? undefined : (o.hotReload.pollMs ?? DEFAULTS.hotReloadPollMs),
+      catalogPollMs: o.hotReload === undefined ? DEFAULTS.catalogPollMs : (o.hotReload.pollMs ?? DEFAULTS.hotReloadPollMs),
       clock: o.clock ?? systemClock,
       random: o.random ?? systemRandom,
       logger,

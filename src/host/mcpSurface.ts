@@ -20,8 +20,7 @@ import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Clock } from '../ports/ports.js';
-import { redactJsonStrings, SecretRedactor, type KnownSecrets } from '../secrets/knownSecrets.js';
-import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
+import { redactJsonStrings, SecretRedactor } from '../secrets/knownSecrets.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
 import { stoppedByRetirement } from './drain.js';
@@ -85,8 +84,6 @@ export interface SurfaceParts {
   readonly isClosed: () => boolean;
   /** Whether the plugin was installed after the host opened (not active yet). */
   readonly isPending: (pluginId: string) => boolean;
-  /** The secret values the host gave its plugins: a failed request's error is handed on without them, as a failed call's is. */
-  readonly knownSecrets: KnownSecrets;
 }
 
 const withPlugin = (error: HostError, pluginId: string): HostError => (error.details.plugin_id === undefined ? withDetails(error, { plugin_id: pluginId }) : error);
@@ -290,10 +287,23 @@ export class PluginSurfaces {
     strings: Readonly<Record<string, unknown>>,
     run: (surface: McpSurface, hold: (held: boolean) => void) => ResultAsync<T, HostError>,
   ): ResultAsync<T, HostError> {
-    const { catalog, runtimes, supervisor, clock, isClosed, isPending } = this.#parts;
+    const { catalog, isClosed } = this.#parts;
     if (isClosed()) return errAsync(closedError());
     const invalid = checkArguments(method, strings);
     if (invalid !== undefined) return errAsync(invalid);
+    // Another process may have removed, quarantined or upgraded the plugin since the last read: one stat tells.
+    if (catalog.changedOnDisk()) return catalog.refresh().andThen(() => this.#useRead(method, strings, run));
+    return this.#useRead(method, strings, run);
+  }
+
+  /** {@link PluginSurfaces.#use} on the snapshot now held. */
+  #useRead<T>(
+    method: string,
+    strings: Readonly<Record<string, unknown>>,
+    run: (surface: McpSurface, hold: (held: boolean) => void) => ResultAsync<T, HostError>,
+  ): ResultAsync<T, HostError> {
+    const { catalog, runtimes, supervisor, clock, isClosed, isPending } = this.#parts;
+    if (isClosed()) return errAsync(closedError());
     const pluginId = strings.pluginId as string;
     const plugin = catalog.cachedPlugin(pluginId);
     if (plugin === undefined) return errAsync(notInstalled(pluginId));
@@ -321,8 +331,7 @@ export class PluginSurfaces {
         if (outcome.isErr()) {
           const failure = stoppedByRetirement(outcome.error, runtime, isClosed());
           if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(pluginId, runtime, failure, 'call');
-          // The plugin wrote the error's text (a prompt or resource error quoting its request URL, key and all); the gateway hands it to every client.
-          return err(errorWithoutSecrets(withPlugin(failure, pluginId), this.#parts.knownSecrets.redactor));
+          return err(withPlugin(failure, pluginId));
         }
         const cleared = supervisor.callSucceeded(pluginId, started);
         if (cleared !== undefined) await cleared;

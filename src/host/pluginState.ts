@@ -36,6 +36,9 @@ export function statusOf(row: PluginStateRecord, pendingRestart: boolean): Inven
   });
 }
 
+/** The reason recorded when someone quarantines a plugin by hand (`PluginHost.quarantine`, the CLI's `quarantine`). */
+export const OPERATOR_QUARANTINE_REASON = 'operator';
+
 /** The reason recorded when a failed canary quarantines a plugin. */
 export const CANARY_FAILED_REASON = 'canary_failed';
 
