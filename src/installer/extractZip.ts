@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { inflateRawSync } from 'node:zlib';
+import { createInflateRaw, inflateRawSync } from 'node:zlib';
 import yauzl, { type Entry, type LocalFileHeader, type ZipFile } from 'yauzl';
 import { crc32 } from './crc32.js';
 import { safeEntryName, type SafeEntryName } from './entryName.js';
@@ -105,11 +105,14 @@ function wholeEntry(reader: ArchiveReader, entry: Entry, local: LocalFileHeader,
   };
   const packed = Buffer.allocUnsafe(entry.compressedSize);
   if (readFully(reader.fd, packed, 0, packed.length, local.fileDataStart) < packed.length) corrupt('its data ends early');
-  let data = packed;
+  let data: Buffer = packed;
   if (entry.compressionMethod !== STORED) {
     try {
-      data = inflateRawSync(packed, { maxOutputLength: Math.max(1, entry.uncompressedSize) });
+      const inflated = inflateRawSync(packed, { maxOutputLength: Math.max(1, entry.uncompressedSize), info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+      data = inflated.buffer;
+      if (hasDescriptor(local)) checkDeflateEnd(entry, name, inflated.engine.bytesWritten);
     } catch (cause) {
+      if (cause instanceof Refusal) throw cause;
       return corrupt(String(cause));
     }
     if (data.length !== entry.uncompressedSize) corrupt(`it inflates to ${data.length} bytes, its header declares ${entry.uncompressedSize}`);
@@ -175,6 +178,58 @@ function localSizes(local: LocalFileHeader): { compressed: number | null; uncomp
   const zip64 = extraFieldsOf(local.extraField).find((field) => field.id === ZIP64_EXTRA_FIELD && field.data.length >= 16);
   if (zip64 === undefined) return { compressed: null, uncompressed: null };
   return { uncompressed: Number(zip64.data.readBigUInt64LE(0)), compressed: Number(zip64.data.readBigUInt64LE(8)) };
+}
+
+const hasDescriptor = (local: LocalFileHeader): boolean => (local.generalPurposeBitFlag & DATA_DESCRIPTOR_FLAG) !== 0;
+
+/**
+ * Refuses a deflated member with a data descriptor whose deflate stream ends
+ * before its compressed bytes do (attack review R1). Inflating stops at the
+ * stream's end and ignores the rest, here as in yauzl; a reader of local
+ * headers alone ends such a member at the stream's end too, and reads the rest
+ * as a descriptor and further members (another file of the same name, which
+ * its extraction writes last), that the host never installs.
+ */
+function checkDeflateEnd(entry: Entry, name: string, consumed: number): void {
+  if (consumed === entry.compressedSize) return;
+  refuseEntry('header_mismatch', name, `zip entry '${name}' has a data descriptor and its deflate stream ends after ${consumed} of its ${entry.compressedSize} bytes: a streaming unzip would read the rest as other members`, {
+    field: 'deflate_end',
+    central: entry.compressedSize,
+    local: consumed,
+  });
+}
+
+/**
+ * How many of a deflated member's bytes its deflate stream takes, inflated
+ * once more and the output dropped (only members too big to be read whole),
+ * or `undefined` when it cannot be inflated within its declared size: the
+ * extraction refuses that one itself.
+ */
+async function deflateConsumed(fd: number, start: number, length: number, maxOutput: number): Promise<number | undefined> {
+  const inflate = createInflateRaw();
+  let out = 0;
+  const ended = new Promise<number | undefined>((resolve) => {
+    inflate.on('data', (chunk: Buffer) => {
+      out += chunk.length;
+      if (out > maxOutput) {
+        inflate.destroy();
+        resolve(undefined);
+      }
+    });
+    inflate.on('end', () => resolve(inflate.bytesWritten));
+    inflate.on('error', () => resolve(undefined));
+    inflate.on('close', () => resolve(undefined));
+  });
+  const chunk = Buffer.allocUnsafe(Math.min(STREAM_CHUNK_BYTES, Math.max(1, length)));
+  for (let at = 0; at < length && !inflate.destroyed && !inflate.writableEnded; ) {
+    const n = readFully(fd, chunk, 0, Math.min(chunk.length, length - at), start + at);
+    if (n === 0) break;
+    at += n;
+    // Copied: the chunk is read into again while zlib may still hold it.
+    if (!inflate.write(Buffer.from(chunk.subarray(0, n)))) await new Promise((resolve) => inflate.once('drain', resolve));
+  }
+  if (!inflate.destroyed) inflate.end();
+  return ended;
 }
 
 /**
@@ -281,6 +336,10 @@ async function stageEntry(zip: ZipFile, reader: ArchiveReader, entry: Entry, tre
   if (kind === 'file' && entry.compressedSize <= WHOLE_ENTRY_BYTES && entry.uncompressedSize <= WHOLE_ENTRY_BYTES) {
     tree.writeFile(name, safe, executable, entry.uncompressedSize, () => wholeEntry(reader, entry, local, name));
     return;
+  }
+  if (local.compressionMethod === DEFLATED && hasDescriptor(local)) {
+    const consumed = await deflateConsumed(reader.fd, local.fileDataStart, entry.compressedSize, entry.uncompressedSize);
+    if (consumed !== undefined) checkDeflateEnd(entry, name, consumed);
   }
   const data = await zip.openReadStreamPromise(entry).catch((cause: unknown) => {
     throw new Refusal(archiveInvalid('malformed', name, `zip entry '${name}' cannot be read: ${String(cause)}`));
