@@ -17,6 +17,9 @@ import { EXCERPT_CUT_MARK } from '../shapes/mcp/PluginProcessTransport.js';
  * first characters just before the mark, which no whole form matches.
  */
 const CUT_MARKS: readonly string[] = [TRUNCATION_MARK, EXCERPT_CUT_MARK];
+/** What ends V8's quote of the text `JSON.parse` failed on, in PLUGIN_INVALID_JSON's and PLUGIN_MALFORMED_RESPONSE's messages (and `details.reason`), and so in log records of them. */
+export const PARSER_QUOTE_END = '"...';
+const MAX_CUT_MARKS_LOOKED_AT = 16;
 // A byte cut inside a multi-byte character decodes as U+FFFD (one per cut sequence) before the mark.
 const REPLACEMENT_CHAR = '\uFFFD';
 
@@ -197,6 +200,31 @@ export class SecretRedactor {
     const whole = this.#redactWhole(text);
     const at = this.#cutFormStart(whole);
     return at === -1 ? whole : `${whole.slice(0, at)}${auditDefaults.redactedValue}`;
+  }
+
+  /**
+   * `text` (a short message, such as an error's), redacted, with the first
+   * characters of a form replaced where they end right before `mark`
+   * anywhere in it: V8's `JSON.parse` errors quote up to 10 characters of
+   * the line they failed on, then `"...` (`Unexpected token 'g',
+   * "good-6f1d0"... is not valid JSON`), and the host puts that error in its
+   * own messages. Each place the mark is costs a look back the length of the
+   * longest form, so this is for messages, not a plugin's output.
+   */
+  redactCutBefore(text: string, mark: string): string {
+    const whole = this.redact(text);
+    if (this.#forms.length === 0 || !whole.includes(mark)) return whole;
+    let out = '';
+    let copied = 0;
+    // A parser's message quotes once; a text full of marks (plugin text in a message) is not looked back from at each.
+    let looks = 0;
+    for (let at = whole.indexOf(mark); at !== -1 && looks++ < MAX_CUT_MARKS_LOOKED_AT; at = whole.indexOf(mark, at + mark.length)) {
+      const start = this.#cutFormStart(whole.slice(copied, at));
+      if (start === -1) continue;
+      out += whole.slice(copied, copied + start) + auditDefaults.redactedValue;
+      copied = at;
+    }
+    return copied === 0 ? whole : out + whole.slice(copied);
   }
 
   /** Where in `text` the first characters of a form begin that run to its end, at least `minRedactedValueChars` of them and fewer than the whole form; -1 if none. */

@@ -5,7 +5,7 @@
  * error), and an application ships its logs further than any plugin output.
  */
 import type { Logger } from '../ports/ports.js';
-import { redactJsonStrings, type KnownSecrets } from './knownSecrets.js';
+import { PARSER_QUOTE_END, redactJsonStrings, type KnownSecrets } from './knownSecrets.js';
 
 /**
  * `logger` with each record's message and fields (every string and object
@@ -19,7 +19,8 @@ export function loggerWithoutSecrets(logger: Logger, known: KnownSecrets): Logge
     (fields: Record<string, unknown>, message: string): void => {
       const redactor = known.redactor;
       if (redactor.empty) return write(fields, message);
-      write(redactJsonStrings(fields, redactor) as Record<string, unknown>, redactor.redact(message));
+      // A message may quote a parser's error on a plugin line (a failed call's message), which ends its quote with PARSER_QUOTE_END.
+      write(redactJsonStrings(fields, redactor) as Record<string, unknown>, redactor.redactCutBefore(message, PARSER_QUOTE_END));
     };
   return {
     debug: level((fields, message) => logger.debug(fields, message)),

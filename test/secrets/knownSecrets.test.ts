@@ -60,6 +60,26 @@ describe('SecretRedactor', () => {
     expect(whole.details['raw_line']).toBe(`n ${VALUE.slice(0, 8)}`);
   });
 
+  it('a call error: the start of a value V8 quotes from a line JSON.parse failed on is redacted from the message and reason', () => {
+    const redactor = new SecretRedactor([VALUE]);
+    for (const line of [`${VALUE} is my key`, `{"a": ${VALUE}}`, `[1,2,3,4,5,6,7,8,9,10,11,12, ${VALUE}]`]) {
+      let reason = '';
+      try {
+        JSON.parse(line);
+      } catch (e) {
+        reason = (e as Error).message;
+      }
+      expect(reason).toContain(VALUE.slice(0, 6));
+      const error = hostError('PLUGIN_MALFORMED_RESPONSE', `plugin sent an invalid response: ${reason}`, { details: { reason, raw_line: line } });
+      const redacted = errorWithoutSecrets(error, redactor);
+      expect(JSON.stringify([redacted.message, redacted.details]), line).not.toContain(VALUE.slice(0, 6));
+      expect(redacted.message).toMatch(/\[redacted\]"\.\.\. is not valid JSON$/);
+    }
+    // A quote that does not end in a value's start is left as it is.
+    const other = hostError('PLUGIN_INVALID_JSON', `plugin wrote a line that is not JSON: Unexpected token 'n', "nnnnnnnnnnn"... is not valid JSON`);
+    expect(errorWithoutSecrets(other, redactor)).toBe(other);
+  });
+
   it('values that share a prefix, hold one another or overlap: each is replaced whole, and nothing of either is left', () => {
     const long = 'sk-live-0123456789abcdef';
     const short = 'sk-live-0123';
