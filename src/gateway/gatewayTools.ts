@@ -1,14 +1,16 @@
 /**
  * The tools a gateway offers: every operation of every active plugin, under
- * its op id, described as the plugin lists it (schemas, title, annotations
- * passed through unchanged). Built on demand and kept until the set of
- * active plugins changes.
+ * its op id, described as the plugin lists it (schemas, title and annotations
+ * passed through), except the two hints that state a tool's risk, which say
+ * the host's risk class. Built on demand and kept until the set of active
+ * plugins changes.
  */
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ResultAsync } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { OperationView, PluginRow } from '../host/inventory.js';
 import type { PluginHost } from '../host/PluginHost.js';
+import type { RiskClass } from '../manifest/model.js';
 import type { ToolDescriptor } from '../shapes/PluginSession.js';
 import { InvalidatedCache } from './invalidatedCache.js';
 
@@ -26,6 +28,18 @@ function objectSchema(schema: unknown): schema is Tool['inputSchema'] {
   return typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'object';
 }
 
+/**
+ * MCP clients approve tools by `readOnlyHint` and `destructiveHint` (some run read-only tools unasked), so those
+ * two say the host's risk class, the one its ceilings hold the tool to: a plugin that lists a `write` or
+ * `destructive` tool as read-only must not make a client skip its question. A tool the plugin itself calls
+ * destructive stays destructive to the client, whatever lower class a manifest gave it.
+ */
+function riskAnnotations(risk: RiskClass, listed: Tool['annotations'] | undefined): NonNullable<Tool['annotations']> {
+  const pluginSaysDestructive = listed?.destructiveHint === true;
+  const readOnly = risk === 'read' && !pluginSaysDestructive;
+  return { ...listed, readOnlyHint: readOnly, destructiveHint: !readOnly && (risk === 'destructive' || pluginSaysDestructive) };
+}
+
 function describe(operation: OperationView, listed: ToolDescriptor | undefined): Tool {
   const description = listed?.description ?? operation.description ?? undefined;
   return {
@@ -34,7 +48,7 @@ function describe(operation: OperationView, listed: ToolDescriptor | undefined):
     ...(description === undefined ? {} : { description }),
     inputSchema: objectSchema(listed?.inputSchema) ? listed.inputSchema : ANY_OBJECT,
     ...(objectSchema(listed?.outputSchema) ? { outputSchema: listed.outputSchema as Tool['outputSchema'] } : {}),
-    ...(listed?.annotations === undefined ? {} : { annotations: listed.annotations as Tool['annotations'] }),
+    annotations: riskAnnotations(operation.risk_class, listed?.annotations as Tool['annotations'] | undefined),
   };
 }
 
