@@ -124,6 +124,12 @@ async function wayToTokenFile(path: string): Promise<Result<WayEnd, string>> {
       if (!entry.isFile()) return err('is not a regular file');
       const refused = tokenFileTrust(info).refused;
       if (refused !== undefined) return err(refused);
+      // In a sticky directory others may write, a name with more than one link may be theirs: where
+      // fs.protected_hardlinks is off, anyone may link a file of root's they can read (/etc/machine-id) under the
+      // token file's name while it is absent, and its owner would be judged, not who named it there.
+      if (entry.nlink > 1n && (owned(await lstat(at, { bigint: true })).mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0) {
+        return err(`has ${entry.nlink} names (hard links) and is in the directory ${at}, which others may write: another user may have linked it there; give the token a file of its own`);
+      }
       return ok({ path: next, entry });
     }
     // The kernel fails the open of a path that goes on past a file with ENOTDIR.

@@ -10,7 +10,7 @@
  * another user (uid 65534, through setpriv).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, chown, lchown, mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, lchown, link, mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -119,4 +119,19 @@ describe.runIf(process.geteuid?.() === 0)('a token file swapped by another user 
     // Each outcome with how often: the refusals (the link's owner, the file's owner) show that both states were seen.
     expect([...outcomes.keys()].filter((o) => o.startsWith('token ')), JSON.stringify([...outcomes])).toEqual([]);
   }, 60_000);
+
+  it('refuses a file with a second name in a sticky directory others may write, which another user could have linked there, and takes one elsewhere', async () => {
+    const { shared, readable } = await layout();
+    // Root's, readable by all, linked under the token file's name: what another user can do where fs.protected_hardlinks is off.
+    const planted = join(shared, 'token');
+    await link(readable, planted);
+    const read = await tokenFromFile(planted, []);
+    expect(read.isOk() ? `token ${read.value}` : read.error).toMatch(/^has 2 names \(hard links\) and is in the directory .*shared, which others may write/);
+    // In a directory only root may write, a second name is root's own doing: taken (with the warning for mode 0644).
+    const own = join(shared, '..', 'own-name');
+    await link(readable, own);
+    const warnings: string[] = [];
+    expect((await tokenFromFile(own, warnings))._unsafeUnwrap()).toBe(KNOWN);
+    expect(warnings).toEqual([expect.stringContaining('is readable by every user')]);
+  });
 });
