@@ -6,7 +6,7 @@
  * block whose fence reads ```ts sketch is pseudo-code and is not compiled. Every complete GUM manifest the pages
  * show (a ```json block with `manifest_schema_version`) passes the validator.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -17,8 +17,17 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** One type-check of every snippet with the package's declarations and the MCP SDK's (seconds alone, more on a busy machine). */
 const SLOW = 300_000;
 
-/** The pages a newcomer reads first: the README and the embedding, testing-kit, manifest and CLI guides. */
-const DOCS = ['README.md', 'docs/embedding.md', 'docs/testing-kit.md', 'docs/manifest.md', 'docs/cli.md', 'docs/errors.md', 'docs/published-servers.md'];
+/** Every Markdown page a user reads: the README, every page of docs/ and any README of an example. */
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+  ...readdirSync(join(ROOT, 'examples'))
+    .map((name) => `examples/${name}/README.md`)
+    .filter((path) => existsSync(join(ROOT, path))),
+];
 
 /** Imports a snippet may rely on without writing them, as the page around it does. */
 const IMPORTS: Readonly<Record<string, string>> = {

@@ -1,5 +1,8 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, HostError, isHostErrorCode, spellingOf, type HostErrorCode } from '../../src/index.js';
+import { ERROR_CODES, HostError, isHostErrorCode, PluginHost, spellingOf, type HostErrorCode, type PluginHostOptions } from '../../src/index.js';
 
 const seedCodes: HostErrorCode[] = [
   'PLUGIN_MANIFEST_NOT_FOUND', 'PLUGIN_MANIFEST_INVALID', 'PLUGIN_MANIFEST_SCHEMA_UNSUPPORTED',
@@ -40,6 +43,26 @@ describe('error registry', () => {
     expect(ndjson.sort()).toEqual(['InvalidJson', 'InvalidResponse', 'PluginCrashed', 'SpawnFailed', 'Timeout']);
     const rpc = Object.keys(ERROR_CODES).map((k) => spellingOf(k as HostErrorCode, 'jsonrpc')).filter((x) => x !== undefined);
     expect(rpc.sort()).toEqual([-32700, -32603, -32602, -32601, -32600].sort());
+  });
+
+  it("HOST_INVALID_OPTIONS's hint names the details a misspelled option carries and pages that exist", async () => {
+    const profileDir = mkdtempSync(join(tmpdir(), 'registry-hint-'));
+    try {
+      const opened = await PluginHost.open({ profileDir, callTimeoutMS: 5_000 } as unknown as PluginHostOptions);
+      expect(opened.isErr()).toBe(true);
+      const error = opened._unsafeUnwrapErr();
+      expect(error.code).toBe('HOST_INVALID_OPTIONS');
+      expect(error.details).toMatchObject({ option: 'callTimeoutMS', closest: 'callTimeoutMs' });
+      const { hint } = ERROR_CODES.HOST_INVALID_OPTIONS;
+      for (const field of Object.keys(error.details ?? {})) expect(hint).toContain(`details.${field}`);
+      // The pages and section the hint sends a reader to.
+      expect(readFileSync(join(import.meta.dirname, '../../docs/embedding.md'), 'utf8')).toContain('\n## Opening a profile\n');
+      expect(hint).toContain('docs/embedding.md, "Opening a profile"');
+      expect(readFileSync(join(import.meta.dirname, '../../docs/cli.md'), 'utf8')).toContain('\n### Options for every command\n');
+      expect(hint).toContain('docs/cli.md');
+    } finally {
+      rmSync(profileDir, { recursive: true, force: true });
+    }
   });
 
   it('fills hint and retryability from the registry and serializes without a stack', () => {
