@@ -56,7 +56,12 @@ export interface BuildEnvInput {
   readonly allowPassThrough?: readonly string[];
   /** The plugin's declared `env_allow` names, copied from `parentEnv` when set there. */
   readonly envAllow?: readonly string[];
-  /** Credential values from the secret store, keyed by their `needs_user_creds` name. */
+  /**
+   * Credential values the user stored for this plugin, keyed by their
+   * `needs_user_creds` name. A {@link EnvDenylist.isUserCredentialName} name
+   * survives the scrub from here alone, so a caller must put here only
+   * values of the secret store, never the host's environment, under such a name.
+   */
   readonly credentials?: Readonly<Record<string, string>>;
   /** Values the host sets itself (data directory, locale…); they win over every other source. */
   readonly fixed?: Readonly<Record<string, string>>;
@@ -70,10 +75,51 @@ export const DEFAULT_ENV_PASS_THROUGH: readonly string[] = Object.freeze(['PATH'
 interface DenylistFile {
   readonly exact: readonly string[];
   readonly prefixes: readonly string[];
+  readonly user_credentials: readonly string[];
   readonly presets: Readonly<Record<EnvDenylistPreset, { readonly exact: readonly string[]; readonly prefixes: readonly string[] }>>;
 }
 
 const shipped: DenylistFile = denylistData;
+
+// The names of the host's own extension of the list that name a credential a service issues to its user
+// (PERPLEXITY_API_KEY, GITHUB_TOKEN…): the host's environment never gives one to a plugin, but a user who stores a
+// value under it for one plugin has handed that value to that plugin on purpose. The seed's own names, loader and
+// runtime names, sockets and credential-file paths are never among them (test/env/userCredentials.test.ts).
+const shippedUserCredentials: ReadonlySet<string> = new Set(shipped.user_credentials.filter((name) => shipped.exact.includes(name)));
+
+/**
+ * Whether `name` is one of the shipped denylist's names a user may still give
+ * one plugin as a credential stored for it (`etc/env-denylist.json`
+ * `user_credentials`): such a value comes from the secret store only, never
+ * from the host's environment. A host that denies the name itself (a preset or
+ * its own additions) is asked through {@link EnvDenylist.isUserCredentialName}.
+ */
+export function isStoredOnlyCredentialName(name: string): boolean {
+  return shippedUserCredentials.has(name);
+}
+
+/**
+ * The remedy of a PLUGIN_ENV_PROHIBITED refusal of `names`: what to do
+ * instead of granting or declaring them. A name a user may store for the
+ * plugin is pointed at the credential way; any other is only dropped.
+ */
+export function prohibitedEnvHint(names: readonly string[], denylist: EnvDenylist, pluginId: string): string {
+  const storable = names.filter((name) => denylist.isUserCredentialName(name)).map(printableEnvName);
+  const never = names.filter((name) => !denylist.isUserCredentialName(name)).map(printableEnvName);
+  const id = printableEnvName(pluginId);
+  const parts: string[] = [];
+  if (never.length > 0) {
+    parts.push(
+      `Drop ${never.join(', ')} from the grant and the manifest: no plugin ever receives ${never.length === 1 ? 'it' : 'them'}, from the host's environment or from a stored credential (if you need an OAuth credential, declare it under requirements.credential_descriptors with a name of its own instead).`,
+    );
+  }
+  if (storable.length > 0) {
+    parts.push(
+      `Drop ${storable.join(', ')} from the grant (env_allow, --grant-env): the host's environment never passes ${storable.length === 1 ? 'it' : 'them'} to a plugin. To give '${id}' a value of its own, declare ${storable.length === 1 ? 'the name' : 'the names'} under requirements.needs_user_creds with a credential descriptor (for an npm server, in the manifest install option), then store the value for this plugin alone: \`setup ${id}\`.`,
+    );
+  }
+  return parts.join(' ');
+}
 
 /**
  * The contract's canonical sentence for a prohibited name:
@@ -121,6 +167,7 @@ function parsePassThrough(patterns: readonly string[]): Result<PassThroughRules,
 export class EnvDenylist {
   readonly #exact: ReadonlySet<string>;
   readonly #prefixes: readonly string[];
+  readonly #userCredentials: ReadonlySet<string>;
   readonly #logger: Logger;
 
   /**
@@ -143,6 +190,10 @@ export class EnvDenylist {
     }
     this.#exact = new Set([...shipped.exact, ...presetRules.exact, ...extraExact]);
     this.#prefixes = [...new Set([...shipped.prefixes, ...presetRules.prefixes, ...extraPrefixes])];
+    // A name the host or its preset denies on its own account stays denied from every source.
+    const ownRules = new Set([...presetRules.exact, ...extraExact]);
+    const ownPrefixes = [...presetRules.prefixes, ...extraPrefixes];
+    this.#userCredentials = new Set([...shippedUserCredentials].filter((name) => !ownRules.has(name) && !ownPrefixes.some((p) => name.startsWith(p))));
     this.#logger = options.logger ?? silentLogger;
   }
 
@@ -173,9 +224,29 @@ export class EnvDenylist {
     return prefix === undefined ? undefined : { kind: 'prefix', prefix };
   }
 
-  /** Whether `name` must never reach a plugin. */
+  /** Whether `name` must never reach a plugin from the host's environment (nor, unless {@link EnvDenylist.isUserCredentialName}, from anywhere). */
   isProhibited(name: string): boolean {
     return this.ruleFor(name) !== undefined;
+  }
+
+  /**
+   * Whether `name` is denied only as a host value: a user may still store a
+   * credential under it for one plugin (declared in `needs_user_creds`), and
+   * that stored value reaches that plugin. Never true for the GUM contract's
+   * own names, nor for a name the host's preset or additions deny.
+   */
+  isUserCredentialName(name: string): boolean {
+    return this.#userCredentials.has(name);
+  }
+
+  /**
+   * The rule that refuses `name` when a manifest declares it in `field`:
+   * every denylisted name in `env_allow` (a grant of the host's value), and in
+   * `needs_user_creds` all but {@link EnvDenylist.isUserCredentialName} names.
+   */
+  ruleIn(field: EnvNameField, name: string): EnvDenyRule | undefined {
+    if (field === 'needs_user_creds' && this.isUserCredentialName(name)) return undefined;
+    return this.ruleFor(name);
   }
 
   /**
@@ -190,15 +261,17 @@ export class EnvDenylist {
         entries.push({ name: printableEnvName(name), reason: 'invalid_name', message: invalidEnvNameMessage(field, name, pluginId) });
         continue;
       }
-      const rule = this.ruleFor(name);
+      const rule = this.ruleIn(field, name);
       if (rule !== undefined) {
         entries.push({ name: printableEnvName(name), reason: 'denylisted', rule, message: prohibitedEnvMessage(field, name, pluginId) });
       }
     }
     if (entries.length === 0) return ok(undefined);
+    const denied = [...new Set(names)].filter((name) => isValidEnvName(name) && this.ruleIn(field, name) !== undefined);
     return err(
       hostError('PLUGIN_ENV_PROHIBITED', entries.map((e) => e.message).join('\n'), {
         details: { plugin_id: pluginId, field, entries },
+        ...(denied.length === 0 ? {} : { hint: prohibitedEnvHint(denied, this, pluginId) }),
       }),
     );
   }
@@ -207,7 +280,9 @@ export class EnvDenylist {
    * Builds a plugin's environment. Only allow-listed and `envAllow` names are
    * read from `parentEnv`; credentials and fixed values are added on top; then
    * every denylisted name is removed whatever its source, so a manifest or a
-   * host bug can never forward one.
+   * host bug can never forward one, except a stored credential under a
+   * {@link EnvDenylist.isUserCredentialName} name: the user's own gift to this
+   * plugin, not the host's value.
    */
   buildEnv(input: BuildEnvInput): Result<Record<string, string>, HostError> {
     const passThrough = parsePassThrough(input.allowPassThrough ?? DEFAULT_ENV_PASS_THROUGH);
@@ -240,10 +315,18 @@ export class EnvDenylist {
       if (!isValidEnvValue(value)) return err(invalidOptions(`The host environment value of '${printableEnvName(name)}' contains NUL.`));
       env.set(name, value);
     }
-    for (const [name, value] of credentials) env.set(name, value);
-    for (const [name, value] of fixed) env.set(name, value);
+    const given = new Set<string>();
+    for (const [name, value] of credentials) {
+      env.set(name, value);
+      given.add(name);
+    }
+    for (const [name, value] of fixed) {
+      env.set(name, value);
+      given.delete(name);
+    }
 
-    const scrubbed = [...env.keys()].filter((name) => this.isProhibited(name));
+    // A stored credential is kept under its name only when it is still the value in the environment (no fixed value replaced it).
+    const scrubbed = [...env.keys()].filter((name) => this.isProhibited(name) && !(given.has(name) && this.isUserCredentialName(name)));
     for (const name of scrubbed) env.delete(name);
     if (scrubbed.length > 0) {
       this.#logger.warn(

@@ -4,6 +4,7 @@
  */
 import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { isStoredOnlyCredentialName } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
 
@@ -47,7 +48,9 @@ export function aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]):
  * when the host opts in (`credentialsFromEnv`), the user's environment as
  * the GUM contract passes `needs_user_creds` through. A value set in the
  * environment wins over a stored one, as an exported variable overrides
- * saved configuration; empty values count as absent.
+ * saved configuration; empty values count as absent. A name the host's
+ * denylist keeps from plugins but lets a user store
+ * ({@link isStoredOnlyCredentialName}) comes from the store alone.
  */
 export class CredentialSource {
   readonly #secrets: SecretStore;
@@ -81,6 +84,9 @@ export class CredentialSource {
   }
 
   #fromEnv(name: string): string | undefined {
+    // A name on the host's extension of the env denylist (PERPLEXITY_API_KEY…) reaches a plugin only as the value the
+    // user stored for it: the host's own value under that name is the host's credential, never the plugin's.
+    if (isStoredOnlyCredentialName(name)) return undefined;
     const value = this.#env === undefined || !Object.hasOwn(this.#env, name) ? undefined : this.#env[name];
     return value === '' ? undefined : value;
   }

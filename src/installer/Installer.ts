@@ -22,9 +22,9 @@ import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { conflictUnderLock, knownSchemaDigests } from './installConflicts.js';
 import { BUNDLE_NEEDS_REVIEW, readBundleManifest, type BundleServerStart } from '../bundle/bundleManifest.js';
 import { hasNetwork, introspectServer, type IntrospectionNetwork } from './introspect.js';
-import { riskClassOf } from './npmManifest.js';
+import { pluginIdOf, riskClassOf } from './npmManifest.js';
 import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from './openNpmSource.js';
-import { DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
+import { checkGrantedEnv, DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
 import { pluginRecords } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import { installPathRefusal } from './installPath.js';
@@ -39,7 +39,7 @@ import { setExecutableMode } from './setExecutableMode.js';
 import { compareVersions } from '../manifest/versionOrder.js';
 import { consoleScriptOf, installConsoleScript } from './pythonVenv.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, pluginIdentity, type PluginIdentity } from '../sandbox/pluginIdentity.js';
-import type { NpmSettings } from './npmFetch.js';
+import { parseNpmSpec, type NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NetworkedStart, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
@@ -614,6 +614,10 @@ export class Installer {
     // Nothing to sign: npm checks a registry's integrity, and a local tarball's only against itself. Under requireSignatures
     // an npm: source is an unsigned package, refused as one before npm runs (a local tarball was an unsigned archive otherwise).
     if (this.#o.requireSignatures === true) return errAsync(unsignedNpmSource(source));
+    // A denylisted env name granted is refused before npm runs; a registry package's id is known from its name already.
+    const spec = parseNpmSpec(source);
+    const grantedEnv = checkGrantedEnv(spec.isOk() && spec.value.kind === 'registry' ? pluginIdOf(spec.value.name) : source, options.grant, this.#o.envDenylist);
+    if (grantedEnv.isErr()) return errAsync(grantedEnv.error);
     // The introspection start gets the network the installed plugin will have (a grant widens the host default), never more.
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
     if (capabilities.isErr()) return errAsync(capabilities.error);
@@ -724,6 +728,9 @@ export class Installer {
 
   /** The tools a staged bundle's server lists in one sandboxed start (see introspectServer), each with its risk class from its annotations. */
   async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner, source: StagedPackage['source'], options: InstallOptions): Promise<Result<readonly ManifestTool[], HostError>> {
+    // A denylisted env name granted is refused before the bundle's server starts, as the host checks after this start would.
+    const grantedEnv = checkGrantedEnv(server.plugin?.plugin_id ?? source.path, options.grant, this.#o.envDenylist);
+    if (grantedEnv.isErr()) return err(grantedEnv.error);
     // A bundle declares no capabilities: its start gets the network the install grants, as the installed plugin will (see #openNpm).
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
     if (capabilities.isErr()) return err(capabilities.error);

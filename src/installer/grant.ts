@@ -12,6 +12,7 @@ import { CLIENT_REQUEST_KINDS, isClientRequestKind } from '../manifest/clientReq
 import type { ClientRequestKind, DeclaredCapabilities, NormalizedManifest, PluginGrant } from '../manifest/model.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
 import { egressPolicy, uncoveredDestinations } from '../egress/destinations.js';
+import type { EnvDenylist } from '../env/EnvDenylist.js';
 
 /** The capabilities a source that declares none runs with when nothing is granted: no network, no writable dir beyond the data dir, no env. */
 export const DEFAULT_CAPABILITIES: DeclaredCapabilities = Object.freeze({
@@ -49,6 +50,25 @@ export function checkGrant(grant: unknown): Result<PluginGrant, HostError> {
     );
   }
   return ok(fields as PluginGrant);
+}
+
+/**
+ * The env names a grant asks the host to pass (`env_allow`, `--grant-env`),
+ * checked against the host's denylist before anything of the source runs (an
+ * npm server's or a bundle's introspection start is the first thing that
+ * would): a denylisted name fails with PLUGIN_ENV_PROHIBITED in the contract's
+ * canonical form, `details.pointer` `/grant/env_allow`, and a hint saying what
+ * to do instead. Dropping the name silently at every start left a server that
+ * could never start, and a user granting the name again.
+ *
+ * @param pluginId - The plugin's id, or, before it is known, the source as given.
+ */
+export function checkGrantedEnv(pluginId: string, grant: PluginGrant | undefined, denylist: EnvDenylist): Result<void, HostError> {
+  const names = grant?.env_allow ?? [];
+  if (names.length === 0) return ok(undefined);
+  return denylist.check(pluginId, names, 'env_allow').mapErr((error) =>
+    hostError(error.code, error.message, { details: { ...error.details, pointer: '/grant/env_allow' }, hint: error.hint }),
+  );
 }
 
 /** Whether the manifest's capabilities are the source's own declaration rather than the host default. */

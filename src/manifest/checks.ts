@@ -268,7 +268,8 @@ export function checkGumContractRules(doc: unknown, form: ManifestForm, trust: T
     ['requirements', 'needs_user_creds'],
   ] as const) {
     for (const { index, value } of ownStrings(own(doc, section), field)) {
-      if (gumEnvRules.isProhibited(value)) {
+      // A name the host added to the seed's list that a user may store for a plugin is a credential the contract accepts.
+      if (gumEnvRules.ruleIn(field, value) !== undefined) {
         out.push(violation('env', 'PLUGIN_ENV_PROHIBITED', pointerOf(section, field, index), prohibitedEnvMessage(field, value, pluginId ?? '')));
       }
     }

@@ -299,14 +299,16 @@ describe('buildEnv', () => {
   it('is exactly the environment a spawned plugin process sees', async () => {
     const env = new EnvDenylist()
       .buildEnv({
-        parentEnv: { ...process.env, OPENAI_API_KEY: 'sk-parent', GUM_PROFILE: 'work', SOME_HOST_VAR: 'x' },
-        envAllow: ['GUM_PROFILE'],
-        credentials: { FLI_TOKEN: 'tok', GITHUB_TOKEN: 'ghp' },
+        parentEnv: { ...process.env, OPENAI_API_KEY: 'sk-parent', GUM_PROFILE: 'work', SOME_HOST_VAR: 'x', GITLAB_TOKEN: 'glpat-parent' },
+        envAllow: ['GUM_PROFILE', 'GITLAB_TOKEN'],
+        credentials: { FLI_TOKEN: 'tok', GITHUB_TOKEN: 'ghp', ANTHROPIC_API_KEY: 'sk-stored' },
       })
       ._unsafeUnwrap();
     const seen = await runPrintEnv(env);
     expect(seen).toEqual(env);
     expect(seen.FLI_TOKEN).toBe('tok');
-    for (const name of ['OPENAI_API_KEY', 'GUM_PROFILE', 'SOME_HOST_VAR', 'GITHUB_TOKEN']) expect(Object.hasOwn(seen, name), name).toBe(false);
+    // GITHUB_TOKEN is on the host's extension of the list: a value stored for the plugin reaches it, the host's never does.
+    expect(seen.GITHUB_TOKEN).toBe('ghp');
+    for (const name of ['OPENAI_API_KEY', 'GUM_PROFILE', 'SOME_HOST_VAR', 'GITLAB_TOKEN', 'ANTHROPIC_API_KEY']) expect(Object.hasOwn(seen, name), name).toBe(false);
   });
 });
