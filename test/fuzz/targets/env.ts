@@ -71,7 +71,8 @@ export function envTargets(): void {
         const denylist = DENYLISTS[which]!;
         const result = denylist.check('plugin', names, field);
         expectResult(result, ['PLUGIN_ENV_PROHIBITED']);
-        const refused = names.filter((n) => !validName(n) || denylist.isProhibited(n));
+        // needs_user_creds accepts the host's user-credential names (a value the user stores for the plugin); env_allow never does.
+        const refused = names.filter((n) => !validName(n) || denylist.ruleIn(field, n) !== undefined);
         expect(result.isErr()).toBe(refused.length > 0);
         if (result.isErr()) expect((result.error.details.entries as unknown[]).length).toBe(new Set(refused).size);
       },
@@ -89,7 +90,9 @@ export function envTargets(): void {
         const env = result.value;
         expect(Object.getPrototypeOf(env)).toBe(Object.prototype);
         for (const [name, value] of Object.entries(env)) {
-          expect(denylist.isProhibited(name), `denylisted ${JSON.stringify(name)} reached the plugin`).toBe(false);
+          // The one denylisted name that passes: a user-credential name holding the credential handed in for it.
+          const stored = denylist.isUserCredentialName(name) && input.credentials !== undefined && Object.hasOwn(input.credentials, name) && input.credentials[name] === value && !(input.fixed !== undefined && Object.hasOwn(input.fixed, name));
+          expect(denylist.isProhibited(name) && !stored, `denylisted ${JSON.stringify(name)} reached the plugin`).toBe(false);
           expect(validName(name) && !value.includes('\0')).toBe(true);
         }
         // A name that passes the install check and is declared reaches the plugin with the parent's value.
