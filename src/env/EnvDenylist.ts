@@ -102,11 +102,14 @@ export function isStoredOnlyCredentialName(name: string): boolean {
  * The remedy of a PLUGIN_ENV_PROHIBITED refusal of `names`: what to do
  * instead of granting or declaring them. A name a user may store for the
  * plugin is pointed at the credential way; any other is only dropped.
+ *
+ * @param pluginId - The plugin's id, or undefined while it is not known (an npm tarball before it is read).
  */
-export function prohibitedEnvHint(names: readonly string[], denylist: EnvDenylist, pluginId: string): string {
+export function prohibitedEnvHint(names: readonly string[], denylist: EnvDenylist, pluginId: string | undefined): string {
   const storable = names.filter((name) => denylist.isUserCredentialName(name)).map(printableEnvName);
   const never = names.filter((name) => !denylist.isUserCredentialName(name)).map(printableEnvName);
-  const id = printableEnvName(pluginId);
+  const id = pluginId === undefined ? '<plugin>' : printableEnvName(pluginId);
+  const named = pluginId === undefined ? 'the plugin' : `'${id}'`;
   const parts: string[] = [];
   if (never.length > 0) {
     parts.push(
@@ -115,7 +118,7 @@ export function prohibitedEnvHint(names: readonly string[], denylist: EnvDenylis
   }
   if (storable.length > 0) {
     parts.push(
-      `Drop ${storable.join(', ')} from the grant (env_allow, --grant-env): the host's environment never passes ${storable.length === 1 ? 'it' : 'them'} to a plugin. To give '${id}' a value of its own, declare ${storable.length === 1 ? 'the name' : 'the names'} under requirements.needs_user_creds with a credential descriptor (for an npm server, in the manifest install option), then store the value for this plugin alone: \`setup ${id}\`.`,
+      `Drop ${storable.join(', ')} from the grant (env_allow, --grant-env): the host's environment never passes ${storable.length === 1 ? 'it' : 'them'} to a plugin. To give ${named} a value of its own, declare ${storable.length === 1 ? 'the name' : 'the names'} under requirements.needs_user_creds with a credential descriptor (for an npm server, in the manifest it is installed with: --manifest, the manifest install option), then store the value for this plugin alone: \`setup ${id}\`.`,
     );
   }
   return parts.join(' ');
@@ -252,9 +255,12 @@ export class EnvDenylist {
   /**
    * Install-time check of the names a manifest declares in `field`. Fails with
    * `PLUGIN_ENV_PROHIBITED` listing every refused name in `details.entries`;
-   * the message is one canonical sentence per refused name, one per line.
+   * the message is one canonical sentence per refused name, one per line,
+   * and the hint says what to do instead ({@link prohibitedEnvHint}).
+   *
+   * @param hintPluginId - The id the hint names (`setup <id>`) when it is not `pluginId`; `null` when no id is known yet.
    */
-  check(pluginId: string, names: readonly string[], field: EnvNameField): Result<void, HostError> {
+  check(pluginId: string, names: readonly string[], field: EnvNameField, hintPluginId?: string | null): Result<void, HostError> {
     const entries: RejectedEnvEntry[] = [];
     for (const name of new Set(names)) {
       if (!isValidEnvName(name)) {
@@ -271,7 +277,7 @@ export class EnvDenylist {
     return err(
       hostError('PLUGIN_ENV_PROHIBITED', entries.map((e) => e.message).join('\n'), {
         details: { plugin_id: pluginId, field, entries },
-        ...(denied.length === 0 ? {} : { hint: prohibitedEnvHint(denied, this, pluginId) }),
+        ...(denied.length === 0 ? {} : { hint: prohibitedEnvHint(denied, this, hintPluginId === null ? undefined : (hintPluginId ?? pluginId)) }),
       }),
     );
   }

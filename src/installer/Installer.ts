@@ -616,7 +616,7 @@ export class Installer {
     if (this.#o.requireSignatures === true) return errAsync(unsignedNpmSource(source));
     // A denylisted env name granted is refused before npm runs; a registry package's id is known from its name already.
     const spec = parseNpmSpec(source);
-    const grantedEnv = checkGrantedEnv(spec.isOk() && spec.value.kind === 'registry' ? pluginIdOf(spec.value.name) : source, options.grant, this.#o.envDenylist);
+    const grantedEnv = checkGrantedEnv(spec.isOk() && spec.value.kind === 'registry' ? { id: pluginIdOf(spec.value.name) } : { source }, options.grant, this.#o.envDenylist);
     if (grantedEnv.isErr()) return errAsync(grantedEnv.error);
     // The introspection start gets the network the installed plugin will have (a grant widens the host default), never more.
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
@@ -729,7 +729,7 @@ export class Installer {
   /** The tools a staged bundle's server lists in one sandboxed start (see introspectServer), each with its risk class from its annotations. */
   async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner, source: StagedPackage['source'], options: InstallOptions): Promise<Result<readonly ManifestTool[], HostError>> {
     // A denylisted env name granted is refused before the bundle's server starts, as the host checks after this start would.
-    const grantedEnv = checkGrantedEnv(server.plugin?.plugin_id ?? source.path, options.grant, this.#o.envDenylist);
+    const grantedEnv = checkGrantedEnv(server.plugin === undefined ? { source: source.path } : { id: server.plugin.plugin_id }, options.grant, this.#o.envDenylist);
     if (grantedEnv.isErr()) return err(grantedEnv.error);
     // A bundle declares no capabilities: its start gets the network the install grants, as the installed plugin will (see #openNpm).
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);

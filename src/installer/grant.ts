@@ -61,12 +61,14 @@ export function checkGrant(grant: unknown): Result<PluginGrant, HostError> {
  * to do instead. Dropping the name silently at every start left a server that
  * could never start, and a user granting the name again.
  *
- * @param pluginId - The plugin's id, or, before it is known, the source as given.
+ * @param plugin - The plugin's id, or, before it is known (an npm tarball not yet read), the source as given, which
+ *   the message names in its place.
  */
-export function checkGrantedEnv(pluginId: string, grant: PluginGrant | undefined, denylist: EnvDenylist): Result<void, HostError> {
+export function checkGrantedEnv(plugin: { readonly id: string } | { readonly source: string }, grant: PluginGrant | undefined, denylist: EnvDenylist): Result<void, HostError> {
   const names = grant?.env_allow ?? [];
   if (names.length === 0) return ok(undefined);
-  return denylist.check(pluginId, names, 'env_allow').mapErr((error) =>
+  const checked = 'id' in plugin ? denylist.check(plugin.id, names, 'env_allow') : denylist.check(plugin.source, names, 'env_allow', null);
+  return checked.mapErr((error) =>
     hostError(error.code, error.message, { details: { ...error.details, pointer: '/grant/env_allow' }, hint: error.hint }),
   );
 }

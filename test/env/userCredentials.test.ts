@@ -136,7 +136,8 @@ describe('a denylisted env name granted on purpose', { timeout: 120_000 }, () =>
     expect(error.details).toMatchObject({ pointer: '/grant/env_allow', field: 'env_allow' });
     expect(error.details).not.toHaveProperty('stderr_tail');
     expect(error.hint).toContain('requirements.needs_user_creds');
-    expect(error.hint).toContain('setup');
+    // The tarball's plugin id is not known before it is read: the hint names no source as a plugin.
+    expect(error.hint).toContain('`setup <plugin>`');
     expect(error.hint).not.toContain('--grant-env NAME');
     expect((await host.list())._unsafeUnwrap()).toEqual([]);
   });
