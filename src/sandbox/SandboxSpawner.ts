@@ -456,8 +456,12 @@ function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidat
     const seccomp = { offline, networked };
     const choice = options.backend ?? DEFAULT_SANDBOX_BACKEND;
     const found = options.launcherPath === undefined ? findLauncher() : findLauncher([options.launcherPath]);
+    const abi = found.isOk() ? landlockAbi(found.value) : ok(0);
+    if (abi.isErr()) {
+      return err(sandboxUnsupported('launcher_unusable', `The launcher could not be asked which Landlock scopes the kernel has: ${abi.error}.`, LAUNCHER_UNANSWERED_HINT, { launcher_problem: abi.error }));
+    }
     // Landlock's scopes (abstract Unix sockets, signals) come from the launcher under either backend, where the kernel has them.
-    const scopeLauncher = found.isOk() && landlockAbi(found.value) >= SCOPES_ABI && runsAsPluginUser(found.value) ? found.value : undefined;
+    const scopeLauncher = found.isOk() && abi.value >= SCOPES_ABI && runsAsPluginUser(found.value) ? found.value : undefined;
     const bubblewrap = bubblewrapCandidate(options, seccomp, scopeLauncher);
     if (choice === 'bubblewrap') return bubblewrap.map((primary) => ({ primary, bubblewrap: primary }));
     const launcher = found.map((path) => landlockBackend(path, seccomp, scopeLauncher !== undefined));
@@ -482,6 +486,9 @@ function platformBackend(options: SandboxSpawnerOptions): Result<BackendCandidat
     sandboxUnsupported('platform_unsupported', `No OS sandbox backend exists for platform ${platform}; plugins are not run unconfined.`, 'Run the host on Linux (bubblewrap) or macOS (Seatbelt).', { platform }),
   );
 }
+
+const LAUNCHER_UNANSWERED_HINT =
+  'The launcher was started and did not run to its answer (the machine refused a process, or was too loaded for 10 s): plugins are not started without the scopes it would give. Open the host again when the machine has room; if it keeps failing, run the launcher with --landlock-abi by hand.';
 
 const LAUNCHER_HINT =
   'Build it with `npm run build` (it needs a C compiler: apt-get install gcc libc6-dev), keep it owned by root or the host user and writable by nobody else, pass launcherPath, or choose backend "bubblewrap" or "auto".';

@@ -122,20 +122,33 @@ export function findLauncher(candidates: readonly string[] = launcherCandidates(
 
 const abis = new Map<string, number>();
 
+/** How many times a launcher that did not run to its answer (a fork refused, a timeout, a signal) is asked again. */
+const ABI_ASKS = 3;
+
 /**
  * The running kernel's Landlock ABI as the launcher at `path` reads it
- * (`--landlock-abi`; 0 when Landlock is off, or the launcher does not
- * answer), asked once per launcher for the life of the process. It decides
- * whether plugins get Landlock's scopes (ABI 6: abstract Unix sockets and
- * signals), and `describe` reports what it decided.
+ * (`--landlock-abi`; 0 when Landlock is off, or when the launcher exits
+ * without a number, as one too old to know the flag does), asked once per
+ * launcher for the life of the process. It decides whether plugins get
+ * Landlock's scopes (ABI 6: abstract Unix sockets and signals), and
+ * `describe` reports what it decided. A launcher that never got to answer
+ * (spawn failed, timed out or was killed, {@link ABI_ASKS} times) is an
+ * error, not ABI 0, and nothing is kept: a loaded machine's failed fork
+ * must not leave every later plugin of the process without the scopes.
  */
-export function landlockAbi(path: string): number {
-  let abi = abis.get(path);
-  if (abi === undefined) {
+export function landlockAbi(path: string): Result<number, string> {
+  const known = abis.get(path);
+  if (known !== undefined) return ok(known);
+  let failure = '';
+  for (let ask = 0; ask < ABI_ASKS; ask += 1) {
     const answer = spawnSync(path, ['--landlock-abi'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] });
-    const parsed = answer.status === 0 ? Number.parseInt(answer.stdout.trim(), 10) : Number.NaN;
-    abi = Number.isSafeInteger(parsed) && parsed > 0 ? parsed : 0;
-    abis.set(path, abi);
+    if (answer.error === undefined && answer.signal === null) {
+      const parsed = answer.status === 0 ? Number.parseInt(answer.stdout.trim(), 10) : Number.NaN;
+      const abi = Number.isSafeInteger(parsed) && parsed > 0 ? parsed : 0;
+      abis.set(path, abi);
+      return ok(abi);
+    }
+    failure = answer.error === undefined ? `killed by ${answer.signal ?? 'a signal'}` : answer.error.message;
   }
-  return abi;
+  return err(`${path} --landlock-abi did not answer (${failure})`);
 }

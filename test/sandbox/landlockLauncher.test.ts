@@ -194,6 +194,18 @@ describe('which launcher the runtime trusts', () => {
     expect(late.describe({ installRoot, network: false, writeDir, hiddenPaths: [] }).backendFallback).toMatch(/not proved/);
   });
 
+  it('a launcher that never gets to answer which Landlock scopes the kernel has fails closed, under bubblewrap too', async () => {
+    // Killed before it answers, as a fork refused or a timeout on a loaded machine leaves it: not ABI 0 (no scopes, a warning), but a refusal to open.
+    const source = join(base, 'killed.c');
+    writeFileSync(source, '#include <signal.h>\n#include <string.h>\nint main(int c, char **v) { if (c > 1 && !strcmp(v[1], "--landlock-abi")) raise(SIGKILL); return 1; }\n');
+    const killed = join(base, 'killed');
+    expect(spawnSync('cc', ['-o', killed, source]).status).toBe(0);
+    for (const backend of ['bubblewrap', 'auto'] as const) {
+      const refused = (await SandboxSpawner.create({ backend, launcherPath: killed }))._unsafeUnwrapErr();
+      expect(refused).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'launcher_unusable', launcher_problem: expect.stringMatching(/--landlock-abi did not answer \(killed by SIGKILL\)/) } });
+    }
+  });
+
   it("'auto' picks the launcher when it is trusted and proved, and names it in describe()", async () => {
     const auto = (await SandboxSpawner.create({ backend: 'auto' }))._unsafeUnwrap();
     expect(auto.backendName).toBe('landlock');
