@@ -59,20 +59,22 @@ interface Snippet {
   /** `docs/embedding.md:225`, the line of the opening fence. */
   readonly where: string;
   readonly code: string;
-  /** CommonJS (`require`) or an ES module. */
-  readonly commonjs: boolean;
+  /** TypeScript, or JavaScript as a CommonJS (`require`) or ES module file (compiled as checked JavaScript). */
+  readonly kind: 'ts' | 'cjs' | 'mjs';
 }
 
-/** The ```ts blocks of one page, and ```js blocks that `require` the package (compiled as checked JavaScript). */
+/** The ```ts blocks of one page, and ```js blocks that `require` or `import` the package (compiled as checked JavaScript). */
 function snippetsOf(path: string, markdown: string): Snippet[] {
   const found: Snippet[] = [];
   const fence = /^```(ts|typescript|js|javascript)([^\n]*)\n([\s\S]*?)^```/gm;
   for (let m = fence.exec(markdown); m !== null; m = fence.exec(markdown)) {
     const [, lang = '', info = '', code = ''] = m;
     if (/\bsketch\b/.test(info)) continue;
-    const js = lang.startsWith('j');
-    if (js && !code.includes("require('mcp-plugin-host")) continue;
-    found.push({ where: `${path}:${markdown.slice(0, m.index).split('\n').length}`, code, commonjs: js });
+    const where = `${path}:${markdown.slice(0, m.index).split('\n').length}`;
+    if (!lang.startsWith('j')) found.push({ where, code, kind: 'ts' });
+    else if (code.includes("require('mcp-plugin-host")) found.push({ where, code, kind: 'cjs' });
+    else if (/\bfrom 'mcp-plugin-host(?:\/[a-z]+)?'/.test(code)) found.push({ where, code, kind: 'mjs' });
+    // Other JavaScript is a plugin's own module (it imports the SDK, not this package), not an application of this API.
   }
   return found;
 }
@@ -84,7 +86,7 @@ function defines(code: string, name: string): boolean {
 
 /** The module compiled for a snippet: the imports and placeholders it uses but does not define, then the snippet. */
 function moduleFor(snippet: Snippet): string {
-  if (snippet.commonjs) return snippet.code;
+  if (snippet.kind !== 'ts') return snippet.code;
   const uses = (name: string): boolean => new RegExp(`\\b${name}\\b`).test(snippet.code) && !defines(snippet.code, name);
   const placeholders = Object.keys(PLACEHOLDERS).filter(uses);
   // A placeholder's type may name an import the snippet itself does not use.
@@ -101,7 +103,12 @@ afterAll(() => {
 describe('docs snippets', () => {
   it('finds the snippets of the pages it checks', () => {
     expect(snippets.map((s) => s.where)).toEqual(expect.arrayContaining([expect.stringMatching(/^README\.md:/), expect.stringMatching(/^docs\/embedding\.md:/)]));
-    expect(snippets.some((s) => s.commonjs)).toBe(true);
+    expect(snippets.some((s) => s.kind === 'cjs')).toBe(true);
+    expect(snippets.some((s) => s.kind === 'mjs')).toBe(true);
+    // The pages whose snippets showed unexported or mistyped API before every page was checked.
+    for (const page of ['docs/install-safety.md', 'docs/env-and-namespaces.md', 'docs/protocols-ndjson-and-handshake.md', 'docs/error-mapping.md']) {
+      expect(snippets.map((s) => s.where.split(':')[0])).toContain(page);
+    }
   });
 
   it('show GUM manifests that pass every grammar check', () => {
@@ -126,7 +133,7 @@ describe('docs snippets', () => {
     scratch = mkdtempSync(join(ROOT, 'temp', 'doc-snippets-'));
     const files = new Map<string, Snippet>();
     snippets.forEach((snippet, i) => {
-      const file = join(scratch!, `snippet-${i}.${snippet.commonjs ? 'cjs' : 'ts'}`);
+      const file = join(scratch!, `snippet-${i}.${snippet.kind}`);
       writeFileSync(file, moduleFor(snippet));
       files.set(file, snippet);
     });
