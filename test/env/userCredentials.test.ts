@@ -97,20 +97,16 @@ async function dialingBundle(port: number): Promise<string> {
   return dir;
 }
 
-/** A plugin directory whose manifest declares `creds` as needs_user_creds (one descriptor each) and `envAllow`. */
-async function keyedPlugin(creds: readonly string[], envAllow: readonly string[] = []): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'keyed-plugin-'));
-  dirs.push(dir);
-  await mkdir(join(dir, 'bin'));
-  await writeFile(join(dir, 'bin', 'keyed.mjs'), SERVER, { mode: 0o755 });
-  const manifest = {
+/** A GUM JSON manifest of the keyed server at `executable`, declaring `creds` as needs_user_creds (one descriptor each) and `envAllow`. */
+function keyedManifest(pluginId: string, executable: string, creds: readonly string[], envAllow: readonly string[] = []): Record<string, unknown> {
+  return {
     manifest_schema_version: 1,
-    plugin_id: 'keyed',
+    plugin_id: pluginId,
     name: 'Keyed',
     version: '1.0.0',
     namespace_owner: 'io.example.keyed',
     shape: 'mcp-plugin',
-    executable: 'bin/keyed.mjs',
+    executable,
     advertised_tools: [
       { name: 'env', description: 'Reports which keys reached it', risk_class: 'read' },
       { name: 'leak', description: 'Prints its key to stderr and exits', risk_class: 'read' },
@@ -121,7 +117,15 @@ async function keyedPlugin(creds: readonly string[], envAllow: readonly string[]
       credential_descriptors: creds.map((env) => ({ alias: env.toLowerCase().replaceAll('_', '-'), env, kind: 'api_key', display_name: env, setup_hint: 'From the service settings' })),
     },
   };
-  await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+}
+
+/** A plugin directory holding the keyed server and its {@link keyedManifest}. */
+async function keyedPlugin(creds: readonly string[], envAllow: readonly string[] = []): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'keyed-plugin-'));
+  dirs.push(dir);
+  await mkdir(join(dir, 'bin'));
+  await writeFile(join(dir, 'bin', 'keyed.mjs'), SERVER, { mode: 0o755 });
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify(keyedManifest('keyed', 'bin/keyed.mjs', creds, envAllow)));
   return dir;
 }
 
@@ -196,6 +200,16 @@ describe('a denylisted env name granted on purpose', { timeout: 120_000 }, () =>
     const text = JSON.stringify({ message: leaked.message, details: leaked.details, hint: leaked.hint });
     expect(text).toContain('calling with key [redacted]');
     expect(text).not.toContain(STORED);
+  });
+
+  it('gives an npm server installed with a manifest declaring PERPLEXITY_API_KEY the key its user stored, as the hint says', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'pplx-like', source: SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', env: hostEnv, activation: 'immediate' });
+    const installed = await host.install(`npm:${tarball}`, { canary: false, manifest: keyedManifest('pplx-like', 'bin/server.mjs', ['PERPLEXITY_API_KEY']) });
+    expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
+    expect((await host.setup('pplx-like', { 'perplexity-api-key': STORED })).isOk()).toBe(true);
+    const seen = JSON.parse(textOf((await host.call('plug.pplx-like.env', {}))._unsafeUnwrap())) as { perplexity: string | null; openai: string | null };
+    expect(seen).toEqual({ perplexity: sha(STORED), openai: null });
   });
 
   it('never lets OPENAI_API_KEY through as a stored credential: refused at install', async () => {
