@@ -15,7 +15,7 @@
  */
 import { isAscii } from 'node:buffer';
 import type { BigIntStats } from 'node:fs';
-import { statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { open, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
@@ -56,14 +56,25 @@ const keyOf = (data: { install_generation: number; txid: string }): string => `$
 const identityOf = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
 
 /**
- * The identity of the live file of `kind` now, by one synchronous stat, as
- * the parse cache records it: a publish renames a new file over the name, so
- * a different answer means another generation may be live. `undefined` when
- * there is no such file; a stat that fails throws.
+ * A descriptor on the live file of `kind` as it is now (read-only,
+ * close-on-exec), and its identity as the parse cache records it; undefined
+ * when it cannot be opened. A publish renames a new file over the name, so
+ * the file this descriptor holds then has no link left: a watcher needs one
+ * `fstat` of it to know whether another generation may be live.
  */
-export function liveIdentitySync(dir: string, kind: CatalogFileKind): string | undefined {
-  const stats = statSync(join(dir, fileName(kind)), { bigint: true, throwIfNoEntry: false });
-  return stats === undefined ? undefined : identityOf(stats);
+export function openLiveFileSync(dir: string, kind: CatalogFileKind): { readonly fd: number; readonly identity: string } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(join(dir, fileName(kind)), 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    return { fd, identity: identityOf(fstatSync(fd, { bigint: true })) };
+  } catch {
+    closeSync(fd);
+    return undefined;
+  }
 }
 
 function versionOf<K extends CatalogFileKind>(origin: 'live' | 'next', data: CatalogFileData[K]): FileVersion<K> {

@@ -877,6 +877,7 @@ export class PluginHost {
     await this.#runtimes.closeAll();
     this.#launcher.close();
     await this.#toolLists.settled();
+    this.#catalog.close();
   }
 
   /** Whether `plugin` (the catalog's entry for `pluginId` now) waits for the next open in this host. */

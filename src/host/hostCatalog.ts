@@ -5,7 +5,8 @@
  */
 import { err, ok, okAsync, type ResultAsync } from 'neverthrow';
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import { liveIdentitySync } from '../catalog/generationFiles.js';
+import { closeSync, fstatSync } from 'node:fs';
+import { openLiveFileSync } from '../catalog/generationFiles.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogContents, CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
@@ -29,24 +30,40 @@ export class HostCatalog {
   #index = new Map<string, InstalledPlugin>();
   #operations: ReadonlyMap<string, NamedOperation<InstalledPlugin>> = new Map();
   readonly #movedListeners = new Set<CatalogMoveListener>();
-  /** What {@link HostCatalog.changedOnDisk} compares with: the catalog file's identity when the snapshot held was read or written; `undefined` before the first. */
-  #readIdentity: string | undefined;
-  #unreadable = 0;
+  /**
+   * A descriptor on the catalog file the snapshot held was read from or
+   * written as (the file every publish replaces first: generationFiles.ts
+   * renames it before the lock and state files); undefined when none is known.
+   */
+  #watched: number | undefined;
+  #closed = false;
 
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
     this.#store = store;
     this.#snapshot = snapshot;
-    this.#readIdentity = store.publishedIdentity(snapshot);
+    this.#watchOwnWrite(snapshot);
   }
 
   /**
    * Whether another generation may have been published since this host last
-   * read the catalog: one synchronous stat of one file, cheap enough for
-   * every call (a publish renames a new file over it, so its inode, times or
-   * size differ). A true answer only means "read again".
+   * read or wrote the catalog: one `fstat` of a descriptor it holds, cheap
+   * enough for every call (a publish renames a new file over the catalog
+   * file, which leaves the one held without a link). A true answer only means "read again".
    */
   changedOnDisk(): boolean {
-    return this.#probe() !== this.#readIdentity;
+    const fd = this.#watched;
+    if (fd === undefined) return true;
+    try {
+      return fstatSync(fd).nlink === 0;
+    } catch {
+      return true;
+    }
+  }
+
+  /** Lets go of the descriptor {@link HostCatalog.changedOnDisk} uses (the host closed). */
+  close(): void {
+    this.#closed = true;
+    this.#watch(undefined);
   }
 
   /** The snapshot, read again first when {@link HostCatalog.changedOnDisk} says another process may have published. */
@@ -61,12 +78,18 @@ export class HostCatalog {
 
   /** Reads the catalog again (another host may have changed it). */
   refresh(): ResultAsync<CatalogSnapshot, HostError> {
-    // Probed before the read: a publish landing during the read then shows as a change at the next probe, never the reverse.
-    const probed = this.#probe();
-    return this.#store.snapshot().map((snapshot) => {
-      this.#readIdentity = probed;
-      return this.#move(snapshot);
-    });
+    // Opened before the read: a publish landing during the read then shows as a change at the next check, never the reverse.
+    const opened = openLiveFileSync(this.#store.profileDir, 'catalog');
+    return this.#store
+      .snapshot()
+      .map((snapshot) => {
+        this.#watch(opened?.fd);
+        return this.#move(snapshot);
+      })
+      .mapErr((error) => {
+        if (opened !== undefined) closeSync(opened.fd);
+        return error;
+      });
   }
 
   /**
@@ -116,8 +139,8 @@ export class HostCatalog {
         return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
       })
       .map((snapshot) => {
-        // This host's own write is read already: the file it published is the one a later probe compares with.
-        if (this.#move(snapshot, pluginId) === snapshot) this.#readIdentity = this.#store.publishedIdentity(snapshot) ?? this.#readIdentity;
+        // This host's own write is read already: the file it published is the one a later check looks at.
+        if (this.#move(snapshot, pluginId) === snapshot) this.#watchOwnWrite(snapshot);
         return snapshot.contents.states[pluginId]!;
       });
   }
@@ -131,18 +154,27 @@ export class HostCatalog {
     return snapshot;
   }
 
+  /** Holds `fd` (the catalog file just read) instead of the descriptor held so far. */
+  #watch(fd: number | undefined): void {
+    const held = this.#watched;
+    // A read that ends after close holds nothing.
+    this.#watched = this.#closed ? undefined : fd;
+    if (held !== undefined && held !== this.#watched) closeSync(held);
+    if (this.#closed && fd !== undefined && fd !== held) closeSync(fd);
+  }
+
   /**
-   * The catalog file's identity now: the file every publish replaces first
-   * (generationFiles.ts renames it before the lock and state files). `''`
-   * when it does not exist; a stat that fails never matches, so the next use
-   * reads and reports the failure.
+   * After this host's own write of `snapshot`: holds the file it published,
+   * when that is still the live one (its identity as the store took it under
+   * the lock); else another process published since, and the next check reads.
    */
-  #probe(): string {
-    try {
-      return liveIdentitySync(this.#store.profileDir, 'catalog') ?? '';
-    } catch {
-      return `unreadable:${++this.#unreadable}`;
-    }
+  #watchOwnWrite(snapshot: CatalogSnapshot): void {
+    const published = this.#store.publishedIdentity(snapshot);
+    if (published === undefined) return;
+    const opened = openLiveFileSync(this.#store.profileDir, 'catalog');
+    if (opened === undefined) return;
+    if (opened.identity === published) this.#watch(opened.fd);
+    else closeSync(opened.fd);
   }
 
   /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */
