@@ -23,6 +23,7 @@ const OPTIONS = {
   force: { type: 'boolean' },
   'allow-downgrade': { type: 'boolean' },
   'allow-signer-change': { type: 'boolean' },
+  'forget-secrets': { type: 'boolean' },
   canary: { type: 'boolean' },
   live: { type: 'boolean' },
   strict: { type: 'boolean' },
@@ -184,8 +185,11 @@ export const COMMANDS = {
   remove: {
     args: ['<name>'],
     summary: 'remove a plugin (its namespace owner stays recorded)',
-    options: ['yes'],
-    details: ['On a terminal it asks first; --yes skips the question. Without a terminal (scripts, CI) it does not ask.'],
+    options: ['yes', 'forget-secrets'],
+    details: [
+      'On a terminal it asks first; --yes skips the question. Without a terminal (scripts, CI) it does not ask.',
+      'Its data directory and stored credentials are kept for a reinstall; --forget-secrets deletes the credentials too.',
+    ],
   },
   reload: { args: ['<name>'], summary: 'clear quarantine, restart the plugin and run a passive canary', options: ['timeout'] },
   canary: {
@@ -293,6 +297,8 @@ export interface Flags {
   readonly allowDowngrade: boolean;
   /** install: accept a package not signed by the key that signed the installed version. */
   readonly allowSignerChange: boolean;
+  /** remove: delete the plugin's stored credentials too (PluginHost.remove's forgetSecrets). */
+  readonly forgetSecrets: boolean;
   /** validate: also start the plugin. */
   readonly canary: boolean;
   /** Live canary. */
@@ -551,6 +557,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       force: bool('force'),
       allowDowngrade: bool('allow-downgrade'),
       allowSignerChange: bool('allow-signer-change'),
+      forgetSecrets: bool('forget-secrets'),
       canary: bool('canary'),
       live: bool('live'),
       strict: bool('strict'),

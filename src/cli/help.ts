@@ -29,6 +29,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   force: ['--force', 'replace the installed package when the same version comes from other bytes'],
   'allow-downgrade': ['--allow-downgrade', 'install a lower version than the one installed'],
   'allow-signer-change': ['--allow-signer-change', 'install a package not signed by the key that signed the installed version'],
+  'forget-secrets': ['--forget-secrets', "remove: delete the plugin's stored credentials too (kept otherwise)"],
   canary: ['--canary', 'validate: kept for scripts (the tool list is always compared when the sandbox works)'],
   live: ['--live', 'call the declared canary tool instead of only starting the plugin'],
   strict: ['--strict', 'fail (exit 4) instead of skipping the checks that need the OS sandbox'],

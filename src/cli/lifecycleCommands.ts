@@ -13,8 +13,9 @@ function nameOf(ctx: CommandContext): string {
 
 /**
  * `remove <name>`: install root and rows go; the namespace owner, data
- * directory and credentials stay. On a terminal it asks first (`--yes` does
- * not); elsewhere (scripts, CI, `--json`) it removes at once.
+ * directory and credentials stay (`--forget-secrets` deletes the
+ * credentials). On a terminal it asks first (`--yes` does not); elsewhere
+ * (scripts, CI, `--json`) it removes at once.
  */
 export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
   const name = nameOf(ctx);
@@ -24,13 +25,14 @@ export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
     if (found.isErr()) return failNaming(ctx, host, found.error, { pluginId: name });
     if (!flags.yes && !out.json && terminal.stdin.isTTY === true) {
       const { version } = found.value;
-      if (!(await confirm(terminal, `Remove ${name} ${version}? Its data directory and credentials are kept.`))) {
+      const kept = flags.forgetSecrets ? 'Its stored credentials are deleted; its data directory is kept.' : 'Its data directory and credentials are kept.';
+      if (!(await confirm(terminal, `Remove ${name} ${version}? ${kept}`))) {
         return fail(ctx, hostError('PLUGIN_CONFIRMATION_DENIED', `${name} was not removed`, { details: { plugin_id: name } }), false, name);
       }
     }
-    const removed = await host.remove(name);
+    const removed = await host.remove(name, { forgetSecrets: flags.forgetSecrets });
     if (removed.isErr()) return failNaming(ctx, host, removed.error, { pluginId: name });
-    ctx.out.data({ ok: true, plugin_id: name, removed: true });
+    ctx.out.data({ ok: true, plugin_id: name, removed: true, credentials_deleted: flags.forgetSecrets });
     ctx.out.line(`removed ${name} ${ctx.out.style.dim('(its namespace owner stays recorded, so the same owner can reinstall it)')}`);
     return EXIT_CODES.ok;
   });

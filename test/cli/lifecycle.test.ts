@@ -250,12 +250,27 @@ describe('plugin lifecycle through the CLI', () => {
   it('remove takes the plugin out of the inventory', { timeout: SLOW }, async () => {
     const removed = await inProfile(['remove', 'hello', '--json']);
     expect(removed.code).toBe(0);
-    expect(json(removed)).toEqual({ ok: true, plugin_id: 'hello', removed: true });
+    expect(json(removed)).toEqual({ ok: true, plugin_id: 'hello', removed: true, credentials_deleted: false });
     const listed = json(await inProfile(['list', '--json']));
     expect((listed.plugins as { name: string }[]).map((p) => p.name)).toEqual(['greeter']);
     const info = await inProfile(['info', 'hello']);
     expect(info.code).toBe(1);
     expect(info.stderr).toMatch(/^error PLUGIN_NOT_FOUND: /);
+  });
+
+  it('remove keeps the credentials stored with setup for a reinstall, and --forget-secrets deletes them', { timeout: SLOW }, async () => {
+    const kept = await inProfile(['remove', 'greeter', '--json']);
+    expect(json(kept)).toEqual({ ok: true, plugin_id: 'greeter', removed: true, credentials_deleted: false });
+    expect((await inProfile(['install', greeter, '--dev'])).code).toBe(0);
+    const runs = await inProfile(['run', 'greeter', 'hello', '{"name":"kept"}']);
+    expect(runs.code).toBe(0);
+
+    const forgotten = await inProfile(['remove', 'greeter', '--forget-secrets', '--json']);
+    expect(json(forgotten)).toEqual({ ok: true, plugin_id: 'greeter', removed: true, credentials_deleted: true });
+    expect((await inProfile(['install', greeter, '--dev'])).code).toBe(0);
+    const needsSetup = await inProfile(['run', 'greeter', 'hello', '{"name":"forgotten"}']);
+    expect(needsSetup.code).toBe(1);
+    expect(needsSetup.stderr).toMatch(/^error PLUGIN_NEEDS_CONFIGURATION: /);
   });
 
   it('installs and runs the Python hello plugin (no bundling, no SDK)', { timeout: SLOW }, async () => {
