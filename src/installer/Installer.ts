@@ -611,13 +611,8 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', `option ${option} does not apply to an npm: source; npm checks each package against its registry integrity`, { details: { option } }),
       );
     }
-    // Nothing to sign: npm checks a registry's integrity, and a local tarball's only against itself. Under requireSignatures
-    // an npm: source is an unsigned package, refused as one before npm runs (a local tarball was an unsigned archive otherwise).
-    if (this.#o.requireSignatures === true) return errAsync(unsignedNpmSource(source));
-    // A denylisted env name granted is refused before npm runs; a registry package's id is known from its name already.
-    const spec = parseNpmSpec(source);
-    const grantedEnv = checkGrantedEnv(spec.isOk() && spec.value.kind === 'registry' ? { id: pluginIdOf(spec.value.name) } : { source }, options.grant, this.#o.envDenylist);
-    if (grantedEnv.isErr()) return errAsync(grantedEnv.error);
+    const refused = this.#npmSourceRefusal(source, options.grant);
+    if (refused !== undefined) return errAsync(refused);
     // The introspection start gets the network the installed plugin will have (a grant widens the host default), never more.
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
     if (capabilities.isErr()) return errAsync(capabilities.error);
@@ -673,11 +668,26 @@ export class Installer {
   }
 
   /**
+   * Why the host refuses to run anything of an `npm:` source, checked before npm runs: under `requireSignatures` it is
+   * an unsigned package (npm checks a registry's integrity, and a local tarball's only against itself: nothing to
+   * sign), and a denylisted env name granted is refused (a registry package's id is known from its name already).
+   */
+  #npmSourceRefusal(source: string, grant: PluginGrant | undefined): HostError | undefined {
+    if (this.#o.requireSignatures === true) return unsignedNpmSource(source);
+    const spec = parseNpmSpec(source);
+    const grantedEnv = checkGrantedEnv(spec.isOk() && spec.value.kind === 'registry' ? { id: pluginIdOf(spec.value.name) } : { source }, grant, this.#o.envDenylist);
+    return grantedEnv.isErr() ? grantedEnv.error : undefined;
+  }
+
+  /**
    * The manifest an `npm:` source would be installed with, for a person to
    * review: the package's own, or one generated from the server's
    * `tools/list` in a sandboxed start (`needs_review`). Nothing is installed.
    */
   wrap(source: string, options: WrapOptions = {}): ResultAsync<WrappedServer, HostError> {
+    // wrap runs the package's server as an install would: the same policy refuses it first.
+    const refused = this.#npmSourceRefusal(source, options.env === undefined ? undefined : { env_allow: options.env });
+    if (refused !== undefined) return errAsync(refused);
     // Checked as an install's grant is (a malformed destination fails here): the caller asking for the network is its consent.
     const network = grantedCapabilities(INTROSPECTED, { ...(options.network === undefined ? {} : { network: options.network }), ...(options.egress === undefined ? {} : { egress: options.egress }) });
     if (network.isErr()) return errAsync(network.error);

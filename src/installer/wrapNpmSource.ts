@@ -14,7 +14,7 @@ export interface WrapOptions {
   readonly args?: readonly string[];
   /** Client requests to announce at its `initialize`, as an install granting them would (a server may list tools only for a client that answers them). */
   readonly clientRequests?: readonly ClientRequestKind[];
-  /** Host env names passed with the host's values to its start, as an install granting them (`env_allow`) would; a denylisted name is dropped. */
+  /** Host env names passed with the host's values to its start, as an install granting them (`env_allow`) would; a denylisted name is refused (PLUGIN_ENV_PROHIBITED) before npm runs. */
   readonly env?: readonly string[];
   /** The whole network for its start, as an install granting `network: true` would (a server that connects while it starts). */
   readonly network?: boolean;

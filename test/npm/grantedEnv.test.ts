@@ -53,10 +53,14 @@ describe('npm: a server that needs a token to start', NPM_TIMEOUT, () => {
     expect(error.hint).toContain('--grant-env NAME');
   });
 
-  it('passes no denylisted name to the start, even granted', async () => {
+  it('refuses a denylisted name granted to wrap before npm runs, as install does; the allowed names alone start it', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'token-server', source: TOKEN_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', env: hostEnv });
-    const wrapped = await host.wrap(`npm:${tarball}`, { env: ['TOKEN', 'NODE_OPTIONS', 'LD_PRELOAD'] });
+    const refused = (await host.wrap(`npm:${tarball}`, { env: ['TOKEN', 'NODE_OPTIONS', 'LD_PRELOAD'] }))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_ENV_PROHIBITED', details: { pointer: '/grant/env_allow' } });
+    expect(refused.message).toContain("env_allow entry 'NODE_OPTIONS'");
+    expect(refused.message).toContain("env_allow entry 'LD_PRELOAD'");
+    const wrapped = await host.wrap(`npm:${tarball}`, { env: ['TOKEN'] });
     expect(wrapped.isOk(), JSON.stringify(wrapped.isErr() ? wrapped.error : null)).toBe(true);
     expect(wrapped._unsafeUnwrap().manifestText).toContain('"whoami"');
     expect(wrapped._unsafeUnwrap().manifestText).not.toContain(TOKEN_VALUE);

@@ -29,6 +29,9 @@ describe('npm: sources on a host that requires signatures', { timeout: 120_000 }
       expect(refused.details).toMatchObject({ reason: 'missing', source: 'npm' });
       expect(refused.hint).toContain('requireSignatures');
     }
+    // wrap runs the server of what it fetches: refused the same way, before npm runs.
+    const wrapRefused = (await strict.wrap(`npm:${tarball}`))._unsafeUnwrapErr();
+    expect(wrapRefused).toMatchObject({ code: 'PLUGIN_SIGNATURE_INVALID', details: { reason: 'missing', source: 'npm' } });
     // Refused before anything was fetched or staged: no npm project, no install root.
     expect((await strict.list())._unsafeUnwrap()).toEqual([]);
     expect(await readdir(join(dir, 'staging')).catch(() => [])).toEqual([]);
