@@ -96,12 +96,23 @@ describe('env prohibited (prefix and exact)', () => {
     expect(new EnvDenylist({ preset: 'neutral' }).ruleFor(name)).toEqual({ kind: 'exact', name });
   });
 
-  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'BASH_FUNC_ls%%', 'PYTHONPATH'])(
+  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'NODE_COMPILE_CACHE', 'BASH_FUNC_ls%%', 'PYTHONPATH'])(
     'rejects the loader-injection name %s',
     (name) => {
       expect(new EnvDenylist({ preset: 'neutral' }).isProhibited(name)).toBe(true);
     },
   );
+
+  it.each(['npm_config__authToken', 'NPM_CONFIG__AUTH', 'npm_config__password', 'npm_config_//registry.example.com/:_authToken', 'NPM_CONFIG_//npm.pkg.github.com/:_authToken'])(
+    "rejects npm's environment form of a registry credential, %s",
+    (name) => {
+      expect(new EnvDenylist({ preset: 'neutral' }).isProhibited(name)).toBe(true);
+    },
+  );
+
+  it('keeps npm settings that are not credentials', () => {
+    for (const name of ['npm_config_registry', 'NPM_CONFIG_CACHE', 'npm_config_user_agent']) expect(new EnvDenylist({ preset: 'neutral' }).isProhibited(name)).toBe(false);
+  });
 
   it('names env_allow in the same canonical form for env_allow entries', () => {
     const error = new EnvDenylist().check('fli', ['FLI_USER_AGENT', 'OPENAI_API_KEY'], 'env_allow')._unsafeUnwrapErr();
