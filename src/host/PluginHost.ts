@@ -430,7 +430,7 @@ export class PluginHost {
     this.#supervisor = supervisor;
     this.#dispatcher = dispatcher;
     this.#canaries = new Canaries({ catalog, credentials, runtimes, dispatcher, supervisor, clock, logger, isActive: (id) => !this.#pending(id) });
-    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id) });
+    this.#surfaces = new PluginSurfaces({ catalog, runtimes, supervisor, events, clock, isClosed, isPending: (id) => this.#pending(id), knownSecrets: config.knownSecrets });
     this.#hotReload = config.hotReloadPollMs !== undefined;
     const mode = this.#hotReload ? 'hot' : 'restart';
     this.#watch = new CatalogWatch({ catalog, runtimes, events, logger, mode, pollMs: config.catalogPollMs, drainTimeoutMs: config.drainTimeoutMs });

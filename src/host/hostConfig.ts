@@ -21,6 +21,7 @@ import type { SecretStore } from '../secrets/SecretStore.js';
 import type { AuditSink, CallerIdentity } from '../audit/auditRecord.js';
 import { CallAuditor } from '../audit/callAudit.js';
 import { KnownSecrets } from '../secrets/knownSecrets.js';
+import { loggerWithoutSecrets } from '../secrets/loggerWithoutSecrets.js';
 import { HostTelemetry } from '../observability/telemetry.js';
 import { checkHostOutputProfiles, type HostOutputProfiles } from './resultShaping.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
@@ -320,8 +321,9 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
   const profile = o.profile ?? DEFAULTS.profile;
   const appName = o.appName ?? DEFAULTS.appName;
   const env = o.env ?? process.env;
-  const logger = o.logger ?? silentLogger;
   const knownSecrets = new KnownSecrets();
+  // Records quote plugins' text (a dropped stdout line, a failed call's message): the secrets the host gave them stay out.
+  const logger = o.logger === undefined ? silentLogger : loggerWithoutSecrets(o.logger, knownSecrets);
   const maxInFlight = o.maxInFlight;
   return ok(
     Object.freeze({

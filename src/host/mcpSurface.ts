@@ -20,7 +20,8 @@ import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Clock } from '../ports/ports.js';
-import { redactJsonStrings, SecretRedactor } from '../secrets/knownSecrets.js';
+import { redactJsonStrings, SecretRedactor, type KnownSecrets } from '../secrets/knownSecrets.js';
+import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
 import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
 import { stoppedByRetirement } from './drain.js';
@@ -84,6 +85,8 @@ export interface SurfaceParts {
   readonly isClosed: () => boolean;
   /** Whether the plugin was installed after the host opened (not active yet). */
   readonly isPending: (pluginId: string) => boolean;
+  /** The secret values the host gave its plugins: a failed request's error is handed on without them, as a failed call's is. */
+  readonly knownSecrets: KnownSecrets;
 }
 
 const withPlugin = (error: HostError, pluginId: string): HostError => (error.details.plugin_id === undefined ? withDetails(error, { plugin_id: pluginId }) : error);
@@ -331,7 +334,8 @@ export class PluginSurfaces {
         if (outcome.isErr()) {
           const failure = stoppedByRetirement(outcome.error, runtime, isClosed());
           if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(pluginId, runtime, failure, 'call');
-          return err(withPlugin(failure, pluginId));
+          // The plugin wrote the error's text (a prompt or resource error quoting its request URL, key and all); the gateway hands it to every client.
+          return err(errorWithoutSecrets(withPlugin(failure, pluginId), this.#parts.knownSecrets.redactor));
         }
         const cleared = supervisor.callSucceeded(pluginId, started);
         if (cleared !== undefined) await cleared;
