@@ -403,6 +403,8 @@ export class PluginHost {
       ...(config.interpreterSearchPath === undefined ? {} : { searchPath: config.interpreterSearchPath }),
       ...(config.npm === undefined ? {} : { npm: config.npm }),
       spawner: parts.spawner,
+      // A server started once at install to list its tools gets the time any start of it gets.
+      introspectionTimeoutMs: config.startupTimeoutMs,
     });
     const catalog = new HostCatalog(parts.store, parts.snapshot);
     const credentials = new CredentialSource(this.#secrets, config.credentialsFromEnv ? config.env : undefined);

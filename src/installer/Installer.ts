@@ -103,6 +103,8 @@ export interface InstallerOptions {
   readonly durableInstall?: boolean;
   /** The sandbox an `npm:` server that ships no manifest is started in once, to read its tools; without it such a server needs the `manifest` option. */
   readonly spawner?: SandboxSpawner;
+  /** Time for that start, its `initialize` and `tools/list` (the host's `startupTimeoutMs`). Default 30 s. */
+  readonly introspectionTimeoutMs?: number;
 }
 
 /** What a caller decides about one package: the checks it must pass and the replacements it may make. */
@@ -709,6 +711,7 @@ export class Installer {
         : {
             introspection: {
               spawner: o.spawner,
+              ...(o.introspectionTimeoutMs === undefined ? {} : { timeoutMs: o.introspectionTimeoutMs }),
               hiddenPaths: [o.layout.root],
               ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }),
               ...(clientRequests === undefined ? {} : { clientRequests }),
@@ -773,7 +776,7 @@ export class Installer {
       spawner,
       workDir,
       hiddenPaths: [this.#o.layout.root],
-      timeoutMs: DEFAULT_INTROSPECTION_TIMEOUT_MS,
+      timeoutMs: this.#o.introspectionTimeoutMs ?? DEFAULT_INTROSPECTION_TIMEOUT_MS,
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
       grantedNetwork: network,
     });
