@@ -256,7 +256,7 @@ export class EnvDenylist {
    * Install-time check of the names a manifest declares in `field`. Fails with
    * `PLUGIN_ENV_PROHIBITED` listing every refused name in `details.entries`;
    * the message is one canonical sentence per refused name, one per line,
-   * and the hint says what to do instead ({@link prohibitedEnvHint}).
+   * and the hint says what to do instead (`prohibitedEnvHint`).
    *
    * @param hintPluginId - The id the hint names (`setup <id>`) when it is not `pluginId`; `null` when no id is known yet.
    */
