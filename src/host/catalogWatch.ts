@@ -96,7 +96,7 @@ export class CatalogWatch {
    */
   start(): void {
     if (this.#timer !== undefined) return;
-    this.#stopFollowing = this.#parts.catalog.onMoved((before, after, written) => this.#follow(before, after, written));
+    this.#stopFollowing = this.#parts.catalog.onMoved((before, after) => this.#follow(before, after));
     this.#timer = setInterval(() => void this.#poll(), this.#parts.pollMs);
     this.#timer.unref();
   }
@@ -114,7 +114,7 @@ export class CatalogWatch {
     this.#reading = true;
     try {
       const { catalog, logger } = this.#parts;
-      if (!catalog.changedOnDisk()) return;
+      if (!catalog.changedOnDisk(true)) return;
       const read = await catalog.refresh();
       if (read.isErr()) logger.warn({ code: read.error.code }, 'the catalog could not be read to follow other processes; trying again on the next poll');
     } finally {
@@ -122,15 +122,16 @@ export class CatalogWatch {
     }
   }
 
-  #follow(before: CatalogSnapshot, after: CatalogSnapshot, written: string | undefined): void {
+  #follow(before: CatalogSnapshot, after: CatalogSnapshot): void {
+    const { catalog } = this.#parts;
     // A quarantine this host wrote itself was already acted on by its writer (the supervisor stopped the failed process).
-    for (const id of quarantinedBetween(before, after)) if (id !== written) this.#retireQuarantined(id);
+    for (const id of quarantinedBetween(before, after)) if (!catalog.quarantinedHere(id, after.contents.states[id])) this.#retireQuarantined(id);
     const change = catalogChange(before, after);
     if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
     if (this.#parts.mode === 'restart') {
-      // The upgrade's writer here (install) retires its own old process, with the drain its caller asked for.
+      // An upgrade this host installed is retired by the install too, with its caller's drain: the first retire takes the process.
       for (const id of change.removed) this.#retireStopped(id, 'removed');
-      for (const id of change.upgraded) if (id !== written) this.#retireStopped(id, 'upgraded');
+      for (const id of change.upgraded) this.#retireStopped(id, 'upgraded');
       return;
     }
     for (const id of change.removed) this.#retireStale(id, 'removed');

@@ -5,7 +5,9 @@
  */
 import { err, ok, okAsync, type ResultAsync } from 'neverthrow';
 import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import { closeSync, fstatSync } from 'node:fs';
+import { closeSync, fstatSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileName } from '../catalog/catalogFiles.js';
 import { openLiveFileSync } from '../catalog/generationFiles.js';
 import { listPlugins, lookupPlugin, updatePluginState, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
@@ -15,12 +17,20 @@ import type { Clock } from '../ports/ports.js';
 import { operationIndex, type NamedOperation } from './operations.js';
 import { withStatus } from './pluginState.js';
 
-/**
- * Told when a host's snapshot moves from `before` to `after`; `written` is
- * the plugin whose state row this host itself wrote in that move, if it was
- * such a write (what the writer does about that plugin is its own business).
- */
-export type CatalogMoveListener = (before: CatalogSnapshot, after: CatalogSnapshot, written?: string) => void;
+/** Told when a host's snapshot moves from `before` to `after`, whichever process published `after`. */
+export type CatalogMoveListener = (before: CatalogSnapshot, after: CatalogSnapshot) => void;
+
+/** The catalog file a host holds, and what its link count and change time were when it took it. */
+interface WatchedFile {
+  readonly fd: number;
+  readonly nlink: number;
+  readonly ctimeMs: number;
+}
+
+function watchedFile(fd: number): WatchedFile {
+  const taken = fstatSync(fd);
+  return { fd, nlink: taken.nlink, ctimeMs: taken.ctimeMs };
+}
 
 /** The catalog as one host sees it; every concern of the host reads plugins through it. */
 export class HostCatalog {
@@ -33,9 +43,17 @@ export class HostCatalog {
   /**
    * A descriptor on the catalog file the snapshot held was read from or
    * written as (the file every publish replaces first: generationFiles.ts
-   * renames it before the lock and state files); undefined when none is known.
+   * renames it before the lock and state files), with its link count and
+   * change time when it was taken; undefined when none is known.
    */
-  #watched: number | undefined;
+  #watched: WatchedFile | undefined;
+  /**
+   * The quarantine time of each quarantine this host wrote, by plugin: what
+   * its writer (the supervisor, `quarantine()`) already acted on. Recorded
+   * before the write is published, since a call's read may move the snapshot
+   * to it before the write's own continuation runs.
+   */
+  readonly #ownQuarantines = new Map<string, string>();
   #closed = false;
 
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
@@ -47,14 +65,23 @@ export class HostCatalog {
   /**
    * Whether another generation may have been published since this host last
    * read or wrote the catalog: one `fstat` of a descriptor it holds, cheap
-   * enough for every call (a publish renames a new file over the catalog
-   * file, which leaves the one held without a link). A true answer only means "read again".
+   * enough for every call. A publish renames a new file over the catalog
+   * file, which takes a link from the one held and so changes its link count
+   * and change time; the count alone reaches 0 only when the catalog had no
+   * other name (a hard-link backup, `cp -al`, a dedup tool give it one), and a
+   * write in place keeps it. `thorough` (the poll) also stats the path and
+   * compares the file it names with the one held. A true answer only means
+   * "read again".
    */
-  changedOnDisk(): boolean {
-    const fd = this.#watched;
-    if (fd === undefined) return true;
+  changedOnDisk(thorough = false): boolean {
+    const watched = this.#watched;
+    if (watched === undefined) return true;
     try {
-      return fstatSync(fd).nlink === 0;
+      const held = fstatSync(watched.fd);
+      if (held.nlink === 0 || held.nlink !== watched.nlink || held.ctimeMs !== watched.ctimeMs) return true;
+      if (!thorough) return false;
+      const named = statSync(join(this.#store.profileDir, fileName('catalog')));
+      return named.ino !== held.ino || named.dev !== held.dev;
     } catch {
       return true;
     }
@@ -96,7 +123,6 @@ export class HostCatalog {
    * Tells `listener` each time this host's snapshot moves to another
    * generation, whichever read or write moved it: the one place a change is
    * seen, so no two observers of the catalog report one change twice.
-   * A move made by this host's own state write names the plugin it wrote.
    * Returns a function that stops telling it.
    */
   onMoved(listener: CatalogMoveListener): () => void {
@@ -136,30 +162,47 @@ export class HostCatalog {
         const plugin = Object.hasOwn(current.plugins, pluginId) ? current.plugins[pluginId] : undefined;
         if (plugin === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
         if (ran !== undefined && !sameBinding(plugin.binding, ran)) return err(installReplaced(pluginId));
-        return ok(updatePluginState(current, pluginId, (row) => withStatus(update(row))));
+        return ok(
+          updatePluginState(current, pluginId, (row) => {
+            const next = withStatus(update(row));
+            if (next.quarantined_at !== null && next.quarantined_at !== row.quarantined_at) this.#ownQuarantines.set(pluginId, next.quarantined_at);
+            return next;
+          }),
+        );
       })
       .map((snapshot) => {
         // This host's own write is read already: the file it published is the one a later check looks at.
-        if (this.#move(snapshot, pluginId) === snapshot) this.#watchOwnWrite(snapshot);
+        if (this.#move(snapshot) === snapshot) this.#watchOwnWrite(snapshot);
         return snapshot.contents.states[pluginId]!;
       });
   }
 
+  /**
+   * Whether `row`'s quarantine is one this host wrote (and so acted on
+   * already), not another process's, however the snapshot moved to it: by a
+   * read or by this host's own write, which may carry another process's
+   * quarantine of the same plugin published just before it.
+   */
+  quarantinedHere(pluginId: string, row: PluginStateRecord | undefined): boolean {
+    return row?.quarantined_at !== null && row?.quarantined_at !== undefined && this.#ownQuarantines.get(pluginId) === row.quarantined_at;
+  }
+
   /** Moves to `snapshot` unless a newer generation was already seen (two reads in flight may finish out of order); returns the snapshot now held. */
-  #move(snapshot: CatalogSnapshot, written?: string): CatalogSnapshot {
+  #move(snapshot: CatalogSnapshot): CatalogSnapshot {
     const before = this.#snapshot;
     if (snapshot.txid === before.txid || snapshot.install_generation < before.install_generation) return before;
     this.#snapshot = snapshot;
-    for (const listener of this.#movedListeners) listener(before, snapshot, written);
+    for (const listener of this.#movedListeners) listener(before, snapshot);
     return snapshot;
   }
 
   /** Holds `fd` (the catalog file just read) instead of the descriptor held so far. */
   #watch(fd: number | undefined): void {
-    const held = this.#watched;
+    const held = this.#watched?.fd;
     // A read that ends after close holds nothing.
-    this.#watched = this.#closed ? undefined : fd;
-    if (held !== undefined && held !== this.#watched) closeSync(held);
+    const kept = this.#closed ? undefined : fd;
+    this.#watched = kept === undefined ? undefined : watchedFile(kept);
+    if (held !== undefined && held !== kept) closeSync(held);
     if (this.#closed && fd !== undefined && fd !== held) closeSync(fd);
   }
 
