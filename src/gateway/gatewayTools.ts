@@ -30,14 +30,14 @@ function objectSchema(schema: unknown): schema is Tool['inputSchema'] {
 
 /**
  * MCP clients approve tools by `readOnlyHint` and `destructiveHint` (some run read-only tools unasked), so those
- * two say the host's risk class, the one its ceilings hold the tool to: a plugin that lists a `write` or
- * `destructive` tool as read-only must not make a client skip its question. A tool the plugin itself calls
- * destructive stays destructive to the client, whatever lower class a manifest gave it.
+ * two say the more cautious of the host's risk class (the one its ceilings hold the tool to) and the plugin's own
+ * hints, read with MCP's defaults (not read-only; destructive unless said otherwise): a plugin that lists a `write`
+ * or `destructive` tool as read-only must not make a client skip its question, nor may a manifest's `read` or
+ * `write` make a tool the plugin calls writing or destructive look safer.
  */
 function riskAnnotations(risk: RiskClass, listed: Tool['annotations'] | undefined): NonNullable<Tool['annotations']> {
-  const pluginSaysDestructive = listed?.destructiveHint === true;
-  const readOnly = risk === 'read' && !pluginSaysDestructive;
-  return { ...listed, readOnlyHint: readOnly, destructiveHint: !readOnly && (risk === 'destructive' || pluginSaysDestructive) };
+  const readOnly = risk === 'read' && listed?.readOnlyHint !== false && listed?.destructiveHint !== true;
+  return { ...listed, readOnlyHint: readOnly, destructiveHint: !readOnly && (risk === 'destructive' || listed?.destructiveHint !== false) };
 }
 
 function describe(operation: OperationView, listed: ToolDescriptor | undefined): Tool {

@@ -1,7 +1,8 @@
 /**
- * The two tool hints MCP clients approve by (`readOnlyHint`, `destructiveHint`) say the host's risk class at the
- * gateway, not the plugin's claim: host-published lists `wipe` as read-only while its manifest rates it
- * destructive, and `describe` as read-only with a manifest that agrees.
+ * The two tool hints MCP clients approve by (`readOnlyHint`, `destructiveHint`) say the more cautious of the host's
+ * risk class and the plugin's own hints at the gateway: host-published lists `wipe` as read-only while its manifest
+ * rates it destructive, `blob` as not read-only while its manifest rates it read, and `describe` as read-only with a
+ * manifest that agrees.
  */
 import { describe, expect, it } from 'vitest';
 import { gatewayTestPools } from '../support/gatewayHarness.js';
@@ -25,5 +26,8 @@ describe('gateway tool annotations', () => {
     expect(byName.get('plug.host-published.describe')?.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     // A tool the plugin lists without annotations gets the host's class too (the manifest rates echo read).
     expect(byName.get('plug.host-published.echo')?.annotations).toEqual({ readOnlyHint: true, destructiveHint: false });
+    // The more cautious of both: the manifest rates blob read, its server says it is not read-only (and, by MCP's
+    // default, destructive), so the client is not told it only reads.
+    expect(byName.get('plug.host-published.blob')?.annotations).toEqual({ readOnlyHint: false, destructiveHint: true });
   }, 180_000);
 });
