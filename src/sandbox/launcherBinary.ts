@@ -128,13 +128,13 @@ const ABI_ASKS = 3;
 /**
  * The running kernel's Landlock ABI as the launcher at `path` reads it
  * (`--landlock-abi`; 0 when Landlock is off, or when the launcher exits
- * without a number, as one too old to know the flag does), asked once per
- * launcher for the life of the process. It decides whether plugins get
+ * without a number, as one too old to know the flag does; only a number is
+ * remembered, for the life of the process). It decides whether plugins get
  * Landlock's scopes (ABI 6: abstract Unix sockets and signals), and
  * `describe` reports what it decided. A launcher that never got to answer
- * (spawn failed, timed out or was killed, {@link ABI_ASKS} times) is an
- * error, not ABI 0, and nothing is kept: a loaded machine's failed fork
- * must not leave every later plugin of the process without the scopes.
+ * (spawn failed, timed out, was killed, or the loader or exec failed: exit
+ * 126 or 127; {@link ABI_ASKS} times) is an error, not ABI 0: a loaded
+ * machine's failed fork must not leave the host's plugins without the scopes.
  */
 export function landlockAbi(path: string): Result<number, string> {
   const known = abis.get(path);
@@ -142,13 +142,14 @@ export function landlockAbi(path: string): Result<number, string> {
   let failure = '';
   for (let ask = 0; ask < ABI_ASKS; ask += 1) {
     const answer = spawnSync(path, ['--landlock-abi'], { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'pipe', 'ignore'] });
-    if (answer.error === undefined && answer.signal === null) {
+    const ran = answer.error === undefined && answer.signal === null && answer.status !== null && answer.status < 126;
+    if (ran) {
       const parsed = answer.status === 0 ? Number.parseInt(answer.stdout.trim(), 10) : Number.NaN;
-      const abi = Number.isSafeInteger(parsed) && parsed > 0 ? parsed : 0;
-      abis.set(path, abi);
-      return ok(abi);
+      if (!Number.isSafeInteger(parsed) || parsed < 0) return ok(0);
+      abis.set(path, parsed);
+      return ok(parsed);
     }
-    failure = answer.error === undefined ? `killed by ${answer.signal ?? 'a signal'}` : answer.error.message;
+    failure = answer.error?.message ?? (answer.signal === null ? `exit status ${String(answer.status)}, the loader's or exec's` : `killed by ${answer.signal}`);
   }
   return err(`${path} --landlock-abi did not answer (${failure})`);
 }

@@ -204,6 +204,13 @@ describe('which launcher the runtime trusts', () => {
       const refused = (await SandboxSpawner.create({ backend, launcherPath: killed }))._unsafeUnwrapErr();
       expect(refused).toMatchObject({ code: 'PLUGIN_SANDBOX_UNSUPPORTED', details: { cause: 'launcher_unusable', launcher_problem: expect.stringMatching(/--landlock-abi did not answer \(killed by SIGKILL\)/) } });
     }
+    // Exit 127 is the dynamic loader's failure (a shared library it could not map under memory pressure), not an answer.
+    const loaderSource = join(base, 'loader-failed.c');
+    writeFileSync(loaderSource, '#include <string.h>\nint main(int c, char **v) { return c > 1 && !strcmp(v[1], "--landlock-abi") ? 127 : 1; }\n');
+    const loaderFailed = join(base, 'loader-failed');
+    expect(spawnSync('cc', ['-o', loaderFailed, loaderSource]).status).toBe(0);
+    const refused = (await SandboxSpawner.create({ backend: 'bubblewrap', launcherPath: loaderFailed }))._unsafeUnwrapErr();
+    expect(refused.details).toMatchObject({ cause: 'launcher_unusable', launcher_problem: expect.stringMatching(/exit status 127/) });
   });
 
   it("'auto' picks the launcher when it is trusted and proved, and names it in describe()", async () => {
