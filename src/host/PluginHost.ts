@@ -517,6 +517,7 @@ export class PluginHost {
         if (installed.unchanged === true) return this.info(id).map((plugin): InstallOutcome => ({ plugin, unchanged: true }));
         if (immediate) this.#active.set(id, installed.lock.binding);
         else this.#active.delete(id);
+        this.#catalog.noteOwnInstall(id, installed.lock.binding);
         const needsConfiguration = installed.state?.status === 'needs_configuration';
         const now = new Date(this.#config.clock.now()).toISOString();
         return this.#catalog

@@ -129,9 +129,9 @@ export class CatalogWatch {
     const change = catalogChange(before, after);
     if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
     if (this.#parts.mode === 'restart') {
-      // An upgrade this host installed is retired by the install too, with its caller's drain: the first retire takes the process.
       for (const id of change.removed) this.#retireStopped(id, 'removed');
-      for (const id of change.upgraded) this.#retireStopped(id, 'upgraded');
+      // An upgrade this host installed is retired by the install, with the drain its caller asked for.
+      for (const id of change.upgraded) if (!catalog.installedHere(id, after.contents.plugins[id]?.binding)) this.#retireStopped(id, 'upgraded');
       return;
     }
     for (const id of change.removed) this.#retireStale(id, 'removed');

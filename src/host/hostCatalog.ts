@@ -54,6 +54,8 @@ export class HostCatalog {
    * to it before the write's own continuation runs.
    */
   readonly #ownQuarantines = new Map<string, string>();
+  /** The install of each plugin this host installed itself, whose old process its install retires (with its caller's drain). */
+  readonly #ownInstalls = new Map<string, ExecutableBindingRecord>();
   #closed = false;
 
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
@@ -175,6 +177,17 @@ export class HostCatalog {
         if (this.#move(snapshot) === snapshot) this.#watchOwnWrite(snapshot);
         return snapshot.contents.states[pluginId]!;
       });
+  }
+
+  /** Records that this host installed `binding` for `pluginId` (before its snapshot reads the install as a move). */
+  noteOwnInstall(pluginId: string, binding: ExecutableBindingRecord): void {
+    this.#ownInstalls.set(pluginId, binding);
+  }
+
+  /** Whether `binding` is an install of `pluginId` this host made itself (its install retires the old process). */
+  installedHere(pluginId: string, binding: ExecutableBindingRecord | undefined): boolean {
+    const own = this.#ownInstalls.get(pluginId);
+    return own !== undefined && binding !== undefined && sameBinding(own, binding);
   }
 
   /**
