@@ -125,7 +125,7 @@ export class CatalogWatch {
   #follow(before: CatalogSnapshot, after: CatalogSnapshot): void {
     const { catalog } = this.#parts;
     // A quarantine this host wrote itself was already acted on by its writer (the supervisor stopped the failed process).
-    for (const id of quarantinedBetween(before, after)) if (!catalog.quarantinedHere(id, after.contents.states[id])) this.#retireQuarantined(id);
+    for (const id of quarantinedBetween(before, after)) if (!catalog.quarantinedHere(id, after.contents.states[id])) this.#retireStopped(id, 'quarantined');
     const change = catalogChange(before, after);
     if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
     if (this.#parts.mode === 'restart') {
@@ -140,25 +140,16 @@ export class CatalogWatch {
   }
 
   /**
-   * Without hot reload: a removed plugin's operations are gone from the
-   * snapshot, and an upgraded one is pending restart here, so no new call
-   * reaches either; its running process, if any, drains and stops.
-   */
-  #retireStopped(pluginId: string, reason: 'removed' | 'upgraded'): void {
-    const { runtimes, drainTimeoutMs, logger } = this.#parts;
-    if (runtimes.running(pluginId) === undefined) return;
-    void runtimes.retire(pluginId, reason, drainTimeoutMs).map(() => logger.info({ plugin_id: pluginId, reason }, `another process ${reason === 'removed' ? 'removed' : 'upgraded'} the plugin; its process here was stopped`));
-  }
-
-  /**
-   * Another process quarantined the plugin: new calls are refused already
-   * (the snapshot carries the quarantine), and its running process here
+   * What must stop now stops here: a removed plugin's operations are gone
+   * from the snapshot, an upgraded one is pending restart here (without hot
+   * reload), and a quarantined one is refused (the snapshot carries the
+   * quarantine), so no new call reaches it; its running process, if any,
    * drains and stops, as a quarantine stops a plugin in every host.
    */
-  #retireQuarantined(pluginId: string): void {
+  #retireStopped(pluginId: string, reason: 'removed' | 'upgraded' | 'quarantined'): void {
     const { runtimes, drainTimeoutMs, logger } = this.#parts;
     if (runtimes.running(pluginId) === undefined) return;
-    void runtimes.retire(pluginId, 'quarantined', drainTimeoutMs).map(() => logger.info({ plugin_id: pluginId }, 'the plugin was quarantined; its process here was stopped'));
+    void runtimes.retire(pluginId, reason, drainTimeoutMs).map(() => logger.info({ plugin_id: pluginId, reason }, `the plugin was ${reason} by another process; its process here was stopped`));
   }
 
   /**
