@@ -8,7 +8,7 @@ import { readdir } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
 import { crc32 } from '../../src/installer/crc32.js';
-import { patchLocalHeader, paxHeader, tgzOf, zipOf, type TarMember } from './craftArchives.js';
+import { patchLocalHeader, paxHeader, tgzOf, zipFromParts, zipOf, type TarMember } from './craftArchives.js';
 import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
 
 const MANIFEST = JSON.stringify({ manifest_schema_version: 1, plugin: { id: 'hello' } });
@@ -196,14 +196,7 @@ function storedZip(members: readonly StoredMember[]): Buffer {
     centrals.push(Buffer.concat([central, name]));
     offset += entry.length;
   }
-  const directory = Buffer.concat(centrals);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(members.length, 8);
-  end.writeUInt16LE(members.length, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, directory, end]);
+  return zipFromParts(locals, centrals);
 }
 
 describe('zip ZIP64 local headers that disagree with the central directory', () => {

@@ -179,3 +179,16 @@ export function patchLocalHeader(zip: Buffer, index: number, fields: { name?: st
   }
   throw new Error(`no local header number ${index}`);
 }
+
+/** Local entries, then their central directory records, then the end-of-central-directory record naming them (no comment). */
+export function zipFromParts(locals: readonly Buffer[], centrals: readonly Buffer[]): Buffer {
+  const directory = Buffer.concat(centrals);
+  const offset = locals.reduce((sum, entry) => sum + entry.length, 0);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(centrals.length, 8);
+  end.writeUInt16LE(centrals.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, directory, end]);
+}

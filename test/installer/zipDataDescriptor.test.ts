@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { crc32 } from '../../src/installer/crc32.js';
+import { zipFromParts } from './craftArchives.js';
 import { openPackageSource } from '../../src/installer/openPackageSource.js';
 import { expectRefused, expectStaged, workspace, type Workspace } from './workspace.js';
 
@@ -76,14 +77,7 @@ function withDescriptors(members: readonly { name: string; data: Buffer; packed?
     centrals.push(Buffer.concat([central, raw]));
     offset += whole.length;
   }
-  const directory = Buffer.concat(centrals);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(members.length, 8);
-  end.writeUInt16LE(members.length, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, directory, end]);
+  return zipFromParts(locals, centrals);
 }
 
 /** A forged data descriptor that ends `benign` for a streaming unzip: its signature, CRC and sizes. */
