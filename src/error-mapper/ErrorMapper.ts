@@ -41,9 +41,15 @@ export interface PluginErrorContext {
 /** The subset of an MCP `CallToolResult` that {@link ErrorMapper.mapCallToolError} reads. */
 export interface CallToolErrorResult {
   /** The result's content blocks; the first `text` block carries the envelope. */
-  readonly content?: readonly unknown[];
-  /** `true` for an error result. */
-  readonly isError?: boolean;
+  readonly content?: readonly unknown[] | undefined;
+  /** `true` for an error result; the SDK's `CallToolResult` types it `boolean | undefined`, which this must accept as it is. */
+  readonly isError?: boolean | undefined;
+  /**
+   * The 2024-10-07 protocol's result (`{ toolResult }`), which the SDK's
+   * `Client.callTool` may return too: named so that its result is accepted
+   * as it comes. It holds no content, so it maps to SERVICE_DOWN.
+   */
+  readonly toolResult?: unknown;
 }
 
 interface Rule {
@@ -216,11 +222,13 @@ export function mapCallToolError(result: CallToolErrorResult, context: PluginErr
 /** An MCP `CallToolResult` as {@link ErrorMapper.mapToolResult} reads it; other fields travel along untouched. */
 export interface McpToolResultValue {
   /** The result's content blocks. */
-  readonly content?: readonly unknown[];
+  readonly content?: readonly unknown[] | undefined;
   /** The tool's structured output, when it has an output schema. */
   readonly structuredContent?: unknown;
-  /** `true` when the tool reports a failure. */
-  readonly isError?: boolean;
+  /** `true` when the tool reports a failure; `boolean | undefined` as the SDK's `CallToolResult` types it. */
+  readonly isError?: boolean | undefined;
+  /** The 2024-10-07 protocol's result, which the SDK's `Client.callTool` may return too; it travels along untouched. */
+  readonly toolResult?: unknown;
 }
 
 function firstText(result: McpToolResultValue): string | undefined {

@@ -4,6 +4,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  ErrorMapper,
   PLUGIN_LOCAL_ERROR_CODES,
   mapCallToolError,
   mapPluginError,
@@ -201,9 +202,13 @@ describe('error code mapping: a real MCP plugin over stdio', () => {
   ])('maps the tool result carrying %s', async (body, code, retryable, after) => {
     const result = await client.callTool({ name: 'fail', arguments: { body } });
     expect(result.isError).toBe(true);
-    const e = mapCallToolError(result as CallToolErrorResult, { plugin_id: 'failing', op_id: 'plug.failing.fail' });
+    // The SDK's result goes in as callTool types it (isError `boolean | undefined`, the 2024-10-07 `{ toolResult }` branch): no cast.
+    const e = mapCallToolError(result, { plugin_id: 'failing', op_id: 'plug.failing.fail' });
     expect([e.code, e.retryable, e.retry_after_ms]).toEqual([code, retryable, after]);
     expect(e.details.plugin_id).toBe('failing');
+    const mapped = ErrorMapper.mapToolResult(result, { plugin_id: 'failing' });
+    expect(mapped.isErr()).toBe(true);
+    if (body.startsWith('{')) expect(mapped._unsafeUnwrapErr().code).toBe(code);
   });
 });
 
