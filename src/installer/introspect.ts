@@ -11,11 +11,12 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
-import { bindExecutable, verifyExecutableBinding } from '../binding/ExecutableBinding.js';
+import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
+import { engineMismatch, withEngineMismatch } from './npmEngines.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
@@ -64,6 +65,11 @@ export interface IntrospectionRequest {
    * (through the host's egress proxy). Absent, or neither: no network.
    */
   readonly grantedNetwork?: IntrospectionNetwork;
+  /**
+   * The package's `engines.node` range (an npm package's package.json): a
+   * start that fails on a Node the range leaves out says so first.
+   */
+  readonly nodeEngine?: string;
 }
 
 /** The network part of the capabilities an install grants: `network: true`, or a destination list with `network: false`. */
@@ -216,6 +222,8 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   const deadline = Date.now() + request.timeoutMs;
   const dataRoot = join(workDir, 'data');
   const copyDir = join(workDir, 'exec');
+  // The pinned executable, for a failed start's engines check.
+  let bound: ExecutableBindingRecord | undefined;
   const prepared = ResultAsync.fromPromise(
     Promise.all([mkdir(dataRoot, { recursive: true, mode: 0o700 }), mkdir(copyDir, { recursive: true, mode: 0o700 })]),
     (cause) => introspectionFailed('preparing the introspection directories failed', cause, undefined),
@@ -232,6 +240,10 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
       }),
     )
+    .map((binding) => {
+      bound = binding;
+      return binding;
+    })
     .andThen((binding) =>
       spawner.introspectionIdentity().asyncAndThen((identity) =>
         openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
@@ -270,5 +282,11 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
     )
     .andThen((started) =>
       new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], { secrets: grantedSecrets(request.grantedEnv), ...(granted === undefined ? {} : { network: granted }) })),
+    )
+    // Only a server that started and failed: a refused binding or spawn is the host's own refusal, whatever the Node.
+    .orElse((error) =>
+      error.code !== 'PLUGIN_HANDSHAKE_FAILED' || error.details['reason'] !== 'introspection'
+        ? errAsync(error)
+        : new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter).then((mismatch) => err(withEngineMismatch(error, mismatch)))),
     );
 }

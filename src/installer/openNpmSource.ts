@@ -25,6 +25,7 @@ import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import { hasNetwork, introspectServer, type GrantedIntrospectionEnv, type IntrospectionNetwork } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
+import { declaredNodeEngine } from './npmEngines.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import type { ClientRequestKind } from '../manifest/model.js';
 import { binOf, generatedManifest } from './npmManifest.js';
@@ -197,6 +198,7 @@ async function manifestFor(
   const workDir = join(stage, 'introspection');
   // The server may run as a user of its own: the tree must be readable to it, as an install root is.
   await chmod(tree.root, DIRECTORY_MODE);
+  const nodeEngine = declaredNodeEngine(packageJson);
   const tools = await introspectServer({
     root: tree.root,
     executable: executable.value,
@@ -209,6 +211,7 @@ async function manifestFor(
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
     ...(introspection.grantedEnv === undefined ? {} : { grantedEnv: introspection.grantedEnv }),
     ...(network === undefined ? {} : { grantedNetwork: network }),
+    ...(nodeEngine === undefined ? {} : { nodeEngine }),
   });
   // However deep the server's writes in its data directory go: Node's rm stops at the path limit.
   await removeTree(workDir);
