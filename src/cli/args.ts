@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SANDBOX_BACKEND_CHOICES, isSandboxBackendChoice } from '../sandbox/backendChoice.js';
-import type { ClientRequestKind, ManifestPreset, PluginGrant, RiskClass, SandboxBackendChoice } from '../index.js';
+import type { ClientRequestKind, ManifestPreset, PackageLimits, PluginGrant, RiskClass, SandboxBackendChoice } from '../index.js';
 
 /** Every option the CLI knows, as node:util parseArgs declares them. */
 const OPTIONS = {
@@ -58,6 +58,9 @@ const OPTIONS = {
   name: { type: 'string' },
   input: { type: 'string' },
   'safe-field': { type: 'string', multiple: true },
+  'max-archive-bytes': { type: 'string' },
+  'max-extracted-bytes': { type: 'string' },
+  'max-entries': { type: 'string' },
 } as const;
 
 /** The name of a CLI option. */
@@ -77,7 +80,16 @@ export const GLOBAL_OPTIONS: readonly OptionName[] = [
   'help',
 ];
 
-const PACKAGE_OPTIONS: readonly OptionName[] = ['checksum', 'signature', 'trusted-key', 'require-signatures'];
+/** The package limit flags, each mapped to its PluginHostOptions.packageLimits key (etc/package-limits.json holds the defaults). */
+const LIMIT_FLAGS = {
+  'max-archive-bytes': 'maxArchiveBytes',
+  'max-extracted-bytes': 'maxExtractedBytes',
+  'max-entries': 'maxEntries',
+} as const satisfies Partial<Record<OptionName, keyof PackageLimits>>;
+
+const LIMIT_OPTIONS = Object.keys(LIMIT_FLAGS) as (keyof typeof LIMIT_FLAGS)[];
+
+const PACKAGE_OPTIONS: readonly OptionName[] = ['checksum', 'signature', 'trusted-key', 'require-signatures', ...LIMIT_OPTIONS];
 
 const GRANT_OPTIONS: readonly OptionName[] = ['grant-network', 'grant-write-dir', 'grant-env', 'grant-egress', 'grant-client-request'];
 
@@ -148,12 +160,14 @@ export const COMMANDS = {
       'A Python package whose executable is a console script is installed into a private environment',
       'from the wheels it ships, offline; --python-index <url> lets pip fetch missing wheels from that',
       'PEP 503 index.',
+      'Package limits: --max-archive-bytes <n>, --max-extracted-bytes <n> (a number of bytes, or with a',
+      'K, M or G suffix: KiB, MiB, GiB) and --max-entries <n> replace the defaults (see the options).',
     ],
   },
   wrap: {
     args: ['<npm:spec>'],
     summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
-    options: ['arg', 'grant-client-request', 'grant-env'],
+    options: ['arg', 'grant-client-request', 'grant-env', 'grant-network', 'grant-egress', 'yes', ...LIMIT_OPTIONS],
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
@@ -163,6 +177,10 @@ export const COMMANDS = {
       'that request kind at initialize, as an install granting it does (some servers list more tools then).',
       '--grant-env NAME passes that host environment variable to the start, as an install granting it',
       'does: a server that needs a token to start (SLACK_BOT_TOKEN=... wrap ... --grant-env SLACK_BOT_TOKEN).',
+      '--grant-network, or --grant-egress host[:port] (repeatable), gives the start that network, as an',
+      'install granting it does (a server that connects while it starts, such as a remote proxy); on a',
+      'terminal it first asks to start the package with that network (--yes accepts).',
+      '--max-archive-bytes, --max-extracted-bytes and --max-entries bound the fetched package, as for install.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -357,6 +375,8 @@ export interface Flags {
   readonly input: string | undefined;
   /** profile test: the null_elision_safe_fields the sample is shaped with. */
   readonly safeFields: readonly string[];
+  /** install, validate, wrap: package limits given by flag (PluginHostOptions.packageLimits), when any was given. */
+  readonly packageLimits: Partial<PackageLimits> | undefined;
 }
 
 /** The output formats of `--format`. */
@@ -534,6 +554,8 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
   if (!canaryArgs.ok) return usage(canaryArgs.message, command);
   const settings = readSettings(list('setting'));
   if (!settings.ok) return usage(settings.message, command);
+  const packageLimits = readPackageLimits(text);
+  if (!packageLimits.ok) return usage(packageLimits.message, command);
 
   return {
     ok: true,
@@ -584,8 +606,32 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       outputProfile: text('name'),
       input: text('input'),
       safeFields: list('safe-field'),
+      packageLimits: packageLimits.value,
     },
   };
+}
+
+const BINARY_UNITS: Readonly<Record<string, number>> = { '': 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3 };
+
+/**
+ * The package limit flags as PluginHostOptions.packageLimits; sizes take a K,
+ * M or G suffix (binary units), as the defaults are whole MiB. The host
+ * checks each limit again (a positive safe integer).
+ */
+function readPackageLimits(text: (k: OptionName) => string | undefined): { ok: true; value: Partial<PackageLimits> | undefined } | { ok: false; message: string } {
+  const limits: Partial<Record<keyof PackageLimits, number>> = {};
+  for (const flag of LIMIT_OPTIONS) {
+    const given = text(flag);
+    if (given === undefined) continue;
+    const sized = flag !== 'max-entries';
+    const match = (sized ? /^([1-9][0-9]*)([KMG]?)$/i : /^([1-9][0-9]*)()$/).exec(given);
+    const value = match === null ? Number.NaN : Number(match[1]) * (BINARY_UNITS[(match[2] ?? '').toUpperCase()] ?? Number.NaN);
+    if (!Number.isSafeInteger(value)) {
+      return { ok: false, message: `--${flag} must be a positive ${sized ? 'number of bytes (or with a K, M or G suffix)' : 'whole number'}, not '${given}'` };
+    }
+    limits[LIMIT_FLAGS[flag]] = value;
+  }
+  return { ok: true, value: Object.keys(limits).length === 0 ? undefined : limits };
 }
 
 /** `--setting key=value` pairs by key; a key given more than once collects a list. */

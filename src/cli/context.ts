@@ -100,6 +100,7 @@ export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {
     ...(keys.length === 0 ? {} : { trustedKeys: keys }),
     ...(flags.requireSignatures ? { requireSignatures: true } : {}),
     ...(flags.timeoutMs === undefined ? {} : { callTimeoutMs: flags.timeoutMs }),
+    ...(flags.packageLimits === undefined ? {} : { packageLimits: flags.packageLimits }),
     ...overrides,
   });
 }

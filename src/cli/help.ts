@@ -2,12 +2,16 @@ import { COMMANDS, GLOBAL_OPTIONS, shownArgs, type CommandName, type CommandSpec
 import { EXIT_CODE_LINES } from './exitCodes.js';
 import { columns, type Style } from './style.js';
 import commandExamples from '../../etc/cli-examples.json' with { type: 'json' };
+import packageLimits from '../../etc/package-limits.json' with { type: 'json' };
 
 /** Examples shown under each command's help, from etc/cli-examples.json. */
 const EXAMPLES: Readonly<Partial<Record<string, readonly string[]>>> = commandExamples;
 
 /** The program name, as help and messages spell it. */
 export const PROGRAM = 'mcp-plugin-host';
+
+// A default limit as the flags take it: whole MiB with an M suffix.
+const sizeText = (bytes: number): string => (bytes % 1024 ** 2 === 0 ? `${bytes / 1024 ** 2}M` : String(bytes));
 
 const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   profile: ['--profile <name>', 'profile name (default "default")'],
@@ -64,6 +68,9 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   name: ['--name <profile>', 'the output profile to test, or to apply to --input'],
   input: ['--input <sample.json>', 'shape this sample result and print it'],
   'safe-field': ['--safe-field <dot.path>', "one of the tool's null_elision_safe_fields for --input (repeatable)"],
+  'max-archive-bytes': ['--max-archive-bytes <n>[K|M|G]', `largest package archive accepted (default ${sizeText(packageLimits.maxArchiveBytes)})`],
+  'max-extracted-bytes': ['--max-extracted-bytes <n>[K|M|G]', `largest total of unpacked file bytes (default ${sizeText(packageLimits.maxExtractedBytes)})`],
+  'max-entries': ['--max-entries <n>', `most files and directories a package may hold (default ${packageLimits.maxEntries})`],
 };
 
 function optionRows(names: readonly OptionName[]): string[] {

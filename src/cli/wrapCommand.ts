@@ -1,6 +1,9 @@
+import type { TrustRequest, WrapOptions } from '../index.js';
 import { withHost, fail, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
+import { trustLines } from './present.js';
+import { confirm } from './prompt.js';
 import { terminalSafe } from './style.js';
 import { usageFailure } from './usage.js';
 
@@ -16,13 +19,26 @@ export async function wrapCommand(ctx: CommandContext): Promise<ExitCode> {
   return withHost(ctx, async (host) => {
     const spinner = ctx.out.spinner();
     spinner.update(`fetching ${source} and reading its tool list in the sandbox`);
-    const clientRequests = ctx.flags.grant?.client_requests;
-    const env = ctx.flags.grant?.env_allow;
-    const wrapped = await host.wrap(source, {
+    const grant = ctx.flags.grant;
+    // On a terminal the person accepts the start with network as install asks it; --yes, scripts and --json accept by running the command.
+    const asks = !ctx.flags.yes && !ctx.out.json && ctx.terminal.stdin.isTTY === true;
+    const options: WrapOptions = {
       ...(ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args }),
-      ...(clientRequests === undefined ? {} : { clientRequests }),
-      ...(env === undefined ? {} : { env }),
-    });
+      ...(grant?.client_requests === undefined ? {} : { clientRequests: grant.client_requests }),
+      ...(grant?.env_allow === undefined ? {} : { env: grant.env_allow }),
+      ...(grant?.network === true ? { network: true } : {}),
+      ...(grant?.egress === undefined ? {} : { egress: grant.egress }),
+      ...(asks
+        ? {
+            accept: async (request: TrustRequest) => {
+              spinner.stop();
+              for (const line of trustLines(request, ctx.terminal.stderr.columns)) ctx.terminal.stderr.write(`${line}\n`);
+              return confirm(ctx.terminal, `Start ${request.plugin_id} once with this network to list its tools?`);
+            },
+          }
+        : {}),
+    };
+    const wrapped = await host.wrap(source, options);
     spinner.stop();
     if (wrapped.isErr()) return fail(ctx, wrapped.error, true);
     const { manifestText, needs_review: needsReview, origin, manifestFile } = wrapped.value;

@@ -690,10 +690,20 @@ export class Installer {
     // wrap runs the package's server as an install would: the same policy refuses it first.
     const refused = this.#npmSourceRefusal(source, options.env === undefined ? undefined : { env_allow: options.env });
     if (refused !== undefined) return errAsync(refused);
-    // Checked as an install's grant is (a malformed destination fails here): the caller asking for the network is its consent.
+    // Checked as an install's grant is (a malformed destination fails here); without an accept callback, the caller asking for the network is its consent.
     const network = grantedCapabilities(INTROSPECTED, { ...(options.network === undefined ? {} : { network: options.network }), ...(options.egress === undefined ? {} : { egress: options.egress }) });
     if (network.isErr()) return errAsync(network.error);
-    return wrapNpmSource(source, this.#npmSourceOptions(options.args, { clientRequests: options.clientRequests, env: options.env, network: networkOf(network.value) }));
+    const { accept } = options;
+    return wrapNpmSource(
+      source,
+      this.#npmSourceOptions(options.args, {
+        clientRequests: options.clientRequests,
+        env: options.env,
+        network: networkOf(network.value),
+        // The same question an install asks before the same start.
+        ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, network.value, accept) }),
+      }),
+    );
   }
 
   // The introspection start gets what the install grants: the client requests announced, the granted env names with the host's values, and the granted network.

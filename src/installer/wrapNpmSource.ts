@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import type { ClientRequestKind } from '../manifest/model.js';
+import type { TrustCallback } from './trust.js';
 import { ioError } from '../errors/ioError.js';
 import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { violation, violationsError } from '../manifest/violations.js';
@@ -20,6 +21,14 @@ export interface WrapOptions {
   readonly network?: boolean;
   /** Destinations its start may reach through the host's egress proxy, as an install granting `egress` would. */
   readonly egress?: readonly string[];
+  /**
+   * Asked before a start with network (`network`, or any `egress`), once the
+   * package is fetched and before any of its code runs, with the install's
+   * introspection-stage question (`stage: 'introspection'`, no tools yet); a
+   * decline ends the wrap with PLUGIN_TRUST_DECLINED. Absent: asking for the
+   * network is the consent.
+   */
+  readonly accept?: TrustCallback;
 }
 
 /** The manifest an `npm:` server would be installed with, for a person to review. */

@@ -5,10 +5,11 @@
  * reviewed file; both as real CLI subprocesses.
  */
 import { access, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packGreeterServer, packServer, TOKEN_SERVER } from '../npm/npmPack.js';
-import { cli, json, tempDir } from './cliHarness.js';
+import { cli, json, onTerminal, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
 
@@ -79,4 +80,65 @@ describe('wrap', () => {
     expect(run.code).toBe(2);
     expect(JSON.stringify(json(run))).toContain('wrap takes an npm:<name>@<version> or npm:<file>.tgz source');
   });
+
+  it('--grant-network gives the start the network, as install does; on a terminal it is asked for first', { timeout: SLOW }, async () => {
+    const work = await tempDir('cli-wrap-net-');
+    let connections = 0;
+    // The service the server connects to while it starts, as a remote proxy or a database client does.
+    const service: Server = createServer((socket) => {
+      connections++;
+      socket.end();
+    });
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((service.address() as AddressInfo).port);
+      const tarball = await packServer(work.path, { name: 'connecting-server', source: CONNECTING_SERVER });
+      const profile = join(work.path, 'profile');
+      const base = ['wrap', `npm:${tarball}`, `--arg=${port}`, '--profile-dir', profile];
+
+      const offline = await cli([...base, '--json']);
+      expect(offline.code).not.toBe(0);
+      expect(JSON.stringify(json(offline))).toContain('--grant-network');
+      expect(connections).toBe(0);
+
+      const declined = await onTerminal([...base, '--grant-network'], /list its tools\? \[y\/N\]/, 'n');
+      expect(declined.stdout).toContain('PLUGIN_TRUST_DECLINED');
+      expect(connections).toBe(0);
+
+      const networked = await cli([...base, '--grant-network']);
+      expect(networked.code, networked.stderr).toBe(0);
+      expect((JSON.parse(networked.stdout) as { advertised_tools: { name: string }[] }).advertised_tools.map((t) => t.name)).toEqual(['reached']);
+      expect(connections).toBe(1);
+
+      // A destination list is checked as an install's grant is, before npm runs.
+      const malformed = await cli([...base, '--grant-egress', 'not a host', '--json']);
+      expect(malformed.code).not.toBe(0);
+      expect(json(malformed)).toMatchObject({ ok: false, error: { code: 'PLUGIN_EGRESS_DESTINATION_INVALID' } });
+      expect(connections).toBe(1);
+    } finally {
+      service.close();
+      await work.dispose();
+    }
+  });
 });
+
+// Connects to 127.0.0.1:<its first argument> before it answers anything; lists one tool once connected.
+const CONNECTING_SERVER = `#!/usr/bin/env node
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+connect(Number(process.argv[2]), '127.0.0.1')
+  .on('error', (error) => {
+    process.stderr.write('Connection error: ' + error.message + '\\n');
+    process.exit(1);
+  })
+  .on('connect', () => {
+    createInterface({ input: process.stdin }).on('line', (line) => {
+      const { id, method, params } = JSON.parse(line);
+      if (id === undefined) return;
+      if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'connecting', version: '1.0.0' } } });
+      else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'reached', inputSchema: { type: 'object' } }] } });
+      else send({ id, error: { code: -32601, message: 'no ' + method } });
+    });
+  });
+`;
