@@ -142,6 +142,23 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   });
 }
 
+const ERROR_LINE = new RegExp(settings.stderrErrorLine);
+
+/**
+ * What a server that closed its stdout said on stderr, for the message: its
+ * first line that reads as an error (`Error: Cannot find module
+ * '../build/Release/keytar.node'`, Python's `ModuleNotFoundError: …`), which
+ * a Node stack trace puts above a dozen frames, so the last lines a person
+ * is shown (the CLI's) often miss it.
+ */
+function stderrSays(tail: string): string {
+  if (tail.trim() === '') return '; it wrote nothing on stderr';
+  const line = tail.split('\n').find((l) => ERROR_LINE.test(l))?.trim();
+  if (line === undefined) return '; see details.stderr_tail';
+  const max = settings.quotedStderrLineMaxChars;
+  return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;
+}
+
 // A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
 async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], context: StartContext): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
@@ -188,7 +205,7 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
     if (!transport.closedByPeer) return err(introspectionFailed('introspecting the server failed', cause, process, undefined, context));
     // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
     const exit = await process.stop();
-    const stderr = process.stderrTail().trim() === '' ? '; it wrote nothing on stderr' : '; see details.stderr_tail';
+    const stderr = stderrSays(redactedStderrTail(process, context.secrets));
     return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit, context));
   } finally {
     await client.close().catch(() => undefined);
