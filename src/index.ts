@@ -174,7 +174,7 @@ export type { NodeMainLoading } from './binding/nodeMain.js';
 export type { PackageTreePin } from './binding/packageTree.js';
 export type { PluginCommand, UnverifiedCommand, VerifiedExecutable } from './process/VerifiedExecutable.js';
 export { unverifiedCommand } from './process/spawnPluginProcess.js';
-export { CatalogStore, type CatalogMutator, type CatalogStoreOptions } from './catalog/CatalogStore.js';
+export { CatalogStore, type CatalogMutator, type CatalogStoreOptions, type CatalogTransactionOptions } from './catalog/CatalogStore.js';
 export type { InstalledPlugin } from './catalog/catalogContents.js';
 export type {
   CatalogContents,

@@ -5,6 +5,7 @@
  * moment leaves either the old or the new generation (see generationFiles.ts
  * and docs/install-safety.md).
  */
+import { closeSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
@@ -60,6 +61,16 @@ export interface CatalogStoreOptions {
  * run time (freezing costs a fresh open too much; see docs/install-safety.md).
  */
 export type CatalogMutator = (current: CatalogContents, snapshot: CatalogSnapshot) => Result<CatalogContents, HostError> | CatalogContents;
+
+/** Options of {@link CatalogStore.transaction}. */
+export interface CatalogTransactionOptions {
+  /**
+   * Keep a descriptor on the catalog file the transaction publishes, for
+   * {@link CatalogStore.takePublishedCatalog}: a reader that holds it learns
+   * from one `fstat` whether a later generation replaced it.
+   */
+  readonly holdCatalogFile?: boolean;
+}
 
 /** Default wait for the profile lock. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
@@ -170,8 +181,12 @@ export class CatalogStore {
   readonly #staleLockMs: number;
   readonly #cache: ParseCache = new Map();
   readonly #encoder = new CatalogEncoder();
-  /** The generation this store published last and its catalog file's identity, taken under the lock that published it. */
-  #published: { readonly txid: string; readonly identity: string } | undefined;
+  /**
+   * A descriptor on the catalog file of the last generation this store
+   * published with `holdCatalogFile`, not yet taken: at most one is kept,
+   * an untaken one is closed by the next such publish.
+   */
+  #published: { readonly txid: string; readonly fd: number } | undefined;
 
   private constructor(options: CatalogStoreOptions) {
     this.#dir = options.profileDir;
@@ -227,13 +242,18 @@ export class CatalogStore {
   }
 
   /**
-   * The identity (device, inode, size and times, as the parse cache keeps it) of the catalog file this
-   * store published for `snapshot`, when `snapshot` is this store's last
-   * transaction: a reader that holds it need not read the catalog again
-   * until the file's identity changes.
+   * Hands over the descriptor a transaction with `holdCatalogFile` kept on
+   * the catalog file it published for `snapshot` (read-only, close-on-exec,
+   * opened before the file was renamed into place, so it is exactly the
+   * published inode even when another process has published since). The
+   * caller owns it and closes it. Undefined when `snapshot` is not the last
+   * such transaction of this store or the descriptor was taken already.
    */
-  publishedIdentity(snapshot: CatalogSnapshot): string | undefined {
-    return this.#published?.txid === snapshot.txid ? this.#published.identity : undefined;
+  takePublishedCatalog(snapshot: CatalogSnapshot): number | undefined {
+    const published = this.#published;
+    if (published?.txid !== snapshot.txid) return undefined;
+    this.#published = undefined;
+    return published.fd;
   }
 
   /**
@@ -261,8 +281,8 @@ export class CatalogStore {
    * snapshot. Waits at most `lockTimeoutMs` for the lock
    * (`CATALOG_LOCK_TIMEOUT`); an `err` from `mutate` aborts without writing.
    */
-  transaction(mutate: CatalogMutator): ResultAsync<CatalogSnapshot, HostError> {
-    return new ResultAsync(this.#withLock(async (lock) => this.#transact(lock, mutate)));
+  transaction(mutate: CatalogMutator, options: CatalogTransactionOptions = {}): ResultAsync<CatalogSnapshot, HostError> {
+    return new ResultAsync(this.#withLock(async (lock) => this.#transact(lock, mutate, options.holdCatalogFile === true)));
   }
 
   async #snapshot(): Promise<Result<CatalogSnapshot, HostError>> {
@@ -319,7 +339,7 @@ export class CatalogStore {
     return source?.data.txid === snapshot.txid ? source : undefined;
   }
 
-  async #transact(lock: ProfileLock, mutate: CatalogMutator): Promise<Result<CatalogSnapshot, HostError>> {
+  async #transact(lock: ProfileLock, mutate: CatalogMutator, holdCatalog: boolean): Promise<Result<CatalogSnapshot, HostError>> {
     const current = await this.#readLocked();
     if (current.isErr()) return current;
     // Read while the mutation and the checks below run on this thread (readLiveSource never rejects).
@@ -373,11 +393,13 @@ export class CatalogStore {
         state: { encoded: encoded.state, data: files.state },
       },
       this.#cache,
+      { holdCatalog },
     );
     if (published.isErr()) return err(published.error);
-    // Still under the lock: the catalog file the cache names is the one just published, nobody else's.
-    const identity = this.#cache.get('catalog')?.identity;
-    this.#published = identity === undefined ? undefined : { txid: stamp.txid, identity };
+    if (published.value !== undefined) {
+      if (this.#published !== undefined) closeSync(this.#published.fd);
+      this.#published = { txid: stamp.txid, fd: published.value };
+    }
     return ok({ profile: this.#profile, install_generation: stamp.install_generation, txid: stamp.txid, updated_at: stamp.updated_at, contents: next.value });
   }
 }

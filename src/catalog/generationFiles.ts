@@ -280,18 +280,32 @@ export async function repairGeneration(dir: string, selected: GenerationFiles): 
  * Publishes one generation: `.next` files written and fsynced, directory
  * fsynced, renamed, directory fsynced. Records the published files in
  * `cache`, so the next transaction of this process does not parse them again.
+ *
+ * With `holdCatalog`, returns a read-only, close-on-exec descriptor on the
+ * catalog file it published, opened through its `.next` name before the
+ * rename: the very inode published, whatever the live name shows by the
+ * time the caller looks (a reader that later opened the path and compared
+ * identities could be fooled by a reused inode number with coarse
+ * timestamps). The caller owns it.
  */
 export async function publishGeneration(
   dir: string,
   files: { readonly [K in CatalogFileKind]: { readonly encoded: EncodedFile; readonly data: CatalogFileData[K] } },
   cache: ParseCache,
-): Promise<Result<void, HostError>> {
+  options: { readonly holdCatalog?: boolean } = {},
+): Promise<Result<number | undefined, HostError>> {
   let current = dir;
+  let held: number | undefined;
   try {
     // The three files are written and fsynced concurrently: their fsyncs can share one journal commit.
     await Promise.all(CATALOG_FILE_KINDS.map((kind) => writeDurably(join(dir, nextFileName(kind)), files[kind].encoded)));
     current = dir;
     await syncDirectory(dir);
+    if (options.holdCatalog === true) {
+      current = join(dir, nextFileName('catalog'));
+      // libuv opens every file close-on-exec, so no plugin process inherits it.
+      held = openSync(current, 'r');
+    }
     for (const kind of CATALOG_FILE_KINDS) {
       current = join(dir, fileName(kind));
       await rename(join(dir, nextFileName(kind)), current);
@@ -301,10 +315,12 @@ export async function publishGeneration(
     for (const kind of CATALOG_FILE_KINDS) {
       current = join(dir, fileName(kind));
       // Under the lock nobody else renames these names, so this identity is the file just written.
-      cache.set(kind, { identity: identityOf(await stat(current, { bigint: true })), version: versionOf('live', files[kind].data) });
+      const stats = kind === 'catalog' && held !== undefined ? fstatSync(held, { bigint: true }) : await stat(current, { bigint: true });
+      cache.set(kind, { identity: identityOf(stats), version: versionOf('live', files[kind].data) });
     }
-    return ok(undefined);
+    return ok(held);
   } catch (e) {
+    if (held !== undefined) closeSync(held);
     return err(ioError('Publishing', current, e));
   }
 }

@@ -76,17 +76,26 @@ export interface HostEventMap {
   /** A log message an MCP-speaking plugin sent (`notifications/message`), at or above the level set with `setLogLevel`. */
   readonly log: { readonly plugin_id: string; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
   /**
-   * A host opened with `hotReload` saw a new catalog generation that
-   * installs, removes or upgrades (a new install root or executable)
-   * plugins, by whichever process: their operations are callable, gone or
-   * served by the new code from now on; a removed or upgraded plugin's calls
-   * in flight finish on its old process first.
+   * The host saw a new catalog generation that installs, removes or
+   * upgrades (a new install root or executable) plugins, by whichever
+   * process, or in which another process quarantined plugins. Removed ones
+   * are gone, quarantined ones refused, and a running process of a removed,
+   * upgraded or quarantined plugin finishes its calls in flight, then stops.
+   * With `hotReload`, installed and upgraded plugins are callable (on the new
+   * code) from now on; without it they are pending restart until the next
+   * open, as the host's own installs are (unless `activation: 'immediate'`).
    */
   readonly 'catalog:changed': {
     readonly install_generation: number;
     readonly installed: readonly string[];
     readonly removed: readonly string[];
     readonly upgraded: readonly string[];
+    /**
+     * Plugins another process quarantined (by hand, a failed canary, crashes
+     * there), or quarantined anew; this host's own quarantines are
+     * `quarantine` events.
+     */
+    readonly quarantined: readonly string[];
   };
 }
 

@@ -19,30 +19,39 @@
 import type { CatalogSnapshot, PluginStateRecord } from '../catalog/catalogTypes.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
 import type { Logger } from '../ports/ports.js';
-import { sameBinding, type HostCatalog } from './hostCatalog.js';
+import { quarantineOf, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { PluginRuntimes } from './runtimes.js';
 
 /** What one catalog generation changed, as the `catalog:changed` event reports it. */
 type CatalogChange = HostEventMap['catalog:changed'];
 
-/** The plugins `after` installs, removes and upgrades (another install root or executable digest) relative to `before`. */
-function catalogChange(before: CatalogSnapshot, after: CatalogSnapshot): CatalogChange {
+/**
+ * The plugins `after` installs, removes and upgrades (another install root
+ * or executable digest) relative to `before`, and `quarantined`.
+ */
+function catalogChange(before: CatalogSnapshot, after: CatalogSnapshot, quarantined: readonly string[]): CatalogChange {
   const was = before.contents.plugins;
   const now = after.contents.plugins;
   const installed = Object.keys(now).filter((id) => !Object.hasOwn(was, id));
   const removed = Object.keys(was).filter((id) => !Object.hasOwn(now, id));
   const upgraded = Object.keys(now).filter((id) => Object.hasOwn(was, id) && !sameBinding(was[id]!.binding, now[id]!.binding));
-  return { install_generation: after.install_generation, installed: installed.sort(), removed: removed.sort(), upgraded: upgraded.sort() };
+  return {
+    install_generation: after.install_generation,
+    installed: installed.sort(),
+    removed: removed.sort(),
+    upgraded: upgraded.sort(),
+    quarantined: [...quarantined].sort(),
+  };
 }
 
 /**
- * Whether `after` quarantines a plugin `before` did not (or quarantines it
- * again: a new quarantine time, or permanently now).
+ * Whether `after` quarantines a plugin `before` did not, or quarantines it
+ * anew: another quarantine time, permanently now, held by a failed canary,
+ * a later retry (see {@link quarantineOf}).
  */
 function newlyQuarantined(before: PluginStateRecord | undefined, after: PluginStateRecord | undefined): boolean {
-  if (after === undefined || after.quarantined_at === null) return false;
-  if (before === undefined || before.quarantined_at === null) return true;
-  return before.quarantined_at !== after.quarantined_at || (before.permanent_quarantine !== true && after.permanent_quarantine === true);
+  const now = after === undefined ? undefined : quarantineOf(after);
+  return now !== undefined && (before === undefined || quarantineOf(before) !== now);
 }
 
 /** The plugins `after` quarantines anew relative to `before` (still installed in both). */
@@ -73,11 +82,12 @@ export interface CatalogWatchParts {
  * Polls the profile's catalog and follows each new generation: the host's
  * snapshot moves to it (removed operations gone, and with `hot` new ones
  * callable), a running process of a removed, upgraded or newly quarantined
- * plugin is retired (its calls in flight drain, then it stops), and with
- * `hot` `catalog:changed` says what changed. A generation that only
+ * plugin is retired (its calls in flight drain, then it stops), and
+ * `catalog:changed` says what changed, in both modes. A generation that only
  * rewrites state rows (a canary, a crash) changes no plugin and says
- * nothing, but a quarantine in it stops the plugin here too, whichever
- * process recorded it.
+ * nothing, but a quarantine in it that another process recorded stops the
+ * plugin here too and is told (`quarantined`); this host's own quarantines
+ * are told by the `quarantine` event of their writer.
  */
 export class CatalogWatch {
   readonly #parts: CatalogWatchParts;
@@ -125,17 +135,19 @@ export class CatalogWatch {
   #follow(before: CatalogSnapshot, after: CatalogSnapshot): void {
     const { catalog } = this.#parts;
     // A quarantine this host wrote itself was already acted on by its writer (the supervisor stopped the failed process).
-    for (const id of quarantinedBetween(before, after)) if (!catalog.quarantinedHere(id, after.contents.states[id])) this.#retireStopped(id, 'quarantined');
-    const change = catalogChange(before, after);
-    if (change.installed.length + change.removed.length + change.upgraded.length === 0) return;
+    const quarantined = quarantinedBetween(before, after).filter((id) => !catalog.quarantinedHere(id, after.contents.states[id]));
+    for (const id of quarantined) this.#retireStopped(id, 'quarantined');
+    const change = catalogChange(before, after, quarantined);
+    if (change.installed.length + change.removed.length + change.upgraded.length + change.quarantined.length === 0) return;
     if (this.#parts.mode === 'restart') {
       for (const id of change.removed) this.#retireStopped(id, 'removed');
       // An upgrade this host installed is retired by the install, with the drain its caller asked for.
       for (const id of change.upgraded) if (!catalog.installedHere(id, after.contents.plugins[id]?.binding)) this.#retireStopped(id, 'upgraded');
-      return;
+    } else {
+      for (const id of change.removed) this.#retireStale(id, 'removed');
+      for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
     }
-    for (const id of change.removed) this.#retireStale(id, 'removed');
-    for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
+    // Told in both modes: without hotReload what is new waits for the next open, but what stopped here (and why) is news to the application.
     this.#parts.events.emit('catalog:changed', change);
   }
 

@@ -17,6 +17,9 @@ import type { Clock } from '../ports/ports.js';
 import { operationIndex, type NamedOperation } from './operations.js';
 import { withStatus } from './pluginState.js';
 
+/** How many of its own quarantines of one plugin a host remembers ({@link HostCatalog.quarantinedHere}). */
+const OWN_QUARANTINES_KEPT = 4;
+
 /** Told when a host's snapshot moves from `before` to `after`, whichever process published `after`. */
 export type CatalogMoveListener = (before: CatalogSnapshot, after: CatalogSnapshot) => void;
 
@@ -48,20 +51,30 @@ export class HostCatalog {
    */
   #watched: WatchedFile | undefined;
   /**
-   * The quarantine time of each quarantine this host wrote, by plugin: what
-   * its writer (the supervisor, `quarantine()`) already acted on. Recorded
-   * before the write is published, since a call's read may move the snapshot
-   * to it before the write's own continuation runs.
+   * The quarantines this host wrote, by plugin (the last few, as
+   * {@link quarantineOf} spells them): what their writer (the supervisor,
+   * `quarantine()`, a canary) already acted on. Recorded before the write is
+   * published, since a call's read may move the snapshot to it before the
+   * write's own continuation runs.
    */
-  readonly #ownQuarantines = new Map<string, string>();
+  readonly #ownQuarantines = new Map<string, string[]>();
   /** The install of each plugin this host installed itself, whose old process its install retires (with its caller's drain). */
   readonly #ownInstalls = new Map<string, ExecutableBindingRecord>();
   #closed = false;
+  /**
+   * How many times the snapshot moved. A read that began when this was the
+   * same as now began after the snapshot held was read or written.
+   */
+  #moves = 0;
 
+  /**
+   * `snapshot`: the profile's catalog as the host opened it; when its open
+   * published it (`holdCatalogFile`), the host holds that very file.
+   */
   constructor(store: CatalogStore, snapshot: CatalogSnapshot) {
     this.#store = store;
     this.#snapshot = snapshot;
-    this.#watchOwnWrite(snapshot);
+    this.#watch(store.takePublishedCatalog(snapshot));
   }
 
   /**
@@ -109,11 +122,12 @@ export class HostCatalog {
   refresh(): ResultAsync<CatalogSnapshot, HostError> {
     // Opened before the read: a publish landing during the read then shows as a change at the next check, never the reverse.
     const opened = openLiveFileSync(this.#store.profileDir, 'catalog');
+    const since = this.#moves;
     return this.#store
       .snapshot()
       .map((snapshot) => {
         this.#watch(opened?.fd);
-        return this.#move(snapshot);
+        return this.#move(snapshot, since);
       })
       .mapErr((error) => {
         if (opened !== undefined) closeSync(opened.fd);
@@ -159,22 +173,32 @@ export class HostCatalog {
    * ({@link installReplaced}).
    */
   updateState(pluginId: string, update: (row: PluginStateRecord) => PluginStateRecord, ran?: ExecutableBindingRecord): ResultAsync<PluginStateRecord, HostError> {
+    const since = this.#moves;
     return this.#store
-      .transaction((current) => {
-        const plugin = Object.hasOwn(current.plugins, pluginId) ? current.plugins[pluginId] : undefined;
-        if (plugin === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
-        if (ran !== undefined && !sameBinding(plugin.binding, ran)) return err(installReplaced(pluginId));
-        return ok(
-          updatePluginState(current, pluginId, (row) => {
-            const next = withStatus(update(row));
-            if (next.quarantined_at !== null && next.quarantined_at !== row.quarantined_at) this.#ownQuarantines.set(pluginId, next.quarantined_at);
-            return next;
-          }),
-        );
-      })
+      .transaction(
+        (current) => {
+          const plugin = Object.hasOwn(current.plugins, pluginId) ? current.plugins[pluginId] : undefined;
+          if (plugin === undefined || current.states[pluginId] === undefined) return err(notInstalled(pluginId));
+          if (ran !== undefined && !sameBinding(plugin.binding, ran)) return err(installReplaced(pluginId));
+          return ok(
+            updatePluginState(current, pluginId, (row) => {
+              const next = withStatus(update(row));
+              const quarantine = quarantineOf(next);
+              if (quarantine !== undefined && quarantine !== quarantineOf(row)) this.#noteOwnQuarantine(pluginId, quarantine);
+              return next;
+            }),
+          );
+        },
+        { holdCatalogFile: true },
+      )
       .map((snapshot) => {
-        // This host's own write is read already: the file it published is the one a later check looks at.
-        if (this.#move(snapshot) === snapshot) this.#watchOwnWrite(snapshot);
+        // This host's own write is read already: the file it published (that very inode) is the one a later check looks at.
+        const published = this.#store.takePublishedCatalog(snapshot);
+        const held = this.#move(snapshot, since);
+        if (published !== undefined) {
+          if (held.txid === snapshot.txid) this.#watch(published);
+          else closeSync(published);
+        }
         return snapshot.contents.states[pluginId]!;
       });
   }
@@ -197,14 +221,34 @@ export class HostCatalog {
    * quarantine of the same plugin published just before it.
    */
   quarantinedHere(pluginId: string, row: PluginStateRecord | undefined): boolean {
-    return row?.quarantined_at !== null && row?.quarantined_at !== undefined && this.#ownQuarantines.get(pluginId) === row.quarantined_at;
+    const quarantine = row === undefined ? undefined : quarantineOf(row);
+    return quarantine !== undefined && this.#ownQuarantines.get(pluginId)?.includes(quarantine) === true;
   }
 
-  /** Moves to `snapshot` unless a newer generation was already seen (two reads in flight may finish out of order); returns the snapshot now held. */
-  #move(snapshot: CatalogSnapshot): CatalogSnapshot {
+  #noteOwnQuarantine(pluginId: string, quarantine: string): void {
+    // A few, not one: a read begun before this host's next write of the plugin may still bring an earlier one of its own.
+    const own = [...(this.#ownQuarantines.get(pluginId) ?? []), quarantine].slice(-OWN_QUARANTINES_KEPT);
+    this.#ownQuarantines.set(pluginId, own);
+  }
+
+  /**
+   * Moves to `snapshot`, read or written by an operation that began when
+   * {@link HostCatalog.#moves} was `since`; returns the snapshot now held. A
+   * generation older than the one held is a read that finished late (two
+   * reads in flight may finish out of order) and is ignored, unless the
+   * snapshot has not moved since the operation began: then the profile's
+   * generation went backwards, which one profile never does (each publish
+   * is its predecessor + 1). The profile was deleted and created again, or
+   * its files restored from a backup, and what it holds now is all there is:
+   * a move like any other, whose plugins the listeners compare with the ones
+   * held (a reinstall has another install root, so it is an upgrade).
+   */
+  #move(snapshot: CatalogSnapshot, since: number): CatalogSnapshot {
     const before = this.#snapshot;
-    if (snapshot.txid === before.txid || snapshot.install_generation < before.install_generation) return before;
+    if (snapshot.txid === before.txid) return before;
+    if (snapshot.install_generation < before.install_generation && since !== this.#moves) return before;
     this.#snapshot = snapshot;
+    this.#moves++;
     for (const listener of this.#movedListeners) listener(before, snapshot);
     return snapshot;
   }
@@ -217,20 +261,6 @@ export class HostCatalog {
     this.#watched = kept === undefined ? undefined : watchedFile(kept);
     if (held !== undefined && held !== kept) closeSync(held);
     if (this.#closed && fd !== undefined && fd !== held) closeSync(fd);
-  }
-
-  /**
-   * After this host's own write of `snapshot`: holds the file it published,
-   * when that is still the live one (its identity as the store took it under
-   * the lock); else another process published since, and the next check reads.
-   */
-  #watchOwnWrite(snapshot: CatalogSnapshot): void {
-    const published = this.#store.publishedIdentity(snapshot);
-    if (published === undefined) return;
-    const opened = openLiveFileSync(this.#store.profileDir, 'catalog');
-    if (opened === undefined) return;
-    if (opened.identity === published) this.#watch(opened.fd);
-    else closeSync(opened.fd);
   }
 
   /** The snapshot's plugins by id; calls look plugins and operations up on every dispatch, so each snapshot is indexed once. */
@@ -256,8 +286,21 @@ export function activateInstalled(store: CatalogStore, clock: Clock): ResultAsyn
     return next;
   };
   return store.snapshot().andThen((snapshot) =>
-    Object.values(snapshot.contents.states).some((row) => row.activated_at === null) ? store.transaction(activate) : okAsync(snapshot),
+    // The host constructed on the result holds the file this publishes (HostCatalog's constructor takes it).
+    Object.values(snapshot.contents.states).some((row) => row.activated_at === null) ? store.transaction(activate, { holdCatalogFile: true }) : okAsync(snapshot),
   );
+}
+
+/**
+ * A row's quarantine as one string (when, whether permanent, why, when it
+ * may retry), undefined when it is not quarantined: two rows with the same
+ * string are one quarantine. A quarantine time alone does not tell them
+ * apart: a crash or a failed canary on a plugin already quarantined keeps
+ * its time and changes the rest.
+ */
+export function quarantineOf(row: PluginStateRecord): string | undefined {
+  if (row.quarantined_at === null) return undefined;
+  return JSON.stringify([row.quarantined_at, row.permanent_quarantine === true, row.quarantine_reason, row.next_retry_at]);
 }
 
 /** Whether two catalog entries pin the same installed code (the same install root and digest). */

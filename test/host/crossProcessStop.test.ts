@@ -3,9 +3,10 @@
  * hotReload: a plugin the CLI (a real subprocess) or a second host removes,
  * quarantines or upgrades is refused by the open host from its next call on,
  * and its running process there is drained and stopped, with no call at all
- * within the host's catalog poll. Real sandboxed plugin processes; "gone" is
- * checked on the pid the host spawned and on every process of the machine
- * that still names the profile directory.
+ * within the host's catalog poll, and the application is told what changed
+ * (`catalog:changed`, in this restart mode too). Real sandboxed plugin
+ * processes; "gone" is checked on the pid the host spawned and on every
+ * process of the machine that still names the profile directory.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -77,10 +78,12 @@ describe('a host without hotReload follows what other processes do to its profil
     const dir = await pool.profile();
     const host = await pool.installed(dir, ['probe']);
     const pid = await runningProbe(host, dir);
+    const changed = nextEvent(host, 'catalog:changed');
 
     const run = await cli(['quarantine', 'host-probe', '--profile-dir', dir, '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, plugin_id: 'host-probe', quarantined: true });
+    expect(await changed).toMatchObject({ installed: [], removed: [], upgraded: [], quarantined: ['host-probe'] });
 
     const refused = (await host.call(ECHO, { message: 'after' }))._unsafeUnwrapErr();
     expect([refused.code, refused.details.reason, refused.details.permanent]).toEqual(['VARIANT_QUARANTINED', 'operator', true]);
@@ -99,8 +102,11 @@ describe('a host without hotReload follows what other processes do to its profil
     const other = await pool.open(dir);
     const pid = await runningProbe(host, dir);
     const { call } = await probeEchoInFlight(host, 1500, 'call:start');
+    const changed = nextEvent(host, 'catalog:changed');
 
     answered(await other.quarantine('host-probe'));
+    // Without any call here: the poll saw it.
+    expect(await changed).toMatchObject({ quarantined: ['host-probe'] });
     // The call in flight finishes on the old process (the drain), and the process stops without another call here.
     expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
     await stopped(host, pid, dir);
@@ -111,9 +117,11 @@ describe('a host without hotReload follows what other processes do to its profil
     const dir = await pool.profile();
     const host = await pool.installed(dir, ['probe']);
     const pid = await runningProbe(host, dir);
+    const changed = nextEvent(host, 'catalog:changed');
 
     const run = await cli(['remove', 'host-probe', '--yes', '--profile-dir', dir, '--json']);
     expect(run.code, run.stderr).toBe(0);
+    expect(await changed).toMatchObject({ installed: [], removed: ['host-probe'], upgraded: [], quarantined: [] });
 
     const refused = (await host.call(ECHO, { message: 'after' }))._unsafeUnwrapErr();
     expect(refused.code).toBe('VARIANT_NOT_FOUND');
