@@ -14,7 +14,7 @@ function nameOf(ctx: CommandContext): string {
 /**
  * `remove <name>`: install root and rows go; the namespace owner, data
  * directory and credentials stay (`--forget-secrets` deletes the
- * credentials). On a terminal it asks first (`--yes` does not); elsewhere
+ * credentials, also of a plugin removed before). On a terminal it asks first (`--yes` does not); elsewhere
  * (scripts, CI, `--json`) it removes at once.
  */
 export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
@@ -22,6 +22,7 @@ export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
   const { out, terminal, flags } = ctx;
   return withHost(ctx, async (host) => {
     const found = await host.info(name);
+    if (found.isErr() && found.error.code === 'PLUGIN_NOT_FOUND' && flags.forgetSecrets) return forgetOnly(ctx, host, name);
     if (found.isErr()) return failNaming(ctx, host, found.error, { pluginId: name });
     if (!flags.yes && !out.json && terminal.stdin.isTTY === true) {
       const { version } = found.value;
@@ -36,6 +37,25 @@ export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
     ctx.out.line(`removed ${name} ${ctx.out.style.dim('(its namespace owner stays recorded, so the same owner can reinstall it)')}`);
     return EXIT_CODES.ok;
   });
+}
+
+/**
+ * `remove <name> --forget-secrets` of a plugin not installed (a plain remove
+ * keeps credentials): deletes what is stored under the id, so forgetting
+ * needs no reinstall. On a terminal it asks first, as a remove does.
+ */
+async function forgetOnly(ctx: CommandContext, host: PluginHost, name: string): Promise<ExitCode> {
+  const { out, terminal, flags } = ctx;
+  if (!flags.yes && !out.json && terminal.stdin.isTTY === true) {
+    if (!(await confirm(terminal, `${name} is not installed. Delete the credentials stored for it?`))) {
+      return fail(ctx, hostError('PLUGIN_CONFIRMATION_DENIED', `the credentials of ${name} were not deleted`, { details: { plugin_id: name } }), false, name);
+    }
+  }
+  const forgotten = await host.remove(name, { forgetSecrets: true });
+  if (forgotten.isErr()) return failNaming(ctx, host, forgotten.error, { pluginId: name });
+  out.data({ ok: true, plugin_id: name, removed: false, credentials_deleted: true });
+  out.line(`${name} is not installed; deleted the credentials stored for it`);
+  return EXIT_CODES.ok;
 }
 
 /** `unquarantine <name>`: clears quarantine, starts nothing. */

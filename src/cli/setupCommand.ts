@@ -1,4 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
+import { EnvDenylist } from '../env/EnvDenylist.js';
+import { hostError } from '../errors/HostError.js';
 import type { CredentialView, HostError, PluginHost } from '../index.js';
 import { fail, withHost, type CommandContext } from './context.js';
 import type { ExitCode } from './exitCodes.js';
@@ -26,9 +28,30 @@ async function valueFromStdin(ctx: CommandContext, key: string): Promise<string>
   return (await readAll(ctx.terminal.stdin)).replace(/\r?\n$/, '');
 }
 
+// The shipped rules with the GUM preset's prefixes: the widest list, as the CLI cannot tell which preset a caller meant.
+const HOST_ENV_RULES = new EnvDenylist();
+
+/**
+ * `--set NAME` (no value) reads $NAME from this process's environment. A
+ * name the denylist keeps from plugins is the host user's own credential
+ * there (their OPENAI_API_KEY, GITHUB_TOKEN…): a plugin's README asking for
+ * `setup <plugin> --set GITHUB_TOKEN` would hand it over. The value must be
+ * given on purpose instead, on stdin.
+ */
+function deniedEnvRead(key: string): HostError | undefined {
+  const rule = HOST_ENV_RULES.ruleFor(key);
+  if (rule === undefined) return undefined;
+  const name = oneLineField(key);
+  return hostError('HOST_INVALID_OPTIONS', `--set ${name} would read $${name} from this shell's environment, a name no plugin is given from the host's environment`, {
+    details: { command: 'setup', reason: 'denylisted_env_read', rule },
+    hint: `Give the value for this plugin on purpose: --set ${name}=${FROM_STDIN} and type or pipe it on stdin (for example: printenv ${name} | ${PROGRAM} setup <plugin> --set ${name}=${FROM_STDIN}, if the plugin should have the same value as this shell).`,
+  });
+}
+
 /**
  * Resolves `--set KEY=value`, `--set KEY=-` (value from stdin) and
- * `--set KEY` (value from this process's environment). KEY is a
+ * `--set KEY` (value from this process's environment, refused for a
+ * denylisted KEY: {@link deniedEnvRead}). KEY is a
  * credential's alias or its env name; the host refuses keys the plugin does
  * not declare. A value typed in the command line is taken, with a warning:
  * other users see it in the process list, and the shell keeps it in history.
@@ -41,6 +64,8 @@ async function assignments(ctx: CommandContext): Promise<Result<Map<string, stri
     const eq = item.indexOf('=');
     const key = eq === -1 ? item : item.slice(0, eq);
     const typed = eq === -1 ? undefined : item.slice(eq + 1);
+    const denied = typed === undefined ? deniedEnvRead(key) : undefined;
+    if (denied !== undefined) return err(denied);
     const value = typed === undefined ? ctx.terminal.env[key] : typed === FROM_STDIN ? await valueFromStdin(ctx, key) : typed;
     if (value === undefined || value === '') {
       const why = typed === undefined ? `the environment variable ${key} is not set` : typed === FROM_STDIN ? 'stdin gave no value' : 'the value is empty';

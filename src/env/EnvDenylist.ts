@@ -81,11 +81,21 @@ interface DenylistFile {
 
 const shipped: DenylistFile = denylistData;
 
+// Seed 001 §2 names these, and no data edit may let a user store a value under one (the JSON is data, so this is
+// code): its exact names and its GUM_ / _GUM prefixes, whatever preset the host runs.
+const SEED_EXACT_NAMES: ReadonlySet<string> = new Set(['GOOGLE_APPLICATION_CREDENTIALS', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY']);
+const SEED_PREFIXES: readonly string[] = ['GUM_', '_GUM'];
+
+/** Whether seed 001 itself prohibits `name` (its exact names and prefixes): never a stored credential's name. */
+function isSeedRuleName(name: string): boolean {
+  return SEED_EXACT_NAMES.has(name) || SEED_PREFIXES.some((prefix) => name.startsWith(prefix));
+}
+
 // The names of the host's own extension of the list that name a credential a service issues to its user
 // (PERPLEXITY_API_KEY, GITHUB_TOKEN…): the host's environment never gives one to a plugin, but a user who stores a
 // value under it for one plugin has handed that value to that plugin on purpose. The seed's own names, loader and
 // runtime names, sockets and credential-file paths are never among them (test/env/userCredentials.test.ts).
-const shippedUserCredentials: ReadonlySet<string> = new Set(shipped.user_credentials.filter((name) => shipped.exact.includes(name)));
+const shippedUserCredentials: ReadonlySet<string> = new Set(shipped.user_credentials.filter((name) => shipped.exact.includes(name) && !isSeedRuleName(name)));
 
 /**
  * Whether `name` is one of the shipped denylist's names a user may still give

@@ -8,13 +8,13 @@ import type {
   ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { listPlugins, type InstalledPlugin } from '../catalog/catalogContents.js';
+import { listPlugins, lookupPlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
 import { EnvDenylist, type EnvDenylistOptions } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { HostEvents, type HostEventSubscriptions } from '../events/HostEvents.js';
-import { Installer, type InstallInspection, type PackageInstallChoices } from '../installer/Installer.js';
+import { Installer, type InstallInspection, type InstallResult, type PackageInstallChoices } from '../installer/Installer.js';
 import type { PackageLimits } from '../installer/limits.js';
 import type { NpmSettings } from '../installer/npmFetch.js';
 import type { WrapOptions, WrappedServer } from '../installer/wrapNpmSource.js';
@@ -34,7 +34,7 @@ import type { ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { confirm, frozenJsonCopy, riskRefusal, startRefusal, type ConfirmationCallback } from './admission.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
 import { Canaries, type CanaryOptions, type CanaryOutcome } from './canaries.js';
-import { aliasesOf, credentialsByEnv, CredentialSource } from './credentials.js';
+import { aliasesOf, credentialsByEnv, CredentialSource, packageOrigin, UNKNOWN_ORIGIN } from './credentials.js';
 import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
 import { CallSchemas } from './callSchemas.js';
 import { ResultShaper, type HostOutputProfiles } from './resultShaping.js';
@@ -509,8 +509,11 @@ export class PluginHost {
     return this.#installer
       .install(source, {
         ...installOptions,
-        initialStatus: async (m) =>
-          (await this.#credentials.missing(m.plugin_id, m.requirements.needs_user_creds)).length > 0 ? 'needs_configuration' : 'installed_pending_restart',
+        // The package's origin is known once it is bound; until the row below is written, a missing credential is assumed.
+        initialStatus: async (m) => {
+          await this.#bindUnboundCredentials(m.plugin_id);
+          return m.requirements.needs_user_creds.length > 0 ? 'needs_configuration' : 'installed_pending_restart';
+        },
       })
       .andThen((installed) => {
         const id = installed.plugin_id;
@@ -518,22 +521,57 @@ export class PluginHost {
         if (immediate) this.#active.set(id, installed.lock.binding);
         else this.#active.delete(id);
         this.#catalog.noteOwnInstall(id, installed.lock.binding);
-        const needsConfiguration = installed.state?.status === 'needs_configuration';
-        const now = new Date(this.#config.clock.now()).toISOString();
-        return this.#catalog
-          .updateState(id, (row) => ({
-            ...row,
-            needs_configuration: needsConfiguration,
-            ...(immediate ? { activated_at: now } : {}),
-          }))
-          .andThen(() => this.#runtimes.retire(id, 'upgraded', drainTimeoutMs ?? this.#config.drainTimeoutMs))
-          .andThen(() => {
-            if (!runCanary || installed.descriptor?.canary === undefined) return okAsync<CanaryOutcome | undefined, HostError>(undefined);
-            return this.canary(id, { live: true }).map((c): CanaryOutcome | undefined => c);
-          })
-          .andThen((canary) => this.#runtimes.stop(id).map(() => canary))
-          .andThen((canary) => this.info(id).map((plugin): InstallOutcome => (canary === undefined ? { plugin } : { plugin, canary })));
+        return ResultAsync.fromSafePromise(this.#credentialsMissing(installed)).andThen((needsConfiguration) => this.#recordInstall(installed, needsConfiguration, runCanary, drainTimeoutMs));
       });
+  }
+
+  /**
+   * Whether the installed package lacks a declared credential. Values stored
+   * under its id for another package are withheld, and said so in the log:
+   * the user runs setup for this one.
+   */
+  async #credentialsMissing(installed: InstallResult): Promise<boolean> {
+    const needed = installed.descriptor?.needs_user_creds ?? [];
+    if ((await this.#credentials.missing(installed, needed)).length === 0) return false;
+    if (await this.#credentials.storedForAnother(installed)) {
+      this.#config.logger.warn(
+        { plugin_id: installed.plugin_id, origin: packageOrigin(installed.lock) },
+        'the credentials stored for this plugin id were set up for another package; they are withheld from this one until setup is run for it',
+      );
+    }
+    return true;
+  }
+
+  /**
+   * Records an origin on credentials stored before origins were, before a
+   * package replaces (or first takes) the id: the package installed now, or,
+   * with none installed, an origin no package has (see {@link CredentialSource.bindUnbound}).
+   */
+  async #bindUnboundCredentials(pluginId: string): Promise<void> {
+    const previous = await this.#catalog.refresh().map((snapshot) => lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: pluginId }));
+    const origin = previous.isOk() && previous.value !== undefined ? packageOrigin(previous.value.lock) : UNKNOWN_ORIGIN;
+    const bound = await this.#credentials.bindUnbound(pluginId, origin);
+    // A store that cannot be read or written now fails the install's later reads the same way: nothing is given then.
+    if (bound.isErr()) this.#config.logger.warn({ plugin_id: pluginId, code: bound.error.code }, 'could not record the origin of stored credentials');
+  }
+
+  #recordInstall(installed: InstallResult, needsConfiguration: boolean, runCanary: boolean, drainTimeoutMs: number | undefined): ResultAsync<InstallOutcome, HostError> {
+    const id = installed.plugin_id;
+    const immediate = this.#config.activation === 'immediate';
+    const now = new Date(this.#config.clock.now()).toISOString();
+    return this.#catalog
+      .updateState(id, (row) => ({
+        ...row,
+        needs_configuration: needsConfiguration,
+        ...(immediate ? { activated_at: now } : {}),
+      }))
+      .andThen(() => this.#runtimes.retire(id, 'upgraded', drainTimeoutMs ?? this.#config.drainTimeoutMs))
+      .andThen(() => {
+        if (!runCanary || installed.descriptor?.canary === undefined) return okAsync<CanaryOutcome | undefined, HostError>(undefined);
+        return this.canary(id, { live: true }).map((c): CanaryOutcome | undefined => c);
+      })
+      .andThen((canary) => this.#runtimes.stop(id).map(() => canary))
+      .andThen((canary) => this.info(id).map((plugin): InstallOutcome => (canary === undefined ? { plugin } : { plugin, canary })));
   }
 
   /** Runs every install check on a package without installing it (what a CLI's `validate` prints). */
@@ -578,20 +616,32 @@ export class PluginHost {
     return readInventoryResource(uri, this.#config.appName, { list: () => this.list(), info: (id) => this.info(id) });
   }
 
-  /** Removes a plugin (install root and rows; its namespace owner stays recorded). Its data directory is kept. */
+  /**
+   * Removes a plugin (install root and rows; its namespace owner stays
+   * recorded). Its data directory is kept, and its stored credentials unless
+   * `forgetSecrets`; kept ones reach a later install of the same package
+   * only. With `forgetSecrets`, an id not installed (removed before) is not
+   * an error: its stored credentials are deleted.
+   */
   remove(pluginId: string, options: RemoveOptions = {}): ResultAsync<void, HostError> {
     if (this.#closed) return errAsync(closedError());
     const refused = checkArguments('remove', { pluginId }, { value: options, schema: METHOD_OPTION_SCHEMAS.remove });
     if (refused !== undefined) return errAsync(refused);
-    const removing = this.#runtimes
-      .retire(pluginId, 'removed', options.drainTimeoutMs ?? this.#config.drainTimeoutMs, { keepRefusing: true })
-      .andThen(() => this.#installer.remove(pluginId))
-      .andThen(() => ResultAsync.fromSafePromise(this.#toolLists.discard(pluginId)))
-      .andThen(() => (options.forgetSecrets === true ? this.#secrets.delete(pluginId) : okAsync(undefined)))
-      .andThen(() => {
-        this.#active.delete(pluginId);
-        return this.#catalog.refresh().map(() => undefined);
-      });
+    const forget = options.forgetSecrets === true;
+    const removing = this.#catalog.refresh().andThen((snapshot) => {
+      const installed = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: pluginId });
+      // Credentials kept after a plain remove must stay deletable: without this, forgetting them needed a reinstall.
+      if (installed === undefined && forget) return this.#secrets.delete(pluginId);
+      return ResultAsync.fromSafePromise(installed === undefined || forget ? Promise.resolve() : this.#bindKeptCredentials(installed))
+        .andThen(() => this.#runtimes.retire(pluginId, 'removed', options.drainTimeoutMs ?? this.#config.drainTimeoutMs, { keepRefusing: true }))
+        .andThen(() => this.#installer.remove(pluginId))
+        .andThen(() => ResultAsync.fromSafePromise(this.#toolLists.discard(pluginId)))
+        .andThen(() => (forget ? this.#secrets.delete(pluginId).mapErr((error) => removedButKept(pluginId, error)) : okAsync(undefined)))
+        .andThen(() => {
+          this.#active.delete(pluginId);
+          return this.#catalog.refresh().map(() => undefined);
+        });
+    });
     return new ResultAsync(
       (async () => {
         const result = await removing;
@@ -599,6 +649,17 @@ export class PluginHost {
         return result;
       })(),
     );
+  }
+
+  /**
+   * Records the removed package as the origin of credentials stored before
+   * origins were, so that a reinstall of the same package finds them. Should
+   * it fail, the next install records an origin no package has: the values
+   * are withheld then, never given to another package.
+   */
+  async #bindKeptCredentials(installed: InstalledPlugin): Promise<void> {
+    const bound = await this.#credentials.bindUnbound(installed.plugin_id, packageOrigin(installed.lock));
+    if (bound.isErr()) this.#config.logger.warn({ plugin_id: installed.plugin_id, code: bound.error.code }, 'could not record the origin of stored credentials');
   }
 
   /**
@@ -644,8 +705,9 @@ export class PluginHost {
       const byEnv = credentialsByEnv(plugin, values);
       if (byEnv.isErr()) return errAsync(byEnv.error);
       const stored = aliasesOf(plugin, Object.keys(byEnv.value));
-      return this.#secrets
-        .set(pluginId, byEnv.value)
+      // Stored for the package installed now: another package later installed under this id does not get them.
+      return this.#credentials
+        .store(plugin, byEnv.value)
         .andThen(() => this.#runtimes.stop(pluginId))
         .andThen(() => this.canary(pluginId, { live: true }))
         .map((canary): SetupOutcome => ({ ...canary, stored }));
@@ -889,4 +951,16 @@ export class PluginHost {
     const active = this.#active.get(pluginId);
     return active === undefined || plugin === undefined || !sameBinding(active, plugin.lock.binding);
   }
+}
+
+/**
+ * The error of a remove whose plugin is gone but whose credentials could not
+ * be deleted: it says so, so nobody takes the plugin for still installed.
+ */
+function removedButKept(pluginId: string, error: HostError): HostError {
+  return hostError(error.code, `plugin '${pluginId}' was removed, but its stored credentials could not be deleted: ${error.message}`, {
+    details: { ...error.details, plugin_id: pluginId, removed: true, credentials_deleted: false },
+    hint: `The plugin is no longer installed. Delete its credentials with 'remove ${pluginId} --forget-secrets' (it works on a removed plugin) once the secret store is reachable.`,
+    cause: error,
+  });
 }

@@ -53,6 +53,12 @@ export interface CanaryParts {
   readonly isActive: (pluginId: string) => boolean;
 }
 
+/** The declared credentials no source holds for the installed package, and whether values stored for another package are why. */
+async function missingCredentials(credentials: CredentialSource, plugin: InstalledPlugin): Promise<{ missing: string[]; storedForAnother: boolean }> {
+  const missing = await credentials.missing(plugin, plugin.descriptor?.needs_user_creds ?? []);
+  return { missing, storedForAnother: missing.length > 0 && (await credentials.storedForAnother(plugin)) };
+}
+
 /** Runs canaries and records their outcome in the plugin's state row. */
 export class Canaries {
   readonly #parts: CanaryParts;
@@ -71,10 +77,12 @@ export class Canaries {
         const refused = admitStart(crashStateOf(plugin.state), clock.now(), pluginId, 'PLUGIN_QUARANTINED');
         if (refused.isErr()) return errAsync(refused.error);
       }
-      return ResultAsync.fromSafePromise(credentials.missing(pluginId, plugin.descriptor?.needs_user_creds ?? [])).andThen((missing) => {
+      return ResultAsync.fromSafePromise(missingCredentials(credentials, plugin)).andThen(({ missing, storedForAnother }) => {
         if (missing.length > 0) {
-          const error = hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s); run setup`, {
-            details: { plugin_id: pluginId, missing_aliases: aliasesOf(plugin, missing) },
+          // Values stored under the id for another package are withheld (review R2 F4): say so, or setup looks undone.
+          const why = storedForAnother ? ' (the credentials stored under its id were set up for another package)' : '';
+          const error = hostError('PLUGIN_NEEDS_CONFIGURATION', `plugin '${pluginId}' is missing ${missing.length} credential(s)${why}; run setup`, {
+            details: { plugin_id: pluginId, missing_aliases: aliasesOf(plugin, missing), ...(storedForAnother ? { stored_for_another_package: true } : {}) },
           });
           return supervisor.recordCanary(pluginId, { status: 'skipped' }).map((): CanaryOutcome => ({ plugin_id: pluginId, mode, status: 'skipped', error }));
         }

@@ -2,8 +2,10 @@
  * Credentials as people name them (descriptor aliases) and as plugins
  * receive them (declared env names). Raw env names stay out of messages.
  */
+import { isAbsolute } from 'node:path';
 import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import type { LockedPlugin } from '../catalog/catalogTypes.js';
 import { isStoredOnlyCredentialName } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { SecretStore } from '../secrets/SecretStore.js';
@@ -44,6 +46,58 @@ export function aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]):
 
 
 /**
+ * The member of a plugin's stored values that records the package they were
+ * stored for ({@link packageOrigin}). It holds `=`, which no environment
+ * variable name can hold, so no declared credential is ever read from it or
+ * stored over it, and a plugin is never given it.
+ */
+export const CREDENTIALS_ORIGIN_KEY = '=package_origin';
+
+/**
+ * The origin recorded for credentials stored before origins were, when no
+ * package can be named for them (the id was not installed when the host
+ * first met them): it matches no package, so they are withheld until setup.
+ */
+export const UNKNOWN_ORIGIN = 'unknown';
+
+/**
+ * What makes two installs under one plugin id "the same package" for the
+ * credentials a user stored: the key that signed it (a signed upgrade by the
+ * same signer); else, from the npm registry, the package name (an upgrade
+ * from the registry); else a directory's path (dev profiles: the user's own
+ * working copy); else the exact bytes: an archive's or bundle's digest, a
+ * local npm tarball's pinned file tree. The manifest's namespace owner and
+ * a local package.json's name are the package's own claims and count for
+ * nothing here: anyone can spell them.
+ */
+export function packageOrigin(lock: Pick<LockedPlugin, 'package' | 'binding'>): string {
+  const { source, checksum, signer } = lock.package;
+  if (signer !== undefined) return `signer:${signer}`;
+  if (source.startsWith('npm:')) {
+    const spec = source.slice('npm:'.length);
+    // A registry source is recorded as `<name>@<version>`; a local tarball as its absolute path.
+    if (!isAbsolute(spec)) return `npm-registry:${spec.lastIndexOf('@') > 0 ? spec.slice(0, spec.lastIndexOf('@')) : spec}`;
+  }
+  if (source.startsWith('directory:')) return source;
+  if (checksum !== '') return `digest:${checksum}`;
+  const tree = lock.binding.tree?.sha256;
+  return tree === undefined ? `executable:${lock.binding.executable_sha256}` : `tree:${tree}`;
+}
+
+/** The package a plugin's stored values were stored for; undefined for values stored before origins were recorded. */
+export function storedOrigin(stored: Readonly<Record<string, string>>): string | undefined {
+  return Object.hasOwn(stored, CREDENTIALS_ORIGIN_KEY) ? stored[CREDENTIALS_ORIGIN_KEY] : undefined;
+}
+
+/** Whether `stored` holds a credential value (not only its origin). */
+function holdsValues(stored: Readonly<Record<string, string>>): boolean {
+  return Object.keys(stored).some((name) => name !== CREDENTIALS_ORIGIN_KEY);
+}
+
+/** The plugin whose credentials are read: its id and the package installed under it. */
+export type CredentialHolder = Pick<InstalledPlugin, 'plugin_id'> & { readonly lock: Pick<LockedPlugin, 'package' | 'binding'> };
+
+/**
  * Where a plugin's declared credentials come from: the secret store, and,
  * when the host opts in (`credentialsFromEnv`), the user's environment as
  * the GUM contract passes `needs_user_creds` through. A value set in the
@@ -51,6 +105,11 @@ export function aliasesOf(plugin: InstalledPlugin, envNames: readonly string[]):
  * saved configuration; empty values count as absent. A name the host's
  * denylist keeps from plugins but lets a user store
  * ({@link isStoredOnlyCredentialName}) comes from the store alone.
+ *
+ * Stored values reach only the package they were stored for
+ * ({@link packageOrigin}): another package installed under the same id (a
+ * local tarball or bundle claiming it, an unsigned rebuild) finds none, and
+ * needs `setup` again, which stores values for it instead.
  */
 export class CredentialSource {
   readonly #secrets: SecretStore;
@@ -62,13 +121,14 @@ export class CredentialSource {
     this.#env = env;
   }
 
-  /** The values of the `declared` credentials that are set, by env name; nothing undeclared. */
-  values(pluginId: string, declared: readonly string[]): ResultAsync<Record<string, string>, HostError> {
+  /** The values of the `declared` credentials that are set, by env name; nothing undeclared, nothing stored for another package. */
+  values(plugin: CredentialHolder, declared: readonly string[]): ResultAsync<Record<string, string>, HostError> {
     if (declared.length === 0) return okAsync({});
-    return this.#secrets.get(pluginId).map((stored) => {
+    return this.#secrets.get(plugin.plugin_id).map((all) => {
+      const stored = this.#forPackage(all, plugin) ? all : {};
       const out: Record<string, string> = {};
       for (const name of declared) {
-        const value = this.#fromEnv(name) ?? stored[name];
+        const value = this.#fromEnv(name) ?? (Object.hasOwn(stored, name) ? stored[name] : undefined);
         if (value !== undefined && value !== '') out[name] = value;
       }
       return out;
@@ -76,11 +136,49 @@ export class CredentialSource {
   }
 
   /** The declared credentials no source holds a value for (an unreadable store holds none). */
-  async missing(pluginId: string, needed: readonly string[]): Promise<string[]> {
+  async missing(plugin: CredentialHolder, needed: readonly string[]): Promise<string[]> {
     if (needed.length === 0) return [];
-    const present = await this.values(pluginId, needed);
+    const present = await this.values(plugin, needed);
     const values = present.isOk() ? present.value : {};
     return needed.filter((name) => values[name] === undefined);
+  }
+
+  /** Whether values are stored under the plugin's id for another package than the one installed (so they are withheld). */
+  async storedForAnother(plugin: CredentialHolder): Promise<boolean> {
+    const stored = await this.#secrets.get(plugin.plugin_id);
+    return stored.isOk() && holdsValues(stored.value) && !this.#forPackage(stored.value, plugin);
+  }
+
+  /**
+   * Records `origin` on values stored before origins were (none recorded):
+   * the package installed when the host first meets them, or
+   * {@link UNKNOWN_ORIGIN} when none is. Values with an origin are left alone.
+   */
+  bindUnbound(pluginId: string, origin: string): ResultAsync<void, HostError> {
+    return this.#secrets
+      .get(pluginId)
+      .andThen((stored) => (holdsValues(stored) && storedOrigin(stored) === undefined ? this.#secrets.set(pluginId, { [CREDENTIALS_ORIGIN_KEY]: origin }) : okAsync(undefined)));
+  }
+
+  /**
+   * Stores `values` for the package installed under the plugin's id: merged
+   * over values stored for the same package, in place of values stored for
+   * another (those were that package's, and must not mix with these).
+   */
+  store(plugin: CredentialHolder, values: Readonly<Record<string, string>>): ResultAsync<void, HostError> {
+    const origin = packageOrigin(plugin.lock);
+    return this.#secrets
+      .get(plugin.plugin_id)
+      .andThen((stored) => (this.#forPackage(stored, plugin) ? okAsync(undefined) : this.#secrets.delete(plugin.plugin_id)))
+      .andThen(() => this.#secrets.set(plugin.plugin_id, { ...values, [CREDENTIALS_ORIGIN_KEY]: origin }));
+  }
+
+  #forPackage(stored: Readonly<Record<string, string>>, plugin: CredentialHolder): boolean {
+    const origin = storedOrigin(stored);
+    // Values without an origin predate origins. The host records one for them before any other package can be
+    // installed under the id (bindUnbound, at install and remove), so the package installed now is the one they were
+    // stored for.
+    return origin === undefined || origin === packageOrigin(plugin.lock);
   }
 
   #fromEnv(name: string): string | undefined {

@@ -148,7 +148,7 @@ export class PluginLauncher {
       // Whether the catalog still pins this code with these capabilities: neither check shapes the launch, so both run
       // beside it and the spawn's gate waits for them, as for the tree check: the plugin runs only once they passed.
       const stillPinned = this.#stillPinned(plugin);
-      const reading = credentials.values(id, declared);
+      const reading = credentials.values(plugin, declared);
       const prepared = spawner
         .pluginIdentity(dataRoot, id)
         .andThen((identity) =>

@@ -6,6 +6,7 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CREDENTIALS_ORIGIN_KEY } from '../../src/host/credentials.js';
 import { cli, GREETER_ENV, packageGreeter, packageHello, tempDir, type RunOptions } from './cliHarness.js';
 
 const SLOW = 120_000;
@@ -19,7 +20,10 @@ describe('setup keeps secrets out of argv', () => {
   const stored = async (): Promise<unknown> => {
     const dir = join(profile.path, 'secrets');
     const files = await readdir(dir);
-    return JSON.parse(await readFile(join(dir, files.find((f) => f.startsWith('greeter')) ?? ''), 'utf8'));
+    const values = JSON.parse(await readFile(join(dir, files.find((f) => f.startsWith('greeter')) ?? ''), 'utf8')) as Record<string, string>;
+    // The origin of the package the values were stored for is recorded with them (review R2 F4); it is not a value.
+    expect(values[CREDENTIALS_ORIGIN_KEY]).toMatch(/^directory:/);
+    return Object.fromEntries(Object.entries(values).filter(([name]) => name !== CREDENTIALS_ORIGIN_KEY));
   };
 
   beforeAll(async () => {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
+import { CREDENTIALS_ORIGIN_KEY } from '../../src/host/credentials.js';
 import { ManifestValidator } from '../../src/manifest/ManifestValidator.js';
 import { FileSecretStore } from '../../src/secrets/SecretStore.js';
 import { gumTomlText, pairs } from '../manifest/helpers.js';
@@ -70,7 +71,8 @@ describe('seed 001 Deterministic Discovery: setup stores secrets in the OS keych
     expect((await host.setup('host-canary', { 'booking-token': GOOD }))._unsafeUnwrap().status).toBe('passed');
     await expect(stat(join(dir, 'secrets'))).rejects.toThrow();
     const item = await promisify(execFile)('secret-tool', ['lookup', 'service', 'mcp-plugin-host', 'profile', dir, 'plugin', 'host-canary'], { env: keyring.env });
-    expect(JSON.parse(item.stdout)).toEqual({ HOST_CANARY_TOKEN: GOOD });
+    // With the origin of the package they were stored for (review R2 F4), under a member no env name can be.
+    expect(JSON.parse(item.stdout)).toEqual({ HOST_CANARY_TOKEN: GOOD, [CREDENTIALS_ORIGIN_KEY]: expect.any(String) });
     const seen = jsonOf<{ data: { env: Record<string, string> } }>((await host.call(ENV_OF_CANARY, {}))._unsafeUnwrap()).data.env;
     expect(seen.HOST_CANARY_TOKEN).toBe(GOOD);
   });
@@ -78,10 +80,11 @@ describe('seed 001 Deterministic Discovery: setup stores secrets in the OS keych
   it('keychain: credentials stored in the 0600 file before a keychain was available are still used, and move into the keychain on the next setup', async () => {
     keyring = await startKeyring();
     const dir = await pool.profile();
-    (await new FileSecretStore(dir).set('host-canary', { HOST_CANARY_TOKEN: 'good-from-file' }))._unsafeUnwrap();
     const host = await pool.open(dir, { env: keyring.env, activation: 'immediate' });
-    const installed = (await host.install(await packaged('canary')))._unsafeUnwrap();
-    expect(installed.canary).toMatchObject({ status: 'passed' });
+    (await host.install(await packaged('canary'), { canary: false }))._unsafeUnwrap();
+    // Stored by an older host for the plugin installed: values alone, no origin; the installed package keeps them.
+    (await new FileSecretStore(dir).set('host-canary', { HOST_CANARY_TOKEN: 'good-from-file' }))._unsafeUnwrap();
+    expect((await host.canary('host-canary', { live: true }))._unsafeUnwrap()).toMatchObject({ status: 'passed' });
     expect((await host.setup('host-canary', {}))._unsafeUnwrap().status).toBe('passed');
     expect((await host.setup('host-canary', { 'booking-token': GOOD }))._unsafeUnwrap().status).toBe('passed');
     await expect(stat(join(dir, 'secrets', 'host-canary.json'))).rejects.toThrow();

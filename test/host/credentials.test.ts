@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostError } from '../../src/errors/HostError.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import type { SecretStore } from '../../src/secrets/SecretStore.js';
+import { CREDENTIALS_ORIGIN_KEY } from '../../src/host/credentials.js';
 import { pluginSearchPath } from '../../src/env/pluginPath.js';
 import { FakeClock, HostPool, jsonOf, packaged, removePackages } from '../support/hostHarness.js';
 import { readStateRow } from '../support/pluginState.js';
@@ -120,7 +121,7 @@ describe('secrets stay secret', () => {
     const file = join(dir, 'secrets', 'host-canary.json');
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect((await stat(join(dir, 'secrets'))).mode & 0o777).toBe(0o700);
-    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ HOST_CANARY_TOKEN: GOOD });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ HOST_CANARY_TOKEN: GOOD, [CREDENTIALS_ORIGIN_KEY]: expect.any(String) });
 
     const read = jsonOf<{ data: { content?: string; error?: string } }>((await host.call('plug.host-probe.read_path', { path: file }))._unsafeUnwrap());
     expect(read.data.content).toBeUndefined();
@@ -175,7 +176,8 @@ describe('secrets stay secret', () => {
     };
     const host = await pool.installed(dir, ['canary'], { secretStore: memory });
     expect((await host.setup('host-canary', { 'booking-token': GOOD }))._unsafeUnwrap().status).toBe('passed');
-    expect(saved.get('host-canary')).toEqual({ HOST_CANARY_TOKEN: GOOD });
+    // Declared names, and the origin of the package they were stored for, under a member no env name can be.
+    expect(saved.get('host-canary')).toEqual({ HOST_CANARY_TOKEN: GOOD, [CREDENTIALS_ORIGIN_KEY]: expect.any(String) });
     await expect(stat(join(dir, 'secrets'))).rejects.toThrow();
     // A name stored behind the host's back is not declared, so the plugin never sees it.
     saved.set('host-canary', { ...saved.get('host-canary'), SMUGGLED: 'x' });
