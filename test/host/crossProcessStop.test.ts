@@ -8,8 +8,11 @@
  * processes; "gone" is checked on the pid the host spawned and on every
  * process of the machine that still names the profile directory.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { updatePluginState } from '../../src/catalog/catalogContents.js';
+import { CatalogStore } from '../../src/catalog/CatalogStore.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
 import { cli } from '../cli/cliHarness.js';
 import { answered, HostPool, jsonOf, nextEvent, packagedVersion, probeEchoInFlight, removePackages } from '../support/hostHarness.js';
@@ -108,6 +111,34 @@ describe('a host without hotReload follows what other processes do to its profil
     // Without any call here: the poll saw it.
     expect(await changed).toMatchObject({ quarantined: ['host-probe'] });
     // The call in flight finishes on the old process (the drain), and the process stops without another call here.
+    expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
+    await stopped(host, pid, dir);
+    expect((await host.call(ECHO, {}))._unsafeUnwrapErr().code).toBe('VARIANT_QUARANTINED');
+  });
+
+  it("another process holds a plugin this host had in backoff, keeping this host's quarantine time: the process here drains and stops", { timeout: 120_000 }, async () => {
+    const dir = await pool.profile();
+    // A 1 ms backoff: the crash's quarantine is this host's own, and its next call may start the plugin again at once.
+    const host = await pool.installed(dir, ['probe'], { backoffScheduleMs: [1, 1, 1] });
+    const home = join(dir, 'data', 'host-probe');
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, 'mode'), 'exit-on-start');
+    expect((await host.call(ECHO, {}))._unsafeUnwrapErr().code).not.toBe('VARIANT_QUARANTINED');
+    const own = (await host.info('host-probe'))._unsafeUnwrap();
+    expect(own.quarantined_at).not.toBeNull();
+    await rm(join(home, 'mode'));
+
+    // Started again inside the backoff's quarantine (its retry time passed); the call holds it running.
+    const spawned = nextEvent(host, 'spawn');
+    const { call } = await probeEchoInFlight(host, 1500, 'spawn');
+    const { pid } = await spawned;
+    const changed = nextEvent(host, 'catalog:changed');
+    // Another process's failed canary holds it: the quarantine time stays this host's (as canaryHold keeps it), no retry.
+    const other = (await CatalogStore.open({ profileDir: dir, profile: 'default' }))._unsafeUnwrap();
+    const held = await other.transaction((c) => updatePluginState(c, 'host-probe', (row) => ({ ...row, quarantine_reason: 'canary_failed', next_retry_at: null })));
+    expect(held._unsafeUnwrap().contents.states['host-probe']!.quarantined_at).toBe(own.quarantined_at);
+
+    expect(await changed).toMatchObject({ quarantined: ['host-probe'] });
     expect(jsonOf(answered(await call))).toMatchObject({ success: true, data: { args: { message: 'in flight' } } });
     await stopped(host, pid, dir);
     expect((await host.call(ECHO, {}))._unsafeUnwrapErr().code).toBe('VARIANT_QUARANTINED');
