@@ -1,8 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
+import { resolveHostConfig } from '../host/hostConfig.js';
 import cliProfile from '../../etc/cli-profile.json' with { type: 'json' };
 import { nearest, type Flags } from './args.js';
 import { EXIT_CODES, exitCodeFor, type ExitCode } from './exitCodes.js';
@@ -71,6 +72,42 @@ async function prepareProfileDir(given: string): Promise<Result<void, HostError>
   return ok(undefined);
 }
 
+/**
+ * The profile directory when it does not exist, else undefined; the flags'
+ * profile, app name and directory are checked as PluginHost.open checks
+ * them (a bad one is its HOST_INVALID_OPTIONS) and the directory resolved as
+ * it resolves it. A command that only reads (list, info, tools, run) must not
+ * create a profile by looking: opening a host makes the directory and its layout.
+ */
+export function missingProfileDir(flags: Flags): Result<string | undefined, HostError> {
+  const location = {
+    profile: profileName(flags),
+    ...(flags.appName === undefined ? {} : { appName: flags.appName }),
+    ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
+  };
+  return resolveHostConfig(location).map((config) => {
+    const dir = resolve(config.profileDir);
+    // Only a directory that is not there is "no profile"; anything else (EACCES, ENOTDIR) is left to the host's own open.
+    try {
+      lstatSync(dir);
+      return undefined;
+    } catch (cause) {
+      return errnoOf(cause) === 'ENOENT' ? dir : undefined;
+    }
+  });
+}
+
+/**
+ * PLUGIN_NOT_FOUND for a plugin asked of a profile whose directory does not
+ * exist: nothing is installed there, and the hint names where the CLI looked.
+ */
+export function notInMissingProfile(flags: Flags, pluginId: string, dir: string): HostError {
+  return hostError('PLUGIN_NOT_FOUND', `plugin '${pluginId}' is not installed: profile ${profileName(flags)} has no directory (${dir})`, {
+    details: { plugin_id: pluginId, profile_dir: dir, profile_exists: false },
+    hint: 'Nothing is installed in a profile whose directory does not exist (a read-only command does not create it). Check --profile, --profile-dir and GUM_PROFILE, or install into it first.',
+  });
+}
+
 /** PluginHost options from the global flags; `overrides` win. */
 export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {}): Promise<Result<PluginHostOptions, HostError>> {
   if (flags.profileDir !== undefined && overrides.profileDir === undefined) {
@@ -130,8 +167,19 @@ export async function packageOptions(flags: Flags): Promise<Result<Omit<HostInst
 export async function withHost(
   ctx: CommandContext,
   body: (host: PluginHost) => Promise<ExitCode>,
-  options: { readonly overrides?: PluginHostOptions; readonly checkingPackage?: boolean; readonly readsCatalogOnly?: boolean } = {},
+  options: {
+    readonly overrides?: PluginHostOptions;
+    readonly checkingPackage?: boolean;
+    readonly readsCatalogOnly?: boolean;
+    /** For a command that only reads: run instead of opening a host when the profile directory does not exist (nothing is created). */
+    readonly withoutProfile?: (dir: string) => ExitCode;
+  } = {},
 ): Promise<ExitCode> {
+  if (options.withoutProfile !== undefined && options.overrides?.profileDir === undefined) {
+    const missing = missingProfileDir(ctx.flags);
+    if (missing.isErr()) return fail(ctx, missing.error, options.checkingPackage ?? false);
+    if (missing.value !== undefined) return options.withoutProfile(missing.value);
+  }
   // A command that never starts a plugin does not wait for the sandbox probe, and works where no sandbox exists.
   const deferProof = (o: PluginHostOptions): PluginHostOptions => (options.readsCatalogOnly === true ? { ...o, sandbox: { proveAt: 'first_spawn', ...o.sandbox } } : o);
   const opened = await (await hostOptions(ctx.flags, options.overrides)).asyncAndThen((o) => PluginHost.open(deferProof(o)));

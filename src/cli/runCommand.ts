@@ -1,5 +1,5 @@
 import type { ConfirmationRequest, ToolResult } from '../index.js';
-import { failNaming, withHost, type CommandContext } from './context.js';
+import { fail, failNaming, notInMissingProfile, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { confirm, readAll } from './prompt.js';
 import { usageFailure } from './usage.js';
@@ -65,5 +65,5 @@ export async function runCommand(ctx: CommandContext): Promise<ExitCode> {
     }
     out.line(resultText(result));
     return EXIT_CODES.ok;
-  });
+  }, { withoutProfile: (dir) => fail(ctx, notInMissingProfile(ctx.flags, plugin, dir), false, plugin) });
 }

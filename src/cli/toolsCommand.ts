@@ -1,5 +1,5 @@
 import type { OperationView, ToolDescriptor } from '../index.js';
-import { failNaming, withHost, type CommandContext } from './context.js';
+import { fail, failNaming, notInMissingProfile, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 
 /** A schema on one line, for the text view. */
@@ -31,7 +31,7 @@ export function toolsCommand(ctx: CommandContext): Promise<ExitCode> {
     }
     if (tools.length === 0) out.line(`${name} lists no tools`);
     return EXIT_CODES.ok;
-  });
+  }, { withoutProfile: (dir) => fail(ctx, notInMissingProfile(ctx.flags, name, dir), false, name) });
 }
 
 interface ToolView extends ToolDescriptor {

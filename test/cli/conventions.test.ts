@@ -32,9 +32,12 @@ describe('CLI conventions', () => {
     expect(run.stderr).toMatch(/Commands: init, validate, install, .*tools, .*serve/);
   });
 
-  it('list --profile-dir under /proc returns with a clear error instead of spinning', async () => {
-    const run = await cli(['list', '--profile-dir', '/proc/nope', '--json']);
+  it('--profile-dir under /proc returns with a clear error instead of spinning', async () => {
+    // unquarantine writes its profile, so it makes the directory (list only reads: it reports an empty profile and makes none).
+    const run = await cli(['unquarantine', 'hello', '--profile-dir', '/proc/nope', '--json']);
     expect(run.code).toBe(2);
     expect(json(run)).toMatchObject({ ok: false, error: { code: 'HOST_INVALID_OPTIONS', message: '--profile-dir /proc/nope: cannot create /proc/nope (ENOENT)' } });
+    const listed = await cli(['list', '--profile-dir', '/proc/nope', '--json']);
+    expect(json(listed)).toMatchObject({ ok: true, profile_exists: false, plugins: [] });
   });
 });
