@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, json, packageHello, tempDir } from './cliHarness.js';
+import { cli, json, packageHello, tempDir, type CliRun } from './cliHarness.js';
 
 const SLOW = { timeout: 120_000 };
 
@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => work.dispose());
 
-const refusal = (run: { stdout: string }): Record<string, unknown> => (json(run) as { error: Record<string, unknown> }).error;
+const refusal = (run: CliRun): Record<string, unknown> => (json(run) as { error: Record<string, unknown> }).error;
 
 describe('package limit flags', () => {
   it('--max-entries and --max-extracted-bytes reach the staging of a package', SLOW, async () => {
