@@ -139,13 +139,15 @@ export class CatalogWatch {
     for (const id of quarantined) this.#retireStopped(id, 'quarantined');
     const change = catalogChange(before, after, quarantined);
     if (change.installed.length + change.removed.length + change.upgraded.length + change.quarantined.length === 0) return;
+    // An upgrade this host installed is retired by the install, with the drain its caller asked for (its own write
+    // moves the snapshot before the install retires, so retiring here first would drain with the host's deadline).
+    const upgradedElsewhere = change.upgraded.filter((id) => !catalog.installedHere(id, after.contents.plugins[id]?.binding));
     if (this.#parts.mode === 'restart') {
       for (const id of change.removed) this.#retireStopped(id, 'removed');
-      // An upgrade this host installed is retired by the install, with the drain its caller asked for.
-      for (const id of change.upgraded) if (!catalog.installedHere(id, after.contents.plugins[id]?.binding)) this.#retireStopped(id, 'upgraded');
+      for (const id of upgradedElsewhere) this.#retireStopped(id, 'upgraded');
     } else {
       for (const id of change.removed) this.#retireStale(id, 'removed');
-      for (const id of change.upgraded) this.#retireStale(id, 'upgraded');
+      for (const id of upgradedElsewhere) this.#retireStale(id, 'upgraded');
     }
     // Told in both modes: without hotReload what is new waits for the next open, but what stopped here (and why) is news to the application.
     this.#parts.events.emit('catalog:changed', change);
@@ -169,9 +171,9 @@ export class CatalogWatch {
    * (up to the deadline), then it stops. A removed plugin's operations are
    * already gone from the snapshot; an upgraded one is released at once, so
    * a new call starts the new version beside the draining old one instead
-   * of being refused while it drains. (When this host made the upgrade
-   * itself, the process may already run the new code: it drains and the
-   * next call starts it again.)
+   * of being refused while it drains. (An upgrade this host made itself is
+   * not retired here: its install retires the old process with its caller's
+   * drain, refusing new calls until it stops.)
    */
   #retireStale(pluginId: string, reason: 'removed' | 'upgraded'): void {
     const { runtimes, drainTimeoutMs, logger } = this.#parts;

@@ -58,6 +58,18 @@ describe('a call in flight when its plugin is removed or upgraded by the same ho
     expect(error.code).toBe('PLUGIN_CALL_INTERRUPTED');
     expect(error.details).toMatchObject({ plugin_id: 'host-probe', reason: 'upgraded' });
   });
+
+  it("drains an upgrade this host installs with the caller's drainTimeoutMs under hotReload too, not the host's", async () => {
+    // No poll: the install's own write moves the snapshot, which the watch sees.
+    const host = await pool.installed(await pool.profile(), ['probe'], { hotReload: { pollMs: 3_600_000 } });
+    // Shorter than the host's drain (callTimeoutMs, 30 s): it would finish if that drain applied.
+    const { call } = await callInFlight(host, 3_000);
+    expect((await host.install(await packagedVersion('probe', '1.1.0'), { canary: false, drainTimeoutMs: 50 })).isOk()).toBe(true);
+    const error = (await call)._unsafeUnwrapErr();
+    expect([error.code, error.details.reason]).toEqual(['PLUGIN_CALL_INTERRUPTED', 'upgraded']);
+    expect(jsonOf(answered(await host.call(ECHO, {})))).toMatchObject({ success: true });
+    expect(answered(await host.info('host-probe')).version).toBe('1.1.0');
+  });
 });
 
 /** Starts a long call on a plugin that is already running (an earlier call started it), once the host has sent it. */
