@@ -11,6 +11,7 @@ import type { HostError } from '../errors/HostError.js';
 import { DEFAULT_CAPABILITIES } from './grant.js';
 import { npmFailure } from './npmFetch.js';
 import { skippedInstallScriptsNote } from './npmInstallScripts.js';
+import { reservedNamespacePreset } from '../namespace/NamespaceLock.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 
 /** A tool as `tools/list` describes it: the parts a manifest is made from. */
@@ -45,11 +46,17 @@ export function riskClassOf(tool: ListedTool): 'write' | 'destructive' {
   return hints?.destructiveHint === false || hints?.readOnlyHint === true ? 'write' : 'destructive';
 }
 
+const GUM_RESERVED_PREFIXES = reservedNamespacePreset('gum');
+
 /**
  * A plugin id for an npm package name: its unscoped name, lowercased, with
  * anything outside `[a-z0-9-]` turned into `-`; a scoped name whose unscoped
  * part is made only of the `genericNameWords` of etc/npm-install.json keeps
- * its scope in front (`@playwright/mcp` → `playwright-mcp`).
+ * its scope in front (`@playwright/mcp` → `playwright-mcp`). An id that would
+ * fall under a first-party prefix the GUM contract reserves
+ * (etc/reserved-namespaces.json: `cloud`, `gmail`, `docs`, …) gets `npm-` in
+ * front (`@google-cloud/cloud-run-mcp` → `npm-cloud-run-mcp`), as one that
+ * does not begin with a letter does.
  */
 export function pluginIdOf(packageName: string): string {
   const slash = packageName.lastIndexOf('/');
@@ -59,7 +66,11 @@ export function pluginIdOf(packageName: string): string {
   const named = generic && slash > 0 ? `${packageName.slice(0, slash).replace(/^@/, '').toLowerCase()}-${unscoped}` : unscoped;
   const cleaned = named.replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '');
   const id = /^[a-z]/.test(cleaned) ? cleaned : `npm-${cleaned}`;
-  return id.slice(0, 64).replace(/-+$/, '');
+  const trimmed = id.slice(0, 64).replace(/-+$/, '');
+  // A GUM-form manifest under a reserved first-party prefix is refused whatever the host's preset (the contract's own
+  // rule, checkGumContractRules): `@google-cloud/cloud-run-mcp` was fetched and started, then refused for `cloud-run-mcp`.
+  const reserved = GUM_RESERVED_PREFIXES.some((prefix) => trimmed === prefix || trimmed.startsWith(`${prefix}-`));
+  return reserved ? `npm-${trimmed}`.slice(0, 64).replace(/-+$/, '') : trimmed;
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
