@@ -185,6 +185,15 @@ export interface PluginHostOptions {
   /** Time for an MCP-speaking plugin to start (`initialize` and the first `tools/list`). Default 30 s. */
   readonly startupTimeoutMs?: number;
   /**
+   * Time for the whole one start of a server that ships no manifest (an npm
+   * server, an MCP Bundle) at install or wrap, to list its tools: its
+   * `initialize` and every `tools/list` page, each of which gets
+   * `startupTimeoutMs` as at any start. Default the larger of
+   * `startupTimeoutMs` and 120 s, so a tight `startupTimeoutMs` does not
+   * refuse a server that lists many tools over many pages.
+   */
+  readonly introspectionTimeoutMs?: number;
+  /**
    * Time for a handshake-shape plugin to answer the handshake line of each
    * launch (its invocation timeout is `callTimeoutMs`). Default 5 s.
    */
@@ -403,8 +412,9 @@ export class PluginHost {
       ...(config.interpreterSearchPath === undefined ? {} : { searchPath: config.interpreterSearchPath }),
       ...(config.npm === undefined ? {} : { npm: config.npm }),
       spawner: parts.spawner,
-      // A server started once at install to list its tools gets the time any start of it gets.
-      introspectionTimeoutMs: config.startupTimeoutMs,
+      // A server started once at install to list its tools gets the time any start of it gets for each request, and the whole start its own cap.
+      introspectionTimeoutMs: config.introspectionTimeoutMs,
+      startupTimeoutMs: config.startupTimeoutMs,
     });
     const catalog = new HostCatalog(parts.store, parts.snapshot);
     const credentials = new CredentialSource(this.#secrets, config.credentialsFromEnv ? config.env : undefined);

@@ -122,6 +122,8 @@ export interface HostConfig {
   readonly stdout: StdoutPolicy;
   readonly maxFrameBytes: number;
   readonly startupTimeoutMs: number;
+  /** The whole introspection start at install: the option, else the larger of `startupTimeoutMs` and the default. */
+  readonly introspectionTimeoutMs: number;
   readonly handshakeTimeoutMs: number;
   readonly ndjsonMalformed: NdjsonMalformedPolicy;
   readonly ndjsonCrash: NdjsonCrashPolicy;
@@ -245,6 +247,7 @@ const HOST_SCHEMA: OptionSchema = {
   stdout: STDOUT_RULE,
   maxFrameBytes: 'bytes',
   startupTimeoutMs: 'milliseconds',
+  introspectionTimeoutMs: 'milliseconds',
   handshakeTimeoutMs: 'milliseconds',
   ndjsonMalformed: NDJSON_MALFORMED_RULE,
   ndjsonCrash: NDJSON_CRASH_RULE,
@@ -356,6 +359,7 @@ export function resolveHostConfig(options: unknown): Result<HostConfig, HostErro
       stdout: o.stdout ?? (DEFAULTS.stdout as StdoutPolicy),
       maxFrameBytes: o.maxFrameBytes ?? DEFAULTS.maxFrameBytes,
       startupTimeoutMs: o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs,
+      introspectionTimeoutMs: o.introspectionTimeoutMs ?? Math.max(o.startupTimeoutMs ?? DEFAULTS.startupTimeoutMs, DEFAULTS.introspectionTimeoutMs),
       handshakeTimeoutMs: o.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
       ndjsonMalformed: o.ndjsonMalformed ?? (DEFAULTS.ndjsonMalformed as NdjsonMalformedPolicy),
       ndjsonCrash: o.ndjsonCrash ?? (DEFAULTS.ndjsonCrash as NdjsonCrashPolicy),

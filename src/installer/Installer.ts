@@ -103,8 +103,10 @@ export interface InstallerOptions {
   readonly durableInstall?: boolean;
   /** The sandbox an `npm:` server that ships no manifest is started in once, to read its tools; without it such a server needs the `manifest` option. */
   readonly spawner?: SandboxSpawner;
-  /** Time for that start, its `initialize` and `tools/list` (the host's `startupTimeoutMs`). Default 30 s. */
+  /** Time for that whole start: its `initialize` and every `tools/list` page (the host's `introspectionTimeoutMs`). Default 30 s. */
   readonly introspectionTimeoutMs?: number;
+  /** Time for each request of that start (the host's `startupTimeoutMs`, as any start of the plugin gets for each). Default: the whole time. */
+  readonly startupTimeoutMs?: number;
 }
 
 /** What a caller decides about one package: the checks it must pass and the replacements it may make. */
@@ -722,6 +724,8 @@ export class Installer {
             introspection: {
               spawner: o.spawner,
               ...(o.introspectionTimeoutMs === undefined ? {} : { timeoutMs: o.introspectionTimeoutMs }),
+              ...(o.startupTimeoutMs === undefined ? {} : { requestTimeoutMs: o.startupTimeoutMs }),
+              envDenylist: o.envDenylist,
               hiddenPaths: [o.layout.root],
               ...(o.searchPath === undefined ? {} : { searchPath: o.searchPath }),
               ...(clientRequests === undefined ? {} : { clientRequests }),
@@ -787,6 +791,9 @@ export class Installer {
       workDir,
       hiddenPaths: [this.#o.layout.root],
       timeoutMs: this.#o.introspectionTimeoutMs ?? DEFAULT_INTROSPECTION_TIMEOUT_MS,
+      ...(this.#o.startupTimeoutMs === undefined ? {} : { requestTimeoutMs: this.#o.startupTimeoutMs }),
+      envDenylist: this.#o.envDenylist,
+      ...(server.plugin === undefined ? {} : { pluginId: server.plugin.plugin_id }),
       ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
       grantedNetwork: network,
     });

@@ -53,8 +53,15 @@ export interface IntrospectionRequest {
   readonly hiddenPaths: readonly string[];
   /** PATH that resolves a `#!/usr/bin/env` interpreter. */
   readonly searchPath?: string;
-  /** Time for the start, `initialize` and `tools/list` together. */
+  /** Time for the whole introspection: the start, `initialize` and every `tools/list` page together. */
   readonly timeoutMs: number;
+  /**
+   * Time for each request within it (`initialize`, each `tools/list` page),
+   * as every start of the installed plugin gets the host's `startupTimeoutMs`
+   * for each: a server that lists many tools over many pages is not held to
+   * one request's time for all of them. Default `timeoutMs`.
+   */
+  readonly requestTimeoutMs?: number;
   /** The client requests the install grants, announced at `initialize` as the installed plugin's sessions will: a server may list tools only for a client that can answer them. */
   readonly clientRequests?: readonly ClientRequestKind[];
   /** Host env names the install grants, passed with the host's values as the installed plugin will get them; no other host env reaches the start. */
@@ -70,6 +77,10 @@ export interface IntrospectionRequest {
    * start that fails on a Node the range leaves out says so first.
    */
   readonly nodeEngine?: string;
+  /** The host's env denylist: a failure naming a denylisted variable is told the credential way, not `--grant-env`, which refuses it. */
+  readonly envDenylist?: EnvDenylist;
+  /** The id the plugin will have, for the commands a hint names; absent: `<plugin>`. */
+  readonly pluginId?: string;
 }
 
 /** The network part of the capabilities an install grants: `network: true`, or a destination list with `network: false`. */
@@ -116,7 +127,46 @@ const NETWORKED_START_HINT =
 interface StartContext {
   readonly secrets: SecretRedactor;
   readonly network?: IntrospectionNetwork;
+  readonly denylist?: EnvDenylist;
+  readonly pluginId?: string;
 }
+
+// Words that look like an environment variable's name: upper case and digits joined by underscores.
+const ENV_NAME_WORDS = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g;
+
+/**
+ * The denylisted names the failure's words mention (a server saying
+ * `GITHUB_TOKEN is not set`): the host's environment never passes them, and
+ * a grant of one is refused (PLUGIN_ENV_PROHIBITED), so the hint must not
+ * send the user to `--grant-env` for them.
+ */
+function deniedNamesIn(text: string, denylist: EnvDenylist | undefined): string[] {
+  if (denylist === undefined) return [];
+  return [...new Set(text.match(ENV_NAME_WORDS) ?? [])].filter((name) => denylist.isProhibited(name)).sort();
+}
+
+// What to do about a variable the server wants that the host never passes: a stored credential for a name a user may store, nothing for the others.
+function deniedNamesHint(names: readonly string[], denylist: EnvDenylist, pluginId: string | undefined): string {
+  const id = pluginId ?? '<plugin>';
+  const storable = names.filter((name) => denylist.isUserCredentialName(name));
+  const never = names.filter((name) => !denylist.isUserCredentialName(name));
+  const parts = [
+    `Its output names ${names.join(', ')}, on the host's env denylist: the host's environment never passes ${names.length === 1 ? 'it' : 'them'} to a plugin, and --grant-env ${names[0] ?? 'NAME'} (env_allow) is refused.`,
+  ];
+  if (storable.length > 0) {
+    parts.push(
+      `To give the plugin ${storable.length === 1 ? 'a value' : 'values'} of its own, install it with a manifest (CLI --manifest <file>, the manifest install option) that lists its tools and declares ${storable.join(', ')} under requirements.needs_user_creds with a credential descriptor, then store the value for this plugin alone: \`setup ${id} --set ${storable[0] ?? 'NAME'}=-\` (read from stdin), which starts it with the value.`,
+    );
+  }
+  if (never.length > 0) {
+    parts.push(`No plugin ever receives ${never.join(', ')}, from the host or from a stored credential: give the server its credential another way it reads (an argument, a file in its data directory, a variable of another name).`);
+  }
+  return `${parts.join(' ')} `;
+}
+
+// A request that ran out of time: which budgets the start has, so the user raises the right one.
+const TIMEOUT_HINT =
+  "It did not answer in time: each request of this start (initialize, each tools/list page) gets the host's startupTimeoutMs, and the whole start the host's introspectionTimeoutMs; raise the one that ran out for a server that is slow to start or lists many tools over many pages. ";
 
 const NO_CONTEXT: StartContext = { secrets: SecretRedactor.none };
 
@@ -128,6 +178,11 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   const networkFailure = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
   const networked = hasNetwork(context.network);
   const networkHint = !networkFailure ? '' : networked ? NETWORKED_START_HINT : OFFLINE_START_HINT;
+  const timeoutHint = said.includes('Request timed out') ? TIMEOUT_HINT : '';
+  const denied = deniedNamesIn(`${said}\n${stderrTail ?? ''}`, context.denylist);
+  const deniedHint = denied.length === 0 || context.denylist === undefined ? '' : deniedNamesHint(denied, context.denylist, context.pluginId);
+  // A denylisted name never reaches the start, granted or not: the generic advice names only the names a grant can pass.
+  const tokenWay = "A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow; never a name on the env denylist) and the host environment sets it";
   // Only an offline start is told that a server which connects at start cannot list its tools there: a granted one had what the plugin will have.
   const needs = networked
     ? 'pass the args it needs (the address it connects to), or the manifest install option.'
@@ -138,7 +193,7 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
       ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
-    hint: `${networkHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow) and the host environment sets it; ${needs}`,
+    hint: `${deniedHint}${networkHint}${timeoutHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. ${tokenWay}; ${needs}`,
   });
 }
 
@@ -159,8 +214,13 @@ function stderrSays(tail: string): string {
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;
 }
 
-// A server may answer every page with another cursor: the pages are counted, and every request gets only what is left of the whole time.
-async function listTools(process: PluginProcess, deadline: number, clientRequests: readonly ClientRequestKind[], context: StartContext): Promise<Result<ListedTool[], HostError>> {
+// A server may answer every page with another cursor: the pages are counted, and every request gets its own time (the host's startupTimeoutMs), at most what is left of the whole.
+async function listTools(
+  process: PluginProcess,
+  time: { readonly deadline: number; readonly perRequestMs: number },
+  clientRequests: readonly ClientRequestKind[],
+  context: StartContext,
+): Promise<Result<ListedTool[], HostError>> {
   const client = new Client(DEFAULT_MCP_CLIENT_INFO, { capabilities: clientCapabilities({ kinds: clientRequests }) });
   // A line that claims to be JSON-RPC and breaks it may have been the answer the client waits for: the introspection
   // ends at once with what the line was, instead of waiting out its timeout for an answer that was dropped.
@@ -172,7 +232,7 @@ async function listTools(process: PluginProcess, deadline: number, clientRequest
       void transport.close();
     },
   });
-  const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, deadline - Date.now()) });
+  const timeLeft = (): { timeout: number } => ({ timeout: Math.max(1, Math.min(time.perRequestMs, time.deadline - Date.now())) });
   try {
     await client.connect(transport, timeLeft());
     const tools: ListedTool[] = [];
@@ -298,7 +358,14 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
       ),
     )
     .andThen((started) =>
-      new ResultAsync(listTools(started, deadline, request.clientRequests ?? [], { secrets: grantedSecrets(request.grantedEnv), ...(granted === undefined ? {} : { network: granted }) })),
+      new ResultAsync(
+        listTools(started, { deadline, perRequestMs: request.requestTimeoutMs ?? request.timeoutMs }, request.clientRequests ?? [], {
+          secrets: grantedSecrets(request.grantedEnv),
+          ...(granted === undefined ? {} : { network: granted }),
+          ...(request.envDenylist === undefined ? {} : { denylist: request.envDenylist }),
+          ...(request.pluginId === undefined ? {} : { pluginId: request.pluginId }),
+        }),
+      ),
     )
     // Only a server that started and failed: a refused binding or spawn is the host's own refusal, whatever the Node.
     .orElse((error) =>

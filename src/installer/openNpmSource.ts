@@ -23,6 +23,7 @@ import { DEFAULT_PARSE_LIMITS } from '../manifest/parse.js';
 import { readAtMost } from '../manifest/readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
+import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hasNetwork, introspectServer, type GrantedIntrospectionEnv, type IntrospectionNetwork } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
 import { declaredNodeEngine } from './npmEngines.js';
@@ -42,8 +43,12 @@ export interface NpmIntrospectionOptions {
   readonly hiddenPaths: readonly string[];
   /** PATH that resolves a `#!/usr/bin/env` interpreter. */
   readonly searchPath?: string;
-  /** Time for its start, `initialize` and `tools/list`. Default 30 s. */
+  /** Time for its whole introspection: the start, `initialize` and every `tools/list` page. Default 30 s. */
   readonly timeoutMs?: number;
+  /** Time for each of those requests (the host's `startupTimeoutMs`, as any start of it gets). Default `timeoutMs`. */
+  readonly requestTimeoutMs?: number;
+  /** The host's env denylist, so that a failure naming a denylisted variable is pointed at the credential way. */
+  readonly envDenylist?: EnvDenylist;
   /** The client requests the install grants (announced at `initialize`, so the server lists the tools that use them). */
   readonly clientRequests?: readonly ClientRequestKind[];
   /** The host env the install grants, for a server that needs a token to start (see {@link GrantedIntrospectionEnv}). */
@@ -206,6 +211,9 @@ async function manifestFor(
     workDir,
     hiddenPaths: introspection.hiddenPaths,
     timeoutMs: introspection.timeoutMs ?? DEFAULT_INTROSPECTION_TIMEOUT_MS,
+    ...(introspection.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: introspection.requestTimeoutMs }),
+    ...(introspection.envDenylist === undefined ? {} : { envDenylist: introspection.envDenylist }),
+    pluginId: String(generatedManifest({ packageJson, executable: executable.value, tools: [], installScripts: fetched.installScripts })['plugin_id']),
     ...(options.args === undefined ? {} : { args: options.args }),
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
