@@ -7,6 +7,7 @@ import type {
   Resource,
   ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
+import { lstat } from 'node:fs/promises';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { listPlugins, lookupPlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
@@ -554,12 +555,20 @@ export class PluginHost {
 
   /**
    * Records an origin on credentials stored before origins were, before a
-   * package replaces (or first takes) the id: the package installed now, or,
-   * with none installed, an origin no package has (see {@link CredentialSource.bindUnbound}).
+   * package replaces (or first takes) the id: the package installed now; with
+   * none installed but one installed before (its namespace owner or data
+   * directory kept by a remove), an origin no package has (see
+   * {@link CredentialSource.bindUnbound}). Values put in the store before any
+   * install under the id in this profile (an application or the testing kit
+   * giving a plugin its credentials ahead) are left for the first package.
    */
   async #bindUnboundCredentials(pluginId: string): Promise<void> {
-    const previous = await this.#catalog.refresh().map((snapshot) => lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: pluginId }));
-    const origin = previous.isOk() && previous.value !== undefined ? packageOrigin(previous.value.lock) : UNKNOWN_ORIGIN;
+    const snapshot = await this.#catalog.refresh();
+    const previous = snapshot.isOk() ? lookupPlugin(snapshot.value, { profile: snapshot.value.profile, plugin_id: pluginId }) : undefined;
+    let origin: string | undefined;
+    if (previous !== undefined) origin = packageOrigin(previous.lock);
+    else if (!snapshot.isOk() || Object.hasOwn(snapshot.value.contents.namespace_owners, pluginId) || (await pathExists(this.#layout.dataDir(pluginId)))) origin = UNKNOWN_ORIGIN;
+    if (origin === undefined) return;
     const bound = await this.#credentials.bindUnbound(pluginId, origin);
     // A store that cannot be read or written now fails the install's later reads the same way: nothing is given then.
     if (bound.isErr()) this.#config.logger.warn({ plugin_id: pluginId, code: bound.error.code }, 'could not record the origin of stored credentials');
@@ -664,8 +673,8 @@ export class PluginHost {
   /**
    * Records the removed package as the origin of credentials stored before
    * origins were, so that a reinstall of the same package finds them. Should
-   * it fail, the next install records an origin no package has: the values
-   * are withheld then, never given to another package.
+   * it fail, the next install finds the id removed (its namespace owner or
+   * data directory kept) and records an origin no package has.
    */
   async #bindKeptCredentials(installed: InstalledPlugin): Promise<void> {
     const bound = await this.#credentials.bindUnbound(installed.plugin_id, packageOrigin(installed.lock));
@@ -973,4 +982,12 @@ function removedButKept(pluginId: string, error: HostError): HostError {
     hint: `The plugin is no longer installed. Delete its credentials with 'remove ${pluginId} --forget-secrets' (it works on a removed plugin) once the secret store is reachable.`,
     cause: error,
   });
+}
+
+/** Whether anything is at `path` (a failure to look counts as something: the caller then withholds). */
+async function pathExists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    (e: NodeJS.ErrnoException) => e.code !== 'ENOENT',
+  );
 }

@@ -158,15 +158,29 @@ describe('stored credentials and the package they were stored for', { timeout: 1
     expect((await secretStore.get(ID))._unsafeUnwrap()[CREDENTIALS_ORIGIN_KEY]).toBe(`digest:${digestOf(first.bytes)}`);
   });
 
-  it('withholds values stored before origins were recorded for an id not installed from the next package under it', async () => {
+  it('withholds values stored before origins were recorded for an id removed before from the next package under it', async () => {
     const dir = await pool.profile();
     const secretStore = new FileSecretStore(dir);
+    const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate', secretStore });
+    const first = await keyedArchive('1.0.0');
+    expect((await host.install(first.archive, { canary: false, checksum: digestOf(first.bytes) })).isOk()).toBe(true);
+    expect((await host.remove(ID)).isOk()).toBe(true);
     // Kept by a plain remove on an older host: nothing names the package they were stored for.
     expect((await secretStore.set(ID, { PERPLEXITY_API_KEY: STORED })).isOk()).toBe(true);
-    const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate', secretStore });
-    const any = await keyedArchive('1.0.0');
+    const any = await keyedArchive('1.0.1', 'any package');
     expect((await host.install(any.archive, { canary: false, checksum: digestOf(any.bytes) }))._unsafeUnwrap().plugin.status).toBe('needs_configuration');
     expect((await host.call(OP, {}))._unsafeUnwrapErr().code).toBe('PLUGIN_NEEDS_CONFIGURATION');
+  });
+
+  it('gives values put in the store before any install under the id to the first package installed', async () => {
+    const dir = await pool.profile();
+    const secretStore = new FileSecretStore(dir);
+    // An application (or the testing kit) giving the plugin its credentials ahead of the install.
+    expect((await secretStore.set(ID, { PERPLEXITY_API_KEY: STORED })).isOk()).toBe(true);
+    const host = await pool.open(dir, { profileKind: 'standard', activation: 'immediate', secretStore });
+    const first = await keyedArchive('1.0.0');
+    expect((await host.install(first.archive, { canary: false, checksum: digestOf(first.bytes) }))._unsafeUnwrap().plugin.status).toBe('active');
+    expect(await keySeen(host)).toBe(sha(STORED));
   });
 
   it('deletes the credentials of a plugin removed before, with forgetSecrets', async () => {
