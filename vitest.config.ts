@@ -19,7 +19,7 @@ export const UNIT = [
   'NamespaceLock',
   'StderrRing', 'childPluginProcessCreate',
   'bubblewrapArgs', 'controlGroups', 'nodeRuntimePaths', 'pluginIdentity', 'seatbeltProfile', 'seccompFilter', 'writeDir',
-  'FileSecretStore',
+  'FileSecretStore', 'seedNamesNeverStored',
   'InFlightLimiter', 'inProcess', 'verifiedEntryArgs', 'loadPlugins', 'handshakeChecks',
   'CallDeadlines', 'CallWait', 'PluginProcessTransport', 'mcpFailures', 'toolsMismatch', 'wire',
   'assertions', 'testProjects', 'folderCycles', 'LazyStart', 'publicStatics', 'grantRules', 'versionRange', 'officialSchemas', 'destinations', 'egressDeclaration',
