@@ -3,7 +3,6 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, PluginHost, type HostError, type HostInstallOptions, type PluginHostOptions } from '../index.js';
-import { resolveHostConfig } from '../host/hostConfig.js';
 import cliProfile from '../../etc/cli-profile.json' with { type: 'json' };
 import { nearest, type Flags } from './args.js';
 import { EXIT_CODES, exitCodeFor, type ExitCode } from './exitCodes.js';
@@ -85,8 +84,8 @@ export function missingProfileDir(flags: Flags): Result<string | undefined, Host
     ...(flags.appName === undefined ? {} : { appName: flags.appName }),
     ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
   };
-  return resolveHostConfig(location).map((config) => {
-    const dir = resolve(config.profileDir);
+  return PluginHost.profileDirFor(location).map((profileDir) => {
+    const dir = resolve(profileDir);
     // Only a directory that is not there is "no profile"; anything else (EACCES, ENOTDIR) is left to the host's own open.
     try {
       lstatSync(dir);

@@ -8,7 +8,7 @@ import type {
   ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
 import { lstat } from 'node:fs/promises';
-import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { errAsync, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { listPlugins, lookupPlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import { CatalogStore } from '../catalog/CatalogStore.js';
 import type { CatalogSnapshot } from '../catalog/catalogTypes.js';
@@ -448,6 +448,17 @@ export class PluginHost {
     const mode = this.#hotReload ? 'hot' : 'restart';
     this.#watch = new CatalogWatch({ catalog, runtimes, events, logger, mode, pollMs: config.catalogPollMs, drainTimeoutMs: config.drainTimeoutMs });
     this.#watch.start();
+  }
+
+  /**
+   * The profile directory {@link PluginHost.open} would use with `options`
+   * (`profileDir`, else `$XDG_DATA_HOME/<appName>/<profile>`), the options
+   * checked as open checks them (HOST_INVALID_OPTIONS). Nothing is created:
+   * a caller that only reads a profile can tell a missing one from an empty
+   * one without making it (open makes the directory and its layout).
+   */
+  static profileDirFor(options: PluginHostOptions = {}): Result<string, HostError> {
+    return resolveHostConfig(options).map((config) => config.profileDir);
   }
 
   /**

@@ -55,4 +55,12 @@ describe('read-only commands on a profile that does not exist', () => {
     const again = await cli(['list', '--profile', 'scratch', '--json'], { env });
     expect(json(again)).toEqual({ ok: true, profile: 'scratch', profile_dir: join(data, 'mcp-plugin-host', 'scratch'), plugins: [] });
   });
+
+  it('PluginHost.profileDirFor names the directory open would use, checks the options as open does, and makes nothing', () => {
+    const dir = join(work.path, 'for', 'profile');
+    expect(PluginHost.profileDirFor({ profileDir: dir })._unsafeUnwrap()).toBe(dir);
+    expect(PluginHost.profileDirFor({ profile: 'p', env: { XDG_DATA_HOME: '/data' } })._unsafeUnwrap()).toBe('/data/mcp-plugin-host/p');
+    expect(PluginHost.profileDirFor({ profile: 'work/old' })._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS' });
+    expect(existsSync(join(work.path, 'for'))).toBe(false);
+  });
 });
