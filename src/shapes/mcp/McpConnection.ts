@@ -24,7 +24,7 @@ import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
 import { readCallToolResult } from './callToolResult.js';
 import { DirectToolCalls } from './DirectToolCalls.js';
-import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestSettings } from './clientRequests.js';
+import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestCause, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
 import { outputSchemaValidators } from './outputSchemaValidators.js';
@@ -138,6 +138,15 @@ const describeTool = (tool: Tool): ToolDescriptor => ({
   ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
   ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
 });
+
+/** What a request beyond tools names, for a client request the plugin sends while answering it. */
+function causeOf(method: McpSurfaceMethod, params: unknown): ClientRequestCause {
+  const named = isJsonObject(params) ? params : {};
+  const ref = isJsonObject(named.ref) ? named.ref : named;
+  const name = typeof ref.name === 'string' ? ref.name : undefined;
+  const uri = typeof ref.uri === 'string' ? ref.uri : undefined;
+  return { method, ...(name === undefined ? {} : { name }), ...(uri === undefined ? {} : { uri }) };
+}
 
 function toCallProgress(progress: Progress): CallProgress {
   return {
@@ -343,6 +352,8 @@ export class McpConnection {
       );
     }
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
+    // In flight like a tool call: a server may sample or elicit while it answers, and that is the host's request.
+    const leaveCalls = this.calls.enterRequest(causeOf(method, params));
     try {
       const answer = await this.client.request({ method, params } as never, row.schema as never, {
         timeout: timeoutMs,
@@ -351,6 +362,8 @@ export class McpConnection {
       return ok(answer as McpSurfaceMethods[M]['result']);
     } catch (error) {
       return err(await this.failure(error, { phase: method, timeoutMs, ...(options.signal?.aborted === true ? { abortedBy: 'caller' as const } : {}) }));
+    } finally {
+      leaveCalls();
     }
   }
 

@@ -6,12 +6,17 @@
  * and answers nothing else), and only a callback in force answers one.
  *
  * MCP over stdio does not say which `tools/call` a request belongs to, so it
- * is attributed to the calls in flight at that moment: the party whose calls
- * they are answers it (a call's own handlers, else the host's), and a
- * request that arrives while calls of several parties are in flight is
- * refused. Its answer may take at most the host's client-request timeout,
- * and no longer than those calls last: the time counts against the call that
- * caused it, whose own timeout keeps running meanwhile.
+ * is attributed to the host's requests in flight at that moment (tool calls,
+ * and the requests beyond tools: prompts/get, resources/read, completions,
+ * lists): the party whose requests they are answers it (a call's own
+ * handlers, else the host's), and a request that arrives while calls of
+ * several parties are in flight is refused. So is a sampling or elicitation
+ * request with nothing in flight: no request of the host caused it, and the
+ * application's model and user are not the plugin's to use at will (a
+ * `roots/list` is still answered: it reads what the host set). Its answer may
+ * take at most the host's client-request timeout, and no longer than those
+ * requests last: the time counts against the call that caused it, whose own
+ * timeout keeps running meanwhile.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
@@ -41,6 +46,20 @@ export interface ClientRequestContext {
   /** The operation whose call the request is attributed to, when exactly one call was in flight. */
   readonly op_id?: string;
   /**
+   * The host's request to the plugin beyond tools that the request is
+   * attributed to, when exactly that one was in flight: its method
+   * (`prompts/get`, `resources/read`, `completion/complete`, a list ...) and
+   * the prompt name or resource URI it named, as the plugin knows them.
+   */
+  readonly cause?: {
+    /** The MCP method the host sent. */
+    readonly method: string;
+    /** The prompt it named (`prompts/get`, a completion of a prompt argument). */
+    readonly name?: string;
+    /** The resource it named (`resources/read`, `resources/subscribe`, a completion of a resource template argument). */
+    readonly uri?: string;
+  };
+  /**
    * Aborted when the answer is no longer wanted: the time for it ran out,
    * the call that caused it ended (or timed out), or the plugin withdrew it.
    */
@@ -48,6 +67,9 @@ export interface ClientRequestContext {
   /** The most time the answer may take, in ms (for requests the callback makes on its own). */
   readonly timeoutMs: number;
 }
+
+/** A host request to a plugin beyond tools, as a client request attributed to it names it. */
+export type ClientRequestCause = NonNullable<ClientRequestContext['cause']>;
 
 /** Answers a plugin's `sampling/createMessage`: a message from the application's model. */
 export type SamplingCallback = (params: CreateMessageRequest['params'], context: ClientRequestContext) => CreateMessageResult | Promise<CreateMessageResult>;
@@ -88,8 +110,9 @@ export interface ClientRequestReport {
   /** The operation the request was attributed to, when exactly one call was in flight. */
   readonly op_id?: string;
   /**
-   * `answered` by a callback; `refused` at once (no callback, or calls of
-   * several callers in flight); `abandoned` when the time ran out, the call
+   * `answered` by a callback; `refused` at once (no callback, calls of
+   * several callers in flight, or a sampling or elicitation request with no
+   * request of the host in flight); `abandoned` when the time ran out, the call
    * ended or the plugin withdrew it; `failed` when the callback threw or
    * answered something malformed.
    */
@@ -136,6 +159,8 @@ interface CallEntry {
   readonly party: unknown;
   readonly handlers: ClientRequestHandlers | undefined;
   readonly opId: string | undefined;
+  /** The host request beyond tools it is; undefined for a tool call. */
+  readonly cause: ClientRequestCause | undefined;
   /** Told when the call ends; filled only when a request is attributed to it. */
   readonly onEnd: (() => void)[];
 }
@@ -144,8 +169,9 @@ interface CallEntry {
 interface Attribution {
   readonly handlers: ClientRequestHandlers | undefined;
   readonly opId: string | undefined;
-  /** Aborted once every call in flight when the request came has ended; absent when none was. */
-  readonly ended: AbortSignal | undefined;
+  readonly cause: ClientRequestCause | undefined;
+  /** Aborted once every call in flight when the request came has ended. */
+  readonly ended: AbortSignal;
 }
 
 const HOST_PARTY = Symbol('host');
@@ -163,9 +189,22 @@ export class CallsInFlight {
 
   /** Records a call until the returned function is called. */
   enter(requests: CallClientRequests | undefined): () => void {
-    if (!this.#tracking) return NOTHING_TO_LEAVE;
     const handlers = requests?.handlers;
-    const entry: CallEntry = { party: handlers?.caller ?? handlers ?? HOST_PARTY, handlers, opId: requests?.opId, onEnd: [] };
+    return this.#enter({ party: handlers?.caller ?? handlers ?? HOST_PARTY, handlers, opId: requests?.opId, cause: undefined, onEnd: [] });
+  }
+
+  /**
+   * Records a host request beyond tools (prompts/get, resources/read, a
+   * completion, a list, a subscription) until the returned function is
+   * called: a server may sample or elicit while answering one, and the
+   * host's callbacks answer that as part of it.
+   */
+  enterRequest(cause: ClientRequestCause): () => void {
+    return this.#enter({ party: HOST_PARTY, handlers: undefined, opId: undefined, cause, onEnd: [] });
+  }
+
+  #enter(entry: CallEntry): () => void {
+    if (!this.#tracking) return NOTHING_TO_LEAVE;
     this.#calls.add(entry);
     return () => {
       this.#calls.delete(entry);
@@ -173,12 +212,12 @@ export class CallsInFlight {
     };
   }
 
-  /** The party a request arriving now belongs to, or undefined when calls of several parties are in flight. */
-  attribute(): Attribution | undefined {
+  /** The party a request arriving now belongs to; `several` when calls of several parties are in flight, `none` when nothing is. */
+  attribute(): Attribution | 'several' | 'none' {
     const calls = [...this.#calls];
     const first = calls[0];
-    if (first === undefined) return { handlers: undefined, opId: undefined, ended: undefined };
-    if (calls.some((c) => c.party !== first.party)) return undefined;
+    if (first === undefined) return 'none';
+    if (calls.some((c) => c.party !== first.party)) return 'several';
     const ended = new AbortController();
     let open = calls.length;
     for (const call of calls) {
@@ -188,7 +227,8 @@ export class CallsInFlight {
     }
     // Of several calls of one party, the newest carries handlers bound to a request still open.
     const newest = calls[calls.length - 1] ?? first;
-    return { handlers: newest.handlers, opId: calls.length === 1 ? first.opId : undefined, ended: ended.signal };
+    const one = calls.length === 1;
+    return { handlers: newest.handlers, opId: one ? first.opId : undefined, cause: one ? first.cause : undefined, ended: ended.signal };
   }
 }
 
@@ -279,25 +319,33 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
     pluginSignal: AbortSignal,
     pick: (h: ClientRequestHandlers) => Callback<P, R> | undefined,
   ): Promise<{ value: R; opId: string | undefined }> => {
-    const attributed = calls.attribute();
-    if (attributed === undefined) {
+    const found = calls.attribute();
+    if (found === 'several') {
       throw new Refusal('refused', undefined, new McpError(ErrorCode.InvalidRequest, `${method} arrived while calls of several callers were in flight; the host cannot tell whose it is`));
     }
-    const opId = attributed.opId;
-    const handlers = attributed.handlers ?? settings.handlers;
+    // Between calls only roots/list, a read of what the host set, is answered: a sampling or elicitation request
+    // nothing the host asked caused would spend the application's model or prompt its user at the plugin's will.
+    if (found === 'none' && kind !== 'roots') {
+      throw new Refusal('refused', undefined, new McpError(ErrorCode.InvalidRequest, `${method} refused: no request of the host is in flight at this plugin, so nothing the host asked caused it`));
+    }
+    const attributed = found === 'none' ? undefined : found;
+    const opId = attributed?.opId;
+    const cause = attributed?.cause;
+    const handlers = attributed?.handlers ?? settings.handlers;
     const callback = handlers === undefined ? undefined : pick(handlers);
     if (callback === undefined) {
       throw new Refusal('refused', opId, new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`));
     }
     const deadline = new AbortController();
     const cancelTimer = clock.setTimer(() => deadline.abort(new Abandoned(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
-    const ended = attributed.ended;
+    const ended = attributed?.ended;
     const signals = [pluginSignal, deadline.signal];
     if (ended !== undefined) signals.push(ended);
     const signal = AbortSignal.any(signals);
     const context: ClientRequestContext = {
       plugin_id: settings.pluginId,
-      ...(attributed.opId === undefined ? {} : { op_id: attributed.opId }),
+      ...(opId === undefined ? {} : { op_id: opId }),
+      ...(cause === undefined ? {} : { cause }),
       signal,
       timeoutMs: settings.timeoutMs,
     };
