@@ -48,8 +48,12 @@ export class PluginRequestParties {
   }
 
   #arrive(pluginId: string, client: object): void {
-    const parties = this.#byPlugin.get(pluginId) ?? new Map<object, number>();
-    this.#byPlugin.set(pluginId, parties.set(client, (parties.get(client) ?? 0) + 1));
+    let parties = this.#byPlugin.get(pluginId);
+    if (parties === undefined) {
+      parties = new Map<object, number>();
+      this.#byPlugin.set(pluginId, parties);
+    }
+    parties.set(client, (parties.get(client) ?? 0) + 1);
   }
 
   #leave(pluginId: string, client: object): void {
@@ -58,12 +62,13 @@ export class PluginRequestParties {
     const left = (parties.get(client) ?? 1) - 1;
     if (left > 0) parties.set(client, left);
     else parties.delete(client);
-    if (parties.size === 0) this.#byPlugin.delete(pluginId);
+    // An emptied map stays for the plugin's next call (one entry per plugin ever called): dropped, each call of a
+    // client calling alone made a new one.
   }
 
   /** Whether a log message `pluginId` sends now may go to `client` (see the class comment). */
   mayHear(pluginId: string, client: object): boolean {
     const parties = this.#byPlugin.get(pluginId);
-    return parties === undefined || (parties.size === 1 && parties.has(client));
+    return parties === undefined || parties.size === 0 || (parties.size === 1 && parties.has(client));
   }
 }

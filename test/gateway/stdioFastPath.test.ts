@@ -205,6 +205,63 @@ describe('tools/call over the stdio fast path', () => {
   );
 
   it(
+    'cancelling a call reaches nothing of an earlier call whose confirmation the client answered',
+    async () => {
+      // The fast path hands an ended call's AbortController to the next call unless something still follows its
+      // signal: the SDK's request for the confirmation's elicitation leaves its abort listener there, and that
+      // listener, aborted by a later call's cancellation, would tell the client to cancel the long-answered elicitation.
+      const host = await openHost();
+      const started: string[] = [];
+      const ended: (string | undefined)[] = [];
+      host.events.on('call:start', (c) => started.push(c.op_id));
+      host.events.on('call:end', (c) => ended.push(c.code));
+      const ends = await stdioGateway(host, { policy: { maxRisk: 'write' } });
+      const lines: Record<string, unknown>[] = [];
+      const send = (message: unknown): void => void ends.toGateway.write(`${JSON.stringify(message)}\n`);
+      let pending = '';
+      ends.fromGateway.setEncoding('utf8').on('data', (chunk: string) => {
+        pending += chunk;
+        for (let nl = pending.indexOf('\n'); nl !== -1; nl = pending.indexOf('\n')) {
+          const line = JSON.parse(pending.slice(0, nl)) as Record<string, unknown>;
+          pending = pending.slice(nl + 1);
+          lines.push(line);
+          if (line.method === 'elicitation/create') send({ jsonrpc: '2.0', id: line.id, result: { action: 'accept', content: { confirm: true } } });
+        }
+      });
+      const answer = async (id: number): Promise<Record<string, unknown>> => {
+        await waitUntil(() => lines.some((l) => l.id === id && l.method === undefined), 30_000);
+        return lines.find((l) => l.id === id && l.method === undefined) ?? {};
+      };
+      send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'reuse', version: '1.0.0' } } });
+      await answer(1);
+      send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+
+      send(JSON.parse(rawCall(2, 'plug.host-callbacks.erase_notes', {})));
+      const erased = (await answer(2)).result as CallToolResult;
+      expect(erased.isError, JSON.stringify(erased)).not.toBe(true);
+      const elicitation = lines.find((l) => l.method === 'elicitation/create');
+      expect(elicitation?.id).toBeDefined();
+
+      // Two plain calls in turn (each may take the controller of the one before), then one cancelled.
+      for (const id of [3, 4]) {
+        send(JSON.parse(rawCall(id, 'plug.mcp-faulty.echo', { message: `plain ${id}` })));
+        expect(JSON.parse(textOf((await answer(id)).result as CallToolResult))).toMatchObject({ message: `plain ${id}` });
+      }
+      send(JSON.parse(rawCall(5, 'plug.mcp-faulty.hang', {})));
+      await waitUntil(() => started.includes('plug.mcp-faulty.hang'), 30_000);
+      send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'gave up' } });
+      await waitUntil(() => ended.length === 4, 30_000);
+      expect(ended[3]).toBe('PLUGIN_CANCELLED');
+      // Answered after the cancellation: whatever it made the gateway write is in before this answer.
+      send(JSON.parse(rawCall(6, 'plug.mcp-faulty.echo', { message: 'after' })));
+      expect(JSON.parse(textOf((await answer(6)).result as CallToolResult))).toMatchObject({ message: 'after' });
+      expect(lines.filter((l) => l.method === 'notifications/cancelled')).toEqual([]);
+      expect(lines.some((l) => l.id === 5)).toBe(false);
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'keeps the frame caps both ways and the nesting bound on answers',
     async () => {
       const ends = await stdioGateway(await openHost());

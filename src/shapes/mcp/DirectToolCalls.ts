@@ -49,7 +49,9 @@ class PendingCall implements CallDeadline {
   readonly timeoutMs: number;
   readonly statedMaxTotalTimeoutMs: number;
   readonly onProgress: ((progress: Progress) => void) | undefined;
-  unfollow: (() => void) | undefined = undefined;
+  /** The caller's signal and what this call listens to it with, until the call ends. */
+  signal: AbortSignal | undefined = undefined;
+  onAbort: (() => void) | undefined = undefined;
 
   constructor(
     readonly id: number,
@@ -137,9 +139,12 @@ export class DirectToolCalls {
       this.#pending.set(id, call);
       this.#deadlines.watch(call);
       if (signal !== undefined) {
+        // No { once: true }: the call's end removes the listener (the abort ends it), and an options object costs
+        // Node's addEventListener a validation on every call; no second closure to remove it either.
         const onAbort = (): void => this.#cancel(call, signal.reason, 'caller');
-        signal.addEventListener('abort', onAbort, { once: true });
-        call.unfollow = () => signal.removeEventListener('abort', onAbort);
+        signal.addEventListener('abort', onAbort);
+        call.signal = signal;
+        call.onAbort = onAbort;
       }
       const params = request.args === undefined ? { name: request.name, _meta: { progressToken: id } } : { name: request.name, arguments: request.args, _meta: { progressToken: id } };
       // A value JSON.stringify cannot write (a BigInt, a cycle) throws before any promise exists: the call still ends.
@@ -191,7 +196,7 @@ export class DirectToolCalls {
     if (this.#pending.get(call.id) !== call) return;
     this.#pending.delete(call.id);
     this.#deadlines.unwatch(call);
-    call.unfollow?.();
+    if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
     call.settle(outcome);
   }
 

@@ -23,7 +23,7 @@ import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
 import { readCallToolResult } from './callToolResult.js';
-import { DirectToolCalls } from './DirectToolCalls.js';
+import { DirectToolCalls, type AbortedBy } from './DirectToolCalls.js';
 import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestCause, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
 import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
@@ -381,10 +381,10 @@ export class McpConnection {
   ): Promise<Result<McpToolResult, HostError>> {
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
     const maxTotalTimeoutMs = options.maxTotalTimeoutMs ?? this.settings.maxTotalTimeoutMs;
+    // The stated budget, for the error texts; only a failure builds a context of it, an answered call none.
     const stated = budget ?? { timeoutMs, maxTotalTimeoutMs };
-    const context = { phase: 'tools/call' as const, tool: name, ...stated };
     if (this.taskOnlyTools.has(name)) {
-      return err(await this.failure(new McpError(ErrorCode.InvalidRequest, `Tool "${name}" requires task-based execution, which the host does not offer`), context));
+      return err(await this.callFailure(name, stated, new McpError(ErrorCode.InvalidRequest, `Tool "${name}" requires task-based execution, which the host does not offer`)));
     }
     const onProgress = options.onProgress;
     const leaveCalls = this.calls.enter(options.clientRequests);
@@ -405,19 +405,18 @@ export class McpConnection {
       // The wait is the caller's: its signal ends it, and so does what was left of the call's timeout or cap when the
       // answer came (a fresh whole timeout would let a call last almost twice its own).
       const refused = await untilSettled(recordCheck, options.signal, this.settings.clock, outcome.until - this.settings.clock.now());
-      if (refused === 'aborted') return err(await this.failure(options.signal?.reason, { ...context, abortedBy: 'caller' }));
+      if (refused === 'aborted') return err(await this.callFailure(name, stated, options.signal?.reason, 'caller'));
       if (refused === 'timeout') {
-        const abortedBy = outcome.capped ? 'total-timeout' : 'timeout';
-        return err(await this.failure(new McpError(ErrorCode.RequestTimeout, 'the plugin did not list its tools in time'), { ...context, abortedBy }));
+        return err(await this.callFailure(name, stated, new McpError(ErrorCode.RequestTimeout, 'the plugin did not list its tools in time'), outcome.capped ? 'total-timeout' : 'timeout'));
       }
       if (refused !== undefined) return err(refused);
     }
-    if (!outcome.answered) return err(await this.failure(outcome.error, outcome.abortedBy === undefined ? context : { ...context, abortedBy: outcome.abortedBy }));
+    if (!outcome.answered) return err(await this.callFailure(name, stated, outcome.error, outcome.abortedBy));
     const read = readCallToolResult(outcome.result);
-    if (read.isErr()) return err(await this.failure(read.error, context));
+    if (read.isErr()) return err(await this.callFailure(name, stated, read.error));
     const result = read.value;
     const broken = this.outputSchemaViolation(name, result);
-    if (broken !== undefined) return err(await this.failure(broken, context));
+    if (broken !== undefined) return err(await this.callFailure(name, stated, broken));
     return ok({ value: result, isError: result.isError === true });
   }
 
@@ -550,6 +549,12 @@ export class McpConnection {
     }
     // The dropped line may have been any pending answer, so no pending call can be trusted to complete.
     void this.end(violation);
+  }
+
+  /** A failed `tools/call` of `tool` under the `stated` budget, mapped with its context; `abortedBy` when the host or the caller ended it. */
+  private callFailure(tool: string, stated: { readonly timeoutMs: number; readonly maxTotalTimeoutMs: number }, error: unknown, abortedBy?: AbortedBy): Promise<HostError> {
+    const context = { phase: 'tools/call' as const, tool, timeoutMs: stated.timeoutMs, maxTotalTimeoutMs: stated.maxTotalTimeoutMs };
+    return this.failure(error, abortedBy === undefined ? context : { ...context, abortedBy });
   }
 
   private failure(error: unknown, inputs: FailureInputs): Promise<HostError> {
