@@ -43,7 +43,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   'canary-args': ["--canary-args='k=v ...'", 'override canary arguments (values read as JSON when they parse)'],
   plugin: ['--plugin=<name>', 'the plugin, as the GUM contract spells it (same as <name>)'],
   'max-risk': ['--max-risk read|write|destructive', 'highest risk class this call accepts (default read)'],
-  yes: ['-y, --yes', 'confirm without asking (run: a high_stakes_write tool; remove)'],
+  yes: ['-y, --yes', 'confirm without asking (run: a high_stakes_write tool; remove; install and wrap: what they ask on a terminal)'],
   timeout: ['--timeout <ms>', 'time a plugin may stay silent during a call'],
   set: ['--set NAME=- | NAME | NAME=value', 'a credential to store (repeatable): =- reads stdin, NAME alone $NAME'],
   'grant-network': ['--grant-network', 'grant the plugin the network'],
