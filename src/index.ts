@@ -78,7 +78,7 @@ export {
 } from './gateway/gatewayConfig.js';
 export type { GatewayErrorPayload } from './gateway/toolResults.js';
 export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
-export type { TrustCallback, TrustRequest } from './installer/trust.js';
+export type { ToolRisk, ToolRiskChange, TrustCallback, TrustRequest } from './installer/trust.js';
 export { KeychainSecretStore, PreferredSecretStore, type KeychainSecretStoreOptions } from './secrets/KeychainSecretStore.js';
 export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';
@@ -177,6 +177,7 @@ export { unverifiedCommand } from './process/spawnPluginProcess.js';
 export { CatalogStore, type CatalogMutator, type CatalogStoreOptions, type CatalogTransactionOptions } from './catalog/CatalogStore.js';
 export type { InstalledPlugin } from './catalog/catalogContents.js';
 export type {
+  AcceptedTool,
   CatalogContents,
   CatalogSnapshot,
   CanaryState,

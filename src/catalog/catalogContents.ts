@@ -90,16 +90,23 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
   const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
+  const tools = contents.variants
+    .filter((v) => v.plugin_id === pluginId)
+    .map((v) => ({ name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
   return {
     variants: contents.variants.filter((v) => v.plugin_id !== pluginId),
     descriptors: without(contents.descriptors, pluginId),
     plugins: without(contents.plugins, pluginId),
-    // The key that signed it and the powers it was accepted with stay with the owner, as its data and credentials stay:
-    // the next install is held to the key, and asked again when it would get more powers.
+    // The key that signed it and the powers and tool risks it was accepted with stay with the owner, as its data and credentials
+    // stay: the next install is held to the key, and asked again when it would get more powers or easier-to-call tools.
     namespace_owners:
       owner === undefined || (signer === undefined && capabilities === undefined)
         ? contents.namespace_owners
-        : withMember(contents.namespace_owners, pluginId, { ...owner, ...(signer === undefined ? {} : { signer }), ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities }) }),
+        : withMember(contents.namespace_owners, pluginId, {
+            ...owner,
+            ...(signer === undefined ? {} : { signer }),
+            ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities, accepted_tools: tools }),
+          }),
     states: without(contents.states, pluginId),
   };
 }

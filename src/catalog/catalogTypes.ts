@@ -148,6 +148,18 @@ export interface NamespaceOwnerEntry {
   readonly signer?: string;
   /** The powers the plugin ran with when it was last removed: a reinstall that would get more is asked for acceptance again. */
   readonly accepted_capabilities?: DeclaredCapabilities;
+  /** The tools it had when it was last removed, with their risk class and confirmation: a reinstall that makes one easier to call is asked again. */
+  readonly accepted_tools?: readonly AcceptedTool[];
+}
+
+/** A tool as an owner's record keeps it across a remove. */
+export interface AcceptedTool {
+  /** The tool's name, unprefixed. */
+  readonly name: string;
+  /** Its risk class. */
+  readonly risk_class: RiskClass;
+  /** Its confirmation policy. */
+  readonly confirmation_policy: ConfirmationPolicy;
 }
 
 /** `plugins.lock`. */

@@ -324,8 +324,12 @@ export interface HostInstallOptions extends HostInspectOptions {
    * same namespace owner installed the plugin before (kept across remove),
    * unless an upgrade of the installed plugin asks for a power it does not
    * have (the network, another writable directory, an env name, an egress
-   * destination or a client request kind).
-   * Without it, calling install is the acceptance.
+   * destination or a client request kind), or makes a tool easier to call
+   * (a lower risk class, a new tool above read, a dropped high_stakes_write
+   * confirmation: `TrustRequest.risk_changes`).
+   * Without it, calling install is the acceptance, except of tools made
+   * easier to call: that install is refused with PLUGIN_TRUST_DECLINED
+   * (`details.reason: 'risk_lowered'`).
    */
   readonly accept?: TrustCallback;
   /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */

@@ -43,7 +43,7 @@ import { parseNpmSpec, type NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NetworkedStart, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
-import { hasLicenseFile, trustRequestOf, widensCapabilities, type TrustCallback, type TrustRequest } from './trust.js';
+import { hasLicenseFile, riskChangeText, riskLowerings, trustRequestOf, widensCapabilities, type ToolRiskChange, type TrustCallback, type TrustRequest } from './trust.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -182,7 +182,9 @@ export interface InstallOptions extends PackageInstallChoices {
    * Asked to accept the plugin (namespace owner, terms of service, risk,
    * license, powers) after every check passed and before anything is
    * written, unless the same owner installed it before; declining is
-   * PLUGIN_TRUST_DECLINED. Without it the caller's install is the acceptance.
+   * PLUGIN_TRUST_DECLINED. Without it the caller's install is the acceptance,
+   * except of an upgrade that makes tools easier to call than the version
+   * accepted before (`TrustRequest.risk_changes`), refused with PLUGIN_TRUST_DECLINED.
    */
   readonly accept?: TrustCallback;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
@@ -248,6 +250,44 @@ function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | u
   const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
   const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
   return acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities);
+}
+
+/**
+ * The tools `manifest` makes easier to call than the version accepted
+ * before under its id (see {@link riskLowerings}): the installed plugin's
+ * tools, or once removed those recorded with its owner at the remove. Empty
+ * for a first install, whose question (or the caller's install) covers every tool.
+ */
+function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest): ToolRiskChange[] {
+  const id = manifest.plugin_id;
+  const installed = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+  const owners = snapshot.contents.namespace_owners;
+  const accepted =
+    installed === undefined
+      ? Object.hasOwn(owners, id)
+        ? owners[id]?.accepted_tools
+        : undefined
+      : snapshot.contents.variants.filter((v) => v.plugin_id === id).map((v) => ({ name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
+  return accepted === undefined ? [] : riskLowerings(accepted, manifest.tools);
+}
+
+/** How many changed tools a refusal's message and hint name; `details.risk_changes` has them all. */
+const NAMED_RISK_CHANGES = 8;
+
+/** The changes as one phrase, the first {@link NAMED_RISK_CHANGES} named. */
+function riskChangesText(changes: readonly ToolRiskChange[]): string {
+  const named = changes.slice(0, NAMED_RISK_CHANGES).map(riskChangeText).join(', ');
+  return changes.length > NAMED_RISK_CHANGES ? `${named} and ${changes.length - NAMED_RISK_CHANGES} more` : named;
+}
+
+/** The refusal of an upgrade that makes tools easier to call when there is no one to ask (no `accept` callback). */
+function riskLoweredRefusal(manifest: NormalizedManifest, changes: readonly ToolRiskChange[]): HostError {
+  const id = manifest.plugin_id;
+  const text = riskChangesText(changes);
+  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} makes tools easier to call than the version accepted before (${text}) and no one was asked`, {
+    details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, reason: 'risk_lowered', risk_changes: changes },
+    hint: `Review ${text}, then install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes).`,
+  });
 }
 
 /** The error of a refused install; a grant beyond the declaration gets the hint that names its field. */
@@ -821,8 +861,9 @@ export class Installer {
    * its reinstalls and upgrades are not asked again, unless the plugin would
    * get a power it was not accepted with (see {@link widensCapabilities}):
    * the installed plugin's, or after a remove those recorded with the owner
-   * (a remove from before that record is asked again). The owner string is
-   * the package's own claim.
+   * (a remove from before that record is asked again), or a tool would be
+   * easier to call (see {@link riskLowerings}), which is asked, and without
+   * `accept` refused, whoever the owner. The owner string is the package's own claim.
    */
   async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
     const id = manifest.plugin_id;
@@ -830,15 +871,22 @@ export class Installer {
     if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) {
       return err(hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } }));
     }
-    if (options.accept === undefined) return ok(undefined);
+    // Calling install accepts what a person can read off the package, not a change from what they accepted before:
+    // tools made easier to call than that need someone to say yes to them.
+    const changes = riskChangesOf(snapshot, manifest);
+    if (options.accept === undefined) return changes.length === 0 ? ok(undefined) : err(riskLoweredRefusal(manifest, changes));
     const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
-    if (acceptedBefore(snapshot, id, this.#claimOf(manifest, options).namespace_owner, capabilities)) return ok(undefined);
-    const request = trustRequestOf(manifest, staged.source, capabilities);
+    if (changes.length === 0 && acceptedBefore(snapshot, id, this.#claimOf(manifest, options).namespace_owner, capabilities)) return ok(undefined);
+    const request: TrustRequest = { ...trustRequestOf(manifest, staged.source, capabilities), ...(changes.length === 0 ? {} : { risk_changes: changes }) };
     const accepted = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);
     if (accepted === true) return ok(undefined);
-    return err(hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, { details: { plugin_id: id, namespace_owner: request.namespace_owner } }));
+    return err(
+      hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, {
+        details: { plugin_id: id, namespace_owner: request.namespace_owner, ...(changes.length === 0 ? {} : { reason: 'risk_lowered', risk_changes: changes }) },
+      }),
+    );
   }
 
   #claimOf(manifest: NormalizedManifest, options: InstallOptions): NamespaceClaim {

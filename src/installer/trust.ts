@@ -7,7 +7,8 @@
  */
 import { readdir } from 'node:fs/promises';
 import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
-import type { DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
+import { riskAllowed } from '../host/operations.js';
+import type { ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
 
 /** The facts an install asks acceptance for. */
@@ -46,6 +47,31 @@ export interface TrustRequest {
    * install asks again with them. Absent: the question before the install.
    */
   readonly stage?: 'introspection';
+  /**
+   * Present on an upgrade or reinstall that makes tools easier to call than
+   * the version accepted before: a lower risk class, a new tool above `read`,
+   * a dropped `high_stakes_write` confirmation. What is asked about, besides
+   * any power the plugin did not have.
+   */
+  readonly risk_changes?: readonly ToolRiskChange[];
+}
+
+/** How much a tool may do and whether its calls are confirmed: what `maxRisk` ceilings and confirmation prompts go by. */
+export interface ToolRisk {
+  /** The tool's risk class. */
+  readonly risk_class: RiskClass;
+  /** Its confirmation policy. */
+  readonly confirmation_policy: ConfirmationPolicy;
+}
+
+/** A tool an upgrade makes easier to call: rated lower, added above `read`, or no longer confirmed. */
+export interface ToolRiskChange {
+  /** The tool's name, unprefixed. */
+  readonly name: string;
+  /** How the version accepted before rated it; null for a tool it did not have. */
+  readonly from: ToolRisk | null;
+  /** How this version rates it. */
+  readonly to: ToolRisk;
 }
 
 /**
@@ -89,6 +115,44 @@ export function widensCapabilities(installed: DeclaredCapabilities, next: Declar
   if (writeDir !== installed.fs_write_dir && installed.fs_write_dir !== '' && !writeDir.startsWith(`${installed.fs_write_dir}/`)) return true;
   if (added(installed.env_allow, next.env_allow) || added(installed.client_requests, next.client_requests)) return true;
   return !next.network && !installed.network && added(installed.egress, next.egress);
+}
+
+/**
+ * The tools `next` makes easier to call than `accepted`: a lower risk class
+ * (destructive → write or read, write → read), a new tool above `read`, or
+ * a `high_stakes_write` confirmation dropped. A lower class passes `maxRisk`
+ * ceilings (read is the default of calls and of gateways) that the accepted
+ * class did not, and an unconfirmed tool runs unasked, so the owner string
+ * that spares an upgrade's question does not spare these. A higher class or
+ * a removed tool makes nothing easier.
+ */
+export function riskLowerings(
+  accepted: readonly (ToolRisk & { readonly name: string })[],
+  next: readonly (ToolRisk & { readonly name: string })[],
+): ToolRiskChange[] {
+  const before = new Map(accepted.map((t) => [t.name, t]));
+  const changes: ToolRiskChange[] = [];
+  for (const tool of next) {
+    const had = before.get(tool.name);
+    const to: ToolRisk = { risk_class: tool.risk_class, confirmation_policy: tool.confirmation_policy };
+    if (had === undefined) {
+      if (tool.risk_class !== 'read') changes.push({ name: tool.name, from: null, to });
+      continue;
+    }
+    const lower = tool.risk_class !== had.risk_class && riskAllowed(tool.risk_class, had.risk_class);
+    const unconfirmed = had.confirmation_policy === 'high_stakes_write' && tool.confirmation_policy !== 'high_stakes_write';
+    if (lower || unconfirmed) changes.push({ name: tool.name, from: { risk_class: had.risk_class, confirmation_policy: had.confirmation_policy }, to });
+  }
+  return changes;
+}
+
+/** A tool's rating in one word: its risk class, or `high_stakes_write` for a confirmed one. */
+const ratingOf = (risk: ToolRisk): string => (risk.confirmation_policy === 'high_stakes_write' ? 'high_stakes_write' : risk.risk_class);
+
+/** One change as people read it: `name destructive→read`, `name new→write`; a name beyond plain word characters is quoted, so it cannot pose as more text. */
+export function riskChangeText(change: ToolRiskChange): string {
+  const name = /^[\w.-]+$/.test(change.name) ? change.name : JSON.stringify(change.name);
+  return `${name} ${change.from === null ? 'new' : ratingOf(change.from)}→${ratingOf(change.to)}`;
 }
 
 const LICENSE_NAMES: ReadonlySet<string> = new Set(licenseFiles.names.map((n) => n.toLowerCase()));

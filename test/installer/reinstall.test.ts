@@ -281,3 +281,96 @@ describe('trust on upgrade', () => {
     expect(asked).toEqual(['1.0.0', '2.0.0']);
   });
 });
+
+describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
+  type Tool = { name: string; risk_class: string; confirmation_policy?: string };
+  /** The greeter at `version` offering `tools` (same owner, same powers as the fixture). */
+  const withTools = (version: string, tools: Tool[]): Promise<string> =>
+    greeter(`greeter-${version}-${Math.random().toString(36).slice(2)}`, (m) => {
+      m.version = version;
+      m.advertised_tools = tools.map((t) => ({ description: `The ${t.name} tool`, ...t }));
+    });
+  const v1: Tool[] = [
+    { name: 'greet', risk_class: 'write', confirmation_policy: 'high_stakes_write' },
+    { name: 'shout', risk_class: 'destructive' },
+  ];
+  const rated = (risk_class: string, confirmation_policy = 'none'): { risk_class: string; confirmation_policy: string } => ({ risk_class, confirmation_policy });
+  type Request = { version: string; risk_changes?: unknown };
+
+  it('asks again, naming the tools, for a lower class, a new tool above read or a dropped confirmation; not for a raised class, a removed tool or a new read tool', async () => {
+    p = await testProfile('dev');
+    const asked: Request[] = [];
+    const accept = (request: Request): boolean => (asked.push(request), true);
+    unwrap(await p.installer.install(await withTools('1.0.0', v1), { accept }));
+    expect(asked.map((r) => r.version)).toEqual(['1.0.0']);
+    expect(asked[0]?.risk_changes).toBeUndefined();
+    // Raised, removed and a new read tool: nothing is easier to call, so the recorded owner is not asked again.
+    const safer: Tool[] = [{ name: 'shout', risk_class: 'destructive' }, { name: 'peek', risk_class: 'read' }];
+    unwrap(await p.installer.install(await withTools('1.1.0', [...safer, v1[0] as Tool]), { accept }));
+    unwrap(await p.installer.install(await withTools('1.2.0', safer), { accept }));
+    expect(asked.map((r) => r.version)).toEqual(['1.0.0']);
+    // A tool removed and added back is new again: above read, it is asked about.
+    refusedWith(await p.installer.install(await withTools('1.3.0', [...safer, v1[0] as Tool]), { accept: () => false }), 'PLUGIN_TRUST_DECLINED');
+
+    unwrap(await p.installer.install(await withTools('1.4.0', [...safer, v1[0] as Tool]), { accept }));
+    const cases: [string, Tool[], unknown[]][] = [
+      ['2.0.0', [{ name: 'shout', risk_class: 'read' }, { name: 'peek', risk_class: 'read' }, v1[0] as Tool], [{ name: 'shout', from: rated('destructive'), to: rated('read') }]],
+      ['2.1.0', [...safer, { name: 'greet', risk_class: 'write' }], [{ name: 'greet', from: rated('write', 'high_stakes_write'), to: rated('write') }]],
+      ['2.2.0', [...safer, v1[0] as Tool, { name: 'wipe', risk_class: 'destructive' }], [{ name: 'wipe', from: null, to: rated('destructive') }]],
+      ['2.3.0', [{ name: 'shout', risk_class: 'write' }, { name: 'peek', risk_class: 'read' }, { name: 'greet', risk_class: 'read' }], [
+        { name: 'shout', from: rated('destructive'), to: rated('write') },
+        { name: 'greet', from: rated('write', 'high_stakes_write'), to: rated('read') },
+      ]],
+    ];
+    for (const [version, tools, changes] of cases) {
+      const declinedAsk: Request[] = [];
+      const declined = refusedWith(await p.installer.install(await withTools(version, tools), { accept: (r: Request) => (declinedAsk.push(r), false) }), 'PLUGIN_TRUST_DECLINED');
+      expect(declinedAsk.map((r) => r.risk_changes), version).toEqual([changes]);
+      expect(declined.details).toMatchObject({ plugin_id: 'greeter', reason: 'risk_lowered', risk_changes: changes });
+    }
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.4.0');
+    unwrap(await p.installer.install(await withTools('2.0.0', cases[0]?.[1] ?? []), { accept }));
+    expect(asked.at(-1)).toMatchObject({ version: '2.0.0', risk_changes: cases[0]?.[2] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+  });
+
+  it('refuses such an upgrade without an accept callback (no one to ask), naming the tools in the hint, and installs the same upgrade with one', async () => {
+    p = await testProfile('dev');
+    // The finding's repro: destructive tools rated read by the next version of the same owner, same powers.
+    unwrap(await p.installer.install(await withTools('1.0.0', [{ name: 'probe', risk_class: 'destructive' }, { name: 'daemon', risk_class: 'destructive' }])));
+    const v2 = await withTools('2.0.0', [{ name: 'probe', risk_class: 'read' }, { name: 'daemon', risk_class: 'read' }]);
+    const refused = refusedWith(await p.installer.install(v2), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.hint).toContain('probe destructive→read, daemon destructive→read');
+    expect(refused.message).toContain('probe destructive→read');
+    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'probe' }, { name: 'daemon' }] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.0.0');
+    const variants = unwrap(await p.store.snapshot()).contents.variants.filter((v) => v.plugin_id === 'greeter');
+    expect(variants.map((v) => v.risk_class)).toEqual(['destructive', 'destructive']);
+    // Raising a class needs no one: the upgrade the other way goes through unasked.
+    unwrap(await p.installer.install(await withTools('1.5.0', [{ name: 'probe', risk_class: 'destructive' }, { name: 'daemon', risk_class: 'destructive' }, { name: 'peek', risk_class: 'read' }])));
+    unwrap(await p.installer.install(v2, { accept: () => true }));
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+  });
+
+  it('after a remove, records the tools with the owner and asks again when a reinstall rates one lower', async () => {
+    p = await testProfile('dev');
+    const asked: Request[] = [];
+    const accept = (request: Request): boolean => (asked.push(request), true);
+    unwrap(await p.installer.install(await withTools('1.0.0', v1), { accept }));
+    unwrap(await p.installer.remove('greeter'));
+    const owners = unwrap(await p.store.snapshot()).contents.namespace_owners;
+    expect(owners.greeter?.accepted_tools).toEqual([
+      { name: 'greet', ...rated('write', 'high_stakes_write') },
+      { name: 'shout', ...rated('destructive') },
+    ]);
+    unwrap(await p.installer.install(await withTools('1.1.0', v1), { accept }));
+    expect(asked.map((r) => r.version)).toEqual(['1.0.0']);
+    unwrap(await p.installer.remove('greeter'));
+    const lowered = await withTools('2.0.0', [v1[0] as Tool, { name: 'shout', risk_class: 'read' }]);
+    refusedWith(await p.installer.install(lowered), 'PLUGIN_TRUST_DECLINED');
+    refusedWith(await p.installer.install(lowered, { accept: () => false }), 'PLUGIN_TRUST_DECLINED');
+    expect(await installed(p, 'greeter')).toBeUndefined();
+    unwrap(await p.installer.install(lowered, { accept }));
+    expect(asked.at(-1)).toMatchObject({ version: '2.0.0', risk_changes: [{ name: 'shout', from: rated('destructive'), to: rated('read') }] });
+  });
+});
