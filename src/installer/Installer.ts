@@ -268,7 +268,9 @@ function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest):
         ? owners[id]?.accepted_tools
         : undefined
       : snapshot.contents.variants.filter((v) => v.plugin_id === id).map((v) => ({ name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
-  return accepted === undefined ? [] : riskLowerings(accepted, manifest.tools);
+  // Named as the catalog's rows name them (installRecords): a TOML form's tool_name, else its name.
+  const next = manifest.tools.map((t) => ({ name: t.tool_name ?? t.name, risk_class: t.risk_class, confirmation_policy: t.confirmation_policy }));
+  return accepted === undefined ? [] : riskLowerings(accepted, next);
 }
 
 /** How many changed tools a refusal's message and hint name; `details.risk_changes` has them all. */

@@ -352,6 +352,20 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
   });
 
+  it('compares the TOML form by the tool names its rows record: the same tools again are no change, a lower class is', async () => {
+    p = await testProfile('dev');
+    const toml = async (version: string, risk: string): Promise<string> => {
+      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
+      const file = join(pkg, 'plugin.toml');
+      await writeFile(file, (await readFile(file, 'utf8')).replace('version = "2.1.0"', `version = "${version}"`).replace('risk_class = "read"', `risk_class = "${risk}"`));
+      return pkg;
+    };
+    unwrap(await p.installer.install(await toml('2.1.0', 'write')));
+    unwrap(await p.installer.install(await toml('2.2.0', 'write')));
+    const refused = refusedWith(await p.installer.install(await toml('2.3.0', 'read')), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search', from: { risk_class: 'write' }, to: { risk_class: 'read' } }] });
+  });
+
   it('after a remove, records the tools with the owner and asks again when a reinstall rates one lower', async () => {
     p = await testProfile('dev');
     const asked: Request[] = [];
