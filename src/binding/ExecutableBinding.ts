@@ -21,7 +21,7 @@ import { systemRandom, type Random } from '../ports/ports.js';
 import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
-import { integrityPolicy, integrityPolicyOptions, MOUNTED_MAIN_OPTIONS, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
+import { integrityPolicy, integrityPolicyOptions, mountedMainOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import type { PackageTreePin } from './packageTree.js';
 import { pythonVerifiedMainProgram } from './pythonLoader.js';
 import { isPinnedPythonPath, withPythonPath } from './pythonPath.js';
@@ -277,7 +277,10 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
   }
   if (pin.kind === 'python') {
     const bootstrap = pin.python_path === undefined ? PYTHON_BOOTSTRAP : pythonVerifiedMainProgram(childFd(0), pin.python_path.map((dir) => scriptPathOf(record.install_root, dir)));
-    return { argv: [program, ...pin.args, '-c', bootstrap, script, ...userArgs], handles };
+    // -s: the user site-packages (~/.local/lib/pythonX.Y/site-packages) lies in the plugin's HOME, its data directory,
+    // which it writes and which outlives upgrades: a .pth file or usercustomize planted there would run at every start,
+    // before the verified main and outside every pin (as PYTHONUSERBASE, denylisted, would point it elsewhere).
+    return { argv: [program, ...pin.args, '-s', '-c', bootstrap, script, ...userArgs], handles };
   }
   return { argv: [program, ...pin.args, descriptorPath(childFd(0)), ...userArgs], handles };
 }
@@ -294,7 +297,7 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
     argv: [program, ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...userArgsOf(record)],
     handles: [policy, interpreter.handle, copy.handle],
     readOnlyPaths: [guard],
-    mountedMain: { index: 2, path: script, argv: [program, ...pin.args, ...MOUNTED_MAIN_OPTIONS, script, ...userArgsOf(record)] },
+    mountedMain: { index: 2, path: script, argv: [program, ...pin.args, ...mountedMainOptions(guard), script, ...userArgsOf(record)] },
   };
 }
 
@@ -303,10 +306,10 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
  * (`mountedMain`, required): no policy is written, and a launcher that cannot
  * mount refuses the command instead of running the installed file unchecked.
  */
-function launchMountedOnly(record: ExecutableBindingRecord, pin: InterpreterPin, copy: VerifiedCopy, interpreter: OpenedFile): Launch {
+function launchMountedOnly(record: ExecutableBindingRecord, pin: InterpreterPin, copy: VerifiedCopy, interpreter: OpenedFile, guard: string): Launch {
   const script = scriptPathOf(record.install_root, record.executable_path);
-  const argv = [descriptorPath(childFd(1)), ...pin.args, ...MOUNTED_MAIN_OPTIONS, script, ...userArgsOf(record)];
-  return { argv, handles: [copy.handle, interpreter.handle], mountedMain: { index: 0, path: script, argv, required: true } };
+  const argv = [descriptorPath(childFd(1)), ...pin.args, ...mountedMainOptions(guard), script, ...userArgsOf(record)];
+  return { argv, handles: [copy.handle, interpreter.handle], readOnlyPaths: [guard], mountedMain: { index: 0, path: script, argv, required: true } };
 }
 
 function verifiedExecutable(record: ExecutableBindingRecord, sha256: string, launch: Launch, interpreter: OpenedFile | undefined): VerifiedExecutable {
@@ -423,7 +426,9 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
   const pin = record.interpreter;
   const guard = options.nodeMainGuardPath ?? NODE_MAIN_GUARD;
   const underPolicy = pin?.kind === 'node' && pin.node_main === 'integrity_policy';
-  if (underPolicy && options.launcherMountsMain !== true && existsSync(guard)) return verifyUnderPolicy(record, relative.value, pin, options, guard);
+  // Both launches by path preload the guard; without it (a bundler that did not copy it) the loader hook runs the script.
+  const guarded = underPolicy && existsSync(guard);
+  if (guarded && options.launcherMountsMain !== true) return verifyUnderPolicy(record, relative.value, pin, options, guard);
   // The interpreter is opened while the main file is copied; a refused copy is reported first.
   const [copied, interpreter] = await Promise.all([copyPinnedFile(record, relative.value, options), pin === undefined ? undefined : openPinnedInterpreter(pin)]);
   if (copied.isErr()) {
@@ -436,7 +441,7 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
     await copy.handle.close().catch(() => undefined);
     return err(interpreter.error);
   }
-  const launch = underPolicy && options.launcherMountsMain === true ? launchMountedOnly(record, pin, copy, interpreter.value) : launchScript(record, copy, pin, interpreter.value);
+  const launch = guarded && options.launcherMountsMain === true ? launchMountedOnly(record, pin, copy, interpreter.value, guard) : launchScript(record, copy, pin, interpreter.value);
   return ok(verifiedExecutable(record, copy.sha256, launch, interpreter.value));
 }
 

@@ -16,6 +16,8 @@
  * chosen API fails to start instead of running unverified code.
  */
 
+import { HOME_FREE_GLOBAL_PATHS } from './nodeGlobalPaths.js';
+
 /**
  * Shared by both hook flavours: the entry check, and reading the whole file
  * behind descriptor `fd` (then closing it). The hook reads it when the main
@@ -67,9 +69,10 @@ const dataUrl = (source: string): string => `data:text/javascript,${encodeURICom
  */
 export function nodeVerifiedMainImport(fd: number): string {
   const bootstrap =
-    `import { register } from 'node:module';` +
+    `import Module, { register } from 'node:module';` +
     `import { pathToFileURL } from 'node:url';` +
     `import { isMainThread } from 'node:worker_threads';` +
+    HOME_FREE_GLOBAL_PATHS +
     `if (isMainThread) register(${JSON.stringify(dataUrl(WORKER_HOOKS_SOURCE))}, { data: { url: pathToFileURL(process.argv[1]).href, fd: ${fd} } });`;
   return dataUrl(bootstrap);
 }
@@ -78,10 +81,11 @@ export function nodeVerifiedMainImport(fd: number): string {
 export function nodeVerifiedMainImportInThread(fd: number): string {
   const bootstrap = `
 import { closeSync, fstatSync, readSync } from 'node:fs';
-import { registerHooks } from 'node:module';
+import Module, { registerHooks } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
 ${READ_VERIFIED_SOURCE}
+${HOME_FREE_GLOBAL_PATHS}
 if (isMainThread) {
   const mainUrl = pathToFileURL(process.argv[1]).href;
   let served = false;

@@ -11,7 +11,7 @@
  *   policy for every module it loads (about +32 ms on a large server's
  *   start). Under bubblewrap the same interpreters need no policy: the
  *   sandbox mounts the verified copy at the main module's own path (see
- *   {@link MOUNTED_MAIN_OPTIONS}); the policy stays for launchers that
+ *   {@link mountedMainOptions}); the policy stays for launchers that
  *   cannot mount (Seatbelt, unsandboxed).
  * - `in_thread_hook` (Node 22.15+, 23.5+): a module-loader hook serves the
  *   main module's source from the descriptor of the verified copy (see
@@ -86,14 +86,18 @@ export function integrityPolicyOptions(policyPath: string, guardPath: string = N
 
 /**
  * The Node options for a main module whose verified bytes the sandbox
- * mounts read-only at the module's own path: no policy and no guard. That
- * path is a file holding exactly those bytes, or the sandbox refused to start
- * (a missing file or a directory there cannot take the mount), so Node's
- * extension and directory fallbacks, which the guard blocks under the
- * policy, never come into play. The main module keeps its path as its URL
- * even if a link was swapped in, so its relative imports resolve from there.
+ * mounts read-only at the module's own path: no policy. That path is a file
+ * holding exactly those bytes, or the sandbox refused to start (a missing
+ * file or a directory there cannot take the mount), so Node's extension and
+ * directory fallbacks, which the guard blocks under the policy, never come
+ * into play; the guard is preloaded all the same, for `require()`'s global
+ * folders without HOME (see nodeGlobalPaths.ts), so the sandbox must let the
+ * child read it. The main module keeps its path as its URL even if a link
+ * was swapped in, so its relative imports resolve from there.
  */
-export const MOUNTED_MAIN_OPTIONS: readonly string[] = ['--preserve-symlinks-main'];
+export function mountedMainOptions(guardPath: string = NODE_MAIN_GUARD): string[] {
+  return ['--preserve-symlinks-main', '--require', guardPath];
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

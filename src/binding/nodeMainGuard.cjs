@@ -1,16 +1,32 @@
 'use strict';
-// Preloaded (--require) into a Node 20/21 plugin run under an integrity
-// policy. Node resolves the main script like a require() of it: when the
+// Preloaded (--require) into a Node plugin started by its path: under an
+// integrity policy (Node 20/21) or with the verified copy mounted at that
+// path. Node resolves the main script like a require() of it: when the
 // path is not a file it tries extensions and the directory's package.json
 // or index, and the policy names only the exact path. Resolving the main
 // to exactly that path means a file put beside it or in its place is never
 // run; a missing main fails to load instead. Node resolves a CommonJS main
 // twice (once to choose the loader, once to load it), so the rule stays.
 // Worker threads inherit the preload but have no main script of their own.
+const Module = require('node:module');
 const { isMainThread } = require('node:worker_threads');
 
+// require()'s global folders without HOME ($HOME/.node_modules, $HOME/.node_libraries): HOME is the plugin's data
+// directory, which it writes and which outlives upgrades, so a module planted there would load unpinned
+// (src/binding/nodeGlobalPaths.ts says the same for the other launches). Every thread reads them at its start.
+{
+  const home = process.env.HOME;
+  if (home !== undefined) {
+    delete process.env.HOME;
+    try {
+      Module._initPaths();
+    } finally {
+      process.env.HOME = home;
+    }
+  }
+}
+
 if (isMainThread && typeof process.argv[1] === 'string') {
-  const Module = require('node:module');
   const { resolve } = require('node:path');
   const main = resolve(process.argv[1]);
   const findPath = Module._findPath;

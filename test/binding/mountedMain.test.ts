@@ -9,6 +9,7 @@ import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../../src/binding/ExecutableBinding.js';
+import { mountedMainOptions } from '../../src/binding/nodeMain.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import type { VerifiedExecutable } from '../../src/process/VerifiedExecutable.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
@@ -68,13 +69,13 @@ describe('bubblewrap mounts the verified Node main module (no integrity policy)'
     writeFileSync(`${path}.tmp`, SWAPPED);
     renameSync(`${path}.tmp`, path);
     const renamed = await runSandboxed(byRename);
-    expect(renamed.stdout).toBe('ORIGINAL 7 ["--preserve-symlinks-main"]\n');
+    expect(renamed.stdout).toBe(`ORIGINAL 7 ${JSON.stringify(mountedMainOptions())}\n`);
     expect(renamed.code).toBe(0);
 
     writeFileSync(path, ORIGINAL);
     const inPlace = await verify(record);
     writeFileSync(path, SWAPPED);
-    expect((await runSandboxed(inPlace)).stdout).toBe('ORIGINAL 7 ["--preserve-symlinks-main"]\n');
+    expect((await runSandboxed(inPlace)).stdout).toBe(`ORIGINAL 7 ${JSON.stringify(mountedMainOptions())}\n`);
   });
 
   it('never runs a file Node would fall back to: a deleted main module, or a directory in its place, stops the start', async () => {
@@ -113,7 +114,7 @@ describe('bubblewrap mounts the verified Node main module (no integrity policy)'
       rmSync(path);
       symlinkSync(target, path);
       const out = await runSandboxed(verified);
-      expect(['', 'ORIGINAL 7 ["--preserve-symlinks-main"]\n']).toContain(out.stdout);
+      expect(['', `ORIGINAL 7 ${JSON.stringify(mountedMainOptions())}\n`]).toContain(out.stdout);
       rmSync(path);
       writeFileSync(path, ORIGINAL);
     }

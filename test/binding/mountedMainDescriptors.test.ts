@@ -9,6 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord, type VerifyExecutableOptions } from '../../src/binding/ExecutableBinding.js';
+import { mountedMainOptions } from '../../src/binding/nodeMain.js';
 import { inheritableDescriptors } from '../../src/process/processTree.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
 import { spawnPluginProcess } from '../../src/process/spawnPluginProcess.js';
@@ -81,7 +82,7 @@ describe('descriptors a sandboxed Node plugin inherits', () => {
   it('under bubblewrap: no policy, no file descriptor but stdio (the copy and the interpreter are mounted, not held)', async () => {
     expect(spawner.mountsMain).toBe(true);
     const { fds, execArgv } = await runSandboxed(await verify(await bindLister(), { launcherMountsMain: spawner.mountsMain }));
-    expect(execArgv).toEqual(['--preserve-symlinks-main']);
+    expect(execArgv).toEqual(mountedMainOptions());
     expect(fileDescriptors(fds)).toEqual([]);
   });
 

@@ -138,6 +138,11 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
     expect(exe.argv).toContain('--import');
     expect(exe.argv.some((a) => a.startsWith('--experimental-policy'))).toBe(false);
     expect((await runVerified(exe)).stdout).toBe('hooked\n');
+    // A launcher that mounts the main module preloads the guard too (require()'s global folders): without it, the hook as well.
+    const mounted = (await verifyExecutableBinding(record, { copyDir: s.copyDir, nodeMainGuardPath: join(s.base, 'no-guard.cjs'), launcherMountsMain: true }))._unsafeUnwrap();
+    expect(mounted.argv).toContain('--import');
+    expect(mounted.mountedMain).toBeUndefined();
+    expect((await runVerified(mounted)).stdout).toBe('hooked\n');
   });
 
   it('pins a Node script that is not valid UTF-8 with the loader hook, and runs it', async () => {

@@ -19,6 +19,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ok } from 'neverthrow';
 import type { Logger } from '../../ports/ports.js';
+import { dropHomeGlobalPaths } from '../../binding/nodeGlobalPaths.js';
 import { loadPlugins } from './loadPlugins.js';
 import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
 import { parseRunnerArguments } from './runnerArgs.js';
@@ -50,6 +51,8 @@ function reserveStdoutForMcp(): Writable {
 }
 
 async function main(): Promise<number | undefined> {
+  // Before anything of the plugin loads: its HOME is its data directory, where a planted module must not answer require().
+  dropHomeGlobalPaths();
   const settings = parseRunnerArguments(process.argv.slice(2));
   if (settings.isErr()) {
     report(loadFailedReport(settings.error));

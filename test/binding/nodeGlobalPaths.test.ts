@@ -1,0 +1,85 @@
+/**
+ * Every Node launch of a plugin rebuilds `require()`'s global folders
+ * without HOME (the plugin's data directory): each bootstrap, the
+ * main-module guard and the ESM runner's own call, each in a real Node
+ * child whose HOME holds a planted module. The sandboxed end-to-end case is
+ * test/sandbox/dataDirStartupCode.test.ts.
+ */
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as nodeModule from 'node:module';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_MAIN_GUARD } from '../../src/binding/nodeMain.js';
+import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from '../../src/binding/nodeLoader.js';
+
+const GLOBAL_PATHS_SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'binding', 'nodeGlobalPaths.ts');
+
+// What the plugin sees: the planted module, or why it found none, and the global folders under HOME.
+const MAIN = `'use strict';
+let planted;
+try { planted = require('planted'); } catch (e) { planted = e.code; }
+process.stdout.write(JSON.stringify({ planted, home_folders: require('node:module').globalPaths.filter((p) => p.startsWith(process.env.HOME)), home: process.env.HOME }));
+`;
+
+let dir: string;
+let home: string;
+let main: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'global-paths-'));
+  home = join(dir, 'home');
+  for (const folder of ['.node_modules', '.node_libraries']) {
+    await mkdir(join(home, folder, 'planted'), { recursive: true });
+    await writeFile(join(home, folder, 'planted', 'index.js'), `module.exports = 'planted in ${folder}';`);
+  }
+  main = join(dir, 'main.cjs');
+  await writeFile(main, MAIN);
+});
+
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+/** Runs Node with `args` (the main file last), the main file open as its fd 3, as the host hands the verified copy over. */
+function run(args: readonly string[]): Promise<unknown> {
+  const fd = openSync(main, 'r');
+  const child = spawn(process.execPath, [...args], { env: { HOME: home, PATH: process.env['PATH'] ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe', fd] });
+  closeSync(fd);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`exit ${String(code)}: ${stderr.slice(-2000)}`))));
+  });
+}
+
+const refused = (): unknown => ({ planted: 'MODULE_NOT_FOUND', home_folders: [], home });
+
+describe('require() global folders under HOME', () => {
+  it('load a planted module when nothing rebuilds them (the case every launch must rule out)', async () => {
+    expect(await run([main])).toMatchObject({ planted: 'planted in .node_modules' });
+  });
+
+  it('are gone under the main-module guard (the policy launch and the mounted main)', async () => {
+    expect(await run(['--require', NODE_MAIN_GUARD, main])).toEqual(refused());
+  });
+
+  it('are gone under the loader-worker bootstrap', async () => {
+    expect(await run(['--import', nodeVerifiedMainImport(3), main])).toEqual(refused());
+  });
+
+  // registerHooks exists from Node 22.15 and 23.5; on an older Node the in-thread bootstrap is never chosen.
+  it.runIf(typeof (nodeModule as { registerHooks?: unknown }).registerHooks === 'function')('are gone under the in-thread bootstrap', async () => {
+    expect(await run(['--import', nodeVerifiedMainImportInThread(3), main])).toEqual(refused());
+  });
+
+  it('are gone after dropHomeGlobalPaths (the ESM runner, before it loads the plugin)', async () => {
+    const script = join(dir, 'runner.mts');
+    await writeFile(script, `import { dropHomeGlobalPaths } from ${JSON.stringify(GLOBAL_PATHS_SOURCE)};\ndropHomeGlobalPaths();\nawait import(${JSON.stringify(main)});\n`);
+    expect(await run(['--import', 'tsx', script])).toEqual(refused());
+  });
+});

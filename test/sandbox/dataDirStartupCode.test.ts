@@ -1,0 +1,133 @@
+/**
+ * A plugin's data directory is its HOME, writable by it and kept across
+ * upgrades and reinstalls. Code it plants there must not run at a later
+ * start of the pinned code: an interpreter's start-up hooks under HOME
+ * would run before (or instead of) the verified main module, outside every
+ * pin. Each case plants in one start and looks in the next, through a real
+ * host and each real Linux backend.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { answered, HostPool } from '../support/hostHarness.js';
+import { LINUX_BACKENDS } from './sandboxBackends.js';
+
+// CPython's user site-packages (~/.local/lib/pythonX.Y/site-packages): its .pth files and usercustomize run at start-up.
+const PYTHON_PLANTER = `#!/usr/bin/env python3
+import builtins, json, os, site, sys
+def act(params):
+    user_site = site.getusersitepackages()
+    pth = os.path.join(user_site, 'planted.pth')
+    if params.get('op') == 'plant':
+        os.makedirs(user_site, exist_ok=True)
+        with open(pth, 'w') as f:
+            f.write('import builtins; builtins.PLANTED_PTH = True\\n')
+        with open(os.path.join(user_site, 'usercustomize.py'), 'w') as f:
+            f.write('import builtins\\nbuiltins.PLANTED_USERCUSTOMIZE = True\\n')
+        return {'user_site': user_site}
+    return {
+        'planted': os.path.isfile(pth),
+        'pth_ran': getattr(builtins, 'PLANTED_PTH', False),
+        'usercustomize_ran': getattr(builtins, 'PLANTED_USERCUSTOMIZE', False),
+        'user_site_on_path': user_site in sys.path,
+    }
+for line in sys.stdin:
+    request = json.loads(line)
+    sys.stdout.write(json.dumps({'id': request['id'], 'result': act(request.get('params') or {})}) + '\\n')
+    sys.stdout.flush()
+`;
+
+// Node's CommonJS global folders under HOME ($HOME/.node_modules, $HOME/.node_libraries) answer a require() the tree cannot.
+const NODE_PLANTER = `#!/usr/bin/env node
+'use strict';
+const { mkdirSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { createInterface } = require('node:readline');
+const folders = ['.node_modules', '.node_libraries'];
+const act = (params) => {
+  if (params.op === 'plant') {
+    for (const folder of folders) {
+      const dir = join(process.env.HOME, folder, 'planted-' + folder.slice(1));
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'index.js'), 'module.exports = "planted code ran";');
+    }
+    return { home: process.env.HOME };
+  }
+  const loaded = {};
+  for (const folder of folders) {
+    try {
+      loaded[folder] = require('planted-' + folder.slice(1));
+    } catch (e) {
+      loaded[folder] = e.code;
+    }
+  }
+  return { loaded, home_folders: require('node:module').globalPaths.filter((p) => p.startsWith(process.env.HOME)) };
+};
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const request = JSON.parse(line);
+  process.stdout.write(JSON.stringify({ id: request.id, result: act(request.params || {}) }) + '\\n');
+});
+`;
+
+const scratch: string[] = [];
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true }))));
+
+async function planterPackage(pluginId: string, file: string, source: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'planter-pkg-'));
+  scratch.push(dir);
+  await mkdir(join(dir, 'bin'));
+  await writeFile(join(dir, 'bin', file), source, { mode: 0o755 });
+  const manifest = {
+    manifest_schema_version: 1,
+    plugin_id: pluginId,
+    name: 'Planter',
+    version: '1.0.0',
+    description: 'Plants start-up code in its data directory, then looks whether it ran',
+    namespace_owner: `io.example.${pluginId}`,
+    shape: 'ndjson-rpc',
+    executable: `bin/${file}`,
+    advertised_tools: [{ name: 'act', description: 'plant, or look', risk_class: 'read' }],
+    declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+  };
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest));
+  return dir;
+}
+
+type Host = Awaited<ReturnType<HostPool['open']>>;
+
+async function act(host: Host, pluginId: string, op: string): Promise<Record<string, unknown>> {
+  return answered(await host.call(`plug.${pluginId}.act`, { op })).value as Record<string, unknown>;
+}
+
+describe.each(LINUX_BACKENDS)('under %s', (backend) => {
+  it('a .pth file and usercustomize planted in the Python user site of the data directory do not run at the next start', async () => {
+    const options = { sandbox: { backend } };
+    const profile = await pool.profile();
+    const installer = await pool.open(profile, options);
+    answered(await installer.install(await planterPackage('py-planter', 'planter.py', PYTHON_PLANTER), { canary: false }));
+    await installer.close();
+    const first = await pool.open(profile, options);
+    const planted = await act(first, 'py-planter', 'plant');
+    expect(planted['user_site']).toContain(join(profile, 'data', 'py-planter'));
+    await first.close();
+    const next = await pool.open(profile, options);
+    // The files are there (the plant worked), and nothing of them ran.
+    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false });
+  });
+
+  it('a module planted in the Node global folders of the data directory does not answer a require() at the next start', async () => {
+    const options = { sandbox: { backend } };
+    const profile = await pool.profile();
+    const installer = await pool.open(profile, options);
+    answered(await installer.install(await planterPackage('node-planter', 'planter.cjs', NODE_PLANTER), { canary: false }));
+    await installer.close();
+    const first = await pool.open(profile, options);
+    expect((await act(first, 'node-planter', 'plant'))['home']).toBe(join(profile, 'data', 'node-planter'));
+    await first.close();
+    const next = await pool.open(profile, options);
+    expect(await act(next, 'node-planter', 'look')).toEqual({ loaded: { '.node_modules': 'MODULE_NOT_FOUND', '.node_libraries': 'MODULE_NOT_FOUND' }, home_folders: [] });
+  });
+});
