@@ -2,7 +2,7 @@ import terminalLayout from '../../etc/cli-terminal.json' with { type: 'json' };
 import type { HostError } from '../index.js';
 import { cliHint } from './cliHints.js';
 import { Spinner } from './Spinner.js';
-import { colourEnabled, columns, createStyle, terminalSafe, type OutputStream, type Style } from './style.js';
+import { colourEnabled, columns, continued, createStyle, oneLineField, terminalText, type OutputStream, type Style } from './style.js';
 
 /** The process surroundings a command runs in (process itself, in main.ts). */
 export interface Terminal {
@@ -21,6 +21,8 @@ export interface Terminal {
 // that shows --json output. Escaped, the document parses to the same value.
 const RAW_IN_JSON = new RegExp(String.raw`[\u007f-\u009f\u2028\u2029${terminalLayout.bidiControls}]`, 'g');
 const escapedCodePoint = (found: string): string => `\\u${found.charCodeAt(0).toString(16).padStart(4, '0')}`;
+// Where the continuation lines of a failure's message and hint start: as deep as the plugin's stderr tail.
+const MESSAGE_INDENT = '    ';
 
 /** A violation as the CLI prints it. */
 export interface PrintedViolation {
@@ -73,12 +75,12 @@ export class Output {
 
   /** One line for people (nothing in JSON mode). */
   line(text = ''): void {
-    if (!this.json) this.#terminal.stdout.write(`${terminalSafe(text)}\n`);
+    if (!this.json) this.#terminal.stdout.write(`${terminalText(text)}\n`);
   }
 
   /** A note for people on stderr (nothing in JSON mode). */
   note(text: string): void {
-    if (!this.json) this.#terminal.stderr.write(`${terminalSafe(text)}\n`);
+    if (!this.json) this.#terminal.stderr.write(`${terminalText(text)}\n`);
   }
 
   /** The one JSON document of a command (nothing in human mode). Pretty on a terminal, one line otherwise. */
@@ -118,9 +120,11 @@ export class Output {
     }
     if (this.annotations) this.line(workflowCommand('error', { title: error.code }, `${error.message}\n${error.hint}`));
     const s = this.errStyle;
-    const out: string[] = [`${s.red(s.bold('error'))} ${s.bold(error.code)}: ${error.message}`];
+    // A message or hint may quote a plugin's text over several lines (a JSON-RPC error, an isError result): indented,
+    // no line of it starts at column 0, where it could pose as the CLI's own `hint:` line below.
+    const out: string[] = [`${s.red(s.bold('error'))} ${s.bold(error.code)}: ${continued(error.message, MESSAGE_INDENT)}`];
     const facts = [
-      error.source_error_code === undefined ? undefined : `plugin code ${error.source_error_code}`,
+      error.source_error_code === undefined ? undefined : `plugin code ${oneLineField(String(error.source_error_code))}`,
       error.retryable ? 'retryable' : undefined,
       error.retry_after_ms === undefined ? undefined : `retry after ${error.retry_after_ms} ms`,
     ].filter((f) => f !== undefined);
@@ -131,15 +135,15 @@ export class Output {
     if (typeof tail === 'string' && tail.trim() !== '') {
       out.push(s.dim('  plugin stderr (last lines):'), ...tail.trimEnd().split('\n').slice(-10).map((l) => s.dim(`    ${l}`)));
     }
-    out.push(`${s.yellow('hint')}: ${error.hint}`);
+    out.push(`${s.yellow('hint')}: ${continued(error.hint, MESSAGE_INDENT)}`);
     if (suggestion !== undefined) out.push(`${s.yellow('try')}: ${suggestion}`);
-    this.#terminal.stderr.write(`${terminalSafe(out.join('\n'))}\n`);
+    this.#terminal.stderr.write(`${terminalText(out.join('\n'))}\n`);
   }
 
   /** Violations as aligned rows: pointer, code, message. */
   violationLines(violations: readonly PrintedViolation[], s: Style = this.style): string[] {
     return columns(
-      violations.map((v) => ['  ' + (v.pointer === '' ? '(document)' : v.pointer), v.code, v.message]),
+      violations.map((v) => ['  ' + (v.pointer === '' ? '(document)' : oneLineField(v.pointer)), v.code, oneLineField(v.message)]),
       (text, _r, c) => (c === 1 ? s.red(text) : c === 0 ? s.cyan(text) : text),
     );
   }

@@ -1,4 +1,4 @@
-import type { OutputStream } from './style.js';
+import { oneLineField, terminalText, type OutputStream } from './style.js';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const FRAME_MS = 80;
@@ -46,6 +46,7 @@ export class Spinner {
 
   #draw(): void {
     const frame = FRAMES[this.#frame++ % FRAMES.length] ?? '';
-    this.#stream.write(`\r\u001b[2K${frame} ${this.#label}`);
+    // The label may carry a plugin's progress message: on its one line, and as text.
+    this.#stream.write(`\r\u001b[2K${frame} ${terminalText(oneLineField(this.#label))}`);
   }
 }

@@ -4,6 +4,7 @@ import type { CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { commandHelp, generalHelp, shortUsage } from './help.js';
 import { Output, type Terminal } from './Output.js';
+import { terminalText } from './style.js';
 import { printUsageProblem } from './usage.js';
 import { packageVersion } from './version.js';
 
@@ -53,7 +54,7 @@ export async function runCli(argv: readonly string[], terminal: Terminal, signal
     case 'help': {
       const help = invocation.command === undefined ? generalHelp(out.style) : commandHelp(invocation.command, out.style);
       if (out.json) out.data({ ok: true, help });
-      else terminal.stdout.write(help);
+      else terminal.stdout.write(terminalText(help));
       return EXIT_CODES.ok;
     }
     case 'version': {

@@ -5,6 +5,7 @@ import { fail, failNaming, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary } from './present.js';
+import { continued } from './style.js';
 import { confirm } from './prompt.js';
 
 function nameOf(ctx: CommandContext): string {
@@ -94,7 +95,7 @@ export function reportCanary(ctx: CommandContext, outcome: CanaryOutcome, verb: 
   const s = out.style;
   out.line(`${passed ? s.green('✓') : s.red('✗')} ${verb} ${outcome.plugin_id}: canary ${canarySummary(outcome, s)}`);
   if (outcome.error !== undefined) {
-    out.note(`${out.errStyle.yellow('hint')}: ${outcome.error.hint}`);
+    out.note(`${out.errStyle.yellow('hint')}: ${continued(outcome.error.hint, '    ')}`);
     if (outcome.status === 'skipped') out.note(`${out.errStyle.yellow('try')}: ${PROGRAM} setup ${outcome.plugin_id}`);
     else out.note(`${out.errStyle.yellow('try')}: fix the cause, then ${PROGRAM} reload ${outcome.plugin_id}`);
   }

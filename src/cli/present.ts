@@ -18,7 +18,8 @@ export function canaryJson(outcome: CanaryOutcome): Record<string, unknown> {
 export function canarySummary(outcome: CanaryOutcome, style: Style): string {
   const status =
     outcome.status === 'passed' ? style.green('passed') : outcome.status === 'failed' ? style.red('failed') : style.yellow('skipped');
-  const why = outcome.error === undefined ? '' : `: ${outcome.error.code} ${outcome.error.message}`;
+  // The message may quote the plugin over several lines; the summary is one line of the CLI's.
+  const why = outcome.error === undefined ? '' : `: ${outcome.error.code} ${oneLineField(outcome.error.message)}`;
   return `${status} (${outcome.mode})${why}`;
 }
 

@@ -2,6 +2,7 @@ import type { ConfirmationRequest, ToolResult } from '../index.js';
 import { fail, failNaming, notInMissingProfile, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { confirm, readAll } from './prompt.js';
+import { continued } from './style.js';
 import { usageFailure } from './usage.js';
 
 /** The text a person wants from a tool result: MCP text blocks as they are, anything else as JSON. */
@@ -60,7 +61,8 @@ export async function runCommand(ctx: CommandContext): Promise<ExitCode> {
     out.data({ ok: !result.isError, op_id: opId, result: result.value, is_error: result.isError });
     if (result.isError) {
       // Only shapes without an error envelope to map (ndjson-rpc, handshake) get here.
-      out.note(`${out.errStyle.red('error')} ${opId} reported a failure:\n${resultText(result)}`);
+      // The plugin's text below the CLI's line, indented on every line: none of it can pose as a line of the CLI's own.
+      out.note(`${out.errStyle.red('error')} ${opId} reported a failure:\n  ${continued(resultText(result), '  ')}`);
       return EXIT_CODES.runtime;
     }
     out.line(resultText(result));

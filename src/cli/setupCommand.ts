@@ -8,7 +8,7 @@ import { PROGRAM } from './help.js';
 import { reportCanary } from './lifecycleCommands.js';
 import { authChecklist } from './present.js';
 import { ask, readAll } from './prompt.js';
-import { oneLineField } from './style.js';
+import { oneLineField, terminalText } from './style.js';
 import { usageError } from './usage.js';
 
 /** The credentials a plugin declares, as the inventory shows them: by alias, never by env name. */
@@ -87,7 +87,7 @@ async function prompted(ctx: CommandContext, declared: readonly CredentialView[]
   const s = ctx.out.errStyle;
   for (const d of declared) {
     // The names and hint come from the package: shown as text, never as escape sequences around the hidden prompt.
-    ctx.terminal.stderr.write(`${s.bold(oneLineField(d.display_name))}${d.setup_hint === '' ? '' : s.dim(` — ${oneLineField(d.setup_hint)}`)}\n`);
+    ctx.terminal.stderr.write(terminalText(`${s.bold(oneLineField(d.display_name))}${d.setup_hint === '' ? '' : s.dim(` — ${oneLineField(d.setup_hint)}`)}\n`));
     const answer = await ask(ctx.terminal, `  ${oneLineField(d.alias)} (input hidden): `, { hidden: true });
     if (answer !== '') values.set(d.alias, answer);
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import terminalLayout from '../../etc/cli-terminal.json' with { type: 'json' };
 
 /** A stream the CLI writes to: process.stdout / process.stderr, or a test double. */
@@ -28,29 +29,57 @@ export interface Style {
   cyan(text: string): string;
 }
 
-const sgr = (open: number, close: number) => (text: string): string => `\u001b[${open}m${text}\u001b[${close}m`;
+// The CLI's own decorations travel through the text it assembles as marks only this process can write: an APC string
+// (which a terminal ignores) carrying a secret drawn at start and the SGR parameter. Text from a package or a running
+// plugin is joined with them before it is printed, so a real SGR in it could not be told from the CLI's own red and green
+// and could pose as a status line; with the secret, every escape sequence of that text is removed and only the marks
+// become SGR when written (terminalText).
+const OWN_SECRET = randomBytes(12).toString('hex');
+const OWN_MARK = String.raw`\u001b_${OWN_SECRET}:(1|2|22|31|32|33|36|39)\u001b\\`;
+const sgr = (open: number, close: number) => (text: string): string =>
+  `\u001b_${OWN_SECRET}:${open}\u001b\\${text}\u001b_${OWN_SECRET}:${close}\u001b\\`;
 
-// An escape sequence (CSI, OSC, or a two-character one) or a lone control character: C0 but tab and line feed, DEL, C1,
-// and the bidirectional formatting characters, which reorder the text shown around them.
+// An escape sequence (CSI; OSC, DCS, SOS, PM and APC strings; a two-character one) or a lone control character: C0 but
+// tab and line feed, DEL, C1, and the bidirectional formatting characters, which reorder the text shown around them.
+// The CLI's own marks come first, so the string alternative cannot swallow them.
 const CONTROL = new RegExp(
-  String.raw`\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f${terminalLayout.bidiControls}]`,
+  String.raw`(${OWN_MARK})|\u001b\[[0-?]*[ -/]*[@-~]|\u001b[\]PX^_][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u001b[@-_]?|[\u0000-\u0008\u000b-\u001f\u007f-\u009f${terminalLayout.bidiControls}]`,
   'g',
 );
-// The decorations createStyle writes, the only escape sequences the CLI itself prints through Output.
-const OWN_DECORATION = /^\u001b\[(?:1|2|22|31|32|33|36|39)m$/;
+const OWN_MARKS = new RegExp(OWN_MARK, 'g');
 
 /**
  * `text` as the CLI may put it on a terminal: every escape sequence and
  * control character removed (tab and line feed kept), bidirectional
- * formatting characters too, but the decorations of {@link createStyle}.
- * Names, descriptions, hints and messages printed for people come from
- * packages and plugins; an escape sequence in one could move the cursor and
- * rewrite lines already shown (the powers a person is asked to approve at
- * install), retitle the window or hide text, and a right-to-left override
- * could show its text backwards.
+ * formatting characters too, whatever text they come from; only the
+ * decorations {@link createStyle} added in this process stay (as marks that
+ * {@link terminalText} turns into colour). Names, descriptions, hints and
+ * messages printed for people come from packages and plugins; an escape
+ * sequence in one could move the cursor and rewrite lines already shown (the
+ * powers a person is asked to approve at install), retitle the window, hide
+ * text or colour itself as the CLI's own status, and a right-to-left
+ * override could show its text backwards.
  */
 export function terminalSafe(text: string): string {
-  return text.replace(CONTROL, (found) => (OWN_DECORATION.test(found) ? found : ''));
+  return text.replace(CONTROL, (found, own: string | undefined) => (own === undefined ? '' : found));
+}
+
+/**
+ * What the CLI writes to a stream for people: {@link terminalSafe}, then
+ * the CLI's own decorations as the SGR sequences a terminal shows.
+ */
+export function terminalText(text: string): string {
+  return terminalSafe(text).replace(OWN_MARKS, (_found, code: string) => `\u001b[${code}m`);
+}
+
+/**
+ * A package's or plugin's text that may span lines, printed below a line
+ * of the CLI's own: every line after the first starts with `indent`, so
+ * none of them starts at column 0 where only the CLI's own lines (`error
+ * CODE:`, `hint:`, status lines) do.
+ */
+export function continued(text: string, indent: string): string {
+  return text.split(/\r\n|\n|\r/).join(`\n${indent}`);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { OperationView, ToolDescriptor } from '../index.js';
 import { fail, failNaming, notInMissingProfile, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
+import { continued, oneLineField } from './style.js';
 
 /** A schema on one line, for the text view. */
 const oneLine = (schema: unknown): string => JSON.stringify(schema);
@@ -23,8 +24,10 @@ export function toolsCommand(ctx: CommandContext): Promise<ExitCode> {
     out.data({ ok: true, plugin_id: name, tools });
     const s = out.style;
     for (const tool of tools) {
-      out.line(`${s.bold(tool.name)}  ${s.dim(`${tool.op_id ?? '-'}  ${tool.risk_class ?? '-'}`)}`);
-      if (tool.description !== undefined) out.line(`  ${tool.description}`);
+      // The name and description come from the running plugin: the name on its one line, the description indented on
+      // every line, so neither can pose as a line of the CLI's own.
+      out.line(`${s.bold(oneLineField(tool.name))}  ${s.dim(`${tool.op_id ?? '-'}  ${tool.risk_class ?? '-'}`)}`);
+      if (tool.description !== undefined) out.line(`  ${continued(tool.description, '  ')}`);
       if (tool.annotations !== undefined) out.line(`  ${s.dim('annotations')}  ${oneLine(tool.annotations)}`);
       if (tool.inputSchema !== undefined) out.line(`  ${s.dim('input')}        ${oneLine(tool.inputSchema)}`);
       if (tool.outputSchema !== undefined) out.line(`  ${s.dim('output')}       ${oneLine(tool.outputSchema)}`);

@@ -9,6 +9,7 @@ import { PROGRAM } from './help.js';
 import { locate } from './jsonLocations.js';
 import { workflowCommand, type PrintedViolation } from './Output.js';
 import { canaryJson, canarySummary } from './present.js';
+import { continued, oneLineField } from './style.js';
 import { packageVersion } from './version.js';
 
 /** A check that did not run, and why. */
@@ -112,7 +113,7 @@ export async function printValidation(
     out.line();
     out.table(
       ['  LINE', 'POINTER', 'CODE', 'MESSAGE'],
-      findings.violations.map((v) => ['  ' + (v.line === undefined ? '-' : `${v.line}:${v.column ?? 1}`), v.pointer === '' ? '(document)' : v.pointer, v.code, v.message]),
+      findings.violations.map((v) => ['  ' + (v.line === undefined ? '-' : `${v.line}:${v.column ?? 1}`), v.pointer === '' ? '(document)' : oneLineField(v.pointer), v.code, oneLineField(v.message)]),
       (text, _r, c) => (c === 2 ? s.red(text) : c === 1 ? s.cyan(text) : c === 0 ? s.dim(text) : text),
     );
     out.line();
@@ -132,7 +133,7 @@ export async function printValidation(
     const e = out.errStyle;
     const tail = stderrTail(failedCanary);
     if (tail.length > 0) out.note([e.dim('plugin stderr (last lines):'), ...tail.map((l) => e.dim(`  ${l}`))].join('\n'));
-    out.note(`${e.yellow('hint')}: ${failedCanary.hint}`);
+    out.note(`${e.yellow('hint')}: ${continued(failedCanary.hint, '    ')}`);
     return EXIT_CODES.runtime;
   }
   for (const reason of new Set(findings.skipped.map((k) => `${k.code}: ${k.reason}`))) {
