@@ -7,7 +7,7 @@ import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary, statusText, trustLines } from './present.js';
 import { confirm } from './prompt.js';
-import { oneLineField } from './style.js';
+import { continued, oneLineField } from './style.js';
 import { usageFailure } from './usage.js';
 
 /**
@@ -120,7 +120,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     out.line(`  ${plugin.name} is callable from the next ${PROGRAM} process (restart semantics), e.g. ${PROGRAM} run ${plugin.name} <tool> '{...}'`);
   }
   if (canaryFailed && canary.error !== undefined) {
-    out.note(`${out.errStyle.yellow('hint')}: ${canary.error.hint} (the plugin stays quarantined until '${PROGRAM} reload ${plugin.name}' passes)`);
+    out.note(`${out.errStyle.yellow('hint')}: ${continued(canary.error.hint, '    ')} (the plugin stays quarantined until '${PROGRAM} reload ${plugin.name}' passes)`);
     return EXIT_CODES.runtime;
   }
   return EXIT_CODES.ok;
