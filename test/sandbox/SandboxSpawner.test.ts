@@ -296,6 +296,9 @@ describe.each(LINUX_BACKENDS)('SandboxSpawner on Linux (real %s)', (backend) => 
 
     it('SIGTERM reaches the plugin inside the sandbox and its status comes back', async () => {
       const p = await start([join(installRoot, 'lifecycle.mjs'), 'ignore-eof']);
+      // A SIGTERM sent while bubblewrap is still setting up finds no plugin process to reach (review R3 F7): this is
+      // about the signal reaching a running plugin, so it waits until the plugin says it runs.
+      expect(await firstJsonLine(p.stdout)).toEqual({ ready: true });
       const exit = await p.stop({ stdinGraceMs: 50, termGraceMs: 20_000 });
       expect(exit).toMatchObject({ code: 143, status: 143 });
       expect(exit.description).toContain('killed by SIGTERM inside the sandbox');
