@@ -4,6 +4,7 @@
  * directories, build the environment from the allowlist and the declared
  * credentials only, verify the pinned code, describe the sandbox, spawn.
  */
+import { DATA_DIR_STARTUP_CODE_OFF } from '../binding/ExecutableBinding.js';
 import { dirname } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { NODE_MAIN_GUARD } from '../binding/nodeMain.js';
@@ -163,7 +164,7 @@ export class PluginLauncher {
                 parentEnv: config.env,
                 envAllow: caps.env_allow,
                 credentials: values,
-                fixed: { ...launch.unwrapOr({}), HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
+                fixed: { ...launch.unwrapOr({}), ...DATA_DIR_STARTUP_CODE_OFF, HOME: directories.data.path, TMPDIR: directories.write.path, PATH: pluginSearchPath(interpreter) },
                 pluginId: id,
               }),
             )

@@ -11,7 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
-import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { bindExecutable, DATA_DIR_STARTUP_CODE_OFF, verifyExecutableBinding, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -326,6 +326,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
         openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
           (directories) => {
             const env = introspectionEnv(request, {
+              ...DATA_DIR_STARTUP_CODE_OFF,
               HOME: directories.data.path,
               TMPDIR: directories.write.path,
               PATH: pluginSearchPath(binding.interpreter?.path ?? dirname(process.execPath)),

@@ -15,7 +15,7 @@ import { LINUX_BACKENDS } from './sandboxBackends.js';
 
 // CPython's user site-packages (~/.local/lib/pythonX.Y/site-packages): its .pth files and usercustomize run at start-up.
 const PYTHON_PLANTER = `#!/usr/bin/env python3
-import builtins, json, os, site, sys
+import builtins, json, os, site, subprocess, sys
 def act(params):
     user_site = site.getusersitepackages()
     pth = os.path.join(user_site, 'planted.pth')
@@ -31,6 +31,7 @@ def act(params):
         'pth_ran': getattr(builtins, 'PLANTED_PTH', False),
         'usercustomize_ran': getattr(builtins, 'PLANTED_USERCUSTOMIZE', False),
         'user_site_on_path': user_site in sys.path,
+        'child_pth_ran': subprocess.run([sys.executable, '-c', 'import builtins; print(getattr(builtins, "PLANTED_PTH", False))'], capture_output=True, text=True).stdout.strip(),
     }
 for line in sys.stdin:
     request = json.loads(line)
@@ -103,7 +104,7 @@ async function act(host: Host, pluginId: string, op: string): Promise<Record<str
 }
 
 describe.each(LINUX_BACKENDS)('under %s', (backend) => {
-  it('a .pth file and usercustomize planted in the Python user site of the data directory do not run at the next start', async () => {
+  it('a .pth file and usercustomize planted in the Python user site of the data directory do not run at the next start, nor in a Python the plugin starts', async () => {
     const options = { sandbox: { backend } };
     const profile = await pool.profile();
     const installer = await pool.open(profile, options);
@@ -115,7 +116,7 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     await first.close();
     const next = await pool.open(profile, options);
     // The files are there (the plant worked), and nothing of them ran.
-    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false });
+    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false, child_pth_ran: 'False' });
   });
 
   it('a module planted in the Node global folders of the data directory does not answer a require() at the next start', async () => {
