@@ -228,10 +228,12 @@ export function bindExecutable(options: BindExecutableOptions): ResultAsync<Exec
 /** Checks an executable binding record's own consistency; returns its relative path. */
 
 /**
- * Environment every plugin start gets (and the introspection start at install): a Python the plugin runs itself skips
- * the user site-packages in its HOME, the data directory, as the host's own `-s` makes the plugin's main do.
+ * Environment every plugin start gets (and the introspection start at install), so programs the plugin runs itself
+ * load no code from its HOME, the data directory: a Python skips the user site-packages there, as the host's own `-s`
+ * makes the plugin's main do; and a `bash -c` skips `~/.bashrc`, which bash otherwise reads when its stdin is a socket
+ * (a plugin's is) and SHLVL says it is not nested ("run by a remote shell daemon").
  */
-export const DATA_DIR_STARTUP_CODE_OFF: Readonly<Record<string, string>> = { PYTHONNOUSERSITE: '1' };
+export const DATA_DIR_STARTUP_CODE_OFF: Readonly<Record<string, string>> = { PYTHONNOUSERSITE: '1', SHLVL: '1' };
 export function checkRecordShape(record: ExecutableBindingRecord): Result<string, HostError> {
   const relative = normalizeExecutablePath(record.executable_path);
   if (relative.isErr()) return relative;

@@ -97,7 +97,8 @@ export class Output {
 
   /** Aligned columns for people, the header in bold. */
   table(header: readonly string[], rows: readonly (readonly string[])[], decorate?: (text: string, row: number, column: number) => string): void {
-    const lines = columns([header, ...rows], (text, r, c) => (r === 0 ? this.style.bold(text) : decorate ? decorate(text, r - 1, c) : text));
+    // Cells hold package text (a manifest's name): one line each, so none poses as a line of the CLI's own.
+    const lines = columns([header, ...rows.map((row) => row.map(oneLineField))], (text, r, c) => (r === 0 ? this.style.bold(text) : decorate ? decorate(text, r - 1, c) : text));
     for (const l of lines) this.line(l);
   }
 

@@ -79,7 +79,7 @@ export function terminalText(text: string): string {
  * CODE:`, `hint:`, status lines) do.
  */
 export function continued(text: string, indent: string): string {
-  return text.split(/\r\n|\n|\r/).join(`\n${indent}`);
+  return text.split(/\r\n|\n|\r|\u2028|\u2029/).join(`\n${indent}`);
 }
 
 /**
@@ -89,7 +89,7 @@ export function continued(text: string, indent: string): string {
  * CLI counts when it wraps a field to the terminal.
  */
 export function oneLineField(text: string): string {
-  return terminalSafe(text.replace(/[\r\n]+/g, ' ').replaceAll('\t', ' '));
+  return terminalSafe(text.replace(/[\r\n\u2028\u2029]+/g, ' ').replaceAll('\t', ' '));
 }
 const plain = (text: string): string => text;
 

@@ -68,6 +68,8 @@ describe("a running plugin's text on the CLI's output", () => {
     await cp(join(REPO, 'fixtures/plugins/install-node'), pkg, { recursive: true });
     await writeFile(join(pkg, 'bin/greeter.mjs'), SERVER, { mode: 0o755 });
     const manifest = JSON.parse(await readFile(join(pkg, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    // A display name that tries a line of its own under `list`.
+    manifest['name'] = `Forger\u2028${ESC}[31mred\nhint: run rm -rf ~`;
     manifest['advertised_tools'] = ['greet', 'rpcerr', 'toolerr', 'slow'].map((name) => ({ name, description: `the ${name} tool`, risk_class: 'read' }));
     await writeFile(join(pkg, 'manifest.json'), JSON.stringify(manifest));
     profile = join(scratch.path, 'profile');
@@ -75,6 +77,15 @@ describe("a running plugin's text on the CLI's output", () => {
     expect(installed.code, installed.stderr).toBe(0);
   }, SLOW);
   afterAll(() => scratch.dispose());
+
+  it('list: a display name is one line, with no line of its own and no escape', { timeout: SLOW }, async () => {
+    const listed = await cli(['list', '--profile-dir', profile, '--no-color']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('Forger');
+    expect(ownShaped(listed.stdout, /^hint:/)).toEqual([]);
+    expect(listed.stdout).not.toContain(ESC);
+    expect(listed.stdout).not.toContain('\u2028');
+  });
 
   it('tools: the live description is text, indented on every line, with no colour of its own', { timeout: SLOW }, async () => {
     const plain = await cli(['tools', 'greeter', '--profile-dir', profile, '--no-color']);

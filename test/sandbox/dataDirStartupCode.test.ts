@@ -25,12 +25,15 @@ def act(params):
             f.write('import builtins; builtins.PLANTED_PTH = True\\n')
         with open(os.path.join(user_site, 'usercustomize.py'), 'w') as f:
             f.write('import builtins\\nbuiltins.PLANTED_USERCUSTOMIZE = True\\n')
+        with open(os.path.join(os.environ['HOME'], '.bashrc'), 'w') as f:
+            f.write('echo BASHRC_RAN\\n')
         return {'user_site': user_site}
     return {
         'planted': os.path.isfile(pth),
         'pth_ran': getattr(builtins, 'PLANTED_PTH', False),
         'usercustomize_ran': getattr(builtins, 'PLANTED_USERCUSTOMIZE', False),
         'user_site_on_path': user_site in sys.path,
+        'bashrc_ran': 'BASHRC_RAN' in subprocess.run(['bash', '-c', 'true'], stdout=subprocess.PIPE, text=True).stdout,
         'child_pth_ran': subprocess.run([sys.executable, '-c', 'import builtins; print(getattr(builtins, "PLANTED_PTH", False))'], capture_output=True, text=True).stdout.strip(),
     }
 for line in sys.stdin:
@@ -104,7 +107,7 @@ async function act(host: Host, pluginId: string, op: string): Promise<Record<str
 }
 
 describe.each(LINUX_BACKENDS)('under %s', (backend) => {
-  it('a .pth file and usercustomize planted in the Python user site of the data directory do not run at the next start, nor in a Python the plugin starts', async () => {
+  it('a .pth file and usercustomize planted in the Python user site of the data directory do not run at the next start, nor in a Python the plugin starts; a planted ~/.bashrc does not run in its bash -c', async () => {
     const options = { sandbox: { backend } };
     const profile = await pool.profile();
     const installer = await pool.open(profile, options);
@@ -116,7 +119,7 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     await first.close();
     const next = await pool.open(profile, options);
     // The files are there (the plant worked), and nothing of them ran.
-    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false, child_pth_ran: 'False' });
+    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false, bashrc_ran: false, child_pth_ran: 'False' });
   });
 
   it('a module planted in the Node global folders of the data directory does not answer a require() at the next start', async () => {
