@@ -92,7 +92,7 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
   const tools = contents.variants
     .filter((v) => v.plugin_id === pluginId)
-    .map((v) => ({ name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
+    .map((v) => ({ op_id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
   return {
     variants: contents.variants.filter((v) => v.plugin_id !== pluginId),
     descriptors: without(contents.descriptors, pluginId),

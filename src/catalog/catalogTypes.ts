@@ -154,6 +154,12 @@ export interface NamespaceOwnerEntry {
 
 /** A tool as an owner's record keeps it across a remove. */
 export interface AcceptedTool {
+  /**
+   * Its op id, which callers, `maxRisk` ceilings and confirmations address
+   * and a reinstall's tools are compared by; absent in records written
+   * before it was kept (those compare by `name`).
+   */
+  readonly op_id?: string;
   /** The tool's name, unprefixed. */
   readonly name: string;
   /** Its risk class. */

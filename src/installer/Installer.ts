@@ -25,7 +25,7 @@ import { hasNetwork, introspectServer, type IntrospectionNetwork } from './intro
 import { pluginIdOf, riskClassOf } from './npmManifest.js';
 import { DEFAULT_INTROSPECTION_TIMEOUT_MS } from './openNpmSource.js';
 import { checkGrantedEnv, DEFAULT_CAPABILITIES, grantedCapabilities, grantExceedsHint, sameGrant } from './grant.js';
-import { pluginRecords } from './installRecords.js';
+import { pluginRecords, toolIds } from './installRecords.js';
 import { claimInstallRoot, collectInstallLeftovers, type CollectedLeftovers } from './installLeftovers.js';
 import { installPathRefusal } from './installPath.js';
 import { removeTree } from './removeTree.js';
@@ -262,14 +262,23 @@ function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest):
   const id = manifest.plugin_id;
   const installed = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
   const owners = snapshot.contents.namespace_owners;
+  // Compared by op id, which callers, maxRisk ceilings and confirmations address: a TOML form may keep its op_id and
+  // rename the tool_name its server lists (review R4 F1). An owner record from before op ids were kept there names the
+  // tool as its rows did (tool_name, else name), and is matched on that.
+  const recorded = installed === undefined ? (Object.hasOwn(owners, id) ? owners[id]?.accepted_tools : undefined) : undefined;
+  const byOpId = recorded === undefined || recorded.every((t) => t.op_id !== undefined);
   const accepted =
     installed === undefined
-      ? Object.hasOwn(owners, id)
-        ? owners[id]?.accepted_tools
-        : undefined
-      : snapshot.contents.variants.filter((v) => v.plugin_id === id).map((v) => ({ name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
-  // Named as the catalog's rows name them (installRecords): a TOML form's tool_name, else its name.
-  const next = manifest.tools.map((t) => ({ name: t.tool_name ?? t.name, risk_class: t.risk_class, confirmation_policy: t.confirmation_policy }));
+      ? recorded?.map((t) => ({ id: byOpId && t.op_id !== undefined ? t.op_id : `tool:${t.name}`, name: t.name, risk_class: t.risk_class, confirmation_policy: t.confirmation_policy }))
+      : snapshot.contents.variants
+          .filter((v) => v.plugin_id === id)
+          .map((v) => ({ id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
+  const next = manifest.tools.map((t) => ({
+    id: byOpId ? toolIds(manifest, t).op_id : `tool:${t.tool_name ?? t.name}`,
+    name: t.name,
+    risk_class: t.risk_class,
+    confirmation_policy: t.confirmation_policy,
+  }));
   return accepted === undefined ? [] : riskLowerings(accepted, next);
 }
 

@@ -68,7 +68,11 @@ export interface ToolRisk {
 export interface ToolRiskChange {
   /** The tool's name, unprefixed. */
   readonly name: string;
-  /** How the version accepted before rated it; null for a tool it did not have. */
+  /**
+   * How the version accepted before rated it; null for a tool it did not
+   * have, or for a new tool the rating of the highest-rated tool the upgrade
+   * drops, which it may be a rename of.
+   */
   readonly from: ToolRisk | null;
   /** How this version rates it. */
   readonly to: ToolRisk;
@@ -117,31 +121,47 @@ export function widensCapabilities(installed: DeclaredCapabilities, next: Declar
   return !next.network && !installed.network && added(installed.egress, next.egress);
 }
 
+/** A tool as {@link riskLowerings} compares it: `id` is the identity callers, `maxRisk` ceilings and confirmations address it by (its op id); `name` is shown. */
+export type ComparedTool = ToolRisk & { readonly id: string; readonly name: string };
+
+/** Whether a tool rated `to` is easier to call than one rated `from`: a lower class, or a `high_stakes_write` confirmation dropped. */
+function easierToCall(from: ToolRisk, to: ToolRisk): boolean {
+  const lower = to.risk_class !== from.risk_class && riskAllowed(to.risk_class, from.risk_class);
+  return lower || (from.confirmation_policy === 'high_stakes_write' && to.confirmation_policy !== 'high_stakes_write');
+}
+
 /**
- * The tools `next` makes easier to call than `accepted`: a lower risk class
+ * The tools `next` makes easier to call than `accepted`, matched by `id`
+ * (the op id callers address, not the plugin's MCP-side tool name, which a
+ * version may rename under the same op id): a lower risk class
  * (destructive → write or read, write → read), a new tool above `read`, or
  * a `high_stakes_write` confirmation dropped. A lower class passes `maxRisk`
  * ceilings (read is the default of calls and of gateways) that the accepted
  * class did not, and an unconfirmed tool runs unasked, so the owner string
- * that spares an upgrade's question does not spare these. A higher class or
- * a removed tool makes nothing easier.
+ * that spares an upgrade's question does not spare these. A rename cannot
+ * be told from a removal plus an addition, so when the upgrade drops a tool,
+ * each new tool easier to call than the highest-rated dropped one is a
+ * change from that rating (a new read tool then too). A higher class, or a
+ * removed tool with no new one, makes nothing easier.
  */
-export function riskLowerings(
-  accepted: readonly (ToolRisk & { readonly name: string })[],
-  next: readonly (ToolRisk & { readonly name: string })[],
-): ToolRiskChange[] {
-  const before = new Map(accepted.map((t) => [t.name, t]));
+export function riskLowerings(accepted: readonly ComparedTool[], next: readonly ComparedTool[]): ToolRiskChange[] {
+  const before = new Map(accepted.map((t) => [t.id, t]));
+  const nextIds = new Set(next.map((t) => t.id));
+  const riskOf = (t: ToolRisk): ToolRisk => ({ risk_class: t.risk_class, confirmation_policy: t.confirmation_policy });
+  // The dropped tool a new one could be renamed from: the one hardest to call (highest class, then confirmed).
+  const rank = (t: ToolRisk): number => ['read', 'write', 'destructive'].indexOf(t.risk_class) * 2 + (t.confirmation_policy === 'high_stakes_write' ? 1 : 0);
+  const dropped = accepted.filter((t) => !nextIds.has(t.id)).reduce<ToolRisk | undefined>((top, t) => (top === undefined || rank(t) > rank(top) ? riskOf(t) : top), undefined);
   const changes: ToolRiskChange[] = [];
   for (const tool of next) {
-    const had = before.get(tool.name);
-    const to: ToolRisk = { risk_class: tool.risk_class, confirmation_policy: tool.confirmation_policy };
-    if (had === undefined) {
-      if (tool.risk_class !== 'read') changes.push({ name: tool.name, from: null, to });
-      continue;
+    const had = before.get(tool.id);
+    const to = riskOf(tool);
+    if (had !== undefined) {
+      if (easierToCall(had, to)) changes.push({ name: tool.name, from: riskOf(had), to });
+    } else if (dropped !== undefined && easierToCall(dropped, to)) {
+      changes.push({ name: tool.name, from: dropped, to });
+    } else if (tool.risk_class !== 'read') {
+      changes.push({ name: tool.name, from: null, to });
     }
-    const lower = tool.risk_class !== had.risk_class && riskAllowed(tool.risk_class, had.risk_class);
-    const unconfirmed = had.confirmation_policy === 'high_stakes_write' && tool.confirmation_policy !== 'high_stakes_write';
-    if (lower || unconfirmed) changes.push({ name: tool.name, from: { risk_class: had.risk_class, confirmation_policy: had.confirmation_policy }, to });
   }
   return changes;
 }

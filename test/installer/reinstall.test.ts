@@ -366,6 +366,50 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search', from: { risk_class: 'write' }, to: { risk_class: 'read' } }] });
   });
 
+  it('compares by the op id callers address: a TOML form keeping op_id and renaming tool_name to a read tool is asked (review R4 F1)', async () => {
+    p = await testProfile('dev');
+    const toml = async (version: string, risk: string, toolName: string): Promise<string> => {
+      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
+      const file = join(pkg, 'plugin.toml');
+      const text = (await readFile(file, 'utf8'))
+        .replace('version = "2.1.0"', `version = "${version}"`)
+        .replace('risk_class = "read"', `risk_class = "${risk}"`)
+        .replace('tool_name = "search"', `tool_name = "${toolName}"`)
+        .replace('tool = "search"', `tool = "${toolName}"`);
+      expect(text).toContain(`tool_name = "${toolName}"`);
+      await writeFile(file, text);
+      return pkg;
+    };
+    unwrap(await p.installer.install(await toml('2.1.0', 'destructive', 'search')));
+    const renamed = await toml('2.3.0', 'read', 'search_v2');
+    const refused = refusedWith(await p.installer.install(renamed), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search_v2', from: rated('destructive'), to: rated('read') }] });
+    const rows = unwrap(await p.store.snapshot()).contents.variants.filter((v) => v.plugin_id === 'notes');
+    expect(rows.map((v) => [v.op_id, v.tool_name, v.risk_class])).toEqual([['notes.search', 'search', 'destructive']]);
+    // The same op id at the same class under another tool_name is no change.
+    unwrap(await p.installer.install(await toml('2.2.0', 'destructive', 'search_v2')));
+    // After a remove, the owner's record keeps the op id and the reinstall is compared by it.
+    unwrap(await p.installer.remove('notes'));
+    expect(unwrap(await p.store.snapshot()).contents.namespace_owners.notes?.accepted_tools).toEqual([{ op_id: 'notes.search', name: 'search_v2', ...rated('destructive') }]);
+    refusedWith(await p.installer.install(await toml('2.4.0', 'read', 'search')), 'PLUGIN_TRUST_DECLINED');
+    unwrap(await p.installer.install(renamed, { accept: () => true }));
+  });
+
+  it('asks when a tool above read is dropped and a new lower-rated one added, as a rename cannot be told apart (JSON form, review R4 F1)', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await withTools('1.0.0', v1)));
+    for (const name of ['shout2', 'Shout']) {
+      const refused = refusedWith(await p.installer.install(await withTools('2.0.0', [v1[0] as Tool, { name, risk_class: 'read' }])), 'PLUGIN_TRUST_DECLINED');
+      expect(refused.details, name).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name, from: rated('destructive'), to: rated('read') }] });
+    }
+    // Dropping a confirmed write tool for a new unconfirmed write one is asked as well.
+    const refused = refusedWith(await p.installer.install(await withTools('2.1.0', [{ name: 'greet2', risk_class: 'write' }, v1[1] as Tool])), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ risk_changes: [{ name: 'greet2', from: rated('write', 'high_stakes_write'), to: rated('write') }] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.0.0');
+    // A new read tool with nothing dropped stays unasked.
+    unwrap(await p.installer.install(await withTools('1.1.0', [...v1, { name: 'peek', risk_class: 'read' }])));
+  });
+
   it('after a remove, records the tools with the owner and asks again when a reinstall rates one lower', async () => {
     p = await testProfile('dev');
     const asked: Request[] = [];
@@ -374,8 +418,8 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     unwrap(await p.installer.remove('greeter'));
     const owners = unwrap(await p.store.snapshot()).contents.namespace_owners;
     expect(owners.greeter?.accepted_tools).toEqual([
-      { name: 'greet', ...rated('write', 'high_stakes_write') },
-      { name: 'shout', ...rated('destructive') },
+      { op_id: 'plug.greeter.greet', name: 'greet', ...rated('write', 'high_stakes_write') },
+      { op_id: 'plug.greeter.shout', name: 'shout', ...rated('destructive') },
     ]);
     unwrap(await p.installer.install(await withTools('1.1.0', v1), { accept }));
     expect(asked.map((r) => r.version)).toEqual(['1.0.0']);
