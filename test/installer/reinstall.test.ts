@@ -395,6 +395,30 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     unwrap(await p.installer.install(renamed, { accept: () => true }));
   });
 
+  it('matches an owner record written without op ids by tool name (TOML tool_name), so its reinstall is still compared', async () => {
+    p = await testProfile('dev');
+    const toml = async (version: string, risk: string): Promise<string> => {
+      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
+      const file = join(pkg, 'plugin.toml');
+      await writeFile(file, (await readFile(file, 'utf8')).replace('version = "2.1.0"', `version = "${version}"`).replace('risk_class = "read"', `risk_class = "${risk}"`));
+      return pkg;
+    };
+    unwrap(await p.installer.install(await toml('2.1.0', 'destructive')));
+    unwrap(await p.installer.remove('notes'));
+    // The record as a remove before op ids were kept wrote it.
+    unwrap(
+      await p.store.transaction((current) => {
+        const owner = current.namespace_owners.notes!;
+        const tools = (owner.accepted_tools ?? []).map(({ op_id: _opId, ...rest }) => rest);
+        expect(tools).toEqual([{ name: 'search', ...rated('destructive') }]);
+        return { ...current, namespace_owners: { ...current.namespace_owners, notes: { ...owner, accepted_tools: tools } } };
+      }),
+    );
+    const refused = refusedWith(await p.installer.install(await toml('2.2.0', 'read')), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ risk_changes: [{ name: 'search', from: rated('destructive'), to: rated('read') }] });
+    unwrap(await p.installer.install(await toml('2.3.0', 'destructive')));
+  });
+
   it('asks when a tool above read is dropped and a new lower-rated one added, as a rename cannot be told apart (JSON form, review R4 F1)', async () => {
     p = await testProfile('dev');
     unwrap(await p.installer.install(await withTools('1.0.0', v1)));
