@@ -140,6 +140,10 @@ const describeTool = (tool: Tool): ToolDescriptor => ({
 });
 
 /** What a request beyond tools names, for a client request the plugin sends while answering it. */
+/** The host requests beyond tools during which a plugin's sampling or elicitation is answered: those only the application asks. */
+const OPENS_CLIENT_REQUESTS: ReadonlySet<McpSurfaceMethod> = new Set<McpSurfaceMethod>(['prompts/get', 'resources/read', 'completion/complete']);
+const NOTHING_TO_LEAVE = (): void => undefined;
+
 function causeOf(method: McpSurfaceMethod, params: unknown): ClientRequestCause {
   const named = isJsonObject(params) ? params : {};
   const ref = isJsonObject(named.ref) ? named.ref : named;
@@ -352,8 +356,11 @@ export class McpConnection {
       );
     }
     const timeoutMs = options.timeoutMs ?? this.settings.defaultTimeoutMs;
-    // In flight like a tool call: a server may sample or elicit while it answers, and that is the host's request.
-    const leaveCalls = this.calls.enterRequest(causeOf(method, params));
+    // A server may sample or elicit while it answers prompts/get, resources/read or a completion: that is the host's
+    // request. Lists, subscriptions and the log level do not count: a plugin provokes them itself (its list_changed
+    // makes the application or the gateway re-list, its crash makes the host restore the surface), so they would let
+    // it ask the application's model or user at will (review R4 F2).
+    const leaveCalls = OPENS_CLIENT_REQUESTS.has(method) ? this.calls.enterRequest(causeOf(method, params)) : NOTHING_TO_LEAVE;
     try {
       const answer = await this.client.request({ method, params } as never, row.schema as never, {
         timeout: timeoutMs,

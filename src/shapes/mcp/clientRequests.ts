@@ -6,11 +6,12 @@
  * and answers nothing else), and only a callback in force answers one.
  *
  * MCP over stdio does not say which `tools/call` a request belongs to, so it
- * is attributed to the host's requests in flight at that moment (tool calls,
- * and the requests beyond tools: prompts/get, resources/read, completions,
- * lists): the party whose requests they are answers it (a call's own
- * handlers, else the host's), and a request that arrives while calls of
- * several parties are in flight is refused. So is a sampling or elicitation
+ * is attributed to the host's requests in flight at that moment: tool calls,
+ * else (none in flight) the requests beyond tools only the application asks
+ * (prompts/get, resources/read, completions; not lists, subscriptions or the
+ * log level, which a plugin provokes itself). The party whose requests they
+ * are answers it (a call's own handlers, else the host's), and a request that
+ * arrives while tool calls of several parties are in flight is refused. So is a sampling or elicitation
  * request with nothing in flight: no request of the host caused it, and the
  * application's model and user are not the plugin's to use at will (a
  * `roots/list` is still answered: it reads what the host set). Its answer may
@@ -48,7 +49,7 @@ export interface ClientRequestContext {
   /**
    * The host's request to the plugin beyond tools that the request is
    * attributed to, when exactly that one was in flight: its method
-   * (`prompts/get`, `resources/read`, `completion/complete`, a list ...) and
+   * (`prompts/get`, `resources/read` or `completion/complete`, when no tool call is in flight) and
    * the prompt name or resource URI it named, as the plugin knows them.
    */
   readonly cause?: {
@@ -56,7 +57,7 @@ export interface ClientRequestContext {
     readonly method: string;
     /** The prompt it named (`prompts/get`, a completion of a prompt argument). */
     readonly name?: string;
-    /** The resource it named (`resources/read`, `resources/subscribe`, a completion of a resource template argument). */
+    /** The resource it named (`resources/read`, a completion of a resource template argument). */
     readonly uri?: string;
   };
   /**
@@ -194,10 +195,11 @@ export class CallsInFlight {
   }
 
   /**
-   * Records a host request beyond tools (prompts/get, resources/read, a
-   * completion, a list, a subscription) until the returned function is
-   * called: a server may sample or elicit while answering one, and the
-   * host's callbacks answer that as part of it.
+   * Records a host request beyond tools that only the application asks
+   * (prompts/get, resources/read, a completion) until the returned function
+   * is called: a server may sample or elicit while answering one, and the
+   * host's callbacks answer that as part of it, when no tool call is in
+   * flight (a tool call's party wins, see {@link CallsInFlight.attribute}).
    */
   enterRequest(cause: ClientRequestCause): () => void {
     return this.#enter({ party: HOST_PARTY, handlers: undefined, opId: undefined, cause, onEnd: [] });
@@ -212,9 +214,18 @@ export class CallsInFlight {
     };
   }
 
-  /** The party a request arriving now belongs to; `several` when calls of several parties are in flight, `none` when nothing is. */
+  /**
+   * The party a request arriving now belongs to: of the tool calls in flight, else of the host's requests beyond
+   * tools; `several` when those are of several parties, `none` when nothing is in flight.
+   */
   attribute(): Attribution | 'several' | 'none' {
-    const calls = [...this.#calls];
+    // Tool calls first: the host's own requests beyond tools count only when no tool call is in flight. A gateway
+    // lists and gets prompts at a plugin for any client at any time, so counting them next to a tool call would
+    // make that call's own sampling "several callers" and refuse it (review R4 F6); a tool call in flight is the
+    // likelier cause, and its handlers answer as they did before requests beyond tools counted.
+    const all = [...this.#calls];
+    const toolCalls = all.filter((c) => c.cause === undefined);
+    const calls = toolCalls.length > 0 ? toolCalls : all;
     const first = calls[0];
     if (first === undefined) return 'none';
     if (calls.some((c) => c.party !== first.party)) return 'several';
