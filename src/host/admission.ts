@@ -10,7 +10,7 @@ import { HostError, hostError } from '../errors/HostError.js';
 import type { RiskClass } from '../manifest/model.js';
 import { admitStart } from './CrashPolicy.js';
 import { aliasesOf } from './credentials.js';
-import { riskAllowed } from './operations.js';
+import { riskAllowed } from '../manifest/model.js';
 import { crashStateOf } from './pluginState.js';
 
 /** What a confirmation callback is asked. */

@@ -6,7 +6,6 @@
  * namespace of callable ids.
  */
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
-import type { RiskClass } from '../manifest/model.js';
 
 const OP_PLUGIN = /^plug\.([a-z][a-z0-9-]{0,63})\./;
 
@@ -43,11 +42,4 @@ export function operationIndex<P extends { readonly plugin_id: string; readonly 
     }
   }
   return index;
-}
-
-const RISK_RANK: Readonly<Record<RiskClass, number>> = { read: 0, write: 1, destructive: 2 };
-
-/** Whether a tool of class `risk` may run under a call that accepts at most `max`. */
-export function riskAllowed(risk: RiskClass, max: RiskClass): boolean {
-  return RISK_RANK[risk] <= RISK_RANK[max];
 }

@@ -7,7 +7,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
-import { riskAllowed } from '../host/operations.js';
+import { riskAllowed } from '../manifest/model.js';
 import type { ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
 

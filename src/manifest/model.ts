@@ -22,6 +22,13 @@ export const RUNNABLE_SHAPES: readonly PluginShape[] = ['mcp-plugin', 'ndjson-rp
 /** What a tool may do, lowest risk first. */
 export type RiskClass = 'read' | 'write' | 'destructive';
 
+const RISK_RANK: Readonly<Record<RiskClass, number>> = { read: 0, write: 1, destructive: 2 };
+
+/** Whether a tool of class `risk` may run under a call that accepts at most `max`. */
+export function riskAllowed(risk: RiskClass, max: RiskClass): boolean {
+  return RISK_RANK[risk] <= RISK_RANK[max];
+}
+
 /** Whether a tool call needs the user's confirmation before dispatch. */
 export type ConfirmationPolicy = 'none' | 'high_stakes_write';
 

@@ -143,7 +143,13 @@ describe('descriptors held on a checked package tree', () => {
     // The held file's last link and descriptor are gone: its inode is free, and this file system hands it out again.
     unlinkSync(target);
     const appFile = join(root, 'lib', 'app.txt');
-    await writeFile(appFile, 'the application owns this\n');
+    // Another process on a loaded machine may take the freed inode for a moment (a temporary file): try again until it is free.
+    for (let attempt = 0; attempt < 100; attempt++) {
+      await writeFile(appFile, 'the application owns this\n');
+      if (statSync(appFile).ino === ino) break;
+      unlinkSync(appFile);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     expect(statSync(appFile)).toMatchObject({ dev, ino });
     for (;;) {
       const opened = openSync(appFile, 'r');

@@ -13,7 +13,8 @@ import type { CatalogVariant, PluginStateRecord } from '../../src/catalog/catalo
 import { resolveHostConfig } from '../../src/host/hostConfig.js';
 import { aliasesOf, credentialsByEnv } from '../../src/host/credentials.js';
 import { pluginInfo, pluginRow } from '../../src/host/inventory.js';
-import { hostOpId, operationIndex, pluginIdOf, riskAllowed } from '../../src/host/operations.js';
+import { hostOpId, operationIndex, pluginIdOf } from '../../src/host/operations.js';
+import { riskAllowed } from '../../src/manifest/model.js';
 import { PluginHost } from '../../src/host/PluginHost.js';
 import { canaryHold, crashStateOf, inBackoff, statusOf, withCrashState } from '../../src/host/pluginState.js';
 import { PluginRuntime } from '../../src/host/PluginRuntime.js';
