@@ -583,9 +583,12 @@ export class PluginHost {
     let origin: string | undefined;
     if (previous !== undefined) origin = packageOrigin(previous.lock);
     else if (!snapshot.isOk() || Object.hasOwn(snapshot.value.contents.namespace_owners, pluginId) || (await pathExists(this.#layout.dataDir(pluginId)))) origin = UNKNOWN_ORIGIN;
-    if (origin === undefined) return;
+    if (origin !== undefined) await this.#recordCredentialsOrigin(pluginId, origin);
+  }
+
+  /** {@link CredentialSource.bindUnbound}, a failure logged: a store that cannot be read or written now fails later reads the same way, so nothing is given then. */
+  async #recordCredentialsOrigin(pluginId: string, origin: string): Promise<void> {
     const bound = await this.#credentials.bindUnbound(pluginId, origin);
-    // A store that cannot be read or written now fails the install's later reads the same way: nothing is given then.
     if (bound.isErr()) this.#config.logger.warn({ plugin_id: pluginId, code: bound.error.code }, 'could not record the origin of stored credentials');
   }
 
@@ -691,9 +694,8 @@ export class PluginHost {
    * it fail, the next install finds the id removed (its namespace owner or
    * data directory kept) and records an origin no package has.
    */
-  async #bindKeptCredentials(installed: InstalledPlugin): Promise<void> {
-    const bound = await this.#credentials.bindUnbound(installed.plugin_id, packageOrigin(installed.lock));
-    if (bound.isErr()) this.#config.logger.warn({ plugin_id: installed.plugin_id, code: bound.error.code }, 'could not record the origin of stored credentials');
+  #bindKeptCredentials(installed: InstalledPlugin): Promise<void> {
+    return this.#recordCredentialsOrigin(installed.plugin_id, packageOrigin(installed.lock));
   }
 
   /**

@@ -7,7 +7,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
-import { riskAllowed } from '../manifest/model.js';
+import { riskRank } from '../manifest/model.js';
 import type { ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
 
@@ -126,8 +126,7 @@ export type ComparedTool = ToolRisk & { readonly id: string; readonly name: stri
 
 /** Whether a tool rated `to` is easier to call than one rated `from`: a lower class, or a `high_stakes_write` confirmation dropped. */
 function easierToCall(from: ToolRisk, to: ToolRisk): boolean {
-  const lower = to.risk_class !== from.risk_class && riskAllowed(to.risk_class, from.risk_class);
-  return lower || (from.confirmation_policy === 'high_stakes_write' && to.confirmation_policy !== 'high_stakes_write');
+  return riskRank(to.risk_class) < riskRank(from.risk_class) || (from.confirmation_policy === 'high_stakes_write' && to.confirmation_policy !== 'high_stakes_write');
 }
 
 /**
@@ -149,7 +148,7 @@ export function riskLowerings(accepted: readonly ComparedTool[], next: readonly 
   const nextIds = new Set(next.map((t) => t.id));
   const riskOf = (t: ToolRisk): ToolRisk => ({ risk_class: t.risk_class, confirmation_policy: t.confirmation_policy });
   // The dropped tool a new one could be renamed from: the one hardest to call (highest class, then confirmed).
-  const rank = (t: ToolRisk): number => ['read', 'write', 'destructive'].indexOf(t.risk_class) * 2 + (t.confirmation_policy === 'high_stakes_write' ? 1 : 0);
+  const rank = (t: ToolRisk): number => riskRank(t.risk_class) * 2 + (t.confirmation_policy === 'high_stakes_write' ? 1 : 0);
   const dropped = accepted.filter((t) => !nextIds.has(t.id)).reduce<ToolRisk | undefined>((top, t) => (top === undefined || rank(t) > rank(top) ? riskOf(t) : top), undefined);
   const changes: ToolRiskChange[] = [];
   for (const tool of next) {

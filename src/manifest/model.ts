@@ -24,9 +24,14 @@ export type RiskClass = 'read' | 'write' | 'destructive';
 
 const RISK_RANK: Readonly<Record<RiskClass, number>> = { read: 0, write: 1, destructive: 2 };
 
+/** Where `risk` stands in the order read < write < destructive (0, 1, 2). */
+export function riskRank(risk: RiskClass): number {
+  return RISK_RANK[risk];
+}
+
 /** Whether a tool of class `risk` may run under a call that accepts at most `max`. */
 export function riskAllowed(risk: RiskClass, max: RiskClass): boolean {
-  return RISK_RANK[risk] <= RISK_RANK[max];
+  return riskRank(risk) <= riskRank(max);
 }
 
 /** Whether a tool call needs the user's confirmation before dispatch. */

@@ -11,10 +11,11 @@
  * (prompts/get, resources/read, completions; not lists, subscriptions or the
  * log level, which a plugin provokes itself). The party whose requests they
  * are answers it (a call's own handlers, else the host's), and a request that
- * arrives while tool calls of several parties are in flight is refused. So is a sampling or elicitation
- * request with nothing in flight: no request of the host caused it, and the
- * application's model and user are not the plugin's to use at will (a
- * `roots/list` is still answered: it reads what the host set). Its answer may
+ * arrives while tool calls of several parties are in flight is refused. So
+ * is a sampling or elicitation request with nothing in flight: no request of
+ * the host caused it, and the application's model and user are not the
+ * plugin's to use at will (a `roots/list` is still answered: it reads what
+ * the host set). Its answer may
  * take at most the host's client-request timeout, and no longer than those
  * requests last: the time counts against the call that caused it, whose own
  * timeout keeps running meanwhile.
