@@ -15,6 +15,20 @@ import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
 import { editManifest, installed, refusedWith, testProfile, tgzOfDirectory, unwrap, type TestProfile } from './InstallerHarness.js';
 
 let p: TestProfile;
+
+/** The install-toml fixture (plugin `notes`, one tool `search`) at `version`, its tool rated `risk` and named `toolName` on the server side. */
+async function notesToml(version: string, risk: string, toolName = 'search'): Promise<string> {
+  const pkg = await p.copyFixture('install-toml', `notes-${version}`);
+  const file = join(pkg, 'plugin.toml');
+  const text = (await readFile(file, 'utf8'))
+    .replace('version = "2.1.0"', `version = "${version}"`)
+    .replace('risk_class = "read"', `risk_class = "${risk}"`)
+    .replace('tool_name = "search"', `tool_name = "${toolName}"`)
+    .replace('tool = "search"', `tool = "${toolName}"`);
+  expect(text).toContain(`tool_name = "${toolName}"`);
+  await writeFile(file, text);
+  return pkg;
+}
 afterEach(async () => {
   await p.dispose();
 });
@@ -354,56 +368,32 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
 
   it('compares the TOML form by the tool names its rows record: the same tools again are no change, a lower class is', async () => {
     p = await testProfile('dev');
-    const toml = async (version: string, risk: string): Promise<string> => {
-      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
-      const file = join(pkg, 'plugin.toml');
-      await writeFile(file, (await readFile(file, 'utf8')).replace('version = "2.1.0"', `version = "${version}"`).replace('risk_class = "read"', `risk_class = "${risk}"`));
-      return pkg;
-    };
-    unwrap(await p.installer.install(await toml('2.1.0', 'write')));
-    unwrap(await p.installer.install(await toml('2.2.0', 'write')));
-    const refused = refusedWith(await p.installer.install(await toml('2.3.0', 'read')), 'PLUGIN_TRUST_DECLINED');
+    unwrap(await p.installer.install(await notesToml('2.1.0', 'write')));
+    unwrap(await p.installer.install(await notesToml('2.2.0', 'write')));
+    const refused = refusedWith(await p.installer.install(await notesToml('2.3.0', 'read')), 'PLUGIN_TRUST_DECLINED');
     expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search', from: { risk_class: 'write' }, to: { risk_class: 'read' } }] });
   });
 
   it('compares by the op id callers address: a TOML form keeping op_id and renaming tool_name to a read tool is asked (review R4 F1)', async () => {
     p = await testProfile('dev');
-    const toml = async (version: string, risk: string, toolName: string): Promise<string> => {
-      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
-      const file = join(pkg, 'plugin.toml');
-      const text = (await readFile(file, 'utf8'))
-        .replace('version = "2.1.0"', `version = "${version}"`)
-        .replace('risk_class = "read"', `risk_class = "${risk}"`)
-        .replace('tool_name = "search"', `tool_name = "${toolName}"`)
-        .replace('tool = "search"', `tool = "${toolName}"`);
-      expect(text).toContain(`tool_name = "${toolName}"`);
-      await writeFile(file, text);
-      return pkg;
-    };
-    unwrap(await p.installer.install(await toml('2.1.0', 'destructive', 'search')));
-    const renamed = await toml('2.3.0', 'read', 'search_v2');
+    unwrap(await p.installer.install(await notesToml('2.1.0', 'destructive', 'search')));
+    const renamed = await notesToml('2.3.0', 'read', 'search_v2');
     const refused = refusedWith(await p.installer.install(renamed), 'PLUGIN_TRUST_DECLINED');
     expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search_v2', from: rated('destructive'), to: rated('read') }] });
     const rows = unwrap(await p.store.snapshot()).contents.variants.filter((v) => v.plugin_id === 'notes');
     expect(rows.map((v) => [v.op_id, v.tool_name, v.risk_class])).toEqual([['notes.search', 'search', 'destructive']]);
     // The same op id at the same class under another tool_name is no change.
-    unwrap(await p.installer.install(await toml('2.2.0', 'destructive', 'search_v2')));
+    unwrap(await p.installer.install(await notesToml('2.2.0', 'destructive', 'search_v2')));
     // After a remove, the owner's record keeps the op id and the reinstall is compared by it.
     unwrap(await p.installer.remove('notes'));
     expect(unwrap(await p.store.snapshot()).contents.namespace_owners.notes?.accepted_tools).toEqual([{ op_id: 'notes.search', name: 'search_v2', ...rated('destructive') }]);
-    refusedWith(await p.installer.install(await toml('2.4.0', 'read', 'search')), 'PLUGIN_TRUST_DECLINED');
+    refusedWith(await p.installer.install(await notesToml('2.4.0', 'read', 'search')), 'PLUGIN_TRUST_DECLINED');
     unwrap(await p.installer.install(renamed, { accept: () => true }));
   });
 
   it('matches an owner record written without op ids by tool name (TOML tool_name), so its reinstall is still compared', async () => {
     p = await testProfile('dev');
-    const toml = async (version: string, risk: string): Promise<string> => {
-      const pkg = await p.copyFixture('install-toml', `notes-${version}`);
-      const file = join(pkg, 'plugin.toml');
-      await writeFile(file, (await readFile(file, 'utf8')).replace('version = "2.1.0"', `version = "${version}"`).replace('risk_class = "read"', `risk_class = "${risk}"`));
-      return pkg;
-    };
-    unwrap(await p.installer.install(await toml('2.1.0', 'destructive')));
+    unwrap(await p.installer.install(await notesToml('2.1.0', 'destructive')));
     unwrap(await p.installer.remove('notes'));
     // The record as a remove before op ids were kept wrote it.
     unwrap(
@@ -414,9 +404,9 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
         return { ...current, namespace_owners: { ...current.namespace_owners, notes: { ...owner, accepted_tools: tools } } };
       }),
     );
-    const refused = refusedWith(await p.installer.install(await toml('2.2.0', 'read')), 'PLUGIN_TRUST_DECLINED');
+    const refused = refusedWith(await p.installer.install(await notesToml('2.2.0', 'read')), 'PLUGIN_TRUST_DECLINED');
     expect(refused.details).toMatchObject({ risk_changes: [{ name: 'search', from: rated('destructive'), to: rated('read') }] });
-    unwrap(await p.installer.install(await toml('2.3.0', 'destructive')));
+    unwrap(await p.installer.install(await notesToml('2.3.0', 'destructive')));
   });
 
   it('asks when a tool above read is dropped and a new lower-rated one added, as a rename cannot be told apart (JSON form, review R4 F1)', async () => {
