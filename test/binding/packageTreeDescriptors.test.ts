@@ -136,20 +136,27 @@ describe('descriptors held on a checked package tree', () => {
 
   it('never closes a number the application reopened on a new file that took the deleted held file\'s inode', async () => {
     const { root } = await checkedTree();
-    const target = moduleIn(root, 5);
-    const fd = (await heldIn(root)).get(target)!;
-    const { dev, ino } = fstatSync(fd);
-    closeSync(fd);
-    // The held file's last link and descriptor are gone: its inode is free, and this file system hands it out again.
-    unlinkSync(target);
+    const held = await heldIn(root);
     const appFile = join(root, 'lib', 'app.txt');
-    // Another process on a loaded machine may take the freed inode for a moment (a temporary file): try again until it is free.
-    for (let attempt = 0; attempt < 100; attempt++) {
-      await writeFile(appFile, 'the application owns this\n');
-      if (statSync(appFile).ino === ino) break;
-      unlinkSync(appFile);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // A held file's last link and descriptor go: its inode is free, and this file system (ext4) hands it to the next file
+    // created near it. Other processes on a loaded machine may take a freed inode first, so each held file is a chance.
+    const tookFreedInode = async (): Promise<{ fd: number; dev: number; ino: number } | undefined> => {
+      for (const [path, fd] of held) {
+        const { dev, ino } = fstatSync(fd);
+        closeSync(fd);
+        unlinkSync(path);
+        for (let attempt = 0; attempt < 5; attempt++) {
+          await writeFile(appFile, 'the application owns this\n');
+          if (statSync(appFile).ino === ino) return { fd, dev, ino };
+          unlinkSync(appFile);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
+      return undefined;
+    };
+    const freed = await tookFreedInode();
+    expect(freed).toBeDefined();
+    const { fd, dev, ino } = freed!;
     expect(statSync(appFile)).toMatchObject({ dev, ino });
     for (;;) {
       const opened = openSync(appFile, 'r');
