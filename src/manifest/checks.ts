@@ -82,6 +82,11 @@ export interface ShapeGateOptions extends TrustOptions {
   readonly allowedShapes: readonly ManifestShape[];
 }
 
+/** Whether the host accepts `shape`; `grpc-subprocess` only from a first party. */
+function shapeAccepted(shape: string, options: ShapeGateOptions): boolean {
+  return options.allowedShapes.includes(shape as ManifestShape) && (shape !== 'grpc-subprocess' || options.firstParty);
+}
+
 /**
  * The Shape 2 gate and shape support: `grpc-subprocess` or any `grpc-plugin`
  * tool from a third party, or a shape the host does not accept →
@@ -90,10 +95,8 @@ export interface ShapeGateOptions extends TrustOptions {
  */
 export function checkShapeGate(doc: unknown, form: ManifestForm, options: ShapeGateOptions): Violation[] {
   const code = 'PLUGIN_SHAPE_UNSUPPORTED';
-  const accepts = (shape: string): boolean =>
-    options.allowedShapes.includes(shape as ManifestShape) && (shape !== 'grpc-subprocess' || options.firstParty);
   if (form === 'open-discovery') {
-    return accepts('esm-module')
+    return shapeAccepted('esm-module', options)
       ? []
       : [violation('shape', code, '', 'Open Discovery plugins run as shape "esm-module", which this host does not accept')];
   }
@@ -102,14 +105,14 @@ export function checkShapeGate(doc: unknown, form: ManifestForm, options: ShapeG
   const shape = ownString(form === 'gum-toml' ? own(doc, 'plugin') : doc, 'shape');
   if (shape === 'grpc-subprocess' && !options.firstParty) {
     out.push(violation('shape', code, shapePointer, 'third-party Shape 2 (grpc-subprocess) manifests are not accepted; use shape "mcp-plugin"'));
-  } else if (shape !== undefined && shape !== '' && !accepts(shape)) {
+  } else if (shape !== undefined && shape !== '' && !shapeAccepted(shape, options)) {
     out.push(
       violation('shape', code, shapePointer, `shape ${JSON.stringify(shape)} is not supported; this host accepts ${options.allowedShapes.map((s) => JSON.stringify(s)).join(', ')}`),
     );
   }
   if (form === 'gum-toml') {
     for (const { at, tool } of toolEntries(doc, form)) {
-      if (ownString(tool, 'backend_kind') === 'grpc-plugin' && !accepts('grpc-subprocess')) {
+      if (ownString(tool, 'backend_kind') === 'grpc-plugin' && !shapeAccepted('grpc-subprocess', options)) {
         out.push(
           violation('shape', code, pointerOf(...at, 'backend_kind'), options.firstParty
             ? 'backend_kind "grpc-plugin" needs shape "grpc-subprocess", which this host does not accept'
@@ -130,22 +133,21 @@ export function checkStructure(doc: unknown, form: ManifestForm, schema: Compile
 /** An unprefixed tool name, as the GUM schemas define it. */
 const TOOL_NAME = /^(?!plug\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
+/** Records `value` of a tool's `field` in `seen`, reporting it to `out` when an earlier tool had it. */
+function noteUniqueId(out: Violation[], seen: Set<string>, field: string, value: string | undefined, at: readonly (string | number)[]): void {
+  if (value === undefined) return;
+  if (seen.has(value)) out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', pointerOf(...at, field), `duplicate ${field} ${JSON.stringify(value)}`));
+  seen.add(value);
+}
+
 /**
  * Tool rules across records: unique names (and op/variant ids), a
  * high_stakes_write policy only on write tools, a canary naming a declared tool.
  */
 export function checkToolSemantics(doc: unknown, form: ManifestForm): Violation[] {
   const out: Violation[] = [];
-  const seen = new Map<string, Set<string>>();
-  const unique = (field: string, value: string | undefined, at: readonly (string | number)[], what: string): void => {
-    if (value === undefined) return;
-    const values = seen.get(field) ?? new Set<string>();
-    seen.set(field, values);
-    if (values.has(value)) {
-      out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', pointerOf(...at, field), `duplicate ${what} ${JSON.stringify(value)}`));
-    }
-    values.add(value);
-  };
+  const opIds = new Set<string>();
+  const variantIds = new Set<string>();
   const names = new Set<string>();
   let unnamed = false;
   for (const { at, tool } of toolEntries(doc, form)) {
@@ -158,8 +160,8 @@ export function checkToolSemantics(doc: unknown, form: ManifestForm): Violation[
       names.add(name);
     }
     if (form === 'gum-toml') {
-      unique('op_id', ownString(tool, 'op_id'), at, 'op_id');
-      unique('variant_id', ownString(tool, 'variant_id'), at, 'variant_id');
+      noteUniqueId(out, opIds, 'op_id', ownString(tool, 'op_id'), at);
+      noteUniqueId(out, variantIds, 'variant_id', ownString(tool, 'variant_id'), at);
     }
     const risk = ownString(tool, 'risk_class');
     if (ownString(tool, 'confirmation_policy') === 'high_stakes_write' && risk !== undefined && risk !== 'write') {

@@ -90,7 +90,7 @@ export function parseJsonText(text: string, limits: ParseLimits): Result<unknown
     } catch (cause) {
       return fail(jsonSyntaxMessage(t, cause instanceof Error ? cause.message : String(cause)));
     }
-    return inspectTree(value, limits.maxDepth, false);
+    return isCleanOrdinaryTree(value, limits.maxDepth) ? ok(value) : inspectTree(value, limits.maxDepth, false);
   });
 }
 
@@ -169,6 +169,7 @@ export function plainValueOf(value: unknown, limits: ParseLimits): Result<unknow
   try {
     // Copying costs about half of a validation; a tree of ordinary objects and arrays (what JSON.parse and most
     // callers build) is checked in place, and the validator catches what a getter or proxy throws later.
+    if (isCleanOrdinaryTree(value, limits.maxDepth)) return ok(value);
     return inspectTree(value, limits.maxDepth, !isOrdinaryTree(value, limits.maxDepth));
   } catch (cause) {
     return err(unreadableValue(cause));
@@ -242,6 +243,40 @@ function isOrdinaryTree(root: unknown, maxDepth: number): boolean {
       for (const item of value as unknown[]) stack.push({ value: item, depth: depth + 1 });
     } else if (prototype === Object.prototype) {
       for (const key of Object.keys(value)) stack.push({ value: (value as Record<string, unknown>)[key], depth: depth + 1 });
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * One walk for the common case of {@link plainValueOf}: a tree of ordinary
+ * containers with no forbidden key and nothing at or past `maxDepth`, which
+ * {@link inspectTree} would return as it is. Any other tree (false) takes
+ * the two walks that say what is wrong with it or copy it.
+ */
+function isCleanOrdinaryTree(root: unknown, maxDepth: number): boolean {
+  const values: unknown[] = [root];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const value = values.pop();
+    const depth = depths.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= maxDepth) return false;
+    const prototype = Object.getPrototypeOf(value);
+    if (prototype === Array.prototype) {
+      if (!Array.isArray(value)) return false;
+      for (const item of value as unknown[]) {
+        values.push(item);
+        depths.push(depth + 1);
+      }
+    } else if (prototype === Object.prototype) {
+      for (const key of Object.keys(value)) {
+        if (FORBIDDEN_KEYS.has(key)) return false;
+        values.push((value as Record<string, unknown>)[key]);
+        depths.push(depth + 1);
+      }
     } else {
       return false;
     }
