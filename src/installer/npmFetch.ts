@@ -250,19 +250,23 @@ const REFUSING_GIT = '#!/bin/sh\nprintf \'%s\\n\' "$*" >> "$(dirname "$0")/git-r
 
 /**
  * The lockfile entries npm resolved from anywhere but `registry` with an
- * integrity hash: git, `file:` directories (links), remote tarball URLs.
- * The package itself may be the local tarball the caller named, and a
- * dependency bundled inside a tarball is covered by that tarball's hash.
+ * integrity hash: git, `file:` directories (links), remote tarball URLs,
+ * local tarballs. The package itself may be the local tarball the caller
+ * named (the staging project's one dependency), and a dependency bundled
+ * inside a tarball is covered by that tarball's hash. Its peers sit at the
+ * top level too, but are never the caller's tarball: a peer `file:` spec
+ * would copy any npm tarball of the host's disk into the plugin's tree.
  */
 function foreignSources(lock: Record<string, unknown> | undefined, registry: string, spec: NpmSpec): { path: string; resolved: string }[] {
   const packages = isRecord(lock?.['packages']) ? lock['packages'] : {};
   const base = registry.endsWith('/') ? registry : `${registry}/`;
+  const root = isRecord(packages['']) && isRecord(packages['']['dependencies']) ? Object.keys(packages['']['dependencies']) : [];
+  const named = new Set(spec.kind === 'tarball' ? root.map((name) => `node_modules/${name}`) : []);
   const foreign: { path: string; resolved: string }[] = [];
   for (const [path, entry] of Object.entries(packages)) {
     if (path === '' || !isRecord(entry) || entry['inBundle'] === true) continue;
     const resolved = typeof entry['resolved'] === 'string' ? entry['resolved'] : '';
-    const topLevel = /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path);
-    if (spec.kind === 'tarball' && topLevel && resolved.startsWith('file:') && entry['link'] !== true) continue;
+    if (named.has(path) && resolved.startsWith('file:') && entry['link'] !== true) continue;
     if (entry['link'] === true || !resolved.startsWith(base) || typeof entry['integrity'] !== 'string') foreign.push({ path, resolved: resolved || String(entry['link'] === true ? 'link' : '') });
   }
   return foreign;

@@ -106,6 +106,24 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
     }
   });
 
+  it('refuses a peer dependency from a local tarball: only the tarball the caller named comes from a file', async () => {
+    const dir = await mkdtemp(join(base, 'peer-file-'));
+    // Any npm tarball on the host's disk: a private package someone packed, at a path the attacker can guess.
+    const loot = await pack(dir, 'loot', {});
+    const tarball = await pack(dir, 'uses-peer-file', { peerDependencies: { loot: `file:${loot}` } });
+    const work = join(dir, 'work');
+    await mkdir(work);
+    const error = (await fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', dependencies: [{ path: 'node_modules/loot' }] } });
+    expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
+
+    // The same tarball without the peer installs: the caller's own tarball is no foreign source.
+    const plain = await pack(join(dir, 'plain'), 'uses-no-peer', {});
+    const other = join(dir, 'work-plain');
+    await mkdir(other);
+    expect((await fetchNpmPackage(parseNpmSpec(`npm:${plain}`)._unsafeUnwrap(), other))._unsafeUnwrap().name).toBe('uses-no-peer');
+  });
+
   it('installs the version it checked: one published between the resolution and the install, with a dependency from a URL, is never fetched', async () => {
     const dir = await mkdtemp(join(base, 'flip-'));
     const dependency = await pack(dir, 'urldep', {});
