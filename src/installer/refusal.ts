@@ -63,10 +63,15 @@ export function archiveInvalid(
   return hostError('PLUGIN_ARCHIVE_INVALID', message, limit === undefined ? { details } : { details, hint: limitHint(limit) });
 }
 
+// The CLI's flag for a limit is its key in kebab case (maxExtractedBytes: --max-extracted-bytes, LIMIT_FLAGS in src/cli/args.ts); the
+// hint names it because the CLI is where most installs of a large published server are refused (@colbymchenry/codegraph@1.6.1 vendors a
+// Node runtime, over 256 MiB), and until session 32 it said the CLI had no such flag after install, validate and wrap had got one (56e6b66).
+const cliLimitFlag = (limit: string): string => `--${limit.replace(/[A-Z]/g, (upper) => `-${upper.toLowerCase()}`)}`;
+
 // A published package may be this large on purpose (mongodb-mcp-server@3.0.4's dependencies ship two bun builds, over 256 MiB), and nothing
 // in the package can be changed by the person installing it: the remedy is the limit, which only they can judge.
 const limitHint = (limit: string): string =>
-  `The package is over the host's ${limit} (details.max). If you trust it to be this large (an npm server whose dependencies ship platform binaries), open the host with a higher packageLimits.${limit} (library option; the CLI has no flag for it); otherwise repackage it within the limits.`;
+  `The package is over the host's ${limit} (details.max). If you trust it to be this large (an npm server whose dependencies ship platform binaries), open the host with a higher packageLimits.${limit} (library option; CLI ${cliLimitFlag(limit)} on install, validate and wrap); otherwise repackage it within the limits.`;
 
 /** Throws {@link archiveInvalid} as a {@link Refusal}. */
 export function refuseEntry(

@@ -26,10 +26,13 @@ describe('package limit flags', () => {
     const few = await cli(['install', hello, '--dev', '--skip-canary', '--max-entries', '2', '--profile-dir', profile, '--json']);
     expect(few.code).not.toBe(0);
     expect(refusal(few)).toMatchObject({ code: 'PLUGIN_ARCHIVE_INVALID', details: { limit: 'maxEntries', max: 2 } });
+    // The hint names the flag that raises the limit (until session 32 it said the CLI had none); the run below uses it.
+    expect(refusal(few)['hint']).toContain('packageLimits.maxEntries (library option; CLI --max-entries on install, validate and wrap)');
 
     const small = await cli(['validate', hello, '--max-extracted-bytes', '1K', '--json']);
     expect(small.code).not.toBe(0);
     expect(JSON.stringify(json(small))).toContain('"limit":"maxExtractedBytes","max":1024');
+    expect(JSON.stringify(json(small))).toContain('CLI --max-extracted-bytes on install, validate and wrap');
 
     const roomy = await cli(['install', hello, '--dev', '--skip-canary', '--max-entries', '500', '--max-extracted-bytes', '64M', '--profile-dir', profile, '--json']);
     expect(roomy.code, roomy.stdout).toBe(0);
