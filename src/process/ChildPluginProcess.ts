@@ -1,11 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
+import { basename } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import type { Readable, Writable } from 'node:stream';
 import { internalError, type HostError } from '../errors/HostError.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../ports/ports.js';
 import { exitInfoOf } from './exitInfo.js';
 import type { ExitInfo, PluginProcess, StopOptions } from './PluginProcess.js';
-import { descendantsOf, sendSignal } from './processTree.js';
+import { commandOf, descendantsOf, sendSignal } from './processTree.js';
 import { DEFAULT_STDERR_LINE_MAX_BYTES, DEFAULT_STDERR_RING_BYTES, StderrRing } from './StderrRing.js';
 
 /** Default wait after closing stdin before SIGTERM. */
@@ -48,6 +49,24 @@ export interface ChildPluginProcessOptions extends LifecycleOptions {
   readonly tree: TreeKind;
   /** Stderr lines of the launcher itself saying it could not execute the plugin. */
   readonly launcherFailure?: RegExp;
+  /**
+   * For a `pid-namespace` tree: the command name (`/proc/<pid>/comm`, see
+   * {@link commandNameOf}) of the launcher's own processes. While every
+   * process below the launcher still runs it, the sandbox is being set up and
+   * no code of the plugin has run; its processes there ignore SIGTERM (a PID
+   * namespace's process 1 does, and the launchers' forwarders have no one to
+   * forward to yet), so a stop then kills the tree at once instead of
+   * waiting out both graces for a plugin that is not there.
+   */
+  readonly setupCommand?: string;
+}
+
+/** The longest command name the kernel keeps for a process (TASK_COMM_LEN less its terminator). */
+const COMM_MAX_BYTES = 15;
+
+/** The command name the kernel gives a process that executed `program`: its file name, cut to 15 bytes. */
+export function commandNameOf(program: string): string {
+  return Buffer.from(basename(program)).subarray(0, COMM_MAX_BYTES).toString('utf8');
 }
 
 /** A {@link PluginProcess} over a Node child process. */
@@ -59,6 +78,7 @@ export class ChildPluginProcess implements PluginProcess {
   private info: ExitInfo | undefined;
   private stopping: Promise<ExitInfo> | undefined;
   private hostSentKill = false;
+  private killedInSetup = false;
   private launcherFailureLine: string | undefined;
   private readonly ring: StderrRing;
   private readonly clock: Clock;
@@ -114,6 +134,7 @@ export class ChildPluginProcess implements PluginProcess {
       const execFailure = code === 1 || code === 127 ? this.launcherFailureLine : undefined;
       this.info = exitInfoOf(code, signal, {
         hostSentKill: this.hostSentKill,
+        killedInSetup: this.killedInSetup,
         viaLauncher: options.tree === 'pid-namespace',
         ...(execFailure === undefined ? {} : { execFailure }),
       });
@@ -147,9 +168,13 @@ export class ChildPluginProcess implements PluginProcess {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
     const stdinGrace = options.stdinGraceMs ?? this.options.stdinGraceMs ?? DEFAULT_STDIN_GRACE_MS;
     const termGrace = options.termGraceMs ?? this.options.termGraceMs ?? DEFAULT_TERM_GRACE_MS;
+    // Nothing of the plugin runs yet, so there is no shutdown to wait for: neither EOF nor SIGTERM would reach it.
+    if (this.killedDuringSetup()) return this.exited;
     this.stdin.end();
     if (await this.within(this.exitedRaw, stdinGrace)) return this.exited;
     this.stdin.destroy();
+    // A setup slower than the stdin grace: SIGTERM would be lost the same way.
+    if (this.killedDuringSetup()) return this.exited;
     this.logger.debug({ pid: this.pid }, 'plugin ignored EOF; sending SIGTERM to its process tree');
     this.signalTree('SIGTERM');
     if (await this.within(this.exitedRaw, termGrace)) return this.exited;
@@ -157,6 +182,32 @@ export class ChildPluginProcess implements PluginProcess {
     this.hostSentKill = true;
     this.signalTree('SIGKILL');
     return this.exited;
+  }
+
+  /**
+   * Kills the launcher and its tree when the sandbox is still being set up
+   * (see `setupCommand`); says whether it did. A plugin that begins to run
+   * in the instant between the look and the kill dies before its first
+   * instructions, as it would had the stop come a moment earlier.
+   */
+  private killedDuringSetup(): boolean {
+    const launcher = this.options.setupCommand;
+    // Without /proc (the launcher's own name unreadable) nothing tells setup from a running plugin.
+    if (this.options.tree !== 'pid-namespace' || launcher === undefined || commandOf(this.pid) === undefined) return false;
+    const descendants = descendantsOf(this.pid);
+    // A process gone meanwhile (no name) ran nothing of the plugin's that could still be shut down.
+    if (!descendants.every((pid) => (commandOf(pid) ?? launcher) === launcher)) return false;
+    this.logger.debug({ pid: this.pid }, 'stop while the sandbox is set up: killing its launcher and tree');
+    this.hostSentKill = true;
+    this.killedInSetup = true;
+    // Its process group first, which the kernel kills as one with whatever the launcher is forking right then: a
+    // sandbox's process 1 that bubblewrap cloned between the look and a kill of bubblewrap alone outlived it, had not
+    // yet asked to die with its parent, and went on to run the plugin. The Landlock launcher makes its group itself,
+    // a moment after it starts; before that no group has its id, and it forked nothing yet.
+    sendSignal(-this.pid, 'SIGKILL');
+    sendSignal(this.pid, 'SIGKILL');
+    for (const pid of descendants) sendSignal(pid, 'SIGKILL');
+    return true;
   }
 
   private signalTree(signal: 'SIGTERM' | 'SIGKILL'): void {

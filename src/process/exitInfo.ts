@@ -7,6 +7,8 @@ import type { ExitInfo, PluginProcess, ResourceLimitHit } from './PluginProcess.
 export interface ExitContext {
   /** Whether the host itself sent SIGKILL (stop sequence), so 137 is not an out-of-memory kill. */
   readonly hostSentKill: boolean;
+  /** Whether that SIGKILL came while the sandbox was still being set up, so no code of the plugin had run. */
+  readonly killedInSetup?: boolean;
   /**
    * Whether a sandbox launcher sat between the host and the plugin. Launchers
    * report a plugin killed by signal N as exit status 128 + N.
@@ -22,9 +24,10 @@ function signalName(signo: number): string | undefined {
   return (Object.keys(constants.signals) as (keyof typeof constants.signals)[]).find((name) => constants.signals[name] === signo);
 }
 
-function killNote(status: number, hostSentKill: boolean): string {
+function killNote(status: number, context: ExitContext): string {
   if (status !== SIGKILL_STATUS) return '';
-  return hostSentKill ? ', sent by the host after the stop grace period' : ', likely out of memory';
+  if (context.killedInSetup === true) return ', sent by the host: stopped while its sandbox was set up, before the plugin ran';
+  return context.hostSentKill ? ', sent by the host after the stop grace period' : ', likely out of memory';
 }
 
 /** Builds the {@link ExitInfo} of a finished plugin process. */
@@ -34,13 +37,13 @@ export function exitInfoOf(code: number | null, signal: NodeJS.Signals | null, c
   if (context.execFailure !== undefined) {
     description = `could not execute the plugin: ${context.execFailure} (status ${status})`;
   } else if (signal !== null) {
-    description = `killed by ${signal} (${status}${killNote(status, context.hostSentKill)})`;
+    description = `killed by ${signal} (${status}${killNote(status, context)})`;
   } else {
     const inner = context.viaLauncher && status > 128 ? signalName(status - 128) : undefined;
     description =
       inner === undefined
         ? `exited with status ${status}`
-        : `exited with status ${status}: killed by ${inner} inside the sandbox${killNote(status, context.hostSentKill)}`;
+        : `exited with status ${status}: killed by ${inner} inside the sandbox${killNote(status, context)}`;
   }
   return { code, signal, status, description };
 }

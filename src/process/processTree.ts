@@ -45,6 +45,19 @@ export function descendantsOf(rootPid: number): number[] {
   return out;
 }
 
+/**
+ * The command name of a living process (`/proc/<pid>/comm`: the file name it
+ * last executed, cut to 15 bytes, unless it renamed itself), or `undefined`
+ * when it is gone or there is no `/proc`.
+ */
+export function commandOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').replace(/\n$/, '');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sends `signal` to one process or process group (negative id), ignoring ones already gone. */
 export function sendSignal(target: number, signal: NodeJS.Signals): void {
   try {

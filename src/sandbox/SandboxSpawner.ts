@@ -3,7 +3,7 @@ import { delimiter, isAbsolute, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { silentLogger, type Logger } from '../ports/ports.js';
-import type { LifecycleOptions } from '../process/ChildPluginProcess.js';
+import { commandNameOf, type LifecycleOptions } from '../process/ChildPluginProcess.js';
 import type { PluginProcess } from '../process/PluginProcess.js';
 import { inheritableDescriptors } from '../process/processTree.js';
 import { spawnChild, type Launch } from '../process/spawnChild.js';
@@ -905,7 +905,8 @@ export class SandboxSpawner {
         ...(onConnection === undefined ? {} : { launcherReport: true }),
         ...(backend.detachesItself ? { inHostSession: true } : {}),
       },
-      { ...lifecycle, tree: backend.tree, launcherFailure: backend.launcherFailure },
+      // The launcher's name tells a stop whether the sandbox is still being set up (no plugin to send SIGTERM to).
+      { ...lifecycle, tree: backend.tree, launcherFailure: backend.launcherFailure, setupCommand: commandNameOf(backend.command) },
     )
       .map((child): PluginProcess => {
         const held = listener;
