@@ -103,6 +103,8 @@ export interface GatewayConfigHttp {
   readonly sessionIdleMs?: number;
   /** HTTP connections open at once. */
   readonly maxConnections?: number;
+  /** Bytes of request bodies held at once, all clients together. */
+  readonly maxBodyBytesInFlight?: number;
 }
 
 /** What a configuration resolves to: how to open the host, and how to serve it. */
@@ -213,6 +215,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
         ...(http.maxSessions === undefined ? {} : { maxSessions: http.maxSessions }),
         ...(http.sessionIdleMs === undefined ? {} : { sessionIdleMs: http.sessionIdleMs }),
         ...(http.maxConnections === undefined ? {} : { maxConnections: http.maxConnections }),
+        ...(http.maxBodyBytesInFlight === undefined ? {} : { maxBodyBytesInFlight: http.maxBodyBytesInFlight }),
         clients: resolvedClients,
       },
     },

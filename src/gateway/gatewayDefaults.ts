@@ -40,6 +40,8 @@ export interface GatewayDefaults {
   readonly maxRequestBytes: number;
   /** The most JSON-RPC messages one HTTP POST may carry as a batch. */
   readonly maxBatchMessages: number;
+  /** Bytes of HTTP request bodies held at once, from a body's first byte until its answer ends; each client holds its share. */
+  readonly maxBodyBytesInFlight: number;
   /** How often an open SSE stream carries a keep-alive comment, in ms. */
   readonly sseKeepAliveMs: number;
   /** The most bytes a bearer token file may hold (its first line is the token). */

@@ -16,7 +16,7 @@ import { BearerTokens, tokenDigest, type TokenHolder } from './bearerTokens.js';
 import type { GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { lastVerdictOf } from './lastVerdict.js';
-import { HttpSessionTransport, isInitialize, readPostedMessages, TRANSPORT_ERROR_CODES, writeJsonRpcError, type PostLimits } from './streamableHttpTransport.js';
+import { HttpSessionTransport, isInitialize, readPostedMessages, TRANSPORT_ERROR_CODES, writeJsonRpcError, type BodyBudget, type PostLimits } from './streamableHttpTransport.js';
 import { tokenFromFile, weakToken } from './tokenFile.js';
 
 /** An HTTP client known by its own bearer token, with its own policy. */
@@ -64,6 +64,14 @@ export interface GatewayHttpOptions {
    * the port cannot take every file descriptor of the host's process (no plugin could start then). Default 2048.
    */
   readonly maxConnections?: number;
+  /**
+   * Bytes of request bodies held at once, all clients together: a body is held from its first byte until its answer
+   * ends (its messages wait for plugins meanwhile), and one past the bound is answered 503. Each client holds at most
+   * its share, this divided by the number of clients but never less than one largest body, so that one token
+   * posting on many connections cannot take the host's memory (with every plugin it runs) nor lock the others out.
+   * Default 64 MiB.
+   */
+  readonly maxBodyBytesInFlight?: number;
 }
 
 /** A listening HTTP side. */
@@ -113,6 +121,9 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 
 const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
 
+/** Limits under which no body is read (answered 503). */
+const NO_BODIES: PostLimits = { maxBytes: 0, maxBatch: 0, budget: { take: () => false, give: () => undefined } };
+
 type SessionServer = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport) => Server;
 
 /** Starts the HTTP side; `connect` makes the MCP server of one new session, which the listener connects to the session's transport. */
@@ -143,14 +154,38 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   const maxSessions = options.maxSessions ?? GATEWAY_DEFAULTS.maxSessions;
   const sessionIdleMs = options.sessionIdleMs ?? GATEWAY_DEFAULTS.sessionIdleMs;
   const maxConnections = options.maxConnections ?? GATEWAY_DEFAULTS.maxConnections;
-  for (const [option, value] of [['http.maxSessions', maxSessions], ['http.sessionIdleMs', sessionIdleMs], ['http.maxConnections', maxConnections]] as const) {
+  const maxBodyBytes = options.maxBodyBytesInFlight ?? GATEWAY_DEFAULTS.maxBodyBytesInFlight;
+  for (const [option, value] of [
+    ['http.maxSessions', maxSessions],
+    ['http.sessionIdleMs', sessionIdleMs],
+    ['http.maxConnections', maxConnections],
+    ['http.maxBodyBytesInFlight', maxBodyBytes],
+  ] as const) {
     if (!Number.isSafeInteger(value) || value < 1) return errAsync(hostError('HOST_INVALID_OPTIONS', `${option} must be a positive whole number, not ${String(value)}`, { details: { option } }));
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const sessions = new Map<string, Session>();
   const share = Math.max(1, Math.floor(maxSessions / clients.length));
   const heldBy = (owner: TokenHolder): number => [...sessions.values()].filter((s) => s.owner === owner).length;
-  const limits: PostLimits = { maxBytes: GATEWAY_DEFAULTS.maxRequestBytes, maxBatch: GATEWAY_DEFAULTS.maxBatchMessages };
+  // Bodies held at once: within the listener's bound, and each client within its share of it.
+  let bodyBytes = 0;
+  const bodyShare = Math.max(GATEWAY_DEFAULTS.maxRequestBytes, Math.floor(maxBodyBytes / clients.length));
+  const limitsOf = (): PostLimits => {
+    let held = 0;
+    const budget: BodyBudget = {
+      take: (bytes) => {
+        if (held + bytes > bodyShare || bodyBytes + bytes > maxBodyBytes) return false;
+        held += bytes;
+        bodyBytes += bytes;
+        return true;
+      },
+      give: (bytes) => {
+        held -= bytes;
+        bodyBytes -= bytes;
+      },
+    };
+    return { maxBytes: GATEWAY_DEFAULTS.maxRequestBytes, maxBatch: GATEWAY_DEFAULTS.maxBatchMessages, budget };
+  };
   const sweep = setInterval(
     () => {
       const now = performance.now();
@@ -173,6 +208,7 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   };
 
   const holders = clients.map((c): TokenHolder => ({ name: c.name, policy: c.policy, tokenFile: c.tokenFile, token: c.token, digest: tokenDigest(c.token) }));
+  const postLimits = new Map(holders.map((h) => [h, limitsOf()] as const));
   // A rotated token ends the GET streams of its client's sessions: they were opened with a token that is refused now.
   const tokens = new BearerTokens(holders, GATEWAY_DEFAULTS.tokenFileCheckMs, options.onNotice ?? ((): void => undefined), (holder) => {
     for (const session of sessions.values()) if (session.owner === holder) session.transport.endStream();
@@ -204,6 +240,8 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
     if (req.url !== MCP_PATH && new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
     const client = clientOf(req);
     if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
+    // Every holder has its limits; a client that had none would read no body.
+    const limits = postLimits.get(client) ?? NO_BODIES;
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);

@@ -95,26 +95,39 @@ const acceptsJsonAndEventStream = lastVerdictOf((header) => {
 /** Whether a Content-Type header says JSON. */
 const jsonContent = lastVerdictOf((header) => mediaTypes(header).has('application/json'));
 
-/** The body, or why there is none: larger than `maxBytes`, or the client went away first. */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large' | 'aborted'> {
+/**
+ * The bytes of request bodies a listener holds at once, across requests: `maxBytes` bounds one body, not how many are
+ * read at the same time, and every body is held whole until it parses.
+ */
+export interface BodyBudget {
+  /** Takes `bytes` more for a body being read; false, taking nothing, when that would pass the bound. */
+  take(bytes: number): boolean;
+  /** Gives back `bytes` taken. */
+  give(bytes: number): void;
+}
+
+/** The body, or why there is none: larger than `maxBytes`, more than `budget` lets be held now, or the client went away first. */
+function readBody(req: IncomingMessage, maxBytes: number, budget: BodyBudget | undefined): Promise<Buffer | 'too-large' | 'busy' | 'aborted'> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const settle = (outcome: Buffer | 'too-large' | 'aborted'): void => {
+    const settle = (outcome: Buffer | 'too-large' | 'busy' | 'aborted'): void => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('close', onClose);
+      // A body read whole is given back when its answer ends (readPostedMessages); one not read whole, here.
+      if (!Buffer.isBuffer(outcome)) budget?.give(size);
       resolve(outcome);
     };
     const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= maxBytes) {
-        chunks.push(chunk);
+      if (size + chunk.length > maxBytes || budget?.take(chunk.length) === false) {
+        // The rest is read and dropped, so the refusal can be written before the connection closes.
+        settle(size + chunk.length > maxBytes ? 'too-large' : 'busy');
+        req.resume();
         return;
       }
-      // The rest is read and dropped, so the 413 can be written before the connection closes.
-      settle('too-large');
-      req.resume();
+      size += chunk.length;
+      chunks.push(chunk);
     };
     const onEnd = (): void => settle(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
     const onClose = (): void => settle('aborted');
@@ -130,6 +143,8 @@ export interface PostLimits {
   readonly maxBytes: number;
   /** The most messages in a batch. */
   readonly maxBatch: number;
+  /** What bounds the bodies of the client's requests read at once; none: only `maxBytes`. */
+  readonly budget?: BodyBudget;
 }
 
 /**
@@ -153,12 +168,23 @@ export async function readPostedMessages(req: IncomingMessage, res: ServerRespon
     writeJsonRpcError(res, 413, ErrorCode.InvalidRequest, tooLarge, { connection: 'close' });
     return undefined;
   }
-  const body = await readBody(req, limits.maxBytes);
+  const body = await readBody(req, limits.maxBytes, limits.budget);
   if (body === 'aborted') return undefined;
   if (body === 'too-large') {
     writeJsonRpcError(res, 413, ErrorCode.InvalidRequest, tooLarge, { connection: 'close' });
     return undefined;
   }
+  if (body === 'busy') {
+    writeJsonRpcError(res, 503, TRANSPORT_ERROR_CODES.refused, 'Service Unavailable: the gateway holds as many request bodies of this client as it takes at once; retry later', {
+      connection: 'close',
+      'retry-after': '1',
+    });
+    return undefined;
+  }
+  // Given back when the answer ends, not once parsed: the messages, as large as the body or larger, are held while
+  // their requests wait for a plugin, and a client must not hold more of them at once than of bodies.
+  const { budget } = limits;
+  if (budget !== undefined) res.once('close', () => budget.give(body.length));
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
