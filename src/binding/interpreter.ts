@@ -5,7 +5,7 @@
  * changed is the interpreter re-hashed (see docs/install-safety.md for why).
  */
 import { stat as statPath, realpath } from 'node:fs/promises';
-import { delimiter, isAbsolute, join } from 'node:path';
+import { basename, delimiter, isAbsolute, join } from 'node:path';
 import type { BigIntStats } from 'node:fs';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -17,6 +17,7 @@ import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
 import { isNodeName, isPythonName, isShellName } from './shells.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
+import { isWithin, SYSTEM_PATHS } from '../sandbox/SandboxLayout.js';
 
 /** The identity of a file at pin time; all decimal strings (64-bit values). */
 export interface FileIdentity {
@@ -146,6 +147,28 @@ function shimRefusal(refused: HostError, program: string, found: string): HostEr
   });
 }
 
+const realOrUndefined = (path: string): Promise<string | undefined> => realpath(path).catch(() => undefined);
+
+/**
+ * Whether an interpreter an absolute `#!` line names is one the host would
+ * run anyway: a file of the system directories, the host's own Node, or the
+ * file its interpreter search path gives for that name. Anything else is a
+ * file the package chose, and the host runs a Node interpreter outside every
+ * sandbox at install (`--version`, to pick how the main module is checked):
+ * `#!/proc/self/cwd/pkg/bin/node` named a native program shipped beside the
+ * package, in the directory the user installed it from, and it ran as the
+ * host's user. A `#!/usr/bin/env` interpreter comes from the search path.
+ */
+async function hostWouldRun(real: string, named: string, searchPath: string): Promise<boolean> {
+  if (SYSTEM_PATHS.some((dir) => isWithin(real, dir))) return true;
+  if (real === (await realOrUndefined(process.execPath))) return true;
+  for (const name of new Set([basename(named), basename(real)])) {
+    const found = await findOnPath(name, searchPath);
+    if (found !== undefined && (await realOrUndefined(found)) === real) return true;
+  }
+  return false;
+}
+
 /** Resolves, checks and hashes the interpreter named by a `#!` line. */
 export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string): Promise<Result<InterpreterPin, HostError>> {
   if (isShellName(shebang.program)) {
@@ -176,6 +199,14 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
       return err(shebang.viaEnv ? shimRefusal(refused, shebang.program, named) : refused);
     }
     if (format !== 'native') return err(untrusted('unsupported_format', `The interpreter ${real} is not a native program.`, { path: real }));
+    if (!shebang.viaEnv && !(await hostWouldRun(real, named, searchPath))) {
+      return err(
+        hostError('PLUGIN_EXECUTABLE_UNTRUSTED', `The interpreter ${named} of ${scriptPath} (${real}) is neither in a system directory nor the one the interpreter search path gives for its name.`, {
+          details: { reason: 'interpreter_location', path: scriptPath, interpreter: named, resolved: real },
+          hint: `Name the interpreter as #!/usr/bin/env ${basename(named)} and put its directory on the host's interpreter search path (the interpreterSearchPath option; for the CLI, PATH): an interpreter the package names by path could be any program the package placed, and the host runs it at install.`,
+        }),
+      );
+    }
     const kind = interpreterKindOf(real, shebang.program);
     const unsafe = unsafeInterpreterArgument(kind, shebang.args);
     if (unsafe !== undefined) {

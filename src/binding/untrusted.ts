@@ -16,6 +16,7 @@ export type UntrustedReason =
   | 'interpreter_not_found'
   | 'interpreter_not_native'
   | 'interpreter_argument'
+  | 'interpreter_location'
   | 'binding_inconsistent'
   | 'changed_during_verification'
   | 'digest_mismatch'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -116,6 +116,26 @@ describe('bindExecutable: shells and interpreters', () => {
     writeFileSync(join(s.base, 'shims/tool'), '#!/usr/bin/python3\nprint(1)\n', { mode: 0o755 });
     s.write('bin/run', `#!${join(s.base, 'shims/tool')}\n`);
     expect(await reasonOf('bin/run')).toBe('interpreter_not_native');
+  });
+
+  it('refuses a native interpreter named by a path the host would not find itself, before it runs it at install', async () => {
+    // A program the package placed beside itself (in the directory it is installed from, reached as
+    // #!/proc/self/cwd/...): as `node` the host asked it for its --version outside every sandbox.
+    mkdirSync(join(s.base, 'tools'));
+    copyFileSync(NATIVE, join(s.base, 'tools/node'));
+    chmodSync(join(s.base, 'tools/node'), 0o755);
+    s.write('bin/run', `#!${join(s.base, 'tools/node')}\n`);
+    const refused = await bindExecutable({ installRoot: s.root, executable: 'bin/run', searchPath: '/usr/bin' });
+    expect(refused._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'interpreter_location', resolved: join(s.base, 'tools/node') } });
+    expect(refused._unsafeUnwrapErr().hint).toMatch(/#!\/usr\/bin\/env node/);
+    // The same file is the host's own choice when its search path gives it for that name.
+    const searched = (await bindExecutable({ installRoot: s.root, executable: 'bin/run', searchPath: join(s.base, 'tools') }))._unsafeUnwrap();
+    expect(searched.interpreter?.path).toBe(join(s.base, 'tools/node'));
+    // Interpreters of the system directories and the host's own Node stay accepted by path.
+    s.write('bin/system', '#!/usr/bin/python3\n');
+    expect((await bindExecutable({ installRoot: s.root, executable: 'bin/system', searchPath: '/nonexistent' }))._unsafeUnwrap().interpreter?.path).toBe(realpathSync('/usr/bin/python3'));
+    s.write('bin/host', `#!${process.execPath}\n`);
+    expect((await bindExecutable({ installRoot: s.root, executable: 'bin/host', searchPath: '/nonexistent' })).isOk()).toBe(true);
   });
 
   it('refuses an interpreter that is not on the install-time PATH', async () => {
