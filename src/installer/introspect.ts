@@ -23,6 +23,7 @@ import { SecretRedactor } from '../secrets/knownSecrets.js';
 import { redactedStderrTail } from '../secrets/secretRedactingProcess.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
+import { sandboxPathHints, sandboxViewOf, type SandboxView } from './sandboxPathHints.js';
 import { DEFAULT_MCP_CLIENT_INFO } from '../shapes/mcp/McpSession.js';
 import { clientCapabilities } from '../shapes/mcp/clientRequests.js';
 import type { ClientRequestKind, DeclaredCapabilities } from '../manifest/model.js';
@@ -129,6 +130,8 @@ interface StartContext {
   readonly network?: IntrospectionNetwork;
   readonly denylist?: EnvDenylist;
   readonly pluginId?: string;
+  /** What the start's sandbox showed of the host, for a failure on a path it did not show. */
+  readonly view?: SandboxView;
 }
 
 // Words that look like an environment variable's name: upper case and digits joined by underscores.
@@ -177,7 +180,10 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
   const networkFailure = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
   const networked = hasNetwork(context.network);
-  const networkHint = !networkFailure ? '' : networked ? NETWORKED_START_HINT : OFFLINE_START_HINT;
+  // A Unix socket connect reads like a network failure too, but neither grant the network hints offer carries it there.
+  const pathHints = sandboxPathHints(`${secrets.redact(said)}\n${stderrTail ?? ''}`, context.view, context.network?.network === true);
+  const socketFailure = pathHints?.socket === true;
+  const networkHint = !networkFailure || socketFailure ? '' : networked ? NETWORKED_START_HINT : OFFLINE_START_HINT;
   const timeoutHint = said.includes('Request timed out') ? TIMEOUT_HINT : '';
   const denied = deniedNamesIn(`${said}\n${stderrTail ?? ''}`, context.denylist);
   const deniedHint = denied.length === 0 || context.denylist === undefined ? '' : deniedNamesHint(denied, context.denylist, context.pluginId);
@@ -186,18 +192,41 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   // Only an offline start is told that a server which connects at start cannot list its tools there: a granted one had what the plugin will have.
   const needs = networked
     ? 'pass the args it needs (the address it connects to), or the manifest install option.'
-    : 'pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there unless the install grants it the network (--grant-network, or --grant-egress host:port), which the start then gets too.';
+    : socketFailure
+      ? 'pass the args it needs, or the manifest install option.'
+      : 'pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there unless the install grants it the network (--grant-network, or --grant-egress host:port), which the start then gets too.';
   return hostError('PLUGIN_HANDSHAKE_FAILED', secrets.redact(said), {
     details: {
       reason: 'introspection',
       ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
       ...(exit === undefined ? {} : { exit: exit.description }),
     },
-    hint: `${deniedHint}${networkHint}${timeoutHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. ${tokenWay}; ${needs}`,
+    hint: `${deniedHint}${pathHints?.hint ?? ''}${networkHint}${timeoutHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. ${tokenWay}; ${needs}`,
   });
 }
 
 const ERROR_LINE = new RegExp(settings.stderrErrorLine);
+const BARE_ERROR_LINE = new RegExp(settings.stderrBareErrorLine);
+const STACK_FRAME_LINE = new RegExp(settings.stderrStackFrameLine);
+
+/**
+ * The first error of a stderr tail as one line. An error whose message
+ * begins with a line feed (`new Error(help.join('\n'))`, as sharp 0.32 throws
+ * "Something went wrong installing the "sharp" module" and the addon it
+ * misses, under agentdb@1.6.1) prints a bare `Error: ` line: its message is
+ * the lines below it, up to the first stack frame, joined.
+ */
+function firstErrorLine(tail: string): string | undefined {
+  const lines = tail.split('\n');
+  const at = lines.findIndex((l) => ERROR_LINE.test(l) || BARE_ERROR_LINE.test(l));
+  const first = lines[at];
+  if (first === undefined) return undefined;
+  if (!BARE_ERROR_LINE.test(first)) return first.trim();
+  const end = lines.findIndex((l, i) => i > at && STACK_FRAME_LINE.test(l));
+  const message = lines.slice(at + 1, end === -1 ? undefined : end).map((l) => l.trim()).filter((l) => l !== '');
+  // A bare line with nothing under it says nothing: a later error line may.
+  return message.length === 0 ? lines.find((l) => ERROR_LINE.test(l))?.trim() : `${first.trim()} ${message.join(' ')}`;
+}
 
 /**
  * What a server that closed its stdout said on stderr, for the message: its
@@ -208,7 +237,7 @@ const ERROR_LINE = new RegExp(settings.stderrErrorLine);
  */
 function stderrSays(tail: string): string {
   if (tail.trim() === '') return '; it wrote nothing on stderr';
-  const line = tail.split('\n').find((l) => ERROR_LINE.test(l))?.trim();
+  const line = firstErrorLine(tail);
   if (line === undefined) return '; see details.stderr_tail';
   const max = settings.quotedStderrLineMaxChars;
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;
@@ -301,6 +330,8 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   const copyDir = join(workDir, 'exec');
   // The pinned executable, for a failed start's engines check.
   let bound: ExecutableBindingRecord | undefined;
+  // What the start's sandbox shows, for a failure on a host path it does not.
+  let view: SandboxView | undefined;
   const prepared = ResultAsync.fromPromise(
     Promise.all([mkdir(dataRoot, { recursive: true, mode: 0o700 }), mkdir(copyDir, { recursive: true, mode: 0o700 })]),
     (cause) => introspectionFailed('preparing the introspection directories failed', cause, undefined),
@@ -340,20 +371,24 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
                 directories.close();
                 return err(error);
               })
-              .andThen((verified) =>
-                spawner.spawn({
+              .andThen((verified) => {
+                const policy = {
                   network: granted?.network === true,
                   ...(granted === undefined || granted.network ? {} : { egress: granted.egress ?? [] }),
                   writeDir: directories.write.path,
                   hiddenPaths: request.hiddenPaths,
                   readOnlyPaths: [directories.data.path],
                   pluginId: INTROSPECTION_ID,
-                  executable: verified,
-                  env: env.value,
-                  directories,
-                  ...(identity === undefined ? {} : { identity }),
-                }),
-              );
+                };
+                // Read before the spawn, which releases what it is given: the paths its executable mounts besides.
+                const shown = { ...policy, installRoot: verified.installRoot, readOnlyPaths: [...verified.readOnlyPaths, ...policy.readOnlyPaths] };
+                return spawner
+                  .spawn({ ...policy, executable: verified, env: env.value, directories, ...(identity === undefined ? {} : { identity }) })
+                  .map((started) => {
+                    view = sandboxViewOf(spawner.describe(shown));
+                    return started;
+                  });
+              });
           },
         ),
       ),
@@ -365,6 +400,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
           ...(granted === undefined ? {} : { network: granted }),
           ...(request.envDenylist === undefined ? {} : { denylist: request.envDenylist }),
           ...(request.pluginId === undefined ? {} : { pluginId: request.pluginId }),
+          ...(view === undefined ? {} : { view }),
         }),
       ),
     )
