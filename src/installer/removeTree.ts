@@ -9,21 +9,53 @@
  * makes its subtree that much shallower, and `rm` is tried again.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { chmod, lstat, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_PATH_BYTES } from './installPath.js';
 
 // Deeper than this below the root, a directory is moved up: readdir and rename still take its path (under the limit).
 const LIFT_BYTES = Math.floor(MAX_PATH_BYTES / 2);
 
-/** Removes `root` and everything below it, as `rm -rf` does; a missing root is no error. */
+/**
+ * Removes `root` and everything below it, as `rm -rf` does; a missing root is no error.
+ * Directories its writer made unreadable or unwritable (a server's introspection start, a `.pth` line run while pip
+ * installs, on a host that is not root: mode 000 on a directory of its own) are given their owner's access back
+ * first, once: without it rm failed with EACCES, the install with HOST_IO_ERROR, and the tree, as large as its
+ * writer made it, stayed for good, failing every later collection of leftovers.
+ */
 export async function removeTree(root: string): Promise<void> {
+  let unlocked = false;
   for (let lifted = 0; ; lifted++) {
     try {
       await rm(root, { recursive: true, force: true });
       return;
     } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code !== 'ENAMETOOLONG' || !(await liftOne(root, lifted))) throw cause;
+      const code = (cause as NodeJS.ErrnoException).code;
+      if ((code === 'EACCES' || code === 'EPERM') && !unlocked) {
+        unlocked = true;
+        await unlockDirectories(root);
+        continue;
+      }
+      if (code !== 'ENAMETOOLONG' || !(await liftOne(root, lifted))) throw cause;
+    }
+  }
+}
+
+/**
+ * Gives every directory below `root` (itself included) mode 0700, never
+ * following a link: what the caller removes is a tree nothing runs in any
+ * more (its writer's sandbox is gone), so no directory is swapped for a link
+ * between the check and the change. A directory it cannot change (another
+ * user's, on a host that is not root) is left as it is.
+ */
+async function unlockDirectories(root: string): Promise<void> {
+  const pending = [root];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    const entry = await lstat(dir).catch(() => undefined);
+    if (entry?.isDirectory() !== true) continue;
+    await chmod(dir, 0o700).catch(() => undefined);
+    for (const child of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      if (child.isDirectory()) pending.push(join(dir, child.name));
     }
   }
 }
