@@ -75,8 +75,10 @@ async function prepareProfileDir(given: string): Promise<Result<void, HostError>
  * The profile directory when it does not exist, else undefined; the flags'
  * profile, app name and directory are checked as PluginHost.open checks
  * them (a bad one is its HOST_INVALID_OPTIONS) and the directory resolved as
- * it resolves it. A command that only reads (list, info, tools, run) must not
- * create a profile by looking: opening a host makes the directory and its layout.
+ * it resolves it. Only install (and wrap, validate) may create a profile: a
+ * command that reads or changes what is installed there (list, info, tools,
+ * run, remove, quarantine, reload, canary, setup, serve) must not create one
+ * for a mistyped name, and opening a host makes the directory and its layout.
  */
 export function missingProfileDir(flags: Flags): Result<string | undefined, HostError> {
   const location = {
@@ -84,7 +86,12 @@ export function missingProfileDir(flags: Flags): Result<string | undefined, Host
     ...(flags.appName === undefined ? {} : { appName: flags.appName }),
     ...(flags.profileDir === undefined ? {} : { profileDir: flags.profileDir }),
   };
-  return PluginHost.profileDirFor(location).map((profileDir) => {
+  return missingProfileDirOf(location);
+}
+
+/** The directory `options` open a profile in when it does not exist, else undefined ({@link missingProfileDir} for host options). */
+export function missingProfileDirOf(options: PluginHostOptions): Result<string | undefined, HostError> {
+  return PluginHost.profileDirFor(options).map((profileDir) => {
     const dir = resolve(profileDir);
     // Only a directory that is not there is "no profile"; anything else (EACCES, ENOTDIR) is left to the host's own open.
     try {
@@ -103,8 +110,13 @@ export function missingProfileDir(flags: Flags): Result<string | undefined, Host
 export function notInMissingProfile(flags: Flags, pluginId: string, dir: string): HostError {
   return hostError('PLUGIN_NOT_FOUND', `plugin '${pluginId}' is not installed: profile ${profileName(flags)} has no directory (${dir})`, {
     details: { plugin_id: pluginId, profile_dir: dir, profile_exists: false },
-    hint: 'Nothing is installed in a profile whose directory does not exist (a read-only command does not create it). Check --profile, --profile-dir and GUM_PROFILE, or install into it first.',
+    hint: 'Nothing is installed in a profile whose directory does not exist, and a command about an installed plugin does not create it (only install does). Check --profile, --profile-dir and GUM_PROFILE, or install into it first.',
   });
+}
+
+/** The `withoutProfile` of a command about one installed plugin: {@link notInMissingProfile}, printed. */
+export function failInMissingProfile(ctx: CommandContext, pluginId: string): (dir: string) => ExitCode {
+  return (dir) => fail(ctx, notInMissingProfile(ctx.flags, pluginId, dir), false, pluginId);
 }
 
 /** PluginHost options from the global flags; `overrides` win. */
@@ -170,8 +182,12 @@ export async function withHost(
     readonly overrides?: PluginHostOptions;
     readonly checkingPackage?: boolean;
     readonly readsCatalogOnly?: boolean;
-    /** For a command that only reads: run instead of opening a host when the profile directory does not exist (nothing is created). */
-    readonly withoutProfile?: (dir: string) => ExitCode;
+    /**
+     * For a command that must not make a profile (all but install, wrap and
+     * validate): run instead of opening a host when the profile directory does
+     * not exist, so a mistyped --profile creates nothing.
+     */
+    readonly withoutProfile?: (dir: string) => ExitCode | Promise<ExitCode>;
   } = {},
 ): Promise<ExitCode> {
   if (options.withoutProfile !== undefined && options.overrides?.profileDir === undefined) {

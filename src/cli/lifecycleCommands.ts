@@ -1,7 +1,8 @@
-import type { CanaryOutcome, HostError, PluginHost } from '../index.js';
 import type { ResultAsync } from 'neverthrow';
 import { hostError } from '../errors/HostError.js';
-import { fail, failNaming, withHost, type CommandContext } from './context.js';
+import { PreferredSecretStore, type CanaryOutcome, type HostError, type PluginHost } from '../index.js';
+import hostOptionData from '../../etc/host-options.json' with { type: 'json' };
+import { fail, failInMissingProfile, failNaming, profileName, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { canaryJson, canarySummary } from './present.js';
@@ -37,7 +38,7 @@ export function removeCommand(ctx: CommandContext): Promise<ExitCode> {
     ctx.out.data({ ok: true, plugin_id: name, removed: true, credentials_deleted: flags.forgetSecrets });
     ctx.out.line(`removed ${name} ${ctx.out.style.dim('(its namespace owner stays recorded, so the same owner can reinstall it)')}`);
     return EXIT_CODES.ok;
-  });
+  }, { withoutProfile: (dir) => (flags.forgetSecrets ? forgetInMissingProfile(ctx, name, dir) : failInMissingProfile(ctx, name)(dir)) });
 }
 
 /**
@@ -59,6 +60,29 @@ async function forgetOnly(ctx: CommandContext, host: PluginHost, name: string): 
   return EXIT_CODES.ok;
 }
 
+/**
+ * `remove <name> --forget-secrets` in a profile whose directory does not
+ * exist: the OS keychain may still hold values filed under that directory
+ * (the directory was deleted by hand), so they are deleted there, through
+ * the store a host would use, without making the directory (a mistyped
+ * --profile must not leave one behind). The file store lived in the
+ * directory: nothing of it is left.
+ */
+async function forgetInMissingProfile(ctx: CommandContext, name: string, dir: string): Promise<ExitCode> {
+  const { out, terminal, flags } = ctx;
+  if (!flags.yes && !out.json && terminal.stdin.isTTY === true) {
+    if (!(await confirm(terminal, `${name} is not installed (profile ${profileName(flags)} has no directory). Delete the credentials stored for it?`))) {
+      return fail(ctx, hostError('PLUGIN_CONFIRMATION_DENIED', `the credentials of ${name} were not deleted`, { details: { plugin_id: name } }), false, name);
+    }
+  }
+  const store = new PreferredSecretStore({ profileDir: dir, appName: flags.appName ?? hostOptionData.defaults.appName, env: terminal.env });
+  const forgotten = await store.delete(name);
+  if (forgotten.isErr()) return fail(ctx, forgotten.error, false, name);
+  out.data({ ok: true, plugin_id: name, removed: false, credentials_deleted: true, profile_dir: dir, profile_exists: false });
+  out.line(`${name} is not installed; deleted the credentials stored for it ${out.style.dim(`(${dir} does not exist)`)}`);
+  return EXIT_CODES.ok;
+}
+
 /** `unquarantine <name>`: clears quarantine, starts nothing. */
 export function unquarantineCommand(ctx: CommandContext): Promise<ExitCode> {
   const name = nameOf(ctx);
@@ -68,7 +92,7 @@ export function unquarantineCommand(ctx: CommandContext): Promise<ExitCode> {
     ctx.out.data({ ok: true, plugin_id: name, quarantined: false });
     ctx.out.line(`unquarantined ${name}`);
     return EXIT_CODES.ok;
-  });
+  }, { withoutProfile: failInMissingProfile(ctx, name) });
 }
 
 /** `quarantine <name>`: quarantines the plugin for good; every host on the profile stops it. */
@@ -80,7 +104,7 @@ export function quarantineCommand(ctx: CommandContext): Promise<ExitCode> {
     ctx.out.data({ ok: true, plugin_id: name, quarantined: true });
     ctx.out.line(`quarantined ${name} ${ctx.out.style.dim(`(until '${PROGRAM} unquarantine ${name}' or '${PROGRAM} reload ${name}')`)}`);
     return EXIT_CODES.ok;
-  });
+  }, { withoutProfile: failInMissingProfile(ctx, name) });
 }
 
 /**
@@ -113,7 +137,7 @@ function canaryRun(ctx: CommandContext, verb: string, run: (host: PluginHost, na
     // What the canary tool answered, so a live run with overridden arguments can be read back.
     const answer = verb === 'checking' && outcome.value.result !== undefined ? { result: outcome.value.result } : undefined;
     return reportCanary(ctx, outcome.value, verb === 'reloading' ? 'reloaded' : 'canary', answer);
-  });
+  }, { withoutProfile: failInMissingProfile(ctx, name) });
 }
 
 /** `reload <name>`: clear quarantine, restart, passive canary. */

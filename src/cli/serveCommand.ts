@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { okAsync, type ResultAsync } from 'neverthrow';
-import { checkGatewayConfig, JsonlAuditSink, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
+import { checkGatewayConfig, hostError, JsonlAuditSink, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
 import type { Flags } from './args.js';
-import { fail, type CommandContext } from './context.js';
+import { fail, missingProfileDirOf, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { usageFailure } from './usage.js';
 
@@ -51,8 +51,20 @@ function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
 }
 
 /**
- * `serve`: opens the profile and serves every active plugin as one MCP
- * server until interrupted (or, over stdio, until the client closes stdin).
+ * A profile whose directory does not exist is not served: an MCP client would
+ * find no tools and no reason, and the host's open would create the directory
+ * a mistyped --profile names. Exit 2, as any option that names nothing usable.
+ */
+function noProfileToServe(dir: string): HostError {
+  return hostError('HOST_INVALID_OPTIONS', `the profile to serve has no directory (${dir})`, {
+    details: { option: 'profileDir', profile_dir: dir, profile_exists: false },
+    hint: 'serve does not create a profile. Check --profile, --profile-dir and the configuration file\'s profile and profileDir; install a plugin into the profile first, or create the directory to serve an empty profile.',
+  });
+}
+
+/**
+ * `serve`: opens the profile (one that exists: {@link noProfileToServe}) and
+ * serves every active plugin as one MCP server until interrupted (or, over stdio, until the client closes stdin).
  * Over stdio, stdout carries MCP only; everything for people goes to stderr.
  */
 export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
@@ -63,6 +75,10 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
   const resolved = await resolveGatewayConfig(merged.value, terminal.env);
   if (resolved.isErr()) return fail(ctx, resolved.error, false);
   const { host: hostOptions, gateway, audit, warnings } = resolved.value;
+  const env = withoutTokens(terminal.env, merged.value);
+  const missing = missingProfileDirOf({ ...hostOptions, env });
+  if (missing.isErr()) return fail(ctx, missing.error, false);
+  if (missing.value !== undefined) return fail(ctx, noProfileToServe(missing.value), false);
   for (const warning of warnings) terminal.stderr.write(`mcp-plugin-host: warning: ${warning}\n`);
   const { stdin, stdout } = terminal;
   let stdio: { readonly stdin: Readable; readonly stdout: Writable } | undefined;
@@ -77,7 +93,7 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
     auditSink === undefined || audit === undefined
       ? {}
       : { audit: { sink: auditSink, ...(audit.arguments === undefined ? {} : { arguments: audit.arguments }), ...(audit.secretFields === undefined ? {} : { secretFields: audit.secretFields }) } };
-  const opened = await PluginHost.open({ ...hostOptions, env: withoutTokens(terminal.env, merged.value), ...auditOptions });
+  const opened = await PluginHost.open({ ...hostOptions, env, ...auditOptions });
   if (opened.isErr()) {
     // The open's failure is the one to report; the empty audit file's close adds nothing.
     await auditSink?.close().unwrapOr(undefined);

@@ -2,7 +2,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError } from '../errors/HostError.js';
 import type { CredentialView, HostError, PluginHost } from '../index.js';
-import { fail, withHost, type CommandContext } from './context.js';
+import { fail, failInMissingProfile, withHost, type CommandContext } from './context.js';
 import type { ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { reportCanary } from './lifecycleCommands.js';
@@ -129,5 +129,5 @@ export function setupCommand(ctx: CommandContext): Promise<ExitCode> {
       for (const line of outside.unwrapOr([])) ctx.out.line(`  to do outside ${PROGRAM}: ${line}`);
     }
     return reportCanary(ctx, canary, 'set up', { stored });
-  });
+  }, { withoutProfile: failInMissingProfile(ctx, name) });
 }

@@ -33,8 +33,8 @@ describe('CLI conventions', () => {
   });
 
   it('--profile-dir under /proc returns with a clear error instead of spinning', async () => {
-    // unquarantine writes its profile, so it makes the directory (list only reads: it reports an empty profile and makes none).
-    const run = await cli(['unquarantine', 'hello', '--profile-dir', '/proc/nope', '--json']);
+    // install is the command that makes a missing profile (the others report it missing and make none).
+    const run = await cli(['install', 'fixtures/plugins/hello', '--profile-dir', '/proc/nope', '--json']);
     expect(run.code).toBe(2);
     expect(json(run)).toMatchObject({ ok: false, error: { code: 'HOST_INVALID_OPTIONS', message: '--profile-dir /proc/nope: cannot create /proc/nope (ENOENT)' } });
     const listed = await cli(['list', '--profile-dir', '/proc/nope', '--json']);
