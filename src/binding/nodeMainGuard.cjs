@@ -8,8 +8,10 @@
 // run; a missing main fails to load instead. Node resolves a CommonJS main
 // twice (once to choose the loader, once to load it), so the rule stays.
 // Worker threads inherit the preload but have no main script of their own.
+//
+// Every Node start of such a plugin pays for this file, so it loads no module Node has not loaded already: requiring
+// node:worker_threads for its isMainThread cost ~1.7 ms of CPU per start (Node 20; docs/performance.md "One cold call").
 const Module = require('node:module');
-const { isMainThread } = require('node:worker_threads');
 
 // require()'s global folders without HOME ($HOME/.node_modules, $HOME/.node_libraries): HOME is the plugin's data
 // directory, which it writes and which outlives upgrades, so a module planted there would load unpinned
@@ -25,6 +27,11 @@ const { isMainThread } = require('node:worker_threads');
     }
   }
 }
+
+// In a worker thread Node replaces the process methods a worker lacks (chdir, abort) by stubs it marks `disabled`.
+// Were the mark gone in some Node, a worker would still see no main script here (its process.argv[1] is unset unless
+// the plugin gave the worker argv), and at worst the rule would resolve that worker's own entry exactly too.
+const isMainThread = process.chdir.disabled !== true;
 
 if (isMainThread && typeof process.argv[1] === 'string') {
   const { resolve } = require('node:path');

@@ -1,8 +1,9 @@
 /**
  * Every Node launch of a plugin rebuilds `require()`'s global folders
  * without HOME (the plugin's data directory): each bootstrap, the
- * main-module guard and the ESM runner's own call, each in a real Node
- * child whose HOME holds a planted module. The sandboxed end-to-end case is
+ * main-module guard (under a CommonJS and an ES module main, and in a
+ * worker thread) and the ESM runner's own call, each in a real Node child
+ * whose HOME holds a planted module. The sandboxed end-to-end case is
  * test/sandbox/dataDirStartupCode.test.ts.
  */
 import { spawn } from 'node:child_process';
@@ -25,9 +26,22 @@ try { planted = require('planted'); } catch (e) { planted = e.code; }
 process.stdout.write(JSON.stringify({ planted, home_folders: require('node:module').globalPaths.filter((p) => p.startsWith(process.env.HOME)), home: process.env.HOME }));
 `;
 
+// The same look from an ES module main (the mounted-main launch of an .mjs server), through a require() of its own.
+const ESM_MAIN = `import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+${MAIN.replace("'use strict';\n", '')}`;
+
+// The same look from a worker thread the main starts: every thread reads the folders at its own start.
+const WORKER_MAIN = `'use strict';
+const { Worker } = require('node:worker_threads');
+new Worker(${JSON.stringify(MAIN)}, { eval: true });
+`;
+
 let dir: string;
 let home: string;
 let main: string;
+let esmMain: string;
+let workerMain: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'global-paths-'));
@@ -38,6 +52,10 @@ beforeAll(async () => {
   }
   main = join(dir, 'main.cjs');
   await writeFile(main, MAIN);
+  esmMain = join(dir, 'main.mjs');
+  await writeFile(esmMain, ESM_MAIN);
+  workerMain = join(dir, 'worker-main.cjs');
+  await writeFile(workerMain, WORKER_MAIN);
 });
 
 afterAll(() => rm(dir, { recursive: true, force: true }));
@@ -66,6 +84,16 @@ describe('require() global folders under HOME', () => {
 
   it('are gone under the main-module guard (the policy launch and the mounted main)', async () => {
     expect(await run(['--require', NODE_MAIN_GUARD, main])).toEqual(refused());
+  });
+
+  it('are gone under the guard for an ES module main that requires through createRequire', async () => {
+    expect(await run([esmMain])).toMatchObject({ planted: 'planted in .node_modules' });
+    expect(await run(['--preserve-symlinks-main', '--require', NODE_MAIN_GUARD, esmMain])).toEqual(refused());
+  });
+
+  it('are gone under the guard in a worker thread the plugin starts', async () => {
+    expect(await run([workerMain])).toMatchObject({ planted: 'planted in .node_modules' });
+    expect(await run(['--preserve-symlinks-main', '--require', NODE_MAIN_GUARD, workerMain])).toEqual(refused());
   });
 
   it('are gone under the loader-worker bootstrap', async () => {

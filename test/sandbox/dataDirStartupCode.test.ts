@@ -74,6 +74,12 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+// The same from an ES module main (a Node 20/21 .mjs server is started as the mounted main too), through its own require().
+const NODE_ESM_PLANTER = `#!/usr/bin/env node
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+${NODE_PLANTER.replace("#!/usr/bin/env node\n'use strict';\n", '')}`;
+
 const scratch: string[] = [];
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -122,11 +128,14 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false, bashrc_ran: false, child_pth_ran: 'False' });
   });
 
-  it('a module planted in the Node global folders of the data directory does not answer a require() at the next start', async () => {
+  it.each([
+    ['planter.cjs', NODE_PLANTER],
+    ['planter.mjs', NODE_ESM_PLANTER],
+  ])('a module planted in the Node global folders of the data directory does not answer a require() at the next start (%s)', async (file, source) => {
     const options = { sandbox: { backend } };
     const profile = await pool.profile();
     const installer = await pool.open(profile, options);
-    answered(await installer.install(await planterPackage('node-planter', 'planter.cjs', NODE_PLANTER), { canary: false }));
+    answered(await installer.install(await planterPackage('node-planter', file, source), { canary: false }));
     await installer.close();
     const first = await pool.open(profile, options);
     expect((await act(first, 'node-planter', 'plant'))['home']).toBe(join(profile, 'data', 'node-planter'));
