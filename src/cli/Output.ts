@@ -2,7 +2,7 @@ import terminalLayout from '../../etc/cli-terminal.json' with { type: 'json' };
 import type { HostError } from '../index.js';
 import { cliHint } from './cliHints.js';
 import { Spinner } from './Spinner.js';
-import { colourEnabled, columns, continued, createStyle, oneLineField, terminalText, type OutputStream, type Style } from './style.js';
+import { ciCommandSafe, ciCommandSafeJson, colourEnabled, columns, continued, createStyle, oneLineField, terminalSafe, terminalText, type OutputStream, type Style } from './style.js';
 
 /** The process surroundings a command runs in (process itself, in main.ts). */
 export interface Terminal {
@@ -78,6 +78,14 @@ export class Output {
     if (!this.json) this.#terminal.stdout.write(`${terminalText(text)}\n`);
   }
 
+  /**
+   * One workflow command of the CLI's own (`--format github`, {@link workflowCommand}): the one line written without
+   * `ciCommandSafe`, which keeps a package's or plugin's text from being read as such a command.
+   */
+  annotation(command: string): void {
+    if (!this.json) this.#terminal.stdout.write(`${terminalSafe(command)}\n`);
+  }
+
   /** A note for people on stderr (nothing in JSON mode). */
   note(text: string): void {
     if (!this.json) this.#terminal.stderr.write(`${terminalText(text)}\n`);
@@ -87,7 +95,7 @@ export class Output {
   data(value: Readonly<Record<string, unknown>>): void {
     if (!this.json) return;
     const pretty = this.#terminal.stdout.isTTY === true;
-    this.#terminal.stdout.write(`${JSON.stringify(value, null, pretty ? 2 : undefined).replace(RAW_IN_JSON, escapedCodePoint)}\n`);
+    this.#terminal.stdout.write(`${ciCommandSafeJson(JSON.stringify(value, null, pretty ? 2 : undefined).replace(RAW_IN_JSON, escapedCodePoint))}\n`);
   }
 
   /** A progress indicator on stderr, drawn only for people on a terminal. */
@@ -119,7 +127,7 @@ export class Output {
       });
       return;
     }
-    if (this.annotations) this.line(workflowCommand('error', { title: error.code }, `${error.message}\n${error.hint}`));
+    if (this.annotations) this.annotation(workflowCommand('error', { title: error.code }, `${error.message}\n${error.hint}`));
     const s = this.errStyle;
     // A message or hint may quote a plugin's text over several lines (a JSON-RPC error, an isError result): indented,
     // no line of it starts at column 0, where it could pose as the CLI's own `hint:` line below.
@@ -161,7 +169,8 @@ export function violationsOf(error: HostError): PrintedViolation[] {
   });
 }
 
-const escapeData = (text: string): string => text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+// The data is a package's text: it holds no `##[` (the runner's legacy form, read anywhere in a line) either.
+const escapeData = (text: string): string => ciCommandSafe(text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A'));
 const escapeProperty = (text: string): string => escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 
 /** A GitHub Actions workflow command (`::error file=…,line=…::message`), escaped as the runner reads it. */

@@ -64,12 +64,38 @@ export function terminalSafe(text: string): string {
   return text.replace(CONTROL, (found, own: string | undefined) => (own === undefined ? '' : found));
 }
 
+// CI runners take commands from a job's output: GitHub Actions a line that starts, after white space, with
+// `::name ...::` (annotations, ::stop-commands::, ::add-mask::, ::set-output::), or that holds `##[name]` anywhere;
+// Azure Pipelines `##vso[...]` anywhere (task.setvariable sets variables later steps read), TeamCity `##teamcity[`.
+// A plugin's or package's text printed there could forge annotations, stop the processing of the CLI's own or set
+// variables for later steps. A zero-width space between the two marks leaves what a person reads and keeps the runner
+// from parsing it. Only a line with a second `::` is a command (an IPv6 `::1` is left alone).
+const CI_LINE_COMMAND = /^(\s*:)(?=:[^\n]*::)/gm;
+const CI_MARKED_COMMAND = /#(?=#(?:vso|teamcity)?\[)/gi;
+const CI_MARKED_PAIR = /##(?=(?:vso|teamcity)?\[)/gi;
+
 /**
- * What the CLI writes to a stream for people: {@link terminalSafe}, then
- * the CLI's own decorations as the SGR sequences a terminal shows.
+ * `text` with nothing a CI runner reads as a command in its output: a
+ * zero-width space splits a line-leading `::` (when the line holds a second
+ * one) and every `##[`, `##vso[` and `##teamcity[`. The CLI's own workflow
+ * annotations are written without it (`Output.annotation`).
+ */
+export function ciCommandSafe(text: string): string {
+  return text.replace(CI_LINE_COMMAND, '$1\u200b').replace(CI_MARKED_COMMAND, '#\u200b');
+}
+
+/** `##[`, `##vso[` and `##teamcity[` in JSON text as the same strings, their second `#` escaped (`\u0023`), so no runner reads a command in them. */
+export function ciCommandSafeJson(json: string): string {
+  return json.replace(CI_MARKED_PAIR, '#\\u0023');
+}
+
+/**
+ * What the CLI writes to a stream for people: {@link terminalSafe} and
+ * {@link ciCommandSafe}, then the CLI's own decorations as the SGR
+ * sequences a terminal shows.
  */
 export function terminalText(text: string): string {
-  return terminalSafe(text).replace(OWN_MARKS, (_found, code: string) => `\u001b[${code}m`);
+  return ciCommandSafe(terminalSafe(text)).replace(OWN_MARKS, (_found, code: string) => `\u001b[${code}m`);
 }
 
 /**

@@ -83,11 +83,11 @@ export async function printValidation(
   if (ctx.flags.format === 'sarif') out.data(sarifLog(file, findings));
   if (ctx.flags.format === 'github') {
     for (const v of findings.violations) {
-      out.line(workflowCommand('error', { file, line: v.line, col: v.column, title: `${v.code} at ${v.pointer || '(document)'}` }, v.hint === undefined ? v.message : `${v.message}\n${v.hint}`));
+      out.annotation(workflowCommand('error', { file, line: v.line, col: v.column, title: `${v.code} at ${v.pointer || '(document)'}` }, v.hint === undefined ? v.message : `${v.message}\n${v.hint}`));
     }
-    for (const k of findings.skipped) out.line(workflowCommand('warning', { file, title: `${k.check} skipped` }, `${k.code}: ${k.reason}`));
+    for (const k of findings.skipped) out.annotation(workflowCommand('warning', { file, title: `${k.check} skipped` }, `${k.code}: ${k.reason}`));
     const canaryError = findings.canary?.status === 'failed' ? findings.canary.error : undefined;
-    if (canaryError !== undefined) out.line(workflowCommand('error', { file, title: `canary: ${canaryError.code}` }, `${canaryError.message}\n${canaryError.hint}`));
+    if (canaryError !== undefined) out.annotation(workflowCommand('error', { file, title: `canary: ${canaryError.code}` }, `${canaryError.message}\n${canaryError.hint}`));
   }
   const manifestOnly = pkg.kind === 'manifest';
   const manifest = report.manifest;

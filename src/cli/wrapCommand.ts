@@ -4,7 +4,7 @@ import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
 import { trustLines } from './present.js';
 import { confirm } from './prompt.js';
-import { terminalSafe } from './style.js';
+import { ciCommandSafe, terminalSafe } from './style.js';
 import { usageFailure } from './usage.js';
 
 /**
@@ -44,7 +44,7 @@ export async function wrapCommand(ctx: CommandContext): Promise<ExitCode> {
     const { manifestText, needs_review: needsReview, origin, manifestFile } = wrapped.value;
     ctx.out.data({ ok: true, source: wrapped.value.source, origin, needs_review: needsReview, manifest_file: manifestFile, manifest: manifestText });
     // The package's own manifest text may hold C1 controls (JSON and TOML strings allow them): shown for review as text.
-    if (!ctx.out.json) ctx.terminal.stdout.write(terminalSafe(manifestText.endsWith('\n') ? manifestText : `${manifestText}\n`));
+    if (!ctx.out.json) ctx.terminal.stdout.write(ciCommandSafe(terminalSafe(manifestText.endsWith('\n') ? manifestText : `${manifestText}\n`)));
     if (needsReview) {
       ctx.out.note(`needs review: generated from the server's own tool list; check every risk_class, then ${PROGRAM} install ${source} --manifest <file>`);
     } else {
