@@ -118,6 +118,12 @@ export interface PackageSource {
    * same key unless the caller allows the change.
    */
   readonly signer?: string;
+  /**
+   * The registry an `npm:<name>@<version>` source was fetched from (no user
+   * or password; ends with `/`). Absent for other sources, and for npm
+   * packages installed before it was recorded.
+   */
+  readonly registry?: string;
 }
 
 /** One installed plugin in `plugins.lock`. */

@@ -63,20 +63,30 @@ export const UNKNOWN_ORIGIN = 'unknown';
 /**
  * What makes two installs under one plugin id "the same package" for the
  * credentials a user stored: the key that signed it (a signed upgrade by the
- * same signer); else, from the npm registry, the package name (an upgrade
- * from the registry); else a directory's path (dev profiles: the user's own
- * working copy); else the exact bytes: an archive's or bundle's digest, a
- * local npm tarball's pinned file tree. The manifest's namespace owner and
- * a local package.json's name are the package's own claims and count for
- * nothing here: anyone can spell them.
+ * same signer); else, from an npm registry, the registry and the package
+ * name (an upgrade from that registry: a package of the same name on
+ * another registry is another publisher's); else a directory's path (dev
+ * profiles: the user's own working copy); else the exact bytes: an
+ * archive's or bundle's digest, a local npm tarball's pinned file tree. The
+ * manifest's namespace owner and a local package.json's name are the
+ * package's own claims and count for nothing here: anyone can spell them.
+ *
+ * An npm package installed before its registry was recorded has the origin
+ * of that time, `npm-registry:<name>`: values stored for it keep reaching it
+ * (and an unchanged reinstall of it), and no package recorded with a
+ * registry, since which registry they were stored for is not known.
  */
 export function packageOrigin(lock: Pick<LockedPlugin, 'package' | 'binding'>): string {
-  const { source, checksum, signer } = lock.package;
+  const { source, checksum, signer, registry } = lock.package;
   if (signer !== undefined) return `signer:${signer}`;
   if (source.startsWith('npm:')) {
     const spec = source.slice('npm:'.length);
     // A registry source is recorded as `<name>@<version>`; a local tarball as its absolute path.
-    if (!isAbsolute(spec)) return `npm-registry:${spec.lastIndexOf('@') > 0 ? spec.slice(0, spec.lastIndexOf('@')) : spec}`;
+    if (!isAbsolute(spec)) {
+      const name = spec.lastIndexOf('@') > 0 ? spec.slice(0, spec.lastIndexOf('@')) : spec;
+      // The registry ends with `/`: registry and name read as the package's URL there.
+      return registry === undefined ? `npm-registry:${name}` : `npm-registry:${registry}${name}`;
+    }
   }
   if (source.startsWith('directory:')) return source;
   if (checksum !== '') return `digest:${checksum}`;

@@ -120,6 +120,7 @@ export function pluginRecords(
         ref: manifest.package?.ref ?? manifest.version,
         checksum: staged.digest ?? '',
         ...(staged.signature === undefined ? {} : { signer: staged.signature.keyFingerprint }),
+        ...(staged.source.registry === undefined ? {} : { registry: staged.source.registry }),
       },
       binding,
       ...(granted.grant === undefined ? {} : { grant: recordedGrant(granted.grant) }),

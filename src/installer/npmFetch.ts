@@ -112,6 +112,12 @@ export interface FetchedNpmPackage {
   readonly packageJson: Readonly<Record<string, unknown>>;
   /** The packages of its tree (itself included) whose install scripts npm skipped. */
   readonly installScripts: readonly string[];
+  /**
+   * The registry npm fetched a registry package from, as npm was told it
+   * (no user or password; ends with `/`); absent for a local tarball. Two
+   * registries may each publish a package of the same name.
+   */
+  readonly registry?: string;
 }
 
 const tail = (text: string): string => {
@@ -386,5 +392,12 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   if ('conflict' in peers) {
     return err(npmFailure('layout_unexpected', `npm installed '${peers.conflict}' beside '${name}' as a peer and inside it as a dependency`, { name, peer: peers.conflict }));
   }
-  return ok({ dir, name, version, packageJson, installScripts: packagesWithInstallScripts(installedLock) });
+  return ok({
+    dir,
+    name,
+    version,
+    packageJson,
+    installScripts: packagesWithInstallScripts(installedLock),
+    ...(spec.kind === 'registry' ? { registry: registry.endsWith('/') ? registry : `${registry}/` } : {}),
+  });
 }

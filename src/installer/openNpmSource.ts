@@ -261,7 +261,7 @@ async function stageNpm(source: string, options: NpmSourceOptions): Promise<Resu
     return ok({
       root,
       manifestFile: found.manifestFile,
-      source: { kind: 'npm', path },
+      source: { kind: 'npm', path, ...(fetched.value.registry === undefined ? {} : { registry: fetched.value.registry }) },
       stats: { entries: tree.entryCount, bytes: tree.byteCount },
       ...(tree.droppedLinks.length === 0 ? {} : { droppedLinks: tree.droppedLinks }),
       writtenFiles: tree.writtenFiles,

@@ -225,11 +225,16 @@ describe('packageOrigin', () => {
     binding: { executable_path: 'bin/x', executable_sha256: 'b'.repeat(64), argv_normalized: [], install_root: '/r', tree: { sha256: tree, files: 1, bytes: 1 } },
   });
 
-  it('is the registry name across versions, a signer across packages, and otherwise the bytes', () => {
-    const registry = (spec: string): string => packageOrigin(lock({ source: `npm:${spec}`, ref: '1', checksum: '' }));
-    expect(registry('@scope/server@1.2.0')).toBe('npm-registry:@scope/server');
+  it('is the registry and name across versions, a signer across packages, and otherwise the bytes', () => {
+    const npmjs = 'https://registry.npmjs.org/';
+    const registry = (spec: string, from = npmjs): string => packageOrigin(lock({ source: `npm:${spec}`, ref: '1', checksum: '', registry: from }));
+    expect(registry('@scope/server@1.2.0')).toBe('npm-registry:https://registry.npmjs.org/@scope/server');
     expect(registry('@scope/server@1.3.0')).toBe(registry('@scope/server@1.2.0'));
     expect(registry('server@1.3.0')).not.toBe(registry('@scope/server@1.3.0'));
+    // The same name on another registry is another publisher's package.
+    expect(registry('@scope/server@1.3.0', 'https://npm.example.com/')).not.toBe(registry('@scope/server@1.3.0'));
+    // Installed before the registry was recorded: the origin of that time, which no package recorded with a registry has.
+    expect(packageOrigin(lock({ source: 'npm:@scope/server@1.2.0', ref: '1', checksum: '' }))).toBe('npm-registry:@scope/server');
     // A local tarball names the registry package it claims to be, but is only its bytes.
     expect(packageOrigin(lock({ source: 'npm:/tmp/server-1.3.0.tgz', ref: '1', checksum: '' }, 'c'.repeat(64)))).toBe(`tree:${'c'.repeat(64)}`);
     expect(packageOrigin(lock({ source: 'tgz:/tmp/a.tgz', ref: '1', checksum: 'sha256:1' }))).toBe('digest:sha256:1');

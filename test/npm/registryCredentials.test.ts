@@ -96,7 +96,8 @@ describe('npm registry credentials', { timeout: 120_000 }, () => {
     const registry = await privateRegistry(basic);
     try {
       const { outcome, argv } = await fetchWith('npm:private-server@1.0.0', { registry: `http://${USER}:${PASSWORD}@${registry.origin}/` });
-      expect(outcome._unsafeUnwrap()).toMatchObject({ name: 'private-server', version: '1.0.0' });
+      // The registry recorded for the package (its lock row, its credentials' origin) is the URL without user or password.
+      expect(outcome._unsafeUnwrap()).toMatchObject({ name: 'private-server', version: '1.0.0', registry: `http://${registry.origin}/` });
       expect(registry.seen.length).toBeGreaterThan(0);
       expect(registry.seen.every((header) => header === basic)).toBe(true);
       expect(argv).toContain(`http://${registry.origin}/`);
