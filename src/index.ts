@@ -53,6 +53,7 @@ export {
   type NdjsonCrashPolicy,
   type NdjsonMalformedPolicy,
   type PluginHostOptions,
+  type PluginRequestOptions,
   type PluginRunOptions,
   type QuarantineOptions,
   type RemoveOptions,

@@ -1,8 +1,9 @@
 /**
- * What a gateway client is asked on behalf of a call: a `high_stakes_write`
+ * What a gateway client is asked on behalf of its requests: a `high_stakes_write`
  * confirmation becomes an `elicitation/create` to that client, and the
- * plugin's own sampling, elicitation and roots requests during the call are
- * forwarded to it. Both go out on the client's `tools/call` request (its
+ * plugin's own sampling, elicitation and roots requests during the call (or
+ * during the client's `prompts/get`, `resources/read`, `completion/complete`) are
+ * forwarded to it. Both go out on the client's own request (its
  * HTTP stream), and only when the client declared the capability; otherwise
  * the confirmation fails with PLUGIN_CONFIRMATION_UNAVAILABLE and the
  * plugin's request is refused with a JSON-RPC error.
@@ -72,23 +73,32 @@ async function confirmByElicitation(server: Server, extra: GatewayRequestExtra, 
  * plugin count as one party.
  */
 export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller: string): ClientAnswers {
+  return { confirm: (request) => confirmByElicitation(server, extra, request), clientRequests: forwardedRequests(server, extra, caller) };
+}
+
+/**
+ * The handlers that forward a plugin's sampling, elicitation and roots
+ * requests to the client behind `server`, on its request `extra` (a
+ * `tools/call`, `prompts/get`, `resources/read` or `completion/complete`):
+ * over HTTP they go out on that request's own stream, to the session that
+ * asked. Only the kinds the client declared get a handler; the plugin's
+ * request of another kind is refused (`Method not found`). `caller` names the
+ * client, so that its requests in flight at one plugin count as one party.
+ */
+export function forwardedRequests(server: Server, extra: GatewayRequestExtra, caller: string): ClientRequestHandlers {
   const capabilities = server.getClientCapabilities() ?? {};
   return {
-    confirm: (request) => confirmByElicitation(server, extra, request),
-    clientRequests: {
-      caller,
-      ...(capabilities.sampling === undefined
-        ? {}
-        : { sampling: (params, context) => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context)) }),
-      ...(capabilities.elicitation === undefined
-        ? {}
-        : { elicitation: (params, context) => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context)) }),
-      ...(capabilities.roots === undefined
-        ? {}
-        : {
-            roots: (params, context) =>
-              extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
-          }),
-    },
+    caller,
+    ...(capabilities.sampling === undefined
+      ? {}
+      : { sampling: (params, context) => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context)) }),
+    ...(capabilities.elicitation === undefined
+      ? {}
+      : { elicitation: (params, context) => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context)) }),
+    ...(capabilities.roots === undefined
+      ? {}
+      : {
+          roots: (params, context) => extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
+        }),
   };
 }

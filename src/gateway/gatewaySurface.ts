@@ -34,9 +34,11 @@ import {
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { HostEventMap } from '../events/HostEvents.js';
+import type { ClientRequestHandlers } from '../host/clientRequests.js';
 import { LOGGING_LEVELS } from '../host/mcpSurface.js';
 import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
+import { forwardedRequests } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { InvalidatedCache } from './invalidatedCache.js';
@@ -153,19 +155,31 @@ export class GatewaySurface {
     });
   }
 
-  /** Reads a resource for `client` through its route; contents at the URI the plugin was asked for are labelled with the client's URI. */
-  read(policy: GatewayClientPolicy, uri: string, client: object): ResultAsync<ReadResourceResult, HostError> {
+  /**
+   * Reads a resource for `client` through its route; contents at the URI the
+   * plugin was asked for are labelled with the client's URI. `answers`
+   * forwards what the plugin asks its client meanwhile to that client.
+   */
+  read(policy: GatewayClientPolicy, uri: string, client: object, answers: ClientRequestHandlers): ResultAsync<ReadResourceResult, HostError> {
     return this.route(policy, uri).andThen((route) =>
-      this.#for(client, route.pluginId, () => this.#host.readResource(route.pluginId, route.uri)).map((read) => ({
+      this.#for(client, route.pluginId, () => this.#host.readResource(route.pluginId, route.uri, { clientRequests: answers })).map((read) => ({
         ...read,
         contents: read.contents.map((c) => (c.uri === route.uri ? { ...c, uri } : c)),
       })),
     );
   }
 
-  /** A prompt by its gateway name, for `client`. */
-  getPrompt(policy: GatewayClientPolicy, name: string, args: Readonly<Record<string, string>> | undefined, client: object): ResultAsync<GetPromptResult, HostError> {
-    return this.#promptRoute(policy, name).andThen((route) => this.#for(client, route.pluginId, () => this.#host.getPrompt(route.pluginId, route.own, args ?? {})));
+  /** A prompt by its gateway name, for `client`; `answers` forwards what the plugin asks its client meanwhile to that client. */
+  getPrompt(
+    policy: GatewayClientPolicy,
+    name: string,
+    args: Readonly<Record<string, string>> | undefined,
+    client: object,
+    answers: ClientRequestHandlers,
+  ): ResultAsync<GetPromptResult, HostError> {
+    return this.#promptRoute(policy, name).andThen((route) =>
+      this.#for(client, route.pluginId, () => this.#host.getPrompt(route.pluginId, route.own, args ?? {}, { clientRequests: answers })),
+    );
   }
 
   /** `ask`, a request of `client` at `pluginId`, counted among that plugin's parties while it runs. */
@@ -173,20 +187,24 @@ export class GatewaySurface {
     return new ResultAsync(this.parties.during(pluginId, client, ask));
   }
 
-  /** Completions for `client` for a prompt argument (gateway prompt name) or a template variable (the template as listed). */
-  complete(policy: GatewayClientPolicy, params: CompleteRequest['params'], client: object): ResultAsync<CompleteResult['completion'], HostError> {
+  /**
+   * Completions for `client` for a prompt argument (gateway prompt name) or a
+   * template variable (the template as listed); `answers` forwards what the
+   * plugin asks its client meanwhile to that client.
+   */
+  complete(policy: GatewayClientPolicy, params: CompleteRequest['params'], client: object, answers: ClientRequestHandlers): ResultAsync<CompleteResult['completion'], HostError> {
     const chosen = params.context?.arguments;
     const request: CompletionRequest = { argument: params.argument, ...(chosen === undefined ? {} : { context: { arguments: chosen } }) };
     const ref = params.ref;
     if (ref.type === 'ref/prompt') {
       return this.#promptRoute(policy, ref.name).andThen((route) =>
-        this.#for(client, route.pluginId, () => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request)),
+        this.#for(client, route.pluginId, () => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request, { clientRequests: answers })),
       );
     }
     return this.#index().andThen((index) => {
       const template = index.templates.find((t) => t.item.uriTemplate === ref.uri && offeredTo(policy, `plug.${t.pluginId}.`));
       if (template === undefined) return errAsync(notFound(`the resource template ${JSON.stringify(ref.uri)}`, { uri: ref.uri }));
-      return this.#for(client, template.pluginId, () => this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request));
+      return this.#for(client, template.pluginId, () => this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request, { clientRequests: answers }));
     });
   }
 
@@ -421,8 +439,12 @@ async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
  * completions and the log level on one client's server (before it connects), within its policy (its subscriptions end with
  * {@link GatewaySubscriptions.drop} when it closes). A failure is a JSON-RPC error
  * whose message starts with the host code, which `data.code` also holds.
+ * What a plugin asks its client while it answers a `prompts/get`,
+ * `resources/read` or `completion/complete` goes to this client, on that
+ * request, as during its tool calls; `caller` names the client, as its tool
+ * calls do, so that its requests at one plugin are one party.
  */
-export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy): void {
+export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy, caller: string): void {
   server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} });
   let level: LoggingLevel | undefined;
   server.setRequestHandler(SetLevelRequestSchema, (request) => {
@@ -437,7 +459,7 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request) => answer(surface.read(policy, request.params.uri, server)));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => answer(surface.read(policy, request.params.uri, server, forwardedRequests(server, extra, caller))));
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     await answer(subscriptions.subscribe(server, policy, request.params.uri));
     return {};
@@ -447,6 +469,10 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
     return {};
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...(await answer(surface.prompts(policy)))] }));
-  server.setRequestHandler(GetPromptRequestSchema, (request) => answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server)));
-  server.setRequestHandler(CompleteRequestSchema, async (request) => ({ completion: await answer(surface.complete(policy, request.params, server)) }));
+  server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
+    answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server, forwardedRequests(server, extra, caller))),
+  );
+  server.setRequestHandler(CompleteRequestSchema, async (request, extra) => ({
+    completion: await answer(surface.complete(policy, request.params, server, forwardedRequests(server, extra, caller))),
+  }));
 }

@@ -176,7 +176,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
   const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport']): ToolCallClient => {
     const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry, surface.parties);
     const { server } = calls;
-    serveSurface(server, surface, subscriptions, policy);
+    serveSurface(server, surface, subscriptions, policy, calls.caller);
     servers.add(server);
     server.onclose = () => {
       servers.delete(server);

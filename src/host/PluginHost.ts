@@ -61,7 +61,7 @@ import { PluginLauncher } from './launcher.js';
 import { inventoryDescriptors, readInventoryResource, type InventoryResource, type InventoryResourceDescriptors } from './resources.js';
 import { PluginRuntimes } from './runtimes.js';
 import { ToolListRecords } from './toolListRecords.js';
-import { PluginSurfaces, type CompletionReference, type CompletionRequest } from './mcpSurface.js';
+import { PluginSurfaces, type CompletionReference, type CompletionRequest, type PluginRequestOptions } from './mcpSurface.js';
 import { Supervisor } from './Supervisor.js';
 
 export type { ConfirmationCallback, ConfirmationRequest } from './admission.js';
@@ -70,7 +70,7 @@ export type { CanaryOptions, CanaryOutcome } from './canaries.js';
 export type { HostCallOptions } from './dispatch.js';
 export type { NdjsonCrashPolicy, NdjsonMalformedPolicy, PluginRunOptions, StdoutPolicy } from './hostConfig.js';
 export type { QuarantineOptions, RemoveOptions } from './drain.js';
-export type { CompletionReference, CompletionRequest } from './mcpSurface.js';
+export type { CompletionReference, CompletionRequest, PluginRequestOptions } from './mcpSurface.js';
 export type { InventoryResource, InventoryResourceDescriptors } from './resources.js';
 
 /** Default idle time before a running plugin is stopped: 5 minutes (from `etc/host-options.json`). */
@@ -902,10 +902,12 @@ export class PluginHost {
   /**
    * Reads one resource of a plugin by the URI the plugin gives it (listed, or
    * filled in from one of its templates). A URI the plugin does not know is
-   * the plugin's error (usually PLUGIN_INVALID_PARAMS).
+   * the plugin's error (usually PLUGIN_INVALID_PARAMS). A plugin may ask its
+   * client while it reads: `options.clientRequests` answers that instead of
+   * the host's callbacks.
    */
-  readResource(pluginId: string, uri: string): ResultAsync<ReadResourceResult, HostError> {
-    return this.#surfaces.readResource(pluginId, uri);
+  readResource(pluginId: string, uri: string, options?: PluginRequestOptions): ResultAsync<ReadResourceResult, HostError> {
+    return this.#surfaces.readResource(pluginId, uri, options);
   }
 
   /**
@@ -933,9 +935,13 @@ export class PluginHost {
     return this.#surfaces.prompts(pluginId);
   }
 
-  /** One prompt of a plugin, by the name the plugin gives it, filled in with `args`. */
-  getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}): ResultAsync<GetPromptResult, HostError> {
-    return this.#surfaces.getPrompt(pluginId, name, args);
+  /**
+   * One prompt of a plugin, by the name the plugin gives it, filled in with
+   * `args`. A plugin may ask its client (sample, elicit) while it fills the
+   * prompt in: `options.clientRequests` answers that instead of the host's callbacks.
+   */
+  getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}, options?: PluginRequestOptions): ResultAsync<GetPromptResult, HostError> {
+    return this.#surfaces.getPrompt(pluginId, name, args, options);
   }
 
   /**
@@ -943,9 +949,10 @@ export class PluginHost {
    * plugin's prompts (`{ type: 'ref/prompt', name }`) or a variable of one of
    * its resource templates (`{ type: 'ref/resource', uri: <template> }`).
    * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `completions`.
+   * `options.clientRequests` answers what the plugin asks its client meanwhile.
    */
-  complete(pluginId: string, ref: CompletionReference, request: CompletionRequest): ResultAsync<CompleteResult['completion'], HostError> {
-    return this.#surfaces.complete(pluginId, ref, request);
+  complete(pluginId: string, ref: CompletionReference, request: CompletionRequest, options?: PluginRequestOptions): ResultAsync<CompleteResult['completion'], HostError> {
+    return this.#surfaces.complete(pluginId, ref, request, options);
   }
 
   /**

@@ -282,6 +282,9 @@ const CALL_SCHEMA: OptionSchema = {
   presence: { fields: { sent: 'function', settled: 'function' } },
 };
 
+/** The options of a request beyond tools that may make the plugin ask its client (getPrompt, readResource, complete). */
+const PLUGIN_REQUEST_SCHEMA: OptionSchema = { clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA } };
+
 const INSPECT_SCHEMA: OptionSchema = {
   checksum: 'string',
   signature: 'signature',
@@ -305,6 +308,9 @@ export const METHOD_OPTION_SCHEMAS = {
   remove: { forgetSecrets: 'boolean', drainTimeoutMs: 'milliseconds' },
   quarantine: { drainTimeoutMs: 'milliseconds' },
   canary: { live: 'boolean', args: 'object' },
+  getPrompt: PLUGIN_REQUEST_SCHEMA,
+  readResource: PLUGIN_REQUEST_SCHEMA,
+  complete: PLUGIN_REQUEST_SCHEMA,
 } as const satisfies Readonly<Record<string, OptionSchema>>;
 
 /**

@@ -19,14 +19,16 @@ import {
 import { err, errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, withDetails, type HostError } from '../errors/HostError.js';
 import type { HostEventMap, HostEvents } from '../events/HostEvents.js';
+import type { OptionSchema } from '../options/optionRules.js';
 import type { Clock } from '../ports/ports.js';
 import { redactJsonStrings, SecretRedactor, type KnownSecrets } from '../secrets/knownSecrets.js';
 import { errorWithoutSecrets } from '../secrets/redactedErrors.js';
-import type { McpPluginNotice, McpSurface } from '../shapes/mcp/McpSurface.js';
+import type { McpPluginNotice, McpSurface, SurfaceRequestOptions } from '../shapes/mcp/McpSurface.js';
 import { startRefusal } from './admission.js';
+import type { ClientRequestHandlers } from './clientRequests.js';
 import { stoppedByRetirement } from './drain.js';
 import { closedError, notInstalled, type HostCatalog } from './hostCatalog.js';
-import { checkArguments } from './hostConfig.js';
+import { checkArguments, METHOD_OPTION_SCHEMAS } from './hostConfig.js';
 import type { PluginRuntime } from './PluginRuntime.js';
 import type { PluginRuntimes } from './runtimes.js';
 import type { Supervisor } from './Supervisor.js';
@@ -43,6 +45,24 @@ export interface CompletionRequest {
   readonly argument: { readonly name: string; readonly value: string };
   /** Values of arguments already chosen, which may narrow the completion. */
   readonly context?: { readonly arguments?: Readonly<Record<string, string>> };
+}
+
+/**
+ * Options of {@link PluginHost.getPrompt}, {@link PluginHost.readResource}
+ * and {@link PluginHost.complete}: the requests beyond tools during which a
+ * plugin may ask its client.
+ */
+export interface PluginRequestOptions {
+  /**
+   * Answers the plugin's sampling, elicitation and roots requests sent while
+   * this request is in flight, instead of the host's `clientRequests` (the
+   * gateway passes the asking client's, so they reach that client). As for a
+   * call's own: only the kinds the plugin declares, each answer within
+   * `clientRequestTimeoutMs` and never after this request ends; requests of
+   * another party in flight at the plugin then make the plugin's request
+   * unattributable, and it is refused.
+   */
+  readonly clientRequests?: ClientRequestHandlers;
 }
 
 /**
@@ -88,6 +108,10 @@ export interface SurfaceParts {
   /** The secret values the host gave its plugins: a failed request's error is handed on without them, as a failed call's is. */
   readonly knownSecrets: KnownSecrets;
 }
+
+/** The session options of a request beyond tools: none unless the caller brought its own client-request handlers. */
+const surfaceOptions = (options: PluginRequestOptions | undefined): SurfaceRequestOptions | undefined =>
+  options?.clientRequests === undefined ? undefined : { clientRequests: options.clientRequests };
 
 const withPlugin = (error: HostError, pluginId: string): HostError => (error.details.plugin_id === undefined ? withDetails(error, { plugin_id: pluginId }) : error);
 
@@ -160,9 +184,9 @@ export class PluginSurfaces {
     return this.#use('resourceTemplates', { pluginId }, (s) => s.listResourceTemplates());
   }
 
-  /** Reads one resource by the URI the plugin gives it. */
-  readResource(pluginId: string, uri: string): ResultAsync<ReadResourceResult, HostError> {
-    return this.#use('readResource', { pluginId, uri }, (s) => s.request('resources/read', { uri }));
+  /** Reads one resource by the URI the plugin gives it; `options.clientRequests` answers what the plugin asks meanwhile. */
+  readResource(pluginId: string, uri: string, options?: PluginRequestOptions): ResultAsync<ReadResourceResult, HostError> {
+    return this.#use('readResource', { pluginId, uri }, (s) => s.request('resources/read', { uri }, surfaceOptions(options)), { value: options, schema: METHOD_OPTION_SCHEMAS.readResource });
   }
 
   /** Subscribes to a resource; its updates arrive as `resource:updated` events, from every later process of the plugin too. */
@@ -189,14 +213,14 @@ export class PluginSurfaces {
     return this.#use('prompts', { pluginId }, (s) => s.listPrompts());
   }
 
-  /** One prompt, filled in with `args`. */
-  getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}): ResultAsync<GetPromptResult, HostError> {
+  /** One prompt, filled in with `args`; `options.clientRequests` answers what the plugin asks meanwhile. */
+  getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}, options?: PluginRequestOptions): ResultAsync<GetPromptResult, HostError> {
     if (!isStringRecord(args)) return errAsync(hostError('HOST_INVALID_OPTIONS', 'args of PluginHost.getPrompt must map argument names to strings', { details: { option: 'args' } }));
-    return this.#use('getPrompt', { pluginId, name }, (s) => s.request('prompts/get', { name, arguments: { ...args } }));
+    return this.#use('getPrompt', { pluginId, name }, (s) => s.request('prompts/get', { name, arguments: { ...args } }, surfaceOptions(options)), { value: options, schema: METHOD_OPTION_SCHEMAS.getPrompt });
   }
 
-  /** Completion values for a prompt argument or a resource template variable. */
-  complete(pluginId: string, ref: CompletionReference, request: CompletionRequest): ResultAsync<CompleteResult['completion'], HostError> {
+  /** Completion values for a prompt argument or a resource template variable; `options.clientRequests` answers what the plugin asks meanwhile. */
+  complete(pluginId: string, ref: CompletionReference, request: CompletionRequest, options?: PluginRequestOptions): ResultAsync<CompleteResult['completion'], HostError> {
     const argument = request.argument as unknown;
     const shaped = typeof argument === 'object' && argument !== null && typeof (argument as { name?: unknown }).name === 'string' && typeof (argument as { value?: unknown }).value === 'string';
     if (!shaped) return errAsync(hostError('HOST_INVALID_OPTIONS', 'PluginHost.complete needs argument: { name, value } with two strings', { details: { option: 'argument' } }));
@@ -209,7 +233,10 @@ export class PluginSurfaces {
       argument: { name: request.argument.name, value: request.argument.value },
       ...(chosen === undefined ? {} : { context: { arguments: { ...chosen } } }),
     };
-    return this.#use('complete', { pluginId }, (s) => s.request('completion/complete', params).map((answer) => answer.completion));
+    return this.#use('complete', { pluginId }, (s) => s.request('completion/complete', params, surfaceOptions(options)).map((answer) => answer.completion), {
+      value: options,
+      schema: METHOD_OPTION_SCHEMAS.complete,
+    });
   }
 
   /** Sets the lowest level of log messages the plugin sends as `log` events, on every later process of the plugin too. */
@@ -289,10 +316,11 @@ export class PluginSurfaces {
     method: string,
     strings: Readonly<Record<string, unknown>>,
     run: (surface: McpSurface, hold: (held: boolean) => void) => ResultAsync<T, HostError>,
+    options?: { readonly value: unknown; readonly schema: OptionSchema },
   ): ResultAsync<T, HostError> {
     const { catalog, isClosed } = this.#parts;
     if (isClosed()) return errAsync(closedError());
-    const invalid = checkArguments(method, strings);
+    const invalid = checkArguments(method, strings, options);
     if (invalid !== undefined) return errAsync(invalid);
     // Another process may have removed, quarantined or upgraded the plugin since the last read: one stat tells.
     if (catalog.changedOnDisk()) return catalog.refresh().andThen(() => this.#useRead(method, strings, run));

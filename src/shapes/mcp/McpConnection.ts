@@ -26,7 +26,7 @@ import { readCallToolResult } from './callToolResult.js';
 import { DirectToolCalls, type AbortedBy } from './DirectToolCalls.js';
 import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestCause, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
-import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods } from './McpSurface.js';
+import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods, type SurfaceRequestOptions } from './McpSurface.js';
 import { outputSchemaValidators } from './outputSchemaValidators.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
@@ -345,7 +345,7 @@ export class McpConnection {
   async request<M extends McpSurfaceMethod>(
     method: M,
     params: McpSurfaceMethods[M]['params'],
-    options: { readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+    options: SurfaceRequestOptions = {},
   ): Promise<Result<McpSurfaceMethods[M]['result'], HostError>> {
     const row = SURFACE_METHODS[method];
     if (!row.allowed(this.serverCapabilities)) {
@@ -360,7 +360,7 @@ export class McpConnection {
     // request. Lists, subscriptions and the log level do not count: a plugin provokes them itself (its list_changed
     // makes the application or the gateway re-list, its crash makes the host restore the surface), so they would let
     // it ask the application's model or user at will (review R4 F2).
-    const leaveCalls = OPENS_CLIENT_REQUESTS.has(method) ? this.calls.enterRequest(causeOf(method, params)) : NOTHING_TO_LEAVE;
+    const leaveCalls = OPENS_CLIENT_REQUESTS.has(method) ? this.calls.enterRequest(causeOf(method, params), options.clientRequests) : NOTHING_TO_LEAVE;
     try {
       const answer = await this.client.request({ method, params } as never, row.schema as never, {
         timeout: timeoutMs,

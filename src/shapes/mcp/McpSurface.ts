@@ -29,6 +29,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../../errors/HostError.js';
+import type { ClientRequestHandlers } from './clientRequests.js';
 
 /** Params and result of every request an {@link McpSurface} sends, by method. */
 export interface McpSurfaceMethods {
@@ -96,6 +97,12 @@ export interface SurfaceRequestOptions {
   readonly timeoutMs?: number;
   /** Cancels the request. */
   readonly signal?: AbortSignal;
+  /**
+   * Who answers the plugin's sampling, elicitation and roots requests sent
+   * while this one is in flight (prompts/get, resources/read and
+   * completion/complete only); absent: the host's callbacks.
+   */
+  readonly clientRequests?: ClientRequestHandlers;
 }
 
 /**

@@ -6,12 +6,13 @@
  * and answers nothing else), and only a callback in force answers one.
  *
  * MCP over stdio does not say which `tools/call` a request belongs to, so it
- * is attributed to the host's requests in flight at that moment: tool calls,
- * else (none in flight) the requests beyond tools only the application asks
- * (prompts/get, resources/read, completions; not lists, subscriptions or the
- * log level, which a plugin provokes itself). The party whose requests they
- * are answers it (a call's own handlers, else the host's), and a request that
- * arrives while tool calls of several parties are in flight is refused. So
+ * is attributed to the host's requests in flight at that moment: tool calls
+ * and the requests beyond tools that bring their own handlers, else (none in
+ * flight) the requests beyond tools only the application asks (prompts/get,
+ * resources/read, completions; not lists, subscriptions or the log level,
+ * which a plugin provokes itself). The party whose requests they are answers
+ * it (a call's or request's own handlers, else the host's), and a request
+ * that arrives while requests of several parties are in flight is refused. So
  * is a sampling or elicitation request with nothing in flight: no request of
  * the host caused it, and the application's model and user are not the
  * plugin's to use at will (a `roots/list` is still answered: it reads what
@@ -199,11 +200,12 @@ export class CallsInFlight {
    * Records a host request beyond tools that only the application asks
    * (prompts/get, resources/read, a completion) until the returned function
    * is called: a server may sample or elicit while answering one, and the
-   * host's callbacks answer that as part of it, when no tool call is in
-   * flight (a tool call's party wins, see {@link CallsInFlight.attribute}).
+   * request's own `handlers` (else the host's) answer that as part of it.
+   * Without handlers of its own it counts only when no tool call is in
+   * flight (see {@link CallsInFlight.attribute}).
    */
-  enterRequest(cause: ClientRequestCause): () => void {
-    return this.#enter({ party: HOST_PARTY, handlers: undefined, opId: undefined, cause, onEnd: [] });
+  enterRequest(cause: ClientRequestCause, handlers?: ClientRequestHandlers): () => void {
+    return this.#enter({ party: handlers?.caller ?? handlers ?? HOST_PARTY, handlers, opId: undefined, cause, onEnd: [] });
   }
 
   #enter(entry: CallEntry): () => void {
@@ -220,13 +222,16 @@ export class CallsInFlight {
    * tools; `several` when those are of several parties, `none` when nothing is in flight.
    */
   attribute(): Attribution | 'several' | 'none' {
-    // Tool calls first: the host's own requests beyond tools count only when no tool call is in flight. A gateway
-    // lists and gets prompts at a plugin for any client at any time, so counting them next to a tool call would
-    // make that call's own sampling "several callers" and refuse it (review R4 F6); a tool call in flight is the
-    // likelier cause, and its handlers answer as they did before requests beyond tools counted.
+    // Tool calls first: the host's own requests beyond tools (those without handlers of their own) count only when no
+    // tool call is in flight. An application gets prompts at a plugin for its own purposes at any time, so counting
+    // them next to a tool call would make that call's own sampling "several callers" and refuse it (review R4 F6); a
+    // tool call in flight is the likelier cause, and its handlers answer as they did before requests beyond tools
+    // counted. A request beyond tools that brings its own handlers (a gateway client's prompts/get) is a party like a
+    // call: next to another party's call the request cannot be attributed, and handing it to the call's party would
+    // show one gateway client what another's prompt asked.
     const all = [...this.#calls];
-    const toolCalls = all.filter((c) => c.cause === undefined);
-    const calls = toolCalls.length > 0 ? toolCalls : all;
+    const claimed = all.filter((c) => c.cause === undefined || c.handlers !== undefined);
+    const calls = claimed.length > 0 ? claimed : all;
     const first = calls[0];
     if (first === undefined) return 'none';
     if (calls.some((c) => c.party !== first.party)) return 'several';
