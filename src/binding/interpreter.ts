@@ -149,6 +149,9 @@ function shimRefusal(refused: HostError, program: string, found: string): HostEr
 
 const realOrUndefined = (path: string): Promise<string | undefined> => realpath(path).catch(() => undefined);
 
+// The names the host itself looks interpreters up by (`#!/usr/bin/env`, the Python installer's `python3`).
+const SEARCHED_INTERPRETER_NAMES = ['node', 'python3', 'python'];
+
 /**
  * Whether an interpreter an absolute `#!` line names is one the host would
  * run anyway: a file of the system directories, the host's own Node, or the
@@ -162,7 +165,9 @@ const realOrUndefined = (path: string): Promise<string | undefined> => realpath(
 async function hostWouldRun(real: string, named: string, searchPath: string): Promise<boolean> {
   if (SYSTEM_PATHS.some((dir) => isWithin(real, dir))) return true;
   if (real === (await realOrUndefined(process.execPath))) return true;
-  for (const name of new Set([basename(named), basename(real)])) {
+  // The installer's own launchers name the real file `python3` resolved to (`…/bin/python3.12`), which the search
+  // path may list only under the generic name.
+  for (const name of new Set([basename(named), basename(real), ...SEARCHED_INTERPRETER_NAMES])) {
     const found = await findOnPath(name, searchPath);
     if (found !== undefined && (await realOrUndefined(found)) === real) return true;
   }
