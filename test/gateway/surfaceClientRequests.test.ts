@@ -173,7 +173,8 @@ describe('a plugin asks the gateway client whose prompts/get, resources/read or 
   it(
     "over stdio: the client's answer counts against the prompts/get that caused it: when that times out the client's request is cancelled",
     async () => {
-      const host = await hostWith('declared', { callTimeoutMs: 1500 });
+      // Long enough for the quick completion's round trip under load, short enough that the test does not wait long.
+      const host = await hostWith('declared', { callTimeoutMs: 3000 });
       let started = false;
       let cancelled = false;
       const client = await stdioClient(host, { sampling: {} }, (c) => {
