@@ -22,15 +22,25 @@ export interface CommandContext {
   readonly signal: AbortSignal;
 }
 
+/** The profile the contract's profile variable (GUM_PROFILE) names, when it is set and not empty. */
+export function profileFromEnvironment(): string | undefined {
+  const fromEnv = process.env[cliProfile.environmentVariable];
+  return fromEnv === undefined || fromEnv === '' ? undefined : fromEnv;
+}
+
 /** The profile name in effect: --profile, else the contract's profile variable (GUM_PROFILE), else `default`. */
 export function profileName(flags: Flags): string {
-  const fromEnv = process.env[cliProfile.environmentVariable];
-  return flags.profile ?? (fromEnv === undefined || fromEnv === '' ? 'default' : fromEnv);
+  return flags.profile ?? profileFromEnvironment() ?? 'default';
+}
+
+/** Whether the contract names `profile` a dev profile (`dev`). */
+export function isDevProfileName(profile: string): boolean {
+  return cliProfile.devProfileNames.includes(profile);
 }
 
 /** Whether the profile in effect is a dev profile: --dev, or a profile the contract names as one (`dev`). */
 function isDevProfile(flags: Flags): boolean {
-  return flags.dev || cliProfile.devProfileNames.includes(profileName(flags));
+  return flags.dev || isDevProfileName(profileName(flags));
 }
 
 const errnoOf = (cause: unknown): string | undefined => (cause as NodeJS.ErrnoException).code;

@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream';
 import { okAsync, type ResultAsync } from 'neverthrow';
 import { checkGatewayConfig, hostError, JsonlAuditSink, PluginHost, readGatewayConfig, resolveGatewayConfig, serveGateway, type GatewayConfig, type HostError } from '../index.js';
 import type { Flags } from './args.js';
-import { fail, missingProfileDirOf, type CommandContext } from './context.js';
+import { fail, isDevProfileName, missingProfileDirOf, profileFromEnvironment, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { usageFailure } from './usage.js';
 
@@ -47,7 +47,21 @@ function withoutTokens(env: Readonly<Record<string, string | undefined>>, config
 function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
   const fromFile = flags.config === undefined ? okAsync<GatewayConfig, HostError>({}) : readGatewayConfig(flags.config);
   const fromFlags = flagConfig(flags);
-  return fromFile.andThen((file) => checkGatewayConfig({ ...file, ...fromFlags, ...(file.http === undefined && fromFlags.http === undefined ? {} : { http: { ...file.http, ...fromFlags.http } }) }, '(flags)'));
+  return fromFile
+    .andThen((file) => checkGatewayConfig({ ...file, ...fromFlags, ...(file.http === undefined && fromFlags.http === undefined ? {} : { http: { ...file.http, ...fromFlags.http } }) }, '(flags)'))
+    .map(asEveryCommandPicksTheProfile);
+}
+
+/**
+ * The profile as every other command picks it, below --profile and the
+ * file's `profile`: GUM_PROFILE (a `GUM_PROFILE=work` shell served `default`
+ * while `install` wrote to `work`), and a profile the contract names a dev
+ * one (`dev`) is served as one, as `--dev` does.
+ */
+function asEveryCommandPicksTheProfile(config: GatewayConfig): GatewayConfig {
+  const fromEnv = config.profile === undefined ? profileFromEnvironment() : undefined;
+  const withProfile = fromEnv === undefined ? config : { ...config, profile: fromEnv };
+  return withProfile.dev !== true && withProfile.profile !== undefined && isDevProfileName(withProfile.profile) ? { ...withProfile, dev: true } : withProfile;
 }
 
 /**
@@ -58,7 +72,7 @@ function mergedConfig(flags: Flags): ResultAsync<GatewayConfig, HostError> {
 function noProfileToServe(dir: string): HostError {
   return hostError('HOST_INVALID_OPTIONS', `the profile to serve has no directory (${dir})`, {
     details: { option: 'profileDir', profile_dir: dir, profile_exists: false },
-    hint: 'serve does not create a profile. Check --profile, --profile-dir and the configuration file\'s profile and profileDir; install a plugin into the profile first, or create the directory to serve an empty profile.',
+    hint: 'serve does not create a profile. Check --profile, --profile-dir, GUM_PROFILE and the configuration file\'s profile and profileDir; install a plugin into the profile first, or create the directory to serve an empty profile.',
   });
 }
 

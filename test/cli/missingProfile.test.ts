@@ -4,11 +4,12 @@
  * a whole profile layout behind): remove, quarantine, unquarantine, reload,
  * canary and setup answer PLUGIN_NOT_FOUND naming the directory; remove
  * --forget-secrets deletes what a store could still hold without making the
- * directory; serve refuses with HOST_INVALID_OPTIONS (exit 2). Real CLI
+ * directory; serve refuses with HOST_INVALID_OPTIONS (exit 2), and finds its
+ * profile through GUM_PROFILE as the other commands do. Real CLI
  * processes, for --profile-dir, the XDG default and a serve configuration file.
  */
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, GREETER_ENV, json, tempDir } from './cliHarness.js';
@@ -86,6 +87,23 @@ describe('serve on a profile that does not exist', () => {
     expect(text.stderr).toContain(`the profile to serve has no directory (${dir})`);
     expect(text.stderr).not.toContain('listening on');
     expect(existsSync(join(work.path, 'serve'))).toBe(false);
+  });
+
+  it('picks the profile as every other command does: GUM_PROFILE below --profile and the file, its directory or none', SLOW, async () => {
+    const data = join(work.path, 'serve-xdg');
+    const env = { XDG_DATA_HOME: data, GUM_PROFILE: 'wrok' };
+    const typo = await cli(['serve', '--json'], { env });
+    expect(typo.code, typo.stderr).toBe(2);
+    expect(json(typo)).toMatchObject({ ok: false, error: { code: 'HOST_INVALID_OPTIONS', details: { profile_dir: join(data, 'mcp-plugin-host', 'wrok'), profile_exists: false } } });
+    expect(existsSync(data)).toBe(false);
+    // An existing (empty) profile named by GUM_PROFILE is served, here until the client closes stdin, and no other is made.
+    await mkdir(join(data, 'mcp-plugin-host', 'work'), { recursive: true });
+    const served = await cli(['serve'], { env: { ...env, GUM_PROFILE: 'work' } });
+    expect(served.code, served.stderr).toBe(0);
+    expect(await readdir(join(data, 'mcp-plugin-host'))).toEqual(['work']);
+    // --profile wins over GUM_PROFILE.
+    const flagged = await cli(['serve', '--profile', 'other', '--json'], { env: { ...env, GUM_PROFILE: 'work' } });
+    expect(json(flagged)).toMatchObject({ ok: false, error: { details: { profile_dir: join(data, 'mcp-plugin-host', 'other') } } });
   });
 
   it('a configuration file naming a missing profile directory (relative to the file) is refused the same way', SLOW, async () => {
