@@ -21,7 +21,7 @@ import {
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { PluginHost, PluginHostOptions } from '../../src/index.js';
+import type { ClientRequestContext, ClientRequestHandlers, PluginHost, PluginHostOptions } from '../../src/index.js';
 import { callbackPackage, op, removeCallbackPackages } from '../callbacks/callbackPlugin.js';
 import { gatewayTestPools, requestErrorCode } from '../support/gatewayHarness.js';
 
@@ -246,6 +246,43 @@ describe('a plugin asks the gateway client whose prompts/get, resources/read or 
       expect((await held).messages).toEqual([{ role: 'user', content: { type: 'text', text: 'released' } }]);
       expect(aliceAsked.sampled).toEqual([]);
       expect(bobAsked.sampled).toEqual([]);
+    },
+    TIMEOUT_MS,
+  );
+});
+
+describe('PluginHost.getPrompt, readResource and complete with their own clientRequests', () => {
+  it(
+    "answer the plugin's requests with the request's own callbacks (cause set), not the host's; bad options are HOST_INVALID_OPTIONS",
+    async () => {
+      const hostSampling = vi.fn(() => ({ role: 'assistant' as const, content: { type: 'text' as const, text: 'host model' }, model: 'host' }));
+      const host = await hostWith('declared', { clientRequests: { sampling: hostSampling } });
+      const contexts: ClientRequestContext[] = [];
+      const own: ClientRequestHandlers = {
+        sampling: (params, context) => {
+          contexts.push(context);
+          return { role: 'assistant', content: { type: 'text', text: `own: ${firstText(params)}` }, model: 'own' };
+        },
+      };
+
+      const prompt = (await host.getPrompt('host-callbacks', 'summarize', { topic: 'pears' }, { clientRequests: own }))._unsafeUnwrap();
+      expect(prompt.messages[0]?.content).toEqual({ type: 'text', text: 'own: Summarize pears' });
+      const read = (await host.readResource('host-callbacks', 'notes://drafted', { clientRequests: own }))._unsafeUnwrap();
+      expect(read.contents).toEqual([{ uri: 'notes://drafted', text: 'own: Draft the notes' }]);
+      const completed = (await host.complete('host-callbacks', { type: 'ref/prompt', name: 'summarize' }, { argument: { name: 'topic', value: 'p' } }, { clientRequests: own }))._unsafeUnwrap();
+      expect(completed.values).toEqual(['own: Suggest topics starting with p']);
+      expect(contexts.map((c) => c.cause)).toEqual([
+        { method: 'prompts/get', name: 'summarize' },
+        { method: 'resources/read', uri: 'notes://drafted' },
+        { method: 'completion/complete', name: 'summarize' },
+      ]);
+      expect(hostSampling).not.toHaveBeenCalled();
+
+      const misspelt = await host.getPrompt('host-callbacks', 'summarize', { topic: 'x' }, { clientRequest: own } as never);
+      expect(misspelt._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'clientRequest' } });
+      const notAFunction = await host.readResource('host-callbacks', 'notes://drafted', { clientRequests: { sampling: 'yes' } } as never);
+      expect(notAFunction._unsafeUnwrapErr()).toMatchObject({ code: 'HOST_INVALID_OPTIONS', details: { option: 'clientRequests.sampling' } });
+      expect(hostSampling).not.toHaveBeenCalled();
     },
     TIMEOUT_MS,
   );
