@@ -9,8 +9,9 @@
 // twice (once to choose the loader, once to load it), so the rule stays.
 // Worker threads inherit the preload but have no main script of their own.
 //
-// Every Node start of such a plugin pays for this file, so it loads no module Node has not loaded already: requiring
-// node:worker_threads for its isMainThread cost ~1.7 ms of CPU per start (Node 20; docs/performance.md "One cold call").
+// Every Node start of such a plugin pays for this file, so it loads no module but node:module: requiring
+// node:worker_threads for its isMainThread cost 0.7-1.7 ms of CPU per start (Node 20; docs/performance.md "One cold
+// call"). (Node's Module as this module's module.constructor would spare node:module, but the policy hides it.)
 const Module = require('node:module');
 
 // require()'s global folders without HOME ($HOME/.node_modules, $HOME/.node_libraries): HOME is the plugin's data
