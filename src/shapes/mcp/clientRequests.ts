@@ -175,6 +175,11 @@ interface Attribution {
   readonly cause: ClientRequestCause | undefined;
   /** Aborted once every call in flight when the request came has ended. */
   readonly ended: AbortSignal;
+  /**
+   * Stops listening for those calls' end, once the request is answered or refused: a call may carry any number of
+   * requests one after another, and each one's listener would stay with it until it ends (review R5 F4).
+   */
+  readonly release: () => void;
 }
 
 const HOST_PARTY = Symbol('host');
@@ -188,6 +193,13 @@ export class CallsInFlight {
   /** `tracking` false (a plugin that declares no client request) keeps no books: nothing is ever attributed. */
   constructor(tracking: boolean) {
     this.#tracking = tracking;
+  }
+
+  /** How many answers still listen for the end of a call in flight (none once each is answered or refused). */
+  get listening(): number {
+    let count = 0;
+    for (const call of this.#calls) count += call.onEnd.length;
+    return count;
   }
 
   /** Records a call until the returned function is called. */
@@ -237,15 +249,20 @@ export class CallsInFlight {
     if (calls.some((c) => c.party !== first.party)) return 'several';
     const ended = new AbortController();
     let open = calls.length;
-    for (const call of calls) {
-      call.onEnd.push(() => {
-        if (--open === 0) ended.abort();
-      });
-    }
+    const told = (): void => {
+      if (--open === 0) ended.abort();
+    };
+    for (const call of calls) call.onEnd.push(told);
+    const release = (): void => {
+      for (const call of calls) {
+        const at = call.onEnd.lastIndexOf(told);
+        if (at !== -1) call.onEnd.splice(at, 1);
+      }
+    };
     // Of several calls of one party, the newest carries handlers bound to a request still open.
     const newest = calls[calls.length - 1] ?? first;
     const one = calls.length === 1;
-    return { handlers: newest.handlers, opId: one ? first.opId : undefined, cause: one ? first.cause : undefined, ended: ended.signal };
+    return { handlers: newest.handlers, opId: one ? first.opId : undefined, cause: one ? first.cause : undefined, ended: ended.signal, release };
   }
 }
 
@@ -351,6 +368,7 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
     const handlers = attributed?.handlers ?? settings.handlers;
     const callback = handlers === undefined ? undefined : pick(handlers);
     if (callback === undefined) {
+      attributed?.release();
       throw new Refusal('refused', opId, new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`));
     }
     const deadline = new AbortController();
@@ -379,6 +397,7 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
       throw new Refusal('failed', opId, new McpError(ErrorCode.InternalError, `the host application could not answer ${method}`));
     } finally {
       cancelTimer();
+      attributed?.release();
     }
   };
   const kinds = new Set(settings.kinds);
