@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,14 +45,14 @@ interface ProbeReport {
 // Runs inside the sandbox with the host's own Node: it is the host's probe, not a plugin.
 const PROBE_SCRIPT = `
 const fs = require('fs'), net = require('net');
-const [outside, inside, port, sock, secret, unlisted] = process.argv.slice(1);
+const [outside, inside, port, sock, secret, unlisted, nonce] = process.argv.slice(1);
 const attempt = (f) => { try { f(); return 'written'; } catch (e) { return e.code || String(e); } };
 const read = (p) => { try { return fs.readFileSync(p, 'utf8').includes('probe-secret') ? 'read' : 'masked'; } catch (e) { return e.code || String(e); } };
 const pids = () => { try { return fs.readdirSync('/proc').filter((n) => /^[0-9]+$/.test(n)).map(Number); } catch { return []; } };
 const connect = (o) => new Promise((done) => {
   const s = net.connect(o);
   s.setTimeout(3000);
-  s.on('connect', () => { s.destroy(); done('connected'); });
+  s.on('connect', () => { s.end(nonce); done('connected'); });
   s.on('error', (e) => done(e.code || String(e)));
   s.on('timeout', () => { s.destroy(); done('timeout'); });
 });
@@ -85,11 +86,28 @@ function listen(server: Server, options: { host: string; port: number } | { path
   });
 }
 
-function countingServer(): { server: Server; connections: () => number } {
+/**
+ * A listener that counts the connections of this probe: those that send its
+ * `nonce`. Any process of the host's network can reach a loopback listener,
+ * and a networked plugin reads its port in `/proc/net/tcp`: counting every
+ * connection let a plugin already running (under another host process) fail
+ * the probe of a host starting up, so that it refused to run plugins, or
+ * under `backend: 'auto'` fell back from the launcher to bubblewrap.
+ */
+function countingServer(nonce: string): { server: Server; connections: () => number } {
   let count = 0;
   const server = createServer((socket) => {
-    count++;
-    socket.destroy();
+    let received = '';
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => socket.destroy());
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (received.includes(nonce)) {
+        count++;
+        socket.destroy();
+      } else if (received.length > nonce.length * 4) socket.destroy();
+    });
+    socket.on('end', () => socket.destroy());
   });
   return { server, connections: () => count };
 }
@@ -112,8 +130,9 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
   // A directory the layout never names, away from the temporary directory that holds the layout's own: the plugin
   // must not read it, as it must not read a host secret.
   const unlistedBase = mkdtempSync(join(existsSync(UNLISTED_PARENT) ? UNLISTED_PARENT : tmpdir(), 'mcp-sandbox-probe-unlisted-'));
-  const tcp = countingServer();
-  const unix = countingServer();
+  const nonce = randomBytes(16).toString('hex');
+  const tcp = countingServer(nonce);
+  const unix = countingServer(nonce);
   try {
     for (const dir of ['install', 'allowed', 'outside']) mkdirSync(join(base, dir));
     const outsideFile = join(base, 'outside', 'written');
@@ -138,7 +157,7 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath, secretFile, unlistedFile], layout.value.installRoot));
+    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, outsideFile, insideFile, String(port), socketPath, secretFile, unlistedFile, nonce], layout.value.installRoot));
     if (scoping.isErr()) return err(sandboxUnsupported(LAUNCHER_MISSING[backend.name].cause, `The ${backend.name} sandbox cannot be started: ${scoping.error}`, LAUNCHER_MISSING[backend.name].hint));
     // Proved as plugins run: under bubblewrap, through the launcher's scope-only mode where the kernel has the scopes.
     const { executable, scopeFd } = scoping.value;
