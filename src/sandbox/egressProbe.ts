@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
@@ -18,12 +19,13 @@ interface EgressProbeReport {
 // Runs in the sandbox in place of a plugin, with the host's own Node.
 const PROBE_SCRIPT = `
 const net = require('net');
-const [proxyPort, hostPort] = process.argv.slice(1).map(Number);
+const [proxyPort, hostPort] = process.argv.slice(1, 3).map(Number);
+const nonce = process.argv[3];
 const exchange = (port, say) => new Promise((done) => {
   const s = net.connect({ host: '127.0.0.1', port });
   let heard = '';
   s.setTimeout(3000);
-  s.on('connect', () => { if (say) s.write(say); else { s.destroy(); done('connected'); } });
+  s.on('connect', () => { if (say) s.write(say); else { s.end(nonce); done('connected'); } });
   s.on('data', (d) => { heard += d; });
   s.on('end', () => done(heard));
   s.on('error', (e) => done(e.code || String(e)));
@@ -58,9 +60,21 @@ export interface EgressProbeDirectories {
 
 async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeDirectories): Promise<Result<void, HostError>> {
   // A listener on the host's loopback: reached from inside, the sandbox would not have a network namespace of its own.
+  // Only the probe's connection counts (it sends the nonce): any process of the host's network reaches the listener,
+  // and a networked plugin reads its port in /proc/net/tcp; its connection refused every egress plugin of the process.
+  const nonce = randomBytes(16).toString('hex');
   const hostListener = createServer((socket) => {
-    directHits++;
-    socket.destroy();
+    let received = '';
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => socket.destroy());
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (received.includes(nonce)) {
+        directHits++;
+        socket.destroy();
+      } else if (received.length > nonce.length * 4) socket.destroy();
+    });
+    socket.on('end', () => socket.destroy());
   });
   let directHits = 0;
   let proxiedHits = 0;
@@ -88,7 +102,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       systemPaths: backend.systemPaths,
     });
     if (layout.isErr()) return err(layout.error);
-    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort)], layout.value.installRoot));
+    const scoping = withScopeLauncher(backend, unverifiedCommand([process.execPath, '-e', PROBE_SCRIPT, String(SANDBOX_PROXY_PORT), String(hostPort), nonce], layout.value.installRoot));
     if (scoping.isErr()) return err(sandboxUnsupported('egress_unavailable', `The egress probe could not start: ${scoping.error}`, HINT));
     const { executable, scopeFd } = scoping.value;
     const firstFreeFd = 3 + executable.inheritFds.length;

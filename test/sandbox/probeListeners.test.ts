@@ -16,6 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { bubblewrapBackend } from '../../src/sandbox/backends.js';
+import { probeEgress } from '../../src/sandbox/egressProbe.js';
+import { pluginSeccompFilter } from '../../src/sandbox/seccompFilter.js';
 
 const base = mkdtempSync(join(tmpdir(), 'probe-listeners-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -66,17 +69,34 @@ function connectToNewListeners(): { stop(): number } {
   };
 }
 
+/** A copy of bubblewrap at a path no probe ran for yet in this process (outcomes are kept per launcher). */
+function freshBubblewrap(): string {
+  const dir = mkdtempSync(join(base, 'bin-'));
+  chmodSync(dir, 0o755);
+  copyFileSync('/usr/bin/bwrap', join(dir, 'bwrap'));
+  chmodSync(join(dir, 'bwrap'), 0o755);
+  return join(dir, 'bwrap');
+}
+
 describe('the enforcement probe beside a process that connects to its listener', { timeout: 120_000 }, () => {
   it('still proves bubblewrap: only the probe\'s own connection counts', async () => {
-    // A bubblewrap of a path no probe ran for yet in this process (the outcome is kept per launcher).
-    const dir = mkdtempSync(join(base, 'bin-'));
-    chmodSync(dir, 0o755);
-    copyFileSync('/usr/bin/bwrap', join(dir, 'bwrap'));
-    chmodSync(join(dir, 'bwrap'), 0o755);
+    const bwrap = freshBubblewrap();
     const intruder = connectToNewListeners();
-    const created = await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: join(dir, 'bwrap') });
+    const created = await SandboxSpawner.create({ backend: 'bubblewrap', bwrapPath: bwrap });
     const connected = intruder.stop();
     expect(connected).toBeGreaterThan(0);
     expect(created.isOk(), JSON.stringify(created.isErr() ? created.error.message : '')).toBe(true);
+  });
+
+  it('still proves the egress path: its host listener counts only the probe too', async () => {
+    const seccomp = { offline: pluginSeccompFilter(false)!, networked: pluginSeccompFilter(true)! };
+    const backend = bubblewrapBackend(freshBubblewrap(), seccomp, '/usr/bin/setpriv');
+    const installRoot = mkdtempSync(join(base, 'install-'));
+    const writeDir = mkdtempSync(join(base, 'write-'));
+    const intruder = connectToNewListeners();
+    const proved = await probeEgress(backend, { installRoot, writeDir });
+    const connected = intruder.stop();
+    expect(connected).toBeGreaterThan(0);
+    expect(proved.isOk(), JSON.stringify(proved.isErr() ? proved.error.message : '')).toBe(true);
   });
 });
