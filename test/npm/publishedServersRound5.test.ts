@@ -9,6 +9,9 @@
  *   network is unreachable" and it exits 1. Go's wording was not a network
  *   pattern, so the install's hint never said the start had no network, and a
  *   call failing in the same words got only the generic hint;
+ * - mcp-mermaid@0.4.1 answers a call -32603 "browserType.launch: Executable
+ *   doesn't exist at …" (the Chromium its postinstall downloads) and writes
+ *   nothing on stderr, where PLUGIN_INTERNAL_ERROR's hint sent the caller;
  * - agentdb@1.6.1 dies on sharp 0.32, whose addon an install script fetches:
  *   sharp throws `new Error(help.join('\n'))`, a message that begins with a
  *   line feed, so Node prints a bare "Error: " line and the message below it.
@@ -52,7 +55,30 @@ const help = ['', 'Something went wrong installing the "sharp" module', '', "Can
 throw new Error(help.join('\\n'));
 `;
 
+// mcp-mermaid@0.4.1's answer when the Chromium its postinstall downloads is missing: JSON-RPC -32603, nothing on stderr.
+const BROWSERLESS_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'browserless', version: '1.0.0' } } });
+  if (method === 'tools/list') return send({ id, result: { tools: [{ name: 'render', inputSchema: { type: 'object' } }] } });
+  send({ id, error: { code: -32603, message: "MCP error -32603: Failed to generate mermaid: browserType.launch: Executable doesn't exist at " + process.env.HOME + '/.cache/ms-playwright/chromium_headless_shell-1255/chrome-headless-shell' } });
+});
+`;
+
 describe('published servers, fifth round: fixtures', { timeout: 120_000 }, () => {
+  it('does not send the caller to an empty stderr when a call fails with -32603 (mcp-mermaid without its Chromium)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'browserless', source: BROWSERLESS_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
+    const error = (await host.call('plug.browserless.render', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_INTERNAL_ERROR', details: { stderr_tail: '', jsonrpc_code: -32603 } });
+    expect(error.message).toContain("browserType.launch: Executable doesn't exist at ");
+    expect(error.hint).toMatch(/^The plugin had written nothing on stderr when it answered: .*'info <plugin>'/);
+  });
+
   it("names the missing network when a start fails in Go's words (network is unreachable)", async () => {
     const tarball = await packServer(await pool.profile(), { name: 'go-logging', source: GO_LOGGING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });

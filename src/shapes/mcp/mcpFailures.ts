@@ -91,6 +91,12 @@ function timeout(ctx: McpFailureContext, total: boolean, cause: unknown): HostEr
  */
 const REJECTED_REQUEST_CODES: ReadonlySet<number> = new Set([ErrorCode.ParseError, ErrorCode.InvalidRequest]);
 
+// PLUGIN_INTERNAL_ERROR's own hint, "See the plugin stderr.", points at nothing when the plugin wrote nothing there: mcp-mermaid@0.4.1
+// answers -32603 "browserType.launch: Executable doesn't exist at <data dir>/.cache/ms-playwright/…" (Chromium, which its postinstall
+// downloads, never came) with an empty stderr. Its message is then all there is, and for an npm server `info` names the skipped scripts.
+const SILENT_INTERNAL_ERROR_HINT =
+  "The plugin had written nothing on stderr when it answered: its message (details.jsonrpc_message) is all it said of the cause. When that names a file it cannot find (a browser, a native addon, a platform binary), see the risk that 'info <plugin>' shows: the packages of an npm server whose install scripts, which fetch or build such files, never ran.";
+
 function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
   // The SDK reports a tool result that breaks the tool's own outputSchema as -32602/-32600;
   // that is the plugin's malformed answer, not our params.
@@ -103,9 +109,12 @@ function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
       : REJECTED_REQUEST_CODES.has(error.code)
         ? 'PLUGIN_REQUEST_REJECTED'
         : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
+  const details = baseDetails(ctx);
+  const silent = code === 'PLUGIN_INTERNAL_ERROR' && String(details['stderr_tail']).trim() === '';
   return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
+    ...(silent ? { hint: SILENT_INTERNAL_ERROR_HINT } : {}),
     details: {
-      ...baseDetails(ctx),
+      ...details,
       jsonrpc_code: error.code,
       // McpError prefixes the plugin's message with `MCP error <code>: `.
       ...(schemaBroken ? {} : { jsonrpc_message: error.message.replace(/^MCP error -?\d+: /, '') }),

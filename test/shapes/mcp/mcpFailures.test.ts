@@ -36,6 +36,17 @@ describe('mapMcpFailure', () => {
     expect(error.details).toMatchObject({ jsonrpc_code: code, jsonrpc_data: { why: 1 }, stderr_tail: 'Traceback: oops\n', tool: 't' });
   });
 
+  it('says a plugin that answered -32603 with nothing on stderr said all it had, instead of "See the plugin stderr."', async () => {
+    const withStderr = await mapMcpFailure(new McpError(ErrorCode.InternalError, 'nope'), context());
+    expect(withStderr.hint).toBe('See the plugin stderr.');
+    const process = { ...context().process, stderrTail: () => ' \n' };
+    const silent = await mapMcpFailure(new McpError(ErrorCode.InternalError, "browserType.launch: Executable doesn't exist"), context({ process }));
+    expect(silent.code).toBe('PLUGIN_INTERNAL_ERROR');
+    expect(silent.hint).toMatch(/^The plugin had written nothing on stderr when it answered: its message \(details\.jsonrpc_message\) is all it said of the cause\. .*'info <plugin>'/);
+    // Another code keeps its own hint: a method the plugin lacks says so whatever its stderr.
+    expect((await mapMcpFailure(new McpError(ErrorCode.MethodNotFound, 'no'), context({ process }))).hint).not.toContain('nothing on stderr');
+  });
+
   it('maps -32602 outside tools/call, where the params are the host\'s, to PLUGIN_INVALID_PARAMS', async () => {
     const error = await mapMcpFailure(new McpError(ErrorCode.InvalidParams, 'bad cursor'), context({ phase: 'tools/list' }));
     expect(error.code).toBe('PLUGIN_INVALID_PARAMS');
