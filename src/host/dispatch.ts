@@ -156,7 +156,10 @@ export class CallDispatcher {
         checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
     }
     // Only a failure is looked at: mapErr would copy every answered call's Ok on the warm path.
-    if (mapped.isErr()) mapped = err(errorWithoutSecrets(withSandboxHint(mapped.error, plugin), this.#parts.config.knownSecrets.redactor));
+    if (mapped.isErr()) {
+      const hinted = withSandboxHint(mapped.error, plugin, () => runtimes.sandboxOf(plugin));
+      mapped = err(errorWithoutSecrets(hinted, this.#parts.config.knownSecrets.redactor));
+    }
     if (events.wants('call:end')) {
       const ended = { plugin_id: id, op_id: call.opId, call_id: call.callId, duration_ms: clock.now() - call.started, ok: mapped.isOk() };
       events.emit('call:end', mapped.isErr() ? { ...ended, code: mapped.error.code } : ended);

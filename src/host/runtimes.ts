@@ -18,6 +18,7 @@ import type { ClientRequestReport } from '../shapes/mcp/clientRequests.js';
 import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { emitNotice } from './mcpSurface.js';
 import type { ToolListRecords } from './toolListRecords.js';
+import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 
 /** What a runtime was started from: the binding its launcher only ever starts, and its shape's adapter. */
 export interface RuntimeOrigin {
@@ -56,6 +57,11 @@ export class PluginRuntimes {
 
   constructor(parts: RuntimeParts) {
     this.#parts = parts;
+  }
+
+  /** The sandbox a launch of `plugin` gets, as `info()` reports it (for the hint of a failure on a path it does not show). */
+  sandboxOf(plugin: InstalledPlugin): EnforcedPolicy | null {
+    return this.#parts.launcher.enforcedPolicy(plugin);
   }
 
   /** The running session of `plugin`, started (lazily: its process starts with the first call) when there is none. */

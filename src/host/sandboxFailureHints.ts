@@ -10,6 +10,8 @@
 import hints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { reworded, type HostError } from '../errors/HostError.js';
+import { PATH_HINT_CODES, sandboxPathHints, sandboxViewOf, type PathHints } from '../installer/sandboxPathHints.js';
+import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 
 const FAILURE_CODES: ReadonlySet<string> = new Set(hints.failureCodes);
 
@@ -24,15 +26,29 @@ function sandboxHint(error: HostError, plugin: InstalledPlugin): string | undefi
   return undefined;
 }
 
+/** What the failure's words (its message, result and stderr tail) say of host paths the plugin's sandbox does not show. */
+function pathHints(error: HostError, plugin: InstalledPlugin, policy: () => EnforcedPolicy | null): PathHints | undefined {
+  if (!PATH_HINT_CODES.has(error.code)) return undefined;
+  const tail = error.details['stderr_tail'];
+  const said = `${error.message}\n${JSON.stringify(error.details['result'] ?? '')}\n${typeof tail === 'string' ? tail : ''}`;
+  const enforced = policy();
+  return enforced === null ? undefined : sandboxPathHints(said, sandboxViewOf(enforced), plugin.descriptor?.capabilities?.network === true);
+}
+
 /**
  * `error` with a hint naming the remedy in front of its own when it is a tool
  * or plugin failure the sandbox explains (etc/sandbox-failure-hints.json): a
  * network failure of a plugin without network or egress destinations, or a
  * write refused inside its read-only install root; else `error` unchanged.
+ * With `policy` (the plugin's enforced sandbox, asked only for a failure
+ * that names a path), also a call or start that failed on a host path the
+ * sandbox does not show (etc/sandbox-path-hints.json): a Unix socket, whose
+ * hint then replaces the network one (an egress grant never carries it), or
+ * a file that exists on the host.
  */
-export function withSandboxHint(error: HostError, plugin: InstalledPlugin): HostError {
-  if (!FAILURE_CODES.has(error.code)) return error;
-  const hint = sandboxHint(error, plugin);
-  if (hint === undefined) return error;
-  return reworded(error, { hint: `${hint} ${error.hint}` });
+export function withSandboxHint(error: HostError, plugin: InstalledPlugin, policy?: () => EnforcedPolicy | null): HostError {
+  const paths = policy === undefined ? undefined : pathHints(error, plugin, policy);
+  const hint = !FAILURE_CODES.has(error.code) || paths?.socket === true ? undefined : sandboxHint(error, plugin);
+  if (hint === undefined && paths === undefined) return error;
+  return reworded(error, { hint: `${paths?.hint ?? ''}${hint === undefined ? '' : `${hint} `}${error.hint}` });
 }

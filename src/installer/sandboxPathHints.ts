@@ -42,6 +42,9 @@ export interface PathHints {
   readonly socket: boolean;
 }
 
+/** The host codes of a failed call or start whose words {@link sandboxPathHints} reads (`etc/sandbox-path-hints.json`). */
+export const PATH_HINT_CODES: ReadonlySet<string> = new Set(data.failureCodes);
+
 const SOCKET_PATTERNS = data.socketPatterns.map((pattern) => new RegExp(pattern, 'g'));
 const FILE_PATTERNS = data.filePatterns.map((pattern) => new RegExp(pattern, 'g'));
 

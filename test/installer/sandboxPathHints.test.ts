@@ -5,7 +5,8 @@
  * a file it reads at start. Egress grants carry TCP to host:port destinations,
  * never a Unix socket, and no grant shows a host path outside the plugin's
  * own directories: the hint says so instead of offering `--grant-egress`, or
- * only the generic advice. Real servers packed with `npm pack`, real
+ * only the generic advice. A call or a start of the installed plugin failing
+ * in those words gets the same hint. Real servers packed with `npm pack`, real
  * sandboxes, a real socket and file on the host.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,6 +93,51 @@ describe('introspection hints for host paths the sandbox does not show', NPM_TIM
     const { hint, stderr } = await introspectionFailure('missing-reader', configReader(missing));
     expect(stderr).toContain(`open '${missing}'`);
     expect(hint).not.toContain('outside what its sandbox shows');
+  });
+});
+
+// An installed plugin's tool that connects to the daemon's socket at each call; with --read-config, a start of the
+// installed plugin reads a host file first (the install's introspection start, whose data directory is named
+// npm-introspection, skips it, so that the install can list the tools).
+const daemonClient = (socket: string, config: string): string => `#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+if (process.argv.includes('--read-config') && !String(process.env.HOME).includes('npm-introspection')) readFileSync(${JSON.stringify(config)}, 'utf8');
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'daemon-client', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'containers', inputSchema: { type: 'object' } }] } });
+  else if (method === 'tools/call') {
+    connect(${JSON.stringify(socket)})
+      .on('connect', () => send({ id, result: { content: [{ type: 'text', text: 'connected' }] } }))
+      .on('error', (error) => send({ id, error: { code: -32603, message: 'cannot reach the daemon: ' + error.message } }));
+  } else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+describe('hints of an installed plugin\'s calls and starts for host paths the sandbox does not show', NPM_TIMEOUT, () => {
+  async function installed(args: readonly string[]) {
+    const tarball = await packServer(await pool.profile(), { name: 'daemon-client', source: daemonClient(socketPath, configPath) });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    const install = await host.install(`npm:${tarball}`, { canary: false, args: [...args] });
+    expect(install.isOk(), JSON.stringify(install.isErr() ? install.error : null)).toBe(true);
+    return (await host.call('plug.daemon-client.containers', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+  }
+
+  it('a call that connects to a host Unix socket: the socket hint, not the network one offering --grant-egress', async () => {
+    const error = await installed([]);
+    expect(error.message).toContain(socketPath);
+    expect(error.hint).toContain(`It connects to the Unix socket ${socketPath}, which is outside what its sandbox shows`);
+    expect(error.hint).not.toContain('or of the destinations it needs (--grant-egress host:port)');
+  });
+
+  it('a start that fails reading a host file: names the file as outside the sandbox', async () => {
+    const error = await installed(['--read-config']);
+    expect(String(error.details['stderr_tail'])).toContain(`open '${configPath}'`);
+    expect(error.hint).toContain(`${configPath} exists on the host but is outside what its sandbox shows`);
   });
 });
 
