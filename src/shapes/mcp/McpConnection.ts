@@ -139,11 +139,11 @@ const describeTool = (tool: Tool): ToolDescriptor => ({
   ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
 });
 
-/** What a request beyond tools names, for a client request the plugin sends while answering it. */
 /** The host requests beyond tools during which a plugin's sampling or elicitation is answered: those only the application asks. */
 const OPENS_CLIENT_REQUESTS: ReadonlySet<McpSurfaceMethod> = new Set<McpSurfaceMethod>(['prompts/get', 'resources/read', 'completion/complete']);
 const NOTHING_TO_LEAVE = (): void => undefined;
 
+/** What a request beyond tools names, for a client request the plugin sends while answering it. */
 function causeOf(method: McpSurfaceMethod, params: unknown): ClientRequestCause {
   const named = isJsonObject(params) ? params : {};
   const ref = isJsonObject(named.ref) ? named.ref : named;
