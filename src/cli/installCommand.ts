@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError, type PluginHost, type TrustRequest } from '../index.js';
-import { riskChangeText } from '../installer/trust.js';
+import { addedCapabilityText, riskChangeText } from '../installer/trust.js';
 import { fail, packageOptions, profileName, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
@@ -53,7 +53,8 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   spinner.update(archiveBytes > 0 ? `verifying and unpacking ${source} (${Math.ceil(archiveBytes / 1024)} KiB)` : `installing ${source}`);
   const offSpawn = host.events.on('spawn', (e) => spinner.update(`running the canary of ${e.plugin_id}`));
   // On a terminal the person accepts what they install; --yes accepts everything, and a script or --json run accepts by
-  // running the command, except an upgrade that makes tools easier to call than before, which the host refuses unasked.
+  // running the command, except an upgrade that makes tools easier to call than before, or gives the plugin powers it did
+  // not have that no --grant-* flag names, which the host refuses unasked.
   const asks = !flags.yes && !out.json && ctx.terminal.stdin.isTTY === true;
   const installed = await host.install(source, {
     ...options.value,
@@ -63,14 +64,17 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
           accept: async (request: TrustRequest) => {
             spinner.stop();
             for (const line of trustLines(request, ctx.terminal.stderr.columns)) ctx.terminal.stderr.write(`${line}\n`);
+            const added = request.added_capabilities ?? [];
+            if (added.length > 0) ctx.terminal.stderr.write(`New powers beyond the version accepted before:\n${added.map((a) => `  ${oneLineField(addedCapabilityText(a))}\n`).join('')}`);
             const changes = request.risk_changes ?? [];
             if (changes.length > 0) ctx.terminal.stderr.write(`Easier to call than the version accepted before:\n${changes.map((c) => `  ${oneLineField(riskChangeText(c))}\n`).join('')}`);
             // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
+            const changed = [...(added.length > 0 ? ['these new powers'] : []), ...(changes.length > 0 ? ['these tools rated lower'] : [])].join(' and ');
             const question =
               request.stage === 'introspection'
                 ? `Start ${request.plugin_id} once with this network to list its tools?`
-                : changes.length > 0
-                  ? `Install ${request.plugin_id} with these tools rated lower?`
+                : changed !== ''
+                  ? `Install ${request.plugin_id} with ${changed}?`
                   : `Install ${request.plugin_id} and run it with these powers?`;
             return confirm(ctx.terminal, question);
           },

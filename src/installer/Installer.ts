@@ -43,7 +43,20 @@ import { parseNpmSpec, type NpmSettings } from './npmFetch.js';
 import { isNpmSource, openNpmSource, type NetworkedStart, type NpmSourceOptions } from './openNpmSource.js';
 import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSource.js';
 import { resolveLaunchArgs } from './launchArgs.js';
-import { hasLicenseFile, riskChangeText, riskLowerings, trustRequestOf, widensCapabilities, type ToolRiskChange, type TrustCallback, type TrustRequest } from './trust.js';
+import {
+  addedCapabilities,
+  addedCapabilityText,
+  hasLicenseFile,
+  riskChangeText,
+  riskLowerings,
+  trustRequestOf,
+  ungrantedCapabilities,
+  widensCapabilities,
+  type AddedCapability,
+  type ToolRiskChange,
+  type TrustCallback,
+  type TrustRequest,
+} from './trust.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -183,8 +196,11 @@ export interface InstallOptions extends PackageInstallChoices {
    * license, powers) after every check passed and before anything is
    * written, unless the same owner installed it before; declining is
    * PLUGIN_TRUST_DECLINED. Without it the caller's install is the acceptance,
-   * except of an upgrade that makes tools easier to call than the version
-   * accepted before (`TrustRequest.risk_changes`), refused with PLUGIN_TRUST_DECLINED.
+   * except of an upgrade or reinstall that, against the version accepted
+   * before, makes tools easier to call (`TrustRequest.risk_changes`) or gives
+   * the plugin a power it did not have and this install's `grant` does not
+   * name (`TrustRequest.added_capabilities`): refused with
+   * PLUGIN_TRUST_DECLINED, `details.reason` `risk_lowered` or `capabilities_widened`.
    */
   readonly accept?: TrustCallback;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
@@ -237,19 +253,29 @@ function networkOf(capabilities: DeclaredCapabilities): IntrospectionNetwork {
 }
 
 /**
+ * The powers the plugin id was accepted with before: the installed plugin's,
+ * or once removed those recorded with its owner at the remove (whoever the
+ * owner). Undefined for a first install, or a remove from before that record.
+ */
+function acceptedCapabilitiesOf(snapshot: CatalogSnapshot, id: string): DeclaredCapabilities | undefined {
+  const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+  if (previous !== undefined) return previous.descriptor?.capabilities;
+  const owners = snapshot.contents.namespace_owners;
+  return Object.hasOwn(owners, id) ? owners[id]?.accepted_capabilities : undefined;
+}
+
+/**
  * Whether an owner recorded for the plugin id by an earlier install (kept
  * across remove) already accepted these powers. The owner string is the
  * package's own claim: it spares the question only while the plugin gets no
- * power it was accepted without, those of the installed plugin or, once
- * removed, those it had at its remove.
+ * power it was accepted without (see {@link acceptedCapabilitiesOf}).
  */
 function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities): boolean {
   const owners = snapshot.contents.namespace_owners;
   const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
   if (recorded?.namespace_owner === undefined || recorded.namespace_owner !== owner) return false;
-  const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
-  const acceptedCapabilities = previous === undefined ? recorded.accepted_capabilities : previous.descriptor?.capabilities;
-  return acceptedCapabilities !== undefined && !widensCapabilities(acceptedCapabilities, capabilities);
+  const accepted = acceptedCapabilitiesOf(snapshot, id);
+  return accepted !== undefined && !widensCapabilities(accepted, capabilities);
 }
 
 /**
@@ -275,6 +301,7 @@ function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest):
           .map((v) => ({ id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
   const next = manifest.tools.map((t) => ({
     id: byOpId ? toolIds(manifest, t).op_id : `tool:${t.tool_name ?? t.name}`,
+    op_id: calledOpId(id, toolIds(manifest, t).op_id),
     name: t.name,
     risk_class: t.risk_class,
     confirmation_policy: t.confirmation_policy,
@@ -282,22 +309,59 @@ function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest):
   return accepted === undefined ? [] : riskLowerings(accepted, next);
 }
 
-/** How many changed tools a refusal's message and hint name; `details.risk_changes` has them all. */
-const NAMED_RISK_CHANGES = 8;
-
-/** The changes as one phrase, the first {@link NAMED_RISK_CHANGES} named. */
-function riskChangesText(changes: readonly ToolRiskChange[]): string {
-  const named = changes.slice(0, NAMED_RISK_CHANGES).map(riskChangeText).join(', ');
-  return changes.length > NAMED_RISK_CHANGES ? `${named} and ${changes.length - NAMED_RISK_CHANGES} more` : named;
+/**
+ * The op id a caller calls a tool by: the TOML form records
+ * `<plugin_id>.<operation>`, which the host calls as `plug.<plugin_id>.<operation>`
+ * (the rule of host/operations.ts `hostOpId`, which this layer below it cannot import).
+ */
+function calledOpId(pluginId: string, opId: string): string {
+  return opId.startsWith(`plug.${pluginId}.`) ? opId : `plug.${opId}`;
 }
 
-/** The refusal of an upgrade that makes tools easier to call when there is no one to ask (no `accept` callback). */
-function riskLoweredRefusal(manifest: NormalizedManifest, changes: readonly ToolRiskChange[]): HostError {
+/** How many changed tools, or added powers, a refusal's message and hint name; `details` has them all. */
+const NAMED_CHANGES = 8;
+
+/** The first {@link NAMED_CHANGES} items as one phrase, the rest counted. */
+function namedText<T>(items: readonly T[], text: (item: T) => string): string {
+  const named = items.slice(0, NAMED_CHANGES).map(text).join(', ');
+  return items.length > NAMED_CHANGES ? `${named} and ${items.length - NAMED_CHANGES} more` : named;
+}
+
+/**
+ * Why an upgrade was refused or declined, with what changed: `details.reason`
+ * is `capabilities_widened` when it adds a power, whether or not it also
+ * makes tools easier to call (a power reaches past every tool's ceiling), else
+ * `risk_lowered`; `details.added_capabilities` and `details.risk_changes` are
+ * each present when not empty, so a caller reads both off one refusal.
+ */
+function changeDetails(added: readonly AddedCapability[], changes: readonly ToolRiskChange[]): Record<string, unknown> {
+  if (added.length === 0 && changes.length === 0) return {};
+  return {
+    reason: added.length > 0 ? 'capabilities_widened' : 'risk_lowered',
+    ...(added.length === 0 ? {} : { added_capabilities: added }),
+    ...(changes.length === 0 ? {} : { risk_changes: changes }),
+  };
+}
+
+/**
+ * The refusal of an upgrade, with no one to ask (no `accept` callback), that
+ * gives the plugin powers the version accepted before did not have and the
+ * caller did not grant, or makes tools easier to call: one refusal naming both.
+ */
+function unaskedChangeRefusal(manifest: NormalizedManifest, added: readonly AddedCapability[], changes: readonly ToolRiskChange[]): HostError {
   const id = manifest.plugin_id;
-  const text = riskChangesText(changes);
-  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} makes tools easier to call than the version accepted before (${text}) and no one was asked`, {
-    details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, reason: 'risk_lowered', risk_changes: changes },
-    hint: `Review ${text}, then install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes).`,
+  const powers = added.length === 0 ? undefined : namedText(added, addedCapabilityText);
+  const tools = changes.length === 0 ? undefined : namedText(changes, riskChangeText);
+  const what = [
+    ...(powers === undefined ? [] : [`gives it powers the version accepted before did not have (${powers})`]),
+    ...(tools === undefined ? [] : [`makes tools easier to call than the version accepted before (${tools})`]),
+  ].join(' and ');
+  const review = [...(powers === undefined ? [] : [powers]), ...(tools === undefined ? [] : [tools])].join('; ');
+  // A power the caller grants on the install is its own consent (the CLI's --grant-* flags); a tool's rating is not grantable.
+  const grantIt = powers === undefined ? '' : ', or grant those powers on the install itself (the grant option; the CLI: --grant-network, --grant-egress, --grant-env, --grant-write-dir, --grant-client-request)';
+  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} ${what} and no one was asked`, {
+    details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(added, changes) },
+    hint: `Review ${review}, then install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes)${grantIt}.`,
   });
 }
 
@@ -873,8 +937,12 @@ export class Installer {
    * get a power it was not accepted with (see {@link widensCapabilities}):
    * the installed plugin's, or after a remove those recorded with the owner
    * (a remove from before that record is asked again), or a tool would be
-   * easier to call (see {@link riskLowerings}), which is asked, and without
-   * `accept` refused, whoever the owner. The owner string is the package's own claim.
+   * easier to call (see {@link riskLowerings}), which is asked, whoever the
+   * owner. The owner string is the package's own claim. Without `accept`,
+   * the same two changes are refused, whoever the owner: an owner change
+   * alone is not (another recorded owner is PLUGIN_NAMESPACE_CONFLICT unless
+   * the caller passed the dev profile's devAllowNamespaceConflict, its
+   * consent), and neither is a power the caller's own `grant` names.
    */
   async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
     const id = manifest.plugin_id;
@@ -883,19 +951,29 @@ export class Installer {
       return err(hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } }));
     }
     // Calling install accepts what a person can read off the package, not a change from what they accepted before:
-    // tools made easier to call than that need someone to say yes to them.
+    // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
     const changes = riskChangesOf(snapshot, manifest);
-    if (options.accept === undefined) return changes.length === 0 ? ok(undefined) : err(riskLoweredRefusal(manifest, changes));
     const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
+    const accepted = acceptedCapabilitiesOf(snapshot, id);
+    const added = accepted === undefined ? [] : addedCapabilities(accepted, capabilities);
+    if (options.accept === undefined) {
+      // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
+      const unconsented = ungrantedCapabilities(added, options.grant);
+      return changes.length === 0 && unconsented.length === 0 ? ok(undefined) : err(unaskedChangeRefusal(manifest, unconsented, changes));
+    }
     if (changes.length === 0 && acceptedBefore(snapshot, id, this.#claimOf(manifest, options).namespace_owner, capabilities)) return ok(undefined);
-    const request: TrustRequest = { ...trustRequestOf(manifest, staged.source, capabilities), ...(changes.length === 0 ? {} : { risk_changes: changes }) };
-    const accepted = await Promise.resolve()
+    const request: TrustRequest = {
+      ...trustRequestOf(manifest, staged.source, capabilities),
+      ...(changes.length === 0 ? {} : { risk_changes: changes }),
+      ...(added.length === 0 ? {} : { added_capabilities: added }),
+    };
+    const asked = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);
-    if (accepted === true) return ok(undefined);
+    if (asked === true) return ok(undefined);
     return err(
       hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, {
-        details: { plugin_id: id, namespace_owner: request.namespace_owner, ...(changes.length === 0 ? {} : { reason: 'risk_lowered', risk_changes: changes }) },
+        details: { plugin_id: id, namespace_owner: request.namespace_owner, ...changeDetails(added, changes) },
       }),
     );
   }

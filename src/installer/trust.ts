@@ -8,7 +8,7 @@
 import { readdir } from 'node:fs/promises';
 import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
 import { riskRank } from '../manifest/model.js';
-import type { ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, RiskClass } from '../manifest/model.js';
+import type { ClientRequestKind, ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, PluginGrant, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
 
 /** The facts an install asks acceptance for. */
@@ -54,7 +54,23 @@ export interface TrustRequest {
    * any power the plugin did not have.
    */
   readonly risk_changes?: readonly ToolRiskChange[];
+  /**
+   * Present on an upgrade or reinstall that gives the plugin powers the
+   * version accepted before did not have (the installed one's, or after a
+   * remove those recorded with its owner): each new power, field by field.
+   */
+  readonly added_capabilities?: readonly AddedCapability[];
 }
+
+/**
+ * One power an upgrade gives a plugin beyond the version accepted before:
+ * the whole network, a writable directory outside the old one, or one env
+ * name, egress destination or client request kind it did not have.
+ */
+export type AddedCapability =
+  | { readonly field: 'network'; readonly value: true }
+  | { readonly field: 'fs_write_dir' | 'env_allow' | 'egress'; readonly value: string }
+  | { readonly field: 'client_requests'; readonly value: ClientRequestKind };
 
 /** How much a tool may do and whether its calls are confirmed: what `maxRisk` ceilings and confirmation prompts go by. */
 export interface ToolRisk {
@@ -68,6 +84,13 @@ export interface ToolRisk {
 export interface ToolRiskChange {
   /** The tool's name, unprefixed. */
   readonly name: string;
+  /**
+   * The op id callers call the tool by in this version
+   * (`plug.<plugin_id>.<...>`, as `host.call` takes it); it may differ from
+   * `name` beyond its prefix (a TOML form may keep its `op_id` and rename
+   * the tool).
+   */
+  readonly op_id: string;
   /**
    * How the version accepted before rated it; null for a tool it did not
    * have, or for a new tool the rating of the highest-rated tool the upgrade
@@ -107,22 +130,75 @@ export function trustRequestOf(
 }
 
 /**
- * Whether `next` gives a plugin a power `installed` did not: the network, a
+ * The powers `next` gives a plugin that `installed` did not: the network, a
  * writable directory outside the installed one, an env name, an egress
- * destination or a client request kind it did not have. An upgrade that
- * does is asked for acceptance again, however its owner was accepted before.
+ * destination or a client request kind it did not have, one entry each. An
+ * egress destination counts only while neither has the whole network, which
+ * covers every destination.
  */
-export function widensCapabilities(installed: DeclaredCapabilities, next: DeclaredCapabilities): boolean {
-  const added = (had: readonly string[] | undefined, has: readonly string[] | undefined): boolean => (has ?? []).some((item) => !(had ?? []).includes(item));
-  if (next.network && !installed.network) return true;
+export function addedCapabilities(installed: DeclaredCapabilities, next: DeclaredCapabilities): AddedCapability[] {
+  const added = (had: readonly string[] | undefined, has: readonly string[] | undefined): string[] => [...new Set(has ?? [])].filter((item) => !(had ?? []).includes(item));
+  const out: AddedCapability[] = [];
+  if (next.network && !installed.network) out.push({ field: 'network', value: true });
   const writeDir = next.fs_write_dir;
-  if (writeDir !== installed.fs_write_dir && installed.fs_write_dir !== '' && !writeDir.startsWith(`${installed.fs_write_dir}/`)) return true;
-  if (added(installed.env_allow, next.env_allow) || added(installed.client_requests, next.client_requests)) return true;
-  return !next.network && !installed.network && added(installed.egress, next.egress);
+  if (writeDir !== installed.fs_write_dir && installed.fs_write_dir !== '' && !writeDir.startsWith(`${installed.fs_write_dir}/`)) out.push({ field: 'fs_write_dir', value: writeDir });
+  for (const value of added(installed.env_allow, next.env_allow)) out.push({ field: 'env_allow', value });
+  if (!next.network && !installed.network) for (const value of added(installed.egress, next.egress)) out.push({ field: 'egress', value });
+  const requests = (next.client_requests ?? []).filter((kind, i, all) => all.indexOf(kind) === i && !(installed.client_requests ?? []).includes(kind));
+  for (const value of requests) out.push({ field: 'client_requests', value });
+  return out;
 }
 
-/** A tool as {@link riskLowerings} compares it: `id` is the identity callers, `maxRisk` ceilings and confirmations address it by (its op id); `name` is shown. */
+/**
+ * Whether `next` gives a plugin a power `installed` did not (see
+ * {@link addedCapabilities}). An upgrade that does is asked for acceptance
+ * again, however its owner was accepted before.
+ */
+export function widensCapabilities(installed: DeclaredCapabilities, next: DeclaredCapabilities): boolean {
+  return addedCapabilities(installed, next).length > 0;
+}
+
+/**
+ * The added powers the caller did not grant on this install itself: a grant
+ * names each power it gives (`grant.network`, the `fs_write_dir`, each env
+ * name and client request kind; a granted egress list is the whole list the
+ * plugin gets), and asking for a power is consenting to it. What is left
+ * came from the package's declaration or the host default.
+ */
+export function ungrantedCapabilities(added: readonly AddedCapability[], grant: PluginGrant | undefined): AddedCapability[] {
+  if (grant === undefined) return [...added];
+  return added.filter((power) => {
+    switch (power.field) {
+      case 'network':
+        return grant.network !== true;
+      case 'fs_write_dir':
+        return grant.fs_write_dir !== power.value;
+      case 'env_allow':
+        return !(grant.env_allow ?? []).includes(power.value);
+      case 'egress':
+        return grant.egress === undefined || grant.egress.length === 0;
+      case 'client_requests':
+        return !(grant.client_requests ?? []).includes(power.value);
+    }
+  });
+}
+
+/** One added power as people read it: `network`, `env_allow GITHUB_TOKEN`; a value beyond plain characters is quoted, so it cannot pose as more text. */
+export function addedCapabilityText(power: AddedCapability): string {
+  if (power.field === 'network') return 'network';
+  return `${power.field} ${/^[\w.:*/-]+$/.test(power.value) ? power.value : JSON.stringify(power.value)}`;
+}
+
+/**
+ * A tool as {@link riskLowerings} compares it: `id` is the identity callers,
+ * `maxRisk` ceilings and confirmations address it by (its op id, or for an
+ * owner record from before op ids were kept, its tool name); `name` is
+ * shown.
+ */
 export type ComparedTool = ToolRisk & { readonly id: string; readonly name: string };
+
+/** A tool of the version being installed, compared: `op_id`, as callers call it, is what a change reports. */
+export type NextTool = ComparedTool & { readonly op_id: string };
 
 /** Whether a tool rated `to` is easier to call than one rated `from`: a lower class, or a `high_stakes_write` confirmation dropped. */
 function easierToCall(from: ToolRisk, to: ToolRisk): boolean {
@@ -143,7 +219,7 @@ function easierToCall(from: ToolRisk, to: ToolRisk): boolean {
  * change from that rating (a new read tool then too). A higher class, or a
  * removed tool with no new one, makes nothing easier.
  */
-export function riskLowerings(accepted: readonly ComparedTool[], next: readonly ComparedTool[]): ToolRiskChange[] {
+export function riskLowerings(accepted: readonly ComparedTool[], next: readonly NextTool[]): ToolRiskChange[] {
   const before = new Map(accepted.map((t) => [t.id, t]));
   const nextIds = new Set(next.map((t) => t.id));
   const riskOf = (t: ToolRisk): ToolRisk => ({ risk_class: t.risk_class, confirmation_policy: t.confirmation_policy });
@@ -155,11 +231,11 @@ export function riskLowerings(accepted: readonly ComparedTool[], next: readonly 
     const had = before.get(tool.id);
     const to = riskOf(tool);
     if (had !== undefined) {
-      if (easierToCall(had, to)) changes.push({ name: tool.name, from: riskOf(had), to });
+      if (easierToCall(had, to)) changes.push({ name: tool.name, op_id: tool.op_id, from: riskOf(had), to });
     } else if (dropped !== undefined && easierToCall(dropped, to)) {
-      changes.push({ name: tool.name, from: dropped, to });
+      changes.push({ name: tool.name, op_id: tool.op_id, from: dropped, to });
     } else if (tool.risk_class !== 'read') {
-      changes.push({ name: tool.name, from: null, to });
+      changes.push({ name: tool.name, op_id: tool.op_id, from: null, to });
     }
   }
   return changes;
@@ -168,10 +244,19 @@ export function riskLowerings(accepted: readonly ComparedTool[], next: readonly 
 /** A tool's rating in one word: its risk class, or `high_stakes_write` for a confirmed one. */
 const ratingOf = (risk: ToolRisk): string => (risk.confirmation_policy === 'high_stakes_write' ? 'high_stakes_write' : risk.risk_class);
 
-/** One change as people read it: `name destructive→read`, `name new→write`; a name beyond plain word characters is quoted, so it cannot pose as more text. */
+/** A name as text: beyond plain word characters it is quoted, so it cannot pose as more text. */
+const quoted = (name: string): string => (/^[\w.-]+$/.test(name) ? name : JSON.stringify(name));
+
+/**
+ * One change as people read it: `name destructive→read`, `name new→write`;
+ * with the op id when it does not end in the name (`search_v2 (op
+ * plug.notes.search) destructive→read`), the id `host.call` and the
+ * gateway's callers name.
+ */
 export function riskChangeText(change: ToolRiskChange): string {
-  const name = /^[\w.-]+$/.test(change.name) ? change.name : JSON.stringify(change.name);
-  return `${name} ${change.from === null ? 'new' : ratingOf(change.from)}→${ratingOf(change.to)}`;
+  const { name, op_id: opId } = change;
+  const op = opId === name || opId.endsWith(`.${name}`) ? '' : ` (op ${quoted(opId)})`;
+  return `${quoted(name)}${op} ${change.from === null ? 'new' : ratingOf(change.from)}→${ratingOf(change.to)}`;
 }
 
 const LICENSE_NAMES: ReadonlySet<string> = new Set(licenseFiles.names.map((n) => n.toLowerCase()));

@@ -296,6 +296,132 @@ describe('trust on upgrade', () => {
   });
 });
 
+describe('trust on upgrade without an accept callback: powers widened', () => {
+  const capabilities = (m: Record<string, unknown>): Record<string, unknown> => m.declared_capabilities as Record<string, unknown>;
+  /** The greeter at `version`, its declared capabilities edited by `edit` (same owner, same tools as the fixture). */
+  const declaring = (version: string, edit: (c: Record<string, unknown>) => void = () => undefined, owner?: string): Promise<string> =>
+    greeter(`greeter-${version}-${Math.random().toString(36).slice(2)}`, (m) => {
+      m.version = version;
+      if (owner !== undefined) m.namespace_owner = owner;
+      edit(capabilities(m));
+    });
+
+  it('refuses an upgrade that gives the plugin a new power, naming each in details, message and hint; installs it with accept, and a first install unasked', async () => {
+    p = await testProfile('dev');
+    // A first install declaring the network needs no one: the caller's install is the acceptance.
+    unwrap(await p.installer.install(await declaring('1.0.0', (c) => (c.client_requests = ['roots']))));
+    const cases: [string, (c: Record<string, unknown>) => void, unknown[], string][] = [
+      ['2.0.0', (c) => (c.network = true), [{ field: 'network', value: true }], 'network'],
+      ['2.1.0', (c) => (c.env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN']), [{ field: 'env_allow', value: 'GREETER_TOKEN' }], 'env_allow GREETER_TOKEN'],
+      ['2.2.0', (c) => (c.egress = ['api.example.com:443']), [{ field: 'egress', value: 'api.example.com:443' }], 'egress api.example.com:443'],
+      ['2.3.0', (c) => (c.client_requests = ['roots', 'sampling']), [{ field: 'client_requests', value: 'sampling' }], 'client_requests sampling'],
+    ];
+    for (const [version, widen, added, text] of cases) {
+      const refused = refusedWith(await p.installer.install(await declaring(version, widen)), 'PLUGIN_TRUST_DECLINED');
+      expect(refused.details, version).toEqual({ plugin_id: 'greeter', namespace_owner: 'io.example.greeter', reason: 'capabilities_widened', added_capabilities: added });
+      expect(refused.message, version).toContain(`gives it powers the version accepted before did not have (${text})`);
+      expect(refused.hint, version).toContain(`Review ${text}, then install again with an accept callback`);
+      expect(refused.hint, version).toContain('--yes');
+    }
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.0.0');
+    // Fewer powers, or the same, need no one either.
+    unwrap(await p.installer.install(await declaring('1.1.0', (c) => (c.env_allow = []))));
+    // The environment name dropped by 1.1.0 is new again against it.
+    refusedWith(await p.installer.install(await declaring('1.2.0')), 'PLUGIN_TRUST_DECLINED');
+    // Several at once are all named; with an accept callback they are asked about, and accepted installed.
+    const wide = await declaring('3.0.0', (c) => {
+      c.network = true;
+      c.env_allow = ['GREETER_TOKEN'];
+    });
+    const both = refusedWith(await p.installer.install(wide), 'PLUGIN_TRUST_DECLINED');
+    expect(both.details).toMatchObject({ added_capabilities: [{ field: 'network', value: true }, { field: 'env_allow', value: 'GREETER_TOKEN' }] });
+    const asked: unknown[] = [];
+    unwrap(await p.installer.install(wide, { accept: (request) => (asked.push(request.added_capabilities), true) }));
+    expect(asked).toEqual([[{ field: 'network', value: true }, { field: 'env_allow', value: 'GREETER_TOKEN' }]]);
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('3.0.0');
+  });
+
+  it('names the new powers to an accept callback and in a declined install\'s details', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await declaring('1.0.0')));
+    const asked: unknown[] = [];
+    const declined = refusedWith(
+      await p.installer.install(await declaring('2.0.0', (c) => (c.network = true)), { accept: (request) => (asked.push(request.added_capabilities), false) }),
+      'PLUGIN_TRUST_DECLINED',
+    );
+    expect(asked).toEqual([[{ field: 'network', value: true }]]);
+    expect(declined.details).toMatchObject({ reason: 'capabilities_widened', added_capabilities: [{ field: 'network', value: true }] });
+    expect(declined.details).not.toHaveProperty('risk_changes');
+  });
+
+  it('after a remove, refuses a reinstall with powers the removed plugin did not have, and reinstalls the same powers', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await declaring('1.0.0')));
+    unwrap(await p.installer.remove('greeter'));
+    // Anyone can claim the owner string: a package doing so after the remove does not get the network because no one was there to ask.
+    const refused = refusedWith(await p.installer.install(await declaring('2.0.0', (c) => (c.network = true))), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ reason: 'capabilities_widened', added_capabilities: [{ field: 'network', value: true }] });
+    expect(await installed(p, 'greeter')).toBeUndefined();
+    unwrap(await p.installer.install(await declaring('1.1.0')));
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.1.0');
+  });
+
+  it('does not refuse a power the caller grants on the install itself, only what the package declares beyond it', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await declaring('1.0.0')));
+    // The caller asking for the network is its consent to it.
+    const networked = await declaring('2.0.0', (c) => {
+      c.network = true;
+      c.env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
+    });
+    const partly = refusedWith(await p.installer.install(networked, { grant: { network: true } }), 'PLUGIN_TRUST_DECLINED');
+    expect(partly.details).toMatchObject({ reason: 'capabilities_widened', added_capabilities: [{ field: 'env_allow', value: 'GREETER_TOKEN' }] });
+    expect(partly.hint).toContain('--grant-env');
+    unwrap(await p.installer.install(networked, { grant: { network: true, env_allow: ['GREETER_LOCALE', 'GREETER_TOKEN'] } }));
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+    // Narrowed by a grant, the declared network is not what was accepted: an upgrade without that grant gets it back, refused.
+    unwrap(await p.installer.install(await declaring('2.1.0', (c) => (c.network = true)), { grant: { network: false } }));
+    expect(unwrap(await p.store.snapshot()).contents.descriptors.greeter?.capabilities?.network).toBe(false);
+    const regained = refusedWith(await p.installer.install(await declaring('2.2.0', (c) => (c.network = true))), 'PLUGIN_TRUST_DECLINED');
+    expect(regained.details).toMatchObject({ added_capabilities: [{ field: 'network', value: true }] });
+    unwrap(await p.installer.install(await declaring('2.2.0', (c) => (c.network = true)), { grant: { network: false } }));
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.2.0');
+  });
+
+  it('refuses an upgrade that both widens powers and lowers a risk class once, reason capabilities_widened, naming both', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('greeter-1', (m) => (m.advertised_tools = [{ name: 'greet', description: 'Greets', risk_class: 'destructive' }]))));
+    const both = await greeter('greeter-2', (m) => {
+      m.version = '2.0.0';
+      m.advertised_tools = [{ name: 'greet', description: 'Greets', risk_class: 'read' }];
+      capabilities(m).network = true;
+    });
+    const refused = refusedWith(await p.installer.install(both), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({
+      reason: 'capabilities_widened',
+      added_capabilities: [{ field: 'network', value: true }],
+      risk_changes: [{ name: 'greet', op_id: 'plug.greeter.greet', from: { risk_class: 'destructive' }, to: { risk_class: 'read' } }],
+    });
+    expect(refused.message).toContain('(network) and makes tools easier to call than the version accepted before (greet destructive→read)');
+    expect(refused.hint).toContain('Review network; greet destructive→read');
+    // The network granted on the install is the caller's own; the lowered tool still needs someone: reason risk_lowered.
+    const lowered = refusedWith(await p.installer.install(both, { grant: { network: true } }), 'PLUGIN_TRUST_DECLINED');
+    expect(lowered.details).toMatchObject({ reason: 'risk_lowered' });
+    expect(lowered.details).not.toHaveProperty('added_capabilities');
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.0.0');
+  });
+
+  it('holds an owner change under the dev override to the same rule: the same powers install, a new one is refused', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await declaring('1.0.0')));
+    const other = 'io.example.other';
+    unwrap(await p.installer.install(await declaring('1.1.0', () => undefined, other), { devAllowNamespaceConflict: true }));
+    const refused = refusedWith(await p.installer.install(await declaring('2.0.0', (c) => (c.network = true), other), { devAllowNamespaceConflict: true }), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toMatchObject({ namespace_owner: other, reason: 'capabilities_widened', added_capabilities: [{ field: 'network', value: true }] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.1.0');
+  });
+});
+
 describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
   type Tool = { name: string; risk_class: string; confirmation_policy?: string };
   /** The greeter at `version` offering `tools` (same owner, same powers as the fixture). */
@@ -328,12 +454,12 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
 
     unwrap(await p.installer.install(await withTools('1.4.0', [...safer, v1[0] as Tool]), { accept }));
     const cases: [string, Tool[], unknown[]][] = [
-      ['2.0.0', [{ name: 'shout', risk_class: 'read' }, { name: 'peek', risk_class: 'read' }, v1[0] as Tool], [{ name: 'shout', from: rated('destructive'), to: rated('read') }]],
-      ['2.1.0', [...safer, { name: 'greet', risk_class: 'write' }], [{ name: 'greet', from: rated('write', 'high_stakes_write'), to: rated('write') }]],
-      ['2.2.0', [...safer, v1[0] as Tool, { name: 'wipe', risk_class: 'destructive' }], [{ name: 'wipe', from: null, to: rated('destructive') }]],
+      ['2.0.0', [{ name: 'shout', risk_class: 'read' }, { name: 'peek', risk_class: 'read' }, v1[0] as Tool], [{ name: 'shout', op_id: 'plug.greeter.shout', from: rated('destructive'), to: rated('read') }]],
+      ['2.1.0', [...safer, { name: 'greet', risk_class: 'write' }], [{ name: 'greet', op_id: 'plug.greeter.greet', from: rated('write', 'high_stakes_write'), to: rated('write') }]],
+      ['2.2.0', [...safer, v1[0] as Tool, { name: 'wipe', risk_class: 'destructive' }], [{ name: 'wipe', op_id: 'plug.greeter.wipe', from: null, to: rated('destructive') }]],
       ['2.3.0', [{ name: 'shout', risk_class: 'write' }, { name: 'peek', risk_class: 'read' }, { name: 'greet', risk_class: 'read' }], [
-        { name: 'shout', from: rated('destructive'), to: rated('write') },
-        { name: 'greet', from: rated('write', 'high_stakes_write'), to: rated('read') },
+        { name: 'shout', op_id: 'plug.greeter.shout', from: rated('destructive'), to: rated('write') },
+        { name: 'greet', op_id: 'plug.greeter.greet', from: rated('write', 'high_stakes_write'), to: rated('read') },
       ]],
     ];
     for (const [version, tools, changes] of cases) {
@@ -379,7 +505,9 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     unwrap(await p.installer.install(await notesToml('2.1.0', 'destructive', 'search')));
     const renamed = await notesToml('2.3.0', 'read', 'search_v2');
     const refused = refusedWith(await p.installer.install(renamed), 'PLUGIN_TRUST_DECLINED');
-    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search_v2', from: rated('destructive'), to: rated('read') }] });
+    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'search_v2', op_id: 'plug.notes.search', from: rated('destructive'), to: rated('read') }] });
+    // Named by the op id too where it is not the tool name: `run` and ceilings address plug.notes.search.
+    expect(refused.message).toContain('search_v2 (op plug.notes.search) destructive→read');
     const rows = unwrap(await p.store.snapshot()).contents.variants.filter((v) => v.plugin_id === 'notes');
     expect(rows.map((v) => [v.op_id, v.tool_name, v.risk_class])).toEqual([['notes.search', 'search', 'destructive']]);
     // The same op id at the same class under another tool_name is no change.
@@ -443,6 +571,6 @@ describe('trust on upgrade: tools made easier to call (review R3 F4)', () => {
     refusedWith(await p.installer.install(lowered, { accept: () => false }), 'PLUGIN_TRUST_DECLINED');
     expect(await installed(p, 'greeter')).toBeUndefined();
     unwrap(await p.installer.install(lowered, { accept }));
-    expect(asked.at(-1)).toMatchObject({ version: '2.0.0', risk_changes: [{ name: 'shout', from: rated('destructive'), to: rated('read') }] });
+    expect(asked.at(-1)).toMatchObject({ version: '2.0.0', risk_changes: [{ name: 'shout', op_id: 'plug.greeter.shout', from: rated('destructive'), to: rated('read') }] });
   });
 });

@@ -54,7 +54,8 @@ describe('npm: a new package whose annotations rate a tool lower', { timeout: 18
 
     const asked: TrustRequest[] = [];
     const upgraded = (await host.install(`npm:${readOnly}`, { canary: false, replace: true, accept: (r) => (asked.push(r), true) }))._unsafeUnwrap();
-    expect(asked.map((r) => r.risk_changes)).toEqual([[{ name: 'erase', from: { risk_class: 'destructive', confirmation_policy: 'none' }, to: { risk_class: 'write', confirmation_policy: 'none' } }]]);
+    const eraseOp = first.plugin.operations.find((o) => o.tool_name === 'erase')?.op_id;
+    expect(asked.map((r) => r.risk_changes)).toEqual([[{ name: 'erase', op_id: eraseOp, from: { risk_class: 'destructive', confirmation_policy: 'none' }, to: { risk_class: 'write', confirmation_policy: 'none' } }]]);
     expect(upgraded.plugin.operations.map((o) => [o.tool_name, o.risk_class])).toEqual([['erase', 'write'], ['peek', 'write']]);
   });
 });
