@@ -79,7 +79,7 @@ export {
 } from './gateway/gatewayConfig.js';
 export type { GatewayErrorPayload } from './gateway/toolResults.js';
 export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
-export type { ToolRisk, ToolRiskChange, TrustCallback, TrustRequest } from './installer/trust.js';
+export type { AddedCapability, ToolRisk, ToolRiskChange, TrustCallback, TrustRequest } from './installer/trust.js';
 export { KeychainSecretStore, PreferredSecretStore, type KeychainSecretStoreOptions } from './secrets/KeychainSecretStore.js';
 export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';

@@ -326,10 +326,13 @@ export interface HostInstallOptions extends HostInspectOptions {
    * have (the network, another writable directory, an env name, an egress
    * destination or a client request kind), or makes a tool easier to call
    * (a lower risk class, a new tool above read, a dropped high_stakes_write
-   * confirmation: `TrustRequest.risk_changes`).
-   * Without it, calling install is the acceptance, except of tools made
-   * easier to call: that install is refused with PLUGIN_TRUST_DECLINED
-   * (`details.reason: 'risk_lowered'`).
+   * confirmation: `TrustRequest.risk_changes`; new powers:
+   * `TrustRequest.added_capabilities`).
+   * Without it, calling install is the acceptance, except of such an
+   * upgrade or reinstall: tools made easier to call, or a power the plugin did
+   * not have that this install's `grant` does not name, are refused with
+   * PLUGIN_TRUST_DECLINED (`details.reason: 'risk_lowered'` or
+   * `'capabilities_widened'`, `details.added_capabilities`).
    */
   readonly accept?: TrustCallback;
   /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */
