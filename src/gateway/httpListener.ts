@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { BlockList, isIP, type AddressInfo, type Socket } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { errAsync, ResultAsync } from 'neverthrow';
@@ -108,11 +108,28 @@ const MCP_PATH = '/mcp';
 
 /** Whether a URL (an Origin) names this machine by a loopback host name. */
 function loopbackUrl(url: string): boolean {
+  return GATEWAY_DEFAULTS.loopbackHostnames.includes(hostnameOf(url) ?? '');
+}
+
+/** The host name of a URL as WHATWG URL writes it (IPv4 numbers normalized, IPv6 in brackets), or undefined. */
+function hostnameOf(url: string): string | undefined {
   try {
-    return GATEWAY_DEFAULTS.loopbackHostnames.includes(new URL(url).hostname);
+    return new URL(url).hostname;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** The loopback addresses: all of 127.0.0.0/8 (Linux answers on each), ::1 and IPv4-mapped 127.x. */
+const LOOPBACK_ADDRESSES = new BlockList();
+LOOPBACK_ADDRESSES.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK_ADDRESSES.addAddress('::1', 'ipv6');
+LOOPBACK_ADDRESSES.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+/** Whether `address` (an IP literal, IPv6 without brackets) is a loopback address. */
+function loopbackAddress(address: string): boolean {
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK_ADDRESSES.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
 function refuse(res: ServerResponse, status: number, message: string, headers: Readonly<Record<string, string>> = {}): void {
@@ -195,7 +212,9 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   );
   sweep.unref();
   const bindHost = options.host ?? GATEWAY_DEFAULTS.bindHost;
-  const loopbackBind = loopbackUrl(`http://${bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost}]` : bindHost}`);
+  const bindName = hostnameOf(`http://${bindHost.includes(':') && !bindHost.startsWith('[') ? `[${bindHost}]` : bindHost}`);
+  // A loopback address beyond the listed names (127.0.0.2) is loopback too: a DNS-rebound page reaches it as well.
+  const loopbackBind = GATEWAY_DEFAULTS.loopbackHostnames.includes(bindName ?? '') || loopbackAddress(bindHost.replace(/^\[(.*)\]$/, '$1'));
 
   /** A request counts as activity until its answer (an SSE stream included) closes. */
   const track = (session: Session, res: ServerResponse): void => {
@@ -230,7 +249,11 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
     return client;
   };
   const loopbackOrigin = lastVerdictOf(loopbackUrl);
-  const loopbackHost = lastVerdictOf((host) => loopbackUrl(`http://${host}`));
+  // A loopback name, or the address bound (a client of 127.0.0.2 names it).
+  const loopbackHost = lastVerdictOf((host) => {
+    const name = hostnameOf(`http://${host}`);
+    return name !== undefined && (GATEWAY_DEFAULTS.loopbackHostnames.includes(name) || name === bindName);
+  });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const origin = req.headers.origin;
