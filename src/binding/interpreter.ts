@@ -174,6 +174,11 @@ async function hostWouldRun(real: string, named: string, searchPath: string): Pr
   return false;
 }
 
+// The package is not at fault when the runtime its entry point names is missing here: bunqueue@2.9.5's bunqueue-mcp is
+// `#!/usr/bin/env bun`, and the code's own hint told the user to ship a real entry-point file inside the package.
+const interpreterMissingHint = (program: string): string =>
+  `The package's entry point is run by ${program} (its #! line), which this machine does not have where the host looks: install it, or put the folder that holds it first on the interpreter search path (the interpreterSearchPath option, else PATH; details.search_path), then install again.`;
+
 /** Resolves, checks and hashes the interpreter named by a `#!` line. */
 export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string): Promise<Result<InterpreterPin, HostError>> {
   if (isShellName(shebang.program)) {
@@ -181,14 +186,26 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
   }
   const named = shebang.viaEnv ? await findOnPath(shebang.program, searchPath) : shebang.program;
   if (named === undefined) {
-    return err(untrusted('interpreter_not_found', `The interpreter "${shebang.program}" of ${scriptPath} is not on PATH.`, { path: scriptPath, interpreter: shebang.program }));
+    return err(
+      untrusted(
+        'interpreter_not_found',
+        `The interpreter "${shebang.program}" of ${scriptPath} is not on the interpreter search path.`,
+        { path: scriptPath, interpreter: shebang.program, search_path: searchPath },
+        interpreterMissingHint(shebang.program),
+      ),
+    );
   }
   let real: string;
   try {
     real = await realpath(named);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return err(untrusted('interpreter_not_found', `The interpreter ${named} of ${scriptPath} does not exist.`, { path: scriptPath, interpreter: named }));
+    if (code === 'ENOENT') {
+      const hint = shebang.viaEnv
+        ? interpreterMissingHint(shebang.program)
+        : `The package's entry point names ${named} (its #! line), which this machine does not have: install it there, or use a version of the package whose entry point this machine can run.`;
+      return err(untrusted('interpreter_not_found', `The interpreter ${named} of ${scriptPath} does not exist.`, { path: scriptPath, interpreter: named }, hint));
+    }
     return err(ioError('Resolving', named, e));
   }
   if (isShellName(real)) {

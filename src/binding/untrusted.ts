@@ -25,7 +25,11 @@ export type UntrustedReason =
   | 'file_added'
   | 'file_removed';
 
-/** A `PLUGIN_EXECUTABLE_UNTRUSTED` error with its reason and facts. */
-export function untrusted(reason: UntrustedReason, message: string, details: Record<string, unknown> = {}): HostError {
-  return hostError('PLUGIN_EXECUTABLE_UNTRUSTED', message, { details: { reason, ...details } });
+/**
+ * A `PLUGIN_EXECUTABLE_UNTRUSTED` error with its reason and facts; `hint`
+ * replaces the code's own ("Ship a real entry-point file inside the
+ * package…") where the remedy is not the package's.
+ */
+export function untrusted(reason: UntrustedReason, message: string, details: Record<string, unknown> = {}, hint?: string): HostError {
+  return hostError('PLUGIN_EXECUTABLE_UNTRUSTED', message, { details: { reason, ...details }, ...(hint === undefined ? {} : { hint }) });
 }

@@ -12,6 +12,9 @@
  * - mcp-mermaid@0.4.1 answers a call -32603 "browserType.launch: Executable
  *   doesn't exist at …" (the Chromium its postinstall downloads) and writes
  *   nothing on stderr, where PLUGIN_INTERNAL_ERROR's hint sent the caller;
+ * - bunqueue@2.9.5's entry points are `#!/usr/bin/env bun`, which this
+ *   machine lacks: the refusal's hint told the user to ship a real
+ *   entry-point file inside the package, not to install bun;
  * - agentdb@1.6.1 dies on sharp 0.32, whose addon an install script fetches:
  *   sharp throws `new Error(help.join('\n'))`, a message that begins with a
  *   line feed, so Node prints a bare "Error: " line and the message below it.
@@ -69,6 +72,17 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 `;
 
 describe('published servers, fifth round: fixtures', { timeout: 120_000 }, () => {
+  it('sends the user to the interpreter search path, not the package, when its #! runtime is missing here (bunqueue-mcp: bun)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'bun-server', source: "#!/usr/bin/env bun\nconsole.log('never run');\n" });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', interpreterSearchPath: '/usr/bin:/bin' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'interpreter_not_found', interpreter: 'bun', search_path: '/usr/bin:/bin' } });
+    expect(error.message).toMatch(/^The interpreter "bun" of .*\/bin\/server\.mjs is not on the interpreter search path\.$/);
+    expect(error.hint).toBe(
+      "The package's entry point is run by bun (its #! line), which this machine does not have where the host looks: install it, or put the folder that holds it first on the interpreter search path (the interpreterSearchPath option, else PATH; details.search_path), then install again.",
+    );
+  });
+
   it('does not send the caller to an empty stderr when a call fails with -32603 (mcp-mermaid without its Chromium)', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'browserless', source: BROWSERLESS_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
