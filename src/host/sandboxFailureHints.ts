@@ -10,7 +10,7 @@
 import hints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { reworded, type HostError } from '../errors/HostError.js';
-import { PATH_HINT_CODES, sandboxPathHints, sandboxViewOf, type PathHints } from '../installer/sandboxPathHints.js';
+import { namesFailedPath, PATH_HINT_CODES, sandboxPathHints, sandboxViewOf, type PathHints } from '../installer/sandboxPathHints.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 
 const FAILURE_CODES: ReadonlySet<string> = new Set(hints.failureCodes);
@@ -31,6 +31,8 @@ function pathHints(error: HostError, plugin: InstalledPlugin, policy: () => Enfo
   if (!PATH_HINT_CODES.has(error.code)) return undefined;
   const tail = error.details['stderr_tail'];
   const said = `${error.message}\n${JSON.stringify(error.details['result'] ?? '')}\n${typeof tail === 'string' ? tail : ''}`;
+  // Most failures name no path: the policy (the plugin's whole sandbox layout) is worked out only for one that does.
+  if (!namesFailedPath(said)) return undefined;
   const enforced = policy();
   return enforced === null ? undefined : sandboxPathHints(said, sandboxViewOf(enforced), plugin.descriptor?.capabilities?.network === true);
 }

@@ -60,6 +60,11 @@ function pathsIn(text: string, patterns: readonly RegExp[]): string[] {
   return [...paths];
 }
 
+/** Whether `text` names any path the hints read (a Unix socket connect, a failed open): only then is the sandbox worth asking about. */
+export function namesFailedPath(text: string): boolean {
+  return pathsIn(text, SOCKET_PATTERNS).length > 0 || pathsIn(text, FILE_PATTERNS).length > 0;
+}
+
 type Seen = 'shown' | 'hidden' | 'outside';
 
 // As the sandbox mounts them: system directories, then the masks, then the plugin's own trees over both (its data

@@ -109,8 +109,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, method, params } = JSON.parse(line);
   if (id === undefined) return;
   if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'daemon-client', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'containers', inputSchema: { type: 'object' } }] } });
-  else if (method === 'tools/call') {
+  else if (method === 'tools/list') send({ id, result: { tools: ['containers', 'rows'].map((name) => ({ name, inputSchema: { type: 'object' } })) } });
+  // As a PostgreSQL client passes on libpq's words in a tool result.
+  else if (method === 'tools/call' && params.name === 'rows') {
+    send({ id, result: { isError: true, content: [{ type: 'text', text: 'connection to server on socket "' + ${JSON.stringify(socket)} + '" failed: No such file or directory' }] } });
+  } else if (method === 'tools/call') {
     connect(${JSON.stringify(socket)})
       .on('connect', () => send({ id, result: { content: [{ type: 'text', text: 'connected' }] } }))
       .on('error', (error) => send({ id, error: { code: -32603, message: 'cannot reach the daemon: ' + error.message } }));
@@ -124,18 +127,22 @@ describe('hints of an installed plugin\'s calls and starts for host paths the sa
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     const install = await host.install(`npm:${tarball}`, { canary: false, args: [...args] });
     expect(install.isOk(), JSON.stringify(install.isErr() ? install.error : null)).toBe(true);
-    return (await host.call('plug.daemon-client.containers', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    const call = async (tool: string) => (await host.call(`plug.daemon-client.${tool}`, {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    return { containers: await call('containers'), rows: await call('rows') };
   }
 
   it('a call that connects to a host Unix socket: the socket hint, not the network one offering --grant-egress', async () => {
-    const error = await installed([]);
+    const { containers: error, rows } = await installed([]);
     expect(error.message).toContain(socketPath);
     expect(error.hint).toContain(`It connects to the Unix socket ${socketPath}, which is outside what its sandbox shows`);
     expect(error.hint).not.toContain('or of the destinations it needs (--grant-egress host:port)');
+    // The same, named in a tool result's text in libpq's words.
+    expect(rows.code).toBe('PLUGIN_TOOL_ERROR');
+    expect(rows.hint).toContain(`It connects to the Unix socket ${socketPath}, which is outside`);
   });
 
   it('a start that fails reading a host file: names the file as outside the sandbox', async () => {
-    const error = await installed(['--read-config']);
+    const { containers: error } = await installed(['--read-config']);
     expect(String(error.details['stderr_tail'])).toContain(`open '${configPath}'`);
     expect(error.hint).toContain(`${configPath} exists on the host but is outside what its sandbox shows`);
   });
