@@ -11,7 +11,10 @@
  * root host it also runs as the plugin's own user, as the plugin later does:
  * without capabilities, root's uid still opens every root-owned file the
  * mask list does not name, and what it copied into the install root the
- * plugin could read.
+ * plugin could read. The plugins' seccomp program applies too: without it a
+ * `.pth` line read the host's session keyring (a process keeps it across
+ * bubblewrap and a change of user) and wrote the keys into the install root,
+ * where the plugin reads them, and it could make user namespaces of its own.
  */
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -20,6 +23,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import { SYSTEM_PATHS, isWithin } from '../sandbox/SandboxLayout.js';
 import { DEFAULT_SECRET_PATHS, expandHome } from '../sandbox/secretLocations.js';
+import { pluginSeccompFilter } from '../sandbox/seccompFilter.js';
 import settings from '../../etc/python-install.json' with { type: 'json' };
 
 /** What one confined install command may touch. */
@@ -38,6 +42,17 @@ export interface InstallConfinement {
 
 const noConfinement = (message: string): HostError => hostError('PLUGIN_PYTHON_INSTALL_FAILED', message, { details: { reason: 'no_confinement' } });
 
+/** The descriptor the confined command's seccomp program is read from (bubblewrap's `--seccomp`). */
+export const CONFINEMENT_SECCOMP_FD = 3;
+
+/** A confined command: its argv, and the seccomp program to hand it on descriptor {@link CONFINEMENT_SECCOMP_FD} (Linux). */
+export interface ConfinedCommand {
+  /** The command line to run. */
+  readonly argv: readonly string[];
+  /** The compiled filter bubblewrap reads from {@link CONFINEMENT_SECCOMP_FD}; undefined where the command runs as it is. */
+  readonly seccomp: Buffer | undefined;
+}
+
 /** The options that leave bubblewrap's setup to root and run the command through setpriv as `identity`, with nothing kept. */
 function asUser(setpriv: string, identity: PluginIdentity): string[] {
   const [uid, gid] = [String(identity.uid), String(identity.gid)];
@@ -51,10 +66,12 @@ function asUser(setpriv: string, identity: PluginIdentity): string[] {
  * `etc/python-install.json` `bubblewrap` exists. Elsewhere the command runs
  * as it is (see docs/published-servers.md#python).
  */
-export function confinedCommand(argv: readonly string[], confinement: InstallConfinement): Result<string[], HostError> {
-  if (process.platform !== 'linux') return ok([...argv]);
+export function confinedCommand(argv: readonly string[], confinement: InstallConfinement): Result<ConfinedCommand, HostError> {
+  if (process.platform !== 'linux') return ok({ argv: [...argv], seccomp: undefined });
   const bwrap = settings.bubblewrap.find((path) => existsSync(path));
   if (bwrap === undefined) return err(noConfinement(`no bubblewrap (${settings.bubblewrap.join(', ')}) to confine pip with; a package's install never runs unconfined`));
+  const seccomp = pluginSeccompFilter(confinement.network);
+  if (seccomp === undefined) return err(noConfinement(`no seccomp syscall table for ${process.arch} to confine pip with; a package's install never runs unconfined`));
   const identity = confinement.identity;
   const setpriv = settings.setpriv.find((path) => existsSync(path));
   if (identity !== undefined && setpriv === undefined) {
@@ -98,8 +115,8 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
   }
   args.push('--dev', '/dev', '--proc', '/proc', ...(identity === undefined ? [] : ['--perms', '1777']), '--size', String(confinement.tmpBytes), '--tmpfs', '/tmp');
   if (identity !== undefined) args.push(...traversableParents(confinement.writable, mounted));
-  args.push('--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--');
-  return ok([bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...argv]);
+  args.push('--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--seccomp', String(CONFINEMENT_SECCOMP_FD), '--');
+  return ok({ argv: [bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...argv], seccomp });
 }
 
 /** `--dir` options (mode 0755) for the folders above `target` that no mount provides, outermost first. */

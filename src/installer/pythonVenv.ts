@@ -11,7 +11,8 @@
  * any other `#!` script; no interpreter link is left in it (pinned trees hold
  * no links). See docs/published-servers.md#python.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { lchown, lstat, readdir, rename, unlink, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
@@ -21,7 +22,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
-import { confinedCommand } from './installConfinement.js';
+import { CONFINEMENT_SECCOMP_FD, confinedCommand } from './installConfinement.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { archiveInvalid } from './refusal.js';
@@ -118,19 +119,43 @@ interface GrowthBound {
   readonly limits: PackageLimits;
 }
 
-function run(argv: readonly string[], searchPath: string, growth?: GrowthBound): Promise<CommandOutcome> {
+/**
+ * Runs `argv` with nothing of the host's environment; `seccomp`, when given,
+ * is written to the child's descriptor {@link CONFINEMENT_SECCOMP_FD} (a pipe
+ * bubblewrap reads its `--seccomp` program from).
+ */
+function run(argv: readonly string[], searchPath: string, growth?: GrowthBound, seccomp?: Buffer): Promise<CommandOutcome> {
   return new Promise((resolve) => {
     let exceeded: GrowthExceeded | undefined;
     let stopWatching = (): Promise<void> => Promise.resolve();
-    const child = execFile(
-      argv[0]!,
-      argv.slice(1),
+    const output = { stdout: '', stderr: '' };
+    const keep = (stream: 'stdout' | 'stderr') => (chunk: string): void => {
+      // What a command prints beyond 16 MiB is dropped, as execFile's maxBuffer would end it.
+      if (output[stream].length < 16 << 20) output[stream] += chunk;
+    };
+    const child = spawn(argv[0]!, argv.slice(1), {
       // Nothing from the host's environment steers pip (index URLs, config files, user site).
-      { env: { PATH: searchPath, PYTHONDONTWRITEBYTECODE: '1', PYTHONNOUSERSITE: '1', LC_ALL: 'C.UTF-8' }, timeout: settings.commandTimeoutMs, encoding: 'utf8', maxBuffer: 16 << 20 },
-      (error, stdout, stderr) => {
-        void stopWatching().then(() => resolve({ failed: error !== null, stdout, stderr: stderr || (error?.message ?? ''), ...(exceeded === undefined ? {} : { exceeded }) }));
-      },
-    );
+      env: { PATH: searchPath, PYTHONDONTWRITEBYTECODE: '1', PYTHONNOUSERSITE: '1', LC_ALL: 'C.UTF-8' },
+      stdio: ['ignore', 'pipe', 'pipe', ...(seccomp === undefined ? [] : ['pipe' as const])],
+    });
+    child.stdout?.setEncoding('utf8').on('data', keep('stdout'));
+    child.stderr?.setEncoding('utf8').on('data', keep('stderr'));
+    if (seccomp !== undefined) {
+      const program = child.stdio[CONFINEMENT_SECCOMP_FD] as Writable | null;
+      // bubblewrap may be gone before it read all of it: that pipe's EPIPE is the command failing, reported by its exit.
+      program?.on('error', () => undefined);
+      program?.end(seccomp);
+    }
+    const timer = setTimeout(() => child.kill('SIGTERM'), settings.commandTimeoutMs);
+    let settled = false;
+    const finish = (failure: string | undefined): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      void stopWatching().then(() => resolve({ failed: failure !== undefined, stdout: output.stdout, stderr: output.stderr || (failure ?? ''), ...(exceeded === undefined ? {} : { exceeded }) }));
+    };
+    child.on('error', (cause) => finish(cause.message));
+    child.on('close', (code, signal) => finish(code === 0 ? undefined : `${argv[0]!} ended with ${signal ?? `exit ${String(code)}`}`));
     // Killing bubblewrap takes its whole sandbox with it (--die-with-parent, its own PID namespace).
     if (growth !== undefined) {
       stopWatching = watchGrowth(growth.root, undefined, growth.limits, (crossed) => {
@@ -253,7 +278,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   }
   // A wheel is a zip: a small one can unpack to far more than the package the limits were checked on.
   const growth: GrowthBound = { root, limits };
-  const pip = await run(pipCommand.value, options.searchPath, growth);
+  const pip = await run(pipCommand.value.argv, options.searchPath, growth, pipCommand.value.seccomp);
   if (pip.exceeded !== undefined) return err(limitCrossed(pip.exceeded));
   if (pip.failed) {
     return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
@@ -267,7 +292,7 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
     ...(identity === undefined ? {} : { identity }),
   });
   if (pathsCommand.isErr()) return err(pathsCommand.error);
-  const paths = await run(pathsCommand.value, options.searchPath, growth);
+  const paths = await run(pathsCommand.value.argv, options.searchPath, growth, pathsCommand.value.seccomp);
   if (paths.exceeded !== undefined) return err(limitCrossed(paths.exceeded));
   if (paths.failed) return err(failure('environment_invalid', `the private environment's interpreter did not start: ${tail(paths.stderr)}`, { stderr_tail: tail(paths.stderr) }));
   const sitePackages = sitePackagesOf(paths.stdout, building);

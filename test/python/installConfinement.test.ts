@@ -96,6 +96,36 @@ describe('Python install runs no package code on the host', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it("holds what the installed wheels run at install to the plugins' seccomp program: no keyring of the host's, no user namespace", async () => {
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    scratch.push(pkg);
+    // The process keeps the host's session keyring across bubblewrap and setpriv: unfiltered, a .pth line read the
+    // host's keys (or added its own) and left them in the install root, where the plugin reads them.
+    const probe = [
+      'import ctypes, json, os, platform, sys',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      "add_key, keyctl, clone_nr = {'x86_64': (248, 250, 56), 'aarch64': (217, 219, 220)}[platform.machine()]",
+      'def call(*args):',
+      '    r = libc.syscall(*args)',
+      "    return {'ok': r >= 0, 'errno': 0 if r >= 0 else ctypes.get_errno()}",
+      'out = {}',
+      "out['session'] = call(keyctl, 0, ctypes.c_long(-3), 0)",
+      "out['add'] = call(add_key, b'user', b'planted-at-install', b'x', 1, ctypes.c_long(-3))",
+      'r = libc.unshare(0x10000000)',
+      "out['unshare'] = {'ok': r == 0, 'errno': 0 if r == 0 else ctypes.get_errno()}",
+      "open(os.path.join(sys.prefix, 'probe.json'), 'w').write(json.dumps(out))",
+      '',
+    ].join('\n');
+    await writeWheel(join(pkg, 'wheels'), 'mcp', [], { 'mcp/__init__.py': '', 'mcp_probe.py': probe, 'mcp_startup.pth': 'import mcp_probe\n' });
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { interpreterSearchPath: PYTHON_SEARCH_PATH });
+    const installed = await host.install(pkg, { canary: false });
+    expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+    const [version] = await readdir(join(profile, 'plugins', 'hello'));
+    const report: unknown = JSON.parse(await readFile(join(profile, 'plugins', 'hello', version!, '.mcp-plugin-host:venv', 'probe.json'), 'utf8'));
+    expect(report).toEqual({ session: { ok: false, errno: 1 }, add: { ok: false, errno: 1 }, unshare: { ok: false, errno: 1 } });
+  });
+
   it('writes its launcher over whatever the installed wheels left at its name: a FIFO there does not stall the install', async () => {
     const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
     scratch.push(pkg);
