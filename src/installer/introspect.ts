@@ -243,6 +243,21 @@ function stderrSays(tail: string): string {
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;
 }
 
+/**
+ * A server that answered and listed nothing: a manifest needs one tool, and
+ * the manifest made from none was refused as the user's own
+ * (`PLUGIN_MANIFEST_INVALID` at `/advertised_tools`, naming a file of the
+ * staging directory and "Fix every violation"). @morphllm/morphmcp@0.8.213
+ * lists no tool without its API key.
+ */
+function listedNoTools(process: PluginProcess, context: StartContext): HostError {
+  const stderrTail = redactedStderrTail(process, context.secrets);
+  return hostError('PLUGIN_HANDSHAKE_FAILED', 'introspecting the server failed: it answered initialize and tools/list but listed no tools, and a plugin needs at least one', {
+    details: { reason: 'introspection', listed_tools: 0, ...(stderrTail === '' ? {} : { stderr_tail: stderrTail }) },
+    hint: `A server that lists its tools only once it is configured (an API key or token in its environment, a directory or project argument, a login) lists none without it; its start here had ${networkWords(context.network)}, no host environment but the env names the install grants, and a throwaway data directory. Grant the env names it reads (--grant-env NAME), pass the args it needs (--arg), or install it with a manifest that lists its tools (the manifest install option, CLI --manifest <file>).`,
+  });
+}
+
 // A server may answer every page with another cursor: the pages are counted, and every request gets its own time (the host's startupTimeoutMs), at most what is left of the whole.
 async function listTools(
   process: PluginProcess,
@@ -283,7 +298,7 @@ async function listTools(
         });
       }
       cursor = page.nextCursor;
-      if (cursor === undefined) return ok(tools);
+      if (cursor === undefined) return tools.length === 0 ? err(listedNoTools(process, context)) : ok(tools);
     }
     return err(introspectionFailed('introspecting the server failed', `its tools/list did not end after ${settings.introspectionMaxToolPages} pages`, process, undefined, context));
   } catch (cause) {

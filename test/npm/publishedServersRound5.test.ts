@@ -15,6 +15,10 @@
  * - bunqueue@2.9.5's entry points are `#!/usr/bin/env bun`, which this
  *   machine lacks: the refusal's hint told the user to ship a real
  *   entry-point file inside the package, not to install bun;
+ * - @morphllm/morphmcp@0.8.213 lists no tool without its API key: the
+ *   manifest generated from none was refused as PLUGIN_MANIFEST_INVALID
+ *   ("/advertised_tools: must NOT have fewer than 1 items", a staging file's
+ *   path, "Fix every violation"), as if the user had written it;
  * - agentdb@1.6.1 dies on sharp 0.32, whose addon an install script fetches:
  *   sharp throws `new Error(help.join('\n'))`, a message that begins with a
  *   line feed, so Node prints a bare "Error: " line and the message below it.
@@ -71,7 +75,32 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+// @morphllm/morphmcp@0.8.213 without its API key: it answers initialize and lists no tools.
+const TOOLLESS_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+process.stderr.write('Secure MCP Filesystem Server running on stdio\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'toolless', version: '1.0.0' } } });
+  if (method === 'tools/list') return send({ id, result: { tools: [] } });
+  send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
 describe('published servers, fifth round: fixtures', { timeout: 120_000 }, () => {
+  it('says a server listed no tools, instead of refusing the manifest made from none as if the user wrote it', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'toolless', source: TOOLLESS_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', listed_tools: 0, stderr_tail: 'Secure MCP Filesystem Server running on stdio\n' } });
+    expect(error.message).toBe('introspecting the server failed: it answered initialize and tools/list but listed no tools, and a plugin needs at least one');
+    expect(error.hint).toMatch(/^A server that lists its tools only once it is configured .* had no network, .*\(--grant-env NAME\), .*\(--arg\), .*--manifest <file>\)\.$/);
+    // wrap says the same, before anything is installed.
+    expect((await host.wrap(`npm:${tarball}`))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { listed_tools: 0 } });
+  });
+
   it('sends the user to the interpreter search path, not the package, when its #! runtime is missing here (bunqueue-mcp: bun)', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'bun-server', source: "#!/usr/bin/env bun\nconsole.log('never run');\n" });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', interpreterSearchPath: '/usr/bin:/bin' });
