@@ -6,7 +6,7 @@ import { internalError, type HostError } from '../errors/HostError.js';
 import { silentLogger, systemClock, type Clock, type Logger } from '../ports/ports.js';
 import { exitInfoOf } from './exitInfo.js';
 import type { ExitInfo, PluginProcess, StopOptions } from './PluginProcess.js';
-import { commandOf, descendantsOf, sendSignal } from './processTree.js';
+import { commandOf, descendantsOf, processState, sendSignal } from './processTree.js';
 import { DEFAULT_STDERR_LINE_MAX_BYTES, DEFAULT_STDERR_RING_BYTES, StderrRing } from './StderrRing.js';
 
 /** Default wait after closing stdin before SIGTERM. */
@@ -192,8 +192,10 @@ export class ChildPluginProcess implements PluginProcess {
    */
   private killedDuringSetup(): boolean {
     const launcher = this.options.setupCommand;
-    // Without /proc (the launcher's own name unreadable) nothing tells setup from a running plugin.
-    if (this.options.tree !== 'pid-namespace' || launcher === undefined || commandOf(this.pid) === undefined) return false;
+    // Without /proc (the launcher's state unreadable) nothing tells setup from a running plugin; a launcher that exited
+    // (a zombie not yet reaped) set up nothing more, and its exit, perhaps the plugin's own 137, must read as it was.
+    const state = processState(this.pid);
+    if (this.options.tree !== 'pid-namespace' || launcher === undefined || state === undefined || state === 'Z') return false;
     const descendants = descendantsOf(this.pid);
     // A process gone meanwhile (no name) ran nothing of the plugin's that could still be shut down.
     if (!descendants.every((pid) => (commandOf(pid) ?? launcher) === launcher)) return false;

@@ -58,6 +58,16 @@ export function commandOf(pid: number): string | undefined {
   }
 }
 
+/** The state letter of a process (`/proc/<pid>/stat`: `R`, `S`, `Z` for a zombie…), or `undefined` when it is gone or there is no `/proc`. */
+export function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined;
+  }
+}
+
 /** Sends `signal` to one process or process group (negative id), ignoring ones already gone. */
 export function sendSignal(target: number, signal: NodeJS.Signals): void {
   try {
