@@ -53,6 +53,7 @@ import {
   ungrantedCapabilities,
   widensCapabilities,
   type AddedCapability,
+  type ComparedTool,
   type ToolRiskChange,
   type TrustCallback,
   type TrustRequest,
@@ -278,35 +279,128 @@ function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | u
   return accepted !== undefined && !widensCapabilities(accepted, capabilities);
 }
 
+/** The tools a plugin id was accepted with before, as {@link riskLowerings} compares them, and whether they are matched by op id. */
+interface AcceptedTools {
+  readonly tools: readonly ComparedTool[];
+  readonly byOpId: boolean;
+}
+
 /**
- * The tools `manifest` makes easier to call than the version accepted
- * before under its id (see {@link riskLowerings}): the installed plugin's
- * tools, or once removed those recorded with its owner at the remove. Empty
- * for a first install, whose question (or the caller's install) covers every tool.
+ * The tools the plugin id was accepted with before: the installed plugin's,
+ * or once removed those recorded with its owner at the remove. Undefined for
+ * a first install, or a remove from before that record.
  */
-function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest): ToolRiskChange[] {
-  const id = manifest.plugin_id;
+function acceptedToolsOf(snapshot: CatalogSnapshot, id: string): AcceptedTools | undefined {
   const installed = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+  if (installed !== undefined) {
+    return { byOpId: true, tools: installed.variants.map((v) => ({ id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy })) };
+  }
   const owners = snapshot.contents.namespace_owners;
   // Compared by op id, which callers, maxRisk ceilings and confirmations address: a TOML form may keep its op_id and
   // rename the tool_name its server lists (review R4 F1). An owner record from before op ids were kept there names the
   // tool as its rows did (tool_name, else name), and is matched on that.
-  const recorded = installed === undefined ? (Object.hasOwn(owners, id) ? owners[id]?.accepted_tools : undefined) : undefined;
-  const byOpId = recorded === undefined || recorded.every((t) => t.op_id !== undefined);
-  const accepted =
-    installed === undefined
-      ? recorded?.map((t) => ({ id: byOpId && t.op_id !== undefined ? t.op_id : `tool:${t.name}`, name: t.name, risk_class: t.risk_class, confirmation_policy: t.confirmation_policy }))
-      : snapshot.contents.variants
-          .filter((v) => v.plugin_id === id)
-          .map((v) => ({ id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy }));
+  const recorded = Object.hasOwn(owners, id) ? owners[id]?.accepted_tools : undefined;
+  if (recorded === undefined) return undefined;
+  const byOpId = recorded.every((t) => t.op_id !== undefined);
+  return {
+    byOpId,
+    tools: recorded.map((t) => ({ id: byOpId && t.op_id !== undefined ? t.op_id : `tool:${t.name}`, name: t.name, risk_class: t.risk_class, confirmation_policy: t.confirmation_policy })),
+  };
+}
+
+/**
+ * The tools `manifest` makes easier to call than the version accepted
+ * before under its id (see {@link riskLowerings} and {@link acceptedToolsOf}).
+ * Empty for a first install, whose question (or the caller's install) covers every tool.
+ */
+function riskChangesOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest): ToolRiskChange[] {
+  const id = manifest.plugin_id;
+  const accepted = acceptedToolsOf(snapshot, id);
+  if (accepted === undefined) return [];
   const next = manifest.tools.map((t) => ({
-    id: byOpId ? toolIds(manifest, t).op_id : `tool:${t.tool_name ?? t.name}`,
+    id: accepted.byOpId ? toolIds(manifest, t).op_id : `tool:${t.tool_name ?? t.name}`,
     op_id: calledOpId(id, toolIds(manifest, t).op_id),
     name: t.name,
     risk_class: t.risk_class,
     confirmation_policy: t.confirmation_policy,
   }));
-  return accepted === undefined ? [] : riskLowerings(accepted, next);
+  return riskLowerings(accepted.tools, next);
+}
+
+/** JSON with every object's keys sorted, so that equal values read the same whichever file (a descriptor, an owner record) kept them. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+}
+
+/**
+ * Everything {@link Installer.#trust} judges an install of `id` against, as
+ * one comparable string: the recorded owner, and the powers and tools the id
+ * was accepted with before (the installed plugin's, or the owner record's
+ * after a remove). The install compares it again under the profile lock: if
+ * another install or remove of the same id changed it since, what would be
+ * committed was judged against something it no longer replaces.
+ */
+function trustBaselineOf(snapshot: CatalogSnapshot, id: string): string {
+  const owners = snapshot.contents.namespace_owners;
+  const owner = Object.hasOwn(owners, id) ? (owners[id]?.namespace_owner ?? null) : null;
+  const tools = acceptedToolsOf(snapshot, id);
+  return canonicalJson({
+    owner,
+    capabilities: acceptedCapabilitiesOf(snapshot, id) ?? null,
+    tools: tools === undefined ? null : [...tools.tools].map((t) => ({ ...t })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+  });
+}
+
+/** What an install's trust gate finds against one catalog snapshot. */
+interface TrustJudgement {
+  /** Tools made easier to call than the version accepted before. */
+  readonly changes: readonly ToolRiskChange[];
+  /** Powers the plugin did not have. */
+  readonly added: readonly AddedCapability[];
+  /** Of `added`, those the install's own grant does not name. */
+  readonly unconsented: readonly AddedCapability[];
+  /** Whether an `accept` callback would not be asked: nothing easier to call, and the recorded owner accepted these powers before. */
+  readonly spared: boolean;
+  /** The powers the plugin will run with. */
+  readonly capabilities: DeclaredCapabilities;
+}
+
+/** The trust gate's findings for `manifest` against `snapshot` (see {@link Installer.#trust}); `owner` is the namespace owner the install claims. */
+function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined): TrustJudgement {
+  const id = manifest.plugin_id;
+  const changes = riskChangesOf(snapshot, manifest);
+  const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
+  const accepted = acceptedCapabilitiesOf(snapshot, id);
+  const added = accepted === undefined ? [] : addedCapabilities(accepted, capabilities);
+  // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
+  const unconsented = ungrantedCapabilities(added, options.grant);
+  const spared = changes.length === 0 && acceptedBefore(snapshot, id, owner, capabilities);
+  return { changes, added, unconsented, spared, capabilities };
+}
+
+/**
+ * The trust gate again, under the profile lock, when the baseline changed
+ * since the install was judged (see {@link trustBaselineOf}): without an
+ * `accept` callback the install is refused as the gate would refuse it now;
+ * with one, an install the gate would now ask about is refused, retryable
+ * (the callback may ask a person, who is not kept waiting under the lock,
+ * and what they answered was about another baseline). Undefined: it may be
+ * committed.
+ */
+function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined): HostError | undefined {
+  const judged = judgeTrust(snapshot, manifest, options, owner);
+  if (options.accept === undefined) {
+    return judged.changes.length === 0 && judged.unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, judged.unconsented, judged.changes);
+  }
+  if (judged.spared) return undefined;
+  const id = manifest.plugin_id;
+  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was judged against a version of '${id}' that another install or remove replaced meanwhile; it was not installed`, {
+    retryable: true,
+    details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(judged.added, judged.changes), reason: 'baseline_changed' },
+    hint: `Another process installed or removed '${id}' on this profile while the install was being accepted. Install again: it is judged, and asked, against what is installed now.`,
+  });
 }
 
 /**
@@ -517,9 +611,9 @@ export class Installer {
       if (reinstall.value.kind === 'unchanged') return ok({ ...reinstall.value.plugin, unchanged: true });
       const trusted = await this.#trust(staged, manifest, options, current.value);
       if (trusted.isErr()) return err(trusted.error);
-      if (reinstall.value.kind !== 'repair') return this.#publish(staged, manifest, options);
+      if (reinstall.value.kind !== 'repair') return this.#publish(staged, manifest, options, trusted.value);
       const { root, signer } = reinstall.value;
-      return this.#publish(signer === undefined ? staged : { ...staged, signature: { keyFingerprint: signer } }, manifest, options, root);
+      return this.#publish(signer === undefined ? staged : { ...staged, signature: { keyFingerprint: signer } }, manifest, options, trusted.value, root);
     });
   }
 
@@ -944,7 +1038,7 @@ export class Installer {
    * the caller passed the dev profile's devAllowNamespaceConflict, its
    * consent), and neither is a power the caller's own `grant` names.
    */
-  async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<void, HostError>> {
+  async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<string, HostError>> {
     const id = manifest.plugin_id;
     const source = staged.source.kind;
     if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) {
@@ -952,16 +1046,12 @@ export class Installer {
     }
     // Calling install accepts what a person can read off the package, not a change from what they accepted before:
     // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
-    const changes = riskChangesOf(snapshot, manifest);
-    const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
-    const accepted = acceptedCapabilitiesOf(snapshot, id);
-    const added = accepted === undefined ? [] : addedCapabilities(accepted, capabilities);
+    const baseline = trustBaselineOf(snapshot, id);
+    const { changes, added, unconsented, spared, capabilities } = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner);
     if (options.accept === undefined) {
-      // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
-      const unconsented = ungrantedCapabilities(added, options.grant);
-      return changes.length === 0 && unconsented.length === 0 ? ok(undefined) : err(unaskedChangeRefusal(manifest, unconsented, changes));
+      return changes.length === 0 && unconsented.length === 0 ? ok(baseline) : err(unaskedChangeRefusal(manifest, unconsented, changes));
     }
-    if (changes.length === 0 && acceptedBefore(snapshot, id, this.#claimOf(manifest, options).namespace_owner, capabilities)) return ok(undefined);
+    if (spared) return ok(baseline);
     const request: TrustRequest = {
       ...trustRequestOf(manifest, staged.source, capabilities),
       ...(changes.length === 0 ? {} : { risk_changes: changes }),
@@ -970,7 +1060,7 @@ export class Installer {
     const asked = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);
-    if (asked === true) return ok(undefined);
+    if (asked === true) return ok(baseline);
     return err(
       hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, {
         details: { plugin_id: id, namespace_owner: request.namespace_owner, ...changeDetails(added, changes) },
@@ -996,8 +1086,12 @@ export class Installer {
   }
 
 
-  /** `repairs`: the install root of the same package whose tree changed (or was never pinned); it may be replaced while still installed. */
-  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
+  /**
+   * `trustBaseline`: what the trust gate judged the install against (see {@link trustBaselineOf}), checked again under
+   * the profile lock. `repairs`: the install root of the same package whose tree changed (or was never pinned); it may
+   * be replaced while still installed.
+   */
+  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, trustBaseline: string, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
     const { plugin_id: id } = manifest;
     const code = pinnedCodeOf(manifest, options.pythonIndexUrl);
     if (code === undefined) {
@@ -1054,7 +1148,7 @@ export class Installer {
       }
       const granted = { capabilities: capabilities.value, ...(options.grant === undefined ? {} : { grant: options.grant }) };
       const records = pluginRecords(manifest, binding, staged, status, new Date(this.#clock.now()).toISOString(), granted);
-      const transaction = await this.#o.store.transaction((current) => {
+      const transaction = await this.#o.store.transaction((current, now) => {
         // Checked again under the profile lock: another process may have
         // claimed the prefix, an id or a schema ref since the inspection.
         const claimed = this.#o.namespaceLock.claim(this.#claimOf(manifest, options), current.namespace_owners);
@@ -1069,6 +1163,9 @@ export class Installer {
               ? undefined
               : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
+        // Another install or remove of the id since the trust gate changed what this one replaces: judged again, never asked (see trustUnderLock).
+        const untrusted = trustBaselineOf(now, id) === trustBaseline ? undefined : trustUnderLock(now, manifest, options, this.#claimOf(manifest, options).namespace_owner);
+        if (untrusted !== undefined) return err(untrusted);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));
       });

@@ -1,0 +1,155 @@
+/**
+ * The install's trust gate judged against what the install replaces when it
+ * commits: two Installers, each with its own CatalogStore, on one profile
+ * (as a second CLI or host would be). Installer A is paused after its trust
+ * gate (in its `accept` callback, or in `initialStatus`, which runs just
+ * before its catalog transaction) while B installs or removes the same
+ * plugin id; A then commits, or is refused, against what B left installed.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Installer } from '../../src/installer/Installer.js';
+import type { TrustRequest } from '../../src/installer/trust.js';
+import { editManifest, installed, refusedWith, testProfile, unwrap, type TestProfile } from './InstallerHarness.js';
+
+let p: TestProfile;
+afterEach(async () => {
+  await p.dispose();
+});
+
+/** The greeter fixture (owner io.example.greeter, read tools greet and shout, env GREETER_LOCALE) at `version`, its manifest edited by `edit`. */
+async function greeter(version: string, edit: (m: Record<string, unknown>) => void = () => undefined): Promise<string> {
+  const pkg = await p.copyFixture('install-node', `greeter-${version}-${Math.random().toString(36).slice(2)}`);
+  await editManifest(pkg, (m) => {
+    m.version = version;
+    edit(m);
+  });
+  return pkg;
+}
+
+const capabilities = (m: Record<string, unknown>): Record<string, unknown> => m.declared_capabilities as Record<string, unknown>;
+const withNetwork = (m: Record<string, unknown>): void => void (capabilities(m).network = true);
+const tools = (m: Record<string, unknown>): Record<string, unknown>[] => m.advertised_tools as Record<string, unknown>[];
+
+/** An `initialStatus` callback (run after the trust gate, before the catalog transaction) that does `action` first. */
+const meanwhile =
+  (action: () => Promise<unknown>) =>
+  async (): Promise<'installed_pending_restart'> => {
+    await action();
+    return 'installed_pending_restart';
+  };
+
+/** A second Installer on the same profile, over its own CatalogStore. */
+async function rival(): Promise<Installer> {
+  return p.installerWith({}, await p.openStore());
+}
+
+describe('trust judged again under the profile lock', () => {
+  it('without accept: refuses an upgrade whose powers were not widened against the version judged, but are against the one another installer put in meanwhile', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const b = await rival();
+    // B's 1.5.0 drops the network (fewer powers: installed unasked), after A judged 2.0.0, which keeps it, against 1.0.0.
+    const fewer = await greeter('1.5.0');
+    const upgrade = await greeter('2.0.0', withNetwork);
+    const refused = refusedWith(
+      await p.installer.install(upgrade, {
+        initialStatus: meanwhile(async () => unwrap(await b.install(fewer))),
+      }),
+      'PLUGIN_TRUST_DECLINED',
+    );
+    expect(refused.details).toEqual({ plugin_id: 'greeter', namespace_owner: 'io.example.greeter', reason: 'capabilities_widened', added_capabilities: [{ field: 'network', value: true }] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+    // Nothing of A's attempt is left: B's install root is the only one.
+    expect((await p.census()).installRoots).toHaveLength(1);
+  });
+
+  it('without accept: refuses an upgrade that makes a tool easier to call than the version another installer put in meanwhile', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('1.0.0')));
+    const b = await rival();
+    const stricter = await greeter('1.5.0', (m) => void (tools(m)[1]!.risk_class = 'destructive'));
+    const refused = refusedWith(
+      await p.installer.install(await greeter('2.0.0'), {
+        initialStatus: meanwhile(async () => unwrap(await b.install(stricter))),
+      }),
+      'PLUGIN_TRUST_DECLINED',
+    );
+    expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'shout', from: { risk_class: 'destructive' }, to: { risk_class: 'read' } }] });
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+  });
+
+  it('with accept: refuses, retryable, an upgrade accepted against a version another installer replaced while the callback was asking; asked again, it installs', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const b = await rival();
+    const fewer = await greeter('1.5.0');
+    // 2.0.0 adds an env name to 1.0.0's powers: that is what A's callback is asked about, not the network.
+    const upgrade = await greeter('2.0.0', (m) => {
+      withNetwork(m);
+      capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
+    });
+    const asked: TrustRequest[] = [];
+    const refused = refusedWith(
+      await p.installer.install(upgrade, {
+        accept: async (request) => {
+          asked.push(request);
+          unwrap(await b.install(fewer));
+          return true;
+        },
+      }),
+      'PLUGIN_TRUST_DECLINED',
+    );
+    expect(asked.map((r) => r.added_capabilities)).toEqual([[{ field: 'env_allow', value: 'GREETER_TOKEN' }]]);
+    expect(refused.retryable).toBe(true);
+    expect(refused.details).toMatchObject({
+      plugin_id: 'greeter',
+      reason: 'baseline_changed',
+      added_capabilities: [
+        { field: 'network', value: true },
+        { field: 'env_allow', value: 'GREETER_TOKEN' },
+      ],
+    });
+    expect(refused.hint).toContain('Install again');
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+    // Retried, it is asked against 1.5.0, with both powers, and installs.
+    const again: TrustRequest[] = [];
+    unwrap(await p.installer.install(upgrade, { accept: (request) => (again.push(request), true) }));
+    expect(again.map((r) => r.added_capabilities)).toEqual([[{ field: 'network', value: true }, { field: 'env_allow', value: 'GREETER_TOKEN' }]]);
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+  });
+
+  it('commits when what another installer changed meanwhile needs no question either: a remove (its owner record keeps the powers), or a version with the same powers', async () => {
+    p = await testProfile('dev');
+    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const b = await rival();
+    unwrap(
+      await p.installer.install(await greeter('2.0.0', withNetwork), {
+        initialStatus: meanwhile(async () => unwrap(await b.remove('greeter'))),
+      }),
+    );
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+    // Asked about the env name against 2.0.0; B meanwhile installs (accepted) 2.5.0 with that name already: nothing is new against it.
+    const same = await greeter('2.5.0', (m) => {
+      withNetwork(m);
+      capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
+    });
+    const asked: unknown[] = [];
+    const upgraded = unwrap(
+      await p.installer.install(
+        await greeter('3.0.0', (m) => {
+          withNetwork(m);
+          capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
+        }),
+        {
+          accept: async (request) => {
+            asked.push(request.added_capabilities);
+            unwrap(await b.install(same, { accept: () => true }));
+            return true;
+          },
+        },
+      ),
+    );
+    expect(asked).toEqual([[{ field: 'env_allow', value: 'GREETER_TOKEN' }]]);
+    expect(upgraded.lock.version).toBe('3.0.0');
+  });
+});
