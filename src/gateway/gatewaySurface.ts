@@ -34,11 +34,10 @@ import {
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { HostEventMap } from '../events/HostEvents.js';
-import type { ClientRequestHandlers } from '../host/clientRequests.js';
-import { LOGGING_LEVELS } from '../host/mcpSurface.js';
+import { LOGGING_LEVELS, type PluginRequestOptions } from '../host/mcpSurface.js';
 import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
-import { forwardedRequests } from './clientForwarding.js';
+import { forwardedRequests, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { InvalidatedCache } from './invalidatedCache.js';
@@ -157,29 +156,28 @@ export class GatewaySurface {
 
   /**
    * Reads a resource for `client` through its route; contents at the URI the
-   * plugin was asked for are labelled with the client's URI. `answers`
-   * forwards what the plugin asks its client meanwhile to that client.
+   * plugin was asked for are labelled with the client's URI. `asked` forwards
+   * what the plugin asks its client meanwhile to that client, and cancels the
+   * read when the client cancels its request.
    */
-  read(policy: GatewayClientPolicy, uri: string, client: object, answers: ClientRequestHandlers): ResultAsync<ReadResourceResult, HostError> {
+  read(policy: GatewayClientPolicy, uri: string, client: object, asked: PluginRequestOptions): ResultAsync<ReadResourceResult, HostError> {
     return this.route(policy, uri).andThen((route) =>
-      this.#for(client, route.pluginId, () => this.#host.readResource(route.pluginId, route.uri, { clientRequests: answers })).map((read) => ({
+      this.#for(client, route.pluginId, () => this.#host.readResource(route.pluginId, route.uri, asked)).map((read) => ({
         ...read,
         contents: read.contents.map((c) => (c.uri === route.uri ? { ...c, uri } : c)),
       })),
     );
   }
 
-  /** A prompt by its gateway name, for `client`; `answers` forwards what the plugin asks its client meanwhile to that client. */
+  /** A prompt by its gateway name, for `client`; `asked` forwards what the plugin asks its client meanwhile to that client, and cancels it with the client's request. */
   getPrompt(
     policy: GatewayClientPolicy,
     name: string,
     args: Readonly<Record<string, string>> | undefined,
     client: object,
-    answers: ClientRequestHandlers,
+    asked: PluginRequestOptions,
   ): ResultAsync<GetPromptResult, HostError> {
-    return this.#promptRoute(policy, name).andThen((route) =>
-      this.#for(client, route.pluginId, () => this.#host.getPrompt(route.pluginId, route.own, args ?? {}, { clientRequests: answers })),
-    );
+    return this.#promptRoute(policy, name).andThen((route) => this.#for(client, route.pluginId, () => this.#host.getPrompt(route.pluginId, route.own, args ?? {}, asked)));
   }
 
   /** `ask`, a request of `client` at `pluginId`, counted among that plugin's parties while it runs. */
@@ -189,22 +187,23 @@ export class GatewaySurface {
 
   /**
    * Completions for `client` for a prompt argument (gateway prompt name) or a
-   * template variable (the template as listed); `answers` forwards what the
-   * plugin asks its client meanwhile to that client.
+   * template variable (the template as listed); `asked` forwards what the
+   * plugin asks its client meanwhile to that client, and cancels the
+   * completion with the client's request.
    */
-  complete(policy: GatewayClientPolicy, params: CompleteRequest['params'], client: object, answers: ClientRequestHandlers): ResultAsync<CompleteResult['completion'], HostError> {
+  complete(policy: GatewayClientPolicy, params: CompleteRequest['params'], client: object, asked: PluginRequestOptions): ResultAsync<CompleteResult['completion'], HostError> {
     const chosen = params.context?.arguments;
     const request: CompletionRequest = { argument: params.argument, ...(chosen === undefined ? {} : { context: { arguments: chosen } }) };
     const ref = params.ref;
     if (ref.type === 'ref/prompt') {
       return this.#promptRoute(policy, ref.name).andThen((route) =>
-        this.#for(client, route.pluginId, () => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request, { clientRequests: answers })),
+        this.#for(client, route.pluginId, () => this.#host.complete(route.pluginId, { type: 'ref/prompt', name: route.own }, request, asked)),
       );
     }
     return this.#index().andThen((index) => {
       const template = index.templates.find((t) => t.item.uriTemplate === ref.uri && offeredTo(policy, `plug.${t.pluginId}.`));
       if (template === undefined) return errAsync(notFound(`the resource template ${JSON.stringify(ref.uri)}`, { uri: ref.uri }));
-      return this.#for(client, template.pluginId, () => this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request, { clientRequests: answers }));
+      return this.#for(client, template.pluginId, () => this.#host.complete(template.pluginId, { type: 'ref/resource', uri: template.own }, request, asked));
     });
   }
 
@@ -433,6 +432,16 @@ async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
   return settled.value;
 }
 
+/**
+ * What the host is given for a client's `prompts/get`, `resources/read` or
+ * `completion/complete`: that client answers the plugin's requests meanwhile,
+ * and the request's signal (aborted by the client's `notifications/cancelled`,
+ * or over HTTP by its closing the POST) cancels it at the plugin, as a tool
+ * call's does.
+ */
+function askedBy(server: Server, extra: GatewayRequestExtra, caller: string): PluginRequestOptions {
+  return { clientRequests: forwardedRequests(server, extra, caller), signal: extra.signal };
+}
 
 /**
  * Announces and handles resources, templates, subscriptions, prompts,
@@ -442,7 +451,9 @@ async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
  * What a plugin asks its client while it answers a `prompts/get`,
  * `resources/read` or `completion/complete` goes to this client, on that
  * request, as during its tool calls; `caller` names the client, as its tool
- * calls do, so that its requests at one plugin are one party.
+ * calls do, so that its requests at one plugin are one party. A client that
+ * cancels one of those requests cancels it at the plugin, and with it what
+ * the plugin asked it meanwhile.
  */
 export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy, caller: string): void {
   server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} });
@@ -459,7 +470,7 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => answer(surface.read(policy, request.params.uri, server, forwardedRequests(server, extra, caller))));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => answer(surface.read(policy, request.params.uri, server, askedBy(server, extra, caller))));
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     await answer(subscriptions.subscribe(server, policy, request.params.uri));
     return {};
@@ -470,9 +481,9 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...(await answer(surface.prompts(policy)))] }));
   server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-    answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server, forwardedRequests(server, extra, caller))),
+    answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server, askedBy(server, extra, caller))),
   );
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => ({
-    completion: await answer(surface.complete(policy, request.params, server, forwardedRequests(server, extra, caller))),
+    completion: await answer(surface.complete(policy, request.params, server, askedBy(server, extra, caller))),
   }));
 }

@@ -13,6 +13,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { HostTelemetry, type HostTelemetryOptions } from '../observability/telemetry.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
+import { numberRequestsFromOne } from './clientRequestIds.js';
 import { callForClient, type ClientIdentity, type ToolCallClient } from './clientToolCall.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';
@@ -85,6 +86,7 @@ function clientServer(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
+  numberRequestsFromOne(server);
   const maxRisk = policy.maxRisk ?? options.policy?.maxRisk ?? GATEWAY_DEFAULTS.maxRisk;
   const caller = `gateway-client-${++clientCount}`;
   server.setRequestHandler(ListToolsRequestSchema, async () => {

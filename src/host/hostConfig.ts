@@ -283,7 +283,7 @@ const CALL_SCHEMA: OptionSchema = {
 };
 
 /** The options of a request beyond tools that may make the plugin ask its client (getPrompt, readResource, complete). */
-const PLUGIN_REQUEST_SCHEMA: OptionSchema = { clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA } };
+const PLUGIN_REQUEST_SCHEMA: OptionSchema = { clientRequests: { fields: CLIENT_REQUEST_HANDLERS_SCHEMA }, signal: 'abortSignal' };
 
 const INSPECT_SCHEMA: OptionSchema = {
   checksum: 'string',

@@ -63,6 +63,16 @@ export interface PluginRequestOptions {
    * unattributable, and it is refused.
    */
   readonly clientRequests?: ClientRequestHandlers;
+  /**
+   * Cancels the request: the plugin is sent `notifications/cancelled` for it,
+   * what it asked its client meanwhile is abandoned (a forwarded request is
+   * cancelled in turn), and the request fails with PLUGIN_CANCELLED, as a
+   * call cancelled through `HostCallOptions.signal` does. The gateway passes
+   * the signal of its client's request, so a client that cancels its
+   * `prompts/get`, `resources/read` or `completion/complete` (or closes its
+   * HTTP request) stops the plugin's work for it.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -109,9 +119,11 @@ export interface SurfaceParts {
   readonly knownSecrets: KnownSecrets;
 }
 
-/** The session options of a request beyond tools: none unless the caller brought its own client-request handlers. */
-const surfaceOptions = (options: PluginRequestOptions | undefined): SurfaceRequestOptions | undefined =>
-  options?.clientRequests === undefined ? undefined : { clientRequests: options.clientRequests };
+/** The session options of a request beyond tools: the caller's own client-request handlers and signal, when it brought them. */
+function surfaceOptions(options: PluginRequestOptions | undefined): SurfaceRequestOptions | undefined {
+  if (options?.clientRequests === undefined && options?.signal === undefined) return undefined;
+  return { ...(options.clientRequests === undefined ? {} : { clientRequests: options.clientRequests }), ...(options.signal === undefined ? {} : { signal: options.signal }) };
+}
 
 const withPlugin = (error: HostError, pluginId: string): HostError => (error.details.plugin_id === undefined ? withDetails(error, { plugin_id: pluginId }) : error);
 
@@ -184,7 +196,7 @@ export class PluginSurfaces {
     return this.#use('resourceTemplates', { pluginId }, (s) => s.listResourceTemplates());
   }
 
-  /** Reads one resource by the URI the plugin gives it; `options.clientRequests` answers what the plugin asks meanwhile. */
+  /** Reads one resource by the URI the plugin gives it; `options.clientRequests` answers what the plugin asks meanwhile, `options.signal` cancels it. */
   readResource(pluginId: string, uri: string, options?: PluginRequestOptions): ResultAsync<ReadResourceResult, HostError> {
     return this.#use('readResource', { pluginId, uri }, (s) => s.request('resources/read', { uri }, surfaceOptions(options)), { value: options, schema: METHOD_OPTION_SCHEMAS.readResource });
   }
@@ -213,13 +225,13 @@ export class PluginSurfaces {
     return this.#use('prompts', { pluginId }, (s) => s.listPrompts());
   }
 
-  /** One prompt, filled in with `args`; `options.clientRequests` answers what the plugin asks meanwhile. */
+  /** One prompt, filled in with `args`; `options.clientRequests` answers what the plugin asks meanwhile, `options.signal` cancels it. */
   getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}, options?: PluginRequestOptions): ResultAsync<GetPromptResult, HostError> {
     if (!isStringRecord(args)) return errAsync(hostError('HOST_INVALID_OPTIONS', 'args of PluginHost.getPrompt must map argument names to strings', { details: { option: 'args' } }));
     return this.#use('getPrompt', { pluginId, name }, (s) => s.request('prompts/get', { name, arguments: { ...args } }, surfaceOptions(options)), { value: options, schema: METHOD_OPTION_SCHEMAS.getPrompt });
   }
 
-  /** Completion values for a prompt argument or a resource template variable; `options.clientRequests` answers what the plugin asks meanwhile. */
+  /** Completion values for a prompt argument or a resource template variable; `options.clientRequests` answers what the plugin asks meanwhile, `options.signal` cancels it. */
   complete(pluginId: string, ref: CompletionReference, request: CompletionRequest, options?: PluginRequestOptions): ResultAsync<CompleteResult['completion'], HostError> {
     const argument = request.argument as unknown;
     const shaped = typeof argument === 'object' && argument !== null && typeof (argument as { name?: unknown }).name === 'string' && typeof (argument as { value?: unknown }).value === 'string';

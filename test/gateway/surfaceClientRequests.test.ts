@@ -173,15 +173,13 @@ describe('a plugin asks the gateway client whose prompts/get, resources/read or 
   it(
     "over stdio: the client's answer counts against the prompts/get that caused it: when that times out the client's request is cancelled",
     async () => {
-      // Long enough for the quick completion's round trip under load, short enough that the test does not wait long.
+      // Short enough that the test does not wait long.
       const host = await hostWith('declared', { callTimeoutMs: 3000 });
       let started = false;
       let cancelled = false;
       const client = await stdioClient(host, { sampling: {} }, (c) => {
-        c.setRequestHandler(CreateMessageRequestSchema, (request, extra) => {
-          // The first request the gateway sends has id 0, whose notifications/cancelled the SDK's Client ignores (it
-          // tests the id for truth): a completion answered at once takes that id.
-          if (firstText(request.params).startsWith('Suggest')) return { role: 'assistant', content: { type: 'text', text: 'quick' }, model: 'quick' };
+        // The first request the gateway sends this client: its id is 1, as the SDK's Client ignores a cancellation of id 0.
+        c.setRequestHandler(CreateMessageRequestSchema, (_request, extra) => {
           started = true;
           return new Promise<CreateMessageResult>((_resolve, reject) => {
             extra.signal.addEventListener('abort', () => {
@@ -192,7 +190,6 @@ describe('a plugin asks the gateway client whose prompts/get, resources/read or 
         });
       });
 
-      expect((await client.complete({ ref: { type: 'ref/prompt', name: SUMMARIZE }, argument: { name: 'topic', value: 'q' } })).completion.values).toEqual(['quick']);
       expect(await requestErrorCode(client.getPrompt({ name: SUMMARIZE, arguments: { topic: 'slowly' } }))).toBe('PLUGIN_TIMEOUT');
       expect(started).toBe(true);
       await vi.waitFor(() => expect(cancelled).toBe(true), { timeout: 10_000 });
