@@ -19,6 +19,12 @@ describe('exitInfoOf', () => {
     );
   });
 
+  it('says a SIGKILL the host sent while the sandbox was set up came before the plugin ran', () => {
+    expect(exitInfoOf(null, 'SIGKILL', { ...plain, hostSentKill: true, killedInSetup: true, viaLauncher: true }).description).toBe(
+      'killed by SIGKILL (137, sent by the host: stopped while its sandbox was set up, before the plugin ran)',
+    );
+  });
+
   it('reads a launcher status above 128 as a signal inside the sandbox', () => {
     const info = exitInfoOf(137, null, { ...plain, viaLauncher: true });
     expect(info).toMatchObject({ code: 137, signal: null, status: 137 });
