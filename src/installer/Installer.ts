@@ -202,6 +202,10 @@ export interface InstallOptions extends PackageInstallChoices {
    * the plugin a power it did not have and this install's `grant` does not
    * name (`TrustRequest.added_capabilities`): refused with
    * PLUGIN_TRUST_DECLINED, `details.reason` `risk_lowered` or `capabilities_widened`.
+   * Judged again under the profile lock, never asked there: when another
+   * process installed or removed the plugin meanwhile and the install would
+   * now be asked about, it is PLUGIN_TRUST_DECLINED, retryable,
+   * `details.reason` `baseline_changed` (install again).
    */
   readonly accept?: TrustCallback;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
