@@ -27,6 +27,7 @@ import { packagesWithInstallScripts } from './npmInstallScripts.js';
 import { adoptPeerDependencies } from './npmPeers.js';
 import { readAtMost } from '../manifest/readAtMost.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
+import { startRegistryOnlyProxy, type RegistryOnlyProxy } from './npmProxy.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {
@@ -200,10 +201,16 @@ async function readJson(path: string, maxBytes: number): Promise<Record<string, 
 }
 
 /** The environment npm runs with: nothing of the host's but the proxy and CA settings named in etc/npm-install.json. */
-function npmEnvironment(home: string): NodeJS.ProcessEnv {
-  const passed = Object.fromEntries(settings.passedEnv.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
+function npmEnvironmentOf(home: string, ownProxy: boolean): NodeJS.ProcessEnv {
+  // Behind the registry-only proxy, no NO_PROXY entry (127.0.0.1, an internal domain) may send a request around it.
+  const names = ownProxy ? settings.passedEnv.filter((name) => !PROXY_ENV.includes(name)) : settings.passedEnv;
+  const passed = Object.fromEntries(names.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
   return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: `/dev/fd/${USERCONFIG_FD}`, npm_config_globalconfig: join(home, 'npmrc-global') };
 }
+
+// The host's own proxy settings: with any of them set npm goes through the host's proxy, which decides; else through ours.
+const PROXY_ENV = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+const hostHasProxy = (): boolean => ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((name) => (process.env[name] ?? '') !== '');
 
 /** The registry as npm is told it (no user or password in its URL), the private configuration that authenticates to it, and what to redact. */
 interface RegistryAccess {
@@ -301,13 +308,13 @@ const FAILED_REQUESTS = settings.failedRequestPatterns.map((pattern) => new RegE
  * codeload.github.com tarball: every server using it fails here, and would
  * fail with the network too).
  */
-function failedForeignRequest(failure: HostError, target: string, registry: string): HostError | undefined {
+function failedForeignRequest(failure: HostError, target: string, registry: string, refused?: string): HostError | undefined {
   const stderr = failure.details['stderr_tail'];
   if (typeof stderr !== 'string') return undefined;
   const base = registry.endsWith('/') ? registry : `${registry}/`;
-  const url = FAILED_REQUESTS.flatMap((pattern) => [...stderr.matchAll(pattern)].map((match) => match[1] ?? '')).find(
-    (found) => /^https?:\/\//.test(found) && !found.startsWith(base),
-  );
+  const url =
+    refused ??
+    FAILED_REQUESTS.flatMap((pattern) => [...stderr.matchAll(pattern)].map((match) => match[1] ?? '')).find((found) => /^https?:\/\//.test(found) && !found.startsWith(base));
   if (url === undefined) return undefined;
   return hostError(
     'PLUGIN_NPM_INSTALL_FAILED',
@@ -346,14 +353,39 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
   await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
   const target = spec.kind === 'registry' ? spec.spec : spec.path;
-  const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git')];
+  const proxy = hostHasProxy() ? undefined : await startRegistryOnlyProxy(registry);
+  try {
+    return await fetchBehind(proxy, spec, { cli, home, project, registry, npmrc, redactor, target, limits });
+  } finally {
+    await proxy?.close();
+  }
+}
+
+/** What {@link fetchBehind} runs npm with. */
+interface NpmRun {
+  readonly cli: string;
+  readonly home: string;
+  readonly project: string;
+  readonly registry: string;
+  readonly npmrc: string;
+  readonly redactor: SecretRedactor;
+  readonly target: string;
+  readonly limits: PackageLimits;
+}
+
+/** The two npm runs of {@link fetchNpmPackage} and their checks, behind the registry-only proxy when there is one. */
+async function fetchBehind(proxy: RegistryOnlyProxy | undefined, spec: NpmSpec, run: NpmRun): Promise<Result<FetchedNpmPackage, HostError>> {
+  const { cli, home, project, registry, npmrc, redactor, target, limits } = run;
+  const proxyArgs = proxy === undefined ? [] : ['--proxy', proxy.url, '--https-proxy', proxy.url];
+  const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git'), ...proxyArgs];
+  const npmEnvironment = (dir: string): NodeJS.ProcessEnv => npmEnvironmentOf(dir, proxy !== undefined);
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
   const bounds = { project, cache: join(home, 'cache'), limits };
   const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), npmrc, redactor, bounds);
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
-  if (resolved.isErr()) return err(failedForeignRequest(resolved.error, target, registry) ?? resolved.error);
+  if (resolved.isErr()) return err(failedForeignRequest(resolved.error, target, registry, proxy?.refused[0]) ?? resolved.error);
   const lock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const foreign = foreignSources(lock, registry, spec);
   if (foreign.length > 0) return err(foreignFailure(target, registry, foreign));
@@ -362,7 +394,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   const checked = spec.kind === 'registry' ? lockedVersion(lock, spec.name) : target;
   if (checked === undefined) return err(npmFailure('layout_unexpected', `npm resolved no version of '${target}'`, { spec: target }));
   const ran = await runNpm(cli, installArgs(spec.kind === 'registry' ? `${spec.name}@${checked}` : target), project, npmEnvironment(home), npmrc, redactor, bounds);
-  if (ran.isErr()) return err(ran.error);
+  if (ran.isErr()) return err(failedForeignRequest(ran.error, target, registry, proxy?.refused[0]) ?? ran.error);
   const installedLock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const installed = foreignSources(installedLock, registry, spec);
   if (installed.length > 0) return err(foreignFailure(target, registry, installed));

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +49,7 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
     expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
   });
 
-  it('refuses a dependency from a tarball URL outside the registry, before it is unpacked', async () => {
+  it('refuses a dependency from a tarball URL outside the registry, before it is unpacked and without ever requesting it', async () => {
     const dir = await mkdtemp(join(base, 'url-'));
     const dependency = await pack(dir, 'urldep', {});
     const requested: string[] = [];
@@ -64,13 +64,36 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
       const work = join(dir, 'work');
       await mkdir(work);
       const error = (await fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work))._unsafeUnwrapErr();
-      expect(error).toMatchObject({
-        code: 'PLUGIN_NPM_INSTALL_FAILED',
-        details: { reason: 'dependency_source', dependencies: [{ path: 'node_modules/uses-url/node_modules/urldep', resolved: url }] },
-      });
+      expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url', url } });
       expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
+      // npm runs behind a proxy that reaches the registry only: the package made the host send no request elsewhere
+      // (before, npm fetched the URL while it resolved the tree, from the host, and only the lockfile check refused it).
+      expect(requested).toEqual([]);
     } finally {
       server.close();
+    }
+  });
+
+  it('refuses an https tarball URL outside the registry without the host ever connecting to it', async () => {
+    const dir = await mkdtemp(join(base, 'https-url-'));
+    // Any TCP connection counts: npm reaches an https URL with a CONNECT through its proxy, then TLS.
+    let connections = 0;
+    const listener = createNetServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((listening) => listener.listen(0, '127.0.0.1', listening));
+    try {
+      const url = `https://127.0.0.1:${(listener.address() as AddressInfo).port}/tlsdep-1.0.0.tgz`;
+      const tarball = await pack(dir, 'uses-https-url', { dependencies: { tlsdep: url } });
+      const work = join(dir, 'work');
+      await mkdir(work);
+      const error = (await fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work))._unsafeUnwrapErr();
+      expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url' } });
+      expect(String(error.details['url'])).toContain(`127.0.0.1:${(listener.address() as AddressInfo).port}`);
+      expect(connections).toBe(0);
+    } finally {
+      listener.close();
     }
   });
 
@@ -91,7 +114,8 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
       const work = join(dir, 'work');
       await mkdir(work);
       const error = (await fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work))._unsafeUnwrapErr();
-      expect(requested).toContain('/gone/urldep-1.0.0.tgz');
+      // The registry-only proxy ends the request: it never reaches the server.
+      expect(requested).not.toContain('/gone/urldep-1.0.0.tgz');
       expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url', url } });
       expect(error.hint).toMatch(/tarball URL/);
       expect(existsSync(join(work, 'project', 'node_modules'))).toBe(false);
