@@ -101,6 +101,8 @@ describe('requests from plugins to the client', () => {
       const dir = await installed(['declared']);
       let seen: AbortSignal | undefined;
       const host = await pool.open(dir, {
+        // The callback's own limit is far beyond the call's: only the call's timeout can end the callback here.
+        clientRequestTimeoutMs: 600_000,
         clientRequests: {
           sampling: (_params, context) => {
             seen = context.signal;
@@ -110,8 +112,14 @@ describe('requests from plugins to the client', () => {
       });
       const reports: { outcome: string; error_code?: number }[] = [];
       host.events.on('client_request', (report) => reports.push(report));
-      const outcome = await host.call(op('ask_model'), { question: 'never answered' }, { timeoutMs: 1_000 });
+      // A call's timeout also counts its wait for the plugin to start: started first (a tool that answers at once),
+      // the timed call spends its budget on the plugin's round trip to the callback and then on the callback alone.
+      // Under load a 1 s budget ran out before the plugin had asked, and the callback was never called.
+      expect((await host.call(op('later_outcomes'), { count: 0 }))._unsafeUnwrap().isError).toBe(false);
+      const outcome = await host.call(op('ask_model'), { question: 'never answered' }, { timeoutMs: 10_000 });
       expect(outcome._unsafeUnwrapErr().code).toBe('PLUGIN_TIMEOUT');
+      // The callback was called within the call and never answered: the call's timeout is what ended it.
+      expect(seen).toBeDefined();
       await waitUntil(() => seen?.aborted === true);
       await waitUntil(() => reports.length === 1);
       expect(reports[0]).toMatchObject({ outcome: 'abandoned', error_code: -32001 });
