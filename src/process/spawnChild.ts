@@ -64,6 +64,8 @@ async function released(plugin: PluginProcess, input: Input, bytes: Buffer, chec
     input.end(bytes);
     return ok(plugin);
   }
+  // The group first: a process bubblewrap clones while the list below is read is in it, but not in the list.
+  sendSignal(-plugin.pid, 'SIGKILL');
   for (const pid of [plugin.pid, ...descendantsOf(plugin.pid)]) sendSignal(pid, 'SIGKILL');
   await plugin.exited;
   input.destroy();
