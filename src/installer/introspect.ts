@@ -206,19 +206,28 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
 }
 
 const ERROR_LINE = new RegExp(settings.stderrErrorLine);
+const LEADING_ERROR_LINE = new RegExp(settings.stderrLeadingErrorLine);
 const BARE_ERROR_LINE = new RegExp(settings.stderrBareErrorLine);
 const STACK_FRAME_LINE = new RegExp(settings.stderrStackFrameLine);
 
 /**
- * The first error of a stderr tail as one line. An error whose message
- * begins with a line feed (`new Error(help.join('\n'))`, as sharp 0.32 throws
- * "Something went wrong installing the "sharp" module" and the addon it
- * misses, under agentdb@1.6.1) prints a bare `Error: ` line: its message is
- * the lines below it, up to the first stack frame, joined.
+ * The error a stderr tail ends on, as one line: the last line that begins
+ * with an error's name, which is the one the process died of (Node prints an
+ * uncaught exception last, Python its final exception), else the first line
+ * naming an error anywhere. @larksuiteoapi/lark-mcp@0.5.1 logs "[WARN]
+ * [StorageManager] Failed to initialize encryption: Error: Cannot find module
+ * '../build/Release/keytar.node'" and goes on, then dies of "Error: [Lark MCP]
+ * appId, and appSecret are required": the first error named was the warning.
+ * An error whose message begins with a line feed (`new Error(help.join('\n'))`,
+ * as sharp 0.32 throws "Something went wrong installing the "sharp" module"
+ * and the addon it misses, under agentdb@1.6.1) prints a bare `Error: ` line:
+ * its message is the lines below it, up to the first stack frame, joined.
  */
-function firstErrorLine(tail: string): string | undefined {
+function fatalErrorLine(tail: string): string | undefined {
   const lines = tail.split('\n');
-  const at = lines.findIndex((l) => ERROR_LINE.test(l) || BARE_ERROR_LINE.test(l));
+  let at = -1;
+  for (let i = lines.length - 1; i >= 0 && at === -1; i--) if (LEADING_ERROR_LINE.test(lines[i] ?? '')) at = i;
+  if (at === -1) at = lines.findIndex((l) => ERROR_LINE.test(l) || BARE_ERROR_LINE.test(l));
   const first = lines[at];
   if (first === undefined) return undefined;
   if (!BARE_ERROR_LINE.test(first)) return first.trim();
@@ -229,15 +238,15 @@ function firstErrorLine(tail: string): string | undefined {
 }
 
 /**
- * What a server that closed its stdout said on stderr, for the message: its
- * first line that reads as an error (`Error: Cannot find module
+ * What a server that closed its stdout said on stderr, for the message: the
+ * error it died of ({@link fatalErrorLine}: `Error: Cannot find module
  * '../build/Release/keytar.node'`, Python's `ModuleNotFoundError: …`), which
  * a Node stack trace puts above a dozen frames, so the last lines a person
  * is shown (the CLI's) often miss it.
  */
 function stderrSays(tail: string): string {
   if (tail.trim() === '') return '; it wrote nothing on stderr';
-  const line = firstErrorLine(tail);
+  const line = fatalErrorLine(tail);
   if (line === undefined) return '; see details.stderr_tail';
   const max = settings.quotedStderrLineMaxChars;
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;

@@ -19,6 +19,9 @@
  *   manifest generated from none was refused as PLUGIN_MANIFEST_INVALID
  *   ("/advertised_tools: must NOT have fewer than 1 items", a staging file's
  *   path, "Fix every violation"), as if the user had written it;
+ * - @larksuiteoapi/lark-mcp@0.5.1 logs a warning naming keytar's missing
+ *   addon ("… Error: Cannot find module …"), goes on, and dies of a missing
+ *   setting: the message quoted the warning, the first error it named;
  * - agentdb@1.6.1 dies on sharp 0.32, whose addon an install script fetches:
  *   sharp throws `new Error(help.join('\n'))`, a message that begins with a
  *   line feed, so Node prints a bare "Error: " line and the message below it.
@@ -89,7 +92,22 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+// @larksuiteoapi/lark-mcp@0.5.1 (mcp): warns about keytar's missing addon, goes on, then dies of a missing setting.
+const WARNED_SERVER = `#!/usr/bin/env node
+process.stderr.write("[WARN] [StorageManager] Failed to initialize encryption: Error: Cannot find module '../build/Release/keytar.node'\\nRequire stack:\\n- /pkg/node_modules/keytar/lib/keytar.js\\n");
+process.stderr.write('[WARN] [StorageManager] Builtin User Access Token Store will be disabled.\\n');
+throw new Error('[Lark MCP]  appId, and appSecret are required');
+`;
+
 describe('published servers, fifth round: fixtures', { timeout: 120_000 }, () => {
+  it('quotes the error a server died of, not a warning it logged before (lark-mcp: keytar, then appId)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'warned', source: WARNED_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', exit: 'exited with status 1' } });
+    expect(error.message).toContain('; its stderr says: Error: [Lark MCP]  appId, and appSecret are required (details.stderr_tail has the rest)');
+  });
+
   it('says a server listed no tools, instead of refusing the manifest made from none as if the user wrote it', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'toolless', source: TOOLLESS_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
