@@ -353,7 +353,7 @@ export async function fetchNpmPackage(spec: NpmSpec, work: string, npm: NpmSetti
   await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'mcp-plugin-host-staging', private: true }));
   await writeFile(join(home, 'git'), REFUSING_GIT, { mode: 0o755 });
   const target = spec.kind === 'registry' ? spec.spec : spec.path;
-  const proxy = hostHasProxy() ? undefined : await startRegistryOnlyProxy(registry);
+  const proxy = hostHasProxy() ? undefined : await startRegistryOnlyProxy(registry, settings.registryRedirectOrigins);
   try {
     return await fetchBehind(proxy, spec, { cli, home, project, registry, npmrc, redactor, target, limits });
   } finally {

@@ -43,9 +43,13 @@ function connectTarget(target: string): { host: string; port: number; origin: st
   }
 }
 
-/** Starts a proxy on 127.0.0.1 that forwards to `registry`'s origin only. */
-export function startRegistryOnlyProxy(registry: string): Promise<RegistryOnlyProxy> {
-  const allowed = originOf(new URL(registry));
+/**
+ * Starts a proxy on 127.0.0.1 that forwards to `registry`'s origin only, and
+ * to `redirectOrigins` (`host:port`: where a registry redirects its tarball
+ * downloads, etc/npm-install.json `registryRedirectOrigins`).
+ */
+export function startRegistryOnlyProxy(registry: string, redirectOrigins: readonly string[] = []): Promise<RegistryOnlyProxy> {
+  const origins = new Set([originOf(new URL(registry)), ...redirectOrigins.map((origin) => origin.toLowerCase())]);
   const refused: string[] = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -55,7 +59,7 @@ export function startRegistryOnlyProxy(registry: string): Promise<RegistryOnlyPr
     } catch {
       target = undefined;
     }
-    if (target === undefined || target.protocol !== 'http:' || originOf(target) !== allowed) {
+    if (target === undefined || target.protocol !== 'http:' || !origins.has(originOf(target))) {
       refused.push(target?.href ?? String(req.url));
       res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' }).end('mcp-plugin-host: only the registry is reachable while npm installs\n');
       return;
@@ -73,7 +77,7 @@ export function startRegistryOnlyProxy(registry: string): Promise<RegistryOnlyPr
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
     const target = connectTarget(req.url ?? '');
     client.on('error', () => client.destroy());
-    if (target === undefined || target.origin !== allowed) {
+    if (target === undefined || !origins.has(target.origin)) {
       refused.push(`https://${req.url ?? ''}`);
       client.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
       return;
