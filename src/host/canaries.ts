@@ -8,6 +8,7 @@ import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { Clock, Logger } from '../ports/ports.js';
 import { CanaryArgumentCheck } from './canaryArguments.js';
+import type { ClientRequestHandlers } from './clientRequests.js';
 import { admitStart } from './CrashPolicy.js';
 import { aliasesOf, type CredentialSource } from './credentials.js';
 import type { CallDispatcher } from './dispatch.js';
@@ -52,6 +53,17 @@ export interface CanaryParts {
   /** Whether the plugin is callable in this host (a canary of an inactive plugin stops it afterwards). */
   readonly isActive: (pluginId: string) => boolean;
 }
+
+/**
+ * Who answers a live canary's client requests: nobody. A canary runs at
+ * install, setup and on demand, when no user asked anything, so a plugin that
+ * samples, elicits or lists roots inside it must not reach the application's
+ * model, its user or its roots (review R5): with handlers of its own that hold
+ * no callback, each such request is refused at once with the JSON-RPC error of
+ * a kind without a callback, and is a party of its own next to a user's call
+ * in flight (neither's callbacks answer it).
+ */
+const CANARY_CLIENT_REQUESTS: ClientRequestHandlers = Object.freeze({});
 
 /** The declared credentials no source holds for the installed package, and whether values stored for another package are why. */
 async function missingCredentials(credentials: CredentialSource, plugin: InstalledPlugin): Promise<{ missing: string[]; storedForAnother: boolean }> {
@@ -108,7 +120,7 @@ export class Canaries {
           if (checked.unusable !== undefined) logger.warn({ plugin_id: id, tool: spec.tool }, `the canary tool's input schema does not compile; arguments unchecked: ${checked.unusable}`);
           return checked.refused === undefined ? okAsync(undefined) : errAsync(checked.refused);
         })
-        .andThen(() => dispatcher.dispatch(plugin, spec.tool, args, {}, opId, 'canary'))
+        .andThen(() => dispatcher.dispatch(plugin, spec.tool, args, { clientRequests: CANARY_CLIENT_REQUESTS }, opId, 'canary'))
         .map((r) => r.value);
     } else {
       outcome = await runtimes.take(plugin).asyncAndThen((rt) => rt.session.listTools());

@@ -369,7 +369,9 @@ export function answerClientRequests(client: Client, settings: ClientRequestSett
     const callback = handlers === undefined ? undefined : pick(handlers);
     if (callback === undefined) {
       attributed?.release();
-      throw new Refusal('refused', opId, new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: the host application has no ${kind} callback`));
+      // Handlers the request in flight brought (a gateway client's, a canary's none) are not the application's: say whose are missing.
+      const whose = attributed?.handlers === undefined ? 'the host application has' : 'the request in flight brings';
+      throw new Refusal('refused', opId, new McpError(ErrorCode.MethodNotFound, `${method} is not answered here: ${whose} no ${kind} callback`));
     }
     const deadline = new AbortController();
     const cancelTimer = clock.setTimer(() => deadline.abort(new Abandoned(`no answer within ${settings.timeoutMs} ms`)), settings.timeoutMs);
