@@ -5,20 +5,24 @@
  * gate (in its `accept` callback, or in `initialStatus`, which runs just
  * before its catalog transaction) while B installs or removes the same
  * plugin id; A then commits, or is refused, against what B left installed.
+ * Last, a PluginHost asking while the CLI, in another process, installs.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Installer } from '../../src/installer/Installer.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
+import { cli } from '../cli/cliHarness.js';
+import { answered, HostPool, packagedVersion, removePackages } from '../support/hostHarness.js';
 import { editManifest, installed, refusedWith, testProfile, unwrap, type TestProfile } from './InstallerHarness.js';
 
-let p: TestProfile;
+let p: TestProfile | undefined;
 afterEach(async () => {
-  await p.dispose();
+  await p?.dispose();
+  p = undefined;
 });
 
 /** The greeter fixture (owner io.example.greeter, read tools greet and shout, env GREETER_LOCALE) at `version`, its manifest edited by `edit`. */
 async function greeter(version: string, edit: (m: Record<string, unknown>) => void = () => undefined): Promise<string> {
-  const pkg = await p.copyFixture('install-node', `greeter-${version}-${Math.random().toString(36).slice(2)}`);
+  const pkg = await profile().copyFixture('install-node', `greeter-${version}-${Math.random().toString(36).slice(2)}`);
   await editManifest(pkg, (m) => {
     m.version = version;
     edit(m);
@@ -38,49 +42,58 @@ const meanwhile =
     return 'installed_pending_restart';
   };
 
+/** The test's profile, once made. */
+function profile(): TestProfile {
+  if (p === undefined) throw new Error('no test profile');
+  return p;
+}
+
 /** A second Installer on the same profile, over its own CatalogStore. */
 async function rival(): Promise<Installer> {
-  return p.installerWith({}, await p.openStore());
+  return profile().installerWith({}, await profile().openStore());
 }
 
 describe('trust judged again under the profile lock', () => {
   it('without accept: refuses an upgrade whose powers were not widened against the version judged, but are against the one another installer put in meanwhile', async () => {
     p = await testProfile('dev');
-    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const { installer } = p;
+    unwrap(await installer.install(await greeter('1.0.0', withNetwork)));
     const b = await rival();
     // B's 1.5.0 drops the network (fewer powers: installed unasked), after A judged 2.0.0, which keeps it, against 1.0.0.
     const fewer = await greeter('1.5.0');
     const upgrade = await greeter('2.0.0', withNetwork);
     const refused = refusedWith(
-      await p.installer.install(upgrade, {
+      await installer.install(upgrade, {
         initialStatus: meanwhile(async () => unwrap(await b.install(fewer))),
       }),
       'PLUGIN_TRUST_DECLINED',
     );
     expect(refused.details).toEqual({ plugin_id: 'greeter', namespace_owner: 'io.example.greeter', reason: 'capabilities_widened', added_capabilities: [{ field: 'network', value: true }] });
-    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('1.5.0');
     // Nothing of A's attempt is left: B's install root is the only one.
-    expect((await p.census()).installRoots).toHaveLength(1);
+    expect((await profile().census()).installRoots).toHaveLength(1);
   });
 
   it('without accept: refuses an upgrade that makes a tool easier to call than the version another installer put in meanwhile', async () => {
     p = await testProfile('dev');
-    unwrap(await p.installer.install(await greeter('1.0.0')));
+    const { installer } = p;
+    unwrap(await installer.install(await greeter('1.0.0')));
     const b = await rival();
     const stricter = await greeter('1.5.0', (m) => void (tools(m)[1]!.risk_class = 'destructive'));
     const refused = refusedWith(
-      await p.installer.install(await greeter('2.0.0'), {
+      await installer.install(await greeter('2.0.0'), {
         initialStatus: meanwhile(async () => unwrap(await b.install(stricter))),
       }),
       'PLUGIN_TRUST_DECLINED',
     );
     expect(refused.details).toMatchObject({ reason: 'risk_lowered', risk_changes: [{ name: 'shout', from: { risk_class: 'destructive' }, to: { risk_class: 'read' } }] });
-    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('1.5.0');
   });
 
   it('with accept: refuses, retryable, an upgrade accepted against a version another installer replaced while the callback was asking; asked again, it installs', async () => {
     p = await testProfile('dev');
-    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const { installer } = p;
+    unwrap(await installer.install(await greeter('1.0.0', withNetwork)));
     const b = await rival();
     const fewer = await greeter('1.5.0');
     // 2.0.0 adds an env name to 1.0.0's powers: that is what A's callback is asked about, not the network.
@@ -90,7 +103,7 @@ describe('trust judged again under the profile lock', () => {
     });
     const asked: TrustRequest[] = [];
     const refused = refusedWith(
-      await p.installer.install(upgrade, {
+      await installer.install(upgrade, {
         accept: async (request) => {
           asked.push(request);
           unwrap(await b.install(fewer));
@@ -110,24 +123,25 @@ describe('trust judged again under the profile lock', () => {
       ],
     });
     expect(refused.hint).toContain('Install again');
-    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.5.0');
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('1.5.0');
     // Retried, it is asked against 1.5.0, with both powers, and installs.
     const again: TrustRequest[] = [];
-    unwrap(await p.installer.install(upgrade, { accept: (request) => (again.push(request), true) }));
+    unwrap(await installer.install(upgrade, { accept: (request) => (again.push(request), true) }));
     expect(again.map((r) => r.added_capabilities)).toEqual([[{ field: 'network', value: true }, { field: 'env_allow', value: 'GREETER_TOKEN' }]]);
-    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('2.0.0');
   });
 
   it('commits when what another installer changed meanwhile needs no question either: a remove (its owner record keeps the powers), or a version with the same powers', async () => {
     p = await testProfile('dev');
-    unwrap(await p.installer.install(await greeter('1.0.0', withNetwork)));
+    const { installer } = p;
+    unwrap(await installer.install(await greeter('1.0.0', withNetwork)));
     const b = await rival();
     unwrap(
-      await p.installer.install(await greeter('2.0.0', withNetwork), {
+      await installer.install(await greeter('2.0.0', withNetwork), {
         initialStatus: meanwhile(async () => unwrap(await b.remove('greeter'))),
       }),
     );
-    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('2.0.0');
     // Asked about the env name against 2.0.0; B meanwhile installs (accepted) 2.5.0 with that name already: nothing is new against it.
     const same = await greeter('2.5.0', (m) => {
       withNetwork(m);
@@ -135,7 +149,7 @@ describe('trust judged again under the profile lock', () => {
     });
     const asked: unknown[] = [];
     const upgraded = unwrap(
-      await p.installer.install(
+      await installer.install(
         await greeter('3.0.0', (m) => {
           withNetwork(m);
           capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
@@ -151,5 +165,42 @@ describe('trust judged again under the profile lock', () => {
     );
     expect(asked).toEqual([[{ field: 'env_allow', value: 'GREETER_TOKEN' }]]);
     expect(upgraded.lock.version).toBe('3.0.0');
+  });
+});
+
+const pool = new HostPool();
+afterAll(async () => {
+  await pool.cleanup();
+  await removePackages();
+});
+
+describe('a host asking while the CLI installs the same plugin in another process', () => {
+  it('refuses, retryable, the upgrade its accept callback accepted against the version the CLI replaced meanwhile', { timeout: 120_000 }, async () => {
+    const dir = await pool.profile();
+    const host = await pool.open(dir);
+    const probe = async (version: string, network: boolean, env: string[]): Promise<string> => {
+      const pkg = await packagedVersion('probe', version);
+      await editManifest(pkg, (m) => {
+        capabilities(m).network = network;
+        capabilities(m).env_allow = env;
+      });
+      return pkg;
+    };
+    answered(await host.install(await probe('1.0.0', true, ['PROBE_GREETING']), { canary: false, accept: () => true }));
+    const fewer = await probe('1.5.0', false, ['PROBE_GREETING']);
+    const asked: TrustRequest[] = [];
+    const result = await host.install(await probe('2.0.0', true, ['PROBE_GREETING', 'PROBE_TOKEN']), {
+      canary: false,
+      accept: async (request) => {
+        asked.push(request);
+        // While the person is being asked, the CLI (another process) installs 1.5.0 without the network.
+        const run = await cli(['install', fewer, '--dev', '--yes', '--skip-canary', '--profile-dir', dir, '--json']);
+        expect(run.code, run.stderr).toBe(0);
+        return true;
+      },
+    });
+    expect(asked.map((r) => r.added_capabilities)).toEqual([[{ field: 'env_allow', value: 'PROBE_TOKEN' }]]);
+    expect(result.isErr() && [result.error.code, result.error.retryable, result.error.details?.reason]).toEqual(['PLUGIN_TRUST_DECLINED', true, 'baseline_changed']);
+    expect(answered(await host.info('host-probe')).version).toBe('1.5.0');
   });
 });
