@@ -318,7 +318,9 @@ function failedForeignRequest(failure: HostError, target: string, registry: stri
   if (url === undefined) return undefined;
   return hostError(
     'PLUGIN_NPM_INSTALL_FAILED',
-    `a dependency of '${target}' comes from ${url}, outside the registry ${registry}, and npm could not fetch it; it would be refused if it could (no registry integrity pins its bytes)`,
+    refused === undefined
+      ? `a dependency of '${target}' comes from ${url}, outside the registry ${registry}, and npm could not fetch it; it would be refused if it could (no registry integrity pins its bytes)`
+      : `a dependency of '${target}' comes from ${url}, outside the registry ${registry}; it is refused, and the host never requested it (no registry integrity pins its bytes)`,
     {
       details: { reason: 'dependency_source', source: 'url', url, stderr_tail: stderr },
       cause: failure,
