@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
  * file moved between folders stays in); a file not named here runs as an integration test.
  */
 export const UNIT = [
-  'nodeMain', 'recheckPinnedCode', 'shellInterpreters', 'moduleEntryBinding', 'packageTree',
+  'recheckPinnedCode', 'shellInterpreters', 'moduleEntryBinding', 'packageTree',
   'CatalogEncoder', 'consistency', 'serialization',
   'args',
   'adversarialMap', 'docsIndex',
