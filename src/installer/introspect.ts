@@ -190,9 +190,11 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   // A denylisted name never reaches the start, granted or not: the generic advice names only the names a grant can pass.
   const tokenWay = "A server that needs a token to start gets it when the install grants its env name (--grant-env NAME, the grant's env_allow; never a name on the env denylist) and the host environment sets it";
   // Only an offline start is told that a server which connects at start cannot list its tools there: a granted one had what the plugin will have.
+  // An offline start whose stderr reads like a network failure was told so just above (OFFLINE_START_HINT), grants and all: said twice, it
+  // buried the rest (@sveltejs/mcp@0.1.26 fetches svelte.dev's index before it serves).
   const needs = networked
     ? 'pass the args it needs (the address it connects to), or the manifest install option.'
-    : socketFailure
+    : socketFailure || networkHint !== ''
       ? 'pass the args it needs, or the manifest install option.'
       : 'pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there unless the install grants it the network (--grant-network, or --grant-egress host:port), which the start then gets too.';
   return hostError('PLUGIN_HANDSHAKE_FAILED', secrets.redact(said), {

@@ -146,6 +146,9 @@ describe('published servers, fifth round: fixtures', { timeout: 120_000 }, () =>
     const error = (await host.install(`npm:${tarball}`, { canary: false, args: ['--check-at-start'] }))._unsafeUnwrapErr();
     expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', exit: 'exited with status 1' } });
     expect(error.hint).toMatch(/^Its stderr reads like a network failure: the introspection start has no network unless the install grants it/);
+    // Said once: the generic advice after it no longer repeats the grants (@sveltejs/mcp@0.1.26's hint had them twice).
+    expect(error.hint.split('--grant-egress host:port').length).toBe(2);
+    expect(error.hint).toMatch(/; pass the args it needs, or the manifest install option\.$/);
   });
 
   it("names the network grant when a call fails in Go's words, and not once the network is granted", async () => {
