@@ -92,6 +92,10 @@ describe('env prohibited (prefix and exact)', () => {
     'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_ACCESS_KEY_ID', 'AZURE_CLIENT_SECRET', 'GITHUB_TOKEN', 'GH_TOKEN',
     'GITLAB_TOKEN', 'NPM_TOKEN', 'HF_TOKEN', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'MISTRAL_API_KEY', 'COHERE_API_KEY',
     'GROQ_API_KEY', 'DEEPSEEK_API_KEY', 'XAI_API_KEY', 'OPENROUTER_API_KEY', 'SSH_AUTH_SOCK', 'DOCKER_HOST',
+    // A host's own model and CI credentials (review R6 N4): a plugin run inside a CI job or an agent runtime never sees them.
+    'AWS_BEARER_TOKEN_BEDROCK', 'CLAUDE_CODE_OAUTH_TOKEN', 'ACTIONS_RUNTIME_TOKEN', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN',
+    'ACTIONS_ID_TOKEN_REQUEST_URL', 'CI_JOB_TOKEN', 'CI_JOB_JWT', 'CI_JOB_JWT_V2', 'CI_REGISTRY_PASSWORD', 'SYSTEM_ACCESSTOKEN',
+    'BUILDKITE_AGENT_ACCESS_TOKEN', 'CIRCLE_OIDC_TOKEN', 'CIRCLE_OIDC_TOKEN_V2', 'KRB5CCNAME',
   ])('rejects the well-known secret %s', (name) => {
     expect(new EnvDenylist({ preset: 'neutral' }).ruleFor(name)).toEqual({ kind: 'exact', name });
   });
