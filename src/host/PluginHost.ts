@@ -907,7 +907,8 @@ export class PluginHost {
    * filled in from one of its templates). A URI the plugin does not know is
    * the plugin's error (usually PLUGIN_INVALID_PARAMS). A plugin may ask its
    * client while it reads: `options.clientRequests` answers that instead of
-   * the host's callbacks.
+   * the host's callbacks. `options.signal` withdraws the read
+   * (PLUGIN_CANCELLED; the plugin is told).
    */
   readResource(pluginId: string, uri: string, options?: PluginRequestOptions): ResultAsync<ReadResourceResult, HostError> {
     return this.#surfaces.readResource(pluginId, uri, options);
@@ -942,6 +943,7 @@ export class PluginHost {
    * One prompt of a plugin, by the name the plugin gives it, filled in with
    * `args`. A plugin may ask its client (sample, elicit) while it fills the
    * prompt in: `options.clientRequests` answers that instead of the host's callbacks.
+   * `options.signal` withdraws the request (PLUGIN_CANCELLED; the plugin is told).
    */
   getPrompt(pluginId: string, name: string, args: Readonly<Record<string, string>> = {}, options?: PluginRequestOptions): ResultAsync<GetPromptResult, HostError> {
     return this.#surfaces.getPrompt(pluginId, name, args, options);
@@ -952,7 +954,8 @@ export class PluginHost {
    * plugin's prompts (`{ type: 'ref/prompt', name }`) or a variable of one of
    * its resource templates (`{ type: 'ref/resource', uri: <template> }`).
    * PLUGIN_METHOD_NOT_FOUND when the plugin does not announce `completions`.
-   * `options.clientRequests` answers what the plugin asks its client meanwhile.
+   * `options.clientRequests` answers what the plugin asks its client meanwhile;
+   * `options.signal` withdraws the request (PLUGIN_CANCELLED; the plugin is told).
    */
   complete(pluginId: string, ref: CompletionReference, request: CompletionRequest, options?: PluginRequestOptions): ResultAsync<CompleteResult['completion'], HostError> {
     return this.#surfaces.complete(pluginId, ref, request, options);
