@@ -88,6 +88,7 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
 /** Removes one plugin from all three files; its namespace owner stays recorded. */
 export function removePlugin(contents: CatalogContents, pluginId: string): CatalogContents {
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
+  const registry = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.registry : undefined;
   const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
   const tools = contents.variants
@@ -100,11 +101,13 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
     // The key that signed it and the powers and tool risks it was accepted with stay with the owner, as its data and credentials
     // stay: the next install is held to the key, and asked again when it would get more powers or easier-to-call tools.
     namespace_owners:
-      owner === undefined || (signer === undefined && capabilities === undefined)
+      owner === undefined || (signer === undefined && capabilities === undefined && registry === undefined)
         ? contents.namespace_owners
         : withMember(contents.namespace_owners, pluginId, {
             ...owner,
             ...(signer === undefined ? {} : { signer }),
+            // The registry stays too: a reinstall of the same name from another one is another publisher's package.
+            ...(registry === undefined ? {} : { registry }),
             ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities, accepted_tools: tools }),
           }),
     states: without(contents.states, pluginId),

@@ -152,6 +152,12 @@ export interface NamespaceOwnerEntry {
   readonly first_recorded_at?: string;
   /** The key that signed the plugin when it was last removed; its next install is held to it. */
   readonly signer?: string;
+  /**
+   * The npm registry the plugin came from when it was last removed (an npm
+   * registry package recorded with one): its next install from another
+   * registry is judged as another publisher's, asked or refused.
+   */
+  readonly registry?: string;
   /** The powers the plugin ran with when it was last removed: a reinstall that would get more is asked for acceptance again. */
   readonly accepted_capabilities?: DeclaredCapabilities;
   /** The tools it had when it was last removed, with their risk class and confirmation: a reinstall that makes one easier to call is asked again. */

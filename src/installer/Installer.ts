@@ -58,6 +58,7 @@ import {
   type TrustCallback,
   type TrustRequest,
 } from './trust.js';
+import { acceptedOriginOf, registryChangeOf, registryChangeText, type RegistryChange } from './trustRegistry.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -275,12 +276,27 @@ function acceptedCapabilitiesOf(snapshot: CatalogSnapshot, id: string): Declared
  * package's own claim: it spares the question only while the plugin gets no
  * power it was accepted without (see {@link acceptedCapabilitiesOf}).
  */
-function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities): boolean {
+function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities, registry: string | undefined): boolean {
   const owners = snapshot.contents.namespace_owners;
   const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
   if (recorded?.namespace_owner === undefined || recorded.namespace_owner !== owner) return false;
+  // The same name from another registry is another publisher's package, whatever owner string it claims.
+  if (registryChangeFor(snapshot, id, registry) !== undefined) return false;
   const accepted = acceptedCapabilitiesOf(snapshot, id);
   return accepted !== undefined && !widensCapabilities(accepted, capabilities);
+}
+
+/**
+ * The registry change of an install of `id` from `registry` (the registry npm
+ * fetched an npm registry package from; undefined for other sources) against
+ * the version accepted before: the installed one's lock row, or after a
+ * remove the owner record's (see {@link acceptedOriginOf}).
+ */
+function registryChangeFor(snapshot: CatalogSnapshot, id: string, registry: string | undefined): RegistryChange | undefined {
+  if (registry === undefined) return undefined;
+  const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id]?.package : undefined;
+  const owners = snapshot.contents.namespace_owners;
+  return registryChangeOf(acceptedOriginOf(installed, Object.hasOwn(owners, id) ? owners[id] : undefined), registry);
 }
 
 /** The tools a plugin id was accepted with before, as {@link riskLowerings} compares them, and whether they are matched by op id. */
@@ -350,8 +366,10 @@ function trustBaselineOf(snapshot: CatalogSnapshot, id: string): string {
   const owners = snapshot.contents.namespace_owners;
   const owner = Object.hasOwn(owners, id) ? (owners[id]?.namespace_owner ?? null) : null;
   const tools = acceptedToolsOf(snapshot, id);
+  const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id]?.package : undefined;
   return canonicalJson({
     owner,
+    origin: acceptedOriginOf(installed, Object.hasOwn(owners, id) ? owners[id] : undefined) ?? null,
     capabilities: acceptedCapabilitiesOf(snapshot, id) ?? null,
     tools: tools === undefined ? null : [...tools.tools].map((t) => ({ ...t })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
   });
@@ -365,14 +383,19 @@ interface TrustJudgement {
   readonly added: readonly AddedCapability[];
   /** Of `added`, those the install's own grant does not name. */
   readonly unconsented: readonly AddedCapability[];
-  /** Whether an `accept` callback would not be asked: nothing easier to call, and the recorded owner accepted these powers before. */
+  /** Whether an `accept` callback would not be asked: nothing easier to call, the same registry, and the recorded owner accepted these powers before. */
   readonly spared: boolean;
+  /** The npm registry the package comes from, when it is not the one the version accepted before came from. */
+  readonly registryChange: RegistryChange | undefined;
   /** The powers the plugin will run with. */
   readonly capabilities: DeclaredCapabilities;
 }
 
-/** The trust gate's findings for `manifest` against `snapshot` (see {@link Installer.#trust}); `owner` is the namespace owner the install claims. */
-function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined): TrustJudgement {
+/**
+ * The trust gate's findings for `manifest` against `snapshot` (see {@link Installer.#trust}); `owner` is the namespace
+ * owner the install claims, `registry` the registry an npm registry package was fetched from.
+ */
+function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): TrustJudgement {
   const id = manifest.plugin_id;
   const changes = riskChangesOf(snapshot, manifest);
   const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
@@ -380,8 +403,9 @@ function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, opt
   const added = accepted === undefined ? [] : addedCapabilities(accepted, capabilities);
   // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
   const unconsented = ungrantedCapabilities(added, options.grant);
-  const spared = changes.length === 0 && acceptedBefore(snapshot, id, owner, capabilities);
-  return { changes, added, unconsented, spared, capabilities };
+  const registryChange = registryChangeFor(snapshot, id, registry);
+  const spared = changes.length === 0 && acceptedBefore(snapshot, id, owner, capabilities, registry);
+  return { changes, added, unconsented, spared, registryChange, capabilities };
 }
 
 /**
@@ -393,11 +417,9 @@ function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, opt
  * and what they answered was about another baseline). Undefined: it may be
  * committed.
  */
-function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined): HostError | undefined {
-  const judged = judgeTrust(snapshot, manifest, options, owner);
-  if (options.accept === undefined) {
-    return judged.changes.length === 0 && judged.unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, judged.unconsented, judged.changes);
-  }
+function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): HostError | undefined {
+  const judged = judgeTrust(snapshot, manifest, options, owner, registry);
+  if (options.accept === undefined) return unaskedRefusal(manifest, judged);
   if (judged.spared) return undefined;
   const id = manifest.plugin_id;
   return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was judged against a version of '${id}' that another install or remove replaced meanwhile; it was not installed`, {
@@ -460,6 +482,30 @@ function unaskedChangeRefusal(manifest: NormalizedManifest, added: readonly Adde
   return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} ${what} and no one was asked`, {
     details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(added, changes) },
     hint: `Review ${review}, then install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes)${grantIt}.`,
+  });
+}
+
+/**
+ * The refusal of an install no one can be asked about (no `accept` callback),
+ * or undefined when it may go on unasked: a package from another npm registry
+ * than the version accepted before is another publisher's
+ * (`registry_changed`, which names the other changes too); else an upgrade
+ * that widens powers or makes tools easier to call (see {@link unaskedChangeRefusal}).
+ */
+function unaskedRefusal(manifest: NormalizedManifest, judged: TrustJudgement): HostError | undefined {
+  const { registryChange, unconsented, changes } = judged;
+  if (registryChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
+  const id = manifest.plugin_id;
+  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} comes from another npm registry than the version accepted before (${registryChangeText(registryChange)}) and no one was asked`, {
+    details: {
+      plugin_id: id,
+      namespace_owner: manifest.namespace_owner ?? null,
+      ...changeDetails(unconsented, changes),
+      reason: 'registry_changed',
+      registry_from: registryChange.from,
+      registry_to: registryChange.to,
+    },
+    hint: `A package of the same name on another registry may be another publisher's. If ${registryChange.to} is meant (the npm.registry option or --registry changed on purpose), install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes); else install with the registry of before.`,
   });
 }
 
@@ -854,11 +900,16 @@ export class Installer {
     start: NetworkedStart,
     capabilities: DeclaredCapabilities,
     accept: TrustCallback,
-    source: { readonly kind: PackageSourceKind; readonly owner: string | undefined } = { kind: 'npm', owner: start.namespace_owner ?? undefined },
+    source: { readonly kind: PackageSourceKind; readonly owner: string | undefined; readonly registry?: string } = {
+      kind: 'npm',
+      owner: start.namespace_owner ?? undefined,
+      ...(start.registry === undefined ? {} : { registry: start.registry }),
+    },
   ): Promise<Result<void, HostError>> {
     const snapshot = await this.#o.store.snapshot();
     if (snapshot.isErr()) return err(snapshot.error);
-    if (acceptedBefore(snapshot.value, start.plugin_id, source.owner, capabilities)) return ok(undefined);
+    if (acceptedBefore(snapshot.value, start.plugin_id, source.owner, capabilities, source.registry)) return ok(undefined);
+    const registryChange = registryChangeFor(snapshot.value, start.plugin_id, source.registry);
     const request: TrustRequest = {
       plugin_id: start.plugin_id,
       display_name: start.name,
@@ -872,6 +923,7 @@ export class Installer {
       capabilities,
       tools: [],
       stage: 'introspection',
+      ...(registryChange === undefined ? {} : { registry_change: registryChange }),
     };
     const accepted = await Promise.resolve()
       .then(() => accept(request))
@@ -879,7 +931,12 @@ export class Installer {
     if (accepted === true) return ok(undefined);
     return err(
       hostError('PLUGIN_TRUST_DECLINED', `the start of '${start.plugin_id}' ${start.version} with network, to list its tools, was not accepted`, {
-        details: { plugin_id: start.plugin_id, namespace_owner: start.namespace_owner, stage: 'introspection' },
+        details: {
+          plugin_id: start.plugin_id,
+          namespace_owner: start.namespace_owner,
+          stage: 'introspection',
+          ...(registryChange === undefined ? {} : { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to }),
+        },
       }),
     );
   }
@@ -1051,15 +1108,18 @@ export class Installer {
     // Calling install accepts what a person can read off the package, not a change from what they accepted before:
     // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
     const baseline = trustBaselineOf(snapshot, id);
-    const { changes, added, unconsented, spared, capabilities } = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner);
+    const judged = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source.registry);
+    const { changes, added, spared, registryChange, capabilities } = judged;
     if (options.accept === undefined) {
-      return changes.length === 0 && unconsented.length === 0 ? ok(baseline) : err(unaskedChangeRefusal(manifest, unconsented, changes));
+      const refused = unaskedRefusal(manifest, judged);
+      return refused === undefined ? ok(baseline) : err(refused);
     }
     if (spared) return ok(baseline);
     const request: TrustRequest = {
       ...trustRequestOf(manifest, staged.source, capabilities),
       ...(changes.length === 0 ? {} : { risk_changes: changes }),
       ...(added.length === 0 ? {} : { added_capabilities: added }),
+      ...(registryChange === undefined ? {} : { registry_change: registryChange }),
     };
     const asked = await Promise.resolve()
       .then(() => options.accept?.(request))
@@ -1067,7 +1127,12 @@ export class Installer {
     if (asked === true) return ok(baseline);
     return err(
       hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, {
-        details: { plugin_id: id, namespace_owner: request.namespace_owner, ...changeDetails(added, changes) },
+        details: {
+          plugin_id: id,
+          namespace_owner: request.namespace_owner,
+          ...changeDetails(added, changes),
+          ...(registryChange === undefined ? {} : { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to }),
+        },
       }),
     );
   }
@@ -1168,7 +1233,7 @@ export class Installer {
               : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
         // Another install or remove of the id since the trust gate changed what this one replaces: judged again, never asked (see trustUnderLock).
-        const untrusted = trustBaselineOf(now, id) === trustBaseline ? undefined : trustUnderLock(now, manifest, options, this.#claimOf(manifest, options).namespace_owner);
+        const untrusted = trustBaselineOf(now, id) === trustBaseline ? undefined : trustUnderLock(now, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source.registry);
         if (untrusted !== undefined) return err(untrusted);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));

@@ -81,6 +81,8 @@ export interface NetworkedStart {
   readonly source_path: string;
   /** The network the start gets. */
   readonly network: IntrospectionNetwork;
+  /** The registry npm fetched a registry package from (absent for a local tarball): a change of it is asked as an owner change. */
+  readonly registry?: string;
 }
 
 /** Options of {@link openNpmSource}. */
@@ -142,7 +144,12 @@ export async function shippedManifest(root: string): Promise<{ readonly name: Pa
 }
 
 // The generated manifest's facts, before the tools are known, for the consent to a start with network.
-function networkedStart(fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts'>, executable: string, sourcePath: string, network: IntrospectionNetwork): NetworkedStart {
+function networkedStart(
+  fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts' | 'registry'>,
+  executable: string,
+  sourcePath: string,
+  network: IntrospectionNetwork,
+): NetworkedStart {
   const facts = generatedManifest({ packageJson: fetched.packageJson, executable, tools: [], installScripts: fetched.installScripts });
   const text = (key: string): string => String(facts[key]);
   return {
@@ -154,12 +161,13 @@ function networkedStart(fetched: Pick<FetchedNpmPackage, 'packageJson' | 'instal
     risk: text('risk'),
     source_path: sourcePath,
     network,
+    ...(fetched.registry === undefined ? {} : { registry: fetched.registry }),
   };
 }
 
 async function manifestFor(
   tree: StagingTree,
-  fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts'>,
+  fetched: Pick<FetchedNpmPackage, 'packageJson' | 'installScripts' | 'registry'>,
   stage: string,
   options: NpmSourceOptions,
   sourcePath: string,

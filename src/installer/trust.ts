@@ -10,6 +10,7 @@ import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
 import { riskRank } from '../manifest/model.js';
 import type { ClientRequestKind, ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, PluginGrant, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
+import type { RegistryChange } from './trustRegistry.js';
 
 /** The facts an install asks acceptance for. */
 export interface TrustRequest {
@@ -60,6 +61,14 @@ export interface TrustRequest {
    * remove those recorded with its owner): each new power, field by field.
    */
   readonly added_capabilities?: readonly AddedCapability[];
+  /**
+   * Present on an upgrade or reinstall of an npm registry package fetched
+   * from another registry than the version accepted before (the npm.registry
+   * option changed, or a name published on two registries): the same name
+   * there may be another publisher's package, so this is asked as an owner
+   * change is, whatever owner string the package claims.
+   */
+  readonly registry_change?: RegistryChange;
 }
 
 /**

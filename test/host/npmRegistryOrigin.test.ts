@@ -138,9 +138,9 @@ describe('credentials of an npm package and the registry it came from', { timeou
     expect(await keySeen(host)).toBe(sha(STORED));
 
     // The same profile with its npm registry changed: the other publisher's package of the same name. On the old code
-    // it was 'active' and its tool was given the stored key.
+    // it was 'active' and its tool was given the stored key. The registry change is asked (npmRegistryTrust.test.ts), and accepted here.
     const moved = await opened(dir, other, secretStore);
-    expect((await moved.install(`npm:${NAME}@1.0.2`, { canary: false }))._unsafeUnwrap().plugin.status).toBe('needs_configuration');
+    expect((await moved.install(`npm:${NAME}@1.0.2`, { canary: false, accept: () => true }))._unsafeUnwrap().plugin.status).toBe('needs_configuration');
     expect((await moved.call(OP, {}))._unsafeUnwrapErr().code).toBe('PLUGIN_NEEDS_CONFIGURATION');
     const canary = (await moved.canary(NAME, { live: true }))._unsafeUnwrap();
     expect(canary).toMatchObject({ status: 'skipped', error: { code: 'PLUGIN_NEEDS_CONFIGURATION', details: { stored_for_another_package: true } } });

@@ -1,0 +1,183 @@
+/**
+ * An npm package of the same name from another registry is another
+ * publisher's package: an upgrade or reinstall that comes from another
+ * registry than the version accepted before is asked (the TrustRequest names
+ * both registries), and refused PLUGIN_TRUST_DECLINED (`registry_changed`)
+ * when no one can be asked, even with no new powers and the same owner
+ * string (a manifest's own claim, or `npm:<name>` for an introspected
+ * server). The registry is kept across a remove. Two local registries
+ * (node:http) serving packages made by npm pack, real installs through npm,
+ * real sandboxed introspection starts.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { PluginHost } from '../../src/host/PluginHost.js';
+import { bundledNpmCli } from '../../src/installer/npmFetch.js';
+import type { TrustRequest } from '../../src/installer/trust.js';
+import { HostPool } from '../support/hostHarness.js';
+
+const SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'same-name', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'look', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'ok' }] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+const pool = new HostPool();
+let base: string;
+const servers: Server[] = [];
+beforeAll(async () => {
+  base = await mkdtemp(join(tmpdir(), 'npm-registry-trust-'));
+});
+afterEach(() => pool.cleanup());
+afterAll(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise((closed) => server.close(closed))));
+  await rm(base, { recursive: true, force: true });
+});
+
+/** `name`@`version` packed by npm; with `withManifest` it ships one claiming owner io.example.same, else the host introspects it (owner `npm:<name>`). */
+async function pack(name: string, version: string, note: string, withManifest: boolean): Promise<string> {
+  const dir = await mkdtemp(join(base, 'pack-'));
+  const pkg = join(dir, name);
+  await mkdir(join(pkg, 'bin'), { recursive: true });
+  await writeFile(join(pkg, 'bin', 'server.mjs'), `${SERVER}// ${note}\n`, { mode: 0o755 });
+  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name, version, type: 'module', bin: { [name]: 'bin/server.mjs' } }));
+  if (withManifest) {
+    await writeFile(
+      join(pkg, 'manifest.json'),
+      JSON.stringify({
+        manifest_schema_version: 1,
+        plugin_id: name,
+        name: 'Same name',
+        version,
+        // The owner is the package's own claim: the other registry's package spells it the same.
+        namespace_owner: 'io.example.same',
+        shape: 'mcp-plugin',
+        executable: 'bin/server.mjs',
+        advertised_tools: [{ name: 'look', description: 'Looks', risk_class: 'read' }],
+        declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
+      }),
+    );
+  }
+  execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
+  return join(dir, `${name}-${version}.tgz`);
+}
+
+/** A registry serving `name` at each version given, from its tarball; its URL ends with `/`. */
+async function registry(name: string, versions: Readonly<Record<string, string>>): Promise<string> {
+  const files = new Map<string, { bytes: Buffer; integrity: string }>();
+  for (const [version, tarball] of Object.entries(versions)) {
+    const bytes = await readFile(tarball);
+    files.set(version, { bytes, integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}` });
+  }
+  const server: Server = createServer((req, res) => {
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const tarball = /-(\d+\.\d+\.\d+)\.tgz$/.exec(req.url ?? '');
+    if (tarball !== null) return void res.end(files.get(tarball[1] ?? '')?.bytes ?? '');
+    if (req.url !== `/${name}`) {
+      res.statusCode = 404;
+      return void res.end('{"error":"not found"}');
+    }
+    res.setHeader('content-type', 'application/json');
+    const listed = Object.fromEntries(
+      [...files].map(([version, file]) => [version, { name, version, bin: { [name]: 'bin/server.mjs' }, dist: { tarball: `${origin}/${name}-${version}.tgz`, integrity: file.integrity } }]),
+    );
+    res.end(JSON.stringify({ name, 'dist-tags': { latest: Object.keys(versions).at(-1) }, versions: listed }));
+  });
+  servers.push(server);
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+const opened = (dir: string, from: string): Promise<PluginHost> => pool.open(dir, { profileKind: 'standard', activation: 'immediate', npm: { registry: from } });
+
+/** The lock row's version and registry of `name`, and the registry its owner record kept. */
+async function locked(dir: string, name: string): Promise<{ version?: string; registry?: string; ownerRegistry?: string }> {
+  const lock = JSON.parse(await readFile(join(dir, 'plugins.lock'), 'utf8')) as {
+    plugins: Record<string, { version: string; package: { registry?: string } }>;
+    namespace_owners: Record<string, { registry?: string }>;
+  };
+  const row = lock.plugins[name];
+  const ownerRegistry = lock.namespace_owners[name]?.registry;
+  return { ...(row === undefined ? {} : { version: row.version, registry: row.package.registry }), ...(ownerRegistry === undefined ? {} : { ownerRegistry }) };
+}
+
+/** An accept callback that records each request and answers `answer`. */
+function asking(answer: boolean): { accept: (r: TrustRequest) => boolean; asked: TrustRequest[] } {
+  const asked: TrustRequest[] = [];
+  return { asked, accept: (r) => (asked.push(r), answer) };
+}
+
+describe('an npm package of the same name from another registry', { timeout: 300_000 }, () => {
+  it('is refused unasked and asked with an accept callback, with no new powers and the same claimed owner; the same registry is not', async () => {
+    const name = 'same-name-manifest';
+    const genuine = await registry(name, { '1.0.0': await pack(name, '1.0.0', 'genuine 1.0.0', true), '1.0.1': await pack(name, '1.0.1', 'genuine 1.0.1', true) });
+    const other = await registry(name, { '1.0.2': await pack(name, '1.0.2', 'other 1.0.2', true), '1.0.3': await pack(name, '1.0.3', 'other 1.0.3', true) });
+    const dir = await pool.profile();
+    const host = await opened(dir, genuine);
+    expect((await host.install(`npm:${name}@1.0.0`, { canary: false })).isOk()).toBe(true);
+    // The same registry, the same owner, no new powers: not asked.
+    const same = asking(false);
+    expect((await host.install(`npm:${name}@1.0.1`, { canary: false, accept: same.accept })).isOk()).toBe(true);
+    expect(same.asked).toEqual([]);
+
+    const moved = await opened(dir, other);
+    // No one to ask: refused, naming both registries. On the old code it was installed as a same-owner upgrade.
+    const unasked = (await moved.install(`npm:${name}@1.0.2`, { canary: false }))._unsafeUnwrapErr();
+    expect(unasked.code).toBe('PLUGIN_TRUST_DECLINED');
+    expect(unasked.details).toMatchObject({ reason: 'registry_changed', registry_from: genuine, registry_to: other, plugin_id: name });
+    expect(unasked.message).toContain(`${genuine} → ${other}`);
+    expect(unasked.hint).toContain('--yes');
+    expect(await locked(dir, name)).toMatchObject({ version: '1.0.1', registry: genuine });
+
+    // Asked, and declined: refused with the same reason.
+    const declined = asking(false);
+    const refused = (await moved.install(`npm:${name}@1.0.2`, { canary: false, accept: declined.accept }))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'registry_changed', registry_from: genuine, registry_to: other } });
+    expect(declined.asked).toHaveLength(1);
+    expect(declined.asked[0]?.registry_change).toEqual({ from: genuine, to: other });
+    expect(await locked(dir, name)).toMatchObject({ version: '1.0.1', registry: genuine });
+
+    // Accepted: installed, and the new registry recorded; its next upgrade from there is not asked again.
+    const accepted = asking(true);
+    expect((await moved.install(`npm:${name}@1.0.2`, { canary: false, accept: accepted.accept })).isOk()).toBe(true);
+    expect(accepted.asked.map((r) => r.registry_change)).toEqual([{ from: genuine, to: other }]);
+    expect(await locked(dir, name)).toMatchObject({ version: '1.0.2', registry: other });
+    const again = asking(false);
+    expect((await moved.install(`npm:${name}@1.0.3`, { canary: false, accept: again.accept })).isOk()).toBe(true);
+    expect(again.asked).toEqual([]);
+  });
+
+  it('an introspected server (owner npm:<name>) from another registry after a remove is refused unasked: the owner record keeps the registry', async () => {
+    const name = 'same-name-introspected';
+    const genuine = await registry(name, { '1.0.0': await pack(name, '1.0.0', 'genuine', false) });
+    const other = await registry(name, { '1.0.0': await pack(name, '1.0.0', 'another publisher', false) });
+    const dir = await pool.profile();
+    const host = await opened(dir, genuine);
+    const first = (await host.install(`npm:${name}@1.0.0`, { canary: false }))._unsafeUnwrap();
+    expect(first.plugin.namespace_owner).toBe(`npm:${name}`);
+    expect((await host.remove(name)).isOk()).toBe(true);
+    expect(await locked(dir, name)).toEqual({ ownerRegistry: genuine });
+
+    const moved = await opened(dir, other);
+    const unasked = (await moved.install(`npm:${name}@1.0.0`, { canary: false }))._unsafeUnwrapErr();
+    expect(unasked).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'registry_changed', registry_from: genuine, registry_to: other, namespace_owner: `npm:${name}` } });
+    expect(await locked(dir, name)).toEqual({ ownerRegistry: genuine });
+    const accepted = asking(true);
+    expect((await moved.install(`npm:${name}@1.0.0`, { canary: false, accept: accepted.accept })).isOk()).toBe(true);
+    expect(accepted.asked.map((r) => r.registry_change)).toEqual([{ from: genuine, to: other }]);
+    expect(await locked(dir, name)).toMatchObject({ version: '1.0.0', registry: other });
+  });
+});
