@@ -62,6 +62,7 @@ export type NpmFailureReason =
   | 'npm_failed'
   | 'layout_unexpected'
   | 'no_bin'
+  | 'unknown_bin'
   | 'no_manifest'
   | 'manifest_conflict'
   | 'dependency_source'
@@ -201,16 +202,32 @@ async function readJson(path: string, maxBytes: number): Promise<Record<string, 
 }
 
 /** The environment npm runs with: nothing of the host's but the proxy and CA settings named in etc/npm-install.json. */
-function npmEnvironmentOf(home: string, ownProxy: boolean): NodeJS.ProcessEnv {
+function npmEnvironmentOf(home: string, ownProxy: boolean, registry: string): NodeJS.ProcessEnv {
   // Behind the registry-only proxy, no NO_PROXY entry (127.0.0.1, an internal domain) may send a request around it.
-  const names = ownProxy ? settings.passedEnv.filter((name) => !PROXY_ENV.includes(name)) : settings.passedEnv;
+  const names = settings.passedEnv.filter((name) => !PROXY_ENV.includes(name) || (!ownProxy && !NO_PROXY_ENV.includes(name)));
   const passed = Object.fromEntries(names.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
-  return { ...passed, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: `/dev/fd/${USERCONFIG_FD}`, npm_config_globalconfig: join(home, 'npmrc-global') };
+  // Behind the host's proxy, a NO_PROXY entry sent a dependency's URL (an internal service's, the reason it is listed)
+  // around it, straight from the host: npm keeps one for the registry alone, when the host's list exempts it.
+  const direct = !ownProxy && exemptFromProxy(new URL(registry).hostname) ? { NO_PROXY: new URL(registry).hostname } : {};
+  return { ...passed, ...direct, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: `/dev/fd/${USERCONFIG_FD}`, npm_config_globalconfig: join(home, 'npmrc-global') };
 }
 
-// The host's own proxy settings: with any of them set npm goes through the host's proxy, which decides; else through ours.
+// The host's own proxy settings: with an https proxy set npm goes through the host's proxy, which decides; else through
+// ours. npm (@npmcli/agent) sends an https URL through HTTPS_PROXY only: with HTTP_PROXY alone it connected to any
+// https URL a dependency named itself, so an http proxy alone is no proxy of the host's here.
 const PROXY_ENV = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
-const hostHasProxy = (): boolean => ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'].some((name) => (process.env[name] ?? '') !== '');
+const NO_PROXY_ENV = ['NO_PROXY', 'no_proxy'];
+const hostHasProxy = (): boolean => ['HTTPS_PROXY', 'https_proxy'].some((name) => (process.env[name] ?? '') !== '');
+
+/** Whether the host's NO_PROXY exempts `hostname`, matched as npm matches it (the entry's dot-separated labels end the name). */
+function exemptFromProxy(hostname: string): boolean {
+  const labels = hostname.toLowerCase().split('.').reverse();
+  const entries = NO_PROXY_ENV.flatMap((name) => (process.env[name] ?? '').split(','));
+  return entries.some((entry) => {
+    const wanted = entry.trim().toLowerCase().split('.').filter(Boolean).reverse();
+    return wanted.length > 0 && wanted.every((label, i) => labels[i] === label);
+  });
+}
 
 /** The registry as npm is told it (no user or password in its URL), the private configuration that authenticates to it, and what to redact. */
 interface RegistryAccess {
@@ -380,7 +397,7 @@ async function fetchBehind(proxy: RegistryOnlyProxy | undefined, spec: NpmSpec, 
   const { cli, home, project, registry, npmrc, redactor, target, limits } = run;
   const proxyArgs = proxy === undefined ? [] : ['--proxy', proxy.url, '--https-proxy', proxy.url];
   const installArgs = (what: string): string[] => ['install', what, ...settings.installFlags, '--cache', join(home, 'cache'), '--registry', registry, '--git', join(home, 'git'), ...proxyArgs];
-  const npmEnvironment = (dir: string): NodeJS.ProcessEnv => npmEnvironmentOf(dir, proxy !== undefined);
+  const npmEnvironment = (dir: string): NodeJS.ProcessEnv => npmEnvironmentOf(dir, proxy !== undefined, registry);
   // The tree is resolved first (lockfile only, nothing unpacked) and checked before npm fetches any package of it.
   const bounds = { project, cache: join(home, 'cache'), limits };
   const resolved = await runNpm(cli, [...installArgs(target), '--package-lock-only'], project, npmEnvironment(home), npmrc, redactor, bounds);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledNpmCli, fetchNpmPackage, parseNpmSpec } from '../../src/installer/npmFetch.js';
+import { startRegistryOnlyProxy } from '../../src/installer/npmProxy.js';
 
 let base: string;
 beforeAll(async () => {
@@ -94,6 +95,62 @@ describe('npm dependency sources', { timeout: 120_000 }, () => {
       expect(connections).toBe(0);
     } finally {
       listener.close();
+    }
+  });
+
+  /**
+   * Installs a tarball whose dependency is an https URL of a local listener, with `env` set in the host's environment,
+   * and answers whether the host connected to it (as soon as it does: npm would go on retrying) or npm's error.
+   */
+  async function httpsDependencyWith(env: Record<string, string>): Promise<'connected' | Awaited<ReturnType<typeof fetchNpmPackage>>> {
+    const dir = await mkdtemp(join(base, 'host-proxy-'));
+    let connected: () => void = () => undefined;
+    const connection = new Promise<'connected'>((resolve) => {
+      connected = () => resolve('connected');
+    });
+    const listener = createNetServer((socket) => {
+      connected();
+      socket.destroy();
+    });
+    await new Promise<void>((listening) => listener.listen(0, '127.0.0.1', listening));
+    const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, env);
+    try {
+      const url = `https://127.0.0.1:${(listener.address() as AddressInfo).port}/tlsdep-1.0.0.tgz`;
+      const tarball = await pack(dir, `uses-https-url-${Object.keys(env).join('-').toLowerCase()}`, { dependencies: { tlsdep: url } });
+      const work = join(dir, 'work');
+      await mkdir(work);
+      return await Promise.race([connection, fetchNpmPackage(parseNpmSpec(`npm:${tarball}`)._unsafeUnwrap(), work)]);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      listener.close();
+    }
+  }
+
+  it('keeps npm behind the registry-only proxy for https when the host has only an http proxy of its own', async () => {
+    // npm reaches an https URL through HTTPS_PROXY only: with HTTP_PROXY alone it connected to a dependency's https URL itself.
+    const outcome = await httpsDependencyWith({ HTTP_PROXY: 'http://127.0.0.1:9' });
+    expect(outcome).not.toBe('connected');
+    if (outcome === 'connected') return;
+    expect(outcome._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url' } });
+  });
+
+  it("sends no dependency's URL around the host's own proxy by its NO_PROXY list", async () => {
+    // The host's proxy (one that refuses all but the registry, as the host's own might) is where the URL goes;
+    // NO_PROXY=127.0.0.1 sent it to the listener directly.
+    const hostProxy = await startRegistryOnlyProxy('https://registry.npmjs.org/');
+    try {
+      const outcome = await httpsDependencyWith({ HTTPS_PROXY: hostProxy.url, NO_PROXY: '127.0.0.1' });
+      expect(outcome).not.toBe('connected');
+      if (outcome === 'connected') return;
+      expect(outcome._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'dependency_source', source: 'url' } });
+      expect(hostProxy.refused.length).toBeGreaterThan(0);
+      expect(hostProxy.refused.every((url) => url.includes('127.0.0.1'))).toBe(true);
+    } finally {
+      await hostProxy.close();
     }
   });
 
