@@ -124,6 +124,13 @@ export interface PackageSource {
    * packages installed before it was recorded.
    */
   readonly registry?: string;
+  /**
+   * The `bin` of an `npm:` package its server runs as, when the install named
+   * one (the `bin` install option, `--bin`): a later install of the plugin
+   * without the option uses it again. Absent when the package's default bin
+   * was chosen, or its manifest names the executable.
+   */
+  readonly bin?: string;
 }
 
 /** One installed plugin in `plugins.lock`. */

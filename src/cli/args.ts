@@ -44,6 +44,7 @@ const OPTIONS = {
   setting: { type: 'string', multiple: true },
   arg: { type: 'string', multiple: true },
   manifest: { type: 'string' },
+  bin: { type: 'string' },
   'python-index': { type: 'string' },
   config: { type: 'string' },
   http: { type: 'boolean' },
@@ -135,7 +136,7 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'allow-signer-change', 'yes', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'bin', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'allow-signer-change', 'yes', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
@@ -156,6 +157,8 @@ export const COMMANDS = {
       'npm:<name>@<version> (or npm:<file>.tgz from npm pack) installs a published npm server with its',
       'production dependencies (fetched by npm, install scripts never run). Without a manifest in the',
       'package or --manifest <file>, one is generated from the server\'s own tool list (see wrap).',
+      '--bin <name> runs that bin of the npm package as its server (e.g. <name>-mcp beside a CLI);',
+      'later installs of the plugin without --bin keep it.',
       '--arg <value> (repeatable) is passed to the executable; ${data_dir} stands for its data dir.',
       'A Python package whose executable is a console script is installed into a private environment',
       'from the wheels it ships, offline; --python-index <url> lets pip fetch missing wheels from that',
@@ -347,6 +350,8 @@ export interface Flags {
   readonly args: readonly string[];
   /** install: a manifest file for a package that ships none. */
   readonly manifestFile: string | undefined;
+  /** install: the bin of an npm package to run as its server (InstallOptions.bin). */
+  readonly bin: string | undefined;
   /** install: the package index pip may fetch a Python package's missing wheels from. */
   readonly pythonIndexUrl: string | undefined;
   /** serve: the gateway configuration file. */
@@ -592,6 +597,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       settings: settings.value,
       args: list('arg'),
       manifestFile: text('manifest'),
+      bin: text('bin'),
       pythonIndexUrl: text('python-index'),
       config: text('config'),
       http: bool('http'),

@@ -54,6 +54,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   setting: ['--setting key=value', "an MCP Bundle's user_config value (repeatable; a repeated key is a list)"],
   arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir; --arg=--flag for one that begins with -)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
+  bin: ['--bin <name>', "which of an npm package's bins is its MCP server (kept by later installs)"],
   'python-index': ['--python-index <url>', 'a package index pip may fetch missing Python wheels from'],
   config: ['--config <file>', 'a JSON gateway configuration (etc/schemas/gateway-config.schema.json)'],
   http: ['--http', 'serve Streamable HTTP at /mcp instead of stdio'],

@@ -88,6 +88,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
     ...(flags.settings === undefined ? {} : { settings: flags.settings }),
     ...(flags.args.length === 0 ? {} : { args: flags.args }),
     ...(manifest.value === undefined ? {} : { manifest: manifest.value }),
+    ...(flags.bin === undefined ? {} : { bin: flags.bin }),
     ...(flags.pythonIndexUrl === undefined ? {} : { pythonIndexUrl: flags.pythonIndexUrl }),
   });
   offSpawn();

@@ -297,6 +297,7 @@ const INSPECT_SCHEMA: OptionSchema = {
   settings: 'object',
   manifest: 'object',
   args: 'strings',
+  bin: 'string',
   pythonIndexUrl: 'string',
 };
 

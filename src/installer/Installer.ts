@@ -189,6 +189,18 @@ export interface PackageInstallChoices {
    * may serve.
    */
   readonly args?: readonly string[];
+  /**
+   * For an `npm:` package that ships no manifest: the name of its `bin` to
+   * run as the server, for a package whose MCP server is not its default
+   * executable (e.g. `bunqueue-mcp` of `bunqueue`). Without it the host runs
+   * the package's only bin, or the one named like the package; a package
+   * with several and none so named fails with PLUGIN_NPM_INSTALL_FAILED
+   * (`no_bin`), a name the package lacks with `unknown_bin`, both hints
+   * listing its bins. Recorded in the lock: a later install of the plugin
+   * (an upgrade, a reinstall) without it runs the same bin, and one whose
+   * version no longer has it fails with `unknown_bin`.
+   */
+  readonly bin?: string;
 }
 
 /** Per-install choices. */
@@ -811,6 +823,11 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', 'option manifest applies to npm: sources only; a directory or archive package carries its own manifest', { details: { option: 'manifest' } }),
       );
     }
+    if (!isNpmSource(source) && options.bin !== undefined) {
+      return errAsync(
+        hostError('HOST_INVALID_OPTIONS', "option bin applies to npm: sources only; a directory or archive package's manifest names its executable", { details: { option: 'bin' } }),
+      );
+    }
     const opened: ResultAsync<StagedPackage, HostError> = isNpmSource(source) ? this.#openNpm(source, options) : openPackageSource(source, {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
@@ -886,7 +903,17 @@ export class Installer {
       network: networkOf(capabilities.value),
       ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, capabilities.value, accept) }),
     };
-    return openNpmSource(source, { ...this.#npmSourceOptions(options.args, granted), ...(options.manifest === undefined ? {} : { manifest: options.manifest }) });
+    // The bin an earlier install chose stays the server's unless this install names another (an upgrade keeps it).
+    const recordedBin = async (id: string): Promise<string | undefined> => {
+      const snapshot = await this.#o.store.snapshot();
+      const plugins = snapshot.isOk() ? snapshot.value.contents.plugins : {};
+      return Object.hasOwn(plugins, id) ? plugins[id]?.package.bin : undefined;
+    };
+    return openNpmSource(source, {
+      ...this.#npmSourceOptions(options.args, granted),
+      ...(options.manifest === undefined ? {} : { manifest: options.manifest }),
+      ...(options.bin === undefined ? { recordedBin } : { bin: options.bin }),
+    });
   }
 
   /**

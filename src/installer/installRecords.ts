@@ -121,6 +121,7 @@ export function pluginRecords(
         checksum: staged.digest ?? '',
         ...(staged.signature === undefined ? {} : { signer: staged.signature.keyFingerprint }),
         ...(staged.source.registry === undefined ? {} : { registry: staged.source.registry }),
+        ...(staged.source.bin === undefined ? {} : { bin: staged.source.bin }),
       },
       binding,
       ...(granted.grant === undefined ? {} : { grant: recordedGrant(granted.grant) }),

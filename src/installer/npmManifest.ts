@@ -7,7 +7,7 @@
  */
 import { posix } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
-import type { HostError } from '../errors/HostError.js';
+import { hostError, type HostError } from '../errors/HostError.js';
 import { DEFAULT_CAPABILITIES } from './grant.js';
 import { npmFailure } from './npmFetch.js';
 import { skippedInstallScriptsNote } from './npmInstallScripts.js';
@@ -75,27 +75,67 @@ export function pluginIdOf(packageName: string): string {
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * The file the package runs as its server, relative to the package root:
- * its only `bin`, or the `bin` named like the package (unscoped), from
- * package.json. A package without one fails with PLUGIN_NPM_INSTALL_FAILED
- * (`no_bin`): pass a manifest naming the executable instead.
- */
-export function binOf(packageJson: Readonly<Record<string, unknown>>): Result<string, HostError> {
+/** The names of the package's executables, as npm links them: a string `bin` is named like the package (unscoped). */
+export function binNamesOf(packageJson: Readonly<Record<string, unknown>>): string[] {
   const name = typeof packageJson['name'] === 'string' ? packageJson['name'] : '';
   const bin = packageJson['bin'];
+  if (typeof bin === 'string') return [name.slice(name.lastIndexOf('/') + 1)];
+  return isRecord(bin) ? Object.keys(bin).filter((key) => typeof bin[key] === 'string' && bin[key] !== '') : [];
+}
+
+// The bins named in a hint, quoted, a long list cut short (a CLI with dozens of commands).
+const binList = (names: readonly string[]): string => {
+  const shown = names.slice(0, 12).map((n) => `'${n}'`).join(', ');
+  return names.length > 12 ? `${shown}, … (${names.length} in all)` : shown;
+};
+
+/**
+ * The file the package runs as its server, relative to the package root,
+ * from package.json: the `bin` named `wanted` (the `bin` install option, for
+ * a package whose server is a second executable, e.g. `<name>-mcp`), else its
+ * only `bin`, or the `bin` named like the package (unscoped). A named bin the
+ * package lacks fails with PLUGIN_NPM_INSTALL_FAILED (`unknown_bin`), and a
+ * package without a bin to choose with `no_bin`; both hints list its bins.
+ */
+export function binOf(packageJson: Readonly<Record<string, unknown>>, wanted?: string): Result<string, HostError> {
+  const name = typeof packageJson['name'] === 'string' ? packageJson['name'] : '';
+  const version = typeof packageJson['version'] === 'string' ? packageJson['version'] : '';
+  const bin = packageJson['bin'];
+  const names = binNamesOf(packageJson);
+  const unscoped = name.slice(name.lastIndexOf('/') + 1);
   let chosen: unknown;
-  if (typeof bin === 'string') chosen = bin;
+  if (wanted !== undefined) {
+    chosen = typeof bin === 'string' ? (wanted === unscoped ? bin : undefined) : isRecord(bin) && Object.hasOwn(bin, wanted) ? bin[wanted] : undefined;
+    if (typeof chosen !== 'string' || chosen === '') {
+      return err(
+        hostError('PLUGIN_NPM_INSTALL_FAILED', `npm package '${name}'${version === '' ? '' : ` ${version}`} has no bin named '${wanted}'`, {
+          details: { reason: 'unknown_bin', bin: wanted, bins: names },
+          hint:
+            names.length === 0
+              ? 'The package declares no bin at all: pass a manifest naming the executable instead of --bin.'
+              : `Its bins: ${binList(names)}. Name one of them with --bin (the bin install option); an upgrade keeps the bin chosen before, so a version that renamed it needs --bin again.`,
+        }),
+      );
+    }
+  } else if (typeof bin === 'string') chosen = bin;
   else if (isRecord(bin)) {
     const entries = Object.entries(bin);
-    const unscoped = name.slice(name.lastIndexOf('/') + 1);
     chosen = entries.length === 1 ? entries[0]?.[1] : bin[unscoped];
   }
   if (typeof chosen !== 'string' || chosen === '') {
+    // Several bins and none named like the package: which one serves MCP is the caller's to say (often `<name>-mcp`).
+    const several = names.length > 1;
     return err(
-      npmFailure('no_bin', `npm package '${name}' has no single bin to run as its server; pass a manifest naming the executable`, {
-        bin: bin ?? null,
-      }),
+      hostError(
+        'PLUGIN_NPM_INSTALL_FAILED',
+        several
+          ? `npm package '${name}' has ${names.length} bins and none named '${unscoped}', so which one is its server is not known`
+          : `npm package '${name}' has no single bin to run as its server; pass a manifest naming the executable`,
+        {
+          details: { reason: 'no_bin', bin: bin ?? null, bins: names },
+          ...(several ? { hint: `Its bins: ${binList(names)}. Name the one that serves MCP with --bin <name> (the bin install option), or pass a manifest naming the executable.` } : {}),
+        },
+      ),
     );
   }
   const normalized = posix.normalize(chosen);

@@ -61,8 +61,11 @@ export interface StagedPackage {
   readonly digest?: PackageDigest;
   /** The trusted key that signed the digest, when a signature was verified. */
   readonly signature?: { readonly keyFingerprint: string };
-  /** Where the package came from; for an npm registry package also the registry npm fetched it from (no user or password; ends with `/`). */
-  readonly source: { readonly kind: PackageSourceKind; readonly path: string; readonly registry?: string };
+  /**
+   * Where the package came from; for an npm registry package also the registry npm fetched it from (no user or password;
+   * ends with `/`), and for an npm package whose server is a bin named by the install (or kept from the one before) that bin.
+   */
+  readonly source: { readonly kind: PackageSourceKind; readonly path: string; readonly registry?: string; readonly bin?: string };
   /** The single top-level folder of the archive that was stripped, if any. */
   readonly strippedTopDirectory?: string;
   /** Entries and file bytes staged. */
