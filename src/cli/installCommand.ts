@@ -69,7 +69,11 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
             const changes = request.risk_changes ?? [];
             if (changes.length > 0) ctx.terminal.stderr.write(`Easier to call than the version accepted before:\n${changes.map((c) => `  ${oneLineField(riskChangeText(c))}\n`).join('')}`);
             // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
-            const changed = [...(added.length > 0 ? ['these new powers'] : []), ...(changes.length > 0 ? ['these tools rated lower'] : [])].join(' and ');
+            const changed = [
+              ...(request.registry_change === undefined ? [] : ['this other npm registry']),
+              ...(added.length > 0 ? ['these new powers'] : []),
+              ...(changes.length > 0 ? ['these tools rated lower'] : []),
+            ].join(' and ');
             const question =
               request.stage === 'introspection'
                 ? `Start ${request.plugin_id} once with this network to list its tools?`

@@ -2,6 +2,7 @@ import type { CanaryOutcome, InventoryStatus, PluginInfo, TrustRequest } from '.
 import layout from '../../etc/cli-terminal.json' with { type: 'json' };
 import { isAbsolute } from 'node:path';
 import { columns, oneLineField, type Style } from './style.js';
+import { registryChangeText } from '../installer/trustRegistry.js';
 
 // An npm source's path is the `<name>@<version>` the registry resolved, or a local tarball's absolute path: the
 // tarball's name, version and owner are its own package.json's claims, so it is never shown as the package it names.
@@ -72,6 +73,8 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
   const rows: [string, string][] = [
     ['plugin', `${request.display_name} ${request.version} (${request.plugin_id}, from ${tarball ? `${localTarball(request.source_path)}, not the npm registry` : `a ${request.source} package`})`],
     ['namespace owner', request.namespace_owner === null ? 'none declared' : tarball ? claimedOwner(request.namespace_owner) : request.namespace_owner],
+    // The same name on another registry may be another publisher's package, whatever owner it claims: shown beside the owner.
+    ...(request.registry_change === undefined ? [] : [['npm registry', `${registryChangeText(request.registry_change)}, not the one the version accepted before came from`] as [string, string]]),
     ['terms of service', request.tos ?? 'none stated'],
     ['risk', request.risk ?? 'none stated'],
     ['license', request.license ?? 'none declared'],
