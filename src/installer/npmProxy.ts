@@ -9,8 +9,9 @@
  * the request ends here, and npm's failure names the URL, which
  * npmFetch.ts reads as the dependency source it is.
  *
- * A host that has its own proxy (HTTPS_PROXY and friends, which npm is
- * given) keeps it: that proxy is then where such requests are decided.
+ * A host that has its own https proxy (HTTPS_PROXY, which npm is given)
+ * keeps it: that proxy is then where such requests are decided. An
+ * HTTP_PROXY alone is not one: npm sends https URLs through HTTPS_PROXY only.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
