@@ -13,7 +13,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { HostTelemetry, type HostTelemetryOptions } from '../observability/telemetry.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
-import { numberRequestsFromOne } from './clientRequestIds.js';
+import { numberRequestsFromOne } from '../shapes/mcp/requestIds.js';
 import { callForClient, type ClientIdentity, type ToolCallClient } from './clientToolCall.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { forwardLog, GatewaySubscriptions, GatewaySurface, serveSurface } from './gatewaySurface.js';

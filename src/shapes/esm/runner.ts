@@ -20,6 +20,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { ok } from 'neverthrow';
 import type { Logger } from '../../ports/ports.js';
 import { dropHomeGlobalPaths } from '../../binding/nodeGlobalPaths.js';
+import { numberRequestsFromOne } from '../mcp/requestIds.js';
 import { loadPlugins } from './loadPlugins.js';
 import { esmManifestValidator, readEsmManifest } from './manifestFile.js';
 import { parseRunnerArguments } from './runnerArgs.js';
@@ -73,6 +74,9 @@ async function main(): Promise<number | undefined> {
   // The plugin's identity is the server's, so the host's serverInfo names the plugin. Logging is announced so that
   // the host can set the level and a handler's log notifications (extra.sendNotification) reach the host as events.
   const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version }, { capabilities: { logging: {} } });
+  // A handler's first request to the host (extra.sendRequest: sampling, elicitation, roots) would be id 0, which the
+  // host's SDK Client cannot cancel: numbered from 1, a plugin's withdrawn first request is withdrawn at the host too.
+  numberRequestsFromOne(server.server);
   const source = { root, manifest: manifest.value, ...(pinned.value === undefined ? {} : { entry: pinned.value }) };
   const loaded = await loadPlugins(server, [source], { ...flags, trust: 'in-process', logger: stderrLogger });
   const plugin = loaded.isOk() ? loaded.value.plugins[0] : undefined;

@@ -21,6 +21,43 @@ const SHORTEST_TOO_DEEP_LINE = 2 * LINE_NESTING_LIMIT;
 const DROPPED_LOG_DATA = `[log data nested deeper than ${pluginAnswerLimits.maxNestingDepth} levels, dropped]`;
 /** After the process exits, how long stdout may still deliver buffered lines before the connection ends. */
 const EXIT_DRAIN_MS = 200;
+/**
+ * What the host's SDK `Client` sees in place of a plugin's request id 0. The
+ * SDK drops a `notifications/cancelled` whose `requestId` is falsy (it tests
+ * the id for truth), and an SDK-based plugin numbers its requests from 0: its
+ * first sampling, elicitation or roots request, withdrawn (its own timeout, an
+ * abort), kept the application's callback or a gateway client running until
+ * the call ended. The ids are swapped, not shifted, so each id of the plugin's
+ * still stands for exactly one at the SDK: a plugin that uses this very id gets
+ * 0 at the SDK in its place (its cancel of it is then dropped, as the SDK does).
+ */
+const PLUGIN_ID_ZERO_STAND_IN = 'mcp-plugin-host:plugin-request-0';
+
+/** The two ids swapped between the plugin's numbering and the SDK's. */
+type SwappedId = 0 | typeof PLUGIN_ID_ZERO_STAND_IN;
+
+/** Whether an id is one of the two the swap changes. */
+const swapsZero = (id: unknown): id is SwappedId => id === 0 || id === PLUGIN_ID_ZERO_STAND_IN;
+
+/** 0 for the stand-in, the stand-in for 0 (the swap is its own inverse, either way round). */
+const swapZero = (id: SwappedId): SwappedId => (id === 0 ? PLUGIN_ID_ZERO_STAND_IN : 0);
+
+/**
+ * A message from the plugin with the ids of its own numbering (its requests,
+ * its cancels of them) as the SDK is to see them; answers to the host's
+ * requests carry the host's numbering and pass as they are.
+ */
+function towardSdk(message: JSONRPCMessage): JSONRPCMessage {
+  if (!('method' in message)) return message;
+  if ('id' in message) return swapsZero(message.id) ? { ...message, id: swapZero(message.id) } : message;
+  if (message.method !== 'notifications/cancelled' || !isJsonObject(message.params) || !swapsZero(message.params.requestId)) return message;
+  return { ...message, params: { ...message.params, requestId: swapZero(message.params.requestId) } };
+}
+
+/** An answer of the host's to one of the plugin's requests with the id the plugin gave it; any other message as it is. */
+function towardPlugin(message: JSONRPCMessage): JSONRPCMessage {
+  return !('method' in message) && 'id' in message && swapsZero(message.id) ? { ...message, id: swapZero(message.id) } : message;
+}
 
 /** Options of a {@link PluginProcessTransport}. */
 export interface PluginProcessTransportOptions {
@@ -184,6 +221,11 @@ export class PluginProcessTransport implements Transport {
 
   /** Writes one message as one line, waiting for the pipe to drain when it is full. */
   send(message: JSONRPCMessage): Promise<void> {
+    return this.write(towardPlugin(message));
+  }
+
+  /** Writes one message with the ids it will have on the wire. */
+  private write(message: JSONRPCMessage): Promise<void> {
     const channel = this.channel;
     if (this.closed || channel === undefined) return Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'));
     if ('method' in message && message.method === 'initialize' && 'id' in message) this.initializeId = message.id;
@@ -259,6 +301,7 @@ export class PluginProcessTransport implements Transport {
     }
     let data = message.data;
     if (this.initializeId !== undefined && 'id' in data && data.id === this.initializeId) data = this.noteInitializeAnswer(data);
+    data = towardSdk(data);
     try {
       this.onmessage?.(data);
     } catch (error) {
@@ -336,7 +379,8 @@ export class PluginProcessTransport implements Transport {
     }
     if (id !== undefined && typeof message.method === 'string') {
       const refusal = { code: ErrorCode.InvalidRequest, message: `request nested more than ${limit} levels deep` };
-      this.send({ jsonrpc: '2.0', id, error: refusal }).catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))));
+      // The plugin's own id, past the swap of id 0 in send: the SDK never saw this request.
+      this.write({ jsonrpc: '2.0', id, error: refusal }).catch((error: unknown) => this.onerror?.(error instanceof Error ? error : new Error(String(error))));
     }
     this.onerror?.(failure);
     return undefined;

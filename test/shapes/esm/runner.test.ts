@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PluginProcess } from '../../../src/process/PluginProcess.js';
 import { spawnPluginProcess } from '../../../src/process/spawnPluginProcess.js';
@@ -59,6 +60,24 @@ describe('the ESM runner subprocess', () => {
     const prompt = await client.getPrompt({ name: 'summarize', arguments: { text: 't' } });
     expect(Array.isArray(prompt.messages)).toBe(true);
     expect(prompt.messages).toHaveLength(1);
+  });
+
+  it("numbers the plugin's requests to the host from 1: the host's SDK Client drops a cancel of request id 0", async () => {
+    const [command, ...args] = RUNNER_ARGV;
+    const asker = join(REPO, 'fixtures/plugins/esm-asker');
+    const transport = new StdioClientTransport({ command: command!, args: [...args, '--', asker], env: ENV, stderr: 'pipe' });
+    const client = new Client({ name: 'esm-runner-test', version: '0.0.0' }, { capabilities: { sampling: {} } });
+    clients.push(client);
+    const ids: unknown[] = [];
+    client.setRequestHandler(CreateMessageRequestSchema, (_request, extra) => {
+      ids.push(extra.requestId);
+      return { role: 'assistant', content: { type: 'text', text: `answer ${ids.length}` }, model: 'm' };
+    });
+    await client.connect(transport);
+
+    expect(firstText(await client.callTool({ name: 'ask_model', arguments: {} }))).toBe('answer 1');
+    expect(firstText(await client.callTool({ name: 'ask_model', arguments: {} }))).toBe('answer 2');
+    expect(ids).toEqual([1, 2]);
   });
 
   it('runs as an esm-module PluginSession through the host spawner', async () => {

@@ -1,5 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
-import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateMessageRequestSchema, ErrorCode, LATEST_PROTOCOL_VERSION, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it, vi } from 'vitest';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import type { HostError } from '../../../src/errors/HostError.js';
@@ -263,5 +264,75 @@ describe('PluginProcessTransport, a line nested deeper than the answer bound', (
     expect((violations[0]?.details.line_excerpt as string).length).toBeLessThanOrEqual(201);
     const answer = JSON.parse(String(stdin.read())) as { id: unknown; error: { code: number; message: string } };
     expect(answer).toEqual({ jsonrpc: '2.0', id: 's1', error: { code: ErrorCode.InvalidRequest, message: `request nested more than ${LIMIT} levels deep` } });
+  });
+});
+
+describe("PluginProcessTransport, a plugin's request id 0", () => {
+  // The SDK drops a cancel whose requestId is falsy: the plugin's 0 reaches it as this id, and this id as 0.
+  const STAND_IN = 'mcp-plugin-host:plugin-request-0';
+  const sampling = (id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method: 'sampling/createMessage', params: { messages: [], maxTokens: 1 } });
+  const cancel = (requestId: unknown) => JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'gave up' } });
+  const lines = (stdin: PassThrough) => String(stdin.read()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('swaps 0 and its stand-in in the plugin\'s requests, its cancels and the answers to them; the host\'s own ids pass as they are', async () => {
+    const stdin = new PassThrough();
+    const { stdout, messages, transport } = await started({}, stdin);
+    stdout.write(`${sampling(0)}\n${sampling(STAND_IN)}\n${sampling(1)}\n${cancel(0)}\n${cancel(STAND_IN)}\n`);
+    // An answer to the host's own request 0 (its initialize) is in the host's numbering.
+    stdout.write('{"jsonrpc":"2.0","id":0,"result":{}}\n');
+    await tick();
+    expect(messages.map((m) => ('id' in m ? m.id : ((m as unknown as { params: { requestId: unknown } }).params.requestId)))).toEqual([STAND_IN, 0, 1, STAND_IN, 0, 0]);
+    await transport.send({ jsonrpc: '2.0', id: STAND_IN, result: { answered: 'first' } });
+    await transport.send({ jsonrpc: '2.0', id: 0, error: { code: -32601, message: 'no' } });
+    await transport.send({ jsonrpc: '2.0', id: 1, result: {} });
+    // The host's own request 0 and its cancel are in the host's numbering.
+    await transport.send({ jsonrpc: '2.0', id: 0, method: 'ping' });
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 0 } });
+    await tick();
+    expect(lines(stdin).map((m) => [m.id ?? (m.params as { requestId: unknown }).requestId, m.method ?? Object.keys(m).find((k) => k === 'result' || k === 'error')])).toEqual([
+      [0, 'result'],
+      [STAND_IN, 'error'],
+      [1, 'result'],
+      [0, 'ping'],
+      [0, 'notifications/cancelled'],
+    ]);
+  });
+
+  it("lets the host's SDK Client abort its handler for the plugin's request 0 when the plugin cancels it, and answers the colliding id under its own id", async () => {
+    const stdin = new PassThrough();
+    const { process, stdout } = fakeProcess(stdin);
+    // Client.connect starts the transport itself.
+    const transport = new PluginProcessTransport(process);
+    const client = new Client({ name: 'host', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    const signals = new Map<unknown, AbortSignal>();
+    let answerHeld = (): void => undefined;
+    const held = new Promise<void>((resolve) => (answerHeld = resolve));
+    client.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+      const asked = (request.params.messages[0]?.content as { text?: string } | undefined)?.text;
+      signals.set(asked, extra.signal);
+      await held;
+      return { role: 'assistant', content: { type: 'text', text: `for ${asked}` }, model: 'm' };
+    });
+    const connecting = client.connect(transport);
+    await tick();
+    const initialize = lines(stdin)[0];
+    stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id: initialize?.id, result: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, serverInfo: { name: 'plugin', version: '1.0.0' } } })}\n`);
+    await connecting;
+    await tick();
+    stdin.read();
+    const ask = (id: unknown, text: string) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text } }], maxTokens: 1 } });
+    stdout.write(`${ask(0, 'zero')}\n${ask(STAND_IN, 'colliding')}\n`);
+    await vi.waitFor(() => expect(signals.size).toBe(2));
+    stdout.write(`${cancel(0)}\n`);
+    await vi.waitFor(() => expect(signals.get('zero')?.aborted).toBe(true));
+    expect(signals.get('zero')?.reason).toBe('gave up');
+    expect(signals.get('colliding')?.aborted).toBe(false);
+    answerHeld();
+    await vi.waitFor(() => expect(stdin.readableLength).toBeGreaterThan(0));
+    await tick();
+    // Only the request still wanted is answered, under the plugin's own id.
+    expect(lines(stdin)).toEqual([{ jsonrpc: '2.0', id: STAND_IN, result: { role: 'assistant', content: { type: 'text', text: 'for colliding' }, model: 'm' } }]);
+    await client.close();
   });
 });

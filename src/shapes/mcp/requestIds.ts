@@ -1,7 +1,8 @@
 /**
- * The ids of the requests the gateway sends a client (a confirmation, a
- * plugin's forwarded sampling, elicitation or roots request), stdio and HTTP
- * alike: each client's SDK `Server` numbers them, from 0 unless told otherwise.
+ * The ids of the requests the host's SDK peers send: the gateway's `Server`
+ * to each client (a confirmation, a plugin's forwarded sampling, elicitation
+ * or roots request), stdio and HTTP alike, and the ESM runner's `McpServer`
+ * to the host's `Client`. The SDK numbers them from 0 unless told otherwise.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 
@@ -11,11 +12,12 @@ interface RequestCounter {
 }
 
 /**
- * Makes `server` number its requests to its client from 1. The SDK's
+ * Makes `server` number its requests to its peer from 1. The SDK's
  * `Client` (as its `Server`) drops a `notifications/cancelled` whose
- * `requestId` is falsy (it tests the id for truth), so the first request the
- * gateway sent an SDK client, id 0, could not be cancelled there: a client
- * whose plugin call or prompt ended kept sampling or asking its user for it.
+ * `requestId` is falsy (it tests the id for truth), so the first request a
+ * server sent an SDK client, id 0, could not be cancelled there: a gateway
+ * client whose plugin call or prompt ended kept sampling or asking its user
+ * for it, and the host kept running an ESM plugin's first withdrawn request.
  * Call before the server sends anything. An SDK without the counter leaves the
  * numbering as it is (test/gateway/clientCancellation.test.ts shows it).
  */
