@@ -170,7 +170,7 @@ export const COMMANDS = {
   wrap: {
     args: ['<npm:spec>'],
     summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
-    options: ['arg', 'grant-client-request', 'grant-env', 'grant-network', 'grant-egress', 'yes', ...LIMIT_OPTIONS],
+    options: ['arg', 'bin', 'grant-client-request', 'grant-env', 'grant-network', 'grant-egress', 'yes', ...LIMIT_OPTIONS],
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
@@ -184,6 +184,7 @@ export const COMMANDS = {
       'install granting it does (a server that connects while it starts, such as a remote proxy); on a',
       'terminal it first asks to start the package with that network (--yes accepts).',
       '--max-archive-bytes, --max-extracted-bytes and --max-entries bound the fetched package, as for install.',
+      '--bin <name> starts that bin of the package, as install --bin does (the manifest then names its file).',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -350,7 +351,7 @@ export interface Flags {
   readonly args: readonly string[];
   /** install: a manifest file for a package that ships none. */
   readonly manifestFile: string | undefined;
-  /** install: the bin of an npm package to run as its server (InstallOptions.bin). */
+  /** install, wrap: the bin of an npm package to run as its server (InstallOptions.bin). */
   readonly bin: string | undefined;
   /** install: the package index pip may fetch a Python package's missing wheels from. */
   readonly pythonIndexUrl: string | undefined;

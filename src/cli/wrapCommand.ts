@@ -24,6 +24,7 @@ export async function wrapCommand(ctx: CommandContext): Promise<ExitCode> {
     const asks = !ctx.flags.yes && !ctx.out.json && ctx.terminal.stdin.isTTY === true;
     const options: WrapOptions = {
       ...(ctx.flags.args.length === 0 ? {} : { args: ctx.flags.args }),
+      ...(ctx.flags.bin === undefined ? {} : { bin: ctx.flags.bin }),
       ...(grant?.client_requests === undefined ? {} : { clientRequests: grant.client_requests }),
       ...(grant?.env_allow === undefined ? {} : { env: grant.env_allow }),
       ...(grant?.network === true ? { network: true } : {}),

@@ -993,16 +993,16 @@ export class Installer {
     const network = grantedCapabilities(INTROSPECTED, { ...(options.network === undefined ? {} : { network: options.network }), ...(options.egress === undefined ? {} : { egress: options.egress }) });
     if (network.isErr()) return errAsync(network.error);
     const { accept } = options;
-    return wrapNpmSource(
-      source,
-      this.#npmSourceOptions(options.args, {
+    return wrapNpmSource(source, {
+      ...this.#npmSourceOptions(options.args, {
         clientRequests: options.clientRequests,
         env: options.env,
         network: networkOf(network.value),
         // The same question an install asks before the same start.
         ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, network.value, accept) }),
       }),
-    );
+      ...(options.bin === undefined ? {} : { bin: options.bin }),
+    });
   }
 
   // The introspection start gets what the install grants: the client requests announced, the granted env names with the host's values, and the granted network.

@@ -13,6 +13,8 @@ import { openNpmSource, type NpmSourceOptions } from './openNpmSource.js';
 export interface WrapOptions {
   /** Arguments the server is started with for its introspection; `${data_dir}` stands for its data directory. */
   readonly args?: readonly string[];
+  /** The package's bin to run as its server, as the install option `bin` names it (a second executable such as `<name>-mcp`). */
+  readonly bin?: string;
   /** Client requests to announce at its `initialize`, as an install granting them would (a server may list tools only for a client that answers them). */
   readonly clientRequests?: readonly ClientRequestKind[];
   /** Host env names passed with the host's values to its start, as an install granting them (`env_allow`) would; a denylisted name is refused (PLUGIN_ENV_PROHIBITED) before npm runs. */

@@ -123,6 +123,9 @@ describe('npm: the bin install option', () => {
 
   it('runs a second bin when the one named like the package is a CLI (bunqueue-mcp beside bunqueue)', { timeout: SLOW }, async () => {
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    // wrap names the same bin: the manifest to review runs the server, not the CLI.
+    const wrapped = (await host.wrap(`npm:${bunq}`, { bin: 'bunq-mcp' }))._unsafeUnwrap();
+    expect(JSON.parse(wrapped.manifestText)).toMatchObject({ executable: 'bin/bunq-mcp.mjs', advertised_tools: [{ name: 'enqueue' }] });
     // The default is the CLI, which answers no initialize.
     expect((await host.install(`npm:${bunq}`, { canary: false })).isErr()).toBe(true);
     const installed = (await host.install(`npm:${bunq}`, { canary: false, bin: 'bunq-mcp' }))._unsafeUnwrap();
@@ -152,6 +155,8 @@ describe('npm: install --bin through the CLI', () => {
 
   it('fails without --bin, naming the bins and the flag; installs and serves with it', { timeout: SLOW }, async () => {
     const profile = join(dir.path, 'profile');
+    const wrapped = await cli(['wrap', `npm:${tarball}`, '--bin', 'queuekit-mcp', '--json', '--profile-dir', profile]);
+    expect(JSON.parse(String(json(wrapped)['manifest']))).toMatchObject({ executable: 'bin/queuekit-mcp.mjs' });
     const without = await cli(['install', `npm:${tarball}`, '--yes', '--skip-canary', '--profile-dir', profile, '--json']);
     expect(without.code).not.toBe(0);
     const error = (json(without) as { error: { code: string; hint: string; details: Record<string, unknown> } }).error;
