@@ -15,6 +15,7 @@ import type { HostEvents } from '../events/HostEvents.js';
 import type { Clock, Logger } from '../ports/ports.js';
 import { CLEAR_CRASH_STATE, recordFailure } from './CrashPolicy.js';
 import { sameBinding, type HostCatalog } from './hostCatalog.js';
+import { isUnsetEnvStart } from './startEnvHints.js';
 import { canaryHold, crashStateOf, inBackoff, OPERATOR_QUARANTINE_REASON, withCrashState } from './pluginState.js';
 import type { PluginRuntime } from './PluginRuntime.js';
 import type { PluginRuntimes } from './runtimes.js';
@@ -99,6 +100,12 @@ export class Supervisor {
     logger.warn({ plugin_id: pluginId, code: failure.code }, 'plugin failed');
     events.emit('crash', { plugin_id: pluginId, code: failure.code, stderr_tail: String(failure.details.stderr_tail ?? '') });
     if (purpose !== 'call') return;
+    // A start that failed without env names it is granted is the environment's fault, not the plugin code's: the next
+    // start given them may well succeed, and a backoff would refuse it (the error names the names and the remedy).
+    if (isUnsetEnvStart(failure)) {
+      logger.info({ plugin_id: pluginId, unset_env: failure.details.unset_env }, 'the plugin failed at start without granted env; not counted toward quarantine');
+      return;
+    }
     // Charged to the install the process ran: another process may have removed and reinstalled or upgraded the plugin meanwhile.
     const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure), runtimes.originOf(runtime)?.binding);
     if (recorded.isErr() && recorded.error.details.replaced === true) logger.info({ plugin_id: pluginId }, 'the failed process ran an install removed or replaced since; not recorded');

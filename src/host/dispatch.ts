@@ -140,7 +140,7 @@ export class CallDispatcher {
     let failure: HostError | undefined;
     let mapped: Result<CallResult, HostError>;
     if (result.isErr()) {
-      failure = stoppedBySibling(stoppedByRetirement(result.error, runtime, isClosed()), runtime, isClosed());
+      failure = runtimes.withStartEnv(id, stoppedBySibling(stoppedByRetirement(result.error, runtime, isClosed()), runtime, isClosed()));
       mapped = err(callError(failure, call));
     } else {
       const adapter = runtimes.originOf(runtime)?.adapter;

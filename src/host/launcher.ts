@@ -33,6 +33,7 @@ import type { HostConfig } from './hostConfig.js';
 import type { ProtocolAdapter } from './protocolAdapters.js';
 import { bundleLaunchEnv } from '../bundle/bundleLaunch.js';
 import { pinnedCapabilities } from './pinnedCapabilities.js';
+import { unsetStartEnv, type UnsetStartEnv } from './startEnvHints.js';
 
 /** What the launcher works with: the host's profile, sandbox, secrets and environment rules. */
 export interface LauncherParts {
@@ -96,6 +97,8 @@ const SECRET_ENV_NAMES = secretNameSet();
 /** Builds the process launchers of a host's plugins and describes the sandbox each one gets. */
 export class PluginLauncher {
   readonly #parts: LauncherParts;
+  /** The granted env names each plugin's latest launch did not get, by plugin id (absent: it got them all). */
+  readonly #unsetEnv = new Map<string, UnsetStartEnv>();
 
   constructor(parts: LauncherParts) {
     this.#parts = parts;
@@ -168,7 +171,13 @@ export class PluginLauncher {
                 pluginId: id,
               }),
             )
-            .map((pluginEnv) => ({ identity, directories, pluginEnv }))
+            .map((pluginEnv) => {
+              // Kept for the diagnosis of a start that fails: the environment the plugin got is known only here.
+              const unset = unsetStartEnv(caps.env_allow, declared, pluginEnv);
+              if (unset === undefined) this.#unsetEnv.delete(id);
+              else this.#unsetEnv.set(id, unset);
+              return { identity, directories, pluginEnv };
+            })
             .orElse((error) => {
               directories.close();
               return errAsync(error);
@@ -200,6 +209,15 @@ export class PluginLauncher {
         .andThen((process) => this.#adopt(id, process, binding.executable_sha256));
     };
     return () => config.telemetry.spawn(id, this.sandboxed, start);
+  }
+
+  /**
+   * The env names `pluginId` is granted (from the host's environment, or
+   * declared credentials) that its latest launch by this host did not get;
+   * undefined when it got them all or was not launched.
+   */
+  unsetEnvOf(pluginId: string): UnsetStartEnv | undefined {
+    return this.#unsetEnv.get(pluginId);
   }
 
   /** What a plugin's sandbox allows: what `spawn` enforces and `info()` reports. */

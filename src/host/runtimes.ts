@@ -19,6 +19,7 @@ import type { McpPluginNotice } from '../shapes/mcp/McpSurface.js';
 import { emitNotice } from './mcpSurface.js';
 import type { ToolListRecords } from './toolListRecords.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
+import { withUnsetEnvHint } from './startEnvHints.js';
 
 /** What a runtime was started from: the binding its launcher only ever starts, and its shape's adapter. */
 export interface RuntimeOrigin {
@@ -64,6 +65,14 @@ export class PluginRuntimes {
     return this.#parts.launcher.enforcedPolicy(plugin);
   }
 
+  /**
+   * `failure` diagnosed against the plugin's latest launch: a failed start
+   * while granted env names were unset names them (`details.unset_env`, a hint).
+   */
+  withStartEnv(pluginId: string, failure: HostError): HostError {
+    return withUnsetEnvHint(failure, pluginId, this.#parts.launcher.unsetEnvOf(pluginId));
+  }
+
   /** The running session of `plugin`, started (lazily: its process starts with the first call) when there is none. */
   take(plugin: InstalledPlugin): Result<PluginRuntime, HostError> {
     if (this.#parts.isClosed()) return err(closedError());
@@ -85,7 +94,7 @@ export class PluginRuntimes {
     const launch = launcher.launcherFor(plugin, adapter.value);
     const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line: config.knownSecrets.redactor.redact(line) });
     const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice, config.knownSecrets.redactor);
-    const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, failure);
+    const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, this.withStartEnv(id, failure));
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });
     const toolLists = this.#parts.toolLists;
     const session = adapter.value.createSession({
