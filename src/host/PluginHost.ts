@@ -876,11 +876,13 @@ export class PluginHost {
       if (refused !== undefined) return errAsync(refused);
       // The list may start the plugin: a start that fails here counts toward quarantine as one for a call does.
       return this.#runtimes.take(plugin).asyncAndThen((runtime) =>
-        runtime.session.listTools().orElse((failure) =>
-          ResultAsync.fromSafePromise(
+        runtime.session.listTools().orElse((listed) => {
+          // A start without a granted env variable names it, and is not counted (startEnvHints.ts).
+          const failure = this.#runtimes.withStartEnv(pluginId, listed);
+          return ResultAsync.fromSafePromise(
             this.#supervisor.countsAgainstPlugin(failure) ? this.#supervisor.pluginFailed(pluginId, runtime, failure, 'call') : Promise.resolve(),
-          ).andThen(() => errAsync(this.#withoutSecrets(failure))),
-        ),
+          ).andThen(() => errAsync(this.#withoutSecrets(failure)));
+        }),
       );
     });
   }

@@ -372,7 +372,8 @@ export class PluginSurfaces {
         const outcome = await ran;
         runtime.end();
         if (outcome.isErr()) {
-          const failure = stoppedByRetirement(outcome.error, runtime, isClosed());
+          // A start without a granted env variable names it, and is not counted (startEnvHints.ts).
+          const failure = runtimes.withStartEnv(pluginId, stoppedByRetirement(outcome.error, runtime, isClosed()));
           if (supervisor.countsAgainstPlugin(failure)) await supervisor.pluginFailed(pluginId, runtime, failure, 'call');
           // The plugin wrote the error's text (a prompt or resource error quoting its request URL, key and all); the gateway hands it to every client.
           return err(errorWithoutSecrets(withPlugin(failure, pluginId), this.#parts.knownSecrets.redactor));

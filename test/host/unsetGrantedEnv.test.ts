@@ -53,4 +53,13 @@ describe('a start without a granted env variable', SLOW, () => {
     const called = await given.call('plug.token-server.whoami', {}, { maxRisk: 'destructive' });
     expect(textOf(called._unsafeUnwrap())).toBe(`token of ${withToken.TOKEN.length} characters`);
   });
+
+  it('names it when tools() starts the plugin, which is not quarantined either', async () => {
+    const dir = await installedTokenServer();
+    const bare = await pool.open(dir, { profileKind: 'standard', env: withoutToken });
+    const error = (await bare.tools('token-server'))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_CRASHED', details: { unset_env: ['TOKEN'] } });
+    expect(error.hint).toContain('TOKEN was not set in the environment the host started it from');
+    expect((await bare.info('token-server'))._unsafeUnwrap().quarantined_at).toBeNull();
+  });
 });
