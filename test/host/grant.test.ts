@@ -45,7 +45,9 @@ describe('install grant', () => {
     const first = await pool.open(dir, { env: parentEnv });
     const pkg = await packaged('probe');
     (await first.install(pkg, { canary: false, grant: { env_allow: [] } }))._unsafeUnwrap();
-    const again = (await first.install(pkg, { canary: false }))._unsafeUnwrap();
+    // The declaration gives back the name the grant withheld: a power the installed plugin lacks, which someone must accept.
+    expect((await first.install(pkg, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'capabilities_widened' } });
+    const again = (await first.install(pkg, { canary: false, accept: () => true }))._unsafeUnwrap();
     expect(again.unchanged).toBeUndefined();
     expect(again.plugin.granted_capabilities).toEqual({ network: false, fs_write_dir: '', env_allow: ['PROBE_GREETING'], basis: 'declared', grant: null });
     expect(await lockRow(dir)).not.toHaveProperty('grant');
