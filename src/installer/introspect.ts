@@ -17,6 +17,7 @@ import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { engineMismatch, withEngineMismatch } from './npmEngines.js';
+import { withInstallRootWrite } from './installRootWrites.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
@@ -358,6 +359,8 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   let bound: ExecutableBindingRecord | undefined;
   // What the start's sandbox shows, for a failure on a host path it does not.
   let view: SandboxView | undefined;
+  // The install root as the sandbox mounts it (its real path), for a write the server tried there.
+  let mountedRoot: string | undefined;
   const prepared = ResultAsync.fromPromise(
     Promise.all([mkdir(dataRoot, { recursive: true, mode: 0o700 }), mkdir(copyDir, { recursive: true, mode: 0o700 })]),
     (cause) => introspectionFailed('preparing the introspection directories failed', cause, undefined),
@@ -407,6 +410,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
                   pluginId: INTROSPECTION_ID,
                 };
                 // Read before the spawn, which releases what it is given: the paths its executable mounts besides.
+                mountedRoot = verified.installRoot;
                 const shown = { ...policy, installRoot: verified.installRoot, readOnlyPaths: [...verified.readOnlyPaths, ...policy.readOnlyPaths] };
                 return spawner
                   .spawn({ ...policy, executable: verified, env: env.value, directories, ...(identity === undefined ? {} : { identity }) })
@@ -431,9 +435,11 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
       ),
     )
     // Only a server that started and failed: a refused binding or spawn is the host's own refusal, whatever the Node.
-    .orElse((error) =>
-      error.code !== 'PLUGIN_HANDSHAKE_FAILED' || error.details['reason'] !== 'introspection'
-        ? errAsync(error)
-        : new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter).then((mismatch) => err(withEngineMismatch(error, mismatch)))),
-    );
+    // A write refused inside its own package directory is the cause it says itself, and no Node fixes it: no engines guess then.
+    .orElse((error) => {
+      if (error.code !== 'PLUGIN_HANDSHAKE_FAILED' || error.details['reason'] !== 'introspection') return errAsync(error);
+      const ownTree = withInstallRootWrite(error, mountedRoot === undefined ? [root] : [root, mountedRoot]);
+      if (ownTree !== undefined) return errAsync(ownTree);
+      return new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter).then((mismatch) => err(withEngineMismatch(error, mismatch))));
+    });
 }
