@@ -121,6 +121,8 @@ export function infoLines(info: PluginInfo, style: Style): string[] {
     ['installed at', info.installed_at ?? '-'],
     ['activated at', info.activated_at ?? '-'],
   ];
+  // The npm bin the install chose (--bin): which of the package's programs runs as the server, and which an upgrade runs again.
+  if (info.package.bin !== undefined) rows.splice(rows.findIndex(([key]) => key === 'package') + 1, 0, ['npm bin', `${info.package.bin} (install --bin; an upgrade runs it again)`]);
   if (info.quarantined_at !== null) rows.push(['quarantined at', info.quarantined_at]);
   if (info.last_error_code !== null) rows.push(['last error', info.last_error_code]);
   if (info.tos !== null) rows.push(['terms of service', info.tos]);
