@@ -90,6 +90,7 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
   const registry = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.registry : undefined;
   const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
+  const credentials = Object.hasOwn(contents.descriptors, pluginId) ? (contents.descriptors[pluginId]?.needs_user_creds ?? []) : [];
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
   const tools = contents.variants
     .filter((v) => v.plugin_id === pluginId)
@@ -108,7 +109,7 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
             ...(signer === undefined ? {} : { signer }),
             // The registry stays too: a reinstall of the same name from another one is another publisher's package.
             ...(registry === undefined ? {} : { registry }),
-            ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities, accepted_tools: tools }),
+            ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities, accepted_credentials: [...credentials], accepted_tools: tools }),
           }),
     states: without(contents.states, pluginId),
   };

@@ -167,6 +167,14 @@ export interface NamespaceOwnerEntry {
   readonly registry?: string;
   /** The powers the plugin ran with when it was last removed: a reinstall that would get more is asked for acceptance again. */
   readonly accepted_capabilities?: DeclaredCapabilities;
+  /**
+   * The credential names (`needs_user_creds`) it needed when it was last
+   * removed: a reinstall that needs another is asked again, as a host with
+   * `credentialsFromEnv` would give it that name's value from its own
+   * environment. Absent in records written before it was kept: every name
+   * then counts as new.
+   */
+  readonly accepted_credentials?: readonly string[];
   /** The tools it had when it was last removed, with their risk class and confirmation: a reinstall that makes one easier to call is asked again. */
   readonly accepted_tools?: readonly AcceptedTool[];
 }

@@ -45,6 +45,7 @@ import { wrapNpmSource, type WrapOptions, type WrappedServer } from './wrapNpmSo
 import { resolveLaunchArgs } from './launchArgs.js';
 import {
   addedCapabilities,
+  addedCredentials,
   addedCapabilityText,
   hasLicenseFile,
   riskChangeText,
@@ -283,6 +284,21 @@ function acceptedCapabilitiesOf(snapshot: CatalogSnapshot, id: string): Declared
 }
 
 /**
+ * The credential names (`needs_user_creds`) the plugin id was accepted with
+ * before: the installed plugin's, or once removed those recorded with its
+ * owner. An owner record from before credentials were recorded holds none,
+ * so every name of the reinstall counts as new (asked once more, not given
+ * unasked). Undefined when no powers were accepted before either.
+ */
+function acceptedCredentialsOf(snapshot: CatalogSnapshot, id: string): readonly string[] | undefined {
+  const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
+  if (previous !== undefined) return previous.descriptor?.capabilities === undefined ? undefined : (previous.descriptor.needs_user_creds ?? []);
+  const owners = snapshot.contents.namespace_owners;
+  const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
+  return recorded?.accepted_capabilities === undefined ? undefined : (recorded.accepted_credentials ?? []);
+}
+
+/**
  * Whether an owner recorded for the plugin id by an earlier install (kept
  * across remove) already accepted these powers. The owner string is the
  * package's own claim: it spares the question only while the plugin gets no
@@ -383,6 +399,7 @@ function trustBaselineOf(snapshot: CatalogSnapshot, id: string): string {
     owner,
     origin: acceptedOriginOf(installed, Object.hasOwn(owners, id) ? owners[id] : undefined) ?? null,
     capabilities: acceptedCapabilitiesOf(snapshot, id) ?? null,
+    credentials: acceptedCredentialsOf(snapshot, id) ?? null,
     tools: tools === undefined ? null : [...tools.tools].map((t) => ({ ...t })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
   });
 }
@@ -412,11 +429,13 @@ function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, opt
   const changes = riskChangesOf(snapshot, manifest);
   const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
   const accepted = acceptedCapabilitiesOf(snapshot, id);
-  const added = accepted === undefined ? [] : addedCapabilities(accepted, capabilities);
+  // A new credential name is a power too: with credentialsFromEnv the plugin gets the host's value of it unasked (review R7 N2).
+  const added =
+    accepted === undefined ? [] : [...addedCapabilities(accepted, capabilities), ...addedCredentials(acceptedCredentialsOf(snapshot, id) ?? [], manifest.requirements.needs_user_creds)];
   // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
   const unconsented = ungrantedCapabilities(added, options.grant);
   const registryChange = registryChangeFor(snapshot, id, registry);
-  const spared = changes.length === 0 && acceptedBefore(snapshot, id, owner, capabilities, registry);
+  const spared = changes.length === 0 && added.length === 0 && acceptedBefore(snapshot, id, owner, capabilities, registry);
   return { changes, added, unconsented, spared, registryChange, capabilities };
 }
 
@@ -490,7 +509,7 @@ function unaskedChangeRefusal(manifest: NormalizedManifest, added: readonly Adde
   ].join(' and ');
   const review = [...(powers === undefined ? [] : [powers]), ...(tools === undefined ? [] : [tools])].join('; ');
   // A power the caller grants on the install is its own consent (the CLI's --grant-* flags); a tool's rating is not grantable.
-  const grantIt = powers === undefined ? '' : ', or grant those powers on the install itself (the grant option; the CLI: --grant-network, --grant-egress, --grant-env, --grant-write-dir, --grant-client-request)';
+  const grantIt = powers === undefined || added.every((a) => a.field === 'needs_user_creds') ? '' : ', or grant those powers on the install itself (the grant option; the CLI: --grant-network, --grant-egress, --grant-env, --grant-write-dir, --grant-client-request)';
   return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} ${what} and no one was asked`, {
     details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(added, changes) },
     hint: `Review ${review}, then install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes)${grantIt}.`,

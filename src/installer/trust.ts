@@ -74,11 +74,14 @@ export interface TrustRequest {
 /**
  * One power an upgrade gives a plugin beyond the version accepted before:
  * the whole network, a writable directory outside the old one, or one env
- * name, egress destination or client request kind it did not have.
+ * name, egress destination or client request kind it did not have; or one
+ * credential name (`needs_user_creds`) it did not need, which a host with
+ * `credentialsFromEnv` fills from its own environment unasked, as it passes
+ * an `env_allow` name.
  */
 export type AddedCapability =
   | { readonly field: 'network'; readonly value: true }
-  | { readonly field: 'fs_write_dir' | 'env_allow' | 'egress'; readonly value: string }
+  | { readonly field: 'fs_write_dir' | 'env_allow' | 'egress' | 'needs_user_creds'; readonly value: string }
   | { readonly field: 'client_requests'; readonly value: ClientRequestKind };
 
 /** How much a tool may do and whether its calls are confirmed: what `maxRisk` ceilings and confirmation prompts go by. */
@@ -159,6 +162,17 @@ export function addedCapabilities(installed: DeclaredCapabilities, next: Declare
 }
 
 /**
+ * The credential names `next` needs that the version accepted before
+ * (`installed`) did not, one `needs_user_creds` entry each. Counted whether
+ * or not the host reads credentials from its environment: with
+ * `credentialsFromEnv` the plugin gets the host's value of the name unasked;
+ * without, a new secret the user must supply is still worth the question.
+ */
+export function addedCredentials(installed: readonly string[], next: readonly string[]): AddedCapability[] {
+  return [...new Set(next)].filter((name) => !installed.includes(name)).map((value) => ({ field: 'needs_user_creds' as const, value }));
+}
+
+/**
  * Whether `next` gives a plugin a power `installed` did not (see
  * {@link addedCapabilities}). An upgrade that does is asked for acceptance
  * again, however its owner was accepted before.
@@ -188,6 +202,9 @@ export function ungrantedCapabilities(added: readonly AddedCapability[], grant: 
         return grant.egress === undefined || grant.egress.length === 0;
       case 'client_requests':
         return !(grant.client_requests ?? []).includes(power.value);
+      case 'needs_user_creds':
+        // A grant has no credential field: only the package declares one, so no install names it as its own consent.
+        return true;
     }
   });
 }

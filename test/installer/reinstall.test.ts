@@ -341,6 +341,47 @@ describe('trust on upgrade without an accept callback: powers widened', () => {
     expect((await installed(p, 'greeter'))?.lock.version).toBe('3.0.0');
   });
 
+  it('counts a new credential name as a power: refused unasked, named to an accept callback; after a remove too (review R7 N2)', async () => {
+    p = await testProfile('dev');
+    /** The greeter at `version` needing the credentials `names` (a host with credentialsFromEnv fills them from its env). */
+    const needing = (version: string, names: readonly string[]): Promise<string> =>
+      greeter(`greeter-${version}-${Math.random().toString(36).slice(2)}`, (m) => {
+        m.version = version;
+        m.requirements = {
+          needs_user_creds: names,
+          credential_descriptors: names.map((env) => ({ alias: env.toLowerCase(), env, kind: 'api_key', display_name: env, setup_hint: `Store ${env}.` })),
+        };
+      });
+    unwrap(await p.installer.install(await needing('1.0.0', ['GREETER_KEY'])));
+    const more = await needing('2.0.0', ['GREETER_KEY', 'GREETER_TOKEN']);
+    const refused = refusedWith(await p.installer.install(more), 'PLUGIN_TRUST_DECLINED');
+    expect(refused.details).toEqual({
+      plugin_id: 'greeter',
+      namespace_owner: 'io.example.greeter',
+      reason: 'capabilities_widened',
+      added_capabilities: [{ field: 'needs_user_creds', value: 'GREETER_TOKEN' }],
+    });
+    expect(refused.message).toContain('did not have (needs_user_creds GREETER_TOKEN)');
+    // No grant names a credential: the hint does not send the caller to one.
+    expect(refused.hint).not.toContain('--grant');
+    // A grant of every sandbox power is no consent to the credential.
+    refusedWith(await p.installer.install(more, { grant: { network: false, env_allow: ['GREETER_LOCALE'] } }), 'PLUGIN_TRUST_DECLINED');
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('1.0.0');
+    const asked: unknown[] = [];
+    unwrap(await p.installer.install(more, { accept: (request) => (asked.push(request.added_capabilities), true) }));
+    expect(asked).toEqual([[{ field: 'needs_user_creds', value: 'GREETER_TOKEN' }]]);
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('2.0.0');
+    // The same names, or fewer, install unasked.
+    unwrap(await p.installer.install(await needing('2.1.0', ['GREETER_TOKEN'])));
+    // After a remove the owner record keeps the names: a reinstall adding one is refused, the same names install.
+    unwrap(await p.installer.remove('greeter'));
+    expect(unwrap(await p.store.snapshot()).contents.namespace_owners.greeter?.accepted_credentials).toEqual(['GREETER_TOKEN']);
+    const again = refusedWith(await p.installer.install(await needing('3.0.0', ['GREETER_TOKEN', 'GREETER_KEY'])), 'PLUGIN_TRUST_DECLINED');
+    expect(again.details).toMatchObject({ reason: 'capabilities_widened', added_capabilities: [{ field: 'needs_user_creds', value: 'GREETER_KEY' }] });
+    unwrap(await p.installer.install(await needing('3.0.0', ['GREETER_TOKEN'])));
+    expect((await installed(p, 'greeter'))?.lock.version).toBe('3.0.0');
+  });
+
   it('names the new powers to an accept callback and in a declined install\'s details', async () => {
     p = await testProfile('dev');
     unwrap(await p.installer.install(await declaring('1.0.0')));
