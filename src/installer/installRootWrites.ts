@@ -23,12 +23,11 @@ const WRITE_PATTERNS = hints.installRootWritePatterns.map((pattern) => new RegEx
 export function refusedInstallRootWrite(text: string, roots: readonly string[]): string | undefined {
   for (const pattern of WRITE_PATTERNS) {
     for (const match of text.matchAll(pattern)) {
-      // copyfile names its source first: the destination, when there is one, is the path written.
-      for (const path of match.slice(1).reverse()) {
-        if (path === undefined || !isAbsolute(path)) continue;
-        const normalized = normalize(path);
-        if (roots.some((root) => isWithin(normalized, root))) return normalized;
-      }
+      // copyfile names its source first: the destination, when there is one, is the path written (a copy out of the tree is no write to it).
+      const path = match.slice(1).findLast((group) => group !== undefined);
+      if (path === undefined || !isAbsolute(path)) continue;
+      const normalized = normalize(path);
+      if (roots.some((root) => isWithin(normalized, root))) return normalized;
     }
   }
   return undefined;
