@@ -46,6 +46,8 @@ export interface PostedMessages {
   readonly messages: readonly JSONRPCMessage[];
   /** Whether the body was a JSON array, answered with an array. */
   readonly batch: boolean;
+  /** The client's budget, which the POST's answers are held against too (see {@link HttpSessionTransport.send}). */
+  readonly budget?: BodyBudget;
 }
 
 /** The structural rules of JSON-RPC 2.0 as MCP uses them; the SDK `Server` checks each method's params itself. */
@@ -202,7 +204,7 @@ export async function readPostedMessages(req: IncomingMessage, res: ServerRespon
     writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
     return undefined;
   }
-  return { messages, batch };
+  return { messages, batch, ...(budget === undefined ? {} : { budget }) };
 }
 
 /** One POST whose requests are being answered. */
@@ -210,8 +212,13 @@ interface Exchange {
   readonly res: ServerResponse;
   /** Its requests' ids, in the order they came. */
   readonly ids: readonly RequestId[];
-  readonly answers: Map<RequestId, JSONRPCMessage>;
+  /** Its answers so far, serialized: they are counted in bytes, and written as they are. */
+  readonly answers: Map<RequestId, string>;
   readonly batch: boolean;
+  /** What its answers are held against; none: nothing bounds them. */
+  readonly budget: BodyBudget | undefined;
+  /** Bytes of its answers taken from `budget`, given back once the response closes (written out, or the connection gone). */
+  held: number;
   /** Whether its answer became an SSE stream. */
   streaming: boolean;
   keepAlive: NodeJS.Timeout | undefined;
@@ -226,8 +233,12 @@ interface EventStream {
 const EVENT_STREAM_HEADERS = Object.freeze({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
 
 function sseEvent(message: JSONRPCMessage): string {
-  // JSON.stringify escapes every line break, so the message is one data line.
-  return `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+  return sseEventOf(JSON.stringify(message));
+}
+
+/** The SSE event of a serialized message: JSON.stringify escapes every line break, so it is one data line. */
+function sseEventOf(serialized: string): string {
+  return `event: message\ndata: ${serialized}\n\n`;
 }
 
 /** SSE comments that keep proxies and clients from timing an open stream out. */
@@ -326,10 +337,15 @@ export class HttpSessionTransport implements Transport {
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
-    const exchange: Exchange = { res, ids, answers: new Map(), batch, streaming: false, keepAlive: undefined };
+    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined };
     this.#exchanges.add(exchange);
     for (const id of ids) this.#pending.set(id, exchange);
-    res.once('close', () => this.#abandon(exchange));
+    res.once('close', () => {
+      // A response closes once its last byte left the process (or its connection went): until then its answers are held.
+      exchange.budget?.give(exchange.held);
+      exchange.held = 0;
+      this.#abandon(exchange);
+    });
     const [single] = messages;
     // Only a lone tools/call on a session whose initialize was answered; a batch or anything else goes to the SDK `Server`.
     if (!batch && single !== undefined && this.#protocolVersion !== undefined && isRequest(single) && single.method === 'tools/call' && this.#route?.take(single) === true) return;
@@ -338,18 +354,18 @@ export class HttpSessionTransport implements Transport {
   }
 
   /**
-   * The client went away before all of a POST's answers were written: its
-   * requests still running are cancelled, as a `notifications/cancelled`
-   * from the client would, so the `Server` sends no answer for them. Else
-   * an answer that comes later would go to a new request reusing the id.
+   * The client went away before all of a POST's answers were written (or
+   * the exchange is ended, `reason` saying why): its requests still running
+   * are cancelled, as a `notifications/cancelled` from the client would, so
+   * the `Server` sends no answer for them. Else an answer that comes later
+   * would go to a new request reusing the id.
    */
-  #abandon(exchange: Exchange): void {
+  #abandon(exchange: Exchange, reason = 'the client closed the HTTP request'): void {
     if (!this.#exchanges.has(exchange)) return;
     this.#release(exchange);
     for (const requestId of exchange.ids) {
       // An initialize is not cancelled (the protocol forbids it); its session stays uninitialized.
       if (exchange.answers.has(requestId) || (requestId === this.#initializeId && this.#protocolVersion === undefined)) continue;
-      const reason = 'the client closed the HTTP request';
       this.#route?.cancel(requestId, reason);
       const cancelled: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
       this.onmessage?.(cancelled);
@@ -413,8 +429,12 @@ export class HttpSessionTransport implements Transport {
       // Only the first answer with the initialize request's id is initialize's: a client may use the id again later.
       const answersInitialize = id === this.#initializeId && this.#protocolVersion === undefined;
       if (answersInitialize && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
-      exchange.answers.set(id, message);
-      if (exchange.streaming) exchange.res.write(sseEvent(message));
+      const serialized = JSON.stringify(message);
+      const written = exchange.streaming ? sseEventOf(serialized) : serialized;
+      // A streamed answer is written at once and needs keeping only as answered.
+      exchange.answers.set(id, exchange.streaming ? '' : serialized);
+      if (!this.#hold(exchange, Buffer.byteLength(written))) return Promise.resolve();
+      if (exchange.streaming) exchange.res.write(written);
       if (exchange.answers.size === exchange.ids.length) this.#finish(exchange, answersInitialize && 'error' in message);
       return Promise.resolve();
     }
@@ -433,6 +453,26 @@ export class HttpSessionTransport implements Transport {
     return Promise.resolve();
   }
 
+  /**
+   * Takes `bytes` more of an exchange's answers from its client's budget. A
+   * client that does not read its answers, or batches more of them than its
+   * share, would otherwise make the host hold them without bound (review R7
+   * N3): past the share, the exchange ends. Its connection is destroyed, as
+   * a refusal could not be delivered to a client that is not reading, and
+   * its requests still running are cancelled, as when the client goes away.
+   */
+  #hold(exchange: Exchange, bytes: number): boolean {
+    if (exchange.budget === undefined) return true;
+    if (exchange.budget.take(bytes)) {
+      exchange.held += bytes;
+      return true;
+    }
+    this.#abandon(exchange, 'the client holds more unread answers than its share of http.maxBodyBytesInFlight');
+    exchange.answers.clear();
+    exchange.res.destroy();
+    return false;
+  }
+
   /** Turns an exchange's answer into an SSE stream, for messages sent before its answers. */
   #stream(exchange: Exchange): void {
     exchange.streaming = true;
@@ -445,11 +485,14 @@ export class HttpSessionTransport implements Transport {
     this.#release(exchange);
     if (exchange.streaming) exchange.res.end();
     else {
-      const answers = exchange.ids.map((id) => exchange.answers.get(id));
-      const body = JSON.stringify(exchange.batch ? answers : answers[0]);
+      const answers = exchange.ids.map((id) => exchange.answers.get(id) ?? 'null');
+      // As JSON.stringify of the array of answers would write it, without serializing the answers again.
+      const body = exchange.batch ? `[${answers.join(',')}]` : (answers[0] ?? 'null');
       const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
       if (!initializeRefused) headers['mcp-session-id'] = this.sessionId;
       exchange.res.writeHead(200, headers).end(body);
+      // The body is queued now; the answers need not be held twice until it is written out.
+      exchange.answers.clear();
     }
     if (initializeRefused) void this.close();
   }
