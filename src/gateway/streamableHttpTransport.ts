@@ -478,6 +478,11 @@ export class HttpSessionTransport implements Transport {
     exchange.streaming = true;
     exchange.res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId });
     exchange.keepAlive = keepAlive(exchange.res, this.#sseKeepAliveMs);
+    // Answers of the batch that came before the stream began go first, or they would never be written.
+    for (const [id, serialized] of exchange.answers) {
+      exchange.res.write(sseEventOf(serialized));
+      exchange.answers.set(id, '');
+    }
   }
 
   /** Writes the last of an exchange's answer; a refused initialize closes the session it would have opened. */
