@@ -10,8 +10,10 @@
  * `notifications/message` from the logger `mcp-plugin-host` saying how many
  * were dropped, unless the client set a log level above `warning`
  * (`logging/setLevel`), as it would not get a warning logged otherwise.
- * Answers and requests are never dropped: a client that
- * stops reading those stops getting new ones from its own requests.
+ * Answers and requests are never dropped one by one: over HTTP, answers
+ * held past the client's share of `http.maxBodyBytesInFlight` end their
+ * exchange (streamableHttpTransport.ts); otherwise a client that stops
+ * reading them stops getting new ones from its own requests.
  */
 import type { JSONRPCMessage, JSONRPCNotification, LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
 import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
