@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { err, ok, type Result } from 'neverthrow';
 import type { HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild, type LaunchedLauncher } from '../process/spawnChild.js';
 import { nodeRuntimePaths, withScopeLauncher, type SandboxBackend } from './backends.js';
-import { sandboxUnsupported } from './probe.js';
+import { countingServer, sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { SANDBOX_PROXY_PORT } from '../egress/sandboxProxy.js';
 import { sandboxProxyListener, type SandboxListenerFailure } from '../egress/sandboxListener.js';
@@ -63,20 +63,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
   // Only the probe's connection counts (it sends the nonce): any process of the host's network reaches the listener,
   // and a networked plugin reads its port in /proc/net/tcp; its connection refused every egress plugin of the process.
   const nonce = randomBytes(16).toString('hex');
-  const hostListener = createServer((socket) => {
-    let received = '';
-    socket.setTimeout(PROBE_TIMEOUT_MS, () => socket.destroy());
-    socket.on('error', () => undefined);
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('latin1');
-      if (received.includes(nonce)) {
-        directHits++;
-        socket.destroy();
-      } else if (received.length > nonce.length * 4) socket.destroy();
-    });
-    socket.on('end', () => socket.destroy());
-  });
-  let directHits = 0;
+  const { server: hostListener, connections: directHits } = countingServer(nonce);
   let proxiedHits = 0;
   let sandboxListener: Server | undefined;
   const served = (socket: Socket): void => {
@@ -136,7 +123,7 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
     } catch {
       return err(sandboxUnsupported('egress_unavailable', `The egress probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
     }
-    if (report.direct === 'connected' || directHits > 0) {
+    if (report.direct === 'connected' || directHits() > 0) {
       return err(sandboxUnsupported('enforcement_not_proved', 'A sandboxed process with an egress list reached a listener on the host loopback directly.', 'Refusing to run plugins with an egress list; check the kernel, and the bubblewrap version or the Landlock launcher.', { report }));
     }
     if (report.proxied !== 'ok' || proxiedHits !== 1) {

@@ -94,7 +94,7 @@ function listen(server: Server, options: { host: string; port: number } | { path
  * the probe of a host starting up, so that it refused to run plugins, or
  * under `backend: 'auto'` fell back from the launcher to bubblewrap.
  */
-function countingServer(nonce: string): { server: Server; connections: () => number } {
+export function countingServer(nonce: string): { server: Server; connections: () => number } {
   let count = 0;
   const server = createServer((socket) => {
     let received = '';
