@@ -21,6 +21,7 @@
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isNodeName } from './shells.js';
 
 /** How a Node interpreter is made to evaluate only the verified main module. */
 export type NodeMainLoading = 'integrity_policy' | 'in_thread_hook' | 'loader_hook';
@@ -44,8 +45,12 @@ export function nodeMainLoadingFor(version: string): NodeMainLoading {
  * Asks the interpreter at `path` for its version (`--version` exits before
  * any script runs) and picks the loading method. Anything unexpected picks
  * `loader_hook`, which works on every Node that can run plugins at all.
+ * The probe runs on the host, outside every sandbox: a file not named like
+ * Node is never asked (a package's `node` link to another system program,
+ * review R7 N4) and gets `loader_hook`.
  */
 export function probeNodeMainLoading(path: string): Promise<NodeMainLoading> {
+  if (!isNodeName(path)) return Promise.resolve('loader_hook');
   return new Promise((resolve) => {
     execFile(path, ['--version'], { env: {}, timeout: VERSION_PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout) => {
       resolve(error ? 'loader_hook' : nodeMainLoadingFor(stdout));

@@ -10,6 +10,7 @@
 import { execFile } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import type { InterpreterPin } from '../binding/interpreter.js';
+import { isNodeName } from '../binding/shells.js';
 import { satisfiesRange } from '../bundle/versionRange.js';
 import { reworded, type HostError } from '../errors/HostError.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
@@ -44,10 +45,12 @@ function isHostNode(path: string): boolean {
  * The version of the pinned Node interpreter at `path`: this process's own
  * when it is the same file, else what its `--version` prints (it exits before
  * any script runs; no env, a bounded time, as the install's own probe of the
- * interpreter does); undefined when it cannot be told.
+ * interpreter does); undefined when it cannot be told, and for a file not
+ * named like Node, which is never run on the host (review R7 N4).
  */
 export function nodeVersionOf(path: string): Promise<string | undefined> {
   if (isHostNode(path)) return Promise.resolve(process.versions.node);
+  if (!isNodeName(path)) return Promise.resolve(undefined);
   return new Promise((resolve) => {
     execFile(path, ['--version'], { env: {}, timeout: settings.engineProbeTimeoutMs, encoding: 'utf8' }, (error, stdout) => {
       const version = /^v?(\d+\.\d+\.\d+)/.exec(stdout.trim());
