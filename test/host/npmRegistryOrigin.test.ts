@@ -10,9 +10,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +21,7 @@ import { CREDENTIALS_ORIGIN_KEY, CredentialSource } from '../../src/host/credent
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import { FileSecretStore } from '../../src/secrets/SecretStore.js';
 import { HostPool, textOf } from '../support/hostHarness.js';
+import { serveNpmVersions } from '../support/localNpmRegistry.js';
 
 const NAME = 'keyed-server';
 const OP = `plug.${NAME}.env`;
@@ -87,30 +87,7 @@ async function packKeyed(version: string, note: string): Promise<string> {
 }
 
 /** A registry serving {@link NAME} at each version given, from its tarball; its URL ends with `/`. */
-async function registry(versions: Readonly<Record<string, string>>): Promise<string> {
-  const files = new Map<string, { bytes: Buffer; integrity: string }>();
-  for (const [version, tarball] of Object.entries(versions)) {
-    const bytes = await readFile(tarball);
-    files.set(version, { bytes, integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}` });
-  }
-  const server: Server = createServer((req, res) => {
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const tarball = /-(\d+\.\d+\.\d+)\.tgz$/.exec(req.url ?? '');
-    if (tarball !== null) return void res.end(files.get(tarball[1] ?? '')?.bytes ?? '');
-    if (req.url !== `/${NAME}`) {
-      res.statusCode = 404;
-      return void res.end('{"error":"not found"}');
-    }
-    res.setHeader('content-type', 'application/json');
-    const listed = Object.fromEntries(
-      [...files].map(([version, file]) => [version, { name: NAME, version, bin: { [NAME]: 'bin/keyed.mjs' }, dist: { tarball: `${origin}/${NAME}-${version}.tgz`, integrity: file.integrity } }]),
-    );
-    res.end(JSON.stringify({ name: NAME, 'dist-tags': { latest: Object.keys(versions).at(-1) }, versions: listed }));
-  });
-  servers.push(server);
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}
+const registry = (versions: Readonly<Record<string, string>>): Promise<string> => serveNpmVersions(servers, NAME, 'bin/keyed.mjs', versions);
 
 /** The SHA-256 of the key the installed plugin is given. */
 async function keySeen(host: PluginHost): Promise<string | null> {

@@ -10,10 +10,8 @@
  * real sandboxed introspection starts.
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +19,7 @@ import type { PluginHost } from '../../src/host/PluginHost.js';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool } from '../support/hostHarness.js';
+import { serveNpmVersions } from '../support/localNpmRegistry.js';
 
 const SERVER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
@@ -76,30 +75,7 @@ async function pack(name: string, version: string, note: string, withManifest: b
 }
 
 /** A registry serving `name` at each version given, from its tarball; its URL ends with `/`. */
-async function registry(name: string, versions: Readonly<Record<string, string>>): Promise<string> {
-  const files = new Map<string, { bytes: Buffer; integrity: string }>();
-  for (const [version, tarball] of Object.entries(versions)) {
-    const bytes = await readFile(tarball);
-    files.set(version, { bytes, integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}` });
-  }
-  const server: Server = createServer((req, res) => {
-    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const tarball = /-(\d+\.\d+\.\d+)\.tgz$/.exec(req.url ?? '');
-    if (tarball !== null) return void res.end(files.get(tarball[1] ?? '')?.bytes ?? '');
-    if (req.url !== `/${name}`) {
-      res.statusCode = 404;
-      return void res.end('{"error":"not found"}');
-    }
-    res.setHeader('content-type', 'application/json');
-    const listed = Object.fromEntries(
-      [...files].map(([version, file]) => [version, { name, version, bin: { [name]: 'bin/server.mjs' }, dist: { tarball: `${origin}/${name}-${version}.tgz`, integrity: file.integrity } }]),
-    );
-    res.end(JSON.stringify({ name, 'dist-tags': { latest: Object.keys(versions).at(-1) }, versions: listed }));
-  });
-  servers.push(server);
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-}
+const registry = (name: string, versions: Readonly<Record<string, string>>): Promise<string> => serveNpmVersions(servers, name, 'bin/server.mjs', versions);
 
 const opened = (dir: string, from: string): Promise<PluginHost> => pool.open(dir, { profileKind: 'standard', activation: 'immediate', npm: { registry: from } });
 
