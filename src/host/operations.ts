@@ -6,12 +6,13 @@
  * namespace of callable ids.
  */
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
+import { calledOpId } from '../manifest/model.js';
 
 const OP_PLUGIN = /^plug\.([a-z][a-z0-9-]{0,63})\./;
 
 /** The id a host calls a variant by. */
 export function hostOpId(variant: CatalogVariant): string {
-  return variant.op_id.startsWith(`plug.${variant.plugin_id}.`) ? variant.op_id : `plug.${variant.op_id}`;
+  return calledOpId(variant.plugin_id, variant.op_id);
 }
 
 /** The plugin id named by an operation id, if it has the `plug.<plugin_id>.` form. */

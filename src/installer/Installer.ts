@@ -7,14 +7,14 @@ import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../bindi
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
 import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
-import type { CatalogSnapshot, LockedPlugin, PluginStateRecord } from '../catalog/catalogTypes.js';
+import type { CatalogSnapshot, LockedPlugin, NamespaceOwnerEntry, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { syncDirectory } from '../catalog/generationFiles.js';
 import { syncTree } from './syncTree.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
 import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { ManifestValidator, type ManifestPreset, type ManifestReport, type PackageManifestName } from '../manifest/ManifestValidator.js';
-import type { ClientRequestKind, DeclaredCapabilities, ManifestShape, ManifestTool, NormalizedManifest, PluginGrant, SettingValue } from '../manifest/model.js';
+import { calledOpId, type ClientRequestKind, type DeclaredCapabilities, type ManifestShape, type ManifestTool, type NormalizedManifest, type PluginGrant, type SettingValue } from '../manifest/model.js';
 import { hasViolations, sortViolations, violationsError, type NonEmptyViolations, type Violation } from '../manifest/violations.js';
 import type { NamespaceClaim, NamespaceLock, NamespaceOwners, ProfileKind } from '../namespace/NamespaceLock.js';
 import { silentLogger, systemClock, systemRandom, type Clock, type Logger, type Random } from '../ports/ports.js';
@@ -59,7 +59,7 @@ import {
   type TrustCallback,
   type TrustRequest,
 } from './trust.js';
-import { acceptedOriginOf, registryChangeOf, registryChangeText, type RegistryChange } from './trustRegistry.js';
+import { acceptedOriginOf, registryChangeOf, registryChangeText, type AcceptedOrigin, type RegistryChange } from './trustRegistry.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -271,6 +271,22 @@ function networkOf(capabilities: DeclaredCapabilities): IntrospectionNetwork {
   return { network: capabilities.network, ...(capabilities.egress === undefined ? {} : { egress: capabilities.egress }) };
 }
 
+/** The record an earlier install kept for the plugin id with its owner (kept across remove), if any. */
+function ownerRecordOf(snapshot: CatalogSnapshot, id: string): NamespaceOwnerEntry | undefined {
+  const owners = snapshot.contents.namespace_owners;
+  return Object.hasOwn(owners, id) ? owners[id] : undefined;
+}
+
+/**
+ * The origin (npm registry) the version accepted before came from: the
+ * installed one's lock row, or after a remove the owner record's (see
+ * {@link acceptedOriginOf}).
+ */
+function acceptedOriginFor(snapshot: CatalogSnapshot, id: string): AcceptedOrigin | undefined {
+  const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id]?.package : undefined;
+  return acceptedOriginOf(installed, ownerRecordOf(snapshot, id));
+}
+
 /**
  * The powers the plugin id was accepted with before: the installed plugin's,
  * or once removed those recorded with its owner at the remove (whoever the
@@ -279,8 +295,7 @@ function networkOf(capabilities: DeclaredCapabilities): IntrospectionNetwork {
 function acceptedCapabilitiesOf(snapshot: CatalogSnapshot, id: string): DeclaredCapabilities | undefined {
   const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
   if (previous !== undefined) return previous.descriptor?.capabilities;
-  const owners = snapshot.contents.namespace_owners;
-  return Object.hasOwn(owners, id) ? owners[id]?.accepted_capabilities : undefined;
+  return ownerRecordOf(snapshot, id)?.accepted_capabilities;
 }
 
 /**
@@ -293,8 +308,7 @@ function acceptedCapabilitiesOf(snapshot: CatalogSnapshot, id: string): Declared
 function acceptedCredentialsOf(snapshot: CatalogSnapshot, id: string): readonly string[] | undefined {
   const previous = lookupPlugin(snapshot, { profile: snapshot.profile, plugin_id: id });
   if (previous !== undefined) return previous.descriptor?.capabilities === undefined ? undefined : (previous.descriptor.needs_user_creds ?? []);
-  const owners = snapshot.contents.namespace_owners;
-  const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
+  const recorded = ownerRecordOf(snapshot, id);
   return recorded?.accepted_capabilities === undefined ? undefined : (recorded.accepted_credentials ?? []);
 }
 
@@ -305,8 +319,7 @@ function acceptedCredentialsOf(snapshot: CatalogSnapshot, id: string): readonly 
  * power it was accepted without (see {@link acceptedCapabilitiesOf}).
  */
 function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities, registry: string | undefined): boolean {
-  const owners = snapshot.contents.namespace_owners;
-  const recorded = Object.hasOwn(owners, id) ? owners[id] : undefined;
+  const recorded = ownerRecordOf(snapshot, id);
   if (recorded?.namespace_owner === undefined || recorded.namespace_owner !== owner) return false;
   // The same name from another registry is another publisher's package, whatever owner string it claims.
   if (registryChangeFor(snapshot, id, registry) !== undefined) return false;
@@ -317,14 +330,11 @@ function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | u
 /**
  * The registry change of an install of `id` from `registry` (the registry npm
  * fetched an npm registry package from; undefined for other sources) against
- * the version accepted before: the installed one's lock row, or after a
- * remove the owner record's (see {@link acceptedOriginOf}).
+ * the version accepted before (see {@link acceptedOriginFor}).
  */
 function registryChangeFor(snapshot: CatalogSnapshot, id: string, registry: string | undefined): RegistryChange | undefined {
   if (registry === undefined) return undefined;
-  const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id]?.package : undefined;
-  const owners = snapshot.contents.namespace_owners;
-  return registryChangeOf(acceptedOriginOf(installed, Object.hasOwn(owners, id) ? owners[id] : undefined), registry);
+  return registryChangeOf(acceptedOriginFor(snapshot, id), registry);
 }
 
 /** The tools a plugin id was accepted with before, as {@link riskLowerings} compares them, and whether they are matched by op id. */
@@ -343,11 +353,10 @@ function acceptedToolsOf(snapshot: CatalogSnapshot, id: string): AcceptedTools |
   if (installed !== undefined) {
     return { byOpId: true, tools: installed.variants.map((v) => ({ id: v.op_id, name: v.tool_name, risk_class: v.risk_class, confirmation_policy: v.confirmation_policy })) };
   }
-  const owners = snapshot.contents.namespace_owners;
   // Compared by op id, which callers, maxRisk ceilings and confirmations address: a TOML form may keep its op_id and
   // rename the tool_name its server lists (review R4 F1). An owner record from before op ids were kept there names the
   // tool as its rows did (tool_name, else name), and is matched on that.
-  const recorded = Object.hasOwn(owners, id) ? owners[id]?.accepted_tools : undefined;
+  const recorded = ownerRecordOf(snapshot, id)?.accepted_tools;
   if (recorded === undefined) return undefined;
   const byOpId = recorded.every((t) => t.op_id !== undefined);
   return {
@@ -391,13 +400,10 @@ function canonicalJson(value: unknown): string {
  * committed was judged against something it no longer replaces.
  */
 function trustBaselineOf(snapshot: CatalogSnapshot, id: string): string {
-  const owners = snapshot.contents.namespace_owners;
-  const owner = Object.hasOwn(owners, id) ? (owners[id]?.namespace_owner ?? null) : null;
   const tools = acceptedToolsOf(snapshot, id);
-  const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id]?.package : undefined;
   return canonicalJson({
-    owner,
-    origin: acceptedOriginOf(installed, Object.hasOwn(owners, id) ? owners[id] : undefined) ?? null,
+    owner: ownerRecordOf(snapshot, id)?.namespace_owner ?? null,
+    origin: acceptedOriginFor(snapshot, id) ?? null,
     capabilities: acceptedCapabilitiesOf(snapshot, id) ?? null,
     credentials: acceptedCredentialsOf(snapshot, id) ?? null,
     tools: tools === undefined ? null : [...tools.tools].map((t) => ({ ...t })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
@@ -458,15 +464,6 @@ function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest,
     details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(judged.added, judged.changes), reason: 'baseline_changed' },
     hint: `Another process installed or removed '${id}' on this profile while the install was being accepted. Install again: it is judged, and asked, against what is installed now.`,
   });
-}
-
-/**
- * The op id a caller calls a tool by: the TOML form records
- * `<plugin_id>.<operation>`, which the host calls as `plug.<plugin_id>.<operation>`
- * (the rule of host/operations.ts `hostOpId`, which this layer below it cannot import).
- */
-function calledOpId(pluginId: string, opId: string): string {
-  return opId.startsWith(`plug.${pluginId}.`) ? opId : `plug.${opId}`;
 }
 
 /** How many changed tools, or added powers, a refusal's message and hint name; `details` has them all. */

@@ -34,6 +34,15 @@ export function riskAllowed(risk: RiskClass, max: RiskClass): boolean {
   return riskRank(risk) <= riskRank(max);
 }
 
+/**
+ * The op id a caller calls a tool of `pluginId` by: JSON manifests' tools are
+ * recorded as `plug.<plugin_id>.<tool>` already; the TOML form records
+ * `<plugin_id>.<operation>`, called as `plug.<plugin_id>.<operation>`.
+ */
+export function calledOpId(pluginId: string, opId: string): string {
+  return opId.startsWith(`plug.${pluginId}.`) ? opId : `plug.${opId}`;
+}
+
 /** Whether a tool call needs the user's confirmation before dispatch. */
 export type ConfirmationPolicy = 'none' | 'high_stakes_write';
 
