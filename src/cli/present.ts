@@ -80,6 +80,11 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     ['license', request.license ?? 'none declared'],
     ['network', network],
     ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
+    // Powers the plugin gets beside the sandbox's: the values of these names in the environment of the process that
+    // starts it, and requests answered by the application (its model, its user). Left out, a package declaring them
+    // was accepted by a question that never named them.
+    ['host env', caps.env_allow.length === 0 ? 'none' : `${caps.env_allow.join(', ')} (the values your environment sets for them)`],
+    ['client requests', caps.client_requests === undefined || caps.client_requests.length === 0 ? 'none' : `${caps.client_requests.join(', ')} (answered by the application that runs it)`],
     // Before its one start with network, the server has listed nothing yet: the install asks again once it has.
     ['tools', request.stage === 'introspection' ? 'not listed yet: it starts once, with this network, to list them' : request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
   ];
