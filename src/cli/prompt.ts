@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
 import type { Terminal } from './Output.js';
+import { oneLineField, terminalText } from './style.js';
 
 /**
  * Asks one question on the terminal (prompt on stderr, answer from stdin).
@@ -17,7 +18,10 @@ export async function ask(terminal: Terminal, question: string, options: { reado
   });
   const rl = createInterface({ input: terminal.stdin, output, terminal: terminal.stdin.isTTY === true });
   try {
-    const answer = rl.question(question);
+    // Questions quote a package's text (`remove` its version, which a manifest spells as it likes): written raw, its
+    // escape sequences could clear the question and show another in its place, and a line break pose as a line of the
+    // CLI's. Readline's own cursor sequences are written after this and pass.
+    const answer = rl.question(terminalText(oneLineField(question)));
     muted = options.hidden === true;
     return (await answer).trim();
   } finally {
