@@ -1,5 +1,6 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, McpError, ProgressNotificationSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import clientRequestLimits from '../../../etc/client-requests.json' with { type: 'json' };
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { droppedLineId } from '../../framing/droppedLineId.js';
@@ -86,6 +87,13 @@ export interface PluginProcessTransportOptions {
   readonly directCalls?: DirectToolCalls;
   /** Told what was repaired in a `tools/list` answer before the SDK read it (`etc/answer-leniency.json`). */
   readonly onToolListRepaired?: (repairs: ToolListRepairs) => void;
+  /**
+   * Told when a request of the plugin's is dropped unanswered because the
+   * plugin does not read its stdin and `maxQueuedAnswersPerProcess` answers
+   * already wait for it (`etc/client-requests.json`); once per backlog, with
+   * the method of the first request dropped.
+   */
+  readonly onRequestsDropped?: (method: string) => void;
 }
 
 
@@ -106,6 +114,11 @@ function plainAnswer(message: Record<string, unknown>, id: number): DirectAnswer
   if (isJsonObject(result)) return result._meta === undefined ? { id, result } : undefined;
   if (!isJsonObject(error) || !Number.isInteger(error.code) || typeof error.message !== 'string') return undefined;
   return { id, error: { code: error.code as number, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) } };
+}
+
+/** Whether a parsed line is a request (a method and an id), whatever else it holds: the host owes it an answer. */
+function isPluginRequest(message: unknown): message is { method: string } {
+  return isJsonObject(message) && typeof message.method === 'string' && isRequestId(message.id);
 }
 
 /**
@@ -151,6 +164,10 @@ export class PluginProcessTransport implements Transport {
   private readonly queuedRequests = new Map<string | number, AbortController>();
   /** The ids of `tools/list` requests not answered yet, whose answers get the leniency repairs. */
   private readonly toolListIds = new Set<string | number>();
+  /** Answers to the plugin's own requests written while the pipe was full, until their line reaches the pipe. */
+  private answersQueued = 0;
+  /** Whether a request was dropped since the backlog last fell below its bound (told once per backlog). */
+  private droppingRequests = false;
 
   /**
    * @param process - The running plugin; the transport owns it from `start()` on.
@@ -261,7 +278,18 @@ export class PluginProcessTransport implements Transport {
       }
     }
     if (!('method' in message && 'id' in message)) {
-      await channel.send(text);
+      if (!('id' in message)) {
+        await channel.send(text);
+        return;
+      }
+      // An answer to one of the plugin's own requests: counted until it reaches the pipe (see receive).
+      this.answersQueued += 1;
+      try {
+        await channel.send(text);
+      } finally {
+        this.answersQueued -= 1;
+        if (this.answersQueued === 0) this.droppingRequests = false;
+      }
       return;
     }
     const id = message.id;
@@ -281,6 +309,16 @@ export class PluginProcessTransport implements Transport {
       parsed = JSON.parse(line);
     } catch {
       this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }), true);
+      return;
+    }
+    if (this.answersQueued >= clientRequestLimits.maxQueuedAnswersPerProcess && isPluginRequest(parsed)) {
+      // The plugin reads none of the answers it already has: each further answer, and its request's state in the
+      // SDK, would wait in the host's memory for as long as the plugin writes requests (a ping flood from a plugin
+      // that never reads grew the host by gigabytes). A request it sends now goes unanswered, as if lost.
+      if (!this.droppingRequests) {
+        this.droppingRequests = true;
+        this.options.onRequestsDropped?.(parsed.method);
+      }
       return;
     }
     // The one bound on nesting for everything the plugin writes (answers, error data, progress, notices, its own
