@@ -76,7 +76,8 @@ describe('npm: a server that writes next to its own files', { timeout: 120_000 }
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
     const error = (await host.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
     expect(error.code).toBe('PLUGIN_TOOL_ERROR');
-    expect(error.hint).toMatch(/^The plugin tried to write inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
+    expect(error.hint).toMatch(/^The plugin tried to write \/.*\/state\.json, inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
+    expect(error.details['install_root_write']).toMatch(/\/bin\/state\.json$/);
 
     const pointed = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await pointed.install(`npm:${tarball}`, { canary: false, args: ['--state', '${data_dir}/state.json'] })).isOk()).toBe(true);
