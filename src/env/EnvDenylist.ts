@@ -6,6 +6,7 @@
  */
 import { err, ok, type Result } from 'neverthrow';
 import denylistData from '../../etc/env-denylist.json' with { type: 'json' };
+import localeData from '../../etc/env-locale.json' with { type: 'json' };
 import { HostError, hostError } from '../errors/HostError.js';
 import { silentLogger, type Logger } from '../ports/ports.js';
 import { isValidEnvName, isValidEnvValue, printableEnvName } from './envName.js';
@@ -51,7 +52,10 @@ export interface BuildEnvInput {
   readonly parentEnv: Readonly<Record<string, string | undefined>>;
   /**
    * Names copied from `parentEnv` for every plugin; an entry ending in `*` is a
-   * prefix (`LC_*`). Defaults to `PATH`, `HOME`, `TMPDIR`, `LANG` and `LC_*`.
+   * prefix (`MYAPP_*`). Defaults to `PATH`, `HOME`, `TMPDIR`, `LANG` and the
+   * locale categories (`LC_ALL`, `LC_CTYPE`…, `etc/env-locale.json`). A value
+   * of `LANG` or a locale category read this way passes only when it looks
+   * like a locale name (`en_US.UTF-8`, `C.UTF-8`).
    */
   readonly allowPassThrough?: readonly string[];
   /** The plugin's declared `env_allow` names, copied from `parentEnv` when set there. */
@@ -69,8 +73,17 @@ export interface BuildEnvInput {
   readonly pluginId?: string;
 }
 
-/** The names every plugin receives from the host's environment unless the host says otherwise. */
-export const DEFAULT_ENV_PASS_THROUGH: readonly string[] = Object.freeze(['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_*']);
+/**
+ * The names every plugin receives from the host's environment unless the host
+ * says otherwise: `PATH`, `HOME`, `TMPDIR`, `LANG` and the POSIX and glibc
+ * locale categories (`etc/env-locale.json`), not every `LC_` name: sshd's
+ * usual `AcceptEnv LANG LC_*` lets an ssh client set any of those.
+ */
+export const DEFAULT_ENV_PASS_THROUGH: readonly string[] = Object.freeze(['PATH', 'HOME', 'TMPDIR', 'LANG', ...localeData.categories]);
+
+// The variables whose value names a locale, passed through only when it looks like one (a path is a locale glibc loads).
+const LOCALE_NAMES: ReadonlySet<string> = new Set(['LANG', ...localeData.categories]);
+const LOCALE_VALUE = new RegExp(localeData.valuePattern);
 
 interface DenylistFile {
   readonly exact: readonly string[];
@@ -322,12 +335,17 @@ export class EnvDenylist {
     }
 
     const env = new Map<string, string>();
+    const unlikeLocales: string[] = [];
     for (const name of Object.keys(input.parentEnv)) {
       const value = input.parentEnv[name];
       if (value === undefined || !isValidEnvName(name)) continue;
-      const wanted =
-        envAllow.has(name) || passThrough.value.exact.has(name) || passThrough.value.prefixes.some((p) => name.startsWith(p));
-      if (!wanted) continue;
+      const passed = passThrough.value.exact.has(name) || passThrough.value.prefixes.some((p) => name.startsWith(p));
+      if (!envAllow.has(name) && !passed) continue;
+      // A granted name is the user's to give as it is; one every plugin gets must hold what its name says.
+      if (!envAllow.has(name) && LOCALE_NAMES.has(name) && !LOCALE_VALUE.test(value)) {
+        unlikeLocales.push(name);
+        continue;
+      }
       if (!isValidEnvValue(value)) return err(invalidOptions(`The host environment value of '${printableEnvName(name)}' contains NUL.`));
       env.set(name, value);
     }
@@ -341,6 +359,9 @@ export class EnvDenylist {
       given.delete(name);
     }
 
+    if (unlikeLocales.length > 0) {
+      this.#logger.warn({ plugin_id: pluginId, names: unlikeLocales }, 'Locale variables whose value is no locale name were not passed to a plugin.');
+    }
     // A stored credential is kept under its name only when it is still the value in the environment (no fixed value replaced it).
     const scrubbed = [...env.keys()].filter((name) => this.isProhibited(name) && !(given.has(name) && this.isUserCredentialName(name)));
     for (const name of scrubbed) env.delete(name);

@@ -6,7 +6,7 @@ import { parse as parseToml } from 'smol-toml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvDenylist, DEFAULT_ENV_PASS_THROUGH, prohibitedEnvMessage, type RejectedEnvEntry } from '../../src/env/EnvDenylist.js';
 import { HostError } from '../../src/errors/HostError.js';
-import type { Logger } from '../../src/ports/ports.js';
+import { silentLogger, type Logger } from '../../src/ports/ports.js';
 
 const fixtures = join(import.meta.dirname, 'fixtures');
 const printEnv = join(fixtures, 'print-env.mjs');
@@ -215,9 +215,25 @@ describe('buildEnv', () => {
   };
 
   it('copies only the default pass-through names from the parent environment', () => {
-    expect(DEFAULT_ENV_PASS_THROUGH).toEqual(['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_*']);
+    expect(DEFAULT_ENV_PASS_THROUGH.slice(0, 4)).toEqual(['PATH', 'HOME', 'TMPDIR', 'LANG']);
     const env = new EnvDenylist().buildEnv({ parentEnv })._unsafeUnwrap();
     expect(env).toEqual({ PATH: '/usr/bin:/bin', HOME: '/home/u', TMPDIR: '/tmp', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', LC_CTYPE: 'C.UTF-8' });
+  });
+
+  // sshd's usual AcceptEnv LANG LC_* lets an ssh client set any LC_ name to any value on the host.
+  it('passes the locale categories by name, and only values that look like locale names', () => {
+    const categories = ['LC_ALL', 'LC_COLLATE', 'LC_CTYPE', 'LC_MESSAGES', 'LC_MONETARY', 'LC_NUMERIC', 'LC_TIME', 'LC_ADDRESS', 'LC_IDENTIFICATION', 'LC_MEASUREMENT', 'LC_NAME', 'LC_PAPER', 'LC_TELEPHONE'];
+    expect([...DEFAULT_ENV_PASS_THROUGH].sort()).toEqual(['HOME', 'LANG', 'PATH', 'TMPDIR', ...categories].sort());
+    const warnings: unknown[] = [];
+    const logger = { ...silentLogger, warn: (fields: unknown) => void warnings.push(fields) };
+    const locales = { LANG: 'sr_RS.UTF-8@latin', LC_ALL: 'en_US.UTF-8', LC_TIME: 'es_419.utf8', LC_MESSAGES: 'POSIX', LC_PAPER: 'sr_RS@latin', LC_NUMERIC: 'C' };
+    const sent = { LC_SSH_TOKEN: 'ghp_from-an-ssh-client', LC_TERMINAL: 'iTerm2', LC_CTYPE: '/tmp/evil-locale', LC_COLLATE: 'en_US.UTF-8; rm -rf ~', LC_NAME: '' };
+    const env = new EnvDenylist({ logger }).buildEnv({ parentEnv: { PATH: '/usr/bin', ...locales, ...sent }, pluginId: 'p' })._unsafeUnwrap();
+    expect(env).toEqual({ PATH: '/usr/bin', ...locales });
+    expect(warnings).toEqual([{ plugin_id: 'p', names: ['LC_CTYPE', 'LC_COLLATE', 'LC_NAME'] }]);
+    // A name the plugin is granted is the user's to give as it is; a host that asks for every LC_ name gets them.
+    expect(new EnvDenylist().buildEnv({ parentEnv: sent, envAllow: ['LC_CTYPE', 'LC_TERMINAL'] })._unsafeUnwrap()).toEqual({ LC_CTYPE: '/tmp/evil-locale', LC_TERMINAL: 'iTerm2' });
+    expect(new EnvDenylist().buildEnv({ parentEnv: sent, allowPassThrough: ['LC_*'] })._unsafeUnwrap()).toEqual({ LC_SSH_TOKEN: 'ghp_from-an-ssh-client', LC_TERMINAL: 'iTerm2' });
   });
 
   it('adds env_allow names present in the parent and skips absent or unset ones', () => {

@@ -147,6 +147,10 @@ describe('secrets stay secret', () => {
     const parentEnv = {
       PATH: '/usr/bin:/bin',
       LANG: 'C.UTF-8',
+      // A locale category with a locale name passes; what an ssh client may send under other LC_ names, or as a path, does not.
+      LC_MESSAGES: 'en_US.UTF-8',
+      LC_CTYPE: '/tmp/a-locale-of-its-own',
+      LC_SSH_SESSION: 'sent-by-an-ssh-client',
       PROBE_GREETING: 'hello',
       UNRELATED_SECRET: 'do-not-pass',
       ANTHROPIC_API_KEY: 'sk-never',
@@ -162,7 +166,8 @@ describe('secrets stay secret', () => {
     expect(Object.keys(canaryEnv)).not.toContain('PROBE_GREETING');
 
     const probeEnv = jsonOf<{ data: { env: Record<string, string> } }>((await host.call('plug.host-probe.env', {}))._unsafeUnwrap()).data.env;
-    expect(probeEnv).toMatchObject({ PROBE_GREETING: 'hello', HOME: join(dir, 'data', 'host-probe') });
+    expect(probeEnv).toMatchObject({ PROBE_GREETING: 'hello', HOME: join(dir, 'data', 'host-probe'), LC_MESSAGES: 'en_US.UTF-8' });
+    for (const name of ['LC_CTYPE', 'LC_SSH_SESSION']) expect(Object.keys(probeEnv)).not.toContain(name);
     for (const name of ['HOST_CANARY_TOKEN', 'UNRELATED_SECRET', 'ANTHROPIC_API_KEY']) expect(Object.keys(probeEnv)).not.toContain(name);
   });
 
