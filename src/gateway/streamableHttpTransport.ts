@@ -212,8 +212,11 @@ interface Exchange {
   readonly res: ServerResponse;
   /** Its requests' ids, in the order they came. */
   readonly ids: readonly RequestId[];
-  /** Its answers so far, serialized: they are counted in bytes, and written as they are. */
-  readonly answers: Map<RequestId, string>;
+  /**
+   * Its answers so far, serialized: they are counted in bytes, and written as they are. Undefined for a request the
+   * client cancelled, which gets no answer.
+   */
+  readonly answers: Map<RequestId, string | undefined>;
   readonly batch: boolean;
   /** What its answers are held against; none: nothing bounds them. */
   readonly budget: BodyBudget | undefined;
@@ -222,6 +225,10 @@ interface Exchange {
   /** Whether its answer became an SSE stream. */
   streaming: boolean;
   keepAlive: NodeJS.Timeout | undefined;
+  /** Whether the client cancelled one of its requests: then it ends only once the server's requests on it are settled too. */
+  withdrawn: boolean;
+  /** The ids of the server's requests sent on its stream (a confirmation, a plugin's sampling) that are neither answered nor cancelled yet. */
+  readonly asking: Set<RequestId>;
 }
 
 /** The standalone GET stream. */
@@ -266,8 +273,10 @@ export class HttpSessionTransport implements Transport {
   /** The `Mcp-Session-Id` this session was given. */
   readonly sessionId: string;
   readonly #sseKeepAliveMs: number;
-  /** Open exchanges by the id of each request they still wait on. */
+  /** Open exchanges by the id of each request they still wait on (or that the client cancelled, until they end). */
   readonly #pending = new Map<RequestId, Exchange>();
+  /** Open exchanges by the id of each server request sent on them and not settled yet. */
+  readonly #asked = new Map<RequestId, Exchange>();
   readonly #exchanges = new Set<Exchange>();
   #standalone: EventStream | undefined;
   readonly #notifications = new NotificationBound('http');
@@ -328,7 +337,10 @@ export class HttpSessionTransport implements Transport {
     for (const message of messages) {
       this.#notifications.observe(message);
       // Wherever it comes, alone or in a batch beside requests, a cancellation reaches the fast route too.
-      if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#route?.cancel(message.params.requestId, message.params.reason);
+      if ('method' in message && message.method === 'notifications/cancelled' && isJsonObject(message.params)) {
+        this.#route?.cancel(message.params.requestId, message.params.reason);
+        this.#withdraw(message.params.requestId);
+      } else if (!('method' in message) && message.id !== undefined) this.#settleAsk(message.id);
     }
     if (ids.length === 0) {
       // Notifications and answers to the server's own requests have nothing to wait for.
@@ -337,7 +349,7 @@ export class HttpSessionTransport implements Transport {
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
-    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined };
+    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: new Set() };
     this.#exchanges.add(exchange);
     for (const id of ids) this.#pending.set(id, exchange);
     res.once('close', () => {
@@ -370,6 +382,54 @@ export class HttpSessionTransport implements Transport {
       const cancelled: JSONRPCMessage = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } };
       this.onmessage?.(cancelled);
     }
+  }
+
+  /**
+   * A request the client cancelled gets no answer (MCP: the receiver does not respond to a cancelled request), so its
+   * POST waits for nothing more of it: once every other request of that POST is answered or cancelled too, its
+   * response ends, and the gateway holds neither the stream nor the answers, bytes and session activity that go with
+   * it. Without this, the POST stayed open until the client closed it, which the SDK's client does only when it
+   * closes its transport. An initialize is never withdrawn: the protocol does not let a client cancel it.
+   */
+  #withdraw(requestId: unknown): void {
+    if (!isRequestId(requestId)) return;
+    const exchange = this.#pending.get(requestId);
+    // Already answered (no longer pending), already cancelled, or an initialize: nothing to withdraw.
+    if (exchange === undefined || exchange.answers.has(requestId) || (requestId === this.#initializeId && this.#protocolVersion === undefined)) return;
+    // The id stays pending until the exchange ends: an answer the server sends for it anyway is dropped, and the
+    // client cannot reuse the id while the exchange is open.
+    exchange.answers.set(requestId, undefined);
+    exchange.withdrawn = true;
+    if (this.#complete(exchange)) this.#finish(exchange, false);
+  }
+
+  /**
+   * Whether an exchange has nothing more to carry: every request answered or cancelled, and, when one was cancelled,
+   * no server request still open on its stream. Cancelling a call makes the gateway cancel what it asked the client
+   * for it (a confirmation, a plugin's sampling), and that `notifications/cancelled` goes on this stream; ending it
+   * first would leave the client's sampling or elicitation open, with no GET stream to carry the cancellation.
+   */
+  #complete(exchange: Exchange): boolean {
+    return exchange.answers.size === exchange.ids.length && (!exchange.withdrawn || exchange.asking.size === 0);
+  }
+
+  /** Notes what the server sends beside a request: its own requests, open until answered or cancelled. */
+  #noteAsk(exchange: Exchange, message: JSONRPCMessage): void {
+    if (!('method' in message)) return;
+    if ('id' in message) {
+      exchange.asking.add(message.id);
+      this.#asked.set(message.id, exchange);
+    } else if (message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#settleAsk(message.params.requestId);
+  }
+
+  /** A server request was answered by the client or cancelled by the server; its exchange may be complete now. */
+  #settleAsk(requestId: unknown): void {
+    if (!isRequestId(requestId)) return;
+    const exchange = this.#asked.get(requestId);
+    if (exchange === undefined) return;
+    this.#asked.delete(requestId);
+    exchange.asking.delete(requestId);
+    if (this.#complete(exchange)) this.#finish(exchange, false);
   }
 
   /** Opens the standalone SSE stream for messages about no request (list changes, resource updates, logs). */
@@ -423,8 +483,8 @@ export class HttpSessionTransport implements Transport {
     if (!('method' in message)) {
       const id = message.id;
       const exchange = id === undefined ? undefined : this.#pending.get(id);
-      // An answer whose POST is gone (the client disconnected) has nowhere to go.
-      if (id === undefined || exchange === undefined) return Promise.resolve();
+      // An answer whose POST is gone (the client disconnected) has nowhere to go; one the client cancelled is not wanted.
+      if (id === undefined || exchange === undefined || exchange.answers.has(id)) return Promise.resolve();
       this.#pending.delete(id);
       // Only the first answer with the initialize request's id is initialize's: a client may use the id again later.
       const answersInitialize = id === this.#initializeId && this.#protocolVersion === undefined;
@@ -435,13 +495,14 @@ export class HttpSessionTransport implements Transport {
       exchange.answers.set(id, exchange.streaming ? '' : serialized);
       if (!this.#hold(exchange, Buffer.byteLength(written))) return Promise.resolve();
       if (exchange.streaming) exchange.res.write(written);
-      if (exchange.answers.size === exchange.ids.length) this.#finish(exchange, answersInitialize && 'error' in message);
+      if (this.#complete(exchange)) this.#finish(exchange, answersInitialize && 'error' in message);
       return Promise.resolve();
     }
     const related = options?.relatedRequestId === undefined ? undefined : this.#pending.get(options.relatedRequestId);
     if (related !== undefined) {
       if (!related.streaming) this.#stream(related);
       this.#writeNotice(related.res, message);
+      this.#noteAsk(related, message);
       return Promise.resolve();
     }
     if (this.#standalone !== undefined) {
@@ -480,19 +541,33 @@ export class HttpSessionTransport implements Transport {
     exchange.keepAlive = keepAlive(exchange.res, this.#sseKeepAliveMs);
     // Answers of the batch that came before the stream began go first, or they would never be written.
     for (const [id, serialized] of exchange.answers) {
+      if (serialized === undefined) continue;
       exchange.res.write(sseEventOf(serialized));
       exchange.answers.set(id, '');
     }
   }
 
-  /** Writes the last of an exchange's answer; a refused initialize closes the session it would have opened. */
+  /**
+   * Writes the last of an exchange's answer; a refused initialize closes the session it would have opened. Requests
+   * the client cancelled are left out; when that leaves nothing to say, the answer is an SSE stream that ends at once
+   * (a POST of requests is answered with JSON or SSE, and the SDK's client, like the spec, reads an empty stream
+   * ending as no message; it would not resume it, as it carries no event id).
+   */
   #finish(exchange: Exchange, initializeRefused: boolean): void {
     this.#release(exchange);
     if (exchange.streaming) exchange.res.end();
     else {
-      const answers = exchange.ids.map((id) => exchange.answers.get(id) ?? 'null');
+      const answers: string[] = [];
+      for (const id of exchange.ids) {
+        const answer = exchange.answers.get(id);
+        if (answer !== undefined) answers.push(answer);
+      }
+      if (answers.length === 0) {
+        exchange.res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId }).end();
+        return;
+      }
       // As JSON.stringify of the array of answers would write it, without serializing the answers again.
-      const body = exchange.batch ? `[${answers.join(',')}]` : (answers[0] ?? 'null');
+      const body = exchange.batch ? `[${answers.join(',')}]` : (answers[0] as string);
       const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
       if (!initializeRefused) headers['mcp-session-id'] = this.sessionId;
       exchange.res.writeHead(200, headers).end(body);
@@ -506,6 +581,7 @@ export class HttpSessionTransport implements Transport {
     if (!this.#exchanges.delete(exchange)) return;
     clearInterval(exchange.keepAlive);
     for (const id of exchange.ids) if (this.#pending.get(id) === exchange) this.#pending.delete(id);
+    for (const id of exchange.asking) if (this.#asked.get(id) === exchange) this.#asked.delete(id);
   }
 
   /** Ends every open answer and stream and tells the `Server` the session is over. */
