@@ -37,6 +37,16 @@ export interface HostEventMap {
    * refused (`reason`, and `refused_kind` for an address in a refused range).
    */
   readonly egress: EgressEvent;
+  /**
+   * Before a start, the host found start-up code in the plugin's data
+   * directory (its `HOME`): files a shell or an interpreter runs on its own,
+   * such as `.bashrc`, the Python user site-packages or `.node_modules`
+   * (`etc/sandbox/startup-code-paths.json`). They were moved out of it, to
+   * `moved_to` (a host folder no sandbox shows), so that no child the plugin
+   * starts runs them. `paths` are relative to the data directory. A plugin
+   * that keeps writing such files sees them gone at each start.
+   */
+  readonly 'startup_code:moved': { readonly plugin_id: string; readonly paths: readonly string[]; readonly moved_to: string };
   /** One line a plugin wrote to stderr. */
   readonly stderr: { readonly plugin_id: string; readonly line: string };
   /**

@@ -5,7 +5,7 @@
  * credentials only, verify the pinned code, describe the sandbox, spawn.
  */
 import { DATA_DIR_STARTUP_CODE_OFF } from '../binding/ExecutableBinding.js';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow';
 import { NODE_MAIN_GUARD } from '../binding/nodeMain.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
@@ -25,6 +25,7 @@ import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import { openPluginDirectories, pluginDirectoryPaths, type PluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import type { EnforcedPolicy, SandboxPolicyRequest, SandboxSpawner } from '../sandbox/SandboxSpawner.js';
+import { moveStartupCode, STARTUP_CODE_QUARANTINE_DIR } from '../sandbox/startupCode.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
 import type { ProcessLauncher } from '../shapes/PluginSession.js';
 import type { CredentialSource } from './credentials.js';
@@ -156,9 +157,9 @@ export class PluginLauncher {
       const prepared = spawner
         .pluginIdentity(dataRoot, id)
         .andThen((identity) =>
-          openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) }).map(
-            (directories) => ({ identity, directories }),
-          ),
+          openPluginDirectories({ dataRoot, pluginId: id, writeComponents: writeComponents.value, fsWriteDir: caps.fs_write_dir, ...(identity === undefined ? {} : { owner: identity }) })
+            .andThen((directories) => this.#moveStartupCode(id, directories))
+            .map((directories) => ({ identity, directories })),
         )
         .asyncAndThen(({ identity, directories }) =>
           reading
@@ -249,6 +250,29 @@ export class PluginLauncher {
       installRoot: plugin.lock.binding.install_root,
       ...(identity.isOk() && identity.value !== undefined ? { identity: identity.value } : {}),
     });
+  }
+
+  /**
+   * Moves start-up code planted in the plugin's data directory out of it
+   * (`moveStartupCode`), telling the application what was moved; a failure
+   * closes the directories and fails the start.
+   */
+  #moveStartupCode(pluginId: string, directories: PluginDirectories): Result<PluginDirectories, HostError> {
+    const { events, logger, config, random } = this.#parts;
+    // Beside the data directories (same file system, so a rename), under a name no plugin id can have; no sandbox shows it.
+    const quarantine = join(dirname(directories.data.path), STARTUP_CODE_QUARANTINE_DIR, pluginId);
+    const setName = `${new Date(config.clock.now()).toISOString().replace(/[:.]/g, '-')}-${Buffer.from(random.bytes(4)).toString('hex')}`;
+    const moved = moveStartupCode({ dataPath: directories.data.path, dataFd: directories.data.fd, quarantine, setName });
+    if (moved.isErr()) {
+      directories.close();
+      return err(moved.error);
+    }
+    if (moved.value !== undefined) {
+      const { paths, movedTo } = moved.value;
+      logger.warn({ plugin_id: pluginId, paths, moved_to: movedTo }, 'start-up code found in the plugin data directory was moved out before the start');
+      events.emit('startup_code:moved', { plugin_id: pluginId, paths, moved_to: movedTo });
+    }
+    return ok(directories);
   }
 
   /**

@@ -6,11 +6,11 @@
  * pin. Each case plants in one start and looks in the next, through a real
  * host and each real Linux backend.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { answered, HostPool } from '../support/hostHarness.js';
+import { answered, HostPool, nextEvent } from '../support/hostHarness.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
 
 // CPython's user site-packages (~/.local/lib/pythonX.Y/site-packages): its .pth files and usercustomize run at start-up.
@@ -27,7 +27,14 @@ def act(params):
             f.write('import builtins\\nbuiltins.PLANTED_USERCUSTOMIZE = True\\n')
         with open(os.path.join(os.environ['HOME'], '.bashrc'), 'w') as f:
             f.write('echo BASHRC_RAN\\n')
+        # Configuration a plugin keeps on purpose (git config --global): stays.
+        with open(os.path.join(os.environ['HOME'], '.gitconfig'), 'w') as f:
+            f.write('[user]\\n\\tname = planter\\n')
         return {'user_site': user_site}
+    # The environment the MCP SDK's stdio client gives a server it starts by default (getDefaultEnvironment), and a
+    # curated one: both keep HOME and drop the host's PYTHONNOUSERSITE and SHLVL.
+    sdk_env = {k: os.environ[k] for k in ('HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER') if k in os.environ}
+    curated_env = {'HOME': os.environ['HOME'], 'PATH': os.environ['PATH']}
     return {
         'planted': os.path.isfile(pth),
         'pth_ran': getattr(builtins, 'PLANTED_PTH', False),
@@ -35,6 +42,9 @@ def act(params):
         'user_site_on_path': user_site in sys.path,
         'bashrc_ran': 'BASHRC_RAN' in subprocess.run(['bash', '-c', 'true'], stdout=subprocess.PIPE, text=True).stdout,
         'child_pth_ran': subprocess.run([sys.executable, '-c', 'import builtins; print(getattr(builtins, "PLANTED_PTH", False))'], capture_output=True, text=True).stdout.strip(),
+        'sdk_env_child_pth_ran': subprocess.run([sys.executable, '-c', 'import builtins; print(getattr(builtins, "PLANTED_PTH", False))'], capture_output=True, text=True, env=sdk_env).stdout.strip(),
+        'curated_env_bashrc_ran': 'BASHRC_RAN' in subprocess.run(['bash', '-c', 'true'], stdout=subprocess.PIPE, text=True, env=curated_env).stdout,
+        'gitconfig_kept': os.path.isfile(os.path.join(os.environ['HOME'], '.gitconfig')),
     }
 for line in sys.stdin:
     request = json.loads(line)
@@ -45,6 +55,7 @@ for line in sys.stdin:
 // Node's CommonJS global folders under HOME ($HOME/.node_modules, $HOME/.node_libraries) answer a require() the tree cannot.
 const NODE_PLANTER = `#!/usr/bin/env node
 'use strict';
+const { spawnSync } = require('node:child_process');
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { createInterface } = require('node:readline');
@@ -66,7 +77,13 @@ const act = (params) => {
       loaded[folder] = e.code;
     }
   }
-  return { loaded, home_folders: require('node:module').globalPaths.filter((p) => p.startsWith(process.env.HOME)) };
+  // A Node child started with a curated environment that keeps HOME (an SDK-based proxy starting a server of its own):
+  // none of the host's bootstraps reach it, so its require() falls back to the HOME folders.
+  const child = spawnSync(process.execPath, ['-e', 'for (const m of ["planted-node_modules", "planted-node_libraries"]) { try { console.log(require(m)); } catch (e) { console.log(e.code); } }'], {
+    env: { HOME: process.env.HOME, PATH: process.env.PATH },
+    encoding: 'utf8',
+  });
+  return { loaded, home_folders: require('node:module').globalPaths.filter((p) => p.startsWith(process.env.HOME)), child: (child.stdout || String(child.error)).trim().split('\\n') };
 };
 createInterface({ input: process.stdin }).on('line', (line) => {
   const request = JSON.parse(line);
@@ -124,8 +141,28 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     expect(planted['user_site']).toContain(join(profile, 'data', 'py-planter'));
     await first.close();
     const next = await pool.open(profile, options);
-    // The files are there (the plant worked), and nothing of them ran.
-    expect(await act(next, 'py-planter', 'look')).toEqual({ planted: true, pth_ran: false, usercustomize_ran: false, user_site_on_path: false, bashrc_ran: false, child_pth_ran: 'False' });
+    const moved = nextEvent(next, 'startup_code:moved');
+    // Nothing of it ran, not even in a child started with the SDK's default environment or a curated one: the host moved
+    // the user site-packages and ~/.bashrc out of the data directory before the start; the .gitconfig stays.
+    expect(await act(next, 'py-planter', 'look')).toEqual({
+      planted: false,
+      pth_ran: false,
+      usercustomize_ran: false,
+      user_site_on_path: false,
+      bashrc_ran: false,
+      child_pth_ran: 'False',
+      sdk_env_child_pth_ran: 'False',
+      curated_env_bashrc_ran: false,
+      gitconfig_kept: true,
+    });
+    const event = await moved;
+    const userSite = relative(join(profile, 'data', 'py-planter'), String(planted['user_site']));
+    expect(event.plugin_id).toBe('py-planter');
+    expect([...event.paths].sort()).toEqual(['.bashrc', userSite]);
+    // The plant worked: the files are in the set the host moved them to, outside the data directory.
+    expect(relative(join(profile, 'data', '.startup-code-quarantine', 'py-planter'), dirname(event.moved_to))).toBe('');
+    expect(await readFile(join(event.moved_to, userSite, 'planted.pth'), 'utf8')).toContain('PLANTED_PTH');
+    expect(await readFile(join(event.moved_to, '.bashrc'), 'utf8')).toBe('echo BASHRC_RAN\n');
   });
 
   it.each([
@@ -141,6 +178,13 @@ describe.each(LINUX_BACKENDS)('under %s', (backend) => {
     expect((await act(first, 'node-planter', 'plant'))['home']).toBe(join(profile, 'data', 'node-planter'));
     await first.close();
     const next = await pool.open(profile, options);
-    expect(await act(next, 'node-planter', 'look')).toEqual({ loaded: { '.node_modules': 'MODULE_NOT_FOUND', '.node_libraries': 'MODULE_NOT_FOUND' }, home_folders: [] });
+    const moved = nextEvent(next, 'startup_code:moved');
+    // A Node child with a curated environment finds neither module: both folders were moved out before the start.
+    expect(await act(next, 'node-planter', 'look')).toEqual({
+      loaded: { '.node_modules': 'MODULE_NOT_FOUND', '.node_libraries': 'MODULE_NOT_FOUND' },
+      home_folders: [],
+      child: ['MODULE_NOT_FOUND', 'MODULE_NOT_FOUND'],
+    });
+    expect([...(await moved).paths].sort()).toEqual(['.node_libraries', '.node_modules']);
   });
 });

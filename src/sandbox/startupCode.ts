@@ -1,0 +1,188 @@
+/**
+ * Start-up code a plugin planted in its data directory, moved out before the
+ * next start. The data directory is the plugin's `HOME`, and shells and
+ * interpreters look for code under `HOME` on their own (`~/.bashrc`, the
+ * Python user site's `.pth` files, `~/.node_modules`, Bun's
+ * `~/.bunfig.toml` preloads). The host's environment settings keep the
+ * plugin's own interpreter away from them, but a child the plugin starts
+ * with an environment of its own that keeps `HOME` (the MCP SDK's stdio
+ * client by default) would run them, at every later start and after a
+ * reviewed upgrade too. Neither sandbox can hide one path inside the
+ * writable data directory (Landlock grants whole trees), so the host moves
+ * what sits at those paths into a folder of its own beside the data
+ * directories, which no sandbox shows, before every start, whichever
+ * backend runs it.
+ *
+ * The walk goes through directory descriptors opened without following
+ * links (as `openPluginDirectories` does), so a link the plugin placed on
+ * the way never sends a move elsewhere: a link found at a listed path, or on
+ * the way to one, is itself moved (an interpreter would follow it).
+ */
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+import { err, ok, type Result } from 'neverthrow';
+import startupCodeData from '../../etc/sandbox/startup-code-paths.json' with { type: 'json' };
+import type { HostError } from '../errors/HostError.js';
+import { errnoOf, ioError } from '../errors/ioError.js';
+
+/**
+ * The paths, relative to a plugin's data directory, where a shell or an
+ * interpreter finds code at start-up (`etc/sandbox/startup-code-paths.json`);
+ * a `*` in a component matches any run of characters within it.
+ */
+export const STARTUP_CODE_PATHS: readonly string[] = startupCodeData.paths;
+
+/** The folder under the data root (`<profile>/data`) that holds what was moved, one folder per plugin id. */
+export const STARTUP_CODE_QUARANTINE_DIR: string = startupCodeData.quarantineDir;
+
+/** What {@link moveStartupCode} moved out of one data directory. */
+export interface MovedStartupCode {
+  /** The moved paths, relative to the data directory, in the order they were found. */
+  readonly paths: readonly string[];
+  /** The folder that now holds them, each under its relative path. */
+  readonly movedTo: string;
+}
+
+/** What {@link moveStartupCode} needs. */
+export interface StartupCodeRequest {
+  /** The plugin's data directory: its verified real path. */
+  readonly dataPath: string;
+  /** The host's descriptor on it (O_DIRECTORY, from `openPluginDirectories`). */
+  readonly dataFd: number;
+  /** The folder the moved sets go under (`<data root>/.startup-code-quarantine/<plugin id>`); created when needed. */
+  readonly quarantine: string;
+  /** A name for this start's set, unique among the plugin's (time first, so names sort by age). */
+  readonly setName: string;
+  /** The paths to look at; default {@link STARTUP_CODE_PATHS}. */
+  readonly paths?: readonly string[];
+  /** How many sets to keep; default from the data file. */
+  readonly keepSets?: number;
+}
+
+/** One component of the listed paths, with what is listed below it. */
+interface PathNode {
+  /** The component is a listed path's last: whatever is there is moved. */
+  terminal: boolean;
+  readonly children: Map<string, PathNode>;
+}
+
+function pathTree(paths: readonly string[]): PathNode {
+  const root: PathNode = { terminal: false, children: new Map() };
+  for (const path of paths) {
+    let node = root;
+    for (const component of path.split('/').filter((c) => c !== '')) {
+      let child = node.children.get(component);
+      if (child === undefined) {
+        child = { terminal: false, children: new Map() };
+        node.children.set(component, child);
+      }
+      node = child;
+    }
+    node.terminal = true;
+  }
+  return root;
+}
+
+const DEFAULT_TREE = pathTree(STARTUP_CODE_PATHS);
+
+const componentPattern = (component: string): RegExp => new RegExp(`^${component.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+
+const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+
+// Without /proc (macOS) names are reached through the parent's path; the host and the plugin are then the same user, and
+// only a running instance of the plugin itself could swap a directory on the way.
+const VIA_PROC = process.platform === 'linux';
+
+const entryPath = (dirFd: number, dirPath: string, name: string): string => (VIA_PROC ? `/proc/self/fd/${dirFd}/${name}` : join(dirPath, name));
+
+/** The names in the directory that `component` stands for: itself, or for a pattern the entries it matches. */
+function namesFor(dirFd: number, dirPath: string, component: string): string[] {
+  if (!component.includes('*')) return [component];
+  const pattern = componentPattern(component);
+  try {
+    return readdirSync(VIA_PROC ? `/proc/self/fd/${dirFd}` : dirPath).filter((name) => pattern.test(name));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Moves whatever sits at the listed start-up code paths of a plugin's data
+ * directory into a new set under `quarantine`, and drops the oldest sets
+ * beyond the kept number. Nothing found: nothing is created, and the cost is
+ * one `lstat` per top-level name. A name that vanished meanwhile (another
+ * start of the same plugin moved it) is skipped; any other failure fails
+ * the start (HOST_IO_ERROR): a start that cannot clear its data directory
+ * does not run planted code.
+ *
+ * @returns What was moved, or undefined when nothing was found.
+ */
+export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartupCode | undefined, HostError> {
+  const tree = request.paths === undefined ? DEFAULT_TREE : pathTree(request.paths);
+  const setDir = join(request.quarantine, request.setName);
+  const moved: string[] = [];
+  const move = (dirFd: number, dirPath: string, name: string, relative: string): void => {
+    const target = join(setDir, relative);
+    mkdirSync(join(target, '..'), { recursive: true, mode: 0o700 });
+    try {
+      renameSync(entryPath(dirFd, dirPath, name), target);
+      moved.push(relative);
+    } catch (cause) {
+      if (errnoOf(cause) !== 'ENOENT') throw cause;
+    }
+  };
+  const walk = (dirFd: number, dirPath: string, relative: string, node: PathNode): void => {
+    for (const [component, child] of node.children) {
+      for (const name of namesFor(dirFd, dirPath, component)) {
+        const here = relative === '' ? name : `${relative}/${name}`;
+        // Most names are absent at most starts: no exception built for them (they cost more than the lstat).
+        let st: Stats | undefined;
+        try {
+          st = lstatSync(entryPath(dirFd, dirPath, name), { throwIfNoEntry: false });
+        } catch (cause) {
+          if (errnoOf(cause) === 'ENOTDIR') continue;
+          throw cause;
+        }
+        if (st === undefined) continue;
+        const isLink = st.isSymbolicLink();
+        const isDirectory = st.isDirectory();
+        // A link on the way is moved itself: the interpreter would follow it to whatever it names.
+        if (child.terminal || isLink) move(dirFd, dirPath, name, here);
+        else if (isDirectory) {
+          let fd: number;
+          try {
+            fd = openSync(entryPath(dirFd, dirPath, name), OPEN_DIRECTORY);
+          } catch (cause) {
+            // Replaced by a link or a file since the lstat (a running instance): moved at the next start.
+            if (['ENOENT', 'ELOOP', 'ENOTDIR'].includes(errnoOf(cause) ?? '')) continue;
+            throw cause;
+          }
+          try {
+            walk(fd, join(dirPath, name), here, child);
+          } finally {
+            closeSync(fd);
+          }
+        }
+        // A file where a directory is listed holds nothing an interpreter would look into.
+      }
+    }
+  };
+  try {
+    walk(request.dataFd, request.dataPath, '', tree);
+  } catch (cause) {
+    return err(ioError('Moving start-up code out of the data directory', request.dataPath, cause));
+  }
+  if (moved.length === 0) return ok(undefined);
+  dropOldSets(request.quarantine, request.keepSets ?? startupCodeData.keepSets);
+  return ok({ paths: moved, movedTo: setDir });
+}
+
+/** Removes all but the newest `keep` sets (names sort by age); a failure leaves them for the next move. */
+function dropOldSets(quarantine: string, keep: number): void {
+  try {
+    const sets = readdirSync(quarantine).sort();
+    for (const name of sets.slice(0, Math.max(0, sets.length - keep))) rmSync(join(quarantine, name), { recursive: true, force: true });
+  } catch {
+    // Kept: the sets are only evidence; the next move tries again.
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * What the host moves out of a plugin's data directory before a start, on
+ * real files: the listed start-up code paths go, the rest stays, and a link
+ * the plugin placed (at a listed path or on the way to one) is moved itself,
+ * never followed to what it names.
+ */
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPluginDirectories } from '../../src/sandbox/pluginDirectories.js';
+import { moveStartupCode, STARTUP_CODE_PATHS, STARTUP_CODE_QUARANTINE_DIR } from '../../src/sandbox/startupCode.js';
+
+const scratch: string[] = [];
+afterAll(() => Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true }))));
+
+async function dataRoot(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'startup-code-'));
+  scratch.push(dir);
+  return join(dir, 'data');
+}
+
+function plant(base: string, files: Record<string, string>): void {
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(base, path)), { recursive: true });
+    writeFileSync(join(base, path), text);
+  }
+}
+
+/** Opens the plugin's data directory as a start does and moves its start-up code into set `setName`. */
+function moveIn(root: string, setName: string, keepSets?: number) {
+  const directories = openPluginDirectories({ dataRoot: root, pluginId: 'p', writeComponents: [], fsWriteDir: '' })._unsafeUnwrap();
+  try {
+    const quarantine = join(root, STARTUP_CODE_QUARANTINE_DIR, 'p');
+    return moveStartupCode({ dataPath: directories.data.path, dataFd: directories.data.fd, quarantine, setName, ...(keepSets === undefined ? {} : { keepSets }) })._unsafeUnwrap();
+  } finally {
+    directories.close();
+  }
+}
+
+describe('moveStartupCode', () => {
+  it('moves the shell rc files, the Python user site, the Node global folders and the Bun preload config, and leaves tool configuration and data', async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    plant(data, {
+      '.bashrc': 'echo planted',
+      '.profile': 'echo planted',
+      '.zshenv': 'echo planted',
+      '.local/lib/python3.11/site-packages/planted.pth': 'import os',
+      '.local/lib/python3.12/site-packages/usercustomize.py': 'import os',
+      '.local/lib/python3.11/other.txt': 'kept',
+      '.local/share/app/state.json': '{}',
+      '.node_modules/m/index.js': 'module.exports = 1',
+      '.node_libraries/m.js': 'module.exports = 1',
+      '.config/.bunfig.toml': 'preload = ["./x.ts"]',
+      '.config/git/config': '[user]\n\tname = p',
+      '.gitconfig': '[user]\n\tname = p',
+      '.npmrc': 'registry=https://registry.npmjs.org/',
+      'notes.txt': 'kept',
+    });
+    const moved = moveIn(root, '2026-01-01-a');
+    expect(moved).toBeDefined();
+    expect([...(moved?.paths ?? [])].sort()).toEqual(
+      ['.bashrc', '.profile', '.zshenv', '.local/lib/python3.11/site-packages', '.local/lib/python3.12/site-packages', '.node_modules', '.node_libraries', '.config/.bunfig.toml'].sort(),
+    );
+    expect(moved?.movedTo).toBe(join(root, STARTUP_CODE_QUARANTINE_DIR, 'p', '2026-01-01-a'));
+    for (const path of moved?.paths ?? []) expect(existsSync(join(data, path))).toBe(false);
+    expect(readFileSync(join(moved?.movedTo ?? '', '.local/lib/python3.11/site-packages/planted.pth'), 'utf8')).toBe('import os');
+    for (const kept of ['.local/lib/python3.11/other.txt', '.local/share/app/state.json', '.config/git/config', '.gitconfig', '.npmrc', 'notes.txt']) expect(existsSync(join(data, kept))).toBe(true);
+  });
+
+  it('moves a link found at a listed path, or on the way to one, itself and leaves what it names untouched', async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    const outside = join(dirname(root), 'outside');
+    plant(outside, { 'lib/python3.11/site-packages/host.pth': 'host file', 'bashrc': 'host rc' });
+    mkdirSync(data, { recursive: true });
+    symlinkSync(outside, join(data, '.local'));
+    symlinkSync(join(outside, 'bashrc'), join(data, '.bashrc'));
+    const moved = moveIn(root, 'links');
+    expect([...(moved?.paths ?? [])].sort()).toEqual(['.bashrc', '.local']);
+    expect(lstatSync(join(moved?.movedTo ?? '', '.local')).isSymbolicLink()).toBe(true);
+    expect(lstatSync(join(moved?.movedTo ?? '', '.bashrc')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(outside, 'lib/python3.11/site-packages/host.pth'), 'utf8')).toBe('host file');
+    expect(readFileSync(join(outside, 'bashrc'), 'utf8')).toBe('host rc');
+    expect(existsSync(join(data, '.local'))).toBe(false);
+  });
+
+  it('creates nothing when nothing is planted, and leaves a file where a directory is listed', async () => {
+    const root = await dataRoot();
+    plant(join(root, 'p'), { '.local': 'a file', '.config': 'a file', 'notes.txt': 'kept' });
+    expect(moveIn(root, 'none')).toBeUndefined();
+    expect(existsSync(join(root, STARTUP_CODE_QUARANTINE_DIR))).toBe(false);
+    expect(readFileSync(join(root, 'p', '.local'), 'utf8')).toBe('a file');
+  });
+
+  it('keeps the newest sets only', async () => {
+    const root = await dataRoot();
+    for (const name of ['2026-01-01', '2026-01-02', '2026-01-03']) {
+      plant(join(root, 'p'), { '.bashrc': name });
+      expect(moveIn(root, name, 2)?.paths).toEqual(['.bashrc']);
+    }
+    const quarantine = join(root, STARTUP_CODE_QUARANTINE_DIR, 'p');
+    expect(readdirSync(quarantine).sort()).toEqual(['2026-01-02', '2026-01-03']);
+    expect(readFileSync(join(quarantine, '2026-01-03', '.bashrc'), 'utf8')).toBe('2026-01-03');
+  });
+
+  it('lists only relative paths that stay inside the data directory', () => {
+    for (const path of STARTUP_CODE_PATHS) {
+      expect(path.startsWith('/')).toBe(false);
+      expect(path.split('/')).not.toContain('..');
+      expect(path.split('/')).not.toContain('');
+    }
+  });
+});
