@@ -20,6 +20,7 @@ import {
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { ClientRequestContext, ClientRequestHandlers } from '../host/clientRequests.js';
 import type { ConfirmationCallback, ConfirmationRequest } from '../host/admission.js';
+import type { ClientAsks } from './clientAsks.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
 /** The context of one `tools/call` the gateway serves. */
@@ -70,10 +71,10 @@ async function confirmByElicitation(server: Server, extra: GatewayRequestExtra, 
 /**
  * The answers of the client behind `server` for one of its `tools/call`
  * requests. `caller` names the client, so that its calls in flight at one
- * plugin count as one party.
+ * plugin count as one party; `asks` bounds the plugin requests waiting for it.
  */
-export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller: string): ClientAnswers {
-  return { confirm: (request) => confirmByElicitation(server, extra, request), clientRequests: forwardedRequests(server, extra, caller) };
+export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller: string, asks: ClientAsks): ClientAnswers {
+  return { confirm: (request) => confirmByElicitation(server, extra, request), clientRequests: forwardedRequests(server, extra, caller, asks) };
 }
 
 /**
@@ -83,22 +84,33 @@ export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller
  * over HTTP they go out on that request's own stream, to the session that
  * asked. Only the kinds the client declared get a handler; the plugin's
  * request of another kind is refused (`Method not found`). `caller` names the
- * client, so that its requests in flight at one plugin count as one party.
+ * client, so that its requests in flight at one plugin count as one party;
+ * `asks` holds each request's place among those waiting for the client, and
+ * refuses one past its bound before the client sees it.
  */
-export function forwardedRequests(server: Server, extra: GatewayRequestExtra, caller: string): ClientRequestHandlers {
+export function forwardedRequests(server: Server, extra: GatewayRequestExtra, caller: string, asks: ClientAsks): ClientRequestHandlers {
   const capabilities = server.getClientCapabilities() ?? {};
   return {
     caller,
     ...(capabilities.sampling === undefined
       ? {}
-      : { sampling: (params, context) => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context)) }),
+      : {
+          sampling: (params, context) =>
+            asks.ask('sampling/createMessage', params, () => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context))),
+        }),
     ...(capabilities.elicitation === undefined
       ? {}
-      : { elicitation: (params, context) => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context)) }),
+      : {
+          elicitation: (params, context) =>
+            asks.ask('elicitation/create', params, () => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context))),
+        }),
     ...(capabilities.roots === undefined
       ? {}
       : {
-          roots: (params, context) => extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
+          roots: (params, context) =>
+            asks.ask('roots/list', params, () =>
+              extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
+            ),
         }),
   };
 }

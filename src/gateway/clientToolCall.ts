@@ -16,6 +16,7 @@ import type { HostCallOptions } from '../host/dispatch.js';
 import type { PluginHost } from '../host/PluginHost.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { HostTelemetry } from '../observability/telemetry.js';
+import type { ClientAsks } from './clientAsks.js';
 import { clientAnswers, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import type { PluginRequestParties } from './requestParties.js';
@@ -42,6 +43,8 @@ export interface ToolCallClient {
   readonly telemetry: HostTelemetry;
   /** Where its calls are counted at their plugin while they are there, so that the plugin's log messages reach this client alone. */
   readonly parties: PluginRequestParties;
+  /** The plugin requests waiting for this client's answer, bounded for the client as a whole (all its HTTP sessions). */
+  readonly asks: ClientAsks;
 }
 
 /** What a `tools/call` asks, once its frame is checked. */
@@ -72,7 +75,7 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
   const { progressToken } = params;
   const served = { opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId };
   const pluginId = pluginIdOf(opId);
-  const { confirm, clientRequests } = clientAnswers(client.server, extra, client.caller);
+  const { confirm, clientRequests } = clientAnswers(client.server, extra, client.caller, client.asks);
   // Built as one object, keys added in place: host.call checks each of them, and spreads would allocate one object per key group.
   const options: Mutable<HostCallOptions> = { maxRisk: client.maxRisk, confirm, clientRequests, signal: extra.signal, caller };
   if (pluginId !== undefined) options.presence = client.parties.presence(pluginId, client.server);

@@ -67,6 +67,8 @@ export interface GatewayConfig {
   readonly catalogPollMs?: number;
   /** Resource subscriptions one client may hold at once. */
   readonly maxSubscriptionsPerClient?: number;
+  /** Plugins' requests one client may have waiting for its answer at once. */
+  readonly maxPendingRequestsPerClient?: number;
   /** The HTTP transport. */
   readonly http?: GatewayConfigHttp;
   /** The audit file. */
@@ -182,6 +184,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     ...(config.name === undefined ? {} : { name: config.name }),
     ...(config.catalogPollMs === undefined ? {} : { catalogPollMs: config.catalogPollMs }),
     ...(config.maxSubscriptionsPerClient === undefined ? {} : { maxSubscriptionsPerClient: config.maxSubscriptionsPerClient }),
+    ...(config.maxPendingRequestsPerClient === undefined ? {} : { maxPendingRequestsPerClient: config.maxPendingRequestsPerClient }),
   };
   const http = config.http ?? {};
   const audit = config.audit === undefined ? {} : { audit: config.audit };

@@ -28,6 +28,8 @@ export interface GatewayDefaults {
   readonly maxSessions: number;
   /** Resource subscriptions one client (the stdio peer, each HTTP session) may hold at once. */
   readonly maxSubscriptionsPerClient: number;
+  /** Plugins' requests one client (the stdio peer, an HTTP client's token) may have waiting for its answer at once. */
+  readonly maxPendingRequestsPerClient: number;
   /** Bytes of notifications that may wait on one client's stream before more are dropped (docs/gateway.md, "Slow clients"). */
   readonly maxBufferedNotificationBytes: number;
   /** Time an HTTP session may stay idle before it is closed, in ms. */

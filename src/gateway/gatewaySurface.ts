@@ -37,6 +37,7 @@ import type { HostEventMap } from '../events/HostEvents.js';
 import { LOGGING_LEVELS, type PluginRequestOptions } from '../host/mcpSurface.js';
 import { pluginIdOf } from '../host/operations.js';
 import type { CompletionRequest, PluginHost } from '../host/PluginHost.js';
+import type { ClientAsks } from './clientAsks.js';
 import { forwardedRequests, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
@@ -439,8 +440,8 @@ async function answer<T>(outcome: ResultAsync<T, HostError>): Promise<T> {
  * or over HTTP by its closing the POST) cancels it at the plugin, as a tool
  * call's does.
  */
-function askedBy(server: Server, extra: GatewayRequestExtra, caller: string): PluginRequestOptions {
-  return { clientRequests: forwardedRequests(server, extra, caller), signal: extra.signal };
+function askedBy(server: Server, extra: GatewayRequestExtra, caller: string, asks: ClientAsks): PluginRequestOptions {
+  return { clientRequests: forwardedRequests(server, extra, caller, asks), signal: extra.signal };
 }
 
 /**
@@ -451,11 +452,12 @@ function askedBy(server: Server, extra: GatewayRequestExtra, caller: string): Pl
  * What a plugin asks its client while it answers a `prompts/get`,
  * `resources/read` or `completion/complete` goes to this client, on that
  * request, as during its tool calls; `caller` names the client, as its tool
- * calls do, so that its requests at one plugin are one party. A client that
+ * calls do, so that its requests at one plugin are one party, and `asks`
+ * bounds those requests of plugins waiting for it, as for its tool calls. A client that
  * cancels one of those requests cancels it at the plugin, and with it what
  * the plugin asked it meanwhile.
  */
-export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy, caller: string): void {
+export function serveSurface(server: Server, surface: GatewaySurface, subscriptions: GatewaySubscriptions, policy: GatewayClientPolicy, caller: string, asks: ClientAsks): void {
   server.registerCapabilities({ resources: { subscribe: true, listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} });
   let level: LoggingLevel | undefined;
   server.setRequestHandler(SetLevelRequestSchema, (request) => {
@@ -470,7 +472,7 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...(await answer(surface.resources(policy)))] }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [...(await answer(surface.templates(policy)))] }));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => answer(surface.read(policy, request.params.uri, server, askedBy(server, extra, caller))));
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => answer(surface.read(policy, request.params.uri, server, askedBy(server, extra, caller, asks))));
   server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     await answer(subscriptions.subscribe(server, policy, request.params.uri));
     return {};
@@ -481,9 +483,9 @@ export function serveSurface(server: Server, surface: GatewaySurface, subscripti
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [...(await answer(surface.prompts(policy)))] }));
   server.setRequestHandler(GetPromptRequestSchema, (request, extra) =>
-    answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server, askedBy(server, extra, caller))),
+    answer(surface.getPrompt(policy, request.params.name, request.params.arguments, server, askedBy(server, extra, caller, asks))),
   );
   server.setRequestHandler(CompleteRequestSchema, async (request, extra) => ({
-    completion: await answer(surface.complete(policy, request.params, server, askedBy(server, extra, caller))),
+    completion: await answer(surface.complete(policy, request.params, server, askedBy(server, extra, caller, asks))),
   }));
 }

@@ -138,10 +138,14 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
 
 const ALLOWED_METHODS = { allow: 'GET, POST, DELETE' };
 
-/** Limits under which no body is read (answered 503). */
-const NO_BODIES: PostLimits = { maxBytes: 0, maxBatch: 0, budget: { take: () => false, give: () => undefined } };
+/** A client's limits on its POSTs, with the budget its bodies, answers and the plugin requests waiting for it share. */
+type ClientLimits = PostLimits & { readonly budget: BodyBudget };
 
-type SessionServer = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport) => Server;
+/** Limits under which no body is read (answered 503). */
+const NO_BODIES: ClientLimits = { maxBytes: 0, maxBatch: 0, budget: { take: () => false, give: () => undefined } };
+
+/** Makes a new session's server; `budget` is its client's share of `maxBodyBytesInFlight`, the same object for each of the client's sessions. */
+type SessionServer = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport, budget: BodyBudget) => Server;
 
 /** Starts the HTTP side; `connect` makes the MCP server of one new session, which the listener connects to the session's transport. */
 export function listenHttp(options: GatewayHttpOptions, defaultPolicy: GatewayClientPolicy, connect: SessionServer): ResultAsync<HttpListener, HostError> {
@@ -187,7 +191,7 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   // Bodies held at once: within the listener's bound, and each client within its share of it.
   let bodyBytes = 0;
   const bodyShare = Math.max(GATEWAY_DEFAULTS.maxRequestBytes, Math.floor(maxBodyBytes / clients.length));
-  const limitsOf = (): PostLimits => {
+  const limitsOf = (): ClientLimits => {
     let held = 0;
     const budget: BodyBudget = {
       take: (bytes) => {
@@ -301,7 +305,7 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
     sessions.set(transport.sessionId, session);
     track(session, res);
     transport.onclose = () => sessions.delete(transport.sessionId);
-    await connect(client.policy, client.name, transport).connect(transport);
+    await connect(client.policy, client.name, transport, limits.budget).connect(transport);
     transport.handlePost(req, res, posted);
   };
 

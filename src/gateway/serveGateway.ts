@@ -12,6 +12,7 @@ import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { HostTelemetry, type HostTelemetryOptions } from '../observability/telemetry.js';
 import type { PluginHost } from '../host/PluginHost.js';
+import { ClientAsks } from './clientAsks.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import { numberRequestsFromOne } from '../shapes/mcp/requestIds.js';
 import { callForClient, type ClientIdentity, type ToolCallClient } from './clientToolCall.js';
@@ -21,7 +22,7 @@ import { activeFingerprint, GatewayTools } from './gatewayTools.js';
 import { listenHttp, type GatewayHttpOptions, type HttpListener } from './httpListener.js';
 import type { PluginRequestParties } from './requestParties.js';
 import { HttpToolCalls } from './httpToolCalls.js';
-import type { HttpSessionTransport } from './streamableHttpTransport.js';
+import type { BodyBudget, HttpSessionTransport } from './streamableHttpTransport.js';
 import { connectStdio } from './stdioToolCalls.js';
 
 /** Where the stdio transport reads and writes. Default this process's stdin and stdout. */
@@ -48,6 +49,12 @@ export interface GatewayOptions {
   readonly catalogPollMs?: number;
   /** Resource subscriptions one client may hold at once; one more is refused with GATEWAY_SUBSCRIPTION_LIMIT. Default 64. */
   readonly maxSubscriptionsPerClient?: number;
+  /**
+   * Plugins' sampling, elicitation and roots requests one client (the stdio client, an HTTP client's token with all
+   * its sessions) may have waiting for its answer at once; one more is refused with a JSON-RPC error the plugin gets.
+   * Default 16.
+   */
+  readonly maxPendingRequestsPerClient?: number;
   /** OpenTelemetry providers for the gateway's SERVER spans and `mcp.server.operation.duration`. Default the global ones. */
   readonly telemetry?: HostTelemetryOptions;
 }
@@ -81,6 +88,7 @@ function clientServer(
   client: ClientIdentity,
   telemetry: HostTelemetry,
   parties: PluginRequestParties,
+  asks: ClientAsks,
 ): ToolCallClient {
   const server = new Server(
     { name: options.name ?? GATEWAY_DEFAULTS.serverName, version: options.version ?? '0.0.0' },
@@ -94,7 +102,7 @@ function clientServer(
     if (listed.isErr()) throw listed.error;
     return { tools: listed.value.filter((t) => offeredTo(policy, t.opId)).map((t) => t.tool) };
   });
-  const calls: ToolCallClient = { host, server, policy, maxRisk, caller, identity: client, telemetry, parties };
+  const calls: ToolCallClient = { host, server, policy, maxRisk, caller, identity: client, telemetry, parties, asks };
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     callForClient(calls, { name: request.params.name, arguments: request.params.arguments, progressToken: request.params._meta?.progressToken }, extra),
   );
@@ -173,12 +181,23 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     return errAsync(invalid(`maxSubscriptionsPerClient must be a positive integer, not ${String(maxSubscriptions)}`, 'maxSubscriptionsPerClient'));
   }
   const subscriptions = new GatewaySubscriptions(host, surface, maxSubscriptions);
+  const maxPending = options.maxPendingRequestsPerClient ?? GATEWAY_DEFAULTS.maxPendingRequestsPerClient;
+  if (!Number.isSafeInteger(maxPending) || maxPending <= 0) {
+    return errAsync(invalid(`maxPendingRequestsPerClient must be a positive integer, not ${String(maxPending)}`, 'maxPendingRequestsPerClient'));
+  }
+  // One bound per HTTP client, whose sessions share its body budget: opening another session must not buy more.
+  const asksByClient = new WeakMap<BodyBudget, ClientAsks>();
+  const asksOf = (budget: BodyBudget): ClientAsks => {
+    let asks = asksByClient.get(budget);
+    if (asks === undefined) asksByClient.set(budget, (asks = new ClientAsks(maxPending, budget)));
+    return asks;
+  };
   const servers = new Set<Server>();
   const defaultPolicy = options.policy ?? {};
-  const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport']): ToolCallClient => {
-    const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry, surface.parties);
+  const open = (policy: GatewayClientPolicy, clientName: string, transport: ClientIdentity['transport'], asks: ClientAsks): ToolCallClient => {
+    const calls = clientServer(host, tools, options, policy, { name: clientName, transport }, telemetry, surface.parties, asks);
     const { server } = calls;
-    serveSurface(server, surface, subscriptions, policy, calls.caller);
+    serveSurface(server, surface, subscriptions, policy, calls.caller, asks);
     servers.add(server);
     server.onclose = () => {
       servers.delete(server);
@@ -186,8 +205,8 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     };
     return calls;
   };
-  const connect = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport): Server => {
-    const calls = open(policy, clientName, 'http');
+  const connect = (policy: GatewayClientPolicy, clientName: string, transport: HttpSessionTransport, budget: BodyBudget): Server => {
+    const calls = open(policy, clientName, 'http', asksOf(budget));
     transport.routeFirst(new HttpToolCalls(calls, transport));
     return calls.server;
   };
@@ -230,7 +249,7 @@ export function serveGateway(host: PluginHost, options: GatewayOptions): ResultA
     return started.mapErr((error) => (stopWatching(), error)).andThen((http) => {
       // The stdio transport only attaches listeners, so connecting it cannot fail for a reason of ours.
       const begin =
-        stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connectStdio(open(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio'), stdio, STDIO_DEFAULT_MAX_BUFFER_SIZE));
+        stdio === undefined ? okAsync(undefined) : ResultAsync.fromSafePromise(connectStdio(open(defaultPolicy, GATEWAY_DEFAULTS.stdioClientName, 'stdio', new ClientAsks(maxPending)), stdio, STDIO_DEFAULT_MAX_BUFFER_SIZE));
       return begin.map(
         (): GatewayHandle => ({
           url: http?.url,

@@ -18,8 +18,11 @@ interface RequestCounter {
  * server sent an SDK client, id 0, could not be cancelled there: a gateway
  * client whose plugin call or prompt ended kept sampling or asking its user
  * for it, and the host kept running an ESM plugin's first withdrawn request.
- * Call before the server sends anything. An SDK without the counter leaves the
- * numbering as it is (test/gateway/clientCancellation.test.ts shows it).
+ * Call before the server sends anything. The SDK (1.32) offers no public way to
+ * choose the first id (no `ProtocolOptions` key, no method), hence the private
+ * counter; an SDK that renames it leaves the numbering as it is, which
+ * test/shapes/mcp/requestIds.test.ts (no sandbox) and
+ * test/gateway/clientCancellation.test.ts catch.
  */
 export function numberRequestsFromOne(server: Server): void {
   const counter = server as unknown as RequestCounter;
