@@ -20,6 +20,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { systemRandom, type Random } from '../ports/ports.js';
 import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
+import type { NodeVersionProbe } from './interpreterVersion.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions, mountedMainOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import type { PackageTreePin } from './packageTree.js';
@@ -154,6 +155,7 @@ async function bindOpened(
   root: string,
   relative: string,
   options: BindExecutableOptions,
+  nodeVersion: NodeVersionProbe | undefined,
 ): Promise<Result<ExecutableBindingRecord, HostError>> {
   const head = await readHead(file.handle, SHEBANG_MAX_BYTES);
   const format = formatOf(head);
@@ -164,7 +166,7 @@ async function bindOpened(
   if (format === 'script' || options.interpreter !== undefined) {
     const shebang = options.interpreter === undefined ? parseShebang(head, file.path) : ok({ program: options.interpreter, viaEnv: true, args: [] });
     if (shebang.isErr()) return err(shebang.error);
-    const pinned = await pinInterpreter(shebang.value, file.path, options.searchPath ?? process.env.PATH ?? '');
+    const pinned = await pinInterpreter(shebang.value, file.path, options.searchPath ?? process.env.PATH ?? '', nodeVersion);
     if (pinned.isErr()) return err(pinned.error);
     interpreter = pinned.value;
   }
@@ -196,9 +198,12 @@ async function bindOpened(
  * others may write, shells (by name or as `#!` interpreter), a Python
  * interpreter as the executable itself, files that are
  * neither native programs nor `#!` scripts, and interpreters that cannot be
- * resolved to a native program.
+ * resolved to a native program. A Node interpreter other than the host's
+ * own is asked its version through `nodeVersion` only (the install passes a
+ * probe that runs it in the sandbox, see interpreterVersion.ts); without
+ * one it is pinned with `node_main: 'loader_hook'` and never run here.
  */
-export function bindExecutable(options: BindExecutableOptions): ResultAsync<ExecutableBindingRecord, HostError> {
+export function bindExecutable(options: BindExecutableOptions, nodeVersion?: NodeVersionProbe): ResultAsync<ExecutableBindingRecord, HostError> {
   return new ResultAsync(
     (async (): Promise<Result<ExecutableBindingRecord, HostError>> => {
       const relative = normalizeExecutablePath(options.executable);
@@ -215,7 +220,7 @@ export function bindExecutable(options: BindExecutableOptions): ResultAsync<Exec
       const opened = await openInsideRoot(root.value, relative.value);
       if (opened.isErr()) return err(opened.error);
       try {
-        return await bindOpened(opened.value, root.value, relative.value, options);
+        return await bindOpened(opened.value, root.value, relative.value, options, nodeVersion);
       } catch (e) {
         return err(ioError('Reading', opened.value.path, e));
       } finally {

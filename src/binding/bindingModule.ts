@@ -21,7 +21,11 @@ import { bindModuleEntry, verifyModuleEntry, type BindModuleEntryOptions, type V
 export class ExecutableBinding {
   private constructor() {}
 
-  /** Pins an executable at install (`PLUGIN_EXECUTABLE_UNTRUSTED` with `details.reason` when refused). */
+  /**
+   * Pins an executable at install (`PLUGIN_EXECUTABLE_UNTRUSTED` with `details.reason` when refused). A `#!` Node
+   * interpreter other than the host's own is not run to read its version: it gets `node_main: 'loader_hook'`, which
+   * works on every Node (the host's own installs ask it inside the sandbox).
+   */
   static bind(options: BindExecutableOptions): ResultAsync<ExecutableBindingRecord, HostError> {
     return bindExecutable(options);
   }

@@ -14,6 +14,7 @@ import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
 import interpreterArguments from '../../etc/interpreter-arguments.json' with { type: 'json' };
 import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
+import type { NodeVersionProbe } from './interpreterVersion.js';
 import { isNodeName, isPythonName, isShellName } from './shells.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
@@ -156,11 +157,12 @@ const SEARCHED_INTERPRETER_NAMES = ['node', 'python3', 'python'];
  * Whether an interpreter an absolute `#!` line names is one the host would
  * run anyway: a file of the system directories, the host's own Node, or the
  * file its interpreter search path gives for that name. Anything else is a
- * file the package chose, and the host runs a Node interpreter outside every
- * sandbox at install (`--version`, to pick how the main module is checked):
+ * file the package chose, which the plugin would run as its interpreter:
  * `#!/proc/self/cwd/pkg/bin/node` named a native program shipped beside the
- * package, in the directory the user installed it from, and it ran as the
- * host's user. A `#!/usr/bin/env` interpreter comes from the search path.
+ * package, in the directory the user installed it from, and the install's
+ * version probe ran it as the host's user (review R6 F2; the probe now runs
+ * in the sandbox, see interpreterVersion.ts). A `#!/usr/bin/env`
+ * interpreter comes from the search path.
  */
 async function hostWouldRun(real: string, named: string, searchPath: string): Promise<boolean> {
   if (SYSTEM_PATHS.some((dir) => isWithin(real, dir))) return true;
@@ -179,8 +181,13 @@ async function hostWouldRun(real: string, named: string, searchPath: string): Pr
 const interpreterMissingHint = (program: string): string =>
   `The package's entry point is run by ${program} (its #! line), which this machine does not have where the host looks: install it, or put the folder that holds it first on the interpreter search path (the interpreterSearchPath option, else PATH; details.search_path), then install again.`;
 
-/** Resolves, checks and hashes the interpreter named by a `#!` line. */
-export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string): Promise<Result<InterpreterPin, HostError>> {
+/**
+ * Resolves, checks and hashes the interpreter named by a `#!` line. A Node
+ * interpreter's version, which picks `node_main`, is read through
+ * `nodeVersion` (in the sandbox) unless it is the host's own; without it,
+ * any other Node gets `loader_hook` and is not run.
+ */
+export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string, nodeVersion?: NodeVersionProbe): Promise<Result<InterpreterPin, HostError>> {
   if (isShellName(shebang.program)) {
     return err(untrusted('shell_interpreter', `${scriptPath} is a shell script (#! ${shebang.program}); shell wrappers are refused.`, { path: scriptPath, interpreter: shebang.program }));
   }
@@ -247,7 +254,7 @@ export async function pinInterpreter(shebang: Shebang, scriptPath: string, searc
       args: [...shebang.args],
       kind,
       identity: identityOf(file.stat),
-      ...(kind === 'node' ? { node_main: await probeNodeMainLoading(real) } : {}),
+      ...(kind === 'node' ? { node_main: await probeNodeMainLoading(real, nodeVersion) } : {}),
     });
   } catch (e) {
     return err(ioError('Hashing', real, e));

@@ -19,15 +19,13 @@
  * - `loader_hook` (every other Node from 20.6): the same hook on Node's
  *   loader worker thread, which adds 20–30 ms to every start.
  */
-import { execFile } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { isNodeName } from './shells.js';
+import { nodeVersionOf, type NodeVersionProbe } from './interpreterVersion.js';
 
 /** How a Node interpreter is made to evaluate only the verified main module. */
 export type NodeMainLoading = 'integrity_policy' | 'in_thread_hook' | 'loader_hook';
 
 const VERSION = /^v(\d+)\.(\d+)\.\d+/;
-const VERSION_PROBE_TIMEOUT_MS = 10_000;
 
 /** The loading method for a Node version string such as `v20.20.2`. */
 export function nodeMainLoadingFor(version: string): NodeMainLoading {
@@ -42,20 +40,15 @@ export function nodeMainLoadingFor(version: string): NodeMainLoading {
 }
 
 /**
- * Asks the interpreter at `path` for its version (`--version` exits before
- * any script runs) and picks the loading method. Anything unexpected picks
- * `loader_hook`, which works on every Node that can run plugins at all.
- * The probe runs on the host, outside every sandbox: a file not named like
- * Node is never asked (a package's `node` link to another system program,
- * review R7 N4) and gets `loader_hook`.
+ * Picks the loading method for the interpreter at `path` from its version
+ * (see interpreterVersion.ts: the host's own Node is never run, any other
+ * only inside the sandbox through `probe`, and a file not named like Node
+ * never). Anything unexpected, and no answer, picks `loader_hook`, which
+ * works on every Node that can run plugins at all.
  */
-export function probeNodeMainLoading(path: string): Promise<NodeMainLoading> {
-  if (!isNodeName(path)) return Promise.resolve('loader_hook');
-  return new Promise((resolve) => {
-    execFile(path, ['--version'], { env: {}, timeout: VERSION_PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout) => {
-      resolve(error ? 'loader_hook' : nodeMainLoadingFor(stdout));
-    });
-  });
+export async function probeNodeMainLoading(path: string, probe?: NodeVersionProbe): Promise<NodeMainLoading> {
+  const version = await nodeVersionOf(path, probe);
+  return version === undefined ? 'loader_hook' : nodeMainLoadingFor(`v${version}`);
 }
 
 /**

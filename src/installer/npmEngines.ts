@@ -7,13 +7,10 @@
  * with typically dies with words that do not say so (`@bytebase/dbhub` needs
  * `node:sqlite` of Node 22.5: "No such built-in module: node:sqlite").
  */
-import { execFile } from 'node:child_process';
-import { realpathSync } from 'node:fs';
 import type { InterpreterPin } from '../binding/interpreter.js';
-import { isNodeName } from '../binding/shells.js';
+import { nodeVersionOf as interpreterNodeVersion, type NodeVersionProbe } from '../binding/interpreterVersion.js';
 import { satisfiesRange } from '../bundle/versionRange.js';
 import { reworded, type HostError } from '../errors/HostError.js';
-import settings from '../../etc/npm-install.json' with { type: 'json' };
 
 /** The Node the server ran on, beside the range its package declares and that range leaves out. */
 export interface EngineMismatch {
@@ -33,30 +30,14 @@ export function declaredNodeEngine(packageJson: Readonly<Record<string, unknown>
   return typeof node === 'string' && node.trim() !== '' ? node.trim() : undefined;
 }
 
-function isHostNode(path: string): boolean {
-  try {
-    return realpathSync(process.execPath) === path;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The version of the pinned Node interpreter at `path`: this process's own
- * when it is the same file, else what its `--version` prints (it exits before
- * any script runs; no env, a bounded time, as the install's own probe of the
- * interpreter does); undefined when it cannot be told, and for a file not
- * named like Node, which is never run on the host (review R7 N4).
+ * when it is the same file, else what it answers `--version` inside the
+ * sandbox through `probe` (see binding/interpreterVersion.ts); undefined when
+ * it cannot be told, without a probe, and for a file not named like Node.
  */
-export function nodeVersionOf(path: string): Promise<string | undefined> {
-  if (isHostNode(path)) return Promise.resolve(process.versions.node);
-  if (!isNodeName(path)) return Promise.resolve(undefined);
-  return new Promise((resolve) => {
-    execFile(path, ['--version'], { env: {}, timeout: settings.engineProbeTimeoutMs, encoding: 'utf8' }, (error, stdout) => {
-      const version = /^v?(\d+\.\d+\.\d+)/.exec(stdout.trim());
-      resolve(error === null && version !== null ? version[1] : undefined);
-    });
-  });
+export function nodeVersionOf(path: string, probe?: NodeVersionProbe): Promise<string | undefined> {
+  return interpreterNodeVersion(path, probe);
 }
 
 /**
@@ -64,9 +45,9 @@ export function nodeVersionOf(path: string): Promise<string | undefined> {
  * only for a `#!` script run by a pinned Node interpreter, a declared range
  * this host reads, and a version the interpreter reports.
  */
-export async function engineMismatch(declared: string | undefined, interpreter: InterpreterPin | undefined): Promise<EngineMismatch | undefined> {
+export async function engineMismatch(declared: string | undefined, interpreter: InterpreterPin | undefined, probe?: NodeVersionProbe): Promise<EngineMismatch | undefined> {
   if (declared === undefined || interpreter?.kind !== 'node') return undefined;
-  const version = await nodeVersionOf(interpreter.path);
+  const version = await nodeVersionOf(interpreter.path, probe);
   if (version === undefined || satisfiesRange(version, declared) !== false) return undefined;
   return { declared, interpreter: interpreter.path, version };
 }

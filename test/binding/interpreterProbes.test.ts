@@ -1,39 +1,103 @@
 /**
- * The host asks a pinned Node interpreter for its version outside every
- * sandbox (to pick how the main module is checked, and to compare the
- * package's engines range). A file not named like Node is never run there:
- * a package's `node` link to another program of the system (review R7 N4)
- * would otherwise run that program on the host.
+ * The host reads a pinned Node interpreter's version at install (to pick how
+ * the main module is checked, and to compare the package's engines range).
+ * The host's own Node is never run for it; any other Node is a file the
+ * package's `#!` line chose and runs only inside the plugins' sandbox
+ * (review R6 N2: it ran on the host, unsandboxed, as the host's user), and a
+ * file not named like Node is never asked at all (review R7 N4). The program
+ * asked is a native one that leaves a mark wherever it runs.
  */
-import { copyFile, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeNodeMainLoading } from '../../src/binding/nodeMain.js';
+import { confinedNodeVersion, nodeVersionOf as interpreterNodeVersion, type NodeVersionProbe } from '../../src/binding/interpreterVersion.js';
+import { nodeMainLoadingFor, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
 import { nodeVersionOf } from '../../src/installer/npmEngines.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
+import { LINUX_BACKENDS } from '../sandbox/sandboxBackends.js';
+import { markingNode } from './helpers/markingNode.js';
 
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'interpreter-probes-'));
-  // A copy, not a link: the host's own Node is recognised by its real path and never run.
-  await copyFile(process.execPath, join(dir, 'node'));
-  await copyFile(process.execPath, join(dir, 'not-an-interpreter'));
-  await symlink(process.execPath, join(dir, 'linked-program'));
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('interpreter probes run on the host', () => {
-  it('ask a file named like Node, and answer the fallback for any other file without running it', async () => {
-    expect(await probeNodeMainLoading(join(dir, 'node'))).not.toBe('loader_hook');
-    // Run, this Node would answer its own version and get integrity_policy or in_thread_hook.
-    expect(await probeNodeMainLoading(join(dir, 'not-an-interpreter'))).toBe('loader_hook');
-    expect(await probeNodeMainLoading(join(dir, 'linked-program'))).toBe('loader_hook');
+/** A probe that records what it is asked and answers a Node 20. */
+function recordingProbe(): { probe: NodeVersionProbe; asked: string[] } {
+  const asked: string[] = [];
+  return { asked, probe: async (path) => (asked.push(path), '20.20.2') };
+}
+
+describe('interpreter version probes', () => {
+  it('never run a Node other than the host\'s own without a sandbox: it gets the loader hook and no version', async () => {
+    const mark = join(dir, 'unsandboxed-mark');
+    const node = await markingNode(join(dir, 'unsandboxed'), mark);
+    expect(await probeNodeMainLoading(node)).toBe('loader_hook');
+    expect(await nodeVersionOf(node)).toBeUndefined();
+    expect(existsSync(mark)).toBe(false);
   });
 
-  it('read the version of a file named like Node only', async () => {
-    expect(await nodeVersionOf(join(dir, 'node'))).toBe(process.versions.node);
-    expect(await nodeVersionOf(join(dir, 'not-an-interpreter'))).toBeUndefined();
+  it("read the host's own Node from this process, without asking anything", async () => {
+    const { probe, asked } = recordingProbe();
+    expect(await interpreterNodeVersion(process.execPath, probe)).toBe(process.versions.node);
+    expect(await probeNodeMainLoading(process.execPath, probe)).toBe(nodeMainLoadingFor(process.version));
+    expect(asked).toEqual([]);
+  });
+
+  it('never ask a file not named like Node, even in the sandbox (a package\'s node link to another program)', async () => {
+    const named = join(dir, 'named');
+    await mkdir(named);
+    await copyFile(process.execPath, join(named, 'not-an-interpreter'));
+    await symlink(process.execPath, join(named, 'linked-program'));
+    const { probe, asked } = recordingProbe();
+    expect(await probeNodeMainLoading(join(named, 'not-an-interpreter'), probe)).toBe('loader_hook');
+    expect(await nodeVersionOf(join(named, 'linked-program'), probe)).toBeUndefined();
+    expect(asked).toEqual([]);
+  });
+
+  it('run nothing under a spawner of the unsandboxed dev mode', async () => {
+    const mark = join(dir, 'dev-mark');
+    const node = await markingNode(join(dir, 'dev'), mark);
+    const spawner = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
+    expect(await nodeVersionOf(node, confinedNodeVersion({ spawner }))).toBeUndefined();
+    expect(existsSync(mark)).toBe(false);
+  });
+});
+
+describe.each(LINUX_BACKENDS)('the version probe in the sandbox (%s)', (backend) => {
+  let spawner: SandboxSpawner;
+  let scratchParent: string;
+  beforeAll(async () => {
+    spawner = (await SandboxSpawner.create({ backend }))._unsafeUnwrap();
+    scratchParent = join(dir, `${backend}-scratch`);
+    await mkdir(scratchParent);
+  }, 60_000);
+
+  it('answers what the interpreter prints, and the interpreter leaves no mark on the host', { timeout: 60_000 }, async () => {
+    const mark = join(dir, `${backend}-mark`);
+    const node = await markingNode(join(dir, `${backend}-answers`), mark);
+    const probe = confinedNodeVersion({ spawner, scratchParent });
+    // Only the program itself can say this: it is not the host's Node, which would be read without running anything.
+    expect(await nodeVersionOf(node, probe)).toBe(process.versions.node);
+    expect(await probeNodeMainLoading(node, probe)).toBe(nodeMainLoadingFor(process.version));
+    expect(existsSync(mark)).toBe(false);
+    // Its scratch directory is gone.
+    expect(await readdir(scratchParent)).toEqual([]);
+  });
+
+  it('reads no answer past its output bound or its time bound', { timeout: 60_000 }, async () => {
+    const mark = join(dir, `${backend}-bounds-mark`);
+    // Read whole, its answer would pass for a version: a version followed by blank lines.
+    const padded = await markingNode(join(dir, `${backend}-pads`), mark, 'pads_its_answer');
+    const stuck = await markingNode(join(dir, `${backend}-stuck`), mark, 'never_exits');
+    expect(await nodeVersionOf(padded, confinedNodeVersion({ spawner, scratchParent }))).toBeUndefined();
+    expect(await nodeVersionOf(stuck, confinedNodeVersion({ spawner, scratchParent, timeoutMs: 1_000 }))).toBeUndefined();
+    expect(existsSync(mark)).toBe(false);
+    expect(await readdir(scratchParent)).toEqual([]);
   });
 });

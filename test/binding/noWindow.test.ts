@@ -39,6 +39,11 @@ const withLoaderHook = (record: ExecutableBindingRecord): ExecutableBindingRecor
   ...record,
   interpreter: { ...record.interpreter!, node_main: 'loader_hook' },
 });
+/** The record of a Node 22.15+ launched through the in-thread hook, as the install picks it from the version it reads in the sandbox. */
+const withInThreadHook = (record: ExecutableBindingRecord): ExecutableBindingRecord => ({
+  ...record,
+  interpreter: { ...record.interpreter!, node_main: 'in_thread_hook' },
+});
 const verify = (record: ExecutableBindingRecord) => verifyExecutableBinding(record, { copyDir: s.copyDir });
 
 interface Plugin {
@@ -64,7 +69,7 @@ const NODE: Plugin = {
   onSwap: 'interpreter_refuses',
 };
 const NODE_LOADER_HOOK: Plugin = { ...NODE, onSwap: 'runs_original', bind: withLoaderHook };
-const NODE_22_IN_THREAD: Plugin = { ...NODE, onSwap: 'runs_original', searchPath: () => node22Bin };
+const NODE_22_IN_THREAD: Plugin = { ...NODE, onSwap: 'runs_original', searchPath: () => node22Bin, bind: withInThreadHook };
 
 /** Binds `plugin` as the test variant needs it. */
 async function bindPlugin(plugin: Plugin): Promise<ExecutableBindingRecord> {

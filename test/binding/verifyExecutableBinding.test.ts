@@ -6,6 +6,8 @@ import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord }
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
 import { NODE_MAIN_GUARD, type NodeMainLoading } from '../../src/binding/nodeMain.js';
+import { confinedNodeVersion, type NodeVersionProbe } from '../../src/binding/interpreterVersion.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { NODE_22, nodeBinDir } from '../support/otherNode.js';
 import { PYTHON3_REAL } from '../support/python.js';
 
@@ -15,8 +17,8 @@ beforeEach(() => {
 });
 afterEach(() => s.dispose());
 
-const bind = async (executable: string, args: string[] = [], searchPath = '/usr/bin'): Promise<ExecutableBindingRecord> =>
-  (await bindExecutable({ installRoot: s.root, executable, args, searchPath }))._unsafeUnwrap();
+const bind = async (executable: string, args: string[] = [], searchPath = '/usr/bin', nodeVersion?: NodeVersionProbe): Promise<ExecutableBindingRecord> =>
+  (await bindExecutable({ installRoot: s.root, executable, args, searchPath }, nodeVersion))._unsafeUnwrap();
 const verify = (record: ExecutableBindingRecord) => verifyExecutableBinding(record, { copyDir: s.copyDir });
 const refusal = async (record: ExecutableBindingRecord): Promise<Record<string, unknown>> => {
   const e = (await verify(record))._unsafeUnwrapErr();
@@ -64,14 +66,17 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
 
   describe(`on Node ${NODE_22}`, () => {
     let node22Bin: string;
+    // The install asks a Node other than the host's own for its version in the sandbox only.
+    let inSandbox: NodeVersionProbe;
     beforeAll(async () => {
       node22Bin = await nodeBinDir();
+      inSandbox = confinedNodeVersion({ spawner: (await SandboxSpawner.create())._unsafeUnwrap() });
     }, 300_000);
 
     it('pins the interpreter with the in-thread hook and runs a two-file ESM plugin and an extensionless CommonJS plugin', async () => {
       s.write('bin/main.mjs', "#!/usr/bin/env node\nimport { answer } from '../lib/answer.mjs';\nconsole.log('ESM', answer, import.meta.url, process.version);\n");
       s.write('lib/answer.mjs', 'export const answer = 42;\n', 0o644);
-      const esm = await bind('bin/main.mjs', [], node22Bin);
+      const esm = await bind('bin/main.mjs', [], node22Bin, inSandbox);
       expect(esm.interpreter).toMatchObject({ path: join(node22Bin, 'node'), node_main: 'in_thread_hook' });
       const exe = (await verify(esm))._unsafeUnwrap();
       expect(exe.argv).toContain('--import');
@@ -81,14 +86,14 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
 
       s.write('bin/server', "#!/usr/bin/env node\nconst { name } = require('./helper.js');\nconsole.log('CJS', name, __filename, require.main === module);\n");
       s.write('bin/helper.js', "exports.name = 'helper';\n", 0o644);
-      const cjs = await runVerified((await verify(await bind('bin/server', [], node22Bin)))._unsafeUnwrap());
+      const cjs = await runVerified((await verify(await bind('bin/server', [], node22Bin, inSandbox)))._unsafeUnwrap());
       expect(cjs.stderr).toBe('');
       expect(cjs.stdout).toBe(`CJS helper ${s.root}/bin/server true\n`);
     });
 
     it('lets a worker thread run its own file, and never serves a reused descriptor as code', async () => {
       writeWorkerPlugin();
-      const out = await runVerified((await verify(await bind('bin/main.cjs', [], node22Bin)))._unsafeUnwrap());
+      const out = await runVerified((await verify(await bind('bin/main.cjs', [], node22Bin, inSandbox)))._unsafeUnwrap());
       expect(out.stderr).toBe('');
       expect(out.stdout).toBe('worker ran its own file\nworker exit 0\n');
     });
@@ -96,7 +101,7 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
     it('runs an extensionless main written as an ES module, as plain Node 22 does (its format is detected)', async () => {
       const script = s.write('bin/server', "#!/usr/bin/env node\nimport { sep } from 'node:path';\nconsole.log('esm syntax', sep);\n");
       const plain = spawnSync(join(node22Bin, 'node'), [script], { encoding: 'utf8' });
-      const out = await runVerified((await verify(await bind('bin/server', [], node22Bin)))._unsafeUnwrap());
+      const out = await runVerified((await verify(await bind('bin/server', [], node22Bin, inSandbox)))._unsafeUnwrap());
       expect(out.stdout).toBe('esm syntax /\n');
       expect(out.stdout).toBe(plain.stdout);
     });
