@@ -22,7 +22,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/index.js';
 import { callbackPackage, op, removeCallbackPackages } from '../callbacks/callbackPlugin.js';
-import { gatewayTestPools } from '../support/gatewayHarness.js';
+import { gatewayTestPools, openRawHttpSession } from '../support/gatewayHarness.js';
 import { nextEvent } from '../support/hostHarness.js';
 
 const TOKEN = 'cancel-release-token-0123456789';
@@ -152,6 +152,35 @@ describe('HTTP gateway: a cancelled request', () => {
       // The gateway's cancellation of the sampling came on that stream before it ended (no GET stream is open).
       expect(sampled).toEqual(['asked 1', 'cancelled 1']);
       await vi.waitFor(() => expect(sessions()).toBe(0), { timeout: 30_000, interval: 50 });
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
+    "leaves a batch's cancelled request out of its answer, which comes once the others are answered",
+    async () => {
+      const host = await pool.installed(await pool.profile(), ['probe'], { callTimeoutMs: NEVER_MS });
+      const served = await gateways.serve(host, { http: { token: TOKEN, port: 0 } });
+      const { post } = await openRawHttpSession(served.url ?? '', TOKEN, '2025-06-18', 'batch-cancel');
+      const call = (id: number, message: string, delayMs: number): unknown => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'plug.host-probe.echo', arguments: { message, delayMs } } });
+
+      const started = new Promise<void>((resolve) => {
+        const off = host.events.on('call:start', (start) => {
+          if (start.op_id !== 'plug.host-probe.echo') return;
+          off();
+          resolve();
+        });
+      });
+      const batch = post([call(7, 'slow', NEVER_MS), call(8, 'quick', 200)]);
+      await started;
+      const cancelled = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'not needed' } });
+      expect(cancelled.status).toBe(202);
+
+      const answer = await batch;
+      expect(answer.headers.get('content-type')).toBe('application/json');
+      const answers = (await answer.json()) as { id: number; result?: { content?: { text?: string }[] } }[];
+      expect(answers.map((a) => a.id)).toEqual([8]);
+      expect(answers[0]?.result?.content?.[0]?.text).toContain('quick');
     },
     TIMEOUT_MS,
   );
