@@ -32,6 +32,8 @@ import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
 
 const MAX_TOOL_PAGES = pluginAnswerLimits.maxListPages;
+/** The bytes one tools/list may take across its pages: the host lists by itself at every list_changed, holding each page until the last. */
+const MAX_TOOL_LIST_BYTES = pluginAnswerLimits.maxListBytes;
 const EXIT_GRACE_MS = 1000;
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
@@ -483,6 +485,7 @@ export class McpConnection {
   private async listAllTools(timeoutMs: number, signal?: AbortSignal): Promise<Result<Tool[], HostError>> {
     const tools: Tool[] = [];
     let cursor: string | undefined;
+    const bytesBefore = this.transport.toolListAnswerBytes;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
       try {
         // Through request, not listTools: listTools also fills the Client's own output-schema cache for its callTool,
@@ -500,6 +503,13 @@ export class McpConnection {
         return err(await this.failure(error, { phase: 'tools/list', timeoutMs }));
       }
       if (cursor === undefined) return ok(tools);
+      if (this.transport.toolListAnswerBytes - bytesBefore > MAX_TOOL_LIST_BYTES) {
+        return err(
+          hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's tools/list took more than ${MAX_TOOL_LIST_BYTES} bytes in ${page + 1} pages`, {
+            details: { phase: 'tools/list', pages: page + 1, max_list_bytes: MAX_TOOL_LIST_BYTES },
+          }),
+        );
+      }
     }
     return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's tools/list did not end after ${MAX_TOOL_PAGES} pages`, { details: { phase: 'tools/list' } }));
   }

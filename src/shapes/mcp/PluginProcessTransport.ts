@@ -168,6 +168,7 @@ export class PluginProcessTransport implements Transport {
   private answersQueued = 0;
   /** Whether a request was dropped since the backlog last fell below its bound (told once per backlog). */
   private droppingRequests = false;
+  private toolListBytes = 0;
 
   /**
    * @param process - The running plugin; the transport owns it from `start()` on.
@@ -189,6 +190,11 @@ export class PluginProcessTransport implements Transport {
    */
   get offeredProtocolVersion(): string | undefined {
     return this.offeredVersion;
+  }
+
+  /** The bytes of every answer to a `tools/list` so far (its lines): what a listing of several pages took is the difference. */
+  get toolListAnswerBytes(): number {
+    return this.toolListBytes;
   }
 
   /** Whether the connection has ended (process gone, stdout closed, or `close()` called). */
@@ -329,7 +335,7 @@ export class PluginProcessTransport implements Transport {
       if (parsed === undefined) return;
     }
     if (this.options.directCalls !== undefined && this.routeDirect(this.options.directCalls, parsed)) return;
-    if (this.toolListIds.size > 0) parsed = this.repairedToolList(parsed);
+    if (this.toolListIds.size > 0) parsed = this.repairedToolList(parsed, line);
     const message = JSONRPCMessageSchema.safeParse(parsed);
     if (!message.success) {
       const claimsJsonRpc = typeof parsed === 'object' && parsed !== null && 'jsonrpc' in parsed;
@@ -451,8 +457,9 @@ export class PluginProcessTransport implements Transport {
   }
 
   /** An answer to a `tools/list` request with the leniency repairs made; any other message as it is. */
-  private repairedToolList(parsed: unknown): unknown {
+  private repairedToolList(parsed: unknown, line: string): unknown {
     if (!isJsonObject(parsed) || parsed.method !== undefined || !isRequestId(parsed.id) || !this.toolListIds.delete(parsed.id)) return parsed;
+    this.toolListBytes += Buffer.byteLength(line);
     const repaired = repairToolListResult(parsed.result);
     if (repaired === undefined) return parsed;
     this.options.onToolListRepaired?.(repaired.repairs);
