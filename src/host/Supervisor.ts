@@ -106,6 +106,13 @@ export class Supervisor {
       logger.info({ plugin_id: pluginId, unset_env: failure.details.unset_env }, 'the plugin failed at start without granted env; not counted toward quarantine');
       return;
     }
+    // A list that differs from the one recorded for this code but still matches the manifest failed only the host's own
+    // fast start (the record, toolListRecords.ts), which that code never uses again: the next start checks first and is not
+    // refused for it, and a backoff would refuse that start (@currents/mcp@2.1.1 names the start time in schema defaults).
+    if (failure.code === 'PLUGIN_TOOLS_MISMATCH' && failure.details.differs_from_recorded === true) {
+      logger.info({ plugin_id: pluginId }, 'the plugin listed other tools than recorded for its code; not counted toward quarantine');
+      return;
+    }
     // Charged to the install the process ran: another process may have removed and reinstalled or upgraded the plugin meanwhile.
     const recorded = await this.#recordCrash(pluginId, await this.#untrustedCause(pluginId, runtime, failure), runtimes.originOf(runtime)?.binding);
     if (recorded.isErr() && recorded.error.details.replaced === true) logger.info({ plugin_id: pluginId }, 'the failed process ran an install removed or replaced since; not recorded');

@@ -18,6 +18,8 @@ const RECORDS_DIR = 'tool-lists';
 interface StoredList {
   readonly pins: string;
   readonly tools: readonly Tool[];
+  /** This code listed other tools at a start that used the record: every start of it checks first, and none records. */
+  readonly varies?: true;
 }
 
 /**
@@ -55,19 +57,26 @@ export class ToolListRecords {
       load: async () => {
         const key = `${id}\n${pins}`;
         if (!this.#known.has(key)) this.#known.set(key, await this.read(file, pins));
-        return this.#known.get(key)?.tools;
+        const known = this.#known.get(key);
+        return known?.varies === true ? undefined : known?.tools;
       },
       save: (tools) => {
-        const stored = { pins, tools };
-        this.#known.set(`${id}\n${pins}`, stored);
-        const writing = this.write(file, stored).finally(() => this.#writing.delete(writing));
-        this.#writing.add(writing);
+        if (this.#known.get(`${id}\n${pins}`)?.varies === true) return;
+        this.store(id, file, { pins, tools });
       },
+      varies: () => this.store(id, file, { pins, tools: [], varies: true }),
       forget: () => {
         this.#known.set(`${id}\n${pins}`, undefined);
         unlink(file).catch(() => undefined);
       },
     };
+  }
+
+  /** Remembers `stored` for the plugin's pins and writes it, so that closing the host waits for the file. */
+  private store(id: string, file: string, stored: StoredList): void {
+    this.#known.set(`${id}\n${stored.pins}`, stored);
+    const writing = this.write(file, stored).finally(() => this.#writing.delete(writing));
+    this.#writing.add(writing);
   }
 
   /** Settles once every record being written is in place (or given up, as logged). */
@@ -93,6 +102,7 @@ export class ToolListRecords {
       return undefined;
     }
     if (typeof parsed !== 'object' || parsed === null || (parsed as { pins?: unknown }).pins !== pins) return undefined;
+    if ((parsed as { varies?: unknown }).varies === true) return { pins, tools: [], varies: true };
     const tools = ListToolsResultSchema.safeParse({ tools: (parsed as { tools?: unknown }).tools });
     return tools.success ? { pins, tools: tools.data.tools } : undefined;
   }

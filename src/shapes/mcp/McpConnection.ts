@@ -70,7 +70,19 @@ export interface McpToolRecord {
   readonly save: (tools: readonly Tool[]) => void;
   /** Told when the fresh list differs from the recorded one, so the next start checks before its call. */
   readonly forget: () => void;
+  /**
+   * Told when the fresh list still matches the manifest but differs from the
+   * recorded one: this code lists other bytes at each start, so every later
+   * start of it checks before its call and nothing is recorded for it again.
+   */
+  readonly varies?: () => void;
 }
+
+// A server that builds its list at each start lists other bytes every time: @currents/mcp@2.1.1 puts the start time in
+// input-schema defaults ("from": 30 days ago, "to": now). Forgetting the record only made the next start record it again, so
+// every other start of such code failed PLUGIN_TOOLS_MISMATCH and was quarantined; a list that varied is never trusted again.
+const VARIED_LIST_HINT =
+  'The plugin listed its tools differently from an earlier start of the same code (a description or schema default naming the time, say), so this process is refused; later starts of this code check tools/list before their first call and are not refused for it. Report it upstream if the list should not change between starts.';
 
 const byKey = ([a]: [string, unknown], [b]: [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -279,9 +291,11 @@ export class McpConnection {
       return listed.error;
     }
     this.adoptTools(listed.value);
-    if (this.currentMismatch === undefined && !sameTools(recorded, listed.value)) {
+    const varied = this.currentMismatch === undefined && !sameTools(recorded, listed.value);
+    if (varied) {
       this.currentMismatch = hostError('PLUGIN_TOOLS_MISMATCH', 'plugin lists tools that differ from the list verified for the same code', {
         details: { undeclared: [], missing: [], differs_from_recorded: true },
+        hint: VARIED_LIST_HINT,
       });
     }
     const mismatch = this.currentMismatch;
@@ -289,7 +303,8 @@ export class McpConnection {
       this.recordCheck = undefined;
       return undefined;
     }
-    this.settings.toolRecord?.forget();
+    if (varied && this.settings.toolRecord?.varies !== undefined) this.settings.toolRecord.varies();
+    else this.settings.toolRecord?.forget();
     this.settings.logger.warn({ pid: this.process.pid, code: mismatch.code }, 'first tools/list disagrees with the recorded one; ending the connection');
     await this.end(mismatch);
     return mismatch;
