@@ -19,7 +19,7 @@
  * the way to one, is itself moved (an interpreter would follow it).
  */
 import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import startupCodeData from '../../etc/sandbox/startup-code-paths.json' with { type: 'json' };
 import type { HostError } from '../errors/HostError.js';
@@ -121,9 +121,11 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
   const tree = request.paths === undefined ? DEFAULT_TREE : pathTree(request.paths);
   const setDir = join(request.quarantine, request.setName);
   const moved: string[] = [];
+  let setMade = false;
   const move = (dirFd: number, dirPath: string, name: string, relative: string): void => {
     const target = join(setDir, relative);
-    mkdirSync(join(target, '..'), { recursive: true, mode: 0o700 });
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+    setMade = true;
     try {
       renameSync(entryPath(dirFd, dirPath, name), target);
       moved.push(relative);
@@ -153,9 +155,12 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
           try {
             fd = openSync(entryPath(dirFd, dirPath, name), OPEN_DIRECTORY);
           } catch (cause) {
-            // Replaced by a link or a file since the lstat (a running instance): moved at the next start.
-            if (['ENOENT', 'ELOOP', 'ENOTDIR'].includes(errnoOf(cause) ?? '')) continue;
-            throw cause;
+            // Replaced since the lstat (a running instance of the plugin): a link now is moved as any link on the way; a
+            // file or nothing holds nothing to look into.
+            const code = errnoOf(cause);
+            if (code === 'ELOOP') move(dirFd, dirPath, name, here);
+            else if (code !== 'ENOENT' && code !== 'ENOTDIR') throw cause;
+            continue;
           }
           try {
             walk(fd, join(dirPath, name), here, child);
@@ -172,17 +177,31 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
   } catch (cause) {
     return err(ioError('Moving start-up code out of the data directory', request.dataPath, cause));
   }
-  if (moved.length === 0) return ok(undefined);
+  if (moved.length === 0) {
+    // Everything found vanished before its move (another start of the plugin moved it): no empty set is left behind.
+    if (setMade) dropSet(setDir);
+    return ok(undefined);
+  }
   dropOldSets(request.quarantine, request.keepSets ?? startupCodeData.keepSets);
   return ok({ paths: moved, movedTo: setDir });
 }
 
+/** Removes one set; a failure leaves it for {@link dropOldSets} (the sets are only evidence). */
+function dropSet(setDir: string): void {
+  try {
+    rmSync(setDir, { recursive: true, force: true });
+  } catch {
+    // Left for a later move's pruning.
+  }
+}
+
 /** Removes all but the newest `keep` sets (names sort by age); a failure leaves them for the next move. */
 function dropOldSets(quarantine: string, keep: number): void {
+  let sets: string[];
   try {
-    const sets = readdirSync(quarantine).sort();
-    for (const name of sets.slice(0, Math.max(0, sets.length - keep))) rmSync(join(quarantine, name), { recursive: true, force: true });
+    sets = readdirSync(quarantine).sort();
   } catch {
-    // Kept: the sets are only evidence; the next move tries again.
+    return;
   }
+  for (const name of sets.slice(0, Math.max(0, sets.length - keep))) dropSet(join(quarantine, name));
 }
