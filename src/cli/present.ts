@@ -58,6 +58,27 @@ function wrapToColumns(text: string, width: number): string[] {
   return [...pieces, piece];
 }
 
+/** The tools row: how many of each risk class, then each tool (cut by {@link cutToLines} when long). */
+function toolsText(tools: TrustRequest['tools']): string {
+  const count = (risk: string): number => tools.filter((t) => t.risk_class === risk).length;
+  const classes = ['read', 'write', 'destructive'].map((risk) => `${count(risk)} ${risk}`).join(', ');
+  return `${tools.length} (${classes}): ${tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')}`;
+}
+
+/**
+ * A row's wrapped pieces, at most `maxRowLines` (etc/cli-terminal.json) of
+ * them: the last one kept says how much was left out.
+ */
+function cutToLines(pieces: readonly string[], width: number): string[] {
+  if (pieces.length <= layout.maxRowLines) return [...pieces];
+  const kept = pieces.slice(0, layout.maxRowLines - 1);
+  const rest = pieces.slice(layout.maxRowLines - 1).join('');
+  // Room for the note on the last line: a space, the ellipsis (two columns, as wrapToColumns counts it) and the count.
+  const noteWidth = (left: number): number => ` … ${left} more characters not shown`.length + 1;
+  const shown = wrapToColumns(rest, Math.max(1, width - noteWidth([...rest].length)))[0] ?? '';
+  return [...kept, `${shown} … ${[...rest].length - [...shown].length} more characters not shown`];
+}
+
 /**
  * What an install asks a person to accept: who publishes it, its terms, its
  * risk and its powers, a row each. Each row is wrapped to `terminalColumns`
@@ -78,6 +99,10 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     ['terms of service', request.tos ?? 'none stated'],
     ['risk', request.risk ?? 'none stated'],
     ['license', request.license ?? 'none declared'],
+    // Before its one start with network, the server has listed nothing yet: the install asks again once it has.
+    ['tools', request.stage === 'introspection' ? 'not listed yet: it starts once, with this network, to list them' : toolsText(request.tools)],
+    // The powers come last, right above the question: rows before them are cut to a few lines (maxRowLines), so no text
+    // of the package's (a thousand tools, a long license) pushes them off the screen the question is answered on.
     ['network', network],
     ['writes', caps.fs_write_dir === '' ? 'its own data directory' : `its data directory and ${caps.fs_write_dir}`],
     // Powers the plugin gets beside the sandbox's: the values of these names in the environment of the process that
@@ -85,15 +110,13 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     // was accepted by a question that never named them.
     ['host env', caps.env_allow.length === 0 ? 'none' : `${caps.env_allow.join(', ')} (the values your environment sets for them)`],
     ['client requests', caps.client_requests === undefined || caps.client_requests.length === 0 ? 'none' : `${caps.client_requests.join(', ')} (answered by the application that runs it)`],
-    // Before its one start with network, the server has listed nothing yet: the install asks again once it has.
-    ['tools', request.stage === 'introspection' ? 'not listed yet: it starts once, with this network, to list them' : request.tools.map((t) => `${t.name} (${t.risk_class})`).join(', ')],
   ];
   const keyWidth = Math.max(...rows.map(([key]) => key.length));
   const valueColumn = 2 + keyWidth + 2;
   const width = terminalColumns === undefined || terminalColumns <= 0 ? layout.columnsWhenUnknown : terminalColumns;
   const valueWidth = Math.max(layout.minValueColumns, width - valueColumn);
   const lines = rows.flatMap(([key, value]) =>
-    wrapToColumns(oneLineField(value), valueWidth).map((piece, index) => `${index === 0 ? `  ${key.padEnd(keyWidth)}  ` : ' '.repeat(valueColumn)}${piece}`.trimEnd()),
+    cutToLines(wrapToColumns(oneLineField(value), valueWidth), valueWidth).map((piece, index) => `${index === 0 ? `  ${key.padEnd(keyWidth)}  ` : ' '.repeat(valueColumn)}${piece}`.trimEnd()),
   );
   return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...lines];
 }

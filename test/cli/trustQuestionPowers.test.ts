@@ -34,3 +34,30 @@ describe('trustLines and the powers beside the sandbox', () => {
     expect(text).toMatch(/^ {2}client requests +none$/m);
   });
 });
+
+describe('trustLines and a package whose text would fill the screen', () => {
+  const many = Array.from({ length: 1024 }, (_, i) => ({ name: `tool_${String(i).padStart(4, '0')}_${'x'.repeat(110)}`, risk_class: i === 7 ? ('destructive' as const) : ('read' as const) }));
+  const long = { ...request, license: 'L'.repeat(200_000), tools: many };
+
+  it('keeps the powers as the last rows, right above the question, whatever came before', () => {
+    const lines = trustLines(long, 80);
+    // A row starts at column 2 with its key; its continuations start at the value column.
+    const keys = lines.filter((line) => /^ {2}\S/.test(line)).map((line) => line.trim().split(/ {2,}/)[0]);
+    expect(keys.slice(-4)).toEqual(['network', 'writes', 'host env', 'client requests']);
+    expect(lines.length - lines.findIndex((line) => line.startsWith('  network'))).toBeLessThanOrEqual(6);
+  });
+
+  it('cuts a long row to a few lines, saying how much was left out, and counts the tools by class', () => {
+    const lines = trustLines(long, 80);
+    expect(lines.length).toBeLessThanOrEqual(1 + 6 * 10);
+    expect(lines.every((line) => [...line].length <= 80)).toBe(true);
+    const text = lines.join('\n');
+    expect(text).toMatch(/^ {2}tools +1024 \(1023 read, 0 write, 1 destructive\): tool_0000_x/m);
+    const license = lines.findIndex((line) => line.startsWith('  license'));
+    expect(lines[license + 5]).toMatch(/L … \d+ more characters not shown$/);
+    expect(lines[license + 6]).toMatch(/^ {2}tools/);
+    const shown = lines.slice(license, license + 6).join('').match(/L/g)?.length ?? 0;
+    const left = Number(/… (\d+) more characters/.exec(lines[license + 5] ?? '')?.[1]);
+    expect(shown + left).toBe(200_000);
+  });
+});
