@@ -227,8 +227,11 @@ interface Exchange {
   keepAlive: NodeJS.Timeout | undefined;
   /** Whether the client cancelled one of its requests: then it ends only once the server's requests on it are settled too. */
   withdrawn: boolean;
-  /** The ids of the server's requests sent on its stream (a confirmation, a plugin's sampling) that are neither answered nor cancelled yet. */
-  readonly asking: Set<RequestId>;
+  /**
+   * The ids of the server's requests sent on its stream (a confirmation, a plugin's sampling) that are neither answered
+   * nor cancelled yet; made with the first, so that an ordinary call allocates nothing for it.
+   */
+  asking: Set<RequestId> | undefined;
 }
 
 /** The standalone GET stream. */
@@ -349,7 +352,7 @@ export class HttpSessionTransport implements Transport {
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
-    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: new Set() };
+    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: undefined };
     this.#exchanges.add(exchange);
     for (const id of ids) this.#pending.set(id, exchange);
     res.once('close', () => {
@@ -410,14 +413,14 @@ export class HttpSessionTransport implements Transport {
    * first would leave the client's sampling or elicitation open, with no GET stream to carry the cancellation.
    */
   #complete(exchange: Exchange): boolean {
-    return exchange.answers.size === exchange.ids.length && (!exchange.withdrawn || exchange.asking.size === 0);
+    return exchange.answers.size === exchange.ids.length && (!exchange.withdrawn || exchange.asking === undefined || exchange.asking.size === 0);
   }
 
   /** Notes what the server sends beside a request: its own requests, open until answered or cancelled. */
   #noteAsk(exchange: Exchange, message: JSONRPCMessage): void {
     if (!('method' in message)) return;
     if ('id' in message) {
-      exchange.asking.add(message.id);
+      (exchange.asking ??= new Set()).add(message.id);
       this.#asked.set(message.id, exchange);
     } else if (message.method === 'notifications/cancelled' && isJsonObject(message.params)) this.#settleAsk(message.params.requestId);
   }
@@ -428,7 +431,7 @@ export class HttpSessionTransport implements Transport {
     const exchange = this.#asked.get(requestId);
     if (exchange === undefined) return;
     this.#asked.delete(requestId);
-    exchange.asking.delete(requestId);
+    exchange.asking?.delete(requestId);
     if (this.#complete(exchange)) this.#finish(exchange, false);
   }
 
@@ -581,7 +584,7 @@ export class HttpSessionTransport implements Transport {
     if (!this.#exchanges.delete(exchange)) return;
     clearInterval(exchange.keepAlive);
     for (const id of exchange.ids) if (this.#pending.get(id) === exchange) this.#pending.delete(id);
-    for (const id of exchange.asking) if (this.#asked.get(id) === exchange) this.#asked.delete(id);
+    if (exchange.asking !== undefined) for (const id of exchange.asking) if (this.#asked.get(id) === exchange) this.#asked.delete(id);
   }
 
   /** Ends every open answer and stream and tells the `Server` the session is over. */
