@@ -13,6 +13,8 @@ import { packageFixturePlugin } from '../fixtures/packagePlugin.js';
 import type { PluginProcess } from '../src/process/PluginProcess.js';
 import { spawnPluginProcess, unverifiedCommand } from '../src/process/spawnPluginProcess.js';
 import { nodeRuntimePaths } from '../src/sandbox/backends.js';
+import { openPluginDirectories } from '../src/sandbox/pluginDirectories.js';
+import { moveStartupCode } from '../src/sandbox/startupCode.js';
 import { SandboxSpawner } from '../src/sandbox/SandboxSpawner.js';
 import { median, result, timeMs, type BenchResult } from './harness.js';
 
@@ -86,6 +88,22 @@ export async function run(): Promise<BenchResult[]> {
       grouped.push(await timeMs(sandboxed));
       ungroupedTimes.push(await timeMs(ungrouped));
     }
+    // The check of the start-up code paths every start makes before its spawn (launcher.ts, moveStartupCode), on a data
+    // directory with nothing planted but the folders plugins commonly have (.local, .config), so the walk enters them.
+    mkdirSync(join(dataDir, '.local', 'share', 'app'), { recursive: true });
+    mkdirSync(join(dataDir, '.config', 'app'), { recursive: true });
+    const directories = openPluginDirectories({ dataRoot: join(profile, 'data'), pluginId: 'bench-plugin', writeComponents: ['work'], fsWriteDir: 'work' })._unsafeUnwrap();
+    const startupChecks: number[] = [];
+    try {
+      const check = () => {
+        const moved = moveStartupCode({ dataPath: directories.data.path, dataFd: directories.data.fd, quarantine: join(profile, 'data', '.startup-code-quarantine', 'bench-plugin'), setName: 'bench' });
+        if (moved.isErr() || moved.value !== undefined) throw new Error('the bench data directory holds no start-up code');
+      };
+      check();
+      for (let i = 0; i < RUNS; i++) startupChecks.push(await timeMs(async () => check()));
+    } finally {
+      directories.close();
+    }
     // The bundled hello fixture, one Node module: its start inside the sandbox against the same start bare.
     const helloPkg = await packageFixturePlugin(fileURLToPath(new URL('../fixtures/plugins/hello', import.meta.url)), { bundle: ['bin/hello-mcp.mjs'] });
     const hello = () => unverifiedCommand([process.execPath, join(helloPkg, 'bin/hello-mcp.mjs')], helloPkg, nodeRuntimePaths());
@@ -143,6 +161,19 @@ export async function run(): Promise<BenchResult[]> {
         },
         grouped,
         ungroupedTimes,
+      ),
+      result(
+        {
+          name: 'start-up code check of a data directory with nothing planted',
+          baselineName: `sandboxed spawn of /bin/true (backend auto: ${spawner.backendName})`,
+          unit: 'ms',
+          compare: 'ratio',
+          target: 0.05,
+          better: 'lower',
+          note: `median of ${RUNS} runs: one lstat per listed top-level name of etc/sandbox/startup-code-paths.json through the data directory's descriptor, and the .local and .config folders entered; what every start adds before its spawn (docs/install-safety.md, "Nothing planted in the data directory runs at start-up"); target ≤ 5% of the spawn it precedes`,
+        },
+        startupChecks,
+        values,
       ),
       result(
         {
