@@ -34,6 +34,9 @@ import { toolsMismatch } from './toolsMismatch.js';
 const MAX_TOOL_PAGES = pluginAnswerLimits.maxListPages;
 /** The bytes one tools/list may take across its pages: the host lists by itself at every list_changed, holding each page until the last. */
 const MAX_TOOL_LIST_BYTES = pluginAnswerLimits.maxListBytes;
+/** The largest output schema compiled, and what one process's compiles may take together (etc/plugin-answers.json). */
+const MAX_OUTPUT_SCHEMA_BYTES = pluginAnswerLimits.maxOutputSchemaBytes;
+const MAX_COMPILED_SCHEMA_BYTES = pluginAnswerLimits.maxCompiledSchemaBytes;
 const EXIT_GRACE_MS = 1000;
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
@@ -182,6 +185,8 @@ function toCallProgress(progress: Progress): CallProgress {
 export class McpConnection {
   private readonly client: Client;
   private readonly transport: PluginProcessTransport;
+  /** Bytes of the output schemas this process had compiled (those not compiled before), against maxCompiledSchemaBytes. */
+  private compiledSchemaBytes = 0;
   private descriptors: readonly ToolDescriptor[] = [];
   private toolNames: ReadonlySet<string> = new Set();
   private currentMismatch: HostError | undefined;
@@ -537,7 +542,9 @@ export class McpConnection {
     const taskOnly = new Set<string>();
     let uncompilable: HostError | undefined;
     for (const tool of tools) {
-      if (tool.outputSchema !== undefined) {
+      const overBudget = tool.outputSchema === undefined ? undefined : this.schemaOverBudget(tool.name, tool.outputSchema as JsonSchemaType);
+      if (overBudget !== undefined) uncompilable ??= overBudget;
+      else if (tool.outputSchema !== undefined) {
         try {
           validators.set(tool.name, outputSchemaValidators.getValidator(tool.outputSchema as JsonSchemaType));
         } catch (error) {
@@ -554,6 +561,31 @@ export class McpConnection {
     this.taskOnlyTools = taskOnly;
     const expected = this.settings.expectedTools;
     this.currentMismatch = uncompilable ?? (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
+  }
+
+  /**
+   * Why a listed output schema is not compiled: larger than
+   * maxOutputSchemaBytes, or new while this process's compiles already took
+   * maxCompiledSchemaBytes. Ajv compiles on the host's thread, which every
+   * plugin and the gateway share (a 900 KB schema held it 15 s), and a plugin
+   * may list new schemas at every list_changed; a schema compiled before (the
+   * same text) costs nothing.
+   */
+  private schemaOverBudget(tool: string, schema: JsonSchemaType): HostError | undefined {
+    const bytes = Buffer.byteLength(JSON.stringify(schema));
+    if (bytes > MAX_OUTPUT_SCHEMA_BYTES) {
+      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema of ${bytes} bytes, over the ${MAX_OUTPUT_SCHEMA_BYTES} the host compiles`, {
+        details: { phase: 'tools/list', tool, schema_bytes: bytes, max_output_schema_bytes: MAX_OUTPUT_SCHEMA_BYTES },
+      });
+    }
+    if (outputSchemaValidators.has(schema)) return undefined;
+    if (this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) {
+      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with a new output schema after its process had ${this.compiledSchemaBytes} bytes of schemas compiled (at most ${MAX_COMPILED_SCHEMA_BYTES})`, {
+        details: { phase: 'tools/list', tool, schema_bytes: bytes, compiled_schema_bytes: this.compiledSchemaBytes, max_compiled_schema_bytes: MAX_COMPILED_SCHEMA_BYTES },
+      });
+    }
+    this.compiledSchemaBytes += bytes;
+    return undefined;
   }
 
   private async refreshTools(): Promise<void> {

@@ -44,6 +44,8 @@ function bounded<T>(validate: JsonSchemaValidator<T>): JsonSchemaValidator<T> {
 export interface SharedOutputSchemaValidators extends jsonSchemaValidator {
   /** Schemas compiled so far, for monitoring and tests. */
   readonly compiledSchemas: number;
+  /** Whether `getValidator` would hand out a validator compiled before rather than compile (a schema with `$id` always compiles). */
+  has(schema: JsonSchemaType): boolean;
 }
 
 class OutputSchemaCache implements SharedOutputSchemaValidators {
@@ -53,6 +55,11 @@ class OutputSchemaCache implements SharedOutputSchemaValidators {
 
   get compiledSchemas(): number {
     return this.#compiled;
+  }
+
+  has(schema: JsonSchemaType): boolean {
+    const text = JSON.stringify(schema);
+    return !text.includes('"$id"') && this.#validators.has(text);
   }
 
   getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
