@@ -2,6 +2,7 @@ import { mkdir, realpath, rename, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { confinedNodeVersion } from '../binding/interpreterVersion.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
@@ -1331,14 +1332,20 @@ export class Installer {
     const prepared = await this.#prepareExecutable(id, installRoot, code);
     if (prepared.isErr()) return err(prepared.error);
     const executable = prepared.value;
-    return bindExecutable({
-      installRoot,
-      executable,
-      ...(args === undefined ? {} : { args }),
-      ...(code.interpreter === undefined ? {} : { interpreter: code.interpreter }),
-      ...(code.pythonPath === undefined ? {} : { pythonPath: code.pythonPath }),
-      ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
-    });
+    const spawner = this.#o.spawner;
+    // A Node interpreter other than the host's is asked its version in the sandbox only; without one it is not run (review R6 N2).
+    const nodeVersion = spawner === undefined ? undefined : confinedNodeVersion({ spawner, hiddenPaths: [this.#o.layout.root] });
+    return bindExecutable(
+      {
+        installRoot,
+        executable,
+        ...(args === undefined ? {} : { args }),
+        ...(code.interpreter === undefined ? {} : { interpreter: code.interpreter }),
+        ...(code.pythonPath === undefined ? {} : { pythonPath: code.pythonPath }),
+        ...(this.#o.searchPath === undefined ? {} : { searchPath: this.#o.searchPath }),
+      },
+      nodeVersion,
+    );
   }
 
   /**

@@ -17,6 +17,7 @@ import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { engineMismatch, withEngineMismatch } from './npmEngines.js';
+import { confinedNodeVersion } from '../binding/interpreterVersion.js';
 import { withInstallRootWrite } from './installRootWrites.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
@@ -355,6 +356,8 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   const deadline = Date.now() + request.timeoutMs;
   const dataRoot = join(workDir, 'data');
   const copyDir = join(workDir, 'exec');
+  // A Node interpreter other than the host's is asked its version in the sandbox only (review R6 N2).
+  const nodeVersion = confinedNodeVersion({ spawner, hiddenPaths: request.hiddenPaths });
   // The pinned executable, for a failed start's engines check.
   let bound: ExecutableBindingRecord | undefined;
   // What the start's sandbox shows, for a failure on a host path it does not.
@@ -368,14 +371,17 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   return prepared
     .andThen(() => setExecutableMode(root, executable))
     .andThen(() =>
-      bindExecutable({
-        installRoot: root,
-        executable,
-        ...(request.args === undefined ? {} : { args: resolveLaunchArgs(request.args, join(dataRoot, INTROSPECTION_ID)) }),
-        ...(request.interpreter === undefined ? {} : { interpreter: request.interpreter }),
-        ...(request.pythonPath === undefined ? {} : { pythonPath: request.pythonPath }),
-        ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
-      }),
+      bindExecutable(
+        {
+          installRoot: root,
+          executable,
+          ...(request.args === undefined ? {} : { args: resolveLaunchArgs(request.args, join(dataRoot, INTROSPECTION_ID)) }),
+          ...(request.interpreter === undefined ? {} : { interpreter: request.interpreter }),
+          ...(request.pythonPath === undefined ? {} : { pythonPath: request.pythonPath }),
+          ...(request.searchPath === undefined ? {} : { searchPath: request.searchPath }),
+        },
+        nodeVersion,
+      ),
     )
     .map((binding) => {
       bound = binding;
@@ -440,6 +446,6 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
       if (error.code !== 'PLUGIN_HANDSHAKE_FAILED' || error.details['reason'] !== 'introspection') return errAsync(error);
       const ownTree = withInstallRootWrite(error, mountedRoot === undefined ? [root] : [root, mountedRoot]);
       if (ownTree !== undefined) return errAsync(ownTree);
-      return new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter).then((mismatch) => err(withEngineMismatch(error, mismatch))));
+      return new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter, nodeVersion).then((mismatch) => err(withEngineMismatch(error, mismatch))));
     });
 }
