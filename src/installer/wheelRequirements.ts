@@ -31,18 +31,26 @@ const METADATA_ENTRY = /(^|\/)[^/]+\.dist-info\/METADATA$/i;
 const refusal = (reason: 'direct_reference' | 'wheel_unreadable', message: string, details: Record<string, unknown>): HostError =>
   hostError('PLUGIN_PYTHON_INSTALL_FAILED', message, { details: { reason, ...details } });
 
-/** The `Requires-Dist` values of a METADATA document (RFC 822 headers; folded lines continue the value). */
+/**
+ * The `Requires-Dist` values of a METADATA document (RFC 822 headers; folded
+ * lines continue the value; the first empty line ends them). Lines end as
+ * Python's email parser, which pip reads METADATA with, ends them: at CR LF,
+ * LF or a lone CR. Split at LF alone, a document whose lines end with CR was
+ * one long header here while pip read its `Requires-Dist: x @ file:///…`
+ * (review R9 F5).
+ */
 export function requiresDist(metadata: string): string[] {
-  const headerBlock = metadata.split(/\r?\n\r?\n/, 1)[0] ?? '';
   const values: string[] = [];
   let current: string | undefined;
-  for (const line of headerBlock.split(/\r?\n/)) {
+  for (const line of metadata.split(/\r\n|\r|\n/)) {
+    if (line === '') break;
     if (/^[ \t]/.test(line) && current !== undefined) {
       current += ` ${line.trim()}`;
       continue;
     }
     if (current !== undefined) values.push(current);
-    const header = /^([^:\s]+):(.*)$/.exec(line);
+    // `s`: a value holding U+2028 or U+2029 (no line break to Python) is still this header's.
+    const header = /^([^:\s]+):(.*)$/s.exec(line);
     current = header !== null && header[1]!.toLowerCase() === 'requires-dist' ? header[2]!.trim() : undefined;
   }
   if (current !== undefined) values.push(current);
