@@ -7,6 +7,7 @@ import type {
   CatalogSnapshot,
   CatalogVariant,
   LockedPlugin,
+  NamespaceOwnerEntry,
   PluginDescriptor,
   PluginStateRecord,
 } from './catalogTypes.js';
@@ -85,10 +86,17 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
   return copy;
 }
 
+// The bin an earlier remove kept is replaced by the one this remove's install ran with, or by none.
+function ownerWithoutBin(owner: NamespaceOwnerEntry): NamespaceOwnerEntry {
+  const { bin: _replaced, ...rest } = owner;
+  return rest;
+}
+
 /** Removes one plugin from all three files; its namespace owner stays recorded. */
 export function removePlugin(contents: CatalogContents, pluginId: string): CatalogContents {
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
   const registry = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.registry : undefined;
+  const bin = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.bin : undefined;
   const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
   const credentials = Object.hasOwn(contents.descriptors, pluginId) ? (contents.descriptors[pluginId]?.needs_user_creds ?? []) : [];
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
@@ -102,10 +110,12 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
     // The key that signed it and the powers and tool risks it was accepted with stay with the owner, as its data and credentials
     // stay: the next install is held to the key, and asked again when it would get more powers or easier-to-call tools.
     namespace_owners:
-      owner === undefined || (signer === undefined && capabilities === undefined && registry === undefined)
+      owner === undefined || (signer === undefined && capabilities === undefined && registry === undefined && bin === undefined && owner.bin === undefined)
         ? contents.namespace_owners
         : withMember(contents.namespace_owners, pluginId, {
-            ...owner,
+            ...ownerWithoutBin(owner),
+            // The bin chosen for it stays too, as an upgrade keeps it: a reinstall naming none runs the same server, not the default bin.
+            ...(bin === undefined ? {} : { bin }),
             ...(signer === undefined ? {} : { signer }),
             // The registry stays too: a reinstall of the same name from another one is another publisher's package.
             ...(registry === undefined ? {} : { registry }),

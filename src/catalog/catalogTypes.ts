@@ -177,6 +177,12 @@ export interface NamespaceOwnerEntry {
   readonly accepted_credentials?: readonly string[];
   /** The tools it had when it was last removed, with their risk class and confirmation: a reinstall that makes one easier to call is asked again. */
   readonly accepted_tools?: readonly AcceptedTool[];
+  /**
+   * The npm `bin` it was installed with when it was last removed (the `bin`
+   * install option, `--bin`): a reinstall that names none runs the same one,
+   * as an upgrade does, not the package's default bin (often a CLI).
+   */
+  readonly bin?: string;
 }
 
 /** A tool as an owner's record keeps it across a remove. */

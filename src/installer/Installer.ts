@@ -924,7 +924,8 @@ export class Installer {
     const recordedBin = async (id: string): Promise<string | undefined> => {
       const snapshot = await this.#o.store.snapshot();
       const plugins = snapshot.isOk() ? snapshot.value.contents.plugins : {};
-      return Object.hasOwn(plugins, id) ? plugins[id]?.package.bin : undefined;
+      // Once removed, the owner record keeps the bin it ran with, as it keeps its powers.
+      return Object.hasOwn(plugins, id) ? plugins[id]?.package.bin : snapshot.isOk() ? ownerRecordOf(snapshot.value, id)?.bin : undefined;
     };
     return openNpmSource(source, {
       ...this.#npmSourceOptions(options.args, granted),

@@ -125,15 +125,25 @@ export function binOf(packageJson: Readonly<Record<string, unknown>>, wanted?: s
   if (typeof chosen !== 'string' || chosen === '') {
     // Several bins and none named like the package: which one serves MCP is the caller's to say (often `<name>-mcp`).
     const several = names.length > 1;
+    // No bin at all: --bin picks among declared bins only, so it cannot help; the package is most often a library
+    // (@storybook/mcp, which the Storybook addon serves), and only a manifest can name a file of it as the server.
+    const none = names.length === 0;
     return err(
       hostError(
         'PLUGIN_NPM_INSTALL_FAILED',
         several
           ? `npm package '${name}' has ${names.length} bins and none named '${unscoped}', so which one is its server is not known`
-          : `npm package '${name}' has no single bin to run as its server; pass a manifest naming the executable`,
+          : none
+            ? `npm package '${name}' declares no executable (no bin in its package.json) to run as its server`
+            : `npm package '${name}' has no single bin to run as its server; pass a manifest naming the executable`,
         {
           details: { reason: 'no_bin', bin: bin ?? null, bins: names },
           ...(several ? { hint: `Its bins: ${binList(names)}. Name the one that serves MCP with --bin <name> (the bin install option), or pass a manifest naming the executable.` } : {}),
+          ...(none
+            ? {
+                hint: "This package has no executable (bin); it may be a library, not a server: its MCP server may be another package, or something that uses it may serve it. --bin chooses among a package's bins only. If one of its files is a stdio MCP server, install it with a manifest whose executable names that file (--manifest <file>, the manifest install option).",
+              }
+            : {}),
         },
       ),
     );

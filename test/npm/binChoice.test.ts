@@ -121,6 +121,27 @@ describe('npm: the bin install option', () => {
     expect(await lockRow(profile, 'queuekit')).toMatchObject({ version: '3.0.0', package: { bin: 'queuekit-server' } });
   });
 
+  // Remove keeps what the plugin was accepted with (its powers, tools, signer) with its owner: the bin those tools came from stays too.
+  it('keeps the chosen bin across a remove: a reinstall naming none runs the same server', { timeout: SLOW }, async () => {
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { profileKind: 'standard' });
+    (await host.install(`npm:${v1}`, { canary: false, bin: 'queuekit-mcp' }))._unsafeUnwrap();
+    (await host.remove('queuekit'))._unsafeUnwrap();
+    const owners = async (): Promise<Record<string, { bin?: string }>> =>
+      (JSON.parse(await readFile(join(profile, 'plugins.lock'), 'utf8')) as { namespace_owners: Record<string, { bin?: string }> }).namespace_owners;
+    expect((await owners())['queuekit']).toMatchObject({ bin: 'queuekit-mcp' });
+    // Without the record this fails with no_bin (two bins, none named like the package).
+    const again = (await host.install(`npm:${v2}`, { canary: false }))._unsafeUnwrap();
+    expect(again.plugin.executable.path).toMatch(/bin\/queuekit-mcp\.mjs$/);
+    expect(await lockRow(profile, 'queuekit')).toMatchObject({ version: '2.0.0', package: { bin: 'queuekit-mcp' } });
+    // A version without it says where the name came from; naming another bin replaces the record at the next remove.
+    (await host.remove('queuekit'))._unsafeUnwrap();
+    expect(failure(await host.install(`npm:${v3}`, { canary: false })).details).toMatchObject({ reason: 'unknown_bin', bin: 'queuekit-mcp', recorded: true });
+    (await host.install(`npm:${v3}`, { canary: false, bin: 'queuekit-server' }))._unsafeUnwrap();
+    (await host.remove('queuekit'))._unsafeUnwrap();
+    expect((await owners())['queuekit']).toMatchObject({ bin: 'queuekit-server' });
+  });
+
   it('runs a second bin when the one named like the package is a CLI (bunqueue-mcp beside bunqueue)', { timeout: SLOW }, async () => {
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
     // wrap names the same bin: the manifest to review runs the server, not the CLI.
@@ -131,6 +152,29 @@ describe('npm: the bin install option', () => {
     const installed = (await host.install(`npm:${bunq}`, { canary: false, bin: 'bunq-mcp' }))._unsafeUnwrap();
     expect(installed.plugin.executable.path).toMatch(/bin\/bunq-mcp\.mjs$/);
     expect(installed.plugin.operations.map((o) => o.op_id)).toEqual(['plug.bunq.enqueue']);
+  });
+
+  // @storybook/mcp declares no bin: a library its addon serves. The hint said only to check the package declares a bin.
+  it('says a package with no bin may be a library, and that a manifest, not --bin, names a file of it as the server', { timeout: SLOW }, async () => {
+    const pkg = join(dir.path, 'libkit');
+    await mkdir(join(pkg, 'dist'), { recursive: true });
+    await writeFile(join(pkg, 'dist', 'server.mjs'), MCP('libkit'), { mode: 0o755 });
+    await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'libkit', version: '1.0.0', type: 'module', license: 'MIT', main: 'dist/server.mjs' }));
+    execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir.path], { cwd: pkg, stdio: 'ignore' });
+    const tarball = join(dir.path, 'libkit-1.0.0.tgz');
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const none = failure(await host.install(`npm:${tarball}`, { canary: false }));
+    expect(none.code).toBe('PLUGIN_NPM_INSTALL_FAILED');
+    expect(none.details).toMatchObject({ reason: 'no_bin', bins: [] });
+    expect(none.message).toContain("npm package 'libkit' declares no executable (no bin in its package.json)");
+    expect(none.hint).toMatch(/^This package has no executable \(bin\); it may be a library, not a server/);
+    expect(none.hint).toContain('--manifest <file>');
+    // What the hint names works: a manifest whose executable is the file.
+    const manifest = { manifest_schema_version: 1, plugin_id: 'libkit', name: 'libkit', version: '1.0.0', namespace_owner: 'io.example.libkit', shape: 'mcp-plugin', executable: 'dist/server.mjs', advertised_tools: [{ name: 'enqueue', description: 'Queues a job', risk_class: 'write' }], declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] } };
+    const result = await host.install(`npm:${tarball}`, { canary: false, manifest });
+    if (result.isErr()) throw result.error;
+    const installed = result.value;
+    expect(installed.plugin.executable.path).toMatch(/dist\/server\.mjs$/);
   });
 
   it('refuses the option beside a manifest, and for a source that is not npm:', { timeout: SLOW }, async () => {
