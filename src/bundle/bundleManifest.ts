@@ -78,8 +78,8 @@ export interface BundleServerStart {
   readonly args: readonly string[];
   /** The env `mcp_config.env` sets (credentials and PYTHONPATH left out). */
   readonly env: Readonly<Record<string, string>>;
-  /** What the bundle says of itself, for the consent to a start with the network an install grants. */
-  readonly plugin?: { readonly plugin_id: string; readonly name: string; readonly version: string; readonly license?: string };
+  /** What the bundle says of itself, and the credential names its sensitive settings make, for the install's trust gate before the start. */
+  readonly plugin?: { readonly plugin_id: string; readonly name: string; readonly version: string; readonly license?: string; readonly credentials: readonly string[] };
 }
 
 /** The `risk` statement of a bundle whose tools its server listed: nobody has reviewed their risk classes yet. */
@@ -411,7 +411,7 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
       ...(python?.pythonPath === undefined ? {} : { pythonPath: python.pythonPath }),
       args: launchArgs.map(staged),
       env: Object.fromEntries(Object.entries(python?.env ?? env).map(([name, value]) => [name, staged(value)])),
-      plugin: { plugin_id: pluginId, name: doc.display_name ?? doc.name, version: doc.version, ...(doc.license === undefined ? {} : { license: doc.license }) },
+      plugin: { plugin_id: pluginId, name: doc.display_name ?? doc.name, version: doc.version, ...(doc.license === undefined ? {} : { license: doc.license }), credentials: credentials.names },
     });
     if (server.isErr()) return { violations: [], error: server.error };
     tools = listedTools(server.value, out);

@@ -411,6 +411,26 @@ function trustBaselineOf(snapshot: CatalogSnapshot, id: string): string {
   });
 }
 
+/**
+ * What the trust gate judges: a plugin id and what it would get. The install
+ * judges its manifest (see {@link subjectOf}); the introspection start before
+ * it, what is known before any code of the package runs (no tools yet, so
+ * no risk changes).
+ */
+interface TrustSubject {
+  readonly id: string;
+  /** The powers it will run with (the declaration, or the host default, as granted). */
+  readonly capabilities: DeclaredCapabilities;
+  /** The credential names it needs (`needs_user_creds`). */
+  readonly credentials: readonly string[];
+  /** Tools made easier to call than the version accepted before (see {@link riskChangesOf}). */
+  readonly changes: readonly ToolRiskChange[];
+  /** The namespace owner the install claims. */
+  readonly owner: string | undefined;
+  /** The registry an npm registry package was fetched from; undefined for other sources. */
+  readonly registry: string | undefined;
+}
+
 /** What an install's trust gate finds against one catalog snapshot. */
 interface TrustJudgement {
   /** Tools made easier to call than the version accepted before. */
@@ -427,23 +447,64 @@ interface TrustJudgement {
   readonly capabilities: DeclaredCapabilities;
 }
 
+/** What the install of `manifest` is judged by (see {@link judgeTrust}). */
+function subjectOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): TrustSubject {
+  return {
+    id: manifest.plugin_id,
+    capabilities: grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities),
+    credentials: manifest.requirements.needs_user_creds,
+    changes: riskChangesOf(snapshot, manifest),
+    owner,
+    registry,
+  };
+}
+
+/**
+ * The trust gate's findings for `subject` against `snapshot`, the one
+ * judgement of both the install (see {@link Installer.#trust}) and its
+ * introspection start (see {@link Installer.#consentToStart}); `grant` is the
+ * install's own.
+ */
+function judgeSubject(snapshot: CatalogSnapshot, subject: TrustSubject, grant: PluginGrant | undefined): TrustJudgement {
+  const { id, capabilities, changes } = subject;
+  const accepted = acceptedCapabilitiesOf(snapshot, id);
+  // A new credential name is a power too: with credentialsFromEnv the plugin gets the host's value of it unasked (review R7 N2).
+  const added = accepted === undefined ? [] : [...addedCapabilities(accepted, capabilities), ...addedCredentials(acceptedCredentialsOf(snapshot, id) ?? [], subject.credentials)];
+  // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
+  const unconsented = ungrantedCapabilities(added, grant);
+  const registryChange = registryChangeFor(snapshot, id, subject.registry);
+  const spared = changes.length === 0 && added.length === 0 && acceptedBefore(snapshot, id, subject.owner, capabilities, subject.registry);
+  return { changes, added, unconsented, spared, registryChange, capabilities };
+}
+
 /**
  * The trust gate's findings for `manifest` against `snapshot` (see {@link Installer.#trust}); `owner` is the namespace
  * owner the install claims, `registry` the registry an npm registry package was fetched from.
  */
 function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): TrustJudgement {
-  const id = manifest.plugin_id;
-  const changes = riskChangesOf(snapshot, manifest);
-  const capabilities = grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities);
-  const accepted = acceptedCapabilitiesOf(snapshot, id);
-  // A new credential name is a power too: with credentialsFromEnv the plugin gets the host's value of it unasked (review R7 N2).
-  const added =
-    accepted === undefined ? [] : [...addedCapabilities(accepted, capabilities), ...addedCredentials(acceptedCredentialsOf(snapshot, id) ?? [], manifest.requirements.needs_user_creds)];
-  // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
-  const unconsented = ungrantedCapabilities(added, options.grant);
-  const registryChange = registryChangeFor(snapshot, id, registry);
-  const spared = changes.length === 0 && added.length === 0 && acceptedBefore(snapshot, id, owner, capabilities, registry);
-  return { changes, added, unconsented, spared, registryChange, capabilities };
+  return judgeSubject(snapshot, subjectOf(snapshot, manifest, options, owner, registry), options.grant);
+}
+
+/** The install question for `manifest`, with what the judgement found changed against the version accepted before. */
+function installRequest(manifest: NormalizedManifest, source: StagedPackage['source'], judged: TrustJudgement): TrustRequest {
+  const { changes, added, registryChange } = judged;
+  return {
+    ...trustRequestOf(manifest, source, judged.capabilities),
+    ...(changes.length === 0 ? {} : { risk_changes: changes }),
+    ...(added.length === 0 ? {} : { added_capabilities: added }),
+    ...(registryChange === undefined ? {} : { registry_change: registryChange }),
+  };
+}
+
+/**
+ * What the trust gate judged an install against and, when it asked, what it
+ * asked: checked again under the profile lock (see {@link trustUnderLock}).
+ */
+interface TrustedBaseline {
+  /** The baseline judged against (see {@link trustBaselineOf}). */
+  readonly baseline: string;
+  /** The question the `accept` callback accepted, as comparable text (see {@link canonicalJson}); absent when none was asked. */
+  readonly asked?: string;
 }
 
 /**
@@ -452,13 +513,22 @@ function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, opt
  * `accept` callback the install is refused as the gate would refuse it now;
  * with one, an install the gate would now ask about is refused, retryable
  * (the callback may ask a person, who is not kept waiting under the lock,
- * and what they answered was about another baseline). Undefined: it may be
- * committed.
+ * and what they answered was about another baseline), unless the question
+ * it would ask now is the very one the callback accepted (`trusted.asked`):
+ * the same changes, powers and registry, so the answer holds. Undefined: it
+ * may be committed.
  */
-function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): HostError | undefined {
-  const judged = judgeTrust(snapshot, manifest, options, owner, registry);
+function trustUnderLock(
+  snapshot: CatalogSnapshot,
+  manifest: NormalizedManifest,
+  options: InstallOptions,
+  subject: { readonly owner: string | undefined; readonly source: StagedPackage['source'] },
+  trusted: TrustedBaseline,
+): HostError | undefined {
+  const judged = judgeTrust(snapshot, manifest, options, subject.owner, subject.source.registry);
   if (options.accept === undefined) return unaskedRefusal(manifest, judged);
   if (judged.spared) return undefined;
+  if (trusted.asked !== undefined && canonicalJson(installRequest(manifest, subject.source, judged)) === trusted.asked) return undefined;
   const id = manifest.plugin_id;
   return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was judged against a version of '${id}' that another install or remove replaced meanwhile; it was not installed`, {
     retryable: true,
@@ -466,6 +536,17 @@ function trustUnderLock(snapshot: CatalogSnapshot, manifest: NormalizedManifest,
     hint: `Another process installed or removed '${id}' on this profile while the install was being accepted. Install again: it is judged, and asked, against what is installed now.`,
   });
 }
+
+/** Where a package an introspection start runs comes from, as the trust gate judges it: its kind, the owner it claims, its npm registry, the key that signed it. */
+interface StartSource {
+  readonly kind: PackageSourceKind;
+  readonly owner: string | undefined;
+  readonly registry?: string;
+  readonly signer?: string;
+}
+
+/** Who and what a refusal names: the manifest's, or before an introspection start what is known of the package then. */
+type RefusedInstall = Pick<NormalizedManifest, 'plugin_id' | 'version' | 'namespace_owner'>;
 
 /** How many changed tools, or added powers, a refusal's message and hint name; `details` has them all. */
 const NAMED_CHANGES = 8;
@@ -497,7 +578,7 @@ function changeDetails(added: readonly AddedCapability[], changes: readonly Tool
  * gives the plugin powers the version accepted before did not have and the
  * caller did not grant, or makes tools easier to call: one refusal naming both.
  */
-function unaskedChangeRefusal(manifest: NormalizedManifest, added: readonly AddedCapability[], changes: readonly ToolRiskChange[]): HostError {
+function unaskedChangeRefusal(manifest: RefusedInstall, added: readonly AddedCapability[], changes: readonly ToolRiskChange[]): HostError {
   const id = manifest.plugin_id;
   const powers = added.length === 0 ? undefined : namedText(added, addedCapabilityText);
   const tools = changes.length === 0 ? undefined : namedText(changes, riskChangeText);
@@ -521,7 +602,7 @@ function unaskedChangeRefusal(manifest: NormalizedManifest, added: readonly Adde
  * (`registry_changed`, which names the other changes too); else an upgrade
  * that widens powers or makes tools easier to call (see {@link unaskedChangeRefusal}).
  */
-function unaskedRefusal(manifest: NormalizedManifest, judged: TrustJudgement): HostError | undefined {
+function unaskedRefusal(manifest: RefusedInstall, judged: TrustJudgement): HostError | undefined {
   const { registryChange, unconsented, changes } = judged;
   if (registryChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
   const id = manifest.plugin_id;
@@ -680,7 +761,7 @@ export class Installer {
     return this.#withStaged(source, options, async (staged) => {
       const current = await this.#o.store.snapshot();
       if (current.isErr()) return err(current.error);
-      const report = await this.#inspectStaged(staged, options, current.value);
+      const report = await this.#inspectStaged(staged, options, current.value, true);
       if (report.isErr()) return err(report.error);
       const { manifest, violations, source: manifestSource } = report.value;
       if (hasViolations(violations)) return err(installRefusal(manifestSource, violations));
@@ -693,7 +774,7 @@ export class Installer {
       if (reinstall.value.kind !== 'repair') return this.#publish(staged, manifest, options, trusted.value);
       const { root, signer } = reinstall.value;
       return this.#publish(signer === undefined ? staged : { ...staged, signature: { keyFingerprint: signer } }, manifest, options, trusted.value, root);
-    });
+    }, true);
   }
 
   /**
@@ -833,6 +914,7 @@ export class Installer {
     source: string,
     options: InstallOptions,
     body: (staged: StagedPackage) => Promise<Result<T, HostError>>,
+    installing = false,
   ): ResultAsync<T, HostError> {
     const o = this.#o;
     if (!isNpmSource(source) && options.manifest !== undefined) {
@@ -845,7 +927,7 @@ export class Installer {
         hostError('HOST_INVALID_OPTIONS', "option bin applies to npm: sources only; a directory or archive package's manifest names its executable", { details: { option: 'bin' } }),
       );
     }
-    const opened: ResultAsync<StagedPackage, HostError> = isNpmSource(source) ? this.#openNpm(source, options) : openPackageSource(source, {
+    const opened: ResultAsync<StagedPackage, HostError> = isNpmSource(source) ? this.#openNpm(source, options, installing) : openPackageSource(source, {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
       requireChecksum: o.profileKind !== 'dev',
@@ -864,13 +946,16 @@ export class Installer {
     );
   }
 
-  /** Every check of the staged package against the profile as it is now, or as `read` (an already taken snapshot) shows it. */
-  async #inspectStaged(staged: StagedPackage, options: InstallOptions, read?: CatalogSnapshot): Promise<Result<ManifestReport, HostError>> {
+  /**
+   * Every check of the staged package against the profile as it is now, or as `read` (an already taken snapshot) shows
+   * it. `installing`: an install's, whose bundle start is judged as the install is (see {@link Installer.#consentToStart}).
+   */
+  async #inspectStaged(staged: StagedPackage, options: InstallOptions, read?: CatalogSnapshot, installing = false): Promise<Result<ManifestReport, HostError>> {
     const current = read === undefined ? await this.#o.store.snapshot() : ok(read);
     if (current.isErr()) return err(current.error);
     const snapshot = current.value;
     if (staged.manifestFile === 'manifest.json') {
-      const bundle = await this.#inspectBundle(staged, snapshot, options);
+      const bundle = await this.#inspectBundle(staged, snapshot, options, installing);
       if (bundle.isErr() || bundle.value !== undefined) return bundle as Result<ManifestReport, HostError>;
     }
     const manifestPath = join(staged.root, staged.manifestFile);
@@ -901,7 +986,7 @@ export class Installer {
   }
 
   /** Stages an `npm:` source (see openNpmSource): fetched by npm, whose integrity check stands in for a checksum, which it does not have. */
-  #openNpm(source: string, options: InstallOptions): ResultAsync<StagedPackage, HostError> {
+  #openNpm(source: string, options: InstallOptions, installing: boolean): ResultAsync<StagedPackage, HostError> {
     if (options.checksum !== undefined || options.signature !== undefined) {
       const option = options.checksum === undefined ? 'signature' : 'checksum';
       return errAsync(
@@ -913,12 +998,14 @@ export class Installer {
     // The introspection start gets the network the installed plugin will have (a grant widens the host default), never more.
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
     if (capabilities.isErr()) return errAsync(capabilities.error);
-    const { accept } = options;
+    const consent = (start: NetworkedStart): Promise<Result<void, HostError>> => this.#consentToStart(start, capabilities.value, options, installing);
     const granted: IntrospectionGrant = {
       clientRequests: options.grant?.client_requests,
       env: options.grant?.env_allow,
       network: networkOf(capabilities.value),
-      ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, capabilities.value, accept) }),
+      // An install judges every start, asked or not: what it would be refused unasked is refused before any code of the package runs.
+      // An inspection installs nothing to refuse: only a start with network is asked about.
+      ...(installing || options.accept !== undefined ? { consent } : {}),
     };
     // The bin an earlier install chose stays the server's unless this install names another (an upgrade keeps it).
     const recordedBin = async (id: string): Promise<string | undefined> => {
@@ -935,26 +1022,47 @@ export class Installer {
   }
 
   /**
-   * The consent to an introspection start with network: the install's
-   * `accept`, asked before any code of the package runs, with what is known
-   * then (no tools yet: `stage: 'introspection'`), unless the same owner was
-   * accepted with these powers before (as the install's own question is
-   * spared, see {@link Installer.#trust}). Declining is PLUGIN_TRUST_DECLINED.
+   * The trust gate before an introspection start, once the package is read
+   * and before any code of it runs: the install's own judgement (see
+   * {@link judgeSubject}) of what is known then (no tools yet). With no one
+   * to ask (`accept` absent), what the install would be refused for whatever
+   * the server lists is refused now, so that nothing of it runs first: a
+   * package from another npm registry than the version accepted before
+   * (`registry_changed`), a power or credential name the grant does not
+   * name. With `accept`, a start with network is asked about (`stage:
+   * 'introspection'`, with the powers and registry it changes), unless the
+   * install's own question would be spared: the same owner accepted these
+   * powers before. Declining is PLUGIN_TRUST_DECLINED.
+   *
+   * Judged on a snapshot, not under the profile lock: a person may be asked,
+   * and is not kept waiting under it. Another install meanwhile cannot slip a
+   * power past the install: the install is judged again when its tools are
+   * known, and once more under the lock (see {@link trustUnderLock}).
    */
   async #consentToStart(
     start: NetworkedStart,
     capabilities: DeclaredCapabilities,
-    accept: TrustCallback,
-    source: { readonly kind: PackageSourceKind; readonly owner: string | undefined; readonly registry?: string } = {
-      kind: 'npm',
-      owner: start.namespace_owner ?? undefined,
-      ...(start.registry === undefined ? {} : { registry: start.registry }),
-    },
+    options: InstallOptions,
+    installing: boolean,
+    source: StartSource = { kind: 'npm', owner: start.namespace_owner ?? undefined, ...(start.registry === undefined ? {} : { registry: start.registry }) },
   ): Promise<Result<void, HostError>> {
     const snapshot = await this.#o.store.snapshot();
     if (snapshot.isErr()) return err(snapshot.error);
-    if (acceptedBefore(snapshot.value, start.plugin_id, source.owner, capabilities, source.registry)) return ok(undefined);
-    const registryChange = registryChangeFor(snapshot.value, start.plugin_id, source.registry);
+    if (installing) {
+      const ownerChange = this.#ownerChangeBeforeStart(snapshot.value, start, source, options);
+      if (ownerChange !== undefined) return err(ownerChange);
+    }
+    const subject: TrustSubject = { id: start.plugin_id, capabilities, credentials: start.credentials ?? [], changes: [], owner: source.owner, registry: source.registry };
+    const judged = judgeSubject(snapshot.value, subject, options.grant);
+    const { accept } = options;
+    if (accept === undefined) {
+      // Only an install refuses unasked (wrap and an inspection install nothing); without a callback they are not judged at all.
+      if (!installing) return ok(undefined);
+      const refused = unaskedRefusal({ plugin_id: start.plugin_id, version: start.version, ...(start.namespace_owner === null ? {} : { namespace_owner: start.namespace_owner }) }, judged);
+      return refused === undefined ? ok(undefined) : err(refused);
+    }
+    if (!hasNetwork(start.network) || judged.spared) return ok(undefined);
+    const { added, registryChange } = judged;
     const request: TrustRequest = {
       plugin_id: start.plugin_id,
       display_name: start.name,
@@ -968,6 +1076,7 @@ export class Installer {
       capabilities,
       tools: [],
       stage: 'introspection',
+      ...(added.length === 0 ? {} : { added_capabilities: added }),
       ...(registryChange === undefined ? {} : { registry_change: registryChange }),
     };
     const accepted = await Promise.resolve()
@@ -980,10 +1089,34 @@ export class Installer {
           plugin_id: start.plugin_id,
           namespace_owner: start.namespace_owner,
           stage: 'introspection',
+          ...changeDetails(added, []),
           ...(registryChange === undefined ? {} : { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to }),
         },
       }),
     );
+  }
+
+  /**
+   * The owner-change refusals of the install that need nothing its start
+   * would list, judged before the start (so that nothing of another
+   * publisher's package runs first): another recorded namespace owner
+   * (PLUGIN_NAMESPACE_CONFLICT, or a reserved prefix), and a package not
+   * signed by the key that signed the plugin (PLUGIN_SIGNATURE_INVALID
+   * `signer_changed`), as the install's inspection and {@link versionRefusal}
+   * judge them. The installed version again is left to the install: the same
+   * bytes, given unsigned, repair it under the recorded signer.
+   */
+  #ownerChangeBeforeStart(snapshot: CatalogSnapshot, start: NetworkedStart, source: StartSource, options: InstallOptions): HostError | undefined {
+    const id = start.plugin_id;
+    const claim: NamespaceClaim = { plugin_id: id, ...(source.owner === undefined ? {} : { namespace_owner: source.owner }), firstParty: options.firstParty ?? false, devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false };
+    const namespace = this.#o.namespaceLock.check(claim, snapshot.contents.namespace_owners);
+    // A missing owner is the validator's own violation, reported with the manifest's others.
+    if (namespace.isErr() && namespace.error.details?.reason !== 'owner_missing') return namespace.error;
+    const staged = source.signer === undefined ? {} : { signature: { keyFingerprint: source.signer } };
+    const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id] : undefined;
+    if (installed === undefined) return signerRefusal({ signer: removedSigner(snapshot.contents.namespace_owners, id) }, id, staged, options);
+    if (compareVersions(start.version, installed.version) === 0) return undefined;
+    return signerRefusal({ signer: installed.package.signer, version: installed.version }, id, staged, options);
   }
 
   /**
@@ -1017,7 +1150,8 @@ export class Installer {
         env: options.env,
         network: networkOf(network.value),
         // The same question an install asks before the same start.
-        ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, network.value, accept) }),
+        // wrap installs nothing, so nothing is refused unasked: only a start with network is asked about.
+        ...(accept === undefined ? {} : { consent: (start: NetworkedStart) => this.#consentToStart(start, network.value, { accept }, false) }),
       }),
       ...(options.bin === undefined ? {} : { bin: options.bin }),
     });
@@ -1053,7 +1187,7 @@ export class Installer {
   }
 
   /** An MCP Bundle's checks (see readBundleManifest) and the host checks; undefined when the manifest.json is not a bundle's. */
-  async #inspectBundle(staged: StagedPackage, snapshot: CatalogSnapshot, options: InstallOptions): Promise<Result<ManifestReport | undefined, HostError>> {
+  async #inspectBundle(staged: StagedPackage, snapshot: CatalogSnapshot, options: InstallOptions, installing: boolean): Promise<Result<ManifestReport | undefined, HostError>> {
     const root = staged.root;
     const spawner = this.#o.spawner;
     const read = await readBundleManifest(root, {
@@ -1061,7 +1195,7 @@ export class Installer {
       dataDirOf: (id) => this.#o.layout.dataDir(id),
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
       ...(options.settings === undefined ? {} : { settings: options.settings }),
-      ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner, staged.source, options) }),
+      ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner, staged, options, installing) }),
     });
     if (read.isErr() || read.value?.manifest === undefined) return read;
     const violations = sortViolations(this.#hostChecks(read.value.manifest, snapshot, options));
@@ -1069,7 +1203,15 @@ export class Installer {
   }
 
   /** The tools a staged bundle's server lists in one sandboxed start (see introspectServer), each with its risk class from its annotations. */
-  async #listBundleTools(server: BundleServerStart, spawner: SandboxSpawner, source: StagedPackage['source'], options: InstallOptions): Promise<Result<readonly ManifestTool[], HostError>> {
+  async #listBundleTools(
+    server: BundleServerStart,
+    spawner: SandboxSpawner,
+    staged: Pick<StagedPackage, 'source' | 'signature'>,
+    options: InstallOptions,
+    installing: boolean,
+  ): Promise<Result<readonly ManifestTool[], HostError>> {
+    const { source } = staged;
+    const signer = staged.signature?.keyFingerprint;
     // A denylisted env name granted is refused before the bundle's server starts, as the host checks after this start would.
     const grantedEnv = checkGrantedEnv(server.plugin === undefined ? { source: source.path } : { id: server.plugin.plugin_id }, options.grant, this.#o.envDenylist);
     if (grantedEnv.isErr()) return err(grantedEnv.error);
@@ -1077,7 +1219,8 @@ export class Installer {
     const capabilities = options.grant === undefined ? ok(DEFAULT_CAPABILITIES) : grantedCapabilities(INTROSPECTED, options.grant);
     if (capabilities.isErr()) return err(capabilities.error);
     const network = networkOf(capabilities.value);
-    if (hasNetwork(network) && options.accept !== undefined && server.plugin !== undefined) {
+    // An install judges every start, asked or not (see #openNpm); an inspection asks about a start with network only.
+    if (server.plugin !== undefined && (installing || (hasNetwork(network) && options.accept !== undefined))) {
       const { plugin } = server;
       const start: NetworkedStart = {
         plugin_id: plugin.plugin_id,
@@ -1089,8 +1232,13 @@ export class Installer {
         risk: BUNDLE_NEEDS_REVIEW,
         source_path: source.path,
         network,
+        credentials: plugin.credentials,
       };
-      const consented = await this.#consentToStart(start, capabilities.value, options.accept, { kind: source.kind, owner: `mcpb:${plugin.plugin_id}` });
+      const consented = await this.#consentToStart(start, capabilities.value, options, installing, {
+        kind: source.kind,
+        owner: `mcpb:${plugin.plugin_id}`,
+        ...(signer === undefined ? {} : { signer }),
+      });
       if (consented.isErr()) return err(consented.error);
     }
     const workDir = join(dirname(server.root), 'introspection');
@@ -1144,7 +1292,7 @@ export class Installer {
    * the caller passed the dev profile's devAllowNamespaceConflict, its
    * consent), and neither is a power the caller's own `grant` names.
    */
-  async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<string, HostError>> {
+  async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<TrustedBaseline, HostError>> {
     const id = manifest.plugin_id;
     const source = staged.source.kind;
     if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) {
@@ -1154,22 +1302,19 @@ export class Installer {
     // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
     const baseline = trustBaselineOf(snapshot, id);
     const judged = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source.registry);
-    const { changes, added, spared, registryChange, capabilities } = judged;
+    const { changes, added, spared, registryChange } = judged;
     if (options.accept === undefined) {
       const refused = unaskedRefusal(manifest, judged);
-      return refused === undefined ? ok(baseline) : err(refused);
+      return refused === undefined ? ok({ baseline }) : err(refused);
     }
-    if (spared) return ok(baseline);
-    const request: TrustRequest = {
-      ...trustRequestOf(manifest, staged.source, capabilities),
-      ...(changes.length === 0 ? {} : { risk_changes: changes }),
-      ...(added.length === 0 ? {} : { added_capabilities: added }),
-      ...(registryChange === undefined ? {} : { registry_change: registryChange }),
-    };
-    const asked = await Promise.resolve()
+    if (spared) return ok({ baseline });
+    const request = installRequest(manifest, staged.source, judged);
+    // Kept before the callback sees it: what it accepted is compared under the lock with what would be asked then.
+    const asked = canonicalJson(request);
+    const answer = await Promise.resolve()
       .then(() => options.accept?.(request))
       .catch(() => false);
-    if (asked === true) return ok(baseline);
+    if (answer === true) return ok({ baseline, asked });
     return err(
       hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} was not accepted`, {
         details: {
@@ -1201,11 +1346,11 @@ export class Installer {
 
 
   /**
-   * `trustBaseline`: what the trust gate judged the install against (see {@link trustBaselineOf}), checked again under
-   * the profile lock. `repairs`: the install root of the same package whose tree changed (or was never pinned); it may
+   * `trusted`: what the trust gate judged the install against (see {@link trustBaselineOf}) and what it asked, checked
+   * again under the profile lock. `repairs`: the install root of the same package whose tree changed (or was never pinned); it may
    * be replaced while still installed.
    */
-  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, trustBaseline: string, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
+  async #publish(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, trusted: TrustedBaseline, repairs?: string): Promise<Result<InstalledPlugin, HostError>> {
     const { plugin_id: id } = manifest;
     const code = pinnedCodeOf(manifest, options.pythonIndexUrl);
     if (code === undefined) {
@@ -1278,7 +1423,8 @@ export class Installer {
               : versionRefusal(previous, manifest, staged, options);
         if (refused !== undefined) return err(refused);
         // Another install or remove of the id since the trust gate changed what this one replaces: judged again, never asked (see trustUnderLock).
-        const untrusted = trustBaselineOf(now, id) === trustBaseline ? undefined : trustUnderLock(now, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source.registry);
+        const untrusted =
+          trustBaselineOf(now, id) === trusted.baseline ? undefined : trustUnderLock(now, manifest, options, { owner: this.#claimOf(manifest, options).namespace_owner, source: staged.source }, trusted);
         if (untrusted !== undefined) return err(untrusted);
         if (previous !== undefined) replaced.root = previous.binding.install_root;
         return ok(putPlugin({ ...current, namespace_owners: claimed.value }, records));

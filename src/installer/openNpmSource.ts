@@ -24,7 +24,7 @@ import { readAtMost } from '../manifest/readAtMost.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 import type { EnvDenylist } from '../env/EnvDenylist.js';
-import { hasNetwork, introspectServer, type GrantedIntrospectionEnv, type IntrospectionNetwork } from './introspect.js';
+import { introspectServer, type GrantedIntrospectionEnv, type IntrospectionNetwork } from './introspect.js';
 import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type FetchedNpmPackage, type NpmSettings } from './npmFetch.js';
 import { declaredNodeEngine } from './npmEngines.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
@@ -56,9 +56,11 @@ export interface NpmIntrospectionOptions {
   /** The network the install grants explicitly, for a server that connects while it starts; without it the start is offline. */
   readonly grantedNetwork?: IntrospectionNetwork;
   /**
-   * Asked before a start that gets network (a {@link grantedNetwork} with any
-   * network in it), once the package is fetched and before any of its code
-   * runs; an error ends the staging with it. Absent: the grant is the consent.
+   * Called before the start (with or without network), once the package is
+   * fetched and before any of its code runs: the install's trust gate, which
+   * asks about a start with network and refuses what the install would be
+   * refused unasked; an error ends the staging with it. Absent: the grant is
+   * the consent.
    */
   readonly consent?: (start: NetworkedStart) => Promise<Result<void, HostError>>;
 }
@@ -83,6 +85,8 @@ export interface NetworkedStart {
   readonly network: IntrospectionNetwork;
   /** The registry npm fetched a registry package from (absent for a local tarball): a change of it is asked as an owner change. */
   readonly registry?: string;
+  /** The credential names (`needs_user_creds`) the plugin will need, when known before its start (an MCP Bundle's sensitive settings). */
+  readonly credentials?: readonly string[];
 }
 
 /** Options of {@link openNpmSource}. */
@@ -240,9 +244,9 @@ async function manifestFor(
     return err(npmFailure('no_manifest', `npm package '${String(packageJson['name'])}' ships no manifest; pass the manifest install option`));
   }
   const network = introspection.grantedNetwork;
-  // Nothing of the package runs with network before the install's consent to that network.
-  if (network !== undefined && hasNetwork(network) && introspection.consent !== undefined) {
-    const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network));
+  // Nothing of the package runs before the install's trust gate: asked about a start with network, refused what it would refuse unasked.
+  if (introspection.consent !== undefined) {
+    const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network ?? { network: false }));
     if (consented.isErr()) return err(consented.error);
   }
   const workDir = join(stage, 'introspection');

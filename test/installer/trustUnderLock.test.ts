@@ -166,6 +166,53 @@ describe('trust judged again under the profile lock', () => {
     expect(asked).toEqual([[{ field: 'env_allow', value: 'GREETER_TOKEN' }]]);
     expect(upgraded.lock.version).toBe('3.0.0');
   });
+
+  it('with accept: commits when the version another installer put in meanwhile asks the very question the callback accepted', async () => {
+    p = await testProfile('dev');
+    const { installer } = p;
+    unwrap(await installer.install(await greeter('1.0.0', withNetwork)));
+    const b = await rival();
+    // B's 1.5.0 adds a read tool: another baseline, but against it 2.0.0 (which drops that tool) changes what it changed against 1.0.0, no more.
+    const peek = await greeter('1.5.0', (m) => {
+      withNetwork(m);
+      tools(m).push({ name: 'peek', description: 'Peeks', risk_class: 'read' });
+    });
+    const upgrade = await greeter('2.0.0', (m) => {
+      withNetwork(m);
+      capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN'];
+    });
+    const asked: TrustRequest[] = [];
+    const upgraded = unwrap(
+      await installer.install(upgrade, {
+        accept: async (request) => {
+          asked.push(request);
+          unwrap(await b.install(peek));
+          return true;
+        },
+      }),
+    );
+    expect(asked.map((r) => r.added_capabilities)).toEqual([[{ field: 'env_allow', value: 'GREETER_TOKEN' }]]);
+    expect(upgraded.lock.version).toBe('2.0.0');
+    // A question that differs against what is installed now is still refused: B's 2.5.0 drops the network 3.0.0 keeps.
+    const fewer = await greeter('2.5.0', (m) => void (capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN']));
+    const refused = refusedWith(
+      await installer.install(
+        await greeter('3.0.0', (m) => {
+          withNetwork(m);
+          capabilities(m).env_allow = ['GREETER_LOCALE', 'GREETER_TOKEN', 'GREETER_SECRET'];
+        }),
+        {
+          accept: async () => {
+            unwrap(await b.install(fewer, { accept: () => true }));
+            return true;
+          },
+        },
+      ),
+      'PLUGIN_TRUST_DECLINED',
+    );
+    expect(refused.details).toMatchObject({ reason: 'baseline_changed' });
+    expect((await installed(profile(), 'greeter'))?.lock.version).toBe('2.5.0');
+  });
 });
 
 const pool = new HostPool();
