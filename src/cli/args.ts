@@ -45,6 +45,7 @@ const OPTIONS = {
   arg: { type: 'string', multiple: true },
   manifest: { type: 'string' },
   bin: { type: 'string' },
+  registry: { type: 'string' },
   'python-index': { type: 'string' },
   config: { type: 'string' },
   http: { type: 'boolean' },
@@ -136,7 +137,7 @@ export const COMMANDS = {
   install: {
     args: ['<dir|archive|npm:spec>'],
     summary: 'install or upgrade a plugin, then run its declared canary',
-    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'bin', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'allow-signer-change', 'yes', 'timeout'],
+    options: [...PACKAGE_OPTIONS, ...GRANT_OPTIONS, 'setting', 'arg', 'manifest', 'bin', 'registry', 'python-index', 'skip-canary', 'force', 'allow-downgrade', 'allow-signer-change', 'yes', 'timeout'],
     details: [
       'Directories install only into dev profiles (--dev). Archives (.tgz, .zip) need --checksum',
       'outside dev profiles; <archive>.sig is read when --signature is not given.',
@@ -159,6 +160,9 @@ export const COMMANDS = {
       'package or --manifest <file>, one is generated from the server\'s own tool list (see wrap).',
       '--bin <name> runs that bin of the npm package as its server (e.g. <name>-mcp beside a CLI);',
       'later installs of the plugin without --bin keep it.',
+      '--registry <url> fetches npm:<name>@<version> from that npm registry instead of the default. The same',
+      'name from another registry than the installed version came from is asked about as an owner change',
+      '(refused without --yes off a terminal), before any of its code runs.',
       '--arg <value> (repeatable) is passed to the executable; ${data_dir} stands for its data dir.',
       'A Python package whose executable is a console script is installed into a private environment',
       'from the wheels it ships, offline; --python-index <url> lets pip fetch missing wheels from that',
@@ -170,7 +174,7 @@ export const COMMANDS = {
   wrap: {
     args: ['<npm:spec>'],
     summary: 'print the manifest an npm server would be installed with (generated from its tool list)',
-    options: ['arg', 'bin', 'grant-client-request', 'grant-env', 'grant-network', 'grant-egress', 'yes', ...LIMIT_OPTIONS],
+    options: ['arg', 'bin', 'registry', 'grant-client-request', 'grant-env', 'grant-network', 'grant-egress', 'yes', ...LIMIT_OPTIONS],
     details: [
       'Fetches the package as install does, starts the server once in the sandbox (no network, a',
       'throwaway data dir) and prints a manifest built from its tools/list: risk classes from the tool',
@@ -185,6 +189,7 @@ export const COMMANDS = {
       'terminal it first asks to start the package with that network (--yes accepts).',
       '--max-archive-bytes, --max-extracted-bytes and --max-entries bound the fetched package, as for install.',
       '--bin <name> starts that bin of the package, as install --bin does (the manifest then names its file).',
+      '--registry <url> fetches the package from that npm registry, as install --registry does.',
     ],
   },
   list: { args: [], summary: 'list installed plugins', options: [] },
@@ -353,6 +358,8 @@ export interface Flags {
   readonly manifestFile: string | undefined;
   /** install, wrap: the bin of an npm package to run as its server (InstallOptions.bin). */
   readonly bin: string | undefined;
+  /** install, wrap: the npm registry an `npm:<name>@<version>` source is fetched from (PluginHostOptions.npm.registry). */
+  readonly registry: string | undefined;
   /** install: the package index pip may fetch a Python package's missing wheels from. */
   readonly pythonIndexUrl: string | undefined;
   /** serve: the gateway configuration file. */
@@ -599,6 +606,7 @@ function readFlags(values: Values, command: CommandName): { ok: true; value: Fla
       args: list('arg'),
       manifestFile: text('manifest'),
       bin: text('bin'),
+      registry: text('registry'),
       pythonIndexUrl: text('python-index'),
       config: text('config'),
       http: bool('http'),

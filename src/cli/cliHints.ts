@@ -46,6 +46,7 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
       // The host names its option (profile, appName); here the user typed a flag, and a path belongs in --profile-dir.
       if (error.details.option === 'profile') return 'give --profile one directory name (such as work), or a path with --profile-dir <dir>';
       if (error.details.option === 'appName') return 'give --app-name one directory name (such as my-agent), or a path with --profile-dir <dir>';
+      if (error.details.option === 'npm.registry') return 'give --registry the URL of an npm registry (http:// or https://, such as https://registry.npmjs.org/)';
       return undefined;
     default:
       return undefined;

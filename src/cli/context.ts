@@ -159,6 +159,8 @@ export async function hostOptions(flags: Flags, overrides: PluginHostOptions = {
     ...(flags.requireSignatures ? { requireSignatures: true } : {}),
     ...(flags.timeoutMs === undefined ? {} : { callTimeoutMs: flags.timeoutMs }),
     ...(flags.packageLimits === undefined ? {} : { packageLimits: flags.packageLimits }),
+    // Only the registry: the token and the npm program stay the library's options (a token on the command line would be in ps).
+    ...(flags.registry === undefined ? {} : { npm: { registry: flags.registry } }),
     ...overrides,
   });
 }

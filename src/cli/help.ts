@@ -2,6 +2,7 @@ import { COMMANDS, GLOBAL_OPTIONS, shownArgs, type CommandName, type CommandSpec
 import { EXIT_CODE_LINES } from './exitCodes.js';
 import { columns, type Style } from './style.js';
 import commandExamples from '../../etc/cli-examples.json' with { type: 'json' };
+import npmSettings from '../../etc/npm-install.json' with { type: 'json' };
 import packageLimits from '../../etc/package-limits.json' with { type: 'json' };
 
 /** Examples shown under each command's help, from etc/cli-examples.json. */
@@ -55,6 +56,7 @@ const OPTION_HELP: Readonly<Record<OptionName, readonly [string, string]>> = {
   arg: ['--arg <value>', 'an argument for the executable (repeatable; ${data_dir} is its data dir; --arg=--flag for one that begins with -)'],
   manifest: ['--manifest <file>', 'the manifest to install a package that ships none with (JSON)'],
   bin: ['--bin <name>', "which of an npm package's bins is its MCP server (kept by later installs)"],
+  registry: ['--registry <url>', `the npm registry an npm:<name>@<version> source is fetched from (default ${npmSettings.registry})`],
   'python-index': ['--python-index <url>', 'a package index pip may fetch missing Python wheels from'],
   config: ['--config <file>', 'a JSON gateway configuration (etc/schemas/gateway-config.schema.json)'],
   http: ['--http', 'serve Streamable HTTP at /mcp instead of stdio'],
