@@ -119,8 +119,9 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
   out.line(`  ${s.dim('executable')}  ${plugin.executable.path}  sha256:${plugin.executable.sha256.slice(0, 16)}…`);
   out.line(`  ${s.dim('operations')}  ${plugin.operations.map((o) => o.op_id).join(', ') || '-'}`);
   out.line(`  ${s.dim('owner     ')}  ${plugin.namespace_owner ?? '-'}`);
-  if (plugin.tos !== null) out.line(`  ${s.dim('terms     ')}  ${plugin.tos}`);
-  if (plugin.risk !== null) out.line(`  ${s.dim('risk      ')}  ${plugin.risk}`);
+  // The manifest's own text, on one line each: a line break in it would start lines of the summary's own (`status  active`).
+  if (plugin.tos !== null) out.line(`  ${s.dim('terms     ')}  ${oneLineField(plugin.tos)}`);
+  if (plugin.risk !== null) out.line(`  ${s.dim('risk      ')}  ${oneLineField(plugin.risk)}`);
   out.line(`  ${s.dim('status    ')}  ${statusText(plugin.status, s)}`);
   if (canary !== undefined) out.line(`  ${s.dim('canary    ')}  ${canarySummary(canary, s)}`);
   if (plugin.status === 'needs_configuration') {
