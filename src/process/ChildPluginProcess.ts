@@ -131,7 +131,11 @@ export class ChildPluginProcess implements PluginProcess {
     this.exited = exit.then(async ({ code, signal }) => {
       if (options.tree === 'process-group') sendSignal(-this.pid, 'SIGKILL');
       await this.within(stderrClosed, STDERR_DRAIN_MS);
-      const execFailure = code === 1 || code === 127 ? this.launcherFailureLine : undefined;
+      // A launcher fails before the plugin runs, so before any byte on stdout: such a line after the plugin wrote there
+      // is the plugin's own, in the launcher's words ("mcp-plugin-launcher: landlock: ..."), and was reported as the
+      // host's sandbox failing to execute it.
+      const stdoutRead = (pipes.stdout as Readable & { bytesRead?: number }).bytesRead ?? 0;
+      const execFailure = (code === 1 || code === 127) && stdoutRead === 0 ? this.launcherFailureLine : undefined;
       this.info = exitInfoOf(code, signal, {
         hostSentKill: this.hostSentKill,
         killedInSetup: this.killedInSetup,
