@@ -220,7 +220,14 @@ export interface InstallOptions extends PackageInstallChoices {
    * Judged again under the profile lock, never asked there: when another
    * process installed or removed the plugin meanwhile and the install would
    * now be asked about, it is PLUGIN_TRUST_DECLINED, retryable,
-   * `details.reason` `baseline_changed` (install again).
+   * `details.reason` `baseline_changed` (install again), unless what it
+   * would ask now is the very request the callback accepted.
+   * A server that ships no manifest is started once to list its tools; that
+   * start is judged the same way first, before any code of it runs: a start
+   * with network is asked about (`TrustRequest.stage: 'introspection'`), and
+   * without the callback what the install would be refused whatever the
+   * server lists (`registry_changed`, an ungranted power or credential name,
+   * another namespace owner, a signer change) is refused before it.
    */
   readonly accept?: TrustCallback;
   /** Decides the initial status from the validated manifest (e.g. needs_configuration when credentials are missing). */
