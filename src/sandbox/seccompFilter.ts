@@ -14,7 +14,8 @@ import socketFamilies from '../../etc/sandbox/socket-families.json' with { type:
  *
  * With or without network, `socket()` takes only the families and netlink
  * protocols (and without network the inet protocols) listed in
- * `etc/sandbox/socket-families.json`, and `socketpair()` only `AF_UNIX`:
+ * `etc/sandbox/socket-families.json` (the device events of
+ * `NETLINK_KOBJECT_UEVENT` with network only), and `socketpair()` only `AF_UNIX`:
  * any other made the kernel load that protocol's module for the plugin (the
  * kernel looks a family up before it finds the family makes no pairs). With
  * network, 32-bit x86's `socketcall` may not create sockets (its arguments,
@@ -64,6 +65,8 @@ const values = (entries: readonly { readonly value: number }[]): number[] => ent
 const INET_FAMILIES = values(socketFamilies.inet);
 const NETLINK_FAMILY = socketFamilies.netlink.value;
 const NETLINK_PROTOCOLS = values(socketFamilies.netlinkProtocols);
+// The kernel's device events: a plugin with network only, which is in the host's network namespace anyway.
+const NETWORK_NETLINK_PROTOCOLS = [...NETLINK_PROTOCOLS, ...values(socketFamilies.withNetworkNetlinkProtocols)];
 const NETWORK_FAMILIES = values(socketFamilies.withNetwork);
 const OFFLINE_INET_PROTOCOLS = values(socketFamilies.offlineInetProtocols);
 const SOCKETPAIR_FAMILY = socketFamilies.socketpair.value;
@@ -135,7 +138,7 @@ function socketBlock(index: number, network: boolean): Instruction[] {
     ...protocols.map((protocol) => jumpIfEqual(protocol, 'allow')),
     ret(SECCOMP_RET_ERRNO | EPERM),
   ];
-  out.push(...protocolCheck(netlinkProtocol, NETLINK_PROTOCOLS));
+  out.push(...protocolCheck(netlinkProtocol, network ? NETWORK_NETLINK_PROTOCOLS : NETLINK_PROTOCOLS));
   if (!network) out.push(...protocolCheck(inetProtocol, OFFLINE_INET_PROTOCOLS));
   return out;
 }
