@@ -32,7 +32,7 @@ import type { ClientRequestKind, DeclaredCapabilities } from '../manifest/model.
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
-import { readsLikeNetworkFailure } from '../sandbox/networkFailureWords.js';
+import sandboxFailureHints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -180,7 +180,7 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   const { secrets } = context;
   const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
   const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
-  const networkFailure = readsLikeNetworkFailure(said) || (stderrTail !== undefined && readsLikeNetworkFailure(stderrTail));
+  const networkFailure = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
   const networked = hasNetwork(context.network);
   // A Unix socket connect reads like a network failure too, but neither grant the network hints offer carries it there.
   const pathHints = sandboxPathHints(`${secrets.redact(said)}\n${stderrTail ?? ''}`, context.view, context.network?.network === true);
@@ -242,6 +242,19 @@ function fatalErrorLine(tail: string): string | undefined {
 }
 
 /**
+ * The one line a stderr tail holds, if it holds no other: a server that exits
+ * after a line of its own words names no error, yet that line is why it
+ * stopped (@shortcut/mcp@0.25.0: "A Shortcut api token is required.",
+ * @instantdb/mcp@1.0.67: "Provide an access token using --token or set
+ * INSTANT_ACCESS_TOKEN environment variable", commander's "error: missing
+ * required argument 'config-file-path'" of @kimuson/modular-mcp@0.0.5).
+ */
+function onlyLine(tail: string): string | undefined {
+  const lines = tail.split('\n').filter((l) => l.trim() !== '');
+  return lines.length === 1 ? lines[0]?.trim() : undefined;
+}
+
+/**
  * What a server that closed its stdout said on stderr, for the message: the
  * error it died of ({@link fatalErrorLine}: `Error: Cannot find module
  * '../build/Release/keytar.node'`, Python's `ModuleNotFoundError: …`), which
@@ -250,7 +263,7 @@ function fatalErrorLine(tail: string): string | undefined {
  */
 function stderrSays(tail: string): string {
   if (tail.trim() === '') return '; it wrote nothing on stderr';
-  const line = fatalErrorLine(tail);
+  const line = fatalErrorLine(tail) ?? onlyLine(tail);
   if (line === undefined) return '; see details.stderr_tail';
   const max = settings.quotedStderrLineMaxChars;
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;

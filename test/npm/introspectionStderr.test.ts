@@ -50,8 +50,15 @@ process.exit(1);
     expect(JSON.stringify(error.details)).not.toContain(token);
   });
 
-  it('says only where to look when no line of the tail reads as an error', async () => {
+  it('quotes a tail of one line that names no error: it is all the server said before it exited', async () => {
     const error = await installFails('plain-words', "#!/usr/bin/env node\nprocess.stderr.write('please place keys.json in the current directory\\n');\nprocess.exit(1);\n");
+    expect(error.message).toBe(
+      'introspecting the server failed: the server closed its stdout before answering (exited with status 1); its stderr says: please place keys.json in the current directory (details.stderr_tail has the rest)',
+    );
+  });
+
+  it('says only where to look when no line of a longer tail reads as an error', async () => {
+    const error = await installFails('plain-lines', "#!/usr/bin/env node\nprocess.stderr.write('starting\\nplease place keys.json in the current directory\\n');\nprocess.exit(1);\n");
     expect(error.message).toBe('introspecting the server failed: the server closed its stdout before answering (exited with status 1); see details.stderr_tail');
   });
 });

@@ -10,6 +10,10 @@
  *   counted toward quarantine, and forgot the record, which the next start
  *   made again: every other call after the install failed, and the one after
  *   each failure found the plugin quarantined.
+ * - @shortcut/mcp@0.25.0 (and @instantdb/mcp@1.0.67, @kimuson/modular-mcp@0.0.5)
+ *   exits 1 after one line of its own words on stderr ("A Shortcut api token
+ *   is required."), naming no error: the install's message said only "see
+ *   details.stderr_tail".
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool } from '../support/hostHarness.js';
@@ -34,7 +38,21 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
+// @shortcut/mcp@0.25.0 without SHORTCUT_API_TOKEN: one line, no error's name, exit 1.
+const ONE_LINE_SERVER = `#!/usr/bin/env node
+process.stderr.write('A Shortcut api token is required.\\n');
+process.exit(1);
+`;
+
 describe('published servers, sixth round: fixtures', { timeout: 180_000 }, () => {
+  it('quotes the one line a server wrote on stderr before it exited, though it names no error (shortcut: token required)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'one-line', source: ONE_LINE_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', exit: 'exited with status 1' } });
+    expect(error.message).toContain('; its stderr says: A Shortcut api token is required. (details.stderr_tail has the rest)');
+  });
+
   it('runs a server whose list names its start time at every start, failing at most the one start that trusted a record', async () => {
     const profileDir = await pool.profile();
     const tarball = await packServer(profileDir, { name: 'start-time', source: START_TIME_SERVER });
