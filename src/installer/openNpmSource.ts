@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
-import { reworded, type HostError } from '../errors/HostError.js';
+import { hostError, reworded, type HostError } from '../errors/HostError.js';
 import { copyDirectory } from './copyDirectory.js';
 import { claimStage, makeStage } from './installLeftovers.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
@@ -223,6 +223,19 @@ async function manifestFor(
   }
   const write = (manifest: unknown): Promise<void> => writeFile(join(tree.root, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`, { mode: 0o644 });
   if (options.manifest !== undefined) {
+    // The manifest a person reviewed (wrap) describes one version: installed over another (`npm:<name>` resolving to a
+    // version published since), it would pin code nobody reviewed and record the reviewed version for it.
+    const reviewed = options.manifest['version'];
+    const fetched = packageJson['version'];
+    if (typeof reviewed === 'string' && typeof fetched === 'string' && reviewed !== fetched) {
+      const name = String(packageJson['name']);
+      return err(
+        hostError('PLUGIN_NPM_INSTALL_FAILED', `the manifest option describes version ${reviewed}, and npm fetched '${name}' ${fetched}`, {
+          details: { reason: 'manifest_conflict', manifest_version: reviewed, package_version: fetched },
+          hint: `Install the version the manifest was made for (npm:${name}@${reviewed}), or make it again for ${fetched} (wrap npm:${name}@${fetched}), review it and install with that one.`,
+        }),
+      );
+    }
     await write(options.manifest);
     return ok({ origin: 'caller' });
   }
