@@ -32,7 +32,7 @@ import type { ClientRequestKind, DeclaredCapabilities } from '../manifest/model.
 import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js';
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
-import sandboxFailureHints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
+import { readsLikeNetworkFailure } from '../sandbox/networkFailureWords.js';
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -180,7 +180,7 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
   const { secrets } = context;
   const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
   const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
-  const networkFailure = sandboxFailureHints.networkPatterns.some((pattern) => said.includes(pattern) || stderrTail?.includes(pattern) === true);
+  const networkFailure = readsLikeNetworkFailure(said) || (stderrTail !== undefined && readsLikeNetworkFailure(stderrTail));
   const networked = hasNetwork(context.network);
   // A Unix socket connect reads like a network failure too, but neither grant the network hints offer carries it there.
   const pathHints = sandboxPathHints(`${secrets.redact(said)}\n${stderrTail ?? ''}`, context.view, context.network?.network === true);
