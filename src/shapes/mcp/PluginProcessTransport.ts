@@ -166,6 +166,8 @@ export class PluginProcessTransport implements Transport {
   private readonly toolListIds = new Set<string | number>();
   /** Answers to the plugin's own requests written while the pipe was full, until their line reaches the pipe. */
   private answersQueued = 0;
+  /** Their bytes: an answer repeats its request's id, which the plugin chooses (up to the frame cap). */
+  private answerBytesQueued = 0;
   /** Whether a request was dropped since the backlog last fell below its bound (told once per backlog). */
   private droppingRequests = false;
   private toolListBytes = 0;
@@ -260,6 +262,11 @@ export class PluginProcessTransport implements Transport {
     return this.sendBehindFullPipe(channel, message, text);
   }
 
+  /** Whether the answers waiting for a plugin that does not read reached either bound of etc/client-requests.json. */
+  private answersBackedUp(): boolean {
+    return this.answersQueued >= clientRequestLimits.maxQueuedAnswersPerProcess || this.answerBytesQueued >= clientRequestLimits.maxQueuedAnswerBytesPerProcess;
+  }
+
   /** Ends the connection and stops the plugin process (its stop sequence: EOF, SIGTERM, SIGKILL). */
   async close(): Promise<void> {
     this.channel?.close();
@@ -289,11 +296,14 @@ export class PluginProcessTransport implements Transport {
         return;
       }
       // An answer to one of the plugin's own requests: counted until it reaches the pipe (see receive).
+      const bytes = Buffer.byteLength(text);
       this.answersQueued += 1;
+      this.answerBytesQueued += bytes;
       try {
         await channel.send(text);
       } finally {
         this.answersQueued -= 1;
+        this.answerBytesQueued -= bytes;
         if (this.answersQueued === 0) this.droppingRequests = false;
       }
       return;
@@ -317,7 +327,7 @@ export class PluginProcessTransport implements Transport {
       this.violation(hostError('PLUGIN_INVALID_JSON', 'plugin wrote a stdout line that is not JSON', { details: { line_excerpt: excerpt(line) } }), true);
       return;
     }
-    if (this.answersQueued >= clientRequestLimits.maxQueuedAnswersPerProcess && isPluginRequest(parsed)) {
+    if (this.answersBackedUp() && isPluginRequest(parsed)) {
       // The plugin reads none of the answers it already has: each further answer, and its request's state in the
       // SDK, would wait in the host's memory for as long as the plugin writes requests (a ping flood from a plugin
       // that never reads grew the host by gigabytes). A request it sends now goes unanswered, as if lost.

@@ -42,4 +42,19 @@ describe('a plugin that sends requests and does not read the answers', () => {
     // Before the bound, the host answered all 50,000, holding every answer (and its request's state) in memory meanwhile.
     expect(answered).toBeLessThanOrEqual(REACHABLE);
   }, 120_000);
+
+  it('with large request ids, the answers kept are bounded in bytes, not only in number', async () => {
+    const idBytes = 100_000;
+    const flood = 2_000;
+    const session = McpSession.create({
+      launch: launchCommand([process.execPath, server], { env: { DEAF_REQUESTER_FLOOD: String(flood), DEAF_REQUESTER_ID_BYTES: String(idBytes) } }),
+    })._unsafeUnwrap();
+    sessions.push(session);
+    expect(textOf((await session.callTool('flood', {}, { timeoutMs: 60_000 }))._unsafeUnwrap())).toBe(`sent ${flood}`);
+    const answered = Number(textOf((await session.callTool('answered', {}, { timeoutMs: 60_000 }))._unsafeUnwrap()));
+    expect(answered).toBeGreaterThan(0);
+    // Every answer repeats its 100 KB id: counted alone, 256 of them (25 MB) waited for a plugin that read none.
+    const keptBytes = clientRequestLimits.maxQueuedAnswerBytesPerProcess + 3 * idBytes;
+    expect(answered * idBytes).toBeLessThanOrEqual(keptBytes + 1024 * 1024);
+  }, 120_000);
 });
