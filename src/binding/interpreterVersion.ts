@@ -1,14 +1,19 @@
 /**
- * The version of a pinned Node interpreter, which picks how its main module
- * is checked (nodeMain.ts) and explains a failed start (the engines range,
- * npmEngines.ts). The host's own Node is never run: its version is this
- * process's. Any other is a file the package's `#!` line chose (a system,
- * search-path or version-manager Node; a package's `node` link to a system
- * helper), so it is asked `--version` only inside the plugins' sandbox:
+ * The version of an interpreter a plugin is run with. A pinned Node's picks
+ * how its main module is checked (nodeMain.ts) and explains a failed start
+ * (the engines range, npmEngines.ts); an MCP Bundle's node or python
+ * interpreter is checked against its `compatibility.runtimes` range
+ * (bundle/bundleManifest.ts). The host's own Node is never run: its version
+ * is this process's. Any other is a file a package chose (its `#!` line, a
+ * bundle's `mcp_config.command` looked up on the search path: a system,
+ * search-path or version-manager interpreter, or a program that merely has
+ * its name), so it is asked `--version` only inside the plugins' sandbox:
  * offline, nothing writable but an empty scratch directory, an empty env,
  * as the user an install's introspection runs as, its time and output
- * bounded (etc/interpreter-probe.json). Without a sandbox it is not run at
- * all, and the callers fall back to what works on every Node (review R6 N2).
+ * bounded and its answer read in the form its kind prints
+ * (etc/interpreter-probe.json). Without a sandbox it is not run at all, and
+ * the callers fall back to what works on every Node or refuse what cannot
+ * be checked (review R6 N2).
  */
 import { realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -18,13 +23,22 @@ import type { PluginProcess } from '../process/PluginProcess.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { openPluginDirectories } from '../sandbox/pluginDirectories.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
-import { isNodeName } from './shells.js';
+import { isNodeName, isPythonName } from './shells.js';
 import settings from '../../etc/interpreter-probe.json' with { type: 'json' };
 
-/** Reads the version (`20.20.2`) of the Node interpreter at a real path, or undefined when it cannot be told. */
-export type NodeVersionProbe = (interpreter: string) => Promise<string | undefined>;
+/**
+ * Reads the version (`20.20.2`, `3.11.2`) of the interpreter at a real path,
+ * a Node or a Python by its name, or undefined when it cannot be told.
+ */
+export type InterpreterVersionProbe = (interpreter: string) => Promise<string | undefined>;
 
-/** The sandbox a {@link confinedNodeVersion} probe runs in. */
+/** A probe asked about Node interpreters only (the `#!` binding, the engines check): the same {@link InterpreterVersionProbe}. */
+export type NodeVersionProbe = InterpreterVersionProbe;
+
+/** The interpreters a probe can ask, by the key of their answer's form in etc/interpreter-probe.json. */
+export type ProbedRuntime = keyof typeof settings.answers;
+
+/** The sandbox a {@link confinedInterpreterVersion} probe runs in. */
 export interface InterpreterProbeSandbox {
   /** The host's spawner; in the dev-only unsandboxed mode nothing is run. */
   readonly spawner: SandboxSpawner;
@@ -38,7 +52,14 @@ export interface InterpreterProbeSandbox {
   readonly maxOutputBytes?: number;
 }
 
-const VERSION = /^v?(\d+\.\d+\.\d+)\s*$/;
+// An answer counts only as the whole of stdout in its kind's form (`v20.20.2`, `Python 3.11.2`).
+const ANSWERS: Readonly<Record<ProbedRuntime, RegExp>> = { node: new RegExp(settings.answers.node), python: new RegExp(settings.answers.python) };
+
+/** The runtime a file is, by its name (a real path's: what a link points at is what runs); undefined for any other program. */
+function runtimeOf(path: string): ProbedRuntime | undefined {
+  if (isNodeName(path)) return 'node';
+  return isPythonName(path) ? 'python' : undefined;
+}
 
 /** Whether `path` is the real path of the Node running this host. */
 function isHostNode(path: string): boolean {
@@ -61,6 +82,25 @@ export async function nodeVersionOf(path: string, probe: NodeVersionProbe | unde
   return probe(path);
 }
 
+/**
+ * The version of the `runtime` interpreter at `path` (a bundle's command as
+ * found on the search path): the host's own Node without running anything;
+ * otherwise its real path, when named like a `runtime` interpreter, through
+ * `probe` (a link named `python3` to another program is never asked);
+ * undefined otherwise.
+ */
+export async function interpreterVersionOf(path: string, runtime: ProbedRuntime, probe: InterpreterVersionProbe | undefined): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch {
+    return undefined;
+  }
+  if (runtime === 'node' && isHostNode(real)) return process.versions.node;
+  if (probe === undefined || runtimeOf(real) !== runtime) return undefined;
+  return probe(real);
+}
+
 // Answers already read, by the interpreter's path and file identity: a file that changed is asked again.
 const answered = new Map<string, string>();
 
@@ -78,22 +118,29 @@ function identityKey(path: string): string | undefined {
  * `sandbox.spawner`, reusing its launch path (either Linux backend, Seatbelt):
  * no network, only an empty scratch directory writable, an empty env, the
  * interpreter file the only host path shown besides the system directories,
- * stopped after `timeoutMs`, its answer read only when it is one short line.
- * A spawner in the unsandboxed dev mode runs nothing (undefined).
+ * stopped after `timeoutMs`, its answer read only when it is one short line
+ * of stdout in the form its kind prints (Node `v20.20.2`; Python 3
+ * `Python 3.11.2`, which Python 2 printed on stderr). A file named like
+ * neither Node nor Python, and every file under a spawner of the unsandboxed
+ * dev mode, is not run (undefined).
  */
-export function confinedNodeVersion(sandbox: InterpreterProbeSandbox): NodeVersionProbe {
+export function confinedInterpreterVersion(sandbox: InterpreterProbeSandbox): InterpreterVersionProbe {
   return async (interpreter) => {
-    if (sandbox.spawner.backendName === 'none') return undefined;
+    const runtime = runtimeOf(interpreter);
+    if (sandbox.spawner.backendName === 'none' || runtime === undefined) return undefined;
     const key = identityKey(interpreter);
     const known = key === undefined ? undefined : answered.get(key);
     if (known !== undefined) return known;
-    const version = await runConfined(sandbox, interpreter);
+    const version = await runConfined(sandbox, interpreter, ANSWERS[runtime]);
     if (version !== undefined && key !== undefined) answered.set(key, version);
     return version;
   };
 }
 
-async function runConfined(sandbox: InterpreterProbeSandbox, interpreter: string): Promise<string | undefined> {
+/** {@link confinedInterpreterVersion} under the name its Node-only callers (the `#!` binding, the engines check) know it by. */
+export const confinedNodeVersion: (sandbox: InterpreterProbeSandbox) => NodeVersionProbe = confinedInterpreterVersion;
+
+async function runConfined(sandbox: InterpreterProbeSandbox, interpreter: string, answer: RegExp): Promise<string | undefined> {
   const { spawner } = sandbox;
   const identity = spawner.introspectionIdentity();
   if (identity.isErr()) return undefined;
@@ -120,7 +167,7 @@ async function runConfined(sandbox: InterpreterProbeSandbox, interpreter: string
       ...(owner === undefined ? {} : { identity: owner }),
     });
     if (started.isErr()) return undefined;
-    return await answerOf(started.value, sandbox.timeoutMs ?? settings.timeoutMs, sandbox.maxOutputBytes ?? settings.maxOutputBytes);
+    return await answerOf(started.value, answer, sandbox.timeoutMs ?? settings.timeoutMs, sandbox.maxOutputBytes ?? settings.maxOutputBytes);
   } catch {
     return undefined;
   } finally {
@@ -128,8 +175,8 @@ async function runConfined(sandbox: InterpreterProbeSandbox, interpreter: string
   }
 }
 
-/** What the process printed, once it exited with status 0 within `timeoutMs` and at most `maxBytes` of stdout. */
-async function answerOf(child: PluginProcess, timeoutMs: number, maxBytes: number): Promise<string | undefined> {
+/** The version in what the process printed, once it exited with status 0 within `timeoutMs` and at most `maxBytes` of stdout in the form `answer`. */
+async function answerOf(child: PluginProcess, answer: RegExp, timeoutMs: number, maxBytes: number): Promise<string | undefined> {
   child.stdin.end();
   const chunks: Buffer[] = [];
   let length = 0;
@@ -153,7 +200,7 @@ async function answerOf(child: PluginProcess, timeoutMs: number, maxBytes: numbe
   try {
     const [exit] = await Promise.all([child.exited, drained]);
     if (refused || exit.code !== 0) return undefined;
-    return VERSION.exec(Buffer.concat(chunks).toString('utf8'))?.[1];
+    return answer.exec(Buffer.concat(chunks).toString('utf8'))?.[1];
   } finally {
     clearTimeout(timer);
   }

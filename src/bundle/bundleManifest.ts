@@ -22,10 +22,10 @@
  * - no sandbox powers are declared: the capabilities are the host default
  *   and the install grant widens them.
  */
-import { execFile } from 'node:child_process';
 import { join, posix } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { findOnPath } from '../binding/interpreter.js';
+import { interpreterVersionOf, type InterpreterVersionProbe } from '../binding/interpreterVersion.js';
 import { isValidEnvName, isValidEnvValue, printableEnvName } from '../env/envName.js';
 import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
@@ -54,6 +54,14 @@ export interface BundleReadContext {
   readonly dataDirOf: (pluginId: string) => string;
   /** Where the interpreter a bundle names is looked up (as the binding will, at install). */
   readonly searchPath: string;
+  /**
+   * Asks the interpreter a bundle names (found on `searchPath`) its version,
+   * for `compatibility.runtimes`: inside the plugins' sandbox (the
+   * installer's confinedInterpreterVersion), never on the host. The host's
+   * own Node is read from this process without it; without it any other
+   * interpreter's version is unknown, and a runtimes range on it refused.
+   */
+  readonly interpreterVersion?: InterpreterVersionProbe;
   /** The platform `compatibility.platforms` is checked against. Default `process.platform`. */
   readonly platform?: NodeJS.Platform;
   /**
@@ -254,16 +262,6 @@ function settingValue(key: string, given: SettingValue, entry: UserConfigEntry |
   return ok(entry.multiple === true ? [String(checked.value)] : checked.value);
 }
 
-/** The version an interpreter reports for `--version` (`v20.11.1`, `Python 3.11.2`), or undefined. */
-function interpreterVersion(path: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(path, ['--version'], { timeout: 10_000, env: {} }, (error, stdout, stderr) => {
-      const m = /(\d+\.\d+(?:\.\d+)?)/.exec(`${stdout} ${stderr}`);
-      resolve(error === null && m !== null ? m[1] : undefined);
-    });
-  });
-}
-
 async function compatibilityViolations(doc: BundleDocument, type: BundleServerType, command: string, context: BundleReadContext): Promise<Violation[]> {
   const out: Violation[] = [];
   const platform = context.platform ?? process.platform;
@@ -275,9 +273,11 @@ async function compatibilityViolations(doc: BundleDocument, type: BundleServerTy
   if (range === undefined || type.runtime === undefined) return out;
   const at = pointerOf('compatibility', 'runtimes', type.runtime);
   const path = type.isInterpreter?.(command) === true ? await findOnPath(command, context.searchPath) : undefined;
-  const version = path === undefined ? undefined : await interpreterVersion(path);
+  // Never run on the host: a program named python3 first on the search path is anyone's (review R6 N2).
+  const version = path === undefined ? undefined : await interpreterVersionOf(path, type.runtime, context.interpreterVersion);
   if (version === undefined) {
-    out.push(violation('structure', 'PLUGIN_BUNDLE_INCOMPATIBLE', at, `${command} ${path === undefined ? 'is not on the interpreter search path' : `at ${path} did not report its version`}, so ${type.runtime} ${range} cannot be checked`));
+    const unknown = path === undefined ? 'is not on the interpreter search path' : `at ${path} did not report its version in the plugins' sandbox (the only place an interpreter other than the host's Node is asked)`;
+    out.push(violation('structure', 'PLUGIN_BUNDLE_INCOMPATIBLE', at, `${command} ${unknown}, so ${type.runtime} ${range} cannot be checked`));
     return out;
   }
   const fits = satisfiesRange(version, range);
@@ -397,7 +397,7 @@ async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: 
   const python = type.runtime === 'python' ? pythonBundleLaunch(env) : undefined;
   out.push(...(python?.violations ?? []));
   let tools: readonly ManifestTool[] = toolsOf(doc, out, context.listTools !== undefined);
-  // A refused command is never looked up: the runtime check runs what it finds (`--version`) on the host, unsandboxed.
+  // A refused command is never looked up: the runtime check asks what it finds its version (`--version`, in the sandbox).
   if (!commandRefused && (interpreter !== undefined || doc.compatibility !== undefined)) out.push(...(await compatibilityViolations(doc, type, interpreter ?? '', context)));
   if (hasViolations(out) || pluginId === undefined || entry === undefined) return { violations: out };
   let listed = false;

@@ -2,7 +2,7 @@ import { mkdir, realpath, rename, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
 import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
-import { confinedNodeVersion } from '../binding/interpreterVersion.js';
+import { confinedInterpreterVersion } from '../binding/interpreterVersion.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
@@ -1202,6 +1202,8 @@ export class Installer {
       dataDirOf: (id) => this.#o.layout.dataDir(id),
       searchPath: this.#o.searchPath ?? process.env.PATH ?? '',
       ...(options.settings === undefined ? {} : { settings: options.settings }),
+      // compatibility.runtimes: the interpreter found on the search path is asked its version in the sandbox only (review R6 N2).
+      ...(spawner === undefined ? {} : { interpreterVersion: confinedInterpreterVersion({ spawner, hiddenPaths: [this.#o.layout.root] }) }),
       ...(spawner === undefined ? {} : { listTools: (server: BundleServerStart) => this.#listBundleTools(server, spawner, staged, options, installing) }),
     });
     if (read.isErr() || read.value?.manifest === undefined) return read;
@@ -1488,7 +1490,7 @@ export class Installer {
     const executable = prepared.value;
     const spawner = this.#o.spawner;
     // A Node interpreter other than the host's is asked its version in the sandbox only; without one it is not run (review R6 N2).
-    const nodeVersion = spawner === undefined ? undefined : confinedNodeVersion({ spawner, hiddenPaths: [this.#o.layout.root] });
+    const nodeVersion = spawner === undefined ? undefined : confinedInterpreterVersion({ spawner, hiddenPaths: [this.#o.layout.root] });
     return bindExecutable(
       {
         installRoot,

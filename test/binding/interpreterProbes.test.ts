@@ -5,19 +5,32 @@
  * package's `#!` line chose and runs only inside the plugins' sandbox
  * (review R6 N2: it ran on the host, unsandboxed, as the host's user), and a
  * file not named like Node is never asked at all (review R7 N4). The program
- * asked is a native one that leaves a mark wherever it runs.
+ * asked is a native one that leaves a mark wherever it runs. An MCP
+ * Bundle's node or python interpreter is asked the same way for its
+ * `compatibility.runtimes` check (it ran on the host too).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { confinedNodeVersion, nodeVersionOf as interpreterNodeVersion, type NodeVersionProbe } from '../../src/binding/interpreterVersion.js';
+import {
+  confinedInterpreterVersion,
+  confinedNodeVersion,
+  interpreterVersionOf,
+  nodeVersionOf as interpreterNodeVersion,
+  type NodeVersionProbe,
+} from '../../src/binding/interpreterVersion.js';
 import { nodeMainLoadingFor, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
 import { nodeVersionOf } from '../../src/installer/npmEngines.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { LINUX_BACKENDS } from '../sandbox/sandboxBackends.js';
-import { markingNode } from './helpers/markingNode.js';
+import { markingNode, markingProgram } from './helpers/markingNode.js';
+
+// The system's Python 3, which a marking `python3` runs; its version as it says it on the host (it is the system's own).
+const SYSTEM_PYTHON = '/usr/bin/python3';
+const systemPythonVersion = (): string | undefined => /^Python (\d+\.\d+\.\d+)/.exec(execFileSync(SYSTEM_PYTHON, ['--version'], { encoding: 'utf8' }))?.[1];
 
 let dir: string;
 beforeAll(async () => {
@@ -65,7 +78,22 @@ describe('interpreter version probes', () => {
     const node = await markingNode(join(dir, 'dev'), mark);
     const spawner = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
     expect(await nodeVersionOf(node, confinedNodeVersion({ spawner }))).toBeUndefined();
+    const python = await markingProgram(join(dir, 'dev'), 'python3', SYSTEM_PYTHON, mark);
+    expect(await interpreterVersionOf(python, 'python', confinedInterpreterVersion({ spawner }))).toBeUndefined();
     expect(existsSync(mark)).toBe(false);
+  });
+
+  it("read a bundle's runtime from a file of its kind only, and the host's Node through a link without asking", async () => {
+    const links = join(dir, 'links');
+    await mkdir(links);
+    await symlink(process.execPath, join(links, 'node'));
+    // A command named python3 whose file is another program (here the host's Node): what runs is what the link points at.
+    await symlink(process.execPath, join(links, 'python3'));
+    const { probe, asked } = recordingProbe();
+    expect(await interpreterVersionOf(join(links, 'node'), 'node', probe)).toBe(process.versions.node);
+    expect(await interpreterVersionOf(join(links, 'python3'), 'python', probe)).toBeUndefined();
+    expect(await interpreterVersionOf(join(links, 'absent'), 'node', probe)).toBeUndefined();
+    expect(asked).toEqual([]);
   });
 });
 
@@ -87,6 +115,19 @@ describe.each(LINUX_BACKENDS)('the version probe in the sandbox (%s)', (backend)
     expect(await probeNodeMainLoading(node, probe)).toBe(nodeMainLoadingFor(process.version));
     expect(existsSync(mark)).toBe(false);
     // Its scratch directory is gone.
+    expect(await readdir(scratchParent)).toEqual([]);
+  });
+
+  it('answers what a Python 3 prints, in its own form, and it leaves no mark on the host', { timeout: 60_000 }, async () => {
+    const mark = join(dir, `${backend}-python-mark`);
+    const python = await markingProgram(join(dir, `${backend}-python`), 'python3', SYSTEM_PYTHON, mark);
+    const probe = confinedInterpreterVersion({ spawner, scratchParent });
+    const version = systemPythonVersion();
+    expect(version).toMatch(/^3\.\d+\.\d+$/);
+    expect(await interpreterVersionOf(python, 'python', probe)).toBe(version);
+    // A Python's answer is not read as a Node's: asked as a bundle's node, a file named python3 is not run.
+    expect(await interpreterVersionOf(python, 'node', probe)).toBeUndefined();
+    expect(existsSync(mark)).toBe(false);
     expect(await readdir(scratchParent)).toEqual([]);
   });
 

@@ -5,7 +5,10 @@
  * that Node would and runs plugins), answers a version followed by 64 KiB
  * of blank lines (a long answer, whole only past the output bound), or never exits. It
  * stands for a Node interpreter the host does not own: a system, search-path
- * or version-manager Node that a package's `#!` line chose.
+ * or version-manager Node that a package's `#!` line chose. The same program
+ * under another name runs another interpreter (`python3` running the
+ * system's Python): an MCP Bundle's `mcp_config.command` found first on the
+ * search path.
  */
 import { execFileSync } from 'node:child_process';
 import { realpathSync } from 'node:fs';
@@ -28,7 +31,7 @@ int main(int argc, char **argv) {
   for (;;) pause();
 #else
   (void)argc;
-  execv(HOST_NODE, argv);
+  execv(TARGET, argv);
   return 127;
 #endif
 }
@@ -38,14 +41,23 @@ const BEHAVIOURS: Readonly<Record<MarkingBehaviour, number>> = { runs_host_node:
 
 /** Compiles the program to `<dir>/node` (mode 0755); `mark` is the file it writes when it can. Returns its path. */
 export async function markingNode(dir: string, mark: string, behaviour: MarkingBehaviour = 'runs_host_node'): Promise<string> {
+  return markingProgram(dir, 'node', realpathSync(process.execPath), mark, behaviour);
+}
+
+/**
+ * Compiles the program to `<dir>/<name>` (mode 0755), running `target` with
+ * its arguments when it `runs_host_node`; `mark` is the file it writes when
+ * it can. Returns its path.
+ */
+export async function markingProgram(dir: string, name: string, target: string, mark: string, behaviour: MarkingBehaviour = 'runs_host_node'): Promise<string> {
   await mkdir(dir, { recursive: true });
-  const source = join(dir, 'marking-node.c');
-  const program = join(dir, 'node');
+  const source = join(dir, `marking-${name}.c`);
+  const program = join(dir, name);
   await writeFile(source, SOURCE);
   execFileSync('gcc', [
     '-O1',
     `-DMARK=${JSON.stringify(mark)}`,
-    `-DHOST_NODE=${JSON.stringify(realpathSync(process.execPath))}`,
+    `-DTARGET=${JSON.stringify(target)}`,
     `-DBEHAVIOUR=${BEHAVIOURS[behaviour]}`,
     '-o',
     program,
