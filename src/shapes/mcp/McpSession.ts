@@ -22,6 +22,8 @@ export const DEFAULT_MCP_MAX_TOTAL_TIMEOUT_MS = 300_000;
 /** Default time allowed for `initialize` and the first `tools/list` of a new process: 30 s. */
 export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000;
 const MAX_LIST_PAGES = pluginAnswerLimits.maxListPages;
+/** What one list may take across its pages: every page is held until the last (a plugin's list_changed invites clients to list again). */
+const MAX_LIST_BYTES = pluginAnswerLimits.maxListBytes;
 
 /** Default number of `tools/call` requests outstanding at one plugin: 16. */
 export const DEFAULT_MCP_MAX_IN_FLIGHT = 16;
@@ -426,12 +428,23 @@ export class McpSession implements PluginSession, McpSurface {
     const read = async (): Promise<Result<readonly T[], HostError>> => {
       const all: T[] = [];
       let cursor: string | undefined;
+      let bytes = 0;
       for (let page = 0; page < MAX_LIST_PAGES; page++) {
         const answer = await this.request(method, (cursor === undefined ? {} : { cursor }) as McpSurfaceMethods[M]['params'], options);
         if (answer.isErr()) return err(answer.error);
-        all.push(...items(answer.value));
+        const pageItems = items(answer.value);
+        all.push(...pageItems);
         cursor = answer.value.nextCursor;
         if (cursor === undefined) return ok(all);
+        // The items as JSON: what the page holds in the host, whatever whitespace its line had.
+        bytes += Buffer.byteLength(JSON.stringify(pageItems));
+        if (bytes > MAX_LIST_BYTES) {
+          return err(
+            hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's ${method} took more than ${MAX_LIST_BYTES} bytes in ${page + 1} pages`, {
+              details: { phase: method, pages: page + 1, max_list_bytes: MAX_LIST_BYTES },
+            }),
+          );
+        }
       }
       return err(hostError('PLUGIN_MALFORMED_RESPONSE', `plugin's ${method} did not end after ${MAX_LIST_PAGES} pages`, { details: { phase: method } }));
     };
