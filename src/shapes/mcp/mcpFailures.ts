@@ -67,10 +67,13 @@ async function crashed(ctx: McpFailureContext, cause: unknown): Promise<HostErro
   return crashOrLimit(hostError('PLUGIN_CRASHED', `plugin ${how} during ${where(ctx)}`, { details, cause }), ctx.process, exit);
 }
 
+// The hint travels with the failure: a connection's own (a tool list that varied between starts of the same code) said
+// more than the registry's, and a call that met it after the connection ended got "Make advertised_tools match".
 function withContext(fatal: HostError, ctx: McpFailureContext): HostError {
   return new HostError(fatal.code, `${fatal.message} (during ${where(ctx)})`, {
     details: { ...baseDetails(ctx), ...fatal.details },
     cause: fatal.cause,
+    hint: fatal.hint,
   });
 }
 
