@@ -25,7 +25,12 @@ const ESM_RUNNER = 'esm-runner.js';
  * `.js`, the CommonJS build `.cjs`, the declaration build `.d.ts`/`.d.cts`.
  */
 const DECLARATIONS = ['!*.d.ts', '!*.d.cts'];
-const OTHER_BUILDS = [`!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`, ...DECLARATIONS];
+/**
+ * The sandbox launcher (scripts/build-launcher.mjs replaces it by a rename): kept through the clean, or a host
+ * starting a plugin during a rebuild would find it missing and `auto` would fall back to bubblewrap.
+ */
+const LAUNCHER = '!mcp-plugin-launcher';
+const OTHER_BUILDS = [LAUNCHER, `!${NODE_MAIN_GUARD}`, `!${NODE_MAIN_GUARD}.map`, `!${ESM_RUNNER}`, `!${ESM_RUNNER}.map`, ...DECLARATIONS];
 const LIBRARY_ENTRIES = { index: 'src/index.ts', testing: 'src/testing/index.ts' };
 
 /**
@@ -62,7 +67,7 @@ export function packageBuilds(overrides: Options = {}): Options[] {
             entry: LIBRARY_ENTRIES,
             format: ['esm', 'cjs'],
             dts: { entry: LIBRARY_ENTRIES, only: true },
-            clean: true,
+            clean: [LAUNCHER, `!${NODE_MAIN_GUARD}`, `!${ESM_RUNNER}`, '!*.js', '!*.js.map', '!*.cjs', '!*.cjs.map'],
           } satisfies Options,
         ]),
     {

@@ -175,3 +175,24 @@ describe('the CLI is built from the public API only', () => {
     expect(offending).toEqual([]);
   });
 });
+
+describe('a rebuild of the package', () => {
+  it('leaves the sandbox launcher in place: a host starting a plugin meanwhile must not fall back to bubblewrap', { timeout: SLOW }, async () => {
+    const out = await tempDir('cli-rebuild-');
+    const source = await tempDir('cli-rebuild-source-');
+    try {
+      const launcher = join(out.path, 'mcp-plugin-launcher');
+      await writeFile(launcher, 'built earlier');
+      const entry = join(source.path, 'probe.ts');
+      await writeFile(entry, 'export const probe = 1;\n');
+      for (const options of packageBuilds()) {
+        // Each build's own clean runs first; the entry and the declarations do not matter to what it removes.
+        await build({ ...options, entry: { probe: entry }, dts: false, outDir: out.path, silent: true, config: false });
+        expect(existsSync(launcher)).toBe(true);
+      }
+    } finally {
+      await out.dispose();
+      await source.dispose();
+    }
+  });
+});
