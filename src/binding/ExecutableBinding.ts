@@ -20,7 +20,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { systemRandom, type Random } from '../ports/ports.js';
 import type { PluginCommand, VerifiedExecutable } from '../process/VerifiedExecutable.js';
 import { openPinnedInterpreter, pinInterpreter, type InterpreterPin } from './interpreter.js';
-import type { NodeVersionProbe } from './interpreterVersion.js';
+import type { InterpreterVersionProbe } from './interpreterVersion.js';
 import { nodeVerifiedMainImport, nodeVerifiedMainImportInThread } from './nodeLoader.js';
 import { integrityPolicy, integrityPolicyOptions, mountedMainOptions, NODE_MAIN_GUARD, nodeMainLoadingForScript } from './nodeMain.js';
 import type { PackageTreePin } from './packageTree.js';
@@ -155,7 +155,7 @@ async function bindOpened(
   root: string,
   relative: string,
   options: BindExecutableOptions,
-  nodeVersion: NodeVersionProbe | undefined,
+  nodeVersion: InterpreterVersionProbe | undefined,
 ): Promise<Result<ExecutableBindingRecord, HostError>> {
   const head = await readHead(file.handle, SHEBANG_MAX_BYTES);
   const format = formatOf(head);
@@ -203,7 +203,7 @@ async function bindOpened(
  * probe that runs it in the sandbox, see interpreterVersion.ts); without
  * one it is pinned with `node_main: 'loader_hook'` and never run here.
  */
-export function bindExecutable(options: BindExecutableOptions, nodeVersion?: NodeVersionProbe): ResultAsync<ExecutableBindingRecord, HostError> {
+export function bindExecutable(options: BindExecutableOptions, nodeVersion?: InterpreterVersionProbe): ResultAsync<ExecutableBindingRecord, HostError> {
   return new ResultAsync(
     (async (): Promise<Result<ExecutableBindingRecord, HostError>> => {
       const relative = normalizeExecutablePath(options.executable);

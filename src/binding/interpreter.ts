@@ -14,7 +14,7 @@ import { sha256OfHandle, digestsEqual } from './sha256.js';
 import { formatOf, parseShebang, SHEBANG_MAX_BYTES, type Shebang } from './shebang.js';
 import interpreterArguments from '../../etc/interpreter-arguments.json' with { type: 'json' };
 import { probeNodeMainLoading, type NodeMainLoading } from './nodeMain.js';
-import type { NodeVersionProbe } from './interpreterVersion.js';
+import type { InterpreterVersionProbe } from './interpreterVersion.js';
 import { isNodeName, isPythonName, isShellName } from './shells.js';
 import { ioError } from '../errors/ioError.js';
 import { untrusted } from './untrusted.js';
@@ -187,7 +187,7 @@ const interpreterMissingHint = (program: string): string =>
  * `nodeVersion` (in the sandbox) unless it is the host's own; without it,
  * any other Node gets `loader_hook` and is not run.
  */
-export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string, nodeVersion?: NodeVersionProbe): Promise<Result<InterpreterPin, HostError>> {
+export async function pinInterpreter(shebang: Shebang, scriptPath: string, searchPath: string, nodeVersion?: InterpreterVersionProbe): Promise<Result<InterpreterPin, HostError>> {
   if (isShellName(shebang.program)) {
     return err(untrusted('shell_interpreter', `${scriptPath} is a shell script (#! ${shebang.program}); shell wrappers are refused.`, { path: scriptPath, interpreter: shebang.program }));
   }

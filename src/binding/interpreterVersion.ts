@@ -32,9 +32,6 @@ import settings from '../../etc/interpreter-probe.json' with { type: 'json' };
  */
 export type InterpreterVersionProbe = (interpreter: string) => Promise<string | undefined>;
 
-/** A probe asked about Node interpreters only (the `#!` binding, the engines check): the same {@link InterpreterVersionProbe}. */
-export type NodeVersionProbe = InterpreterVersionProbe;
-
 /** The interpreters a probe can ask, by the key of their answer's form in etc/interpreter-probe.json. */
 export type ProbedRuntime = keyof typeof settings.answers;
 
@@ -76,7 +73,7 @@ function isHostNode(path: string): boolean {
  * (a file not named like Node is never asked: a package's `node` link to
  * another program, review R7 N4); undefined otherwise.
  */
-export async function nodeVersionOf(path: string, probe: NodeVersionProbe | undefined): Promise<string | undefined> {
+export async function nodeVersionOf(path: string, probe: InterpreterVersionProbe | undefined): Promise<string | undefined> {
   if (isHostNode(path)) return process.versions.node;
   if (probe === undefined || !isNodeName(path)) return undefined;
   return probe(path);
@@ -136,9 +133,6 @@ export function confinedInterpreterVersion(sandbox: InterpreterProbeSandbox): In
     return version;
   };
 }
-
-/** {@link confinedInterpreterVersion} under the name its Node-only callers (the `#!` binding, the engines check) know it by. */
-export const confinedNodeVersion: (sandbox: InterpreterProbeSandbox) => NodeVersionProbe = confinedInterpreterVersion;
 
 async function runConfined(sandbox: InterpreterProbeSandbox, interpreter: string, answer: RegExp): Promise<string | undefined> {
   const { spawner } = sandbox;

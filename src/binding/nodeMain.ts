@@ -20,7 +20,7 @@
  *   loader worker thread, which adds 20–30 ms to every start.
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { nodeVersionOf, type NodeVersionProbe } from './interpreterVersion.js';
+import { nodeVersionOf, type InterpreterVersionProbe } from './interpreterVersion.js';
 
 /** How a Node interpreter is made to evaluate only the verified main module. */
 export type NodeMainLoading = 'integrity_policy' | 'in_thread_hook' | 'loader_hook';
@@ -46,7 +46,7 @@ export function nodeMainLoadingFor(version: string): NodeMainLoading {
  * never). Anything unexpected, and no answer, picks `loader_hook`, which
  * works on every Node that can run plugins at all.
  */
-export async function probeNodeMainLoading(path: string, probe?: NodeVersionProbe): Promise<NodeMainLoading> {
+export async function probeNodeMainLoading(path: string, probe?: InterpreterVersionProbe): Promise<NodeMainLoading> {
   const version = await nodeVersionOf(path, probe);
   return version === undefined ? 'loader_hook' : nodeMainLoadingFor(`v${version}`);
 }

@@ -17,7 +17,7 @@ import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { engineMismatch, withEngineMismatch } from './npmEngines.js';
-import { confinedNodeVersion } from '../binding/interpreterVersion.js';
+import { confinedInterpreterVersion } from '../binding/interpreterVersion.js';
 import { withInstallRootWrite } from './installRootWrites.js';
 import { setExecutableMode } from './setExecutableMode.js';
 import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
@@ -370,7 +370,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
   const dataRoot = join(workDir, 'data');
   const copyDir = join(workDir, 'exec');
   // A Node interpreter other than the host's is asked its version in the sandbox only (review R6 N2).
-  const nodeVersion = confinedNodeVersion({ spawner, hiddenPaths: request.hiddenPaths });
+  const nodeVersion = confinedInterpreterVersion({ spawner, hiddenPaths: request.hiddenPaths });
   // The pinned executable, for a failed start's engines check.
   let bound: ExecutableBindingRecord | undefined;
   // What the start's sandbox shows, for a failure on a host path it does not.

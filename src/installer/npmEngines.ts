@@ -8,7 +8,7 @@
  * `node:sqlite` of Node 22.5: "No such built-in module: node:sqlite").
  */
 import type { InterpreterPin } from '../binding/interpreter.js';
-import { nodeVersionOf as interpreterNodeVersion, type NodeVersionProbe } from '../binding/interpreterVersion.js';
+import { nodeVersionOf, type InterpreterVersionProbe } from '../binding/interpreterVersion.js';
 import { satisfiesRange } from '../bundle/versionRange.js';
 import { reworded, type HostError } from '../errors/HostError.js';
 
@@ -31,21 +31,11 @@ export function declaredNodeEngine(packageJson: Readonly<Record<string, unknown>
 }
 
 /**
- * The version of the pinned Node interpreter at `path`: this process's own
- * when it is the same file, else what it answers `--version` inside the
- * sandbox through `probe` (see binding/interpreterVersion.ts); undefined when
- * it cannot be told, without a probe, and for a file not named like Node.
- */
-export function nodeVersionOf(path: string, probe?: NodeVersionProbe): Promise<string | undefined> {
-  return interpreterNodeVersion(path, probe);
-}
-
-/**
  * Whether the server ran on a Node its package's `engines.node` leaves out:
  * only for a `#!` script run by a pinned Node interpreter, a declared range
  * this host reads, and a version the interpreter reports.
  */
-export async function engineMismatch(declared: string | undefined, interpreter: InterpreterPin | undefined, probe?: NodeVersionProbe): Promise<EngineMismatch | undefined> {
+export async function engineMismatch(declared: string | undefined, interpreter: InterpreterPin | undefined, probe?: InterpreterVersionProbe): Promise<EngineMismatch | undefined> {
   if (declared === undefined || interpreter?.kind !== 'node') return undefined;
   const version = await nodeVersionOf(interpreter.path, probe);
   if (version === undefined || satisfiesRange(version, declared) !== false) return undefined;

@@ -17,13 +17,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   confinedInterpreterVersion,
-  confinedNodeVersion,
   interpreterVersionOf,
-  nodeVersionOf as interpreterNodeVersion,
-  type NodeVersionProbe,
+  nodeVersionOf,
+  type InterpreterVersionProbe,
 } from '../../src/binding/interpreterVersion.js';
 import { nodeMainLoadingFor, probeNodeMainLoading } from '../../src/binding/nodeMain.js';
-import { nodeVersionOf } from '../../src/installer/npmEngines.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { LINUX_BACKENDS } from '../sandbox/sandboxBackends.js';
 import { markingNode, markingProgram } from './helpers/markingNode.js';
@@ -41,7 +39,7 @@ afterAll(async () => {
 });
 
 /** A probe that records what it is asked and answers a Node 20. */
-function recordingProbe(): { probe: NodeVersionProbe; asked: string[] } {
+function recordingProbe(): { probe: InterpreterVersionProbe; asked: string[] } {
   const asked: string[] = [];
   return { asked, probe: async (path) => (asked.push(path), '20.20.2') };
 }
@@ -51,13 +49,13 @@ describe('interpreter version probes', () => {
     const mark = join(dir, 'unsandboxed-mark');
     const node = await markingNode(join(dir, 'unsandboxed'), mark);
     expect(await probeNodeMainLoading(node)).toBe('loader_hook');
-    expect(await nodeVersionOf(node)).toBeUndefined();
+    expect(await nodeVersionOf(node, undefined)).toBeUndefined();
     expect(existsSync(mark)).toBe(false);
   });
 
   it("read the host's own Node from this process, without asking anything", async () => {
     const { probe, asked } = recordingProbe();
-    expect(await interpreterNodeVersion(process.execPath, probe)).toBe(process.versions.node);
+    expect(await nodeVersionOf(process.execPath, probe)).toBe(process.versions.node);
     expect(await probeNodeMainLoading(process.execPath, probe)).toBe(nodeMainLoadingFor(process.version));
     expect(asked).toEqual([]);
   });
@@ -77,7 +75,7 @@ describe('interpreter version probes', () => {
     const mark = join(dir, 'dev-mark');
     const node = await markingNode(join(dir, 'dev'), mark);
     const spawner = (await SandboxSpawner.create({ dangerouslyRunUnsandboxed: true, profileKind: 'dev' }))._unsafeUnwrap();
-    expect(await nodeVersionOf(node, confinedNodeVersion({ spawner }))).toBeUndefined();
+    expect(await nodeVersionOf(node, confinedInterpreterVersion({ spawner }))).toBeUndefined();
     const python = await markingProgram(join(dir, 'dev'), 'python3', SYSTEM_PYTHON, mark);
     expect(await interpreterVersionOf(python, 'python', confinedInterpreterVersion({ spawner }))).toBeUndefined();
     expect(existsSync(mark)).toBe(false);
@@ -109,7 +107,7 @@ describe.each(LINUX_BACKENDS)('the version probe in the sandbox (%s)', (backend)
   it('answers what the interpreter prints, and the interpreter leaves no mark on the host', { timeout: 60_000 }, async () => {
     const mark = join(dir, `${backend}-mark`);
     const node = await markingNode(join(dir, `${backend}-answers`), mark);
-    const probe = confinedNodeVersion({ spawner, scratchParent });
+    const probe = confinedInterpreterVersion({ spawner, scratchParent });
     // Only the program itself can say this: it is not the host's Node, which would be read without running anything.
     expect(await nodeVersionOf(node, probe)).toBe(process.versions.node);
     expect(await probeNodeMainLoading(node, probe)).toBe(nodeMainLoadingFor(process.version));
@@ -136,8 +134,8 @@ describe.each(LINUX_BACKENDS)('the version probe in the sandbox (%s)', (backend)
     // Read whole, its answer would pass for a version: a version followed by blank lines.
     const padded = await markingNode(join(dir, `${backend}-pads`), mark, 'pads_its_answer');
     const stuck = await markingNode(join(dir, `${backend}-stuck`), mark, 'never_exits');
-    expect(await nodeVersionOf(padded, confinedNodeVersion({ spawner, scratchParent }))).toBeUndefined();
-    expect(await nodeVersionOf(stuck, confinedNodeVersion({ spawner, scratchParent, timeoutMs: 1_000 }))).toBeUndefined();
+    expect(await nodeVersionOf(padded, confinedInterpreterVersion({ spawner, scratchParent }))).toBeUndefined();
+    expect(await nodeVersionOf(stuck, confinedInterpreterVersion({ spawner, scratchParent, timeoutMs: 1_000 }))).toBeUndefined();
     expect(existsSync(mark)).toBe(false);
     expect(await readdir(scratchParent)).toEqual([]);
   });

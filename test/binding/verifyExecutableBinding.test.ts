@@ -6,7 +6,7 @@ import { bindExecutable, verifyExecutableBinding, type ExecutableBindingRecord }
 import { scratch, type Scratch } from './helpers/pluginTree.js';
 import { runVerified } from './helpers/runVerified.js';
 import { NODE_MAIN_GUARD, type NodeMainLoading } from '../../src/binding/nodeMain.js';
-import { confinedNodeVersion, type NodeVersionProbe } from '../../src/binding/interpreterVersion.js';
+import { confinedInterpreterVersion, type InterpreterVersionProbe } from '../../src/binding/interpreterVersion.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { NODE_22, nodeBinDir } from '../support/otherNode.js';
 import { PYTHON3_REAL } from '../support/python.js';
@@ -17,7 +17,7 @@ beforeEach(() => {
 });
 afterEach(() => s.dispose());
 
-const bind = async (executable: string, args: string[] = [], searchPath = '/usr/bin', nodeVersion?: NodeVersionProbe): Promise<ExecutableBindingRecord> =>
+const bind = async (executable: string, args: string[] = [], searchPath = '/usr/bin', nodeVersion?: InterpreterVersionProbe): Promise<ExecutableBindingRecord> =>
   (await bindExecutable({ installRoot: s.root, executable, args, searchPath }, nodeVersion))._unsafeUnwrap();
 const verify = (record: ExecutableBindingRecord) => verifyExecutableBinding(record, { copyDir: s.copyDir });
 const refusal = async (record: ExecutableBindingRecord): Promise<Record<string, unknown>> => {
@@ -67,10 +67,10 @@ new Worker(__dirname + '/worker.js').on('exit', (code) => console.log('worker ex
   describe(`on Node ${NODE_22}`, () => {
     let node22Bin: string;
     // The install asks a Node other than the host's own for its version in the sandbox only.
-    let inSandbox: NodeVersionProbe;
+    let inSandbox: InterpreterVersionProbe;
     beforeAll(async () => {
       node22Bin = await nodeBinDir();
-      inSandbox = confinedNodeVersion({ spawner: (await SandboxSpawner.create())._unsafeUnwrap() });
+      inSandbox = confinedInterpreterVersion({ spawner: (await SandboxSpawner.create())._unsafeUnwrap() });
     }, 300_000);
 
     it('pins the interpreter with the in-thread hook and runs a two-file ESM plugin and an extensionless CommonJS plugin', async () => {
