@@ -333,6 +333,12 @@ export interface HostInstallOptions extends HostInspectOptions {
    * not have that this install's `grant` does not name, are refused with
    * PLUGIN_TRUST_DECLINED (`details.reason: 'risk_lowered'` or
    * `'capabilities_widened'`, `details.added_capabilities`).
+   * A server that ships no manifest is started once to list its tools; that
+   * start is judged first, before any of its code runs: with network it is
+   * asked about (`TrustRequest.stage: 'introspection'`), and without this
+   * callback what the install would refuse whatever the server lists (a
+   * registry change, an ungranted power or credential name, another
+   * namespace owner, a signer change) is refused before it.
    */
   readonly accept?: TrustCallback;
   /** How long the previous version's calls in flight may run before it is stopped; see {@link RemoveOptions.drainTimeoutMs}. */
