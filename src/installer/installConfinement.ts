@@ -2,10 +2,10 @@
  * The confinement of the commands an install runs on a package's behalf
  * (pip, and the private environment's interpreter, which reads the `.pth`
  * files the package's wheels installed): under bubblewrap, with the system
- * directories and the interpreter's prefix read-only, the install root the
- * only writable tree, a private /tmp, no home directory, the well-known
- * secret files masked, no capabilities, and no network unless the caller
- * allowed a package index. Whatever such a command ends up running (a build
+ * directories and the interpreter's program and library folders read-only,
+ * the install root the only writable tree, a private /tmp, no home directory,
+ * the well-known secret files masked, no capabilities, and no network unless
+ * the caller allowed a package index. Whatever such a command ends up running (a build
  * backend pip fetched, a `.pth` line) can then change nothing but the
  * package's own tree, which is pinned afterwards like any other file. On a
  * root host it also runs as the plugin's own user, as the plugin later does:
@@ -17,7 +17,7 @@
  * where the plugin reads them, and it could make user namespaces of its own.
  */
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
@@ -96,12 +96,17 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     }
   }
   const prefix = dirname(dirname(realpathSync(confinement.interpreter)));
-  const prefixMounted = !mounted.some((tree) => isWithin(prefix, tree));
-  // Folders bubblewrap makes for mount points are 0700 when root runs it; the plugin's user must cross them.
-  if (prefixMounted) {
-    if (identity !== undefined) args.push(...traversableParents(prefix, mounted));
-    args.push('--ro-bind', prefix, prefix);
-    mounted.push(prefix);
+  if (!mounted.some((tree) => isWithin(prefix, tree))) {
+    // Only the prefix's program and library folders: a Python built with `--prefix=$HOME/.local` (or `$HOME`) has the
+    // profile (`~/.local/share/<app>`, the file secret store of every plugin) and the rest of the home directory in its
+    // prefix, and mounted whole they were readable to what the package's wheels run here (review R9 F8).
+    for (const tree of settings.interpreterPrefixFolders.map((folder) => join(prefix, folder))) {
+      if (lstatSync(tree, { throwIfNoEntry: false })?.isDirectory() !== true) continue;
+      // Folders bubblewrap makes for mount points are 0700 when root runs it; the plugin's user must cross them.
+      if (identity !== undefined) args.push(...traversableParents(tree, mounted));
+      args.push('--ro-bind', tree, tree);
+      mounted.push(tree);
+    }
   }
   if (confinement.network && existsSync('/etc/resolv.conf')) {
     const resolver = realpathSync('/etc/resolv.conf');
