@@ -100,13 +100,17 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     // Only the prefix's program and library folders: a Python built with `--prefix=$HOME/.local` (or `$HOME`) has the
     // profile (`~/.local/share/<app>`, the file secret store of every plugin) and the rest of the home directory in its
     // prefix, and mounted whole they were readable to what the package's wheels run here (review R9 F8).
-    for (const tree of settings.interpreterPrefixFolders.map((folder) => join(prefix, folder))) {
-      if (lstatSync(tree, { throwIfNoEntry: false })?.isDirectory() !== true) continue;
+    const folders = settings.interpreterPrefixFolders.map((folder) => join(prefix, folder));
+    const entries = folders.map((tree) => [tree, lstatSync(tree, { throwIfNoEntry: false })] as const);
+    for (const [tree, entry] of entries) {
+      if (entry?.isDirectory() !== true) continue;
       // Folders bubblewrap makes for mount points are 0700 when root runs it; the plugin's user must cross them.
       if (identity !== undefined) args.push(...traversableParents(tree, mounted));
       args.push('--ro-bind', tree, tree);
       mounted.push(tree);
     }
+    // A folder that is a link to another of them (`lib` → `lib64`) is made as the same link; what it names is mounted only if listed.
+    for (const [tree, entry] of entries) if (entry?.isSymbolicLink() === true) args.push('--symlink', readlinkSync(tree), tree);
   }
   if (confinement.network && existsSync('/etc/resolv.conf')) {
     const resolver = realpathSync('/etc/resolv.conf');
