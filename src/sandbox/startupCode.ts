@@ -18,7 +18,7 @@
  * the way never sends a move elsewhere: a link found at a listed path, or on
  * the way to one, is itself moved (an interpreter would follow it).
  */
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, type Stats } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmdirSync, rmSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import startupCodeData from '../../etc/sandbox/startup-code-paths.json' with { type: 'json' };
@@ -186,10 +186,57 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
   return ok({ paths: moved, movedTo: setDir });
 }
 
+/** How deep {@link removeBelow} goes (one descriptor held per level); a deeper set is left, as any set that fails. */
+const MAX_REMOVE_DEPTH: number = startupCodeData.maxRemoveDepth;
+
+/**
+ * Removes everything in the directory open as `dirFd`, through descriptors
+ * opened without following links. A set holds the plugin's own files, and a
+ * process of the plugin still running (a daemon child, a second host on the
+ * profile) keeps its working directory or descriptors inside a directory that
+ * was moved, so it can still change the set while the host removes it: a
+ * removal by path (`rmSync`) that found a directory, then listed and
+ * unlinked `<dir>/<name>` after the plugin had swapped `<dir>` for a link,
+ * removed the files of whatever the link named, anywhere the host can write.
+ */
+function removeBelow(dirFd: number, depth: number): void {
+  if (depth > MAX_REMOVE_DEPTH) throw new Error(`start-up code set deeper than ${MAX_REMOVE_DEPTH} folders`);
+  for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
+    const path = `/proc/self/fd/${dirFd}/${name}`;
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (st === undefined) continue;
+    if (!st.isDirectory()) {
+      unlinkSync(path);
+      continue;
+    }
+    // A link swapped in since the lstat fails the open (ELOOP) and leaves the set for a later prune.
+    const fd = openSync(path, OPEN_DIRECTORY);
+    try {
+      removeBelow(fd, depth + 1);
+    } finally {
+      closeSync(fd);
+    }
+    // rmdir never follows the last component: a link swapped in now fails it (ENOTDIR).
+    rmdirSync(path);
+  }
+}
+
 /** Removes one set; a failure leaves it for {@link dropOldSets} (the sets are only evidence). */
 function dropSet(setDir: string): void {
   try {
-    rmSync(setDir, { recursive: true, force: true });
+    if (!VIA_PROC) {
+      // Without /proc the host and the plugin are the same user (see VIA_PROC): nothing to gain by a swap.
+      rmSync(setDir, { recursive: true, force: true });
+      return;
+    }
+    // The set's own folder is the host's (under the quarantine no sandbox shows); what is inside came from the plugin.
+    const fd = openSync(setDir, OPEN_DIRECTORY);
+    try {
+      removeBelow(fd, 1);
+    } finally {
+      closeSync(fd);
+    }
+    rmdirSync(setDir);
   } catch {
     // Left for a later move's pruning.
   }
