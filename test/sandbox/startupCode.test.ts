@@ -106,6 +106,21 @@ describe('moveStartupCode', () => {
     expect(readFileSync(join(quarantine, '2026-01-03', '.bashrc'), 'utf8')).toBe('2026-01-03');
   });
 
+  it('moves a folder listed for a pattern whole, unread, when it holds more entries than it lists (review R10)', async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    plant(data, { '.local/lib/python3.11/site-packages/planted.pth': 'import os', '.local/share/app/state.json': '{}' });
+    // Made by a plugin to hold the host's thread at every start while it lists them for python*.
+    for (let i = 0; i < 5000; i += 1) writeFileSync(join(data, '.local/lib', `f${i}`), '');
+    expect(moveIn(root, 'large')?.paths).toEqual(['.local/lib']);
+    expect(existsSync(join(data, '.local/lib'))).toBe(false);
+    expect(existsSync(join(data, '.local/share/app/state.json'))).toBe(true);
+    // A folder under the bound is listed as before.
+    plant(data, { '.local/lib/python3.12/site-packages/planted.pth': 'import os', '.local/lib/other.txt': 'kept' });
+    expect(moveIn(root, 'small')?.paths).toEqual(['.local/lib/python3.12/site-packages']);
+    expect(existsSync(join(data, '.local/lib/other.txt'))).toBe(true);
+  });
+
   it('lists only relative paths that stay inside the data directory', () => {
     for (const path of STARTUP_CODE_PATHS) {
       expect(path.startsWith('/')).toBe(false);
