@@ -13,6 +13,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { jcsDigest } from '../manifest/schemaRefs.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { schemaLimitProblem } from '../manifest/schemaLimits.js';
 import type { CompiledSchema } from '../manifest/schemas.js';
 import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
@@ -93,6 +94,10 @@ export class CallSchemas {
       return storeError(ref, `cannot be read from ${path}`, cause);
     }
     if (jcsDigest(schema) !== digest) return storeError(ref, `at ${path} does not have the digest the catalog records`);
+    // Validation refused such a schema at install; checked again because the compile below holds the host's shared
+    // thread, and a lock or schema store edited since install never passed validation.
+    const tooBig = schemaLimitProblem(schema);
+    if (tooBig !== undefined) return storeError(ref, `at ${path} ${tooBig}`);
     try {
       const compiled = this.#ajv.compile<unknown>(schema as object);
       this.#compiled.set(digest, compiled);

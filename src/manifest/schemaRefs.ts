@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { isRecord, own, ownString, toolEntries, type JsonRecord } from './access.js';
 import type { ManifestForm, ResolvedSchema } from './model.js';
+import { schemaLimitProblem } from './schemaLimits.js';
 import { gumAjv } from './schemas.js';
 import { pointerOf, violation, type Violation } from './violations.js';
 
@@ -178,6 +179,9 @@ async function resolveBundle(
   const schemas: ResolvedSchema[] = [];
   for (const part of DERIVED_REF_SUFFIXES) {
     const schema = own(defs, part) as JsonRecord;
+    // The host compiles this schema on its shared thread at the tool's first call; refuse what would stall it now.
+    const tooBig = schemaLimitProblem(schema);
+    if (tooBig !== undefined) return { problem: `${file}#/$defs/${part} ${tooBig}` };
     const digest = jcsDigest(schema);
     if (digest === undefined) return { problem: `${file} $defs.${part} has no canonical JSON form` };
     schemas.push({ ref: `${ref}.${part}`, digest, schema });
