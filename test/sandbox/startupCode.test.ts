@@ -121,6 +121,20 @@ describe('moveStartupCode', () => {
     expect(existsSync(join(data, '.local/lib/other.txt'))).toBe(true);
   });
 
+  it("moves the Python user site of a macOS framework build and fish's universal variables (review R10)", async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    // site.py: a framework Python (python.org, Homebrew) has its user site at ~/Library/Python/X.Y/lib/python/site-packages;
+    // fish reads exported universal variables (set -Ux PATH / NODE_OPTIONS) from ~/.config/fish/fish_variables at every start.
+    plant(data, {
+      'Library/Python/3.12/lib/python/site-packages/planted.pth': 'import os',
+      '.config/fish/fish_variables': 'SETUVAR --export NODE_OPTIONS:--require\\x20/home/p/x.js',
+      'Library/Python/3.12/bin/tool': 'kept',
+    });
+    expect([...(moveIn(root, 'more')?.paths ?? [])].sort()).toEqual(['.config/fish/fish_variables', 'Library/Python/3.12/lib/python/site-packages']);
+    expect(existsSync(join(data, 'Library/Python/3.12/bin/tool'))).toBe(true);
+  });
+
   it('lists only relative paths that stay inside the data directory', () => {
     for (const path of STARTUP_CODE_PATHS) {
       expect(path.startsWith('/')).toBe(false);
