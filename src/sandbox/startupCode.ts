@@ -216,8 +216,11 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
   return ok({ paths: moved, movedTo: setDir });
 }
 
-/** How deep {@link removeBelow} goes (one descriptor held per level); a deeper set is left, as any set that fails. */
+/** How deep {@link removeBelow} goes in one pass (one descriptor held per level); a folder deeper is lifted to the set's top. */
 const MAX_REMOVE_DEPTH: number = startupCodeData.maxRemoveDepth;
+
+/** How many passes {@link dropSet} makes before it leaves a set (a running instance of the plugin may keep adding to it). */
+const MAX_REMOVE_PASSES = 1000;
 
 /**
  * Removes everything in the directory open as `dirFd`, through descriptors
@@ -228,9 +231,13 @@ const MAX_REMOVE_DEPTH: number = startupCodeData.maxRemoveDepth;
  * removal by path (`rmSync`) that found a directory, then listed and
  * unlinked `<dir>/<name>` after the plugin had swapped `<dir>` for a link,
  * removed the files of whatever the link named, anywhere the host can write.
+ * A folder at the depth bound is renamed to the set's top (`lift`), for the
+ * next pass: deep trees cost passes, not descriptors.
+ *
+ * @returns Whether anything was lifted.
  */
-function removeBelow(dirFd: number, depth: number): void {
-  if (depth > MAX_REMOVE_DEPTH) throw new Error(`start-up code set deeper than ${MAX_REMOVE_DEPTH} folders`);
+function removeBelow(dirFd: number, depth: number, lift: (path: string) => void): boolean {
+  let lifted = false;
   for (const name of readdirSync(`/proc/self/fd/${dirFd}`)) {
     const path = `/proc/self/fd/${dirFd}/${name}`;
     const st = lstatSync(path, { throwIfNoEntry: false });
@@ -239,16 +246,25 @@ function removeBelow(dirFd: number, depth: number): void {
       unlinkSync(path);
       continue;
     }
+    if (depth >= MAX_REMOVE_DEPTH) {
+      // rename never follows the last component either: a link swapped in is lifted as a link, and unlinked next pass.
+      lift(path);
+      lifted = true;
+      continue;
+    }
     // A link swapped in since the lstat fails the open (ELOOP) and leaves the set for a later prune.
     const fd = openSync(path, OPEN_DIRECTORY);
+    let below: boolean;
     try {
-      removeBelow(fd, depth + 1);
+      below = removeBelow(fd, depth + 1, lift);
     } finally {
       closeSync(fd);
     }
-    // rmdir never follows the last component: a link swapped in now fails it (ENOTDIR).
+    if (below) lifted = true;
+    // Empty now (what was deeper was lifted out). rmdir never follows the last component: a link swapped in fails it (ENOTDIR).
     rmdirSync(path);
   }
+  return lifted;
 }
 
 /** Removes one set; a failure leaves it for {@link dropOldSets} (the sets are only evidence). */
@@ -261,8 +277,17 @@ function dropSet(setDir: string): void {
     }
     // The set's own folder is the host's (under the quarantine no sandbox shows); what is inside came from the plugin.
     const fd = openSync(setDir, OPEN_DIRECTORY);
+    // Names only the host makes at the set's top (the plugin reaches no further up than a moved folder), unique per removal.
+    const prefix = `.lifted-${process.hrtime.bigint()}-`;
+    let count = 0;
+    const lift = (path: string): void => {
+      count += 1;
+      renameSync(path, join(setDir, `${prefix}${count}`));
+    };
     try {
-      removeBelow(fd, 1);
+      for (let pass = 0; removeBelow(fd, 1, lift); pass += 1) {
+        if (pass >= MAX_REMOVE_PASSES) return;
+      }
     } finally {
       closeSync(fd);
     }

@@ -55,6 +55,32 @@ setInterval(() => {}, 1000);
 `;
 
 describe('dropping old start-up code sets', () => {
+  it('removes a set whatever its depth, holding a bounded number of descriptors', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'startup-code-deep-'));
+    scratch.push(dir);
+    const root = join(dir, 'data');
+    const data = join(root, 'p');
+    for (const name of ['2026-01-01', '2026-01-02', '2026-01-03']) {
+      // 300 folders deep (past maxRemoveDepth), made a step at a time so that no path is long.
+      mkdirSync(join(data, '.bashrc'), { recursive: true });
+      let here = join(data, '.bashrc');
+      const cwd = process.cwd();
+      try {
+        for (let i = 0; i < 300; i += 1) {
+          process.chdir(here);
+          mkdirSync('d');
+          writeFileSync('d/f', '');
+          here = 'd';
+        }
+      } finally {
+        process.chdir(cwd);
+      }
+      expect(moveIn(root, name, 1)?.paths).toEqual(['.bashrc']);
+    }
+    // Only the newest set is kept: the deep ones before it were removed.
+    expect(readdirSync(join(root, STARTUP_CODE_QUARANTINE_DIR, 'p'))).toEqual(['2026-01-03']);
+  });
+
   it('never follows a link a running instance of the plugin swapped into a set being removed', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'startup-code-prune-'));
     scratch.push(dir);
