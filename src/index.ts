@@ -80,7 +80,7 @@ export {
 export type { GatewayErrorPayload } from './gateway/toolResults.js';
 export type { InspectedPackage, InstallInspection, PackageInstallChoices } from './installer/Installer.js';
 export type { AddedCapability, ToolRisk, ToolRiskChange, TrustCallback, TrustRequest } from './installer/trust.js';
-export type { RegistryChange } from './installer/trustRegistry.js';
+export type { PackageChange, RegistryChange } from './installer/trustRegistry.js';
 export { KeychainSecretStore, PreferredSecretStore, type KeychainSecretStoreOptions } from './secrets/KeychainSecretStore.js';
 export type { PackageSourceKind } from './installer/openPackageSource.js';
 export type { PackageLimits } from './installer/limits.js';

@@ -2,6 +2,7 @@
  * Pure helpers over catalog content, for transaction mutators and readers.
  * None of them touches the disk; each returns new objects.
  */
+import { isAbsolute } from 'node:path';
 import type {
   CatalogContents,
   CatalogSnapshot,
@@ -86,6 +87,19 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
   return copy;
 }
 
+/**
+ * The package name of a lock row's npm registry source (`npm:<name>@<version>`,
+ * a scoped name keeping its leading `@`); undefined for every other source,
+ * a local tarball (`npm:<absolute path>`) included.
+ */
+export function registryPackageName(source: string): string | undefined {
+  if (!source.startsWith('npm:')) return undefined;
+  const spec = source.slice('npm:'.length);
+  if (isAbsolute(spec)) return undefined;
+  const at = spec.lastIndexOf('@');
+  return at > 0 ? spec.slice(0, at) : spec;
+}
+
 // The bin an earlier remove kept is replaced by the one this remove's install ran with, or by none.
 function ownerWithoutBin(owner: NamespaceOwnerEntry): NamespaceOwnerEntry {
   const { bin: _replaced, ...rest } = owner;
@@ -97,6 +111,8 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
   const signer = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.signer : undefined;
   const registry = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.registry : undefined;
   const bin = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.bin : undefined;
+  const source = Object.hasOwn(contents.plugins, pluginId) ? contents.plugins[pluginId]?.package.source : undefined;
+  const packageName = registry !== undefined && source !== undefined ? registryPackageName(source) : undefined;
   const capabilities = Object.hasOwn(contents.descriptors, pluginId) ? contents.descriptors[pluginId]?.capabilities : undefined;
   const credentials = Object.hasOwn(contents.descriptors, pluginId) ? (contents.descriptors[pluginId]?.needs_user_creds ?? []) : [];
   const owner = Object.hasOwn(contents.namespace_owners, pluginId) ? contents.namespace_owners[pluginId] : undefined;
@@ -117,8 +133,10 @@ export function removePlugin(contents: CatalogContents, pluginId: string): Catal
             // The bin chosen for it stays too, as an upgrade keeps it: a reinstall naming none runs the same server, not the default bin.
             ...(bin === undefined ? {} : { bin }),
             ...(signer === undefined ? {} : { signer }),
-            // The registry stays too: a reinstall of the same name from another one is another publisher's package.
+            // The registry and package name stay too: the same name from another registry, or another name claiming
+            // this id and owner, is another publisher's package.
             ...(registry === undefined ? {} : { registry }),
+            ...(packageName === undefined ? {} : { package_name: packageName }),
             ...(capabilities === undefined ? {} : { accepted_capabilities: capabilities, accepted_credentials: [...credentials], accepted_tools: tools }),
           }),
     states: without(contents.states, pluginId),

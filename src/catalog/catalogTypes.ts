@@ -165,6 +165,12 @@ export interface NamespaceOwnerEntry {
    * registry is judged as another publisher's, asked or refused.
    */
   readonly registry?: string;
+  /**
+   * The npm package name the plugin was installed as when it was last
+   * removed (with `registry`): another package claiming its id and owner is
+   * judged as another publisher's, asked or refused.
+   */
+  readonly package_name?: string;
   /** The powers the plugin ran with when it was last removed: a reinstall that would get more is asked for acceptance again. */
   readonly accepted_capabilities?: DeclaredCapabilities;
   /**

@@ -71,6 +71,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
             // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
             const changed = [
               ...(request.registry_change === undefined ? [] : ['this other npm registry']),
+              ...(request.package_change === undefined ? [] : ['this other npm package']),
               ...(added.length > 0 ? ['these new powers'] : []),
               ...(changes.length > 0 ? ['these tools rated lower'] : []),
             ].join(' and ');

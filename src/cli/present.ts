@@ -96,6 +96,9 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     ['namespace owner', request.namespace_owner === null ? 'none declared' : tarball ? claimedOwner(request.namespace_owner) : request.namespace_owner],
     // The same name on another registry may be another publisher's package, whatever owner it claims: shown beside the owner.
     ...(request.registry_change === undefined ? [] : [['npm registry', `${registryChangeText(request.registry_change)}, not the one the version accepted before came from`] as [string, string]]),
+    ...(request.package_change === undefined
+      ? []
+      : [['npm package', `${request.package_change.to}, not ${request.package_change.from} the plugin was accepted as: it takes over that plugin's data and env grants`] as [string, string]]),
     ['terms of service', request.tos ?? 'none stated'],
     ['risk', request.risk ?? 'none stated'],
     ['license', request.license ?? 'none declared'],

@@ -2,9 +2,8 @@
  * Credentials as people name them (descriptor aliases) and as plugins
  * receive them (declared env names). Raw env names stay out of messages.
  */
-import { isAbsolute } from 'node:path';
 import { err, ok, okAsync, type Result, type ResultAsync } from 'neverthrow';
-import type { InstalledPlugin } from '../catalog/catalogContents.js';
+import { registryPackageName, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { LockedPlugin } from '../catalog/catalogTypes.js';
 import { isStoredOnlyCredentialName } from '../env/EnvDenylist.js';
 import { hostError, type HostError } from '../errors/HostError.js';
@@ -79,15 +78,9 @@ export const UNKNOWN_ORIGIN = 'unknown';
 export function packageOrigin(lock: Pick<LockedPlugin, 'package' | 'binding'>): string {
   const { source, checksum, signer, registry } = lock.package;
   if (signer !== undefined) return `signer:${signer}`;
-  if (source.startsWith('npm:')) {
-    const spec = source.slice('npm:'.length);
-    // A registry source is recorded as `<name>@<version>`; a local tarball as its absolute path.
-    if (!isAbsolute(spec)) {
-      const name = spec.lastIndexOf('@') > 0 ? spec.slice(0, spec.lastIndexOf('@')) : spec;
-      // The registry ends with `/`: registry and name read as the package's URL there.
-      return registry === undefined ? `npm-registry:${name}` : `npm-registry:${registry}${name}`;
-    }
-  }
+  const name = registryPackageName(source);
+  // The registry ends with `/`: registry and name read as the package's URL there.
+  if (name !== undefined) return registry === undefined ? `npm-registry:${name}` : `npm-registry:${registry}${name}`;
   if (source.startsWith('directory:')) return source;
   if (checksum !== '') return `digest:${checksum}`;
   const tree = lock.binding.tree?.sha256;

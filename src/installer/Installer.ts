@@ -7,7 +7,7 @@ import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
 import { verifyBindingTree } from '../binding/recheckPinnedCode.js';
 import type { CatalogStore } from '../catalog/CatalogStore.js';
-import { lookupPlugin, putPlugin, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
+import { lookupPlugin, putPlugin, registryPackageName, removePlugin, type InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogSnapshot, LockedPlugin, NamespaceOwnerEntry, PluginStateRecord } from '../catalog/catalogTypes.js';
 import { syncDirectory } from '../catalog/generationFiles.js';
 import { syncTree } from './syncTree.js';
@@ -60,7 +60,7 @@ import {
   type TrustCallback,
   type TrustRequest,
 } from './trust.js';
-import { acceptedOriginOf, registryChangeOf, registryChangeText, type AcceptedOrigin, type RegistryChange } from './trustRegistry.js';
+import { acceptedOriginOf, packageChangeOf, registryChangeOf, registryChangeText, type AcceptedOrigin, type PackageChange, type RegistryChange } from './trustRegistry.js';
 import { manifestHostChecks, namespaceClaimOf, noExecutableMessage, pinnedCodeOf, type PinnedCode } from './manifestHostChecks.js';
 import type { SandboxSpawner } from '../sandbox/SandboxSpawner.js';
 
@@ -326,11 +326,11 @@ function acceptedCredentialsOf(snapshot: CatalogSnapshot, id: string): readonly 
  * package's own claim: it spares the question only while the plugin gets no
  * power it was accepted without (see {@link acceptedCapabilitiesOf}).
  */
-function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities, registry: string | undefined): boolean {
+function acceptedBefore(snapshot: CatalogSnapshot, id: string, owner: string | undefined, capabilities: DeclaredCapabilities, registry: string | undefined, packageName: string | undefined): boolean {
   const recorded = ownerRecordOf(snapshot, id);
   if (recorded?.namespace_owner === undefined || recorded.namespace_owner !== owner) return false;
-  // The same name from another registry is another publisher's package, whatever owner string it claims.
-  if (registryChangeFor(snapshot, id, registry) !== undefined) return false;
+  // The same name from another registry, or another name claiming the same owner, is another publisher's package (review R9 F3).
+  if (registryChangeFor(snapshot, id, registry) !== undefined || packageChangeOf(acceptedOriginFor(snapshot, id), packageName) !== undefined) return false;
   const accepted = acceptedCapabilitiesOf(snapshot, id);
   return accepted !== undefined && !widensCapabilities(accepted, capabilities);
 }
@@ -436,6 +436,8 @@ interface TrustSubject {
   readonly owner: string | undefined;
   /** The registry an npm registry package was fetched from; undefined for other sources. */
   readonly registry: string | undefined;
+  /** The npm package name an npm registry package was fetched as; undefined for other sources. */
+  readonly packageName: string | undefined;
 }
 
 /** What an install's trust gate finds against one catalog snapshot. */
@@ -450,20 +452,28 @@ interface TrustJudgement {
   readonly spared: boolean;
   /** The npm registry the package comes from, when it is not the one the version accepted before came from. */
   readonly registryChange: RegistryChange | undefined;
+  /** The npm package this is, when another package than the installed one claims its id and owner. */
+  readonly packageChange: PackageChange | undefined;
   /** The powers the plugin will run with. */
   readonly capabilities: DeclaredCapabilities;
 }
 
 /** What the install of `manifest` is judged by (see {@link judgeTrust}). */
-function subjectOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): TrustSubject {
+function subjectOf(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, source: StagedPackage['source']): TrustSubject {
   return {
     id: manifest.plugin_id,
     capabilities: grantedCapabilities(manifest, options.grant).unwrapOr(manifest.capabilities),
     credentials: manifest.requirements.needs_user_creds,
     changes: riskChangesOf(snapshot, manifest),
     owner,
-    registry,
+    registry: source.registry,
+    packageName: registryPackageNameOf(source),
   };
+}
+
+/** The npm package name of a staged npm registry package (its path is `<name>@<version>`); undefined for other sources. */
+function registryPackageNameOf(source: StagedPackage['source']): string | undefined {
+  return source.kind === 'npm' && source.registry !== undefined ? registryPackageName(`npm:${source.path}`) : undefined;
 }
 
 /**
@@ -480,26 +490,28 @@ function judgeSubject(snapshot: CatalogSnapshot, subject: TrustSubject, grant: P
   // What the caller grants on this very install it asked for; only what the package declares, or the default gives, is refused.
   const unconsented = ungrantedCapabilities(added, grant);
   const registryChange = registryChangeFor(snapshot, id, subject.registry);
-  const spared = changes.length === 0 && added.length === 0 && acceptedBefore(snapshot, id, subject.owner, capabilities, subject.registry);
-  return { changes, added, unconsented, spared, registryChange, capabilities };
+  const packageChange = packageChangeOf(acceptedOriginFor(snapshot, id), subject.packageName);
+  const spared = changes.length === 0 && added.length === 0 && acceptedBefore(snapshot, id, subject.owner, capabilities, subject.registry, subject.packageName);
+  return { changes, added, unconsented, spared, registryChange, packageChange, capabilities };
 }
 
 /**
  * The trust gate's findings for `manifest` against `snapshot` (see {@link Installer.#trust}); `owner` is the namespace
  * owner the install claims, `registry` the registry an npm registry package was fetched from.
  */
-function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, registry: string | undefined): TrustJudgement {
-  return judgeSubject(snapshot, subjectOf(snapshot, manifest, options, owner, registry), options.grant);
+function judgeTrust(snapshot: CatalogSnapshot, manifest: NormalizedManifest, options: InstallOptions, owner: string | undefined, source: StagedPackage['source']): TrustJudgement {
+  return judgeSubject(snapshot, subjectOf(snapshot, manifest, options, owner, source), options.grant);
 }
 
 /** The install question for `manifest`, with what the judgement found changed against the version accepted before. */
 function installRequest(manifest: NormalizedManifest, source: StagedPackage['source'], judged: TrustJudgement): TrustRequest {
-  const { changes, added, registryChange } = judged;
+  const { changes, added, registryChange, packageChange } = judged;
   return {
     ...trustRequestOf(manifest, source, judged.capabilities),
     ...(changes.length === 0 ? {} : { risk_changes: changes }),
     ...(added.length === 0 ? {} : { added_capabilities: added }),
     ...(registryChange === undefined ? {} : { registry_change: registryChange }),
+    ...(packageChange === undefined ? {} : { package_change: packageChange }),
   };
 }
 
@@ -532,7 +544,7 @@ function trustUnderLock(
   subject: { readonly owner: string | undefined; readonly source: StagedPackage['source'] },
   trusted: TrustedBaseline,
 ): HostError | undefined {
-  const judged = judgeTrust(snapshot, manifest, options, subject.owner, subject.source.registry);
+  const judged = judgeTrust(snapshot, manifest, options, subject.owner, subject.source);
   if (options.accept === undefined) return unaskedRefusal(manifest, judged);
   if (judged.spared) return undefined;
   if (trusted.asked !== undefined && canonicalJson(installRequest(manifest, subject.source, judged)) === trusted.asked) return undefined;
@@ -610,9 +622,22 @@ function unaskedChangeRefusal(manifest: RefusedInstall, added: readonly AddedCap
  * that widens powers or makes tools easier to call (see {@link unaskedChangeRefusal}).
  */
 function unaskedRefusal(manifest: RefusedInstall, judged: TrustJudgement): HostError | undefined {
-  const { registryChange, unconsented, changes } = judged;
-  if (registryChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
+  const { registryChange, packageChange, unconsented, changes } = judged;
   const id = manifest.plugin_id;
+  if (registryChange === undefined && packageChange !== undefined) {
+    return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} is the npm package '${packageChange.to}', not '${packageChange.from}' the plugin was accepted as, and no one was asked`, {
+      details: {
+        plugin_id: id,
+        namespace_owner: manifest.namespace_owner ?? null,
+        ...changeDetails(unconsented, changes),
+        reason: 'package_changed',
+        package_from: packageChange.from,
+        package_to: packageChange.to,
+      },
+      hint: `Another package claims this plugin's id and namespace owner; installed, it would take over the plugin's data directory and host env grants. If '${packageChange.to}' is meant to replace '${packageChange.from}', remove '${id}' first or install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes).`,
+    });
+  }
+  if (registryChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
   return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} comes from another npm registry than the version accepted before (${registryChangeText(registryChange)}) and no one was asked`, {
     details: {
       plugin_id: id,
@@ -1059,7 +1084,8 @@ export class Installer {
       const ownerChange = this.#ownerChangeBeforeStart(snapshot.value, start, source, options);
       if (ownerChange !== undefined) return err(ownerChange);
     }
-    const subject: TrustSubject = { id: start.plugin_id, capabilities, credentials: start.credentials ?? [], changes: [], owner: source.owner, registry: source.registry };
+    // The start's package name is its plugin id's source: a package of another name gets another id unless a manifest says otherwise, judged at the install.
+    const subject: TrustSubject = { id: start.plugin_id, capabilities, credentials: start.credentials ?? [], changes: [], owner: source.owner, registry: source.registry, packageName: undefined };
     const judged = judgeSubject(snapshot.value, subject, options.grant);
     const { accept } = options;
     if (accept === undefined) {
@@ -1310,8 +1336,8 @@ export class Installer {
     // Calling install accepts what a person can read off the package, not a change from what they accepted before:
     // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
     const baseline = trustBaselineOf(snapshot, id);
-    const judged = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source.registry);
-    const { changes, added, spared, registryChange } = judged;
+    const judged = judgeTrust(snapshot, manifest, options, this.#claimOf(manifest, options).namespace_owner, staged.source);
+    const { changes, added, spared, registryChange, packageChange } = judged;
     if (options.accept === undefined) {
       const refused = unaskedRefusal(manifest, judged);
       return refused === undefined ? ok({ baseline }) : err(refused);
@@ -1330,6 +1356,7 @@ export class Installer {
           plugin_id: id,
           namespace_owner: request.namespace_owner,
           ...changeDetails(added, changes),
+          ...(packageChange === undefined ? {} : { reason: 'package_changed', package_from: packageChange.from, package_to: packageChange.to }),
           ...(registryChange === undefined ? {} : { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to }),
         },
       }),

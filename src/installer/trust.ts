@@ -10,7 +10,7 @@ import licenseFiles from '../../etc/license-files.json' with { type: 'json' };
 import { riskRank } from '../manifest/model.js';
 import type { ClientRequestKind, ConfirmationPolicy, DeclaredCapabilities, NormalizedManifest, PluginGrant, RiskClass } from '../manifest/model.js';
 import type { PackageSourceKind } from './openPackageSource.js';
-import type { RegistryChange } from './trustRegistry.js';
+import type { PackageChange, RegistryChange } from './trustRegistry.js';
 
 /** The facts an install asks acceptance for. */
 export interface TrustRequest {
@@ -69,6 +69,13 @@ export interface TrustRequest {
    * change is, whatever owner string the package claims.
    */
   readonly registry_change?: RegistryChange;
+  /**
+   * Present when the npm package installed is another one than the plugin id
+   * was accepted as, claiming its id and namespace owner (the owner string is
+   * the package's own claim): it would take over the plugin's data directory
+   * and host env grants, so this is asked as an owner change is.
+   */
+  readonly package_change?: PackageChange;
 }
 
 /**

@@ -8,6 +8,7 @@
  * spared, and refused when no one can be asked.
  */
 import npmSettings from '../../etc/npm-install.json' with { type: 'json' };
+import { registryPackageName } from '../catalog/catalogContents.js';
 import type { NamespaceOwnerEntry, PackageSource } from '../catalog/catalogTypes.js';
 
 /** The registry an upgrade or reinstall of an npm package comes from, when it is not the one the version accepted before came from. */
@@ -28,6 +29,16 @@ export const DEFAULT_NPM_REGISTRY: string = npmSettings.registry;
 /** Where the version of a plugin id accepted before came from, as far as registries go: its registry, or null for an npm registry package recorded without one. */
 export interface AcceptedOrigin {
   readonly registry: string | null;
+  /** The npm package name it was installed as (the lock row's, or the owner record's after a remove), when recorded. */
+  readonly name?: string;
+}
+
+/** Another npm package than the one a plugin id was accepted as, claiming the same id and owner. */
+export interface PackageChange {
+  /** The npm package name the version accepted before was installed as. */
+  readonly from: string;
+  /** The npm package name this install fetched. */
+  readonly to: string;
 }
 
 /**
@@ -40,15 +51,25 @@ export interface AcceptedOrigin {
  */
 export function acceptedOriginOf(installed: PackageSource | undefined, owner: NamespaceOwnerEntry | undefined): AcceptedOrigin | undefined {
   if (installed !== undefined) {
-    if (installed.registry !== undefined) return { registry: installed.registry };
-    return isNpmRegistrySource(installed.source) ? { registry: null } : undefined;
+    const name = registryPackageName(installed.source);
+    if (name === undefined) return installed.registry === undefined ? undefined : { registry: installed.registry };
+    return { registry: installed.registry ?? null, name };
   }
-  return owner?.registry === undefined ? undefined : { registry: owner.registry };
+  if (owner?.registry === undefined) return undefined;
+  return { registry: owner.registry, ...(owner.package_name === undefined ? {} : { name: owner.package_name }) };
 }
 
-/** Whether a lock row's source is an npm registry package (`npm:<name>@<version>`), not a local tarball (`npm:<absolute path>`). */
-function isNpmRegistrySource(source: string): boolean {
-  return source.startsWith('npm:') && !source.slice('npm:'.length).startsWith('/');
+/**
+ * The package change of an install of the npm package `next` against the
+ * version accepted before: undefined when either name is unknown (another
+ * kind of source, a removed plugin) or both are the same package. The
+ * namespace owner is the package's own claim, so a package of another name
+ * claiming an installed plugin's id and owner (a typosquat, a "helper"
+ * package) is another publisher's until someone says otherwise.
+ */
+export function packageChangeOf(accepted: AcceptedOrigin | undefined, next: string | undefined): PackageChange | undefined {
+  if (next === undefined || accepted?.name === undefined || accepted.name === next) return undefined;
+  return { from: accepted.name, to: next };
 }
 
 /** A registry URL compared: its scheme and host case-insensitively (as URL parsing does), with one trailing slash. */

@@ -19,7 +19,7 @@ import type { PluginHost } from '../../src/host/PluginHost.js';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool } from '../support/hostHarness.js';
-import { serveNpmVersions } from '../support/localNpmRegistry.js';
+import { serveNpmPackages, serveNpmVersions } from '../support/localNpmRegistry.js';
 
 const SERVER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
@@ -46,8 +46,11 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-/** `name`@`version` packed by npm; with `withManifest` it ships one claiming owner io.example.same, else the host introspects it (owner `npm:<name>`). */
-async function pack(name: string, version: string, note: string, withManifest: boolean): Promise<string> {
+/**
+ * `name`@`version` packed by npm; with `withManifest` it ships one claiming owner io.example.same and plugin id `id`, else
+ * the host introspects it (owner `npm:<name>`).
+ */
+async function pack(name: string, version: string, note: string, withManifest: boolean, id = name): Promise<string> {
   const dir = await mkdtemp(join(base, 'pack-'));
   const pkg = join(dir, name);
   await mkdir(join(pkg, 'bin'), { recursive: true });
@@ -58,7 +61,7 @@ async function pack(name: string, version: string, note: string, withManifest: b
       join(pkg, 'manifest.json'),
       JSON.stringify({
         manifest_schema_version: 1,
-        plugin_id: name,
+        plugin_id: id,
         name: 'Same name',
         version,
         // The owner is the package's own claim: the other registry's package spells it the same.
@@ -82,8 +85,8 @@ const opened = (dir: string, from: string): Promise<PluginHost> => pool.open(dir
 /** The lock row's version and registry of `name`, and the registry its owner record kept. */
 async function locked(dir: string, name: string): Promise<{ version?: string; registry?: string; ownerRegistry?: string }> {
   const lock = JSON.parse(await readFile(join(dir, 'plugins.lock'), 'utf8')) as {
-    plugins: Record<string, { version: string; package: { registry?: string } }>;
-    namespace_owners: Record<string, { registry?: string }>;
+    plugins: Record<string, { version: string; package: { registry?: string; source: string } }>;
+    namespace_owners: Record<string, { registry?: string; package_name?: string }>;
   };
   const row = lock.plugins[name];
   const ownerRegistry = lock.namespace_owners[name]?.registry;
@@ -155,5 +158,41 @@ describe('an npm package of the same name from another registry', { timeout: 300
     expect((await moved.install(`npm:${name}@1.0.0`, { canary: false, accept: accepted.accept })).isOk()).toBe(true);
     expect(accepted.asked.map((r) => r.registry_change)).toEqual([{ from: genuine, to: other }]);
     expect(await locked(dir, name)).toMatchObject({ version: '1.0.0', registry: other });
+  });
+});
+
+describe('another npm package claiming an installed plugin id and owner (review R9 F3)', { timeout: 300_000 }, () => {
+  it('is refused unasked and asked with an accept callback, also after a remove: it would take over the data directory and env grants', async () => {
+    const id = 'acme-files';
+    const [genuine, helper] = ['acme-files-mcp', 'acme-files-helper'];
+    const from = await serveNpmPackages(servers, {
+      [genuine]: { bin: 'bin/server.mjs', versions: { '1.0.0': await pack(genuine, '1.0.0', 'genuine', true, id) } },
+      [helper]: { bin: 'bin/server.mjs', versions: { '1.0.1': await pack(helper, '1.0.1', 'a helper copying the claim', true, id) } },
+    });
+    const dir = await pool.profile();
+    const host = await opened(dir, from);
+    expect((await host.install(`npm:${genuine}@1.0.0`, { canary: false })).isOk()).toBe(true);
+    const source = async (): Promise<string | undefined> =>
+      (JSON.parse(await readFile(join(dir, 'plugins.lock'), 'utf8')) as { plugins: Record<string, { package: { source: string } }> }).plugins[id]?.package.source;
+
+    // On the old code both went through unasked: the same owner string, the same registry, no new powers.
+    const unasked = (await host.install(`npm:${helper}@1.0.1`, { canary: false }))._unsafeUnwrapErr();
+    expect(unasked).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'package_changed', package_from: genuine, package_to: helper, plugin_id: id } });
+    expect(unasked.hint).toContain('--yes');
+    const declined = asking(false);
+    expect((await host.install(`npm:${helper}@1.0.1`, { canary: false, accept: declined.accept }))._unsafeUnwrapErr().details).toMatchObject({ reason: 'package_changed' });
+    expect(declined.asked.map((r) => r.package_change)).toEqual([{ from: genuine, to: helper }]);
+    expect(await source()).toBe(`npm:${genuine}@1.0.0`);
+
+    // The owner record keeps the package name across a remove.
+    expect((await host.remove(id)).isOk()).toBe(true);
+    expect((JSON.parse(await readFile(join(dir, 'plugins.lock'), 'utf8')) as { namespace_owners: Record<string, { package_name?: string }> }).namespace_owners[id]?.package_name).toBe(genuine);
+    const afterRemove = (await host.install(`npm:${helper}@1.0.1`, { canary: false }))._unsafeUnwrapErr();
+    expect(afterRemove.details).toMatchObject({ reason: 'package_changed', package_from: genuine, package_to: helper });
+
+    const accepted = asking(true);
+    expect((await host.install(`npm:${helper}@1.0.1`, { canary: false, accept: accepted.accept })).isOk()).toBe(true);
+    expect(accepted.asked.map((r) => r.package_change)).toEqual([{ from: genuine, to: helper }]);
+    expect(await source()).toBe(`npm:${helper}@1.0.1`);
   });
 });
