@@ -617,37 +617,32 @@ function unaskedChangeRefusal(manifest: RefusedInstall, added: readonly AddedCap
 /**
  * The refusal of an install no one can be asked about (no `accept` callback),
  * or undefined when it may go on unasked: a package from another npm registry
- * than the version accepted before is another publisher's
- * (`registry_changed`, which names the other changes too); else an upgrade
+ * than the version accepted before, or another npm package claiming its id
+ * and owner, is another publisher's (`registry_changed`, `package_changed`,
+ * which name the other changes too); else an upgrade
  * that widens powers or makes tools easier to call (see {@link unaskedChangeRefusal}).
  */
 function unaskedRefusal(manifest: RefusedInstall, judged: TrustJudgement): HostError | undefined {
   const { registryChange, packageChange, unconsented, changes } = judged;
   const id = manifest.plugin_id;
-  if (registryChange === undefined && packageChange !== undefined) {
-    return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} is the npm package '${packageChange.to}', not '${packageChange.from}' the plugin was accepted as, and no one was asked`, {
-      details: {
-        plugin_id: id,
-        namespace_owner: manifest.namespace_owner ?? null,
-        ...changeDetails(unconsented, changes),
-        reason: 'package_changed',
-        package_from: packageChange.from,
-        package_to: packageChange.to,
-      },
-      hint: `Another package claims this plugin's id and namespace owner; installed, it would take over the plugin's data directory and host env grants. If '${packageChange.to}' is meant to replace '${packageChange.from}', remove '${id}' first or install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes).`,
-    });
-  }
-  if (registryChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
-  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} comes from another npm registry than the version accepted before (${registryChangeText(registryChange)}) and no one was asked`, {
-    details: {
-      plugin_id: id,
-      namespace_owner: manifest.namespace_owner ?? null,
-      ...changeDetails(unconsented, changes),
-      reason: 'registry_changed',
-      registry_from: registryChange.from,
-      registry_to: registryChange.to,
-    },
-    hint: `A package of the same name on another registry may be another publisher's. If ${registryChange.to} is meant (the npm.registry option or --registry changed on purpose), install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes); else install with the registry of before.`,
+  const ownerChange =
+    registryChange !== undefined
+      ? {
+          what: `comes from another npm registry than the version accepted before (${registryChangeText(registryChange)})`,
+          details: { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to },
+          hint: `A package of the same name on another registry may be another publisher's. If ${registryChange.to} is meant (the npm.registry option or --registry changed on purpose), install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes); else install with the registry of before.`,
+        }
+      : packageChange !== undefined
+        ? {
+            what: `is the npm package '${packageChange.to}', not '${packageChange.from}' the plugin was accepted as,`,
+            details: { reason: 'package_changed', package_from: packageChange.from, package_to: packageChange.to },
+            hint: `Another package claims this plugin's id and namespace owner; installed, it would take over the plugin's data directory and host env grants. If '${packageChange.to}' is meant to replace '${packageChange.from}', remove '${id}' first or install again with an accept callback that accepts it (the CLI: answer y on a terminal, or pass --yes).`,
+          }
+        : undefined;
+  if (ownerChange === undefined) return changes.length === 0 && unconsented.length === 0 ? undefined : unaskedChangeRefusal(manifest, unconsented, changes);
+  return hostError('PLUGIN_TRUST_DECLINED', `the install of '${id}' ${manifest.version} ${ownerChange.what} and no one was asked`, {
+    details: { plugin_id: id, namespace_owner: manifest.namespace_owner ?? null, ...changeDetails(unconsented, changes), ...ownerChange.details },
+    hint: ownerChange.hint,
   });
 }
 
