@@ -113,6 +113,7 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
     // was accepted by a question that never named them.
     ['host env', caps.env_allow.length === 0 ? 'none' : `${caps.env_allow.join(', ')} (the values your environment sets for them)`],
     ['client requests', caps.client_requests === undefined || caps.client_requests.length === 0 ? 'none' : `${caps.client_requests.join(', ')} (answered by the application that runs it)`],
+    ...(request.credentials === undefined ? [] : [['credentials', `${request.credentials.join(', ')} (the values you give it with setup)`] as [string, string]]),
   ];
   const keyWidth = Math.max(...rows.map(([key]) => key.length));
   const valueColumn = 2 + keyWidth + 2;

@@ -1104,6 +1104,7 @@ export class Installer {
       capabilities,
       tools: [],
       stage: 'introspection',
+      ...(subject.credentials.length === 0 ? {} : { credentials: subject.credentials }),
       ...(added.length === 0 ? {} : { added_capabilities: added }),
       ...(registryChange === undefined ? {} : { registry_change: registryChange }),
     };

@@ -42,6 +42,12 @@ export interface TrustRequest {
   /** Its tools and what each may do. */
   readonly tools: readonly { readonly name: string; readonly risk_class: RiskClass }[];
   /**
+   * The credential names it needs (`needs_user_creds`), when it declares
+   * any: the plugin gets their values, those stored with `setup` or, with
+   * the host option `credentialsFromEnv`, the host environment's.
+   */
+  readonly credentials?: readonly string[];
+  /**
    * `introspection` when the install asks before it starts a server that
    * ships no manifest once, with the network it grants, to list its tools:
    * `tools` is empty then (not listed yet), and once they are listed the
@@ -145,6 +151,7 @@ export function trustRequestOf(
     source_path: source.path,
     capabilities,
     tools: manifest.tools.map((t) => ({ name: t.name, risk_class: t.risk_class })),
+    ...(manifest.requirements.needs_user_creds.length === 0 ? {} : { credentials: manifest.requirements.needs_user_creds }),
   };
 }
 

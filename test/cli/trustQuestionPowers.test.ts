@@ -28,6 +28,11 @@ describe('trustLines and the powers beside the sandbox', () => {
     expect(text).toMatch(/^ {2}client requests +sampling, elicitation \(answered by the application that runs it\)$/m);
   });
 
+  it('names the credentials the plugin needs, when it declares any (review R9 N5)', () => {
+    expect(trustLines({ ...request, credentials: ['NOTES_TOKEN'] }, 200).join('\n')).toMatch(/^ {2}credentials +NOTES_TOKEN \(the values you give it with setup\)$/m);
+    expect(trustLines(request, 200).join('\n')).not.toMatch(/credentials/);
+  });
+
   it('says none when none is granted', () => {
     const text = trustLines({ ...request, capabilities: { network: false, fs_write_dir: '', env_allow: [] } }, 200).join('\n');
     expect(text).toMatch(/^ {2}host env +none$/m);

@@ -9,6 +9,7 @@ import { chmod, readFile, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyExecutableBinding } from '../../src/binding/ExecutableBinding.js';
+import type { TrustRequest } from '../../src/installer/trust.js';
 import { pluginState } from '../support/pluginState.js';
 import { stoppedClock } from '../support/clocks.js';
 import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
@@ -140,6 +141,17 @@ describe('installing a local directory on a dev profile', () => {
       expect(await modeOf(file)).toBe(0o644);
     }
     expect((await p.census()).schemaFiles).toHaveLength(2);
+  });
+
+  it("names the credentials a first install's plugin will get in the question (review R9 N5)", async () => {
+    const p = await profile('dev');
+    const asked: TrustRequest[] = [];
+    unwrap(await p.installer.install(await p.copyFixture('install-toml'), { accept: (request) => (asked.push(request), true) }));
+    // Before, only an upgrade named a credential (as an added power): a first install's question had none.
+    expect(asked.map((request) => request.credentials)).toEqual([['NOTES_TOKEN']]);
+    asked.length = 0;
+    unwrap(await p.installer.install(await p.copyFixture('install-node'), { accept: (request) => (asked.push(request), true) }));
+    expect(asked.map((request) => request.credentials)).toEqual([undefined]);
   });
 
   it('records for each tool exactly its own schema refs, even when one ref is a prefix of another', async () => {
