@@ -3,13 +3,16 @@
  * subprocess, run as a user runs it; the plugin sandboxed behind it) against the SDK Client
  * calling the same bundled plugin directly, unsandboxed; and, measured in
  * the same rounds, a process that only copies bytes between the client and
- * the plugin (bench/support/pipeRelay.ts): what the second hop costs before
- * the gateway does anything. Then, free of the machine's scheduling, the
+ * the plugin (bench/support/pipeRelay.ts), and its C twin where a C compiler
+ * is at hand (bench/support/pipeRelay.c): what the second hop costs before
+ * the gateway does anything, and whether a runtime or the hop itself costs it. Then, free of the machine's scheduling, the
  * CPU one call costs in a single process: the SDK Client on a pair of
  * streams to `serveGateway`, against the two parts it is made of, a bare
  * `host.call` and the SDK Client calling the plugin directly.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +26,7 @@ import { withHelloProfile } from './support/helloProfile.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const RELAY_SCRIPT = join(REPO, 'bench/support/pipeRelay.ts');
+const NATIVE_RELAY_SOURCE = join(REPO, 'bench/support/pipeRelay.c');
 const ROUNDS = 4;
 // Every process of the chain (serve, the plugin, this client) keeps getting cheaper per call for its first ~2,000
 // calls while V8 tiers its code up: serve's main thread spends about 200 µs of CPU on each of its first hundreds of
@@ -40,15 +44,26 @@ const elapsedMs = (start: bigint): number => Number(process.hrtime.bigint() - st
 const threadCpuNs = (pid: number): number => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
 
 /** An SDK Client on a spawned stdio server, with the server's pid. */
-async function stdioClient(name: string, args: readonly string[]): Promise<{ client: Client; pid: number }> {
+async function stdioClient(name: string, args: readonly string[], command: string = process.execPath): Promise<{ client: Client; pid: number }> {
   const client = new Client({ name, version: '0.0.0' }, { capabilities: {} });
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...args], cwd: REPO, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command, args: [...args], cwd: REPO, stderr: 'pipe' });
   await client.connect(transport);
   if (transport.pid === null) throw new Error(`${name}: no server process`);
   return { client, pid: transport.pid };
 }
 
-/** The three sides of one round, in the order they are called. */
+/** The native relay built into `dir`, or undefined where no C compiler runs (the row is then left out). */
+function buildNativeRelay(dir: string): string | undefined {
+  const binary = join(dir, 'pipeRelay');
+  try {
+    execFileSync('cc', ['-O2', '-o', binary, NATIVE_RELAY_SOURCE], { stdio: 'ignore' });
+    return binary;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The sides of one round, in the order they are called. */
 interface Side {
   readonly call: () => Promise<unknown>;
   readonly p50: number[];
@@ -59,16 +74,18 @@ interface Side {
  * relay (the start order rotates), and each call of the round rotates which
  * side goes first; the figures are the medians over rounds of each round's p50.
  */
-async function warmCalls(profileDir: string, helloEntry: string, cliEntry: string): Promise<BenchResult[]> {
+async function warmCalls(profileDir: string, helloEntry: string, cliEntry: string, nativeRelay: string | undefined): Promise<BenchResult[]> {
   const gatewayP50: number[] = [];
   const directP50: number[] = [];
   const relayP50: number[] = [];
+  const nativeRelayP50: number[] = [];
   const serveCpuUsPerCall: number[] = [];
   const serveEarlyCpuUsPerCall: number[] = [];
   const starts = [
     () => stdioClient('bench-gateway', [cliEntry, 'serve', '--profile-dir', profileDir, '--dev']),
     () => stdioClient('bench-direct', [helloEntry]),
     () => stdioClient('bench-relay', ['--import', 'tsx', RELAY_SCRIPT, helloEntry]),
+    ...(nativeRelay === undefined ? [] : [() => stdioClient('bench-native-relay', [process.execPath, helloEntry], nativeRelay)]),
   ];
   for (let round = 0; round < ROUNDS; round++) {
     const started: { client: Client; pid: number }[] = [];
@@ -76,11 +93,11 @@ async function warmCalls(profileDir: string, helloEntry: string, cliEntry: strin
       const which = (k + round) % starts.length;
       started[which] = await starts[which]!();
     }
-    const [gateway, direct, relay] = started as [{ client: Client; pid: number }, { client: Client; pid: number }, { client: Client; pid: number }];
+    const [gateway, ...bare] = started as [{ client: Client; pid: number }, ...{ client: Client; pid: number }[]];
+    // The direct plugin, the relay and the native relay all serve the plugin's own tool name.
     const sides: Side[] = [
       { call: () => gateway.client.callTool({ name: 'plug.hello.hello', arguments: ARGS }), p50: [] },
-      { call: () => direct.client.callTool({ name: 'hello', arguments: ARGS }), p50: [] },
-      { call: () => relay.client.callTool({ name: 'hello', arguments: ARGS }), p50: [] },
+      ...bare.map((side): Side => ({ call: () => side.client.callTool({ name: 'hello', arguments: ARGS }), p50: [] })),
     ];
     const serveCpuAtStart = threadCpuNs(gateway.pid);
     for (let i = 0; i < WARMUP; i++) {
@@ -100,10 +117,31 @@ async function warmCalls(profileDir: string, helloEntry: string, cliEntry: strin
     gatewayP50.push(percentile(sides[0]!.p50, 50));
     directP50.push(percentile(sides[1]!.p50, 50));
     relayP50.push(percentile(sides[2]!.p50, 50));
+    if (sides[3] !== undefined) nativeRelayP50.push(percentile(sides[3].p50, 50));
     await Promise.all(started.map((s) => s.client.close()));
   }
   const relayRatio = median(relayP50) / median(directP50);
-  const rounds = `${ROUNDS} rounds, each a fresh serve process (the built CLI, node cli.js serve), a fresh bare hello process and a fresh relay, ${WARMUP} warm-up and ${WARM_CALLS} rotating calls each; p50 per round, median over rounds`;
+  const nativeRelayRatio = nativeRelayP50.length === 0 ? undefined : median(nativeRelayP50) / median(directP50);
+  const rounds = `${ROUNDS} rounds, each a fresh serve process (the built CLI, node cli.js serve), a fresh bare hello process and a fresh relay${nativeRelay === undefined ? '' : ' of each kind'}, ${WARMUP} warm-up and ${WARM_CALLS} rotating calls each; p50 per round, median over rounds`;
+  const nativeRelayRow =
+    nativeRelay === undefined
+      ? []
+      : [
+          result(
+            {
+              name: 'Second stdio hop alone, no runtime: a C byte relay between the SDK Client and the plugin, warm call p50',
+              unit: 'ms',
+              baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
+              compare: 'ratio',
+              target: 1.3,
+              better: 'lower',
+              role: 'design',
+              note: `the rounds of the rows above, with bench/support/pipeRelay.c (cc -O2: poll, read, write; no event loop, no JavaScript) as a side of its own: what the hop itself costs on this machine, whatever the process in the middle is written in`,
+            },
+            nativeRelayP50,
+            directP50,
+          ),
+        ];
   return [
     result(
       {
@@ -113,7 +151,7 @@ async function warmCalls(profileDir: string, helloEntry: string, cliEntry: strin
         compare: 'ratio',
         target: 1.3,
         better: 'lower',
-        note: `${rounds}. tools/call takes the gateway's stdio fast path (src/gateway/stdioToolCalls.ts: one JSON.parse, no SDK server schemas); the serve process's main thread spent ${median(serveCpuUsPerCall).toFixed(0)} µs of CPU per measured call (median over rounds; wake-ups and pipe writes included), against ${median(serveEarlyCpuUsPerCall).toFixed(0)} µs per call over its first ${EARLY_CALLS} warm-up calls, while V8 still tiers its code up. Two stdio hops where the baseline has one: the next row is the second hop alone, ${relayRatio.toFixed(2)}× before any work is done${relayRatio > 1.3 ? ', so above the 1.3× target: no process in the middle meets it on this machine' : ''}; the rest is serve's own work per call (docs/performance.md "Gateway warm call")`,
+        note: `${rounds}. tools/call takes the gateway's stdio fast path (src/gateway/stdioToolCalls.ts: one JSON.parse, no SDK server schemas); the serve process's main thread spent ${median(serveCpuUsPerCall).toFixed(0)} µs of CPU per measured call (median over rounds; wake-ups and pipe writes included), against ${median(serveEarlyCpuUsPerCall).toFixed(0)} µs per call over its first ${EARLY_CALLS} warm-up calls, while V8 still tiers its code up. Two stdio hops where the baseline has one: the next rows are the second hop alone, ${relayRatio.toFixed(2)}× before any work is done${nativeRelayRatio === undefined ? '' : ` (${nativeRelayRatio.toFixed(2)}× with a relay in C)`}${Math.min(relayRatio, nativeRelayRatio ?? relayRatio) > 1.3 ? ', so above the 1.3× target: no process in the middle meets it on this machine' : ''}; the rest is serve's own work per call (docs/performance.md "Gateway warm call")`,
       },
       gatewayP50,
       directP50,
@@ -132,6 +170,7 @@ async function warmCalls(profileDir: string, helloEntry: string, cliEntry: strin
       relayP50,
       directP50,
     ),
+    ...nativeRelayRow,
   ];
 }
 
@@ -199,9 +238,11 @@ async function cpuInProcess(profileDir: string, helloEntry: string): Promise<Ben
 export function run(): Promise<BenchResult[]> {
   return withHelloProfile('bench-gateway-stdio-', async (profileDir, helloEntry) => {
     const cli = await buildCli();
+    const relayDir = mkdtempSync(join(tmpdir(), 'bench-native-relay-'));
     try {
-      return [...(await warmCalls(profileDir, helloEntry, cli.entry)), await cpuInProcess(profileDir, helloEntry)];
+      return [...(await warmCalls(profileDir, helloEntry, cli.entry, buildNativeRelay(relayDir))), await cpuInProcess(profileDir, helloEntry)];
     } finally {
+      rmSync(relayDir, { recursive: true, force: true });
       await cli.remove();
     }
   });
