@@ -11,7 +11,12 @@ import { checkDestination, listsAddress, type DestinationRefusal, type EgressPol
  * and checks each address before it dials it.
  */
 export interface EgressResolver {
-  /** The addresses of `hostname`, in the order to try them. Default: the system resolver (`dns.lookup`, all addresses). */
+  /**
+   * The addresses of `hostname`, in the order to try them. Default: the system
+   * resolver (`dns.lookup`, all addresses) asked for the absolute name
+   * (`hostname.`), so no `search` domain is appended and the hosts file is not
+   * read.
+   */
   resolve(hostname: string): Promise<readonly string[]>;
   /**
    * Where a checked address is really dialled. Default: the address itself.
@@ -75,7 +80,10 @@ interface Attachment {
 type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
 
 const systemResolver: EgressResolver = {
-  resolve: async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address),
+  // The checked name as an absolute name (a trailing dot): getaddrinfo tries a name that does not resolve again with
+  // each `search` domain of resolv.conf appended (before it, under `ndots`), and the proxy would dial the address of
+  // `<name>.<search domain>`, a name the list never allowed. The hosts file has no absolute names: it is not read.
+  resolve: async (hostname) => (await lookup(`${hostname}.`, { all: true, verbatim: true })).map((a) => a.address),
 };
 
 /** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
