@@ -131,11 +131,9 @@ export function redactArguments(args: unknown, secrets: ReadonlySet<string>, kno
       if (Array.isArray(value)) return value.map((item, index) => (index > 0 && namesNext(value[index - 1], index - 1, value, secrets) ? redacted : copy(item, depth + 1)));
       const entries = Object.entries(value);
       const namesValue = entries.some(([key, field]) => AUDIT_DEFAULTS.namingFields.includes(key) && typeof field === 'string' && isSecretField(field, secrets));
-      const out: Record<string, unknown> = {};
-      for (const [key, field] of entries) {
-        out[key] = isSecretField(key, secrets) || (namesValue && key === AUDIT_DEFAULTS.namedValueField) ? redacted : copy(field, depth + 1);
-      }
-      return out;
+      // Defined, not assigned: an argument named `__proto__` (an own key of what JSON.parse made, and sent to the
+      // plugin as such) assigned to a plain object would set its prototype and vanish from the record.
+      return Object.fromEntries(entries.map(([key, field]) => [key, isSecretField(key, secrets) || (namesValue && key === AUDIT_DEFAULTS.namedValueField) ? redacted : copy(field, depth + 1)]));
     } finally {
       seen.delete(value);
     }

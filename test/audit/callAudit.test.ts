@@ -78,6 +78,23 @@ describe('PluginHost audit records', () => {
   );
 
   it(
+    'records an argument named __proto__ as the plugin receives it, redacted inside, instead of dropping it (review R11 F2)',
+    async () => {
+      const kept = new KeptRecords();
+      const host = await pool.installed(await pool.profile(), ['probe'], { audit: { sink: kept, arguments: true } });
+      // What a gateway client's JSON body becomes: an own key `__proto__`, which JSON.stringify sends on to the plugin.
+      const args = JSON.parse('{"message":"hi","__proto__":{"path":"/etc/shadow","password":"hunter2"}}') as Record<string, unknown>;
+      expect(JSON.stringify(args)).toContain('"__proto__":{"path":"/etc/shadow"');
+      await host.call('plug.host-probe.echo', args);
+      expect(kept.records).toHaveLength(1);
+      const line = JSON.stringify(kept.records[0]);
+      expect(line).toContain('"arguments":{"message":"hi","__proto__":{"path":"/etc/shadow","password":"[redacted]"}}');
+      expect(line).not.toContain('hunter2');
+    },
+    TIMEOUT_MS,
+  );
+
+  it(
     'redacts the secret values the host gave a plugin, and their encoded copies, wherever a call\'s arguments carry them',
     async () => {
       const kept = new KeptRecords();
