@@ -44,7 +44,9 @@ export function isSecretField(name: string, secrets: ReadonlySet<string>): boole
 // A name written before its value in text (`password=`, `"api_key": "`, `Authorization: `, `--token=`), and the quote that
 // opens its value if one does. A name starts where no name character precedes it, and the lookahead takes it whole, so a
 // match that fails costs one pass over the name and never retries its prefixes: the scan stays linear in the string's length.
-const NAME_IN_TEXT = /(?<![\w-])(?=(-{0,2}[A-Za-z_][\w-]*))\1["']?\s*[:=]\s*(["']?)/g;
+// The separators: `:` and `=`, and the two-character `=>` (Ruby, Perl, PHP) and `:=` (Go, Make), whose second character
+// would otherwise be taken for the value.
+const NAME_IN_TEXT = /(?<![\w-])(?=(-{0,2}[A-Za-z_][\w-]*))\1["']?\s*(?:=>|:=|[:=])\s*(["']?)/g;
 const schemeAlternatives = AUDIT_DEFAULTS.authorizationSchemes.map((scheme) => scheme.replace(/[^A-Za-z0-9]/g, '\\$&')).join('|');
 // An HTTP authorization scheme in front of a header's value (`Bearer `, `Token `): kept, so a record still says what kind of credential it was.
 const SCHEME_BEFORE_VALUE = new RegExp(`(?:${schemeAlternatives})[ \\t]+`, 'iy');
@@ -69,14 +71,40 @@ function quotedValueEnd(text: string, from: number, quote: string): number {
 }
 
 /**
+ * Where a JSON array or object written in text (`"password": ["…"]`) that
+ * opens at `from` closes, quoted strings skipped; the text's end when it
+ * never does. As an object field the whole value would be redacted: JSON
+ * text of the same data must not keep all but its first character.
+ */
+function bracketedValueEnd(text: string, from: number): number {
+  let depth = 0;
+  let quote: string | undefined;
+  for (let at = from; at < text.length; at++) {
+    const char = text[at];
+    if (quote !== undefined) {
+      if (char === '\\') at++;
+      else if (char === quote) quote = undefined;
+    } else if (char === '"' || char === "'") quote = char;
+    else if (char === '[' || char === '{') depth++;
+    else if (char === ']' || char === '}') {
+      depth--;
+      if (depth === 0) return at + 1;
+    }
+  }
+  return text.length;
+}
+
+/**
  * Where the value of `name` starting at `from` ends: at its closing quote when
  * a quote opens it; for a name whose value is a whole header line (`Cookie`,
  * `Authorization`), at the line's end or the quote written before the name
- * (`-H 'Cookie: a=1; b=2'`); otherwise after one word.
+ * (`-H 'Cookie: a=1; b=2'`); at the bracket closing a JSON array or object
+ * that opens it; otherwise after one word.
  */
 function valueEnd(text: string, from: number, holdsLine: boolean, openingQuote: string, quoteBeforeName: string | undefined): number {
   if (openingQuote !== '') return quotedValueEnd(text, from, openingQuote);
   if (holdsLine) return quotedValueEnd(text, from, quoteBeforeName === '"' || quoteBeforeName === "'" ? quoteBeforeName : '\n');
+  if (text[from] === '[' || text[from] === '{') return bracketedValueEnd(text, from);
   WORD_VALUE.lastIndex = from;
   return WORD_VALUE.test(text) ? WORD_VALUE.lastIndex : from;
 }

@@ -211,6 +211,23 @@ describe('redactArguments', () => {
     });
   });
 
+  it('redacts a JSON array or object written after a secret name whole, and a value after `=>` or `:=` (review R11 F4)', () => {
+    const args = {
+      body: '{"user":"ann","password":["hunter4"],"credentials":{"user":"a","pass":"hunter5","n":[1,{"k":"}"}]},"page":2}',
+      ruby: "{ password => 'hunter6', :api_key => \"hunter7\" }",
+      go: 'token := "hunter8"; secret:=hunter9',
+      unclosed: 'token: [hunter10, "]',
+    };
+    const text = JSON.stringify(redactArguments(args, secrets));
+    for (const secret of ['hunter4', 'hunter5', 'hunter6', 'hunter7', 'hunter8', 'hunter9', 'hunter10']) expect(text).not.toContain(secret);
+    expect(redactArguments(args, secrets)).toEqual({
+      body: '{"user":"ann","password":[redacted],"credentials":[redacted],"page":2}',
+      ruby: "{ password => '[redacted]', :api_key => \"[redacted]\" }",
+      go: 'token := "[redacted]"; secret:=[redacted]',
+      unclosed: 'token: [redacted]',
+    });
+  });
+
   it('redacts a secret after long runs of name characters and spaces in a string', () => {
     const prefix = `${'a-'.repeat(200_000)}=x ${' '.repeat(200_000)}`;
     const redacted = redactArguments({ long: `${prefix}password = hunter2` }, secrets) as { long: string };
