@@ -17,6 +17,7 @@ import { pluginSearchPath } from '../env/pluginPath.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { resolveLaunchArgs } from './launchArgs.js';
 import { engineMismatch, withEngineMismatch } from './npmEngines.js';
+import { newerNodeSign, withNewerNodeSign } from './newerNode.js';
 import { confinedInterpreterVersion } from '../binding/interpreterVersion.js';
 import { withInstallRootWrite } from './installRootWrites.js';
 import { setExecutableMode } from './setExecutableMode.js';
@@ -459,6 +460,10 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
       if (error.code !== 'PLUGIN_HANDSHAKE_FAILED' || error.details['reason'] !== 'introspection') return errAsync(error);
       const ownTree = withInstallRootWrite(error, mountedRoot === undefined ? [root] : [root, mountedRoot]);
       if (ownTree !== undefined) return errAsync(ownTree);
+      // A range that leaves this Node out says so; a package with no range, the errors a Node prints for newer code (undici's markAsUncloneable).
+      if (request.nodeEngine === undefined) {
+        return new ResultAsync(newerNodeSign(error, bound?.interpreter, nodeVersion).then((found) => err(withNewerNodeSign(error, found, undefined))));
+      }
       return new ResultAsync(engineMismatch(request.nodeEngine, bound?.interpreter, nodeVersion).then((mismatch) => err(withEngineMismatch(error, mismatch))));
     });
 }

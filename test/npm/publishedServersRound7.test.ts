@@ -1,0 +1,96 @@
+/**
+ * What the seventh round of docs/published-servers.md ("Servers tried")
+ * found wrong in the host, each with a server packed locally (`npm pack`)
+ * that fails as the published one does:
+ *
+ * - @dynatrace-oss/dynatrace-mcp-server@2.1.2 (sixth round) declares no
+ *   `engines`, bundles an undici that calls Node 22.10's
+ *   `markAsUncloneable`, and on Node 20 dies of "TypeError:
+ *   webidl.util.markAsUncloneable is not a function": the install's hint was
+ *   the generic one, naming no Node. The fixture calls the missing function
+ *   the same way on every Node, so the test does not depend on the host's.
+ * - A server that imports a built-in module of a newer Node (@bytebase/dbhub's
+ *   `node:sqlite`) with no `engines` either: ERR_UNKNOWN_BUILTIN_MODULE.
+ * - A SyntaxError of JSON.parse (a config file) is the server's own, not a
+ *   newer Node's: no such hint.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { newerNodeSignIn } from '../../src/installer/newerNode.js';
+import { HostPool } from '../support/hostHarness.js';
+import { packServer } from './npmPack.js';
+
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => pool.cleanup());
+
+// dynatrace-mcp-server's bundled undici: an object of Node's whose newer method is missing, called at load.
+const UNCLONEABLE_SERVER = `#!/usr/bin/env node
+const webidl = { util: {} };
+webidl.util.markAsUncloneable(new EventTarget());
+`;
+
+// A built-in module no Node before the one the author used has (the specifier is one no Node has, for every host).
+const BUILTIN_SERVER = `#!/usr/bin/env node
+await import('node:sqlite-of-a-future-node');
+`;
+
+// A server that reads a broken config file: JSON.parse's SyntaxError.
+const JSON_SERVER = `#!/usr/bin/env node
+JSON.parse('{ "port": 80, }');
+`;
+
+describe('published servers, seventh round: fixtures', { timeout: 180_000 }, () => {
+  it('names the Node a server without engines ran on when it dies of a newer API it calls (dynatrace: markAsUncloneable)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'uncloneable', source: UNCLONEABLE_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection', newer_node: { sign: 'TypeError: webidl.util.markAsUncloneable is not a function' } } });
+    const version = (error.details.newer_node as { interpreter_version: string }).interpreter_version;
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(error.hint).toMatch(new RegExp(`^Its server ran on Node ${version.replace(/\./g, '\\.')} \\(/`));
+    expect(error.hint).toContain('The package declares no engines.node, but it may need a newer Node');
+    // The generic advice follows.
+    expect(error.hint).toContain('The server did not answer initialize and tools/list in its sandbox');
+  });
+
+  it('names it for a built-in module the Node lacks (ERR_UNKNOWN_BUILTIN_MODULE)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'builtin', source: BUILTIN_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error.details.newer_node).toMatchObject({ sign: expect.stringMatching(/ERR_UNKNOWN_BUILTIN_MODULE|No such built-in module: node:sqlite-of-a-future-node/) });
+    expect(error.hint).toMatch(/^Its server ran on Node \d+\.\d+\.\d+ .* it may need a newer Node/);
+  });
+
+  it("does not blame the Node for JSON.parse's SyntaxError", async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'bad-config', source: JSON_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_HANDSHAKE_FAILED', details: { reason: 'introspection' } });
+    expect(String(error.details.stderr_tail)).toContain('SyntaxError');
+    expect(error.details.newer_node).toBeUndefined();
+    expect(error.hint).not.toContain('newer Node');
+  });
+});
+
+describe('the newer-Node signs', () => {
+  it.each([
+    ['starting\nTypeError: webidl.util.markAsUncloneable is not a function\n    at Object.<anonymous>', 'TypeError: webidl.util.markAsUncloneable is not a function'],
+    ['Error [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: node:sqlite', 'Error [ERR_UNKNOWN_BUILTIN_MODULE]: No such built-in module: node:sqlite'],
+    ['TypeError [ERR_UNKNOWN_FILE_EXTENSION]: Unknown file extension ".ts" for /srv/index.ts', 'TypeError [ERR_UNKNOWN_FILE_EXTENSION]: Unknown file extension ".ts" for /srv/index.ts'],
+    ['TypeError: Object.groupBy is not a function', 'TypeError: Object.groupBy is not a function'],
+    ['TypeError: Promise.withResolvers is not a function', 'TypeError: Promise.withResolvers is not a function'],
+    ['ReferenceError: WebSocket is not defined', 'ReferenceError: WebSocket is not defined'],
+    ["    at x\nSyntaxError: Unexpected identifier 'res'", "SyntaxError: Unexpected identifier 'res'"],
+  ])('%s', (text, sign) => {
+    expect(newerNodeSignIn(text)).toBe(sign);
+  });
+
+  it.each([
+    'SyntaxError: Unexpected token } in JSON at position 12',
+    'SyntaxError: Expected double-quoted property name in JSON at position 14',
+    'TypeError: client.connect is not a function',
+    'ReferenceError: foo is not defined',
+  ])('not: %s', (text) => {
+    expect(newerNodeSignIn(text)).toBeUndefined();
+  });
+});
