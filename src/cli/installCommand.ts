@@ -5,7 +5,7 @@ import { addedCapabilityText, riskChangeText } from '../installer/trust.js';
 import { fail, packageOptions, profileName, withHost, type CommandContext } from './context.js';
 import { EXIT_CODES, type ExitCode } from './exitCodes.js';
 import { PROGRAM } from './help.js';
-import { canaryJson, canarySummary, statusText, trustLines } from './present.js';
+import { canaryJson, canarySummary, statusText, trustLines, trustQuestion } from './present.js';
 import { confirm } from './prompt.js';
 import { continued, oneLineField } from './style.js';
 import { usageFailure } from './usage.js';
@@ -68,20 +68,7 @@ async function install(ctx: CommandContext, host: PluginHost, source: string, ar
             if (added.length > 0) ctx.terminal.stderr.write(`New powers beyond the version accepted before:\n${added.map((a) => `  ${oneLineField(addedCapabilityText(a))}\n`).join('')}`);
             const changes = request.risk_changes ?? [];
             if (changes.length > 0) ctx.terminal.stderr.write(`Easier to call than the version accepted before:\n${changes.map((c) => `  ${oneLineField(riskChangeText(c))}\n`).join('')}`);
-            // Named by its id (a short, checked name): a package's own text in the question could run past the edge and pose as a row above it.
-            const changed = [
-              ...(request.registry_change === undefined ? [] : ['this other npm registry']),
-              ...(request.package_change === undefined ? [] : ['this other npm package']),
-              ...(added.length > 0 ? ['these new powers'] : []),
-              ...(changes.length > 0 ? ['these tools rated lower'] : []),
-            ].join(' and ');
-            const question =
-              request.stage === 'introspection'
-                ? `Start ${request.plugin_id} once with this network to list its tools?`
-                : changed !== ''
-                  ? `Install ${request.plugin_id} with ${changed}?`
-                  : `Install ${request.plugin_id} and run it with these powers?`;
-            return confirm(ctx.terminal, question);
+            return confirm(ctx.terminal, trustQuestion(request));
           },
         }
       : {}),

@@ -125,6 +125,28 @@ export function trustLines(request: TrustRequest, terminalColumns?: number): str
   return ['This plugin runs as code with your user\'s authority, inside the sandbox:', ...lines];
 }
 
+/**
+ * The question under {@link trustLines}: what the install (or, `stage:
+ * 'introspection'`, the one start before it that lists the tools) is asked
+ * to accept, naming each change against the version accepted before by what
+ * it is (another npm registry or package, new powers, tools rated lower), as
+ * the start of another registry's package is asked before any of its code
+ * runs. The plugin is named by its id, a short checked name: a package's own
+ * text in the question could run past the edge and pose as a row above it.
+ */
+export function trustQuestion(request: TrustRequest): string {
+  const changed = [
+    ...(request.registry_change === undefined ? [] : ['this other npm registry']),
+    ...(request.package_change === undefined ? [] : ['this other npm package']),
+    ...((request.added_capabilities ?? []).length > 0 ? ['these new powers'] : []),
+    ...((request.risk_changes ?? []).length > 0 ? ['these tools rated lower'] : []),
+  ].join(' and ');
+  if (request.stage === 'introspection') {
+    return changed === '' ? `Start ${request.plugin_id} once with this network to list its tools?` : `Start ${request.plugin_id} once, with ${changed}, with this network to list its tools?`;
+  }
+  return changed === '' ? `Install ${request.plugin_id} and run it with these powers?` : `Install ${request.plugin_id} with ${changed}?`;
+}
+
 /** The auth components as checklist lines: secrets by credential alias, external prerequisites the host cannot complete. */
 export function authChecklist(info: PluginInfo): string[] {
   return info.auth_components.map((c) => {

@@ -562,7 +562,12 @@ interface StartSource {
   readonly owner: string | undefined;
   readonly registry?: string;
   readonly signer?: string;
+  /** The staged package whole, as the install will compare it with the installed version (a bundle's: nothing is generated into it). */
+  readonly staged?: StagedPackage;
 }
+
+/** The manifest file an npm server without one gets from its tools (openNpmSource writes it after the start). */
+const GENERATED_MANIFEST_FILE = 'manifest.json';
 
 /** Who and what a refusal names: the manifest's, or before an introspection start what is known of the package then. */
 type RefusedInstall = Pick<NormalizedManifest, 'plugin_id' | 'version' | 'namespace_owner'>;
@@ -705,7 +710,7 @@ function signerRefusal(recorded: { readonly signer: string | undefined; readonly
  */
 function versionRefusal(
   installed: LockedPlugin,
-  manifest: NormalizedManifest,
+  manifest: Pick<NormalizedManifest, 'plugin_id' | 'version'>,
   staged: Pick<StagedPackage, 'digest' | 'signature'>,
   options: InstallOptions,
 ): HostError | undefined {
@@ -1055,9 +1060,12 @@ export class Installer {
    * to ask (`accept` absent), what the install would be refused for whatever
    * the server lists is refused now, so that nothing of it runs first: a
    * package from another npm registry than the version accepted before
-   * (`registry_changed`), a power or credential name the grant does not
-   * name. With `accept`, a start with network is asked about (`stage:
-   * 'introspection'`, with the powers and registry it changes), unless the
+   * (`registry_changed`), another npm package than the one the plugin id was
+   * accepted as (`package_changed`: the id of a server without a manifest
+   * is made from its package name, see pluginIdOf), a power or credential
+   * name the grant does not name; and the owner, signer and version
+   * refusals (see {@link Installer.#refusalBeforeStart}). With `accept`, a start with network is asked about (`stage:
+   * 'introspection'`, with the powers, registry and package it changes), unless the
    * install's own question would be spared: the same owner accepted these
    * powers before. Declining is PLUGIN_TRUST_DECLINED.
    *
@@ -1076,11 +1084,13 @@ export class Installer {
     const snapshot = await this.#o.store.snapshot();
     if (snapshot.isErr()) return err(snapshot.error);
     if (installing) {
-      const ownerChange = this.#ownerChangeBeforeStart(snapshot.value, start, source, options);
+      const ownerChange = await this.#refusalBeforeStart(snapshot.value, start, source, options);
       if (ownerChange !== undefined) return err(ownerChange);
     }
-    // The start's package name is its plugin id's source: a package of another name gets another id unless a manifest says otherwise, judged at the install.
-    const subject: TrustSubject = { id: start.plugin_id, capabilities, credentials: start.credentials ?? [], changes: [], owner: source.owner, registry: source.registry, packageName: undefined };
+    // The id of a server without a manifest comes from its package name, but not one to one (pluginIdOf: `a.b` and `a_b` are both `a-b`):
+    // another package of an installed id's is known by its name before it runs, as the install knows it (review R9 F3).
+    const packageName = registryPackageNameOf({ kind: source.kind, path: start.source_path, ...(source.registry === undefined ? {} : { registry: source.registry }) });
+    const subject: TrustSubject = { id: start.plugin_id, capabilities, credentials: start.credentials ?? [], changes: [], owner: source.owner, registry: source.registry, packageName };
     const judged = judgeSubject(snapshot.value, subject, options.grant);
     const { accept } = options;
     if (accept === undefined) {
@@ -1090,7 +1100,7 @@ export class Installer {
       return refused === undefined ? ok(undefined) : err(refused);
     }
     if (!hasNetwork(start.network) || judged.spared) return ok(undefined);
-    const { added, registryChange } = judged;
+    const { added, registryChange, packageChange } = judged;
     const request: TrustRequest = {
       plugin_id: start.plugin_id,
       display_name: start.name,
@@ -1107,6 +1117,7 @@ export class Installer {
       ...(subject.credentials.length === 0 ? {} : { credentials: subject.credentials }),
       ...(added.length === 0 ? {} : { added_capabilities: added }),
       ...(registryChange === undefined ? {} : { registry_change: registryChange }),
+      ...(packageChange === undefined ? {} : { package_change: packageChange }),
     };
     const accepted = await Promise.resolve()
       .then(() => accept(request))
@@ -1120,32 +1131,57 @@ export class Installer {
           stage: 'introspection',
           ...changeDetails(added, []),
           ...(registryChange === undefined ? {} : { reason: 'registry_changed', registry_from: registryChange.from, registry_to: registryChange.to }),
+          ...(registryChange !== undefined || packageChange === undefined ? {} : { reason: 'package_changed', package_from: packageChange.from, package_to: packageChange.to }),
         },
       }),
     );
   }
 
   /**
-   * The owner-change refusals of the install that need nothing its start
-   * would list, judged before the start (so that nothing of another
-   * publisher's package runs first): another recorded namespace owner
-   * (PLUGIN_NAMESPACE_CONFLICT, or a reserved prefix), and a package not
-   * signed by the key that signed the plugin (PLUGIN_SIGNATURE_INVALID
-   * `signer_changed`), as the install's inspection and {@link versionRefusal}
-   * judge them. The installed version again is left to the install: the same
-   * bytes, given unsigned, repair it under the recorded signer.
+   * The refusals of the install that need nothing its start would list,
+   * judged before the start (so that nothing of the package runs first):
+   * another recorded namespace owner (PLUGIN_NAMESPACE_CONFLICT, or a
+   * reserved prefix), a package not signed by the key that signed the plugin
+   * (PLUGIN_SIGNATURE_INVALID `signer_changed`), a lower version than the one
+   * installed (PLUGIN_DOWNGRADE_REFUSED unless `allowDowngrade`), and the
+   * installed version from other files (PLUGIN_ALREADY_INSTALLED unless
+   * `replace`), as the install's inspection and {@link versionRefusal} judge
+   * them. The installed version again from the same files (see
+   * {@link Installer.#sameBeforeStart}), or files not comparable before the
+   * start, is left to the install: the same bytes, given unsigned, repair it
+   * under the recorded signer.
    */
-  #ownerChangeBeforeStart(snapshot: CatalogSnapshot, start: NetworkedStart, source: StartSource, options: InstallOptions): HostError | undefined {
+  async #refusalBeforeStart(snapshot: CatalogSnapshot, start: NetworkedStart, source: StartSource, options: InstallOptions): Promise<HostError | undefined> {
     const id = start.plugin_id;
     const claim: NamespaceClaim = { plugin_id: id, ...(source.owner === undefined ? {} : { namespace_owner: source.owner }), firstParty: options.firstParty ?? false, devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false };
     const namespace = this.#o.namespaceLock.check(claim, snapshot.contents.namespace_owners);
     // A missing owner is the validator's own violation, reported with the manifest's others.
     if (namespace.isErr() && namespace.error.details?.reason !== 'owner_missing') return namespace.error;
-    const staged = source.signer === undefined ? {} : { signature: { keyFingerprint: source.signer } };
+    const staged = { ...(source.signer === undefined ? {} : { signature: { keyFingerprint: source.signer } }), ...(source.staged?.digest === undefined ? {} : { digest: source.staged.digest }) };
     const installed = Object.hasOwn(snapshot.contents.plugins, id) ? snapshot.contents.plugins[id] : undefined;
     if (installed === undefined) return signerRefusal({ signer: removedSigner(snapshot.contents.namespace_owners, id) }, id, staged, options);
-    if (compareVersions(start.version, installed.version) === 0) return undefined;
-    return signerRefusal({ signer: installed.package.signer, version: installed.version }, id, staged, options);
+    if (compareVersions(start.version, installed.version) === 0 && (await this.#sameBeforeStart(installed, start, source)) !== false) return undefined;
+    return versionRefusal(installed, start, staged, options);
+  }
+
+  /**
+   * Whether the package a start would run is the installed version's files
+   * (as {@link Installer.#samePackage} compares them), before the start:
+   * a bundle's whole staged package, an npm server's files but the manifest
+   * its tools make (other files are other bytes whatever it lists; the same
+   * files are the same package only if it lists the same tools, which the
+   * install compares). Undefined when that cannot be told before the start
+   * (a lock row from before tree pins, a pin that no longer reads).
+   */
+  async #sameBeforeStart(installed: LockedPlugin, start: NetworkedStart, source: StartSource): Promise<boolean | undefined> {
+    if (source.staged !== undefined) return this.#samePackage(source.staged, installed);
+    const tree = installed.binding.tree;
+    if (start.root === undefined || tree === undefined) return undefined;
+    const pinned = await pinnedEntries(installed.binding.install_root, tree);
+    if (pinned.isErr()) return undefined;
+    // An entry is `f <path> <size> <sha256>` or `d <path>`: the path ends before the last two fields.
+    const generated = (entry: string): boolean => entry.startsWith('f ') && entry.slice(2, entry.lastIndexOf(' ', entry.lastIndexOf(' ') - 1)) === GENERATED_MANIFEST_FILE;
+    return sameAsPinned(start.root, new Set([...pinned.value].filter((entry) => !generated(entry))));
   }
 
   /**
@@ -1237,7 +1273,7 @@ export class Installer {
   async #listBundleTools(
     server: BundleServerStart,
     spawner: SandboxSpawner,
-    staged: Pick<StagedPackage, 'source' | 'signature'>,
+    staged: StagedPackage,
     options: InstallOptions,
     installing: boolean,
   ): Promise<Result<readonly ManifestTool[], HostError>> {
@@ -1269,6 +1305,7 @@ export class Installer {
         kind: source.kind,
         owner: `mcpb:${plugin.plugin_id}`,
         ...(signer === undefined ? {} : { signer }),
+        staged,
       });
       if (consented.isErr()) return err(consented.error);
     }

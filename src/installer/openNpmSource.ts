@@ -87,6 +87,12 @@ export interface NetworkedStart {
   readonly registry?: string;
   /** The credential names (`needs_user_creds`) the plugin will need, when known before its start (an MCP Bundle's sensitive settings). */
   readonly credentials?: readonly string[];
+  /**
+   * The staged package's files, as the install will pin them but for the
+   * manifest the start's tools make (an npm server's; absent for a bundle):
+   * what the version installed is compared with before the start.
+   */
+  readonly root?: string;
 }
 
 /** Options of {@link openNpmSource}. */
@@ -170,6 +176,7 @@ function networkedStart(
   executable: string,
   sourcePath: string,
   network: IntrospectionNetwork,
+  root: string,
 ): NetworkedStart {
   const facts = generatedManifest({ packageJson: fetched.packageJson, executable, tools: [], installScripts: fetched.installScripts });
   const text = (key: string): string => String(facts[key]);
@@ -183,6 +190,7 @@ function networkedStart(
     source_path: sourcePath,
     network,
     ...(fetched.registry === undefined ? {} : { registry: fetched.registry }),
+    root,
   };
 }
 
@@ -259,7 +267,7 @@ async function manifestFor(
   const network = introspection.grantedNetwork;
   // Nothing of the package runs before the install's trust gate: asked about a start with network, refused what it would refuse unasked.
   if (introspection.consent !== undefined) {
-    const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network ?? { network: false }));
+    const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network ?? { network: false }, tree.root));
     if (consented.isErr()) return err(consented.error);
   }
   const workDir = join(stage, 'introspection');

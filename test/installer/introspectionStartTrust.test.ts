@@ -25,7 +25,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool } from '../support/hostHarness.js';
-import { serveNpmVersions } from '../support/localNpmRegistry.js';
+import { serveNpmPackages, serveNpmVersions } from '../support/localNpmRegistry.js';
 import { bundleDirectory } from '../support/mcpbBundles.js';
 import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
 import { tgzOfDirectory } from './InstallerHarness.js';
@@ -241,5 +241,94 @@ describe('an MCP Bundle upgrade that needs a credential name the version accepte
     expect(refused).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { stage: 'introspection', reason: 'capabilities_widened' } });
     expect(declined.asked.map((r) => [r.stage, r.added_capabilities])).toEqual([['introspection', [{ field: 'needs_user_creds', value: 'REMOTE_TOKEN' }]]]);
     expect(markers).toBe(before);
+  });
+});
+
+describe('an introspected package the installed version refuses whatever it lists', { timeout: 300_000 }, () => {
+  it('is refused (PLUGIN_DOWNGRADE_REFUSED) before its start when it is a lower version; allowDowngrade lets it start', async () => {
+    const name = 'start-trust-downgrade';
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    expect((await host.install(`npm:${await pack(name, '1.0.1', false)}`, { canary: false })).isOk()).toBe(true);
+    const lower = `npm:${await pack(name, '1.0.0', true)}`;
+    const before = markers;
+    // Offline the server fails at start: on the old code that start ran, and its failure was the answer.
+    expect((await host.install(lower, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED', details: { version: '1.0.0', installed_version: '1.0.1' } });
+    // With the network granted and the start accepted, the old code ran it (the marker) and refused after.
+    const asked = asking(true);
+    expect((await host.install(lower, { canary: false, grant: { network: true }, accept: asked.accept }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED' });
+    expect(asked.asked).toEqual([]);
+    expect(markers).toBe(before);
+    // The caller's allowDowngrade lets it through to the start.
+    const downgraded = await host.install(lower, { canary: false, grant: { network: true }, accept: () => true, allowDowngrade: true });
+    expect(downgraded.isOk(), JSON.stringify(downgraded.isErr() ? downgraded.error : null)).toBe(true);
+    expect(markers).toBeGreaterThan(before);
+  });
+
+  it('is refused (PLUGIN_ALREADY_INSTALLED) before its start when it is the installed version from other files; the same files start and are unchanged', async () => {
+    const name = 'start-trust-same';
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const first = `npm:${await pack(name, '1.0.0', false)}`;
+    expect((await host.install(first, { canary: false })).isOk()).toBe(true);
+    // The same files again start (their manifest is made from what they list) and are an unchanged install.
+    expect((await host.install(first, { canary: false }))._unsafeUnwrap().unchanged).toBe(true);
+
+    const other = `npm:${await pack(name, '1.0.0', true)}`;
+    const before = markers;
+    expect((await host.install(other, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_ALREADY_INSTALLED', details: { version: '1.0.0', installed_version: '1.0.0' } });
+    expect((await host.install(other, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_ALREADY_INSTALLED' });
+    expect(markers).toBe(before);
+    // replace lets other files through to the start.
+    const replaced = await host.install(other, { canary: false, grant: { network: true }, accept: () => true, replace: true });
+    expect(replaced.isOk(), JSON.stringify(replaced.isErr() ? replaced.error : null)).toBe(true);
+    expect(markers).toBeGreaterThan(before);
+  });
+
+  it('an MCP Bundle of a lower version is refused before its start', async () => {
+    const host = await pool.open(await pool.profile());
+    expect((await host.install(await markingBundle('1.0.1', false), { canary: false, grant: { network: true }, accept: () => true })).isOk()).toBe(true);
+    const before = markers;
+    const lower = await markingBundle('1.0.0', false);
+    expect((await host.install(lower, { canary: false, grant: { network: true } }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED', details: { version: '1.0.0', installed_version: '1.0.1' } });
+    expect((await host.install(lower, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED' });
+    expect(markers).toBe(before);
+  });
+});
+
+describe('another npm package whose name makes an installed plugin id', { timeout: 300_000 }, () => {
+  it('is refused (package_changed) before its introspection start, and asked about with the package named', async () => {
+    // pluginIdOf makes both names 'start-trust-pkg'; the one installed was given a manifest claiming the owner the other's generated one claims.
+    const installedName = 'start_trust_pkg';
+    const otherName = 'start.trust.pkg';
+    const registry = await serveNpmPackages(registries, {
+      [installedName]: { bin: 'bin/server.mjs', versions: { '1.0.0': await pack(installedName, '1.0.0', false) } },
+      [otherName]: { bin: 'bin/server.mjs', versions: { '1.0.1': await pack(otherName, '1.0.1', true) } },
+    });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', npm: { registry } });
+    const first = await host.install(`npm:${installedName}@1.0.0`, { canary: false, manifest: { ...manifestOf('start-trust-pkg', '1.0.0', `npm:${otherName}`) } });
+    expect(first.isOk(), JSON.stringify(first.isErr() ? first.error : null)).toBe(true);
+
+    const other = `npm:${otherName}@1.0.1`;
+    const changed = { reason: 'package_changed', package_from: installedName, package_to: otherName };
+    // Offline the server fails at start: on the old code that start ran, and its failure was the answer.
+    expect((await host.install(other, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: changed });
+    const before = markers;
+    expect((await host.install(other, { canary: false, grant: { network: true } }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: changed });
+    expect(markers).toBe(before);
+
+    // Asked before the start with network, the package named, and declined: nothing ran.
+    const declined = asking(false);
+    expect((await host.install(other, { canary: false, grant: { network: true }, accept: declined.accept }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { stage: 'introspection', ...changed } });
+    expect(declined.asked.map((r) => [r.stage, r.package_change])).toEqual([['introspection', { from: installedName, to: otherName }]]);
+    expect(markers).toBe(before);
+
+    // Accepted: the start runs, and the install is asked again with its tools.
+    const accepted = asking(true);
+    const installed = await host.install(other, { canary: false, grant: { network: true }, accept: accepted.accept });
+    expect(installed.isOk(), JSON.stringify(installed.isErr() ? installed.error : null)).toBe(true);
+    expect(accepted.asked.map((r) => [r.stage ?? 'install', r.package_change?.to])).toEqual([
+      ['introspection', otherName],
+      ['install', otherName],
+    ]);
+    expect(markers).toBeGreaterThan(before);
   });
 });
