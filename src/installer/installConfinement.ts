@@ -4,8 +4,15 @@
  * files the package's wheels installed): under bubblewrap, with the system
  * directories and the interpreter's program and library folders read-only,
  * the install root the only writable tree, a private /tmp, no home directory,
- * the well-known secret files masked, no capabilities, and no network unless
- * the caller allowed a package index. Whatever such a command ends up running (a build
+ * the well-known secret files masked, no capabilities, and a network
+ * namespace of its own: no route to the host's network, its loopback
+ * services, the LAN or a cloud metadata address. Where the caller allowed a
+ * package index, the one way out is the host's origin-only proxy
+ * (originProxy.ts): a short program started first in the confinement opens
+ * a listener on the namespace's loopback, hands it to the host over the
+ * spawn's IPC channel and then becomes the command, so every connection to
+ * that address is accepted by the host itself, which forwards only to the
+ * index's origins. Whatever such a command ends up running (a build
  * backend pip fetched, a `.pth` line) can then change nothing but the
  * package's own tree, which is pinned afterwards like any other file. On a
  * root host it also runs as the plugin's own user, as the plugin later does:
@@ -32,8 +39,13 @@ export interface InstallConfinement {
   readonly writable: string;
   /** The interpreter the command runs (its prefix is mounted read-only when outside the system directories). */
   readonly interpreter: string;
-  /** Whether the command may use the network (a caller-allowed package index). */
-  readonly network: boolean;
+  /**
+   * Where the command reaches a caller-allowed package index: the port, on
+   * the loopback of the confinement's own network namespace, of a listener
+   * handed to the host ({@link ConfinedCommand.handsOverListener}). Without
+   * it the command has no network at all.
+   */
+  readonly proxyPort?: number;
   /** On a root host, the plugin's own user, which the command runs as; it can write only what it owns. */
   readonly identity?: PluginIdentity;
   /** The size of the private /tmp (memory the host lends while the command runs): pip keeps the wheels it downloads there. */
@@ -51,7 +63,55 @@ export interface ConfinedCommand {
   readonly argv: readonly string[];
   /** The compiled filter bubblewrap reads from {@link CONFINEMENT_SECCOMP_FD}; undefined where the command runs as it is. */
   readonly seccomp: Buffer | undefined;
+  /**
+   * Whether the command starts by handing the host a listening socket over
+   * a Node IPC channel (spawn it with an `'ipc'` stdio entry, after the
+   * seccomp pipe): the `net.Server` arrives as the handle of a `message`,
+   * and must be served by the proxy before the command can reach anything.
+   */
+  readonly handsOverListener: boolean;
 }
+
+/**
+ * Run first in the confinement, with the interpreter (`-I -S`: the standard
+ * library only), when the command may reach an index: it opens a listener on
+ * 127.0.0.1:<port> of the confinement's own network namespace, sends it to
+ * the host as a `net.Server` handle over the IPC channel Node gave the spawn
+ * (NODE_CHANNEL_FD), keeps no copy, waits for the host's acknowledgement
+ * (so the proxy serves the listener before anything dials it), closes the
+ * channel and executes the command in its place. A socket belongs to the
+ * namespace it was made in for its whole life, so the host accepts every
+ * connection made to that address, and what the command runs can neither
+ * reach the channel (closed before it starts) nor a route out.
+ */
+const LISTENER_HANDOVER = `
+import array, json, os, socket, sys
+port, argv = int(sys.argv[1]), sys.argv[3:]
+channel = socket.socket(fileno=int(os.environ.pop('NODE_CHANNEL_FD')))
+os.environ.pop('NODE_CHANNEL_SERIALIZATION_MODE', None)
+listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+listener.bind(('127.0.0.1', port))
+listener.listen(128)
+data = (json.dumps({'cmd': 'NODE_HANDLE', 'type': 'net.Server', 'msg': {'indexProxyListener': port}}) + '\\n').encode()
+sent = channel.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [listener.fileno()]))])
+if sent < len(data):
+    channel.sendall(data[sent:])
+listener.close()
+pending = b''
+while True:
+    chunk = channel.recv(65536)
+    if not chunk:
+        sys.exit('mcp-plugin-host: the host closed the channel before it took the proxy listener')
+    pending += chunk
+    *lines, pending = pending.split(b'\\n')
+    commands = [json.loads(line).get('cmd') for line in lines if line.strip()]
+    if 'NODE_HANDLE_NACK' in commands:
+        sys.exit('mcp-plugin-host: the host could not take the proxy listener')
+    if 'NODE_HANDLE_ACK' in commands:
+        break
+channel.close()
+os.execv(argv[0], argv)
+`;
 
 /** The options that leave bubblewrap's setup to root and run the command through setpriv as `identity`, with nothing kept. */
 function asUser(setpriv: string, identity: PluginIdentity): string[] {
@@ -67,10 +127,13 @@ function asUser(setpriv: string, identity: PluginIdentity): string[] {
  * as it is (see docs/published-servers.md#python).
  */
 export function confinedCommand(argv: readonly string[], confinement: InstallConfinement): Result<ConfinedCommand, HostError> {
-  if (process.platform !== 'linux') return ok({ argv: [...argv], seccomp: undefined });
+  const proxied = confinement.proxyPort !== undefined;
+  const command = confinement.proxyPort === undefined ? [...argv] : [confinement.interpreter, '-I', '-S', '-c', LISTENER_HANDOVER, String(confinement.proxyPort), '--', ...argv];
+  if (process.platform !== 'linux') return ok({ argv: command, seccomp: undefined, handsOverListener: proxied });
   const bwrap = settings.bubblewrap.find((path) => existsSync(path));
   if (bwrap === undefined) return err(noConfinement(`no bubblewrap (${settings.bubblewrap.join(', ')}) to confine pip with; a package's install never runs unconfined`));
-  const seccomp = pluginSeccompFilter(confinement.network);
+  // The offline program: no Unix socket (one could reach a socket file of the host's the mounts show), TCP on the namespace's loopback only.
+  const seccomp = pluginSeccompFilter(false);
   if (seccomp === undefined) return err(noConfinement(`no seccomp syscall table for ${process.arch} to confine pip with; a package's install never runs unconfined`));
   const identity = confinement.identity;
   const setpriv = settings.setpriv.find((path) => existsSync(path));
@@ -79,10 +142,11 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
   }
   const args =
     identity === undefined
-      ? ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL', ...(confinement.network ? ['--share-net'] : [])]
+      ? // Never --share-net: with it pip, a build backend or setup.py reached the host's whole network (review R9 N1).
+        ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL']
       : // Run by root, a user namespace would map uid 0 alone; without one, bubblewrap keeps just what setpriv needs.
         [
-          ...['--die-with-parent', '--new-session', '--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', ...(confinement.network ? [] : ['--unshare-net'])],
+          ...['--die-with-parent', '--new-session', '--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--unshare-net'],
           ...['--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP'],
         ];
   const mounted: string[] = [];
@@ -112,10 +176,6 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
     // A folder that is a link to another of them (`lib` → `lib64`) is made as the same link; what it names is mounted only if listed.
     for (const [tree, entry] of entries) if (entry?.isSymbolicLink() === true) args.push('--symlink', readlinkSync(tree), tree);
   }
-  if (confinement.network && existsSync('/etc/resolv.conf')) {
-    const resolver = realpathSync('/etc/resolv.conf');
-    if (!mounted.some((tree) => isWithin(resolver, tree))) args.push('--ro-bind', resolver, resolver);
-  }
   for (const secret of DEFAULT_SECRET_PATHS.map((path) => expandHome(path))) {
     const entry = lstatSync(secret, { throwIfNoEntry: false });
     if (entry === undefined || !mounted.some((tree) => isWithin(secret, tree))) continue;
@@ -125,7 +185,7 @@ export function confinedCommand(argv: readonly string[], confinement: InstallCon
   args.push('--dev', '/dev', '--proc', '/proc', ...(identity === undefined ? [] : ['--perms', '1777']), '--size', String(confinement.tmpBytes), '--tmpfs', '/tmp');
   if (identity !== undefined) args.push(...traversableParents(confinement.writable, mounted));
   args.push('--bind', confinement.writable, confinement.writable, '--chdir', confinement.writable, '--seccomp', String(CONFINEMENT_SECCOMP_FD), '--');
-  return ok({ argv: [bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...argv], seccomp });
+  return ok({ argv: [bwrap, ...args, ...(identity === undefined || setpriv === undefined ? [] : asUser(setpriv, identity)), ...command], seccomp, handsOverListener: proxied });
 }
 
 /** `--dir` options (mode 0755) for the folders above `target` that no mount provides, outermost first. */

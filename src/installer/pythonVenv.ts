@@ -11,7 +11,8 @@
  * any other `#!` script; no interpreter link is left in it (pinned trees hold
  * no links). See docs/published-servers.md#python.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type StdioOptions } from 'node:child_process';
+import { Server } from 'node:net';
 import type { Writable } from 'node:stream';
 import { existsSync } from 'node:fs';
 import { lchown, lstat, readdir, rename, unlink, writeFile } from 'node:fs/promises';
@@ -22,7 +23,8 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
-import { CONFINEMENT_SECCOMP_FD, confinedCommand } from './installConfinement.js';
+import { CONFINEMENT_SECCOMP_FD, confinedCommand, type ConfinedCommand } from './installConfinement.js';
+import { originOf, originOnlyProxy, type OriginOnlyProxy } from './originProxy.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
 import { archiveInvalid } from './refusal.js';
@@ -54,7 +56,12 @@ export interface InstalledConsoleScript {
 export interface PythonInstallOptions {
   /** PATH on which the interpreter (`python3`) is found, as for `#!/usr/bin/env` lines. */
   readonly searchPath: string;
-  /** A package index (PEP 503 simple API) pip may fetch missing wheels from; without it pip never uses the network. */
+  /**
+   * A package index (PEP 503 simple API) pip may fetch missing wheels from;
+   * without it pip never uses the network. pip reaches it only through the
+   * host's proxy, which admits the index's origin and the origins
+   * etc/python-install.json `indexFileOrigins` lists for it, nothing else.
+   */
   readonly indexUrl?: string;
   /** On a root host, the plugin's own user: pip and the environment's interpreter run as it, owning only the environment while they run. */
   readonly identity?: PluginIdentity;
@@ -122,9 +129,12 @@ interface GrowthBound {
 /**
  * Runs `argv` with nothing of the host's environment; `seccomp`, when given,
  * is written to the child's descriptor {@link CONFINEMENT_SECCOMP_FD} (a pipe
- * bubblewrap reads its `--seccomp` program from).
+ * bubblewrap reads its `--seccomp` program from). With `proxy`, the child
+ * also gets a Node IPC channel, on which a confined command hands over the
+ * listener of its proxy address ({@link ConfinedCommand.handsOverListener});
+ * `proxy` serves it.
  */
-function run(argv: readonly string[], searchPath: string, growth?: GrowthBound, seccomp?: Buffer): Promise<CommandOutcome> {
+function run(argv: readonly string[], searchPath: string, growth?: GrowthBound, seccomp?: Buffer, proxy?: OriginOnlyProxy): Promise<CommandOutcome> {
   return new Promise((resolve) => {
     let exceeded: GrowthExceeded | undefined;
     let stopWatching = (): Promise<void> => Promise.resolve();
@@ -133,11 +143,14 @@ function run(argv: readonly string[], searchPath: string, growth?: GrowthBound, 
       // What a command prints beyond 16 MiB is dropped, as execFile's maxBuffer would end it.
       if (output[stream].length < 16 << 20) output[stream] += chunk;
     };
+    const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', ...(seccomp === undefined ? [] : ['pipe' as const]), ...(proxy === undefined ? [] : ['ipc' as const])];
     const child = spawn(argv[0]!, argv.slice(1), {
       // Nothing from the host's environment steers pip (index URLs, config files, user site).
       env: { PATH: searchPath, PYTHONDONTWRITEBYTECODE: '1', PYTHONNOUSERSITE: '1', LC_ALL: 'C.UTF-8' },
-      stdio: ['ignore', 'pipe', 'pipe', ...(seccomp === undefined ? [] : ['pipe' as const])],
+      stdio,
     });
+    // Only a listener is taken from the channel; the command closes it before anything of the package runs.
+    if (proxy !== undefined) child.on('message', (_message: unknown, handle: unknown) => (handle instanceof Server ? proxy.serve(handle) : undefined));
     child.stdout?.setEncoding('utf8').on('data', keep('stdout'));
     child.stderr?.setEncoding('utf8').on('data', keep('stderr'));
     if (seccomp !== undefined) {
@@ -174,9 +187,35 @@ const limitCrossed = (exceeded: GrowthExceeded): HostError =>
 
 const tail = (text: string): string => text.slice(-settings.stderrTailChars);
 
-/** pip's options: offline unless the caller named an index, and then that index alone. */
+/** pip's failure; when the index proxy refused requests, it names them (a file host the index links that is not admitted, or a URL a package named). */
+function pipFailed(script: ConsoleScript, pip: CommandOutcome, proxy: OriginOnlyProxy | undefined): HostError {
+  const refused = [...(proxy?.refused ?? [])];
+  const details = { project: script.project, stderr_tail: tail(pip.stderr), ...(refused.length === 0 ? {} : { refused, admitted_origins: proxy?.origins ?? [] }) };
+  const because =
+    refused.length === 0
+      ? ''
+      : ` (the install's proxy refused ${refused.slice(0, 3).join(', ')}${refused.length > 3 ? ', …' : ''}: pip reaches only ${(proxy?.origins ?? []).join(', ')}; an index that serves its files from another host needs that host in etc/python-install.json indexFileOrigins)`;
+  return failure('pip_failed', `pip could not install ${script.project} from the package's wheels${because}: ${tail(pip.stderr)}`, details);
+}
+
+/** pip's options: offline unless the caller named an index, and then that index alone, through the proxy address of its confinement. */
 const pipOptions = (indexUrl: string | undefined): string[] =>
-  indexUrl === undefined ? [...settings.pipInstallOptions] : [...settings.pipInstallOptions.filter((option) => option !== '--no-index'), '--index-url', indexUrl];
+  indexUrl === undefined
+    ? [...settings.pipInstallOptions]
+    : [...settings.pipInstallOptions.filter((option) => option !== '--no-index'), '--index-url', indexUrl, '--proxy', `http://127.0.0.1:${settings.indexProxyPort}`];
+
+/**
+ * The origins (`host:port`) pip may reach for `indexUrl`: the index's own,
+ * and the ones its pages link files on (etc/python-install.json
+ * `indexFileOrigins`: PyPI's simple pages name files.pythonhosted.org). The
+ * pages go through https tunnels the proxy cannot read, so the set is
+ * decided from the index URL alone, before pip runs.
+ */
+export function indexOrigins(indexUrl: string): string[] {
+  const origin = originOf(new URL(indexUrl));
+  const files = (settings.indexFileOrigins as Record<string, readonly string[] | undefined>)[origin] ?? [];
+  return [origin, ...files];
+}
 
 /** The launcher: the interpreter without site (so no system or user packages), the environment's site-packages, the entry point. */
 function launcherSource(interpreter: string, sitePackages: readonly string[], script: ConsoleScript): string {
@@ -268,7 +307,13 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   const limits = options.limits ?? DEFAULT_PACKAGE_LIMITS;
   const pipCommand = confinedCommand(
     [python, '-I', '-m', 'pip', '--python', environmentPython, 'install', ...pipOptions(options.indexUrl), ...findLinks.flatMap((dir) => ['--find-links', dir]), script.project],
-    { writable: root, interpreter: python, network: options.indexUrl !== undefined, tmpBytes: limits.maxArchiveBytes, ...(identity === undefined ? {} : { identity }) },
+    {
+      writable: root,
+      interpreter: python,
+      tmpBytes: limits.maxArchiveBytes,
+      ...(options.indexUrl === undefined ? {} : { proxyPort: settings.indexProxyPort }),
+      ...(identity === undefined ? {} : { identity }),
+    },
   );
   if (pipCommand.isErr()) return err(pipCommand.error);
   try {
@@ -278,16 +323,19 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   }
   // A wheel is a zip: a small one can unpack to far more than the package the limits were checked on.
   const growth: GrowthBound = { root, limits };
-  const pip = await run(pipCommand.value.argv, options.searchPath, growth, pipCommand.value.seccomp);
-  if (pip.exceeded !== undefined) return err(limitCrossed(pip.exceeded));
-  if (pip.failed) {
-    return err(failure('pip_failed', `pip could not install ${script.project} from the package's wheels: ${tail(pip.stderr)}`, { project: script.project, stderr_tail: tail(pip.stderr) }));
+  const proxy = options.indexUrl === undefined ? undefined : originOnlyProxy(indexOrigins(options.indexUrl), `only the package index is reachable while pip installs`);
+  let pip: CommandOutcome;
+  try {
+    pip = await run(pipCommand.value.argv, options.searchPath, growth, pipCommand.value.seccomp, proxy);
+  } finally {
+    await proxy?.close();
   }
+  if (pip.exceeded !== undefined) return err(limitCrossed(pip.exceeded));
+  if (pip.failed) return err(pipFailed(script, pip, proxy));
   // The environment's interpreter reads the .pth files the wheels installed, which may hold code: it runs confined too.
   const pathsCommand = confinedCommand([environmentPython, '-I', '-c', "import json, sysconfig; print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"], {
     writable: root,
     interpreter: python,
-    network: false,
     tmpBytes: limits.maxArchiveBytes,
     ...(identity === undefined ? {} : { identity }),
   });

@@ -52,7 +52,7 @@ it.runIf(process.platform === 'linux')('mounts the prefix\'s bin and lib, not th
     'print(json.dumps(seen))',
   ].join('\n');
   // No identity: the command runs as the host's user, as on a host that is not root.
-  const command = confinedCommand([python, '-I', '-c', program], { writable: root, interpreter: python, network: false, tmpBytes: 1 << 20 })._unsafeUnwrap();
+  const command = confinedCommand([python, '-I', '-c', program], { writable: root, interpreter: python, tmpBytes: 1 << 20 })._unsafeUnwrap();
   const ran = await run(command.argv, command.seccomp);
   expect(ran.code, ran.output).toBe(0);
   expect(JSON.parse(ran.output.trim().split('\n').at(-1) ?? '{}')).toEqual({ secret: 'FileNotFoundError', library: 'library folder' });
