@@ -41,7 +41,7 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
       if (typeof error.details.found_on_path === 'string') return `put the directory of the real interpreter before ${error.details.found_on_path} on PATH`;
       return undefined;
     case 'PLUGIN_TIMEOUT':
-      return 'raise --timeout <ms>';
+      return timeoutHint(error);
     case 'HOST_INVALID_OPTIONS':
       // The host names its option (profile, appName); here the user typed a flag, and a path belongs in --profile-dir.
       if (error.details.option === 'profile') return 'give --profile one directory name (such as work), or a path with --profile-dir <dir>';
@@ -51,4 +51,20 @@ export function cliHint(error: HostError, pluginId: string | undefined): string 
     default:
       return undefined;
   }
+}
+
+/**
+ * A call that ran out of --timeout. The default (callTimeoutMs, 30 s) is also
+ * what many clients wait for their own service (the MongoDB driver's server
+ * selection retries a refused connect for 30 s), so such a server answers its
+ * own error just after the host gave up, often with nothing on stderr
+ * meanwhile: the hint says how long the call waited and what a longer wait
+ * shows, rather than only "raise --timeout".
+ */
+function timeoutHint(error: HostError): string {
+  const waited = error.details.timeout_ms;
+  if (error.details.phase !== 'tools/call' || typeof waited !== 'number') return 'raise --timeout <ms>';
+  const tail = error.details.stderr_tail;
+  const silent = typeof tail === 'string' && tail.trim() === '' ? ', and the plugin wrote nothing on stderr meanwhile' : '';
+  return `raise --timeout <ms>: the call waited ${waited} ms${silent}. A server that waits as long for a service of its own (a database driver's connect or server-selection timeout, often 30 s) answers with its own error just after: --timeout ${waited * 2} shows it`;
 }

@@ -5,6 +5,9 @@ import { confirm, readAll } from './prompt.js';
 import { continued } from './style.js';
 import { usageFailure } from './usage.js';
 
+// What `run` prints for a result whose content list is empty and that has no structuredContent.
+const NO_CONTENT = '(no content: the tool answered with an empty result)';
+
 /** The text a person wants from a tool result: MCP text blocks as they are, anything else as JSON. */
 function resultText(result: ToolResult): string {
   const value = result.value as { content?: unknown; structuredContent?: unknown } | null;
@@ -17,6 +20,9 @@ function resultText(result: ToolResult): string {
     return JSON.stringify(block);
   });
   if (parts.length === 0 && value?.structuredContent !== undefined) return JSON.stringify(value.structuredContent, null, 2);
+  // An empty content list printed an empty line, which reads as a hang or a lost answer (mcp-deepwiki@0.0.10 drops its fetch failure
+  // and answers `{"content":[]}`): say the tool answered with nothing. --json prints the result as it came.
+  if (parts.length === 0) return NO_CONTENT;
   return parts.join('\n');
 }
 
