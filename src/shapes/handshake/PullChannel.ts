@@ -15,10 +15,21 @@ export type ChannelEvent =
 type StreamEvent = Extract<ChannelEvent, { kind: 'line' | 'oversize' | 'end' }>;
 
 /**
+ * Lines (or oversize reports) held that nobody asked for yet. The plugin
+ * cannot write its execute response before it read the request, so one is
+ * the most an exchange ever has waiting, and a second is the extra output
+ * that fails it: a third adds nothing. Without a bound, a plugin that floods
+ * stdout while the host stops it (up to the teardown timeout, SIGTERM
+ * ignored) filled the host's memory (review R11 F5: 400 MB in 2 s).
+ */
+const MAX_UNASKED_LINES = 2;
+
+/**
  * Pull-style use of the shared {@link LineChannel} for a one-shot plugin: the
  * exchange asks for the next event with a deadline, and events that arrive
  * early wait in order, so an unexpected extra line is seen rather than lost.
  * Only the end of stdout ends it: the teardown checks the exit itself.
+ * Past {@link MAX_UNASKED_LINES} waiting, further lines are read and dropped.
  */
 export class PullChannel {
   private readonly queue: StreamEvent[] = [];
@@ -83,6 +94,7 @@ export class PullChannel {
   private push(event: StreamEvent): void {
     const waiter = this.waiter;
     if (waiter === undefined) {
+      if (event.kind !== 'end' && this.queue.length >= MAX_UNASKED_LINES) return;
       this.queue.push(event);
       return;
     }
