@@ -214,6 +214,7 @@ const ERROR_LINE = new RegExp(settings.stderrErrorLine);
 const LEADING_ERROR_LINE = new RegExp(settings.stderrLeadingErrorLine);
 const BARE_ERROR_LINE = new RegExp(settings.stderrBareErrorLine);
 const STACK_FRAME_LINE = new RegExp(settings.stderrStackFrameLine);
+const USAGE_LINE = new RegExp(settings.stderrUsageLine, 'i');
 
 /**
  * The error a stderr tail ends on, as one line: the last line that begins
@@ -256,6 +257,20 @@ function onlyLine(tail: string): string | undefined {
 }
 
 /**
+ * The line a server printed just before its usage, the reason it printed it:
+ * mcp-mongo-server@3.0.1 without a URL writes "Please provide a MongoDB
+ * connection URL via command-line argument or MCP_MONGODB_URI environment
+ * variable", then "Usage: command <mongodb-url> …" and an "or:" line, and
+ * exits 1. A tail of plain lines without a usage line stays unquoted: its
+ * first line may be a banner.
+ */
+function lineBeforeUsage(tail: string): string | undefined {
+  const lines = tail.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const usage = lines.findIndex((l) => USAGE_LINE.test(l));
+  return usage > 0 ? lines[usage - 1] : undefined;
+}
+
+/**
  * What a server that closed its stdout said on stderr, for the message: the
  * error it died of ({@link fatalErrorLine}: `Error: Cannot find module
  * '../build/Release/keytar.node'`, Python's `ModuleNotFoundError: …`), which
@@ -264,7 +279,7 @@ function onlyLine(tail: string): string | undefined {
  */
 function stderrSays(tail: string): string {
   if (tail.trim() === '') return '; it wrote nothing on stderr';
-  const line = fatalErrorLine(tail) ?? onlyLine(tail);
+  const line = fatalErrorLine(tail) ?? onlyLine(tail) ?? lineBeforeUsage(tail);
   if (line === undefined) return '; see details.stderr_tail';
   const max = settings.quotedStderrLineMaxChars;
   return `; its stderr says: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stderr_tail has the rest)`;

@@ -13,6 +13,8 @@
  *   `node:sqlite`) with no `engines` either: ERR_UNKNOWN_BUILTIN_MODULE.
  * - A SyntaxError of JSON.parse (a config file) is the server's own, not a
  *   newer Node's: no such hint.
+ * - mcp-mongo-server@3.0.1 without a URL prints its reason, then a usage
+ *   block, and exits 1: the message said only "see details.stderr_tail".
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { newerNodeSignIn } from '../../src/installer/newerNode.js';
@@ -39,7 +41,24 @@ const JSON_SERVER = `#!/usr/bin/env node
 JSON.parse('{ "port": 80, }');
 `;
 
+// mcp-mongo-server@3.0.1 with neither a URL argument nor MCP_MONGODB_URI.
+const USAGE_SERVER = `#!/usr/bin/env node
+console.error('Please provide a MongoDB connection URL via command-line argument or MCP_MONGODB_URI environment variable');
+console.error('Usage: command <mongodb-url> [--read-only|-r] [--transport stdio|http] [--port 3001]');
+console.error('   or: MCP_MONGODB_URI=<mongodb-url> [MCP_MONGODB_READONLY=true] command');
+process.exit(1);
+`;
+
 describe('published servers, seventh round: fixtures', { timeout: 180_000 }, () => {
+  it('quotes the line a server printed before its usage (mcp-mongo-server without a URL)', async () => {
+    const tarball = await packServer(await pool.profile(), { name: 'usage', source: USAGE_SERVER });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${tarball}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error.message).toBe(
+      'introspecting the server failed: the server closed its stdout before answering (exited with status 1); its stderr says: Please provide a MongoDB connection URL via command-line argument or MCP_MONGODB_URI environment variable (details.stderr_tail has the rest)',
+    );
+  });
+
   it('names the Node a server without engines ran on when it dies of a newer API it calls (dynatrace: markAsUncloneable)', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'uncloneable', source: UNCLONEABLE_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
