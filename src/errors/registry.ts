@@ -50,6 +50,7 @@ const row = (
 export const ERROR_CODES = {
   // Install and validation (GUM contract).
   PLUGIN_MANIFEST_NOT_FOUND: row('install', false, 'No manifest file was found in the plugin directory or archive.', 'Ship manifest.json (GUM v1), a TOML contract manifest, or mcp-plugin.json at the package root.'),
+  PLUGIN_MANIFEST_AMBIGUOUS: row('install', false, 'The package root holds more than one plugin manifest (manifest.json, plugin.toml, manifest.toml, mcp-plugin.json), so what a reviewer reads may not be what the host installs.', 'Ship one manifest at the package root (details.manifest_files names them); an MCP Bundle manifest.json beside one GUM manifest is allowed, and the bundle is installed.'),
   PLUGIN_MANIFEST_INVALID: row('install', false, 'The manifest does not satisfy its schema.', 'Fix every violation listed in details.violations; each names a JSON pointer.'),
   PLUGIN_MANIFEST_SCHEMA_UNSUPPORTED: row('install', false, 'manifest_schema_version is missing, unsupported, or nested inside [plugin].', 'Set manifest_schema_version = 1 at the top level of the manifest, never inside [plugin].'),
   PLUGIN_SHAPE_UNSUPPORTED: row('install', false, 'The plugin declares a shape this host does not run (Shape 2 gRPC is reserved).', 'Use shape "mcp-plugin"; gRPC subprocess plugins (Shape 2) are not accepted from third parties yet.'),

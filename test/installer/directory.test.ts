@@ -153,12 +153,27 @@ describe('manifest names', () => {
     expect([...PACKAGE_MANIFEST_NAMES]).toEqual([...MANIFEST_FILE_NAMES]);
   });
 
-  it('pick the first by precedence when a package has several', async () => {
+  it('refuse a package with several plugin manifests, naming them (review N6): the first used to win silently', async () => {
+    await writeFile(join(pkg, 'plugin.toml'), 'manifest_schema_version = 1\n');
+    const error = await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_MANIFEST_AMBIGUOUS', { manifest_files: ['manifest.json', 'plugin.toml'] });
+    expect(error.message).toContain('manifest.json and plugin.toml');
+    expect(error.hint).toMatch(/remove plugin\.toml or manifest\.json/);
     await writeFile(join(pkg, 'mcp-plugin.json'), '{}');
-    await writeFile(join(pkg, 'plugin.toml'), '');
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_MANIFEST_AMBIGUOUS', { manifest_files: ['manifest.json', 'plugin.toml', 'mcp-plugin.json'] });
+  });
+
+  it('install an MCP Bundle manifest.json beside one GUM manifest as the bundle, and refuse it beside two', async () => {
+    const bundle = { manifest_version: '0.3', name: 'b', version: '1.0.0', description: 'd', author: { name: 'a' }, server: { type: 'binary', entry_point: 'bin/hello' } };
+    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(bundle));
+    await writeFile(join(pkg, 'plugin.toml'), 'manifest_schema_version = 1\n');
     const staged = expectStaged(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }));
     expect(staged.manifestFile).toBe('manifest.json');
     await staged.discard();
+    await writeFile(join(pkg, 'manifest.toml'), 'manifest_schema_version = 1\n');
+    await expectRefused(await openPackageSource(pkg, { stagingRoot: ws.stagingRoot }), ws.stagingRoot, 'PLUGIN_MANIFEST_AMBIGUOUS', {
+      manifest_files: ['plugin.toml', 'manifest.toml'],
+      bundle_manifest: 'manifest.json',
+    });
   });
 });
 
