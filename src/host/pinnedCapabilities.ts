@@ -8,8 +8,8 @@
  * plugin more (network, env names, a wider write dir) stops its start with
  * PLUGIN_CAPABILITIES_MISMATCH instead of widening it.
  */
-import { readFile } from 'node:fs/promises';
-import { basename } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { err, ok, ResultAsync, type Result } from 'neverthrow';
 import { BUNDLE_MANIFEST_FILE, isBundleDocument } from '../bundle/bundleManifest.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
@@ -17,7 +17,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities } from '../installer/grant.js';
 import { isRecord } from '../manifest/access.js';
-import { findManifest, formFromFileName, formFromJsonDocument } from '../manifest/ManifestValidator.js';
+import { formFromFileName, formFromJsonDocument, MANIFEST_FILE_NAMES } from '../manifest/ManifestValidator.js';
 import type { DeclaredCapabilities, NormalizedManifest } from '../manifest/model.js';
 import { normalizeManifest } from '../manifest/normalize.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseManifestText } from '../manifest/parse.js';
@@ -28,12 +28,53 @@ const GENERATED_RISK_PREFIX = NEEDS_REVIEW.slice(0, NEEDS_REVIEW.indexOf('('));
 
 type CapabilityBase = Pick<NormalizedManifest, 'plugin_id' | 'capabilities' | 'capabilities_source'>;
 
+/** A manifest file as it was found: its path and stat identity (device, inode, size, modification and change times). */
+interface FoundManifest {
+  readonly path: string;
+  readonly identity: string;
+}
+
+/**
+ * The manifest `findManifest` would pick in `root` (the first of its names
+ * that is a regular file), with the identity of the file found. Searched
+ * here rather than through findManifest, so that the stat that finds the
+ * file is also the one that dates it: a start costs one stat per name tried.
+ */
+async function foundManifest(root: string): Promise<Result<FoundManifest, HostError>> {
+  for (const name of MANIFEST_FILE_NAMES) {
+    const path = join(root, name);
+    const info = await stat(path, { bigint: true }).catch(() => undefined);
+    if (info?.isFile() === true) return ok({ path, identity: `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}` });
+  }
+  return err(hostError('PLUGIN_MANIFEST_NOT_FOUND', `${root} holds none of ${MANIFEST_FILE_NAMES.join(', ')}`));
+}
+
+/**
+ * The base each plugin's last start read, by plugin id, with the manifest
+ * file it came from. A start runs this check beside its launch, and the
+ * spawn's gate waits for it: reading and parsing the manifest again took
+ * six turns of an event loop the launch keeps busy, so the check ended
+ * after the fork and held the plugin back. An unchanged file (same path and
+ * identity; any write moves its change time) holds the same declaration;
+ * the tree check of the same gate re-checks its bytes against the pin.
+ */
+const readBases = new Map<string, { readonly found: FoundManifest; readonly base: CapabilityBase }>();
+
 /** The declaration the install started from: the manifest's own, or the host default for a source that declares none. */
 async function pinnedBase(plugin: InstalledPlugin): Promise<Result<CapabilityBase, HostError>> {
-  const root = plugin.lock.binding.install_root;
-  const found = await findManifest(root);
+  const found = await foundManifest(plugin.lock.binding.install_root);
   if (found.isErr()) return err(found.error);
-  const path = found.value;
+  const read = readBases.get(plugin.plugin_id);
+  if (read !== undefined && read.found.path === found.value.path && read.found.identity === found.value.identity) return ok(read.base);
+  // Dated by the stat before the read: a write between the two moves the identity, and the next start reads again.
+  const base = await readBase(plugin, found.value.path);
+  if (base.isOk()) readBases.set(plugin.plugin_id, { found: found.value, base: base.value });
+  else readBases.delete(plugin.plugin_id);
+  return base;
+}
+
+/** Reads and normalizes the manifest at `path` (see {@link pinnedBase}). */
+async function readBase(plugin: InstalledPlugin, path: string): Promise<Result<CapabilityBase, HostError>> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);

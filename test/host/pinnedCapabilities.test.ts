@@ -3,7 +3,7 @@
  * recorded grant), never with more that plugin-catalog.json was edited to
  * hold: real installs, real catalog files, real sandboxed starts.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { packGreeterServer } from '../npm/npmPack.js';
@@ -59,6 +59,35 @@ describe('capabilities at start', () => {
     });
     const edited = await pool.open(dir, { profileKind: 'standard' });
     expect((await edited.call('plug.greeter-npm.greet', { name: 'widened' }, { maxRisk: 'write' }))._unsafeUnwrapErr().code).toBe('PLUGIN_CAPABILITIES_MISMATCH');
+  });
+
+  it('reads a manifest again once it was rewritten in place, even with its size and modification time kept', { timeout: SLOW }, async () => {
+    const dir = await pool.profile();
+    const installer = await pool.open(dir);
+    (await installer.install(await packaged('probe'), { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const first = await pool.open(dir);
+    const manifest = join((await first.info('host-probe'))._unsafeUnwrap().executable.install_root, 'manifest.json');
+    // A whole second, which utimes sets to the nanosecond (a Date from stat would drop what lies below the millisecond).
+    const second = 1_700_000_000;
+    await utimes(manifest, second, second);
+    // A start reads the pinned manifest; the next starts in this process reuse what it read while the file is unchanged.
+    expect((await first.call('plug.host-probe.echo', { message: 'as installed' })).isOk()).toBe(true);
+    await first.close();
+    const before = await stat(manifest, { bigint: true });
+    const text = await readFile(manifest, 'utf8');
+    const widened = text.replace('"network": false', '"network": true ');
+    expect(widened).not.toBe(text);
+    await writeFile(manifest, widened);
+    await utimes(manifest, second, second);
+    const after = await stat(manifest, { bigint: true });
+    // Same inode, size and modification time: only the change time tells the rewrite.
+    expect([after.ino, after.size, after.mtimeNs]).toEqual([before.ino, before.size, before.mtimeNs]);
+    const host = await pool.open(dir);
+    // The manifest now declares the network, the catalog does not: the capabilities check refuses before the tree check would.
+    const refused = (await host.call('plug.host-probe.echo', { message: 'rewritten' }))._unsafeUnwrapErr();
+    expect(refused.code).toBe('PLUGIN_CAPABILITIES_MISMATCH');
+    expect(refused.details).toMatchObject({ plugin_id: 'host-probe', recorded: { network: false }, pinned: { network: true } });
   });
 
   it('refuses an env name added to the catalog entry', { timeout: SLOW }, async () => {
