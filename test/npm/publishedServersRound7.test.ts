@@ -15,6 +15,12 @@
  *   newer Node's: no such hint.
  * - mcp-mongo-server@3.0.1 without a URL prints its reason, then a usage
  *   block, and exits 1: the message said only "see details.stderr_tail".
+ * - hevy-mcp@6.1.13 declares an outputSchema and answers a failed request
+ *   with `isError` and structuredContent `{ error: {...} }`, which the schema
+ *   rejects: the host refused the answer as PLUGIN_MALFORMED_RESPONSE ("Send
+ *   exactly one of result and error"), hiding the tool's own words. A tool
+ *   error is exempt from the output schema, as the MCP SDK's server exempts
+ *   it; a successful result that breaks its schema is still refused.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { newerNodeSignIn } from '../../src/installer/newerNode.js';
@@ -49,7 +55,43 @@ console.error('   or: MCP_MONGODB_URI=<mongodb-url> [MCP_MONGODB_READONLY=true] 
 process.exit(1);
 `;
 
+// hevy-mcp@6.1.13's shape: an output schema for success, a structured error envelope for failure.
+const ERROR_ENVELOPE_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const outputSchema = { type: 'object', properties: { workouts: { type: 'array' }, page: { type: 'number' } }, required: ['workouts', 'page'] };
+const tools = [
+  { name: 'get-workouts', description: 'Workouts', inputSchema: { type: 'object', properties: { fail: { type: 'boolean' } } }, outputSchema, annotations: { readOnlyHint: true } },
+];
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hevy-like', version: '1.0.0' } } });
+  if (method === 'tools/list') return send({ id, result: { tools } });
+  if (params.arguments?.fail === true) {
+    return send({ id, result: { isError: true, content: [{ type: 'text', text: '[get-workouts] Error: Unable to complete the request after 4 attempts' }], structuredContent: { error: { code: 'HEVY_RETRY_EXHAUSTED' } } } });
+  }
+  // A success that breaks the schema: no page.
+  send({ id, result: { content: [{ type: 'text', text: '[]' }], structuredContent: { workouts: [] } } });
+});
+`;
+
 describe('published servers, seventh round: fixtures', { timeout: 180_000 }, () => {
+  it("passes a tool error's structured envelope on, though the tool's output schema rejects it (hevy-mcp), and still refuses such a success", async () => {
+    const profileDir = await pool.profile();
+    const tarball = await packServer(profileDir, { name: 'hevy-like', source: ERROR_ENVELOPE_SERVER });
+    const installer = await pool.open(profileDir, { profileKind: 'standard' });
+    expect((await installer.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
+    await installer.close();
+    const host = await pool.open(profileDir, { profileKind: 'standard' });
+    const failed = (await host.call('plug.hevy-like.get-workouts', { fail: true }, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    expect(failed.code).toBe('PLUGIN_TOOL_ERROR');
+    expect(failed.message).toContain('Unable to complete the request after 4 attempts');
+    const broken = (await host.call('plug.hevy-like.get-workouts', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    expect(broken.code).toBe('PLUGIN_MALFORMED_RESPONSE');
+    expect(broken.message).toContain("does not match the tool's output schema");
+  });
+
   it('quotes the line a server printed before its usage (mcp-mongo-server without a URL)', async () => {
     const tarball = await packServer(await pool.profile(), { name: 'usage', source: USAGE_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });

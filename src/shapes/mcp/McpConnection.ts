@@ -459,8 +459,12 @@ export class McpConnection {
   private outputSchemaViolation(name: string, result: CallToolResult): McpError | undefined {
     const validator = this.outputValidators.get(name);
     if (validator === undefined) return undefined;
+    // A tool error is exempt, structuredContent or not, as the SDK's server exempts it (and its client since typescript-sdk#1943):
+    // hevy-mcp@6.1.13 answers a failed request with isError and structuredContent { error: {...} }, which its success schema
+    // rejects, and refusing that as a malformed answer hid the tool's own words ("Unable to complete the request after 4 attempts").
+    if (result.isError === true) return undefined;
     if (result.structuredContent === undefined) {
-      return result.isError === true ? undefined : new McpError(ErrorCode.InvalidRequest, `Tool ${name} has an output schema but did not return structured content`);
+      return new McpError(ErrorCode.InvalidRequest, `Tool ${name} has an output schema but did not return structured content`);
     }
     try {
       const checked = validator(result.structuredContent);
