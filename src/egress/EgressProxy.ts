@@ -1,4 +1,4 @@
-import { lookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
@@ -12,10 +12,10 @@ import { checkDestination, listsAddress, type DestinationRefusal, type EgressPol
  */
 export interface EgressResolver {
   /**
-   * The addresses of `hostname`, in the order to try them. Default: the system
-   * resolver (`dns.lookup`, all addresses) asked for the absolute name
-   * (`hostname.`), so no `search` domain is appended and the hosts file is not
-   * read.
+   * The addresses of `hostname`, in the order to try them. Default: DNS
+   * queries (c-ares, the servers of /etc/resolv.conf) for exactly `hostname`,
+   * no `search` domain appended, the hosts file not read; A and AAAA, IPv4
+   * first.
    */
   resolve(hostname: string): Promise<readonly string[]>;
   /**
@@ -79,12 +79,27 @@ interface Attachment {
 
 type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
 
-const systemResolver: EgressResolver = {
-  // The checked name as an absolute name (a trailing dot): getaddrinfo tries a name that does not resolve again with
-  // each `search` domain of resolv.conf appended (before it, under `ndots`), and the proxy would dial the address of
-  // `<name>.<search domain>`, a name the list never allowed. The hosts file has no absolute names: it is not read.
-  resolve: async (hostname) => (await lookup(`${hostname}.`, { all: true, verbatim: true })).map((a) => a.address),
-};
+/**
+ * The proxy's own look-ups: c-ares queries to the servers of /etc/resolv.conf,
+ * A and AAAA at once, IPv4 first. Not `dns.lookup`: getaddrinfo runs on the
+ * two thread-pool threads Node gives look-ups, so a plugin whose list names
+ * its own zone could hold them with names its server never answers and stall
+ * every other plugin's requests (and every look-up of the host) behind them;
+ * and it tried a name that does not resolve again with each `search` domain
+ * appended, dialling a name the list never allowed. A query is sent for
+ * exactly the checked name; the hosts file is not read.
+ */
+function systemResolver(): EgressResolver {
+  const resolver = new Resolver({ timeout: proxySettings.resolveTimeoutMs, tries: proxySettings.resolveTries });
+  return {
+    resolve: async (hostname) => {
+      const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+      const addresses = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
+      if (addresses.length === 0) throw v4.status === 'rejected' ? v4.reason : new Error(`no address for ${hostname}`);
+      return addresses;
+    },
+  };
+}
 
 /** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
 const HOP_HEADERS = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -159,7 +174,7 @@ export class EgressProxy {
   private readonly headerDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
 
   constructor(options: EgressProxyOptions = {}) {
-    this.resolver = options.resolver ?? systemResolver;
+    this.resolver = options.resolver ?? systemResolver();
     this.limits = {
       maxConnectionsPerPlugin: proxySettings.maxConnectionsPerPlugin,
       maxConnections: proxySettings.maxConnections,
