@@ -100,6 +100,11 @@ const REJECTED_REQUEST_CODES: ReadonlySet<number> = new Set([ErrorCode.ParseErro
 const SILENT_INTERNAL_ERROR_HINT =
   "The plugin had written nothing on stderr when it answered: its message (details.jsonrpc_message) is all it said of the cause. When that names a file it cannot find (a browser, a native addon, a platform binary), see the risk that 'info <plugin>' shows: the packages of an npm server whose install scripts, which fetch or build such files, never ran.";
 
+// A successful result whose structuredContent breaks the outputSchema the tool listed (or that has none): the plugin's own
+// contradiction, refused as the SDK client refuses it. A tool error is exempt (McpConnection), so this is never a failure report.
+const OUTPUT_SCHEMA_HINT =
+  "The tool listed an outputSchema, and this successful result's structuredContent does not match it (or is missing): the plugin contradicts itself, which its author must fix (the schema or the result). Its stderr (details.stderr_tail) may show what went wrong underneath; 'tools <plugin>' shows the schema it lists.";
+
 function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
   // The SDK reports a tool result that breaks the tool's own outputSchema as -32602/-32600;
   // that is the plugin's malformed answer, not our params.
@@ -114,8 +119,13 @@ function jsonRpcFailure(error: McpError, ctx: McpFailureContext): HostError {
         : (byJsonRpcCode.get(error.code) ?? 'PLUGIN_INTERNAL_ERROR');
   const details = baseDetails(ctx);
   const silent = code === 'PLUGIN_INTERNAL_ERROR' && String(details['stderr_tail']).trim() === '';
-  return hostError(code, `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`, {
-    ...(silent ? { hint: SILENT_INTERNAL_ERROR_HINT } : {}),
+  // The check is the host's own (McpConnection, as the SDK client's): no JSON-RPC error was answered, and the registry's hint
+  // for a malformed answer ("Send exactly one of result and error") is about another fault.
+  const message = schemaBroken
+    ? `plugin answered ${where(ctx)} with a result its tool's outputSchema rejects: ${error.message.replace(/^MCP error -?\d+: /, '')}`
+    : `plugin answered ${where(ctx)} with JSON-RPC error ${error.code}: ${error.message}`;
+  return hostError(code, message, {
+    ...(silent ? { hint: SILENT_INTERNAL_ERROR_HINT } : schemaBroken ? { hint: OUTPUT_SCHEMA_HINT } : {}),
     details: {
       ...details,
       jsonrpc_code: error.code,

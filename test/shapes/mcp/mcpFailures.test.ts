@@ -60,8 +60,11 @@ describe('mapMcpFailure', () => {
   });
 
   it('maps the SDK output-schema check to PLUGIN_MALFORMED_RESPONSE, not invalid params', async () => {
-    const error = await mapMcpFailure(new McpError(ErrorCode.InvalidParams, "Structured content does not match the tool's output schema"), context());
+    const error = await mapMcpFailure(new McpError(ErrorCode.InvalidParams, "Structured content does not match the tool's output schema: data must have required property 'page'"), context());
     expect(error.code).toBe('PLUGIN_MALFORMED_RESPONSE');
+    // The host's own check, not a JSON-RPC error the plugin sent, and not the hint for a reply with both result and error.
+    expect(error.message).toBe(`plugin answered tools/call of "t" with a result its tool's outputSchema rejects: Structured content does not match the tool's output schema: data must have required property 'page'`);
+    expect(error.hint).toMatch(/^The tool listed an outputSchema, and this successful result's structuredContent does not match it/);
   });
 
   it('maps a per-request timeout and an SDK-detected total cap to PLUGIN_TIMEOUT with the limit that fired', async () => {
