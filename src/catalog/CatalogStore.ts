@@ -29,6 +29,7 @@ import {
 } from './catalogTypes.js';
 import { publishGeneration, readGeneration, readLiveSource, repairGeneration, type GenerationFiles, type ParseCache, type ReadOutcome } from './generationFiles.js';
 import { ProfileLock } from './ProfileLock.js';
+import { profileAncestorsTrusted } from '../profile/profileAncestors.js';
 
 /** Options of {@link CatalogStore.open}. */
 export interface CatalogStoreOptions {
@@ -137,9 +138,10 @@ function validateOptions(options: CatalogStoreOptions): Result<void, HostError> 
 /**
  * Refuses a profile directory another user could change: one owned by a user
  * other than this process's (or root), or one its group or others can write
- * (sticky or not). Such a user could rename the catalog files, the staging
- * area or an install root away and put their own in their place, and the
- * host would publish, run or delete what they planted. Not checked where the
+ * (sticky or not), or one below a folder such a user could change
+ * (profileAncestors.ts). Such a user could rename the catalog files, the
+ * staging area or an install root away and put their own in their place,
+ * and the host would publish, run or delete what they planted. Not checked where the
  * platform has no POSIX owners (Windows).
  */
 async function profileDirectoryTrusted(dir: string): Promise<Result<void, HostError>> {
@@ -168,7 +170,8 @@ async function profileDirectoryTrusted(dir: string): Promise<Result<void, HostEr
       }),
     );
   }
-  return ok(undefined);
+  // The folders above it too (review R9 N3): one another user can write or owns lets them swap the whole profile.
+  return profileAncestorsTrusted(dir, uid);
 }
 
 /** A profile's catalog store. */

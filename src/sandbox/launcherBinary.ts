@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { elfMachine, HOST_MACHINE } from '../process/diagnoseExecutable.js';
+import { replaceableFolder } from '../binding/replaceableFolders.js';
 
 /** The launcher's file name, next to the built modules in `dist/` (see scripts/build-launcher.mjs). */
 export const LAUNCHER_FILE = 'mcp-plugin-launcher';
@@ -34,39 +34,25 @@ function elfMachineOfFile(path: string): number | undefined {
   }
 }
 
-/** Every directory from `path`'s parent up to `/`. */
-function ancestors(path: string): string[] {
-  const dirs: string[] = [];
-  for (let dir = dirname(path); ; dir = dirname(dir)) {
-    dirs.push(dir);
-    if (dir === dirname(dir)) return dirs;
-  }
-}
-
 /**
  * Why whoever else may rename entries in a directory above the launcher could
- * put a program of theirs at its path after the probe proved it: a directory
- * owned by neither root nor the host's user, or writable by its group or
- * others without the sticky bit (which lets only a file's owner rename over
- * it). Both the path as named and its real path are checked.
+ * put a program of theirs at its path after the probe proved it
+ * (binding/replaceableFolders.ts: a directory owned by neither root nor the
+ * host's user, or writable by its group or others without the sticky bit).
  */
 function replaceableBy(path: string, uid: number | undefined): string | undefined {
-  const named = resolve(path);
-  let dirs: Set<string>;
-  try {
-    dirs = new Set([...ancestors(named), ...ancestors(realpathSync(named))]);
-  } catch (e) {
-    return `${path} cannot be resolved: ${String(e)}`;
+  const found = replaceableFolder(path, uid);
+  if (found === undefined) return undefined;
+  switch (found.reason) {
+    case 'unresolved':
+      return `${path} cannot be resolved: ${String(found.cause)}`;
+    case 'missing':
+      return `${path} can be replaced: ${found.folder} is gone`;
+    case 'foreign_owner':
+      return `${path} can be replaced: ${found.folder} is owned by uid ${found.ownerUid}, neither root nor the host's user`;
+    case 'writable_by_others':
+      return `${path} can be replaced: ${found.folder} is writable by its group or others (mode ${found.mode})`;
   }
-  for (const dir of dirs) {
-    const stat = statSync(dir, { throwIfNoEntry: false });
-    if (stat === undefined) return `${path} can be replaced: ${dir} is gone`;
-    if (stat.uid !== 0 && stat.uid !== uid) return `${path} can be replaced: ${dir} is owned by uid ${stat.uid}, neither root nor the host's user`;
-    if ((stat.mode & 0o022) !== 0 && (stat.mode & 0o1000) === 0) {
-      return `${path} can be replaced: ${dir} is writable by its group or others (mode ${(stat.mode & 0o7777).toString(8)})`;
-    }
-  }
-  return undefined;
 }
 
 /**

@@ -1,0 +1,54 @@
+/**
+ * Who else could put another file or folder at a path: a user who can
+ * rename entries in a folder above it. The rule ssh's StrictModes applies to
+ * the path of `authorized_keys`, used for the Landlock launcher the host runs
+ * (sandbox/launcherBinary.ts) and for the profile directory
+ * (profile/profileAncestors.ts).
+ */
+import { realpathSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+/** A folder above a path that another user could change, and why. */
+export type ReplaceableFolder =
+  /** The path (or a link on the way) cannot be resolved. */
+  | { readonly reason: 'unresolved'; readonly folder: string; readonly cause: unknown }
+  /** A folder on the way is gone (it was removed while being checked). */
+  | { readonly reason: 'missing'; readonly folder: string }
+  /** Owned by a user other than root and `uid`, who can rename anything in it. */
+  | { readonly reason: 'foreign_owner'; readonly folder: string; readonly ownerUid: number; readonly mode: string }
+  /** Writable by its group or others without the sticky bit, which would let only an entry's owner rename it. */
+  | { readonly reason: 'writable_by_others'; readonly folder: string; readonly mode: string };
+
+/** Every folder from `path`'s parent up to `/`, innermost first. */
+export function foldersAbove(path: string): string[] {
+  const folders: string[] = [];
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    folders.push(dir);
+    if (dir === dirname(dir)) return folders;
+  }
+}
+
+/**
+ * The first folder above `path` that a user other than root and `uid`
+ * could change, or `undefined` when there is none. A folder owned by root or
+ * `uid` and writable by others only with the sticky bit (`/tmp`) is safe.
+ * Both the folders of the path as named and those of its real path are
+ * checked: a link on the way is read from the folder holding it.
+ */
+export function replaceableFolder(path: string, uid: number | undefined): ReplaceableFolder | undefined {
+  const named = resolve(path);
+  let folders: Set<string>;
+  try {
+    folders = new Set([...foldersAbove(named), ...foldersAbove(realpathSync(named))]);
+  } catch (cause) {
+    return { reason: 'unresolved', folder: named, cause };
+  }
+  for (const folder of folders) {
+    const info = statSync(folder, { throwIfNoEntry: false });
+    if (info === undefined) return { reason: 'missing', folder };
+    const mode = (info.mode & 0o7777).toString(8);
+    if (info.uid !== 0 && info.uid !== uid) return { reason: 'foreign_owner', folder, ownerUid: info.uid, mode };
+    if ((info.mode & 0o022) !== 0 && (info.mode & 0o1000) === 0) return { reason: 'writable_by_others', folder, mode };
+  }
+  return undefined;
+}
