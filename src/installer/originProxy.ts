@@ -17,7 +17,10 @@
  * its loopback proxy address leads to is one the host accepts on).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import type { LookupAddress } from 'node:dns';
+import { lookup as resolve } from 'node:dns/promises';
+import { connect, type AddressInfo, type LookupFunction, type Server, type Socket } from 'node:net';
+import bounds from '../../etc/install-proxy.json' with { type: 'json' };
 
 /** A proxy that admits a fixed set of origins. */
 export interface OriginOnlyProxy {
@@ -52,6 +55,35 @@ function connectTarget(target: string): { host: string; port: number; origin: st
 }
 
 /**
+ * A `lookup` for the proxy's dials that resolves each host name once and
+ * answers every later dial with that first address. The system resolver,
+ * asked anew for each connection, let a name whose DNS the index's (or the
+ * registry's) owner answers lead first to their server and then to
+ * 127.0.0.1 or 169.254.169.254 (DNS rebinding): the admitted origin then
+ * reached the host's loopback services and the cloud metadata service
+ * (review R12 F4).
+ */
+function pinningLookup(): LookupFunction {
+  const pinned = new Map<string, Promise<LookupAddress>>();
+  return (hostname, options, callback) => {
+    let answer = pinned.get(hostname);
+    if (answer === undefined) {
+      answer = resolve(hostname);
+      pinned.set(hostname, answer);
+      // A failed resolution is not kept: the next dial asks again.
+      answer.catch(() => pinned.delete(hostname));
+    }
+    answer.then(
+      (address) => (options.all === true ? callback(null, [address]) : callback(null, address.address, address.family)),
+      (cause: NodeJS.ErrnoException) => callback(cause, ''),
+    );
+  };
+}
+
+/** A refused URL as recorded: cut to `maxRefusedUrlChars` (Node's parser has already refused control characters in it). */
+const recordable = (url: string): string => (url.length > bounds.maxRefusedUrlChars ? `${url.slice(0, bounds.maxRefusedUrlChars)}…` : url);
+
+/**
  * A proxy that forwards plain requests (absolute-form `http:` URLs) and
  * tunnels (`CONNECT host:port`) to `origins` only; anything else gets 403
  * with `refusal` as its body and is recorded. It listens nowhere until
@@ -60,8 +92,16 @@ function connectTarget(target: string): { host: string; port: number; origin: st
 export function originOnlyProxy(origins: readonly string[], refusal: string): OriginOnlyProxy {
   const admitted = new Set(origins.map((origin) => origin.toLowerCase()));
   const refused: string[] = [];
+  // Code the install runs can send refused requests as fast as it connects: only the first ones are kept (review R12 F2).
+  const refuse = (url: string): void => {
+    if (refused.length < bounds.maxRefusedRecorded) refused.push(recordable(url));
+  };
+  const lookup = pinningLookup();
   const sockets = new Set<Socket>();
   const served = new Set<Server>();
+  // A connection that has not sent a request head in time is ended; a listener served by hand gets none of Node's own header timeouts.
+  const headDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
+  const headArrived = (socket: Socket): void => clearTimeout(headDeadlines.get(socket));
   const server: HttpServer = createServer((req: IncomingMessage, res: ServerResponse) => {
     let target: URL | undefined;
     try {
@@ -69,15 +109,18 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
     } catch {
       target = undefined;
     }
+    headArrived(req.socket);
     if (target === undefined || target.protocol !== 'http:' || !admitted.has(originOf(target))) {
-      refused.push(target?.href ?? String(req.url));
+      refuse(target?.href ?? String(req.url));
       res.writeHead(403, { 'content-type': 'text/plain', connection: 'close' }).end(`mcp-plugin-host: ${refusal}\n`);
       return;
     }
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
-    const upstream = httpRequest({ host: target.hostname, port: target.port || 80, method: req.method, path: `${target.pathname}${target.search}`, headers }, (answer) => {
+    // The origin's own name: a client's Host header chose another virtual host of the admitted address (review R12 F1).
+    headers.host = target.host;
+    const upstream = httpRequest({ host: target.hostname, port: target.port || 80, method: req.method, path: `${target.pathname}${target.search}`, headers, lookup }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
@@ -86,13 +129,14 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
   });
   server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
     const target = connectTarget(req.url ?? '');
+    headArrived(client);
     client.on('error', () => client.destroy());
     if (target === undefined || !admitted.has(target.origin)) {
-      refused.push(`https://${req.url ?? ''}`);
+      refuse(`https://${req.url ?? ''}`);
       client.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
       return;
     }
-    const upstream = connect({ host: target.host, port: target.port }, () => {
+    const upstream = connect({ host: target.host, port: target.port, lookup }, () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
@@ -105,8 +149,19 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    // Silent both ways for idleTimeoutMs (a tunnel carrying a download is not): ended, as a slow request head is.
+    socket.setTimeout(bounds.idleTimeoutMs, () => socket.destroy());
+    headDeadlines.set(
+      socket,
+      setTimeout(() => socket.destroy(), bounds.headersTimeoutMs),
+    );
+    socket.on('close', () => {
+      headArrived(socket);
+      sockets.delete(socket);
+    });
   });
+  // Each connection holds a socket of the host (and a tunnel one more): what the install runs cannot open them without end (review R12 F3).
+  server.maxConnections = bounds.maxConnections;
   return {
     refused,
     origins: [...admitted],
@@ -117,6 +172,7 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
       }),
     serve: (listener: Server) => {
       served.add(listener);
+      listener.maxConnections = bounds.maxConnections;
       // An accept that fails costs the client one connection, never the host its life.
       listener.on('error', () => undefined);
       listener.on('connection', (socket: Socket) => server.emit('connection', socket));
