@@ -32,7 +32,14 @@ interface SchemaFailure {
 /** Checks calls against the schemas their variants reference. */
 export class CallSchemas {
   readonly #layout: ProfileLayout;
-  readonly #compiled = new Map<string, CompiledSchema>();
+  /**
+   * Each digest's compiled schema, or the error that refused it for good: a
+   * schema over the bounds, or one Ajv does not compile, is refused at every
+   * later call without reading, hashing, measuring or compiling it again (a
+   * refused schema cost all of that at each call). A file that cannot be
+   * read or does not match its digest is not remembered: it may be repaired.
+   */
+  readonly #compiled = new Map<string, CompiledSchema | HostError>();
   // An instance of its own: plugin schemas may reuse one another's $id, which the manifest validator's shared instance refuses.
   readonly #ajv: Ajv2020;
 
@@ -97,14 +104,20 @@ export class CallSchemas {
     // Validation refused such a schema at install; checked again because the compile below holds the host's shared
     // thread, and a lock or schema store edited since install never passed validation.
     const tooBig = schemaLimitProblem(schema);
-    if (tooBig !== undefined) return storeError(ref, `at ${path} ${tooBig}`);
+    if (tooBig !== undefined) return this.#refuse(digest, storeError(ref, `at ${path} ${tooBig}`));
     try {
       const compiled = this.#ajv.compile<unknown>(schema as object);
       this.#compiled.set(digest, compiled);
       return compiled;
     } catch (cause) {
-      return storeError(ref, 'does not compile', cause);
+      return this.#refuse(digest, storeError(ref, 'does not compile', cause));
     }
+  }
+
+  /** Remembers the verdict on a schema's content (its digest matched): it does not change while the host runs. */
+  #refuse(digest: string, error: HostError): HostError {
+    this.#compiled.set(digest, error);
+    return error;
   }
 }
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { isRecord, own, ownString, toolEntries, type JsonRecord } from './access.js';
 import type { ManifestForm, ResolvedSchema } from './model.js';
-import { schemaLimitProblem } from './schemaLimits.js';
+import { MAX_MANIFEST_SCHEMA_TOTAL_BYTES, measureSchema } from './schemaLimits.js';
 import { gumAjv } from './schemas.js';
 import { pointerOf, violation, type Violation } from './violations.js';
 
@@ -126,8 +126,8 @@ export async function checkSchemaRefs(
 ): Promise<SchemaRefOutcome> {
   const violations = checkSchemaRefGrammar(doc, form);
   const bad = new Set(violations.map((v) => v.pointer));
-  const bundles = new Map<string, Promise<{ schemas: ResolvedSchema[] } | { problem: string }>>();
-  const load = (ref: string): Promise<{ schemas: ResolvedSchema[] } | { problem: string }> => {
+  const bundles = new Map<string, Promise<ResolvedBundle | { problem: string }>>();
+  const load = (ref: string): Promise<ResolvedBundle | { problem: string }> => {
     let pending = bundles.get(ref);
     if (pending === undefined) {
       pending = resolveBundle(ref, options.readBundle);
@@ -136,12 +136,32 @@ export async function checkSchemaRefs(
     return pending;
   };
   const schemas = new Map<string, ResolvedSchema>();
+  const counted = new Set<string>();
+  let totalBytes = 0;
+  let overTotal = false;
   for (const { pointer, ref } of schemaRefsOf(doc, form)) {
     if (bad.has(pointer)) continue;
     const outcome = await load(ref);
     if ('problem' in outcome) {
       violations.push(violation('schema_refs', 'PLUGIN_SCHEMA_REF_INVALID', pointer, outcome.problem));
       continue;
+    }
+    // Each schema is within maxSchemaBytes, but a package may list many tools and the host compiles every one of them
+    // on its shared thread, so the distinct bundles of one manifest are bounded together too.
+    if (!counted.has(ref)) {
+      counted.add(ref);
+      totalBytes += outcome.bytes;
+      if (totalBytes > MAX_MANIFEST_SCHEMA_TOTAL_BYTES && !overTotal) {
+        overTotal = true;
+        violations.push(
+          violation(
+            'schema_refs',
+            'PLUGIN_SCHEMA_REF_INVALID',
+            pointer,
+            `schemas/${ref}.json brings the manifest's request and response schemas to ${totalBytes} bytes, over the ${MAX_MANIFEST_SCHEMA_TOTAL_BYTES} the host compiles for one manifest`,
+          ),
+        );
+      }
     }
     for (const resolved of outcome.schemas) {
       const known = options.knownDigests?.get(resolved.ref);
@@ -161,10 +181,13 @@ export async function checkSchemaRefs(
   return { violations, schemas: [...schemas.values()] };
 }
 
-async function resolveBundle(
-  ref: string,
-  read: SchemaBundleReader,
-): Promise<{ schemas: ResolvedSchema[] } | { problem: string }> {
+/** A bundle's two schemas and their JSON text's bytes together. */
+interface ResolvedBundle {
+  readonly schemas: ResolvedSchema[];
+  readonly bytes: number;
+}
+
+async function resolveBundle(ref: string, read: SchemaBundleReader): Promise<ResolvedBundle | { problem: string }> {
   const file = `schemas/${ref}.json`;
   let bundle: unknown;
   try {
@@ -177,14 +200,16 @@ async function resolveBundle(
   if (problem !== undefined) return { problem: `${file} ${problem}` };
   const defs = own(bundle, '$defs');
   const schemas: ResolvedSchema[] = [];
+  let bytes = 0;
   for (const part of DERIVED_REF_SUFFIXES) {
     const schema = own(defs, part) as JsonRecord;
     // The host compiles this schema on its shared thread at the tool's first call; refuse what would stall it now.
-    const tooBig = schemaLimitProblem(schema);
-    if (tooBig !== undefined) return { problem: `${file}#/$defs/${part} ${tooBig}` };
+    const measured = measureSchema(schema);
+    if (!measured.ok) return { problem: `${file}#/$defs/${part} ${measured.problem}` };
     const digest = jcsDigest(schema);
     if (digest === undefined) return { problem: `${file} $defs.${part} has no canonical JSON form` };
     schemas.push({ ref: `${ref}.${part}`, digest, schema });
+    bytes += measured.bytes;
   }
-  return { schemas };
+  return { schemas, bytes };
 }

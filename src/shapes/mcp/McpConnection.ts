@@ -19,6 +19,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
+import { MAX_SCHEMA_BYTES, measureSchema } from '../../manifest/schemaLimits.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
@@ -34,8 +35,7 @@ import { toolsMismatch } from './toolsMismatch.js';
 const MAX_TOOL_PAGES = pluginAnswerLimits.maxListPages;
 /** The bytes one tools/list may take across its pages: the host lists by itself at every list_changed, holding each page until the last. */
 const MAX_TOOL_LIST_BYTES = pluginAnswerLimits.maxListBytes;
-/** The largest output schema compiled, and what one process's compiles may take together (etc/plugin-answers.json). */
-const MAX_OUTPUT_SCHEMA_BYTES = pluginAnswerLimits.maxOutputSchemaBytes;
+/** What one process's compiles of new output schemas may take together (etc/plugin-answers.json; each schema's own bounds are schemaLimits.ts'). */
 const MAX_COMPILED_SCHEMA_BYTES = pluginAnswerLimits.maxCompiledSchemaBytes;
 const EXIT_GRACE_MS = 1000;
 
@@ -187,6 +187,15 @@ export class McpConnection {
   private readonly transport: PluginProcessTransport;
   /** Bytes of the output schemas this process had compiled (those not compiled before), against maxCompiledSchemaBytes. */
   private compiledSchemaBytes = 0;
+  /**
+   * The validators of the schemas this process was charged for, by schema
+   * text, for the life of the process: listed again they are neither
+   * compiled nor charged again, whatever the shared cache let go meanwhile
+   * (it holds maxSchemaCacheEntries of all processes' schemas, so a host with
+   * more counted a plugin's old schemas as new after each turn of it). The
+   * texts together stay within maxCompiledSchemaBytes.
+   */
+  private readonly chargedSchemas = new Map<string, JsonSchemaValidator<unknown>>();
   private descriptors: readonly ToolDescriptor[] = [];
   private toolNames: ReadonlySet<string> = new Set();
   private currentMismatch: HostError | undefined;
@@ -546,18 +555,10 @@ export class McpConnection {
     const taskOnly = new Set<string>();
     let uncompilable: HostError | undefined;
     for (const tool of tools) {
-      const overBudget = tool.outputSchema === undefined ? undefined : this.schemaOverBudget(tool.name, tool.outputSchema as JsonSchemaType);
-      if (overBudget !== undefined) uncompilable ??= overBudget;
-      else if (tool.outputSchema !== undefined) {
-        try {
-          validators.set(tool.name, outputSchemaValidators.getValidator(tool.outputSchema as JsonSchemaType));
-        } catch (error) {
-          // Ajv throws on a schema it cannot compile; thrown from here it escaped every caller as a rejection.
-          const reason = error instanceof Error ? error.message : String(error);
-          uncompilable ??= hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool.name}" with an output schema that does not compile: ${reason}`, {
-            details: { phase: 'tools/list', tool: tool.name, reason },
-          });
-        }
+      if (tool.outputSchema !== undefined) {
+        const validator = this.outputValidator(tool.name, tool.outputSchema as JsonSchemaType);
+        if ('code' in validator) uncompilable ??= validator;
+        else validators.set(tool.name, validator);
       }
       if (tool.execution?.taskSupport === 'required') taskOnly.add(tool.name);
     }
@@ -568,28 +569,51 @@ export class McpConnection {
   }
 
   /**
-   * Why a listed output schema is not compiled: larger than
-   * maxOutputSchemaBytes, or new while this process's compiles already took
-   * maxCompiledSchemaBytes. Ajv compiles on the host's thread, which every
-   * plugin and the gateway share (a 900 KB schema held it 15 s), and a plugin
-   * may list new schemas at every list_changed; a schema compiled before (the
-   * same text) costs nothing.
+   * The validator of a listed output schema, or why it is not compiled: over
+   * a bound of schemaLimits.ts (bytes, depth, patterns), or new while this
+   * process's compiles already took maxCompiledSchemaBytes, or Ajv refused
+   * it. Ajv compiles on the host's thread, which every plugin and the
+   * gateway share (a 900 KB schema held it 15 s), and a plugin may list new
+   * schemas at every list_changed; a schema this process was charged for, or
+   * one the shared cache holds, costs nothing.
    */
-  private schemaOverBudget(tool: string, schema: JsonSchemaType): HostError | undefined {
-    const bytes = Buffer.byteLength(JSON.stringify(schema));
-    if (bytes > MAX_OUTPUT_SCHEMA_BYTES) {
-      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema of ${bytes} bytes, over the ${MAX_OUTPUT_SCHEMA_BYTES} the host compiles`, {
-        details: { phase: 'tools/list', tool, schema_bytes: bytes, max_output_schema_bytes: MAX_OUTPUT_SCHEMA_BYTES },
+  private outputValidator(tool: string, schema: JsonSchemaType): JsonSchemaValidator<unknown> | HostError {
+    const measured = measureSchema(schema);
+    if (!measured.ok) {
+      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema that ${measured.problem}`, {
+        details: {
+          phase: 'tools/list',
+          tool,
+          schema_bound: measured.bound,
+          ...(measured.bytes === undefined ? {} : { schema_bytes: measured.bytes }),
+          max_schema_bytes: MAX_SCHEMA_BYTES,
+        },
       });
     }
-    if (outputSchemaValidators.has(schema)) return undefined;
-    if (this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) {
+    const { text, bytes } = measured;
+    const charged = this.chargedSchemas.get(text);
+    if (charged !== undefined) return charged;
+    const shared = outputSchemaValidators.hasText(text);
+    if (!shared && this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) {
       return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with a new output schema after its process had ${this.compiledSchemaBytes} bytes of schemas compiled (at most ${MAX_COMPILED_SCHEMA_BYTES})`, {
         details: { phase: 'tools/list', tool, schema_bytes: bytes, compiled_schema_bytes: this.compiledSchemaBytes, max_compiled_schema_bytes: MAX_COMPILED_SCHEMA_BYTES },
       });
     }
-    this.compiledSchemaBytes += bytes;
-    return undefined;
+    // Charged before the compile: a schema Ajv refuses took its time too.
+    if (!shared) this.compiledSchemaBytes += bytes;
+    let validator: JsonSchemaValidator<unknown>;
+    try {
+      validator = outputSchemaValidators.validatorFor(schema, text);
+    } catch (error) {
+      // Ajv throws on a schema it cannot compile; thrown from here it escaped every caller as a rejection.
+      const reason = error instanceof Error ? error.message : String(error);
+      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema that does not compile: ${reason}`, {
+        details: { phase: 'tools/list', tool, reason },
+      });
+    }
+    // A shared hit is not charged nor kept here: the cache may let it go, and compiling it again then is charged once.
+    if (!shared) this.chargedSchemas.set(text, validator);
+    return validator;
   }
 
   private async refreshTools(): Promise<void> {
