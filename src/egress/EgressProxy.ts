@@ -2,7 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
-import { canonicalAddress, isOwnInterfaceAddress, refusedKind, type RefusedAddressKind } from './addresses.js';
+import { canonicalAddress, isOwnInterfaceAddress, ownInterfaceAddresses, refusedKind, type RefusedAddressKind } from './addresses.js';
 import { checkDestination, listsAddress, type DestinationRefusal, type EgressPolicy } from './destinations.js';
 
 /**
@@ -263,9 +263,12 @@ export class EgressProxy {
       return { refusal: 'resolution_failed' };
     }
     let refused: Dialled | undefined;
-    for (const address of addresses) {
+    const own = ownInterfaceAddresses();
+    // The answer is the name's owner's to choose (a 64 KiB DNS answer holds 4,000 addresses), and every address tried
+    // is checked on the thread every plugin and the gateway share: only the first few are tried.
+    for (const address of addresses.slice(0, proxySettings.maxAddressesPerName)) {
       // The host's own interface addresses first: a service bound to one of them (or to all) is the host's, in any range.
-      const kind = isIP(address) === 0 ? 'reserved' : isOwnInterfaceAddress(address) ? 'self' : refusedKind(address);
+      const kind = isIP(address) === 0 ? 'reserved' : isOwnInterfaceAddress(address, own) ? 'self' : refusedKind(address);
       if (kind !== undefined && !listsAddress(policy, address, port)) {
         refused ??= { refusal: 'refused_address', address, kind };
         continue;

@@ -64,16 +64,28 @@ export function canonicalAddress(address: string): string | undefined {
 }
 
 /**
- * Whether `address` is one the host itself holds on a non-loopback
- * interface (eth0's, a bridge's, a VPN's), read when asked, so an address
- * added after the host started counts. Services that listen on all
- * interfaces, or only on such an address, are the host's own, whatever
- * range the address lies in (a public address on a cloud VM, TEST-NET here).
+ * The addresses the host itself holds on its non-loopback interfaces (eth0's,
+ * a bridge's, a VPN's), canonical, read when asked, so an address added after
+ * the host started counts. Services that listen on all interfaces, or only on
+ * such an address, are the host's own, whatever range the address lies in (a
+ * public address on a cloud VM, TEST-NET here). Read once per look-up's
+ * answer, not per address: an answer may hold thousands.
  */
-export function isOwnInterfaceAddress(address: string): boolean {
+export function ownInterfaceAddresses(): ReadonlySet<string> {
+  const own = new Set<string>();
+  for (const entries of Object.values(networkInterfaces())) {
+    for (const entry of entries ?? []) {
+      const canonical = entry.internal ? undefined : canonicalAddress(entry.address.replace(/%.*$/, ''));
+      if (canonical !== undefined) own.add(canonical);
+    }
+  }
+  return own;
+}
+
+/** Whether `address` is one of `own` ({@link ownInterfaceAddresses}; read now when not given). */
+export function isOwnInterfaceAddress(address: string, own: ReadonlySet<string> = ownInterfaceAddresses()): boolean {
   const wanted = canonicalAddress(address.replace(/%.*$/, ''));
-  if (wanted === undefined) return false;
-  return Object.values(networkInterfaces()).some((entries) => (entries ?? []).some((entry) => !entry.internal && canonicalAddress(entry.address.replace(/%.*$/, '')) === wanted));
+  return wanted !== undefined && own.has(wanted);
 }
 
 /**
