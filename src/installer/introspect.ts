@@ -121,7 +121,7 @@ const INTROSPECTION_ID = 'npm-introspection';
 
 // A server that connects at start (a proxy such as mcp-remote, a database client) says so only in its own words on stderr.
 const OFFLINE_START_HINT =
-  'Its stderr reads like a network failure: the introspection start has no network unless the install grants it, so a server that connects while it starts (a remote proxy, a database or cache client) cannot list its tools there; install it with a grant of the network it needs (CLI --grant-network, or --grant-egress host:port), which the start then gets too, or with a manifest that lists its tools (the manifest install option, CLI --manifest <file>). ';
+  'Its stderr reads like a network failure: the introspection start has no network unless the install grants it, so a server that connects while it starts (a remote proxy, a database or cache client) or listens on a port (an HTTP server beside its stdio one, as @googlemaps/code-assist-mcp listens on 0.0.0.0:3000, which only --grant-network allows) cannot list its tools there; install it with a grant of the network it needs (CLI --grant-network, or --grant-egress host:port), which the start then gets too, or with a manifest that lists its tools (the manifest install option, CLI --manifest <file>). ';
 
 // With the network granted, a failure that reads like a network one is the service's (down, unlisted, refused by the proxy), not a missing grant.
 const NETWORKED_START_HINT =
