@@ -55,6 +55,9 @@ export type NpmSpec =
   | { readonly kind: 'registry'; readonly spec: string; readonly name: string }
   | { readonly kind: 'tarball'; readonly path: string };
 
+// npm's pointer to its debug log, which lives in the staging directory's npm cache (etc/npm-install.json npmDebugLogLine).
+const DEAD_LOG_LINE = new RegExp(settings.npmDebugLogLine);
+
 /** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
 export type NpmFailureReason =
   | 'invalid_spec'
@@ -175,7 +178,9 @@ function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.P
         );
       }
       if (error === null) return done(ok(undefined));
-      const printed = redactor.redact(tail(stderr));
+      // npm's "A complete log of this run can be found in: <staging>/…/_logs/…" names a file removed with the staging
+      // directory before anyone reads it, and as the last line it pushed npm's reason out of the message's three lines.
+      const printed = redactor.redact(tail(stderr.split('\n').filter((line) => !DEAD_LOG_LINE.test(line)).join('\n')));
       done(
         err(
           npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${printed.trim().split('\n').slice(-3).join(' ')}`, {

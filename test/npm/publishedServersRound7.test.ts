@@ -15,6 +15,10 @@
  *   newer Node's: no such hint.
  * - mcp-mongo-server@3.0.1 without a URL prints its reason, then a usage
  *   block, and exits 1: the message said only "see details.stderr_tail".
+ * - @doist/todoist-ai@9.0.0 depends on a version the registry lacks: npm's
+ *   last line, "A complete log of this run can be found in: <staging>/…",
+ *   named a file removed with the staging directory and pushed npm's reason
+ *   out of the message.
  * - hevy-mcp@6.1.13 declares an outputSchema and answers a failed request
  *   with `isError` and structuredContent `{ error: {...} }`, which the schema
  *   rejects: the host refused the answer as PLUGIN_MALFORMED_RESPONSE ("Send
@@ -22,8 +26,12 @@
  *   error is exempt from the output schema, as the MCP SDK's server exempts
  *   it; a successful result that breaks its schema is still refused.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { newerNodeSignIn } from '../../src/installer/newerNode.js';
+import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import { HostPool } from '../support/hostHarness.js';
 import { packServer } from './npmPack.js';
 
@@ -77,6 +85,21 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 `;
 
 describe('published servers, seventh round: fixtures', { timeout: 180_000 }, () => {
+  it("keeps npm's reason in the message and drops its pointer to a debug log that is gone (a dependency version the registry lacks)", async () => {
+    const work = await pool.profile();
+    const pkg = join(work, 'shim');
+    await mkdir(join(pkg, 'bin'), { recursive: true });
+    await writeFile(join(pkg, 'bin', 'server.mjs'), '#!/usr/bin/env node\n', { mode: 0o755 });
+    await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'shim', version: '1.0.0', type: 'module', bin: 'bin/server.mjs', dependencies: { 'left-pad': '999.0.0' } }));
+    execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', work], { cwd: pkg, stdio: 'ignore' });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${join(work, 'shim-1.0.0.tgz')}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'npm_failed' } });
+    expect(error.message).toContain('No matching version found for left-pad@999.0.0');
+    expect(error.message).not.toContain('A complete log of this run');
+    expect(String(error.details.stderr_tail)).not.toContain('A complete log of this run');
+  });
+
   it("passes a tool error's structured envelope on, though the tool's output schema rejects it (hevy-mcp), and still refuses such a success", async () => {
     const profileDir = await pool.profile();
     const tarball = await packServer(profileDir, { name: 'hevy-like', source: ERROR_ENVELOPE_SERVER });
