@@ -599,12 +599,13 @@ export class McpConnection {
         details: { phase: 'tools/list', tool, schema_bytes: bytes, compiled_schema_bytes: this.compiledSchemaBytes, max_compiled_schema_bytes: MAX_COMPILED_SCHEMA_BYTES },
       });
     }
-    // Charged before the compile: a schema Ajv refuses took its time too.
-    if (!shared) this.compiledSchemaBytes += bytes;
+    const attempts = outputSchemaValidators.compileAttempts;
     let validator: JsonSchemaValidator<unknown>;
     try {
       validator = outputSchemaValidators.validatorFor(schema, text);
     } catch (error) {
+      // A schema Ajv refused took its time too; one remembered as refused was not compiled again and costs nothing.
+      if (outputSchemaValidators.compileAttempts !== attempts) this.compiledSchemaBytes += bytes;
       // Ajv throws on a schema it cannot compile; thrown from here it escaped every caller as a rejection.
       const reason = error instanceof Error ? error.message : String(error);
       return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema that does not compile: ${reason}`, {
@@ -612,7 +613,10 @@ export class McpConnection {
       });
     }
     // A shared hit is not charged nor kept here: the cache may let it go, and compiling it again then is charged once.
-    if (!shared) this.chargedSchemas.set(text, validator);
+    if (!shared) {
+      this.compiledSchemaBytes += bytes;
+      this.chargedSchemas.set(text, validator);
+    }
     return validator;
   }
 
