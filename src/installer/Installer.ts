@@ -671,6 +671,11 @@ function removedSigner(owners: NamespaceOwners, id: string): string | undefined 
 }
 
 /** `PLUGIN_SIGNATURE_INVALID` (`missing`) for an `npm:` source on a host that requires signatures: it cannot carry one. */
+/** The refusal of a package from an archive or a registry that ships no LICENSE file, on a host that requires one. */
+function licenseMissing(id: string, source: PackageSourceKind): HostError {
+  return hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } });
+}
+
 function unsignedNpmSource(source: string): HostError {
   return hostError('PLUGIN_SIGNATURE_INVALID', `signatures are required and '${source}' is an npm: source, which carries no signature`, {
     details: { reason: 'missing', source: 'npm' },
@@ -1140,6 +1145,7 @@ export class Installer {
   /**
    * The refusals of the install that need nothing its start would list,
    * judged before the start (so that nothing of the package runs first):
+   * no LICENSE file where the host requires one (PLUGIN_LICENSE_MISSING),
    * another recorded namespace owner (PLUGIN_NAMESPACE_CONFLICT, or a
    * reserved prefix), a package not signed by the key that signed the plugin
    * (PLUGIN_SIGNATURE_INVALID `signer_changed`), a lower version than the one
@@ -1153,6 +1159,9 @@ export class Installer {
    */
   async #refusalBeforeStart(snapshot: CatalogSnapshot, start: NetworkedStart, source: StartSource, options: InstallOptions): Promise<HostError | undefined> {
     const id = start.plugin_id;
+    // Whether the LICENSE file the host requires is there needs no tool list: the server of a package without one ran, with the install's network, before the trust gate refused it (review R12 F5).
+    const root = source.staged?.root ?? start.root;
+    if (this.#o.requireLicense === true && source.kind !== 'directory' && root !== undefined && !(await hasLicenseFile(root).catch(() => false))) return licenseMissing(id, source.kind);
     const claim: NamespaceClaim = { plugin_id: id, ...(source.owner === undefined ? {} : { namespace_owner: source.owner }), firstParty: options.firstParty ?? false, devAllowNamespaceConflict: options.devAllowNamespaceConflict ?? false };
     const namespace = this.#o.namespaceLock.check(claim, snapshot.contents.namespace_owners);
     // A missing owner is the validator's own violation, reported with the manifest's others.
@@ -1363,9 +1372,7 @@ export class Installer {
   async #trust(staged: StagedPackage, manifest: NormalizedManifest, options: InstallOptions, snapshot: CatalogSnapshot): Promise<Result<TrustedBaseline, HostError>> {
     const id = manifest.plugin_id;
     const source = staged.source.kind;
-    if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) {
-      return err(hostError('PLUGIN_LICENSE_MISSING', `plugin '${id}' from a ${source} package has no LICENSE file at its root`, { details: { plugin_id: id, source } }));
-    }
+    if (this.#o.requireLicense === true && source !== 'directory' && !(await hasLicenseFile(staged.root).catch(() => false))) return err(licenseMissing(id, source));
     // Calling install accepts what a person can read off the package, not a change from what they accepted before:
     // tools made easier to call, or powers the plugin did not have, need someone to say yes to them.
     const baseline = trustBaselineOf(snapshot, id);
