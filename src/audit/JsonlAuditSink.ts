@@ -10,9 +10,11 @@
  * `'none'` the kernel decides, and only `flush()` and `close()` sync. A full
  * queue drops records and writes a `gap` record saying how many once it can.
  */
-import { constants } from 'node:fs';
+import { constants, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
+import { replaceableFolder } from '../binding/replaceableFolders.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { AUDIT_DEFAULTS, auditLine } from './auditLines.js';
@@ -56,6 +58,37 @@ function checkFile(handle: FileHandle, path: string): ResultAsync<FileHandle, Ho
   });
 }
 
+/**
+ * Why another user could take the audit file from the host, if one could: a
+ * user who owns the folder it is in or one above it, or may write there
+ * without the sticky bit, can unlink or rename the live file (every record
+ * from then on lost in an inode nobody reads) or put a link on the way to the
+ * next open (O_NOFOLLOW covers only the file's own name). The rule ssh's
+ * StrictModes applies, as for the profile directory.
+ */
+function folderProblem(path: string): string | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const folder = dirname(resolve(path));
+  const own = statSync(folder, { throwIfNoEntry: false });
+  // A folder that is not there fails the open itself, with its own error.
+  if (own === undefined) return undefined;
+  const mode = (own.mode & 0o7777).toString(8);
+  const found =
+    own.uid !== 0 && own.uid !== uid
+      ? { folder, why: `owned by uid ${own.uid}` }
+      : (own.mode & 0o022) !== 0 && (own.mode & 0o1000) === 0
+        ? { folder, why: `writable by others without the sticky bit (mode ${mode})` }
+        : undefined;
+  const above = found === undefined ? replaceableFolder(folder, uid) : undefined;
+  const problem =
+    found ??
+    (above === undefined || above.reason === 'missing' || above.reason === 'unresolved'
+      ? undefined
+      : { folder: above.folder, why: above.reason === 'foreign_owner' ? `owned by uid ${above.ownerUid}` : `writable by others without the sticky bit (mode ${above.mode})` });
+  return problem === undefined ? undefined : `is in or below the folder ${problem.folder}, ${problem.why}: another user could remove or replace it; move it, or chown/chmod go-w that folder`;
+}
+
 /** An append-only JSONL audit file. */
 export class JsonlAuditSink implements AuditSink {
   readonly #handle: FileHandle;
@@ -81,7 +114,8 @@ export class JsonlAuditSink implements AuditSink {
    * Opens (creating it 0600 when missing) the audit file at `path` for
    * appending. An existing file must be a regular file of this user, with no
    * access for others and no other hard link (AUDIT_FILE_UNSAFE); a symbolic
-   * link is refused.
+   * link is refused, and so is a file in or below a folder another user owns
+   * or may write without the sticky bit (nothing is created there).
    */
   static open(path: string, options: JsonlAuditSinkOptions = {}): ResultAsync<JsonlAuditSink, HostError> {
     const maxLineBytes = options.maxLineBytes ?? AUDIT_DEFAULTS.maxLineBytes;
@@ -93,6 +127,8 @@ export class JsonlAuditSink implements AuditSink {
       return errAsync(hostError('HOST_INVALID_OPTIONS', 'option maxQueuedRecords must be a positive whole number', { details: { option: 'maxQueuedRecords' } }));
     }
     const fsync = options.fsync ?? (AUDIT_DEFAULTS.fsync as AuditFsyncPolicy);
+    const folder = folderProblem(path);
+    if (folder !== undefined) return errAsync(unsafe(path, folder));
     return ResultAsync.fromPromise(open(path, OPEN_FLAGS, AUDIT_DEFAULTS.fileMode), (cause) =>
       (cause as NodeJS.ErrnoException).code === 'ELOOP'
         ? unsafe(path, 'is a symbolic link')

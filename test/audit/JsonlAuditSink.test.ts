@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
-import { chmod, link, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, link, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
@@ -78,6 +78,35 @@ describe('JsonlAuditSink', () => {
     const hard = await JsonlAuditSink.open(join(dir, 'hard.jsonl'));
     expect(hard.isErr() && hard.error.code).toBe('AUDIT_FILE_UNSAFE');
     expect(await readFile(target, 'utf8')).toBe('kept\n');
+  });
+
+  it('refuses a path in or below a folder another user owns or may write without the sticky bit, creating nothing (review R11 F8)', async () => {
+    const dir = await scratch();
+    const shared = join(dir, 'shared');
+    await mkdir(shared);
+    await chmod(shared, 0o777);
+    const inShared = await JsonlAuditSink.open(join(shared, 'audit.jsonl'));
+    expect(inShared.isErr() && inShared.error.code).toBe('AUDIT_FILE_UNSAFE');
+    expect(inShared.isErr() && inShared.error.details.reason).toMatch(/writable by others without the sticky bit \(mode 777\)/);
+    // Deeper: a folder of this user's below the shared one can be renamed away by anyone.
+    await mkdir(join(shared, 'mine'), { mode: 0o700 });
+    const below = await JsonlAuditSink.open(join(shared, 'mine', 'audit.jsonl'));
+    expect(below.isErr() && below.error.code).toBe('AUDIT_FILE_UNSAFE');
+    expect(await readdir(join(shared, 'mine'))).toEqual([]);
+    expect(await readdir(shared)).toEqual(['mine']);
+    // The sticky bit (as /tmp has it) is enough.
+    await chmod(shared, 0o1777);
+    const sticky = await opened(join(shared, 'audit.jsonl'));
+    await sticky.close();
+    if (process.getuid?.() === 0) {
+      // A folder another account owns (it may chmod it at will), even one only it may write.
+      const theirs = join(dir, 'theirs');
+      await mkdir(theirs, { mode: 0o755 });
+      await chown(theirs, 65534, 65534);
+      const foreign = await JsonlAuditSink.open(join(theirs, 'audit.jsonl'));
+      expect(foreign.isErr() && foreign.error.details.reason).toMatch(/owned by uid 65534/);
+      expect(await readdir(theirs)).toEqual([]);
+    }
   });
 
   it('refuses a FIFO planted at the audit path (AUDIT_FILE_UNSAFE) instead of waiting forever for a reader', async () => {
