@@ -90,27 +90,19 @@ export function clientAnswers(server: Server, extra: GatewayRequestExtra, caller
  */
 export function forwardedRequests(server: Server, extra: GatewayRequestExtra, caller: string, asks: ClientAsks): ClientRequestHandlers {
   const capabilities = server.getClientCapabilities() ?? {};
-  return {
-    caller,
-    ...(capabilities.sampling === undefined
-      ? {}
-      : {
-          sampling: (params, context) =>
-            asks.ask('sampling/createMessage', params, () => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context))),
-        }),
-    ...(capabilities.elicitation === undefined
-      ? {}
-      : {
-          elicitation: (params, context) =>
-            asks.ask('elicitation/create', params, () => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context))),
-        }),
-    ...(capabilities.roots === undefined
-      ? {}
-      : {
-          roots: (params, context) =>
-            asks.ask('roots/list', params, () =>
-              extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)),
-            ),
-        }),
-  };
+  // One object, handlers added in place: spreads made an object per capability on every call.
+  const handlers: { -readonly [K in keyof ClientRequestHandlers]: ClientRequestHandlers[K] } = { caller };
+  if (capabilities.sampling !== undefined) {
+    handlers.sampling = (params, context) =>
+      asks.ask('sampling/createMessage', params, () => extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, forwardOptions(context)));
+  }
+  if (capabilities.elicitation !== undefined) {
+    handlers.elicitation = (params, context) =>
+      asks.ask('elicitation/create', params, () => extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema, forwardOptions(context)));
+  }
+  if (capabilities.roots !== undefined) {
+    handlers.roots = (params, context) =>
+      asks.ask('roots/list', params, () => extra.sendRequest({ method: 'roots/list', ...(params === undefined ? {} : { params }) }, ListRootsResultSchema, forwardOptions(context)));
+  }
+  return handlers;
 }

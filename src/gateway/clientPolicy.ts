@@ -24,6 +24,8 @@ function matches(entries: readonly string[], opId: string, pluginId: string | un
 
 /** Whether `policy` lets its client see and call `opId`. */
 export function offeredTo(policy: GatewayClientPolicy, opId: string): boolean {
+  // Asked on every call a client makes: without lists there is nothing to match the op id's plugin against.
+  if (policy.deny === undefined && policy.allow === undefined) return true;
   const pluginId = pluginIdOf(opId);
   if (policy.deny !== undefined && matches(policy.deny, opId, pluginId)) return false;
   return policy.allow === undefined || matches(policy.allow, opId, pluginId);

@@ -73,7 +73,6 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
   }
   const { identity } = client;
   const { progressToken } = params;
-  const served = { opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId };
   const pluginId = pluginIdOf(opId);
   const { confirm, clientRequests } = clientAnswers(client.server, extra, client.caller, client.asks);
   // Built as one object, keys added in place: host.call checks each of them, and spreads would allocate one object per key group.
@@ -85,7 +84,12 @@ export async function callForClient(client: ToolCallClient, params: ToolCallPara
         .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: p.progress, ...(p.total === undefined ? {} : { total: p.total }), ...(p.message === undefined ? {} : { message: p.message }) } })
         .catch(() => undefined);
   }
-  const outcome = await client.telemetry.served(served, () => client.host.call(opId, params.arguments ?? {}, options));
+  const args = params.arguments ?? {};
+  const { telemetry } = client;
+  // Without a tracer or meter the span's facts and the closure around the call would be garbage at once.
+  const outcome = await (telemetry.observesNothing()
+    ? client.host.call(opId, args, options)
+    : telemetry.served({ opId, clientName: identity.name, transport: identity.transport, sessionId: extra.sessionId }, () => client.host.call(opId, args, options)));
   return toolResult(outcome);
 }
 
@@ -120,14 +124,15 @@ export function plainToolCallParams(params: unknown): ToolCallParams | undefined
  */
 export async function answerToolCall(client: ToolCallClient, id: RequestId, params: ToolCallParams, signal: AbortSignal, caller: CallerIdentity, sessionId?: string): Promise<JSONRPCMessage> {
   const { server } = client;
-  const extra: GatewayRequestExtra = {
+  const extra: Mutable<GatewayRequestExtra> = {
     signal,
     requestId: id,
-    ...(sessionId === undefined ? {} : { sessionId }),
     sendNotification: (notification) => (signal.aborted ? Promise.resolve() : server.notification(notification, { relatedRequestId: id })),
     sendRequest: (request, resultSchema, options) =>
       signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : server.request(request, resultSchema, { ...options, relatedRequestId: id }),
   };
+  // Added in place: a spread of a conditional object made two objects more per call.
+  if (sessionId !== undefined) extra.sessionId = sessionId;
   try {
     return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra, caller) };
   } catch (error) {

@@ -47,7 +47,7 @@ export interface PostedMessages {
   /** Whether the body was a JSON array, answered with an array. */
   readonly batch: boolean;
   /** The client's budget, which the POST's answers are held against too (see {@link HttpSessionTransport.send}). */
-  readonly budget?: BodyBudget;
+  readonly budget?: BodyBudget | undefined;
 }
 
 /** The structural rules of JSON-RPC 2.0 as MCP uses them; the SDK `Server` checks each method's params itself. */
@@ -204,7 +204,8 @@ export async function readPostedMessages(req: IncomingMessage, res: ServerRespon
     writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message');
     return undefined;
   }
-  return { messages, batch, ...(budget === undefined ? {} : { budget }) };
+  // Set even when undefined: a spread of a conditional object made two objects more per POST.
+  return { messages, batch, budget };
 }
 
 /** One POST whose requests are being answered. */

@@ -822,10 +822,15 @@ export class PluginHost {
     const plugin = operation?.plugin;
     const caller = typeof options.caller?.id === 'string' ? options.caller : undefined;
     const started = audit === undefined ? 0 : clock.now();
-    const outcome = telemetry.call(
-      { opId, toolName: operation?.variant.tool_name, pluginId: plugin?.plugin_id, pluginVersion: plugin?.lock.version, shape: plugin?.descriptor?.shape, callerId: caller?.id },
-      () => (unread === undefined ? this.#call(opId, operation, args, options) : errAsync(unread)),
-    );
+    // Without a tracer or meter the span's facts and the closure around the call would be garbage at once.
+    const outcome = telemetry.observesNothing()
+      ? unread === undefined
+        ? this.#call(opId, operation, args, options)
+        : errAsync<CallResult, HostError>(unread)
+      : telemetry.call(
+          { opId, toolName: operation?.variant.tool_name, pluginId: plugin?.plugin_id, pluginVersion: plugin?.lock.version, shape: plugin?.descriptor?.shape, callerId: caller?.id },
+          () => (unread === undefined ? this.#call(opId, operation, args, options) : errAsync(unread)),
+        );
     if (audit === undefined) return outcome;
     return new ResultAsync(
       (async () => {

@@ -23,6 +23,15 @@ import { fairShareKey } from './hostConfig.js';
 /** Which of a variant's two schemas. */
 type SchemaSide = 'request' | 'response';
 
+/** A variant's schema reference and digest for each side, where it has one. */
+type SchemaRefs = Readonly<Record<SchemaSide, readonly [ref: string, digest: string] | undefined>>;
+
+/** The variant of `plugin` for `tool`: a loop, not `find`, which would make a closure per call. */
+function variantOf(plugin: InstalledPlugin, tool: string): CatalogVariant | undefined {
+  for (const variant of plugin.variants) if (variant.tool_name === tool) return variant;
+  return undefined;
+}
+
 /** The first schema error, as a JSON pointer into the checked value and a sentence. */
 interface SchemaFailure {
   readonly pointer: string;
@@ -40,6 +49,8 @@ export class CallSchemas {
    * read or does not match its digest is not remembered: it may be repaired.
    */
   readonly #compiled = new Map<string, CompiledSchema | HostError>();
+  /** Per catalog variant (snapshots are read-only and replaced whole on a change, so a variant object never changes). */
+  readonly #refs = new WeakMap<CatalogVariant, SchemaRefs>();
   // An instance of its own: plugin schemas may reuse one another's $id, which the manifest validator's shared instance refuses.
   readonly #ajv: Ajv2020;
 
@@ -84,11 +95,26 @@ export class CallSchemas {
     });
   }
 
+  /**
+   * The schema references of `variant` by side, found once per variant of a
+   * snapshot: every call asks for both sides, and the search made an entry
+   * array per reference and a suffix string per ask.
+   */
+  #refsOf(variant: CatalogVariant): SchemaRefs {
+    let refs = this.#refs.get(variant);
+    if (refs === undefined) {
+      const entries = Object.entries(variant.schema_hashes);
+      refs = { request: entries.find(([ref]) => ref.endsWith('.request')), response: entries.find(([ref]) => ref.endsWith('.response')) };
+      this.#refs.set(variant, refs);
+    }
+    return refs;
+  }
+
   /** The compiled schema of one side, `undefined` when the variant has none, or the error that kept it from loading. */
   #schemaOf(plugin: InstalledPlugin, tool: string, side: SchemaSide): CompiledSchema | HostError | undefined {
-    const variant: CatalogVariant | undefined = plugin.variants.find((v) => v.tool_name === tool);
+    const variant = variantOf(plugin, tool);
     if (variant === undefined) return undefined;
-    const entry = Object.entries(variant.schema_hashes).find(([ref]) => ref.endsWith(`.${side}`));
+    const entry = this.#refsOf(variant)[side];
     if (entry === undefined) return undefined;
     const [ref, digest] = entry;
     const cached = this.#compiled.get(digest);

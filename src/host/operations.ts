@@ -15,9 +15,23 @@ export function hostOpId(variant: CatalogVariant): string {
   return calledOpId(variant.plugin_id, variant.op_id);
 }
 
+/** Op ids {@link pluginIdOf} last read, to their plugin ids (null: none); emptied when it holds this many. */
+const KNOWN_OP_IDS_MAX = 512;
+/** Longer ids are not kept: a client may send any name, and the cache must stay small. */
+const KNOWN_OP_ID_LENGTH_MAX = 256;
+const knownOpIds = new Map<string, string | null>();
+
 /** The plugin id named by an operation id, if it has the `plug.<plugin_id>.` form. */
 export function pluginIdOf(opId: string): string | undefined {
-  return OP_PLUGIN.exec(opId)?.[1];
+  // A gateway asks on every call, mostly about the same few ids: a lookup, not a match array and a substring each time.
+  const known = knownOpIds.get(opId);
+  if (known !== undefined) return known ?? undefined;
+  const pluginId = OP_PLUGIN.exec(opId)?.[1];
+  if (opId.length <= KNOWN_OP_ID_LENGTH_MAX) {
+    if (knownOpIds.size >= KNOWN_OP_IDS_MAX) knownOpIds.clear();
+    knownOpIds.set(opId, pluginId ?? null);
+  }
+  return pluginId;
 }
 
 /** A plugin and one of its variants, as an operation id names them. */

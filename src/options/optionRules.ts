@@ -87,8 +87,10 @@ export function isPlainObject(value: unknown): value is Readonly<Record<string, 
 export function checkOptions(value: unknown, schema: OptionSchema, where: string, prefix = ''): HostError | undefined {
   if (value === undefined) return undefined;
   if (!isPlainObject(value)) return invalidOption(prefix === '' ? where : prefix.slice(0, -1), `must be an object, got ${describeValue(value)}`);
-  // Checked on every host call: a path is spelled only for a refusal, and no entry pairs or closures are made.
-  for (const key of Object.keys(value)) {
+  // Checked on every host call: a path is spelled only for a refusal, and no entry pairs, key arrays or closures are
+  // made (a plain object's own keys, in Object.keys order; the prototype's are skipped).
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
     const field = value[key];
     const rule = Object.hasOwn(schema, key) ? schema[key] : undefined;
     if (rule === undefined) {

@@ -39,6 +39,29 @@ describe('the resolved HostConfig', () => {
     expect(callBudget(config, { maxRisk: 'write' })).toBe(callBudget(config, {}));
     const signal = new AbortController().signal;
     expect(callBudget(config, { timeoutMs: 100, signal })).toEqual({ timeoutMs: 100, maxTotalTimeoutMs: 9_000, signal });
+    const presence = { sent: () => undefined, settled: () => undefined };
+    const onProgress = (): void => undefined;
+    expect(callBudget(config, { signal, onProgress, presence, caller: { id: 'ann', transport: 'http', session: 's1' } })).toEqual({
+      timeoutMs: 5_000,
+      maxTotalTimeoutMs: 9_000,
+      signal,
+      onProgress,
+      presence,
+      caller: '["http","ann"]',
+    });
+  });
+
+  it('keys a caller by its transport and id as they are at each call, one caller object or many', () => {
+    const config = resolveHostConfig({ profileDir: '/tmp/p' })._unsafeUnwrap();
+    const caller: { id: string; transport?: string } = { id: 'ann', transport: 'http' };
+    expect(callBudget(config, { caller }).caller).toBe('["http","ann"]');
+    expect(callBudget(config, { caller }).caller).toBe('["http","ann"]');
+    // An application that reuses one object and changes it is keyed by what it says now, not by a kept key.
+    caller.id = 'bob';
+    expect(callBudget(config, { caller }).caller).toBe('["http","bob"]');
+    delete caller.transport;
+    expect(callBudget(config, { caller }).caller).toBe('[null,"bob"]');
+    expect(callBudget(config, { caller: { id: 'bob', transport: 'stdio' } }).caller).toBe('["stdio","bob"]');
   });
 });
 

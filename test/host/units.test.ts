@@ -82,6 +82,15 @@ describe('operation ids', () => {
     expect(pluginIdOf('plug.notes.search')).toBe('notes');
     expect(pluginIdOf('plug.Notes.search')).toBeUndefined();
     expect(pluginIdOf('notes.search')).toBeUndefined();
+    // Asked again (the gateway asks per call, and keeps its answers): the same answers, a refusal included.
+    expect(pluginIdOf('plug.notes.search')).toBe('notes');
+    expect(pluginIdOf('plug.Notes.search')).toBeUndefined();
+    // Past the ids it keeps (512) and for ids too long to keep, every answer is still the id's own.
+    for (let i = 0; i < 1_100; i++) expect(pluginIdOf(`plug.p${i}.tool`)).toBe(`p${i}`);
+    const long = `plug.notes.${'t'.repeat(300)}`;
+    expect(pluginIdOf(long)).toBe('notes');
+    expect(pluginIdOf(long)).toBe('notes');
+    expect(pluginIdOf(`plug.Notes.${'t'.repeat(300)}`)).toBeUndefined();
   });
 
   it('orders risk classes read < write < destructive', () => {

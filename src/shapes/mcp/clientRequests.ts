@@ -225,7 +225,8 @@ export class CallsInFlight {
     this.#calls.add(entry);
     return () => {
       this.#calls.delete(entry);
-      for (const told of entry.onEnd.splice(0)) told();
+      // Most calls have no one to tell: splice(0) would make an empty array for each of them.
+      if (entry.onEnd.length > 0) for (const told of entry.onEnd.splice(0)) told();
     };
   }
 
