@@ -37,7 +37,12 @@ export interface EgressEvent {
   readonly allowed: boolean;
   /** `CONNECT` for a tunnel (HTTPS), else the plain HTTP method; empty for a connection refused before its request was read. */
   readonly method: string;
-  /** The destination as the plugin asked for it (empty, port 0, when refused before its request was read). */
+  /**
+   * The destination as the plugin asked for it (empty, port 0, when refused
+   * before its request was read), cut to `maxEventHostChars` (255) and marked
+   * `…` past that: no destination is longer, and every event may be an audit
+   * line.
+   */
   readonly host: string;
   /** The destination port as the plugin asked for it. */
   readonly port: number;
@@ -247,7 +252,9 @@ export class EgressProxy {
   }
 
   private report(attachment: Attachment, method: string, host: string, port: number, outcome: Dialled | { refusal: EgressRefusalReason }): void {
-    const base = { plugin_id: attachment.pluginId, method, host, port };
+    // The plugin writes `host` (a request line of up to 16 KiB): a refused one per connection would fill the audit file 12 KB at a time.
+    const shown = host.length > proxySettings.maxEventHostChars ? `${host.slice(0, proxySettings.maxEventHostChars)}…` : host;
+    const base = { plugin_id: attachment.pluginId, method, host: shown, port };
     if ('socket' in outcome) this.onEvent({ ...base, allowed: true, address: outcome.address });
     else this.onEvent({ ...base, allowed: false, reason: outcome.refusal, ...('address' in outcome && outcome.address !== undefined ? { address: outcome.address } : {}), ...('kind' in outcome && outcome.kind !== undefined ? { refused_kind: outcome.kind } : {}) });
   }

@@ -47,4 +47,22 @@ describe('egress proxy look-up answers', () => {
     expect(reply).toMatch(/^HTTP\/1\.1 403/);
     expect(events).toEqual([expect.objectContaining({ allowed: false, reason: 'refused_address', refused_kind: 'private', address: '10.0.0.0' })]);
   });
+
+  it("keeps at most maxEventHostChars of the destination a plugin wrote in its event (review R11 F9)", async () => {
+    const events: EgressEvent[] = [];
+    const proxy = new EgressProxy({ resolver: { resolve: () => Promise.reject(new Error('not asked')) }, onEvent: (event) => events.push(event) });
+    const port = await listening(createServer(proxy.attach('long-names', egressPolicy(['api.example.com'], '/egress')._unsafeUnwrap())));
+    // A 12 KB name, refused as not listed: without the bound, each such connection was a 12 KB audit line.
+    const name = `${'a'.repeat(60)}.`.repeat(200) + 'x';
+    const reply = await new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.write(`CONNECT ${name}:443 HTTP/1.1\r\n\r\n`);
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 403/);
+    const bound = proxySettings.maxEventHostChars;
+    expect(events).toEqual([expect.objectContaining({ allowed: false, reason: 'invalid_destination', host: `${name.slice(0, bound)}…` })]);
+  });
 });
