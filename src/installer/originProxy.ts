@@ -120,7 +120,8 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
     delete headers['proxy-authorization'];
     // The origin's own name: a client's Host header chose another virtual host of the admitted address (review R12 F1).
     headers.host = target.host;
-    const upstream = httpRequest({ host: target.hostname, port: target.port || 80, method: req.method, path: `${target.pathname}${target.search}`, headers, lookup }, (answer) => {
+    // An IPv6 literal's hostname keeps its brackets, which the dial must not.
+    const upstream = httpRequest({ host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port || 80, method: req.method, path: `${target.pathname}${target.search}`, headers, lookup }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });

@@ -62,6 +62,16 @@ describe('origin-only proxy bounds', () => {
     expect(index.hosts).toEqual([`127.0.0.1:${index.port}`]);
   });
 
+  it('reaches an admitted origin named by an IPv6 literal', async () => {
+    const server: HttpServer = createHttpServer((_request, response) => response.end('over v6'));
+    await new Promise<void>((listening) => server.listen(0, '::1', listening));
+    cleanups.push(() => server.close());
+    const port = (server.address() as AddressInfo).port;
+    const proxy = await started([`[::1]:${port}`]);
+    const answer = await exchange(proxy.port, `GET http://[::1]:${port}/simple/ HTTP/1.1\r\nhost: [::1]:${port}\r\nconnection: close\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 200[^]*over v6$/);
+  });
+
   it('records only the first refused URLs, each cut short', async () => {
     const { proxy, port } = await started(['127.0.0.1:1']);
     const long = 'a'.repeat(4 * bounds.maxRefusedUrlChars);
