@@ -129,6 +129,44 @@ function namesFor(dirFd: number, dirPath: string, component: string): string[] |
   }
 }
 
+/** From how many listed names below one directory it is listed once instead of looked up name by name. */
+const LIST_FROM_COMPONENTS = 3;
+
+const PLAIN_ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * The names in a directory, lowercased, for skipping the listed names that
+ * are absent without an `lstat` each: the data directory alone has 27 such
+ * names, and one listing of a plugin's usual `HOME` costs a sixth of looking
+ * them all up. Undefined (look each name up) past {@link MAX_LISTED_ENTRIES}
+ * entries, when the listing fails, or when a name is not plain ASCII: on a
+ * case-insensitive file system (macOS, ext4 casefold, FAT) `.BASHRC` is
+ * `.bashrc`, which lowercasing covers for ASCII only, while Unicode folding
+ * also maps other characters there (KELVIN SIGN to `k`).
+ */
+function presentNames(dirFd: number, dirPath: string): Set<string> | undefined {
+  let dir;
+  try {
+    dir = opendirSync(VIA_PROC ? `/proc/self/fd/${dirFd}` : dirPath, { bufferSize: 64 });
+  } catch {
+    return undefined;
+  }
+  const names = new Set<string>();
+  try {
+    for (let count = 0; ; count += 1) {
+      const entry = dir.readSync();
+      if (entry === null) return names;
+      if (count >= MAX_LISTED_ENTRIES || !PLAIN_ASCII.test(entry.name)) return undefined;
+      names.add(entry.name.toLowerCase());
+    }
+  } catch {
+    return undefined;
+  } finally {
+    dir.closeSync();
+  }
+}
+
+
 /**
  * Moves whatever sits at the listed start-up code paths of a plugin's data
  * directory into a new set under `quarantine`, and drops the oldest sets
@@ -158,7 +196,9 @@ export function moveStartupCode(request: StartupCodeRequest): Result<MovedStartu
   };
   // Returns false when the directory is too large to list for a pattern: its caller moves it whole.
   const walk = (dirFd: number, dirPath: string, relative: string, node: PathNode): boolean => {
+    const present = node.children.size >= LIST_FROM_COMPONENTS ? presentNames(dirFd, dirPath) : undefined;
     for (const [component, child] of node.children) {
+      if (present !== undefined && !component.includes('*') && !present.has(component.toLowerCase())) continue;
       const names = namesFor(dirFd, dirPath, component);
       if (names === undefined) return false;
       for (const name of names) {

@@ -121,6 +121,22 @@ describe('moveStartupCode', () => {
     expect(existsSync(join(data, '.local/lib/other.txt'))).toBe(true);
   });
 
+  it('finds the listed names whether the data directory is listed once or looked up name by name', async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    // Names with capitals (.Rprofile, Library, R) are looked for as listed; a directory listing is compared lowercased.
+    const planted = { '.Rprofile': 'planted', '.Renviron': 'R_LIBS_USER=x', 'R/x86_64-library/4.3/p/R/p': 'planted', '.bashrc': 'echo planted', 'notes.txt': 'kept' };
+    plant(data, planted);
+    expect([...(moveIn(root, 'listed')?.paths ?? [])].sort()).toEqual(['.Renviron', '.Rprofile', '.bashrc', 'R/x86_64-library']);
+    // A name that is not plain ASCII, then more entries than are listed: each listed name is looked up, with the same outcome.
+    plant(data, { ...planted, 'caf\u00e9.txt': 'kept' });
+    expect([...(moveIn(root, 'unicode')?.paths ?? [])].sort()).toEqual(['.Renviron', '.Rprofile', '.bashrc', 'R/x86_64-library']);
+    for (let i = 0; i < 4100; i += 1) writeFileSync(join(data, `f${i}`), '');
+    plant(data, planted);
+    expect([...(moveIn(root, 'large')?.paths ?? [])].sort()).toEqual(['.Renviron', '.Rprofile', '.bashrc', 'R/x86_64-library']);
+    expect(existsSync(join(data, 'notes.txt'))).toBe(true);
+  });
+
   it("moves the Python user site of a macOS framework build and fish's universal variables (review R10)", async () => {
     const root = await dataRoot();
     const data = join(root, 'p');
