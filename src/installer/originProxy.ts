@@ -19,7 +19,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { LookupAddress } from 'node:dns';
 import { lookup as resolve } from 'node:dns/promises';
-import { connect, type AddressInfo, type LookupFunction, type Server, type Socket } from 'node:net';
+import { connect, isIP, type AddressInfo, type LookupFunction, type Server, type Socket } from 'node:net';
 import bounds from '../../etc/install-proxy.json' with { type: 'json' };
 
 /** A proxy that admits a fixed set of origins. */
@@ -54,30 +54,54 @@ function connectTarget(target: string): { host: string; port: number; origin: st
   }
 }
 
+/** The proxy's resolver: a `lookup` for its dials, and what to call once a dial connected. */
+interface PinningResolver {
+  readonly lookup: LookupFunction;
+  /** Records the address a dial of `hostname` connected to: every later dial of that name goes there alone. */
+  connected(hostname: string, socket: Socket): void;
+}
+
 /**
- * A `lookup` for the proxy's dials that resolves each host name once and
- * answers every later dial with that first address. The system resolver,
- * asked anew for each connection, let a name whose DNS the index's (or the
- * registry's) owner answers lead first to their server and then to
- * 127.0.0.1 or 169.254.169.254 (DNS rebinding): the admitted origin then
- * reached the host's loopback services and the cloud metadata service
- * (review R12 F4).
+ * Resolves each host name once: until a dial of it connects, every dial is
+ * offered that first answer whole (Node tries its addresses in turn, so a
+ * host without IPv6 routes still reaches a dual-stack index), and from then
+ * on the address it connected to alone. The system resolver, asked anew for
+ * each connection, let a name whose DNS the index's (or the registry's)
+ * owner answers lead first to their server and then to 127.0.0.1 or
+ * 169.254.169.254 (DNS rebinding): the admitted origin then reached the
+ * host's loopback services and the cloud metadata service (review R12 F4).
+ * Pinning the connected address, not the answer, also keeps a first answer
+ * of two addresses (theirs and a host-only one) from reaching the second by
+ * refusing later connections to the first.
  */
-function pinningLookup(): LookupFunction {
-  const pinned = new Map<string, Promise<LookupAddress>>();
-  return (hostname, options, callback) => {
-    let answer = pinned.get(hostname);
+function pinningResolver(): PinningResolver {
+  const answers = new Map<string, Promise<LookupAddress[]>>();
+  const pinned = new Map<string, LookupAddress>();
+  const lookup: LookupFunction = (hostname, options, callback) => {
+    const address = pinned.get(hostname);
+    let answer = address === undefined ? answers.get(hostname) : Promise.resolve([address]);
     if (answer === undefined) {
-      answer = resolve(hostname);
-      pinned.set(hostname, answer);
+      answer = resolve(hostname, { all: true });
+      answers.set(hostname, answer);
       // A failed resolution is not kept: the next dial asks again.
-      answer.catch(() => pinned.delete(hostname));
+      answer.catch(() => answers.delete(hostname));
     }
     answer.then(
-      (address) => (options.all === true ? callback(null, [address]) : callback(null, address.address, address.family)),
+      (addresses) => {
+        const first = addresses[0];
+        if (options.all === true) callback(null, addresses);
+        else if (first === undefined) callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+        else callback(null, first.address, first.family);
+      },
       (cause: NodeJS.ErrnoException) => callback(cause, ''),
     );
   };
+  const connected = (hostname: string, socket: Socket): void => {
+    const { remoteAddress, remoteFamily } = socket;
+    if (pinned.has(hostname) || remoteAddress === undefined || isIP(hostname) !== 0) return;
+    pinned.set(hostname, { address: remoteAddress, family: remoteFamily === 'IPv6' ? 6 : 4 });
+  };
+  return { lookup, connected };
 }
 
 /** A refused URL as recorded: cut to `maxRefusedUrlChars` (Node's parser has already refused control characters in it). */
@@ -96,7 +120,8 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
   const refuse = (url: string): void => {
     if (refused.length < bounds.maxRefusedRecorded) refused.push(recordable(url));
   };
-  const lookup = pinningLookup();
+  const resolver = pinningResolver();
+  const { lookup } = resolver;
   const sockets = new Set<Socket>();
   const served = new Set<Server>();
   // A connection that has not sent a request head in time is ended; a listener served by hand gets none of Node's own header timeouts.
@@ -125,6 +150,10 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
+    const hostname = target.hostname;
+    upstream.on('socket', (socket: Socket) => {
+      if (socket.connecting) socket.once('connect', () => resolver.connected(hostname, socket));
+    });
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
@@ -138,6 +167,7 @@ export function originOnlyProxy(origins: readonly string[], refusal: string): Or
       return;
     }
     const upstream = connect({ host: target.host, port: target.port, lookup }, () => {
+      resolver.connected(target.host, upstream);
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);

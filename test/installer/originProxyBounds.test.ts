@@ -113,7 +113,7 @@ describe('origin-only proxy bounds', () => {
   });
 
   // Root: the fixture host gets a mount namespace of its own, with its own /etc/hosts; nothing of the machine's changes.
-  it.runIf(process.getuid?.() === 0)("dials the address the admitted name first resolved to, not the one its DNS answers next", async () => {
+  it.runIf(process.getuid?.() === 0)("dials the address a dial of the admitted name first connected to, not the one its DNS answers next", async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'origin-rebind-'));
     cleanups.push(() => rmSync(scratch, { recursive: true, force: true }));
     const fixture = join(import.meta.dirname, '..', '..', 'fixtures', 'installer', 'rebinding-host.ts');
@@ -122,10 +122,16 @@ describe('origin-only proxy bounds', () => {
       timeout: 60_000,
       killSignal: 'SIGKILL',
     });
-    const outcome = JSON.parse(stdout) as { first: string; second: string; resolvedAfter: string };
+    const outcome = JSON.parse(stdout) as Record<string, unknown>;
     // The control: the resolver answered the other address after the change.
-    expect(outcome.resolvedAfter).toBe('127.0.0.2');
-    expect(outcome.first).toBe('index');
-    expect(outcome.second).toBe('index');
+    expect(outcome['resolvedAfter']).toBe('127.0.0.2');
+    expect(outcome['first']).toBe('index');
+    expect(outcome['second']).toBe('index');
+    // One answer of two addresses: after the index stopped taking connections, the host-only address was not tried.
+    expect(outcome['answerOrder']).toEqual(['127.0.0.1', '127.0.0.2']);
+    expect(outcome['beforeClose']).toBe('index');
+    expect(outcome['afterClose']).not.toBe('host-only');
+    // Before any dial connected, the answer's other address is tried (a host without IPv6 routes reaches a dual-stack index).
+    expect(outcome['fallback']).toBe('index');
   });
 });
