@@ -207,6 +207,7 @@ export {
   type SandboxSpawnerOptions,
 } from './sandbox/SandboxSpawner.js';
 export { SANDBOX_BACKEND_CHOICES, type SandboxBackendChoice } from './sandbox/backendChoice.js';
+export { DEFAULT_SECRET_PATHS } from './sandbox/secretLocations.js';
 export type { SandboxBackendName } from './sandbox/backends.js';
 export type { OpenedDirectory, PluginDirectories } from './sandbox/pluginDirectories.js';
 export type { PluginIdentity, PluginUidRange } from './sandbox/pluginIdentity.js';

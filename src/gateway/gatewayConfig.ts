@@ -12,6 +12,7 @@ import { hostError, type HostError } from '../errors/HostError.js';
 import type { PluginHostOptions } from '../host/PluginHost.js';
 import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { SandboxBackendChoice } from '../sandbox/backendChoice.js';
+import { DEFAULT_SECRET_PATHS } from '../sandbox/secretLocations.js';
 import type { RiskClass } from '../manifest/model.js';
 import type { AuditFsyncPolicy } from '../audit/JsonlAuditSink.js';
 import type { GatewayHttpClient } from './httpListener.js';
@@ -162,7 +163,25 @@ function readToken(source: GatewayTokenSource, env: Readonly<Record<string, stri
   );
 }
 
-/** Turns a checked configuration into host and gateway options, reading every token from its source. */
+/**
+ * The files the gateway reads its bearer tokens from and writes its audit to,
+ * as absolute paths. On a host that is not root every plugin runs as the
+ * host's own user, so one of them inside a tree the sandbox mounts (a service
+ * account's `/etc/mcp-gateway/token`) would be readable by every plugin, and a
+ * networked plugin could call the gateway with its token (review R11 F3).
+ */
+function gatewayFiles(config: GatewayConfig): string[] {
+  const sources = [config.http?.token, ...(config.http?.clients ?? []).map((client) => client.token)];
+  const tokenFiles = sources.flatMap((source) => (source !== undefined && 'file' in source ? [source.file] : []));
+  return [...tokenFiles, ...(config.audit === undefined ? [] : [config.audit.file])].map((file) => resolve(file));
+}
+
+/**
+ * Turns a checked configuration into host and gateway options, reading every
+ * token from its source. The host's plugins are kept from the gateway's own
+ * files: every token file and the audit file are hidden from them beside the
+ * default secret locations (`sandbox.secretPaths`).
+ */
 export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record<string, string | undefined>>): ResultAsync<ResolvedGatewayConfig, HostError> {
   const host: PluginHostOptions = {
     ...(config.profile === undefined ? {} : { profile: config.profile }),
@@ -170,7 +189,7 @@ export function resolveGatewayConfig(config: GatewayConfig, env: Readonly<Record
     ...(config.appName === undefined ? {} : { appName: config.appName }),
     ...(config.dev === true ? { profileKind: 'dev' as const } : {}),
     ...(config.preset === undefined ? {} : { preset: config.preset }),
-    ...(config.sandbox === undefined ? {} : { sandbox: { backend: config.sandbox } }),
+    sandbox: { ...(config.sandbox === undefined ? {} : { backend: config.sandbox }), secretPaths: [...DEFAULT_SECRET_PATHS, ...gatewayFiles(config)] },
     ...(config.timeoutMs === undefined ? {} : { callTimeoutMs: config.timeoutMs }),
     ...(config.hotReload === true ? { hotReload: {} } : {}),
   };
