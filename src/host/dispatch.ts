@@ -2,7 +2,7 @@
  * Running one admitted call on its plugin's session: the session call, the
  * shape's result mapping, the call events and the crash books.
  */
-import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
+import { err, errAsync, ResultAsync, type Result } from 'neverthrow';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
@@ -144,13 +144,15 @@ export class CallDispatcher {
       mapped = err(callError(failure, call));
     } else {
       const adapter = runtimes.originOf(runtime)?.adapter;
-      const checked =
-        adapter === undefined
-          ? err(callError(internalError(`the session of plugin '${id}' has no protocol adapter`), call))
-          : adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId }).andThen((value) => {
-              const broken = this.#parts.schemas.checkResult(plugin, tool, value);
-              return broken === undefined ? ok(value) : err(callError(broken, call));
-            });
+      let checked: Result<CallResult, HostError>;
+      if (adapter === undefined) {
+        checked = err(callError(internalError(`the session of plugin '${id}' has no protocol adapter`), call));
+      } else {
+        // The adapter's Ok is handed on as it is: andThen would make a closure and a second Ok on every answered call.
+        checked = adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId });
+        const broken = checked.isOk() ? this.#parts.schemas.checkResult(plugin, tool, checked.value) : undefined;
+        if (broken !== undefined) checked = err(callError(broken, call));
+      }
       const shaper = this.#parts.shaper;
       mapped =
         checked.isErr() || shaper.leavesAsIs(plugin, tool, checked.value) ? checked : (await shaper.shape(plugin, tool, checked.value)).mapErr((e) => callError(e, call));
