@@ -5,8 +5,8 @@
  * (sandbox/launcherBinary.ts) and for the profile directory
  * (profile/profileAncestors.ts).
  */
-import { realpathSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 /** A folder above a path that another user could change, and why. */
 export type ReplaceableFolder =
@@ -29,17 +29,52 @@ export function foldersAbove(path: string): string[] {
 }
 
 /**
+ * Every folder the resolution of `path` looks a name up in, the folders
+ * holding the links on the way included, as the kernel walks it: a link's
+ * target is walked from the folder holding the link (or `/`). The folders of
+ * the path as named and of its real path miss a link in the middle of a
+ * chain (`a -> /open/b -> /safe`): `/open`, where another user could put
+ * another `b`, is neither (review R12 F7). At most 40 links, as Linux.
+ */
+function resolutionFolders(path: string): string[] {
+  const folders = new Set<string>();
+  let pending = path.split('/').filter((name) => name !== '');
+  let current = '/';
+  let links = 0;
+  while (pending.length > 0) {
+    const name = pending.shift()!;
+    if (name === '.') continue;
+    if (name === '..') {
+      current = dirname(current);
+      continue;
+    }
+    folders.add(current);
+    const next = join(current, name);
+    if (lstatSync(next, { throwIfNoEntry: false })?.isSymbolicLink() !== true) {
+      current = next;
+      continue;
+    }
+    if (++links > 40) throw Object.assign(new Error(`too many levels of symbolic links: ${path}`), { code: 'ELOOP' });
+    const target = readlinkSync(next);
+    if (target.startsWith('/')) current = '/';
+    pending = [...target.split('/').filter((part) => part !== ''), ...pending];
+  }
+  return [...folders];
+}
+
+/**
  * The first folder above `path` that a user other than root and `uid`
  * could change, or `undefined` when there is none. A folder owned by root or
  * `uid` and writable by others only with the sticky bit (`/tmp`) is safe.
- * Both the folders of the path as named and those of its real path are
- * checked: a link on the way is read from the folder holding it.
+ * The folders of the path as named, those of its real path and those
+ * holding each link on the way (see resolutionFolders) are checked: a link
+ * is read from the folder holding it.
  */
 export function replaceableFolder(path: string, uid: number | undefined): ReplaceableFolder | undefined {
   const named = resolve(path);
   let folders: Set<string>;
   try {
-    folders = new Set([...foldersAbove(named), ...foldersAbove(realpathSync(named))]);
+    folders = new Set([...foldersAbove(named), ...foldersAbove(realpathSync(named)), ...resolutionFolders(named)]);
   } catch (cause) {
     return { reason: 'unresolved', folder: named, cause };
   }
