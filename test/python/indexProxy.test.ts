@@ -207,8 +207,8 @@ describe('pip with a package index reaches the index alone', () => {
     child.on('message', (_message: unknown, handle: unknown) => (handle instanceof NetServer ? proxy.serve(handle) : undefined));
     (child.stdio[CONFINEMENT_SECCOMP_FD] as Writable).end(command.seccomp);
     let output = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     const code = await new Promise<number | null>((exited) => child.on('close', exited));
     expect(code, output).toBe(0);
     expect(JSON.parse(output.trim().split('\n').at(-1) ?? '{}')).toEqual({ direct: 'ConnectionRefusedError', index: 'index page', trap: '403' });
