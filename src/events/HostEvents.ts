@@ -61,6 +61,23 @@ export interface HostEventMap {
    * no longer matches the manifest: its tool calls are refused until it does.
    */
   readonly list_changed: { readonly plugin_id: string; readonly list: 'tools' | 'resources' | 'prompts'; readonly code?: HostErrorCode };
+  /**
+   * A tool an MCP-speaking plugin lists has an output schema past a bound of
+   * the host's compile (etc/plugin-answers.json): `bytes`, `depth`, `nodes`
+   * (objects and arrays), `patterns`, `json` (no JSON form), or
+   * `process_budget` (new after the plugin's process had
+   * maxCompiledSchemaBytes of schemas compiled). The schema is not compiled
+   * and the tool stays listed and callable, but the `structuredContent` of
+   * its results is passed on unchecked against it (every other check of an
+   * answer still applies). Once per tool per plugin process.
+   */
+  readonly 'output_schema:unchecked': {
+    readonly plugin_id: string;
+    readonly tool: string;
+    readonly bound: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'process_budget';
+    /** Bytes of the schema's JSON text, when it was measured. */
+    readonly schema_bytes?: number;
+  };
   /** A resource the host subscribed to (`subscribeResource`) changed; read it again to see how. */
   readonly 'resource:updated': { readonly plugin_id: string; readonly uri: string };
   /**

@@ -100,6 +100,14 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });
       return;
+    case 'output_schema_unchecked':
+      events.emit('output_schema:unchecked', {
+        plugin_id: pluginId,
+        tool: notice.tool,
+        bound: notice.bound,
+        ...(notice.schemaBytes === undefined ? {} : { schema_bytes: notice.schemaBytes }),
+      });
+      return;
   }
 }
 

@@ -19,7 +19,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
-import { MAX_SCHEMA_BYTES, measureSchema } from '../../manifest/schemaLimits.js';
+import { measureSchema } from '../../manifest/schemaLimits.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
 import type { CallOptions, CallProgress, ToolDescriptor } from '../PluginSession.js';
@@ -27,7 +27,7 @@ import { readCallToolResult } from './callToolResult.js';
 import { DirectToolCalls, type AbortedBy } from './DirectToolCalls.js';
 import { answerClientRequests, CallsInFlight, clientCapabilities, type ClientRequestCause, type ClientRequestSettings } from './clientRequests.js';
 import { mapMcpFailure, type McpFailureContext } from './mcpFailures.js';
-import { SURFACE_METHODS, type McpPluginNotice, type McpSurfaceMethod, type McpSurfaceMethods, type SurfaceRequestOptions } from './McpSurface.js';
+import { SURFACE_METHODS, type McpPluginNotice, type OutputSchemaBound, type McpSurfaceMethod, type McpSurfaceMethods, type SurfaceRequestOptions } from './McpSurface.js';
 import { outputSchemaValidators } from './outputSchemaValidators.js';
 import { PluginProcessTransport } from './PluginProcessTransport.js';
 import { toolsMismatch } from './toolsMismatch.js';
@@ -145,6 +145,12 @@ export interface McpConnectionSettings {
   readonly toolRecord: McpToolRecord | undefined;
 }
 
+/** A listed output schema the host does not compile: the bound it is past, and its bytes when measured. */
+interface UncheckedSchema {
+  readonly bound: OutputSchemaBound;
+  readonly bytes?: number;
+}
+
 type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
 
 const describeTool = (tool: Tool): ToolDescriptor => ({
@@ -196,6 +202,8 @@ export class McpConnection {
    * texts together stay within maxCompiledSchemaBytes.
    */
   private readonly chargedSchemas = new Map<string, JsonSchemaValidator<unknown>>();
+  /** Tools already reported with an output schema left unchecked (once per tool for the life of the process). */
+  private readonly uncheckedReported = new Set<string>();
   private descriptors: readonly ToolDescriptor[] = [];
   private toolNames: ReadonlySet<string> = new Set();
   private currentMismatch: HostError | undefined;
@@ -557,8 +565,9 @@ export class McpConnection {
     for (const tool of tools) {
       if (tool.outputSchema !== undefined) {
         const validator = this.outputValidator(tool.name, tool.outputSchema as JsonSchemaType);
-        if ('code' in validator) uncompilable ??= validator;
-        else validators.set(tool.name, validator);
+        if (typeof validator === 'function') validators.set(tool.name, validator);
+        else if ('code' in validator) uncompilable ??= validator;
+        else this.reportUnchecked(tool.name, validator);
       }
       if (tool.execution?.taskSupport === 'required') taskOnly.add(tool.name);
     }
@@ -570,35 +579,25 @@ export class McpConnection {
 
   /**
    * The validator of a listed output schema, or why it is not compiled: over
-   * a bound of schemaLimits.ts (bytes, depth, patterns), or new while this
-   * process's compiles already took maxCompiledSchemaBytes, or Ajv refused
-   * it. Ajv compiles on the host's thread, which every plugin and the
-   * gateway share (a 900 KB schema held it 15 s), and a plugin may list new
-   * schemas at every list_changed; a schema this process was charged for, or
-   * one the shared cache holds, costs nothing.
+   * a bound of schemaLimits.ts (bytes, depth, objects, patterns), or new
+   * while this process's compiles already took maxCompiledSchemaBytes (the
+   * tool is then left unchecked), or Ajv refused it (the list fails). Ajv
+   * compiles on the host's thread, which every plugin and the gateway share
+   * (a 900 KB schema held it 15 s), and a plugin may list new schemas at
+   * every list_changed; a schema this process was charged for, or one the
+   * shared cache holds, costs nothing.
    */
-  private outputValidator(tool: string, schema: JsonSchemaType): JsonSchemaValidator<unknown> | HostError {
+  private outputValidator(tool: string, schema: JsonSchemaType): JsonSchemaValidator<unknown> | HostError | UncheckedSchema {
     const measured = measureSchema(schema);
-    if (!measured.ok) {
-      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with an output schema that ${measured.problem}`, {
-        details: {
-          phase: 'tools/list',
-          tool,
-          schema_bound: measured.bound,
-          ...(measured.bytes === undefined ? {} : { schema_bytes: measured.bytes }),
-          max_schema_bytes: MAX_SCHEMA_BYTES,
-        },
-      });
-    }
+    // Past a bound the tool stays listed and callable, its structuredContent unchecked: the bound keeps Ajv off the
+    // shared thread, and a plugin's answers checked against its own schema guard nothing against that plugin, while
+    // failing the list made every tool of a server with one large (OpenAPI-derived) output schema unusable.
+    if (!measured.ok) return { bound: measured.bound, ...(measured.bytes === undefined ? {} : { bytes: measured.bytes }) };
     const { text, bytes } = measured;
     const charged = this.chargedSchemas.get(text);
     if (charged !== undefined) return charged;
     const shared = outputSchemaValidators.hasText(text);
-    if (!shared && this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) {
-      return hostError('PLUGIN_MALFORMED_RESPONSE', `plugin lists tool "${tool}" with a new output schema after its process had ${this.compiledSchemaBytes} bytes of schemas compiled (at most ${MAX_COMPILED_SCHEMA_BYTES})`, {
-        details: { phase: 'tools/list', tool, schema_bytes: bytes, compiled_schema_bytes: this.compiledSchemaBytes, max_compiled_schema_bytes: MAX_COMPILED_SCHEMA_BYTES },
-      });
-    }
+    if (!shared && this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) return { bound: 'process_budget', bytes };
     const attempts = outputSchemaValidators.compileAttempts;
     let validator: JsonSchemaValidator<unknown>;
     try {
@@ -618,6 +617,17 @@ export class McpConnection {
       this.chargedSchemas.set(text, validator);
     }
     return validator;
+  }
+
+  /** Says once per tool for the life of the process that its output schema is not compiled, nor its results checked against it. */
+  private reportUnchecked(tool: string, unchecked: UncheckedSchema): void {
+    if (this.uncheckedReported.has(tool)) return;
+    this.uncheckedReported.add(tool);
+    this.settings.logger.info(
+      { pid: this.process.pid, tool, bound: unchecked.bound, schema_bytes: unchecked.bytes, compiled_schema_bytes: this.compiledSchemaBytes },
+      'output schema past a compile bound (etc/plugin-answers.json): its tool stays listed, its structuredContent unchecked',
+    );
+    this.notice({ kind: 'output_schema_unchecked', tool, bound: unchecked.bound, ...(unchecked.bytes === undefined ? {} : { schemaBytes: unchecked.bytes }) });
   }
 
   private async refreshTools(): Promise<void> {

@@ -29,6 +29,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
 import type { HostError } from '../../errors/HostError.js';
+import type { SchemaBound } from '../../manifest/schemaLimits.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
 
 /** Params and result of every request an {@link McpSurface} sends, by method. */
@@ -71,13 +72,24 @@ export const SURFACE_METHODS: Readonly<Record<McpSurfaceMethod, MethodRow>> = {
 };
 
 /**
+ * Why a listed output schema is not compiled: a bound of schemaLimits.ts it
+ * is past, or `process_budget` when it is new after the plugin's process
+ * had maxCompiledSchemaBytes of schemas compiled.
+ */
+export type OutputSchemaBound = SchemaBound | 'process_budget';
+
+/**
  * A notification an MCP-speaking plugin sent that the host passes on. A
  * tools list_changed carries `mismatch` when the new list breaks the
- * manifest (tool calls are then refused with it). One comes from the
- * session itself: `subscription_lost`, a subscription a new process refused.
+ * manifest (tool calls are then refused with it). Two come from the host
+ * itself: `subscription_lost`, a subscription a new process refused, and
+ * `output_schema_unchecked`, a listed tool whose output schema is past a
+ * bound of the host's compile (`bound`), so its results' structuredContent
+ * is passed on unchecked against it (once per tool per process).
  */
 export type McpPluginNotice =
   | { readonly kind: 'list_changed'; readonly list: 'tools'; readonly mismatch?: HostError }
+  | { readonly kind: 'output_schema_unchecked'; readonly tool: string; readonly bound: OutputSchemaBound; readonly schemaBytes?: number }
   | { readonly kind: 'list_changed'; readonly list: 'resources' | 'prompts' }
   | { readonly kind: 'resource_updated'; readonly uri: string }
   | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown }
