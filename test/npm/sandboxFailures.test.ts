@@ -20,14 +20,14 @@ afterAll(() => pool.cleanup());
 // fetch_as_result answers isError with the fetch error's words; fetch_as_error answers a JSON-RPC -32603 with them;
 // connect_as_error with those of a socket to a local database, as server-postgres does (its pg client's 'connect EACCES 127.0.0.1:5432');
 // kubectl_as_error with what kubectl, a Go program, says of the same refusal under mcp-server-kubernetes;
-// sentry_as_result with @sentry/mcp-server's words for a failed look-up, resolver_as_error with glibc's, as a Python server prints them;
+// sentry_as_result with @sentry/mcp-server's words for a failed look-up, resolver_as_error with glibc's, as a Python server prints them, resend_as_result with the Resend SDK's (resend-mcp);
 // listen_as_result with the words of a listen the sandbox refused, as @agentdeskai/browser-tools-mcp reports its browser connector's port;
 // fetch_as_rejection with a fetch failure as JSON-RPC -32600 (invalid request), as @translated/lara-mcp answers every failed API call.
 const FETCHING_SERVER = `#!/usr/bin/env node
 import { connect, createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error', 'listen_as_result', 'fetch_as_rejection'].map((name) => ({ name, inputSchema: { type: 'object' } }));
+const tools = ['fetch_as_result', 'fetch_as_error', 'connect_as_error', 'kubectl_as_error', 'sentry_as_result', 'resolver_as_error', 'resend_as_result', 'listen_as_result', 'fetch_as_rejection'].map((name) => ({ name, inputSchema: { type: 'object' } }));
 const listened = () => new Promise((resolve) => { const server = createServer(); server.on('error', (error) => resolve(error.message)).listen(0, '127.0.0.1', () => server.close(() => resolve('listening'))); });
 const connected = () => new Promise((resolve) => connect(5432, '127.0.0.1').on('connect', () => resolve('reached')).on('error', (error) => resolve(error.message)));
 createInterface({ input: process.stdin }).on('line', async (line) => {
@@ -40,6 +40,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
   if (params.name === 'listen_as_result') return send({ id, result: { isError: true, content: [{ type: 'text', text: 'The browser connector is not available: ' + await listened() } ] } });
   if (params.name === 'kubectl_as_error') return send({ id, error: { code: -32603, message: 'Command failed: kubectl get pods\\nGet "http://localhost:8080/api?timeout=32s": dial tcp 127.0.0.1:8080: connect: permission denied' } });
   if (params.name === 'sentry_as_result') return send({ id, result: { isError: true, content: [{ type: 'text', text: 'Unable to connect to https://sentry.io/api/0/organizations/ - DNS temporarily unavailable' }] } });
+  if (params.name === 'resend_as_result') return send({ id, result: { isError: true, content: [{ type: 'text', text: 'Failed to list API keys: Unable to fetch data. The request could not be resolved.' }] } });
   if (params.name === 'resolver_as_error') return send({ id, error: { code: -32603, message: "HTTPSConnectionPool(host='api.example.com', port=443): Failed to resolve 'api.example.com' ([Errno -3] Temporary failure in name resolution)" } });
   const failure = await fetch('https://registry.npmjs.org/').then(() => 'reached', (error) => String(error) + ' ' + String(error.cause?.code));
   if (params.name === 'fetch_as_result') send({ id, result: { isError: true, content: [{ type: 'text', text: failure }] } });
@@ -90,7 +91,7 @@ describe('npm: a server that needs the network, installed without it', { timeout
     const tarball = await packServer(await pool.profile(), { name: 'fetcher', source: FETCHING_SERVER });
     const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await host.install(`npm:${tarball}`, { canary: false })).isOk()).toBe(true);
-    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR'], ['listen_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_rejection', 'PLUGIN_REQUEST_REJECTED']] as const) {
+    for (const [tool, code] of [['fetch_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_error', 'PLUGIN_INTERNAL_ERROR'], ['connect_as_error', 'PLUGIN_INTERNAL_ERROR'], ['kubectl_as_error', 'PLUGIN_INTERNAL_ERROR'], ['sentry_as_result', 'PLUGIN_TOOL_ERROR'], ['resolver_as_error', 'PLUGIN_INTERNAL_ERROR'], ['resend_as_result', 'PLUGIN_TOOL_ERROR'], ['listen_as_result', 'PLUGIN_TOOL_ERROR'], ['fetch_as_rejection', 'PLUGIN_REQUEST_REJECTED']] as const) {
       const error = (await host.call(`plug.fetcher.${tool}`, {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
       expect(error.code).toBe(code);
       expect(error.hint).toMatch(/^The plugin has no network in its sandbox .*\(CLI --grant-network\) .*\(--grant-egress host:port\)\. /);
