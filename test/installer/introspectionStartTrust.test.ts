@@ -18,7 +18,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { Server as HttpServer } from 'node:http';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +25,7 @@ import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool } from '../support/hostHarness.js';
 import { serveNpmPackages, serveNpmVersions } from '../support/localNpmRegistry.js';
+import { StartMarker } from '../support/startMarker.js';
 import { bundleDirectory } from '../support/mcpbBundles.js';
 import { digestOf, ed25519Keys, signPackage } from './craftArchives.js';
 import { tgzOfDirectory } from './InstallerHarness.js';
@@ -33,54 +33,22 @@ import { tgzOfDirectory } from './InstallerHarness.js';
 const pool = new HostPool();
 const registries: HttpServer[] = [];
 let base: string;
-let marker: Server;
-let markers = 0;
+let marker: StartMarker;
 
 beforeAll(async () => {
   base = await mkdtemp(join(tmpdir(), 'start-trust-'));
-  marker = createServer((socket) => {
-    markers++;
-    socket.end('marked_tool\n');
-  });
-  await new Promise<void>((listening) => marker.listen(0, '127.0.0.1', listening));
+  marker = await new StartMarker().listen();
 });
 afterEach(() => pool.cleanup());
 afterAll(async () => {
   await pool.cleanup();
   await Promise.all(registries.splice(0).map((server) => new Promise((closed) => server.close(closed))));
-  await new Promise((closed) => marker.close(closed));
+  await marker.close();
   await rm(base, { recursive: true, force: true });
 });
 
-const markerPort = (): number => (marker.address() as AddressInfo).port;
-
-/**
- * An MCP server that, with `marking`, first connects to the test's marker
- * listener (at 127.0.0.1:<port> given as its source's constant) and lists the
- * tool the listener names, exiting 1 when it cannot connect (an offline
- * start); without, it lists `look` at once.
- */
-function serverSource(marking: boolean): string {
-  return `#!/usr/bin/env node
-import { connect } from 'node:net';
-import { createInterface } from 'node:readline';
-const serve = (tool) => {
-  const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-  createInterface({ input: process.stdin }).on('line', (line) => {
-    const { id, method, params } = JSON.parse(line);
-    if (id === undefined) return;
-    if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'start-trust', version: '1.0.0' } } });
-    else if (method === 'tools/list') send({ id, result: { tools: [{ name: tool, inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
-    else send({ id, error: { code: -32601, message: 'no ' + method } });
-  });
-};
-if (${String(marking)}) {
-  const service = connect(${markerPort()}, '127.0.0.1');
-  service.on('error', (error) => { process.stderr.write('cannot reach the marker: ' + error.message + '\\n'); process.exit(1); });
-  service.once('data', (chunk) => serve(String(chunk).trim()));
-} else serve('look');
-`;
-}
+/** The start marker's server (see {@link StartMarker.serverSource}). */
+const serverSource = (marking: boolean): string => marker.serverSource('start-trust', marking);
 
 /** The package directory of `name`@`version` (no manifest: the host introspects it); `marking` as {@link serverSource}. */
 async function packageDir(name: string, version: string, marking: boolean): Promise<string> {
@@ -131,17 +99,17 @@ describe('an npm package from another registry under an installed name', { timeo
     const offline = (await moved.install(`npm:${name}@1.0.1`, { canary: false }))._unsafeUnwrapErr();
     expect(offline).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'registry_changed', registry_from: genuine, registry_to: other } });
     // With the network granted (the grant is the consent to it), the start would connect to the marker listener.
-    const before = markers;
+    const before = marker.starts;
     const networked = (await moved.install(`npm:${name}@1.0.1`, { canary: false, grant: { network: true } }))._unsafeUnwrapErr();
     expect(networked).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'registry_changed', registry_from: genuine, registry_to: other } });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
 
     // Asked before the start with network (the registry change named), and declined: nothing ran either.
     const declined = asking(false);
     const refused = (await moved.install(`npm:${name}@1.0.1`, { canary: false, grant: { network: true }, accept: declined.accept }))._unsafeUnwrapErr();
     expect(refused).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { stage: 'introspection', reason: 'registry_changed' } });
     expect(declined.asked.map((r) => [r.stage, r.registry_change])).toEqual([['introspection', { from: genuine, to: other }]]);
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
 
     // Accepted: the start runs (its marker), and the install is asked with the tools it listed.
     const accepted = asking(true);
@@ -151,7 +119,7 @@ describe('an npm package from another registry under an installed name', { timeo
       ['introspection', other, []],
       ['install', other, ['marked_tool']],
     ]);
-    expect(markers).toBeGreaterThan(before);
+    expect(marker.starts).toBeGreaterThan(before);
   });
 });
 
@@ -165,10 +133,10 @@ describe('an introspected npm package under an id another owner or key holds', {
     const other = await pack(name, '1.0.1', true);
     // Offline the server fails at start: on the old code that failure was the answer.
     expect((await host.install(`npm:${other}`, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_NAMESPACE_CONFLICT', details: { reason: 'owner_mismatch' } });
-    const before = markers;
+    const before = marker.starts;
     const networked = (await host.install(`npm:${other}`, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr();
     expect(networked).toMatchObject({ code: 'PLUGIN_NAMESPACE_CONFLICT', details: { recorded_owner: 'io.example.owner', namespace_owner: `npm:${name}` } });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
   });
 
   it('is refused (signer_changed) before its start when a key signed the version installed, or the one removed', async () => {
@@ -184,10 +152,10 @@ describe('an introspected npm package under an id another owner or key holds', {
     expect(first.isOk(), JSON.stringify(first.isErr() ? first.error : null)).toBe(true);
 
     const unsigned = `npm:${await pack(name, '1.0.1', true)}`;
-    const before = markers;
+    const before = marker.starts;
     expect((await host.install(unsigned, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SIGNATURE_INVALID', details: { reason: 'signer_changed', signer: null } });
     expect((await host.install(unsigned, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SIGNATURE_INVALID', details: { reason: 'signer_changed' } });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
     // Removed, the key that signed it still holds the id.
     expect((await host.remove(name)).isOk()).toBe(true);
     expect((await host.install(unsigned, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_SIGNATURE_INVALID', details: { reason: 'signer_changed' } });
@@ -230,17 +198,17 @@ describe('an MCP Bundle upgrade that needs a credential name the version accepte
     expect(same.asked).toEqual([]);
 
     // No one to ask: the install would be refused for the new credential name whatever the server lists, so it never starts.
-    const before = markers;
+    const before = marker.starts;
     const unasked = (await host.install(await markingBundle('1.0.2', true), { canary: false, grant: { network: true } }))._unsafeUnwrapErr();
     expect(unasked).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { reason: 'capabilities_widened', added_capabilities: [{ field: 'needs_user_creds', value: 'REMOTE_TOKEN' }] } });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
 
     // Asked before the start with network, naming the credential: on the old code the start was spared (its powers alone were compared).
     const declined = asking(false);
     const refused = (await host.install(await markingBundle('1.0.2', true), { canary: false, grant: { network: true }, accept: declined.accept }))._unsafeUnwrapErr();
     expect(refused).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { stage: 'introspection', reason: 'capabilities_widened' } });
     expect(declined.asked.map((r) => [r.stage, r.added_capabilities])).toEqual([['introspection', [{ field: 'needs_user_creds', value: 'REMOTE_TOKEN' }]]]);
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
   });
 });
 
@@ -250,18 +218,18 @@ describe('an introspected package the installed version refuses whatever it list
     const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
     expect((await host.install(`npm:${await pack(name, '1.0.1', false)}`, { canary: false })).isOk()).toBe(true);
     const lower = `npm:${await pack(name, '1.0.0', true)}`;
-    const before = markers;
+    const before = marker.starts;
     // Offline the server fails at start: on the old code that start ran, and its failure was the answer.
     expect((await host.install(lower, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED', details: { version: '1.0.0', installed_version: '1.0.1' } });
     // With the network granted and the start accepted, the old code ran it (the marker) and refused after.
     const asked = asking(true);
     expect((await host.install(lower, { canary: false, grant: { network: true }, accept: asked.accept }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED' });
     expect(asked.asked).toEqual([]);
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
     // The caller's allowDowngrade lets it through to the start.
     const downgraded = await host.install(lower, { canary: false, grant: { network: true }, accept: () => true, allowDowngrade: true });
     expect(downgraded.isOk(), JSON.stringify(downgraded.isErr() ? downgraded.error : null)).toBe(true);
-    expect(markers).toBeGreaterThan(before);
+    expect(marker.starts).toBeGreaterThan(before);
   });
 
   it('is refused (PLUGIN_ALREADY_INSTALLED) before its start when it is the installed version from other files; the same files start and are unchanged', async () => {
@@ -273,24 +241,24 @@ describe('an introspected package the installed version refuses whatever it list
     expect((await host.install(first, { canary: false }))._unsafeUnwrap().unchanged).toBe(true);
 
     const other = `npm:${await pack(name, '1.0.0', true)}`;
-    const before = markers;
+    const before = marker.starts;
     expect((await host.install(other, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_ALREADY_INSTALLED', details: { version: '1.0.0', installed_version: '1.0.0' } });
     expect((await host.install(other, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_ALREADY_INSTALLED' });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
     // replace lets other files through to the start.
     const replaced = await host.install(other, { canary: false, grant: { network: true }, accept: () => true, replace: true });
     expect(replaced.isOk(), JSON.stringify(replaced.isErr() ? replaced.error : null)).toBe(true);
-    expect(markers).toBeGreaterThan(before);
+    expect(marker.starts).toBeGreaterThan(before);
   });
 
   it('an MCP Bundle of a lower version is refused before its start', async () => {
     const host = await pool.open(await pool.profile());
     expect((await host.install(await markingBundle('1.0.1', false), { canary: false, grant: { network: true }, accept: () => true })).isOk()).toBe(true);
-    const before = markers;
+    const before = marker.starts;
     const lower = await markingBundle('1.0.0', false);
     expect((await host.install(lower, { canary: false, grant: { network: true } }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED', details: { version: '1.0.0', installed_version: '1.0.1' } });
     expect((await host.install(lower, { canary: false, grant: { network: true }, accept: () => true }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_DOWNGRADE_REFUSED' });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
   });
 });
 
@@ -311,15 +279,15 @@ describe('another npm package whose name makes an installed plugin id', { timeou
     const changed = { reason: 'package_changed', package_from: installedName, package_to: otherName };
     // Offline the server fails at start: on the old code that start ran, and its failure was the answer.
     expect((await host.install(other, { canary: false }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: changed });
-    const before = markers;
+    const before = marker.starts;
     expect((await host.install(other, { canary: false, grant: { network: true } }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: changed });
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
 
     // Asked before the start with network, the package named, and declined: nothing ran.
     const declined = asking(false);
     expect((await host.install(other, { canary: false, grant: { network: true }, accept: declined.accept }))._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_TRUST_DECLINED', details: { stage: 'introspection', ...changed } });
     expect(declined.asked.map((r) => [r.stage, r.package_change])).toEqual([['introspection', { from: installedName, to: otherName }]]);
-    expect(markers).toBe(before);
+    expect(marker.starts).toBe(before);
 
     // Accepted: the start runs, and the install is asked again with its tools.
     const accepted = asking(true);
@@ -329,6 +297,6 @@ describe('another npm package whose name makes an installed plugin id', { timeou
       ['introspection', otherName],
       ['install', otherName],
     ]);
-    expect(markers).toBeGreaterThan(before);
+    expect(marker.starts).toBeGreaterThan(before);
   });
 });
