@@ -26,6 +26,14 @@ export interface ToolDescriptor {
   readonly title?: string;
   /** The JSON Schema of its `structuredContent` (MCP `outputSchema`), when the plugin declares one. */
   readonly outputSchema?: unknown;
+  /**
+   * Set when the host does not check this tool's `structuredContent` against
+   * its `outputSchema`: the schema is past a bound of the host's compile
+   * (etc/plugin-answers.json) named here, `process_budget` when it was new
+   * after the plugin's process had compiled its budget of schemas. The tool
+   * is callable; its results are passed on as the plugin wrote them.
+   */
+  readonly outputSchemaUnchecked?: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'process_budget';
   /** MCP tool annotations (`readOnlyHint`, `destructiveHint`, `title`, …) as the plugin states them: hints, not guarantees. */
   readonly annotations?: Readonly<Record<string, unknown>>;
 }

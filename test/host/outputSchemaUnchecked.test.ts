@@ -56,7 +56,11 @@ describe('a tool whose listed output schema is over the compile bounds', () => {
     expect(unchecked).toHaveLength(1);
     expect(unchecked[0]).toEqual({ plugin_id: ID, tool: 'large', bound: 'bytes', schema_bytes: expect.any(Number) });
     expect(unchecked[0]!.schema_bytes).toBeGreaterThan(pluginAnswerLimits.maxSchemaBytes);
-    expect(answered(await host.tools(ID)).map((tool) => tool.name).sort()).toEqual(['large', 'small']);
+    const tools = answered(await host.tools(ID));
+    expect(tools.map((tool) => [tool.name, tool.outputSchemaUnchecked]).sort()).toEqual([
+      ['large', 'bytes'],
+      ['small', undefined],
+    ]);
     // Last: a malformed answer counts toward the plugin's quarantine.
     const refused = (await host.call(op('small'), { structured: { n: 'one' } }))._unsafeUnwrapErr();
     expect(refused.code).toBe('PLUGIN_MALFORMED_RESPONSE');

@@ -153,12 +153,13 @@ interface UncheckedSchema {
 
 type FailureInputs = Pick<McpFailureContext, 'phase' | 'timeoutMs'> & Partial<Pick<McpFailureContext, 'tool' | 'maxTotalTimeoutMs' | 'abortedBy'>>;
 
-const describeTool = (tool: Tool): ToolDescriptor => ({
+const describeTool = (tool: Tool, unchecked: UncheckedSchema | undefined): ToolDescriptor => ({
   name: tool.name,
   ...(tool.title === undefined ? {} : { title: tool.title }),
   ...(tool.description === undefined ? {} : { description: tool.description }),
   inputSchema: tool.inputSchema,
   ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+  ...(unchecked === undefined ? {} : { outputSchemaUnchecked: unchecked.bound }),
   ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
 });
 
@@ -556,21 +557,27 @@ export class McpConnection {
   }
 
   private adoptTools(tools: readonly Tool[]): void {
-    this.descriptors = Object.freeze(tools.map(describeTool));
     const names = tools.map((tool) => tool.name);
     this.toolNames = new Set(names);
     const validators = new Map<string, JsonSchemaValidator<unknown>>();
     const taskOnly = new Set<string>();
+    const descriptors: ToolDescriptor[] = [];
     let uncompilable: HostError | undefined;
     for (const tool of tools) {
+      let unchecked: UncheckedSchema | undefined;
       if (tool.outputSchema !== undefined) {
         const validator = this.outputValidator(tool.name, tool.outputSchema as JsonSchemaType);
         if (typeof validator === 'function') validators.set(tool.name, validator);
         else if ('code' in validator) uncompilable ??= validator;
-        else this.reportUnchecked(tool.name, validator);
+        else {
+          unchecked = validator;
+          this.reportUnchecked(tool.name, validator);
+        }
       }
+      descriptors.push(describeTool(tool, unchecked));
       if (tool.execution?.taskSupport === 'required') taskOnly.add(tool.name);
     }
+    this.descriptors = Object.freeze(descriptors);
     this.outputValidators = validators;
     this.taskOnlyTools = taskOnly;
     const expected = this.settings.expectedTools;

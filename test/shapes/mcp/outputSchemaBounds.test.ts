@@ -81,7 +81,14 @@ describe('output schemas a running plugin lists', () => {
       (notice) => notices.push(notice),
     );
     const before = outputSchemaValidators.compileAttempts;
-    expect((await session.listTools())._unsafeUnwrap().map((tool) => tool.name)).toEqual(['raw', 'shaped', 'checked']);
+    const listed = (await session.listTools())._unsafeUnwrap();
+    expect(listed.map((tool) => [tool.name, tool.outputSchemaUnchecked])).toEqual([
+      ['raw', undefined],
+      ['shaped', 'bytes'],
+      ['checked', undefined],
+    ]);
+    // The schema is still shown as the plugin listed it.
+    expect(listed[1]?.outputSchema).toMatchObject({ type: 'object' });
     // The large schema was never compiled (the small one may have been cached by an earlier test).
     expect(outputSchemaValidators.compileAttempts - before).toBeLessThanOrEqual(1);
     const shaped = (await session.callTool('shaped', { structured: { p0: 42, extra: [1] } }))._unsafeUnwrap();
