@@ -56,7 +56,9 @@ export interface AuditCallRecord {
 /**
  * The record of one connection a plugin made through the host's egress
  * proxy: the proxy's `egress` event (plugin, allowed or refused, method,
- * host, port, address, reason) with the time it was decided.
+ * host, port, address, reason) with the time it was decided; or, with
+ * `suppressed`, the proxy's summary of refused connections not reported one
+ * by one.
  */
 export interface AuditConnectionRecord extends EgressEvent {
   /** Always `connection`. */

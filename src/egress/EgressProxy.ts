@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import { systemClock, type Clock } from '../ports/ports.js';
 import { canonicalAddress, isOwnInterfaceAddress, ownInterfaceAddresses, refusedKind, type RefusedAddressKind } from './addresses.js';
 import { checkDestination, listsAddress, type DestinationRefusal, type EgressPolicy } from './destinations.js';
 
@@ -52,6 +53,15 @@ export interface EgressEvent {
   readonly reason?: EgressRefusalReason;
   /** For `refused_address`: the kind of range the address lies in. */
   readonly refused_kind?: RefusedAddressKind;
+  /**
+   * Set on a summary, not a connection: how many refused connections of this
+   * plugin, for this `reason`, were not reported one by one since its last
+   * summary, because they came faster than `refusedEventsPerSecond` (burst
+   * `refusedEventsBurst`). A summary has `allowed: false`, the `reason`, an
+   * empty `method` and `host`, and port 0. Refused connections = refused
+   * events without `suppressed` + the sum of `suppressed`.
+   */
+  readonly suppressed?: number;
 }
 
 /** The proxy's bounds on connections, from `etc/egress/proxy.json`. */
@@ -64,15 +74,25 @@ export interface EgressProxyLimits {
   readonly headersTimeoutMs: number;
   /** How long an established tunnel may carry nothing either way before both ends are closed. */
   readonly tunnelIdleTimeoutMs: number;
+  /** Refused events (and summaries) one plugin may cause per second, for each refusal reason, once its burst is spent. */
+  readonly refusedEventsPerSecond: number;
+  /** Refused events one plugin may cause at once, for each refusal reason, before they are counted into a summary instead. */
+  readonly refusedEventsBurst: number;
 }
 
 /** Options of {@link EgressProxy}. */
 export interface EgressProxyOptions {
   readonly resolver?: EgressResolver;
-  /** Called for every connection and request, allowed or refused. */
+  /**
+   * Called for every connection and request allowed, and for refused ones
+   * up to the refused-event budget; past it, with a summary
+   * ({@link EgressEvent.suppressed}) once the budget refills.
+   */
   readonly onEvent?: (event: EgressEvent) => void;
   /** Other bounds than `etc/egress/proxy.json`'s (tests use small ones). */
   readonly limits?: Partial<EgressProxyLimits>;
+  /** Time and timers of the refused-event budget. Default: the real clock. */
+  readonly clock?: Clock;
 }
 
 interface Attachment {
@@ -80,6 +100,17 @@ interface Attachment {
   readonly policy: EgressPolicy;
   /** Connections of this plugin open now. */
   open: number;
+}
+
+/** One plugin's budget of refused events for one reason: a token bucket. */
+interface RefusalBudget {
+  tokens: number;
+  /** When `tokens` was last brought up to date. */
+  at: number;
+  /** Refused connections not reported since the last summary. */
+  suppressed: number;
+  /** Cancels the summary waiting for a token; set while one waits. */
+  cancel: (() => void) | undefined;
 }
 
 type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
@@ -177,6 +208,13 @@ export class EgressProxy {
   private open = 0;
   /** The deadline of each connection waiting for a request's headers. */
   private readonly headerDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
+  private readonly clock: Clock;
+  /**
+   * Refused-event budgets by plugin id, then reason. Keyed by id, not by
+   * attachment, so a restarted plugin does not get a fresh burst; bounded by
+   * the plugins attached times the reasons.
+   */
+  private readonly refusalBudgets = new Map<string, Map<EgressRefusalReason, RefusalBudget>>();
 
   constructor(options: EgressProxyOptions = {}) {
     this.resolver = options.resolver ?? systemResolver();
@@ -185,8 +223,11 @@ export class EgressProxy {
       maxConnections: proxySettings.maxConnections,
       headersTimeoutMs: proxySettings.headersTimeoutMs,
       tunnelIdleTimeoutMs: proxySettings.tunnelIdleTimeoutMs,
+      refusedEventsPerSecond: proxySettings.refusedEventsPerSecond,
+      refusedEventsBurst: proxySettings.refusedEventsBurst,
       ...options.limits,
     };
+    this.clock = options.clock ?? systemClock;
     const listener = options.onEvent;
     this.onEvent = (event) => {
       try {
@@ -256,7 +297,53 @@ export class EgressProxy {
     const shown = host.length > proxySettings.maxEventHostChars ? `${host.slice(0, proxySettings.maxEventHostChars)}…` : host;
     const base = { plugin_id: attachment.pluginId, method, host: shown, port };
     if ('socket' in outcome) this.onEvent({ ...base, allowed: true, address: outcome.address });
-    else this.onEvent({ ...base, allowed: false, reason: outcome.refusal, ...('address' in outcome && outcome.address !== undefined ? { address: outcome.address } : {}), ...('kind' in outcome && outcome.kind !== undefined ? { refused_kind: outcome.kind } : {}) });
+    else if (this.refusalReported(attachment.pluginId, outcome.refusal))
+      this.onEvent({ ...base, allowed: false, reason: outcome.refusal, ...('address' in outcome && outcome.address !== undefined ? { address: outcome.address } : {}), ...('kind' in outcome && outcome.kind !== undefined ? { refused_kind: outcome.kind } : {}) });
+  }
+
+  /**
+   * Whether a refused connection of `pluginId` for `reason` is reported on
+   * its own. Allowed connections are bounded by the traffic they carry; a
+   * refused one costs the plugin nothing, so a loop of them (or of
+   * connections past its connection cap) would be an event and an audit line
+   * each, without end. Past the budget the connection is counted instead, and
+   * the count reported in one summary as soon as a token is free again.
+   */
+  private refusalReported(pluginId: string, reason: EgressRefusalReason): boolean {
+    let budgets = this.refusalBudgets.get(pluginId);
+    if (budgets === undefined) this.refusalBudgets.set(pluginId, (budgets = new Map()));
+    let budget = budgets.get(reason);
+    if (budget === undefined) budgets.set(reason, (budget = { tokens: this.limits.refusedEventsBurst, at: this.clock.now(), suppressed: 0, cancel: undefined }));
+    this.refill(budget);
+    // A waiting summary goes first: the count it carries is older than this connection.
+    if (budget.tokens >= 1 && budget.suppressed === 0) {
+      budget.tokens -= 1;
+      return true;
+    }
+    budget.suppressed++;
+    this.awaitSummary(pluginId, reason, budget);
+    return false;
+  }
+
+  private refill(budget: RefusalBudget): void {
+    const now = this.clock.now();
+    budget.tokens = Math.min(this.limits.refusedEventsBurst, budget.tokens + (Math.max(0, now - budget.at) * this.limits.refusedEventsPerSecond) / 1000);
+    budget.at = now;
+  }
+
+  /** Emits `budget`'s summary when its next token is free (at once if it is), unless one is already waiting. */
+  private awaitSummary(pluginId: string, reason: EgressRefusalReason, budget: RefusalBudget): void {
+    if (budget.cancel !== undefined) return;
+    const wait = Math.max(0, Math.ceil(((1 - budget.tokens) * 1000) / this.limits.refusedEventsPerSecond));
+    budget.cancel = this.clock.setTimer(() => {
+      budget.cancel = undefined;
+      this.refill(budget);
+      if (budget.tokens < 1) return this.awaitSummary(pluginId, reason, budget);
+      budget.tokens -= 1;
+      const suppressed = budget.suppressed;
+      budget.suppressed = 0;
+      this.onEvent({ plugin_id: pluginId, allowed: false, method: '', host: '', port: 0, reason, suppressed });
+    }, wait);
   }
 
   /** Checks, resolves and dials a destination for a plugin; the connected socket or why not. */

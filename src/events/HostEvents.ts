@@ -35,6 +35,8 @@ export interface HostEventMap {
    * A connection or request a plugin with a destination list made through
    * the host's egress proxy, allowed (`address`: what was dialled) or
    * refused (`reason`, and `refused_kind` for an address in a refused range).
+   * Refused ones past a budget per plugin and reason come as one summary
+   * (`suppressed`: how many) instead of one event each.
    */
   readonly egress: EgressEvent;
   /**

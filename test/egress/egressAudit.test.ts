@@ -1,7 +1,8 @@
 /**
  * Every connection a plugin with a destination list makes through the
  * host's proxy, allowed or refused, is an audit record on the host's sink
- * (a real JSONL file) beside its host `egress` event.
+ * (a real JSONL file) beside its host `egress` event (refused ones up to a
+ * budget per plugin and reason, then in a summary: refusedEventBudget.test.ts).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
