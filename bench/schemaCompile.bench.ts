@@ -69,6 +69,9 @@ async function listingStall(file: string): Promise<number> {
   try {
     const listed = await session.listTools();
     if (listed.isErr()) throw new Error(`the benchmark schema must be listed: ${listed.error.message}`);
+    // Past a bound the host lists the tool without compiling its schema, and the stall measured would be no compile's.
+    const unchecked = listed.value.find((tool) => tool.outputSchemaUnchecked !== undefined);
+    if (unchecked !== undefined) throw new Error(`the benchmark schema must be compiled, not left unchecked (${unchecked.outputSchemaUnchecked})`);
     // The compile ran inside the list; the timer sees the gap only at its next turn.
     await new Promise((resolve) => setTimeout(resolve, 30));
   } finally {
