@@ -85,7 +85,11 @@ function pathTree(paths: readonly string[]): PathNode {
 
 const DEFAULT_TREE = pathTree(STARTUP_CODE_PATHS);
 
-const componentPattern = (component: string): RegExp => new RegExp(`^${component.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+// Matched without regard to ASCII case: on a case-insensitive data directory (macOS, ext4 or tmpfs casefold) Python opens
+// .local/lib/python3.12 and finds .local/lib/PYTHON3.12, which a case-sensitive match left in place (review R13 F1).
+// Without the u flag, i folds no other character onto an ASCII one (KELVIN SIGN stays apart from k), nor does any
+// character of the listed patterns have such a folding.
+const componentPattern = (component: string): RegExp => new RegExp(`^${component.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'i');
 
 const OPEN_DIRECTORY = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 

@@ -137,6 +137,25 @@ describe('moveStartupCode', () => {
     expect(existsSync(join(data, 'notes.txt'))).toBe(true);
   });
 
+  it('matches a pattern component in any ASCII case, as a case-insensitive data directory resolves it (review R13 F1)', async () => {
+    const root = await dataRoot();
+    const data = join(root, 'p');
+    // On macOS or a casefold directory Python opens .local/lib/python3.12/site-packages and R its R/x86_64-pc-linux-gnu-library:
+    // these names reach them there, so they go whatever the file system (on a case-sensitive one nothing reads them).
+    plant(data, {
+      '.local/lib/PYTHON3.12/site-packages/planted.pth': 'import os',
+      '.local/lib/PyPy3.10/site-packages/planted.pth': 'import os',
+      'R/x86_64-pc-linux-gnu-LIBRARY/4.3/p/R/p': 'planted',
+      '.local/lib/other/site-packages/kept.pth': 'kept',
+    });
+    expect([...(moveIn(root, 'cased')?.paths ?? [])].sort()).toEqual([
+      '.local/lib/PYTHON3.12/site-packages',
+      '.local/lib/PyPy3.10/site-packages',
+      'R/x86_64-pc-linux-gnu-LIBRARY',
+    ]);
+    expect(existsSync(join(data, '.local/lib/other/site-packages/kept.pth'))).toBe(true);
+  });
+
   it("moves the Python user site of a macOS framework build and fish's universal variables (review R10)", async () => {
     const root = await dataRoot();
     const data = join(root, 'p');
