@@ -1,7 +1,7 @@
 /**
  * What an install killed mid-way leaves behind, and how it is collected.
  *
- * Every staging directory (`staging/.stage-*`) holds an owner record
+ * Every staging directory (`staging/stage-*`, before 2026-11 `staging/.stage-*`) holds an owner record
  * ({@link STAGE_OWNER_FILE}: pid, host, start time), written right after the
  * directory is created and written again, naming the install root, before
  * the staged package is renamed into `plugins/<id>/<version>-<nonce>`. A
@@ -30,8 +30,17 @@ import { removeTree } from './removeTree.js';
 
 /** The owner record inside a staging directory. */
 export const STAGE_OWNER_FILE = 'owner.json';
-/** How staging directories are named: `mkdtemp(join(stagingDir, STAGE_PREFIX))`. */
-export const STAGE_PREFIX = '.stage-';
+/**
+ * How staging directories are named: `mkdtemp(join(stagingDir, STAGE_PREFIX))`.
+ * Not a hidden name: a server's introspection start runs, with its data
+ * directory, below its install's staging directory, and a server that
+ * refuses a path with a hidden component (obsidian-mcp@2.0.1 refuses such a
+ * vault) refused the introspection's data directory, though not the
+ * plugin's own (`data/<id>`).
+ */
+export const STAGE_PREFIX = 'stage-';
+// Installs of earlier versions named their staging directories so: a dead one is still collected.
+const LEGACY_STAGE_PREFIX = '.stage-';
 
 /** Makes a fresh, empty staging directory under `stagingRoot` (created if missing); HOST_IO_ERROR when it cannot. */
 export async function makeStage(stagingRoot: string): Promise<Result<string, HostError>> {
@@ -121,7 +130,7 @@ async function readStages(stagingDir: string, now: number): Promise<{ live: Set<
   const host = osHostname();
   const live = new Set<string>();
   const dead: string[] = [];
-  for (const name of (await listDir(stagingDir)).filter((n) => n.startsWith(STAGE_PREFIX))) {
+  for (const name of (await listDir(stagingDir)).filter((n) => n.startsWith(STAGE_PREFIX) || n.startsWith(LEGACY_STAGE_PREFIX))) {
     const stage = join(stagingDir, name);
     const owner = await readOwner(stage);
     if (owner === undefined) {

@@ -1,0 +1,74 @@
+/**
+ * What the eighth round of docs/published-servers.md ("Servers tried") found
+ * wrong in the host, each with a server packed locally (`npm pack`) that
+ * fails as the published one does:
+ *
+ * - obsidian-mcp@2.0.1 takes its vault as its argument and refuses a path
+ *   with a hidden component ("Invalid vault path (Contains hidden
+ *   directories)"). Its introspection start ran with the data directory
+ *   `<profile>/staging/.stage-XXXX/introspection/data/npm-introspection`,
+ *   hidden by the host's own staging name, so `--arg '${data_dir}/vault'`
+ *   failed to install though the plugin's data directory
+ *   (`<profile>/data/<id>`) is not hidden.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { HostPool } from '../support/hostHarness.js';
+import { packServer } from './npmPack.js';
+
+const pool = new HostPool();
+afterEach(() => pool.cleanup());
+afterAll(() => pool.cleanup());
+
+// obsidian-mcp@2.0.1's check of its vault argument, then a one-tool server that lists the vault.
+const VAULT_SERVER = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+import { mkdirSync, readdirSync } from 'node:fs';
+const vault = process.argv[2];
+if (vault === undefined || vault.split('/').some((part) => part.startsWith('.') && part !== '.obsidian')) {
+  console.error('Error: Invalid vault path (Contains hidden directories): ' + vault);
+  process.exit(1);
+}
+mkdirSync(vault, { recursive: true });
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'vault', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'list-notes', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'notes: ' + readdirSync(vault).length } ] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+describe('published servers, eighth round: fixtures', { timeout: 180_000 }, () => {
+  it('introspects a server that refuses a data directory with a hidden component (obsidian-mcp), and runs it', async () => {
+    const profileDir = await pool.profile();
+    const tarball = await packServer(await pool.profile(), { name: 'vault-like', source: VAULT_SERVER });
+    const installer = await pool.open(profileDir, { profileKind: 'standard' });
+    const installed = await installer.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'] });
+    expect(installed._unsafeUnwrap().plugin.display_name).toBe('vault-like');
+    await installer.close();
+    const host = await pool.open(profileDir, { profileKind: 'standard' });
+    const called = await host.call('plug.npm-vault-like.list-notes', {}, { maxRisk: 'destructive' });
+    if (called.isErr()) throw new Error(called.error.message);
+    const answer = called.value;
+    expect(JSON.stringify(answer)).toContain('notes: 0');
+  });
+
+  it('still collects a dead staging directory named as earlier versions named them (.stage-*)', async () => {
+    const profileDir = await pool.profile();
+    const tarball = await packServer(await pool.profile(), { name: 'vault-like', source: VAULT_SERVER });
+    const staging = join(profileDir, 'staging');
+    // An install of an earlier version, killed an hour ago: its process (this one's child, exited) is gone.
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    await mkdir(join(staging, '.stage-killed'), { recursive: true });
+    await writeFile(join(staging, '.stage-killed', 'owner.json'), JSON.stringify({ pid: dead, hostname: hostname(), started_at_ms: Date.now() - 3_600_000 }));
+    const host = await pool.open(profileDir, { profileKind: 'standard' });
+    expect((await host.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'] })).isOk()).toBe(true);
+    expect(await readdir(staging)).toEqual([]);
+  });
+});
