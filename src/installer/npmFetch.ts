@@ -57,6 +57,25 @@ export type NpmSpec =
 
 // npm's pointer to its debug log, which lives in the staging directory's npm cache (etc/npm-install.json npmDebugLogLine).
 const DEAD_LOG_LINE = new RegExp(settings.npmDebugLogLine);
+// npm's first error line, `npm error code E404`, and the prefix of each of its error lines (etc/npm-install.json).
+const ERROR_CODE_LINE = new RegExp(settings.npmErrorCodeLine);
+const ERROR_LINE_PREFIX = new RegExp(settings.npmErrorLinePrefix);
+
+/**
+ * The lines of npm's output a failure's message quotes: its error code and
+ * the next two error lines that say something, where npm printed a code;
+ * else its last three lines. An E404 ends in a blank `npm error 404` and two
+ * lines of advice ("Note that you can also install from a tarball, …"):
+ * the last three lines dropped the package the registry lacks
+ * (anilist-mcp@1.4.0's `@yuna0x0/anilist-node`).
+ */
+export function npmReasonLines(printed: string): string[] {
+  const lines = printed.trim().split('\n');
+  const code = lines.findIndex((line) => ERROR_CODE_LINE.test(line));
+  if (code === -1) return lines.slice(-3);
+  const said = lines.slice(code + 1).filter((line) => ERROR_LINE_PREFIX.test(line) && line.replace(ERROR_LINE_PREFIX, '').trim() !== '');
+  return [lines[code] ?? '', ...said.slice(0, 2)];
+}
 
 /** Why an npm install failed; `details.reason` of PLUGIN_NPM_INSTALL_FAILED. */
 export type NpmFailureReason =
@@ -183,7 +202,7 @@ function runNpm(cli: string, args: readonly string[], cwd: string, env: NodeJS.P
       const printed = redactor.redact(tail(stderr.split('\n').filter((line) => !DEAD_LOG_LINE.test(line)).join('\n')));
       done(
         err(
-          npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${printed.trim().split('\n').slice(-3).join(' ')}`, {
+          npmFailure('npm_failed', `npm install failed (${error.killed ? 'timed out' : `exit ${String(error.code)}`}): ${npmReasonLines(printed).join(' ')}`, {
             stderr_tail: printed,
           }),
         ),

@@ -10,12 +10,18 @@
  *   hidden by the host's own staging name, so `--arg '${data_dir}/vault'`
  *   failed to install though the plugin's data directory
  *   (`<profile>/data/<id>`) is not hidden.
+ * - anilist-mcp@1.4.0 depends on `@yuna0x0/anilist-node`, which the
+ *   registry answered 404: npm's output ends in a blank `npm error 404` and
+ *   two lines of advice, and the message, made of npm's last three lines,
+ *   named neither the package nor the 404 ("npm error 404 Note that you can
+ *   also install from a npm error 404 tarball, folder, http url, or git url.").
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { bundledNpmCli, npmReasonLines } from '../../src/installer/npmFetch.js';
 import { HostPool } from '../support/hostHarness.js';
 import { packServer } from './npmPack.js';
 
@@ -70,5 +76,50 @@ describe('published servers, eighth round: fixtures', { timeout: 180_000 }, () =
     const host = await pool.open(profileDir, { profileKind: 'standard' });
     expect((await host.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'] })).isOk()).toBe(true);
     expect(await readdir(staging)).toEqual([]);
+  });
+
+  it('names the package the registry lacks (a 404 of a dependency, anilist-mcp)', async () => {
+    const work = await pool.profile();
+    const pkg = join(work, 'shim');
+    await mkdir(join(pkg, 'bin'), { recursive: true });
+    await writeFile(join(pkg, 'bin', 'server.mjs'), '#!/usr/bin/env node\n', { mode: 0o755 });
+    // A scope no one registered: the registry answers 404 for it.
+    const missing = '@mcp-plugin-host-no-such-scope/no-such-package';
+    await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'shim', version: '1.0.0', type: 'module', bin: 'bin/server.mjs', dependencies: { [missing]: '^1.15.1' } }));
+    execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', work], { cwd: pkg, stdio: 'ignore' });
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard' });
+    const error = (await host.install(`npm:${join(work, 'shim-1.0.0.tgz')}`, { canary: false }))._unsafeUnwrapErr();
+    expect(error).toMatchObject({ code: 'PLUGIN_NPM_INSTALL_FAILED', details: { reason: 'npm_failed' } });
+    expect(error.message).toContain('E404');
+    expect(error.message).toContain(`'${missing}@^1.15.1' could not be found`);
+    expect(error.message).not.toContain('Note that you can also install');
+  });
+});
+
+describe("npm's reason lines", () => {
+  it('takes the code and the next two lines that say something (E404)', () => {
+    const printed = [
+      'npm error code E404',
+      'npm error 404 Not Found - GET https://registry.npmjs.org/@yuna0x0%2fanilist-node - Not found',
+      'npm error 404',
+      "npm error 404  The requested resource '@yuna0x0/anilist-node@^1.15.1' could not be found or you do not have permission to access it.",
+      'npm error 404',
+      'npm error 404 Note that you can also install from a',
+      'npm error 404 tarball, folder, http url, or git url.',
+    ].join('\n');
+    expect(npmReasonLines(printed)).toEqual([
+      'npm error code E404',
+      'npm error 404 Not Found - GET https://registry.npmjs.org/@yuna0x0%2fanilist-node - Not found',
+      "npm error 404  The requested resource '@yuna0x0/anilist-node@^1.15.1' could not be found or you do not have permission to access it.",
+    ]);
+  });
+
+  it('after warnings, with the older ERR! prefix (ETARGET)', () => {
+    const printed = ['npm WARN deprecated x@1.0.0', 'npm ERR! code ETARGET', 'npm ERR! notarget No matching version found for left-pad@999.0.0.', 'npm ERR! notarget In most cases you or one of your dependencies are requesting', 'npm ERR! notarget a package version that doesn\'t exist.'].join('\n');
+    expect(npmReasonLines(printed)).toEqual(['npm ERR! code ETARGET', 'npm ERR! notarget No matching version found for left-pad@999.0.0.', 'npm ERR! notarget In most cases you or one of your dependencies are requesting']);
+  });
+
+  it('takes the last three lines when npm printed no code', () => {
+    expect(npmReasonLines('a\nb\nc\nd\n')).toEqual(['b', 'c', 'd']);
   });
 });
