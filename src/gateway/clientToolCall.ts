@@ -21,6 +21,7 @@ import { clientAnswers, type GatewayRequestExtra } from './clientForwarding.js';
 import { offeredTo, type GatewayClientPolicy } from './clientPolicy.js';
 import type { PluginRequestParties } from './requestParties.js';
 import type { FastRequestRoute } from './stdioTransport.js';
+import { SlotMap } from './slotMap.js';
 import { errorResult, toolResult } from './toolResults.js';
 
 /** Who a client server serves, as the audit records and spans name the caller: the HTTP client's name (`default` for the default token) or `stdio`. */
@@ -123,20 +124,42 @@ export function plainToolCallParams(params: unknown): ToolCallParams | undefined
  * becomes an Internal error answer, as the SDK server makes it.
  */
 export async function answerToolCall(client: ToolCallClient, id: RequestId, params: ToolCallParams, signal: AbortSignal, caller: CallerIdentity, sessionId?: string): Promise<JSONRPCMessage> {
-  const { server } = client;
-  const extra: Mutable<GatewayRequestExtra> = {
-    signal,
-    requestId: id,
-    sendNotification: (notification) => (signal.aborted ? Promise.resolve() : server.notification(notification, { relatedRequestId: id })),
-    sendRequest: (request, resultSchema, options) =>
-      signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : server.request(request, resultSchema, { ...options, relatedRequestId: id }),
-  };
-  // Added in place: a spread of a conditional object made two objects more per call.
-  if (sessionId !== undefined) extra.sessionId = sessionId;
+  const extra = new FastCallExtra(client.server, id, signal, sessionId);
   try {
     return { jsonrpc: '2.0', id, result: await callForClient(client, params, extra, caller) };
   } catch (error) {
     return { jsonrpc: '2.0', id, error: { code: ErrorCode.InternalError, message: error instanceof Error ? error.message : 'Internal error' } };
+  }
+}
+
+/**
+ * The request extra of a fast-path call: what the SDK server gives its
+ * handlers, as one object whose senders are methods, not two closures made
+ * per call. Its users call them as methods (`extra.sendRequest(...)`).
+ */
+class FastCallExtra implements GatewayRequestExtra {
+  readonly requestId: RequestId;
+  readonly signal: AbortSignal;
+  readonly sessionId?: string;
+  readonly #server: Server;
+
+  constructor(server: Server, id: RequestId, signal: AbortSignal, sessionId: string | undefined) {
+    this.#server = server;
+    this.requestId = id;
+    this.signal = signal;
+    if (sessionId !== undefined) this.sessionId = sessionId;
+  }
+
+  sendNotification(notification: Parameters<GatewayRequestExtra['sendNotification']>[0]): Promise<void> {
+    return this.signal.aborted ? Promise.resolve() : this.#server.notification(notification, { relatedRequestId: this.requestId });
+  }
+
+  sendRequest<U extends Parameters<GatewayRequestExtra['sendRequest']>[1]>(
+    request: Parameters<GatewayRequestExtra['sendRequest']>[0],
+    resultSchema: U,
+    options?: Parameters<GatewayRequestExtra['sendRequest']>[2],
+  ): ReturnType<GatewayRequestExtra['sendRequest']> {
+    return this.signal.aborted ? Promise.reject(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled')) : this.#server.request(request, resultSchema, { ...options, relatedRequestId: this.requestId });
   }
 }
 
@@ -149,7 +172,8 @@ export abstract class ToolCallRoute implements FastRequestRoute {
   readonly #client: ToolCallClient;
   /** Who the host is told asks, the same for every call of the connection. */
   readonly #caller: CallerIdentity;
-  readonly #inFlight = new Map<RequestId, AbortController>();
+  /** One call at a time on nearly every connection: a Map here allocated a table per call (see SlotMap). */
+  readonly #inFlight = new SlotMap<RequestId, AbortController>();
   /**
    * The controller of a call that ended unaborted with nothing left following
    * its signal, handed to the next call. Node builds each AbortController's

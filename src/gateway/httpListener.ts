@@ -224,7 +224,8 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   const track = (session: Session, res: ServerResponse): void => {
     session.open += 1;
     session.lastSeen = performance.now();
-    res.once('close', () => {
+    // 'on', not 'once': a ServerResponse emits 'close' once (Node guards it), and once() wraps the listener in two more objects per request.
+    res.on('close', () => {
       session.open -= 1;
       session.lastSeen = performance.now();
     });

@@ -19,6 +19,7 @@ import { isJsonObject, isRequestId } from '../framing/jsonRpcValues.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 import { lastVerdictOf } from './lastVerdict.js';
 import { isNotification, NotificationBound } from './notificationBound.js';
+import { SlotMap } from './slotMap.js';
 import type { FastRequestRoute } from './stdioTransport.js';
 
 /**
@@ -111,7 +112,9 @@ export interface BodyBudget {
 /** The body, or why there is none: larger than `maxBytes`, more than `budget` lets be held now, or the client went away first. */
 function readBody(req: IncomingMessage, maxBytes: number, budget: BodyBudget | undefined): Promise<Buffer | 'too-large' | 'busy' | 'aborted'> {
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    // A body in one chunk (nearly every POST) is held without an array.
+    let first: Buffer | undefined;
+    let chunks: Buffer[] | undefined;
     let size = 0;
     const settle = (outcome: Buffer | 'too-large' | 'busy' | 'aborted'): void => {
       req.off('data', onData);
@@ -129,9 +132,10 @@ function readBody(req: IncomingMessage, maxBytes: number, budget: BodyBudget | u
         return;
       }
       size += chunk.length;
-      chunks.push(chunk);
+      if (first === undefined) first = chunk;
+      else (chunks ??= [first]).push(chunk);
     };
-    const onEnd = (): void => settle(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    const onEnd = (): void => settle(chunks !== undefined ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0)));
     const onClose = (): void => settle('aborted');
     req.on('data', onData);
     req.on('end', onEnd);
@@ -186,7 +190,8 @@ export async function readPostedMessages(req: IncomingMessage, res: ServerRespon
   // Given back when the answer ends, not once parsed: the messages, as large as the body or larger, are held while
   // their requests wait for a plugin, and a client must not hold more of them at once than of bodies.
   const { budget } = limits;
-  if (budget !== undefined) res.once('close', () => budget.give(body.length));
+  // 'on': a ServerResponse emits 'close' once, and once() would wrap the listener in two more objects per POST.
+  if (budget !== undefined) res.on('close', () => budget.give(body.length));
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
@@ -278,10 +283,11 @@ export class HttpSessionTransport implements Transport {
   readonly sessionId: string;
   readonly #sseKeepAliveMs: number;
   /** Open exchanges by the id of each request they still wait on (or that the client cancelled, until they end). */
-  readonly #pending = new Map<RequestId, Exchange>();
+  readonly #pending = new SlotMap<RequestId, Exchange>();
   /** Open exchanges by the id of each server request sent on them and not settled yet. */
   readonly #asked = new Map<RequestId, Exchange>();
-  readonly #exchanges = new Set<Exchange>();
+  /** Open exchanges, as keys; one at a time on nearly every session, so a SlotMap and not a Set (a table per POST). */
+  readonly #exchanges = new SlotMap<Exchange, true>();
   #standalone: EventStream | undefined;
   readonly #notifications = new NotificationBound('http');
   #initializeId: RequestId | undefined;
@@ -335,7 +341,9 @@ export class HttpSessionTransport implements Transport {
     } else if (this.#refusedVersion(req, res)) return;
     const ids: RequestId[] = [];
     for (const message of messages) if (isRequest(message)) ids.push(message.id);
-    if (ids.some((id, i) => this.#pending.has(id) || ids.indexOf(id) !== i)) {
+    let reused = false;
+    for (let i = 0; i < ids.length && !reused; i++) reused = this.#pending.has(ids[i] as RequestId) || ids.indexOf(ids[i] as RequestId) !== i;
+    if (reused) {
       return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: a request id is already in use in this session');
     }
     for (const message of messages) {
@@ -354,9 +362,9 @@ export class HttpSessionTransport implements Transport {
       return;
     }
     const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: undefined };
-    this.#exchanges.add(exchange);
+    this.#exchanges.set(exchange, true);
     for (const id of ids) this.#pending.set(id, exchange);
-    res.once('close', () => {
+    res.on('close', () => {
       // A response closes once its last byte left the process (or its connection went): until then its answers are held.
       exchange.budget?.give(exchange.held);
       exchange.held = 0;
@@ -592,7 +600,7 @@ export class HttpSessionTransport implements Transport {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    for (const exchange of [...this.#exchanges]) {
+    for (const exchange of this.#exchanges.keys()) {
       this.#release(exchange);
       writeJsonRpcError(exchange.res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'Session closed');
     }
