@@ -69,6 +69,8 @@ interface IntrospectionGrant {
   readonly clientRequests: readonly ClientRequestKind[] | undefined;
   readonly env: readonly string[] | undefined;
   readonly network?: IntrospectionNetwork;
+  /** The writable directory the install grants (`fs_write_dir`), made in the start's data directory as at every start. */
+  readonly fsWriteDir?: string;
   /** Asked before a start with network (the install's `accept`); absent: the grant is the consent. */
   readonly consent?: (start: NetworkedStart) => Promise<Result<void, HostError>>;
 }
@@ -1040,6 +1042,7 @@ export class Installer {
       clientRequests: options.grant?.client_requests,
       env: options.grant?.env_allow,
       network: networkOf(capabilities.value),
+      ...(options.grant?.fs_write_dir === undefined ? {} : { fsWriteDir: options.grant.fs_write_dir }),
       // An install judges every start, asked or not: what it would be refused unasked is refused before any code of the package runs.
       // An inspection installs nothing to refuse: only a start with network is asked about.
       ...(installing || options.accept !== undefined ? { consent } : {}),
@@ -1234,7 +1237,7 @@ export class Installer {
   // The introspection start gets what the install grants: the client requests announced, the granted env names with the host's values, and the granted network.
   #npmSourceOptions(args: readonly string[] | undefined, granted: IntrospectionGrant): Omit<NpmSourceOptions, 'manifest'> {
     const o = this.#o;
-    const { clientRequests, env, network, consent } = granted;
+    const { clientRequests, env, network, consent, fsWriteDir } = granted;
     return {
       stagingRoot: o.layout.stagingDir,
       clock: this.#clock,
@@ -1254,6 +1257,7 @@ export class Installer {
               ...(clientRequests === undefined ? {} : { clientRequests }),
               ...(env === undefined || env.length === 0 ? {} : { grantedEnv: { names: env, hostEnv: o.hostEnv ?? {}, denylist: o.envDenylist } }),
               ...(network === undefined ? {} : { grantedNetwork: network }),
+              ...(fsWriteDir === undefined ? {} : { fsWriteDir }),
               ...(consent === undefined ? {} : { consent }),
             },
           }),

@@ -34,6 +34,7 @@ import { PluginProcessTransport } from '../shapes/mcp/PluginProcessTransport.js'
 import type { ListedTool } from './npmManifest.js';
 import settings from '../../etc/npm-install.json' with { type: 'json' };
 import { readsLikeNetworkFailure } from '../sandbox/networkFailureWords.js';
+import { writeDirComponents } from '../sandbox/writeDir.js';
 
 /** What an introspection starts, and where. */
 export interface IntrospectionRequest {
@@ -76,6 +77,14 @@ export interface IntrospectionRequest {
    * (through the host's egress proxy). Absent, or neither: no network.
    */
   readonly grantedNetwork?: IntrospectionNetwork;
+  /**
+   * The writable directory the install grants (`fs_write_dir`, relative to
+   * the data directory), made and granted as every start of the plugin makes
+   * it: a server given it as its argument may need it to exist at start
+   * (obsidian-mcp@2.0.1 refuses a vault directory that does not). Absent:
+   * the whole data directory, as the host default.
+   */
+  readonly fsWriteDir?: string;
   /**
    * The package's `engines.node` range (an npm package's package.json): a
    * start that fails on a Node the range leaves out says so first.
@@ -418,7 +427,9 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
     })
     .andThen((binding) =>
       spawner.introspectionIdentity().asyncAndThen((identity) =>
-        openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents: [], fsWriteDir: '', ...(identity === undefined ? {} : { owner: identity }) }).asyncAndThen(
+        writeDirComponents(request.fsWriteDir ?? '').andThen((writeComponents) =>
+          openPluginDirectories({ dataRoot, pluginId: INTROSPECTION_ID, writeComponents, fsWriteDir: request.fsWriteDir ?? '', ...(identity === undefined ? {} : { owner: identity }) }),
+        ).asyncAndThen(
           (directories) => {
             const env = introspectionEnv(request, {
               ...DATA_DIR_STARTUP_CODE_OFF,

@@ -55,6 +55,8 @@ export interface NpmIntrospectionOptions {
   readonly grantedEnv?: GrantedIntrospectionEnv;
   /** The network the install grants explicitly, for a server that connects while it starts; without it the start is offline. */
   readonly grantedNetwork?: IntrospectionNetwork;
+  /** The writable directory the install grants (`fs_write_dir`, relative to the data directory), made for the start as for every start of the plugin. */
+  readonly fsWriteDir?: string;
   /**
    * Called before the start (with or without network), once the package is
    * fetched and before any of its code runs: the install's trust gate, which
@@ -289,6 +291,7 @@ async function manifestFor(
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
     ...(introspection.grantedEnv === undefined ? {} : { grantedEnv: introspection.grantedEnv }),
     ...(network === undefined ? {} : { grantedNetwork: network }),
+    ...(introspection.fsWriteDir === undefined ? {} : { fsWriteDir: introspection.fsWriteDir }),
     ...(nodeEngine === undefined ? {} : { nodeEngine }),
   });
   // However deep the server's writes in its data directory go: Node's rm stops at the path limit.

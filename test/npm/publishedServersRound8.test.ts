@@ -9,7 +9,10 @@
  *   `<profile>/staging/.stage-XXXX/introspection/data/npm-introspection`,
  *   hidden by the host's own staging name, so `--arg '${data_dir}/vault'`
  *   failed to install though the plugin's data directory
- *   (`<profile>/data/<id>`) is not hidden.
+ *   (`<profile>/data/<id>`) is not hidden. Next it refuses a vault that
+ *   does not exist, and `--grant-write-dir vault`, which every start of the
+ *   plugin makes in its data directory, was not made for the introspection
+ *   start.
  * - anilist-mcp@1.4.0 depends on `@yuna0x0/anilist-node`, which the
  *   registry answered 404: npm's output ends in a blank `npm error 404` and
  *   two lines of advice, and the message, made of npm's last three lines,
@@ -29,16 +32,19 @@ const pool = new HostPool();
 afterEach(() => pool.cleanup());
 afterAll(() => pool.cleanup());
 
-// obsidian-mcp@2.0.1's check of its vault argument, then a one-tool server that lists the vault.
+// obsidian-mcp@2.0.1's checks of its vault argument (no hidden component, an existing directory), then a one-tool server that lists the vault.
 const VAULT_SERVER = `#!/usr/bin/env node
 import { createInterface } from 'node:readline';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 const vault = process.argv[2];
 if (vault === undefined || vault.split('/').some((part) => part.startsWith('.') && part !== '.obsidian')) {
   console.error('Error: Invalid vault path (Contains hidden directories): ' + vault);
   process.exit(1);
 }
-mkdirSync(vault, { recursive: true });
+if (!existsSync(vault)) {
+  console.error('Error: Vault directory does not exist: ' + vault);
+  process.exit(1);
+}
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
   const { id, method, params } = JSON.parse(line);
@@ -51,11 +57,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 `;
 
 describe('published servers, eighth round: fixtures', { timeout: 180_000 }, () => {
-  it('introspects a server that refuses a data directory with a hidden component (obsidian-mcp), and runs it', async () => {
+  it('introspects a server that refuses a data directory with a hidden component or a vault that does not exist yet (obsidian-mcp, --grant-write-dir vault), and runs it', async () => {
     const profileDir = await pool.profile();
     const tarball = await packServer(await pool.profile(), { name: 'vault-like', source: VAULT_SERVER });
     const installer = await pool.open(profileDir, { profileKind: 'standard' });
-    const installed = await installer.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'] });
+    const installed = await installer.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'], grant: { fs_write_dir: 'vault' } });
     expect(installed._unsafeUnwrap().plugin.display_name).toBe('vault-like');
     await installer.close();
     const host = await pool.open(profileDir, { profileKind: 'standard' });
@@ -74,7 +80,7 @@ describe('published servers, eighth round: fixtures', { timeout: 180_000 }, () =
     await mkdir(join(staging, '.stage-killed'), { recursive: true });
     await writeFile(join(staging, '.stage-killed', 'owner.json'), JSON.stringify({ pid: dead, hostname: hostname(), started_at_ms: Date.now() - 3_600_000 }));
     const host = await pool.open(profileDir, { profileKind: 'standard' });
-    expect((await host.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'] })).isOk()).toBe(true);
+    expect((await host.install(`npm:${tarball}`, { canary: false, args: ['${data_dir}/vault'], grant: { fs_write_dir: 'vault' } })).isOk()).toBe(true);
     expect(await readdir(staging)).toEqual([]);
   });
 
