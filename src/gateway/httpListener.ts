@@ -261,61 +261,63 @@ function listenWith(token: string, options: GatewayHttpOptions, defaultPolicy: G
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const origin = req.headers.origin;
-    if (origin !== undefined && !loopbackOrigin(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
-    // On loopback, a Host that is not a loopback name is a DNS-rebound page even when it sends no Origin.
-    if (loopbackBind && !loopbackHost(req.headers.host ?? '')) return refuse(res, 403, `host ${req.headers.host ?? '(none)'} is not allowed`);
-    if (req.url !== MCP_PATH && new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
-    const client = clientOf(req);
-    if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
-    // Every holder has its limits; a client that had none would read no body.
-    const limits = postLimits.get(client) ?? NO_BODIES;
-    const sessionId = req.headers['mcp-session-id'];
-    if (typeof sessionId === 'string') {
-      const session = sessions.get(sessionId);
-      // Another token's session is as unknown to this client as a session that never existed.
-      if (session === undefined || session.owner !== client) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'unknown session');
-      track(session, res);
-      switch (req.method) {
-        case 'POST': {
-          const posted = await readPostedMessages(req, res, limits);
-          if (posted !== undefined) session.transport.handlePost(req, res, posted);
-          return;
+    // A failure is caught here, not with .catch() on the call: that made a promise and a closure per request.
+    try {
+      const origin = req.headers.origin;
+      if (origin !== undefined && !loopbackOrigin(origin) && !allowedOrigins.has(origin)) return refuse(res, 403, `origin ${origin} is not allowed`);
+      // On loopback, a Host that is not a loopback name is a DNS-rebound page even when it sends no Origin.
+      if (loopbackBind && !loopbackHost(req.headers.host ?? '')) return refuse(res, 403, `host ${req.headers.host ?? '(none)'} is not allowed`);
+      if (req.url !== MCP_PATH && new URL(req.url ?? '/', 'http://gateway').pathname !== MCP_PATH) return refuse(res, 404, `the MCP endpoint is ${MCP_PATH}`);
+      const client = clientOf(req);
+      if (client === undefined) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer' });
+      // Every holder has its limits; a client that had none would read no body.
+      const limits = postLimits.get(client) ?? NO_BODIES;
+      const sessionId = req.headers['mcp-session-id'];
+      if (typeof sessionId === 'string') {
+        const session = sessions.get(sessionId);
+        // Another token's session is as unknown to this client as a session that never existed.
+        if (session === undefined || session.owner !== client) return writeJsonRpcError(res, 404, TRANSPORT_ERROR_CODES.sessionNotFound, 'unknown session');
+        track(session, res);
+        switch (req.method) {
+          case 'POST': {
+            const posted = await readPostedMessages(req, res, limits);
+            if (posted !== undefined) session.transport.handlePost(req, res, posted);
+            return;
+          }
+          case 'GET':
+            return session.transport.handleGet(req, res);
+          case 'DELETE':
+            // Awaited: a rejection returned from inside the try would pass its catch.
+            return await session.transport.handleDelete(req, res);
+          default:
+            return refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
         }
-        case 'GET':
-          return session.transport.handleGet(req, res);
-        case 'DELETE':
-          return session.transport.handleDelete(req, res);
-        default:
-          return refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
       }
-    }
-    if (req.method !== 'POST') {
-      return req.method === 'GET' || req.method === 'DELETE' ? refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required') : refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
-    }
-    const posted = await readPostedMessages(req, res, limits);
-    if (posted === undefined) return;
-    // Only an initialize opens a session; anything else without one belongs to no session.
-    if (!posted.messages.some(isInitialize)) return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
-    if (posted.messages.length > 1) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: an initialize request comes alone');
-    if (sessions.size >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
-    if (heldBy(client) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
-    const transport = new HttpSessionTransport(randomUUID(), GATEWAY_DEFAULTS.sseKeepAliveMs);
-    // Registered before the first await, so a burst of initializes cannot open more sessions than the caps allow.
-    const session: Session = { transport, owner: client, lastSeen: performance.now(), open: 0 };
-    sessions.set(transport.sessionId, session);
-    track(session, res);
-    transport.onclose = () => sessions.delete(transport.sessionId);
-    await connect(client.policy, client.name, transport, limits.budget).connect(transport);
-    transport.handlePost(req, res, posted);
-  };
-
-  const http = createServer((req, res) => {
-    handle(req, res).catch(() => {
+      if (req.method !== 'POST') {
+        return req.method === 'GET' || req.method === 'DELETE' ? refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required') : refuse(res, 405, `method ${req.method ?? '(none)'} is not allowed`, ALLOWED_METHODS);
+      }
+      const posted = await readPostedMessages(req, res, limits);
+      if (posted === undefined) return;
+      // Only an initialize opens a session; anything else without one belongs to no session.
+      if (!posted.messages.some(isInitialize)) return refuse(res, 400, 'Bad Request: Mcp-Session-Id header is required');
+      if (posted.messages.length > 1) return writeJsonRpcError(res, 400, ErrorCode.InvalidRequest, 'Invalid Request: an initialize request comes alone');
+      if (sessions.size >= maxSessions) return refuse(res, 503, `the gateway serves at most ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
+      if (heldBy(client) >= share) return refuse(res, 503, `a client holds at most ${share} of the gateway's ${maxSessions} sessions; close one or retry later`, { 'retry-after': '1' });
+      const transport = new HttpSessionTransport(randomUUID(), GATEWAY_DEFAULTS.sseKeepAliveMs);
+      // Registered before the first await, so a burst of initializes cannot open more sessions than the caps allow.
+      const session: Session = { transport, owner: client, lastSeen: performance.now(), open: 0 };
+      sessions.set(transport.sessionId, session);
+      track(session, res);
+      transport.onclose = () => sessions.delete(transport.sessionId);
+      await connect(client.policy, client.name, transport, limits.budget).connect(transport);
+      transport.handlePost(req, res, posted);
+    } catch {
       if (!res.headersSent) refuse(res, 500, 'internal error');
       else res.end();
-    });
-  });
+    }
+  };
+
+  const http = createServer((req, res) => void handle(req, res));
   http.keepAliveTimeout = GATEWAY_DEFAULTS.httpKeepAliveMs;
   http.maxConnections = maxConnections;
   const port = options.port ?? GATEWAY_DEFAULTS.port;

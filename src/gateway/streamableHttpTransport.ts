@@ -222,7 +222,7 @@ interface Exchange {
    * Its answers so far, serialized: they are counted in bytes, and written as they are. Undefined for a request the
    * client cancelled, which gets no answer.
    */
-  readonly answers: Map<RequestId, string | undefined>;
+  readonly answers: SlotMap<RequestId, string | undefined>;
   readonly batch: boolean;
   /** What its answers are held against; none: nothing bounds them. */
   readonly budget: BodyBudget | undefined;
@@ -361,7 +361,7 @@ export class HttpSessionTransport implements Transport {
       for (const message of messages) this.onmessage?.(message, extra);
       return;
     }
-    const exchange: Exchange = { res, ids, answers: new Map(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: undefined };
+    const exchange: Exchange = { res, ids, answers: new SlotMap(), batch, budget: posted.budget, held: 0, streaming: false, keepAlive: undefined, withdrawn: false, asking: undefined };
     this.#exchanges.set(exchange, true);
     for (const id of ids) this.#pending.set(id, exchange);
     res.on('close', () => {
@@ -552,7 +552,8 @@ export class HttpSessionTransport implements Transport {
     exchange.res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId });
     exchange.keepAlive = keepAlive(exchange.res, this.#sseKeepAliveMs);
     // Answers of the batch that came before the stream began go first, or they would never be written.
-    for (const [id, serialized] of exchange.answers) {
+    for (const id of exchange.answers.keys()) {
+      const serialized = exchange.answers.get(id);
       if (serialized === undefined) continue;
       exchange.res.write(sseEventOf(serialized));
       exchange.answers.set(id, '');
@@ -569,17 +570,21 @@ export class HttpSessionTransport implements Transport {
     this.#release(exchange);
     if (exchange.streaming) exchange.res.end();
     else {
-      const answers: string[] = [];
-      for (const id of exchange.ids) {
-        const answer = exchange.answers.get(id);
-        if (answer !== undefined) answers.push(answer);
+      // A POST that is not a batch carries one request: its answer is the body, with no array made for it.
+      let body = exchange.batch ? undefined : exchange.answers.get(exchange.ids[0] as RequestId);
+      if (exchange.batch) {
+        const answers: string[] = [];
+        for (const id of exchange.ids) {
+          const answer = exchange.answers.get(id);
+          if (answer !== undefined) answers.push(answer);
+        }
+        // As JSON.stringify of the array of answers would write it, without serializing the answers again.
+        if (answers.length > 0) body = `[${answers.join(',')}]`;
       }
-      if (answers.length === 0) {
+      if (body === undefined) {
         exchange.res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'mcp-session-id': this.sessionId }).end();
         return;
       }
-      // As JSON.stringify of the array of answers would write it, without serializing the answers again.
-      const body = exchange.batch ? `[${answers.join(',')}]` : (answers[0] as string);
       const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
       if (!initializeRefused) headers['mcp-session-id'] = this.sessionId;
       exchange.res.writeHead(200, headers).end(body);
