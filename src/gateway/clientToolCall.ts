@@ -214,8 +214,8 @@ export abstract class ToolCallRoute implements FastRequestRoute {
     this.#spare = undefined;
   }
 
-  /** Sends one answer to the client. */
-  protected abstract deliver(answer: JSONRPCMessage): Promise<void>;
+  /** Sends one answer to the client; undefined when it was sent at once (nothing to wait for). */
+  protected abstract deliver(answer: JSONRPCMessage): Promise<void> | undefined;
 
   async #serve(id: RequestId, params: ToolCallParams): Promise<void> {
     const abort = this.#spare ?? new AbortController();
@@ -229,7 +229,9 @@ export abstract class ToolCallRoute implements FastRequestRoute {
     }
     if (abort.signal.aborted) return;
     this.#reuse(abort);
-    await this.deliver(answer);
+    // Not awaited when sent at once: the await would make a promise and a turn more per call.
+    const delivered = this.deliver(answer);
+    if (delivered !== undefined) await delivered;
   }
 
   /**

@@ -25,12 +25,14 @@ export class HttpToolCalls extends ToolCallRoute {
     super(client, transport.sessionId);
   }
 
-  protected async deliver(answer: JSONRPCMessage): Promise<void> {
+  /** Synchronous, as the transport writes an answer at once: no promise to make and wait for per call. */
+  protected deliver(answer: JSONRPCMessage): undefined {
     try {
-      await this.transport.send(answer);
+      this.transport.sendAnswer(answer);
     } catch (error) {
       // As the SDK server does with an answer it cannot send: the session's error handler hears of it.
       this.transport.onerror?.(error instanceof Error ? error : new Error(String(error)));
     }
+    return undefined;
   }
 }

@@ -490,24 +490,33 @@ export class HttpSessionTransport implements Transport {
     for (const admitted of this.#notifications.admit(message, res.writableLength)) res.write(sseEvent(admitted));
   }
 
+  /**
+   * Sends an answer (a message without a method) to its exchange, as {@link send} does, without a promise: the fast
+   * route's answers go this way, one promise fewer per call.
+   */
+  sendAnswer(message: JSONRPCMessage): void {
+    if ('method' in message) return;
+    const id = message.id;
+    const exchange = id === undefined ? undefined : this.#pending.get(id);
+    // An answer whose POST is gone (the client disconnected) has nowhere to go; one the client cancelled is not wanted.
+    if (id === undefined || exchange === undefined || exchange.answers.has(id)) return;
+    this.#pending.delete(id);
+    // Only the first answer with the initialize request's id is initialize's: a client may use the id again later.
+    const answersInitialize = id === this.#initializeId && this.#protocolVersion === undefined;
+    if (answersInitialize && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
+    const serialized = JSON.stringify(message);
+    const written = exchange.streaming ? sseEventOf(serialized) : serialized;
+    // A streamed answer is written at once and needs keeping only as answered.
+    exchange.answers.set(id, exchange.streaming ? '' : serialized);
+    if (!this.#hold(exchange, Buffer.byteLength(written))) return;
+    if (exchange.streaming) exchange.res.write(written);
+    if (this.#complete(exchange)) this.#finish(exchange, answersInitialize && 'error' in message);
+  }
+
   /** Sends a message from the server: an answer to its exchange, anything else beside the request it is about or on the GET stream. */
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (!('method' in message)) {
-      const id = message.id;
-      const exchange = id === undefined ? undefined : this.#pending.get(id);
-      // An answer whose POST is gone (the client disconnected) has nowhere to go; one the client cancelled is not wanted.
-      if (id === undefined || exchange === undefined || exchange.answers.has(id)) return Promise.resolve();
-      this.#pending.delete(id);
-      // Only the first answer with the initialize request's id is initialize's: a client may use the id again later.
-      const answersInitialize = id === this.#initializeId && this.#protocolVersion === undefined;
-      if (answersInitialize && 'result' in message) this.#protocolVersion = String(message.result.protocolVersion);
-      const serialized = JSON.stringify(message);
-      const written = exchange.streaming ? sseEventOf(serialized) : serialized;
-      // A streamed answer is written at once and needs keeping only as answered.
-      exchange.answers.set(id, exchange.streaming ? '' : serialized);
-      if (!this.#hold(exchange, Buffer.byteLength(written))) return Promise.resolve();
-      if (exchange.streaming) exchange.res.write(written);
-      if (this.#complete(exchange)) this.#finish(exchange, answersInitialize && 'error' in message);
+      this.sendAnswer(message);
       return Promise.resolve();
     }
     const related = options?.relatedRequestId === undefined ? undefined : this.#pending.get(options.relatedRequestId);
