@@ -11,7 +11,7 @@ import { realpathSync } from 'node:fs';
 import hints from '../../etc/sandbox-failure-hints.json' with { type: 'json' };
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import { reworded, type HostError } from '../errors/HostError.js';
-import { refusedInstallRootWrite } from '../installer/installRootWrites.js';
+import { refusedWriteWithin } from '../installer/installRootWrites.js';
 import { namesFailedPath, PATH_HINT_CODES, sandboxPathHints, sandboxViewOf, type PathHints } from '../installer/sandboxPathHints.js';
 import { readsLikeNetworkFailure } from '../sandbox/networkFailureWords.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
@@ -43,9 +43,11 @@ function sandboxHint(error: HostError, plugin: InstalledPlugin): { readonly hint
   const root = plugin.lock.binding.install_root;
   // The same words the introspection reads (Node's EROFS/EACCES, Python's Errno 30/13): a write at a call or a crash
   // names the path as a write at start does.
-  const written = refusedInstallRootWrite(said, installRoots(root));
+  const written = refusedWriteWithin(said, installRoots(root));
   if (written !== undefined) return { hint: hints.readOnlyHint.replaceAll('{path}', written), written };
   if (said.includes(root) && hints.readOnlyPatterns.some((pattern) => said.includes(pattern))) return { hint: hints.readOnlyHint.replaceAll('{path}', root) };
+  const sharedTemp = refusedWriteWithin(said, hints.sharedTempFolders);
+  if (sharedTemp !== undefined) return { hint: hints.sharedTempWriteHint.replaceAll('{path}', sharedTemp) };
   return undefined;
 }
 
@@ -62,10 +64,11 @@ function pathHints(error: HostError, plugin: InstalledPlugin, policy: () => Enfo
 /**
  * `error` with a hint naming the remedy in front of its own when it is a tool
  * or plugin failure the sandbox explains (etc/sandbox-failure-hints.json): a
- * network failure of a plugin without network or egress destinations, or a
+ * network failure of a plugin without network or egress destinations, a
  * write refused inside its read-only install root (then named in
- * `details.install_root_write`), also when a crash's stderr tail says so; else
- * `error` unchanged.
+ * `details.install_root_write`), or one refused in the machine's shared
+ * temporary folder (`/tmp` by name, not TMPDIR), also when a crash's stderr
+ * tail says so; else `error` unchanged.
  * With `policy` (the plugin's enforced sandbox, asked only for a failure
  * that names a path), also a call or start that failed on a host path the
  * sandbox does not show (etc/sandbox-path-hints.json): a Unix socket, whose

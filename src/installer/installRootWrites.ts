@@ -18,9 +18,10 @@ const WRITE_PATTERNS = hints.installRootWritePatterns.map((pattern) => new RegEx
  * The first path inside one of `roots` that `text` (a failure's message and
  * stderr) says a write to was refused, or undefined.
  *
- * @param roots - The install root as the host names it and as the sandbox mounts it (its real path).
+ * @param roots - The folders asked about: the install root as the host names it and as the sandbox mounts it (its
+ *   real path), or the machine's shared temporary folders.
  */
-export function refusedInstallRootWrite(text: string, roots: readonly string[]): string | undefined {
+export function refusedWriteWithin(text: string, roots: readonly string[]): string | undefined {
   for (const pattern of WRITE_PATTERNS) {
     for (const match of text.matchAll(pattern)) {
       // copyfile names its source first: the destination, when there is one, is the path written (a copy out of the tree is no write to it).
@@ -40,7 +41,7 @@ export function refusedInstallRootWrite(text: string, roots: readonly string[]):
  */
 export function withInstallRootWrite(error: HostError, roots: readonly string[]): HostError | undefined {
   const tail = error.details['stderr_tail'];
-  const path = refusedInstallRootWrite(`${error.message}\n${typeof tail === 'string' ? tail : ''}`, roots);
+  const path = refusedWriteWithin(`${error.message}\n${typeof tail === 'string' ? tail : ''}`, roots);
   if (path === undefined) return undefined;
   return reworded(error, {
     details: { ...error.details, install_root_write: path },

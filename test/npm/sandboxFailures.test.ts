@@ -8,6 +8,7 @@
  * (with the network granted it does not). One that writes next to its own
  * files (@modelcontextprotocol/server-memory's default memory.jsonl): EROFS
  * inside the install root; the hint says to point it at the data directory.
+ * Pointed at the machine's `/tmp` by name (not TMPDIR), the hint says no grant helps.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool, textOf } from '../support/hostHarness.js';
@@ -79,6 +80,14 @@ describe('npm: a server that writes next to its own files', { timeout: 120_000 }
     expect(error.code).toBe('PLUGIN_TOOL_ERROR');
     expect(error.hint).toMatch(/^The plugin tried to write \/.*\/state\.json, inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
     expect(error.details['install_root_write']).toMatch(/\/bin\/state\.json$/);
+
+    // A package that names the shared /tmp itself rather than TMPDIR (context-mode's mkdtemp '/tmp/.ctx-mode-…'): no grant helps.
+    const inTmp = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await inTmp.install(`npm:${tarball}`, { canary: false, args: ['--state', '/tmp/stateful-state.json'] })).isOk()).toBe(true);
+    const tmpError = (await inTmp.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    expect(tmpError.code).toBe('PLUGIN_TOOL_ERROR');
+    expect(tmpError.hint).toMatch(/^The plugin wrote \/tmp\/stateful-state\.json, in the machine's shared temporary folder, .* TMPDIR /);
+    expect(tmpError.details['install_root_write']).toBeUndefined();
 
     const pointed = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
     expect((await pointed.install(`npm:${tarball}`, { canary: false, args: ['--state', '${data_dir}/state.json'] })).isOk()).toBe(true);
