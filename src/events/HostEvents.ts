@@ -66,7 +66,9 @@ export interface HostEventMap {
   /**
    * A tool an MCP-speaking plugin lists has an output schema past a bound of
    * the host's compile (etc/plugin-answers.json): `bytes`, `depth`, `nodes`
-   * (objects and arrays), `patterns`, `json` (no JSON form), or
+   * (objects and arrays), `patterns`, `json` (no JSON form), `expansion`
+   * (one validation against it could visit more subschemas through its
+   * `$ref`s than the host allows, src/manifest/schemaExpansion.ts), or
    * `process_budget` (new after the plugin's process had
    * maxCompiledSchemaBytes of schemas compiled). The schema is not compiled
    * and the tool stays listed and callable, but the `structuredContent` of
@@ -76,7 +78,7 @@ export interface HostEventMap {
   readonly 'output_schema:unchecked': {
     readonly plugin_id: string;
     readonly tool: string;
-    readonly bound: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'process_budget';
+    readonly bound: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'expansion' | 'process_budget';
     /** Bytes of the schema's JSON text, when it was measured. */
     readonly schema_bytes?: number;
   };

@@ -11,6 +11,7 @@
  * apart again (R8's runtime bound was twice the manifest's).
  */
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+import { measureExpansion } from './schemaExpansion.js';
 import { escapePointerToken } from './violations.js';
 
 /** Largest schema accepted, in bytes of its JSON text. */
@@ -28,8 +29,8 @@ export const MAX_SCHEMA_PATTERNS: number = pluginAnswerLimits.maxSchemaPatterns;
 /** Most bytes all the distinct request and response schemas of one manifest may take together. */
 export const MAX_MANIFEST_SCHEMA_TOTAL_BYTES: number = pluginAnswerLimits.maxManifestSchemaTotalBytes;
 
-/** Which bound a schema broke. */
-export type SchemaBound = 'depth' | 'nodes' | 'bytes' | 'patterns' | 'json';
+/** Which bound a schema broke (`expansion`: what one validation against it may cost, schemaExpansion.ts). */
+export type SchemaBound = 'depth' | 'nodes' | 'bytes' | 'patterns' | 'json' | 'expansion';
 
 /** A schema within the bounds: its JSON text (the cache key of a compile) and the text's bytes. */
 export interface SchemaWithinBounds {
@@ -69,6 +70,10 @@ export function measureSchema(schema: unknown): SchemaWithinBounds | SchemaOverB
   if (walked.patterns > MAX_SCHEMA_PATTERNS) {
     return { ok: false, bound: 'patterns', bytes, problem: `names ${walked.patterns} patterns, over the ${MAX_SCHEMA_PATTERNS} the host compiles` };
   }
+  // Last: its walk recurses along $refs, at most maxSchemaNodes deep once the node bound holds. Compile time is bounded
+  // above; this bounds each validation, which runs on the same shared thread at every answer or call.
+  const expansion = measureExpansion(schema);
+  if (!expansion.ok) return { ok: false, bound: 'expansion', bytes, problem: expansion.problem };
   return { ok: true, text, bytes };
 }
 

@@ -33,7 +33,7 @@ export interface ToolDescriptor {
    * after the plugin's process had compiled its budget of schemas. The tool
    * is callable; its results are passed on as the plugin wrote them.
    */
-  readonly outputSchemaUnchecked?: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'process_budget';
+  readonly outputSchemaUnchecked?: 'bytes' | 'depth' | 'nodes' | 'patterns' | 'json' | 'expansion' | 'process_budget';
   /** MCP tool annotations (`readOnlyHint`, `destructiveHint`, `title`, …) as the plugin states them: hints, not guarantees. */
   readonly annotations?: Readonly<Record<string, unknown>>;
 }

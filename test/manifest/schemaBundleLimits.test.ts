@@ -16,12 +16,14 @@ import { CallSchemas } from '../../src/host/callSchemas.js';
 import { inspectManifestFile } from '../../src/installer/manifestHostChecks.js';
 import { jcsDigest } from '../../src/manifest/schemaRefs.js';
 import { FIXTURES, refusedWith, testProfile, unwrap, violationCodes, type TestProfile } from '../installer/InstallerHarness.js';
+import { anyOfRecursion, refDag } from '../support/expensiveSchemas.js';
 
 const MAX_BYTES = pluginAnswerLimits.maxSchemaBytes;
 const MAX_DEPTH = pluginAnswerLimits.maxSchemaDepth;
 const MAX_PATTERNS = pluginAnswerLimits.maxSchemaPatterns;
 const MAX_NODES = pluginAnswerLimits.maxSchemaNodes;
 const MAX_TOTAL = pluginAnswerLimits.maxManifestSchemaTotalBytes;
+const MAX_EXPANDED = pluginAnswerLimits.maxSchemaExpandedNodes;
 
 /** An object schema of `count` patternProperties, a few KB. */
 function patternSchema(count: number): Record<string, unknown> {
@@ -79,6 +81,11 @@ describe('manifest schema bounds', () => {
     ['a request schema of too many objects', () => manyNodesSchema(MAX_NODES + 1), new RegExp(`holds more than ${MAX_NODES} objects and arrays, the most the host compiles`)],
     // A few KB: each pattern is a regular-expression compile of its own.
     ['a request schema naming too many patterns', () => patternSchema(MAX_PATTERNS + 1), new RegExp(`names ${MAX_PATTERNS + 1} patterns, over the ${MAX_PATTERNS} the host compiles`)],
+    // About 2.4 KB, within every compile bound: one validation of the caller's arguments walks 2^29 paths (review R13 F2).
+    ['a request schema whose $refs form a doubling DAG', () => refDag(29), new RegExp(`expands to more than ${MAX_EXPANDED} subschemas through its \\$refs`)],
+    ['a request schema of $anchor refs forming a doubling DAG', () => refDag(29, true), new RegExp(`expands to more than ${MAX_EXPANDED} subschemas through its \\$refs`)],
+    // Doubles per level of the arguments' nesting.
+    ['a request schema recursing twice on one member', anyOfRecursion, /has 2 \$ref back-edges into its own recursion along one path down the data/],
   ];
 
   it.each(cases)('refuses %s at validate and at install, naming the schema', async (_name, make, why) => {
@@ -153,6 +160,21 @@ describe('manifest schema bounds', () => {
     const error = new CallSchemas(p.layout).checkArguments(plugin, 't', { p0: 1 }, undefined);
     expect(error?.code).toBe('PLUGIN_SCHEMA_REF_INVALID');
     expect(error?.message).toMatch(new RegExp(`schema 'big.request' at .* is \\d+ bytes, over the ${MAX_BYTES} the host compiles`));
+  });
+
+  it('refuses at call time a store schema past the expansion bound, before the caller\'s arguments are validated against it', async () => {
+    const p = await testProfile('dev');
+    profiles.push(p);
+    const schema = refDag(29);
+    const digest = jcsDigest(schema)!;
+    const path = p.layout.schemaFile('dag.request', digest);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, JSON.stringify(schema));
+    const plugin = { plugin_id: 'dag', variants: [{ tool_name: 't', schema_hashes: { 'dag.request': digest } }] } as unknown as InstalledPlugin;
+    const error = new CallSchemas(p.layout).checkArguments(plugin, 't', { a: 1 }, undefined);
+    expect(error?.code).toBe('PLUGIN_SCHEMA_REF_INVALID');
+    expect(error?.message).toMatch(new RegExp(`schema 'dag.request' at .* expands to more than ${MAX_EXPANDED} subschemas`));
+    expect(error?.hint).toContain('expan');
   });
 
   it('remembers a refused store schema for the host\'s life: later calls do not read, hash or measure it again', async () => {

@@ -586,7 +586,7 @@ export class McpConnection {
 
   /**
    * The validator of a listed output schema, or why it is not compiled: over
-   * a bound of schemaLimits.ts (bytes, depth, objects, patterns), or new
+   * a bound of schemaLimits.ts (bytes, depth, objects, patterns, expansion), or new
    * while this process's compiles already took maxCompiledSchemaBytes (the
    * tool is then left unchecked), or Ajv refused it (the list fails). Ajv
    * compiles on the host's thread, which every plugin and the gateway share

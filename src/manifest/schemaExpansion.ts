@@ -1,0 +1,315 @@
+/**
+ * A static bound on what validating one value against a schema costs, where
+ * schemaLimits.ts' other bounds follow what compiling it costs. Ajv compiles
+ * each `$defs` entry once but follows every `$ref` each time it validates:
+ * `$defs` dI = {allOf: [{$ref: dI-1}, {$ref: dI-1}]} is 2.4 KB at I = 29,
+ * compiles in 15 ms, and one validation walks 2^29 paths (a plugin's one
+ * answer held the host's shared thread 2.9 s; review R13 F2). Two measures,
+ * in one memoised walk that is linear in the schema:
+ *
+ * - the expanded size: each subschema counted once per way it is reached, a
+ *   `$ref` counting its target's expanded size (stopped past the cap);
+ * - recursion: a `$ref` back to a subschema the walk is inside of. Validation
+ *   follows it once per step down the data, which is linear in the data only
+ *   while one value is reached by at most one such back-edge per step: two
+ *   (`anyOf: [{properties: {x: {$ref: '#'}}}, {properties: {x: {$ref: '#'}}}]`)
+ *   double the paths at each level of the answer's nesting.
+ */
+import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
+
+/** Most subschemas one validation may visit counting each once per way it is reached through `$ref` (etc/plugin-answers.json). */
+export const MAX_SCHEMA_EXPANDED_NODES: number = pluginAnswerLimits.maxSchemaExpandedNodes;
+
+/** Keywords whose schema applies to the same value as the schema holding them. */
+const IN_PLACE_ONE = ['not', 'if', 'then', 'else'] as const;
+const IN_PLACE_MANY = ['allOf'] as const;
+const IN_PLACE_EITHER = ['anyOf', 'oneOf'] as const;
+const IN_PLACE_MAP = ['dependentSchemas', 'dependencies'] as const;
+const REF_KEYWORDS = ['$ref', '$dynamicRef', '$recursiveRef'] as const;
+/** Keywords whose schemas apply to a member of an object: `properties` by name, these to any name (a pattern may match a named one). */
+const ANY_MEMBER_ONE = ['additionalProperties', 'unevaluatedProperties'] as const;
+/** Keywords whose schemas apply to an element of an array. */
+const ELEMENT_ONE = ['items', 'additionalItems', 'contains', 'unevaluatedItems'] as const;
+const ELEMENT_MANY = ['items', 'prefixItems'] as const;
+/** Keywords whose schemas apply to something derived from the value (a member name, decoded content). */
+const OTHER_CHILD_ONE = ['propertyNames', 'contentSchema'] as const;
+
+/** Data-child classes besides a named property (`p:<name>`). */
+const ANY_MEMBER = '*member';
+const ELEMENT = '*element';
+const OTHER = '*other';
+
+/** The placeholder base of a schema without an `$id`, so relative `$id`s and refs resolve as against any base. */
+const NO_BASE = 'https://schema.invalid/root.json';
+
+/** Why a schema is past the expansion bound (thrown out of the walk, caught in measureExpansion). */
+class ExpansionOverBound extends Error {}
+
+/** Back-edges that apply along one path down the data: at the value itself, and per class of data child. */
+interface BackEdges {
+  here: number;
+  readonly children: Map<string, number>;
+}
+
+interface Visited {
+  /** The expanded size. */
+  readonly size: number;
+  /** Back-edges to subschemas the walk was inside of when this one was left (none when they all closed at it). */
+  readonly open: number;
+  /** Stack index of the outermost target of those back-edges (Infinity when none). */
+  readonly outermost: number;
+}
+
+interface Resource {
+  readonly root: object;
+  readonly uri: string;
+  readonly anchors: Map<string, object[]>;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const ownValue = (record: Record<string, unknown>, key: string): unknown => (Object.hasOwn(record, key) ? record[key] : undefined);
+
+/**
+ * What validating against `schema` may cost: its expanded size (subschemas
+ * counted once per way they are reached, recursion once), or why it is past
+ * the bound, as a sentence. Expects a schema within schemaLimits.ts' node
+ * and depth bounds (the walk recurses once per subschema on its path, at
+ * most maxSchemaNodes deep).
+ */
+export function measureExpansion(schema: unknown): { readonly ok: true; readonly size: number } | { readonly ok: false; readonly problem: string } {
+  try {
+    return { ok: true, size: new ExpansionWalk(schema).run() };
+  } catch (error) {
+    if (error instanceof ExpansionOverBound) return { ok: false, problem: error.message };
+    throw error;
+  }
+}
+
+/** One measure of one schema. */
+class ExpansionWalk {
+  readonly #resourceOf = new Map<object, Resource>();
+  readonly #resources = new Map<string, Resource>();
+  /** Every `$dynamicAnchor` by name, in any resource: which one a `$dynamicRef` reaches depends on the path, so it counts all. */
+  readonly #dynamicAnchors = new Map<string, object[]>();
+  readonly #done = new Map<object, Visited>();
+  /** Subschemas the walk is inside of: their stack index and how many steps down the data they apply. */
+  readonly #onStack = new Map<object, { index: number; dataDepth: number }>();
+  readonly #root: unknown;
+
+  constructor(root: unknown) {
+    this.#root = root;
+  }
+
+  run(): number {
+    if (!isObject(this.#root)) return 1;
+    this.#index(this.#root);
+    return this.#visit(this.#root, 0).size;
+  }
+
+  /**
+   * Finds every resource (`$id`) and anchor (`$anchor`, `$dynamicAnchor`, a
+   * draft-07 `$id: "#name"`), walking the whole value: one registered inside
+   * a `const` only resolves a ref Ajv would refuse anyway.
+   */
+  #index(root: Record<string, unknown>): void {
+    const stack: Array<{ value: unknown; resource: Resource | undefined }> = [{ value: root, resource: undefined }];
+    while (stack.length > 0) {
+      const { value, resource: parent } = stack.pop()!;
+      if (value === null || typeof value !== 'object') continue;
+      if (Array.isArray(value)) {
+        for (const item of value) stack.push({ value: item, resource: parent });
+        continue;
+      }
+      const record = value as Record<string, unknown>;
+      let resource = parent;
+      const id = ownValue(record, '$id');
+      if (parent === undefined || (typeof id === 'string' && !id.startsWith('#'))) {
+        const uri = resolveUri(typeof id === 'string' ? id : '', parent?.uri ?? NO_BASE);
+        resource = { root: record, uri: uri ?? `${NO_BASE}#unresolvable-${this.#resources.size}`, anchors: new Map() };
+        if (uri !== undefined && !this.#resources.has(uri)) this.#resources.set(uri, resource);
+      }
+      this.#resourceOf.set(record, resource!);
+      const names = [ownValue(record, '$anchor'), ownValue(record, '$dynamicAnchor'), typeof id === 'string' && id.includes('#') ? id.slice(id.indexOf('#') + 1) : undefined];
+      for (const name of names) if (typeof name === 'string' && name !== '') push(resource!.anchors, name, record);
+      const dynamic = ownValue(record, '$dynamicAnchor');
+      if (typeof dynamic === 'string') push(this.#dynamicAnchors, dynamic, record);
+      for (const child of Object.values(record)) stack.push({ value: child, resource });
+    }
+  }
+
+  /** The targets of a ref keyword's value: none for a ref Ajv refuses (a local one to nothing); throws for one the host cannot follow. */
+  #targets(from: Record<string, unknown>, keyword: string, ref: string): object[] {
+    const resource = this.#resourceOf.get(from)!;
+    if (keyword === '$recursiveRef') return [resource.root];
+    const hash = ref.indexOf('#');
+    const uriPart = hash === -1 ? ref : ref.slice(0, hash);
+    const fragment = hash === -1 ? '' : ref.slice(hash + 1);
+    let target = resource;
+    if (uriPart !== '') {
+      const uri = resolveUri(uriPart, resource.uri);
+      const found = uri === undefined ? undefined : this.#resources.get(uri);
+      // Another document (a meta-schema Ajv holds, or one it would refuse): its cost is not known here.
+      if (found === undefined) throw new ExpansionOverBound(`names a $ref the host does not follow (${JSON.stringify(ref.slice(0, 200))}), so what validating against it costs is not known`);
+      target = found;
+    }
+    if (fragment === '') return [target.root];
+    if (fragment.startsWith('/')) {
+      const found = resolvePointer(target.root, fragment);
+      return found === undefined ? [] : [found];
+    }
+    let name: string;
+    try {
+      name = decodeURIComponent(fragment);
+    } catch {
+      return [];
+    }
+    if (keyword === '$dynamicRef') return [...new Set([...(target.anchors.get(name) ?? []), ...(this.#dynamicAnchors.get(name) ?? [])])];
+    return target.anchors.get(name) ?? [];
+  }
+
+  /** The expanded size of `schema` and the back-edges that leave it, applied `dataDepth` steps down the data. */
+  #visit(schema: unknown, dataDepth: number): Visited & { edges: BackEdges } {
+    if (!isObject(schema)) return { size: 1, open: 0, outermost: Infinity, edges: noEdges() };
+    const done = this.#done.get(schema);
+    if (done !== undefined) return { ...done, edges: { here: done.open, children: new Map() } };
+    const onStack = this.#onStack.get(schema);
+    if (onStack !== undefined) {
+      // A ref back to where it started with no step down the data between: validation would never end (Ajv's stack overflows).
+      if (onStack.dataDepth === dataDepth) throw new ExpansionOverBound('has a $ref cycle that reaches the same value again without a step down the data');
+      return { size: 1, open: 1, outermost: onStack.index, edges: { here: 1, children: new Map() } };
+    }
+    const index = this.#onStack.size;
+    this.#onStack.set(schema, { index, dataDepth });
+    let size = 1;
+    let outermost = Infinity;
+    const edges = noEdges();
+    const take = (child: Visited & { edges: BackEdges }): BackEdges => {
+      size += child.size;
+      if (size > MAX_SCHEMA_EXPANDED_NODES) {
+        throw new ExpansionOverBound(`expands to more than ${MAX_SCHEMA_EXPANDED_NODES} subschemas through its $refs, the most one validation may visit`);
+      }
+      outermost = Math.min(outermost, child.outermost);
+      return child.edges;
+    };
+    const inPlace = (child: unknown): void => addEdges(edges, take(this.#visit(child, dataDepth)));
+    const below = (child: unknown, cls: string): void => {
+      const found = take(this.#visit(child, dataDepth + 1));
+      edges.children.set(cls, (edges.children.get(cls) ?? 0) + totalOf(found));
+    };
+
+    for (const keyword of REF_KEYWORDS) {
+      const ref = ownValue(schema, keyword);
+      if (typeof ref === 'string') for (const target of this.#targets(schema, keyword, ref)) inPlace(target);
+    }
+    for (const keyword of IN_PLACE_ONE) if (Object.hasOwn(schema, keyword)) inPlace(schema[keyword]);
+    for (const keyword of IN_PLACE_MANY) for (const branch of arrayOf(ownValue(schema, keyword))) inPlace(branch);
+    for (const keyword of IN_PLACE_MAP) for (const branch of Object.values(recordOf(ownValue(schema, keyword)))) if (isObject(branch) || typeof branch === 'boolean') inPlace(branch);
+    for (const keyword of IN_PLACE_EITHER) {
+      const branches = arrayOf(ownValue(schema, keyword));
+      if (!exclusiveByType(branches)) {
+        for (const branch of branches) inPlace(branch);
+        continue;
+      }
+      // Branches of distinct single types: one value meets at most one of them, so the worst branch is the count.
+      const worst = noEdges();
+      for (const branch of branches) maxEdges(worst, take(this.#visit(branch, dataDepth)));
+      addEdges(edges, worst);
+    }
+    for (const [name, child] of Object.entries(recordOf(ownValue(schema, 'properties')))) below(child, `p:${name}`);
+    for (const child of Object.values(recordOf(ownValue(schema, 'patternProperties')))) below(child, ANY_MEMBER);
+    for (const keyword of ANY_MEMBER_ONE) if (Object.hasOwn(schema, keyword)) below(schema[keyword], ANY_MEMBER);
+    for (const keyword of ELEMENT_ONE) if (Object.hasOwn(schema, keyword) && !Array.isArray(schema[keyword])) below(schema[keyword], ELEMENT);
+    for (const keyword of ELEMENT_MANY) for (const child of arrayOf(ownValue(schema, keyword))) below(child, ELEMENT);
+    for (const keyword of OTHER_CHILD_ONE) if (Object.hasOwn(schema, keyword)) below(schema[keyword], OTHER);
+
+    this.#onStack.delete(schema);
+    const count = totalOf(edges);
+    if (count > 1) {
+      throw new ExpansionOverBound(`has ${count} $ref back-edges into its own recursion along one path down the data, so one validation doubles its work per level of the value's nesting`);
+    }
+    // Every back-edge closed here (or deeper): what reaches this subschema from elsewhere meets none of them.
+    const open = outermost < index ? count : 0;
+    const visited: Visited = { size, open, outermost: outermost < index ? outermost : Infinity };
+    this.#done.set(schema, visited);
+    return { ...visited, edges: open === 0 ? noEdges() : edges };
+  }
+}
+
+function noEdges(): BackEdges {
+  return { here: 0, children: new Map() };
+}
+
+/** Back-edges along the worst one path down the data: a named member also meets the any-member keywords. */
+function totalOf(edges: BackEdges): number {
+  const anyMember = edges.children.get(ANY_MEMBER) ?? 0;
+  let worst = 0;
+  for (const [cls, count] of edges.children) worst = Math.max(worst, cls.startsWith('p:') ? count + anyMember : count);
+  return edges.here + worst;
+}
+
+/** Both apply to the same value: counts add, per class of child. */
+function addEdges(into: BackEdges, from: BackEdges): void {
+  into.here += from.here;
+  for (const [cls, count] of from.children) into.children.set(cls, (into.children.get(cls) ?? 0) + count);
+}
+
+/** At most one applies to a value: the worst, per class of child (a sound bound, since one value meets one branch). */
+function maxEdges(into: BackEdges, from: BackEdges): void {
+  into.here = Math.max(into.here, from.here);
+  for (const [cls, count] of from.children) into.children.set(cls, Math.max(into.children.get(cls) ?? 0, count));
+}
+
+/** Whether each branch names one `type` and no two the same (integer counts as number, which it is a part of). */
+function exclusiveByType(branches: readonly unknown[]): boolean {
+  const seen = new Set<string>();
+  for (const branch of branches) {
+    const type = isObject(branch) ? ownValue(branch, 'type') : undefined;
+    if (typeof type !== 'string') return false;
+    const kind = type === 'integer' ? 'number' : type;
+    if (seen.has(kind)) return false;
+    seen.add(kind);
+  }
+  return true;
+}
+
+function arrayOf(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+function recordOf(value: unknown): Record<string, unknown> {
+  return isObject(value) ? value : {};
+}
+
+function push(map: Map<string, object[]>, key: string, value: object): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else if (!list.includes(value)) list.push(value);
+}
+
+/** An `$id` or ref's URI part resolved against a base, without its fragment; `undefined` when it does not parse. */
+function resolveUri(uri: string, base: string): string | undefined {
+  try {
+    const url = new URL(uri, base);
+    url.hash = '';
+    return url.href;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The object or array a JSON pointer (percent-encoded, as in a URI fragment) names inside `root`. */
+function resolvePointer(root: object, pointer: string): object | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pointer);
+  } catch {
+    return undefined;
+  }
+  let at: unknown = root;
+  for (const raw of decoded.slice(1).split('/')) {
+    const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (at === null || typeof at !== 'object' || !Object.hasOwn(at, token)) return undefined;
+    at = (at as Record<string, unknown>)[token];
+  }
+  return at !== null && typeof at === 'object' ? at : undefined;
+}

@@ -1,0 +1,28 @@
+/**
+ * Schemas within every compile bound of src/manifest/schemaLimits.ts whose
+ * one validation walks exponentially many paths (review R13 F2), shared by
+ * the unit, manifest and running-plugin tests of the expansion bound.
+ */
+
+/** R13's repro: $defs dI = allOf of two refs to dI-1, by JSON pointer or by `$anchor`. 2^levels paths per validation. */
+export function refDag(levels: number, anchors = false): Record<string, unknown> {
+  const defs: Record<string, unknown> = { d0: { type: 'object' } };
+  for (let i = 1; i <= levels; i++) {
+    const previous = anchors && i > 1 ? `#a${i - 1}` : `#/$defs/d${i - 1}`;
+    defs[`d${i}`] = { ...(anchors ? { $anchor: `a${i}` } : {}), allOf: [{ $ref: previous }, { $ref: previous }] };
+  }
+  return { type: 'object', $defs: defs, allOf: [{ $ref: `#/$defs/d${levels}` }] };
+}
+
+/** Recursion with fan-out 2 on one member: the paths double per level of the value's nesting. */
+export function anyOfRecursion(): Record<string, unknown> {
+  const step = (): Record<string, unknown> => ({ type: 'object', properties: { x: { $ref: '#/$defs/d' } } });
+  return { $defs: { d: { anyOf: [step(), step()] } }, $ref: '#/$defs/d' };
+}
+
+/** A value `levels` deep along member x: what makes anyOfRecursion() cost 2^levels. */
+export function nestedX(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 0; i < levels; i++) value = { x: value };
+  return value;
+}
