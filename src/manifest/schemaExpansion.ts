@@ -11,9 +11,11 @@
  *   `$ref` counting its target's expanded size (stopped past the cap);
  * - recursion: a `$ref` back to a subschema the walk is inside of. Validation
  *   follows it once per step down the data, which is linear in the data only
- *   while one value is reached by at most one such back-edge per step: two
+ *   while, inside the recursion, one path down the data meets at most one
+ *   such back-edge: two
  *   (`anyOf: [{properties: {x: {$ref: '#'}}}, {properties: {x: {$ref: '#'}}}]`)
- *   double the paths at each level of the answer's nesting.
+ *   double the paths at each level of the answer's nesting, and one recursion
+ *   entering another on the same member multiplies them by the depth.
  */
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 
@@ -54,10 +56,8 @@ interface BackEdges {
 interface Visited {
   /** The expanded size. */
   readonly size: number;
-  /** Back-edges to subschemas the walk was inside of when this one was left (none when they all closed at it). */
-  readonly open: number;
-  /** Stack index of the outermost target of those back-edges (Infinity when none). */
-  readonly outermost: number;
+  /** Back-edges (to it, inside it, or to a subschema it is in) met along its worst one path down the data. */
+  readonly backEdges: number;
 }
 
 interface Resource {
@@ -92,8 +92,8 @@ class ExpansionWalk {
   /** Every `$dynamicAnchor` by name, in any resource: which one a `$dynamicRef` reaches depends on the path, so it counts all. */
   readonly #dynamicAnchors = new Map<string, object[]>();
   readonly #done = new Map<object, Visited>();
-  /** Subschemas the walk is inside of: their stack index and how many steps down the data they apply. */
-  readonly #onStack = new Map<object, { index: number; dataDepth: number }>();
+  /** Subschemas the walk is inside of: how many steps down the data they apply, and whether a back-edge reached them. */
+  readonly #onStack = new Map<object, { dataDepth: number; recursive: boolean }>();
   readonly #root: unknown;
 
   constructor(root: unknown) {
@@ -167,28 +167,27 @@ class ExpansionWalk {
     return target.anchors.get(name) ?? [];
   }
 
-  /** The expanded size of `schema` and the back-edges that leave it, applied `dataDepth` steps down the data. */
-  #visit(schema: unknown, dataDepth: number): Visited & { edges: BackEdges } {
-    if (!isObject(schema)) return { size: 1, open: 0, outermost: Infinity, edges: noEdges() };
+  /** The expanded size of `schema` and the back-edges met below it, applied `dataDepth` steps down the data. */
+  #visit(schema: unknown, dataDepth: number): { size: number; edges: BackEdges } {
+    if (!isObject(schema)) return { size: 1, edges: noEdges() };
     const done = this.#done.get(schema);
-    if (done !== undefined) return { ...done, edges: { here: done.open, children: new Map() } };
+    if (done !== undefined) return { size: done.size, edges: { here: done.backEdges, children: new Map() } };
     const onStack = this.#onStack.get(schema);
     if (onStack !== undefined) {
       // A ref back to where it started with no step down the data between: validation would never end (Ajv's stack overflows).
       if (onStack.dataDepth === dataDepth) throw new ExpansionOverBound('has a $ref cycle that reaches the same value again without a step down the data');
-      return { size: 1, open: 1, outermost: onStack.index, edges: { here: 1, children: new Map() } };
+      onStack.recursive = true;
+      return { size: 1, edges: { here: 1, children: new Map() } };
     }
-    const index = this.#onStack.size;
-    this.#onStack.set(schema, { index, dataDepth });
+    const frame = { dataDepth, recursive: false };
+    this.#onStack.set(schema, frame);
     let size = 1;
-    let outermost = Infinity;
     const edges = noEdges();
-    const take = (child: Visited & { edges: BackEdges }): BackEdges => {
+    const take = (child: { size: number; edges: BackEdges }): BackEdges => {
       size += child.size;
       if (size > MAX_SCHEMA_EXPANDED_NODES) {
         throw new ExpansionOverBound(`expands to more than ${MAX_SCHEMA_EXPANDED_NODES} subschemas through its $refs, the most one validation may visit`);
       }
-      outermost = Math.min(outermost, child.outermost);
       return child.edges;
     };
     const inPlace = (child: unknown): void => addEdges(edges, take(this.#visit(child, dataDepth)));
@@ -210,7 +209,8 @@ class ExpansionWalk {
         for (const branch of branches) inPlace(branch);
         continue;
       }
-      // Branches of distinct single types: one value meets at most one of them, so the worst branch is the count.
+      // Branches of distinct single types: one value meets at most one of them (Ajv runs a type's keywords only on
+      // values of that type, also with allErrors), so the worst branch is the count.
       const worst = noEdges();
       for (const branch of branches) maxEdges(worst, take(this.#visit(branch, dataDepth)));
       addEdges(edges, worst);
@@ -224,14 +224,14 @@ class ExpansionWalk {
 
     this.#onStack.delete(schema);
     const count = totalOf(edges);
-    if (count > 1) {
-      throw new ExpansionOverBound(`has ${count} $ref back-edges into its own recursion along one path down the data, so one validation doubles its work per level of the value's nesting`);
+    // Checked where a recursion starts: each step of it re-applies everything counted here to one deeper value, so two
+    // back-edges double per level, and a recursion that enters another recursive subschema on the same path multiplies
+    // by the depth per such nesting. Where none starts, several recursions side by side only add (the size bound).
+    if (frame.recursive && count > 1) {
+      throw new ExpansionOverBound(`has ${count} $ref back-edges along one path down the data inside its own recursion, so one validation multiplies its work per level of the value's nesting`);
     }
-    // Every back-edge closed here (or deeper): what reaches this subschema from elsewhere meets none of them.
-    const open = outermost < index ? count : 0;
-    const visited: Visited = { size, open, outermost: outermost < index ? outermost : Infinity };
-    this.#done.set(schema, visited);
-    return { ...visited, edges: open === 0 ? noEdges() : edges };
+    this.#done.set(schema, { size, backEdges: count });
+    return { size, edges };
   }
 }
 

@@ -16,7 +16,7 @@ import { CallSchemas } from '../../src/host/callSchemas.js';
 import { inspectManifestFile } from '../../src/installer/manifestHostChecks.js';
 import { jcsDigest } from '../../src/manifest/schemaRefs.js';
 import { FIXTURES, refusedWith, testProfile, unwrap, violationCodes, type TestProfile } from '../installer/InstallerHarness.js';
-import { anyOfRecursion, refDag } from '../support/expensiveSchemas.js';
+import { anyOfRecursion, nestedRecursions, refDag } from '../support/expensiveSchemas.js';
 
 const MAX_BYTES = pluginAnswerLimits.maxSchemaBytes;
 const MAX_DEPTH = pluginAnswerLimits.maxSchemaDepth;
@@ -85,7 +85,9 @@ describe('manifest schema bounds', () => {
     ['a request schema whose $refs form a doubling DAG', () => refDag(29), new RegExp(`expands to more than ${MAX_EXPANDED} subschemas through its \\$refs`)],
     ['a request schema of $anchor refs forming a doubling DAG', () => refDag(29, true), new RegExp(`expands to more than ${MAX_EXPANDED} subschemas through its \\$refs`)],
     // Doubles per level of the arguments' nesting.
-    ['a request schema recursing twice on one member', anyOfRecursion, /has 2 \$ref back-edges into its own recursion along one path down the data/],
+    ['a request schema recursing twice on one member', anyOfRecursion, /has 2 \$ref back-edges along one path down the data inside its own recursion/],
+    // 575 bytes: a power of the arguments' nesting depth.
+    ['a request schema of six recursions nested on one member', () => nestedRecursions(6), /has 2 \$ref back-edges along one path down the data inside its own recursion/],
   ];
 
   it.each(cases)('refuses %s at validate and at install, naming the schema', async (_name, make, why) => {

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { measureExpansion } from '../../src/manifest/schemaExpansion.js';
 import { measureSchema, MAX_SCHEMA_BYTES, MAX_SCHEMA_NODES } from '../../src/manifest/schemaLimits.js';
-import { anyOfRecursion, refDag } from '../support/expensiveSchemas.js';
+import { anyOfRecursion, nestedRecursions, refDag } from '../support/expensiveSchemas.js';
 
 const CAP = pluginAnswerLimits.maxSchemaExpandedNodes;
 
@@ -89,8 +89,11 @@ describe('the expansion bound', () => {
     expect(measureSchema(refDag(15)).ok).toBe(false);
   });
 
-  it('refuses recursion that two keywords apply to the same member, and a $ref cycle that takes no step down the data', () => {
-    expect(over(anyOfRecursion())).toBe("has 2 $ref back-edges into its own recursion along one path down the data, so one validation doubles its work per level of the value's nesting");
+  it('refuses recursion that two keywords apply to the same member, recursions nested on one member, and a $ref cycle that takes no step down the data', () => {
+    expect(over(anyOfRecursion())).toBe("has 2 $ref back-edges along one path down the data inside its own recursion, so one validation multiplies its work per level of the value's nesting");
+    // One back-edge per step each, but each recursion enters the next on the same member: a power of the depth.
+    expect(over(nestedRecursions(6))).toMatch(/^has 2 \$ref back-edges/);
+    expect(over(nestedRecursions(2))).toMatch(/^has 2 \$ref back-edges/);
     // properties and additionalProperties both apply to member x; allOf branches reaching x at two depths (Fibonacci).
     expect(over({ properties: { x: { $ref: '#' } }, patternProperties: { '^x': { $ref: '#' } } })).toMatch(/^has 2 \$ref back-edges/);
     expect(over({ allOf: [{ properties: { a: { $ref: '#' } } }, { properties: { a: { properties: { b: { $ref: '#' } } } } }] })).toMatch(/^has 2 \$ref back-edges/);
