@@ -24,8 +24,11 @@ export const MAX_SCHEMA_EXPANDED_NODES: number = pluginAnswerLimits.maxSchemaExp
 
 /** Keywords whose schema applies to the same value as the schema holding them. */
 const IN_PLACE_ONE = ['not', 'if', 'then', 'else'] as const;
-const IN_PLACE_MANY = ['allOf'] as const;
-const IN_PLACE_EITHER = ['anyOf', 'oneOf'] as const;
+// anyOf and oneOf count as allOf: Ajv may run every branch on one value, and a branch's `type` does not keep its
+// in-place keywords off a value of another type (anyOf of a string and a number branch, each with allOf of
+// properties x back to the start: 3 s at depth 20). Their child keywords are per type anyway: an object's member
+// and an array's element are different classes of child, so a JSON-value type counts one per step.
+const IN_PLACE_MANY = ['allOf', 'anyOf', 'oneOf'] as const;
 const IN_PLACE_MAP = ['dependentSchemas', 'dependencies'] as const;
 const REF_KEYWORDS = ['$ref', '$dynamicRef', '$recursiveRef'] as const;
 /** Keywords whose schemas apply to a member of an object: `properties` by name, these to any name (a pattern may match a named one). */
@@ -203,18 +206,6 @@ class ExpansionWalk {
     for (const keyword of IN_PLACE_ONE) if (Object.hasOwn(schema, keyword)) inPlace(schema[keyword]);
     for (const keyword of IN_PLACE_MANY) for (const branch of arrayOf(ownValue(schema, keyword))) inPlace(branch);
     for (const keyword of IN_PLACE_MAP) for (const branch of Object.values(recordOf(ownValue(schema, keyword)))) if (isObject(branch) || typeof branch === 'boolean') inPlace(branch);
-    for (const keyword of IN_PLACE_EITHER) {
-      const branches = arrayOf(ownValue(schema, keyword));
-      if (!exclusiveByType(branches)) {
-        for (const branch of branches) inPlace(branch);
-        continue;
-      }
-      // Branches of distinct single types: one value meets at most one of them (Ajv runs a type's keywords only on
-      // values of that type, also with allErrors), so the worst branch is the count.
-      const worst = noEdges();
-      for (const branch of branches) maxEdges(worst, take(this.#visit(branch, dataDepth)));
-      addEdges(edges, worst);
-    }
     for (const [name, child] of Object.entries(recordOf(ownValue(schema, 'properties')))) below(child, `p:${name}`);
     for (const child of Object.values(recordOf(ownValue(schema, 'patternProperties')))) below(child, ANY_MEMBER);
     for (const keyword of ANY_MEMBER_ONE) if (Object.hasOwn(schema, keyword)) below(schema[keyword], ANY_MEMBER);
@@ -251,25 +242,6 @@ function totalOf(edges: BackEdges): number {
 function addEdges(into: BackEdges, from: BackEdges): void {
   into.here += from.here;
   for (const [cls, count] of from.children) into.children.set(cls, (into.children.get(cls) ?? 0) + count);
-}
-
-/** At most one applies to a value: the worst, per class of child (a sound bound, since one value meets one branch). */
-function maxEdges(into: BackEdges, from: BackEdges): void {
-  into.here = Math.max(into.here, from.here);
-  for (const [cls, count] of from.children) into.children.set(cls, Math.max(into.children.get(cls) ?? 0, count));
-}
-
-/** Whether each branch names one `type` and no two the same (integer counts as number, which it is a part of). */
-function exclusiveByType(branches: readonly unknown[]): boolean {
-  const seen = new Set<string>();
-  for (const branch of branches) {
-    const type = isObject(branch) ? ownValue(branch, 'type') : undefined;
-    if (typeof type !== 'string') return false;
-    const kind = type === 'integer' ? 'number' : type;
-    if (seen.has(kind)) return false;
-    seen.add(kind);
-  }
-  return true;
 }
 
 function arrayOf(value: unknown): readonly unknown[] {
