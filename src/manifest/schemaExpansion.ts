@@ -269,17 +269,19 @@ function resolveUri(uri: string, base: string): string | undefined {
   }
 }
 
-/** The object or array a JSON pointer (percent-encoded, as in a URI fragment) names inside `root`. */
+/**
+ * The object or array a JSON pointer (percent-encoded, as in a URI fragment) names inside `root`, read as Ajv reads it:
+ * split at `/` first, then each token percent-decoded and unescaped (so a `%2F` stays inside its token).
+ */
 function resolvePointer(root: object, pointer: string): object | undefined {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(pointer);
-  } catch {
-    return undefined;
-  }
   let at: unknown = root;
-  for (const raw of decoded.slice(1).split('/')) {
-    const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+  for (const raw of pointer.slice(1).split('/')) {
+    let token: string;
+    try {
+      token = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+    } catch {
+      return undefined;
+    }
     if (at === null || typeof at !== 'object' || !Object.hasOwn(at, token)) return undefined;
     at = (at as Record<string, unknown>)[token];
   }

@@ -107,6 +107,10 @@ describe('the expansion bound', () => {
     // Branches of distinct types: each branch's allOf still applies to the object (3 s at depth 20 with Ajv).
     const typed = (type: string) => ({ type, allOf: [{ properties: { x: { $ref: '#/$defs/d' } } }] });
     expect(over({ $defs: { d: { anyOf: [typed('string'), typed('number')] } }, $ref: '#/$defs/d' })).toMatch(/^has 2 \$ref back-edges/);
+    // A pointer token holding an encoded '/' and '~': resolved as Ajv resolves it (split first, then decoded).
+    const slashed = { type: 'object', properties: { x: { $ref: '#/$defs/a~1b%20c' } } };
+    expect(over({ $defs: { 'a/b c': { anyOf: [slashed, slashed] } }, $ref: '#/$defs/a~1b%20c' })).toMatch(/^has 2 \$ref back-edges/);
+    expect(over({ $defs: { 'a/b': { anyOf: [{ properties: { x: { $ref: '#/$defs/a%2Fb' } } }, { properties: { x: { $ref: '#/$defs/a%2Fb' } } }] } }, $ref: '#/$defs/a%2Fb' })).toMatch(/^has 2 \$ref back-edges/);
     // Array elements: items and contains apply to the same element.
     expect(over({ type: 'array', items: { $ref: '#' }, contains: { $ref: '#' } })).toMatch(/^has 2 \$ref back-edges/);
     // $dynamicRef counts as a ref to its anchor.
