@@ -14,7 +14,7 @@ import { constants, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
-import { replaceableFolder } from '../binding/replaceableFolders.js';
+import { replaceableFolder } from '../sandbox/replaceableFolders.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { AUDIT_DEFAULTS, auditLine } from './auditLines.js';

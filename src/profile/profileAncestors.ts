@@ -1,6 +1,6 @@
 /**
  * The folders above a profile directory, checked as ssh's StrictModes
- * checks the path to `authorized_keys` (binding/replaceableFolders.ts, the
+ * checks the path to `authorized_keys` (sandbox/replaceableFolders.ts, the
  * rule the Landlock launcher's path is held to): the profile directory's own
  * owner and mode say nothing if a folder above it lets another local user
  * rename the profile away and put one of theirs in its place (a
@@ -9,7 +9,7 @@
  */
 import { resolve } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
-import { replaceableFolder } from '../binding/replaceableFolders.js';
+import { replaceableFolder } from '../sandbox/replaceableFolders.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 

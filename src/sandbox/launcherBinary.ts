@@ -3,7 +3,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { err, ok, type Result } from 'neverthrow';
 import { elfMachine, HOST_MACHINE } from '../process/diagnoseExecutable.js';
-import { replaceableFolder } from '../binding/replaceableFolders.js';
+import { replaceableFolder } from './replaceableFolders.js';
 
 /** The launcher's file name, next to the built modules in `dist/` (see scripts/build-launcher.mjs). */
 export const LAUNCHER_FILE = 'mcp-plugin-launcher';
@@ -37,7 +37,7 @@ function elfMachineOfFile(path: string): number | undefined {
 /**
  * Why whoever else may rename entries in a directory above the launcher could
  * put a program of theirs at its path after the probe proved it
- * (binding/replaceableFolders.ts: a directory owned by neither root nor the
+ * (sandbox/replaceableFolders.ts: a directory owned by neither root nor the
  * host's user, or writable by its group or others without the sticky bit).
  */
 function replaceableBy(path: string, uid: number | undefined): string | undefined {
