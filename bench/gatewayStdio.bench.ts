@@ -123,54 +123,31 @@ async function warmCalls(profileDir: string, helloEntry: string, cliEntry: strin
   const relayRatio = median(relayP50) / median(directP50);
   const nativeRelayRatio = nativeRelayP50.length === 0 ? undefined : median(nativeRelayP50) / median(directP50);
   const rounds = `${ROUNDS} rounds, each a fresh serve process (the built CLI, node cli.js serve), a fresh bare hello process and a fresh relay${nativeRelay === undefined ? '' : ' of each kind'}, ${WARMUP} warm-up and ${WARM_CALLS} rotating calls each; p50 per round, median over rounds`;
-  const nativeRelayRow =
-    nativeRelay === undefined
+  // Every row of the rounds compares a side's p50s with the direct call's against the same 1.3× line.
+  const againstDirect = (name: string, note: string, p50: number[], role?: 'design'): BenchResult =>
+    result({ name, unit: 'ms', baselineName: 'SDK Client calling the plugin directly (unsandboxed)', compare: 'ratio', target: 1.3, better: 'lower', ...(role === undefined ? {} : { role }), note }, p50, directP50);
+  return [
+    againstDirect(
+      'Gateway warm call p50 through serve over stdio (sandboxed plugin behind it)',
+      `${rounds}. tools/call takes the gateway's stdio fast path (src/gateway/stdioToolCalls.ts: one JSON.parse, no SDK server schemas); the serve process's main thread spent ${median(serveCpuUsPerCall).toFixed(0)} µs of CPU per measured call (median over rounds; wake-ups and pipe writes included), against ${median(serveEarlyCpuUsPerCall).toFixed(0)} µs per call over its first ${EARLY_CALLS} warm-up calls, while V8 still tiers its code up. Two stdio hops where the baseline has one: the next rows are the second hop alone, ${relayRatio.toFixed(2)}× before any work is done${nativeRelayRatio === undefined ? '' : ` (${nativeRelayRatio.toFixed(2)}× with a relay in C)`}${Math.min(relayRatio, nativeRelayRatio ?? relayRatio) > 1.3 ? ', so above the 1.3× target: no process in the middle meets it on this machine' : ''}; the rest is serve's own work per call (docs/performance.md "Gateway warm call")`,
+      gatewayP50,
+    ),
+    againstDirect(
+      'Second stdio hop alone: a byte relay between the SDK Client and the plugin, warm call p50',
+      `the rounds of the row above, the relay (bench/support/pipeRelay.ts, unsandboxed) as its third side: a process that parses nothing and only copies bytes both ways. What any gateway process in the middle costs at least, so the floor under the row above`,
+      relayP50,
+      'design',
+    ),
+    ...(nativeRelay === undefined
       ? []
       : [
-          result(
-            {
-              name: 'Second stdio hop alone, no runtime: a C byte relay between the SDK Client and the plugin, warm call p50',
-              unit: 'ms',
-              baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
-              compare: 'ratio',
-              target: 1.3,
-              better: 'lower',
-              role: 'design',
-              note: `the rounds of the rows above, with bench/support/pipeRelay.c (cc -O2: poll, read, write; no event loop, no JavaScript) as a side of its own: what the hop itself costs on this machine, whatever the process in the middle is written in`,
-            },
+          againstDirect(
+            'Second stdio hop alone, no runtime: a C byte relay between the SDK Client and the plugin, warm call p50',
+            `the rounds of the rows above, with bench/support/pipeRelay.c (cc -O2: poll, read, write; no event loop, no JavaScript) as a side of its own: what the hop itself costs on this machine, whatever the process in the middle is written in`,
             nativeRelayP50,
-            directP50,
+            'design',
           ),
-        ];
-  return [
-    result(
-      {
-        name: 'Gateway warm call p50 through serve over stdio (sandboxed plugin behind it)',
-        unit: 'ms',
-        baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
-        compare: 'ratio',
-        target: 1.3,
-        better: 'lower',
-        note: `${rounds}. tools/call takes the gateway's stdio fast path (src/gateway/stdioToolCalls.ts: one JSON.parse, no SDK server schemas); the serve process's main thread spent ${median(serveCpuUsPerCall).toFixed(0)} µs of CPU per measured call (median over rounds; wake-ups and pipe writes included), against ${median(serveEarlyCpuUsPerCall).toFixed(0)} µs per call over its first ${EARLY_CALLS} warm-up calls, while V8 still tiers its code up. Two stdio hops where the baseline has one: the next rows are the second hop alone, ${relayRatio.toFixed(2)}× before any work is done${nativeRelayRatio === undefined ? '' : ` (${nativeRelayRatio.toFixed(2)}× with a relay in C)`}${Math.min(relayRatio, nativeRelayRatio ?? relayRatio) > 1.3 ? ', so above the 1.3× target: no process in the middle meets it on this machine' : ''}; the rest is serve's own work per call (docs/performance.md "Gateway warm call")`,
-      },
-      gatewayP50,
-      directP50,
-    ),
-    result(
-      {
-        name: 'Second stdio hop alone: a byte relay between the SDK Client and the plugin, warm call p50',
-        unit: 'ms',
-        baselineName: 'SDK Client calling the plugin directly (unsandboxed)',
-        compare: 'ratio',
-        target: 1.3,
-        better: 'lower',
-        role: 'design',
-        note: `the rounds of the row above, the relay (bench/support/pipeRelay.ts, unsandboxed) as its third side: a process that parses nothing and only copies bytes both ways. What any gateway process in the middle costs at least, so the floor under the row above`,
-      },
-      relayP50,
-      directP50,
-    ),
-    ...nativeRelayRow,
+        ]),
   ];
 }
 
