@@ -9,9 +9,15 @@
  * by `fdatasync`, so a record is on disk one batch after it was queued; with
  * `'none'` the kernel decides, and only `flush()` and `close()` sync. A full
  * queue drops records and writes a `gap` record saying how many once it can.
+ *
+ * The file is bounded: a batch that would take it past `maxFileBytes` is cut
+ * between two lines, the file is renamed `<path>.1` (older ones shifted to
+ * `.2` … `.<keepFiles>`, the oldest replaced), a new file is created at the
+ * path, and the rest of the batch goes there. A line is written to one file
+ * only, whole, so a rotation neither splits nor loses a record.
  */
 import { constants, statSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { replaceableFolder } from '../sandbox/replaceableFolders.js';
@@ -31,18 +37,69 @@ export interface JsonlAuditSinkOptions {
   readonly maxLineBytes?: number;
   /** Records waiting for the disk before new ones are dropped (and counted in a `gap` record). Default 10000. */
   readonly maxQueuedRecords?: number;
+  /**
+   * The bound on the live file, in bytes: a record that would take it past
+   * the bound goes whole to a new file, the old one rotated to `<path>.1`.
+   * At least 4096 and more than `maxLineBytes`. Default 64 MiB. A file larger
+   * already at open is rotated at the first write.
+   */
+  readonly maxFileBytes?: number;
+  /**
+   * Rotated files kept beside the live one: `<path>.1` (the newest) to
+   * `<path>.<keepFiles>` (the oldest), which the next rotation deletes. At
+   * least 1. Default 4, so the audit takes at most `(keepFiles + 1) *
+   * maxFileBytes` of disk.
+   */
+  readonly keepFiles?: number;
 }
 
 // O_NONBLOCK: opening a FIFO planted at the path for writing would otherwise wait for a reader forever (and hold a
 // thread-pool thread); with it the open fails (ENXIO) or returns at once and the fstat check refuses it. No effect on a regular file.
 const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+// A rotation's new file is ours only if this open made it: anything already at the path (nobody else may write the folder) is an error.
+const NEW_FILE_FLAGS = OPEN_FLAGS | constants.O_EXCL;
+
+/** The size limits of a sink, checked; or the option that is out of range. */
+function checkedBounds(options: JsonlAuditSinkOptions): { maxLineBytes: number; maxQueued: number; maxFileBytes: number; keepFiles: number } | HostError {
+  const invalid = (option: string, rule: string): HostError => hostError('HOST_INVALID_OPTIONS', `option ${option} must be ${rule}`, { details: { option } });
+  const maxLineBytes = options.maxLineBytes ?? AUDIT_DEFAULTS.maxLineBytes;
+  if (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < AUDIT_DEFAULTS.minLineBytes) return invalid('maxLineBytes', `a whole number of at least ${AUDIT_DEFAULTS.minLineBytes}`);
+  const maxQueued = options.maxQueuedRecords ?? AUDIT_DEFAULTS.maxQueuedRecords;
+  if (!Number.isSafeInteger(maxQueued) || maxQueued < 1) return invalid('maxQueuedRecords', 'a positive whole number');
+  // Every line (newline included) must fit an empty file, or a rotation would make no room for it.
+  const minFileBytes = Math.max(AUDIT_DEFAULTS.minFileBytes, maxLineBytes + 1);
+  const maxFileBytes = options.maxFileBytes ?? Math.max(AUDIT_DEFAULTS.maxFileBytes, minFileBytes);
+  if (!Number.isSafeInteger(maxFileBytes) || maxFileBytes < minFileBytes) return invalid('maxFileBytes', `a whole number of at least ${minFileBytes} (4096, and more than maxLineBytes)`);
+  const keepFiles = options.keepFiles ?? AUDIT_DEFAULTS.keepFiles;
+  if (!Number.isSafeInteger(keepFiles) || keepFiles < 1) return invalid('keepFiles', 'a positive whole number');
+  return { maxLineBytes, maxQueued, maxFileBytes, keepFiles };
+}
+
+/** Renames `from` to `to`; a `from` that is not there (never rotated that far, or moved away) is no error. */
+async function renameIfThere(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
+  }
+}
+
+/** Puts a folder's entries (a rotation's renames and the new file) on disk. */
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
 
 function unsafe(path: string, reason: string): HostError {
   return hostError('AUDIT_FILE_UNSAFE', `the audit file ${path} ${reason}`, { details: { path, reason } });
 }
 
-/** Refuses a file others could read or that is not ours alone: a link, a device, another user's file. */
-function checkFile(handle: FileHandle, path: string): ResultAsync<FileHandle, HostError> {
+/** Refuses a file others could read or that is not ours alone: a link, a device, another user's file; else its size. */
+function checkFile(handle: FileHandle, path: string): ResultAsync<number, HostError> {
   return ResultAsync.fromPromise(handle.stat(), (cause) => ioError('Inspecting the audit file', path, cause)).andThen((stat) => {
     const uid = process.getuid?.();
     const reason = !stat.isFile()
@@ -54,7 +111,7 @@ function checkFile(handle: FileHandle, path: string): ResultAsync<FileHandle, Ho
           : stat.nlink !== 1
             ? 'has other hard links'
             : undefined;
-    return reason === undefined ? okAsync(handle) : errAsync(unsafe(path, reason));
+    return reason === undefined ? okAsync(stat.size) : errAsync(unsafe(path, reason));
   });
 }
 
@@ -89,25 +146,45 @@ function folderProblem(path: string): string | undefined {
   return problem === undefined ? undefined : `is in or below the folder ${problem.folder}, ${problem.why}: another user could remove or replace it; move it, or chown/chmod go-w that folder`;
 }
 
-/** An append-only JSONL audit file. */
+interface SinkSettings {
+  readonly fsync: AuditFsyncPolicy;
+  readonly maxLineBytes: number;
+  readonly maxQueued: number;
+  readonly maxFileBytes: number;
+  readonly keepFiles: number;
+}
+
+/** An append-only JSONL audit file, rotated at a size bound. */
 export class JsonlAuditSink implements AuditSink {
-  readonly #handle: FileHandle;
+  /** The live file; replaced by each rotation. */
+  #handle: FileHandle;
   readonly #path: string;
   readonly #fsync: AuditFsyncPolicy;
   readonly #maxLineBytes: number;
   readonly #maxQueued: number;
+  readonly #maxFileBytes: number;
+  readonly #keepFiles: number;
+  /** Bytes in the live file: its size at open, then what this sink appended. */
+  #size: number;
+  /** The live file was renamed to `<path>.1` already, but making the new one failed: the next rotation only makes it. */
+  #retired = false;
+  /** A rotation's renames are not synced yet (`fsync: 'none'`): the next flush syncs the folder. */
+  #folderUnsynced = false;
   #queue: string[] = [];
   #dropped = 0;
   #draining: Promise<void> | undefined;
   #failure: HostError | undefined;
   #closed = false;
 
-  private constructor(handle: FileHandle, path: string, fsync: AuditFsyncPolicy, maxLineBytes: number, maxQueued: number) {
+  private constructor(handle: FileHandle, path: string, size: number, settings: SinkSettings) {
     this.#handle = handle;
     this.#path = path;
-    this.#fsync = fsync;
-    this.#maxLineBytes = maxLineBytes;
-    this.#maxQueued = maxQueued;
+    this.#size = size;
+    this.#fsync = settings.fsync;
+    this.#maxLineBytes = settings.maxLineBytes;
+    this.#maxQueued = settings.maxQueued;
+    this.#maxFileBytes = settings.maxFileBytes;
+    this.#keepFiles = settings.keepFiles;
   }
 
   /**
@@ -115,17 +192,12 @@ export class JsonlAuditSink implements AuditSink {
    * appending. An existing file must be a regular file of this user, with no
    * access for others and no other hard link (AUDIT_FILE_UNSAFE); a symbolic
    * link is refused, and so is a file in or below a folder another user owns
-   * or may write without the sticky bit (nothing is created there).
+   * or may write without the sticky bit (nothing is created there). Options
+   * out of range fail with HOST_INVALID_OPTIONS.
    */
   static open(path: string, options: JsonlAuditSinkOptions = {}): ResultAsync<JsonlAuditSink, HostError> {
-    const maxLineBytes = options.maxLineBytes ?? AUDIT_DEFAULTS.maxLineBytes;
-    if (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < AUDIT_DEFAULTS.minLineBytes) {
-      return errAsync(hostError('HOST_INVALID_OPTIONS', `option maxLineBytes must be a whole number of at least ${AUDIT_DEFAULTS.minLineBytes}`, { details: { option: 'maxLineBytes' } }));
-    }
-    const maxQueued = options.maxQueuedRecords ?? AUDIT_DEFAULTS.maxQueuedRecords;
-    if (!Number.isSafeInteger(maxQueued) || maxQueued < 1) {
-      return errAsync(hostError('HOST_INVALID_OPTIONS', 'option maxQueuedRecords must be a positive whole number', { details: { option: 'maxQueuedRecords' } }));
-    }
+    const bounds = checkedBounds(options);
+    if ('code' in bounds) return errAsync(bounds);
     const fsync = options.fsync ?? (AUDIT_DEFAULTS.fsync as AuditFsyncPolicy);
     const folder = folderProblem(path);
     if (folder !== undefined) return errAsync(unsafe(path, folder));
@@ -137,7 +209,7 @@ export class JsonlAuditSink implements AuditSink {
           : ioError('Opening the audit file', path, cause),
     ).andThen((handle) =>
       checkFile(handle, path)
-        .map((checked) => new JsonlAuditSink(checked, path, fsync, maxLineBytes, maxQueued))
+        .map((size) => new JsonlAuditSink(handle, path, size, { ...bounds, fsync }))
         .orElse((error) => ResultAsync.fromSafePromise(handle.close().catch(() => undefined)).andThen(() => errAsync(error))),
     );
   }
@@ -169,9 +241,9 @@ export class JsonlAuditSink implements AuditSink {
 
   /** Resolves once every record queued so far is written and on disk; fails with the last write failure since the previous flush. */
   flush(): ResultAsync<void, HostError> {
-    return ResultAsync.fromSafePromise(this.#settled()).andThen(() =>
-      ResultAsync.fromPromise(this.#handle.datasync(), (cause) => ioError('Syncing the audit file', this.#path, cause)),
-    ).andThen(() => {
+    return ResultAsync.fromSafePromise(this.#settled())
+      .andThen(() => ResultAsync.fromPromise(this.#syncLive(), (cause) => ioError('Syncing the audit file', this.#path, cause)))
+      .andThen(() => {
       const failure = this.#failure;
       this.#failure = undefined;
       return failure === undefined ? okAsync(undefined) : errAsync(failure);
@@ -204,18 +276,88 @@ export class JsonlAuditSink implements AuditSink {
       this.#queue = [];
       const gap = this.#dropped;
       if (gap > 0) lines.unshift(auditLine({ kind: 'gap', at: new Date().toISOString(), dropped: gap }, this.#maxLineBytes));
-      const batch = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+      let done = 0;
+      let action = 'Writing the audit file';
       try {
-        let written = 0;
-        while (written < batch.length) written += (await this.#handle.write(batch, written)).bytesWritten;
-        if (this.#fsync === 'batch') await this.#handle.datasync();
+        while (done < lines.length) {
+          const { batch, count } = this.#fitting(lines, done);
+          if (count === 0) {
+            action = 'Rotating the audit file';
+            await this.#rotate();
+            action = 'Writing the audit file';
+            continue;
+          }
+          let written = 0;
+          while (written < batch.length) written += (await this.#handle.write(batch, written)).bytesWritten;
+          this.#size += batch.length;
+          if (this.#fsync === 'batch') await this.#handle.datasync();
+          done += count;
+        }
         this.#dropped -= gap;
       } catch (cause) {
-        this.#failure = ioError('Writing the audit file', this.#path, cause);
-        this.#dropped += lines.length - (gap > 0 ? 1 : 0);
+        this.#failure = ioError(action, this.#path, cause);
+        // The lines not written are counted for the next gap record; the gap line itself, once written, is settled.
+        if (gap > 0 && done > 0) this.#dropped -= gap;
+        this.#dropped += lines.length - done - (gap > 0 && done === 0 ? 1 : 0);
         break;
       }
     }
     this.#draining = undefined;
+  }
+
+  /**
+   * The bytes of `lines` from `from` on that fit the live file under its
+   * bound, and how many lines that is: all of them in one buffer (the usual
+   * case, encoded once), else the longest run of whole lines, none when the
+   * next line does not fit (the file must be rotated first).
+   */
+  #fitting(lines: readonly string[], from: number): { batch: Buffer; count: number } {
+    const rest = from === 0 ? lines : lines.slice(from);
+    const all = Buffer.from(`${rest.join('\n')}\n`, 'utf8');
+    const room = this.#maxFileBytes - this.#size;
+    if (all.length <= room) return { batch: all, count: rest.length };
+    let bytes = 0;
+    let count = 0;
+    for (const line of rest) {
+      const size = Buffer.byteLength(line, 'utf8') + 1;
+      if (bytes + size > room) break;
+      bytes += size;
+      count += 1;
+    }
+    return { batch: all.subarray(0, bytes), count };
+  }
+
+  /**
+   * Moves the live file to `<path>.1` (older ones one place up, the oldest
+   * replaced) and makes a new, empty one at the path. The renames come before
+   * the new file exists, so a crash in between leaves every record in one of
+   * the files and the next open creates the live one. The retiring file is
+   * synced first under either policy: `flush()` syncs only the live file.
+   */
+  async #rotate(): Promise<void> {
+    if (!this.#retired) {
+      if (this.#fsync === 'none') await this.#handle.datasync();
+      for (let n = this.#keepFiles - 1; n >= 1; n -= 1) await renameIfThere(`${this.#path}.${n}`, `${this.#path}.${n + 1}`);
+      await renameIfThere(this.#path, `${this.#path}.1`);
+      // From here the descriptor writes to `<path>.1`: should the new file fail, the next try must not shift the files again.
+      this.#retired = true;
+    }
+    const next = await open(this.#path, NEW_FILE_FLAGS, AUDIT_DEFAULTS.fileMode);
+    const retiring = this.#handle;
+    this.#handle = next;
+    this.#size = 0;
+    this.#retired = false;
+    await retiring.close().catch(() => undefined);
+    if (this.#fsync === 'batch') await syncFolder(dirname(resolve(this.#path)));
+    else this.#folderUnsynced = true;
+  }
+
+  /** Syncs the live file, and the folder when a rotation since the last sync left its renames unsynced. */
+  async #syncLive(): Promise<void> {
+    await this.#handle.datasync();
+    if (this.#folderUnsynced) {
+      this.#folderUnsynced = false;
+      await syncFolder(dirname(resolve(this.#path)));
+    }
   }
 }
