@@ -202,8 +202,8 @@ export class CatalogStore {
 
   /**
    * Opens (creating if needed) a profile's catalog. If a crash left the files
-   * at different generations, the newest generation all three agree on is
-   * restored under the lock. Corrupt JSON fails with `CATALOG_CORRUPT` naming
+   * at different generations, the generation whose renames began (the one the
+   * live catalog names) is completed under the lock. Corrupt JSON fails with `CATALOG_CORRUPT` naming
    * the file (left in place); files that do not all name the same plugins
    * fail with `CATALOG_INCONSISTENT` (left in place: a plugin is never
    * hidden or dropped); unsupported versions fail with

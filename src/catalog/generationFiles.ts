@@ -9,9 +9,17 @@
  * that is the generation. Otherwise a publish is in flight or was killed
  * during its renames; since every `.next` was durable before the first
  * rename, each file then has the new generation either live or as `.next`,
- * and the newest generation all three files agree on is chosen (roll
- * forward). Stray `.next` files next to agreeing live files are a
- * transaction killed before its first rename (roll back).
+ * and the generation the live catalog names (renamed first, so it names
+ * the publish that began) is chosen when the other two files have it live
+ * or as `.next` (roll forward). Stray `.next` files next to agreeing live
+ * files are a transaction killed before its first rename (roll back).
+ *
+ * A generation found only as `.next` files is never chosen: no rename of it
+ * has begun, so it may still be rolled back. A reader without the lock can
+ * meet one beside live files of the publish before it (it read those live
+ * files, the publish finished and the next transaction wrote its `.next`
+ * files before the reader listed them); choosing it would show a generation
+ * that the next read, finding the live files agreeing, takes back.
  */
 import { isAscii } from 'node:buffer';
 import type { BigIntStats } from 'node:fs';
@@ -220,15 +228,9 @@ export async function readGeneration(dir: string, cache: ParseCache): Promise<Re
     return ok({ selected: { files: live as GenerationFiles, needsRepair: strayNext } });
   }
   const options = (kind: CatalogFileKind): FileVersion[] => [live[kind], ...(nexts[kind] ? [nexts[kind]] : [])];
-  let best: GenerationFiles | undefined;
-  for (const candidate of options('catalog')) {
-    const lock = options('lock').find((v) => v.key === candidate.key);
-    const state = options('state').find((v) => v.key === candidate.key);
-    if (lock && state && (best === undefined || candidate.generation > best.catalog.generation)) {
-      best = { catalog: candidate, lock, state } as GenerationFiles;
-    }
-  }
-  if (best) return ok({ selected: { files: best, needsRepair: true } });
+  const lock = options('lock').find((v) => v.key === live.catalog.key);
+  const state = options('state').find((v) => v.key === live.catalog.key);
+  if (lock && state) return ok({ selected: { files: { catalog: live.catalog, lock, state } as GenerationFiles, needsRepair: true } });
   return ok({
     disagreement: {
       catalog: options('catalog').map((v) => `${v.origin} ${v.key}`),

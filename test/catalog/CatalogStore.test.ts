@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hostError, type HostError } from '../../src/errors/HostError.js';
 import { CatalogStore, PROFILE_LOCK_FILE } from '../../src/catalog/CatalogStore.js';
 import { listPlugins, lookupPlugin, putPlugin, removePlugin, updatePluginState } from '../../src/catalog/catalogContents.js';
+import { readGeneration } from '../../src/catalog/generationFiles.js';
 import { pluginRecords } from './helpers/catalogFixtures.js';
 
 let base: string;
@@ -172,6 +173,31 @@ describe('CatalogStore damaged files', () => {
     expect(readJson('plugins.lock').install_generation).toBe(2);
     expect(readJson('plugin-state.json').txid).toBe(readJson('plugin-catalog.json').txid);
     expect(readdirSync(dir).filter((n) => n.endsWith('.next'))).toEqual([]);
+  });
+
+  it('never reads a generation only `.next` files hold, beside live files of the publish before it', async () => {
+    // What a reader without the lock can meet: it read the live files while generation 2 was being renamed into place,
+    // then generation 2 finished and the next transaction wrote generation 3's `.next` files before the reader listed them.
+    const names = ['plugin-catalog.json', 'plugins.lock', 'plugin-state.json'];
+    const store = await must(open());
+    const generations: Record<string, string>[] = [];
+    for (const id of ['a', 'b', 'c']) {
+      await install(store, id);
+      generations.push(Object.fromEntries(names.map((n) => [n, readFileSync(join(dir, n), 'utf8')])));
+    }
+    const [first, second, third] = generations as [Record<string, string>, Record<string, string>, Record<string, string>];
+    writeFileSync(join(dir, 'plugin-catalog.json'), second['plugin-catalog.json']!);
+    writeFileSync(join(dir, 'plugins.lock'), first['plugins.lock']!);
+    writeFileSync(join(dir, 'plugin-state.json'), first['plugin-state.json']!);
+    for (const n of names) writeFileSync(join(dir, `${n}.next`), third[n]!);
+
+    const outcome = await must(readGeneration(dir, new Map()));
+    expect('selected' in outcome ? outcome.selected.files.catalog.generation : 'no generation').toBe('no generation');
+    // Once generation 3's renames begin, its catalog is live and the read rolls it forward.
+    writeFileSync(join(dir, 'plugin-catalog.json'), third['plugin-catalog.json']!);
+    rmSync(join(dir, 'plugin-catalog.json.next'));
+    const rolled = await must(readGeneration(dir, new Map()));
+    expect('selected' in rolled ? rolled.selected.files.catalog.generation : 'no generation').toBe(3);
   });
 
   it('rolls a generation killed before its first rename back and removes its leftovers', async () => {
