@@ -344,10 +344,26 @@ function listedTools(listed: readonly ManifestTool[], out: Violation[]): readonl
   return listed;
 }
 
+// An npm package's scoped name, which a bundle shipped in that package may carry as its own.
+const NPM_SCOPED_NAME = /^@([^/@]+)\/([^/@]+)$/;
+
+/**
+ * The plugin id a bundle's `name` becomes. A bundle shipped inside an npm
+ * package may be named like the package, scope and all
+ * (@microsoft/clarity-mcp-server@2.0.1's manifest.json says
+ * "@microsoft/clarity-mcp-server"), which was refused as no plugin id: the
+ * scope is kept, joined by '-' (`microsoft-clarity-mcp-server`), so two
+ * vendors' `@a/mcp` and `@b/mcp` stay two plugins.
+ */
+function bundlePluginId(name: string): string | undefined {
+  const scoped = NPM_SCOPED_NAME.exec(name);
+  return pluginIdFromOpenDiscoveryName(scoped === null ? name : `${scoped[1] ?? ''}-${scoped[2] ?? ''}`);
+}
+
 async function mapBundle(doc: BundleDocument, context: BundleReadContext, root: string): Promise<{ violations: Violation[]; manifest?: NormalizedManifest; error?: HostError }> {
   const out: Violation[] = [];
-  const pluginId = pluginIdFromOpenDiscoveryName(doc.name);
-  if (pluginId === undefined) out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', '/name', `name ${JSON.stringify(doc.name)} must become a plugin id: a letter, then up to 63 letters, digits, '-' or '_' (lowercased)`));
+  const pluginId = bundlePluginId(doc.name);
+  if (pluginId === undefined) out.push(violation('structure', 'PLUGIN_MANIFEST_INVALID', '/name', `name ${JSON.stringify(doc.name)} must become a plugin id: a letter, then up to 63 letters, digits, '-' or '_' (lowercased; an npm scope '@scope/name' becomes 'scope-name')`));
   const type = BUNDLE_SERVER_TYPES[doc.server.type];
   if (type === undefined) {
     out.push(violation('structure', 'PLUGIN_BUNDLE_UNSUPPORTED', '/server/type', `server.type "${doc.server.type}" is not one this host runs (${Object.keys(BUNDLE_SERVER_TYPES).join(', ')})`));

@@ -94,6 +94,13 @@ export interface IntrospectionRequest {
   readonly envDenylist?: EnvDenylist;
   /** The id the plugin will have, for the commands a hint names; absent: `<plugin>`. */
   readonly pluginId?: string;
+  /**
+   * The package's other bins (those naming another file than `executable`),
+   * named in the hint of a start that printed text on stdout and exited: a
+   * package whose bin named like it is a CLI serves MCP from another one
+   * (github-mcp-server@1.8.7: `github-mcp-server-mcp`).
+   */
+  readonly otherBins?: readonly string[];
 }
 
 /** The network part of the capabilities an install grants: `network: true`, or a destination list with `network: false`. */
@@ -144,6 +151,8 @@ interface StartContext {
   readonly pluginId?: string;
   /** What the start's sandbox showed of the host, for a failure on a path it did not show. */
   readonly view?: SandboxView;
+  /** The package's other bins, for a start that printed text and exited. */
+  readonly otherBins?: readonly string[];
 }
 
 // Words that look like an environment variable's name: upper case and digits joined by underscores.
@@ -186,7 +195,14 @@ const TIMEOUT_HINT =
 const NO_CONTEXT: StartContext = { secrets: SecretRedactor.none };
 
 // A server may print its token while it fails (a debug line, an echo of its config): the granted values never reach an error.
-function introspectionFailed(message: string, cause: unknown, process: PluginProcess | undefined, exit?: ExitInfo, context: StartContext = NO_CONTEXT): HostError {
+function introspectionFailed(
+  message: string,
+  cause: unknown,
+  process: PluginProcess | undefined,
+  exit?: ExitInfo,
+  context: StartContext = NO_CONTEXT,
+  printed?: PrintedLines,
+): HostError {
   const { secrets } = context;
   const said = `${message}: ${cause instanceof Error ? cause.message : String(cause)}`;
   const stderrTail = process === undefined ? undefined : redactedStderrTail(process, secrets);
@@ -209,13 +225,17 @@ function introspectionFailed(message: string, cause: unknown, process: PluginPro
     : socketFailure || networkHint !== ''
       ? 'pass the args it needs, or the manifest install option.'
       : 'pass the args it needs, or the manifest install option: a server that needs a database or the network to start cannot list its tools there unless the install grants it the network (--grant-network, or --grant-egress host:port), which the start then gets too.';
+  // Stdout text is the server's own words, as its stderr: a granted value it printed is redacted the same way.
+  const printedLines = (printed?.lines ?? []).map((line) => secrets.redact(line));
+  const printedHint = printedLines.length === 0 ? '' : printedTextHint(context.otherBins);
   return hostError('PLUGIN_HANDSHAKE_FAILED', secrets.redact(said), {
     details: {
       reason: 'introspection',
       ...(stderrTail === undefined ? {} : { stderr_tail: stderrTail }),
       ...(exit === undefined ? {} : { exit: exit.description }),
+      ...(printedLines.length === 0 ? {} : { stdout_lines: printedLines }),
     },
-    hint: `${deniedHint}${pathHints?.hint ?? ''}${networkHint}${timeoutHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. ${tokenWay}; ${needs}`,
+    hint: `${deniedHint}${pathHints?.hint ?? ''}${printedHint}${networkHint}${timeoutHint}The server did not answer initialize and tools/list in its sandbox (${networkWords(context.network)}, no host environment but the env names the install grants, no writable directory but its data directory); details.stderr_tail and details.exit say why. ${tokenWay}; ${needs}`,
   });
 }
 
@@ -286,6 +306,40 @@ function lineBeforeUsage(tail: string): string | undefined {
  * a Node stack trace puts above a dozen frames, so the last lines a person
  * is shown (the CLI's) often miss it.
  */
+/**
+ * What a server that closed its stdout printed there instead of JSON-RPC,
+ * for the message: how many lines, and the first. A package's bin that is a
+ * CLI prints its usage or runs a command when started without arguments and
+ * exits 0, often with nothing on stderr (github-mcp-server@1.8.7's
+ * `github-mcp-server` lists its Git commands): the message said only "it
+ * wrote nothing on stderr", and the lines that said why were dropped.
+ */
+function stdoutSays(printed: PrintedLines, secrets: SecretRedactor): string {
+  const first = printed.lines[0];
+  if (first === undefined) return '';
+  const max = settings.quotedStderrLineMaxChars;
+  const line = secrets.redact(first);
+  const lines = printed.count === 1 ? 'a line' : `${printed.count} lines`;
+  return `; it printed ${lines} on stdout that ${printed.count === 1 ? 'is' : 'are'} not JSON-RPC, the first: ${line.length > max ? `${line.slice(0, max)}…` : line} (details.stdout_lines has the first ${printed.lines.length})`;
+}
+
+/** The stdout lines of an introspection start that were not JSON-RPC: how many, and the first few (`etc/npm-install.json` printedStdoutLinesKept), non-blank. */
+interface PrintedLines {
+  count: number;
+  readonly lines: string[];
+}
+
+// What to try for a start that printed text and exited: its server is started another way than the bin with no arguments.
+function printedTextHint(otherBins: readonly string[] | undefined): string {
+  const bins = otherBins ?? [];
+  const shown = bins.slice(0, 12).map((n) => `'${n}'`).join(', ');
+  const binWay =
+    bins.length === 0
+      ? ''
+      : ` The package's other bins: ${shown}${bins.length > 12 ? `, … (${bins.length} in all)` : ''}; name the one that serves MCP with --bin <name> (the bin install option).`;
+  return `It printed text on stdout (details.stdout_lines) and closed it without answering: the executable started is a command-line program that printed its usage or ran a command, not a stdio MCP server as started. Its README's MCP configuration (\`args\`) shows how its server starts: a subcommand or flag (--arg mcp, --arg --stdio) or another bin.${binWay} `;
+}
+
 function stderrSays(tail: string): string {
   if (tail.trim() === '') return '; it wrote nothing on stderr';
   const line = fatalErrorLine(tail) ?? onlyLine(tail) ?? lineBeforeUsage(tail);
@@ -320,9 +374,17 @@ async function listTools(
   // A line that claims to be JSON-RPC and breaks it may have been the answer the client waits for: the introspection
   // ends at once with what the line was, instead of waiting out its timeout for an answer that was dropped.
   let brokenLine: HostError | undefined;
+  // Lines of plugin output are dropped and the start goes on, but a server that exits after them said why in them.
+  const printed: PrintedLines = { count: 0, lines: [] };
   const transport: PluginProcessTransport = new PluginProcessTransport(process, {
     onViolation: (violation, output) => {
-      if (output || brokenLine !== undefined) return;
+      if (output) {
+        const line = violation.details['line_excerpt'];
+        printed.count++;
+        if (typeof line === 'string' && line.trim() !== '' && printed.lines.length < settings.printedStdoutLinesKept) printed.lines.push(line.trim());
+        return;
+      }
+      if (brokenLine !== undefined) return;
       brokenLine = violation;
       void transport.close();
     },
@@ -361,7 +423,8 @@ async function listTools(
     // The SDK only says "Connection closed"; how the server ended is what tells a person why (a server may exit 1 and print nothing).
     const exit = await process.stop();
     const stderr = stderrSays(redactedStderrTail(process, context.secrets));
-    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}`, process, exit, context));
+    const stdout = stdoutSays(printed, context.secrets);
+    return err(introspectionFailed('introspecting the server failed', `the server closed its stdout before answering (${exit.description})${stderr}${stdout}`, process, exit, context, printed));
   } finally {
     await client.close().catch(() => undefined);
     await process.stop();
@@ -477,6 +540,7 @@ export function introspectServer(request: IntrospectionRequest): ResultAsync<Lis
           ...(request.envDenylist === undefined ? {} : { denylist: request.envDenylist }),
           ...(request.pluginId === undefined ? {} : { pluginId: request.pluginId }),
           ...(view === undefined ? {} : { view }),
+          ...(request.otherBins === undefined ? {} : { otherBins: request.otherBins }),
         }),
       ),
     )

@@ -83,6 +83,19 @@ export function binNamesOf(packageJson: Readonly<Record<string, unknown>>): stri
   return isRecord(bin) ? Object.keys(bin).filter((key) => typeof bin[key] === 'string' && bin[key] !== '') : [];
 }
 
+/**
+ * The package's bins that run another file than `executable` (relative to
+ * the package root), for a hint naming which other bin may be the server:
+ * github-mcp-server@1.8.7 links a dozen command names to its CLI and
+ * `github-mcp-server-mcp` alone to its server.
+ */
+export function otherBinsOf(packageJson: Readonly<Record<string, unknown>>, executable: string): string[] {
+  const bin = packageJson['bin'];
+  if (!isRecord(bin)) return [];
+  const chosen = posix.normalize(executable);
+  return Object.keys(bin).filter((key) => typeof bin[key] === 'string' && bin[key] !== '' && posix.normalize(bin[key]) !== chosen);
+}
+
 // The bins named in a hint, quoted, a long list cut short (a CLI with dozens of commands).
 const binList = (names: readonly string[]): string => {
   const shown = names.slice(0, 12).map((n) => `'${n}'`).join(', ');

@@ -29,7 +29,7 @@ import { fetchNpmPackage, NPM_SOURCE_PREFIX, npmFailure, parseNpmSpec, type Fetc
 import { declaredNodeEngine } from './npmEngines.js';
 import { withSkippedInstallScripts } from './npmInstallScripts.js';
 import type { ClientRequestKind } from '../manifest/model.js';
-import { binOf, generatedManifest, pluginIdOf } from './npmManifest.js';
+import { binOf, generatedManifest, otherBinsOf, pluginIdOf } from './npmManifest.js';
 import { removeTree } from './removeTree.js';
 
 /** Where a staged npm package's manifest came from. */
@@ -293,6 +293,7 @@ async function manifestFor(
     ...(network === undefined ? {} : { grantedNetwork: network }),
     ...(introspection.fsWriteDir === undefined ? {} : { fsWriteDir: introspection.fsWriteDir }),
     ...(nodeEngine === undefined ? {} : { nodeEngine }),
+    otherBins: otherBinsOf(packageJson, executable.value),
   });
   // However deep the server's writes in its data directory go: Node's rm stops at the path limit.
   await removeTree(workDir);
