@@ -150,14 +150,14 @@ async function verify(record: ExecutableBindingRecord, options: VerifyExecutable
 /**
  * The command that runs a verified entry: the ESM runner's `command`, whose
  * arguments tell it to read the entry from fd 3, inherits the entry's
- * descriptor as fd 3 and carries its digest. Releasing it releases the
- * entry.
+ * descriptor as fd 3 (the command's own descriptors follow it, from fd 4)
+ * and carries its digest. Releasing it releases the entry.
  */
 export function runVerifiedEntry(command: PluginCommand, entry: VerifiedModuleEntry): VerifiedExecutable {
   return markVerified(
     {
       argv: command.argv,
-      inheritFds: [entry.fd],
+      inheritFds: [entry.fd, ...command.inheritFds],
       readOnlyPaths: command.readOnlyPaths,
       installRoot: command.installRoot,
       release: () => {

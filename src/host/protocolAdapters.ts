@@ -14,6 +14,7 @@ import { esmRunnerCommand } from '../shapes/esm/esmRunnerCommand.js';
 import type { EsmHostLoaderOptions } from '../shapes/esm/EsmLoaderOptions.js';
 import { checkListedTools } from '../shapes/esm/validateTools.js';
 import { EsmSession } from '../shapes/esm/EsmSession.js';
+import { issueRunnerReportSeal } from '../shapes/esm/runnerReportSeal.js';
 import { HandshakeSession } from '../shapes/handshake/HandshakeSession.js';
 import { McpSession } from '../shapes/mcp/McpSession.js';
 import type { ClientRequestReport } from '../shapes/mcp/clientRequests.js';
@@ -167,7 +168,15 @@ const esmModule: ProtocolAdapter = {
   verifyMain: (binding, context) => {
     const runnerArgv = context.config.esmRunnerArgv;
     return verifyModuleEntry(binding, { copyDir: context.copyDir, random: context.random }).andThen((verifiedEntry) =>
-      esmRunnerCommand(binding.install_root, { verifiedEntry, ...strictModes(context.config.esmLoader), ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+      // A fresh seal per start: the runner's reports made before the plugin's code runs are believed by it (runnerReportSeal.ts).
+      issueRunnerReportSeal(context.copyDir, context.random)
+        .orElse((error) => {
+          verifiedEntry.release();
+          return err(error);
+        })
+        .andThen((reportSeal) =>
+          esmRunnerCommand(binding.install_root, { verifiedEntry, reportSeal, ...strictModes(context.config.esmLoader), ...(runnerArgv === undefined ? {} : { runnerArgv }) }),
+        ),
     );
   },
   runnerPath: (config) => config.esmRunnerArgv?.[0] ?? process.execPath,

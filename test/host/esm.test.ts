@@ -5,10 +5,10 @@
  * runner inside the OS sandbox, its entry module pinned at install and
  * re-verified before every start.
  */
-import { appendFile, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ResultAsync } from 'neverthrow';
+import { okAsync, ResultAsync } from 'neverthrow';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packageFixturePlugin } from '../../fixtures/packagePlugin.js';
 import { bindModuleEntry, verifyModuleEntry } from '../../src/binding/ModuleEntryBinding.js';
@@ -16,6 +16,8 @@ import type { PluginHost } from '../../src/host/PluginHost.js';
 import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { esmRunnerCommand } from '../../src/shapes/esm/esmRunnerCommand.js';
 import { EsmSession } from '../../src/shapes/esm/EsmSession.js';
+import { issueRunnerReportSeal, type RunnerReportSeal } from '../../src/shapes/esm/runnerReportSeal.js';
+import type { HostError } from '../../src/errors/HostError.js';
 import { buildEsmRunner, type BuiltRunner } from '../support/esmRunner.js';
 import { NODE_22, nodeBinDir } from '../support/otherNode.js';
 import { FakeClock, HostPool, textOf } from '../support/hostHarness.js';
@@ -146,6 +148,30 @@ describe('esm-module plugins through PluginHost', () => {
     expect(await readStateRow(dir, 'forged-report')).toMatchObject({ status: 'quarantined', quarantine_reason: 'crash', retry_count: 1 });
   }, 90_000);
 
+  it.each([
+    ['without a seal', {}],
+    ['with a seal of its own making', { seal: 'f'.repeat(32) }],
+  ])("a plugin that writes the runner's PLUGIN_EXECUTABLE_UNTRUSTED report and exits 78 %s crashed, and is not quarantined for good with its reason", async (_what, seal) => {
+    const dir = await pool.profile();
+    const hostOptions = { esmRunnerArgv: runner.argv };
+    const installer = await pool.open(dir, hostOptions);
+    const pkg = await packageFixturePlugin(join(import.meta.dirname, '..', '..', 'fixtures', 'plugins', 'esm-forged-report'), { bundle: ['dist/index.mjs'] });
+    packages.push(pkg);
+    (await installer.install(pkg, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(dir, hostOptions);
+
+    const forged = { status: 78, code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch', file: '/etc/passwd' }, ...seal };
+    const failure = (await host.call('plug.forged-report.forge', forged, CALL))._unsafeUnwrapErr();
+    // The plugin ran and wrote its line at the call (a runner that never started would be a crash too).
+    expect(failure.details).toMatchObject({ phase: 'tools/call', stderr_tail: expect.stringContaining('forged by the plugin') });
+    expect(failure.code).toBe('PLUGIN_CRASHED');
+    expect(failure.details).not.toHaveProperty('file');
+    const row = await readStateRow(dir, 'forged-report');
+    expect(row).toMatchObject({ status: 'quarantined', quarantine_reason: 'crash', last_error_code: 'PLUGIN_CRASHED', retry_count: 1 });
+    expect(row.permanent_quarantine).not.toBe(true);
+  }, 90_000);
+
   it('fails a start with HOST_INVALID_OPTIONS, without quarantine, when the runner script is not there', async () => {
     const dir = await pool.profile();
     await installedHost(dir);
@@ -199,23 +225,35 @@ describe('the runner evaluates the verified bytes', () => {
     }
   }, 90_000);
 
-  it('refuses, in the runner, bytes that do not have the pinned SHA-256', async () => {
+  it.each([
+    ['sealed with the start\'s seal: PLUGIN_EXECUTABLE_UNTRUSTED', true, 'PLUGIN_EXECUTABLE_UNTRUSTED'],
+    ['without a seal (the runner\'s report is not told from a plugin\'s): PLUGIN_CRASHED', false, 'PLUGIN_CRASHED'],
+  ])('refuses, in the runner, bytes that do not have the pinned SHA-256, reported %s', async (_what, sealed, code) => {
     const root = await esmPackage();
     const base = await mkdtemp(join(tmpdir(), 'esm-digest-'));
     packages.push(base);
     const spawner = (await SandboxSpawner.create())._unsafeUnwrap();
+    // The host's private folder for verified copies, which verifyModuleEntry prepares before the host issues a seal there.
+    await mkdir(join(base, 'exec'), { mode: 0o700 });
+    const seal = (): ResultAsync<RunnerReportSeal | undefined, HostError> => (sealed ? issueRunnerReportSeal(join(base, 'exec')) : okAsync(undefined));
     const session = EsmSession.create({
       launch: () =>
-        ResultAsync.fromSafePromise(open(join(root, 'dist', 'index.mjs'), 'r')).andThen((handle) => {
-          const wrongPin = { installRoot: root, entryPath: 'dist/index.mjs', sha256: '0'.repeat(64), fd: handle.fd, release: () => void handle.close() };
-          return esmRunnerCommand(root, { verifiedEntry: wrongPin, runnerArgv: runner.argv }).asyncAndThen((executable) =>
-            spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] }),
-          );
-        }),
+        ResultAsync.fromSafePromise(open(join(root, 'dist', 'index.mjs'), 'r')).andThen((handle) =>
+          seal().andThen((reportSeal) => {
+            const wrongPin = { installRoot: root, entryPath: 'dist/index.mjs', sha256: '0'.repeat(64), fd: handle.fd, release: () => void handle.close() };
+            return esmRunnerCommand(root, { verifiedEntry: wrongPin, runnerArgv: runner.argv, ...(reportSeal === undefined ? {} : { reportSeal }) }).asyncAndThen((executable) =>
+              spawner.spawn({ executable, env: { PATH: '/usr/bin:/bin' }, network: false, writeDir: base, hiddenPaths: [] }),
+            );
+          }),
+        ),
       startupTimeoutMs: 30_000,
     })._unsafeUnwrap();
     try {
-      expect((await session.listTools())._unsafeUnwrapErr()).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch' } });
+      const failure = (await session.listTools())._unsafeUnwrapErr();
+      expect(failure.code).toBe(code);
+      if (sealed) expect(failure.details).toMatchObject({ reason: 'digest_mismatch' });
+      // The seal is not handed on: whoever reads the tail (a caller, a log) cannot seal a report of their own with it.
+      expect(String(failure.details.stderr_tail)).not.toMatch(/"seal":"[0-9a-f]{32}"/);
     } finally {
       await session.close();
     }

@@ -21,7 +21,10 @@ export class EsmSession implements PluginSession {
 
   /** Checks the options as {@link McpSession.create} does; `launch` starts the runner. Nothing is launched yet. */
   static create(options: McpSessionOptions): Result<EsmSession, HostError> {
-    return McpSession.create(options).map((inner) => new EsmSession(inner));
+    const unseen = options.onUnseenStartFailure;
+    // A start no caller waited for is judged on the same report as one a caller saw.
+    const mapped = unseen === undefined ? options : { ...options, onUnseenStartFailure: (failure: HostError) => unseen(esmRunnerFailure(failure)) };
+    return McpSession.create(mapped).map((inner) => new EsmSession(inner));
   }
 
   private constructor(inner: McpSession) {

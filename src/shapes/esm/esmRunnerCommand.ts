@@ -9,6 +9,7 @@ import type { UnverifiedCommand, VerifiedExecutable } from '../../process/Verifi
 import { nodeRuntimePaths } from '../../sandbox/backends.js';
 import { runnerArguments } from './runnerArgs.js';
 import { runnerReadPaths } from './runnerReadPaths.js';
+import type { RunnerReportSeal } from './runnerReportSeal.js';
 
 /** The runner's file name beside the built library (`dist/esm-runner.js`). */
 export const ESM_RUNNER_FILE = 'esm-runner.js';
@@ -39,6 +40,14 @@ export interface EsmRunnerCommandOptions {
    * `release()` (or a failure here) releases the entry.
    */
   readonly verifiedEntry?: VerifiedModuleEntry;
+  /**
+   * This start's report seal (see `issueRunnerReportSeal`): the runner
+   * inherits its descriptor and seals the reports it makes before any plugin
+   * code runs, which the host then believes whatever their code. Without
+   * one, only reports of failures the plugin's own code may cause are
+   * believed. The command takes ownership, as of `verifiedEntry`.
+   */
+  readonly reportSeal?: RunnerReportSeal;
 }
 
 function thisModuleFile(): string {
@@ -61,7 +70,10 @@ export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions 
 export function esmRunnerCommand(root: string, options?: EsmRunnerCommandOptions): Result<VerifiedExecutable | UnverifiedCommand, HostError>;
 export function esmRunnerCommand(root: string, options: EsmRunnerCommandOptions = {}): Result<VerifiedExecutable | UnverifiedCommand, HostError> {
   const command = runnerCommand(root, options);
-  if (command.isErr()) options.verifiedEntry?.release();
+  if (command.isErr()) {
+    options.verifiedEntry?.release();
+    options.reportSeal?.release();
+  }
   return command;
 }
 
@@ -78,6 +90,7 @@ function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<V
     return err(hostError('HOST_INVALID_OPTIONS', `the ESM runner script ${script ?? '(none)'} does not exist; build the package or pass runnerArgv`, { details: { runnerArgv: [...runner] } }));
   }
   const entry = options.verifiedEntry;
+  const seal = options.reportSeal;
   if (entry !== undefined && entry.installRoot !== realRoot) {
     return err(hostError('HOST_INVALID_OPTIONS', `the verified entry belongs to ${entry.installRoot}, not to ${realRoot}`, { details: { root: realRoot, install_root: entry.installRoot } }));
   }
@@ -94,8 +107,9 @@ function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<V
       ...(options.createTimeoutMs === undefined ? {} : { createTimeoutMs: options.createTimeoutMs }),
       watch: options.watch ?? false,
       debugRegistry: options.debugRegistry ?? false,
-      // The child sees its first inherited descriptor as fd 3.
+      // The child sees its first inherited descriptor as fd 3: the entry's, then the seal's (runVerifiedEntry keeps that order).
       ...(entry === undefined ? {} : { verifiedEntry: { path: entry.entryPath, sha256: entry.sha256, fd: 3 } }),
+      ...(seal === undefined ? {} : { reportFd: entry === undefined ? 3 : 4 }),
     }),
   ];
   // The runner's own Node (runner[0]) may live outside the host's installation.
@@ -103,6 +117,7 @@ function runnerCommand(root: string, options: EsmRunnerCommandOptions): Result<V
   const runtime = isAbsolute(program) && existsSync(program) ? nodeRuntimePaths(program) : nodeRuntimePaths();
   const readable = [realRoot, ...runtime, ...runnerReadPaths(resolve(script))];
   if (options.schemaPath !== undefined) readable.push(resolve(options.schemaPath));
-  const command = unverifiedCommand(argv, realRoot, [...new Set(readable)]);
+  const plain = unverifiedCommand(argv, realRoot, [...new Set(readable)]);
+  const command = seal === undefined ? plain : { ...plain, inheritFds: [seal.fd], release: () => seal.release() };
   return ok(entry === undefined ? command : runVerifiedEntry(command, entry));
 }

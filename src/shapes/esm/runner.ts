@@ -11,13 +11,16 @@
  * A plugin that fails to load makes the runner write one `load-failed`
  * report line to stderr and exit with {@link ESM_RUNNER_LOAD_FAILED_EXIT}
  * before any MCP traffic; the host turns it into the load's HostError with
- * `esmRunnerFailure`.
+ * `esmRunnerFailure`. With `--report-fd <n>` a report made before any plugin
+ * code runs carries the start's seal from descriptor `n`, which is closed
+ * unread before the plugin is imported (see `runnerReportSeal`).
  */
-import { createWriteStream } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, readSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ok } from 'neverthrow';
+import type { HostError } from '../../errors/HostError.js';
 import type { Logger } from '../../ports/ports.js';
 import { dropHomeGlobalPaths } from '../../binding/nodeGlobalPaths.js';
 import { numberRequestsFromOne } from '../mcp/requestIds.js';
@@ -31,6 +34,43 @@ import { watchPlugin } from './watchPlugin.js';
 const report = (line: EsmRunnerReport): void => {
   process.stderr.write(`${formatRunnerReport(line)}\n`);
 };
+
+/**
+ * The start's seal, read from its descriptor, or `undefined` (none passed,
+ * or unreadable: the report then goes unsealed and the host believes less of
+ * it). Called only for a report made before any plugin code ran, right
+ * before the runner exits.
+ */
+function readSeal(fd: number | undefined): string | undefined {
+  if (fd === undefined) return undefined;
+  try {
+    const bytes = Buffer.alloc(Math.min(fstatSync(fd).size, 256));
+    const n = readSync(fd, bytes, 0, bytes.length, 0);
+    return bytes.subarray(0, n).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reports a load that failed before any plugin code ran, sealed with the start's seal. */
+const reportSealed = (error: HostError, sealFd: number | undefined): void => {
+  process.stderr.write(`${formatRunnerReport(loadFailedReport(error), readSeal(sealFd))}\n`);
+};
+
+/**
+ * Closes the seal's descriptor unread, before the plugin's code is imported:
+ * the seal never enters this process's memory, and a closed descriptor on an
+ * unlinked file cannot be reopened through /proc/self/fd, so the plugin has
+ * no way to seal a report of its own.
+ */
+function dropSeal(fd: number | undefined): void {
+  if (fd === undefined) return;
+  try {
+    closeSync(fd);
+  } catch {
+    // Not open (the host passed none at this number): nothing for the plugin to reach either.
+  }
+}
 
 const stderrLogger: Logger = {
   debug: (fields, message) => process.stderr.write(`debug ${message} ${JSON.stringify(fields)}\n`),
@@ -59,18 +99,20 @@ async function main(): Promise<number | undefined> {
     report(loadFailedReport(settings.error));
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
-  const { root, watch, verifiedEntry, ...flags } = settings.value;
+  const { root, watch, verifiedEntry, reportFd, ...flags } = settings.value;
   const protocolOut = reserveStdoutForMcp();
   const manifest = await esmManifestValidator(flags.schemaPath).andThen((validator) => readEsmManifest(root, validator));
   if (manifest.isErr()) {
-    report(loadFailedReport(manifest.error));
+    reportSealed(manifest.error, reportFd);
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
   const pinned = verifiedEntry === undefined ? ok(undefined) : serveVerifiedEntry(root, manifest.value.entry, verifiedEntry);
   if (pinned.isErr()) {
-    report(loadFailedReport(pinned.error));
+    reportSealed(pinned.error, reportFd);
     return ESM_RUNNER_LOAD_FAILED_EXIT;
   }
+  // From here on the plugin's code may run (its import, createPlugin): whatever is reported after this goes unsealed.
+  dropSeal(reportFd);
   // The plugin's identity is the server's, so the host's serverInfo names the plugin. Logging is announced so that
   // the host can set the level and a handler's log notifications (extra.sendNotification) reach the host as events.
   const server = new McpServer({ name: manifest.value.plugin_id, version: manifest.value.version }, { capabilities: { logging: {} } });

@@ -21,6 +21,12 @@ export interface EsmRunnerSettings {
   readonly debugRegistry: boolean;
   /** The pinned entry, served from verified bytes instead of read from the plugin root. */
   readonly verifiedEntry?: EsmRunnerVerifiedEntry;
+  /**
+   * The inherited descriptor holding this start's report seal (see
+   * `runnerReportSeal`): read only to seal a report made before any plugin
+   * code runs, otherwise closed unread before the plugin is imported.
+   */
+  readonly reportFd?: number;
 }
 
 /** Where the runner finds the entry bytes the host verified, and what it checks them against. */
@@ -45,6 +51,7 @@ export function runnerArguments(settings: EsmRunnerSettings): string[] {
   if (settings.debugRegistry) args.push('--debug-registry');
   const entry = settings.verifiedEntry;
   if (entry !== undefined) args.push('--entry', entry.path, '--entry-sha256', entry.sha256, '--entry-fd', String(entry.fd));
+  if (settings.reportFd !== undefined) args.push('--report-fd', String(settings.reportFd));
   args.push('--', settings.root);
   return args;
 }
@@ -67,6 +74,7 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
         entry: { type: 'string' },
         'entry-sha256': { type: 'string' },
         'entry-fd': { type: 'string' },
+        'report-fd': { type: 'string' },
       },
     });
   } catch (cause) {
@@ -78,6 +86,10 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
   const timeout = values['create-timeout-ms'] === undefined ? undefined : Number(values['create-timeout-ms']);
   if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
     return err(hostError('HOST_INVALID_OPTIONS', `esm runner: --create-timeout-ms must be a positive number`));
+  }
+  const reportFd = values['report-fd'] === undefined ? undefined : Number(values['report-fd']);
+  if (reportFd !== undefined && !(Number.isInteger(reportFd) && reportFd >= 3)) {
+    return err(hostError('HOST_INVALID_OPTIONS', 'esm runner: --report-fd must be a descriptor of 3 or more'));
   }
   const verifiedEntry = parseVerifiedEntry(values.entry, values['entry-sha256'], values['entry-fd']);
   if (verifiedEntry.isErr()) return err(verifiedEntry.error);
@@ -93,6 +105,7 @@ export function parseRunnerArguments(args: readonly string[]): Result<EsmRunnerS
     watch: values.watch,
     debugRegistry: values['debug-registry'],
     ...(verifiedEntry.value === undefined ? {} : { verifiedEntry: verifiedEntry.value }),
+    ...(reportFd === undefined ? {} : { reportFd }),
   });
 }
 

@@ -1,4 +1,5 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -11,6 +12,7 @@ import { discoverEsmPlugins } from '../../../src/shapes/esm/discoverEsmPlugins.j
 import { DEFAULT_ESM_LOADER_FLAGS, esmLoaderOptionsFromEnv } from '../../../src/shapes/esm/EsmLoaderOptions.js';
 import { parseRunnerArguments, runnerArguments, type EsmRunnerSettings } from '../../../src/shapes/esm/runnerArgs.js';
 import { esmRunnerFailure, formatRunnerReport, loadFailedReport, parseRunnerReport } from '../../../src/shapes/esm/runnerDiagnostic.js';
+import { issueRunnerReportSeal } from '../../../src/shapes/esm/runnerReportSeal.js';
 import { schemaKind } from '../../../src/shapes/esm/schemaKinds.js';
 import { toolProblems } from '../../../src/shapes/esm/validateTools.js';
 
@@ -209,8 +211,9 @@ describe('esmLoaderOptionsFromEnv', () => {
 
 describe('runner arguments and reports', () => {
   it('round-trips runner settings through the command line', () => {
-    const settings: EsmRunnerSettings = { root: '/p/--odd', strictCapabilities: true, strictTools: false, schemaPath: '/s.json', createTimeoutMs: 1234, watch: true, debugRegistry: true };
+    const settings: EsmRunnerSettings = { root: '/p/--odd', strictCapabilities: true, strictTools: false, schemaPath: '/s.json', createTimeoutMs: 1234, watch: true, debugRegistry: true, reportFd: 4 };
     expect(parseRunnerArguments(runnerArguments(settings))._unsafeUnwrap()).toEqual(settings);
+    expect(parseRunnerArguments(['--report-fd', '2', '/p'])._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
     expect(parseRunnerArguments(['--bogus', '/p'])._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
     expect(parseRunnerArguments([])._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
     expect(parseRunnerArguments(['--create-timeout-ms', '-1', '/p'])._unsafeUnwrapErr().code).toBe('HOST_INVALID_OPTIONS');
@@ -223,6 +226,41 @@ describe('runner arguments and reports', () => {
     expect(mapped.code).toBe('PLUGIN_TOOL_INVALID');
     expect(mapped.message).toBe('tool "x" is invalid');
     expect(mapped.details).toMatchObject({ plugin: 'p', exit: { code: 78 } });
+  });
+
+  it('believes a report of what the runner checks before plugin code runs only with a seal this host issued, and hands no seal on', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'esm-seal-'));
+    try {
+      const issued = (await issueRunnerReportSeal(dir))._unsafeUnwrap();
+      const bytes = Buffer.alloc(64);
+      const seal = bytes.subarray(0, readSync(issued.fd, bytes, 0, 64, 0)).toString('utf8');
+      issued.release();
+      expect(seal).toMatch(/^[0-9a-f]{32}$/);
+      // The seal's file has no name: the runner's inherited descriptor is the only way to it.
+      expect(await readdir(dir)).toEqual([]);
+      const untrusted = loadFailedReport(hostError('PLUGIN_EXECUTABLE_UNTRUSTED', 'entry bytes differ', { details: { reason: 'digest_mismatch' } }));
+      const crashedWith = (line: string) => hostError('PLUGIN_CRASHED', 'exited', { details: { stderr_tail: `${line}\n`, exit: { code: 78 } } });
+
+      const sealed = esmRunnerFailure(crashedWith(formatRunnerReport(untrusted, seal)));
+      expect(sealed).toMatchObject({ code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch' } });
+      expect(String(sealed.details.stderr_tail)).not.toContain(seal);
+      // Every caller waiting on the start gets the same crash: a seal is not spent by one of them.
+      expect(esmRunnerFailure(crashedWith(formatRunnerReport(untrusted, seal))).code).toBe('PLUGIN_EXECUTABLE_UNTRUSTED');
+
+      for (const line of [formatRunnerReport(untrusted), formatRunnerReport(untrusted, 'f'.repeat(32)), formatRunnerReport(untrusted, seal.toUpperCase())]) {
+        expect(esmRunnerFailure(crashedWith(line))).toMatchObject({ code: 'PLUGIN_CRASHED', details: { exit: { code: 78 } } });
+      }
+      const io = loadFailedReport(hostError('HOST_IO_ERROR', 'read failed'));
+      expect(esmRunnerFailure(crashedWith(formatRunnerReport(io))).code).toBe('PLUGIN_CRASHED');
+      // A failure of the plugin's own code is believed unsealed: its code may as well cause it.
+      const entry = loadFailedReport(hostError('PLUGIN_ENTRY_INVALID', 'no createPlugin'));
+      expect(esmRunnerFailure(crashedWith(formatRunnerReport(entry))).code).toBe('PLUGIN_ENTRY_INVALID');
+      // A seal in a tail that reports nothing believable is taken out too.
+      const other = hostError('PLUGIN_CRASHED', 'exited', { details: { stderr_tail: `${formatRunnerReport(untrusted, seal)}\n`, exit: { code: 1 } } });
+      expect(String(esmRunnerFailure(other).details.stderr_tail)).not.toContain(seal);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('leaves other errors alone and ignores reports with codes a runner never sends', () => {
