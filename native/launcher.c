@@ -15,7 +15,8 @@
  * hosts), --parent PID (the host's pid: gone, the launcher stops), --seccomp FD (the program, read to its end right before exec; an
  * empty one refuses to run), --pass-fds N (the plugin keeps fds 3 to 3 + N - 1,
  * but those the launcher used), --chdir DIR, --shm BYTES (the size of the
- * sandbox's own /dev/shm, which is always mounted).
+ * sandbox's own /dev/shm, which is always mounted), --tmp BYTES (with --cover /tmp: that cover is the sandbox's own
+ * writable /tmp, sticky and writable by every user like the /tmp it replaces, sized BYTES, never sealed).
  * Mounts, applied in order by the sandbox's process 1 inside fresh PID,
  * mount, IPC, UTS and control group namespaces, in a fresh root that holds of
  * the host's / only the top-level directories the options reach into (and the
@@ -209,6 +210,7 @@ struct spec {
   int seccomp_fd;
   const char *chdir_path;
   long long shm_bytes;
+  long long tmp_bytes;
   int pass_fds;
   pid_t parent;
   struct op ops[MAX_OPS];
@@ -263,6 +265,7 @@ static void parse(int argc, char **argv, struct spec *spec) {
   spec->rlimit_nproc = -1;
   spec->seccomp_fd = -1;
   spec->shm_bytes = -1;
+  spec->tmp_bytes = -1;
   spec->egress_port = -1;
   spec->report_fd = -1;
   int i = 1;
@@ -316,6 +319,11 @@ static void parse(int argc, char **argv, struct spec *spec) {
     } else if (strcmp(o, "--shm") == 0) {
       NEED(1);
       spec->shm_bytes = number(argv[++i], o);
+    } else if (strcmp(o, "--tmp") == 0) {
+      NEED(1);
+      spec->tmp_bytes = number(argv[++i], o);
+      /* A tmpfs of size 0 has no size limit at all. */
+      if (spec->tmp_bytes == 0) fail("spec", "--tmp needs a size above 0");
     } else if (strcmp(o, "--parent") == 0) {
       NEED(1);
       spec->parent = (pid_t)number(argv[++i], o);
@@ -687,6 +695,20 @@ static void enter_fresh_root(const struct spec *spec) {
   close(root);
 }
 
+/* Whether path is the cover --tmp makes the sandbox's own writable /tmp. */
+static int own_tmp(const struct spec *spec, const char *path) { return spec->tmp_bytes > 0 && strcmp(path, "/tmp") == 0; }
+
+/* --tmp names a cover of /tmp that stays writable: without that cover it would do nothing, and a seal would undo it. */
+static void check_tmp(const struct spec *spec) {
+  if (spec->tmp_bytes < 0) return;
+  int covered = 0;
+  for (int i = 0; i < spec->op_count; i++) {
+    if (spec->ops[i].kind == OP_COVER && own_tmp(spec, spec->ops[i].path)) covered = 1;
+    if (spec->ops[i].kind == OP_SEAL && own_tmp(spec, spec->ops[i].path)) fail("spec", "--tmp: /tmp is the sandbox's own writable /tmp and cannot be sealed");
+  }
+  if (!covered) fail("spec", "--tmp needs --cover /tmp");
+}
+
 static void apply_mounts(struct spec *spec) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) fail_errno("private", "/");
   /* Every source is cloned before the first cover could hide it. */
@@ -725,7 +747,10 @@ static void apply_mounts(struct spec *spec) {
     struct op *op = &spec->ops[i];
     switch (op->kind) {
       case OP_COVER:
-        attach(detached_tmpfs("0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "cover"), op->path, "cover");
+        if (own_tmp(spec, op->path))
+          attach(detached_tmpfs("1777", spec->tmp_bytes, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "tmp"), op->path, "tmp");
+        else
+          attach(detached_tmpfs("0755", 1 << 20, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "cover"), op->path, "cover");
         break;
       case OP_DIR:
         if (mkdir(op->path, 0755) != 0 && errno != EEXIST) fail_errno("dir", op->path);
@@ -1056,6 +1081,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--scope") == 0) run_scoped(argc, argv);
   if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) print_abi();
   parse(argc, argv, &spec);
+  check_tmp(&spec);
   leave_host_terminal();
   die_with_host(spec.parent > 0 ? spec.parent : getppid());
   join_groups(&spec);

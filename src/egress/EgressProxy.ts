@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
+import { EventBudget } from '../budget/EventBudget.js';
 import { systemClock, type Clock } from '../ports/ports.js';
 import { canonicalAddress, isOwnInterfaceAddress, ownInterfaceAddresses, refusedKind, type RefusedAddressKind } from './addresses.js';
 import { checkDestination, listsAddress, type DestinationRefusal, type EgressPolicy } from './destinations.js';
@@ -102,17 +103,6 @@ interface Attachment {
   open: number;
 }
 
-/** One plugin's budget of refused events for one reason: a token bucket. */
-interface RefusalBudget {
-  tokens: number;
-  /** When `tokens` was last brought up to date. */
-  at: number;
-  /** Refused connections not reported since the last summary. */
-  suppressed: number;
-  /** Cancels the summary waiting for a token; set while one waits. */
-  cancel: (() => void) | undefined;
-}
-
 type Dialled = { readonly socket: Socket; readonly address: string } | { readonly refusal: EgressRefusalReason; readonly address?: string; readonly kind?: RefusedAddressKind };
 
 /**
@@ -210,11 +200,11 @@ export class EgressProxy {
   private readonly headerDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
   private readonly clock: Clock;
   /**
-   * Refused-event budgets by plugin id, then reason. Keyed by id, not by
+   * Refused-event budgets by plugin id and reason. Keyed by id, not by
    * attachment, so a restarted plugin does not get a fresh burst; bounded by
    * the plugins attached times the reasons.
    */
-  private readonly refusalBudgets = new Map<string, Map<EgressRefusalReason, RefusalBudget>>();
+  private readonly refusalBudget: EventBudget<string>;
 
   constructor(options: EgressProxyOptions = {}) {
     this.resolver = options.resolver ?? systemResolver();
@@ -228,6 +218,7 @@ export class EgressProxy {
       ...options.limits,
     };
     this.clock = options.clock ?? systemClock;
+    this.refusalBudget = new EventBudget({ perSecond: this.limits.refusedEventsPerSecond, burst: this.limits.refusedEventsBurst }, this.clock);
     const listener = options.onEvent;
     this.onEvent = (event) => {
       try {
@@ -310,40 +301,18 @@ export class EgressProxy {
    * the count reported in one summary as soon as a token is free again.
    */
   private refusalReported(pluginId: string, reason: EgressRefusalReason): boolean {
-    let budgets = this.refusalBudgets.get(pluginId);
-    if (budgets === undefined) this.refusalBudgets.set(pluginId, (budgets = new Map()));
-    let budget = budgets.get(reason);
-    if (budget === undefined) budgets.set(reason, (budget = { tokens: this.limits.refusedEventsBurst, at: this.clock.now(), suppressed: 0, cancel: undefined }));
-    this.refill(budget);
-    // A waiting summary goes first: the count it carries is older than this connection.
-    if (budget.tokens >= 1 && budget.suppressed === 0) {
-      budget.tokens -= 1;
-      return true;
-    }
-    budget.suppressed++;
-    this.awaitSummary(pluginId, reason, budget);
-    return false;
+    // A reason is one word: the pair is one key, and the summary names both.
+    return this.refusalBudget.admit(`${reason} ${pluginId}`, (suppressed) => this.onEvent({ plugin_id: pluginId, allowed: false, method: '', host: '', port: 0, reason, suppressed }));
   }
 
-  private refill(budget: RefusalBudget): void {
-    const now = this.clock.now();
-    budget.tokens = Math.min(this.limits.refusedEventsBurst, budget.tokens + (Math.max(0, now - budget.at) * this.limits.refusedEventsPerSecond) / 1000);
-    budget.at = now;
-  }
-
-  /** Emits `budget`'s summary when its next token is free (at once if it is), unless one is already waiting. */
-  private awaitSummary(pluginId: string, reason: EgressRefusalReason, budget: RefusalBudget): void {
-    if (budget.cancel !== undefined) return;
-    const wait = Math.max(0, Math.ceil(((1 - budget.tokens) * 1000) / this.limits.refusedEventsPerSecond));
-    budget.cancel = this.clock.setTimer(() => {
-      budget.cancel = undefined;
-      this.refill(budget);
-      if (budget.tokens < 1) return this.awaitSummary(pluginId, reason, budget);
-      budget.tokens -= 1;
-      const suppressed = budget.suppressed;
-      budget.suppressed = 0;
-      this.onEvent({ plugin_id: pluginId, allowed: false, method: '', host: '', port: 0, reason, suppressed });
-    }, wait);
+  /**
+   * Reports now every summary of refused connections still waiting for its
+   * budget to refill ({@link EgressEvent.suppressed}), so that no count is
+   * lost when the host closes. The proxy still serves the connections of
+   * plugins attached; a refusal after this is budgeted as before.
+   */
+  close(): void {
+    this.refusalBudget.flush();
   }
 
   /** Checks, resolves and dials a destination for a plugin; the connected socket or why not. */

@@ -107,9 +107,16 @@ export class PluginLauncher {
     if (parts.config.spawner === undefined) parts.spawner.keepSpareGroup();
   }
 
-  /** Removes the control group the host's own spawner keeps ready for the next start; the application's spawner is left as it is. */
+  /**
+   * Removes the control group the host's own spawner keeps ready for the next
+   * start, and reports the refused-egress summaries its proxy still holds
+   * (plugins are stopped by then: no count comes after); the application's
+   * spawner is left as it is.
+   */
   close(): void {
-    if (this.#parts.config.spawner === undefined) this.#parts.spawner.dropSpareGroup();
+    if (this.#parts.config.spawner !== undefined) return;
+    this.#parts.spawner.dropSpareGroup();
+    this.#parts.spawner.flushEgressEvents();
   }
 
   /** Whether plugins run inside an OS sandbox. */

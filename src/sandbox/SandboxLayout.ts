@@ -54,6 +54,12 @@ export interface SandboxLayout {
   readonly cwd: string;
   /** The size of the sandbox's own /dev/shm tmpfs in bytes (the plugin's memory cap); unset: bubblewrap's default. */
   readonly shmBytes?: number;
+  /**
+   * The size in bytes of the sandbox's own writable /tmp (a private tmpfs, sticky and writable by every user, gone with
+   * the sandbox; see `etc/sandbox/private-tmp.json`); unset: /tmp is an empty read-only tmpfs holding mount points only.
+   * The Linux backends honour it; a Seatbelt profile cannot mount and ignores it.
+   */
+  readonly tmpBytes?: number;
   /** Files whose contents are read from a descriptor and shown read-only at a path of the install root (a verified Node main module). */
   readonly mountedFiles?: readonly { readonly fd: number; readonly path: string }[];
 }

@@ -949,6 +949,17 @@ export class SandboxSpawner {
     if (spare !== undefined) removeGroup(spare.group, this.logger);
   }
 
+  /**
+   * Reports now, through `onEgress`, every summary of refused egress
+   * connections still waiting for its budget to refill (`suppressed`), so
+   * that no count is lost when the spawner's user closes. PluginHost calls it
+   * on `close` for the spawner it made; an application that passes its own
+   * spawner calls it when done with it. Spawning still works afterwards.
+   */
+  flushEgressEvents(): void {
+    this.egressProxy?.close();
+  }
+
   /** The spare group when it carries `limits`, else a new one (a spare with other limits is removed). */
   private takeGroup(tree: GroupTree, limits: TreeLimits): Result<PluginGroup, string> {
     const spare = this.spareGroup;

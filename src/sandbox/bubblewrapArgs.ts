@@ -28,7 +28,8 @@ function traversableParents(layout: SandboxLayout): string[] {
  * The bubblewrap command line (options only, up to and including `--`) for a
  * layout. An allowlist: only system directories, the given read-only paths,
  * the install root and the write directory exist inside; the home directory,
- * /run, /var, the host's /tmp and the profile directory do not. Order
+ * /run, /var, the host's /tmp and the profile directory do not (/tmp is the
+ * sandbox's own tmpfs, writable when the layout sizes it). Order
  * matters: bubblewrap applies mounts in sequence, so masks of secret paths
  * come after the trees that contain them, and the plugin's own directories
  * come after masks that would otherwise cover them.
@@ -61,6 +62,9 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   // Shared memory is a tmpfs: sized, it cannot hold more than the plugin's memory cap even where no control group
   // charges it. Sticky and world-writable like the /dev/shm it replaces, so a plugin running as its own user can use it.
   if (layout.shmBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.shmBytes), '--tmpfs', '/dev/shm');
+  // The sandbox's own /tmp, sized and sticky like /dev/shm: servers that write to /tmp by name rather than TMPDIR work,
+  // and nothing of the host's /tmp or another sandbox's shows. Without a size it only holds mount points, read-only.
+  if (layout.tmpBytes !== undefined) args.push('--perms', '1777', '--size', String(layout.tmpBytes));
   args.push('--tmpfs', '/tmp');
   // A copy in bubblewrap's own tmpfs, read from the host's descriptor (which bubblewrap then closes), at a file of the
   // sandbox's root: read-only and executable, no host inode a plugin of a host that owns the launcher could reach, and
@@ -83,11 +87,13 @@ export function bubblewrapArgs(layout: SandboxLayout, seccompFd: number | undefi
   for (const file of layout.mountedFiles ?? []) args.push('--perms', '0444', '--ro-bind-data', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));
   for (const m of [...layout.masksOutside, ...layout.masksInside]) if (m.kind === 'dir') args.push('--remount-ro', m.path);
-  // The sandbox's root and /tmp are tmpfs that only hold mount points; left writable they would be scratch space outside writeDir.
-  // So is bubblewrap's /dev (its device nodes, /dev/shm and /dev/pts are mounts of their own and keep their access):
-  // sized at half the host's memory, it held what a plugin owning it wrote there, uncharged where no control group
-  // counts tmpfs pages (the rlimit fallback), past the memory cap that /dev/shm's size keeps.
-  args.push('--remount-ro', '/dev', '--remount-ro', '/tmp', '--remount-ro', '/');
+  // The sandbox's root (and /tmp without a size) are tmpfs that only hold mount points; left writable they would be
+  // unsized scratch space outside writeDir. So is bubblewrap's /dev (its device nodes, /dev/shm and /dev/pts are mounts
+  // of their own and keep their access): sized at half the host's memory, it held what a plugin owning it wrote there,
+  // uncharged where no control group counts tmpfs pages (the rlimit fallback), past the memory cap that /dev/shm's size keeps.
+  args.push('--remount-ro', '/dev');
+  if (layout.tmpBytes === undefined) args.push('--remount-ro', '/tmp');
+  args.push('--remount-ro', '/');
   args.push('--chdir', layout.cwd);
   if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
   if (infoFd !== undefined) args.push('--info-fd', String(infoFd));

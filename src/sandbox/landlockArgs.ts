@@ -29,6 +29,9 @@ const ALWAYS_COVERED: readonly string[] = grantData.alwaysCovered;
 export const SHOWN_DEVICES: readonly string[] = grantData.devices;
 const DEVICE_LINKS: readonly { readonly path: string; readonly target: string }[] = grantData.deviceLinks;
 
+/** Where the sandbox's own writable /tmp is mounted (a cover in `alwaysCovered`). */
+const PRIVATE_TMP = '/tmp';
+
 const depth = (path: string): number => path.split(sep).length;
 const byDepth = (a: string, b: string): number => depth(a) - depth(b) || a.localeCompare(b);
 
@@ -65,7 +68,8 @@ function maskArgs(masks: readonly MaskedPath[]): string[] {
  * trees (install root, read-only paths, data and writable directories) are
  * granted too, and shown at their paths: the top-level directory each lies
  * in (and always /tmp) is covered by an empty tmpfs holding only their mount
- * points, which hides the rest of it (a home directory, the host's /tmp) and
+ * points (when the layout sizes /tmp, that cover is the sandbox's own writable
+ * /tmp), which hides the rest of it (a home directory, the host's /tmp) and
  * lets a plugin user cross parents it could not on the host (a 0700 home or
  * temporary directory). A tree inside a system directory needs no mount, but
  * one bound from a descriptor is still bound, so its path shows what was
@@ -103,6 +107,8 @@ export function landlockArgs(
   // The host's descriptors come first, the seccomp program's right after them: the plugin keeps the host's, but those the launcher mounts.
   args.push('--seccomp', String(seccompFd), '--pass-fds', String(seccompFd - 3), '--chdir', layout.cwd);
   if (layout.shmBytes !== undefined) args.push('--shm', String(layout.shmBytes));
+  // The cover of /tmp (always there) becomes the sandbox's own writable, sized /tmp, never sealed.
+  if (layout.tmpBytes !== undefined) args.push('--tmp', String(layout.tmpBytes));
 
   const systemDirs = layout.system.filter((m) => m.kind === 'dir').map((m) => m.path);
   const inSystem = (path: string): boolean => systemDirs.some((s) => isWithin(path, s));
@@ -145,7 +151,7 @@ export function landlockArgs(
   for (const file of layout.mountedFiles ?? []) args.push('--file', String(file.fd), file.path);
   args.push(...maskArgs(layout.masksInside));
   // A cover a tree is bound on (a writeDir that is a top-level directory) lies hidden under it: sealing it would seal the tree.
-  for (const cover of covers) if (!placed.some((t) => t.path === cover)) args.push('--seal', cover);
+  for (const cover of covers) if (!placed.some((t) => t.path === cover) && !(cover === PRIVATE_TMP && layout.tmpBytes !== undefined)) args.push('--seal', cover);
 
   for (const dir of systemDirs) args.push('--allow', dir, 'rx');
   for (const tree of trees) {
@@ -154,6 +160,9 @@ export function landlockArgs(
     else args.push('--allow-fd', String(tree.source.fd), rights);
   }
   for (const grant of COMMON_GRANTS) args.push('--allow', grant.path, grant.rights);
+  // As its TMPDIR (writeDir): a script a server writes to /tmp may be run from there. The plugin's trees that lie
+  // below /tmp (an install root in the host's temporary directory) stay read-only by their read-only mounts.
+  if (layout.tmpBytes !== undefined) args.push('--allow', PRIVATE_TMP, 'rwx');
   args.push('--');
   return args;
 }

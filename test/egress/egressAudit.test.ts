@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import proxySettings from '../../etc/egress/proxy.json' with { type: 'json' };
 import type { AuditRecord } from '../../src/audit/auditRecord.js';
 import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
 import type { EgressEvent } from '../../src/egress/EgressProxy.js';
@@ -43,5 +44,35 @@ describe('egress connections in the audit trail', { timeout: 120_000 }, () => {
     ]);
     expect(connections.map(({ kind: _kind, at: _at, ...event }) => event)).toEqual(events);
     expect(connections.every((record) => 'at' in record && !Number.isNaN(Date.parse(record.at)))).toBe(true);
+  });
+
+  it('delivers the summary of refused connections still waiting for the budget when the host closes', async () => {
+    const profile = await pool.profile();
+    const file = join(profile, 'audit.jsonl');
+    const sink = (await JsonlAuditSink.open(file))._unsafeUnwrap();
+    const installer = await pool.open(profile);
+    (await installer.install(await packaged('egress'), { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(profile, { sandbox: { egressResolver: resolver }, audit: { sink } });
+    const events: EgressEvent[] = [];
+    host.events.on('egress', (event) => events.push(event));
+    // Past the burst at once: the rest is counted, its summary waiting for the budget to refill.
+    const N = 3 * proxySettings.refusedEventsBurst;
+    const calls = await Promise.all(Array.from({ length: N }, (_, i) => host.call('plug.host-egress.get', { url: `http://other.test/flood-${i}` })));
+    expect(calls.every((call) => call.isOk())).toBe(true);
+    await host.close();
+
+    // Every refused connection is in the events by the time close resolved, one by one or in a summary.
+    const refused = events.filter((e) => !e.allowed);
+    expect(refused.every((e) => e.reason === 'not_listed')).toBe(true);
+    expect(refused.some((e) => e.suppressed !== undefined)).toBe(true);
+    expect(refused.filter((e) => e.suppressed === undefined).length + refused.reduce((n, e) => n + (e.suppressed ?? 0), 0)).toBe(N);
+    (await sink.close())._unsafeUnwrap();
+    const connections = (await readFile(file, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditRecord)
+      .filter((record) => record.kind === 'connection');
+    expect(connections.map(({ kind: _kind, at: _at, ...event }) => event)).toEqual(events);
   });
 });

@@ -50,7 +50,9 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-async function setUp(limits: Partial<EgressProxyLimits> = {}): Promise<{ port: number; events: EgressEvent[]; clock: ReturnType<typeof manualClock>; records: () => Promise<AuditRecord[]> }> {
+async function setUp(
+  limits: Partial<EgressProxyLimits> = {},
+): Promise<{ port: number; events: EgressEvent[]; clock: ReturnType<typeof manualClock>; records: () => Promise<AuditRecord[]>; proxy: EgressProxy }> {
   const dir = await mkdtemp(join(tmpdir(), 'refused-budget-'));
   cleanup.push(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'audit.jsonl');
@@ -77,7 +79,7 @@ async function setUp(limits: Partial<EgressProxyLimits> = {}): Promise<{ port: n
       .filter((line) => line !== '')
       .map((line) => JSON.parse(line) as AuditRecord);
   };
-  return { port: (server.address() as AddressInfo).port, events, clock, records };
+  return { port: (server.address() as AddressInfo).port, events, clock, records, proxy };
 }
 
 /** One connection that sends `payload`; the proxy's answer once it has closed it (after deciding, and reporting, it). */
@@ -150,6 +152,25 @@ describe('refused egress events per plugin and reason', { timeout: 60_000 }, () 
     const total = events.filter((e) => e.suppressed === undefined).length + events.reduce((n, e) => n + (e.suppressed ?? 0), 0);
     expect(total).toBe(sent);
     expect(suppressed).toBeGreaterThan(0);
+  });
+
+  it('reports the pending summary when the proxy closes before its budget refills, with the count of every connection not reported', async () => {
+    const { port, events, clock, records, proxy } = await setUp();
+    const N = 3 * BURST;
+    await flood(port, unlisted(), N);
+    expect(events).toHaveLength(BURST);
+
+    // The host closes before the next token: the count must not wait for a timer nobody will see fire.
+    proxy.close();
+    expect(events).toHaveLength(BURST + 1);
+    expect(events[BURST]).toEqual({ plugin_id: 'flooder', allowed: false, method: '', host: '', port: 0, reason: 'not_listed', suppressed: N - BURST });
+    const connections = (await records()).filter((r) => r.kind === 'connection');
+    expect(connections.filter((r) => r.suppressed === undefined).length + connections.reduce((n, r) => n + (r.suppressed ?? 0), 0)).toBe(N);
+
+    // Its timer is gone: no second summary, nothing counted twice; a second close has nothing to say.
+    clock.advance(10 * INTERVAL_MS);
+    proxy.close();
+    expect(events).toHaveLength(BURST + 1);
   });
 
   it("counts each reason on its own budget: connections past the plugin's cap do not use up the budget of unlisted destinations", async () => {

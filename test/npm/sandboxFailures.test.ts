@@ -8,8 +8,11 @@
  * (with the network granted it does not). One that writes next to its own
  * files (@modelcontextprotocol/server-memory's default memory.jsonl): EROFS
  * inside the install root; the hint says to point it at the data directory.
- * Pointed at the machine's `/tmp` by name (not TMPDIR), the hint says no grant helps.
+ * Pointed at `/tmp` by name (not TMPDIR), it works: the sandbox's /tmp is the
+ * plugin's own. The same write refused in macOS's words (Seatbelt keeps the
+ * machine's /tmp read-only): the hint says no grant helps.
  */
+import { existsSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool, textOf } from '../support/hostHarness.js';
 import { packServer } from './npmPack.js';
@@ -50,9 +53,10 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
 });
 `;
 
-// `remember` writes state.json next to the server, or where --state names.
+// `remember` writes state.json next to the server, or where --state names; `--refused-as-on-macos` answers the write with
+// the words Node gives when Seatbelt refuses it on macOS, where a plugin's /tmp is the machine's (no Linux backend refuses it).
 const STATEFUL_SERVER = `#!/usr/bin/env node
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
 const flag = process.argv.indexOf('--state');
@@ -63,8 +67,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (method === 'initialize') return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'stateful', version: '1.0.0' } } });
   if (method === 'tools/list') return send({ id, result: { tools: [{ name: 'remember', inputSchema: { type: 'object' } }] } });
   try {
+    if (process.argv.includes('--refused-as-on-macos')) throw new Error("EPERM: operation not permitted, open '" + state + "'");
     writeFileSync(state, '{}');
-    send({ id, result: { content: [{ type: 'text', text: 'remembered' }] } });
+    send({ id, result: { content: [{ type: 'text', text: readFileSync(state, 'utf8') === '{}' ? 'remembered' : 'lost' }] } });
   } catch (error) {
     send({ id, result: { isError: true, content: [{ type: 'text', text: String(error) }] } });
   }
@@ -81,12 +86,20 @@ describe('npm: a server that writes next to its own files', { timeout: 120_000 }
     expect(error.hint).toMatch(/^The plugin tried to write \/.*\/state\.json, inside its install root, .* an argument with \$\{data_dir\} \(CLI --arg\)/);
     expect(error.details['install_root_write']).toMatch(/\/bin\/state\.json$/);
 
-    // A package that names the shared /tmp itself rather than TMPDIR (context-mode's mkdtemp '/tmp/.ctx-mode-…'): no grant helps.
+    // A package that names /tmp itself rather than TMPDIR (context-mode's mkdtemp '/tmp/.ctx-mode-…'): the sandbox's
+    // /tmp is its own, so the write works and nothing reaches the host's /tmp.
+    const inTmpPath = `/tmp/stateful-state-${process.pid}-${Date.now()}.json`;
     const inTmp = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
-    expect((await inTmp.install(`npm:${tarball}`, { canary: false, args: ['--state', '/tmp/stateful-state.json'] })).isOk()).toBe(true);
-    const tmpError = (await inTmp.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
+    expect((await inTmp.install(`npm:${tarball}`, { canary: false, args: ['--state', inTmpPath] })).isOk()).toBe(true);
+    expect(textOf((await inTmp.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrap())).toBe('remembered');
+    expect(existsSync(inTmpPath)).toBe(false);
+
+    // Refused in macOS's words, as Seatbelt refuses it there: no grant helps.
+    const onMacos = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    expect((await onMacos.install(`npm:${tarball}`, { canary: false, args: ['--state', '/tmp/stateful-state.json', '--refused-as-on-macos'] })).isOk()).toBe(true);
+    const tmpError = (await onMacos.call('plug.stateful.remember', {}, { maxRisk: 'destructive' }))._unsafeUnwrapErr();
     expect(tmpError.code).toBe('PLUGIN_TOOL_ERROR');
-    expect(tmpError.hint).toMatch(/^The plugin wrote \/tmp\/stateful-state\.json, in the machine's shared temporary folder, .* TMPDIR /);
+    expect(tmpError.hint).toMatch(/^The plugin wrote \/tmp\/stateful-state\.json, in the machine's shared temporary folder, .*on macOS .* TMPDIR /);
     expect(tmpError.details['install_root_write']).toBeUndefined();
 
     const pointed = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });

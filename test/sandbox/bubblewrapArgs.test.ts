@@ -101,6 +101,13 @@ describe('bubblewrapArgs', () => {
     expect(at('--ro-bind', installRoot)).toBeLessThan(at('--tmpfs', join(installRoot, '.aws')));
     expect(pairs(args, '--remount-ro')).toEqual(['/proc', profile, join(home, '.ssh'), join(installRoot, '.aws'), '/dev', '/tmp', '/']);
   });
+
+  it("a sized /tmp is the sandbox's own: a sticky tmpfs of that size, left writable", () => {
+    const args = bubblewrapArgs({ ...layout(), tmpBytes: 4 * 2 ** 20 }, 5);
+    const at = args.findIndex((a, i) => a === '--tmpfs' && args[i + 1] === '/tmp');
+    expect(args.slice(at - 4, at + 2)).toEqual(['--perms', '1777', '--size', String(4 * 2 ** 20), '--tmpfs', '/tmp']);
+    expect(pairs(args, '--remount-ro')).toEqual(['/proc', join(installRoot, '.aws'), '/dev', '/']);
+  });
 });
 
 describe('bubblewrapArgs for a bound, switched-user layout', () => {

@@ -257,13 +257,13 @@ describe.each(LINUX_BACKENDS)('a plugin attacking the host from its sandbox (rea
   // Memory outside the plugin's caps: bubblewrap's /dev is a tmpfs of its own, sized at half the host's memory, and a
   // plugin owning it (the host's user in its user namespace, or root without an identity) filled it where no control
   // group charges its pages (the rlimit fallback: RLIMIT_DATA does not count tmpfs), as /dev/shm, sized to the cap, no
-  // longer can. Nothing but its writable directory and /dev/shm takes a file.
-  it('keeps no scratch space outside its writable directory and /dev/shm', async () => {
-    const places = ['/dev', '/tmp', '/'].map((dir) => join(dir, `mcp-attack-${process.pid}-scratch`));
-    const report = await attack(spawner, [...places.map((path) => `create:${path}`), `create:${join(dataDir, 'scratch')}`, `create:/dev/shm/mcp-attack-${process.pid}`]);
+  // longer can. Nothing but its writable directory, /dev/shm and its own /tmp (sized like /dev/shm: privateTmp.test.ts) takes a file.
+  it('keeps no scratch space outside its writable directory, /dev/shm and its own sized /tmp', async () => {
+    const places = ['/dev', '/'].map((dir) => join(dir, `mcp-attack-${process.pid}-scratch`));
+    const own = [join(dataDir, 'scratch'), `/dev/shm/mcp-attack-${process.pid}`, `/tmp/mcp-attack-${process.pid}`];
+    const report = await attack(spawner, [...places, ...own].map((path) => `create:${path}`));
     for (const path of places) expect(report[`create:${path}`], path).toMatch(/^E(ROFS|ACCES|PERM)$/);
-    expect(report[`create:${join(dataDir, 'scratch')}`]).toBe('ok');
-    expect(report[`create:/dev/shm/mcp-attack-${process.pid}`]).toBe('ok');
+    for (const path of own) expect(report[`create:${path}`], path).toBe('ok');
   });
 
   // The sandbox's process 1 is the plugin's neighbour: in its PID and mount namespaces, visible at /proc/1. bubblewrap's

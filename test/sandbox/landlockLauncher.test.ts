@@ -100,6 +100,9 @@ describe('the launcher refuses to run a plugin when a step fails', () => {
       [['--user', '0', '0'], /^mcp-plugin-launcher: spec: --user must name a user other than root\n$/],
       [['--cover', '/'], /^mcp-plugin-launcher: cover: the root directory cannot be covered\n$/],
       [['--allow', '/nonexistent-grant', 'r'], /^mcp-plugin-launcher: landlock: \/nonexistent-grant: No such file or directory\n$/],
+      // A tmpfs of size 0 has no limit; a sealed private /tmp would be read-only again.
+      [['--tmp', '0'], /^mcp-plugin-launcher: spec: --tmp needs a size above 0\n$/],
+      [['--tmp', '4096', '--seal', '/tmp'], /^mcp-plugin-launcher: spec: --tmp: \/tmp is the sandbox's own writable \/tmp and cannot be sealed\n$/],
     ];
     for (const [spec, message] of cases) {
       const run = launchWithProgram(spec, pluginSeccompFilter(false)!);

@@ -1,4 +1,6 @@
 import { err, ok, type Result } from 'neverthrow';
+import ndjsonSettings from '../../../etc/ndjson-rpc.json' with { type: 'json' };
+import { EventBudget } from '../../budget/EventBudget.js';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import { spellingOf, type HostErrorCode } from '../../errors/registry.js';
 import { LineChannel } from '../../framing/LineChannel.js';
@@ -62,6 +64,11 @@ export class NdjsonConnection {
   /** Ids whose caller gave up (timeout, cancel): a late answer is dropped, not misdelivered. */
   private readonly abandoned = new Set<NdjsonRequestId>();
   private readonly channel: LineChannel;
+  /**
+   * Warnings about lines no request owns, by code: the plugin writes those
+   * for free, so past a burst they are counted into one summary warning.
+   */
+  private readonly warnings: EventBudget<HostErrorCode>;
   private resolveCrash!: (error: HostError) => void;
   /** Resolves with the crash error once the plugin stopped talking (never, if the host stops it first). */
   readonly crashed: Promise<HostError> = new Promise((resolve) => (this.resolveCrash = resolve));
@@ -70,6 +77,7 @@ export class NdjsonConnection {
     readonly process: PluginProcess,
     private readonly env: ConnectionEnvironment,
   ) {
+    this.warnings = new EventBudget({ perSecond: ndjsonSettings.unattributedWarningsPerSecond, burst: ndjsonSettings.unattributedWarningsBurst }, env.clock);
     this.channel = new LineChannel(
       process,
       {
@@ -129,10 +137,10 @@ export class NdjsonConnection {
     if (this.abandoned.size > MAX_ABANDONED_IDS) this.abandoned.delete(this.abandoned.values().next().value as NdjsonRequestId);
   }
 
-  /** Graceful shutdown: close stdin, wait `graceMs` for the exit, then kill. */
+  /** Graceful shutdown: close stdin, wait `graceMs` for the exit, then kill; then logs the count of warnings still waiting for their budget. */
   stop(graceMs: number): Promise<ExitInfo> {
     this.channel.close();
-    return this.process.stop({ stdinGraceMs: graceMs });
+    return this.process.stop({ stdinGraceMs: graceMs }).finally(() => this.warnings.flush());
   }
 
   private oldestPending(): [NdjsonRequestId, PendingRequest] | undefined {
@@ -151,7 +159,10 @@ export class NdjsonConnection {
   private failUnattributed(code: HostErrorCode, message: string, details: Record<string, unknown>): void {
     const oldest = this.oldestPending();
     if (oldest === undefined) {
-      this.env.logger.warn({ pid: this.process.pid, code, ...details }, `ndjson-rpc: ${message} while no request was pending; ignored`);
+      const pid = this.process.pid;
+      const summary = (suppressed: number): void =>
+        this.env.logger.warn({ pid, code, suppressed }, `ndjson-rpc: ${suppressed} more lines (${code}) while no request was pending; ignored, not logged one by one`);
+      if (this.warnings.admit(code, summary)) this.env.logger.warn({ pid, code, ...details }, `ndjson-rpc: ${message} while no request was pending; ignored`);
       return;
     }
     const [id, pending] = oldest;
@@ -189,6 +200,8 @@ export class NdjsonConnection {
   }
 
   private async crash(partial: string | undefined): Promise<void> {
+    // Every line was read by now: the count still waiting for a token goes out before the crash it preceded.
+    this.warnings.flush();
     const details: Record<string, unknown> = {
       ...(await crashDetails(this.process, this.env.clock)),
       ...(partial === undefined ? {} : { partial_line: rawLineDetails(partial).raw_line }),
