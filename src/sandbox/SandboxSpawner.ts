@@ -14,6 +14,7 @@ import type { LauncherLimits } from './landlockArgs.js';
 import { findLauncher, landlockAbi, untrustedProgram } from './launcherBinary.js';
 import type { PluginDirectories } from './pluginDirectories.js';
 import { checkUidRange, DEFAULT_PLUGIN_UID_RANGE, introspectionIdentity, pluginIdentity, type PluginIdentity, type PluginUidRange } from './pluginIdentity.js';
+import { privateTmpBytes } from './privateTmp.js';
 import { probeSandbox, probeTreeLimits, sandboxUnsupported, type TreeLimitSupport } from './probe.js';
 import { isWithin, resolveLayout, type BoundDirectory } from './SandboxLayout.js';
 import { pluginSeccompFilter } from './seccompFilter.js';
@@ -842,7 +843,9 @@ export class SandboxSpawner {
     }
     const limits = this.treeLimits(request.pluginId);
     const mounted = mountedMain === undefined ? layout.value : { ...layout.value, mountedFiles: [{ fd: 3 + mountedMain.index, path: mountedMain.path }] };
-    const sized = limits.memoryBytes === null ? mounted : { ...mounted, shmBytes: limits.memoryBytes };
+    // Every process gets its own writable /tmp (servers write there by name instead of TMPDIR), sized like /dev/shm.
+    const withTmp = { ...mounted, tmpBytes: privateTmpBytes(limits.memoryBytes) };
+    const sized = limits.memoryBytes === null ? withTmp : { ...withTmp, shmBytes: limits.memoryBytes };
     const firstFreeFd = 3 + executable.inheritFds.length;
     const tree = this.treeSupport.tree;
     if (tree === undefined && limits.cpuCores !== undefined) {
