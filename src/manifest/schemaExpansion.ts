@@ -17,6 +17,7 @@
  *   double the paths at each level of the answer's nesting, and one recursion
  *   entering another on the same member multiplies them by the depth.
  */
+import { createRequire } from 'node:module';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 
 /** Most subschemas one validation may visit counting each once per way it is reached through `$ref` (etc/plugin-answers.json). */
@@ -46,6 +47,24 @@ const OTHER = '*other';
 
 /** The placeholder base of a schema without an `$id`, so relative `$id`s and refs resolve as against any base. */
 const NO_BASE = 'https://schema.invalid/root.json';
+
+/** json-schema-traverse's entry point, as Ajv calls it to find a schema's `$id`s and anchors. */
+type SchemaTraverse = (schema: object, options: { readonly allKeys: boolean }, visit: (subschema: object) => void) => void;
+
+let ajvTraverse: SchemaTraverse | undefined;
+
+/**
+ * Ajv's own copy of json-schema-traverse (resolved from Ajv's location, so it is the one Ajv reads with): which objects
+ * of a schema Ajv takes as subschemas whose `$id` and anchors it registers. Not `default`, `const`, `enum` or an array
+ * under another keyword (data), and not a `properties` or `definitions` map itself (its members are the subschemas).
+ */
+function traverseAsAjv(): SchemaTraverse {
+  if (ajvTraverse === undefined) {
+    const fromAjv = createRequire(createRequire(import.meta.url).resolve('ajv'));
+    ajvTraverse = fromAjv('json-schema-traverse') as SchemaTraverse;
+  }
+  return ajvTraverse;
+}
 
 /** Why a schema is past the expansion bound (thrown out of the walk, caught in measureExpansion). */
 class ExpansionOverBound extends Error {}
@@ -111,10 +130,18 @@ class ExpansionWalk {
 
   /**
    * Finds every resource (`$id`) and anchor (`$anchor`, `$dynamicAnchor`, a
-   * draft-07 `$id: "#name"`), walking the whole value: one registered inside
-   * a `const` only resolves a ref Ajv would refuse anyway.
+   * draft-07 `$id: "#name"`) where Ajv finds them: only on the objects Ajv's
+   * traversal takes as subschemas. Every object gets the resource it lies in
+   * (a pointer may lead anywhere). A `$id` Ajv does not read must not name a
+   * resource here: a decoy `{$id: 'lib.json'}` under `default` met first made
+   * `$ref: 'lib.json'` reach it instead of the resource Ajv reaches (a 2 KB
+   * $ref DAG of 30 levels passed, 5 s per validation), and a definition named
+   * `$id` made the `definitions` map a resource that every definition's
+   * `#/definitions/...` ref was resolved against, finding nothing (review R14).
    */
   #index(root: Record<string, unknown>): void {
+    const subschemas = new Set<object>();
+    traverseAsAjv()(root, { allKeys: true }, (subschema) => subschemas.add(subschema));
     const stack: Array<{ value: unknown; resource: Resource | undefined }> = [{ value: root, resource: undefined }];
     while (stack.length > 0) {
       const { value, resource: parent } = stack.pop()!;
@@ -125,17 +152,20 @@ class ExpansionWalk {
       }
       const record = value as Record<string, unknown>;
       let resource = parent;
-      const id = ownValue(record, '$id');
+      const read = subschemas.has(record);
+      const id = read ? ownValue(record, '$id') : undefined;
       if (parent === undefined || (typeof id === 'string' && !id.startsWith('#'))) {
         const uri = resolveUri(typeof id === 'string' ? id : '', parent?.uri ?? NO_BASE);
         resource = { root: record, uri: uri ?? `${NO_BASE}#unresolvable-${this.#resources.size}`, anchors: new Map() };
         if (uri !== undefined && !this.#resources.has(uri)) this.#resources.set(uri, resource);
       }
       this.#resourceOf.set(record, resource!);
-      const names = [ownValue(record, '$anchor'), ownValue(record, '$dynamicAnchor'), typeof id === 'string' && id.includes('#') ? id.slice(id.indexOf('#') + 1) : undefined];
-      for (const name of names) if (typeof name === 'string' && name !== '') push(resource!.anchors, name, record);
-      const dynamic = ownValue(record, '$dynamicAnchor');
-      if (typeof dynamic === 'string') push(this.#dynamicAnchors, dynamic, record);
+      if (read) {
+        const names = [ownValue(record, '$anchor'), ownValue(record, '$dynamicAnchor'), typeof id === 'string' && id.includes('#') ? id.slice(id.indexOf('#') + 1) : undefined];
+        for (const name of names) if (typeof name === 'string' && name !== '') push(resource!.anchors, name, record);
+        const dynamic = ownValue(record, '$dynamicAnchor');
+        if (typeof dynamic === 'string') push(this.#dynamicAnchors, dynamic, record);
+      }
       for (const child of Object.values(record)) stack.push({ value: child, resource });
     }
   }

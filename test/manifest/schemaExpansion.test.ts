@@ -119,6 +119,31 @@ describe('the expansion bound', () => {
     expect(over({ $defs: { a: { allOf: [{ $ref: '#/$defs/b' }] }, b: { not: { $ref: '#/$defs/a' } } }, $ref: '#/$defs/a' })).toMatch(/without a step down the data/);
   });
 
+  it('reads $id and anchors only where Ajv reads them (review R14)', () => {
+    const levels = Math.floor(Math.log2(CAP + 1)) - 1;
+    const dag = (prefix: string): Record<string, unknown> => {
+      const defs: Record<string, unknown> = { d0: { type: 'object' } };
+      for (let i = 1; i <= levels; i++) defs[`d${i}`] = { allOf: [{ $ref: `${prefix}/d${i - 1}` }, { $ref: `${prefix}/d${i - 1}` }] };
+      return defs;
+    };
+    // A decoy $id under `default` (data to Ajv, which never registers it), met first: $ref 'lib.json' reached the decoy.
+    const decoy = {
+      $id: 'https://example.test/root.json',
+      type: 'object',
+      properties: { a: { $ref: 'lib.json' } },
+      $defs: { real: { $id: 'lib.json', allOf: [{ $ref: `#/$defs/d${levels}` }], $defs: dag('#/$defs') } },
+      default: { decoy: { $id: 'lib.json' } },
+    };
+    expect(over(decoy)).toMatch(/^expands to more than/);
+    for (const place of ['const', 'enum']) expect(over({ ...decoy, default: undefined, [place]: place === 'enum' ? [{ $id: 'lib.json' }] : { $id: 'lib.json' } })).toMatch(/^expands to more than/);
+    // A definition named $id (a string, no schema to Ajv): the `definitions` map is no resource, its members' refs resolve against the root.
+    expect(over({ type: 'object', properties: { a: { $ref: `#/definitions/d${levels}` } }, definitions: { $id: 'https://decoy.test/x', ...dag('#/definitions') } })).toMatch(/^expands to more than/);
+    // An $anchor under `default` is no target either: the ref to the real one is followed.
+    expect(over({ $defs: { ...dag('#/$defs'), top: { $anchor: 'top', allOf: [{ $ref: `#/$defs/d${levels}` }] } }, default: { $anchor: 'top' }, properties: { a: { $ref: '#top' } } })).toMatch(/^expands to more than/);
+    // A schema with an annotation object holding $id and a real nested resource still passes.
+    expect(measureSchema({ $defs: { s: { $id: 'https://example.com/s.json', type: 'string' } }, default: { $id: 'https://example.com/s.json' }, properties: { q: { $ref: 'https://example.com/s.json' } } }).ok).toBe(true);
+  });
+
   it('refuses a $ref to another document (its cost is not known) and leaves a local $ref to nothing to Ajv', () => {
     expect(over({ properties: { s: { $ref: 'https://json-schema.org/draft/2020-12/schema' } } })).toMatch(/^names a \$ref the host does not follow \("https:\/\/json-schema.org/);
     expect(over({ properties: { s: { $ref: 'other.json#/x' } } })).toMatch(/^names a \$ref the host does not follow/);
