@@ -82,6 +82,24 @@ export interface HostEventMap {
     /** Bytes of the schema's JSON text, when it was measured. */
     readonly schema_bytes?: number;
   };
+  /**
+   * A plugin's answer over offThreadValidationBytes (etc/plugin-answers.json)
+   * checked against its schema on a validation worker, off the host's
+   * thread: `schema` `output` (an MCP tool's output schema) or `response` (a
+   * manifest's response schema). `phase` `start` when it is handed over,
+   * `end` with the `outcome`: `valid`, `invalid`, `timeout` (the worker ran
+   * past offThreadValidationTimeoutMs and was ended) or `failed` (the worker
+   * could not run it); the call fails on any outcome but `valid`.
+   * `duration_ms` is the worker's time, from its start to its verdict.
+   */
+  readonly 'answer:validation': {
+    readonly plugin_id: string;
+    readonly tool: string;
+    readonly schema: 'output' | 'response';
+    readonly phase: 'start' | 'end';
+    readonly outcome?: 'valid' | 'invalid' | 'timeout' | 'failed';
+    readonly duration_ms?: number;
+  };
   /** A resource the host subscribed to (`subscribeResource`) changed; read it again to see how. */
   readonly 'resource:updated': { readonly plugin_id: string; readonly uri: string };
   /**

@@ -448,7 +448,7 @@ export class PluginHost {
       toolLists,
     });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
-    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
+    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout, events), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
     this.#catalog = catalog;
     this.#toolLists = toolLists;
     this.#launcher = launcher;

@@ -10,6 +10,8 @@ import type { CallerIdentity } from '../audit/auditRecord.js';
 import type { InstalledPlugin } from '../catalog/catalogContents.js';
 import type { CatalogVariant } from '../catalog/catalogTypes.js';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { HostEvents } from '../events/HostEvents.js';
+import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../manifest/answerValidation.js';
 import { jcsDigest } from '../manifest/schemaRefs.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -49,13 +51,17 @@ export class CallSchemas {
    * read or does not match its digest is not remembered: it may be repaired.
    */
   readonly #compiled = new Map<string, CompiledSchema | HostError>();
+  /** The JSON text of each compiled schema, by the compiled function: what a validation worker compiles for a large answer. */
+  readonly #texts = new WeakMap<CompiledSchema, string>();
+  readonly #events: HostEvents | undefined;
   /** Per catalog variant (snapshots are read-only and replaced whole on a change, so a variant object never changes). */
   readonly #refs = new WeakMap<CatalogVariant, SchemaRefs>();
   // An instance of its own: plugin schemas may reuse one another's $id, which the manifest validator's shared instance refuses.
   readonly #ajv: Ajv2020;
 
-  constructor(layout: ProfileLayout) {
+  constructor(layout: ProfileLayout, events?: HostEvents) {
     this.#layout = layout;
+    this.#events = events;
     this.#ajv = new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: untrustedPatternEngine } });
     formats.default(this.#ajv);
   }
@@ -80,19 +86,34 @@ export class CallSchemas {
    * PLUGIN_RESPONSE_SCHEMA_VIOLATION when a successful result breaks the
    * response schema of `tool`'s variant. The checked body is an MCP result's
    * `structuredContent`, else the JSON of its one text block; another
-   * protocol's result value as it is. Error results are not checked.
+   * protocol's result value as it is. Error results are not checked. A body
+   * over offThreadValidationBytes is checked on a validation worker
+   * (answerValidation.ts), so the answer is a promise then; a small one is
+   * checked here, as before.
    */
-  checkResult(plugin: InstalledPlugin, tool: string, result: CallResult): HostError | undefined {
+  checkResult(plugin: InstalledPlugin, tool: string, result: CallResult): HostError | undefined | Promise<HostError | undefined> {
     if (result.isError) return undefined;
     const check = this.#schemaOf(plugin, tool, 'response');
     if (check === undefined) return undefined;
     if (typeof check !== 'function') return check;
     const body = result.shape === 'mcp-plugin' || result.shape === 'esm-module' ? mcpResponseBody(result.value) : { found: true as const, value: result.value };
+    const text = this.#texts.get(check);
+    if (body.found && text !== undefined && answerLargerThan(body.value, OFF_THREAD_VALIDATION_BYTES)) return this.#checkOffThread(plugin.plugin_id, tool, text, body.value);
     const failure = body.found ? firstFailure(check, body.value, plugin.plugin_id) : { pointer: '', message: 'the result carries no JSON body (no structuredContent and no single JSON text block)' };
-    if (failure === undefined) return undefined;
-    return hostError('PLUGIN_RESPONSE_SCHEMA_VIOLATION', `the result of '${tool}' does not match its response schema at '${failure.pointer}': ${failure.message}`, {
-      details: { tool, pointer: failure.pointer, schema_error: failure.message },
-    });
+    return failure === undefined ? undefined : responseViolation(tool, failure);
+  }
+
+  /** {@link checkResult} of a large body on a validation worker, said in `answer:validation` events; only `valid` passes. */
+  async #checkOffThread(pluginId: string, tool: string, text: string, value: unknown): Promise<HostError | undefined> {
+    const events = this.#events;
+    if (events?.wants('answer:validation') === true) events.emit('answer:validation', { plugin_id: pluginId, tool, schema: 'response', phase: 'start' });
+    const verdict = await validateOffThread({ dialect: 'response', schemaText: text, value, owner: pluginId });
+    if (events?.wants('answer:validation') === true) {
+      events.emit('answer:validation', { plugin_id: pluginId, tool, schema: 'response', phase: 'end', outcome: verdict.kind, duration_ms: Math.round(verdict.durationMs) });
+    }
+    if (verdict.kind === 'valid') return undefined;
+    if (verdict.kind === 'invalid') return responseViolation(tool, verdict);
+    return unfinishedValidation(verdict, 'PLUGIN_RESPONSE_SCHEMA_VIOLATION', tool, 'response');
   }
 
   /**
@@ -134,6 +155,7 @@ export class CallSchemas {
     try {
       const compiled = this.#ajv.compile<unknown>(schema as object);
       this.#compiled.set(digest, compiled);
+      this.#texts.set(compiled, JSON.stringify(schema));
       return compiled;
     } catch (cause) {
       return this.#refuse(digest, storeError(ref, 'does not compile', cause));
@@ -145,6 +167,12 @@ export class CallSchemas {
     this.#compiled.set(digest, error);
     return error;
   }
+}
+
+function responseViolation(tool: string, failure: SchemaFailure): HostError {
+  return hostError('PLUGIN_RESPONSE_SCHEMA_VIOLATION', `the result of '${tool}' does not match its response schema at '${failure.pointer}': ${failure.message}`, {
+    details: { tool, pointer: failure.pointer, schema_error: failure.message },
+  });
 }
 
 function storeError(ref: string, problem: string, cause?: unknown): HostError {

@@ -150,7 +150,9 @@ export class CallDispatcher {
       } else {
         // The adapter's Ok is handed on as it is: andThen would make a closure and a second Ok on every answered call.
         checked = adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId });
-        const broken = checked.isOk() ? this.#parts.schemas.checkResult(plugin, tool, checked.value) : undefined;
+        const checking = checked.isOk() ? this.#parts.schemas.checkResult(plugin, tool, checked.value) : undefined;
+        // Only a large answer waits for a validation worker; a small one was checked without a turn of the event loop.
+        const broken = checking instanceof Promise ? await checking : checking;
         if (broken !== undefined) checked = err(callError(broken, call));
       }
       const shaper = this.#parts.shaper;

@@ -108,6 +108,15 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
         ...(notice.schemaBytes === undefined ? {} : { schema_bytes: notice.schemaBytes }),
       });
       return;
+    case 'answer_validation':
+      events.emit('answer:validation', {
+        plugin_id: pluginId,
+        tool: notice.tool,
+        schema: 'output',
+        phase: notice.phase,
+        ...(notice.phase === 'end' ? { outcome: notice.outcome, duration_ms: Math.round(notice.durationMs) } : {}),
+      });
+      return;
   }
 }
 

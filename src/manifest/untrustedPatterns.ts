@@ -259,6 +259,15 @@ function re2Source(source: string): string | undefined {
   return out;
 }
 
+/**
+ * The pattern as RE2 runs it with JavaScript's meaning, or `undefined` when
+ * it runs in V8's engine instead: the worker validating large answers
+ * (answerValidation.ts) runs the same rule from this translation.
+ */
+export function linearPatternSource(source: string): string | undefined {
+  return re2Source(source);
+}
+
 function linearPattern(source: string): RE2JS | undefined {
   const rewritten = re2Source(source);
   if (rewritten === undefined) return undefined;

@@ -38,3 +38,21 @@ export function nestedX(levels: number): Record<string, unknown> {
   for (let i = 0; i < levels; i++) value = { x: value };
   return value;
 }
+
+/**
+ * An object whose member `a` is an array each element of which is checked against refDag(levels)'s top: within every
+ * bound at 11 levels (about 8190 subschemas expanded), and a validation costs that times the elements (a 1 MiB answer
+ * of `{}` elements held the host's thread for seconds).
+ */
+export function dagUnderItems(levels: number): Record<string, unknown> {
+  const { $defs } = refDag(levels) as { $defs: Record<string, unknown> };
+  return { type: 'object', $defs, properties: { a: { type: 'array', items: { $ref: `#/$defs/d${levels}` } } }, required: ['a'] };
+}
+
+/** A pattern RE2 cannot run (a lookahead) that backtracks for ever on V8's engine against backtrackingText(). */
+export const BACKTRACKING_PATTERN = '^(?=a)(a+)+$';
+
+/** Forty `a`s and a `!`: 2^40 steps for BACKTRACKING_PATTERN. */
+export function backtrackingText(): string {
+  return `${'a'.repeat(40)}!`;
+}

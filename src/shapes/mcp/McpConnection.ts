@@ -19,6 +19,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../../errors/HostError.js';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
+import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../../manifest/answerValidation.js';
 import { measureSchema } from '../../manifest/schemaLimits.js';
 import type { Clock, Logger } from '../../ports/ports.js';
 import type { PluginProcess } from '../../process/PluginProcess.js';
@@ -217,6 +218,8 @@ export class McpConnection {
   private readonly direct: DirectToolCalls;
   /** Output-schema validators of the listed tools, by name (the process's shared compiled ones). */
   private outputValidators: ReadonlyMap<string, JsonSchemaValidator<unknown>> = new Map();
+  /** The JSON text of each checked tool's output schema, by name: what a validation worker compiles for a large answer. */
+  private outputSchemaTexts: ReadonlyMap<string, string> = new Map();
   /** Listed tools that accept only task-based execution, which the host does not offer. */
   private taskOnlyTools: ReadonlySet<string> = new Set();
   /** A start that trusted a recorded list, until its fresh list passed: the failure it ends with, if it does. */
@@ -464,7 +467,9 @@ export class McpConnection {
     const read = readCallToolResult(outcome.result);
     if (read.isErr()) return err(await this.callFailure(name, stated, read.error));
     const result = read.value;
-    const broken = this.outputSchemaViolation(name, result);
+    const violation = this.outputSchemaViolation(name, result);
+    // Only a large answer waits for a worker; a small one is checked here without a turn of the event loop.
+    const broken = violation instanceof Promise ? await violation : violation;
     if (broken !== undefined) return err(await this.callFailure(name, stated, broken));
     return ok({ value: result, isError: result.isError === true });
   }
@@ -473,8 +478,11 @@ export class McpConnection {
    * What the SDK `Client` enforces on a tool with an output schema: a
    * successful result carries `structuredContent`, and it matches the schema.
    * Its errors, with the SDK's codes and texts, for the failure mapping.
+   * A structuredContent over offThreadValidationBytes is checked on a
+   * validation worker (answerValidation.ts): against a schema within every
+   * bound, one 1 MiB answer held the host's thread for seconds.
    */
-  private outputSchemaViolation(name: string, result: CallToolResult): McpError | undefined {
+  private outputSchemaViolation(name: string, result: CallToolResult): McpError | undefined | Promise<McpError | undefined> {
     const validator = this.outputValidators.get(name);
     if (validator === undefined) return undefined;
     // A tool error is exempt, structuredContent or not, as the SDK's server exempts it (and its client since typescript-sdk#1943):
@@ -484,12 +492,26 @@ export class McpConnection {
     if (result.structuredContent === undefined) {
       return new McpError(ErrorCode.InvalidRequest, `Tool ${name} has an output schema but did not return structured content`);
     }
+    const text = this.outputSchemaTexts.get(name);
+    if (text !== undefined && answerLargerThan(result.structuredContent, OFF_THREAD_VALIDATION_BYTES)) return this.offThreadViolation(name, text, result.structuredContent);
     try {
       const checked = validator(result.structuredContent);
       return checked.valid ? undefined : new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`);
     } catch (error) {
       return new McpError(ErrorCode.InvalidParams, `Failed to validate structured content: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  /** {@link outputSchemaViolation} on a validation worker, said in `answer_validation` notices; only `valid` passes. */
+  private async offThreadViolation(name: string, text: string, structured: unknown): Promise<McpError | undefined> {
+    this.notice({ kind: 'answer_validation', tool: name, phase: 'start' });
+    const verdict = await validateOffThread({ dialect: 'output', schemaText: text, value: structured, owner: this });
+    this.notice({ kind: 'answer_validation', tool: name, phase: 'end', outcome: verdict.kind, durationMs: verdict.durationMs });
+    if (verdict.kind === 'valid') return undefined;
+    if (verdict.kind === 'invalid') return new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${verdict.message}`);
+    const refused = unfinishedValidation(verdict, 'PLUGIN_MALFORMED_RESPONSE', name, 'output');
+    // The McpError carries the host's own verdict, which the failure mapping hands on with the call's context.
+    return new McpError(ErrorCode.InternalError, refused.message, refused);
   }
 
   /**
@@ -560,13 +582,14 @@ export class McpConnection {
     const names = tools.map((tool) => tool.name);
     this.toolNames = new Set(names);
     const validators = new Map<string, JsonSchemaValidator<unknown>>();
+    const texts = new Map<string, string>();
     const taskOnly = new Set<string>();
     const descriptors: ToolDescriptor[] = [];
     let uncompilable: HostError | undefined;
     for (const tool of tools) {
       let unchecked: UncheckedSchema | undefined;
       if (tool.outputSchema !== undefined) {
-        const validator = this.outputValidator(tool.name, tool.outputSchema as JsonSchemaType);
+        const validator = this.outputValidator(tool.name, tool.outputSchema as JsonSchemaType, texts);
         if (typeof validator === 'function') validators.set(tool.name, validator);
         else if ('code' in validator) uncompilable ??= validator;
         else {
@@ -579,6 +602,7 @@ export class McpConnection {
     }
     this.descriptors = Object.freeze(descriptors);
     this.outputValidators = validators;
+    this.outputSchemaTexts = texts;
     this.taskOnlyTools = taskOnly;
     const expected = this.settings.expectedTools;
     this.currentMismatch = uncompilable ?? (expected === undefined ? undefined : toolsMismatch(expected, names)) ?? this.settings.validateListedTools?.(this.descriptors);
@@ -592,9 +616,10 @@ export class McpConnection {
    * compiles on the host's thread, which every plugin and the gateway share
    * (a 900 KB schema held it 15 s), and a plugin may list new schemas at
    * every list_changed; a schema this process was charged for, or one the
-   * shared cache holds, costs nothing.
+   * shared cache holds, costs nothing. The text of a schema it returns a
+   * validator for goes into `texts` under `tool`.
    */
-  private outputValidator(tool: string, schema: JsonSchemaType): JsonSchemaValidator<unknown> | HostError | UncheckedSchema {
+  private outputValidator(tool: string, schema: JsonSchemaType, texts: Map<string, string>): JsonSchemaValidator<unknown> | HostError | UncheckedSchema {
     const measured = measureSchema(schema);
     // Past a bound the tool stays listed and callable, its structuredContent unchecked: the bound keeps Ajv off the
     // shared thread, and a plugin's answers checked against its own schema guard nothing against that plugin, while
@@ -602,7 +627,10 @@ export class McpConnection {
     if (!measured.ok) return { bound: measured.bound, ...(measured.bytes === undefined ? {} : { bytes: measured.bytes }) };
     const { text, bytes } = measured;
     const charged = this.chargedSchemas.get(text);
-    if (charged !== undefined) return charged;
+    if (charged !== undefined) {
+      texts.set(tool, text);
+      return charged;
+    }
     const shared = outputSchemaValidators.hasText(text);
     if (!shared && this.compiledSchemaBytes + bytes > MAX_COMPILED_SCHEMA_BYTES) return { bound: 'process_budget', bytes };
     const attempts = outputSchemaValidators.compileAttempts;
@@ -623,6 +651,7 @@ export class McpConnection {
       this.compiledSchemaBytes += bytes;
       this.chargedSchemas.set(text, validator);
     }
+    texts.set(tool, text);
     return validator;
   }
 

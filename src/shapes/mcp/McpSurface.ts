@@ -28,6 +28,7 @@ import {
   type ServerCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ResultAsync } from 'neverthrow';
+import type { OffThreadVerdict } from '../../manifest/answerValidation.js';
 import type { HostError } from '../../errors/HostError.js';
 import type { SchemaBound } from '../../manifest/schemaLimits.js';
 import type { ClientRequestHandlers } from './clientRequests.js';
@@ -85,11 +86,16 @@ export type OutputSchemaBound = SchemaBound | 'process_budget';
  * itself: `subscription_lost`, a subscription a new process refused, and
  * `output_schema_unchecked`, a listed tool whose output schema is past a
  * bound of the host's compile (`bound`), so its results' structuredContent
- * is passed on unchecked against it (once per tool per process).
+ * is passed on unchecked against it (once per tool per process), and
+ * `answer_validation`, a result's structuredContent over
+ * offThreadValidationBytes handed to a validation worker (`start`) and its
+ * verdict (`end`).
  */
 export type McpPluginNotice =
   | { readonly kind: 'list_changed'; readonly list: 'tools'; readonly mismatch?: HostError }
   | { readonly kind: 'output_schema_unchecked'; readonly tool: string; readonly bound: OutputSchemaBound; readonly schemaBytes?: number }
+  | { readonly kind: 'answer_validation'; readonly tool: string; readonly phase: 'start' }
+  | { readonly kind: 'answer_validation'; readonly tool: string; readonly phase: 'end'; readonly outcome: OffThreadVerdict['kind']; readonly durationMs: number }
   | { readonly kind: 'list_changed'; readonly list: 'resources' | 'prompts' }
   | { readonly kind: 'resource_updated'; readonly uri: string }
   | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown }
