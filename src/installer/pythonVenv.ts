@@ -24,6 +24,7 @@ import { ioError } from '../errors/ioError.js';
 import { pinInterpreter } from '../binding/interpreter.js';
 import type { PluginIdentity } from '../sandbox/pluginIdentity.js';
 import { CONFINEMENT_SECCOMP_FD, confinedCommand, type ConfinedCommand } from './installConfinement.js';
+import { hostProxyFor } from './hostProxy.js';
 import { originOf, originOnlyProxy, type OriginOnlyProxy } from './originProxy.js';
 import { DEFAULT_PACKAGE_LIMITS, type PackageLimits } from './limits.js';
 import { watchGrowth, type GrowthExceeded } from './npmGrowth.js';
@@ -190,11 +191,20 @@ const tail = (text: string): string => text.slice(-settings.stderrTailChars);
 /** pip's failure; when the index proxy refused requests, it names them (a file host the index links that is not admitted, or a URL a package named). */
 function pipFailed(script: ConsoleScript, pip: CommandOutcome, proxy: OriginOnlyProxy | undefined): HostError {
   const refused = [...(proxy?.refused ?? [])];
-  const details = { project: script.project, stderr_tail: tail(pip.stderr), ...(refused.length === 0 ? {} : { refused, admitted_origins: proxy?.origins ?? [] }) };
+  const hostOnly = [...(proxy?.hostOnly ?? [])];
+  const details = {
+    project: script.project,
+    stderr_tail: tail(pip.stderr),
+    ...(refused.length === 0 ? {} : { refused, admitted_origins: proxy?.origins ?? [] }),
+    ...(hostOnly.length === 0 ? {} : { host_only_answers: hostOnly }),
+  };
+  // An index name answered with the host's own addresses is not a missing file host: it says so first.
   const because =
-    refused.length === 0
-      ? ''
-      : ` (the install's proxy refused ${refused.slice(0, 3).join(', ')}${refused.length > 3 ? ', …' : ''}: pip reaches only ${(proxy?.origins ?? []).join(', ')}; an index that serves its files from another host needs that host in etc/python-install.json indexFileOrigins)`;
+    hostOnly.length > 0
+      ? ` (the install's proxy dials no address only the host reaches, and ${hostOnly.join('; ')}: name a local index by its address or as localhost)`
+      : refused.length === 0
+        ? ''
+        : ` (the install's proxy refused ${refused.slice(0, 3).join(', ')}${refused.length > 3 ? ', …' : ''}: pip reaches only ${(proxy?.origins ?? []).join(', ')}; an index that serves its files from another host needs that host in etc/python-install.json indexFileOrigins)`;
   return failure('pip_failed', `pip could not install ${script.project} from the package's wheels${because}: ${tail(pip.stderr)}`, details);
 }
 
@@ -323,7 +333,9 @@ export async function installConsoleScript(root: string, script: ConsoleScript, 
   }
   // A wheel is a zip: a small one can unpack to far more than the package the limits were checked on.
   const growth: GrowthBound = { root, limits };
-  const proxy = options.indexUrl === undefined ? undefined : originOnlyProxy(indexOrigins(options.indexUrl), `only the package index is reachable while pip installs`);
+  // The host's own proxy, when it has one, is how the host reaches the index: the confinement has no other route.
+  const upstream = (origin: URL): URL | undefined => hostProxyFor(origin);
+  const proxy = options.indexUrl === undefined ? undefined : originOnlyProxy(indexOrigins(options.indexUrl), `only the package index is reachable while pip installs`, { upstream });
   let pip: CommandOutcome;
   try {
     pip = await run(pipCommand.value.argv, options.searchPath, growth, pipCommand.value.seccomp, proxy);

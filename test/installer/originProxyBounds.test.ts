@@ -112,26 +112,32 @@ describe('origin-only proxy bounds', () => {
     expect(closed).toBe(extra);
   });
 
-  // Root: the fixture host gets a mount namespace of its own, with its own /etc/hosts; nothing of the machine's changes.
-  it.runIf(process.getuid?.() === 0)("dials the address a dial of the admitted name first connected to, not the one its DNS answers next", async () => {
+  // Root: the fixture host gets a mount and network namespace of its own, with its own /etc/hosts and loopback
+  // addresses; nothing of the machine's changes.
+  it.runIf(process.getuid?.() === 0)("dials the address a dial of the admitted name first connected to, not the one its DNS answers next, and never a loopback answer", async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'origin-rebind-'));
     cleanups.push(() => rmSync(scratch, { recursive: true, force: true }));
     const fixture = join(import.meta.dirname, '..', '..', 'fixtures', 'installer', 'rebinding-host.ts');
-    const { stdout } = await promisify(execFile)('unshare', ['--mount', '--', process.execPath, '--import', 'tsx', fixture, scratch], {
+    const { stdout } = await promisify(execFile)('unshare', ['--mount', '--net', '--', process.execPath, '--import', 'tsx', fixture, scratch], {
       cwd: join(import.meta.dirname, '..', '..'),
       timeout: 60_000,
       killSignal: 'SIGKILL',
     });
     const outcome = JSON.parse(stdout) as Record<string, unknown>;
     // The control: the resolver answered the other address after the change.
-    expect(outcome['resolvedAfter']).toBe('127.0.0.2');
+    expect(outcome['resolvedAfter']).toBe('192.0.2.2');
     expect(outcome['first']).toBe('index');
     expect(outcome['second']).toBe('index');
     // One answer of two addresses: after the index stopped taking connections, the host-only address was not tried.
-    expect(outcome['answerOrder']).toEqual(['127.0.0.1', '127.0.0.2']);
+    expect(outcome['answerOrder']).toEqual(['192.0.2.1', '192.0.2.2']);
     expect(outcome['beforeClose']).toBe('index');
     expect(outcome['afterClose']).not.toBe('host-only');
     // Before any dial connected, the answer's other address is tried (a host without IPv6 routes reaches a dual-stack index).
     expect(outcome['fallback']).toBe('index');
+    // A name the system resolver answers with 127.0.0.1 from the first look-up: refused, the answer recorded; the
+    // same server under the name localhost (the control) is reached.
+    expect(outcome['loopbackByName']).toBe('HTTP/1.1 403 Forbidden');
+    expect(outcome['hostOnlyAnswers']).toEqual(['index.rebind.test → 127.0.0.1 (loopback)']);
+    expect(outcome['loopbackByLocalhost']).toBe('loopback service');
   });
 });

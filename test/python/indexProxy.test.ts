@@ -9,7 +9,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as createTcpServer, Server as NetServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import type { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
@@ -107,6 +107,45 @@ describe('pip with a package index reaches the index alone', () => {
     expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
     expect(index.requested).toContain(`/files/${wheel!}`);
     expect((await host.list())._unsafeUnwrap()).toHaveLength(1);
+  });
+
+  it("goes through the host's own proxy (HTTP_PROXY) when the host has one: the confinement's only route is the host's", async () => {
+    const pkg = await pythonPackage(join(root, 'fixtures/plugins/python-console-script'), []);
+    cleanups.push(() => rm(pkg, { recursive: true, force: true }));
+    const wheels = await tempDir('python-index-');
+    await buildWheels([MCP_STANDIN], wheels);
+    const [wheel] = await readdir(wheels);
+    const index = await httpOrigin(simplePage('mcp', wheel!, ''), { [wheel!]: await readFile(join(wheels, wheel!)) });
+    // A real proxy standing for the company's: absolute-form requests only, forwarded, each recorded.
+    const asked: string[] = [];
+    const corp: Server = createServer((request, response) => {
+      asked.push(request.url ?? '');
+      const target = new URL(request.url ?? '');
+      const forwarded = httpRequest({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, headers: { host: target.host, connection: 'close' } }, (answer) => {
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      forwarded.on('error', () => response.destroy());
+      forwarded.end();
+    });
+    await new Promise<void>((listening) => corp.listen(0, '127.0.0.1', listening));
+    cleanups.push(() => new Promise((closed) => (corp.closeAllConnections(), corp.close(closed))));
+    const saved = { HTTP_PROXY: process.env['HTTP_PROXY'], NO_PROXY: process.env['NO_PROXY'], no_proxy: process.env['no_proxy'] };
+    cleanups.push(async () => {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    });
+    process.env['HTTP_PROXY'] = `http://127.0.0.1:${(corp.address() as AddressInfo).port}`;
+    delete process.env['NO_PROXY'];
+    delete process.env['no_proxy'];
+    const host = await pool.open(await pool.profile(), { interpreterSearchPath: PYTHON_SEARCH_PATH });
+    const installed = await host.install(pkg, { canary: false, pythonIndexUrl: `${index.base}/simple/` });
+    expect(installed.isOk(), JSON.stringify(installed)).toBe(true);
+    expect(asked).toContain(`${index.base}/simple/mcp/`);
+    expect(asked).toContain(`${index.base}/files/${wheel!}`);
+    expect(index.requested).toContain(`/files/${wheel!}`);
   });
 
   it('refuses a file the index links on another origin: pip fails naming it, and that origin sees no request', async () => {
