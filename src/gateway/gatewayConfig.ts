@@ -14,6 +14,7 @@ import type { ManifestPreset } from '../manifest/ManifestValidator.js';
 import type { SandboxBackendChoice } from '../sandbox/backendChoice.js';
 import { DEFAULT_SECRET_PATHS } from '../sandbox/secretLocations.js';
 import type { RiskClass } from '../manifest/model.js';
+import { AUDIT_DEFAULTS } from '../audit/auditLines.js';
 import type { AuditFsyncPolicy } from '../audit/JsonlAuditSink.js';
 import type { GatewayHttpClient } from './httpListener.js';
 import type { GatewayOptions } from './serveGateway.js';
@@ -173,7 +174,9 @@ function readToken(source: GatewayTokenSource, env: Readonly<Record<string, stri
 function gatewayFiles(config: GatewayConfig): string[] {
   const sources = [config.http?.token, ...(config.http?.clients ?? []).map((client) => client.token)];
   const tokenFiles = sources.flatMap((source) => (source !== undefined && 'file' in source ? [source.file] : []));
-  return [...tokenFiles, ...(config.audit === undefined ? [] : [config.audit.file])].map((file) => resolve(file));
+  // The audit file's rotated copies hold the same records (those already there when a plugin starts: docs/gateway.md).
+  const auditFiles = config.audit === undefined ? [] : [config.audit.file, ...Array.from({ length: AUDIT_DEFAULTS.keepFiles }, (_, n) => `${config.audit?.file ?? ''}.${n + 1}`)];
+  return [...tokenFiles, ...auditFiles].map((file) => resolve(file));
 }
 
 /**

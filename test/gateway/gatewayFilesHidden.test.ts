@@ -9,6 +9,7 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import auditDefaults from '../../etc/audit-defaults.json' with { type: 'json' };
 import { checkGatewayConfig, resolveGatewayConfig } from '../../src/gateway/gatewayConfig.js';
 import { DEFAULT_SECRET_PATHS } from '../../src/sandbox/secretLocations.js';
 import { HostPool, jsonOf } from '../support/hostHarness.js';
@@ -23,7 +24,9 @@ describe('the files a gateway configuration names', () => {
     const config = checkGatewayConfig({ http: { token: { file: 'relative/token' }, clients: [{ name: 'ci', token: { file: '/srv/gw/ci-token' } }, { name: 'app', token: { env: 'APP_TOKEN' } }] }, audit: { file: '/var/log/gw/audit.jsonl' } })._unsafeUnwrap();
     // Read without the HTTP transport: no token is read, and the files are hidden all the same.
     const resolved = (await resolveGatewayConfig(config, {}))._unsafeUnwrap();
-    expect(resolved.host.sandbox?.secretPaths).toEqual([...DEFAULT_SECRET_PATHS, join(process.cwd(), 'relative/token'), '/srv/gw/ci-token', '/var/log/gw/audit.jsonl']);
+    // The audit file's rotated copies (JsonlAuditSink's keepFiles) hold the same records.
+    const rotated = Array.from({ length: auditDefaults.keepFiles }, (_, n) => `/var/log/gw/audit.jsonl.${n + 1}`);
+    expect(resolved.host.sandbox?.secretPaths).toEqual([...DEFAULT_SECRET_PATHS, join(process.cwd(), 'relative/token'), '/srv/gw/ci-token', '/var/log/gw/audit.jsonl', ...rotated]);
   });
 });
 
