@@ -187,8 +187,13 @@ class ExpansionWalk {
     }
     if (fragment === '') return [target.root];
     if (fragment.startsWith('/')) {
-      const found = resolvePointer(target.root, fragment);
-      return found === undefined ? [] : [found];
+      const found = resolvePointer(target.root, fragment, target.uri);
+      if (found === undefined) return [];
+      // Ajv resolves the target's own refs against the base its pointer ended on, not the resource the target lies in.
+      if (found.base !== this.#resourceOf.get(found.target)?.uri) {
+        throw new ExpansionOverBound(`names a $ref (${JSON.stringify(ref.slice(0, 200))}) whose pointer passes an $id Ajv reads its target's refs against, so what validating against it costs is not known here`);
+      }
+      return [found.target];
     }
     let name: string;
     try {
@@ -299,12 +304,18 @@ function resolveUri(uri: string, base: string): string | undefined {
   }
 }
 
+/** Keys whose value's `$id` Ajv does not take as a new base when a pointer passes it (ajv/lib/compile/index.ts). */
+const POINTER_KEEPS_BASE = new Set(['properties', 'patternProperties', 'enum', 'dependencies', 'definitions']);
+
 /**
  * The object or array a JSON pointer (percent-encoded, as in a URI fragment) names inside `root`, read as Ajv reads it:
- * split at `/` first, then each token percent-decoded and unescaped (so a `%2F` stays inside its token).
+ * split at `/` first, then each token percent-decoded and unescaped (so a `%2F` stays inside its token); and the base
+ * Ajv ends on, starting from `base`: every object the pointer passes with an `$id` changes it (one under `default`
+ * too), unless reached by a key of {@link POINTER_KEEPS_BASE}, which Ajv compares as written in the pointer.
  */
-function resolvePointer(root: object, pointer: string): object | undefined {
+function resolvePointer(root: object, pointer: string, base: string): { target: object; base: string | undefined } | undefined {
   let at: unknown = root;
+  let atBase: string | undefined = base;
   for (const raw of pointer.slice(1).split('/')) {
     let token: string;
     try {
@@ -314,6 +325,8 @@ function resolvePointer(root: object, pointer: string): object | undefined {
     }
     if (at === null || typeof at !== 'object' || !Object.hasOwn(at, token)) return undefined;
     at = (at as Record<string, unknown>)[token];
+    const id = isObject(at) ? ownValue(at, '$id') : undefined;
+    if (id !== undefined && !POINTER_KEEPS_BASE.has(raw)) atBase = typeof id === 'string' && atBase !== undefined ? resolveUri(id, atBase) : undefined;
   }
-  return at !== null && typeof at === 'object' ? at : undefined;
+  return at !== null && typeof at === 'object' ? { target: at, base: atBase } : undefined;
 }

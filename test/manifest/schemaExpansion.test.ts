@@ -140,6 +140,11 @@ describe('the expansion bound', () => {
     expect(over({ type: 'object', properties: { a: { $ref: `#/definitions/d${levels}` } }, definitions: { $id: 'https://decoy.test/x', ...dag('#/definitions') } })).toMatch(/^expands to more than/);
     // An $anchor under `default` is no target either: the ref to the real one is followed.
     expect(over({ $defs: { ...dag('#/$defs'), top: { $anchor: 'top', allOf: [{ $ref: `#/$defs/d${levels}` }] } }, default: { $anchor: 'top' }, properties: { a: { $ref: '#top' } } })).toMatch(/^expands to more than/);
+    // A pointer through an $id (here under `default`) moves the base Ajv resolves its target's refs against.
+    const box = { box: { $id: 'lib.json', t: { allOf: [{ $ref: `#/$defs/d${levels}` }] } } };
+    expect(over({ $id: 'https://example.test/root.json', properties: { a: { $ref: '#/default/box/t' } }, default: box, $defs: { real: { $id: 'lib.json', $defs: dag('#/$defs') } } })).toMatch(/^names a \$ref \("#\/default\/box\/t"\) whose pointer passes an \$id/);
+    // A pointer into a nested resource ends on its base, as the walk resolves it.
+    expect(measureSchema({ $defs: { s: { $id: 'https://example.com/s.json', $defs: { t: { type: 'string' }, u: { $ref: '#/$defs/t' } } } }, properties: { q: { $ref: '#/$defs/s/$defs/u' } } }).ok).toBe(true);
     // A schema with an annotation object holding $id and a real nested resource still passes.
     expect(measureSchema({ $defs: { s: { $id: 'https://example.com/s.json', type: 'string' } }, default: { $id: 'https://example.com/s.json' }, properties: { q: { $ref: 'https://example.com/s.json' } } }).ok).toBe(true);
   });
