@@ -29,13 +29,13 @@ import { interpreterVersionOf, type InterpreterVersionProbe } from '../binding/i
 import { isValidEnvName, isValidEnvValue, printableEnvName } from '../env/envName.js';
 import type { HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
-import { isRecord } from '../manifest/access.js';
 import { isSafeRelativePath, pluginIdFromOpenDiscoveryName } from '../manifest/checks.js';
 import type { ManifestReport } from '../manifest/ManifestValidator.js';
 import type { CredentialDescriptor, DeclaredCapabilities, ManifestTool, NormalizedManifest, SettingValue } from '../manifest/model.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseJsonText } from '../manifest/parse.js';
 import { hasViolations, pointerOf, sortViolations, violation, type Violation } from '../manifest/violations.js';
 import { readAtMost } from '../manifest/readAtMost.js';
+import { isBundleDocument } from '../manifest/manifestChoice.js';
 import { BUNDLE_MANIFEST_VERSIONS, bundleSchemaViolations } from './bundleSchemas.js';
 import { BUNDLE_SERVER_TYPES, type BundleServerType } from './serverTypes.js';
 import { pythonBundleLaunch } from './pythonBundle.js';
@@ -127,11 +127,8 @@ interface BundleDocument {
   readonly user_config?: Readonly<Record<string, UserConfigEntry>>;
 }
 
-/** Whether a parsed `manifest.json` is an MCP Bundle manifest rather than a GUM one. */
-export function isBundleDocument(doc: unknown): boolean {
-  if (!isRecord(doc) || !isRecord(doc['server']) || doc['manifest_schema_version'] !== undefined) return false;
-  return typeof doc['manifest_version'] === 'string' || typeof doc['dxt_version'] === 'string';
-}
+/** Whether a parsed `manifest.json` is an MCP Bundle manifest rather than a GUM one (kept beside the judgement of which file is a directory's manifest). */
+export { isBundleDocument };
 
 const TOOL_NAME = /^(?!plug\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const CREDENTIAL_ALIAS = /^[a-z][a-z0-9_.-]{0,63}$/;

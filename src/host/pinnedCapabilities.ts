@@ -18,6 +18,7 @@ import { ioError } from '../errors/ioError.js';
 import { DEFAULT_CAPABILITIES, grantedCapabilities } from '../installer/grant.js';
 import { isRecord } from '../manifest/access.js';
 import { formFromFileName, formFromJsonDocument, MANIFEST_FILE_NAMES } from '../manifest/ManifestValidator.js';
+import { chooseManifest } from '../manifest/manifestChoice.js';
 import type { DeclaredCapabilities, NormalizedManifest } from '../manifest/model.js';
 import { normalizeManifest } from '../manifest/normalize.js';
 import { DEFAULT_PARSE_LIMITS, decodeManifestBytes, parseManifestText } from '../manifest/parse.js';
@@ -35,18 +36,22 @@ interface FoundManifest {
 }
 
 /**
- * The manifest `findManifest` would pick in `root` (the first of its names
- * that is a regular file), with the identity of the file found. Searched
- * here rather than through findManifest, so that the stat that finds the
- * file is also the one that dates it: a start costs one stat per name tried.
+ * The manifest of the install root as chooseManifest judges it (the
+ * install's rule: PLUGIN_MANIFEST_AMBIGUOUS for a root holding two, which
+ * only an install that predates the rule made), with the identity of the
+ * file chosen. Searched here rather than through findManifest, so that the
+ * stat that finds the file is also the one that dates it; the names are
+ * stat'ed side by side, in one turn of the event loop.
  */
 async function foundManifest(root: string): Promise<Result<FoundManifest, HostError>> {
-  for (const name of MANIFEST_FILE_NAMES) {
-    const path = join(root, name);
-    const info = await stat(path, { bigint: true }).catch(() => undefined);
-    if (info?.isFile() === true) return ok({ path, identity: `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}` });
-  }
-  return err(hostError('PLUGIN_MANIFEST_NOT_FOUND', `${root} holds none of ${MANIFEST_FILE_NAMES.join(', ')}`));
+  const infos = await Promise.all(MANIFEST_FILE_NAMES.map((name) => stat(join(root, name), { bigint: true }).catch(() => undefined)));
+  const present = MANIFEST_FILE_NAMES.filter((_name, i) => infos[i]?.isFile() === true);
+  const chosen = await chooseManifest(root, present, 'installed');
+  if (chosen.isErr()) return err(chosen.error);
+  const name = chosen.value;
+  const info = name === undefined ? undefined : infos[MANIFEST_FILE_NAMES.indexOf(name)];
+  if (name === undefined || info === undefined) return err(hostError('PLUGIN_MANIFEST_NOT_FOUND', `${root} holds none of ${MANIFEST_FILE_NAMES.join(', ')}`));
+  return ok({ path: join(root, name), identity: `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}` });
 }
 
 /**

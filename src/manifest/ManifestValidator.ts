@@ -4,6 +4,7 @@ import { err, errAsync, ok, okAsync, ResultAsync, type Result } from 'neverthrow
 import { hostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { readAtMost } from './readAtMost.js';
+import { chooseManifest } from './manifestChoice.js';
 import { isRecord, own } from './access.js';
 import {
   checkAuthTaxonomy,
@@ -372,7 +373,7 @@ export class ManifestValidator {
     return this.inspectFile(path, call).andThen(reportResult);
   }
 
-  /** Finds the manifest in a plugin directory and validates it. */
+  /** Finds the manifest in a plugin directory (PLUGIN_MANIFEST_AMBIGUOUS for two, as an install refuses them) and validates it. */
   validateDirectory(dir: string, call: ValidateFileOptions = {}): ResultAsync<NormalizedManifest, HostError> {
     return findManifest(dir).andThen((path) => this.validateFile(path, call));
   }
@@ -416,20 +417,19 @@ function fileError(path: string, cause: unknown): HostError {
 }
 
 /**
- * The manifest file of a plugin directory: the first of
- * {@link MANIFEST_FILE_NAMES} that exists as a regular file, or
- * PLUGIN_MANIFEST_NOT_FOUND.
+ * The manifest file of a plugin directory: the one of
+ * {@link MANIFEST_FILE_NAMES} that exists as a regular file;
+ * PLUGIN_MANIFEST_AMBIGUOUS when it holds two a plugin could be read from,
+ * as an install refuses them (`chooseManifest`), or PLUGIN_MANIFEST_NOT_FOUND.
  */
 export function findManifest(dir: string): ResultAsync<string, HostError> {
-  const search = async (): Promise<string | undefined> => {
-    for (const name of MANIFEST_FILE_NAMES) {
-      const path = join(dir, name);
-      const info = await stat(path).catch(() => undefined);
-      if (info?.isFile() === true) return path;
-    }
-    return undefined;
+  const search = async (): Promise<Result<string | undefined, HostError>> => {
+    // Every name, not the first found: a second one beside it is what the install refuses.
+    const regular = await Promise.all(MANIFEST_FILE_NAMES.map((name) => stat(join(dir, name)).then((info) => info.isFile(), () => false)));
+    const chosen = await chooseManifest(dir, MANIFEST_FILE_NAMES.filter((_name, i) => regular[i]), 'package');
+    return chosen.map((name) => (name === undefined ? undefined : join(dir, name)));
   };
-  return ResultAsync.fromSafePromise(search()).andThen((path) =>
+  return new ResultAsync(search()).andThen((path) =>
     path === undefined
       ? errAsync(hostError('PLUGIN_MANIFEST_NOT_FOUND', `${dir} holds none of ${MANIFEST_FILE_NAMES.join(', ')}`))
       : okAsync(path),

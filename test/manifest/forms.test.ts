@@ -141,6 +141,22 @@ describe('form detection and files', () => {
     expect(m._unsafeUnwrap().form).toBe('open-discovery');
   });
 
+  it('refuses a directory holding two plugin manifests as an install does (PLUGIN_MANIFEST_AMBIGUOUS), and reads a bundle beside one', async () => {
+    const dir = mkdtempSync(join(tmp, 'two-'));
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(gumJson()));
+    expect((await new ManifestValidator({ preset: 'gum' }).validateDirectory(dir))._unsafeUnwrap().form).toBe('gum-json');
+    // A reviewer who reads plugin.toml would judge other powers than validate (and the install) would read in manifest.json.
+    writeFileSync(join(dir, 'plugin.toml'), gumTomlText());
+    const refused = (await new ManifestValidator({ preset: 'gum' }).validateDirectory(dir))._unsafeUnwrapErr();
+    expect(refused).toMatchObject({ code: 'PLUGIN_MANIFEST_AMBIGUOUS', details: { manifest_files: ['manifest.json', 'plugin.toml'] } });
+    expect(refused.hint).toMatch(/remove plugin\.toml or manifest\.json/);
+    expect((await findManifest(dir))._unsafeUnwrapErr().code).toBe('PLUGIN_MANIFEST_AMBIGUOUS');
+    // An MCP Bundle's manifest.json is another format: beside one GUM manifest it is the package's, as at install.
+    const bundle = { manifest_version: '0.3', name: 'b', version: '1.0.0', description: 'd', author: { name: 'a' }, server: { type: 'binary', entry_point: 'bin/hello' } };
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify(bundle));
+    expect((await findManifest(dir))._unsafeUnwrap()).toBe(join(dir, 'manifest.json'));
+  });
+
   it('validates a TOML plugin directory with its schema bundles', async () => {
     const m = (await new ManifestValidator({ preset: 'gum' }).validateDirectory(join(fixturesRoot, 'plugins/toml-dir')))._unsafeUnwrap();
     expect(m.schemas.map((s) => s.ref)).toEqual(['fli.search.request', 'fli.search.response']);
