@@ -371,6 +371,21 @@ function failedForeignRequest(failure: HostError, target: string, registry: stri
 }
 
 /**
+ * npm's failure when the registry-only proxy did not dial the registry: its
+ * name resolved only to addresses the host alone reaches (loopback, the
+ * host's own interfaces, link-local, metadata), which the proxy dials for no
+ * name, since a hostile registry's DNS could answer them (originProxy.ts).
+ */
+function unreachableRegistry(failure: HostError, registry: string, hostOnly: readonly string[] = []): HostError | undefined {
+  if (hostOnly.length === 0) return undefined;
+  return hostError('PLUGIN_NPM_INSTALL_FAILED', `the registry ${registry} was not dialled: ${hostOnly.join('; ')}, which only the host reaches`, {
+    details: { ...failure.details, reason: 'npm_failed', registry, host_only_answers: hostOnly },
+    cause: failure,
+    hint: 'The install proxy dials no loopback, link-local or own-interface address for a name (a registry\'s DNS could answer one). Name a registry on this machine as localhost (http://localhost:4873/) or by its address (http://127.0.0.1:4873/).',
+  });
+}
+
+/**
  * Installs the package `spec` names, with its production dependencies, into
  * `work` (an empty directory of the staging area), using `work/.npm` for
  * npm's cache and configuration. Install scripts never run.
@@ -428,7 +443,7 @@ async function fetchBehind(proxy: RegistryOnlyProxy | undefined, spec: NpmSpec, 
   if (existsSync(join(home, 'git-refused'))) {
     return err(npmFailure('dependency_source', `a dependency of '${target}' comes from a git repository, whose bytes no registry integrity pins; it is refused`, { source: 'git' }));
   }
-  if (resolved.isErr()) return err(failedForeignRequest(resolved.error, target, registry, proxy?.refused[0]) ?? resolved.error);
+  if (resolved.isErr()) return err(unreachableRegistry(resolved.error, registry, proxy?.hostOnly) ?? failedForeignRequest(resolved.error, target, registry, proxy?.refused[0]) ?? resolved.error);
   const lock = await readJson(join(project, 'package-lock.json'), limits.maxExtractedBytes);
   const foreign = foreignSources(lock, registry, spec);
   if (foreign.length > 0) return err(foreignFailure(target, registry, foreign));

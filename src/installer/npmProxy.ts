@@ -20,6 +20,8 @@ export interface RegistryOnlyProxy {
   readonly url: string;
   /** The URLs it refused, in order. */
   readonly refused: readonly string[];
+  /** The answers it would not dial (`name → address (kind)`): the registry's name resolved to addresses only the host reaches. */
+  readonly hostOnly: readonly string[];
   /** Stops listening and ends the connections it holds. */
   close(): Promise<void>;
 }
@@ -32,5 +34,5 @@ export interface RegistryOnlyProxy {
 export async function startRegistryOnlyProxy(registry: string, redirectOrigins: readonly string[] = []): Promise<RegistryOnlyProxy> {
   const proxy = originOnlyProxy([originOf(new URL(registry)), ...redirectOrigins], 'only the registry is reachable while npm installs');
   const url = await proxy.listen();
-  return { url, refused: proxy.refused, close: () => proxy.close() };
+  return { url, refused: proxy.refused, hostOnly: proxy.hostOnly, close: () => proxy.close() };
 }
