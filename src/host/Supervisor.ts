@@ -42,6 +42,14 @@ const QUARANTINE_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
  */
 const QUARANTINE_TIMEOUT_PHASES: ReadonlySet<unknown> = new Set(['tools/list']);
 
+/**
+ * The listings of the MCP surface a client asks for (the gateway's clients at every connect): a result outside the
+ * MCP schema fails that request alone. terraform-mcp-server@0.13.0 answers resources/templates/list with
+ * `{"type":"success","templates":[]}`; counted as a broken protocol, each client's connect quarantined the plugin and
+ * its tools with it, though the process answered in protocol and went on serving.
+ */
+const SURFACE_LIST_PHASES: ReadonlySet<unknown> = new Set(['resources/list', 'resources/templates/list', 'prompts/list']);
+
 /** Why a dispatch runs: a caller's call feeds the crash ladder; a canary keeps its own books. */
 export type DispatchPurpose = 'call' | 'canary';
 
@@ -78,6 +86,9 @@ export class Supervisor {
    * report, so a report must not take a crash out of the books.
    */
   countsAgainstPlugin(failure: HostError): boolean {
+    // Only the schema's refusal of an answer (its cause the SDK's, not the host's page or byte bound) is let off.
+    const badListing = failure.code === 'PLUGIN_MALFORMED_RESPONSE' && SURFACE_LIST_PHASES.has(failure.details.phase) && failure.cause !== undefined && !(failure.cause instanceof HostError);
+    if (badListing) return false;
     if (QUARANTINE_CODES.has(failure.code)) return true;
     if (failure.code === 'PLUGIN_TIMEOUT' && QUARANTINE_TIMEOUT_PHASES.has(failure.details.phase)) return true;
     return failure.code.startsWith('PLUGIN_') && failure.cause instanceof HostError && failure.cause.code === 'PLUGIN_CRASHED';

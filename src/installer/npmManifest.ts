@@ -106,7 +106,8 @@ const binList = (names: readonly string[]): string => {
  * The file the package runs as its server, relative to the package root,
  * from package.json: the `bin` named `wanted` (the `bin` install option, for
  * a package whose server is a second executable, e.g. `<name>-mcp`), else its
- * only `bin`, or the `bin` named like the package (unscoped). A named bin the
+ * only `bin`, or the `bin` named like the package (unscoped), or the one file
+ * all its bins name. A named bin the
  * package lacks fails with PLUGIN_NPM_INSTALL_FAILED (`unknown_bin`), and a
  * package without a bin to choose with `no_bin`; both hints list its bins.
  */
@@ -133,7 +134,9 @@ export function binOf(packageJson: Readonly<Record<string, unknown>>, wanted?: s
   } else if (typeof bin === 'string') chosen = bin;
   else if (isRecord(bin)) {
     const entries = Object.entries(bin);
-    chosen = entries.length === 1 ? entries[0]?.[1] : bin[unscoped];
+    // Several names for one file are one executable (@vibgrate/cli@2026.711.1: `vg` and `vibgrate`, both dist/cli.js).
+    const files = new Set(entries.map(([, file]) => (typeof file === 'string' && file !== '' ? posix.normalize(file) : '')));
+    chosen = entries.length === 1 ? entries[0]?.[1] : Object.hasOwn(bin, unscoped) ? bin[unscoped] : files.size === 1 && !files.has('') ? entries[0]?.[1] : undefined;
   }
   if (typeof chosen !== 'string' || chosen === '') {
     // Several bins and none named like the package: which one serves MCP is the caller's to say (often `<name>-mcp`).

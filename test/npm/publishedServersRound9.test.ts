@@ -17,6 +17,16 @@
  *   bundle manifest as the package's own, and refused the install:
  *   `PLUGIN_MANIFEST_INVALID` "/name: name \"@microsoft/clarity-mcp-server\"
  *   must become a plugin id".
+ * - terraform-mcp-server@0.13.0 answers resources/templates/list with
+ *   `{"type":"success","templates":[]}`, outside the MCP schema. The
+ *   host counted that as a broken protocol and quarantined the plugin: an
+ *   MCP client lists templates when it connects, so through the gateway each
+ *   connect made the plugin's tools and prompts refuse for 30 s and more
+ *   (VARIANT_QUARANTINED).
+ * - @vibgrate/cli@2026.711.1 names one file twice, `vg` and `vibgrate`, and
+ *   serves MCP with `vg serve`: the host refused it, "has 2 bins and none
+ *   named 'cli', so which one is its server is not known", though both
+ *   names run the same file.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -26,6 +36,7 @@ import type { HostError } from '../../src/index.js';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import { HostPool } from '../support/hostHarness.js';
 import { tempDir } from '../cli/cliHarness.js';
+import { packServer } from './npmPack.js';
 
 const SLOW = 180_000;
 const pool = new HostPool();
@@ -113,6 +124,51 @@ async function packClarityLike(dir: string): Promise<string> {
   return join(dir, 'acme-clarity-like-2.0.1.tgz');
 }
 
+// terraform-mcp-server@0.13.0's surface: a tool and a prompt, resources/list refused (-32603), resources/templates/list answered outside the schema.
+const TERRAFORM_LIKE = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, prompts: {} }, serverInfo: { name: 'terraform-like', version: '0.13.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'providerDetails', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'pid ' + process.pid } ] } });
+  else if (method === 'prompts/list') send({ id, result: { prompts: [{ name: 'migrate-clouds', description: 'Migrates' }] } });
+  else if (method === 'resources/list') send({ id, error: { code: -32603, message: "Missing or invalid 'uri' parameter in resources/list request" } });
+  else if (method === 'resources/templates/list') send({ id, result: { type: 'success', templates: [] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+// @vibgrate/cli@2026.711.1's shape: one file under two bin names, a CLI that serves MCP with its `serve` command.
+const SERVE_COMMAND = `#!/usr/bin/env node
+import { createInterface } from 'node:readline';
+if (process.argv[2] !== 'serve') {
+  console.log('Usage: vg [options] [command]');
+  console.log('  serve   Start the local MCP server');
+  process.exit(0);
+}
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'vg', version: '1.0.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'vg_show', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
+  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'served by ' + process.argv.slice(2).join(' ') }] } });
+  else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
+async function packSameFileBins(dir: string): Promise<string> {
+  const pkg = join(dir, 'cli-like');
+  await mkdir(join(pkg, 'dist'), { recursive: true });
+  await writeFile(join(pkg, 'dist', 'cli.js'), SERVE_COMMAND, { mode: 0o755 });
+  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: '@acme/cli-like', version: '1.0.0', type: 'module', license: 'MIT', bin: { vg: 'dist/cli.js', vibgrate: './dist/cli.js' } }));
+  execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
+  return join(dir, 'acme-cli-like-1.0.0.tgz');
+}
+
 const failure = (result: { isErr(): boolean; _unsafeUnwrapErr(): HostError }): HostError => {
   expect(result.isErr()).toBe(true);
   return result._unsafeUnwrapErr();
@@ -161,6 +217,46 @@ describe('published servers, ninth round: fixtures', () => {
     const called = await again.call('plug.acme-clarity-like.query-documentation-data', {}, { maxRisk: 'destructive' });
     if (called.isErr()) throw new Error(called.error.message);
     expect(JSON.stringify(called.value)).toContain('token of 6 characters');
+  });
+
+  it('fails a listing answered outside the MCP schema alone, without quarantining the plugin or stopping its process (terraform-mcp-server)', { timeout: SLOW }, async () => {
+    const profile = await pool.profile();
+    const installer = await pool.open(profile, { profileKind: 'standard' });
+    (await installer.install(`npm:${await packServer(dir.path, { name: 'terraform-like', source: TERRAFORM_LIKE })}`, { canary: false }))._unsafeUnwrap();
+    await installer.close();
+    const host = await pool.open(profile, { profileKind: 'standard' });
+    const first = await host.call('plug.terraform-like.providerDetails', {}, { maxRisk: 'destructive' });
+    if (first.isErr()) throw new Error(first.error.message);
+    const templates = failure(await host.resourceTemplates('terraform-like'));
+    expect(templates).toMatchObject({ code: 'PLUGIN_MALFORMED_RESPONSE', details: { phase: 'resources/templates/list' } });
+    expect(failure(await host.resources('terraform-like')).code).toBe('PLUGIN_INTERNAL_ERROR');
+    // Its tools and prompts still answer, from the same process.
+    const prompts = await host.prompts('terraform-like');
+    if (prompts.isErr()) throw new Error(prompts.error.message);
+    expect(prompts.value.map((p) => p.name)).toEqual(['migrate-clouds']);
+    const second = await host.call('plug.terraform-like.providerDetails', {}, { maxRisk: 'destructive' });
+    if (second.isErr()) throw new Error(second.error.message);
+    expect(JSON.stringify(second.value)).toBe(JSON.stringify(first.value));
+    expect((await host.info('terraform-like'))._unsafeUnwrap().status).toBe('active');
+  });
+
+  it('runs a package whose bins all name one file, with its serve command; without it, quotes the usage it printed (@vibgrate/cli)', { timeout: SLOW }, async () => {
+    const tarball = await packSameFileBins(dir.path);
+    const profile = await pool.profile();
+    const host = await pool.open(profile, { profileKind: 'standard' });
+    const usage = failure(await host.install(`npm:${tarball}`, { canary: false }));
+    expect(usage.code).toBe('PLUGIN_HANDSHAKE_FAILED');
+    expect(usage.message).toContain('the first: Usage: vg [options] [command]');
+    // Its two bins are one file: no other bin to name.
+    expect(usage.hint).not.toContain("other bins");
+    expect(usage.hint).toContain('--arg mcp');
+    const installed = (await host.install(`npm:${tarball}`, { canary: false, args: ['serve'] }))._unsafeUnwrap();
+    expect(installed.plugin.executable.path).toMatch(/dist\/cli\.js$/);
+    await host.close();
+    const again = await pool.open(profile, { profileKind: 'standard' });
+    const called = await again.call('plug.cli-like.vg_show', {}, { maxRisk: 'destructive' });
+    if (called.isErr()) throw new Error(called.error.message);
+    expect(JSON.stringify(called.value)).toContain('served by serve');
   });
 
   it('redacts a granted value the CLI printed on stdout, in the message and in details.stdout_lines', { timeout: SLOW }, async () => {
