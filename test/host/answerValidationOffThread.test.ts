@@ -67,10 +67,11 @@ describe('large results against a response schema', () => {
     ]);
 
     steps.length = 0;
-    const slow = host.call(OP, { text: 'a', note: backtrackingText(), pad: pad(3000) }).then((result) => {
+    const slow = (async () => {
+      const result = await host.call(OP, { text: 'a', note: backtrackingText(), pad: pad(3000) });
       steps.push('slow:answered');
       return result;
-    });
+    })();
     while (!steps.includes('validation:start')) await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await host.call(OP, { text: 'b' }))._unsafeUnwrap().value).toEqual({ text: 'b' });
     steps.push('other:answered');

@@ -80,10 +80,11 @@ describe('large answers are checked against their output schema on a worker', ()
     const before = offThreadValidationState();
 
     const structured = { s: backtrackingText(), pad: elements(2000, 0) };
-    const slowCall = slow.callTool('shaped', { structured }).then((result) => {
+    const slowCall = (async () => {
+      const result = await slow.callTool('shaped', { structured });
       steps.push('slow:answered');
       return result;
-    });
+    })();
     await waitFor(() => steps.includes('slow:start'));
     // The host's thread is free while the worker backtracks: the other plugin's call is sent, answered and checked.
     const otherCall = await other.callTool('checked', { structured: { n: 1 } });
