@@ -217,6 +217,12 @@ class ExpansionWalk {
       onStack.recursive = true;
       return { size: 1, edges: { here: 1, children: new Map() } };
     }
+    // Ajv resolves the refs of every subschema it compiles with an `$id` against that `$id` (prefixItems too, where its
+    // traversal names no resource): one that names no resource here would have its refs resolved against another base.
+    const id = ownValue(schema, '$id');
+    if (id !== undefined && id !== '' && (typeof id !== 'string' || (!id.startsWith('#') && this.#resourceOf.get(schema)?.root !== schema))) {
+      throw new ExpansionOverBound(`has an $id (${JSON.stringify(String(id).slice(0, 200))}) where Ajv does not register it, so the base its refs are read against is not known here`);
+    }
     const frame = { dataDepth, recursive: false };
     this.#onStack.set(schema, frame);
     let size = 1;

@@ -143,6 +143,8 @@ describe('the expansion bound', () => {
     // A pointer through an $id (here under `default`) moves the base Ajv resolves its target's refs against.
     const box = { box: { $id: 'lib.json', t: { allOf: [{ $ref: `#/$defs/d${levels}` }] } } };
     expect(over({ $id: 'https://example.test/root.json', properties: { a: { $ref: '#/default/box/t' } }, default: box, $defs: { real: { $id: 'lib.json', $defs: dag('#/$defs') } } })).toMatch(/^names a \$ref \("#\/default\/box\/t"\) whose pointer passes an \$id/);
+    // An $id where Ajv's traversal registers none (prefixItems, 2020-12) still moves the base Ajv compiles its refs against.
+    expect(over({ $id: 'https://example.test/root.json', properties: { a: { prefixItems: [{ $id: 'lib.json', allOf: [{ $ref: `#/$defs/d${levels}` }] }] } }, $defs: { real: { $id: 'lib.json', $defs: dag('#/$defs') } } })).toMatch(/^has an \$id \("lib.json"\) where Ajv does not register it/);
     // A pointer into a nested resource ends on its base, as the walk resolves it.
     expect(measureSchema({ $defs: { s: { $id: 'https://example.com/s.json', $defs: { t: { type: 'string' }, u: { $ref: '#/$defs/t' } } } }, properties: { q: { $ref: '#/$defs/s/$defs/u' } } }).ok).toBe(true);
     // A schema with an annotation object holding $id and a real nested resource still passes.
