@@ -100,7 +100,14 @@ export async function serveCommand(ctx: CommandContext): Promise<ExitCode> {
     if (!(stdin instanceof Readable && stdout instanceof Writable)) return usageFailure(ctx, 'serving over stdio needs real stdin and stdout streams', 'serve');
     stdio = { stdin, stdout };
   }
-  const sink = audit === undefined ? undefined : await JsonlAuditSink.open(audit.file, audit.fsync === undefined ? {} : { fsync: audit.fsync });
+  const sink =
+    audit === undefined
+      ? undefined
+      : await JsonlAuditSink.open(audit.file, {
+          ...(audit.fsync === undefined ? {} : { fsync: audit.fsync }),
+          ...(audit.maxFileBytes === undefined ? {} : { maxFileBytes: audit.maxFileBytes }),
+          ...(audit.keepFiles === undefined ? {} : { keepFiles: audit.keepFiles }),
+        });
   if (sink?.isErr() === true) return fail(ctx, sink.error, false);
   const auditSink = sink?.isOk() === true ? sink.value : undefined;
   const auditOptions =

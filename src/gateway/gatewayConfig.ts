@@ -87,6 +87,10 @@ export interface GatewayConfigAudit {
   readonly secretFields?: readonly string[];
   /** When the file is synced: after every batch of records (default), or only when the gateway stops. */
   readonly fsync?: AuditFsyncPolicy;
+  /** The live file's bound in bytes before it is rotated to `<file>.1` (default 64 MiB). */
+  readonly maxFileBytes?: number;
+  /** Rotated files kept, `<file>.1` to `<file>.<keepFiles>` (default 4). */
+  readonly keepFiles?: number;
 }
 
 /** The `http` section of the configuration file. */
@@ -175,7 +179,8 @@ function gatewayFiles(config: GatewayConfig): string[] {
   const sources = [config.http?.token, ...(config.http?.clients ?? []).map((client) => client.token)];
   const tokenFiles = sources.flatMap((source) => (source !== undefined && 'file' in source ? [source.file] : []));
   // The audit file's rotated copies hold the same records (those already there when a plugin starts: docs/gateway.md).
-  const auditFiles = config.audit === undefined ? [] : [config.audit.file, ...Array.from({ length: AUDIT_DEFAULTS.keepFiles }, (_, n) => `${config.audit?.file ?? ''}.${n + 1}`)];
+  const audit = config.audit;
+  const auditFiles = audit === undefined ? [] : [audit.file, ...Array.from({ length: audit.keepFiles ?? AUDIT_DEFAULTS.keepFiles }, (_, n) => `${audit.file}.${n + 1}`)];
   return [...tokenFiles, ...auditFiles].map((file) => resolve(file));
 }
 

@@ -64,3 +64,36 @@ it(
   },
   TIMEOUT_MS,
 );
+
+it(
+  "rotates the audit file at the configuration's maxFileBytes, keeping its keepFiles rotated files",
+  async () => {
+    const dir = await pool.profile();
+    const installer = await pool.installed(dir, ['probe']);
+    await installer.close();
+    const file = join(dir, 'audit.jsonl');
+    // A live file a few bytes short of the bound, and an older rotated one that keepFiles 1 leaves no room for.
+    const line = `${JSON.stringify({ kind: 'gap', at: new Date(0).toISOString(), dropped: 1 })}\n`;
+    const full = line.repeat(Math.floor((16_385 - 10) / line.length));
+    await writeFile(file, full, { mode: 0o600 });
+    await writeFile(`${file}.1`, line, { mode: 0o600 });
+    const config = join(dir, 'gateway.json');
+    await writeFile(config, JSON.stringify({ profileDir: '.', dev: true, audit: { file: 'audit.jsonl', maxFileBytes: 16_385, keepFiles: 1 } }));
+
+    const client = new Client({ name: 'serve-audit-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', CLI_SOURCE, 'serve', '--config', config], cwd: REPO, env: cliEnv(), stderr: 'pipe' }));
+    try {
+      await client.callTool({ name: 'plug.host-probe.echo', arguments: { message: 'rotated' } });
+    } finally {
+      await client.close();
+    }
+
+    await waitUntil(async () => (await readFile(file, 'utf8').catch(() => '')).includes('plug.host-probe.echo'), 30_000);
+    expect(await readFile(`${file}.1`, 'utf8')).toBe(full);
+    const [record, ...more] = (await readFile(file, 'utf8')).trimEnd().split('\n');
+    expect(more).toEqual([]);
+    expect(JSON.parse(record ?? '')).toMatchObject({ kind: 'call', op_id: 'plug.host-probe.echo', outcome: 'ok' });
+    await expect(stat(`${file}.2`)).rejects.toThrow(/ENOENT/);
+  },
+  TIMEOUT_MS,
+);
