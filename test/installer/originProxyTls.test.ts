@@ -267,7 +267,8 @@ async function upstreamProxy(): Promise<{ url: string; asked: string[] }> {
     asked.push(`${request.method ?? ''} ${request.url ?? ''}`);
     if (!authorized(request)) return void response.writeHead(407).end();
     const target = new URL(request.url ?? '');
-    const forwarded = httpRequest({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, headers: { host: target.host, connection: 'close' } }, (answer) => {
+    // It resolves names itself: every name is its loopback here.
+    const forwarded = httpRequest({ host: '127.0.0.1', port: target.port, path: `${target.pathname}${target.search}`, headers: { host: target.host, connection: 'close' } }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(response);
     });
@@ -277,7 +278,7 @@ async function upstreamProxy(): Promise<{ url: string; asked: string[] }> {
   server.on('connect', (request: IncomingMessage, client: Socket) => {
     asked.push(`CONNECT ${request.url ?? ''}`);
     if (!authorized(request)) return void client.end('HTTP/1.1 407 Proxy Authentication Required\r\n\r\n');
-    // The host's proxy resolves the name itself: index.localhost is its loopback.
+    // The host's proxy resolves the name itself: every name is its loopback here.
     const [, port = '443'] = (request.url ?? '').split(':');
     const upstream = netConnect(Number(port), '127.0.0.1', () => {
       client.write('HTTP/1.1 200 Connection established\r\n\r\n');
@@ -300,12 +301,12 @@ describe("origin-only proxy behind the host's own proxy", () => {
     const origin = await tlsOrigin();
     const corp = await upstreamProxy();
     const env = { HTTPS_PROXY: corp.url };
-    const { proxy, port } = await started([`index.localhost:${origin.port}`], { resolve: noResolver, upstream: (url) => hostProxyFor(url, env) });
-    expect(await overTls((await tunnel(port, `index.localhost:${origin.port}`)) as Socket, 'index.localhost')).toBe('site');
-    expect(await overTls((await tunnel(port, `index.localhost:${origin.port}`)) as Socket, 'other.localhost')).toMatch(/^error: .*unrecognized name/i);
-    expect(corp.asked).toEqual([`CONNECT index.localhost:${origin.port}`, `CONNECT index.localhost:${origin.port}`]);
-    expect(origin.served).toEqual(['index.localhost']);
-    expect(proxy.refused).toEqual([`https://other.localhost:${origin.port} (through index.localhost:${origin.port})`]);
+    const { proxy, port } = await started([`index.corp.test:${origin.port}`], { resolve: noResolver, upstream: (url) => hostProxyFor(url, env) });
+    expect(await overTls((await tunnel(port, `index.corp.test:${origin.port}`)) as Socket, 'index.corp.test')).toBe('site');
+    expect(await overTls((await tunnel(port, `index.corp.test:${origin.port}`)) as Socket, 'other.corp.test')).toMatch(/^error: .*unrecognized name/i);
+    expect(corp.asked).toEqual([`CONNECT index.corp.test:${origin.port}`, `CONNECT index.corp.test:${origin.port}`]);
+    expect(origin.served).toEqual(['index.corp.test']);
+    expect(proxy.refused).toEqual([`https://other.corp.test:${origin.port} (through index.corp.test:${origin.port})`]);
     // A refused origin is never asked of the host's proxy.
     expect(await tunnel(port, 'pypi.org:443')).toBe('HTTP/1.1 403 Forbidden');
     expect(corp.asked).toHaveLength(2);
@@ -321,24 +322,24 @@ describe("origin-only proxy behind the host's own proxy", () => {
     cleanups.push(() => (index.closeAllConnections(), index.close()));
     const indexPort = (index.address() as AddressInfo).port;
     const corp = await upstreamProxy();
-    const { port } = await started([`127.0.0.1:${indexPort}`], { resolve: noResolver, upstream: (url) => hostProxyFor(url, { HTTP_PROXY: corp.url }) });
+    const { port } = await started([`index.corp.test:${indexPort}`], { resolve: noResolver, upstream: (url) => hostProxyFor(url, { HTTP_PROXY: corp.url }) });
     const answer = await new Promise<string>((resolve) => {
-      const socket = netConnect(port, '127.0.0.1', () => socket.write(`GET http://127.0.0.1:${indexPort}/simple/?q=1 HTTP/1.1\r\nhost: elsewhere\r\nconnection: close\r\n\r\n`));
+      const socket = netConnect(port, '127.0.0.1', () => socket.write(`GET http://index.corp.test:${indexPort}/simple/?q=1 HTTP/1.1\r\nhost: elsewhere\r\nconnection: close\r\n\r\n`));
       let text = '';
       socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
       socket.on('close', () => resolve(text));
     });
     expect(answer).toMatch(/^HTTP\/1\.1 200[^]*simple$/);
-    expect(corp.asked).toEqual([`GET http://127.0.0.1:${indexPort}/simple/?q=1`]);
-    expect(requests).toEqual([`127.0.0.1:${indexPort} /simple/?q=1`]);
+    expect(corp.asked).toEqual([`GET http://index.corp.test:${indexPort}/simple/?q=1`]);
+    expect(requests).toEqual([`index.corp.test:${indexPort} /simple/?q=1`]);
   });
 
   it("answers 502 when the host's proxy refuses the tunnel", async () => {
     const corp = await upstreamProxy();
     const env = { HTTPS_PROXY: corp.url.replace('s3cret', 'wrong') };
-    const { port } = await started(['index.localhost:443'], { resolve: noResolver, upstream: (url) => hostProxyFor(url, env) });
-    expect(await tunnel(port, 'index.localhost:443')).toBe('HTTP/1.1 502 Bad Gateway');
-    expect(corp.asked).toEqual(['CONNECT index.localhost:443']);
+    const { port } = await started(['index.corp.test:443'], { resolve: noResolver, upstream: (url) => hostProxyFor(url, env) });
+    expect(await tunnel(port, 'index.corp.test:443')).toBe('HTTP/1.1 502 Bad Gateway');
+    expect(corp.asked).toEqual(['CONNECT index.corp.test:443']);
   });
 
   it('reads the host proxy settings as npm does: per scheme, NO_PROXY exempting by labels, only http: proxies', () => {
@@ -350,6 +351,9 @@ describe("origin-only proxy behind the host's own proxy", () => {
     expect(hostProxyFor(https, { HTTPS_PROXY: 'http://p:1', no_proxy: 'other.example' })?.host).toBe('p:1');
     expect(hostProxyFor(https, { HTTPS_PROXY: 'http://p:1', NO_PROXY: '*' })).toBeUndefined();
     expect(hostProxyFor(https, { HTTPS_PROXY: 'socks5://p:1' })).toBeUndefined();
-    expect(hostProxyFor(new URL('http://[::1]:8080/'), { HTTP_PROXY: 'http://[::2]:3128' })?.hostname).toBe('[::2]');
+    expect(hostProxyFor(new URL('http://[2001:db8::1]:8080/'), { HTTP_PROXY: 'http://[::2]:3128' })?.hostname).toBe('[::2]');
+    // As npm and pip read them: a local index behind a host proxy is exempted by NO_PROXY, not by its address.
+    expect(hostProxyFor(new URL('http://127.0.0.1:3141/'), { HTTP_PROXY: 'http://p:1' })?.host).toBe('p:1');
+    expect(hostProxyFor(new URL('http://127.0.0.1:3141/'), { HTTP_PROXY: 'http://p:1', NO_PROXY: '127.0.0.1,localhost' })).toBeUndefined();
   });
 });
