@@ -6,21 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { trustLines, trustQuestion } from '../../src/cli/present.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
+import { SAME_NAME_FROM_NPM } from './trustRequests.js';
 
-const start: TrustRequest = {
-  plugin_id: 'same-name',
-  display_name: 'same-name',
-  version: '1.0.2',
-  namespace_owner: 'npm:same-name',
-  tos: null,
-  risk: null,
-  license: null,
-  source: 'npm',
-  source_path: 'same-name@1.0.2',
-  capabilities: { network: true, fs_write_dir: '', env_allow: [] },
-  tools: [],
-  stage: 'introspection',
-};
+// The start that lists the tools of a server without a manifest: with the network, before any tool is known.
+const start: TrustRequest = { ...SAME_NAME_FROM_NPM, capabilities: { network: true, fs_write_dir: '', env_allow: [] }, tools: [], stage: 'introspection' };
 const registryChange = { from: 'https://npm.internal.example/', to: 'https://registry.npmjs.org/' };
 
 describe('trustQuestion before an introspection start', () => {

@@ -4,21 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { trustLines } from '../../src/cli/present.js';
-import type { TrustRequest } from '../../src/installer/trust.js';
-
-const request: TrustRequest = {
-  plugin_id: 'same-name',
-  display_name: 'same-name',
-  version: '1.0.2',
-  namespace_owner: 'npm:same-name',
-  tos: null,
-  risk: null,
-  license: null,
-  source: 'npm',
-  source_path: 'same-name@1.0.2',
-  capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-  tools: [{ name: 'look', risk_class: 'read' }],
-};
+import { SAME_NAME_FROM_NPM as request } from './trustRequests.js';
 
 describe('trustLines and a registry change', () => {
   it('names both registries in a row of its own after the owner', () => {
