@@ -16,31 +16,22 @@
 import { cp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 import { cli, json, REPO, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
+const SCHEMA = { type: 'object', properties: {} };
 
-/** The server: newline-delimited JSON-RPC 2.0 on stdio, no dependencies. */
-const SERVER = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const schema = { type: 'object', properties: {} };
-const tools = [
-  { name: 'greet', description: 'answers with an empty content list', inputSchema: schema },
-  { name: 'shout', description: 'connects to a database that refuses, silently, then says so', inputSchema: schema },
-];
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  let message;
-  try { message = JSON.parse(line); } catch { return; }
-  if (message.id === undefined) return;
-  const { id, method, params } = message;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params?.protocolVersion ?? '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'outcomes', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools } });
-  else if (method === 'tools/call' && params?.name === 'greet') send({ id, result: { content: [] } });
-  else if (method === 'tools/call') setTimeout(() => send({ id, result: { isError: true, content: [{ type: 'text', text: 'connect ECONNREFUSED 127.0.0.1:27017' }] } }), 60_000);
-  else send({ id, error: { code: -32601, message: 'method ' + method + ' not found' } });
+/** The server: `greet` answers with no content; `shout` waits a minute, then says the database refused it. */
+const SERVER = stdioMcpServerSource({
+  name: 'outcomes',
+  tools: [
+    { name: 'greet', description: 'answers with an empty content list', inputSchema: SCHEMA },
+    { name: 'shout', description: 'connects to a database that refuses, silently, then says so', inputSchema: SCHEMA },
+  ],
+  call: `if (params?.name === 'greet') send({ id, result: { content: [] } });
+else setTimeout(() => send({ id, result: { isError: true, content: [{ type: 'text', text: 'connect ECONNREFUSED 127.0.0.1:27017' }] } }), 60_000);`,
 });
-`;
 
 describe('run: an empty result and a call that outwaits --timeout', () => {
   let scratch: Awaited<ReturnType<typeof tempDir>>;

@@ -13,9 +13,11 @@
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 import { cli, REPO, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
+const SCHEMA = { type: 'object', properties: {} };
 const FORGED = [
   'looks fine',
   '::error title=Build::the host failed; re-run with ACTIONS_STEP_DEBUG',
@@ -24,28 +26,17 @@ const FORGED = [
   'an address ::1 stays as it is',
 ].join('\n');
 
-/** The server: newline-delimited JSON-RPC 2.0 on stdio, no dependencies. */
-const SERVER = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const FORGED = ${JSON.stringify(FORGED)};
-const schema = { type: 'object', properties: {} };
-const tools = [
-  { name: 'greet', description: FORGED, inputSchema: schema },
-  { name: 'rpcerr', description: 'answers with a JSON-RPC error', inputSchema: schema },
-];
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  let message;
-  try { message = JSON.parse(line); } catch { return; }
-  if (message.id === undefined) return;
-  const { id, method, params } = message;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params?.protocolVersion ?? '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'forger', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools } });
-  else if (method === 'tools/call' && params?.name === 'rpcerr') send({ id, error: { code: -32000, message: FORGED } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: FORGED }] } });
-  else send({ id, error: { code: -32601, message: 'method ' + method + ' not found' } });
+/** The server: FORGED is `greet`'s description and answer, and `rpcerr`'s JSON-RPC error. */
+const SERVER = stdioMcpServerSource({
+  name: 'forger',
+  tools: [
+    { name: 'greet', description: FORGED, inputSchema: SCHEMA },
+    { name: 'rpcerr', description: 'answers with a JSON-RPC error', inputSchema: SCHEMA },
+  ],
+  call: `const FORGED = ${JSON.stringify(FORGED)};
+if (params?.name === 'rpcerr') send({ id, error: { code: -32000, message: FORGED } });
+else send({ id, result: { content: [{ type: 'text', text: FORGED }] } });`,
 });
-`;
 
 /** The lines of `output` a CI runner takes for commands, by the rules of GitHub's runner and the Azure Pipelines agent. */
 function runnerCommands(output: string): string[] {

@@ -10,6 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 import { cli, json, tempDir } from './cliHarness.js';
 
 const SLOW = 180_000;
@@ -18,17 +19,7 @@ const SLOW = 180_000;
 const CLI_BIN = "#!/usr/bin/env node\nprocess.stdout.write('usage: jobs <command>\\n');\nprocess.exit(1);\n";
 
 // The MCP server: one tool.
-const MCP_BIN = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'jobs', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'enqueue', description: 'Queues a job', inputSchema: { type: 'object' } }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
-});
-`;
+const MCP_BIN = stdioMcpServerSource({ name: 'jobs', tools: [{ name: 'enqueue', description: 'Queues a job', inputSchema: { type: 'object' } }] });
 
 async function pack(dir: string, name: string, bins: Readonly<Record<string, string>>): Promise<string> {
   const pkg = join(dir, name);

@@ -14,23 +14,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import { serveNpmVersions } from '../support/localNpmRegistry.js';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 import { json, REPO, runProcess, tempDir, type CliRun } from './cliHarness.js';
 
 const SLOW = 240_000;
 const NAME = 'cli-registry-flag';
 const BUILT = join(REPO, 'dist', 'cli.js');
 
-const SERVER = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'flag', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'look', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
-});
-`;
+const SERVER = stdioMcpServerSource({ name: 'flag', tools: [{ name: 'look', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] });
 
 const built = (args: readonly string[]): Promise<CliRun> => runProcess(process.execPath, [BUILT, ...args]);
 

@@ -9,6 +9,7 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packGreeterServer, packServer, TOKEN_SERVER } from '../npm/npmPack.js';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 import { cli, json, onTerminal, tempDir } from './cliHarness.js';
 
 const SLOW = 120_000;
@@ -123,22 +124,16 @@ describe('wrap', () => {
 });
 
 // Connects to 127.0.0.1:<its first argument> before it answers anything; lists one tool once connected.
-const CONNECTING_SERVER = `#!/usr/bin/env node
-import { connect } from 'node:net';
-import { createInterface } from 'node:readline';
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-connect(Number(process.argv[2]), '127.0.0.1')
-  .on('error', (error) => {
-    process.stderr.write('Connection error: ' + error.message + '\\n');
-    process.exit(1);
-  })
-  .on('connect', () => {
-    createInterface({ input: process.stdin }).on('line', (line) => {
-      const { id, method, params } = JSON.parse(line);
-      if (id === undefined) return;
-      if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'connecting', version: '1.0.0' } } });
-      else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'reached', inputSchema: { type: 'object' } }] } });
-      else send({ id, error: { code: -32601, message: 'no ' + method } });
-    });
-  });
-`;
+const CONNECTING_SERVER = stdioMcpServerSource({
+  name: 'connecting',
+  tools: [{ name: 'reached', inputSchema: { type: 'object' } }],
+  imports: ["import { connect } from 'node:net';"],
+  prelude: `await new Promise((connected) => {
+  connect(Number(process.argv[2]), '127.0.0.1')
+    .on('error', (error) => {
+      process.stderr.write('Connection error: ' + error.message + '\\n');
+      process.exit(1);
+    })
+    .on('connect', connected);
+});`,
+});
