@@ -53,17 +53,38 @@ type SchemaTraverse = (schema: object, options: { readonly allKeys: boolean }, v
 
 let ajvTraverse: SchemaTraverse | undefined;
 
+/** Ajv's URI functions (compile/resolve.js) with its default resolver (fast-uri), as it keys and looks up resources. */
+interface AjvUris {
+  readonly resolver: unknown;
+  readonly resolveUrl: (resolver: unknown, base: string, id: string) => string;
+  readonly getFullPath: (resolver: unknown, id: string) => string;
+}
+
+let ajvUris: AjvUris | undefined;
+
+/** Ajv's own copy of a module of its package or of its dependencies, resolved from Ajv's location. */
+function fromAjv(name: string): unknown {
+  return createRequire(createRequire(import.meta.url).resolve('ajv'))(name);
+}
+
 /**
  * Ajv's own copy of json-schema-traverse (resolved from Ajv's location, so it is the one Ajv reads with): which objects
  * of a schema Ajv takes as subschemas whose `$id` and anchors it registers. Not `default`, `const`, `enum` or an array
  * under another keyword (data), and not a `properties` or `definitions` map itself (its members are the subschemas).
  */
 function traverseAsAjv(): SchemaTraverse {
-  if (ajvTraverse === undefined) {
-    const fromAjv = createRequire(createRequire(import.meta.url).resolve('ajv'));
-    ajvTraverse = fromAjv('json-schema-traverse') as SchemaTraverse;
-  }
+  ajvTraverse ??= fromAjv('json-schema-traverse') as SchemaTraverse;
   return ajvTraverse;
+}
+
+/**
+ * Ajv's URI resolution. WHATWG's URL read `lib<TAB>.json` as `lib.json` (it drops tabs and line breaks anywhere) where
+ * Ajv keeps two resources apart, so a ref reached the cheap one here and a $ref DAG in Ajv (review R14).
+ */
+function uris(): AjvUris {
+  // Relative to Ajv's main module (ajv/dist/ajv.js).
+  ajvUris ??= { ...(fromAjv('./compile/resolve.js') as Omit<AjvUris, 'resolver'>), resolver: (fromAjv('./runtime/uri.js') as { default: unknown }).default };
+  return ajvUris;
 }
 
 /** Why a schema is past the expansion bound (thrown out of the walk, caught in measureExpansion). */
@@ -299,12 +320,12 @@ function push(map: Map<string, object[]>, key: string, value: object): void {
   else if (!list.includes(value)) list.push(value);
 }
 
-/** An `$id` or ref's URI part resolved against a base, without its fragment; `undefined` when it does not parse. */
+/** An `$id` or ref's URI part resolved against a base as Ajv resolves it, without its fragment; `undefined` when it does not resolve. */
 function resolveUri(uri: string, base: string): string | undefined {
+  const { resolver, resolveUrl, getFullPath } = uris();
   try {
-    const url = new URL(uri, base);
-    url.hash = '';
-    return url.href;
+    const full = getFullPath(resolver, resolveUrl(resolver, base, uri));
+    return full.endsWith('#') ? full.slice(0, -1) : full;
   } catch {
     return undefined;
   }

@@ -145,6 +145,8 @@ describe('the expansion bound', () => {
     expect(over({ $id: 'https://example.test/root.json', properties: { a: { $ref: '#/default/box/t' } }, default: box, $defs: { real: { $id: 'lib.json', $defs: dag('#/$defs') } } })).toMatch(/^names a \$ref \("#\/default\/box\/t"\) whose pointer passes an \$id/);
     // An $id where Ajv's traversal registers none (prefixItems, 2020-12) still moves the base Ajv compiles its refs against.
     expect(over({ $id: 'https://example.test/root.json', properties: { a: { prefixItems: [{ $id: 'lib.json', allOf: [{ $ref: `#/$defs/d${levels}` }] }] } }, $defs: { real: { $id: 'lib.json', $defs: dag('#/$defs') } } })).toMatch(/^has an \$id \("lib.json"\) where Ajv does not register it/);
+    // Resources keyed as Ajv keys them: WHATWG's URL read 'lib<TAB>.json' as 'lib.json', one resource where Ajv has two.
+    expect(over({ $id: 'https://example.test/root.json', properties: { a: { $ref: 'lib\t.json' } }, $defs: { real: { $id: 'lib\t.json', allOf: [{ $ref: `#/$defs/d${levels}` }], $defs: dag('#/$defs') }, zcheap: { $id: 'lib.json' } } })).toMatch(/^expands to more than/);
     // A pointer into a nested resource ends on its base, as the walk resolves it.
     expect(measureSchema({ $defs: { s: { $id: 'https://example.com/s.json', $defs: { t: { type: 'string' }, u: { $ref: '#/$defs/t' } } } }, properties: { q: { $ref: '#/$defs/s/$defs/u' } } }).ok).toBe(true);
     // A schema with an annotation object holding $id and a real nested resource still passes.
