@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, json, tempDir, type CliRun } from './cliHarness.js';
 import { tgzOfDirectory } from '../installer/InstallerHarness.js';
+import { keyedManifest } from '../support/keyedPackage.js';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 
 const SLOW = 300_000;
 const ID = 'perplexity-search';
@@ -19,18 +21,11 @@ const STORED = 'pplx-stored-3f9a0b1c77';
 const HOST_VALUE = 'pplx-host-e81d22c4a0';
 
 // Its one tool, `key`, answers with the PERPLEXITY_API_KEY it was given, as a package after the key would.
-const SERVER = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'keyed', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'key', inputSchema: { type: 'object' } }] } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'key: ' + String(process.env.PERPLEXITY_API_KEY) }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
+const SERVER = stdioMcpServerSource({
+  name: 'keyed',
+  tools: [{ name: 'key', inputSchema: { type: 'object' } }],
+  call: "send({ id, result: { content: [{ type: 'text', text: 'key: ' + String(process.env.PERPLEXITY_API_KEY) }] } });",
 });
-`;
 
 describe('stored credentials through the CLI', () => {
   let scratch: Awaited<ReturnType<typeof tempDir>>;
@@ -45,24 +40,8 @@ describe('stored credentials through the CLI', () => {
     const pkg = join(scratch.path, name);
     await mkdir(join(pkg, 'bin'), { recursive: true });
     await writeFile(join(pkg, 'bin', 'keyed.mjs'), `${SERVER}// ${note}\n`, { mode: 0o755 });
-    await writeFile(
-      join(pkg, 'manifest.json'),
-      JSON.stringify({
-        manifest_schema_version: 1,
-        plugin_id: ID,
-        name: 'Perplexity search',
-        version,
-        namespace_owner: 'io.example.perplexity',
-        shape: 'mcp-plugin',
-        executable: 'bin/keyed.mjs',
-        advertised_tools: [{ name: 'key', description: 'Answers with its key', risk_class: 'read' }],
-        declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-        requirements: {
-          needs_user_creds: ['PERPLEXITY_API_KEY'],
-          credential_descriptors: [{ alias: 'perplexity-key', env: 'PERPLEXITY_API_KEY', kind: 'api_key', display_name: 'Perplexity API key', setup_hint: 'From the service settings' }],
-        },
-      }),
-    );
+    const identity = { plugin_id: ID, name: 'Perplexity search', version, namespace_owner: 'io.example.perplexity' };
+    await writeFile(join(pkg, 'manifest.json'), JSON.stringify(keyedManifest({ ...identity, tool: { name: 'key', description: 'Answers with its key' } })));
     const path = join(scratch.path, `${name}.tgz`);
     await tgzOfDirectory(pkg, path);
     archives[name] = { path, checksum: `sha256:${createHash('sha256').update(await readFile(path)).digest('hex')}` };

@@ -21,6 +21,7 @@ import { ioError } from '../../src/errors/ioError.js';
 import { answered, HostPool, textOf } from '../support/hostHarness.js';
 import { digestOf, ed25519Keys, signPackage } from '../installer/craftArchives.js';
 import { tgzOfDirectory } from '../installer/InstallerHarness.js';
+import { KEYED_HASH_SERVER, keyedManifest } from '../support/keyedPackage.js';
 
 const pool = new HostPool();
 const dirs: string[] = [];
@@ -35,21 +36,6 @@ const STORED = 'pplx-stored-0c5d7e21';
 const SECOND = 'pplx-second-9ab3f4d0';
 const sha = (value: string): string => createHash('sha256').update(value).digest('hex');
 
-// Answers `env` with the SHA-256 of the PERPLEXITY_API_KEY it was given (null when none), never the value itself.
-const SERVER = `#!/usr/bin/env node
-import { createHash } from 'node:crypto';
-import { createInterface } from 'node:readline';
-const key = process.env.PERPLEXITY_API_KEY;
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'keyed', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'env', inputSchema: { type: 'object' } }] } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: JSON.stringify({ key: key === undefined ? null : createHash('sha256').update(key).digest('hex') }) }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
-});
-`;
 
 /** A .tgz of the keyed server under {@link ID} at `version`, declaring PERPLEXITY_API_KEY; `extra` changes its bytes. */
 async function keyedArchive(version: string, extra = ''): Promise<{ archive: string; bytes: Buffer }> {
@@ -57,26 +43,10 @@ async function keyedArchive(version: string, extra = ''): Promise<{ archive: str
   dirs.push(dir);
   const pkg = join(dir, 'pkg');
   await mkdir(join(pkg, 'bin'), { recursive: true });
-  await writeFile(join(pkg, 'bin', 'keyed.mjs'), `${SERVER}${extra === '' ? '' : `// ${extra}\n`}`, { mode: 0o755 });
-  await writeFile(
-    join(pkg, 'manifest.json'),
-    JSON.stringify({
-      manifest_schema_version: 1,
-      plugin_id: ID,
-      name: 'Perplexity search',
-      version,
-      // The owner is the package's own claim: the other package below spells it the same.
-      namespace_owner: 'io.example.perplexity',
-      shape: 'mcp-plugin',
-      executable: 'bin/keyed.mjs',
-      advertised_tools: [{ name: 'env', description: 'Reports the key it was given', risk_class: 'read' }],
-      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-      requirements: {
-        needs_user_creds: ['PERPLEXITY_API_KEY'],
-        credential_descriptors: [{ alias: 'perplexity-key', env: 'PERPLEXITY_API_KEY', kind: 'api_key', display_name: 'Perplexity API key', setup_hint: 'From the service settings' }],
-      },
-    }),
-  );
+  await writeFile(join(pkg, 'bin', 'keyed.mjs'), `${KEYED_HASH_SERVER}${extra === '' ? '' : `// ${extra}\n`}`, { mode: 0o755 });
+  // The owner is the package's own claim: the other package below spells it the same.
+  const identity = { plugin_id: ID, name: 'Perplexity search', version, namespace_owner: 'io.example.perplexity' };
+  await writeFile(join(pkg, 'manifest.json'), JSON.stringify(keyedManifest({ ...identity, tool: { name: 'env', description: 'Reports the key it was given' } })));
   const archive = join(dir, `keyed-${version}.tgz`);
   return { archive, bytes: await tgzOfDirectory(pkg, archive) };
 }

@@ -21,6 +21,7 @@ import { CREDENTIALS_ORIGIN_KEY, CredentialSource } from '../../src/host/credent
 import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import { FileSecretStore } from '../../src/secrets/SecretStore.js';
 import { HostPool, textOf } from '../support/hostHarness.js';
+import { KEYED_HASH_SERVER, keyedManifest } from '../support/keyedPackage.js';
 import { serveNpmVersions } from '../support/localNpmRegistry.js';
 
 const NAME = 'keyed-server';
@@ -28,21 +29,6 @@ const OP = `plug.${NAME}.env`;
 const STORED = 'pplx-stored-71e0c3aa';
 const sha = (value: string): string => createHash('sha256').update(value).digest('hex');
 
-// Answers `env` with the SHA-256 of the PERPLEXITY_API_KEY it was given (null when none), never the value itself.
-const SERVER = `#!/usr/bin/env node
-import { createHash } from 'node:crypto';
-import { createInterface } from 'node:readline';
-const key = process.env.PERPLEXITY_API_KEY;
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'keyed', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'env', inputSchema: { type: 'object' } }] } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: JSON.stringify({ key: key === undefined ? null : createHash('sha256').update(key).digest('hex') }) }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
-});
-`;
 
 const pool = new HostPool();
 let base: string;
@@ -61,27 +47,11 @@ async function packKeyed(version: string, note: string): Promise<string> {
   const dir = await mkdtemp(join(base, 'pack-'));
   const pkg = join(dir, NAME);
   await mkdir(join(pkg, 'bin'), { recursive: true });
-  await writeFile(join(pkg, 'bin', 'keyed.mjs'), `${SERVER}// ${note}\n`, { mode: 0o755 });
+  await writeFile(join(pkg, 'bin', 'keyed.mjs'), `${KEYED_HASH_SERVER}// ${note}\n`, { mode: 0o755 });
   await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: NAME, version, type: 'module', bin: { [NAME]: 'bin/keyed.mjs' } }));
-  await writeFile(
-    join(pkg, 'manifest.json'),
-    JSON.stringify({
-      manifest_schema_version: 1,
-      plugin_id: NAME,
-      name: 'Keyed server',
-      version,
-      // The owner is the package's own claim: the other registry's package spells it the same.
-      namespace_owner: 'io.example.keyed',
-      shape: 'mcp-plugin',
-      executable: 'bin/keyed.mjs',
-      advertised_tools: [{ name: 'env', description: 'Reports the key it was given', risk_class: 'read' }],
-      declared_capabilities: { network: false, fs_write_dir: '', env_allow: [] },
-      requirements: {
-        needs_user_creds: ['PERPLEXITY_API_KEY'],
-        credential_descriptors: [{ alias: 'perplexity-key', env: 'PERPLEXITY_API_KEY', kind: 'api_key', display_name: 'Perplexity API key', setup_hint: 'From the service settings' }],
-      },
-    }),
-  );
+  // The owner is the package's own claim: the other registry's package spells it the same.
+  const identity = { plugin_id: NAME, name: 'Keyed server', version, namespace_owner: 'io.example.keyed' };
+  await writeFile(join(pkg, 'manifest.json'), JSON.stringify(keyedManifest({ ...identity, tool: { name: 'env', description: 'Reports the key it was given' } })));
   execFileSync(process.execPath, [bundledNpmCli(), 'pack', '--ignore-scripts', '--pack-destination', dir], { cwd: pkg, stdio: 'ignore' });
   return join(dir, `${NAME}-${version}.tgz`);
 }
