@@ -6,10 +6,9 @@
  * caller's own consent to it. Before, a script or --json run installed it
  * unasked.
  */
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, json, onTerminal, packageHello, tempDir, type CliRun } from './cliHarness.js';
+import { cli, copyWithManifest, json, onTerminal, packageHello, tempDir, type CliRun } from './cliHarness.js';
 
 const SLOW = 120_000;
 
@@ -21,13 +20,10 @@ describe('an upgrade that widens powers through the CLI', () => {
   const inProfile = (args: readonly string[]): Promise<CliRun> => cli([...args, ...profileArgs()]);
   /** The hello package at `version`, declaring `capabilities` over the fixture's (no network, no env). */
   const version = async (v: string, capabilities: Record<string, unknown> = {}): Promise<string> => {
-    const dir = `${profile.path}-${v}`;
-    await cp(hello, dir, { recursive: true });
-    const file = join(dir, 'manifest.json');
-    const manifest = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    manifest.version = v;
-    manifest.declared_capabilities = { ...(manifest.declared_capabilities as Record<string, unknown>), ...capabilities };
-    await writeFile(file, JSON.stringify(manifest));
+    const dir = await copyWithManifest(hello, `${profile.path}-${v}`, (manifest) => {
+      manifest.version = v;
+      manifest.declared_capabilities = { ...(manifest.declared_capabilities as Record<string, unknown>), ...capabilities };
+    });
     made.push(dir);
     return dir;
   };

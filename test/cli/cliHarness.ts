@@ -100,6 +100,20 @@ export function packageHello(): Promise<string> {
   return packageFixturePlugin(join(REPO, 'fixtures/plugins/hello'), { bundle: ['bin/hello-mcp.mjs'] });
 }
 
+/**
+ * Copies the package folder `from` to `to` and rewrites the copy's
+ * manifest.json with what `edit` made of it (`edit` changes the parsed
+ * manifest in place); returns `to`.
+ */
+export async function copyWithManifest(from: string, to: string, edit: (manifest: Record<string, unknown>) => void): Promise<string> {
+  await cp(from, to, { recursive: true });
+  const file = join(to, 'manifest.json');
+  const manifest = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+  edit(manifest);
+  await writeFile(file, JSON.stringify(manifest));
+  return to;
+}
+
 /** The credential the greeter fixture declares. */
 export const GREETER_ENV = 'GREETER_TOKEN';
 

@@ -3,10 +3,10 @@
  * an unchanged install, other bytes under the same version need --force, a
  * lower version needs --allow-downgrade; each refusal says which flag fixes it.
  */
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, json, packageHello, tempDir, type CliRun } from './cliHarness.js';
+import { cli, copyWithManifest, json, packageHello, tempDir, type CliRun } from './cliHarness.js';
 
 const SLOW = 120_000;
 
@@ -14,15 +14,8 @@ describe('reinstalling through the CLI', () => {
   let profile: Awaited<ReturnType<typeof tempDir>>;
   let hello: string;
   const inProfile = (args: readonly string[]): Promise<CliRun> => cli([...args, '--dev', '--profile-dir', profile.path]);
-  const edited = async (as: string, edit: (m: Record<string, unknown>) => void): Promise<string> => {
-    const dir = join(profile.path, '..', `${profile.path.split('/').pop()}-${as}`);
-    await cp(hello, dir, { recursive: true });
-    const file = join(dir, 'manifest.json');
-    const manifest = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    edit(manifest);
-    await writeFile(file, JSON.stringify(manifest));
-    return dir;
-  };
+  const edited = (as: string, edit: (m: Record<string, unknown>) => void): Promise<string> =>
+    copyWithManifest(hello, join(profile.path, '..', `${profile.path.split('/').pop()}-${as}`), edit);
 
   beforeAll(async () => {
     profile = await tempDir('cli-reinstall-');

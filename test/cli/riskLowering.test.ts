@@ -5,10 +5,9 @@
  * a terminal, naming the tools and their old→new class, and refused without
  * one unless --yes.
  */
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cli, json, onTerminal, packageHello, tempDir, type CliRun } from './cliHarness.js';
+import { cli, copyWithManifest, json, onTerminal, packageHello, tempDir, type CliRun } from './cliHarness.js';
 
 const SLOW = 120_000;
 
@@ -20,13 +19,10 @@ describe('an upgrade that lowers risk classes through the CLI', () => {
   const inProfile = (args: readonly string[]): Promise<CliRun> => cli([...args, ...profileArgs()]);
   /** The hello package at `version`, its tools rated as given. */
   const version = async (v: string, tools: Record<string, string>): Promise<string> => {
-    const dir = `${profile.path}-${v}`;
-    await cp(hello, dir, { recursive: true });
-    const file = join(dir, 'manifest.json');
-    const manifest = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    manifest.version = v;
-    manifest.advertised_tools = Object.entries(tools).map(([name, risk_class]) => ({ name, description: `The ${name} tool`, risk_class }));
-    await writeFile(file, JSON.stringify(manifest));
+    const dir = await copyWithManifest(hello, `${profile.path}-${v}`, (manifest) => {
+      manifest.version = v;
+      manifest.advertised_tools = Object.entries(tools).map(([name, risk_class]) => ({ name, description: `The ${name} tool`, risk_class }));
+    });
     made.push(dir);
     return dir;
   };
