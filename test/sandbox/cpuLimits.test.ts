@@ -2,54 +2,25 @@
 // machine's cgroup v1 cpu hierarchy, real bubblewrap, the real Landlock
 // launcher, real busy-looping children. (The v2 files are written against a
 // fake cgroupfs in controlGroups.test.ts.)
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolveHostConfig } from '../../src/host/hostConfig.js';
 import type { PluginProcess } from '../../src/process/PluginProcess.js';
-import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
-import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { currentCgroupSystem, nodeCgroupFs, type CgroupFs } from '../../src/sandbox/controlGroups.js';
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
-import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { SandboxSpawner, type SandboxSpawnerOptions } from '../../src/sandbox/SandboxSpawner.js';
 import { eventually } from '../support/eventually.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
+import { scriptSandbox } from './scriptSandbox.js';
 
-const base = mkdtempSync(join(tmpdir(), 'cpu-limits-'));
-const installRoot = join(base, 'install');
-const writeDir = join(base, 'data');
-const home = join(base, 'home');
-for (const d of [installRoot, writeDir, home]) mkdirSync(d, { recursive: true });
-const started: PluginProcess[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
-});
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-
-async function spawner(options: SandboxSpawnerOptions): Promise<SandboxSpawner> {
-  return (await SandboxSpawner.create({ homeDir: home, ...options }))._unsafeUnwrap();
-}
-
-function request(script: string, pluginId = 'cpu-test'): SandboxSpawnRequest {
-  return {
-    executable: unverifiedCommand([process.execPath, '-e', script], installRoot, nodeRuntimePaths()),
-    env: {},
-    network: false,
-    writeDir,
-    hiddenPaths: [],
-    pluginId,
-  };
-}
+const { installRoot, writeDir, home, spawner, request, start } = scriptSandbox('cpu-limits-', 'cpu-test');
 
 /** Starts `script` and waits for its first line, so that its whole tree is running. */
 async function startUp(using: SandboxSpawner, script: string, pluginId?: string): Promise<PluginProcess> {
-  const result = await using.spawn(request(script, pluginId));
-  if (result.isErr()) throw result.error;
-  started.push(result.value);
-  await new Promise((resolve) => result.value.stdout.once('data', resolve));
-  return result.value;
+  const started = await start(using, script, pluginId === undefined ? {} : { pluginId });
+  await new Promise((resolve) => started.stdout.once('data', resolve));
+  return started;
 }
 
 /** The cgroup v1 cpu group directory process `pid` is in. */

@@ -1,55 +1,20 @@
 // Tree limits on the real kernel: this machine has the hybrid cgroup v1 layout
 // (memory and pids hierarchies), real bubblewrap, the real Landlock launcher and real child processes.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { PluginProcess } from '../../src/process/PluginProcess.js';
+import { describe, expect, it } from 'vitest';
 import { unverifiedCommand } from '../../src/process/spawnPluginProcess.js';
-import { nodeRuntimePaths } from '../../src/sandbox/backends.js';
 import { currentCgroupSystem, discoverGroupTree } from '../../src/sandbox/controlGroups.js';
 import { probeTreeLimits } from '../../src/sandbox/probe.js';
-import { SandboxSpawner, type SandboxSpawnerOptions, type SandboxSpawnRequest } from '../../src/sandbox/SandboxSpawner.js';
+import { SandboxSpawner } from '../../src/sandbox/SandboxSpawner.js';
 import { joinGroupLaunch } from '../../src/sandbox/treeLimits.js';
 import { eventually } from '../support/eventually.js';
 import { LINUX_BACKENDS } from './sandboxBackends.js';
+import { scriptSandbox } from './scriptSandbox.js';
 
 const MiB = 2 ** 20;
-const base = mkdtempSync(join(tmpdir(), 'tree-limits-'));
-const installRoot = join(base, 'install');
-const writeDir = join(base, 'data');
-const home = join(base, 'home');
-for (const d of [installRoot, writeDir, home]) mkdirSync(d, { recursive: true });
-const started: PluginProcess[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((p) => p.stop({ stdinGraceMs: 0, termGraceMs: 0 })));
-});
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-
-async function spawner(options: SandboxSpawnerOptions = {}): Promise<SandboxSpawner> {
-  return (await SandboxSpawner.create({ homeDir: home, ...options }))._unsafeUnwrap();
-}
-
-function request(script: string, overrides: Partial<SandboxSpawnRequest> = {}): SandboxSpawnRequest {
-  return {
-    executable: unverifiedCommand([process.execPath, '-e', script], installRoot, nodeRuntimePaths()),
-    env: {},
-    network: false,
-    writeDir,
-    hiddenPaths: [],
-    pluginId: 'tree-test',
-    ...overrides,
-  };
-}
-
-async function start(using: SandboxSpawner, script: string, overrides: Partial<SandboxSpawnRequest> = {}): Promise<PluginProcess> {
-  const result = await using.spawn(request(script, overrides));
-  if (result.isErr()) throw result.error;
-  started.push(result.value);
-  return result.value;
-}
+const { base, installRoot, writeDir, home, spawner, start } = scriptSandbox('tree-limits-', 'tree-test');
 
 async function allOutput(stream: NodeJS.ReadableStream): Promise<string> {
   let text = '';
