@@ -1,23 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LineChannel } from '../../../src/framing/LineChannel.js';
 import type { PluginProcess } from '../../../src/process/PluginProcess.js';
 import { McpSession } from '../../../src/shapes/mcp/McpSession.js';
 import { FAULTY_TOOLS, launchFaulty } from '../../support/mcpFixtures.js';
 import { stopAllTestProcesses } from '../../support/mcpLaunch.js';
+import { watchChannels } from '../../support/watchChannels.js';
 
 const MESSAGE_BYTES = 64 * 1024;
 const sessions: McpSession[] = [];
-
-/** Every LineChannel that sends from now on, to read how many bytes it holds. */
-function watchChannels(): Set<LineChannel> {
-  const channels = new Set<LineChannel>();
-  const send = LineChannel.prototype.send;
-  vi.spyOn(LineChannel.prototype, 'send').mockImplementation(function (this: LineChannel, ...args) {
-    channels.add(this);
-    return send.apply(this, args);
-  });
-  return channels;
-}
 
 afterEach(async () => {
   await Promise.all(sessions.splice(0).map((s) => s.close()));

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LineChannel } from '../../../src/framing/LineChannel.js';
 import { NdjsonRpcSession } from '../../../src/shapes/ndjson-rpc/NdjsonRpcSession.js';
 import { trackLaunches, type LaunchTracker } from '../../support/launchTracker.js';
 import { plainLauncher } from '../../support/plainLauncher.js';
+import { watchChannels } from '../../support/watchChannels.js';
 
 /** A plugin that never reads its stdin, so the pipe fills and stays full. */
 const DEAF = [process.execPath, '-e', 'setInterval(() => {}, 1000)'];
@@ -10,16 +10,6 @@ const PARAM_BYTES = 64 * 1024;
 
 const trackers: LaunchTracker[] = [];
 
-/** Every LineChannel that sends from now on, to read how many bytes it holds. */
-function watchChannels(): Set<LineChannel> {
-  const channels = new Set<LineChannel>();
-  const send = LineChannel.prototype.send;
-  vi.spyOn(LineChannel.prototype, 'send').mockImplementation(function (this: LineChannel, ...args) {
-    channels.add(this);
-    return send.apply(this, args);
-  });
-  return channels;
-}
 afterEach(async () => {
   await Promise.all(trackers.splice(0).map((t) => t.stopAll()));
   vi.restoreAllMocks();
