@@ -3,7 +3,6 @@
  * tsx), with the SDK's own Client: over stdio, and over Streamable HTTP with
  * a generated token and a configuration file naming a second client.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,24 +10,19 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
-import { waitUntil } from '../support/eventually.js';
 import { GatewayPool, resultErrorCode } from '../support/gatewayHarness.js';
 import { HostPool, removePackages } from '../support/hostHarness.js';
+import { ServeProcesses } from '../support/serveProcess.js';
 
 const TIMEOUT_MS = 180_000;
 const READER_TOKEN = 'reader-token-0123456789abcdef';
 
 const pool = new HostPool();
 const clients = new GatewayPool();
-const children: ChildProcessWithoutNullStreams[] = [];
+const serves = new ServeProcesses();
 afterEach(async () => {
   await clients.cleanup();
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
+  await serves.cleanup();
   await pool.cleanup();
 });
 afterAll(() => removePackages());
@@ -90,18 +84,12 @@ describe('mcp-plugin-host serve', () => {
           http: { port: 0, clients: [{ name: 'reader', token: { env: 'READER_TOKEN' }, allow: ['host-memory'] }] },
         }),
       );
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI_SOURCE, 'serve', '--config', config], { cwd: REPO, env: cliEnv({ READER_TOKEN }), stdio: ['pipe', 'pipe', 'pipe'] });
-      children.push(child);
-      let stderr = '';
-      let stdout = '';
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      await waitUntil(() => /bearer token \(shown once\): \S+\n/.test(stderr) || child.exitCode !== null, 60_000);
-      const url = /listening on (\S+)/.exec(stderr)?.[1] ?? '';
-      const token = /bearer token \(shown once\): (\S+)/.exec(stderr)?.[1] ?? '';
-      expect(url, stderr).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const served = await serves.start(['--config', config], { env: { READER_TOKEN }, ready: /bearer token \(shown once\): \S+\n/ });
+      const { url } = served;
+      const token = /bearer token \(shown once\): (\S+)/.exec(served.stderr())?.[1] ?? '';
+      expect(url, served.stderr()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
       expect(token.length).toBeGreaterThanOrEqual(32);
-      expect(stdout).not.toContain(token);
+      expect(served.stdout()).not.toContain(token);
 
       const anonymous = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
       expect(anonymous.status).toBe(401);
