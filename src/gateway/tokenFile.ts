@@ -7,6 +7,7 @@ import { constants, type BigIntStats, type Stats } from 'node:fs';
 import { lstat, open, readlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
+import { folderReplaceable } from '../sandbox/replaceableFolders.js';
 import { GATEWAY_DEFAULTS } from './gatewayDefaults.js';
 
 // O_NONBLOCK: opening a FIFO planted at the path would otherwise wait for a writer forever. O_NOFOLLOW: the walk resolved
@@ -16,9 +17,6 @@ const TOKEN_FILE_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O
 
 const WRITABLE_BY_GROUP_OR_OTHERS = 0o022;
 const READABLE_BY_OTHERS = 0o004;
-// S_ISVTX, which node:fs does not export.
-const STICKY = 0o1000;
-
 // Linux gives up on a path after 40 links (ELOOP); so does this.
 const MAX_LINKS_FOLLOWED = 40;
 
@@ -52,14 +50,19 @@ function tokenFileTrust(info: Owned): { readonly refused?: string; readonly warn
  * can rename the file away and put another in its place. A sticky directory
  * (`/tmp`, a Kubernetes secret volume) may be writable by all: there only an
  * entry's owner (or the directory's) may rename or remove it, and the next
- * component's owner is judged in its turn.
+ * component's owner is judged in its turn. The rule is the project's one for
+ * folders (sandbox/replaceableFolders.ts); the walk that applies it is this
+ * file's own, as it judges the links and the file on the same walk.
  */
 function directoryTrust(at: string, info: Owned): string | undefined {
-  if (!trustedOwner(info.uid)) {
-    return `is reached through the directory ${at}, owned by uid ${info.uid}, neither this process's user (${process.geteuid?.()}) nor root: its owner can replace the file; move the file or chown the directory`;
+  const self = process.geteuid?.();
+  // Without a user id to compare (not POSIX), any owner is taken, as trustedOwner takes it.
+  const replaceable = folderReplaceable(at, info, self ?? info.uid);
+  if (replaceable?.reason === 'foreign_owner') {
+    return `is reached through the directory ${at}, owned by uid ${replaceable.ownerUid}, neither this process's user (${self}) nor root: its owner can replace the file; move the file or chown the directory`;
   }
-  if ((info.mode & WRITABLE_BY_GROUP_OR_OTHERS) !== 0 && (info.mode & STICKY) === 0) {
-    return `is reached through the directory ${at}, writable by its group or by others without the sticky bit (mode ${octal(info.mode)}): whoever can write it can replace the file; chmod go-w it (or +t)`;
+  if (replaceable?.reason === 'writable_by_others') {
+    return `is reached through the directory ${at}, writable by its group or by others without the sticky bit (mode ${replaceable.mode.padStart(4, '0')}): whoever can write it can replace the file; chmod go-w it (or +t)`;
   }
   return undefined;
 }

@@ -81,9 +81,27 @@ export function replaceableFolder(path: string, uid: number | undefined): Replac
   for (const folder of folders) {
     const info = statSync(folder, { throwIfNoEntry: false });
     if (info === undefined) return { reason: 'missing', folder };
-    const mode = (info.mode & 0o7777).toString(8);
-    if (info.uid !== 0 && info.uid !== uid) return { reason: 'foreign_owner', folder, ownerUid: info.uid, mode };
-    if ((info.mode & 0o022) !== 0 && (info.mode & 0o1000) === 0) return { reason: 'writable_by_others', folder, mode };
+    const replaceable = folderReplaceable(folder, info, uid);
+    if (replaceable !== undefined) return replaceable;
   }
+  return undefined;
+}
+
+/**
+ * Whether a user other than root and `uid` could change what `folder` holds,
+ * judged by its owner and mode as `info` (its stat) gives them: the rule
+ * {@link replaceableFolder} applies to each folder, for a caller that walks a
+ * path itself (gateway/tokenFile.ts judges each link and the file on the
+ * same walk).
+ */
+export function folderReplaceable(
+  folder: string,
+  info: { readonly mode: number; readonly uid: number },
+  uid: number | undefined,
+): Extract<ReplaceableFolder, { reason: 'foreign_owner' | 'writable_by_others' }> | undefined {
+  const mode = (info.mode & 0o7777).toString(8);
+  if (info.uid !== 0 && info.uid !== uid) return { reason: 'foreign_owner', folder, ownerUid: info.uid, mode };
+  // The sticky bit (S_ISVTX) lets only an entry's owner (or the folder's) rename or remove it.
+  if ((info.mode & 0o022) !== 0 && (info.mode & 0o1000) === 0) return { reason: 'writable_by_others', folder, mode };
   return undefined;
 }
