@@ -33,6 +33,7 @@ import { removeTree } from './removeTree.js';
 import { resolveLimits, type PackageLimits } from './limits.js';
 import { openPackageSource, type PackageSourceKind, type StagedPackage } from './openPackageSource.js';
 import { sameAsPinned, sameTree } from './sameTree.js';
+import { reuseRecordedManifest } from './recordedIntrospection.js';
 import { collectSchemaGarbage } from './schemaGarbage.js';
 import { unpin, writePin } from './schemaPins.js';
 import { storeSchema, withSchemaStoreLock } from './schemaStore.js';
@@ -1054,10 +1055,19 @@ export class Installer {
       // Once removed, the owner record keeps the bin it ran with, as it keeps its powers.
       return Object.hasOwn(plugins, id) ? plugins[id]?.package.bin : snapshot.isOk() ? ownerRecordOf(snapshot.value, id)?.bin : undefined;
     };
+    // The same files as the installed plugin's, under the same grant: the tool list its install recorded for them stands in for a start.
+    const recordedIntrospection = async (id: string, tree: string, expected: Readonly<Record<string, unknown>>): Promise<boolean> => {
+      const snapshot = await this.#o.store.snapshot();
+      const plugin = snapshot.isOk() ? lookupPlugin(snapshot.value, { profile: snapshot.value.profile, plugin_id: id }) : undefined;
+      const pin = plugin?.lock.binding.tree;
+      if (plugin === undefined || pin === undefined || !sameGrant(plugin.lock.grant, options.grant)) return false;
+      return reuseRecordedManifest(plugin.lock.binding.install_root, pin, tree, expected);
+    };
     return openNpmSource(source, {
       ...this.#npmSourceOptions(options.args, granted),
       ...(options.manifest === undefined ? {} : { manifest: options.manifest }),
       ...(options.bin === undefined ? { recordedBin } : { bin: options.bin }),
+      ...(installing ? { recordedIntrospection } : {}),
     });
   }
 

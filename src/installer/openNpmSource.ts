@@ -122,6 +122,14 @@ export interface NpmSourceOptions {
    * used when {@link bin} is absent: an upgrade keeps the choice.
    */
   readonly recordedBin?: (pluginId: string) => Promise<string | undefined>;
+  /**
+   * Asked before an introspection start, with the plugin id, the staged tree
+   * and the manifest the start would generate but for its tools: writes the
+   * manifest an earlier install generated for exactly these files under the
+   * same grant into the tree and answers true, and then nothing of the
+   * package runs (see `reuseRecordedManifest`).
+   */
+  readonly recordedIntrospection?: (pluginId: string, tree: string, expected: Readonly<Record<string, unknown>>) => Promise<boolean>;
   /** How to ask a server that ships no manifest, when the caller gave none, for its tools. */
   readonly introspection?: NpmIntrospectionOptions;
 }
@@ -272,6 +280,14 @@ async function manifestFor(
     const consented = await introspection.consent(networkedStart(fetched, executable.value, sourcePath, network ?? { network: false }, tree.root));
     if (consented.isErr()) return err(consented.error);
   }
+  const expected = generatedManifest({ packageJson, executable: executable.value, tools: [], installScripts: fetched.installScripts });
+  // Judged as the start would be (above); the same files as installed, under the same grant: what their start listed then is
+  // recorded, and nothing needs to run.
+  if (await options.recordedIntrospection?.(String(expected['plugin_id']), tree.root, expected)) {
+    // As after a start: the tree is readable to a server's own user, as an install root is.
+    await chmod(tree.root, DIRECTORY_MODE);
+    return ok({ origin: 'introspection', ...(bin === undefined ? {} : { bin }) });
+  }
   const workDir = join(stage, 'introspection');
   // The server may run as a user of its own: the tree must be readable to it, as an install root is.
   await chmod(tree.root, DIRECTORY_MODE);
@@ -285,7 +301,7 @@ async function manifestFor(
     timeoutMs: introspection.timeoutMs ?? DEFAULT_INTROSPECTION_TIMEOUT_MS,
     ...(introspection.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: introspection.requestTimeoutMs }),
     ...(introspection.envDenylist === undefined ? {} : { envDenylist: introspection.envDenylist }),
-    pluginId: String(generatedManifest({ packageJson, executable: executable.value, tools: [], installScripts: fetched.installScripts })['plugin_id']),
+    pluginId: String(expected['plugin_id']),
     ...(options.args === undefined ? {} : { args: options.args }),
     ...(introspection.searchPath === undefined ? {} : { searchPath: introspection.searchPath }),
     ...(introspection.clientRequests === undefined ? {} : { clientRequests: introspection.clientRequests }),
