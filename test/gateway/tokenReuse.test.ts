@@ -8,11 +8,10 @@
  * real HTTP, real token files.
  */
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitUntil } from '../support/eventually.js';
 import { HostPool } from '../support/hostHarness.js';
-import { serveGateway } from '../../src/index.js';
+import { tokenFileGateway } from './tokenFileGateway.js';
 
 const TIMEOUT_MS = 120_000;
 const VERSION = '2025-06-18';
@@ -45,27 +44,12 @@ describe('a bearer token rotated away', () => {
   it(
     "is refused when a client's file gives it again, its own or another's, and a throwing onNotice changes nothing",
     async () => {
-      const dir = await pool.profile();
-      const own = join(dir, 'default-token');
-      const other = join(dir, 'ci-token');
-      await writeFile(own, `${TOKEN_A}\n`, { mode: 0o600 });
-      await writeFile(other, `${TOKEN_B}\n`, { mode: 0o600 });
-      const host = await pool.open(dir);
       const notices: string[] = [];
-      const served = await serveGateway(host, {
-        http: {
-          port: 0,
-          tokenFile: own,
-          clients: [{ name: 'ci', token: TOKEN_B, tokenFile: other, policy: {} }],
-          // A host application's logger that fails: it heard the notice, then threw.
-          onNotice: (m) => {
-            notices.push(m);
-            throw new Error('the logger is gone');
-          },
-        },
+      // A host application's logger that fails: it heard the notice, then threw.
+      const { gateway, own, other } = await tokenFileGateway(pool, { own: TOKEN_A, ci: TOKEN_B }, (m) => {
+        notices.push(m);
+        throw new Error('the logger is gone');
       });
-      if (served.isErr()) throw served.error;
-      const gateway = served.value;
       const url = gateway.url ?? '';
       try {
         // ci's token B leaked and is rotated away.

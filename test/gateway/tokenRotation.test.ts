@@ -6,15 +6,14 @@
  * the connection it was accepted on, the new one is accepted in the same
  * session, and the old token's open GET stream is ended.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { chmod, rename, writeFile } from 'node:fs/promises';
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI_SOURCE, REPO } from '../cli/cliHarness.js';
 import { waitUntil } from '../support/eventually.js';
 import { HostPool } from '../support/hostHarness.js';
-import { serveGateway } from '../../src/index.js';
+import { ServeProcesses } from '../support/serveProcess.js';
+import { tokenFileGateway } from './tokenFileGateway.js';
 
 const TIMEOUT_MS = 120_000;
 const VERSION = '2025-06-18';
@@ -26,14 +25,9 @@ const TOKEN_D = 'rotation-token-d-0123456789abcdef';
 const NOTICED_WITHIN_MS = 20_000;
 
 const pool = new HostPool();
-const children: ChildProcessWithoutNullStreams[] = [];
+const serves = new ServeProcesses();
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null) {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-  }
+  await serves.cleanup();
   await pool.cleanup();
 });
 
@@ -100,13 +94,9 @@ describe('rotating the gateway bearer token through its file', () => {
       await writeFile(file, `${TOKEN_A}\n`, { mode: 0o600 });
       const config = join(dir, 'gateway.json');
       await writeFile(config, JSON.stringify({ profileDir: dir, dev: true, transport: 'http', http: { port: 0, token: { file } } }));
-      const child = spawn(process.execPath, ['--import', 'tsx', CLI_SOURCE, 'serve', '--config', config], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] });
-      children.push(child);
-      let stderr = '';
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      await waitUntil(() => /listening on \S+\n/.test(stderr) || child.exitCode !== null, 60_000);
-      const url = /listening on (\S+)/.exec(stderr)?.[1] ?? '';
-      expect(url, stderr).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const served = await serves.start(['--config', config]);
+      const { child, url } = served;
+      expect(url, served.stderr()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       try {
         const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'rotation', version: '1' } } };
@@ -133,8 +123,8 @@ describe('rotating the gateway bearer token through its file', () => {
         expect(refused?.reused).toBe(true);
         expect((await post(agent, url, TOKEN_B, listTools((id += 1)), session)).status).toBe(200);
         await waitUntil(() => stream.ended(), NOTICED_WITHIN_MS);
-        expect(stderr).toContain(`the bearer token of client 'default' changed in ${file}`);
-        expect(stderr).not.toContain(TOKEN_B);
+        expect(served.stderr()).toContain(`the bearer token of client 'default' changed in ${file}`);
+        expect(served.stderr()).not.toContain(TOKEN_B);
 
         // An in-place write: the same file truncated and written.
         await writeFile(file, `${TOKEN_C}\n`);
@@ -146,8 +136,8 @@ describe('rotating the gateway bearer token through its file', () => {
         await writeFile(`${file}.new`, `${TOKEN_D}\n`, { mode: 0o600 });
         await chmod(`${file}.new`, 0o622);
         await rename(`${file}.new`, file);
-        await waitUntil(() => stderr.includes("client 'default' keeps its previous token"), NOTICED_WITHIN_MS);
-        expect(stderr).toContain('is writable by its group or by others');
+        await waitUntil(() => served.stderr().includes("client 'default' keeps its previous token"), NOTICED_WITHIN_MS);
+        expect(served.stderr()).toContain('is writable by its group or by others');
         expect((await post(agent, url, TOKEN_D, listTools((id += 1)), session)).status).toBe(401);
         expect((await post(agent, url, TOKEN_C, listTools((id += 1)), session)).status).toBe(200);
         expect(child.exitCode).toBeNull();
@@ -162,18 +152,8 @@ describe('rotating the gateway bearer token through its file', () => {
   it(
     'reads a library caller\'s token file at start, and keeps a client\'s token when its file is rewritten with another client\'s',
     async () => {
-      const dir = await pool.profile();
-      const own = join(dir, 'default-token');
-      const other = join(dir, 'ci-token');
-      await writeFile(own, `${TOKEN_A}\n`, { mode: 0o600 });
-      await writeFile(other, `${TOKEN_B}\n`, { mode: 0o600 });
-      const host = await pool.open(dir);
       const notices: string[] = [];
-      const served = await serveGateway(host, {
-        http: { port: 0, tokenFile: own, clients: [{ name: 'ci', token: TOKEN_B, tokenFile: other, policy: {} }], onNotice: (m) => notices.push(m) },
-      });
-      if (served.isErr()) throw served.error;
-      const gateway = served.value;
+      const { gateway, other } = await tokenFileGateway(pool, { own: TOKEN_A, ci: TOKEN_B }, (m) => notices.push(m));
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       try {
         expect(gateway.token).toBe(TOKEN_A);
