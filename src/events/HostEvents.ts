@@ -54,9 +54,18 @@ export interface HostEventMap {
   /**
    * One line an MCP-speaking plugin wrote to stdout that is not JSON-RPC (a
    * banner, a log line), dropped under the `tolerate` stdout policy; `line`
-   * holds at most its first 200 characters.
+   * holds at most its first 200 characters. Lines past a budget per plugin
+   * process (etc/mcp-stdout.json: a burst, then a rate) come as one summary
+   * (`suppressed`: how many, `line` empty) instead of one event each; the
+   * count still waiting goes out when the process's stdout ends or it is
+   * stopped. Dropped lines = events without `suppressed` + the sum of `suppressed`.
    */
-  readonly stdout: { readonly plugin_id: string; readonly line: string };
+  readonly stdout: {
+    readonly plugin_id: string;
+    readonly line: string;
+    /** Set on a summary, not a line: how many lines were not reported one by one since the last summary. */
+    readonly suppressed?: number;
+  };
   /**
    * An MCP-speaking plugin said its list of tools, resources or prompts
    * changed. For tools, `code` is `PLUGIN_TOOLS_MISMATCH` when the new list

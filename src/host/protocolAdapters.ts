@@ -40,8 +40,12 @@ export interface SessionContext {
   readonly logger: Logger;
   /** Randomness for request ids. */
   readonly random: Random;
-  /** Told each stdout line the plugin wrote that is not its protocol's (dropped under the `tolerate` policy). */
-  readonly onStdoutNoise: (line: string) => void;
+  /**
+   * Told each stdout line the plugin wrote that is not its protocol's
+   * (dropped under the `tolerate` policy), up to a budget per process; past
+   * it, summaries: an empty `line` and the count of lines not told (`suppressed`).
+   */
+  readonly onStdoutNoise: (line: string, suppressed?: number) => void;
   /** Told each list_changed, resource update and log message an MCP-speaking plugin sends. */
   readonly onNotice: (notice: McpPluginNotice) => void;
   /** Told when a start failed after every call waiting for it left (a failure no call reports), for the crash policy. */

@@ -92,7 +92,8 @@ export class PluginRuntimes {
     if (adapter.isErr()) return err(adapter.error);
     const { launcher, config, clock, logger, random, events } = this.#parts;
     const launch = launcher.launcherFor(plugin, adapter.value);
-    const onStdoutNoise = (line: string): void => events.emit('stdout', { plugin_id: id, line: config.knownSecrets.redactor.redact(line) });
+    const onStdoutNoise = (line: string, suppressed?: number): void =>
+      events.emit('stdout', { plugin_id: id, line: config.knownSecrets.redactor.redact(line), ...(suppressed === undefined ? {} : { suppressed }) });
     const onNotice = (notice: McpPluginNotice): void => emitNotice(events, id, notice, config.knownSecrets.redactor);
     const onUnseenStartFailure = (failure: HostError): void => this.#parts.onUnseenStartFailure?.(id, runtime, this.withStartEnv(id, failure));
     const onClientRequest = (report: ClientRequestReport): void => events.emit('client_request', { plugin_id: id, ...report });

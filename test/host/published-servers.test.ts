@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HostEventMap } from '../../src/events/HostEvents.js';
 import type { PluginHost } from '../../src/host/PluginHost.js';
+import stdoutSettings from '../../etc/mcp-stdout.json' with { type: 'json' };
+import { stoppedClock } from '../support/clocks.js';
 import { waitUntil } from '../support/eventually.js';
 import { HostPool, removePackages, textOf } from '../support/hostHarness.js';
 
@@ -45,6 +47,23 @@ describe('stdout that is not JSON-RPC', () => {
       { plugin_id: ID, line: 'echo called with 3 characters' },
       { plugin_id: ID, line: 'echo called with 3 characters' },
     ]);
+  });
+
+  it('reports a flood of lines as a burst of stdout events and one summary with the count of the rest (etc/mcp-stdout.json)', async () => {
+    const profile = await pool.profile();
+    await setMode(profile, 'stdout-flood');
+    // Stopped: no token comes back during the test, so the one summary is the one flushed when the process stops.
+    const host = await pool.installed(profile, ['published'], { clock: stoppedClock(Date.UTC(2026, 10, 28)) });
+    const stdout = record(host, 'stdout');
+    expect(textOf((await host.call(op('echo'), { message: 'one' }))._unsafeUnwrap())).toBe('echo: one');
+    await host.close();
+    // 20,000 flood lines, the banner, the JSON log line and the echo's line.
+    const dropped = 20_003;
+    const burst = stdoutSettings.noiseReportsBurst;
+    expect(stdout).toHaveLength(burst + 1);
+    expect(stdout[0]).toEqual({ plugin_id: ID, line: 'flood line 1' });
+    expect(stdout.slice(0, burst).every((event) => event.suppressed === undefined)).toBe(true);
+    expect(stdout[burst]).toEqual({ plugin_id: ID, line: '', suppressed: dropped - burst });
   });
 
   it('fails the plugin under the strict policy, set for this plugin only', async () => {

@@ -16,7 +16,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType, JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { err, ok, type Result } from 'neverthrow';
-import { hostError, type HostError } from '../../errors/HostError.js';
+import { EventBudget } from '../../budget/EventBudget.js';
+import { hostError, isHostError, type HostError } from '../../errors/HostError.js';
+import stdoutSettings from '../../../etc/mcp-stdout.json' with { type: 'json' };
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../../manifest/answerValidation.js';
@@ -39,6 +41,8 @@ const MAX_TOOL_LIST_BYTES = pluginAnswerLimits.maxListBytes;
 /** What one process's compiles of new output schemas may take together (etc/plugin-answers.json; each schema's own bounds are schemaLimits.ts'). */
 const MAX_COMPILED_SCHEMA_BYTES = pluginAnswerLimits.maxCompiledSchemaBytes;
 const EXIT_GRACE_MS = 1000;
+/** The one key of a process's budget for tolerated stdout lines: its log record and its `stdout` event go together. */
+const NOISE = 'stdout';
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
 export type StdoutNoisePolicy = 'fail' | 'tolerate';
@@ -138,8 +142,12 @@ export interface McpConnectionSettings {
   /** Told each resources or prompts list_changed, resource update and log message the plugin sends. */
   readonly onNotice: ((notice: McpPluginNotice) => void) | undefined;
   readonly onStdoutViolation: (violation: HostError) => void;
-  /** Told the (bounded) text of each stdout line dropped under `tolerate`. */
-  readonly onStdoutNoise: ((line: string) => void) | undefined;
+  /**
+   * Told the (bounded) text of each stdout line dropped under `tolerate`, up
+   * to the budget of etc/mcp-stdout.json; past it, one summary: an empty
+   * `line` and how many lines were not told one by one (`suppressed`).
+   */
+  readonly onStdoutNoise: ((line: string, suppressed?: number) => void) | undefined;
   /** How the plugin's requests to its client are answered; undefined: none is. */
   readonly clientRequests: ClientRequestSettings | undefined;
   /** The verified tool list of this code from an earlier start; undefined: every start checks before its first call. */
@@ -224,11 +232,18 @@ export class McpConnection {
   private taskOnlyTools: ReadonlySet<string> = new Set();
   /** A start that trusted a recorded list, until its fresh list passed: the failure it ends with, if it does. */
   private recordCheck: Promise<HostError | undefined> | undefined;
+  /**
+   * Reports of tolerated stdout lines (a log record and a `stdout` event
+   * each): a plugin printing lines in a loop would otherwise make as many of
+   * both, without end (etc/mcp-stdout.json).
+   */
+  private readonly noise: EventBudget<typeof NOISE>;
 
   private constructor(
     readonly process: PluginProcess,
     private readonly settings: McpConnectionSettings,
   ) {
+    this.noise = new EventBudget({ perSecond: stdoutSettings.noiseReportsPerSecond, burst: stdoutSettings.noiseReportsBurst }, settings.clock);
     this.direct = new DirectToolCalls((message) => this.transport.send(message), settings.clock, (error) =>
       settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error'),
     );
@@ -248,8 +263,16 @@ export class McpConnection {
     this.calls = new CallsInFlight((settings.clientRequests?.kinds.length ?? 0) > 0);
     this.client = new Client(settings.clientInfo, { capabilities: clientCapabilities(settings.clientRequests), jsonSchemaValidator: outputSchemaValidators });
     answerClientRequests(this.client, settings.clientRequests, this.calls, settings.clock, settings.logger);
-    this.client.onerror = (error) => settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
-    this.client.onclose = () => void process.stop();
+    this.client.onerror = (error) => {
+      // onStdoutViolation (told next) reports the line: a tolerated one in a budgeted record, another as the failure the connection ends with.
+      if (this.isToleratedNoise(error)) return;
+      settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error');
+    };
+    this.client.onclose = () => {
+      // Every line was read (stdout ended) or none will be (close): the count still waiting for a token goes out now.
+      this.noise.flush();
+      void process.stop();
+    };
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
       // One pending refresh covers any number of notifications: a flood costs the host neither memory nor round trips per notification.
       if (this.refreshQueued) return;
@@ -682,11 +705,22 @@ export class McpConnection {
     }
   }
 
+  /** Whether `error` is a stdout line's violation (it carries the line's excerpt) on a connection that tolerates stdout noise. */
+  private isToleratedNoise(error: Error): boolean {
+    return this.settings.stdoutNoise === 'tolerate' && isHostError(error) && typeof error.details.line_excerpt === 'string';
+  }
+
   private onStdoutViolation(violation: HostError, output: boolean): void {
     this.settings.onStdoutViolation(violation);
     if (output && this.settings.stdoutNoise === 'tolerate') {
       // Published servers print banners and logs there: plugin output, not a fault.
-      this.settings.logger.info({ pid: this.process.pid, code: violation.code, details: violation.details }, 'plugin output on stdout (not JSON-RPC), dropped');
+      const pid = this.process.pid;
+      const summary = (suppressed: number): void => {
+        this.settings.logger.info({ pid, suppressed }, `plugin output on stdout (not JSON-RPC): ${suppressed} more lines dropped, not logged one by one (etc/mcp-stdout.json)`);
+        this.settings.onStdoutNoise?.('', suppressed);
+      };
+      if (!this.noise.admit(NOISE, summary)) return;
+      this.settings.logger.info({ pid, code: violation.code, details: violation.details }, 'plugin output on stdout (not JSON-RPC), dropped');
       const line = violation.details.line_excerpt;
       if (typeof line === 'string') this.settings.onStdoutNoise?.(line);
       return;

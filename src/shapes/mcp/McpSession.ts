@@ -68,8 +68,13 @@ export interface McpSessionOptions {
    * the cap that answers no request, always fail.
    */
   readonly stdoutNoise?: StdoutNoisePolicy;
-  /** Told the text (at most 200 characters) of each stdout line dropped under `tolerate`: the plugin's own output. */
-  readonly onStdoutNoise?: (line: string) => void;
+  /**
+   * Told the text (at most 200 characters) of each stdout line dropped under
+   * `tolerate`: the plugin's own output. Past a budget per process
+   * (etc/mcp-stdout.json), lines are counted instead, and told in summaries:
+   * an empty `line` and the count (`suppressed`); one comes when the process ends.
+   */
+  readonly onStdoutNoise?: (line: string, suppressed?: number) => void;
   /** How the plugin's requests to its client (sampling, elicitation, roots) are answered. Default: none is; each is refused. */
   readonly clientRequests?: ClientRequestSettings;
   /** Told about every `tools/list_changed` once the new list is read. */
