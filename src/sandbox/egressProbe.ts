@@ -5,7 +5,7 @@ import type { HostError } from '../errors/HostError.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild, type LaunchedLauncher } from '../process/spawnChild.js';
 import { nodeRuntimePaths, withScopeLauncher, type SandboxBackend } from './backends.js';
-import { countingServer, sandboxUnsupported } from './probe.js';
+import { countingServer, probeReport, sandboxUnsupported } from './probe.js';
 import { resolveLayout } from './SandboxLayout.js';
 import { SANDBOX_PROXY_PORT } from '../egress/sandboxProxy.js';
 import { sandboxProxyListener, type SandboxListenerFailure } from '../egress/sandboxListener.js';
@@ -36,8 +36,6 @@ const exchange = (port, say) => new Promise((done) => {
   process.stdout.write(JSON.stringify(r));
 })();
 `;
-
-const PROBE_TIMEOUT_MS = 20_000;
 
 const HINT =
   "Plugins with an egress list need the system Python 3 (etc/egress/proxy.json, listenerHelperPythons) to open their proxy address inside the sandbox's network namespace, and the right to enter it (a root host, or the user namespace bubblewrap makes); run the plugin with network: true or without destinations, or fix the cause named here.";
@@ -112,15 +110,8 @@ async function runEgressProbe(backend: SandboxBackend, directories: EgressProbeD
       return err(sandboxUnsupported('egress_unavailable', `The egress probe could not start: ${spawned.error.message}`, HINT, { spawn_code: code, ...(details ?? {}) }));
     }
     const child = spawned.value;
-    const chunks: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    const timer = setTimeout(() => void child.stop({ stdinGraceMs: 0, termGraceMs: 1_000 }), PROBE_TIMEOUT_MS);
-    const exit = await child.exited;
-    clearTimeout(timer);
-    let report: EgressProbeReport;
-    try {
-      report = JSON.parse(Buffer.concat(chunks).toString('utf8')) as EgressProbeReport;
-    } catch {
+    const { report, exit } = await probeReport<EgressProbeReport>(child);
+    if (report === undefined) {
       return err(sandboxUnsupported('egress_unavailable', `The egress probe did not report (${exit.description}): ${child.stderrTail().trim()}`, HINT, { stderr: child.stderrTail().trim() }));
     }
     if (report.direct === 'connected' || directHits() > 0) {

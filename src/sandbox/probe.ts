@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { err, ok, type Result } from 'neverthrow';
 import { hostError, type HostError } from '../errors/HostError.js';
+import type { ExitInfo, PluginProcess } from '../process/PluginProcess.js';
 import { unverifiedCommand } from '../process/spawnPluginProcess.js';
 import { spawnChild } from '../process/spawnChild.js';
 import { nodeRuntimePaths, withScopeLauncher, type SandboxBackend } from './backends.js';
@@ -84,6 +85,25 @@ function listen(server: Server, options: { host: string; port: number } | { path
     server.once('error', reject);
     server.listen(options, () => resolve());
   });
+}
+
+/**
+ * What a probe child printed: the JSON report it writes on stdout at its end
+ * (`undefined` when its output is none, or not JSON), and how it exited. A
+ * child still running after PROBE_TIMEOUT_MS is stopped. The sandbox probe
+ * and the egress probe (egressProbe.ts) read their children so.
+ */
+export async function probeReport<T>(child: PluginProcess): Promise<{ readonly report: T | undefined; readonly exit: ExitInfo }> {
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  const timer = setTimeout(() => void child.stop({ stdinGraceMs: 0, termGraceMs: 1_000 }), PROBE_TIMEOUT_MS);
+  const exit = await child.exited;
+  clearTimeout(timer);
+  try {
+    return { report: JSON.parse(Buffer.concat(chunks).toString('utf8')) as T, exit };
+  } catch {
+    return { report: undefined, exit };
+  }
 }
 
 /**
@@ -171,18 +191,8 @@ async function runProbe(backend: SandboxBackend): Promise<Result<void, HostError
       return err(sandboxUnsupported(LAUNCHER_MISSING[backend.name].cause, `The ${backend.name} launcher cannot be started: ${spawned.error.message}`, LAUNCHER_MISSING[backend.name].hint));
     }
     const child = spawned.value;
-    const chunks: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => chunks.push(c));
-    const timer = setTimeout(() => void child.stop({ stdinGraceMs: 0, termGraceMs: 1_000 }), PROBE_TIMEOUT_MS);
-    const exit = await child.exited;
-    clearTimeout(timer);
-
-    let report: ProbeReport;
-    try {
-      report = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ProbeReport;
-    } catch {
-      return err(classifyFailure(backend, child.stderrTail(), exit.description));
-    }
+    const { report, exit } = await probeReport<ProbeReport>(child);
+    if (report === undefined) return err(classifyFailure(backend, child.stderrTail(), exit.description));
     const escaped: string[] = [];
     if (report.outside === 'written' || existsSync(outsideFile)) escaped.push('a write outside the writable directory succeeded');
     if (report.tcp === 'connected' || tcp.connections() > 0) escaped.push('a TCP connection to a host loopback listener succeeded');
