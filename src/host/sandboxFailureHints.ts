@@ -17,6 +17,16 @@ import { readsLikeNetworkFailure } from '../sandbox/networkFailureWords.js';
 import type { EnforcedPolicy } from '../sandbox/SandboxSpawner.js';
 
 const FAILURE_CODES: ReadonlySet<string> = new Set(hints.failureCodes);
+const MISSING_PROGRAM = hints.missingProgramPatterns.map((pattern) => new RegExp(pattern));
+
+// The program a shell or Node could not find, by its name (mcp-ripgrep@0.4.0: "/bin/sh: 1: rg: not found").
+function missingProgram(said: string): string | undefined {
+  for (const pattern of MISSING_PROGRAM) {
+    const name = pattern.exec(said)?.[1];
+    if (name !== undefined) return name;
+  }
+  return undefined;
+}
 
 /** What the plugin said of its failure: its message, its tool result and, for a crash, its stderr tail. */
 function saidBy(error: HostError): string {
@@ -48,6 +58,8 @@ function sandboxHint(error: HostError, plugin: InstalledPlugin): { readonly hint
   if (said.includes(root) && hints.readOnlyPatterns.some((pattern) => said.includes(pattern))) return { hint: hints.readOnlyHint.replaceAll('{path}', root) };
   const sharedTemp = refusedWriteWithin(said, hints.sharedTempFolders);
   if (sharedTemp !== undefined) return { hint: hints.sharedTempWriteHint.replaceAll('{path}', sharedTemp) };
+  const program = missingProgram(said);
+  if (program !== undefined) return { hint: hints.missingProgramHint.replaceAll('{program}', program) };
   return undefined;
 }
 
@@ -67,8 +79,9 @@ function pathHints(error: HostError, plugin: InstalledPlugin, policy: () => Enfo
  * network failure of a plugin without network or egress destinations, a
  * write refused inside its read-only install root (then named in
  * `details.install_root_write`), or one refused in the machine's shared
- * temporary folder (`/tmp` by name, not TMPDIR), also when a crash's stderr
- * tail says so; else `error` unchanged.
+ * temporary folder (`/tmp` by name, not TMPDIR), or a program it runs that
+ * is not on its PATH, also when a crash's stderr tail says so; else `error`
+ * unchanged.
  * With `policy` (the plugin's enforced sandbox, asked only for a failure
  * that names a path), also a call or start that failed on a host path the
  * sandbox does not show (etc/sandbox-path-hints.json): a Unix socket, whose

@@ -27,6 +27,10 @@
  *   serves MCP with `vg serve`: the host refused it, "has 2 bins and none
  *   named 'cli', so which one is its server is not known", though both
  *   names run the same file.
+ * - mcp-ripgrep@0.4.0 runs ripgrep through /bin/sh; on a machine without
+ *   it, its tool error "/bin/sh: 1: rg: not found" got the generic hint
+ *   ("correct the call or the upstream condition"), nothing saying a
+ *   program is missing from the plugin's PATH.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -169,6 +173,26 @@ async function packSameFileBins(dir: string): Promise<string> {
   return join(dir, 'acme-cli-like-1.0.0.tgz');
 }
 
+// mcp-ripgrep@0.4.0's shape: its tool runs a program through the shell and passes the shell's words on as a tool error.
+const RUNS_A_PROGRAM = `#!/usr/bin/env node
+import { execSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const { id, method, params } = JSON.parse(line);
+  if (id === undefined) return;
+  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'grep-like', version: '0.4.0' } } });
+  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'search', inputSchema: { type: 'object' } }] } });
+  else if (method === 'tools/call') {
+    try {
+      send({ id, result: { content: [{ type: 'text', text: execSync('p9-absent-grep -n x .', { stdio: 'pipe' }).toString() }] } });
+    } catch (error) {
+      send({ id, result: { isError: true, content: [{ type: 'text', text: 'Error: Command failed with exit code ' + error.status + '\\n' + String(error.stderr) }] } });
+    }
+  } else send({ id, error: { code: -32601, message: 'no ' + method } });
+});
+`;
+
 const failure = (result: { isErr(): boolean; _unsafeUnwrapErr(): HostError }): HostError => {
   expect(result.isErr()).toBe(true);
   return result._unsafeUnwrapErr();
@@ -257,6 +281,16 @@ describe('published servers, ninth round: fixtures', () => {
     const called = await again.call('plug.cli-like.vg_show', {}, { maxRisk: 'destructive' });
     if (called.isErr()) throw new Error(called.error.message);
     expect(JSON.stringify(called.value)).toContain('served by serve');
+  });
+
+  it('says a program the server runs is not on its PATH (mcp-ripgrep without rg)', { timeout: SLOW }, async () => {
+    const host = await pool.open(await pool.profile(), { profileKind: 'standard', activation: 'immediate' });
+    (await host.install(`npm:${await packServer(dir.path, { name: 'grep-like', source: RUNS_A_PROGRAM })}`, { canary: false }))._unsafeUnwrap();
+    const error = failure(await host.call('plug.grep-like.search', {}, { maxRisk: 'destructive' }));
+    expect(error.code).toBe('PLUGIN_TOOL_ERROR');
+    expect(JSON.stringify(error.details['result'])).toMatch(/sh: \d+: p9-absent-grep: not found/);
+    expect(error.hint.startsWith("The plugin runs a program, 'p9-absent-grep', that its sandbox does not find")).toBe(true);
+    expect(error.hint).toContain('/usr/local/bin, /usr/bin, /bin');
   });
 
   it('redacts a granted value the CLI printed on stdout, in the message and in details.stdout_lines', { timeout: SLOW }, async () => {
