@@ -20,19 +20,13 @@ import { bundledNpmCli } from '../../src/installer/npmFetch.js';
 import type { TrustRequest } from '../../src/installer/trust.js';
 import { HostPool } from '../support/hostHarness.js';
 import { serveNpmPackages, serveNpmVersions } from '../support/localNpmRegistry.js';
+import { stdioMcpServerSource } from '../support/stdioMcpServer.js';
 
-const SERVER = `#!/usr/bin/env node
-import { createInterface } from 'node:readline';
-const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');
-createInterface({ input: process.stdin }).on('line', (line) => {
-  const { id, method, params } = JSON.parse(line);
-  if (id === undefined) return;
-  if (method === 'initialize') send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'same-name', version: '1.0.0' } } });
-  else if (method === 'tools/list') send({ id, result: { tools: [{ name: 'look', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] } });
-  else if (method === 'tools/call') send({ id, result: { content: [{ type: 'text', text: 'ok' }] } });
-  else send({ id, error: { code: -32601, message: 'no ' + method } });
+const SERVER = stdioMcpServerSource({
+  name: 'same-name',
+  tools: [{ name: 'look', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }],
+  call: "send({ id, result: { content: [{ type: 'text', text: 'ok' }] } });",
 });
-`;
 
 const pool = new HostPool();
 let base: string;
