@@ -266,11 +266,12 @@ interface Launch {
   readonly mountedMain?: PluginCommand['mountedMain'];
 }
 
-const userArgsOf = (record: ExecutableBindingRecord): string[] => record.argv_normalized.slice(expectedArgvPrefix(record).length);
+/** The arguments a binding starts its executable with, after the executable (and its interpreter): what an install's `args` became. */
+export const launchArgumentsOf = (record: ExecutableBindingRecord): string[] => record.argv_normalized.slice(expectedArgvPrefix(record).length);
 
 /** A native program: the verified copy itself is executed. */
 function launchNative(record: ExecutableBindingRecord, copy: VerifiedCopy): Launch {
-  return { argv: [descriptorPath(childFd(0)), ...userArgsOf(record)], handles: [copy.handle] };
+  return { argv: [descriptorPath(childFd(0)), ...launchArgumentsOf(record)], handles: [copy.handle] };
 }
 
 // The verified copy is always the child's first inherited descriptor, so the bootstraps never change.
@@ -283,7 +284,7 @@ function launchScript(record: ExecutableBindingRecord, copy: VerifiedCopy, pin: 
   const handles = [copy.handle, interpreter.handle];
   const program = descriptorPath(childFd(1));
   const script = scriptPathOf(record.install_root, record.executable_path);
-  const userArgs = userArgsOf(record);
+  const userArgs = launchArgumentsOf(record);
   if (pin.kind === 'node') {
     const bootstrap = pin.node_main === 'in_thread_hook' ? NODE_IN_THREAD_BOOTSTRAP : NODE_WORKER_BOOTSTRAP;
     return { argv: [program, ...pin.args, '--import', bootstrap, script, ...userArgs], handles };
@@ -307,10 +308,10 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
   const script = scriptPathOf(record.install_root, record.executable_path);
   const program = descriptorPath(childFd(1));
   return {
-    argv: [program, ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...userArgsOf(record)],
+    argv: [program, ...pin.args, ...integrityPolicyOptions(descriptorPath(childFd(0)), guard), script, ...launchArgumentsOf(record)],
     handles: [policy, interpreter.handle, copy.handle],
     readOnlyPaths: [guard],
-    mountedMain: { index: 2, path: script, argv: [program, ...pin.args, ...mountedMainOptions(guard), script, ...userArgsOf(record)] },
+    mountedMain: { index: 2, path: script, argv: [program, ...pin.args, ...mountedMainOptions(guard), script, ...launchArgumentsOf(record)] },
   };
 }
 
@@ -321,7 +322,7 @@ function launchUnderPolicy(record: ExecutableBindingRecord, pin: InterpreterPin,
  */
 function launchMountedOnly(record: ExecutableBindingRecord, pin: InterpreterPin, copy: VerifiedCopy, interpreter: OpenedFile, guard: string): Launch {
   const script = scriptPathOf(record.install_root, record.executable_path);
-  const argv = [descriptorPath(childFd(1)), ...pin.args, ...mountedMainOptions(guard), script, ...userArgsOf(record)];
+  const argv = [descriptorPath(childFd(1)), ...pin.args, ...mountedMainOptions(guard), script, ...launchArgumentsOf(record)];
   return { argv, handles: [copy.handle, interpreter.handle], readOnlyPaths: [guard], mountedMain: { index: 0, path: script, argv, required: true } };
 }
 

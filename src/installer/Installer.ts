@@ -1,7 +1,7 @@
 import { mkdir, realpath, rename, rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { err, errAsync, ok, ResultAsync, type Result } from 'neverthrow';
-import { bindExecutable, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
+import { bindExecutable, launchArgumentsOf, type ExecutableBindingRecord } from '../binding/ExecutableBinding.js';
 import { confinedInterpreterVersion } from '../binding/interpreterVersion.js';
 import { bindModuleEntry } from '../binding/ModuleEntryBinding.js';
 import { pinnedEntries, pinPackageTree, type HashedWhileWritten } from '../binding/packageTree.js';
@@ -835,7 +835,11 @@ export class Installer {
     if (compareVersions(manifest.version, plugin.lock.version) === 0 && (await this.#samePackage(staged, plugin.lock))) {
       // The same bytes again repair an install root changed since install, and pin the tree of a lock row from before tree pins; under another grant they are installed again.
       const intact = plugin.lock.binding.tree !== undefined && (await verifyBindingTree(plugin.lock.binding)).isOk();
-      const unchanged = intact && sameGrant(plugin.lock.grant, options.grant) && sameSettings(plugin.descriptor?.launch?.settings, manifest.launch?.settings);
+      const unchanged =
+        intact &&
+        sameGrant(plugin.lock.grant, options.grant) &&
+        sameSettings(plugin.descriptor?.launch?.settings, manifest.launch?.settings) &&
+        (await this.#sameLaunchArguments(plugin, manifest, options));
       if (unchanged) return ok({ kind: 'unchanged', plugin });
       // The bytes the recorded key signed, given again unsigned, keep that signer: otherwise a repair would drop the pin and let an unsigned upgrade in.
       const installedSigner = plugin.lock.package.signer;
@@ -1061,6 +1065,10 @@ export class Installer {
       const plugin = snapshot.isOk() ? lookupPlugin(snapshot.value, { profile: snapshot.value.profile, plugin_id: id }) : undefined;
       const pin = plugin?.lock.binding.tree;
       if (plugin === undefined || pin === undefined || !sameGrant(plugin.lock.grant, options.grant)) return false;
+      // Other arguments may make the server list other tools.
+      const args = options.args === undefined ? [] : resolveLaunchArgs(options.args, this.#o.layout.dataDir(id));
+      const recorded = launchArgumentsOf(plugin.lock.binding);
+      if (args.length !== recorded.length || args.some((arg, i) => arg !== recorded[i])) return false;
       return reuseRecordedManifest(plugin.lock.binding.install_root, pin, tree, expected);
     };
     return openNpmSource(source, {
@@ -1538,6 +1546,15 @@ export class Installer {
     await this.#collectAfterCommit(id);
     const plugin = lookupPlugin(committed, { profile: committed.profile, plugin_id: id });
     return plugin === undefined ? err(hostError('CATALOG_CORRUPT', `plugin '${id}' is missing from the generation its install published`)) : ok(plugin);
+  }
+
+  /** Whether this install would start the installed plugin's executable with the arguments its binding records. */
+  async #sameLaunchArguments(plugin: InstalledPlugin, manifest: NormalizedManifest, options: InstallOptions): Promise<boolean> {
+    const code = pinnedCodeOf(manifest, options.pythonIndexUrl);
+    if (code?.kind !== 'executable') return true;
+    const args = (await this.#argsOf(code, options, manifest.plugin_id, plugin.lock.binding.install_root)) ?? [];
+    const recorded = launchArgumentsOf(plugin.lock.binding);
+    return args.length === recorded.length && args.every((arg, i) => arg === recorded[i]);
   }
 
   /** The arguments recorded in the binding: the package's own (an MCP Bundle's, `${__dirname}` being the install root), else the caller's. */

@@ -7,9 +7,8 @@
  * under another grant it is introspected again. Real npm pack, real
  * sandboxed starts.
  */
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HostPool } from '../support/hostHarness.js';
+import { HostPool, jsonOf } from '../support/hostHarness.js';
 import { packServer } from './npmPack.js';
 
 const SLOW = 180_000;
@@ -52,5 +51,32 @@ describe('an unchanged npm reinstall', () => {
     // Another grant is another introspection start (its env and network may change what the server lists).
     const regranted = await host.install(`npm:${tarball}`, { canary: false, grant: { network: true } });
     expect(regranted._unsafeUnwrapErr().code).toBe('PLUGIN_ALREADY_INSTALLED');
+    // So are other arguments (they may change what the server lists).
+    const reargued = await host.install(`npm:${tarball}`, { canary: false, args: ['--read-only'] });
+    expect(reargued._unsafeUnwrapErr().code).toBe('PLUGIN_ALREADY_INSTALLED');
+  });
+
+  it('runs the server with the arguments of a reinstall that changes only them', { timeout: SLOW }, async () => {
+    const work = await pool.profile();
+    const tarball = await packServer(work, { name: 'argv-npm', source: ARGV_SERVER });
+    const dir = await pool.profile();
+    const argvOfServer = async (): Promise<unknown> => {
+      const host = await pool.open(dir, { profileKind: 'standard' });
+      const answer = jsonOf((await host.call('plug.argv-npm.argv', {}, { maxRisk: 'destructive' }))._unsafeUnwrap());
+      await host.close();
+      return answer;
+    };
+    const installer = await pool.open(dir, { profileKind: 'standard' });
+    (await installer.install(`npm:${tarball}`, { canary: false, args: ['--first'] }))._unsafeUnwrap();
+    expect(await argvOfServer()).toEqual(['--first']);
+    const again = (await installer.install(`npm:${tarball}`, { canary: false, args: ['--second'] }))._unsafeUnwrap();
+    expect(again.unchanged).toBeUndefined();
+    expect(await argvOfServer()).toEqual(['--second']);
+    expect((await installer.install(`npm:${tarball}`, { canary: false, args: ['--second'] }))._unsafeUnwrap().unchanged).toBe(true);
   });
 });
+
+/** A server whose one tool answers with the arguments it was started with. */
+const ARGV_SERVER = CHANGING_SERVER.replace("const started = String(Math.random());", "const started = JSON.stringify(process.argv.slice(2));")
+  .replace("'Started as ' + started", "'Answers its arguments'")
+  .replaceAll("'hello'", "'argv'");
