@@ -28,6 +28,7 @@ import { adoptPeerDependencies } from './npmPeers.js';
 import { readAtMost } from '../manifest/readAtMost.js';
 import { SecretRedactor } from '../secrets/knownSecrets.js';
 import { startRegistryOnlyProxy, type RegistryOnlyProxy } from './npmProxy.js';
+import { exemptFromHostProxy } from './hostProxy.js';
 
 /** Where npm comes from and which registry it asks. */
 export interface NpmSettings {
@@ -232,7 +233,7 @@ function npmEnvironmentOf(home: string, ownProxy: boolean, registry: string): No
   const passed = Object.fromEntries(names.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
   // Behind the host's proxy, a NO_PROXY entry sent a dependency's URL (an internal service's, the reason it is listed)
   // around it, straight from the host: npm keeps one for the registry alone, when the host's list exempts it.
-  const direct = !ownProxy && exemptFromProxy(new URL(registry).hostname) ? { NO_PROXY: new URL(registry).hostname } : {};
+  const direct = !ownProxy && exemptFromHostProxy(new URL(registry).hostname) ? { NO_PROXY: new URL(registry).hostname } : {};
   return { ...passed, ...direct, PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, npm_config_userconfig: `/dev/fd/${USERCONFIG_FD}`, npm_config_globalconfig: join(home, 'npmrc-global') };
 }
 
@@ -242,16 +243,6 @@ function npmEnvironmentOf(home: string, ownProxy: boolean, registry: string): No
 const PROXY_ENV = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 const NO_PROXY_ENV = ['NO_PROXY', 'no_proxy'];
 const hostHasProxy = (): boolean => ['HTTPS_PROXY', 'https_proxy'].some((name) => (process.env[name] ?? '') !== '');
-
-/** Whether the host's NO_PROXY exempts `hostname`, matched as npm matches it (the entry's dot-separated labels end the name). */
-function exemptFromProxy(hostname: string): boolean {
-  const labels = hostname.toLowerCase().split('.').reverse();
-  const entries = NO_PROXY_ENV.flatMap((name) => (process.env[name] ?? '').split(','));
-  return entries.some((entry) => {
-    const wanted = entry.trim().toLowerCase().split('.').filter(Boolean).reverse();
-    return wanted.length > 0 && wanted.every((label, i) => labels[i] === label);
-  });
-}
 
 /** The registry as npm is told it (no user or password in its URL), the private configuration that authenticates to it, and what to redact. */
 interface RegistryAccess {
