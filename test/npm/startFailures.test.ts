@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HostPool, textOf } from '../support/hostHarness.js';
 import { packGreeterServer, packServer } from './npmPack.js';
+import { pluginIdOf } from '../../src/installer/npmManifest.js';
 
 const pool = new HostPool();
 afterEach(() => pool.cleanup());
@@ -106,6 +107,14 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 });
 
 describe('npm: plugin ids of scoped packages with generic names', NPM_TIMEOUT, () => {
+  it('keeps the scope of a name made only of generic words, and only there', () => {
+    expect(pluginIdOf('@vibgrate/cli')).toBe('vibgrate-cli');
+    expect(pluginIdOf('@acme/mcp-tools')).toBe('acme-mcp-tools');
+    expect(pluginIdOf('@acme/stdio-server')).toBe('acme-stdio-server');
+    expect(pluginIdOf('@acme/weather-cli')).toBe('weather-cli');
+    expect(pluginIdOf('cli')).toBe('cli');
+  });
+
   it('installs @acme/mcp and @zeta/mcp side by side as acme-mcp and zeta-mcp', async () => {
     const work = await pool.profile();
     const acme = await packServer(work, { name: '@acme/mcp', source: serverSource({}) });
