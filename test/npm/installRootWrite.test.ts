@@ -67,6 +67,7 @@ describe('npm: a server that writes into its own package directory at start', { 
     expect(written).toMatch(/\/bin\/addon\.node$/);
     expect(error.hint.startsWith(`The server writes into its own package directory (${written}), which the host keeps read-only`)).toBe(true);
     expect(error.hint).toContain('must write to its data directory ($HOME) or TMPDIR instead');
+    expect(error.hint).toContain('may take an option naming another (an argument with ${data_dir}');
     expect(error.hint).toContain('report it upstream');
     expect(error.details['engines']).toBeUndefined();
     expect(error.hint).not.toContain('the likely cause');
