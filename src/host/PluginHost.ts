@@ -394,6 +394,8 @@ export class PluginHost {
   /** Follows what other processes do to the profile: everything with `hotReload`, else what must stop now. */
   readonly #watch: CatalogWatch;
   #closed = false;
+  /** Aborted by {@link PluginHost.close}, before its plugins stop: ends waits no process holds (answer validations). */
+  readonly #closing = new AbortController();
 
   /** Typed events, subscribe-only (each is also published on `node:diagnostics_channel`). */
   get events(): HostEventSubscriptions {
@@ -448,7 +450,7 @@ export class PluginHost {
       toolLists,
     });
     const supervisor = new Supervisor({ catalog, runtimes, events, clock, logger, backoffScheduleMs: config.backoffScheduleMs });
-    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, schemas: new CallSchemas(parts.layout, events), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
+    const dispatcher = new CallDispatcher({ runtimes, supervisor, events, clock, config, isClosed, closing: this.#closing.signal, schemas: new CallSchemas(parts.layout, events), shaper: new ResultShaper(parts.layout, config.outputProfiles) });
     this.#catalog = catalog;
     this.#toolLists = toolLists;
     this.#launcher = launcher;
@@ -1000,6 +1002,7 @@ export class PluginHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closing.abort();
     this.#watch.stop();
     await this.#runtimes.closeAll();
     this.#launcher.close();

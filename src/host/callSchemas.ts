@@ -21,6 +21,7 @@ import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from
 import type { ProfileLayout } from '../profile/ProfileLayout.js';
 import type { CallResult } from '../shapes/PluginSession.js';
 import { fairShareKey } from './hostConfig.js';
+import { closedError } from './hostCatalog.js';
 
 /** Which of a variant's two schemas. */
 type SchemaSide = 'request' | 'response';
@@ -38,6 +39,12 @@ function variantOf(plugin: InstalledPlugin, tool: string): CatalogVariant | unde
 interface SchemaFailure {
   readonly pointer: string;
   readonly message: string;
+}
+
+/** What ends the wait for a large result's validation: the caller's signal and the host's closing. */
+export interface CallSignals {
+  readonly caller?: AbortSignal | undefined;
+  readonly host?: AbortSignal | undefined;
 }
 
 /** Checks calls against the schemas their variants reference. */
@@ -91,28 +98,34 @@ export class CallSchemas {
    * (answerValidation.ts), so the answer is a promise then; a small one is
    * checked here, as before.
    */
-  checkResult(plugin: InstalledPlugin, tool: string, result: CallResult): HostError | undefined | Promise<HostError | undefined> {
+  checkResult(plugin: InstalledPlugin, tool: string, result: CallResult, signals?: CallSignals): HostError | undefined | Promise<HostError | undefined> {
     if (result.isError) return undefined;
     const check = this.#schemaOf(plugin, tool, 'response');
     if (check === undefined) return undefined;
     if (typeof check !== 'function') return check;
     const body = result.shape === 'mcp-plugin' || result.shape === 'esm-module' ? mcpResponseBody(result.value) : { found: true as const, value: result.value };
     const text = this.#texts.get(check);
-    if (body.found && text !== undefined && answerLargerThan(body.value, OFF_THREAD_VALIDATION_BYTES)) return this.#checkOffThread(plugin.plugin_id, tool, text, body.value);
+    if (body.found && text !== undefined && answerLargerThan(body.value, OFF_THREAD_VALIDATION_BYTES)) return this.#checkOffThread(plugin.plugin_id, tool, text, body.value, signals);
     const failure = body.found ? firstFailure(check, body.value, plugin.plugin_id) : { pointer: '', message: 'the result carries no JSON body (no structuredContent and no single JSON text block)' };
     return failure === undefined ? undefined : responseViolation(tool, failure);
   }
 
   /** {@link checkResult} of a large body on a validation worker, said in `answer:validation` events; only `valid` passes. */
-  async #checkOffThread(pluginId: string, tool: string, text: string, value: unknown): Promise<HostError | undefined> {
+  async #checkOffThread(pluginId: string, tool: string, text: string, value: unknown, signals: CallSignals | undefined): Promise<HostError | undefined> {
     const events = this.#events;
     if (events?.wants('answer:validation') === true) events.emit('answer:validation', { plugin_id: pluginId, tool, schema: 'response', phase: 'start' });
-    const verdict = await validateOffThread({ dialect: 'response', schemaText: text, value, owner: pluginId });
+    const verdict = await validateOffThread({ dialect: 'response', schemaText: text, value, owner: pluginId, signals: [signals?.caller, signals?.host] });
     if (events?.wants('answer:validation') === true) {
       events.emit('answer:validation', { plugin_id: pluginId, tool, schema: 'response', phase: 'end', outcome: verdict.kind, duration_ms: Math.round(verdict.durationMs) });
     }
     if (verdict.kind === 'valid') return undefined;
     if (verdict.kind === 'invalid') return responseViolation(tool, verdict);
+    // The call's usual outcome of an abort or a close, never the unchecked answer; the caller's abort wins if both happened.
+    if (verdict.kind === 'cancelled') {
+      return signals?.caller?.aborted === true
+        ? hostError('PLUGIN_CANCELLED', `call to ${tool} was cancelled by its caller while its result was being checked`, { details: { tool, phase: 'validation' } })
+        : closedError();
+    }
     return unfinishedValidation(verdict, 'PLUGIN_RESPONSE_SCHEMA_VIOLATION', tool, 'response');
   }
 

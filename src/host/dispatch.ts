@@ -76,6 +76,8 @@ export interface DispatcherParts {
   readonly clock: Clock;
   readonly config: HostConfig;
   readonly isClosed: () => boolean;
+  /** Aborted when the host closes: a call still waiting for its result's validation ends then (answerValidation.ts). */
+  readonly closing?: AbortSignal;
   /** The variants' request and response schemas. */
   readonly schemas: CallSchemas;
   /** The variants' output profiles. */
@@ -150,7 +152,7 @@ export class CallDispatcher {
       } else {
         // The adapter's Ok is handed on as it is: andThen would make a closure and a second Ok on every answered call.
         checked = adapter.mapResult(result.value, { plugin_id: id, op_id: call.opId });
-        const checking = checked.isOk() ? this.#parts.schemas.checkResult(plugin, tool, checked.value) : undefined;
+        const checking = checked.isOk() ? this.#parts.schemas.checkResult(plugin, tool, checked.value, { caller: options.signal, host: this.#parts.closing }) : undefined;
         // Only a large answer waits for a validation worker; a small one was checked without a turn of the event loop.
         const broken = checking instanceof Promise ? await checking : checking;
         if (broken !== undefined) checked = err(callError(broken, call));

@@ -22,6 +22,16 @@
  * id), so one plugin's flood of large answers delays another plugin's large
  * answers by at most one validation per worker, never fails them.
  *
+ * A validation belongs to the call that asked for it: when one of its
+ * `signals` aborts (the caller's signal, the host or connection closing), the
+ * wait ends at once with `cancelled` and the worker running it is terminated
+ * rather than left to finish a verdict nobody reads. Terminating is the
+ * bounded choice: a worker in a backtracking pattern cannot be interrupted
+ * otherwise, and one left running would stay busy (and keep the process
+ * alive) up to the deadline; the next large answer starts a new worker. Idle
+ * workers and their idle timers are unref'd, so an idle pool never keeps
+ * the process alive.
+ *
  * The worker runs the same Ajv settings as the thread's path, with the same
  * pattern rule: a pattern RE2 can express runs in RE2, translated on the
  * host's thread by untrustedPatterns.ts (so both paths read a pattern
@@ -62,6 +72,8 @@ export interface OffThreadValidation {
   readonly value: unknown;
   /** Whose answers these are: waiting validations take turns by owner. */
   readonly owner: unknown;
+  /** Any of these aborting ends the validation as `cancelled` and terminates its worker (the call's and its host's). */
+  readonly signals?: readonly (AbortSignal | undefined)[];
 }
 
 /**
@@ -69,13 +81,15 @@ export interface OffThreadValidation {
  * for `output`, the first with its pointer for `response`); `timeout`, the
  * deadline passed and the worker was ended; `failed`, the worker could not
  * run it (it did not start, ran out of its heap, or the schema did not
- * compile there).
+ * compile there); `cancelled`, one of its signals aborted first (its worker,
+ * if one ran it, was terminated): the caller reports its own abort or close.
  */
 export type OffThreadVerdict =
   | { readonly kind: 'valid'; readonly durationMs: number }
   | { readonly kind: 'invalid'; readonly message: string; readonly pointer: string; readonly durationMs: number }
   | { readonly kind: 'timeout'; readonly durationMs: number }
-  | { readonly kind: 'failed'; readonly reason: string; readonly durationMs: number };
+  | { readonly kind: 'failed'; readonly reason: string; readonly durationMs: number }
+  | { readonly kind: 'cancelled'; readonly durationMs: number };
 
 /** The pool's state, for monitoring and tests. */
 export interface OffThreadValidationState {
@@ -86,6 +100,8 @@ export interface OffThreadValidationState {
   readonly waiting: number;
   /** Workers ended at a deadline so far. */
   readonly timedOut: number;
+  /** Workers terminated because their validation was cancelled so far. */
+  readonly cancelled: number;
 }
 
 /**
@@ -231,6 +247,11 @@ interface Job {
   readonly resolve: (verdict: OffThreadVerdict) => void;
   started: number;
   timer: NodeJS.Timeout | undefined;
+  /** The worker running it, once one does. */
+  slot: PoolWorker | undefined;
+  done: boolean;
+  /** Removes its abort listeners. */
+  detach: (() => void) | undefined;
 }
 
 interface PoolWorker {
@@ -246,14 +267,27 @@ class ValidationPool {
   readonly #waiting = new Map<unknown, Job[]>();
   #waitingCount = 0;
   #timedOut = 0;
+  #cancelled = 0;
 
   state(): OffThreadValidationState {
-    return { workers: this.#workers.size, busy: this.#workers.size - this.#idle.length, waiting: this.#waitingCount, timedOut: this.#timedOut };
+    return { workers: this.#workers.size, busy: this.#workers.size - this.#idle.length, waiting: this.#waitingCount, timedOut: this.#timedOut, cancelled: this.#cancelled };
   }
 
   validate(request: OffThreadValidation): Promise<OffThreadVerdict> {
     return new Promise((resolve) => {
-      const job: Job = { request, resolve, started: 0, timer: undefined };
+      const signals = (request.signals ?? []).filter((signal): signal is AbortSignal => signal !== undefined);
+      if (signals.some((signal) => signal.aborted)) {
+        resolve({ kind: 'cancelled', durationMs: 0 });
+        return;
+      }
+      const job: Job = { request, resolve, started: 0, timer: undefined, slot: undefined, done: false, detach: undefined };
+      if (signals.length > 0) {
+        const onAbort = (): void => this.#cancel(job);
+        for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
+        job.detach = () => {
+          for (const signal of signals) signal.removeEventListener('abort', onAbort);
+        };
+      }
       const queue = this.#waiting.get(request.owner);
       if (queue === undefined) this.#waiting.set(request.owner, [job]);
       else queue.push(job);
@@ -300,6 +334,7 @@ class ValidationPool {
     if (slot.idleTimer !== undefined) clearTimeout(slot.idleTimer);
     slot.idleTimer = undefined;
     slot.job = job;
+    job.slot = slot;
     // Held while it works, so a host with nothing else to do still hears its verdict; let go when idle.
     slot.worker.ref();
     job.started = performance.now();
@@ -328,7 +363,31 @@ class ValidationPool {
     this.#idle.push(slot);
     slot.idleTimer = setTimeout(() => this.#retire(slot), IDLE_MS);
     slot.idleTimer.unref();
-    job.resolve(verdict);
+    settle(job, verdict);
+    this.#pump();
+  }
+
+  /** A validation whose caller stopped waiting: out of the queue, or its worker terminated (see the module's note). */
+  #cancel(job: Job): void {
+    if (job.done) return;
+    const slot = job.slot;
+    if (slot === undefined) {
+      const queue = this.#waiting.get(job.request.owner);
+      const at = queue?.indexOf(job) ?? -1;
+      if (queue !== undefined && at >= 0) {
+        queue.splice(at, 1);
+        if (queue.length === 0) this.#waiting.delete(job.request.owner);
+        this.#waitingCount--;
+      }
+      settle(job, { kind: 'cancelled', durationMs: 0 });
+      return;
+    }
+    if (slot.job !== job) return;
+    clearTimeout(job.timer);
+    this.#cancelled++;
+    this.#drop(slot);
+    void slot.worker.terminate();
+    settle(job, { kind: 'cancelled', durationMs: performance.now() - job.started });
     this.#pump();
   }
 
@@ -337,7 +396,7 @@ class ValidationPool {
     this.#timedOut++;
     this.#drop(slot);
     void slot.worker.terminate();
-    job.resolve({ kind: 'timeout', durationMs: performance.now() - job.started });
+    settle(job, { kind: 'timeout', durationMs: performance.now() - job.started });
     this.#pump();
   }
 
@@ -348,7 +407,7 @@ class ValidationPool {
     this.#drop(slot);
     if (job !== undefined) {
       clearTimeout(job.timer);
-      job.resolve({ kind: 'failed', reason, durationMs: performance.now() - job.started });
+      settle(job, { kind: 'failed', reason, durationMs: performance.now() - job.started });
     }
     this.#pump();
   }
@@ -366,6 +425,14 @@ class ValidationPool {
     if (slot.idleTimer !== undefined) clearTimeout(slot.idleTimer);
     slot.job = undefined;
   }
+}
+
+/** Hands `job` its verdict once and lets go of its signals. */
+function settle(job: Job, verdict: OffThreadVerdict): void {
+  if (job.done) return;
+  job.done = true;
+  job.detach?.();
+  job.resolve(verdict);
 }
 
 type WorkerAnswer = { kind: 'valid' } | { kind: 'invalid'; message: string; pointer: string } | { kind: 'failed'; reason: string };

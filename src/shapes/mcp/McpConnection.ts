@@ -11,7 +11,6 @@ import {
   type CallToolResult,
   type ServerCapabilities,
   type Implementation,
-  type LoggingLevel,
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -20,7 +19,6 @@ import { err, ok, type Result } from 'neverthrow';
 import { EventBudget } from '../../budget/EventBudget.js';
 import { hostError, isHostError, type HostError } from '../../errors/HostError.js';
 import stdoutSettings from '../../../etc/mcp-stdout.json' with { type: 'json' };
-import lineEvents from '../../../etc/plugin-line-events.json' with { type: 'json' };
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../../manifest/answerValidation.js';
@@ -45,8 +43,6 @@ const MAX_COMPILED_SCHEMA_BYTES = pluginAnswerLimits.maxCompiledSchemaBytes;
 const EXIT_GRACE_MS = 1000;
 /** The one key of a process's budget for tolerated stdout lines: its log record and its `stdout` event go together. */
 const NOISE = 'stdout';
-/** Log levels from the least to the most severe (RFC 5424's, as MCP's): a summary takes the most severe level it counts. */
-const LOG_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
 export type StdoutNoisePolicy = 'fail' | 'tolerate';
@@ -222,6 +218,8 @@ export class McpConnection {
   private toolNames: ReadonlySet<string> = new Set();
   private currentMismatch: HostError | undefined;
   private fatal: HostError | undefined;
+  /** Aborted by {@link end}: a validation of an answer on a worker ends with the connection (answerValidation.ts). */
+  private readonly ending = new AbortController();
   private listing: Promise<unknown> = Promise.resolve();
   /** A tools/list refresh is queued and has not started: it will see every change notified meanwhile. */
   private refreshQueued = false;
@@ -242,21 +240,12 @@ export class McpConnection {
    * both, without end (etc/mcp-stdout.json).
    */
   private readonly noise: EventBudget<typeof NOISE>;
-  /**
-   * Reports of the plugin's log messages (`notifications/message`, a `log`
-   * event each): sent in a loop they were as many events, each forwarded to
-   * every gateway client (etc/plugin-line-events.json `mcpLog`).
-   */
-  private readonly logs: EventBudget<'log'>;
-  /** The most severe level among the log messages counted since the last summary. */
-  private suppressedLogLevel: LoggingLevel | undefined;
 
   private constructor(
     readonly process: PluginProcess,
     private readonly settings: McpConnectionSettings,
   ) {
     this.noise = new EventBudget({ perSecond: stdoutSettings.noiseReportsPerSecond, burst: stdoutSettings.noiseReportsBurst }, settings.clock);
-    this.logs = new EventBudget(lineEvents.mcpLog, settings.clock);
     this.direct = new DirectToolCalls((message) => this.transport.send(message), settings.clock, (error) =>
       settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error'),
     );
@@ -284,7 +273,6 @@ export class McpConnection {
     this.client.onclose = () => {
       // Every line was read (stdout ended) or none will be (close): the count still waiting for a token goes out now.
       this.noise.flush();
-      this.logs.flush();
       void process.stop();
     };
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -299,14 +287,9 @@ export class McpConnection {
     this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'resources' }));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'prompts' }));
     this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => this.notice({ kind: 'resource_updated', uri: n.params.uri }));
-    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-      if (!this.logs.admit('log', this.logSummary)) {
-        const level = this.suppressedLogLevel;
-        if (level === undefined || LOG_LEVELS.indexOf(n.params.level) > LOG_LEVELS.indexOf(level)) this.suppressedLogLevel = n.params.level;
-        return;
-      }
-      this.notice({ kind: 'log', level: n.params.level, ...(n.params.logger === undefined ? {} : { logger: n.params.logger }), data: n.params.data });
-    });
+    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) =>
+      this.notice({ kind: 'log', level: n.params.level, ...(n.params.logger === undefined ? {} : { logger: n.params.logger }), data: n.params.data }),
+    );
   }
 
   /**
@@ -509,9 +492,14 @@ export class McpConnection {
     const read = readCallToolResult(outcome.result);
     if (read.isErr()) return err(await this.callFailure(name, stated, read.error));
     const result = read.value;
-    const violation = this.outputSchemaViolation(name, result);
+    const violation = this.outputSchemaViolation(name, result, options.signal);
     // Only a large answer waits for a worker; a small one is checked here without a turn of the event loop.
     const broken = violation instanceof Promise ? await violation : violation;
+    if (broken === 'cancelled') {
+      // The call's usual abort or close outcome, never the unchecked answer: the caller's abort wins if both happened.
+      if (options.signal?.aborted === true) return err(await this.callFailure(name, stated, options.signal.reason, 'caller'));
+      return err(await this.callFailure(name, stated, new McpError(ErrorCode.ConnectionClosed, 'the connection ended while the answer was being checked')));
+    }
     if (broken !== undefined) return err(await this.callFailure(name, stated, broken));
     return ok({ value: result, isError: result.isError === true });
   }
@@ -522,9 +510,10 @@ export class McpConnection {
    * Its errors, with the SDK's codes and texts, for the failure mapping.
    * A structuredContent over offThreadValidationBytes is checked on a
    * validation worker (answerValidation.ts): against a schema within every
-   * bound, one 1 MiB answer held the host's thread for seconds.
+   * bound, one 1 MiB answer held the host's thread for seconds. `cancelled`
+   * when `signal` aborted or the connection ended during that check.
    */
-  private outputSchemaViolation(name: string, result: CallToolResult): McpError | undefined | Promise<McpError | undefined> {
+  private outputSchemaViolation(name: string, result: CallToolResult, signal: AbortSignal | undefined): McpError | undefined | Promise<McpError | undefined | 'cancelled'> {
     const validator = this.outputValidators.get(name);
     if (validator === undefined) return undefined;
     // A tool error is exempt, structuredContent or not, as the SDK's server exempts it (and its client since typescript-sdk#1943):
@@ -535,7 +524,7 @@ export class McpConnection {
       return new McpError(ErrorCode.InvalidRequest, `Tool ${name} has an output schema but did not return structured content`);
     }
     const text = this.outputSchemaTexts.get(name);
-    if (text !== undefined && answerLargerThan(result.structuredContent, OFF_THREAD_VALIDATION_BYTES)) return this.offThreadViolation(name, text, result.structuredContent);
+    if (text !== undefined && answerLargerThan(result.structuredContent, OFF_THREAD_VALIDATION_BYTES)) return this.offThreadViolation(name, text, result.structuredContent, signal);
     try {
       const checked = validator(result.structuredContent);
       return checked.valid ? undefined : new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`);
@@ -545,11 +534,12 @@ export class McpConnection {
   }
 
   /** {@link outputSchemaViolation} on a validation worker, said in `answer_validation` notices; only `valid` passes. */
-  private async offThreadViolation(name: string, text: string, structured: unknown): Promise<McpError | undefined> {
+  private async offThreadViolation(name: string, text: string, structured: unknown, signal: AbortSignal | undefined): Promise<McpError | undefined | 'cancelled'> {
     this.notice({ kind: 'answer_validation', tool: name, phase: 'start' });
-    const verdict = await validateOffThread({ dialect: 'output', schemaText: text, value: structured, owner: this });
+    const verdict = await validateOffThread({ dialect: 'output', schemaText: text, value: structured, owner: this, signals: [signal, this.ending.signal] });
     this.notice({ kind: 'answer_validation', tool: name, phase: 'end', outcome: verdict.kind, durationMs: verdict.durationMs });
     if (verdict.kind === 'valid') return undefined;
+    if (verdict.kind === 'cancelled') return 'cancelled';
     if (verdict.kind === 'invalid') return new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${verdict.message}`);
     const refused = unfinishedValidation(verdict, 'PLUGIN_MALFORMED_RESPONSE', name, 'output');
     // The McpError carries the host's own verdict, which the failure mapping hands on with the call's context.
@@ -562,16 +552,10 @@ export class McpConnection {
    */
   async end(reason?: HostError): Promise<void> {
     this.fatal ??= reason;
+    this.ending.abort();
     await this.client.close();
     await this.process.stop();
   }
-
-  /** The summary of log messages past the budget: at their most severe level, so a client filtering by level still hears of the worst. */
-  private readonly logSummary = (suppressed: number): void => {
-    const level = this.suppressedLogLevel ?? 'info';
-    this.suppressedLogLevel = undefined;
-    this.notice({ kind: 'log', level, data: `${suppressed} more log messages from the plugin were not reported one by one (etc/plugin-line-events.json)`, suppressed });
-  };
 
   private notice(notice: McpPluginNotice): void {
     try {
