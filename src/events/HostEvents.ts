@@ -49,8 +49,19 @@ export interface HostEventMap {
    * that keeps writing such files sees them gone at each start.
    */
   readonly 'startup_code:moved': { readonly plugin_id: string; readonly paths: readonly string[]; readonly moved_to: string };
-  /** One line a plugin wrote to stderr. */
-  readonly stderr: { readonly plugin_id: string; readonly line: string };
+  /**
+   * One line a plugin wrote to stderr. Lines past a budget per plugin process
+   * (etc/plugin-line-events.json `stderr`: a burst, then a rate) come as one
+   * summary (`suppressed`: how many, `line` empty) instead of one event each;
+   * the count still waiting goes out when the process exits, before `exit`.
+   * Lines = events without `suppressed` + the sum of `suppressed`.
+   */
+  readonly stderr: {
+    readonly plugin_id: string;
+    readonly line: string;
+    /** Set on a summary, not a line: how many lines were not reported one by one since the last summary. */
+    readonly suppressed?: number;
+  };
   /**
    * One line an MCP-speaking plugin wrote to stdout that is not JSON-RPC (a
    * banner, a log line), dropped under the `tolerate` stdout policy; `line`
@@ -133,8 +144,22 @@ export interface HostEventMap {
     readonly error_code?: number;
     readonly duration_ms: number;
   };
-  /** A log message an MCP-speaking plugin sent (`notifications/message`), at or above the level set with `setLogLevel`. */
-  readonly log: { readonly plugin_id: string; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown };
+  /**
+   * A log message an MCP-speaking plugin sent (`notifications/message`), at or
+   * above the level set with `setLogLevel`. Messages past a budget per plugin
+   * process (etc/plugin-line-events.json `mcpLog`: a burst, then a rate) come
+   * as one summary instead of one event each: `suppressed` (how many), `level`
+   * the most severe of them, `data` a sentence saying so, no `logger`; the
+   * count still waiting goes out when the connection closes.
+   */
+  readonly log: {
+    readonly plugin_id: string;
+    readonly level: LoggingLevel;
+    readonly logger?: string;
+    readonly data: unknown;
+    /** Set on a summary, not a message: how many messages were not reported one by one since the last summary. */
+    readonly suppressed?: number;
+  };
   /**
    * The host saw a new catalog generation that installs, removes or
    * upgrades (a new install root or executable) plugins, by whichever

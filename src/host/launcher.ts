@@ -33,6 +33,8 @@ import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { HostConfig } from './hostConfig.js';
 import type { ProtocolAdapter } from './protocolAdapters.js';
 import { bundleLaunchEnv } from '../bundle/bundleLaunch.js';
+import { EventBudget } from '../budget/EventBudget.js';
+import lineEvents from '../../etc/plugin-line-events.json' with { type: 'json' };
 import { pinnedCapabilities } from './pinnedCapabilities.js';
 import { unsetStartEnv, type UnsetStartEnv } from './startEnvHints.js';
 
@@ -324,13 +326,20 @@ export class PluginLauncher {
 
   /** Wires a fresh process into the events, or stops it when the host closed while it was starting. */
   #adopt(pluginId: string, process: PluginProcess, sha256: string): ResultAsync<PluginProcess, HostError> {
-    const { events, logger } = this.#parts;
+    const { events, logger, config } = this.#parts;
     if (this.#parts.isClosed()) return ResultAsync.fromSafePromise(process.stop()).andThen(() => errAsync(closedError()));
     logger.debug({ plugin_id: pluginId, pid: process.pid }, 'plugin process started');
     events.emit('spawn', { plugin_id: pluginId, pid: process.pid, sandboxed: this.sandboxed, sha256 });
-    const off = process.onStderrLine((line) => events.emit('stderr', { plugin_id: pluginId, line }));
+    // A line costs the plugin nothing: without a budget a loop of them is an event each, without end (etc/plugin-line-events.json).
+    const budget = new EventBudget<'stderr'>(lineEvents.stderr, config.clock);
+    const summary = (suppressed: number): void => events.emit('stderr', { plugin_id: pluginId, line: '', suppressed });
+    const off = process.onStderrLine((line) => {
+      if (budget.admit('stderr', summary)) events.emit('stderr', { plugin_id: pluginId, line });
+    });
     void process.exited.then((exit) => {
       off();
+      // exited waits for stderr to close, so every line was counted: the count still waiting for a token goes out before `exit`.
+      budget.flush();
       events.emit('exit', { plugin_id: pluginId, pid: process.pid, exit });
     });
     return okAsync(process);

@@ -95,7 +95,13 @@ export function emitNotice(events: HostEvents, pluginId: string, notice: McpPlug
       return;
     case 'log':
       // Data nested too deep for a listener's recursive walk arrives as a marker (the transport's bound on every line).
-      events.emit('log', { plugin_id: pluginId, level: notice.level, ...(notice.logger === undefined ? {} : { logger: secrets.redact(notice.logger) }), data: redactJsonStrings(notice.data, secrets) });
+      events.emit('log', {
+        plugin_id: pluginId,
+        level: notice.level,
+        ...(notice.logger === undefined ? {} : { logger: secrets.redact(notice.logger) }),
+        data: redactJsonStrings(notice.data, secrets),
+        ...(notice.suppressed === undefined ? {} : { suppressed: notice.suppressed }),
+      });
       return;
     case 'subscription_lost':
       events.emit('resource:subscription_lost', { plugin_id: pluginId, uri: notice.uri, code: notice.error.code, message: notice.error.message });

@@ -11,6 +11,7 @@ import {
   type CallToolResult,
   type ServerCapabilities,
   type Implementation,
+  type LoggingLevel,
   type Progress,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -19,6 +20,7 @@ import { err, ok, type Result } from 'neverthrow';
 import { EventBudget } from '../../budget/EventBudget.js';
 import { hostError, isHostError, type HostError } from '../../errors/HostError.js';
 import stdoutSettings from '../../../etc/mcp-stdout.json' with { type: 'json' };
+import lineEvents from '../../../etc/plugin-line-events.json' with { type: 'json' };
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
 import { isJsonObject } from '../../framing/jsonRpcValues.js';
 import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../../manifest/answerValidation.js';
@@ -43,6 +45,8 @@ const MAX_COMPILED_SCHEMA_BYTES = pluginAnswerLimits.maxCompiledSchemaBytes;
 const EXIT_GRACE_MS = 1000;
 /** The one key of a process's budget for tolerated stdout lines: its log record and its `stdout` event go together. */
 const NOISE = 'stdout';
+/** Log levels from the least to the most severe (RFC 5424's, as MCP's): a summary takes the most severe level it counts. */
+const LOG_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
 /** What to do with a stdout line that is not a JSON-RPC message. */
 export type StdoutNoisePolicy = 'fail' | 'tolerate';
@@ -240,12 +244,21 @@ export class McpConnection {
    * both, without end (etc/mcp-stdout.json).
    */
   private readonly noise: EventBudget<typeof NOISE>;
+  /**
+   * Reports of the plugin's log messages (`notifications/message`, a `log`
+   * event each): sent in a loop they were as many events, each forwarded to
+   * every gateway client (etc/plugin-line-events.json `mcpLog`).
+   */
+  private readonly logs: EventBudget<'log'>;
+  /** The most severe level among the log messages counted since the last summary. */
+  private suppressedLogLevel: LoggingLevel | undefined;
 
   private constructor(
     readonly process: PluginProcess,
     private readonly settings: McpConnectionSettings,
   ) {
     this.noise = new EventBudget({ perSecond: stdoutSettings.noiseReportsPerSecond, burst: stdoutSettings.noiseReportsBurst }, settings.clock);
+    this.logs = new EventBudget(lineEvents.mcpLog, settings.clock);
     this.direct = new DirectToolCalls((message) => this.transport.send(message), settings.clock, (error) =>
       settings.logger.debug({ pid: process.pid, error: error.message }, 'mcp transport error'),
     );
@@ -273,6 +286,7 @@ export class McpConnection {
     this.client.onclose = () => {
       // Every line was read (stdout ended) or none will be (close): the count still waiting for a token goes out now.
       this.noise.flush();
+      this.logs.flush();
       void process.stop();
     };
     this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -287,9 +301,14 @@ export class McpConnection {
     this.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'resources' }));
     this.client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.notice({ kind: 'list_changed', list: 'prompts' }));
     this.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => this.notice({ kind: 'resource_updated', uri: n.params.uri }));
-    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) =>
-      this.notice({ kind: 'log', level: n.params.level, ...(n.params.logger === undefined ? {} : { logger: n.params.logger }), data: n.params.data }),
-    );
+    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      if (!this.logs.admit('log', this.logSummary)) {
+        const level = this.suppressedLogLevel;
+        if (level === undefined || LOG_LEVELS.indexOf(n.params.level) > LOG_LEVELS.indexOf(level)) this.suppressedLogLevel = n.params.level;
+        return;
+      }
+      this.notice({ kind: 'log', level: n.params.level, ...(n.params.logger === undefined ? {} : { logger: n.params.logger }), data: n.params.data });
+    });
   }
 
   /**
@@ -556,6 +575,13 @@ export class McpConnection {
     await this.client.close();
     await this.process.stop();
   }
+
+  /** The summary of log messages past the budget: at their most severe level, so a client filtering by level still hears of the worst. */
+  private readonly logSummary = (suppressed: number): void => {
+    const level = this.suppressedLogLevel ?? 'info';
+    this.suppressedLogLevel = undefined;
+    this.notice({ kind: 'log', level, data: `${suppressed} more log messages from the plugin were not reported one by one (etc/plugin-line-events.json)`, suppressed });
+  };
 
   private notice(notice: McpPluginNotice): void {
     try {

@@ -89,7 +89,8 @@ export type OutputSchemaBound = SchemaBound | 'process_budget';
  * is passed on unchecked against it (once per tool per process), and
  * `answer_validation`, a result's structuredContent over
  * offThreadValidationBytes handed to a validation worker (`start`) and its
- * verdict (`end`).
+ * verdict (`end`). A `log` with `suppressed` is the host's summary of the
+ * messages past the budget of etc/plugin-line-events.json, not the plugin's.
  */
 export type McpPluginNotice =
   | { readonly kind: 'list_changed'; readonly list: 'tools'; readonly mismatch?: HostError }
@@ -98,7 +99,7 @@ export type McpPluginNotice =
   | { readonly kind: 'answer_validation'; readonly tool: string; readonly phase: 'end'; readonly outcome: OffThreadVerdict['kind']; readonly durationMs: number }
   | { readonly kind: 'list_changed'; readonly list: 'resources' | 'prompts' }
   | { readonly kind: 'resource_updated'; readonly uri: string }
-  | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown }
+  | { readonly kind: 'log'; readonly level: LoggingLevel; readonly logger?: string; readonly data: unknown; readonly suppressed?: number }
   | { readonly kind: 'subscription_lost'; readonly uri: string; readonly error: HostError };
 
 /** The subscriptions and log level a session sets on each process it starts. */
