@@ -20,6 +20,7 @@ import { HostPool, removePackages } from '../support/hostHarness.js';
 const fixtureDir = join(import.meta.dirname, '../../fixtures/plugins/host-ndjson');
 const OP = 'plug.host-ndjson.echo';
 const CLOSING_HOST = join(import.meta.dirname, 'closingValidationHost.ts');
+const IDLE_POOL = join(import.meta.dirname, 'idleValidationPool.ts');
 
 /** The echo plugin whose response schema checks `note` with a pattern RE2 cannot run. */
 async function echoWithSlowSchema(): Promise<string> {
@@ -102,4 +103,16 @@ describe('a large result whose validation runs on a worker', () => {
     expect(report.steps).toEqual(['start', 'end:cancelled']);
     expect(report.state).toMatchObject({ cancelled: 1, timedOut: 0, workers: 0, busy: 0 });
   }, 90_000);
+
+  it('an idle pool does not keep a process alive: it exits with its code while its idle worker is still there', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', IDLE_POOL], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (exit) => resolve(exit)));
+    expect(code, stderr).toBe(7);
+    // One worker alive and idle at the exit: the exit did not wait for its retirement.
+    expect(JSON.parse(stdout.trim())).toMatchObject({ verdict: 'valid', state: { workers: 1, busy: 0 } });
+  }, 60_000);
 });
