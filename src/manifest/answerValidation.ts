@@ -59,7 +59,7 @@ const WORKER_SCHEMAS = 64;
 /**
  * Which Ajv the schema is read with: `output`, an MCP tool's output schema
  * with the settings of outputSchemaValidators.ts (the SDK client's, draft-07,
- * all errors, one text of them); `response`, a manifest's response schema
+ * but the first error only, as text); `response`, a manifest's response schema
  * with those of callSchemas.ts (draft 2020-12, the first error's pointer).
  */
 export type AnswerSchemaDialect = 'output' | 'response';
@@ -77,8 +77,8 @@ export interface OffThreadValidation {
 }
 
 /**
- * What a worker found: `valid`; `invalid` with the error text (all errors
- * for `output`, the first with its pointer for `response`); `timeout`, the
+ * What a worker found: `valid`; `invalid` with the error text (the first
+ * error's text for `output`, the first with its pointer for `response`); `timeout`, the
  * deadline passed and the worker was ended; `failed`, the worker could not
  * run it (it did not start, ran out of its heap, or the schema did not
  * compile there); `cancelled`, one of its signals aborted first (its worker,
@@ -195,7 +195,7 @@ const engine = Object.assign((source, flags) => {
 }, { code: 'workerPatternEngine' });
 const newAjv = (dialect) => {
   const ajv = dialect === 'output'
-    ? new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: true, code: { regExp: engine } })
+    ? new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false, code: { regExp: engine } })
     : new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: engine } });
   formats(ajv);
   return ajv;
