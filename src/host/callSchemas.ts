@@ -14,7 +14,7 @@ import type { HostEvents } from '../events/HostEvents.js';
 import { answerLargerThan, OFF_THREAD_VALIDATION_BYTES, unfinishedValidation, validateOffThread } from '../manifest/answerValidation.js';
 import { jcsDigest } from '../manifest/schemaRefs.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import formats from 'ajv-formats';
+import { withLinearKeywords } from '../manifest/linearKeywords.js';
 import { schemaLimitProblem } from '../manifest/schemaLimits.js';
 import type { CompiledSchema } from '../manifest/schemas.js';
 import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
@@ -70,7 +70,8 @@ export class CallSchemas {
     this.#layout = layout;
     this.#events = events;
     this.#ajv = new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: untrustedPatternEngine } });
-    formats.default(this.#ajv);
+    // uniqueItems, enum and format url in linear time: a gateway caller's arguments can be as large as the HTTP body cap.
+    withLinearKeywords(this.#ajv);
   }
 
   /**

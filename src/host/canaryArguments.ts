@@ -6,7 +6,7 @@
  * a pass that proves nothing.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import formats from 'ajv-formats';
+import { withLinearKeywords } from '../manifest/linearKeywords.js';
 import { hostError, type HostError } from '../errors/HostError.js';
 import type { CompiledSchema } from '../manifest/schemas.js';
 import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../manifest/untrustedPatterns.js';
@@ -18,7 +18,7 @@ export class CanaryArgumentCheck {
   readonly #ajv = new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: untrustedPatternEngine } });
 
   constructor() {
-    formats.default(this.#ajv);
+    withLinearKeywords(this.#ajv);
   }
 
   /**

@@ -42,6 +42,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 import { hostError, type HostError } from '../errors/HostError.js';
+import { LINEAR_KEYWORDS_SOURCE } from './linearKeywords.js';
 import { linearPatternSource } from './untrustedPatterns.js';
 
 /** Answers up to this estimate of their JSON bytes are validated on the host's thread (etc/plugin-answers.json). */
@@ -185,6 +186,9 @@ const Ajv = pick(require(workerData.ajv), 'Ajv');
 const Ajv2020 = pick(require(workerData.ajv2020), 'Ajv2020');
 const formats = pick(require(workerData.formats), 'default');
 const { RE2JS } = require(workerData.re2js);
+const equal = pick(require(workerData.equal), 'default');
+const { fullFormats } = require(workerData.formatList);
+const addLinearKeywords = new Function('ajv', 'equal', 'urlRegex', workerData.linearKeywords);
 let linear = {};
 const engine = Object.assign((source, flags) => {
   const label = String(new RegExp(source, flags));
@@ -198,6 +202,7 @@ const newAjv = (dialect) => {
     ? new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false, code: { regExp: engine } })
     : new Ajv2020({ strict: false, addUsedSchema: false, code: { regExp: engine } });
   formats(ajv);
+  addLinearKeywords(ajv, equal, fullFormats.url);
   return ajv;
 };
 let shared = {};
@@ -235,9 +240,10 @@ parentPort.on('message', ({ dialect, schemaText, value, patterns }) => {
 let modulePaths: Record<string, string> | undefined;
 
 function workerModules(): Record<string, string> {
+  // linearKeywords: the thread's uniqueItems, enum and url checks, whose source the worker runs as it is.
   if (modulePaths === undefined) {
     const require = createRequire(import.meta.url);
-    modulePaths = { ajv: require.resolve('ajv'), ajv2020: require.resolve('ajv/dist/2020.js'), formats: require.resolve('ajv-formats'), re2js: require.resolve('re2js') };
+    modulePaths = { ajv: require.resolve('ajv'), ajv2020: require.resolve('ajv/dist/2020.js'), formats: require.resolve('ajv-formats'), re2js: require.resolve('re2js'), equal: require.resolve('ajv/dist/runtime/equal'), formatList: require.resolve('ajv-formats/dist/formats'), linearKeywords: LINEAR_KEYWORDS_SOURCE };
   }
   return modulePaths;
 }

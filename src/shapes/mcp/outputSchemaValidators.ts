@@ -25,8 +25,8 @@ import { createHash } from 'node:crypto';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { Ajv } from 'ajv';
-import formats from 'ajv-formats';
 import pluginAnswerLimits from '../../../etc/plugin-answers.json' with { type: 'json' };
+import { withLinearKeywords } from '../../manifest/linearKeywords.js';
 import { PatternBudgetExceeded, untrustedPatternEngine, withPatternBudget } from '../../manifest/untrustedPatterns.js';
 
 /** Distinct schemas kept (a plugin may list a new schema at every start). */
@@ -38,12 +38,12 @@ const MAX_BYTES = pluginAnswerLimits.maxSchemaCacheBytes;
  * The SDK's default Ajv settings, with patterns run by the bounded engine (a plugin writes both the schema and the data),
  * and without `allErrors`: with it one failing keyword made one error object per element of the answer (a `required`
  * of 4,000 names under `items` and a 4 KB answer of `{}`s made 4 million, 12 s and ~1 GB; 48 KB ran the host out of
- * heap). Validation stops at the first violation, which is the one the error text names.
+ * heap). Validation stops at the first violation, which is the one the error text names. `uniqueItems`, `enum` and
+ * `format: url` are checked in linear time (linearKeywords.ts).
  */
 function newAjv(): Ajv {
   const ajv = new Ajv({ strict: false, validateFormats: true, validateSchema: false, allErrors: false, code: { regExp: untrustedPatternEngine } });
-  formats.default(ajv);
-  return ajv;
+  return withLinearKeywords(ajv);
 }
 
 /** `validate` with its own budget of backtracking matches; a cut match is the content's schema failure. */
