@@ -14,10 +14,12 @@
  * between two lines, the file is renamed `<path>.1` (older ones shifted to
  * `.2` … `.<keepFiles>`, the oldest replaced), a new file is created at the
  * path, and the rest of the batch goes there. A line is written to one file
- * only, whole, so a rotation neither splits nor loses a record.
+ * only, whole, so a rotation neither splits nor loses a record. Two sinks may
+ * share a file (two gateways of one configuration): before each batch a sink
+ * follows the path to the file the other one's rotation made.
  */
 import { constants, statSync } from 'node:fs';
-import { open, rename, type FileHandle } from 'node:fs/promises';
+import { lstat, open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { replaceableFolder } from '../sandbox/replaceableFolders.js';
@@ -280,6 +282,7 @@ export class JsonlAuditSink implements AuditSink {
       let action = 'Writing the audit file';
       try {
         while (done < lines.length) {
+          await this.#followLive();
           const { batch, count } = this.#fitting(lines, done);
           if (count === 0) {
             action = 'Rotating the audit file';
@@ -342,14 +345,53 @@ export class JsonlAuditSink implements AuditSink {
       // From here the descriptor writes to `<path>.1`: should the new file fail, the next try must not shift the files again.
       this.#retired = true;
     }
-    const next = await open(this.#path, NEW_FILE_FLAGS, AUDIT_DEFAULTS.fileMode);
+    // EEXIST: another sink on this file (see #followLive) made the new one between the renames and here; both write it.
+    const next = await open(this.#path, NEW_FILE_FLAGS, AUDIT_DEFAULTS.fileMode).catch((cause: NodeJS.ErrnoException) =>
+      cause.code === 'EEXIST' ? this.#openLive() : Promise.reject(cause),
+    );
     const retiring = this.#handle;
     this.#handle = next;
-    this.#size = 0;
+    this.#size = (await next.stat()).size;
     this.#retired = false;
     await retiring.close().catch(() => undefined);
     if (this.#fsync === 'batch') await syncFolder(dirname(resolve(this.#path)));
     else this.#folderUnsynced = true;
+  }
+
+  /**
+   * Points the sink at the file now at its path, and takes the live file's
+   * size from the file itself. Another sink may write the same file: a second
+   * gateway started with the same configuration (each stdio client starts
+   * its own `serve`). Its rotation moves the file this descriptor writes to
+   * `<path>.1`, and later rotations shift that file out and delete it while
+   * this sink still appends to it: every record of this sink from then on
+   * was lost, and the file grew past the bound this sink's own count did not
+   * see. Checked before every batch (two stats), so at most one batch goes to
+   * a file just rotated, where it is kept like any rotated record.
+   */
+  async #followLive(): Promise<void> {
+    // Renamed away by this sink's own failed rotation: #rotate makes the new file.
+    if (this.#retired) return;
+    const [held, named] = await Promise.all([this.#handle.stat(), lstat(this.#path).catch(() => undefined)]);
+    // Nothing at the path: another sink is between its renames and its new file; this descriptor's file is kept as `.1`.
+    if (named === undefined || (named.ino === held.ino && named.dev === held.dev)) {
+      this.#size = held.size;
+      return;
+    }
+    const next = await this.#openLive();
+    const retiring = this.#handle;
+    this.#handle = next;
+    this.#size = (await next.stat()).size;
+    await retiring.close().catch(() => undefined);
+  }
+
+  /** Opens the file at the path as `open` does (no link, this user's alone), for a file another sink made. */
+  async #openLive(): Promise<FileHandle> {
+    const next = await open(this.#path, OPEN_FLAGS, AUDIT_DEFAULTS.fileMode);
+    const checked = await checkFile(next, this.#path);
+    if (checked.isOk()) return next;
+    await next.close().catch(() => undefined);
+    throw checked.error;
   }
 
   /** Syncs the live file, and the folder when a rotation since the last sync left its renames unsynced. */

@@ -160,6 +160,32 @@ describe('JsonlAuditSink rotation', () => {
     expect(opIds(await allRecords(path, keepFiles))).toEqual(order);
   });
 
+  it('two sinks on one file (two gateways of one configuration) keep each other\'s newest records: each follows the other\'s rotation', async () => {
+    // Before (review R15): the sink that did not rotate kept appending to `<path>.1`, which the next rotations shifted
+    // out and deleted, so every record it wrote from then on was lost (its last kept record was about the 140th of 400).
+    const dir = await scratch();
+    const path = join(dir, 'audit.jsonl');
+    const keepFiles = 2;
+    const options = { maxLineBytes: 1024, maxFileBytes: 4096, keepFiles };
+    const sinks = [await opened(path, options), await opened(path, options)];
+    const written: string[][] = [[], []];
+    for (let n = 0; n < 200; n += 1) {
+      for (const [writer, sink] of sinks.entries()) {
+        const r = record(writer, n);
+        written[writer]?.push(r.op_id);
+        sink.write(r);
+      }
+      // A batch each now and then, as two processes' writers take turns.
+      if (n % 5 === 4) for (const sink of sinks) (await sink.flush())._unsafeUnwrap();
+    }
+    for (const sink of sinks) (await sink.close())._unsafeUnwrap();
+    // Only the bounded set of files: the live one and keepFiles rotated ones.
+    expect((await readdir(dir)).sort()).toEqual(['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']);
+    const kept = new Set(opIds(await allRecords(path, keepFiles)));
+    // ~3 files of ~60 records: each writer's newest 20 records are there.
+    for (const ids of written) expect(ids.slice(-20).filter((id) => !kept.has(id))).toEqual([]);
+  });
+
   it('rotates an existing file already past the bound at the first write, keeping it whole', async () => {
     const dir = await scratch();
     const path = join(dir, 'audit.jsonl');
