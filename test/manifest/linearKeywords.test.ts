@@ -2,7 +2,8 @@
  * `uniqueItems`, `enum` and `format: url` are checked in linear time in every
  * Ajv that validates what a plugin or a caller sent (review R14 F1, F2, F3's
  * enum): the same verdicts as Ajv's and ajv-formats' own on generated cases,
- * and the work counted (property reads through getters, the worker's
+ * and the work counted (property reads through getters, the strings ajv-formats'
+ * url regex is given, the worker's
  * deadline), not timed.
  */
 import { Ajv } from 'ajv';
@@ -128,6 +129,24 @@ describe('the work is linear in the value', () => {
     expect(outcome.refused?.details).toMatchObject({ pointer: '/a/0', schema_error: 'must be equal to one of the allowed values' });
     expect(reads()).toBeLessThanOrEqual(2 * 300);
     expect(new CanaryArgumentCheck().check('p', tools as never, 't', { a: [{ v: 1999.5 }, { v: 0.5 }] })).toEqual({});
+  });
+
+  it("format url on the host's thread (output and input schemas): ajv-formats' backtracking regex never sees the whole string", () => {
+    const regex = fullFormats.url as RegExp;
+    const lengths: number[] = [];
+    // Ajv calls the RegExp object ajv-formats registered: an own `test` on it sees every string it is given.
+    Object.defineProperty(regex, 'test', { configurable: true, value: (text: string) => (lengths.push(text.length), RegExp.prototype.test.call(regex, text)) });
+    try {
+      const hostile = `http://${':'.repeat(3000)}`;
+      const output = outputSchemaValidators.getValidator<unknown>({ type: 'object', properties: { u: { type: 'string', format: 'url' }, n: { const: 'linear-url' } } } as never);
+      expect(output({ u: hostile }).valid).toBe(false);
+      expect(output({ u: 'https://user:pw@example.com:8080/a/b?c' }).valid).toBe(true);
+      const tools = [{ name: 't', inputSchema: { type: 'object', properties: { u: { type: 'string', format: 'url' } } } }];
+      expect(new CanaryArgumentCheck().check('p', tools as never, 't', { u: hostile }).refused?.details).toMatchObject({ pointer: '/u' });
+      expect(Math.max(0, ...lengths)).toBeLessThan(100);
+    } finally {
+      delete (regex as { test?: unknown }).test;
+    }
   });
 
   it('the validation worker runs the same checks: a hostile url and a 1 MB uniqueItems array are answered, not cut at the deadline', async () => {
