@@ -23,7 +23,7 @@ import { lstat, open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { errAsync, okAsync, ResultAsync } from 'neverthrow';
 import { replaceableFolder } from '../sandbox/replaceableFolders.js';
-import { hostError, type HostError } from '../errors/HostError.js';
+import { hostError, isHostError, type HostError } from '../errors/HostError.js';
 import { ioError } from '../errors/ioError.js';
 import { AUDIT_DEFAULTS, auditLine } from './auditLines.js';
 import type { AuditRecord, AuditSink } from './auditRecord.js';
@@ -378,7 +378,16 @@ export class JsonlAuditSink implements AuditSink {
       this.#size = held.size;
       return;
     }
-    const next = await this.#openLive();
+    let next: FileHandle;
+    try {
+      next = await this.#openLive();
+    } catch (cause) {
+      // A file there this sink may not use (a tool's rotation made it 0640, another user's): the records stay in the
+      // file the descriptor holds, not dropped, and the next flush() says why.
+      this.#failure = isHostError(cause) ? cause : ioError('Opening the audit file', this.#path, cause);
+      this.#size = held.size;
+      return;
+    }
     const retiring = this.#handle;
     this.#handle = next;
     this.#size = (await next.stat()).size;

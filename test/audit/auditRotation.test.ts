@@ -3,7 +3,7 @@
  * rotated to `<path>.1`, older files shifted up to `<path>.<keepFiles>`, and a record that would cross the bound
  * goes whole to the new file. Real files, real renames; the sizes are exact because the lines are.
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -184,6 +184,30 @@ describe('JsonlAuditSink rotation', () => {
     const kept = new Set(opIds(await allRecords(path, keepFiles)));
     // ~3 files of ~60 records: each writer's newest 20 records are there.
     for (const ids of written) expect(ids.slice(-20).filter((id) => !kept.has(id))).toEqual([]);
+  });
+
+  it('after an outside rename, follows a new 0600 file at the path; a file it may not use leaves records in the renamed one', async () => {
+    const dir = await scratch();
+    const path = join(dir, 'audit.jsonl');
+    const sink = await opened(path, { maxLineBytes: 1024, maxFileBytes: 4096, keepFiles: 2 });
+    sink.write(record(0, 0));
+    (await sink.flush())._unsafeUnwrap();
+    // logrotate's rename and create: a 0600 file of this user is the live file from the next batch on.
+    await rename(path, `${path}.old`);
+    await writeFile(path, '', { mode: 0o600 });
+    sink.write(record(0, 1));
+    (await sink.flush())._unsafeUnwrap();
+    expect(opIds(await records(`${path}.old`))).toEqual([idOf(0, 0)]);
+    expect(opIds(await records(path))).toEqual([idOf(0, 1)]);
+    // One others may read is not used: the record goes on in the file the sink holds, and flush says why.
+    await rename(path, `${path}.old2`);
+    await writeFile(path, '', { mode: 0o644 });
+    sink.write(record(0, 2));
+    const flushed = await sink.flush();
+    expect(flushed._unsafeUnwrapErr().code).toBe('AUDIT_FILE_UNSAFE');
+    expect(opIds(await records(`${path}.old2`))).toEqual([idOf(0, 1), idOf(0, 2)]);
+    expect(await readFile(path, 'utf8')).toBe('');
+    (await sink.close())._unsafeUnwrap();
   });
 
   it('rotates an existing file already past the bound at the first write, keeping it whole', async () => {
