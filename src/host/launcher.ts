@@ -28,6 +28,7 @@ import type { EnforcedPolicy, SandboxPolicyRequest, SandboxSpawner } from '../sa
 import { moveStartupCode, STARTUP_CODE_QUARANTINE_DIR } from '../sandbox/startupCode.js';
 import { writeDirComponents } from '../sandbox/writeDir.js';
 import type { ProcessLauncher } from '../shapes/PluginSession.js';
+import { withoutReportSeals } from '../shapes/esm/runnerReportSeal.js';
 import type { CredentialSource } from './credentials.js';
 import { closedError, sameBinding, type HostCatalog } from './hostCatalog.js';
 import type { HostConfig } from './hostConfig.js';
@@ -334,7 +335,9 @@ export class PluginLauncher {
     const budget = new EventBudget<'stderr'>(lineEvents.stderr, config.clock);
     const summary = (suppressed: number): void => events.emit('stderr', { plugin_id: pluginId, line: '', suppressed });
     const off = process.onStderrLine((line) => {
-      if (budget.admit('stderr', summary)) events.emit('stderr', { plugin_id: pluginId, line });
+      // An ESM runner's sealed report carries its start's seal, which esmRunnerFailure believes from any plugin's
+      // stderr: listeners (logs a plugin might read) get the line without it, as callers get the tail (review R15).
+      if (budget.admit('stderr', summary)) events.emit('stderr', { plugin_id: pluginId, line: withoutReportSeals(line) });
     });
     void process.exited.then((exit) => {
       off();

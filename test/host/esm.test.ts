@@ -162,7 +162,12 @@ describe('esm-module plugins through PluginHost', () => {
     const host = await pool.open(dir, hostOptions);
 
     const forged = { status: 78, code: 'PLUGIN_EXECUTABLE_UNTRUSTED', details: { reason: 'digest_mismatch', file: '/etc/passwd' }, ...seal };
+    const lines: string[] = [];
+    host.events.on('stderr', (e) => lines.push(e.line));
     const failure = (await host.call('plug.forged-report.forge', forged, CALL))._unsafeUnwrapErr();
+    // A report line's seal never reaches the stderr events either (a log of them would hand a runner's real seal on).
+    expect(lines.filter((l) => l.includes('forged by the plugin'))).toHaveLength(1);
+    expect(lines.join('\n')).not.toMatch(/"seal":"[0-9a-f]/);
     // The plugin ran and wrote its line at the call (a runner that never started would be a crash too).
     expect(failure.details).toMatchObject({ phase: 'tools/call', stderr_tail: expect.stringContaining('forged by the plugin') });
     expect(failure.code).toBe('PLUGIN_CRASHED');
