@@ -5,7 +5,8 @@
  * One writer drains the queue: every line queued meanwhile goes out in one
  * `write(2)` on a descriptor opened with O_APPEND, so lines never interleave
  * with another writer's and a crash can lose the tail, never half a line in
- * the middle. With `fsync: 'batch'` (the default) each such write is followed
+ * the middle. A write that fails part way (a full disk) leaves half a line,
+ * which the next write ends with a newline before its records. With `fsync: 'batch'` (the default) each such write is followed
  * by `fdatasync`, so a record is on disk one batch after it was queued; with
  * `'none'` the kernel decides, and only `flush()` and `close()` sync. A full
  * queue drops records and writes a `gap` record saying how many once it can.
@@ -176,6 +177,8 @@ export class JsonlAuditSink implements AuditSink {
   #dropped = 0;
   #draining: Promise<void> | undefined;
   #failure: HostError | undefined;
+  /** The descriptor a write that failed part way (a full disk) left half a line in, until a newline ends it. */
+  #brokenLine: FileHandle | undefined;
   #closed = false;
 
   private constructor(handle: FileHandle, path: string, size: number, settings: SinkSettings) {
@@ -283,6 +286,15 @@ export class JsonlAuditSink implements AuditSink {
       try {
         while (done < lines.length) {
           await this.#followLive();
+          // Half a line a failed write left (review R15): ended first, or the next record (the gap record saying what
+          // was lost, first of all) would be glued to it, one line no reader can parse.
+          if (this.#brokenLine !== undefined) {
+            if (this.#brokenLine === this.#handle) {
+              await this.#handle.write('\n');
+              this.#size += 1;
+            }
+            this.#brokenLine = undefined;
+          }
           const { batch, count } = this.#fitting(lines, done);
           if (count === 0) {
             action = 'Rotating the audit file';
@@ -291,7 +303,12 @@ export class JsonlAuditSink implements AuditSink {
             continue;
           }
           let written = 0;
-          while (written < batch.length) written += (await this.#handle.write(batch, written)).bytesWritten;
+          try {
+            while (written < batch.length) written += (await this.#handle.write(batch, written)).bytesWritten;
+          } catch (cause) {
+            if (written > 0) this.#brokenLine = this.#handle;
+            throw cause;
+          }
           this.#size += batch.length;
           if (this.#fsync === 'batch') await this.#handle.datasync();
           done += count;

@@ -3,7 +3,7 @@
  * never rewritten, one bounded line per record, unsafe files refused, a full
  * queue reported by a gap record; and the pure redaction of arguments.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
 import { chmod, chown, link, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -274,3 +274,76 @@ describe('redactArguments', () => {
     expect(auditLine(record, 1024)).toBe(JSON.stringify(record));
   });
 });
+
+// A write that fails part way (a full disk; here the file size limit, which also makes write(2) write what fits and
+// then fail with EFBIG) leaves half a line. The sink runs in a child whose soft RLIMIT_FSIZE the test raises after the
+// failure (prlimit on a process of one's own user), as a disk gets room again.
+describe('JsonlAuditSink after a write that failed part way', () => {
+  it('ends the half line before the next record, so the gap record and every later one parse', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'audit-partial-'));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const path = join(dir, 'audit.jsonl');
+    const child = join(dir, 'sink.mts');
+    const source = join(import.meta.dirname, '..', '..', 'src', 'audit', 'JsonlAuditSink.ts');
+    await writeFile(
+      child,
+      `import { createInterface } from 'node:readline';
+import { JsonlAuditSink } from ${JSON.stringify(source)};
+const sink = (await JsonlAuditSink.open(process.argv[2], { maxLineBytes: 4096 }))._unsafeUnwrap();
+let n = 0;
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'close') break;
+  for (let i = 0; i < Number(line); i += 1) sink.write({ kind: 'call', at: new Date(0).toISOString(), op_id: 'r' + n++ + '-' + 'x'.repeat(700), outcome: 'ok', duration_ms: 0 });
+  const flushed = await sink.flush();
+  process.stdout.write((flushed.isOk() ? 'ok' : 'failed ' + flushed.error.message) + '\\n');
+}
+await sink.close();
+`,
+    );
+    // 4 blocks of 512 bytes: one record fits, three more do not.
+    const proc = spawn('sh', ['-c', 'ulimit -S -f 4 && exec "$0" --import tsx "$@"', process.execPath, child, path], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const answers = createLineReader(proc.stdout);
+    const ask = async (line: string): Promise<string> => {
+      proc.stdin.write(`${line}\n`);
+      return answers();
+    };
+    expect(await ask('1')).toBe('ok');
+    expect(await ask('3')).toMatch(/^failed .*EFBIG/);
+    execFileSync('prlimit', ['--pid', String(proc.pid), '--fsize=unlimited:']);
+    expect(await ask('1')).toBe('ok');
+    proc.stdin.end('close\n');
+    await new Promise((resolve) => proc.once('exit', resolve));
+
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    expect(lines.pop()).toBe('');
+    const parsed = lines.map((line) => {
+      try {
+        return JSON.parse(line) as AuditRecord;
+      } catch {
+        return undefined;
+      }
+    });
+    // r0; r1, which fitted whole; the half of r2 the failed write left, alone on its line; the gap record; r4.
+    expect(parsed.map((r) => r?.kind)).toEqual(['call', 'call', undefined, 'gap', 'call']);
+    expect(lines[2]).toMatch(/^\{"kind":"call".*"op_id":"r2-x+$/);
+    expect((parsed[4] as AuditCallRecord).op_id).toMatch(/^r4-/);
+  });
+});
+
+/** Reads `stream` line by line: each call resolves with the next line. */
+function createLineReader(stream: NodeJS.ReadableStream): () => Promise<string> {
+  let buffered = '';
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  stream.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let i = buffered.indexOf('\n'); i >= 0; i = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, i);
+      buffered = buffered.slice(i + 1);
+      const next = waiting.shift();
+      if (next === undefined) lines.push(line);
+      else next(line);
+    }
+  });
+  return () => new Promise((resolve) => (lines.length > 0 ? resolve(lines.shift() ?? '') : waiting.push(resolve)));
+}
