@@ -50,8 +50,8 @@ export interface JsonlAuditSinkOptions {
   /**
    * Rotated files kept beside the live one: `<path>.1` (the newest) to
    * `<path>.<keepFiles>` (the oldest), which the next rotation deletes. At
-   * least 1. Default 4, so the audit takes at most `(keepFiles + 1) *
-   * maxFileBytes` of disk.
+   * least 1. Default 4, so the audit takes at most
+   * `(keepFiles + 1) * maxFileBytes` of disk.
    */
   readonly keepFiles?: number;
 }
