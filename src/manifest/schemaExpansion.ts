@@ -17,7 +17,9 @@
  *   double the paths at each level of the answer's nesting, and one recursion
  *   entering another on the same member multiplies them by the depth.
  */
-import { createRequire } from 'node:module';
+import * as ajvResolve from 'ajv/dist/compile/resolve.js';
+import * as ajvUriModule from 'ajv/dist/runtime/uri.js';
+import jsonSchemaTraverse from 'json-schema-traverse';
 import pluginAnswerLimits from '../../etc/plugin-answers.json' with { type: 'json' };
 
 /** Most subschemas one validation may visit counting each once per way it is reached through `$ref` (etc/plugin-answers.json). */
@@ -62,18 +64,15 @@ interface AjvUris {
 
 let ajvUris: AjvUris | undefined;
 
-/** Ajv's own copy of a module of its package or of its dependencies, resolved from Ajv's location. */
-function fromAjv(name: string): unknown {
-  return createRequire(createRequire(import.meta.url).resolve('ajv'))(name);
-}
-
 /**
- * Ajv's own copy of json-schema-traverse (resolved from Ajv's location, so it is the one Ajv reads with): which objects
- * of a schema Ajv takes as subschemas whose `$id` and anchors it registers. Not `default`, `const`, `enum` or an array
- * under another keyword (data), and not a `properties` or `definitions` map itself (its members are the subschemas).
+ * json-schema-traverse, the one Ajv reads with (a dependency of ours in Ajv's range, so npm keeps one copy): which
+ * objects of a schema Ajv takes as subschemas whose `$id` and anchors it registers. Not `default`, `const`, `enum` or an
+ * array under another keyword (data), and not a `properties` or `definitions` map itself (its members are the
+ * subschemas). Imported, not resolved from Ajv's location at run time: an application bundled into one file has no
+ * node_modules to resolve from.
  */
 function traverseAsAjv(): SchemaTraverse {
-  ajvTraverse ??= fromAjv('json-schema-traverse') as SchemaTraverse;
+  ajvTraverse ??= jsonSchemaTraverse as unknown as SchemaTraverse;
   return ajvTraverse;
 }
 
@@ -82,8 +81,10 @@ function traverseAsAjv(): SchemaTraverse {
  * Ajv keeps two resources apart, so a ref reached the cheap one here and a $ref DAG in Ajv (review R14).
  */
 function uris(): AjvUris {
-  // Relative to Ajv's main module (ajv/dist/ajv.js).
-  ajvUris ??= { ...(fromAjv('./compile/resolve.js') as Omit<AjvUris, 'resolver'>), resolver: (fromAjv('./runtime/uri.js') as { default: unknown }).default };
+  // Ajv's CommonJS module: its default import is module.exports under Node's ESM and exports.default in a CommonJS build.
+  const imported = ajvUriModule.default as unknown as { readonly resolve?: unknown; readonly default?: unknown };
+  const resolver = typeof imported.resolve === 'function' ? imported : imported.default;
+  ajvUris ??= { resolveUrl: ajvResolve.resolveUrl as AjvUris['resolveUrl'], getFullPath: ajvResolve.getFullPath as AjvUris['getFullPath'], resolver };
   return ajvUris;
 }
 

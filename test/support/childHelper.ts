@@ -25,7 +25,7 @@ export function startHelper(script: string, args: readonly string[], nodeOptions
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
     child.on('close', (code, signal) => {
-      for (const w of waiters) w.reject(new Error(`helper exited (${code ?? signal}) before "${w.line}": ${stderr}`));
+      for (const w of waiters) w.reject(new Error(`helper exited (${code ?? signal}) before "${w.line}": ${[...lines, stderr].join('\n')}`));
       resolve({ code, signal, stdout: lines.join('\n'), stderr });
     }),
   );
