@@ -4,35 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EventBudget } from '../../src/budget/EventBudget.js';
-import type { Clock } from '../../src/ports/ports.js';
+import { FakeClock } from '../support/clocks.js';
 
-function manualClock(): Clock & { advance(ms: number): void; readonly timers: number } {
-  let now = 0;
-  let timers: { at: number; fn: () => void }[] = [];
-  return {
-    now: () => now,
-    setTimer: (fn, ms) => {
-      const timer = { at: now + ms, fn };
-      timers.push(timer);
-      return () => {
-        timers = timers.filter((t) => t !== timer);
-      };
-    },
-    advance(ms) {
-      now += ms;
-      const due = timers.filter((t) => t.at <= now);
-      timers = timers.filter((t) => t.at > now);
-      due.forEach((t) => t.fn());
-    },
-    get timers() {
-      return timers.length;
-    },
-  };
-}
 
 describe('EventBudget', () => {
   it('admits the burst, counts the rest per key, and sends one summary per key when a token is free', () => {
-    const clock = manualClock();
+    const clock = new FakeClock();
     const budget = new EventBudget<string>({ perSecond: 2, burst: 3 }, clock);
     const summaries: [string, number][] = [];
     const admitted = (key: string, n: number): number => Array.from({ length: n }, () => budget.admit(key, (count) => summaries.push([key, count]))).filter(Boolean).length;
@@ -53,16 +30,16 @@ describe('EventBudget', () => {
   });
 
   it('flush sends every waiting count at once, to the latest caller, and cancels its timer', () => {
-    const clock = manualClock();
+    const clock = new FakeClock();
     const budget = new EventBudget<string>({ perSecond: 1, burst: 1 }, clock);
     const seen: string[] = [];
     budget.admit('k', () => seen.push('first'));
     budget.admit('k', (n) => seen.push(`second ${n}`));
     budget.admit('k', (n) => seen.push(`third ${n}`));
-    expect(clock.timers).toBe(1);
+    expect(clock.pending).toBe(1);
     budget.flush();
     expect(seen).toEqual(['third 2']);
-    expect(clock.timers).toBe(0);
+    expect(clock.pending).toBe(0);
     clock.advance(10_000);
     budget.flush();
     expect(seen).toEqual(['third 2']);

@@ -18,32 +18,11 @@ import { CallAuditor } from '../../src/audit/callAudit.js';
 import { JsonlAuditSink } from '../../src/audit/JsonlAuditSink.js';
 import { EgressProxy, type EgressEvent, type EgressProxyLimits } from '../../src/egress/EgressProxy.js';
 import { egressPolicy } from '../../src/egress/destinations.js';
-import type { Clock } from '../../src/ports/ports.js';
+import { FakeClock } from '../support/clocks.js';
 
 const BURST = proxySettings.refusedEventsBurst;
 const INTERVAL_MS = 1000 / proxySettings.refusedEventsPerSecond;
 
-/** A clock that moves only when told; its timers run when it passes their time. */
-function manualClock(): Clock & { advance(ms: number): void } {
-  let now = 1_800_000_000_000;
-  let timers: { at: number; fn: () => void }[] = [];
-  return {
-    now: () => now,
-    setTimer: (fn, ms) => {
-      const timer = { at: now + ms, fn };
-      timers.push(timer);
-      return () => {
-        timers = timers.filter((t) => t !== timer);
-      };
-    },
-    advance(ms) {
-      now += ms;
-      const due = timers.filter((t) => t.at <= now);
-      timers = timers.filter((t) => t.at > now);
-      due.forEach((t) => t.fn());
-    },
-  };
-}
 
 const cleanup: (() => unknown)[] = [];
 afterEach(async () => {
@@ -52,13 +31,13 @@ afterEach(async () => {
 
 async function setUp(
   limits: Partial<EgressProxyLimits> = {},
-): Promise<{ port: number; events: EgressEvent[]; clock: ReturnType<typeof manualClock>; records: () => Promise<AuditRecord[]>; proxy: EgressProxy }> {
+): Promise<{ port: number; events: EgressEvent[]; clock: FakeClock; records: () => Promise<AuditRecord[]>; proxy: EgressProxy }> {
   const dir = await mkdtemp(join(tmpdir(), 'refused-budget-'));
   cleanup.push(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'audit.jsonl');
   const sink = (await JsonlAuditSink.open(file))._unsafeUnwrap();
   cleanup.push(() => sink.close());
-  const clock = manualClock();
+  const clock = new FakeClock();
   const auditor = new CallAuditor({ sink }, clock);
   const events: EgressEvent[] = [];
   const proxy = new EgressProxy({
