@@ -5,23 +5,6 @@ import { isIssuedRunnerReportSeal, withoutReportSeals } from './runnerReportSeal
 /** The exit status of a runner whose plugin failed to load (EX_CONFIG). */
 export const ESM_RUNNER_LOAD_FAILED_EXIT = 78;
 
-/** The codes a runner may report for a failed load; anything else on stderr is not believed. */
-export const ESM_RUNNER_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
-  'PLUGIN_MANIFEST_NOT_FOUND',
-  'PLUGIN_MANIFEST_INVALID',
-  'PLUGIN_ENTRY_INVALID',
-  'PLUGIN_CAPABILITY_MISMATCH',
-  'PLUGIN_TOOL_INVALID',
-  'PLUGIN_DEPENDENCY_MISSING',
-  'PLUGIN_DEPENDENCY_CYCLE',
-  'PLUGIN_NAMESPACE_CONFLICT',
-  'PLUGIN_INTERNAL_ERROR',
-  'PLUGIN_TIMEOUT',
-  'PLUGIN_EXECUTABLE_UNTRUSTED',
-  'HOST_INVALID_OPTIONS',
-  'HOST_IO_ERROR',
-]);
-
 /**
  * The codes an unsealed report is believed for: failures of the plugin's own
  * code (its import, createPlugin, its tools), which that code may as well
@@ -40,6 +23,16 @@ export const ESM_PLUGIN_CODE_FAILURES: ReadonlySet<HostErrorCode> = new Set<Host
   'PLUGIN_NAMESPACE_CONFLICT',
   'PLUGIN_INTERNAL_ERROR',
   'PLUGIN_TIMEOUT',
+]);
+
+/** The codes a runner may report for a failed load; anything else on stderr is not believed. */
+export const ESM_RUNNER_CODES: ReadonlySet<HostErrorCode> = new Set<HostErrorCode>([
+  ...ESM_PLUGIN_CODE_FAILURES,
+  'PLUGIN_MANIFEST_NOT_FOUND',
+  'PLUGIN_MANIFEST_INVALID',
+  'PLUGIN_EXECUTABLE_UNTRUSTED',
+  'HOST_INVALID_OPTIONS',
+  'HOST_IO_ERROR',
 ]);
 
 /** What the runner writes to stderr, one JSON object per line, under the key `esmRunner`. */
