@@ -16,30 +16,15 @@ import { measureSchema } from '../src/manifest/schemaLimits.js';
 import { outputSchemaValidators } from '../src/shapes/mcp/outputSchemaValidators.js';
 import { dagUnderItems } from '../test/support/expensiveSchemas.js';
 import { pairedResult, roundRatioSpread, timeMs, type BenchResult } from './harness.js';
+import { longestTimerGap } from './support/timerGap.js';
 
 const ROUNDS = 5;
 const ELEMENTS = 100_000;
 /** Size checks timed together: one takes microseconds. */
 const SIZE_CHECKS = 1000;
 
-/** The longest gap between 1 ms timers while `work` runs. */
-async function stallDuring(work: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  try {
-    await work();
-    // A stall at the end shows at the timer's next turn.
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  } finally {
-    clearInterval(timer);
-  }
-  return longest;
-}
+/** The longest gap between 1 ms timers while `work` runs (a stall at its end shows within 5 ms). */
+const stallDuring = (work: () => Promise<unknown>): Promise<number> => longestTimerGap(work, 5);
 
 export async function run(): Promise<BenchResult[]> {
   const schema = dagUnderItems(11);

@@ -21,6 +21,7 @@ import { untrustedPatternEngine } from '../src/manifest/untrustedPatterns.js';
 import { McpSession } from '../src/shapes/mcp/McpSession.js';
 import { launchCommand, stopAllTestProcesses } from '../test/support/mcpLaunch.js';
 import { pairedResult, roundRatioSpread, timeMs, type BenchResult } from './harness.js';
+import { longestTimerGap } from './support/timerGap.js';
 
 const LISTER = fileURLToPath(new URL('../test/shapes/mcp/fixtures/schema-lister.mjs', import.meta.url));
 const ROUNDS = 5;
@@ -58,27 +59,20 @@ function slowShapes(): Record<string, unknown> {
 
 /** The longest gap between 1 ms timers while a fresh plugin process lists `file`'s schema and the host compiles it. */
 async function listingStall(file: string): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  const session = McpSession.create({ launch: launchCommand([process.execPath, LISTER, `--schema-file=${file}`]) })._unsafeUnwrap();
+  let session: McpSession | undefined;
   try {
-    const listed = await session.listTools();
-    if (listed.isErr()) throw new Error(`the benchmark schema must be listed: ${listed.error.message}`);
-    // Past a bound the host lists the tool without compiling its schema, and the stall measured would be no compile's.
-    const unchecked = listed.value.find((tool) => tool.outputSchemaUnchecked !== undefined);
-    if (unchecked !== undefined) throw new Error(`the benchmark schema must be compiled, not left unchecked (${unchecked.outputSchemaUnchecked})`);
-    // The compile ran inside the list; the timer sees the gap only at its next turn.
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    // The compile runs inside the list; the timer sees the gap only at its next turn (30 ms after).
+    return await longestTimerGap(async () => {
+      session = McpSession.create({ launch: launchCommand([process.execPath, LISTER, `--schema-file=${file}`]) })._unsafeUnwrap();
+      const listed = await session.listTools();
+      if (listed.isErr()) throw new Error(`the benchmark schema must be listed: ${listed.error.message}`);
+      // Past a bound the host lists the tool without compiling its schema, and the stall measured would be no compile's.
+      const unchecked = listed.value.find((tool) => tool.outputSchemaUnchecked !== undefined);
+      if (unchecked !== undefined) throw new Error(`the benchmark schema must be compiled, not left unchecked (${unchecked.outputSchemaUnchecked})`);
+    }, 30);
   } finally {
-    clearInterval(timer);
-    await session.close();
+    await session?.close();
   }
-  return longest;
 }
 
 export async function run(): Promise<BenchResult[]> {
